@@ -1,0 +1,293 @@
+// Package jobspec reads and validates a training job file (TOML).
+//
+// The job file fixes everything that defines the training semantics: the
+// task (dataset and model), the number of logical workers N and the
+// micro-batch b per logical worker (so the global batch is N*b), the
+// optimizer, the learning-rate schedule and the seed. How many physical
+// workers run it is NOT part of the job: that is the allocation, and the
+// trained model must not depend on it.
+//
+// Loading follows decode → validate → defaults: unknown keys are an error
+// naming the key, and every validation error names the field and the fix.
+// See examples/mnist/job.toml and examples/charlm/job.toml.
+package jobspec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Spec is a parsed job file. Zero values are replaced by defaults in Load.
+type Spec struct {
+	// Name labels the job in logs and the state database.
+	Name string `toml:"name" json:"name"`
+	// Task selects the dataset and model family: "mnist" or "charlm".
+	Task string `toml:"task" json:"task"`
+	// LogicalWorkers is N, the data-parallel world size of the training
+	// semantics (number of ESTs).
+	LogicalWorkers int `toml:"logical_workers" json:"logical_workers"`
+	// MicroBatch is b, the samples (sequences for charlm) per logical worker
+	// per step.
+	MicroBatch int `toml:"micro_batch" json:"micro_batch"`
+	// Epochs sets the training horizon in passes over the training set;
+	// ignored when Steps is set.
+	Epochs int `toml:"epochs" json:"epochs"`
+	// Steps sets the training horizon in optimizer steps (overrides Epochs).
+	// The horizon fixes the learning-rate schedule; `run --steps` may stop
+	// earlier without changing it.
+	Steps int `toml:"steps" json:"steps"`
+	// Seed keys every random stream of the job (initialisation, shuffling,
+	// augmentation, dropout).
+	Seed uint64 `toml:"seed" json:"seed"`
+	// CheckpointEvery is the checkpoint period in steps (default 50).
+	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
+
+	Data      Data       `toml:"data" json:"data"`
+	Model     Model      `toml:"model" json:"model"`
+	Optimizer Optimizer  `toml:"optimizer" json:"optimizer"`
+	LR        LRSchedule `toml:"lr_schedule" json:"lr_schedule"`
+}
+
+// Data configures the dataset.
+type Data struct {
+	// Dir is the dataset folder (MNIST idx files, or the text file's folder
+	// for charlm); empty means locate automatically. Not part of the job's
+	// identity: moving the data does not make it another job.
+	Dir string `toml:"dir" json:"-"`
+	// AugmentShift is the maximum random shift in pixels (MNIST), 0 = off.
+	AugmentShift int `toml:"augment_shift" json:"augment_shift"`
+	// SeqLen is the context length in characters (charlm).
+	SeqLen int `toml:"seq_len" json:"seq_len,omitempty"`
+}
+
+// Model configures the network. Fields apply to the task's model family.
+type Model struct {
+	// Dropout is the drop probability in [0, 1).
+	Dropout float32 `toml:"dropout" json:"dropout"`
+	// Channels are the LeNet convolution widths (mnist), default [8, 16].
+	Channels []int `toml:"channels" json:"channels,omitempty"`
+	// Hidden is the LeNet fully connected width (mnist), default 128.
+	Hidden int `toml:"hidden" json:"hidden,omitempty"`
+	// DModel, Heads, Layers size the transformer (charlm).
+	DModel int `toml:"d_model" json:"d_model,omitempty"`
+	Heads  int `toml:"heads" json:"heads,omitempty"`
+	Layers int `toml:"layers" json:"layers,omitempty"`
+}
+
+// Optimizer configures the update rule.
+type Optimizer struct {
+	// Kind is "sgd" or "adamw".
+	Kind        string  `toml:"kind" json:"kind"`
+	LR          float32 `toml:"lr" json:"lr"`
+	Momentum    float32 `toml:"momentum" json:"momentum"`
+	Nesterov    bool    `toml:"nesterov" json:"nesterov"`
+	WeightDecay float32 `toml:"weight_decay" json:"weight_decay"`
+	Beta1       float32 `toml:"beta1" json:"beta1,omitempty"`
+	Beta2       float32 `toml:"beta2" json:"beta2,omitempty"`
+	Eps         float32 `toml:"eps" json:"eps,omitempty"`
+}
+
+// LRSchedule is linear warmup followed by cosine decay to MinLR at the
+// horizon (see optim.WarmupCosine).
+type LRSchedule struct {
+	WarmupSteps int     `toml:"warmup_steps" json:"warmup_steps"`
+	MinLR       float32 `toml:"min_lr" json:"min_lr"`
+}
+
+// FieldError is a validation failure of one field.
+type FieldError struct {
+	Field string // dotted TOML key, e.g. "optimizer.lr"
+	Msg   string // what is wrong and how to fix it
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// ErrUnknownKeys marks a job file with keys this version does not know.
+var ErrUnknownKeys = errors.New("unknown keys")
+
+// Load reads, validates and completes the job file at path. Errors name the
+// file and the field; unknown keys wrap ErrUnknownKeys and list every key.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
+	}
+	s, err := Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("job file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse decodes job TOML text; see Load.
+func Parse(text string) (*Spec, error) {
+	var s Spec
+	md, err := toml.Decode(text, &s)
+	if err != nil {
+		return nil, fmt.Errorf("parsing TOML: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%w %s; remove or rename them (see examples/mnist/job.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
+	}
+	s.applyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Spec) applyDefaults() {
+	if s.Name == "" {
+		s.Name = s.Task
+	}
+	if s.CheckpointEvery == 0 {
+		s.CheckpointEvery = 50
+	}
+	if s.Optimizer.Kind == "" {
+		s.Optimizer.Kind = "sgd"
+	}
+	if s.Optimizer.Kind == "adamw" {
+		if s.Optimizer.Beta1 == 0 {
+			s.Optimizer.Beta1 = 0.9
+		}
+		if s.Optimizer.Beta2 == 0 {
+			s.Optimizer.Beta2 = 0.999
+		}
+		if s.Optimizer.Eps == 0 {
+			s.Optimizer.Eps = 1e-8
+		}
+	}
+	switch s.Task {
+	case "mnist":
+		if len(s.Model.Channels) == 0 {
+			s.Model.Channels = []int{8, 16}
+		}
+		if s.Model.Hidden == 0 {
+			s.Model.Hidden = 128
+		}
+	case "charlm":
+		if s.Data.SeqLen == 0 {
+			s.Data.SeqLen = 64
+		}
+		if s.Model.DModel == 0 {
+			s.Model.DModel = 64
+		}
+		if s.Model.Heads == 0 {
+			s.Model.Heads = 4
+		}
+		if s.Model.Layers == 0 {
+			s.Model.Layers = 2
+		}
+	}
+}
+
+// Validate checks every field and returns the first *FieldError found.
+func (s *Spec) Validate() error {
+	fe := func(field, format string, a ...any) error {
+		return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case s.Task != "mnist" && s.Task != "charlm":
+		return fe("task", "%q is not a known task; use \"mnist\" or \"charlm\"", s.Task)
+	case s.LogicalWorkers < 1 || s.LogicalWorkers > 4096:
+		return fe("logical_workers", "%d must be between 1 and 4096", s.LogicalWorkers)
+	case s.MicroBatch < 1 || s.MicroBatch > 65536:
+		return fe("micro_batch", "%d must be between 1 and 65536", s.MicroBatch)
+	case s.Steps < 0:
+		return fe("steps", "%d must not be negative", s.Steps)
+	case s.Epochs < 0:
+		return fe("epochs", "%d must not be negative", s.Epochs)
+	case s.Steps == 0 && s.Epochs == 0:
+		return fe("steps", "set steps or epochs to fix the training horizon")
+	case s.CheckpointEvery < 1:
+		return fe("checkpoint_every", "%d must be at least 1", s.CheckpointEvery)
+	case s.Data.AugmentShift < 0 || s.Data.AugmentShift > 8:
+		return fe("data.augment_shift", "%d must be between 0 and 8 pixels", s.Data.AugmentShift)
+	case !(s.Model.Dropout >= 0 && s.Model.Dropout < 1):
+		return fe("model.dropout", "%v must be in [0, 1)", s.Model.Dropout)
+	case s.Optimizer.Kind != "sgd" && s.Optimizer.Kind != "adamw":
+		return fe("optimizer.kind", "%q is not known; use \"sgd\" or \"adamw\"", s.Optimizer.Kind)
+	case !(s.Optimizer.LR > 0) || s.Optimizer.LR > 10:
+		return fe("optimizer.lr", "%v must be in (0, 10]", s.Optimizer.LR)
+	case !(s.Optimizer.Momentum >= 0 && s.Optimizer.Momentum < 1):
+		return fe("optimizer.momentum", "%v must be in [0, 1)", s.Optimizer.Momentum)
+	case s.Optimizer.Nesterov && s.Optimizer.Momentum == 0:
+		return fe("optimizer.nesterov", "Nesterov needs optimizer.momentum > 0")
+	case !(s.Optimizer.WeightDecay >= 0 && s.Optimizer.WeightDecay < 1):
+		return fe("optimizer.weight_decay", "%v must be in [0, 1)", s.Optimizer.WeightDecay)
+	case s.LR.WarmupSteps < 0:
+		return fe("lr_schedule.warmup_steps", "%d must not be negative", s.LR.WarmupSteps)
+	case !(s.LR.MinLR >= 0 && s.LR.MinLR <= s.Optimizer.LR):
+		return fe("lr_schedule.min_lr", "%v must be in [0, optimizer.lr]", s.LR.MinLR)
+	}
+	if s.Optimizer.Kind == "adamw" {
+		if !(s.Optimizer.Beta1 >= 0 && s.Optimizer.Beta1 < 1) || !(s.Optimizer.Beta2 >= 0 && s.Optimizer.Beta2 < 1) {
+			return fe("optimizer.beta1", "beta1 and beta2 must be in [0, 1)")
+		}
+		if !(s.Optimizer.Eps > 0) {
+			return fe("optimizer.eps", "%v must be positive", s.Optimizer.Eps)
+		}
+	}
+	switch s.Task {
+	case "mnist":
+		if len(s.Model.Channels) != 2 || s.Model.Channels[0] < 1 || s.Model.Channels[1] < 1 || s.Model.Channels[0] > 256 || s.Model.Channels[1] > 256 {
+			return fe("model.channels", "%v must be two widths between 1 and 256, e.g. [8, 16]", s.Model.Channels)
+		}
+		if s.Model.Hidden < 1 || s.Model.Hidden > 4096 {
+			return fe("model.hidden", "%d must be between 1 and 4096", s.Model.Hidden)
+		}
+	case "charlm":
+		if s.Data.SeqLen < 2 || s.Data.SeqLen > 1024 {
+			return fe("data.seq_len", "%d must be between 2 and 1024", s.Data.SeqLen)
+		}
+		if s.Model.DModel < 1 || s.Model.DModel > 1024 {
+			return fe("model.d_model", "%d must be between 1 and 1024", s.Model.DModel)
+		}
+		if s.Model.Heads < 1 || s.Model.DModel%s.Model.Heads != 0 {
+			return fe("model.heads", "%d must be at least 1 and divide model.d_model (%d)", s.Model.Heads, s.Model.DModel)
+		}
+		if s.Model.Layers < 1 || s.Model.Layers > 48 {
+			return fe("model.layers", "%d must be between 1 and 48", s.Model.Layers)
+		}
+	}
+	return nil
+}
+
+// Horizon returns the training horizon in steps: Steps if set, else
+// Epochs * stepsPerEpoch.
+func (s *Spec) Horizon(stepsPerEpoch int) int64 {
+	if s.Steps > 0 {
+		return int64(s.Steps)
+	}
+	return int64(s.Epochs) * int64(stepsPerEpoch)
+}
+
+// Canonical returns the spec as canonical JSON: the fields that define the
+// training semantics, in a fixed order (data.dir excluded).
+func (s *Spec) Canonical() string {
+	b, err := json.Marshal(s)
+	if err != nil { // only a NaN that Validate would have refused gets here
+		return fmt.Sprintf("%+v", *s)
+	}
+	return string(b)
+}
+
+// ID returns "sha256:<hex>" of Canonical(): the job's identity in the state
+// database. Two specs with the same ID train the same model.
+func (s *Spec) ID() string {
+	sum := sha256.Sum256([]byte(s.Canonical()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,107 @@
+package jobspec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const minimal = `
+task = "mnist"
+logical_workers = 8
+micro_batch = 32
+epochs = 1
+[optimizer]
+lr = 0.05
+momentum = 0.9
+`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	s, err := Parse(minimal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "mnist" || s.CheckpointEvery != 50 || s.Optimizer.Kind != "sgd" || s.Model.Hidden != 128 || len(s.Model.Channels) != 2 {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+	if got := s.Horizon(234); got != 234 {
+		t.Fatalf("Horizon = %d, want 234", got)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct {
+		name, text, want string
+	}{
+		{"malformed TOML", "task = ", "parsing TOML"},
+		{"an unknown top-level key", minimal + "\nlogical_worker = 3\n", "logical_worker"},
+		{"an unknown nested key", minimal + "\nlearning_rate = 0.1\n", "optimizer.learning_rate"},
+		{"an unknown task", strings.Replace(minimal, `"mnist"`, `"imagenet"`, 1), "task:"},
+		{"zero logical workers", strings.Replace(minimal, "logical_workers = 8", "logical_workers = 0", 1), "logical_workers:"},
+		{"no horizon", strings.Replace(minimal, "epochs = 1", "", 1), "steps:"},
+		{"a negative learning rate", strings.Replace(minimal, "lr = 0.05", "lr = -1.0", 1), "optimizer.lr:"},
+		{"nesterov without momentum", strings.Replace(minimal, "momentum = 0.9", "nesterov = true", 1), "optimizer.nesterov:"},
+		{"heads not dividing d_model", "task=\"charlm\"\nlogical_workers=2\nmicro_batch=2\nsteps=3\n[model]\nd_model=10\nheads=3\n[optimizer]\nlr=0.001\nkind=\"adamw\"\n", "model.heads:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(c.text)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Parse error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestUnknownKeysAreTyped(t *testing.T) {
+	_, err := Parse(minimal + "\nfoo = 1\nbar = 2\n")
+	if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), "optimizer.bar, optimizer.foo") {
+		t.Fatalf("error = %v, want ErrUnknownKeys listing bar, foo", err)
+	}
+}
+
+func TestIDIgnoresDataDirButNotSemantics(t *testing.T) {
+	a, _ := Parse(minimal)
+	b, _ := Parse(minimal + "\n[data]\ndir = \"/elsewhere\"\n")
+	c, _ := Parse(strings.Replace(minimal, "micro_batch = 32", "micro_batch = 16", 1))
+	if a.ID() != b.ID() {
+		t.Error("moving the data changed the job identity")
+	}
+	if a.ID() == c.ID() {
+		t.Error("a different micro-batch kept the same identity")
+	}
+	if !strings.HasPrefix(a.ID(), "sha256:") {
+		t.Errorf("ID %q lacks the sha256: prefix", a.ID())
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "job.toml")
+	if err := os.WriteFile(p, []byte("task = 3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Load error = %v, want the path in it", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Fatal("Load of a missing file succeeded")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(minimal)
+	f.Add("task = \"charlm\"\nlogical_workers=1\nmicro_batch=1\nsteps=1\n[optimizer]\nlr=1.0\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(text)
+		if err != nil {
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("Parse accepted a spec that Validate refuses: %v", err)
+		}
+		_ = s.ID()
+	})
+}
