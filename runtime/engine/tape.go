@@ -1,0 +1,82 @@
+package engine
+
+import "fmt"
+
+// Tape records the backward closure of every differentiable op in the order
+// the ops ran, for reverse-mode automatic differentiation. Ops are methods
+// on Tape; each returns a new tensor.
+//
+// A Tape is not safe for concurrent use; each logical worker owns its own.
+// The ops themselves run on up to Threads() goroutines, splitting work by
+// output elements only, so results do not depend on the thread count.
+type Tape struct {
+	threads  int
+	ops      []func()
+	disabled bool
+}
+
+// NewTape returns an empty tape whose ops use up to threads goroutines
+// (values below 1 mean 1).
+func NewTape(threads int) *Tape {
+	return &Tape{threads: max(threads, 1)}
+}
+
+// Threads returns the number of goroutines ops may use (at least 1).
+func (tp *Tape) Threads() int { return tp.threads }
+
+// SetGradEnabled turns recording on (the default) or off. With recording
+// off, op outputs never need a gradient and ops keep no state for backward,
+// which saves memory and time in evaluation (like torch.no_grad).
+func (tp *Tape) SetGradEnabled(enabled bool) { tp.disabled = !enabled }
+
+// Backward propagates gradients from loss, which must have exactly one
+// element, through every recorded op in reverse order. It seeds
+// d(loss)/d(loss) = 1 and ACCUMULATES (+=) into the Grad of every parameter
+// the loss depends on; gradients of intermediate tensors are internal.
+// Call it at most once between Resets. It does nothing when loss does not
+// depend on any parameter, and panics when loss has more than one element.
+func (tp *Tape) Backward(loss *Tensor) {
+	if loss.Len() != 1 {
+		panic(fmt.Sprintf("engine: Backward: loss must have 1 element, has shape %v", loss.Shape))
+	}
+	if !loss.needsGrad() {
+		return
+	}
+	loss.Grad[0]++
+	for i := len(tp.ops) - 1; i >= 0; i-- {
+		tp.ops[i]()
+	}
+}
+
+// Reset forgets every recorded op so the tape can be reused for the next
+// micro-batch. Tensors returned earlier stay valid.
+func (tp *Tape) Reset() {
+	clear(tp.ops)
+	tp.ops = tp.ops[:0]
+}
+
+// recording reports whether an op with these inputs must record a backward
+// closure: recording is enabled and at least one input needs a gradient.
+func (tp *Tape) recording(inputs ...*Tensor) bool {
+	if tp.disabled {
+		return false
+	}
+	for _, t := range inputs {
+		if t.needsGrad() {
+			return true
+		}
+	}
+	return false
+}
+
+// record appends a backward closure.
+func (tp *Tape) record(back func()) { tp.ops = append(tp.ops, back) }
+
+// output allocates an op result of the given shape, with a zero Grad when
+// withGrad is true.
+func output(withGrad bool, shape ...int) *Tensor {
+	if withGrad {
+		return NewParam(shape...)
+	}
+	return NewTensor(shape...)
+}
