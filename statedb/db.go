@@ -1,0 +1,247 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	// The only package of the module allowed to link SQLite.
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// File and folder names inside a state directory.
+const (
+	DBFile        = "state.db"    // the SQLite database
+	LockFile      = "lock"        // flock(2)ed by the single writer
+	CheckpointDir = "checkpoints" // safetensors checkpoint files
+)
+
+// DefaultKeepCheckpoints is how many of the newest checkpoints SaveCheckpoint
+// keeps when Options.KeepCheckpoints is zero.
+const DefaultKeepCheckpoints = 3
+
+// busyTimeoutMS is how long a connection waits for another connection's
+// lock before failing with SQLITE_BUSY (readers vs. the writer's
+// checkpointing).
+const busyTimeoutMS = 5000
+
+// Options tunes OpenWith. The zero value gives Open's behaviour.
+type Options struct {
+	// KeepCheckpoints is how many of the newest checkpoints to keep
+	// (0 means DefaultKeepCheckpoints; negative is invalid).
+	KeepCheckpoints int
+	// AllowNetworkFS opens a writer even when the directory is on NFS,
+	// Lustre, GPFS, CephFS, SMB or another network filesystem. Only safe
+	// when a single node ever touches the directory.
+	AllowNetworkFS bool
+}
+
+// DB is a job's consistency state: one SQLite file DIR/state.db plus the
+// checkpoint files under DIR/checkpoints. A DB opened with Open is the single
+// writer of its directory; one opened with OpenReadOnly only reads. A DB is
+// safe for concurrent use by several goroutines (its connection pool has one
+// connection, so calls are serialised).
+type DB struct {
+	dir      string
+	sql      *sql.DB
+	readOnly bool
+	keep     int
+	lock     *dirLock // nil for readers
+	create   func(path string) (checkpointFile, error)
+}
+
+// Open opens the state directory dir for writing, creating dir (mode 0700)
+// and its database if needed, applying schema migrations, taking the
+// exclusive writer lock DIR/lock and removing leftovers of interrupted
+// checkpoint writes (*.tmp files and checkpoint files the database does not
+// record). Errors wrap ErrLocked (another writer is running, *LockedError
+// names it), ErrNetworkFS (*NetworkFSError), ErrSchemaTooNew, or the
+// underlying filesystem/SQLite error.
+func Open(dir string) (*DB, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts Options) (*DB, error) {
+	keep := opts.KeepCheckpoints
+	if keep < 0 {
+		return nil, invalidf("Options.KeepCheckpoints is %d, want >= 0", keep)
+	}
+	if keep == 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving state directory %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, CheckpointDir), 0o700); err != nil {
+		return nil, fmt.Errorf("creating state directory: %w", err)
+	}
+	if !opts.AllowNetworkFS {
+		if err := checkLocalFS(abs, statfsType); err != nil {
+			return nil, err
+		}
+	}
+	lock, err := lockDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{dir: abs, keep: keep, lock: lock, create: createFile}
+	if err := db.openWriter(); err != nil {
+		lock.release()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) openWriter() error {
+	dsn := dsn(filepath.Join(db.dir, DBFile), url.Values{
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_txlock":       {"immediate"},
+		"_foreign_keys": {"1"},
+	})
+	s, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", DBFile, err)
+	}
+	// One connection: the writer's calls are serialised anyway, and
+	// per-connection pragmas (synchronous=FULL around checkpoint records)
+	// then apply to every statement.
+	s.SetMaxOpenConns(1)
+	db.sql = s
+	if err := db.checkWAL(); err != nil {
+		s.Close()
+		return err
+	}
+	if err := migrate(s); err != nil {
+		s.Close()
+		return fmt.Errorf("migrating %s in %s: %w", DBFile, db.dir, err)
+	}
+	if err := db.cleanCheckpointDir(); err != nil {
+		s.Close()
+		return err
+	}
+	return nil
+}
+
+func (db *DB) checkWAL() error {
+	var mode string
+	if err := db.sql.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("opening %s in %s: %w", DBFile, db.dir, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("opening %s in %s: journal_mode is %q, want wal", DBFile, db.dir, mode)
+	}
+	return nil
+}
+
+// OpenReadOnly opens an existing state directory for reading without taking
+// the writer lock, so it works while a writer runs (`easyscale verify`,
+// `easyscale status`). Writing methods return an error. Errors wrap
+// ErrNoState when dir holds no state.db, ErrSchemaTooNew, or the SQLite error.
+func OpenReadOnly(dir string) (*DB, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving state directory %q: %w", dir, err)
+	}
+	path := filepath.Join(abs, DBFile)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("opening %s read-only: %w (no %s; is this a --state directory?)", abs, ErrNoState, DBFile)
+		}
+		return nil, fmt.Errorf("opening %s read-only: %w", abs, err)
+	}
+	s, err := sql.Open("sqlite3", dsn(path, url.Values{"mode": {"ro"}, "_txlock": {"deferred"}}))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s read-only: %w", path, err)
+	}
+	s.SetMaxOpenConns(1)
+	v, err := schemaVersion(s)
+	if err == nil && v > len(migrations) {
+		err = fmt.Errorf("%w: version %d, this binary knows up to %d", ErrSchemaTooNew, v, len(migrations))
+	}
+	if err == nil && v < len(migrations) {
+		err = fmt.Errorf("schema version %d is older than %d; open it once for writing to migrate", v, len(migrations))
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening %s read-only: %w", path, err)
+	}
+	return &DB{dir: abs, sql: s, readOnly: true, keep: DefaultKeepCheckpoints}, nil
+}
+
+func dsn(path string, params url.Values) string {
+	params.Set("_busy_timeout", fmt.Sprint(busyTimeoutMS))
+	// SQLite URI filenames treat '?' and '#' as delimiters and decode %XX.
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + params.Encode()
+}
+
+// Dir returns the absolute path of the state directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Close closes the database and releases the writer lock. It is safe to
+// call once; the DB must not be used afterwards.
+func (db *DB) Close() error {
+	err := db.sql.Close()
+	if db.lock != nil {
+		if lerr := db.lock.release(); err == nil {
+			err = lerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("closing state database in %s: %w", db.dir, err)
+	}
+	return nil
+}
+
+// IntegrityCheck runs SQLite's `PRAGMA integrity_check` and returns nil when
+// it reports "ok", else an error listing the problems it found.
+func (db *DB) IntegrityCheck() error {
+	rows, err := db.sql.Query("PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("checking integrity of %s: %w", DBFile, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("checking integrity of %s: %w", DBFile, err)
+		}
+		problems = append(problems, line)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("checking integrity of %s: %w", DBFile, err)
+	}
+	if len(problems) == 1 && problems[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("integrity check of %s in %s failed: %s", DBFile, db.dir, strings.Join(problems, "; "))
+}
+
+func (db *DB) writable(what string) error {
+	if db.readOnly {
+		return fmt.Errorf("%s: state database in %s is open read-only", what, db.dir)
+	}
+	return nil
+}
+
+// immediate runs fn in one BEGIN IMMEDIATE transaction (the writer DSN sets
+// _txlock=immediate), committing when fn returns nil.
+func (db *DB) immediate(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,85 @@
+// Package statedb stores a training job's consistency state: the job's
+// identity, a per-step ledger of parameter digests, the allocation history,
+// and checkpoints (safetensors files plus the logical workers' (ESTs')
+// contexts at the checkpoint's step). It is the only package that links
+// SQLite (github.com/mattn/go-sqlite3).
+//
+// # Layout of a state directory
+//
+//	DIR/                     created with mode 0700
+//	  state.db               SQLite database, WAL mode (+ state.db-wal, state.db-shm)
+//	  lock                   flock(2)ed by the single writer; holds "pid=<pid> host=<host>"
+//	  checkpoints/
+//	    step-<step>.safetensors
+//
+// # Writers and readers
+//
+// Open takes an exclusive, non-blocking flock on DIR/lock; a second writer
+// gets a *LockedError naming the PID and host of the first. The kernel drops
+// the lock when the holder dies, so a killed writer leaves no stale lock.
+// OpenReadOnly takes no lock and opens the database with mode=ro; it can
+// read while a writer runs. Open refuses directories on network filesystems
+// (NFS, Lustre, GPFS, CephFS, SMB, BeeGFS, ...; detected by statfs(2) magic)
+// because SQLite's locks and WAL shared memory do not work there
+// (https://www.sqlite.org/wal.html); Options.AllowNetworkFS overrides.
+//
+// # Schema (PRAGMA user_version = 1)
+//
+//	job(singleton=1, job_id, name, spec, logical_workers, created_ns)
+//	ledger(step PK, digest, tensor_digests JSON, loss REAL NULL=NaN, wall_seconds,
+//	       workers, placement, samples_hash, redo, redo_count, time_ns)
+//	allocations(seq PK AUTOINCREMENT, step, workers, speeds JSON, placement, reason, time_ns)
+//	checkpoints(step PK, file, sha256 hex, size bytes, time_ns)
+//	est_contexts(step -> checkpoints.step ON DELETE CASCADE, est, blob; PK (step, est))
+//
+// Times are Unix nanoseconds. Migrations are applied in order by Open, each
+// in its own transaction together with its user_version bump; a database
+// with a newer user_version than the binary knows is refused
+// (ErrSchemaTooNew).
+//
+// # Checkpoint files
+//
+// safetensors (https://huggingface.co/docs/safetensors): an 8-byte
+// little-endian header length, a JSON header mapping each tensor name to
+// {"dtype":"F32","shape":[...],"data_offsets":[begin,end]} plus a
+// "__metadata__" string map, then the raw little-endian data. Reading and
+// writing use github.com/nlpodyssey/safetensors: it writes through an
+// io.Writer, caps the header at 100 MB and checks it against the buffer
+// before parsing, validates offsets with overflow-checked arithmetic, and
+// fuzzing found no panic (FuzzDecodeCheckpoint). Its writer orders tensors
+// by dtype and name, so statedb records the caller's order and the step
+// under the reserved "__metadata__" keys "easyscale.order" and
+// "easyscale.step". Files are only parsed after their SHA-256 and size
+// match the database, so memory stays bounded by the recorded size.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=NORMAL, busy_timeout 5 s and
+// BEGIN IMMEDIATE transactions. Under NORMAL a commit is not fsynced: a power
+// failure or kernel crash may lose the last few committed transactions, but
+// SQLite guarantees the database is never corrupted; a killed process loses
+// nothing that was committed (the WAL is in the page cache). A checkpoint is
+// written to step-<step>.safetensors.tmp, fsynced, renamed, and its
+// directory fsynced before it is recorded; the recording transaction is
+// committed with synchronous=FULL, which also makes every earlier ledger row
+// durable. Hence after any crash: every recorded checkpoint row points to a
+// complete file, the ledger reaches at least the newest recorded checkpoint,
+// and a pruned checkpoint's file is deleted only after the rows that
+// superseded it are on disk.
+//
+// # Crash cases of SaveCheckpoint
+//
+//   - Killed while writing the .tmp file: the database is unchanged, the
+//     previous checkpoint stays newest, Open removes the .tmp file.
+//   - Killed after the rename, before the commit: the file is not recorded;
+//     LatestCheckpoint ignores it and Open removes it.
+//   - Killed after the commit, before pruned files are deleted: the pruned
+//     rows are gone; Open removes their now unrecorded files.
+//   - Power loss after the commit: the synchronous=FULL commit survived.
+//   - A recorded file later damaged or removed: LatestCheckpoint reports a
+//     *CheckpointError with the expected and actual SHA-256 and falls back
+//     to the previous checkpoint.
+//   - Write errors (disk full): SaveCheckpoint returns a wrapped error
+//     (errors.Is(err, syscall.ENOSPC) holds), removes the .tmp file and
+//     records nothing.
+package statedb

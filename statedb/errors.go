@@ -1,0 +1,146 @@
+package statedb
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error statedb returns that matches one of these
+// wraps it, so callers test with errors.Is; the typed errors below carry the
+// details and are reachable with errors.As.
+var (
+	// ErrJobMismatch: the state directory belongs to a different job
+	// (see JobMismatchError).
+	ErrJobMismatch = errors.New("state directory belongs to another job")
+	// ErrNoJob: no job has been stored yet (InitJob was never called).
+	ErrNoJob = errors.New("no job stored in state directory")
+	// ErrDivergence: a re-executed step produced a different digest than
+	// the one already in the ledger (see DivergenceError).
+	ErrDivergence = errors.New("re-executed step diverged from the ledger")
+	// ErrLocked: another process holds the state directory's writer lock
+	// (see LockedError).
+	ErrLocked = errors.New("state directory is locked by another writer")
+	// ErrNetworkFS: the state directory is on a network filesystem where
+	// SQLite locking and WAL shared memory are unsafe (see NetworkFSError).
+	ErrNetworkFS = errors.New("state directory is on a network filesystem")
+	// ErrChecksumMismatch: a checkpoint file's SHA-256 differs from the one
+	// recorded when it was written (see CheckpointError).
+	ErrChecksumMismatch = errors.New("checkpoint checksum mismatch")
+	// ErrNoState: OpenReadOnly found no state database in the directory.
+	ErrNoState = errors.New("no state database")
+	// ErrSchemaTooNew: the database was written by a newer binary whose
+	// schema this one does not know.
+	ErrSchemaTooNew = errors.New("state database schema is newer than this binary")
+	// ErrInvalid: an argument failed validation (the message names the
+	// field).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// JobMismatchError reports that InitJob was called with a job whose identity
+// differs from the one already stored in the state directory. It matches
+// ErrJobMismatch.
+type JobMismatchError struct {
+	Dir                  string // state directory
+	StoredID, StoredName string // identity already in state.db
+	GivenID, GivenName   string // identity passed to InitJob
+}
+
+func (e *JobMismatchError) Error() string {
+	return fmt.Sprintf("state directory %s belongs to job %q (id %s), not to job %q (id %s): "+
+		"use a new --state directory for a different job, or rerun the original job file to resume it",
+		e.Dir, e.StoredName, e.StoredID, e.GivenName, e.GivenID)
+}
+
+// Unwrap returns ErrJobMismatch.
+func (e *JobMismatchError) Unwrap() error { return ErrJobMismatch }
+
+// DivergenceError reports that a step re-executed after a resume produced a
+// digest different from the one recorded in the ledger. Tensors lists the
+// names whose per-tensor digests differ (empty when the entries carry no
+// per-tensor digests). It matches ErrDivergence.
+type DivergenceError struct {
+	Step        int64
+	Stored, Got string // "sha256:<hex>" digests
+	Tensors     []string
+}
+
+func (e *DivergenceError) Error() string {
+	msg := fmt.Sprintf("step %d re-executed with digest %s but the ledger has %s", e.Step, e.Got, e.Stored)
+	if len(e.Tensors) > 0 {
+		msg += " (differing tensors: " + strings.Join(e.Tensors, ", ") + ")"
+	}
+	return msg
+}
+
+// Unwrap returns ErrDivergence.
+func (e *DivergenceError) Unwrap() error { return ErrDivergence }
+
+// LockedError reports that another writer holds DIR/lock. PID and Host are
+// what that writer wrote into the lock file; they are zero/empty when the
+// file could not be read. It matches ErrLocked.
+type LockedError struct {
+	Dir  string
+	PID  int
+	Host string
+}
+
+func (e *LockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("process %d on host %q", e.PID, e.Host)
+	}
+	return fmt.Sprintf("state directory %s is open for writing by %s: "+
+		"only one writer may run per state directory (stop it, or use another --state directory)", e.Dir, holder)
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// NetworkFSError reports that the state directory lives on a network or
+// cluster filesystem (FS names it, e.g. "nfs", "lustre"), where SQLite's
+// POSIX locks and WAL shared memory are unreliable
+// (https://www.sqlite.org/wal.html, "WAL does not work over a network
+// filesystem"). It matches ErrNetworkFS.
+type NetworkFSError struct {
+	Dir string
+	FS  string
+}
+
+func (e *NetworkFSError) Error() string {
+	return fmt.Sprintf("state directory %s is on a %s filesystem, where SQLite can corrupt its database: "+
+		"choose a --state directory on a node-local disk (e.g. under /tmp or $SLURM_TMPDIR), "+
+		"or override with Options.AllowNetworkFS if you are sure only this node writes it", e.Dir, e.FS)
+}
+
+// Unwrap returns ErrNetworkFS.
+func (e *NetworkFSError) Unwrap() error { return ErrNetworkFS }
+
+// CheckpointError reports a checkpoint that LatestCheckpoint skipped: its
+// file is missing or unreadable, its SHA-256 differs from the recorded one
+// (Err is then ErrChecksumMismatch), or it does not parse. WantSHA256 is the
+// recorded hex checksum; GotSHA256 is the file's actual one, empty when the
+// file could not be read.
+type CheckpointError struct {
+	Step       int64
+	Path       string
+	WantSHA256 string
+	GotSHA256  string
+	Err        error
+}
+
+func (e *CheckpointError) Error() string {
+	got := e.GotSHA256
+	if got == "" {
+		got = "unreadable"
+	}
+	return fmt.Sprintf("checkpoint of step %d (%s) skipped: expected sha256 %s, actual %s: %v",
+		e.Step, e.Path, e.WantSHA256, got, e.Err)
+}
+
+// Unwrap returns the underlying cause.
+func (e *CheckpointError) Unwrap() error { return e.Err }
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
