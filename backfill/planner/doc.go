@@ -1,0 +1,65 @@
+// Package planner decides, from one snapshot of a Slurm cluster, which
+// elastic jobs grow into idle GPUs and which extra jobs must end before a
+// pending job's reserved start. It is a pure function: no I/O, no clock, no
+// randomness; "now" is a field of the snapshot. The backfill daemon and the
+// trace-driven simulator (package simulator) both call [Plan].
+//
+// # Gaps
+//
+// A gap is a set of idle GPUs on one node together with the time until which
+// they may be lent. For node n and a time t, let
+//
+//	surplus_n(t) = idle_n + released_n(t) − reserved_n(t)
+//
+// where released_n(t) counts GPUs of running allocations on n whose time
+// limit ends at or before t (an extra job counts only if it ends at least the
+// safety margin before t) and reserved_n(t) counts the GPUs that pending jobs
+// planned on n (squeue --start) need by t. A GPU lent until E must be back
+// Margin seconds before every reservation t with t − Margin < E, so the
+// number of GPUs lendable until E is min(idle_n, min over those t of
+// surplus_n(t)). Taking the minimum at each reservation start in time order
+// gives a staircase of "slots": GPUs lendable until t_k − Margin, and, after
+// the last reservation, until Now + MaxLendSeconds.
+//
+// # Shrinking
+//
+// When surplus_n(t) < 0 at some reservation start t, extra jobs on n still
+// running at t − Margin are ended with deadline max(Now, t − Margin), latest
+// ending first, until the surplus is non-negative or no extra job is left on
+// the node. This is the graceful path; Slurm's preemption of the low-priority
+// partition is the backstop (issue 5, "Shrinking").
+//
+// # Intra-job placement
+//
+// [Place] spreads a job's logical workers (ESTs) over its GPUs to minimise
+// the step's compute time max_i(load_i/speed_i) (EasyScale, arXiv
+// 2208.14228, §4.2). See [Place] for the algorithm and its optimality
+// argument; [Model] turns a placement into a throughput with Pollux's
+// sub-linear iteration-time model (Qiao et al., OSDI'21, §3.1).
+//
+// # Inter-job allocation
+//
+// Following EasyScale's inter-job scheduler (§4.3), GPUs are granted one
+// grant at a time to the job and GPU type with the largest marginal
+// throughput per added GPU, where throughput is measured in reference-GPU
+// equivalents (so a 1-GPU and a 64-GPU job compete on the same scale). A
+// grant adds c GPUs of one type; it is allowed only when
+//
+//   - the job stays within its maximum GPU count and per-job and per-user
+//     limits on lent GPUs,
+//   - the job's GPUs after the round are at most twice its GPUs at the start
+//     of the round (at most doubling per round),
+//   - the resulting placement wastes at most WasteCap (default 0.30) of the
+//     job's GPU time to imbalance, and
+//   - the marginal throughput is positive.
+//
+// Marginal gains can only fall as GPUs are handed out, so a lazy max-heap
+// (re-evaluate the popped candidate; grant it only if its gain still holds)
+// yields the same grants as re-evaluating every job after every grant.
+//
+// Fairness: equal gains go first to the user holding fewer lent GPUs at the
+// start of the cycle, then to the lexicographically smaller job ID. The
+// per-user limit bounds what one user can take; a job never loses its own
+// (base) allocation to the planner, so lending is work-conserving without
+// ever taking from a rigid job.
+package planner

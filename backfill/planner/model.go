@@ -1,0 +1,124 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Model is a job's throughput as a function of the GPUs it runs on, after
+// Pollux's iteration-time model (Qiao et al., OSDI'21, §3.1):
+//
+//	T_iter = (T_compute^γ + T_sync^γ)^(1/γ)
+//
+// with EasyScale's fixed global batch: the job always runs LogicalWorkers
+// ESTs per step, so T_compute is the bottleneck max_i(load_i/speed_i) of the
+// placement (in units of one EST's compute time on a reference GPU) and
+// T_sync(k) = 0 for k = 1 GPU, (SyncAlpha + SyncBeta·(k−2))·C_ref for k ≥ 2,
+// where C_ref = ceil(LogicalWorkers/RefGPUs) is the compute time at the
+// reference size. Throughput is reported in reference-GPU equivalents:
+// RefGPUs reference GPUs give exactly RefGPUs.
+type Model struct {
+	// LogicalWorkers is the job's EST count (≥ 1), fixed for its life.
+	LogicalWorkers int
+	// RefGPUs is the size (≥ 1) at which the job's nominal runtime is
+	// measured, on reference-speed GPUs (the trace's requested size).
+	RefGPUs int
+	// SyncAlpha and SyncBeta (≥ 0) give the all-reduce cost as a fraction
+	// of the reference compute time: fixed, and per GPU beyond 2.
+	SyncAlpha, SyncBeta float64
+	// Gamma (≥ 1) is Pollux's overlap exponent: 1 = no overlap of compute
+	// and synchronisation, large = full overlap.
+	Gamma float64
+}
+
+// DefaultModel returns the model the simulator uses for a trace job:
+// SyncAlpha 0.10, SyncBeta 0.005, Gamma 1 (no overlap). These are
+// illustrative values of the size Pollux fits for data-parallel jobs, not
+// fitted to any trace; with them doubling a 1-GPU job gives a 1.67× speedup
+// and doubling a 16-GPU job 1.59×.
+func DefaultModel(logicalWorkers, refGPUs int) Model {
+	return Model{LogicalWorkers: logicalWorkers, RefGPUs: refGPUs, SyncAlpha: 0.10, SyncBeta: 0.005, Gamma: 1}
+}
+
+func (m Model) validate() error {
+	if m.LogicalWorkers < 1 || m.RefGPUs < 1 {
+		return fmt.Errorf("logical workers %d and reference GPUs %d must be ≥ 1: %w", m.LogicalWorkers, m.RefGPUs, ErrInvalidSnapshot)
+	}
+	if m.SyncAlpha < 0 || m.SyncBeta < 0 || m.Gamma < 1 || math.IsNaN(m.SyncAlpha+m.SyncBeta+m.Gamma) {
+		return fmt.Errorf("sync alpha %v, beta %v must be ≥ 0 and gamma %v ≥ 1: %w", m.SyncAlpha, m.SyncBeta, m.Gamma, ErrInvalidSnapshot)
+	}
+	return nil
+}
+
+// SpeedCount is n GPUs of one relative speed.
+type SpeedCount struct {
+	Speed float64
+	N     int
+}
+
+// Throughput returns the job's throughput on the GPUs described by gpus, in
+// reference-GPU equivalents, and the fraction of that GPU time wasted to
+// imbalance, 1 − Σ_i(load_i/speed_i) / (k · max_i(load_i/speed_i)), under the
+// optimal placement of [Place]. No GPUs (or none with a positive speed)
+// gives throughput 0 and waste 1.
+func (m Model) Throughput(gpus []SpeedCount) (throughput, waste float64) {
+	bottleneck, busy, k := bottleneck(m.LogicalWorkers, gpus)
+	if k == 0 || math.IsInf(bottleneck, 1) {
+		return 0, 1
+	}
+	ref := m.stepTime(float64((m.LogicalWorkers+m.RefGPUs-1)/m.RefGPUs), m.RefGPUs)
+	step := m.stepTime(bottleneck, k)
+	return float64(m.RefGPUs) * ref / step, 1 - busy/(float64(k)*bottleneck)
+}
+
+func (m Model) stepTime(compute float64, k int) float64 {
+	if k <= 1 {
+		return compute
+	}
+	cref := float64((m.LogicalWorkers + m.RefGPUs - 1) / m.RefGPUs)
+	sync := (m.SyncAlpha + m.SyncBeta*float64(k-2)) * cref
+	if m.Gamma == 1 {
+		return compute + sync
+	}
+	return math.Pow(math.Pow(compute, m.Gamma)+math.Pow(sync, m.Gamma), 1/m.Gamma)
+}
+
+// bottleneck places L unit ESTs on the GPUs grouped by speed, returning the
+// optimal max(load/speed), the total busy time Σ load/speed and the GPU
+// count k. It walks the multiset {j/s_t : j ≥ 1}, n_t copies each, in
+// increasing order and stops at the L-th element (see Place).
+func bottleneck(l int, gpus []SpeedCount) (float64, float64, int) {
+	type level struct {
+		s float64
+		n int
+		j int
+	}
+	lv := make([]level, 0, len(gpus))
+	k := 0
+	for _, g := range gpus {
+		if g.N > 0 && g.Speed > 0 {
+			lv = append(lv, level{s: g.Speed, n: g.N, j: 1})
+			k += g.N
+		}
+	}
+	if k == 0 || l <= 0 {
+		return math.Inf(1), 0, k
+	}
+	sort.Slice(lv, func(a, b int) bool { return lv[a].s > lv[b].s })
+	left, busy, last := l, 0.0, 0.0
+	for left > 0 {
+		best := 0
+		for i := 1; i < len(lv); i++ {
+			if float64(lv[i].j)/lv[i].s < float64(lv[best].j)/lv[best].s {
+				best = i
+			}
+		}
+		take := min(left, lv[best].n)
+		busy += float64(take) / lv[best].s
+		last = float64(lv[best].j) / lv[best].s
+		left -= take
+		lv[best].j++
+	}
+	return last, busy, k
+}

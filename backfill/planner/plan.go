@@ -1,0 +1,396 @@
+package planner
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Grow asks for an extra Slurm job for an elastic job: GPUs GPUs of type
+// GPUType on Node, with a time limit ending at End (seconds, on the
+// snapshot's clock), which is at least Limits.MarginSeconds before the
+// earliest reserved start that needs those GPUs.
+type Grow struct {
+	Job, Node, GPUType string
+	GPUs               int
+	// End is the absolute end of the extra job's time limit, in seconds.
+	End int64
+	// TimeLimit is End − Now, in seconds (what sbatch --time gets).
+	TimeLimit int64
+}
+
+// Shrink ends one extra job no later than Deadline (seconds): signal first,
+// then cancel after the grace period, so its GPUs are free at a pending
+// job's reserved start minus the margin.
+type Shrink struct {
+	Job, Extra, Node string
+	// Deadline is when the extra job's GPUs must be free, in seconds.
+	Deadline int64
+	// Reservation is the planned start (seconds) that needs the GPUs.
+	Reservation int64
+}
+
+// Actions is one planning cycle's output. Shrinks come first in the order
+// they should be applied; Grows are in grant order.
+type Actions struct {
+	Shrinks []Shrink
+	Grows   []Grow
+}
+
+// Plan computes one cycle of shrinks and grows for s (see the package
+// documentation for the rules). It returns an error wrapping
+// [ErrInvalidSnapshot] when the snapshot contradicts itself; it never
+// panics on any snapshot.
+func Plan(s Snapshot) (Actions, error) {
+	idx, err := s.validate()
+	if err != nil {
+		return Actions{}, fmt.Errorf("planner: checking snapshot: %w", err)
+	}
+	p := newPlanning(&s, idx)
+	var out Actions
+	for n := range s.Nodes {
+		out.Shrinks = append(out.Shrinks, p.shrinkNode(n)...)
+	}
+	p.buildSlots()
+	out.Grows = p.grant()
+	return out, nil
+}
+
+type timed struct {
+	t    int64
+	gpus int
+}
+
+type extraRef struct {
+	job int
+	x   int
+}
+
+// slot is n GPUs lendable on one node until end.
+type slot struct {
+	node int
+	end  int64
+	n    int
+}
+
+type planning struct {
+	s        *Snapshot
+	lim      Limits
+	idx      map[string]int
+	released [][]timed    // per node: base allocations' releases
+	reserved [][]timed    // per node: reservations, sorted by start
+	extras   [][]extraRef // per node: extra jobs
+	extraEnd map[extraRef]int64
+	byType   map[string][]slot
+	avail    map[string]int
+}
+
+func newPlanning(s *Snapshot, idx map[string]int) *planning {
+	n := len(s.Nodes)
+	p := &planning{s: s, lim: s.Limits.withDefaults(), idx: idx,
+		released: make([][]timed, n), reserved: make([][]timed, n), extras: make([][]extraRef, n),
+		extraEnd: map[extraRef]int64{}}
+	for ji, j := range s.Running {
+		for _, b := range j.Base {
+			if ni, ok := idx[b.Node]; ok && j.End > 0 && b.GPUs > 0 {
+				p.released[ni] = append(p.released[ni], timed{j.End, b.GPUs})
+			}
+		}
+		for xi, x := range j.Extras {
+			r := extraRef{ji, xi}
+			p.extras[idx[x.Node]] = append(p.extras[idx[x.Node]], r)
+			p.extraEnd[r] = x.End
+		}
+	}
+	for _, pj := range s.Pending {
+		if pj.PlannedStart <= 0 {
+			continue
+		}
+		for _, ng := range pj.PlannedNodes {
+			ni, ok := idx[ng.Node]
+			if !ok {
+				continue
+			}
+			g := ng.GPUs
+			if g == 0 || g > s.Nodes[ni].Total {
+				g = s.Nodes[ni].Total
+			}
+			p.reserved[ni] = append(p.reserved[ni], timed{max(pj.PlannedStart, s.Now), g}) // overdue: needed now
+		}
+	}
+	for ni := range p.reserved {
+		slices.SortFunc(p.reserved[ni], func(a, b timed) int { return cmp.Compare(a.t, b.t) })
+	}
+	return p
+}
+
+// surplus returns idle + released(≤t) − reserved(≤t) on node ni, with
+// extras released margin seconds before their end.
+func (p *planning) surplus(ni int, t int64) int {
+	s := p.s.Nodes[ni].Idle
+	for _, r := range p.released[ni] {
+		if r.t <= t {
+			s += r.gpus
+		}
+	}
+	for _, r := range p.extras[ni] {
+		if p.extraEnd[r]+p.lim.MarginSeconds <= t {
+			s += p.s.Running[r.job].Extras[r.x].GPUs
+		}
+	}
+	for _, r := range p.reserved[ni] {
+		if r.t <= t {
+			s -= r.gpus
+		}
+	}
+	return s
+}
+
+// shrinkNode ends extra jobs on node ni that a reservation needs.
+func (p *planning) shrinkNode(ni int) []Shrink {
+	var out []Shrink
+	for _, r := range p.reserved[ni] {
+		deficit := -p.surplus(ni, r.t)
+		if deficit <= 0 {
+			continue
+		}
+		deadline := max(p.s.Now, r.t-p.lim.MarginSeconds)
+		var cands []extraRef
+		for _, x := range p.extras[ni] {
+			if p.extraEnd[x]+p.lim.MarginSeconds > r.t {
+				cands = append(cands, x)
+			}
+		}
+		slices.SortFunc(cands, func(a, b extraRef) int {
+			if c := cmp.Compare(p.extraEnd[b], p.extraEnd[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(p.s.Running[a.job].Extras[a.x].ID, p.s.Running[b.job].Extras[b.x].ID)
+		})
+		for _, x := range cands {
+			if deficit <= 0 {
+				break
+			}
+			ex := p.s.Running[x.job].Extras[x.x]
+			p.extraEnd[x] = deadline - p.lim.MarginSeconds
+			deficit -= ex.GPUs
+			out = append(out, Shrink{Job: p.s.Running[x.job].ID, Extra: ex.ID, Node: ex.Node, Deadline: deadline, Reservation: r.t})
+		}
+	}
+	return out
+}
+
+// buildSlots computes each node's staircase of lendable GPUs and groups the
+// slots by GPU type, longest lend first.
+func (p *planning) buildSlots() {
+	p.byType = map[string][]slot{}
+	p.avail = map[string]int{}
+	now, margin := p.s.Now, p.lim.MarginSeconds
+	for ni, nd := range p.s.Nodes {
+		level := nd.Idle
+		add := func(end int64, n int) {
+			if n > 0 && end-now >= p.lim.MinLendSeconds {
+				p.byType[nd.GPUType] = append(p.byType[nd.GPUType], slot{ni, end, n})
+				p.avail[nd.GPUType] += n
+			}
+		}
+		for _, r := range p.reserved[ni] {
+			next := min(level, max(0, p.surplus(ni, r.t)))
+			add(min(r.t-margin, now+p.lim.MaxLendSeconds), level-next)
+			level = next
+		}
+		add(now+p.lim.MaxLendSeconds, level)
+	}
+	for _, sl := range p.byType {
+		slices.SortFunc(sl, func(a, b slot) int {
+			if c := cmp.Compare(b.end, a.end); c != 0 {
+				return c
+			}
+			return cmp.Compare(p.s.Nodes[a.node].Name, p.s.Nodes[b.node].Name)
+		})
+	}
+}
+
+// jobState is one elastic job's GPUs during the greedy.
+type jobState struct {
+	ji      int
+	byType  map[string]int
+	total   int
+	cap     int // the most GPUs it may have at the end of the round
+	lent    int // GPUs lent to it (extras alive after shrinks plus grants)
+	eff     float64
+	version int
+}
+
+type candidate struct {
+	js      *jobState
+	typ     string
+	n       int
+	gain    float64 // marginal reference-GPU throughput per added GPU
+	userLt  int
+	id      string
+	version int
+}
+
+func (p *planning) grant() []Grow {
+	if len(p.avail) == 0 {
+		return nil
+	}
+	types := make([]string, 0, len(p.avail))
+	for t := range p.avail {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	userLent := map[string]int{}
+	var jobs []*jobState
+	for ji, j := range p.s.Running {
+		if !j.Elastic {
+			continue
+		}
+		js := &jobState{ji: ji, byType: map[string]int{}}
+		for _, b := range j.Base {
+			js.byType[p.s.Nodes[p.idx[b.Node]].GPUType] += b.GPUs
+			js.total += b.GPUs
+		}
+		for xi, x := range j.Extras {
+			if p.extraEnd[extraRef{ji, xi}] != x.End {
+				continue // being shrunk
+			}
+			js.byType[p.s.Nodes[p.idx[x.Node]].GPUType] += x.GPUs
+			js.total += x.GPUs
+			js.lent += x.GPUs
+		}
+		userLent[j.User] += js.lent
+		js.cap = min(j.MaxGPUs, 2*js.total)
+		js.eff, _ = j.Model.Throughput(p.speedCounts(js.byType, "", 0))
+		jobs = append(jobs, js)
+	}
+	startLent := maps.Clone(userLent)
+	h := &candHeap{}
+	for _, js := range jobs {
+		if c, ok := p.best(js, types, userLent, startLent); ok {
+			h.items = append(h.items, c)
+		}
+	}
+	heap.Init(h)
+	var grows []Grow
+	for h.Len() > 0 {
+		c := heap.Pop(h).(candidate)
+		if c.version != c.js.version {
+			continue
+		}
+		fresh, ok := p.best(c.js, types, userLent, startLent)
+		if !ok {
+			continue
+		}
+		if fresh.gain < c.gain-1e-12 || fresh.typ != c.typ || fresh.n != c.n {
+			heap.Push(h, fresh)
+			continue
+		}
+		grows = append(grows, p.take(c)...)
+		js := c.js
+		js.byType[c.typ] += c.n
+		js.total += c.n
+		js.lent += c.n
+		userLent[p.s.Running[js.ji].User] += c.n
+		js.eff, _ = p.s.Running[js.ji].Model.Throughput(p.speedCounts(js.byType, "", 0))
+		js.version++
+		if nc, ok := p.best(js, types, userLent, startLent); ok {
+			heap.Push(h, nc)
+		}
+	}
+	return grows
+}
+
+// best returns js's best grant now: the type and count with the largest
+// marginal throughput per GPU that satisfies every limit.
+func (p *planning) best(js *jobState, types []string, userLent, startLent map[string]int) (candidate, bool) {
+	j := p.s.Running[js.ji]
+	room := js.cap - js.total
+	if l := p.lim.MaxExtraGPUsPerJob; l > 0 {
+		room = min(room, l-js.lent)
+	}
+	if l := p.lim.MaxExtraGPUsPerUser; l > 0 {
+		room = min(room, l-userLent[j.User])
+	}
+	var bestC candidate
+	found := false
+	for _, t := range types {
+		for n := 1; n <= min(room, p.avail[t]); n++ {
+			eff, waste := j.Model.Throughput(p.speedCounts(js.byType, t, n))
+			if waste > p.lim.WasteCap+1e-12 {
+				continue
+			}
+			g := (eff - js.eff) / float64(n)
+			if g <= 1e-12 {
+				continue
+			}
+			if !found || g > bestC.gain+1e-12 {
+				bestC = candidate{js: js, typ: t, n: n, gain: g, userLt: startLent[j.User], id: j.ID, version: js.version}
+				found = true
+			}
+		}
+	}
+	return bestC, found
+}
+
+func (p *planning) speedCounts(byType map[string]int, addType string, add int) []SpeedCount {
+	out := make([]SpeedCount, 0, len(byType)+1)
+	for t, n := range byType {
+		if t == addType {
+			n += add
+		}
+		out = append(out, SpeedCount{Speed: p.s.Speeds[t], N: n})
+	}
+	if _, ok := byType[addType]; !ok && add > 0 {
+		out = append(out, SpeedCount{Speed: p.s.Speeds[addType], N: add})
+	}
+	slices.SortFunc(out, func(a, b SpeedCount) int { return cmp.Compare(b.Speed, a.Speed) })
+	return out
+}
+
+// take removes c.n GPUs of c.typ from the slots, longest lend first, and
+// returns one Grow per node and end.
+func (p *planning) take(c candidate) []Grow {
+	sl := p.byType[c.typ]
+	left := c.n
+	var out []Grow
+	for left > 0 && len(sl) > 0 {
+		s := &sl[0]
+		k := min(left, s.n)
+		out = append(out, Grow{Job: p.s.Running[c.js.ji].ID, Node: p.s.Nodes[s.node].Name, GPUType: c.typ,
+			GPUs: k, End: s.end, TimeLimit: s.end - p.s.Now})
+		s.n -= k
+		left -= k
+		if s.n == 0 {
+			sl = sl[1:]
+		}
+	}
+	p.byType[c.typ] = sl
+	p.avail[c.typ] -= c.n
+	return out
+}
+
+type candHeap struct{ items []candidate }
+
+func (h *candHeap) Len() int { return len(h.items) }
+func (h *candHeap) Less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	if x.gain != y.gain {
+		return x.gain > y.gain
+	}
+	if x.userLt != y.userLt {
+		return x.userLt < y.userLt
+	}
+	return x.id < y.id
+}
+func (h *candHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *candHeap) Push(x any)    { h.items = append(h.items, x.(candidate)) }
+func (h *candHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

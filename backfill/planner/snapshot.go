@@ -1,0 +1,185 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidSnapshot is wrapped by every error [Plan] returns for a snapshot
+// that contradicts itself (unknown node, negative counts, min above max...).
+var ErrInvalidSnapshot = errors.New("invalid snapshot")
+
+// Snapshot is everything the planner sees of the cluster at one instant.
+// Times are integer seconds on one clock (Unix time in the daemon, seconds
+// from the trace start in the simulator).
+type Snapshot struct {
+	// Now is the instant of the snapshot, in seconds.
+	Now int64
+	// Nodes lists every node the planner may lend GPUs on.
+	Nodes []Node
+	// Running lists running jobs, elastic and rigid. Rigid jobs matter only
+	// through the time their GPUs are released.
+	Running []RunningJob
+	// Pending lists waiting jobs; only those with a planned start shape gaps.
+	Pending []PendingJob
+	// Speeds maps a GPU type to its speed relative to the reference type
+	// (1.0). Every node's type must be present and positive.
+	Speeds map[string]float64
+	// Limits holds the admin's limits and margins.
+	Limits Limits
+}
+
+// Node is one Slurm node's GPUs of a single type.
+type Node struct {
+	// Name is the Slurm node name.
+	Name string
+	// GPUType is the GRES type, e.g. "v100"; it must be a key of Speeds.
+	GPUType string
+	// Total is the node's GPU count; Idle (≤ Total) is how many are free now.
+	Total, Idle int
+}
+
+// NodeGPUs is a GPU count on one named node.
+type NodeGPUs struct {
+	// Node is the node name.
+	Node string
+	// GPUs is the count. In a PlannedNodes list, 0 means "all of the node's
+	// GPUs" (squeue --start names nodes, not counts).
+	GPUs int
+}
+
+// Extra is one extra Slurm job lent to an elastic job: it runs
+// `easyscale worker --join` on GPUs of one node until End.
+type Extra struct {
+	// ID is the extra job's Slurm job id.
+	ID string
+	// Node and GPUs say where it runs and on how many GPUs.
+	Node string
+	GPUs int
+	// End is when its time limit ends, in seconds.
+	End int64
+}
+
+// RunningJob is a running Slurm job.
+type RunningJob struct {
+	// ID is the Slurm job id; User is its owner (for per-user limits).
+	ID, User string
+	// Elastic marks an EasyScale job that may grow; rigid jobs never do.
+	Elastic bool
+	// Base is the job's own allocation, GPUs by node.
+	Base []NodeGPUs
+	// End is when the base allocation's time limit ends, in seconds
+	// (0: unknown, never counted as released).
+	End int64
+	// Extras are the extra jobs currently lent to it.
+	Extras []Extra
+	// MinGPUs and MaxGPUs bound the job's total GPUs (base plus extras).
+	MinGPUs, MaxGPUs int
+	// Model gives the job's throughput as a function of its GPUs.
+	Model Model
+}
+
+// PendingJob is a waiting job and, if Slurm's backfill planned one, its
+// reserved start.
+type PendingJob struct {
+	// ID is the Slurm job id.
+	ID string
+	// PlannedStart is Slurm's expected start in seconds (0: none planned).
+	PlannedStart int64
+	// PlannedNodes are the nodes Slurm planned it on (SchedNodes).
+	PlannedNodes []NodeGPUs
+}
+
+// Limits are the admin's knobs. Zero values pick the defaults noted.
+type Limits struct {
+	// MarginSeconds is how long before a reserved start a lent GPU must be
+	// back (default 0).
+	MarginSeconds int64
+	// MinLendSeconds is the shortest lend worth a grow (default 60).
+	MinLendSeconds int64
+	// MaxLendSeconds caps a lend when no reservation bounds it (default 3600).
+	MaxLendSeconds int64
+	// MaxExtraGPUsPerJob and MaxExtraGPUsPerUser cap lent GPUs (0: no cap).
+	MaxExtraGPUsPerJob, MaxExtraGPUsPerUser int
+	// WasteCap is the largest fraction of a grown job's GPU time allowed to be
+	// lost to imbalance (default 0.30, EasyScale §4.3).
+	WasteCap float64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MinLendSeconds <= 0 {
+		l.MinLendSeconds = 60
+	}
+	if l.MaxLendSeconds <= 0 {
+		l.MaxLendSeconds = 3600
+	}
+	if l.WasteCap <= 0 {
+		l.WasteCap = 0.30
+	}
+	return l
+}
+
+// validate checks the snapshot's internal consistency and returns the node
+// index by name.
+func (s *Snapshot) validate() (map[string]int, error) {
+	idx := make(map[string]int, len(s.Nodes))
+	for i, n := range s.Nodes {
+		if _, dup := idx[n.Name]; dup {
+			return nil, fmt.Errorf("node %q listed twice: %w", n.Name, ErrInvalidSnapshot)
+		}
+		if n.Total < 0 || n.Idle < 0 || n.Idle > n.Total {
+			return nil, fmt.Errorf("node %q: idle %d of total %d GPUs: %w", n.Name, n.Idle, n.Total, ErrInvalidSnapshot)
+		}
+		if sp, ok := s.Speeds[n.GPUType]; !ok || !(sp > 0) {
+			return nil, fmt.Errorf("node %q: GPU type %q has no positive speed: %w", n.Name, n.GPUType, ErrInvalidSnapshot)
+		}
+		idx[n.Name] = i
+	}
+	for _, j := range s.Running {
+		if err := validateJob(j, idx); err != nil {
+			return nil, fmt.Errorf("running job %q: %w", j.ID, err)
+		}
+	}
+	for _, p := range s.Pending {
+		for _, ng := range p.PlannedNodes {
+			if _, ok := idx[ng.Node]; !ok && p.PlannedStart > 0 {
+				continue // planned on a node the planner does not manage
+			}
+			if ng.GPUs < 0 {
+				return nil, fmt.Errorf("pending job %q: %d GPUs on node %q: %w", p.ID, ng.GPUs, ng.Node, ErrInvalidSnapshot)
+			}
+		}
+	}
+	return idx, nil
+}
+
+func validateJob(j RunningJob, idx map[string]int) error {
+	for _, b := range j.Base {
+		if b.GPUs < 0 {
+			return fmt.Errorf("%d GPUs on node %q: %w", b.GPUs, b.Node, ErrInvalidSnapshot)
+		}
+	}
+	for _, x := range j.Extras {
+		if _, ok := idx[x.Node]; !ok {
+			return fmt.Errorf("extra job %q on unknown node %q: %w", x.ID, x.Node, ErrInvalidSnapshot)
+		}
+		if x.GPUs < 1 {
+			return fmt.Errorf("extra job %q has %d GPUs: %w", x.ID, x.GPUs, ErrInvalidSnapshot)
+		}
+	}
+	if !j.Elastic {
+		return nil
+	}
+	if j.MinGPUs < 1 || j.MinGPUs > j.MaxGPUs {
+		return fmt.Errorf("min %d and max %d GPUs: need 1 ≤ min ≤ max: %w", j.MinGPUs, j.MaxGPUs, ErrInvalidSnapshot)
+	}
+	if err := j.Model.validate(); err != nil {
+		return fmt.Errorf("throughput model: %w", err)
+	}
+	for _, b := range j.Base {
+		if _, ok := idx[b.Node]; !ok {
+			return fmt.Errorf("elastic job on unknown node %q: %w", b.Node, ErrInvalidSnapshot)
+		}
+	}
+	return nil
+}
