@@ -15,7 +15,9 @@ func elastic(id, user string, base []NodeGPUs, minG, maxG, logical, ref int) Run
 
 func TestPlanTable(t *testing.T) {
 	speeds := map[string]float64{"v100": 1, "p100": 0.25}
-	node := func(name, typ string, total, idle int) Node { return Node{Name: name, GPUType: typ, Total: total, Idle: idle} }
+	node := func(name, typ string, total, idle int) Node {
+		return Node{Name: name, GPUType: typ, Total: total, Idle: idle}
+	}
 	lim := Limits{MarginSeconds: 30, MinLendSeconds: 60, MaxLendSeconds: 3600}
 	tests := []struct {
 		name string
@@ -134,7 +136,7 @@ func TestPlanRejectsInvalidSnapshots(t *testing.T) {
 			Speeds:  map[string]float64{"v100": 1}}
 	}
 	tests := []struct {
-		name  string
+		name   string
 		break_ func(*Snapshot)
 	}{
 		{"a GPU type without a speed is rejected", func(s *Snapshot) { s.Speeds = nil }},
