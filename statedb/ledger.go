@@ -29,7 +29,9 @@ type LedgerEntry struct {
 	// TensorDigests are per-tensor digests in canonical order, used to name
 	// the tensors that differ when two ledgers disagree. May be empty.
 	TensorDigests []TensorDigest
-	// Loss is the step's mean training loss. NaN is stored as SQL NULL.
+	// Loss is the step's mean training loss, stored as an SQLite REAL:
+	// exact for every value except that NaN is stored as SQL NULL (and
+	// read back as NaN) and -0 reads back as +0.
 	Loss float64
 	// WallSeconds is the step's wall-clock time in seconds.
 	WallSeconds float64

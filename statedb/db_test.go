@@ -1,0 +1,210 @@
+package statedb
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenCreatesSchemaAndReopenKeepsData(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "state")
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode = %v, %v; want 0700", st.Mode().Perm(), err)
+	}
+	var version int
+	var journal string
+	db.sql.QueryRow("PRAGMA user_version").Scan(&version)
+	db.sql.QueryRow("PRAGMA journal_mode").Scan(&journal)
+	if version != len(migrations) || journal != "wal" {
+		t.Fatalf("user_version=%d journal_mode=%q, want %d and wal", version, journal, len(migrations))
+	}
+	for _, table := range []string{"job", "ledger", "allocations", "checkpoints", "est_contexts"} {
+		var n int
+		if err := db.sql.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE type='table' AND name=?`, table).Scan(&n); err != nil || n != 1 {
+			t.Errorf("table %s: count=%d err=%v", table, n, err)
+		}
+	}
+	if err := db.AppendLedger(entry(0, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	last, ok, err := db.LastStep()
+	if err != nil || !ok || last != 0 {
+		t.Fatalf("after reopen LastStep = %d, %v, %v; want 0, true, nil", last, ok, err)
+	}
+	if err := db.IntegrityCheck(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRefusesSchemaFromNewerBinary(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.sql.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("Open of a v99 database: err = %v, want ErrSchemaTooNew", err)
+	}
+	if _, err := OpenReadOnly(dir); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("OpenReadOnly of a v99 database: err = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+func TestSecondWriterIsRefusedWithTheHolderNamed(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Open(dir)
+	var le *LockedError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
+		second.Close()
+		t.Fatalf("second Open: err = %v, want *LockedError", err)
+	}
+	host, _ := os.Hostname()
+	if le.PID != os.Getpid() || le.Host != host {
+		t.Errorf("LockedError names pid %d host %q, want %d %q", le.PID, le.Host, os.Getpid(), host)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not name the directory", err)
+	}
+	// The first writer is unaffected by the refused second one.
+	if err := first.AppendLedger(entry(1, "x")); err != nil {
+		t.Fatalf("first writer after refusal: %v", err)
+	}
+	first.Close()
+	third, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open after the first writer closed: %v", err)
+	}
+	third.Close()
+}
+
+func TestReadOnly(t *testing.T) {
+	t.Run("a directory without state is reported as such", func(t *testing.T) {
+		_, err := OpenReadOnly(t.TempDir())
+		if !errors.Is(err, ErrNoState) {
+			t.Fatalf("err = %v, want ErrNoState", err)
+		}
+	})
+	t.Run("a reader sees a running writer's commits and cannot write", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if err := w.AppendLedger(entry(3, "a")); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenReadOnly(dir)
+		if err != nil {
+			t.Fatalf("OpenReadOnly while writer runs: %v", err)
+		}
+		defer r.Close()
+		if got, err := r.Ledger(0, 10); err != nil || len(got) != 1 || got[0].Step != 3 {
+			t.Fatalf("reader ledger = %v, %v", got, err)
+		}
+		if err := w.AppendLedger(entry(4, "b")); err != nil {
+			t.Fatal(err)
+		}
+		if last, _, _ := r.LastStep(); last != 4 {
+			t.Fatalf("reader LastStep = %d after writer appended 4", last)
+		}
+		if err := r.AppendLedger(entry(5, "c")); err == nil {
+			t.Fatal("AppendLedger on a read-only DB succeeded")
+		}
+		if err := r.SaveCheckpoint(5, nil, nil, nil); err == nil {
+			t.Fatal("SaveCheckpoint on a read-only DB succeeded")
+		}
+	})
+	t.Run("a reader opens a closed writer's directory", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.AppendLedger(entry(7, "a"))
+		w.Close()
+		r, err := OpenReadOnly(dir)
+		if err != nil {
+			t.Fatalf("OpenReadOnly: %v", err)
+		}
+		defer r.Close()
+		if last, ok, err := r.LastStep(); err != nil || !ok || last != 7 {
+			t.Fatalf("LastStep = %d %v %v", last, ok, err)
+		}
+	})
+}
+
+func TestNetworkFilesystemsAreRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		magic   int64
+		refused string
+	}{
+		{"NFS is refused", 0x6969, "nfs"},
+		{"Lustre is refused", 0x0bd00bd0, "lustre"},
+		{"GPFS is refused", 0x47504653, "gpfs"},
+		{"CIFS is refused", 0xff534d42, "cifs"},
+		{"ext4 is accepted", 0xef53, ""},
+		{"tmpfs is accepted", 0x01021994, ""},
+		{"FUSE is accepted because it is often local", 0x65735546, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkLocalFS("/state", func(string) (int64, error) { return c.magic, nil })
+			var ne *NetworkFSError
+			if c.refused == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.As(err, &ne) || ne.FS != c.refused || !errors.Is(err, ErrNetworkFS) {
+				t.Fatalf("err = %v, want NetworkFSError for %s", err, c.refused)
+			}
+			if !strings.Contains(err.Error(), "local") || !strings.Contains(err.Error(), "AllowNetworkFS") {
+				t.Errorf("message %q does not name the local-directory option and the override", err)
+			}
+		})
+	}
+	t.Run("a failing statfs is reported", func(t *testing.T) {
+		boom := errors.New("boom")
+		if err := checkLocalFS("/x", func(string) (int64, error) { return 0, boom }); !errors.Is(err, boom) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("the test directory's real filesystem is local", func(t *testing.T) {
+		if err := checkLocalFS(t.TempDir(), statfsType); err != nil {
+			t.Skipf("TMPDIR is on a network filesystem: %v", err)
+		}
+	})
+}
+
+func TestOpenWithRejectsNegativeKeep(t *testing.T) {
+	if _, err := OpenWith(t.TempDir(), Options{KeepCheckpoints: -1}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
