@@ -112,7 +112,7 @@ func ReadIDX(r io.Reader, limit int64) (*IDX, error) {
 		if d == 0 && i > 0 {
 			return nil, &IDXError{Field: dimField(i), Offset: off, Msg: "size 0"}
 		}
-		if d > limit/size {
+		if size > 0 && d > limit/size {
 			return nil, &IDXError{Field: dimField(i), Offset: off, Msg: fmt.Sprintf("size %d makes the payload exceed the %d-byte limit", d, limit)}
 		}
 		size *= d
