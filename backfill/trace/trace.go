@@ -1,0 +1,253 @@
+// Package trace reads public GPU-cluster job tables into one [Job] type for
+// the backfill simulator. Two layouts are understood (see
+// shared/traces/README.md):
+//
+//   - the common job-table schema (Philly 2017, Microsoft ITP 2021, Alibaba
+//     2023 "openb"): columns job_id, submit_time_s, duration_s, num_gpus,
+//     gpu_type, status, is_training, then source-specific extras (Philly's
+//     vc becomes the job's User);
+//   - Pollux simulator workloads: name, time, application, num_replicas,
+//     batch_size, which carry no runtime; [PolluxGPUHours] gives the
+//     documented rule that supplies one.
+//
+// Parse errors are [*ParseError] values carrying the line and column.
+package trace
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Job is one job of a trace.
+type Job struct {
+	// ID is the trace's job id (or a synthesized one).
+	ID string
+	// Submit is the submission time in seconds from the trace start.
+	Submit int64
+	// Duration is the runtime in seconds at the requested size on reference
+	// GPUs (≥ 1).
+	Duration int64
+	// GPUs is the requested GPU count (≥ 0).
+	GPUs int
+	// GPUType is the GPU model or constraint; empty when the trace has none.
+	GPUType string
+	// User is the owner or group (Philly: the virtual cluster); may be empty.
+	User string
+	// Training is false for rows the trace marks as not training.
+	Training bool
+}
+
+// ParseError is a malformed table cell or row.
+type ParseError struct {
+	// Line is the 1-based line of the row; Column the 1-based column (0 for
+	// a whole-row problem).
+	Line, Column int
+	// Field names the column, when known.
+	Field string
+	// Err is the underlying problem.
+	Err error
+}
+
+// Error implements error.
+func (e *ParseError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("line %d, column %d (%s): %v", e.Line, e.Column, e.Field, e.Err)
+	}
+	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ErrUnknownLayout is returned by [Read] for a header it does not recognise.
+var ErrUnknownLayout = errors.New("unknown trace layout")
+
+// commonColumns are the first seven columns of every job table.
+var commonColumns = []string{"job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "status", "is_training"}
+
+var polluxColumns = []string{"name", "time", "application", "num_replicas", "batch_size"}
+
+// ReadFile opens path and reads it with [Read].
+func ReadFile(path string) ([]Job, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: opening %s: %w", path, err)
+	}
+	defer f.Close()
+	jobs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("trace: reading %s: %w", path, err)
+	}
+	return jobs, nil
+}
+
+// Read parses a job table in either layout, chosen by its header, and
+// returns its jobs in file order. Rows of the common layout with an empty
+// duration_s (jobs that never ran) are skipped. Errors are *ParseError or
+// wrap ErrUnknownLayout.
+func Read(r io.Reader) ([]Job, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, csvError(err, "reading header")
+	}
+	head = slices.Clone(head)
+	if len(head) > 0 {
+		head[0] = strings.TrimPrefix(head[0], "\ufeff")
+	}
+	switch {
+	case hasPrefix(head, commonColumns):
+		return readCommon(cr, head)
+	case hasPrefix(head, polluxColumns):
+		return readPollux(cr)
+	}
+	return nil, &ParseError{Line: 1, Err: fmt.Errorf("header %q: %w (want %s,... or %s)", strings.Join(head, ","),
+		ErrUnknownLayout, strings.Join(commonColumns, ","), strings.Join(polluxColumns, ","))}
+}
+
+func hasPrefix(head, want []string) bool {
+	return len(head) >= len(want) && slices.Equal(head[:len(want)], want)
+}
+
+func csvError(err error, doing string) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &ParseError{Line: pe.Line, Column: pe.Column, Err: fmt.Errorf("%s: %w", doing, pe.Err)}
+	}
+	if err == io.EOF {
+		return &ParseError{Line: 1, Err: fmt.Errorf("%s: empty file: %w", doing, io.ErrUnexpectedEOF)}
+	}
+	return fmt.Errorf("trace: %s: %w", doing, err)
+}
+
+func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
+	user := slices.Index(head, "vc")
+	var jobs []Job
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return jobs, nil
+		}
+		if err != nil {
+			return nil, csvError(err, "reading row")
+		}
+		line, _ := cr.FieldPos(0)
+		if rec[2] == "" {
+			continue
+		}
+		j := Job{ID: rec[0], GPUType: rec[4], Training: rec[6] != "0"}
+		if j.Submit, err = seconds(rec[1]); err != nil {
+			return nil, &ParseError{Line: line, Column: 2, Field: head[1], Err: err}
+		}
+		if j.Duration, err = seconds(rec[2]); err != nil {
+			return nil, &ParseError{Line: line, Column: 3, Field: head[2], Err: err}
+		}
+		j.Duration = max(j.Duration, 1)
+		if j.GPUs, err = gpus(rec[3]); err != nil {
+			return nil, &ParseError{Line: line, Column: 4, Field: head[3], Err: err}
+		}
+		if rec[6] != "0" && rec[6] != "1" && rec[6] != "" {
+			return nil, &ParseError{Line: line, Column: 7, Field: head[6], Err: fmt.Errorf("%q is not 0 or 1", rec[6])}
+		}
+		if user >= 0 && user < len(rec) {
+			j.User = rec[user]
+		}
+		jobs = append(jobs, j)
+	}
+}
+
+// PolluxGPUHours is the documented rule that gives a Pollux workload job a
+// runtime: the job's total GPU-time at its requested size, by application.
+// Pollux built its workloads by mapping each sampled Philly job's GPU-time
+// bucket (<1, 1–10, 10–100, 100–1000 GPU-hours) to a model; we take the
+// geometric middle of the bucket we assign each application (ncf <1;
+// cifar10, deepspeech2 and bert 1–10; yolov3 10–100; imagenet 100–1000).
+// The assignment is ours, not measured; Duration = GPU-hours·3600 /
+// num_replicas.
+var PolluxGPUHours = map[string]float64{
+	"ncf": 0.5, "cifar10": 3.2, "deepspeech2": 3.2, "bert": 3.2, "yolov3": 32, "imagenet": 316,
+}
+
+func readPollux(cr *csv.Reader) ([]Job, error) {
+	var jobs []Job
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return jobs, nil
+		}
+		if err != nil {
+			return nil, csvError(err, "reading row")
+		}
+		line, _ := cr.FieldPos(0)
+		j := Job{ID: rec[0], Training: true}
+		if j.Submit, err = seconds(rec[1]); err != nil {
+			return nil, &ParseError{Line: line, Column: 2, Field: "time", Err: err}
+		}
+		hours, ok := PolluxGPUHours[rec[2]]
+		if !ok {
+			return nil, &ParseError{Line: line, Column: 3, Field: "application", Err: fmt.Errorf("unknown application %q", rec[2])}
+		}
+		if j.GPUs, err = gpus(rec[3]); err != nil {
+			return nil, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: err}
+		}
+		if j.GPUs == 0 {
+			return nil, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: errors.New("0 replicas")}
+		}
+		j.Duration = int64(math.Round(hours * 3600 / float64(j.GPUs)))
+		jobs = append(jobs, j)
+	}
+}
+
+func seconds(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not whole seconds: %w", s, err)
+	}
+	if v < 0 || v > 1<<40 {
+		return 0, fmt.Errorf("%d seconds is outside [0, 2^40]", v)
+	}
+	return v, nil
+}
+
+func gpus(s string) (int, error) {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a GPU count: %w", s, err)
+	}
+	if v < 0 || v > 1<<20 {
+		return 0, fmt.Errorf("%d GPUs is outside [0, 2^20]", v)
+	}
+	return v, nil
+}
+
+// Write writes jobs in the common job-table layout (seven columns, then
+// vc holding User), which [Read] reads back to the same jobs.
+func Write(w io.Writer, jobs []Job) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(append(slices.Clone(commonColumns), "vc")); err != nil {
+		return fmt.Errorf("trace: writing header: %w", err)
+	}
+	for _, j := range jobs {
+		tr := "1"
+		if !j.Training {
+			tr = "0"
+		}
+		rec := []string{j.ID, strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs), j.GPUType, "", tr, j.User}
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("trace: writing job %q: %w", j.ID, err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("trace: flushing: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestReadGolden(t *testing.T) {
+	tests := []struct {
+		name, file string
+	}{
+		{"a Philly busy-week sample reads with the VC as user", "philly_sample.csv"},
+		{"a Pollux workload sample gets runtimes from the application rule", "pollux_sample.csv"},
+		{"an ITP sample reads its common columns", "itp_sample.csv"},
+		{"an Alibaba openb sample skips pods that never ran", "openb_sample.csv"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(jobs, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", strings.TrimSuffix(tc.file, ".csv")+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("reading golden file (run with -update to create it): %v", err)
+			}
+			if !bytes.Equal(append(got, '\n'), want) {
+				t.Errorf("jobs differ from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\n"
+	tests := []struct {
+		name         string
+		in           string
+		line, column int
+		field        string
+	}{
+		{"a negative submit time names its line and column", head + "a,0,5,1,,,1\nb,-3,5,1,,,1\n", 3, 2, "submit_time_s"},
+		{"a fractional duration is rejected", head + "a,0,5.5,1,,,1\n", 2, 3, "duration_s"},
+		{"a non-numeric GPU count is rejected", head + "a,0,5,x,,,1\n", 2, 4, "num_gpus"},
+		{"an is_training flag other than 0 or 1 is rejected", head + "a,0,5,1,,,yes\n", 2, 7, "is_training"},
+		{"a short row is a whole-row error", head + "a,0,5\n", 2, 1, ""},
+		{"an unknown Pollux application is rejected", "name,time,application,num_replicas,batch_size\nx,1,gpt9,4,32\n", 2, 3, "application"},
+		{"a Pollux job with no replicas is rejected", "name,time,application,num_replicas,batch_size\nx,1,ncf,0,32\n", 2, 4, "num_replicas"},
+		{"an unknown header is rejected on line 1", "a,b,c\n1,2,3\n", 1, 0, ""},
+		{"an empty file is rejected", "", 1, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tc.in))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Read err = %v, want *ParseError", err)
+			}
+			if pe.Line != tc.line || pe.Field != tc.field || (tc.column != 0 && pe.Column != tc.column) {
+				t.Errorf("ParseError at line %d column %d field %q, want %d, %d, %q (%v)", pe.Line, pe.Column, pe.Field, tc.line, tc.column, tc.field, err)
+			}
+		})
+	}
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	jobs := []Job{{ID: "a,b", Submit: 3, Duration: 9, GPUs: 2, GPUType: "v100", User: "vc\"1", Training: true},
+		{ID: "z", Submit: 4, Duration: 1, GPUs: 0, Training: false}}
+	var buf bytes.Buffer
+	if err := Write(&buf, jobs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, jobs) {
+		t.Errorf("round trip = %+v, want %+v", got, jobs)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	for _, name := range []string{"philly_sample.csv", "pollux_sample.csv", "openb_sample.csv"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\n\"a\nb\",1,2,3,,,1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		jobs, err := Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, j := range jobs {
+			if j.Duration < 1 || j.GPUs < 0 || j.Submit < 0 {
+				t.Fatalf("Read accepted job %+v outside its documented ranges", j)
+			}
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, jobs); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Read(&buf)
+		if err != nil {
+			t.Fatalf("reading written jobs: %v", err)
+		}
+		if len(again) != len(jobs) || (len(jobs) > 0 && !reflect.DeepEqual(again, jobs)) {
+			t.Fatalf("round trip changed jobs: %+v → %+v", jobs, again)
+		}
+	})
+}
