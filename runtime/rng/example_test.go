@@ -3,8 +3,12 @@ package rng_test
 import (
 	"fmt"
 
+	"github.com/easyscale/easyscale-slurm/runtime/engine"
 	"github.com/easyscale/easyscale-slurm/runtime/rng"
 )
+
+// A Stream is the engine's source of uniform numbers (dropout, initialisation).
+var _ engine.Uniform = (*rng.Stream)(nil)
 
 // The dropout stream of logical worker 3 at step 10 is the same whichever
 // physical worker computes it, and its position can be saved and restored.
