@@ -226,7 +226,9 @@ func (w *failingFile) Close() error { return w.f.Close() }
 // delayed write errors.
 type syncFailingFile struct{ *os.File }
 
-func (w syncFailingFile) Sync() error { return &fs.PathError{Op: "fsync", Path: w.Name(), Err: syscall.EIO} }
+func (w syncFailingFile) Sync() error {
+	return &fs.PathError{Op: "fsync", Path: w.Name(), Err: syscall.EIO}
+}
 
 func TestWriteErrorsLeaveThePreviousCheckpoint(t *testing.T) {
 	cases := []struct {
