@@ -1,0 +1,85 @@
+package trainer
+
+import (
+	"io"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/schedule"
+	"github.com/easyscale/easyscale-slurm/runtime/workload"
+)
+
+// Options configure one Run.
+type Options struct {
+	// Spec is the validated job file.
+	Spec *jobspec.Spec
+	// Workload is the dataset and network the spec names.
+	Workload workload.Workload
+	// Schedule gives the physical workers per step; nil means one worker
+	// per logical worker throughout (the reference allocation).
+	Schedule schedule.Schedule
+	// StopAfter ends the run after this many steps (counted from step 0)
+	// when positive and below the job's horizon; the learning-rate schedule
+	// still follows the horizon, so a shorter run is a prefix of the full one.
+	StopAfter int64
+	// StateDir holds the state database and checkpoints; empty runs
+	// without persistence (no resume).
+	StateDir string
+	// Threads is the number of cores to use in total (default GOMAXPROCS);
+	// each of P physical workers gets max(1, Threads/P).
+	Threads int
+	// SkipEval skips the final test-set evaluation.
+	SkipEval bool
+	// Logger receives structured logs; nil discards them.
+	Logger hclog.Logger
+	// Progress, when non-nil, receives a one-line progress display
+	// (rewritten with \r when it is a terminal).
+	Progress io.Writer
+	// ProgressIsTerminal selects the \r-rewritten form of the display.
+	ProgressIsTerminal bool
+	// CheckReplicas compares every replica with rank 0 after each step and
+	// fails the run if they differ (a self-check used by tests).
+	CheckReplicas bool
+	// Ablation switches off one consistency factor; only tests use it, to
+	// show that each factor is needed.
+	Ablation Ablation
+}
+
+// Ablation names a consistency factor whose handling is switched off. The
+// zero value switches nothing off.
+type Ablation struct {
+	// KeyRNGByWorker keys dropout and augmentation streams by the physical
+	// worker rank instead of the logical worker id.
+	KeyRNGByWorker bool
+	// DropCursorOnMove restarts a logical worker's sampler cursor at the
+	// start of its epoch when the EST moves to another physical worker.
+	DropCursorOnMove bool
+	// BuffersPerWorker keeps BatchNorm buffers per physical worker instead
+	// of per logical worker.
+	BuffersPerWorker bool
+	// GroupedReduction sums each worker's ESTs first and then the workers'
+	// partial sums, instead of the canonical EST order.
+	GroupedReduction bool
+}
+
+// Summary is the result of a run, written as JSON by `easyscale run --summary`.
+type Summary struct {
+	Job            string   `json:"job"`
+	JobID          string   `json:"job_id"`
+	LogicalWorkers int      `json:"logical_workers"`
+	MicroBatch     int      `json:"micro_batch"`
+	Steps          int64    `json:"steps"`
+	Horizon        int64    `json:"horizon"`
+	Epoch          float64  `json:"epoch"`
+	Digest         string   `json:"digest"`
+	TrainLoss      float64  `json:"train_loss"`
+	TestAccuracy   *float64 `json:"test_accuracy,omitempty"`
+	TestLoss       *float64 `json:"test_loss,omitempty"`
+	TestSamples    int      `json:"test_samples,omitempty"`
+	Reallocations  int      `json:"reallocations"`
+	ResumedFrom    int64    `json:"resumed_from"`
+	WallSeconds    float64  `json:"wall_seconds"`
+	SamplesPerSec  float64  `json:"samples_per_second"`
+	Schedule       string   `json:"schedule"`
+}

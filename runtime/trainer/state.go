@@ -1,0 +1,134 @@
+package trainer
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/models"
+	"github.com/easyscale/easyscale-slurm/runtime/optim"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// Checkpoint tensor names: "param/<name>", "optim/<name>" and
+// "est<id>/<buffer name>"; the EST cursors travel as context blobs.
+const (
+	paramPrefix = "param/"
+	optimPrefix = "optim/"
+)
+
+// openState opens the state database, checks that it belongs to this job
+// and restores the newest valid checkpoint into net, opt and the EST
+// contexts.
+func (j *job) openState(net models.Net, opt optim.Optimizer) error {
+	db, err := statedb.Open(j.opts.StateDir)
+	if err != nil {
+		return fmt.Errorf("opening state directory %s: %w", j.opts.StateDir, err)
+	}
+	j.db = db
+	spec := j.opts.Spec
+	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now()})
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
+	}
+	if !existing {
+		return nil
+	}
+	ck, skipped, err := db.LatestCheckpoint()
+	for _, s := range skipped {
+		j.log.Warn("skipping unusable checkpoint", "error", s)
+	}
+	if err != nil {
+		return fmt.Errorf("reading checkpoints in %s: %w", j.opts.StateDir, err)
+	}
+	if ck == nil {
+		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
+		return nil
+	}
+	if err := j.restore(ck, net, opt); err != nil {
+		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
+	}
+	j.step, j.resumedFrom = ck.Step, ck.Step
+	j.log.Info("resumed", "step", ck.Step, "checkpoint", ck.Path)
+	return nil
+}
+
+func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimizer) error {
+	byName := make(map[string]statedb.Tensor, len(ck.Tensors))
+	for _, t := range ck.Tensors {
+		byName[t.Name] = t
+	}
+	load := func(name string, dst []float32) error {
+		t, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("tensor %s missing", name)
+		}
+		if len(t.Data) != len(dst) {
+			return fmt.Errorf("tensor %s has %d values, the model needs %d", name, len(t.Data), len(dst))
+		}
+		copy(dst, t.Data)
+		return nil
+	}
+	for _, p := range net.Params() {
+		if err := load(paramPrefix+p.Name, p.T.Data); err != nil {
+			return err
+		}
+	}
+	var st []optim.NamedSlice
+	for _, t := range ck.Tensors {
+		if name, ok := strings.CutPrefix(t.Name, optimPrefix); ok {
+			st = append(st, optim.NamedSlice{Name: name, Data: t.Data})
+		}
+	}
+	if err := opt.LoadState(st); err != nil {
+		return fmt.Errorf("optimizer state: %w", err)
+	}
+	if len(ck.Contexts) != j.n {
+		return fmt.Errorf("%d EST contexts saved, the job has %d logical workers", len(ck.Contexts), j.n)
+	}
+	for _, sc := range ck.Contexts {
+		if sc.EST < 0 || sc.EST >= j.n {
+			return fmt.Errorf("context of EST %d out of range", sc.EST)
+		}
+		c := j.ests[sc.EST]
+		if err := c.unmarshal(sc.Blob); err != nil {
+			return err
+		}
+		for _, b := range c.Buffers {
+			if err := load(estPrefix(c.ID)+b.Name, b.T.Data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func estPrefix(id int) string { return "est" + strconv.Itoa(id) + "/" }
+
+// checkpoint saves rank 0's replica, its optimizer state and every EST
+// context at the current step.
+func (j *job) checkpoint() error {
+	t0 := time.Now()
+	w := j.workers[0]
+	var ts []statedb.Tensor
+	for _, p := range w.params {
+		ts = append(ts, statedb.Tensor{Name: paramPrefix + p.Name, Shape: p.T.Shape, Data: p.T.Data})
+	}
+	for _, s := range w.opt.State() {
+		ts = append(ts, statedb.Tensor{Name: optimPrefix + s.Name, Shape: []int{len(s.Data)}, Data: s.Data})
+	}
+	ctxs := make([]statedb.ESTContext, j.n)
+	for e, c := range j.ests {
+		ctxs[e] = statedb.ESTContext{EST: e, Blob: c.marshal()}
+		for _, b := range c.Buffers {
+			ts = append(ts, statedb.Tensor{Name: estPrefix(e) + b.Name, Shape: b.T.Shape, Data: b.T.Data})
+		}
+	}
+	meta := map[string]string{"job_id": j.opts.Spec.ID(), "step": strconv.FormatInt(j.step, 10), "digest": j.digest}
+	if err := j.db.SaveCheckpoint(j.step, ts, ctxs, meta); err != nil {
+		return fmt.Errorf("checkpointing step %d: %w", j.step, err)
+	}
+	j.log.Debug("checkpoint", "step", j.step, "ms", time.Since(t0).Milliseconds())
+	return nil
+}
