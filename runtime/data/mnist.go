@@ -108,7 +108,8 @@ type mnistEntry struct {
 // with the package's IDX reader and checks them: image magic 0x803 with
 // 28×28 images, label magic 0x801, equal counts, labels below 10. The
 // decoded data (about 55 MB) is cached per absolute directory for the life
-// of the process, so later calls are free; a failed load is not cached. A
+// of the process, so later calls are free (files changed after the first
+// load are not re-read); a failed load is not cached. A
 // missing file is an error naming it and how to provide it.
 func LoadMNIST(dir string) (*MNIST, error) {
 	abs, err := filepath.Abs(dir)

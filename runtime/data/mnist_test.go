@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -229,5 +230,25 @@ func TestLocateMNISTFindsTheModuleCacheWithoutTheGoCommand(t *testing.T) {
 	got, err := LocateMNIST("")
 	if err != nil || got != filepath.Join(mod, "data") {
 		t.Fatalf("LocateMNIST = %q, %v; want %q", got, err, filepath.Join(mod, "data"))
+	}
+}
+
+func TestConcurrentLoadsOfOneDirectoryShareOneDecode(t *testing.T) {
+	dir := t.TempDir()
+	writeMNIST(t, dir, 8, 4, "", 0)
+	var got [6]*MNIST
+	var errs [6]error
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = LoadMNIST(dir) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got[i] != got[0] {
+			t.Fatalf("load %d returned a different copy", i)
+		}
 	}
 }

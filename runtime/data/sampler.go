@@ -79,6 +79,8 @@ func (s *Sampler) StepsPerEpoch(microBatch int) int {
 // Cursor is a logical worker's position in its shard: the epoch and the
 // number of shard entries already taken in it. It is part of the EST context
 // saved at every consistent step; the zero Cursor is the start of training.
+// A Cursor belongs to one logical worker: unlike the Sampler, it must not be
+// advanced from two goroutines at once.
 type Cursor struct {
 	Epoch int
 	Pos   int
