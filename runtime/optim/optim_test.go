@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -225,4 +226,17 @@ func TestWarmupCosineEndpointsAndShape(t *testing.T) {
 	if got := WarmupCosine(0, 0, 10, base, minLR); got != base {
 		t.Errorf("without warmup step 0 = %v, want base", got)
 	}
+}
+
+func ExampleWarmupCosine() {
+	for _, step := range []int{0, 4, 5, 10, 15, 20} {
+		fmt.Printf("step %2d lr %.4f\n", step, WarmupCosine(step, 5, 15, 0.1, 0.01))
+	}
+	// Output:
+	// step  0 lr 0.0200
+	// step  4 lr 0.1000
+	// step  5 lr 0.1000
+	// step 10 lr 0.0550
+	// step 15 lr 0.0100
+	// step 20 lr 0.0100
 }
