@@ -32,7 +32,7 @@ const (
 // Accuracy: max 1 ulp against a correctly rounded math/big reference over
 // [-16, 16], near the zeros of cos, over [-2**20, 2**20] and over random
 // bit patterns (TestCos64IsWithinOneUlp…). math.Cos is not the reference:
-// it is off by 15 ulp at x = π/2 and wrong in the leading digits for the
+// it is off by 7 ulp at x = float64(π/2) and wrong in the second digit for the
 // worst case 6381956970095103·2**797.
 func Cos64(x float64) float64 {
 	switch {
