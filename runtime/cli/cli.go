@@ -1,0 +1,115 @@
+// Package cli implements the `easyscale` command: its subcommands parse
+// flags with spf13/pflag, log with hashicorp/go-hclog and return a process
+// exit code (0 success, 1 failure, 2 bad usage).
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+)
+
+// Version is stamped at build time with -ldflags "-X .../runtime/cli.Version=...".
+var Version = "dev"
+
+// Env is what a subcommand may touch of its process.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// StderrIsTerminal enables the one-line progress display.
+	StderrIsTerminal bool
+}
+
+// command is one subcommand.
+type command struct {
+	name, summary string
+	run           func(args []string, env Env) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "train a job on a (changing) set of physical workers", runCmd},
+		{"verify", "compare the step ledgers of two state directories", verifyCmd},
+		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
+		{"version", "print the version", func([]string, Env) int { fmt.Println(Version); return 0 }},
+	}
+}
+
+// Main dispatches args (without the program name) to a subcommand and
+// returns the exit code.
+func Main(args []string, env Env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], env)
+		}
+	}
+	fmt.Fprintf(env.Stderr, "easyscale: unknown command %q\n\n", args[0])
+	usage(env.Stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: easyscale COMMAND [flags]\n\nElastic, accuracy-consistent training (EasyScale on Slurm).\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'easyscale COMMAND --help' for a command's flags.\n")
+}
+
+// logFlags are the logging flags every long-running subcommand takes.
+type logFlags struct {
+	level string
+	json  bool
+}
+
+func (l *logFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", envOr("EASYSCALE_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error (env EASYSCALE_LOG_LEVEL)")
+	fs.BoolVar(&l.json, "log-json", os.Getenv("EASYSCALE_LOG_JSON") == "1", "log JSON lines instead of text (env EASYSCALE_LOG_JSON=1)")
+}
+
+func (l *logFlags) logger(name string, w io.Writer) (hclog.Logger, error) {
+	lvl := hclog.LevelFromString(l.level)
+	if lvl == hclog.NoLevel {
+		return nil, fmt.Errorf("--log-level %q: use trace, debug, info, warn or error", l.level)
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: lvl, Output: w, JSONFormat: l.json}), nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, usageLine string, env Env) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: easyscale %s\n\nFlags:\n%s", usageLine, fs.FlagUsages())
+	}
+	return fs
+}
+
+// parseFlags parses args and maps --help to exit code 0 and other errors
+// to 2; ok is false when the caller should return code.
+func parseFlags(fs *pflag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return 0, false
+		}
+		return 2, false
+	}
+	return 0, true
+}

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+const steps = "30"
+
+// lastStep reads the newest ledger step of a state directory (0 if none).
+func lastStep(dir string) int64 {
+	db, err := statedb.OpenReadOnly(dir)
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	s, _, _ := db.LastStep()
+	return s
+}
+
+// TestSIGKILLAtRandomStepsThenResume kills the training process with
+// SIGKILL at random steps (checkpointing every step, so kills also land
+// while a checkpoint is being written), reruns the same command each time,
+// and requires the uninterrupted run's digest and an intact database.
+func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
+	refState := t.TempDir()
+	ref := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", refState)
+	state := t.TempDir()
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	kills := 0
+	for target := int64(3); target < 27 && kills < 4; target += int64(3 + r.Intn(5)) {
+		cmd := exec.Command(easyscale, "run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--state", state, "--workers", "0:3,10:5,20:2")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for lastStep(state) < target && time.Now().Before(deadline) {
+			time.Sleep(time.Duration(2+r.Intn(20)) * time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		kills++
+		t.Logf("SIGKILL number %d after step %d (target %d)", kills, lastStep(state), target)
+	}
+	if kills < 3 {
+		t.Fatalf("only %d kills happened", kills)
+	}
+	final := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", state, "--workers", "0:3,10:5,20:2")
+	if digest(final) != digest(ref) {
+		t.Fatalf("after %d SIGKILLs the digest is %s, uninterrupted %s", kills, digest(final), digest(ref))
+	}
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.IntegrityCheck(); err != nil {
+		t.Fatalf("database after kills: %v", err)
+	}
+	if v := easy(t, "verify", refState, state); v.code != 0 {
+		t.Fatalf("verify of the killed-and-resumed run against the reference: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// TestCorruptCheckpointFallsBackToThePreviousOne flips a byte in the newest
+// checkpoint: the rerun reports it, resumes from the previous checkpoint
+// and still reaches the uninterrupted digest.
+func TestCorruptCheckpointFallsBackToThePreviousOne(t *testing.T) {
+	ref := mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval")
+	state := t.TempDir()
+	mustRun(t, "run", "--config", config(), "--steps", "8", "--no-eval", "--state", state)
+	newest := filepath.Join(state, "checkpoints", "step-8.safetensors")
+	b, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-5] ^= 0x40
+	if err := os.WriteFile(newest, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval", "--state", state)
+	if got := r.summary["resumed_from"].(float64); got != 7 {
+		t.Fatalf("resumed from step %v, want 7 (the checkpoint before the corrupt one)", got)
+	}
+	if !contains(r.stderr, "step-8.safetensors") {
+		t.Fatalf("the corrupt checkpoint was not reported; stderr:\n%s", r.stderr)
+	}
+	if digest(r) != digest(ref) {
+		t.Fatalf("digest %s after falling back, uninterrupted %s", digest(r), digest(ref))
+	}
+}
