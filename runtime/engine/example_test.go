@@ -21,8 +21,8 @@ func Example() {
 	x := engine.NewTensor(batch, 2)
 	y := make([]float32, batch)
 	for i := range batch {
-		x.Data[2*i], x.Data[2*i+1] = 2*src.Float32()-1, 2*src.Float32()-1
-		y[i] = 2*x.Data[2*i] - 3*x.Data[2*i+1] + 1
+		x.Data[2*i], x.Data[2*i+1] = float32(2*src.Float32())-1, float32(2*src.Float32())-1
+		y[i] = float32(2*x.Data[2*i]) - float32(3*x.Data[2*i+1]) + 1
 	}
 	tp := engine.NewTape(2)
 	for step := range 100 {

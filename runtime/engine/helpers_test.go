@@ -12,7 +12,7 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5eed)
 func randParam(r *rand.Rand, shape ...int) *Tensor {
 	t := NewParam(shape...)
 	for i := range t.Data {
-		t.Data[i] = 2*r.Float32() - 1
+		t.Data[i] = float32(2*r.Float32()) - 1
 	}
 	return t
 }

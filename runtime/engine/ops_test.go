@@ -82,7 +82,7 @@ var opCases = []opCase{
 		x, g, b := randParam(r, pick(big, 2, 16), c, pick(big, 2, 16), pick(big, 3, 16)), randParam(r, c), randParam(r, c)
 		rm, rv := randConst(r, c), randConst(r, c)
 		for i := range rv.Data {
-			rv.Data[i] = 0.5 + rv.Data[i]*rv.Data[i]
+			rv.Data[i] = 0.5 + float32(rv.Data[i]*rv.Data[i])
 		}
 		return []*Tensor{x, g, b, rm, rv}, func(tp *Tape) *Tensor { return tp.BatchNorm(x, g, b, rm, rv, 0.1, 1e-5, false) }
 	}},
@@ -175,7 +175,7 @@ func gradCheck(leaves []*Tensor, fwd func(*Tape) *Tensor, seed uint64) string {
 	r := newRand(seed)
 	w := make([]float32, out.Len())
 	for i := range w {
-		w[i] = 2*r.Float32() - 1
+		w[i] = float32(2*r.Float32()) - 1
 	}
 	tp.Backward(weightedSum(tp, out, w))
 	eval := func() float64 {
@@ -256,7 +256,7 @@ func runCase(c opCase, threads int, misalign bool) (out, state, grads []float32)
 	y := fwd(tp)
 	w := make([]float32, y.Len())
 	for i := range w {
-		w[i] = 2*r.Float32() - 1
+		w[i] = float32(2*r.Float32()) - 1
 	}
 	tp.Backward(weightedSum(tp, y, w))
 	out = append(out, y.Data...)
