@@ -6,7 +6,7 @@ import "github.com/easyscale/easyscale-slurm/runtime/detmath"
 // gradient where x > 0 (the derivative at 0 is taken as 0, as in PyTorch).
 func (tp *Tape) ReLU(x *Tensor) *Tensor {
 	rec := tp.recording(x)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	n := len(x.Data)
 	parallelFor(tp.threads, n, n, func(lo, hi int) {
 		for i, v := range x.Data[lo:hi] {
@@ -47,7 +47,7 @@ const geluWork = 20
 // 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1 + 3·0.044715·x²) with t the tanh above.
 func (tp *Tape) GELU(x *Tensor) *Tensor {
 	rec := tp.recording(x)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	n := len(x.Data)
 	parallelFor(tp.threads, n, n*geluWork, func(lo, hi int) {
 		for i, v := range x.Data[lo:hi] {

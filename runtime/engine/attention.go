@@ -29,11 +29,11 @@ func (tp *Tape) CausalSelfAttention(qkv *Tensor, batch, seqLen, heads int) *Tens
 	a.hd = a.d / heads
 	a.scale = float32(1 / math.Sqrt(float64(a.hd)))
 	rec := tp.recording(qkv)
-	y := output(rec, batch*seqLen, a.d)
+	y := tp.output(rec, batch*seqLen, a.d)
 	pairs := batch * heads
 	var probs []float32 // softmax rows of every pair, [pairs, T, T], kept for backward
 	if rec {
-		probs = make([]float32, pairs*seqLen*seqLen)
+		probs = tp.alloc(pairs * seqLen * seqLen)
 	}
 	work := pairs * seqLen * seqLen * a.hd
 	parallelFor(tp.threads, pairs, work, func(lo, hi int) {

@@ -45,11 +45,11 @@ func (tp *Tape) BatchNorm(x, gamma, beta, runMean, runVar *Tensor, momentum, eps
 		panic("engine: BatchNorm: eval mode needs runMean and runVar")
 	}
 	rec := tp.recording(x, gamma, beta)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	cnt := batch * sp
 	var xhat []float32
 	if rec {
-		xhat = make([]float32, len(x.Data))
+		xhat = tp.alloc(len(x.Data))
 	} else {
 		xhat = y.Data // normalise in place, then apply the affine map
 	}

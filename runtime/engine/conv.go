@@ -36,12 +36,12 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 		panic(fmt.Sprintf("engine: Conv2d: kernel %dx%d larger than padded input %dx%d", kh, kw, h+2*pad, wd+2*pad))
 	}
 	rec := tp.recording(x, w, b)
-	y := output(rec, batch, outC, g.oh, g.ow)
+	y := tp.output(rec, batch, outC, g.oh, g.ow)
 	ckk, p := g.rows(), g.oh*g.ow
 	inSize, outSize := ch*h*wd, outC*p
 	var cols []float32 // every sample's im2col, kept for dw
 	if rec && w.needsGrad() {
-		cols = make([]float32, batch*ckk*p)
+		cols = tp.alloc(batch * ckk * p)
 	}
 	work := batch * outC * ckk * p
 	inner := innerThreads(tp.threads, batch, work, outC*ckk*p)

@@ -22,14 +22,19 @@ func (tp *Tape) Dropout(x *Tensor, p float32, src Uniform) *Tensor {
 	if p < 1 {
 		scale = 1 / (1 - p)
 	}
-	mask := make([]float32, len(x.Data)) // scale where kept, 0 where dropped
+	rec := tp.recording(x)
+	var mask []float32 // scale where kept, 0 where dropped
+	if rec {
+		mask = tp.alloc(len(x.Data))
+	} else {
+		mask = make([]float32, len(x.Data))
+	}
 	for i := range mask {
 		if src.Float32() >= p {
 			mask[i] = scale
 		}
 	}
-	rec := tp.recording(x)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	for i, v := range x.Data {
 		y.Data[i] = v * mask[i]
 	}

@@ -17,7 +17,7 @@ func (tp *Tape) Embedding(ids []int32, table *Tensor) *Tensor {
 		}
 	}
 	rec := tp.recording(table)
-	y := output(rec, len(ids), d)
+	y := tp.output(rec, len(ids), d)
 	for i, id := range ids {
 		copy(y.Data[i*d:(i+1)*d], table.Data[int(id)*d:])
 	}

@@ -51,7 +51,7 @@ func distinctValues(r *rand.Rand, t *Tensor, step float32) *Tensor {
 // records its backward out.Grad[i] += w[i]·dy; it turns any op's output into
 // a loss for gradient tests.
 func weightedSum(tp *Tape, out *Tensor, w []float32) *Tensor {
-	y := output(tp.recording(out), 1)
+	y := tp.output(tp.recording(out), 1)
 	y.Data[0] = float32(weightedSum64(out, w))
 	if y.Grad != nil {
 		tp.record(func() {

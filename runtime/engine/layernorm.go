@@ -27,10 +27,10 @@ func (tp *Tape) LayerNorm(x, gamma, beta *Tensor, eps float32) *Tensor {
 		mustShape("LayerNorm", "beta", beta, d)
 	}
 	rec := tp.recording(x, gamma, beta)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	xhat, invstd := y.Data, make([]float32, rows)
 	if rec {
-		xhat = make([]float32, len(x.Data))
+		xhat = tp.alloc(len(x.Data))
 	}
 	parallelFor(tp.threads, rows, len(x.Data)*4, func(lo, hi int) {
 		for r := lo; r < hi; r++ {

@@ -240,3 +240,30 @@ func TestShapeErrorsPanicNamingTheOp(t *testing.T) {
 		})
 	}
 }
+
+func TestReusedTapeGivesTheSameGradientsAsAFreshOne(t *testing.T) {
+	c := opCases[len(opCases)-2] // the small conv net: pooled grads, columns and normalised activations
+	run := func(tp *Tape) []float32 {
+		leaves, fwd := c.setup(newRand(9), false)
+		loss := fwd(tp)
+		tp.Backward(loss)
+		var g []float32
+		for _, l := range leaves {
+			g = append(g, l.Grad...)
+		}
+		if loss.Grad == nil {
+			t.Fatal("the loss has no gradient before Reset")
+		}
+		tp.Reset()
+		if loss.Grad != nil {
+			t.Error("Reset left an intermediate gradient attached")
+		}
+		return g
+	}
+	shared := NewTape(2)
+	first, second := run(shared), run(shared)
+	fresh := run(NewTape(2))
+	if !bitsEqual(first, fresh) || !bitsEqual(second, fresh) {
+		t.Error("gradients from a reused tape differ from a fresh tape's")
+	}
+}

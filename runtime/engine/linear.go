@@ -20,7 +20,7 @@ func (tp *Tape) Linear(x, w, b *Tensor) *Tensor {
 		mustShape(op, "b", b, out)
 	}
 	rec := tp.recording(x, w, b)
-	y := output(rec, batch, out)
+	y := tp.output(rec, batch, out)
 	if b != nil {
 		for n := range batch {
 			copy(y.Data[n*out:(n+1)*out], b.Data)

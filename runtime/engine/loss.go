@@ -28,7 +28,12 @@ func (tp *Tape) SoftmaxCrossEntropy(logits *Tensor, targets []int32) *Tensor {
 		}
 	}
 	rec := tp.recording(logits)
-	probs := make([]float32, len(logits.Data))
+	var probs []float32 // softmax of every row, kept for backward
+	if rec {
+		probs = tp.alloc(len(logits.Data))
+	} else {
+		probs = make([]float32, len(logits.Data))
+	}
 	rowLoss := make([]float32, b)
 	parallelFor(tp.threads, b, b*k*8, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -52,7 +57,7 @@ func (tp *Tape) SoftmaxCrossEntropy(logits *Tensor, targets []int32) *Tensor {
 	for _, v := range rowLoss {
 		total += float64(v)
 	}
-	y := output(rec, 1)
+	y := tp.output(rec, 1)
 	y.Data[0] = float32(total / float64(b))
 	if !rec {
 		return y

@@ -220,7 +220,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 func TestGradCheckCatchesAWrongBackward(t *testing.T) {
 	x := randParam(newRand(1), 3, 4)
 	wrongDouble := func(tp *Tape) *Tensor {
-		y := output(tp.recording(x), x.Shape...)
+		y := tp.output(tp.recording(x), x.Shape...)
 		for i, v := range x.Data {
 			y.Data[i] = 2 * v
 		}

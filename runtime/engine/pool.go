@@ -18,7 +18,7 @@ func (tp *Tape) MaxPool2d(x *Tensor, k, stride int) *Tensor {
 	}
 	oh, ow := (h-k)/stride+1, (w-k)/stride+1
 	rec := tp.recording(x)
-	y := output(rec, batch, ch, oh, ow)
+	y := tp.output(rec, batch, ch, oh, ow)
 	var arg []int32 // index within the input plane of each output's maximum
 	if rec {
 		arg = make([]int32, len(y.Data))

@@ -9,7 +9,7 @@ func (tp *Tape) Add(a, b *Tensor) *Tensor {
 		panic(fmt.Sprintf("engine: Add: shapes %v and %v differ", shapeOf(a), shapeOf(b)))
 	}
 	rec := tp.recording(a, b)
-	y := output(rec, a.Shape...)
+	y := tp.output(rec, a.Shape...)
 	for i, v := range a.Data {
 		y.Data[i] = v + b.Data[i]
 	}
@@ -40,7 +40,7 @@ func (tp *Tape) AddPositional(x, pos *Tensor, batch, seqLen int) *Tensor {
 		panic(fmt.Sprintf("engine: AddPositional: x %v, pos %v incompatible with batch %d, seqLen %d", x.Shape, pos.Shape, batch, seqLen))
 	}
 	rec := tp.recording(x, pos)
-	y := output(rec, x.Shape...)
+	y := tp.output(rec, x.Shape...)
 	for r := range batch * seqLen {
 		p := pos.Data[(r%seqLen)*d:]
 		for j, v := range x.Data[r*d : (r+1)*d] {
@@ -98,6 +98,7 @@ func (tp *Tape) Reshape(x *Tensor, shape ...int) *Tensor {
 	y := &Tensor{Shape: shape, Data: x.Data}
 	if tp.recording(x) {
 		y.Grad = x.Grad
+		tp.outs = append(tp.outs, y) // drop the shared Grad on Reset
 	}
 	return y
 }

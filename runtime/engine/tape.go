@@ -13,6 +13,14 @@ type Tape struct {
 	threads  int
 	ops      []func()
 	disabled bool
+
+	// Buffers that only recorded backward closures read (saved
+	// activations, intermediate gradients) come from a pool keyed by
+	// length and return to it on Reset, so a training loop with stable
+	// shapes allocates them once.
+	free  map[int][][]float32
+	taken [][]float32
+	outs  []*Tensor // op outputs whose Grad came from the pool
 }
 
 // NewTape returns an empty tape whose ops use up to threads goroutines
@@ -49,10 +57,41 @@ func (tp *Tape) Backward(loss *Tensor) {
 }
 
 // Reset forgets every recorded op so the tape can be reused for the next
-// micro-batch. Tensors returned earlier stay valid.
+// micro-batch. Tensors returned earlier keep their Shape and Data; the Grad
+// of op outputs (internal) is set to nil and its memory reused.
 func (tp *Tape) Reset() {
 	clear(tp.ops)
 	tp.ops = tp.ops[:0]
+	for _, t := range tp.outs {
+		t.Grad = nil
+	}
+	clear(tp.outs)
+	tp.outs = tp.outs[:0]
+	if tp.free == nil {
+		tp.free = map[int][][]float32{}
+	}
+	for _, b := range tp.taken {
+		tp.free[len(b)] = append(tp.free[len(b)], b)
+	}
+	clear(tp.taken)
+	tp.taken = tp.taken[:0]
+}
+
+// alloc returns a zeroed buffer of n elements that belongs to the tape until
+// the next Reset. Only ops that record a backward closure use it (a tape
+// that records is Reset by its owner), for buffers the closure reads.
+func (tp *Tape) alloc(n int) []float32 {
+	var b []float32
+	if l := tp.free[n]; len(l) > 0 {
+		b = l[len(l)-1]
+		l[len(l)-1] = nil
+		tp.free[n] = l[:len(l)-1]
+		clear(b)
+	} else {
+		b = make([]float32, n)
+	}
+	tp.taken = append(tp.taken, b)
+	return b
 }
 
 // recording reports whether an op with these inputs must record a backward
@@ -72,11 +111,13 @@ func (tp *Tape) recording(inputs ...*Tensor) bool {
 // record appends a backward closure.
 func (tp *Tape) record(back func()) { tp.ops = append(tp.ops, back) }
 
-// output allocates an op result of the given shape, with a zero Grad when
-// withGrad is true.
-func output(withGrad bool, shape ...int) *Tensor {
+// output allocates an op result of the given shape, with a zero Grad from
+// the tape's pool when withGrad is true.
+func (tp *Tape) output(withGrad bool, shape ...int) *Tensor {
+	t := NewTensor(shape...)
 	if withGrad {
-		return NewParam(shape...)
+		t.Grad = tp.alloc(len(t.Data))
+		tp.outs = append(tp.outs, t)
 	}
-	return NewTensor(shape...)
+	return t
 }
