@@ -1,0 +1,263 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// AVX2 GEMM micro-kernels (see gemm_amd64.go). Each keeps an R×W block of C
+// in YMM registers across the whole k loop and updates it with one VMULPS
+// and one VADDPS per 8 lanes: two roundings, in increasing p, exactly as the
+// scalar definition. FMA would round once and change the bits.
+//
+// Registers: AX blocks left, BX B block start, DX C block start, CX p left,
+// SI/R12/R13/R14 A row pointers, DI B row pointer, R8 scratch,
+// R9 sp·4, R10 ldb·4, R11 ldc·4. Y0-Y7 accumulators, Y8-Y9 B, Y10-Y15 temps.
+
+// func gemm4x16AVX2(nb, k int, a *float32, sa, sp int, b *float32, ldb int, c *float32, ldc int, acc bool)
+TEXT ·gemm4x16AVX2(SB), NOSPLIT, $0-73
+	MOVQ nb+0(FP), AX
+	MOVQ b+40(FP), BX
+	MOVQ c+56(FP), DX
+	MOVQ sp+32(FP), R9
+	SHLQ $2, R9
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R10
+	MOVQ ldc+64(FP), R11
+	SHLQ $2, R11
+block4x16:
+	MOVQ a+16(FP), SI
+	MOVQ sa+24(FP), R8
+	SHLQ $2, R8
+	LEAQ (SI)(R8*1), R12
+	LEAQ (R12)(R8*1), R13
+	LEAQ (R13)(R8*1), R14
+	MOVQ BX, DI
+	MOVQ k+8(FP), CX
+	CMPB acc+72(FP), $0
+	JEQ zero4x16
+	MOVQ DX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	ADDQ R11, R8
+	VMOVUPS (R8), Y2
+	VMOVUPS 32(R8), Y3
+	ADDQ R11, R8
+	VMOVUPS (R8), Y4
+	VMOVUPS 32(R8), Y5
+	ADDQ R11, R8
+	VMOVUPS (R8), Y6
+	VMOVUPS 32(R8), Y7
+	JMP loop4x16
+zero4x16:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+loop4x16:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	VBROADCASTSS (SI), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y0, Y0
+	VMULPS Y9, Y10, Y12
+	VADDPS Y12, Y1, Y1
+	VBROADCASTSS (R12), Y13
+	VMULPS Y8, Y13, Y14
+	VADDPS Y14, Y2, Y2
+	VMULPS Y9, Y13, Y15
+	VADDPS Y15, Y3, Y3
+	VBROADCASTSS (R13), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y4, Y4
+	VMULPS Y9, Y10, Y12
+	VADDPS Y12, Y5, Y5
+	VBROADCASTSS (R14), Y13
+	VMULPS Y8, Y13, Y14
+	VADDPS Y14, Y6, Y6
+	VMULPS Y9, Y13, Y15
+	VADDPS Y15, Y7, Y7
+	ADDQ R9, SI
+	ADDQ R9, R12
+	ADDQ R9, R13
+	ADDQ R9, R14
+	ADDQ R10, DI
+	DECQ CX
+	JNZ loop4x16
+	MOVQ DX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ R11, R8
+	VMOVUPS Y2, (R8)
+	VMOVUPS Y3, 32(R8)
+	ADDQ R11, R8
+	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, 32(R8)
+	ADDQ R11, R8
+	VMOVUPS Y6, (R8)
+	VMOVUPS Y7, 32(R8)
+	ADDQ $64, BX
+	ADDQ $64, DX
+	DECQ AX
+	JNZ block4x16
+	VZEROUPPER
+	RET
+
+// func gemm4x8AVX2(nb, k int, a *float32, sa, sp int, b *float32, ldb int, c *float32, ldc int, acc bool)
+TEXT ·gemm4x8AVX2(SB), NOSPLIT, $0-73
+	MOVQ nb+0(FP), AX
+	MOVQ b+40(FP), BX
+	MOVQ c+56(FP), DX
+	MOVQ sp+32(FP), R9
+	SHLQ $2, R9
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R10
+	MOVQ ldc+64(FP), R11
+	SHLQ $2, R11
+block4x8:
+	MOVQ a+16(FP), SI
+	MOVQ sa+24(FP), R8
+	SHLQ $2, R8
+	LEAQ (SI)(R8*1), R12
+	LEAQ (R12)(R8*1), R13
+	LEAQ (R13)(R8*1), R14
+	MOVQ BX, DI
+	MOVQ k+8(FP), CX
+	CMPB acc+72(FP), $0
+	JEQ zero4x8
+	MOVQ DX, R8
+	VMOVUPS (R8), Y0
+	ADDQ R11, R8
+	VMOVUPS (R8), Y2
+	ADDQ R11, R8
+	VMOVUPS (R8), Y4
+	ADDQ R11, R8
+	VMOVUPS (R8), Y6
+	JMP loop4x8
+zero4x8:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+loop4x8:
+	VMOVUPS (DI), Y8
+	VBROADCASTSS (SI), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y0, Y0
+	VBROADCASTSS (R12), Y13
+	VMULPS Y8, Y13, Y14
+	VADDPS Y14, Y2, Y2
+	VBROADCASTSS (R13), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y4, Y4
+	VBROADCASTSS (R14), Y13
+	VMULPS Y8, Y13, Y14
+	VADDPS Y14, Y6, Y6
+	ADDQ R9, SI
+	ADDQ R9, R12
+	ADDQ R9, R13
+	ADDQ R9, R14
+	ADDQ R10, DI
+	DECQ CX
+	JNZ loop4x8
+	MOVQ DX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ R11, R8
+	VMOVUPS Y2, (R8)
+	ADDQ R11, R8
+	VMOVUPS Y4, (R8)
+	ADDQ R11, R8
+	VMOVUPS Y6, (R8)
+	ADDQ $32, BX
+	ADDQ $32, DX
+	DECQ AX
+	JNZ block4x8
+	VZEROUPPER
+	RET
+
+// func gemm1x16AVX2(nb, k int, a *float32, sa, sp int, b *float32, ldb int, c *float32, ldc int, acc bool)
+TEXT ·gemm1x16AVX2(SB), NOSPLIT, $0-73
+	MOVQ nb+0(FP), AX
+	MOVQ b+40(FP), BX
+	MOVQ c+56(FP), DX
+	MOVQ sp+32(FP), R9
+	SHLQ $2, R9
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R10
+	MOVQ ldc+64(FP), R11
+	SHLQ $2, R11
+block1x16:
+	MOVQ a+16(FP), SI
+	MOVQ BX, DI
+	MOVQ k+8(FP), CX
+	CMPB acc+72(FP), $0
+	JEQ zero1x16
+	MOVQ DX, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	JMP loop1x16
+zero1x16:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+loop1x16:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	VBROADCASTSS (SI), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y0, Y0
+	VMULPS Y9, Y10, Y12
+	VADDPS Y12, Y1, Y1
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ loop1x16
+	MOVQ DX, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ $64, BX
+	ADDQ $64, DX
+	DECQ AX
+	JNZ block1x16
+	VZEROUPPER
+	RET
+
+// func gemm1x8AVX2(nb, k int, a *float32, sa, sp int, b *float32, ldb int, c *float32, ldc int, acc bool)
+TEXT ·gemm1x8AVX2(SB), NOSPLIT, $0-73
+	MOVQ nb+0(FP), AX
+	MOVQ b+40(FP), BX
+	MOVQ c+56(FP), DX
+	MOVQ sp+32(FP), R9
+	SHLQ $2, R9
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R10
+	MOVQ ldc+64(FP), R11
+	SHLQ $2, R11
+block1x8:
+	MOVQ a+16(FP), SI
+	MOVQ BX, DI
+	MOVQ k+8(FP), CX
+	CMPB acc+72(FP), $0
+	JEQ zero1x8
+	MOVQ DX, R8
+	VMOVUPS (R8), Y0
+	JMP loop1x8
+zero1x8:
+	VXORPS Y0, Y0, Y0
+loop1x8:
+	VMOVUPS (DI), Y8
+	VBROADCASTSS (SI), Y10
+	VMULPS Y8, Y10, Y11
+	VADDPS Y11, Y0, Y0
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ loop1x8
+	MOVQ DX, R8
+	VMOVUPS Y0, (R8)
+	ADDQ $32, BX
+	ADDQ $32, DX
+	DECQ AX
+	JNZ block1x8
+	VZEROUPPER
+	RET
