@@ -6,6 +6,11 @@ import "fmt"
 // the ops ran, for reverse-mode automatic differentiation. Ops are methods
 // on Tape; each returns a new tensor.
 //
+// A recording tape keeps every saved activation and intermediate gradient
+// until Reset: call Reset after each Backward, and use
+// SetGradEnabled(false) for evaluation so nothing is kept. Those internal
+// buffers are pooled and reused after Reset.
+//
 // A Tape is not safe for concurrent use; each logical worker owns its own.
 // The ops themselves run on up to Threads() goroutines, splitting work by
 // output elements only, so results do not depend on the thread count.
