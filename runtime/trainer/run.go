@@ -260,10 +260,7 @@ func (j *job) computeEST(w *worker, c *estContext, step int64) {
 	for _, p := range w.params {
 		p.T.ZeroGrad()
 	}
-	dropout := func(layer int) engine.Uniform {
-		return rng.NewStream(rng.StreamKey{Seed: j.seed, Worker: uint32(key), Step: uint64(step), Purpose: rng.Dropout, Sub: uint16(layer)})
-	}
-	loss, _ := w.net.Forward(w.tape, buffers, mb, dropout, true)
+	loss, _ := w.net.Forward(w.tape, buffers, mb, dropoutSource(j.seed, key, step), true)
 	w.tape.Backward(loss)
 	flattenGrads(j.grads[c.ID], w.params)
 	j.losses[c.ID] = loss.Data[0]
@@ -410,4 +407,13 @@ func joinHashes(h []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// dropoutSource returns the dropout streams of logical worker est at step:
+// layer l draws from Philox stream (seed, est, step, Dropout, l), so two
+// logical workers never share a mask even though they share the job seed.
+func dropoutSource(seed uint64, est int, step int64) models.DropoutSource {
+	return func(layer int) engine.Uniform {
+		return rng.NewStream(rng.StreamKey{Seed: seed, Worker: uint32(est), Step: uint64(step), Purpose: rng.Dropout, Sub: uint16(layer)})
+	}
 }
