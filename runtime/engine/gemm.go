@@ -176,19 +176,29 @@ func gemmMicroGo(rows, cols, k int, a []float32, sa, sp int, b []float32, ldb in
 }
 
 // gemmTranspose writes the k×n transpose of the n×k matrix b (row stride
-// ldb) into dst (row stride n), in 8×8 tiles for cache locality.
+// ldb) into dst (row stride n). Eight rows of b are read as parallel
+// sequential streams and written as 8 contiguous floats per row of dst.
 func gemmTranspose(dst, b []float32, n, k, ldb int) {
-	const t = 8
-	for j0 := 0; j0 < n; j0 += t {
-		j1 := min(j0+t, n)
-		for p0 := 0; p0 < k; p0 += t {
-			p1 := min(p0+t, k)
-			for j := j0; j < j1; j++ {
-				row := b[j*ldb : j*ldb+p1]
-				for p := p0; p < p1; p++ {
-					dst[p*n+j] = row[p]
-				}
-			}
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		r0 := b[j*ldb : j*ldb+k]
+		r1 := b[(j+1)*ldb : (j+1)*ldb+k]
+		r2 := b[(j+2)*ldb : (j+2)*ldb+k]
+		r3 := b[(j+3)*ldb : (j+3)*ldb+k]
+		r4 := b[(j+4)*ldb : (j+4)*ldb+k]
+		r5 := b[(j+5)*ldb : (j+5)*ldb+k]
+		r6 := b[(j+6)*ldb : (j+6)*ldb+k]
+		r7 := b[(j+7)*ldb : (j+7)*ldb+k]
+		for p := range r0 {
+			d := dst[p*n+j : p*n+j+8 : p*n+j+8]
+			d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
+			d[4], d[5], d[6], d[7] = r4[p], r5[p], r6[p], r7[p]
+		}
+	}
+	for ; j < n; j++ {
+		row := b[j*ldb : j*ldb+k]
+		for p, v := range row {
+			dst[p*n+j] = v
 		}
 	}
 }
