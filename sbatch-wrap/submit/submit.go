@@ -1,0 +1,133 @@
+package submit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+)
+
+// Plan is the sbatch invocation the wrapper will run.
+type Plan struct {
+	Args     []string         // sbatch arguments (without argv[0])
+	Env      []string         // KEY=VALUE to add to (or replace in) the environment
+	Request  *elastic.Request // nil for a job that is not an EasyScale job
+	Script   []byte           // content of the private script copy; nil to use the user's file
+	ScriptAt int              // index in Args of the script path to replace by the copy's path
+	Stdin    []byte           // script read from stdin, to feed to sbatch; nil to inherit stdin
+	Help     bool             // append the wrapper's options to sbatch's --help output
+}
+
+// Input is what Prepare reads besides the arguments.
+type Input struct {
+	Lookup   func(string) (string, bool)  // environment (os.LookupEnv)
+	ReadFile func(string) ([]byte, error) // script file reader (os.ReadFile)
+	Stdin    func() ([]byte, error)       // reads the script from stdin when no path is given
+}
+
+// ErrConflict is wrapped by errors about options the wrapper sets itself.
+var ErrConflict = errors.New("conflicts with the EasyScale request")
+
+// Prepare decides the sbatch invocation for args (without argv[0]). It
+// reads the script only to find directives and never changes what sbatch
+// is asked beyond what the package doc lists. Errors say what was wrong and
+// where (an *elastic.OptionError, a *DirectiveError, or an ErrConflict).
+func Prepare(args []string, in Input) (Plan, error) {
+	a := ScanArgs(args)
+	p := Plan{Args: a.Passed, ScriptAt: -1, Help: a.Help}
+	if a.Help {
+		return p, nil
+	}
+	script, err := readScript(a, in, &p)
+	if err != nil {
+		return Plan{}, err
+	}
+	settings := elastic.Merge(a.Owned, script.Owned, elastic.FromEnv(in.Lookup))
+	if !settings.Any() {
+		return p, nil
+	}
+	req, err := settings.Request()
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := conflicts(a, script, req); err != nil {
+		return Plan{}, err
+	}
+	if script.Hidden != nil {
+		if p.Stdin != nil {
+			p.Stdin = script.Hidden
+		} else {
+			p.Script, p.ScriptAt = script.Hidden, a.Script
+		}
+	}
+	p.Request = &req
+	p.Env = req.Environ()
+	var pre []string
+	if req.Elastic() {
+		pre = append(pre, "--nodes="+strconv.Itoa(req.MinNodes))
+	}
+	pre = append(pre, "--comment="+elastic.Comment{Request: req}.String())
+	p.Args = append(pre, a.Passed...)
+	if p.ScriptAt >= 0 {
+		p.ScriptAt += len(pre)
+	}
+	return p, nil
+}
+
+func readScript(a Args, in Input, p *Plan) (Script, error) {
+	var data []byte
+	var err error
+	name := "(stdin)"
+	switch {
+	case a.Wrap:
+		return Script{}, nil
+	case a.Script >= 0:
+		name = a.Passed[a.Script]
+		data, err = in.ReadFile(name)
+	default:
+		data, err = in.Stdin()
+		p.Stdin = data
+	}
+	if err != nil {
+		return Script{}, fmt.Errorf("read batch script %s: %w", name, err)
+	}
+	return ScanScript(data, name)
+}
+
+func conflicts(a Args, s Script, req elastic.Request) error {
+	switch {
+	case req.Elastic() && (a.Nodes || s.Nodes):
+		return fmt.Errorf("--nodes/-N %w: easyscale-sbatch submits at the --elastic minimum (%d)", ErrConflict, req.MinNodes)
+	case a.Comment || s.Comment:
+		return fmt.Errorf("--comment %w: easyscale-sbatch records the request in the job comment", ErrConflict)
+	case a.HetJob || s.HetJob:
+		return fmt.Errorf("a heterogeneous job %w: EasyScale jobs have one component", ErrConflict)
+	}
+	return nil
+}
+
+// Stdio are the streams of the sbatch process.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// writeScriptCopy writes the private copy under a fresh temporary directory,
+// keeping the base name, and returns its path and a cleanup function.
+func writeScriptCopy(orig string, data []byte) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "easyscale-sbatch-")
+	if err != nil {
+		return "", nil, fmt.Errorf("create script copy: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, filepath.Base(orig))
+	if err := os.WriteFile(path, data, 0o700); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("write script copy: %w", err)
+	}
+	return path, cleanup, nil
+}

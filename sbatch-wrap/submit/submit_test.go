@@ -1,0 +1,203 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+)
+
+func input(env map[string]string, files map[string]string, stdin string) Input {
+	return Input{
+		Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		ReadFile: func(p string) ([]byte, error) {
+			if d, ok := files[p]; ok {
+				return []byte(d), nil
+			}
+			return os.ReadFile(p)
+		},
+		Stdin: func() ([]byte, error) { return []byte(stdin), nil },
+	}
+}
+
+func TestPrepareBuildsTheSubmission(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		files   map[string]string
+		stdin   string
+		want    []string
+		wantEnv []string
+		check   func(Plan) bool
+	}{
+		{
+			name:    "the script's directives make an elastic job submitted at its minimum",
+			args:    []string{"--parsable", "testdata/elastic.sbatch", "arg 1"},
+			want:    []string{"--nodes=1", "--comment=es-req min=1 max=4 lw=8 d1", "--parsable", "testdata/elastic.sbatch", "arg 1"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=1-4", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d1"},
+			check: func(p Plan) bool {
+				return p.ScriptAt == 3 && bytes.Contains(p.Script, []byte("# easyscale-sbatch: --elastic=1-4"))
+			},
+		},
+		{
+			name:    "the command line wins over a directive, a directive over the environment",
+			args:    []string{"--elastic=2-3", "testdata/elastic.sbatch"},
+			env:     map[string]string{"EASYSCALE_LOGICAL_WORKERS": "4", "EASYSCALE_DETERMINISM": "d2"},
+			want:    []string{"--nodes=2", "--comment=es-req min=2 max=3 lw=8 d2", "testdata/elastic.sbatch"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=2-3", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d2"},
+		},
+		{
+			name:  "a job without EasyScale options passes through untouched",
+			args:  []string{"-N", "2", "--comment", "mine", "testdata/plain.sbatch"},
+			want:  []string{"-N", "2", "--comment", "mine", "testdata/plain.sbatch"},
+			check: func(p Plan) bool { return p.Request == nil && p.Script == nil && p.Env == nil },
+		},
+		{
+			name:  "a script from stdin is fed to sbatch with our directives hidden",
+			args:  []string{"--logical-workers=2"},
+			stdin: "#!/bin/sh\n#SBATCH --elastic=1-2\nhostname\n",
+			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 lw=2 d1"},
+			check: func(p Plan) bool {
+				return string(p.Stdin) == "#!/bin/sh\n# easyscale-sbatch: --elastic=1-2\nhostname\n"
+			},
+		},
+		{
+			name:  "a wrapped command takes the request from the command line only",
+			args:  []string{"--logical-workers=4", "--wrap", "srun true"},
+			want:  []string{"--comment=es-req lw=4 d1", "--wrap", "srun true"},
+			check: func(p Plan) bool { return p.Stdin == nil && p.Script == nil },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Prepare(tc.args, input(tc.env, tc.files, tc.stdin))
+			if err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			if !reflect.DeepEqual(p.Args, tc.want) {
+				t.Errorf("args %q, want %q", p.Args, tc.want)
+			}
+			if tc.wantEnv != nil && !reflect.DeepEqual(p.Env, tc.wantEnv) {
+				t.Errorf("env %q, want %q", p.Env, tc.wantEnv)
+			}
+			if tc.check != nil && !tc.check(p) {
+				t.Errorf("plan %+v", p)
+			}
+		})
+	}
+}
+
+func TestPrepareRefusesBadRequests(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		want  string
+		cause error
+	}{
+		{"a reversed range names --elastic", []string{"--elastic=4-2", "--wrap", "true"}, nil,
+			"invalid --elastic=4-2", elastic.ErrReversed},
+		{"zero logical workers name --logical-workers", []string{"--logical-workers=0", "--wrap", "true"}, nil,
+			"invalid --logical-workers=0", elastic.ErrOutOfRange},
+		{"a bad environment twin names where it came from", []string{"--wrap", "true"},
+			map[string]string{"EASYSCALE_DETERMINISM": "d7"}, "from EASYSCALE_DETERMINISM", elastic.ErrDeterminism},
+		{"a node count conflicts with --elastic", []string{"--elastic=1-2", "-N", "2", "--wrap", "true"}, nil,
+			"--nodes/-N", ErrConflict},
+		{"a node count in the script conflicts with --elastic", []string{"--elastic=1-2", "testdata/plain.sbatch"}, nil,
+			"--nodes/-N", ErrConflict},
+		{"a user comment conflicts with the recorded request", []string{"--logical-workers=2", "--comment=x", "--wrap", "true"}, nil,
+			"--comment", ErrConflict},
+		{"a heterogeneous job is refused", []string{"--elastic=1", "-n1", ":", "-n2", "--wrap", "true"}, nil,
+			"heterogeneous", ErrConflict},
+		{"a missing script is reported", []string{"--elastic=1", "nonexistent.sbatch"}, nil,
+			"read batch script nonexistent.sbatch", os.ErrNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Prepare(tc.args, input(tc.env, nil, ""))
+			if !errors.Is(err, tc.cause) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q wrapping %v", err, tc.want, tc.cause)
+			}
+		})
+	}
+}
+
+// runFake runs Main against testdata/fake-sbatch.sh and returns stdout,
+// stderr, the exit status and the fake's log.
+func runFake(t *testing.T, args []string, env map[string]string) (string, string, int, string) {
+	t.Helper()
+	fake, err := filepath.Abs("testdata/fake-sbatch.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "sbatch.log")
+	t.Setenv("FAKE_SBATCH_LOG", logPath)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var out, errOut bytes.Buffer
+	lookup := map[string]string{EnvSbatch: fake}
+	code := Main(context.Background(), args, input(lookup, nil, ""), Stdio{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	log, _ := os.ReadFile(logPath)
+	return out.String(), errOut.String(), code, string(log)
+}
+
+func TestMainRunsSbatchWithThePlan(t *testing.T) {
+	out, errOut, code, log := runFake(t, []string{"--parsable", "-J", "a b", "testdata/elastic.sbatch", "x y"}, nil)
+	if code != 0 || out != "42\n" || errOut != "" {
+		t.Fatalf("exit %d stdout %q stderr %q, want sbatch's own output", code, out, errOut)
+	}
+	wantArgs := "ARG --nodes=1\nARG --comment=es-req min=1 max=4 lw=8 d1\nARG --parsable\nARG -J\nARG a b\nARG "
+	if !strings.HasPrefix(log, wantArgs) {
+		t.Errorf("sbatch argv:\n%s\nwant prefix:\n%s", log, wantArgs)
+	}
+	if !strings.Contains(log, "/elastic.sbatch\nFILE ") || !strings.Contains(log, "# easyscale-sbatch: --elastic=1-4\n") {
+		t.Errorf("sbatch did not get a copy named elastic.sbatch with our directives hidden:\n%s", log)
+	}
+	if !strings.Contains(log, "ARG x y\n") || !strings.Contains(log, "ENV EASYSCALE_ELASTIC=1-4\n") {
+		t.Errorf("script argument or environment twin missing:\n%s", log)
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if p, ok := strings.CutPrefix(line, "FILE "); ok && strings.Contains(p, "easyscale-sbatch-") {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("script copy %s not removed after sbatch exited", p)
+			}
+		}
+	}
+}
+
+func TestMainOutputIsSbatchsOutput(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		out     string
+		errPart string
+		code    int
+	}{
+		{"a plain submission prints sbatch's line", []string{"--wrap", "true"}, nil, "Submitted batch job 42\n", "", 0},
+		{"sbatch's failure and status come through", []string{"--wrap", "true"},
+			map[string]string{"FAKE_SBATCH_FAIL": "Batch job submission failed"}, "", "sbatch: error: Batch job submission failed", 1},
+		{"a refused request never reaches sbatch", []string{"--elastic=4-2", "--wrap", "true"}, nil, "",
+			"easyscale-sbatch: error: invalid --elastic=4-2", 1},
+		{"help appends the wrapper's options", []string{"--help"}, nil, "--logical-workers", "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code, log := runFake(t, tc.args, tc.env)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.errPart) {
+				t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
+			}
+			if tc.code == 1 && tc.errPart != "" && strings.HasPrefix(tc.errPart, "easyscale") && log != "" {
+				t.Errorf("sbatch ran for a refused request:\n%s", log)
+			}
+		})
+	}
+}
