@@ -162,6 +162,19 @@ func TestSIGKILLWhileCheckpointing(t *testing.T) {
 		if len(tmps) > 0 {
 			midWrite++
 		}
+		// A reader (easyscale verify/status) must cope with the dead
+		// writer's WAL before any writer has reopened the directory.
+		r, err := OpenReadOnly(dir)
+		if err != nil {
+			t.Fatalf("OpenReadOnly after kill %d: %v", i+1, err)
+		}
+		if _, ok, err := r.LastStep(); err != nil || !ok {
+			t.Fatalf("reader after kill %d: LastStep ok=%v err=%v", i+1, ok, err)
+		}
+		if cp, _, err := r.LatestCheckpoint(); err != nil || cp == nil {
+			t.Fatalf("reader after kill %d: LatestCheckpoint = %v, %v", i+1, cp, err)
+		}
+		r.Close()
 		db, err = Open(dir)
 		if err != nil {
 			t.Fatalf("Open after kill %d: %v", i+1, err)
