@@ -1,0 +1,84 @@
+# lib.sh - settings and helpers shared by lab-up.sh and lab-down.sh. Sourced, not run.
+#
+# Settings (environment), all optional:
+#   EASYSCALE_LAB_DIR        /tmp/easyscale-lab  configs, state, logs, pidfiles of the lab
+#   EASYSCALE_LAB_NODES      4                   slurmd instances n1..nN (one Port each)
+#   EASYSCALE_LAB_GPUS       4                   emulated GPUs per node (character devices)
+#   EASYSCALE_LAB_GPU_TYPES  "v100 v100 t4 t4"   GPU type per node, cycled
+#   EASYSCALE_LAB_CPUS       8                   CPUs each node advertises
+#   EASYSCALE_LAB_PORT_BASE  16800               slurmctld=+0 slurmdbd=+1 mariadb=+2 node nI=+10+I
+#   EASYSCALE_LAB_TIMEOUT    60                  seconds to wait for each daemon
+#   EASYSCALE_LAB_INSTALL    1                   0: never run apt-get (fail when packages are missing)
+#   EASYSCALE_SPANK_SO       <repo>/bin/easyscale_spank.so   SPANK plugin loaded if the file exists
+#   EASYSCALE_SPANK_ARGS     ""                  arguments after the plugin path in plugstack.conf
+#   EASYSCALE_LAB_OWNER      manual              who asks: "harness" (Go tests) or "manual" (make lab-up)
+#
+# Everything the lab starts is private to it: its own munged socket, its own MariaDB
+# datadir, socket and TCP port, its own ports for every Slurm daemon. So the lab can
+# run next to another Slurm or munged on the same machine, and lab-down.sh stops only
+# what lab-up.sh started.
+
+LAB_DIR=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab}
+LAB_NODES=${EASYSCALE_LAB_NODES:-4}
+LAB_GPUS=${EASYSCALE_LAB_GPUS:-4}
+LAB_GPU_TYPES=${EASYSCALE_LAB_GPU_TYPES:-"v100 v100 t4 t4"}
+LAB_CPUS=${EASYSCALE_LAB_CPUS:-8}
+LAB_PORT_BASE=${EASYSCALE_LAB_PORT_BASE:-16800}
+LAB_TIMEOUT=${EASYSCALE_LAB_TIMEOUT:-60}
+LAB_INSTALL=${EASYSCALE_LAB_INSTALL:-1}
+LAB_OWNER=${EASYSCALE_LAB_OWNER:-manual}
+
+LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ETC=$LAB_DIR/etc RUN=$LAB_DIR/run LOG=$LAB_DIR/log BIN=$LAB_DIR/bin
+MUNGE_DIR=$LAB_DIR/munge
+DB_DIR=$LAB_DIR/mysql
+CONF=$ETC/slurm.conf
+PIDS=$RUN/lab.pids
+MUNGE_SOCKET=$MUNGE_DIR/munge.socket
+DB_SOCKET=$DB_DIR/mysqld.sock
+CTLD_PORT=$LAB_PORT_BASE
+DBD_PORT=$((LAB_PORT_BASE + 1))
+DB_PORT=$((LAB_PORT_BASE + 2))
+CLUSTER=eslab
+
+T0=$EPOCHREALTIME
+log() { printf '[%s %5.2fs] %s\n' "$LAB_SCRIPT" "$(elapsed)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+# elapsed: seconds since the script started, from bash's own clock (no bc needed)
+elapsed() {
+	local now=${EPOCHREALTIME/[.,]/} t0=${T0/[.,]/}
+	local us=$((now - t0))
+	printf '%d.%02d' $((us / 1000000)) $((us % 1000000 / 10000))
+}
+
+# lab_lock: serialise lab-up/lab-down (several test packages may start the lab at once)
+lab_lock() {
+	mkdir -p "$LAB_DIR"
+	exec 9>"$LAB_DIR/lab.lock"
+	flock -w 300 9 || die "could not lock $LAB_DIR/lab.lock within 300 s (held by: $(fuser "$LAB_DIR/lab.lock" 2>/dev/null))"
+}
+
+# comm_for NAME: the /proc/PID/comm a recorded daemon must have (guards against PID reuse)
+comm_for() {
+	case "$1" in
+		slurmd-*) echo slurmd ;;
+		*) echo "$1" ;;
+	esac
+}
+# alive NAME PID: PID runs the expected program and is not a zombie (PID 1 here reaps late)
+alive() {
+	local pid=$2
+	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
+	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(comm_for "$1")" ]
+}
+all_alive() {
+	[ -s "$PIDS" ] || return 1
+	local name pid
+	while read -r name pid; do alive "$name" "$pid" || return 1; done <"$PIDS"
+}
+ctld_up() { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
+# nodes_in STATE-REGEX: how many nodes sinfo shows in a state matching the regex
+nodes_in() {
+	timeout 10 sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | awk -v re="$1" '$2 ~ re {c++} END {print c+0}'
+}
