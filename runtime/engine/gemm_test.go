@@ -268,3 +268,28 @@ func TestGemmGoldenBits(t *testing.T) {
 		t.Errorf("Gemm result bits hash %s, golden %s", got, w)
 	}
 }
+
+// FuzzGemm compares Gemm bit for bit with the scalar definition for any
+// shape up to 40, trans flags, accumulate, padding, offset and thread count.
+func FuzzGemm(f *testing.F) {
+	f.Add(uint8(3), uint8(17), uint8(9), uint8(0), uint64(1))
+	f.Add(uint8(4), uint8(16), uint8(1), uint8(0xff), uint64(2))
+	f.Add(uint8(9), uint8(33), uint8(40), uint8(0x5a), uint64(3))
+	f.Fuzz(func(t *testing.T, m, n, k, flags uint8, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		tc := gemmCase{
+			transA: flags&1 != 0, transB: flags&2 != 0, acc: flags&4 != 0,
+			m: int(m % 41), n: int(n % 41), k: int(k % 41),
+			padA: int(flags>>3) & 1, padB: int(flags>>4) & 1, padC: int(flags>>5) & 1,
+			offA: r.IntN(8), offB: r.IntN(8), offC: r.IntN(8),
+		}
+		a, lda, b, ldb, c0, ldc := tc.operands(r)
+		want := append([]float32(nil), c0...)
+		refGemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, lda, b, ldb, want, ldc, tc.acc)
+		got := append([]float32(nil), c0...)
+		Gemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, lda, b, ldb, got, ldc, tc.acc, 1+int(flags>>6))
+		if msg := bitsEqualReport(got, want); msg != "" {
+			t.Fatalf("%v: %s", tc, msg)
+		}
+	})
+}
