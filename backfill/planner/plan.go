@@ -52,10 +52,17 @@ func Plan(s Snapshot) (Actions, error) {
 	p := newPlanning(&s, idx)
 	var out Actions
 	for n := range s.Nodes {
-		out.Shrinks = append(out.Shrinks, p.shrinkNode(n)...)
+		if len(p.reserved[n]) > 0 {
+			out.Shrinks = append(out.Shrinks, p.shrinkNode(n)...)
+		}
 	}
-	p.buildSlots()
-	out.Grows = p.grant()
+	for ji, j := range s.Running {
+		if j.Elastic && p.mayGrow(ji) {
+			p.buildSlots()
+			out.Grows = p.grant()
+			break
+		}
+	}
 	return out, nil
 }
 
@@ -83,7 +90,7 @@ type planning struct {
 	released [][]timed    // per node: base allocations' releases
 	reserved [][]timed    // per node: reservations, sorted by start
 	extras   [][]extraRef // per node: extra jobs
-	extraEnd map[extraRef]int64
+	extraEnd [][]int64 // per running job, per extra: its end after shrinks
 	byType   map[string][]slot
 	avail    map[string]int
 }
@@ -92,17 +99,19 @@ func newPlanning(s *Snapshot, idx map[string]int) *planning {
 	n := len(s.Nodes)
 	p := &planning{s: s, lim: s.Limits.withDefaults(), idx: idx,
 		released: make([][]timed, n), reserved: make([][]timed, n), extras: make([][]extraRef, n),
-		extraEnd: map[extraRef]int64{}}
+		extraEnd: make([][]int64, len(s.Running))}
 	for ji, j := range s.Running {
 		for _, b := range j.Base {
 			if ni, ok := idx[b.Node]; ok && j.End > 0 && b.GPUs > 0 {
 				p.released[ni] = append(p.released[ni], timed{j.End, b.GPUs})
 			}
 		}
+		if len(j.Extras) > 0 {
+			p.extraEnd[ji] = make([]int64, len(j.Extras))
+		}
 		for xi, x := range j.Extras {
-			r := extraRef{ji, xi}
-			p.extras[idx[x.Node]] = append(p.extras[idx[x.Node]], r)
-			p.extraEnd[r] = x.End
+			p.extras[idx[x.Node]] = append(p.extras[idx[x.Node]], extraRef{ji, xi})
+			p.extraEnd[ji][xi] = x.End
 		}
 	}
 	for _, pj := range s.Pending {
@@ -127,6 +136,8 @@ func newPlanning(s *Snapshot, idx map[string]int) *planning {
 	return p
 }
 
+func (p *planning) end(r extraRef) int64 { return p.extraEnd[r.job][r.x] }
+
 // surplus returns idle + released(≤t) − reserved(≤t) on node ni, with
 // extras released margin seconds before their end.
 func (p *planning) surplus(ni int, t int64) int {
@@ -137,7 +148,7 @@ func (p *planning) surplus(ni int, t int64) int {
 		}
 	}
 	for _, r := range p.extras[ni] {
-		if p.extraEnd[r]+p.lim.MarginSeconds <= t {
+		if p.end(r)+p.lim.MarginSeconds <= t {
 			s += p.s.Running[r.job].Extras[r.x].GPUs
 		}
 	}
@@ -160,12 +171,12 @@ func (p *planning) shrinkNode(ni int) []Shrink {
 		deadline := max(p.s.Now, r.t-p.lim.MarginSeconds)
 		var cands []extraRef
 		for _, x := range p.extras[ni] {
-			if p.extraEnd[x]+p.lim.MarginSeconds > r.t {
+			if p.end(x)+p.lim.MarginSeconds > r.t {
 				cands = append(cands, x)
 			}
 		}
 		slices.SortFunc(cands, func(a, b extraRef) int {
-			if c := cmp.Compare(p.extraEnd[b], p.extraEnd[a]); c != 0 {
+			if c := cmp.Compare(p.end(b), p.end(a)); c != 0 {
 				return c
 			}
 			return cmp.Compare(p.s.Running[a.job].Extras[a.x].ID, p.s.Running[b.job].Extras[b.x].ID)
@@ -175,7 +186,7 @@ func (p *planning) shrinkNode(ni int) []Shrink {
 				break
 			}
 			ex := p.s.Running[x.job].Extras[x.x]
-			p.extraEnd[x] = deadline - p.lim.MarginSeconds
+			p.extraEnd[x.job][x.x] = deadline - p.lim.MarginSeconds
 			deficit -= ex.GPUs
 			out = append(out, Shrink{Job: p.s.Running[x.job].ID, Extra: ex.ID, Node: ex.Node, Deadline: deadline, Reservation: r.t})
 		}
@@ -184,12 +195,15 @@ func (p *planning) shrinkNode(ni int) []Shrink {
 }
 
 // buildSlots computes each node's staircase of lendable GPUs and groups the
-// slots by GPU type, longest lend first.
+// slots by GPU type, longest lend first, then in snapshot node order.
 func (p *planning) buildSlots() {
 	p.byType = map[string][]slot{}
 	p.avail = map[string]int{}
 	now, margin := p.s.Now, p.lim.MarginSeconds
 	for ni, nd := range p.s.Nodes {
+		if nd.Idle == 0 {
+			continue
+		}
 		level := nd.Idle
 		add := func(end int64, n int) {
 			if n > 0 && end-now >= p.lim.MinLendSeconds {
@@ -205,12 +219,8 @@ func (p *planning) buildSlots() {
 		add(now+p.lim.MaxLendSeconds, level)
 	}
 	for _, sl := range p.byType {
-		slices.SortFunc(sl, func(a, b slot) int {
-			if c := cmp.Compare(b.end, a.end); c != 0 {
-				return c
-			}
-			return cmp.Compare(p.s.Nodes[a.node].Name, p.s.Nodes[b.node].Name)
-		})
+		// Slots were added in node order; keep it among equal ends.
+		slices.SortStableFunc(sl, func(a, b slot) int { return cmp.Compare(b.end, a.end) })
 	}
 }
 
@@ -244,10 +254,21 @@ func (p *planning) grant() []Grow {
 		types = append(types, t)
 	}
 	sort.Strings(types)
-	userLent := map[string]int{}
+	userLent := maps.Clone(p.s.OtherLent)
+	if userLent == nil {
+		userLent = map[string]int{}
+	}
 	var jobs []*jobState
 	for ji, j := range p.s.Running {
 		if !j.Elastic {
+			continue
+		}
+		if !p.mayGrow(ji) {
+			for xi, x := range j.Extras {
+				if p.extraEnd[ji][xi] == x.End {
+					userLent[j.User] += x.GPUs
+				}
+			}
 			continue
 		}
 		js := &jobState{ji: ji, byType: map[string]int{}}
@@ -256,7 +277,7 @@ func (p *planning) grant() []Grow {
 			js.total += b.GPUs
 		}
 		for xi, x := range j.Extras {
-			if p.extraEnd[extraRef{ji, xi}] != x.End {
+			if p.extraEnd[ji][xi] != x.End {
 				continue // being shrunk
 			}
 			js.byType[p.s.Nodes[p.idx[x.Node]].GPUType] += x.GPUs
@@ -303,6 +324,22 @@ func (p *planning) grant() []Grow {
 		}
 	}
 	return grows
+}
+
+// mayGrow is a cheap pre-check: job ji is below its maximum and below
+// twice its current GPUs can be granted anything.
+func (p *planning) mayGrow(ji int) bool {
+	j := p.s.Running[ji]
+	total := 0
+	for _, b := range j.Base {
+		total += b.GPUs
+	}
+	for xi, x := range j.Extras {
+		if p.extraEnd[ji][xi] == x.End {
+			total += x.GPUs
+		}
+	}
+	return total < j.MaxGPUs && total > 0
 }
 
 // best returns js's best grant now: the type and count with the largest

@@ -22,6 +22,10 @@ type Snapshot struct {
 	Running []RunningJob
 	// Pending lists waiting jobs; only those with a planned start shape gaps.
 	Pending []PendingJob
+	// OtherLent counts, per user, GPUs lent to that user's jobs that are not
+	// listed in Running (a caller may leave out jobs the planner cannot act
+	// on); it counts toward per-user limits and fairness. May be nil.
+	OtherLent map[string]int
 	// Speeds maps a GPU type to its speed relative to the reference type
 	// (1.0). Every node's type must be present and positive.
 	Speeds map[string]float64

@@ -1,0 +1,254 @@
+package simulator
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// reservation is the queue head's planned start and nodes.
+type reservation struct {
+	r      *run
+	t      int64
+	allocs []alloc
+}
+
+// schedule is one FIFO + EASY-backfill pass at s.now.
+func (s *sim) schedule() {
+	s.resv = reservation{}
+	if len(s.queue) == 0 {
+		return
+	}
+	avail := s.availNow()
+	i := 0
+	for i < len(s.queue) {
+		r := s.queue[i]
+		allocs := s.fit(r, avail, math.MaxInt)
+		if allocs == nil {
+			break
+		}
+		s.start(r, allocs, avail)
+		i++
+	}
+	s.queue = s.queue[i:]
+	if len(s.queue) == 0 {
+		return
+	}
+	head := s.queue[0]
+	x, resAllocs, spare := s.reserve(head, avail)
+	if head.planned == 0 || x < head.planned {
+		head.planned = x
+	}
+	s.resv = reservation{r: head, t: x, allocs: resAllocs}
+	ravail := make([]int, len(avail))
+	for n := range avail {
+		ravail[n] = min(avail[n], spare[n])
+	}
+	kept := s.queue[:1]
+	for k, r := range s.queue[1:] {
+		if k >= s.cfg.BackfillDepth || s.availTotal == 0 {
+			kept = append(kept, s.queue[1+k:]...)
+			break
+		}
+		if s.backfill(r, avail, ravail, spare, x) {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	s.queue = kept
+}
+
+// availNow is each node's GPUs a starting job may take: free ones and those
+// of preemptable extra jobs.
+func (s *sim) availNow() []int {
+	if cap(s.avail) < len(s.nodes) {
+		s.avail = make([]int, len(s.nodes))
+	}
+	a := s.avail[:len(s.nodes)]
+	s.availTotal = 0
+	for n := range s.nodes {
+		a[n] = s.nodes[n].free
+		for _, x := range s.nodes[n].extras {
+			a[n] += x.gpus
+		}
+		s.availTotal += a[n]
+	}
+	return a
+}
+
+// fit returns an allocation for r from avail holding at most limit GPUs in
+// total, at r's largest admissible size, or nil.
+func (s *sim) fit(r *run, avail []int, limit int) []alloc {
+	size := min(r.j.GPUs, limit, s.availTotal)
+	if size < r.min {
+		return nil
+	}
+	for ; size >= r.min; size-- {
+		if a := s.allocate(avail, size); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// allocate picks want GPUs from avail: the best-fitting single node of the
+// fastest type that has one, else the fullest nodes of one type, else the
+// fullest nodes of any type (fastest first). It returns nil if avail holds
+// fewer than want.
+func (s *sim) allocate(avail []int, want int) []alloc {
+	for _, typ := range s.typeOrder {
+		best := -1
+		for _, n := range s.byType[typ] {
+			if avail[n] >= want && (best < 0 || avail[n] < avail[best]) {
+				best = n
+			}
+		}
+		if best >= 0 {
+			return []alloc{{best, want}}
+		}
+	}
+	for _, typ := range s.typeOrder {
+		if a := s.span(avail, s.byType[typ], want); a != nil {
+			return a
+		}
+	}
+	return s.span(avail, s.allNodes, want)
+}
+
+func (s *sim) span(avail []int, nodes []int, want int) []alloc {
+	sum := 0
+	for _, n := range nodes {
+		sum += avail[n]
+	}
+	if sum < want {
+		return nil
+	}
+	order := make([]int, 0, len(nodes))
+	for _, n := range nodes {
+		if avail[n] > 0 {
+			order = append(order, n)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := cmp.Compare(s.nodes[b].speed, s.nodes[a].speed); c != 0 {
+			return c
+		}
+		return cmp.Compare(avail[b], avail[a])
+	})
+	var out []alloc
+	for _, n := range order {
+		g := min(want, avail[n])
+		out = append(out, alloc{n, g})
+		if want -= g; want == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// baseLimit is the time limit end of r started now on allocs.
+func (s *sim) baseLimit(r *run, allocs []alloc) int64 {
+	saved := r.base
+	r.base = allocs
+	rate := s.rateOf(r, false)
+	r.base = saved
+	return s.now + int64(math.Ceil(r.rem/rate))
+}
+
+// reserve returns the head's reserved start, the allocation planned for it
+// then, and per node the GPUs free at that time that it does not need.
+func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
+	proj := slices.Clone(avail)
+	total := s.availTotal
+	runs := slices.Clone(s.running)
+	slices.SortFunc(runs, func(a, b *run) int {
+		if c := cmp.Compare(a.limit, b.limit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	need := head.min
+	t := s.now
+	var allocs []alloc
+	for i := 0; i < len(runs) && allocs == nil; {
+		t = runs[i].limit
+		for ; i < len(runs) && runs[i].limit == t; i++ {
+			for _, a := range runs[i].base {
+				proj[a.node] += a.gpus
+				total += a.gpus
+			}
+		}
+		if total >= need {
+			allocs = s.allocate(proj, need)
+		}
+	}
+	for _, a := range allocs {
+		proj[a.node] -= a.gpus
+	}
+	return t, allocs, proj
+}
+
+// backfill starts r now if it ends before the reservation at x or fits in
+// GPUs the reservation does not need.
+func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
+	if s.availTotal < r.min {
+		return false
+	}
+	if a := s.fit(r, avail, math.MaxInt); a != nil && s.baseLimit(r, a) <= x {
+		s.start(r, a, avail)
+		for _, al := range a {
+			ravail[al.node] = min(avail[al.node], spare[al.node])
+		}
+		return true
+	}
+	saved := s.availTotal
+	s.availTotal = 0
+	for _, v := range ravail {
+		s.availTotal += v
+	}
+	a := s.fit(r, ravail, math.MaxInt)
+	s.availTotal = saved
+	if a == nil {
+		return false
+	}
+	s.start(r, a, avail)
+	for _, al := range a {
+		spare[al.node] -= al.gpus
+		ravail[al.node] = min(avail[al.node], spare[al.node])
+	}
+	return true
+}
+
+// start runs r on allocs now, preempting extra jobs where needed.
+func (s *sim) start(r *run, allocs []alloc, avail []int) {
+	for _, a := range allocs {
+		nd := &s.nodes[a.node]
+		for nd.free < a.gpus && len(nd.extras) > 0 {
+			victim := nd.extras[0]
+			for _, x := range nd.extras[1:] {
+				if x.end > victim.end {
+					victim = x
+				}
+			}
+			s.res.Preemptions++
+			if r.planned > 0 && s.now >= r.planned {
+				s.res.ReservedStartPreemptions++
+			}
+			s.endExtra(victim)
+		}
+		nd.free -= a.gpus
+		s.allocated += a.gpus
+		avail[a.node] -= a.gpus
+		s.availTotal -= a.gpus
+	}
+	r.base = allocs
+	r.started, r.start, r.last = true, s.now, s.now
+	if r.planned > 0 && s.now > r.planned {
+		s.res.MaxReservationDelay = max(s.res.MaxReservationDelay, s.now-r.planned)
+	}
+	s.sumQueue += float64(s.now - r.j.Submit)
+	r.limit = s.baseLimit(r, allocs)
+	r.pos = len(s.running)
+	s.running = append(s.running, r)
+	s.reschedule(r)
+}

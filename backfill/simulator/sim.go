@@ -1,0 +1,496 @@
+package simulator
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
+)
+
+// Policy selects how jobs use GPUs (see the package documentation).
+type Policy int
+
+// The policies.
+const (
+	Rigid Policy = iota
+	Elastic
+	ElasticCapped
+)
+
+// String returns the policy's command-line name.
+func (p Policy) String() string {
+	switch p {
+	case Rigid:
+		return "rigid"
+	case Elastic:
+		return "elastic"
+	case ElasticCapped:
+		return "elastic-capped"
+	}
+	return "policy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParsePolicy parses "rigid", "elastic" or "elastic-capped".
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{Rigid, Elastic, ElasticCapped} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown policy %q: use rigid, elastic or elastic-capped", s)
+}
+
+// GPUGroup is Count GPUs of one type in the simulated cluster.
+type GPUGroup struct {
+	Type  string
+	Count int
+}
+
+// Config describes one simulation.
+type Config struct {
+	// GPUs lists the cluster's GPUs by type; they are cut into nodes of
+	// GPUsPerNode (the last node of a type may be smaller).
+	GPUs        []GPUGroup
+	GPUsPerNode int
+	// Speeds gives each type's speed relative to the reference (1.0 for a
+	// type not listed).
+	Speeds map[string]float64
+	Policy Policy
+	// Limits are passed to the planner; zero MaxLendSeconds means 6 h.
+	Limits planner.Limits
+	// BackfillDepth is how many queued jobs behind the first one a pass
+	// considers (0 means 500).
+	BackfillDepth int
+}
+
+// Sample is the cluster state from T until the next sample.
+type Sample struct {
+	// T is the time in seconds from the trace start.
+	T int64 `json:"t_s"`
+	// Allocated counts GPUs held by jobs, extra jobs included; Lent counts
+	// those held by extra jobs; Waiting counts queued jobs.
+	Allocated int `json:"allocated_gpus"`
+	Lent      int `json:"lent_gpus"`
+	Waiting   int `json:"waiting_jobs"`
+}
+
+// Result holds a simulation's metrics. Times are in seconds.
+type Result struct {
+	Policy    string `json:"policy"`
+	Jobs      int    `json:"jobs"`
+	Skipped   int    `json:"skipped_jobs"`
+	TotalGPUs int    `json:"total_gpus"`
+	// MeanJCT and P95JCT summarise completion − submit.
+	MeanJCT float64 `json:"mean_jct_s"`
+	P95JCT  float64 `json:"p95_jct_s"`
+	// MeanQueue is the mean of first start − submit.
+	MeanQueue float64 `json:"mean_queue_s"`
+	// GPUAllocPct is allocated GPU-time over capacity, in percent;
+	// GPUAllocWaitingPct the same over the instants when a job waits.
+	GPUAllocPct        float64 `json:"gpu_alloc_pct"`
+	GPUAllocWaitingPct float64 `json:"gpu_alloc_while_waiting_pct"`
+	Makespan           int64   `json:"makespan_s"`
+	// MaxReservationDelay is the largest start − earliest reserved start.
+	MaxReservationDelay int64 `json:"max_reservation_delay_s"`
+	// ReservedStartPreemptions counts extra jobs the scheduler had to
+	// preempt to start a job at or after its reserved start (the planner
+	// should have shrunk them: expected 0).
+	ReservedStartPreemptions int `json:"reserved_start_preemptions"`
+	// Preemptions counts all extra jobs preempted by starting jobs.
+	Preemptions int `json:"preempted_extra_jobs"`
+	Grows       int `json:"grows"`
+	Shrinks     int `json:"shrinks"`
+	// Series is the allocation over time, one sample per change.
+	Series []Sample `json:"-"`
+}
+
+type alloc struct{ node, gpus int }
+
+type extra struct {
+	id    string
+	r     *run
+	node  int
+	gpus  int
+	end   int64
+	alive bool
+}
+
+type run struct {
+	j        *trace.Job
+	id       string
+	min, max int
+	model    planner.Model
+	base     []alloc
+	extras   []*extra
+	rem      float64 // seconds of work at the reference size left
+	rate     float64
+	last     int64
+	limit    int64
+	version  int
+	start    int64
+	planned  int64 // earliest reserved start, 0: never reserved
+	pos      int   // index in sim.running
+	idx      int   // index in sim.runs (submit order)
+	snapBase []planner.NodeGPUs
+	started  bool
+	finished bool
+}
+
+type event struct {
+	t       int64
+	r       *run
+	x       *extra
+	version int
+	seq     uint64
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(a, b int) bool {
+	if h[a].t != h[b].t {
+		return h[a].t < h[b].t
+	}
+	return h[a].seq < h[b].seq
+}
+func (h eventHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type node struct {
+	name   string
+	typ    string
+	speed  float64
+	total  int
+	free   int // GPUs held by nobody
+	extras []*extra
+}
+
+type sim struct {
+	cfg        Config
+	nodes      []node
+	total      int
+	typeOrder  []string
+	runs       []*run
+	queue      []*run
+	running    []*run
+	seq        uint64
+	events     eventHeap
+	now        int64
+	res        Result
+	nextX      int
+	allocated  int
+	lent       int
+	jcts       []float64
+	sumQueue   float64
+	snapNodes  []planner.Node
+	byType     map[string][]int
+	allNodes   []int
+	nodeIdx    map[string]int
+	avail      []int
+	availTotal int
+	resv       reservation
+	extraByID  map[string]*extra
+}
+
+// Run replays jobs (sorted by submit time, as trace tables are) under cfg.
+// Jobs asking for 0 GPUs or more than the cluster holds are skipped and
+// counted. It returns an error for an invalid cluster description or a
+// planner error.
+func Run(jobs []trace.Job, cfg Config) (Result, error) {
+	s, err := newSim(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.GPUs < 1 || j.GPUs > s.total {
+			s.res.Skipped++
+			continue
+		}
+		if len(s.runs) > 0 && j.Submit < s.runs[len(s.runs)-1].j.Submit {
+			return Result{}, fmt.Errorf("simulator: job %q submitted at %d s before its predecessor: the trace must be sorted by submit time", j.ID, j.Submit)
+		}
+		r := s.newRun(j)
+		r.idx = len(s.runs)
+		s.runs = append(s.runs, r)
+	}
+	if err := s.loop(); err != nil {
+		return Result{}, err
+	}
+	return s.finish(), nil
+}
+
+func newSim(cfg Config) (*sim, error) {
+	if cfg.GPUsPerNode < 1 {
+		return nil, fmt.Errorf("simulator: %d GPUs per node: need at least 1", cfg.GPUsPerNode)
+	}
+	if cfg.BackfillDepth <= 0 {
+		cfg.BackfillDepth = 500
+	}
+	if cfg.Limits.MaxLendSeconds <= 0 {
+		cfg.Limits.MaxLendSeconds = 6 * 3600
+	}
+	s := &sim{cfg: cfg}
+	speeds := map[string]float64{}
+	for _, g := range cfg.GPUs {
+		if g.Count < 1 || g.Type == "" {
+			return nil, fmt.Errorf("simulator: GPU group %q:%d: need a type name and a positive count", g.Type, g.Count)
+		}
+		sp := 1.0
+		if v, ok := cfg.Speeds[g.Type]; ok {
+			sp = v
+		}
+		if !(sp > 0) || math.IsInf(sp, 0) {
+			return nil, fmt.Errorf("simulator: GPU type %q has speed %v: need a positive finite speed", g.Type, sp)
+		}
+		if _, dup := speeds[g.Type]; dup {
+			return nil, fmt.Errorf("simulator: GPU type %q listed twice", g.Type)
+		}
+		speeds[g.Type] = sp
+		for left, k := g.Count, 0; left > 0; k++ {
+			n := min(left, cfg.GPUsPerNode)
+			s.nodes = append(s.nodes, node{name: g.Type + "-" + strconv.Itoa(k), typ: g.Type, speed: sp, total: n, free: n})
+			left -= n
+		}
+		s.total += g.Count
+		s.typeOrder = append(s.typeOrder, g.Type)
+	}
+	if s.total == 0 {
+		return nil, errors.New("simulator: the cluster has no GPUs")
+	}
+	// Fastest type first, so a job that fits in one type gets the best.
+	slices.SortStableFunc(s.typeOrder, func(a, b string) int { return cmp.Compare(speeds[b], speeds[a]) })
+	s.cfg.Speeds = speeds
+	s.byType = map[string][]int{}
+	s.nodeIdx = map[string]int{}
+	s.extraByID = map[string]*extra{}
+	for n, nd := range s.nodes {
+		s.byType[nd.typ] = append(s.byType[nd.typ], n)
+		s.allNodes = append(s.allNodes, n)
+		s.nodeIdx[nd.name] = n
+	}
+	s.res.Policy = cfg.Policy.String()
+	s.res.TotalGPUs = s.total
+	return s, nil
+}
+
+func (s *sim) newRun(j *trace.Job) *run {
+	r := &run{j: j, id: j.ID, min: j.GPUs, max: j.GPUs, model: planner.DefaultModel(2*j.GPUs, j.GPUs), rem: float64(j.Duration)}
+	switch s.cfg.Policy {
+	case Elastic:
+		r.min, r.max = (j.GPUs+1)/2, min(2*j.GPUs, s.total)
+	case ElasticCapped:
+		r.min = (j.GPUs + 1) / 2
+	}
+	return r
+}
+
+func (s *sim) loop() error {
+	next := 0
+	for next < len(s.runs) || len(s.events) > 0 {
+		t := int64(math.MaxInt64)
+		if next < len(s.runs) {
+			t = s.runs[next].j.Submit
+		}
+		if len(s.events) > 0 && s.events[0].t < t {
+			t = s.events[0].t
+		}
+		s.now = t
+		for next < len(s.runs) && s.runs[next].j.Submit == t {
+			s.queue = append(s.queue, s.runs[next])
+			next++
+		}
+		for len(s.events) > 0 && s.events[0].t == t {
+			s.handle(heap.Pop(&s.events).(event))
+		}
+		s.schedule()
+		if s.cfg.Policy != Rigid {
+			if err := s.plan(); err != nil {
+				return err
+			}
+		}
+		s.sample()
+	}
+	return nil
+}
+
+func (s *sim) handle(e event) {
+	switch {
+	case e.x != nil:
+		if e.x.alive && e.x.end == e.t {
+			s.endExtra(e.x)
+		}
+	case e.r != nil && e.version == e.r.version && !e.r.finished:
+		s.complete(e.r)
+	}
+}
+
+func (s *sim) complete(r *run) {
+	r.finished = true
+	last := s.running[len(s.running)-1]
+	s.running[r.pos], last.pos = last, r.pos
+	s.running = s.running[:len(s.running)-1]
+	for _, x := range r.extras {
+		if x.alive {
+			s.dropExtra(x)
+		}
+	}
+	r.extras = nil
+	for _, a := range r.base {
+		s.nodes[a.node].free += a.gpus
+		s.allocated -= a.gpus
+	}
+	jct := float64(s.now - r.j.Submit)
+	s.jcts = append(s.jcts, jct)
+	s.res.Makespan = max(s.res.Makespan, s.now)
+}
+
+// dropExtra frees an extra job's GPUs without touching its job's rate.
+func (s *sim) dropExtra(x *extra) {
+	x.alive = false
+	delete(s.extraByID, x.id)
+	nd := &s.nodes[x.node]
+	nd.free += x.gpus
+	s.allocated -= x.gpus
+	s.lent -= x.gpus
+	for i, y := range nd.extras {
+		if y == x {
+			nd.extras = slices.Delete(nd.extras, i, i+1)
+			break
+		}
+	}
+}
+
+func (s *sim) endExtra(x *extra) {
+	r := x.r
+	s.advance(r)
+	s.dropExtra(x)
+	for i, y := range r.extras {
+		if y == x {
+			r.extras = slices.Delete(r.extras, i, i+1)
+			break
+		}
+	}
+	s.reschedule(r)
+}
+
+// advance books r's progress up to now.
+func (s *sim) advance(r *run) {
+	r.rem -= r.rate * float64(s.now-r.last)
+	r.last = s.now
+}
+
+// speedCounts groups r's GPUs (base, plus extras when withExtras) by speed.
+func (s *sim) speedCounts(r *run, withExtras bool) []planner.SpeedCount {
+	var sc []planner.SpeedCount
+	add := func(nd int, g int) {
+		sp := s.nodes[nd].speed
+		for i := range sc {
+			if sc[i].Speed == sp {
+				sc[i].N += g
+				return
+			}
+		}
+		sc = append(sc, planner.SpeedCount{Speed: sp, N: g})
+	}
+	for _, a := range r.base {
+		add(a.node, a.gpus)
+	}
+	if withExtras {
+		for _, x := range r.extras {
+			add(x.node, x.gpus)
+		}
+	}
+	return sc
+}
+
+// rateOf is r's progress rate: reference-size seconds of work per second.
+func (s *sim) rateOf(r *run, withExtras bool) float64 {
+	base, _ := r.model.Throughput(s.speedCounts(r, false))
+	if withExtras && len(r.extras) > 0 {
+		all, _ := r.model.Throughput(s.speedCounts(r, true))
+		base = max(base, all)
+	}
+	return base / float64(r.model.RefGPUs)
+}
+
+// reschedule sets r's rate from its GPUs and queues its completion.
+func (s *sim) reschedule(r *run) {
+	r.rate = s.rateOf(r, true)
+	r.version++
+	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
+	end = min(end, r.limit)
+	s.push(event{t: end, r: r, version: r.version})
+}
+
+func (s *sim) sample() {
+	waiting := len(s.queue)
+	ser := s.res.Series
+	if n := len(ser); n > 0 && ser[n-1].Allocated == s.allocated && ser[n-1].Lent == s.lent && ser[n-1].Waiting == waiting {
+		return
+	}
+	if n := len(ser); n > 0 && ser[n-1].T == s.now {
+		ser = ser[:n-1]
+	}
+	s.res.Series = append(ser, Sample{T: s.now, Allocated: s.allocated, Lent: s.lent, Waiting: waiting})
+}
+
+func (s *sim) finish() Result {
+	res := s.res
+	res.Jobs = len(s.jcts)
+	if len(s.jcts) == 0 {
+		return res
+	}
+	sum := 0.0
+	for _, v := range s.jcts {
+		sum += v
+	}
+	res.MeanJCT = sum / float64(len(s.jcts))
+	sorted := slices.Clone(s.jcts)
+	sort.Float64s(sorted)
+	res.P95JCT = sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
+	res.MeanQueue = s.sumQueue / float64(len(s.jcts))
+	first := s.runs[0].j.Submit
+	res.Makespan -= first
+	var used, cap, usedW, capW float64
+	for i, p := range res.Series {
+		end := res.Makespan + first
+		if i+1 < len(res.Series) {
+			end = res.Series[i+1].T
+		}
+		dt := float64(end - p.T)
+		used += dt * float64(p.Allocated)
+		cap += dt * float64(s.total)
+		if p.Waiting > 0 {
+			usedW += dt * float64(p.Allocated)
+			capW += dt * float64(s.total)
+		}
+	}
+	if cap > 0 {
+		res.GPUAllocPct = 100 * used / cap
+	}
+	if capW > 0 {
+		res.GPUAllocWaitingPct = 100 * usedW / capW
+	}
+	return res
+}
+
+// push queues e; equal times pop in push order, so runs are reproducible.
+func (s *sim) push(e event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
