@@ -7,18 +7,15 @@ import (
 // evalBatch is the number of test samples per forward pass in evaluation.
 const evalBatch = 500
 
-// evaluate runs the saved model (rank 0's parameters with logical worker
+// evaluate runs the saved model (the coordinator's parameters with logical worker
 // 0's buffers) over the whole test set in inference mode and returns the
 // mean loss, the accuracy and the number of test samples seen. Every test sample is counted exactly once:
 // the set is cut into consecutive batches, not sharded with padding.
 // Accuracy is the fraction of rows whose arg-max logit is the target
 // (classes for MNIST, next characters for charlm).
 func (j *job) evaluate() (loss, accuracy float64, samples int) {
-	w := j.workers[0]
+	net := j.master.Net
 	buffers := j.ests[0].Buffers
-	if j.opts.Ablation.BuffersPerWorker {
-		buffers = w.buffers
-	}
 	wl := j.opts.Workload
 	n := wl.TestLen()
 	tp := engine.NewTape(j.threads)
@@ -33,7 +30,7 @@ func (j *job) evaluate() (loss, accuracy float64, samples int) {
 		}
 		mb := wl.TestBatch(idx)
 		tp.Reset()
-		l, logits := w.net.Forward(tp, buffers, mb, nil, false)
+		l, logits := net.Forward(tp, buffers, mb, nil, false)
 		r := len(mb.Targets)
 		lossSum += float64(l.Data[0]) * float64(r)
 		correct += countCorrect(logits, mb.Targets)

@@ -41,6 +41,9 @@ type Options struct {
 	// CheckReplicas compares every replica with rank 0 after each step and
 	// fails the run if they differ (a self-check used by tests).
 	CheckReplicas bool
+	// Executor runs the physical workers; nil means goroutines in this
+	// process (one per physical worker of the schedule).
+	Executor Executor
 	// Ablation switches off one consistency factor; only tests use it, to
 	// show that each factor is needed.
 	Ablation Ablation
@@ -78,6 +81,7 @@ type Summary struct {
 	TestLoss       *float64 `json:"test_loss,omitempty"`
 	TestSamples    int      `json:"test_samples,omitempty"`
 	Reallocations  int      `json:"reallocations"`
+	RedoneSteps    int      `json:"redone_steps"`
 	ResumedFrom    int64    `json:"resumed_from"`
 	WallSeconds    float64  `json:"wall_seconds"`
 	SamplesPerSec  float64  `json:"samples_per_second"`

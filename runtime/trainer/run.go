@@ -12,17 +12,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
-	"github.com/easyscale/easyscale-slurm/runtime/engine"
-	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
-	"github.com/easyscale/easyscale-slurm/runtime/rng"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-// job is the state of one Run.
+// job is the state of one Run: the coordinator's side of training.
 type job struct {
 	opts    Options
 	log     hclog.Logger
@@ -32,20 +29,25 @@ type job struct {
 	stop    int64
 
 	sampler *data.Sampler
-	ests    []*estContext
-	workers []*worker
-	plan    placement.Plan
-	alloc   *schedule.Allocation
+	// master is the coordinator's replica: the copy that is digested,
+	// checkpointed and handed to joining workers.
+	master *Replica
+	ests   []*ESTContext
+	exec   Executor
+	plan   placement.Plan
+	alloc  *schedule.Allocation
+	// lost counts workers lost since the current allocation began; the
+	// allocation continues on the survivors.
+	lost    int
 	threads int
 
-	grads   [][]float32 // per EST, flattened in parameter order
 	reduced []float32
-	losses  []float32
-	samples []string
+	out     StepOutput
 
 	db            *statedb.DB
 	step          int64
 	reallocations int
+	redone        int
 	resumedFrom   int64
 	lastLoss      float64
 	digest        string
@@ -117,31 +119,28 @@ func newJob(opts Options) (*job, error) {
 
 	// Initial state: the seed's initialisation and fresh contexts, unless a
 	// checkpoint of this job says otherwise.
-	first := opts.Workload.NewNet()
-	opts.Workload.InitNet(first, j.seed)
-	opt, err := newOptimizer(spec, first.Params())
+	master, err := NewReplica(spec, opts.Workload, j.threads)
 	if err != nil {
 		return nil, err
 	}
-	j.ests = make([]*estContext, j.n)
+	opts.Workload.InitNet(master.Net, j.seed)
+	j.master = master
+	j.ests = make([]*ESTContext, j.n)
 	for e := range j.ests {
-		j.ests[e] = &estContext{ID: e, Buffers: first.NewBuffers()}
+		j.ests[e] = &ESTContext{ID: e, Buffers: master.Net.NewBuffers()}
 	}
 	if opts.StateDir != "" {
-		if err := j.openState(first, opt); err != nil {
+		if err := j.openState(); err != nil {
 			j.close()
 			return nil, err
 		}
 	}
-	j.workers = []*worker{startWorker(0, first, opt, j.threads)}
-	np := paramCount(first.Params())
-	j.grads = make([][]float32, j.n)
-	for e := range j.grads {
-		j.grads[e] = make([]float32, np)
+	j.exec = opts.Executor
+	if j.exec == nil {
+		j.exec = newLocalExecutor(spec, opts.Workload, j.sampler, j.threads, opts.Ablation, master.NumParams())
 	}
-	j.reduced = make([]float32, np)
-	j.losses = make([]float32, j.n)
-	j.samples = make([]string, j.n)
+	j.reduced = make([]float32, master.NumParams())
+	j.out = StepOutput{Losses: make([]float32, j.n), Samples: make([]string, j.n)}
 	j.digest, _ = Digest(j.modelTensors())
 	return j, nil
 }
@@ -153,24 +152,13 @@ func (j *job) schedule() schedule.Schedule {
 	return schedule.Schedule{{FromStep: 0, Workers: j.n}}
 }
 
-// newOptimizer builds the optimizer the job file names for params.
-func newOptimizer(spec *jobspec.Spec, params []models.Named) (optim.Optimizer, error) {
-	o := spec.Optimizer
-	ps := models.Tensors(params)
-	switch o.Kind {
-	case "sgd":
-		return optim.NewSGD(ps, o.Momentum, o.WeightDecay, o.Nesterov), nil
-	case "adamw":
-		return optim.NewAdamW(ps, o.Beta1, o.Beta2, o.Eps, o.WeightDecay), nil
-	}
-	return nil, fmt.Errorf("optimizer.kind %q: unknown; use sgd or adamw", o.Kind)
-}
-
 func (j *job) close() {
-	for _, w := range j.workers {
-		w.stop()
+	if j.exec != nil {
+		if err := j.exec.Close(); err != nil {
+			j.log.Warn("stopping workers", "error", err)
+		}
+		j.exec = nil
 	}
-	j.workers = nil
 	if j.db != nil {
 		if err := j.db.Close(); err != nil {
 			j.log.Warn("closing state database", "error", err)
@@ -189,7 +177,9 @@ func (j *job) train(ctx context.Context) error {
 			return err
 		}
 		t0 := time.Now()
-		j.runStep()
+		if err := j.runStep(); err != nil {
+			return err
+		}
 		if j.opts.CheckReplicas {
 			if err := j.checkReplicas(); err != nil {
 				return err
@@ -210,114 +200,85 @@ func (j *job) train(ctx context.Context) error {
 	return nil
 }
 
-// runStep computes every EST's gradient on its worker, reduces them and
-// applies the optimizer on every replica.
-func (j *job) runStep() {
+// runStep runs one step on the executor and, once every logical worker's
+// gradient is reduced, applies the optimizer on the coordinator's replica
+// and commits the step on the workers. When workers are lost during the
+// step, the contexts are restored and the step is redone on the survivors:
+// nothing is lost or repeated.
+func (j *job) runStep() error {
 	step := j.step
 	lr := optim.WarmupCosine(int(step), j.opts.Spec.LR.WarmupSteps, int(j.horizon), j.opts.Spec.Optimizer.LR, j.opts.Spec.LR.MinLR)
-	onAll(j.workers, func(w *worker) {
-		r := j.plan[w.rank]
-		for e := r.First; e < r.First+r.Count; e++ {
-			j.computeEST(w, j.ests[e], step)
-		}
-	})
-	var red Reducer = canonicalReduce{}
-	if j.opts.Ablation.GroupedReduction {
-		groups := make([][]int, len(j.plan))
-		for w, r := range j.plan {
-			for e := r.First; e < r.First+r.Count; e++ {
-				groups[w] = append(groups[w], e)
-			}
-		}
-		red = groupedReduce{groups: groups}
+	saved := make([]*ESTContext, j.n)
+	for e, c := range j.ests {
+		saved[e] = c.Clone()
 	}
-	red.Reduce(j.reduced, j.grads, j.threads)
-	onAll(j.workers, func(w *worker) {
-		unflattenGrads(w.params, j.reduced)
-		w.opt.Step(models.Tensors(w.params), lr)
-	})
+	for {
+		err := j.exec.Step(step, j.plan, j.ests, j.reduced, &j.out)
+		if err == nil {
+			break
+		}
+		var lost *LostError
+		if !errors.As(err, &lost) {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		for e, c := range j.ests {
+			c.restoreFrom(saved[e])
+		}
+		j.redone++
+		j.log.Warn("workers lost; redoing the step on the survivors", "step", step, "lost", fmt.Sprint(lost.Ranks), "error", lost.Err)
+		if err := j.replan(j.exec.Workers(), nil, "lost workers"); err != nil {
+			return err
+		}
+	}
+	j.master.Apply(j.reduced, lr)
+	if err := j.exec.Commit(step, j.reduced, lr); err != nil {
+		return fmt.Errorf("committing step %d: %w", step, err)
+	}
 	var loss float64
-	for _, l := range j.losses {
+	for _, l := range j.out.Losses {
 		loss += float64(l)
 	}
 	j.lastLoss = loss / float64(j.n)
-}
-
-// computeEST runs logical worker c's micro-batch of step on worker w and
-// leaves its gradient in j.grads[c.ID].
-func (j *job) computeEST(w *worker, c *estContext, step int64) {
-	key := c.ID
-	if j.opts.Ablation.KeyRNGByWorker {
-		key = w.rank
-	}
-	buffers := c.Buffers
-	if j.opts.Ablation.BuffersPerWorker {
-		buffers = w.buffers
-	}
-	idx := j.sampler.Next(&c.Cursor, c.ID, j.b)
-	mb := j.opts.Workload.TrainBatch(idx, j.seed, key, step)
-	w.tape.Reset()
-	for _, p := range w.params {
-		p.T.ZeroGrad()
-	}
-	loss, _ := w.net.Forward(w.tape, buffers, mb, dropoutSource(j.seed, key, step), true)
-	w.tape.Backward(loss)
-	flattenGrads(j.grads[c.ID], w.params)
-	j.losses[c.ID] = loss.Data[0]
-	j.samples[c.ID] = hashIndices(idx)
+	return nil
 }
 
 // reallocate applies alloc if it differs from the current allocation:
-// workers join (copying rank 0's replica and optimizer state) or leave, and
-// ESTs move with their contexts to the new placement.
+// workers join (copying the coordinator's replica) or leave, and ESTs move
+// with their contexts to the new placement.
 func (j *job) reallocate(alloc schedule.Allocation) error {
 	if j.alloc != nil && j.alloc.Workers == alloc.Workers && equalSpeeds(j.alloc.Speeds, alloc.Speeds) {
 		return nil
 	}
 	t0 := time.Now()
-	plan, err := placement.Compute(j.n, alloc.Workers, alloc.Speeds)
-	if err != nil {
-		return fmt.Errorf("reallocating at step %d: %w", j.step, err)
+	if err := j.exec.Resize(alloc.Workers, j.master); err != nil {
+		return fmt.Errorf("resizing to %d workers at step %d: %w", alloc.Workers, j.step, err)
 	}
-	threads := max(1, j.threads/alloc.Workers)
-	for len(j.workers) > alloc.Workers {
-		last := j.workers[len(j.workers)-1]
-		last.stop()
-		j.workers = j.workers[:len(j.workers)-1]
-	}
-	src := j.workers[0]
-	for len(j.workers) < alloc.Workers {
-		net := j.opts.Workload.NewNet()
-		models.CopyData(net.Params(), src.params)
-		opt, err := newOptimizer(j.opts.Spec, net.Params())
-		if err != nil {
-			return err
-		}
-		if err := opt.LoadState(cloneState(src.opt.State())); err != nil {
-			return fmt.Errorf("copying optimizer state to a joining worker: %w", err)
-		}
-		j.workers = append(j.workers, startWorker(len(j.workers), net, opt, threads))
-	}
-	for _, w := range j.workers {
-		w.tape = engine.NewTape(threads)
-	}
-	if j.opts.Ablation.DropCursorOnMove && j.plan != nil {
-		for e, c := range j.ests {
-			if j.plan.Owner(e) != plan.Owner(e) {
-				c.Cursor.Pos = 0
-			}
-		}
-	}
-	old := j.plan
-	j.plan, j.alloc = plan, &alloc
-	if old != nil {
+	if j.alloc != nil {
 		j.reallocations++
 	}
-	j.log.Info("allocation", "step", j.step, "world_size", alloc.Workers, "placement", plan.String(),
-		"imbalance", fmt.Sprintf("%.3f", plan.Imbalance(alloc.Speeds)), "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
+	j.alloc = &alloc
+	return j.replan(j.exec.Workers(), alloc.Speeds, "schedule", "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
+}
+
+// replan places the ESTs on the executor's current workers and records the
+// allocation. speeds must match workers or be nil.
+func (j *job) replan(workers int, speeds []float64, reason string, kv ...any) error {
+	if workers < 1 {
+		return fmt.Errorf("step %d: %w", j.step, ErrNoWorkers)
+	}
+	if speeds != nil && len(speeds) != workers {
+		speeds = nil
+	}
+	plan, err := placement.Compute(j.n, workers, speeds)
+	if err != nil {
+		return fmt.Errorf("placing ESTs at step %d: %w", j.step, err)
+	}
+	j.plan = plan
+	j.log.Info("allocation", append([]any{"step", j.step, "world_size", workers, "placement", plan.String(),
+		"imbalance", fmt.Sprintf("%.3f", plan.Imbalance(speeds)), "reason", reason}, kv...)...)
 	if j.db != nil {
-		err := j.db.RecordAllocation(statedb.Allocation{Step: j.step, Workers: alloc.Workers, Speeds: alloc.Speeds,
-			Placement: plan.String(), Reason: "schedule", Time: time.Now()})
+		err := j.db.RecordAllocation(statedb.Allocation{Step: j.step, Workers: workers, Speeds: speeds,
+			Placement: plan.String(), Reason: reason, Time: time.Now()})
 		if err != nil {
 			return fmt.Errorf("recording allocation at step %d: %w", j.step, err)
 		}
@@ -337,31 +298,24 @@ func equalSpeeds(a, b []float64) bool {
 	return true
 }
 
-func cloneState(s []optim.NamedSlice) []optim.NamedSlice {
-	out := make([]optim.NamedSlice, len(s))
-	for i, n := range s {
-		out[i] = optim.NamedSlice{Name: n.Name, Data: append([]float32(nil), n.Data...)}
-	}
-	return out
-}
-
 // modelTensors is the model DDP would save: the parameters and logical
-// worker 0's buffers (or, under the BuffersPerWorker ablation, rank 0's).
+// worker 0's buffers.
 func (j *job) modelTensors() []models.Named {
-	out := append([]models.Named(nil), j.workers[0].params...)
-	if j.opts.Ablation.BuffersPerWorker {
-		return append(out, j.workers[0].buffers...)
-	}
+	out := append([]models.Named(nil), j.master.Params...)
 	return append(out, j.ests[0].Buffers...)
 }
 
-// checkReplicas verifies that every replica equals rank 0 bit for bit.
+// checkReplicas verifies that every in-process worker's replica equals the
+// coordinator's bit for bit.
 func (j *job) checkReplicas() error {
-	ref := j.workers[0].params
-	for _, w := range j.workers[1:] {
-		for i, p := range w.params {
-			if !bytes.Equal(f32bytes(p.T.Data), f32bytes(ref[i].T.Data)) {
-				return fmt.Errorf("replica of rank %d diverged from rank 0 in %s after step %d", w.rank, p.Name, j.step)
+	lx, ok := j.exec.(*localExecutor)
+	if !ok {
+		return nil
+	}
+	for rank, r := range lx.replicas() {
+		for i, p := range r.Params {
+			if !bytes.Equal(f32bytes(p.T.Data), f32bytes(j.master.Params[i].T.Data)) {
+				return fmt.Errorf("replica of rank %d diverged from the coordinator in %s after step %d", rank, p.Name, j.step)
 			}
 		}
 	}
@@ -387,7 +341,7 @@ func (j *job) record(wall time.Duration) error {
 	}
 	err := j.db.AppendLedger(statedb.LedgerEntry{
 		Step: j.step, Digest: digest, TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
-		Workers: len(j.workers), Placement: j.plan.String(), SamplesHash: joinHashes(j.samples), Time: time.Now(),
+		Workers: j.exec.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redo: j.redone > 0, Time: time.Now(),
 	})
 	if errors.Is(err, statedb.ErrDivergence) {
 		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)
@@ -407,13 +361,4 @@ func joinHashes(h []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
-}
-
-// dropoutSource returns the dropout streams of logical worker est at step:
-// layer l draws from Philox stream (seed, est, step, Dropout, l), so two
-// logical workers never share a mask even though they share the job seed.
-func dropoutSource(seed uint64, est int, step int64) models.DropoutSource {
-	return func(layer int) engine.Uniform {
-		return rng.NewStream(rng.StreamKey{Seed: seed, Worker: uint32(est), Step: uint64(step), Purpose: rng.Dropout, Sub: uint16(layer)})
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -21,7 +20,7 @@ const (
 // openState opens the state database, checks that it belongs to this job
 // and restores the newest valid checkpoint into net, opt and the EST
 // contexts.
-func (j *job) openState(net models.Net, opt optim.Optimizer) error {
+func (j *job) openState() error {
 	db, err := statedb.Open(j.opts.StateDir)
 	if err != nil {
 		return fmt.Errorf("opening state directory %s: %w", j.opts.StateDir, err)
@@ -46,7 +45,7 @@ func (j *job) openState(net models.Net, opt optim.Optimizer) error {
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
 		return nil
 	}
-	if err := j.restore(ck, net, opt); err != nil {
+	if err := j.restore(ck); err != nil {
 		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 	}
 	j.step, j.resumedFrom = ck.Step, ck.Step
@@ -54,7 +53,7 @@ func (j *job) openState(net models.Net, opt optim.Optimizer) error {
 	return nil
 }
 
-func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimizer) error {
+func (j *job) restore(ck *statedb.Checkpoint) error {
 	byName := make(map[string]statedb.Tensor, len(ck.Tensors))
 	for _, t := range ck.Tensors {
 		byName[t.Name] = t
@@ -70,7 +69,7 @@ func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimize
 		copy(dst, t.Data)
 		return nil
 	}
-	for _, p := range net.Params() {
+	for _, p := range j.master.Params {
 		if err := load(paramPrefix+p.Name, p.T.Data); err != nil {
 			return err
 		}
@@ -81,7 +80,7 @@ func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimize
 			st = append(st, optim.NamedSlice{Name: name, Data: t.Data})
 		}
 	}
-	if err := opt.LoadState(st); err != nil {
+	if err := j.master.Opt.LoadState(st); err != nil {
 		return fmt.Errorf("optimizer state: %w", err)
 	}
 	if len(ck.Contexts) != j.n {
@@ -92,7 +91,7 @@ func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimize
 			return fmt.Errorf("context of EST %d out of range", sc.EST)
 		}
 		c := j.ests[sc.EST]
-		if err := c.unmarshal(sc.Blob); err != nil {
+		if err := c.Unmarshal(sc.Blob); err != nil {
 			return err
 		}
 		for _, b := range c.Buffers {
@@ -106,21 +105,20 @@ func (j *job) restore(ck *statedb.Checkpoint, net models.Net, opt optim.Optimize
 
 func estPrefix(id int) string { return "est" + strconv.Itoa(id) + "/" }
 
-// checkpoint saves rank 0's replica, its optimizer state and every EST
+// checkpoint saves the coordinator's replica, its optimizer state and every EST
 // context at the current step.
 func (j *job) checkpoint() error {
 	t0 := time.Now()
-	w := j.workers[0]
 	var ts []statedb.Tensor
-	for _, p := range w.params {
+	for _, p := range j.master.Params {
 		ts = append(ts, statedb.Tensor{Name: paramPrefix + p.Name, Shape: p.T.Shape, Data: p.T.Data})
 	}
-	for _, s := range w.opt.State() {
+	for _, s := range j.master.Opt.State() {
 		ts = append(ts, statedb.Tensor{Name: optimPrefix + s.Name, Shape: []int{len(s.Data)}, Data: s.Data})
 	}
 	ctxs := make([]statedb.ESTContext, j.n)
 	for e, c := range j.ests {
-		ctxs[e] = statedb.ESTContext{EST: e, Blob: c.marshal()}
+		ctxs[e] = statedb.ESTContext{EST: e, Blob: c.Marshal()}
 		for _, b := range c.Buffers {
 			ts = append(ts, statedb.Tensor{Name: estPrefix(e) + b.Name, Shape: b.T.Shape, Data: b.T.Data})
 		}

@@ -1,0 +1,194 @@
+package trainer
+
+import (
+	"sync"
+
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/engine"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/models"
+	"github.com/easyscale/easyscale-slurm/runtime/placement"
+	"github.com/easyscale/easyscale-slurm/runtime/workload"
+)
+
+// localExecutor runs physical workers as goroutines of this process, each
+// with its own replica, tape and share of the cores. It never loses a
+// worker. It also carries the ablations (Options.Ablation) that show each
+// consistency factor is needed.
+type localExecutor struct {
+	spec    *jobspec.Spec
+	wl      workload.Workload
+	sampler *data.Sampler
+	threads int // cores in total
+	ablate  Ablation
+
+	workers []*worker
+	grads   [][]float32 // per EST, flattened
+	plan    placement.Plan
+}
+
+// worker is one physical worker: a goroutine that executes the functions
+// sent to it one at a time, in order.
+type worker struct {
+	rank int
+	rep  *Replica
+	// buffers is the worker's own BatchNorm set, used only by the
+	// BuffersPerWorker ablation (buffers tied to the device, not the EST).
+	buffers []models.Named
+	tasks   chan func()
+	wg      sync.WaitGroup
+}
+
+var _ Executor = (*localExecutor)(nil)
+
+func newLocalExecutor(spec *jobspec.Spec, wl workload.Workload, sampler *data.Sampler, threads int, ab Ablation, numParams int) *localExecutor {
+	x := &localExecutor{spec: spec, wl: wl, sampler: sampler, threads: threads, ablate: ab}
+	x.grads = make([][]float32, spec.LogicalWorkers)
+	for e := range x.grads {
+		x.grads[e] = make([]float32, numParams)
+	}
+	return x
+}
+
+func startWorker(rank int, rep *Replica, buffers []models.Named) *worker {
+	w := &worker{rank: rank, rep: rep, buffers: buffers, tasks: make(chan func())}
+	go func() {
+		for f := range w.tasks {
+			f()
+			w.wg.Done()
+		}
+	}()
+	return w
+}
+
+func (w *worker) submit(f func()) {
+	w.wg.Add(1)
+	w.tasks <- f
+}
+
+func (w *worker) stop() {
+	w.wg.Wait()
+	close(w.tasks)
+}
+
+// onAll runs f(w) on every worker concurrently and waits for all.
+func onAll(ws []*worker, f func(w *worker)) {
+	for _, w := range ws {
+		w.submit(func() { f(w) })
+	}
+	for _, w := range ws {
+		w.wg.Wait()
+	}
+}
+
+func (x *localExecutor) Workers() int { return len(x.workers) }
+
+func (x *localExecutor) Resize(n int, src *Replica) error {
+	for len(x.workers) > n {
+		last := x.workers[len(x.workers)-1]
+		last.stop()
+		x.workers = x.workers[:len(x.workers)-1]
+	}
+	for len(x.workers) < n {
+		rep, err := NewReplica(x.spec, x.wl, 1)
+		if err != nil {
+			return err
+		}
+		if err := rep.CopyFrom(src); err != nil {
+			return err
+		}
+		x.workers = append(x.workers, startWorker(len(x.workers), rep, rep.Net.NewBuffers()))
+	}
+	per := max(1, x.threads/n)
+	for _, w := range x.workers {
+		w.rep.Tape = engine.NewTape(per)
+	}
+	return nil
+}
+
+func (x *localExecutor) Step(step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error {
+	if x.ablate.DropCursorOnMove && x.plan != nil {
+		for e, c := range ests {
+			if x.plan.Owner(e) != plan.Owner(e) {
+				c.Cursor.Pos = 0
+			}
+		}
+	}
+	x.plan = plan
+	onAll(x.workers, func(w *worker) {
+		r := plan[w.rank]
+		for e := r.First; e < r.First+r.Count; e++ {
+			in := ESTInput{Workload: x.wl, Sampler: x.sampler, Seed: x.spec.Seed, Step: step,
+				MicroBatch: x.spec.MicroBatch, StreamKey: e, Buffers: ests[e].Buffers}
+			if x.ablate.KeyRNGByWorker {
+				in.StreamKey = w.rank
+			}
+			if x.ablate.BuffersPerWorker {
+				in.Buffers = w.buffers
+			}
+			out.Losses[e], out.Samples[e] = w.rep.ComputeEST(ests[e], in, x.grads[e])
+		}
+	})
+	if x.ablate.BuffersPerWorker { // the saved model then holds rank 0's buffers
+		models.CopyData(ests[0].Buffers, x.workers[0].buffers)
+	}
+	var red Reducer = canonicalReduce{}
+	if x.ablate.GroupedReduction {
+		groups := make([][]int, len(plan))
+		for w, r := range plan {
+			for e := r.First; e < r.First+r.Count; e++ {
+				groups[w] = append(groups[w], e)
+			}
+		}
+		red = groupedReduce{groups: groups}
+	}
+	red.Reduce(grad, x.grads, x.threads)
+	return nil
+}
+
+func (x *localExecutor) Commit(_ int64, grad []float32, lr float32) error {
+	onAll(x.workers, func(w *worker) { w.rep.Apply(grad, lr) })
+	return nil
+}
+
+func (x *localExecutor) Close() error {
+	for _, w := range x.workers {
+		w.stop()
+	}
+	x.workers = nil
+	return nil
+}
+
+// replicas returns every worker's replica (for the replica self-check).
+func (x *localExecutor) replicas() []*Replica {
+	out := make([]*Replica, len(x.workers))
+	for i, w := range x.workers {
+		out[i] = w.rep
+	}
+	return out
+}
+
+// flattenGrads copies the gradients of params, in order, into dst.
+func flattenGrads(dst []float32, params []models.Named) {
+	off := 0
+	for _, p := range params {
+		off += copy(dst[off:], p.T.Grad)
+	}
+}
+
+// unflattenGrads copies src into the gradients of params, in order.
+func unflattenGrads(params []models.Named, src []float32) {
+	off := 0
+	for _, p := range params {
+		off += copy(p.T.Grad, src[off:])
+	}
+}
+
+// paramCount is the total number of parameter elements.
+func paramCount(params []models.Named) int {
+	n := 0
+	for _, p := range params {
+		n += p.T.Len()
+	}
+	return n
+}
