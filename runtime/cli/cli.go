@@ -33,6 +33,7 @@ func commands() []command {
 		{"run", "train a job on a (changing) set of physical workers", runCmd},
 		{"verify", "compare the step ledgers of two state directories", verifyCmd},
 		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
+		{"simulate", "replay a cluster job trace through the elastic planner (see backfill/simulator)", simulateCmd},
 		{"version", "print the version", func([]string, Env) int { fmt.Println(Version); return 0 }},
 	}
 }
