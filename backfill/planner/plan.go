@@ -90,7 +90,7 @@ type planning struct {
 	released [][]timed    // per node: base allocations' releases
 	reserved [][]timed    // per node: reservations, sorted by start
 	extras   [][]extraRef // per node: extra jobs
-	extraEnd [][]int64 // per running job, per extra: its end after shrinks
+	extraEnd [][]int64    // per running job, per extra: its end after shrinks
 	byType   map[string][]slot
 	avail    map[string]int
 }
