@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// loopbackPair returns both ends of a real TCP connection on 127.0.0.1.
+func loopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-done
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func TestConnFloat32FrameRoundTrip(t *testing.T) {
+	a, b := loopbackPair(t)
+	w, r := NewConn(a, time.Second, MaxTensor), NewConn(b, time.Second, MaxTensor)
+	v := make([]float32, 3<<18+5) // larger than one ioStep
+	for i := range v {
+		v[i] = float32(i) * 0.25
+	}
+	prefix := []byte{1, 2, 3, 4}
+	errc := make(chan error, 1)
+	go func() { errc <- w.WriteFloat32Frame(TypeBroadcastChunk, prefix, v) }()
+	h, err := r.ReadHeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Type != TypeBroadcastChunk || int(h.Len) != 4+4*len(v) {
+		t.Fatalf("header %+v", h)
+	}
+	gotPrefix := make([]byte, 4)
+	got := make([]float32, len(v))
+	if err := r.ReadFull(gotPrefix); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReadFloat32s(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if string(gotPrefix) != string(prefix) {
+		t.Fatalf("prefix %v", gotPrefix)
+	}
+	for i := range v {
+		if got[i] != v[i] {
+			t.Fatalf("element %d = %v, want %v", i, got[i], v[i])
+		}
+	}
+}
+
+func TestConnJSON(t *testing.T) {
+	type msg struct {
+		Rank int    `json:"rank"`
+		Job  string `json:"job"`
+	}
+	cases := []struct {
+		name    string
+		send    func(*Conn) error
+		wantErr any
+	}{
+		{name: "a message of the expected type decodes", send: func(c *Conn) error { return c.WriteJSON(TypeRingHello, msg{Rank: 3, Job: "j"}) }},
+		{name: "a message of another type is a TypeError", send: func(c *Conn) error { return c.WriteJSON(TypeAuthResult, msg{}) }, wantErr: new(*TypeError)},
+		{name: "a control message above MaxControl is a SizeError", send: func(c *Conn) error { return c.WriteFrame(TypeRingHello, make([]byte, MaxControl+1)) }, wantErr: new(*SizeError)},
+		{name: "a payload that is not JSON is an error", send: func(c *Conn) error { return c.WriteFrame(TypeRingHello, []byte("{oops")) }, wantErr: new(error)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := loopbackPair(t)
+			w, r := NewConn(a, time.Second, MaxTensor), NewConn(b, time.Second, MaxTensor)
+			go c.send(w)
+			var got msg
+			err := r.ReadJSON(TypeRingHello, &got)
+			switch want := c.wantErr.(type) {
+			case nil:
+				if err != nil || got != (msg{Rank: 3, Job: "j"}) {
+					t.Fatalf("got %+v, %v", got, err)
+				}
+			case *error:
+				if err == nil {
+					t.Fatal("no error")
+				}
+			default:
+				if !errors.As(err, want) {
+					t.Fatalf("err = %v, want %T", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestConnStalledPeerTimesOut(t *testing.T) {
+	a, b := loopbackPair(t)
+	_ = a // the peer never writes
+	r := NewConn(b, 100*time.Millisecond, MaxControl)
+	start := time.Now()
+	_, err := r.ReadHeader()
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("timed out after %v, want about 100ms", d)
+	}
+}
