@@ -19,4 +19,5 @@ step "go test"
 go test -count=1 -timeout 25m ./...
 step "arm64 cross-check"
 bash tests/crossarch/run.sh
+bash tests/crossarch/binary.sh
 step "done"
