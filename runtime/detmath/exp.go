@@ -26,10 +26,10 @@ const (
 // Special cases: Exp(NaN) = NaN, Exp(+Inf) = +Inf, Exp(-Inf) = 0; results
 // above MaxFloat32 are +Inf and tiny results round to denormals or 0.
 //
-// Accuracy: the float64 intermediate has a relative error below 2**-52, so
-// the float32 result is the correctly rounded e**x except in rare
-// near-halfway cases. Measured against float32(math.Exp(float64(x))):
-// max 1 ulp, 0 ulp for more than 99.99% of inputs (see TestExpAccuracy).
+// Accuracy: computed in float64 and rounded once. Over all 2**32 float32
+// inputs the result equals float32(math.Exp(float64(x))) on amd64 (0 ulp;
+// go test -run TestFloat32 -exhaustive, about 3 minutes); the default test
+// run checks a 5-million-point sweep with a 1 ulp bound.
 func Exp(x float32) float32 {
 	switch {
 	case x != x:

@@ -9,9 +9,10 @@ const sqrt2 = math.Sqrt2
 // Special cases: Log(+Inf) = +Inf, Log(±0) = -Inf, Log(x < 0) = NaN,
 // Log(NaN) = NaN. Denormal inputs are handled exactly.
 //
-// Accuracy: computed in float64 (relative error below 2**-52) and rounded
-// once; measured against float32(math.Log(float64(x))): max 1 ulp, 0 ulp for
-// more than 99.99% of inputs (see TestLogAccuracy).
+// Accuracy: computed in float64 and rounded once. Over all 2**32 float32
+// inputs the result equals float32(math.Log(float64(x))) on amd64 (0 ulp;
+// go test -run TestFloat32 -exhaustive, about 3 minutes); the default test
+// run checks a 5-million-point sweep with a 1 ulp bound.
 func Log(x float32) float32 {
 	if x != x || x < 0 {
 		return nan32

@@ -10,9 +10,10 @@ const tanhSaturate = 9.1
 //
 // Special cases: Tanh(±0) = ±0, Tanh(±Inf) = ±1, Tanh(NaN) = NaN.
 //
-// Accuracy: computed in float64 (relative error about 2**-50 after the
-// cancellation in e-1 for |x| ≥ 2**-5) and rounded once; measured against
-// float32(math.Tanh(float64(x))): max 1 ulp (see TestTanhAccuracy).
+// Accuracy: computed in float64 and rounded once. Over all 2**32 float32
+// inputs the result equals float32(math.Tanh(float64(x))) on amd64 (0 ulp;
+// go test -run TestFloat32 -exhaustive, about 3 minutes); the default test
+// run checks a 5-million-point sweep with a 1 ulp bound.
 func Tanh(x float32) float32 {
 	switch {
 	case x != x:
