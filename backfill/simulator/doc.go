@@ -26,8 +26,11 @@
 // allocation. Policies:
 //
 //   - rigid: every job starts at exactly R GPUs and never changes;
-//   - elastic: a job may start with as few as ceil(R/2) GPUs (the largest
-//     count ≤ R that fits) and grows through extra jobs up to 2R GPUs;
+//   - elastic: the first queued job, when R GPUs are not free, may start
+//     with the largest count in [ceil(R/2), R) that fits, but only if at that
+//     size it would end no later than by waiting for its reserved start at R
+//     GPUs (the start-smaller rule); other jobs start at R. Jobs grow
+//     through extra jobs up to 2R GPUs;
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling alone gains.
 //

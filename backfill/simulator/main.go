@@ -38,7 +38,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400")
 	speeds := fs.String("speeds", "", "relative GPU speeds as TYPE:X[,TYPE:X...] (default 1 for every type)")
 	margin := fs.Int64("margin", 60, "seconds a lent GPU is returned before a reserved start")
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "simulate: %v (flags: --trace --gpus --gpus-per-node --policy --json --plot --max-jobs --window --speeds --margin)\n", err)
 		return 2
 	}
 	cfg, err := flagsToConfig(*tracePath, *gpus, *perNode, *policy, *jsonOut, *plotOut, *maxJobs, *speeds, *margin)

@@ -23,7 +23,10 @@ func (s *sim) schedule() {
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
-		allocs := s.fit(r, avail, math.MaxInt)
+		allocs := s.fitSize(r, avail, r.j.GPUs, r.j.GPUs)
+		if allocs == nil && r.min < r.j.GPUs {
+			allocs = s.startSmaller(r, avail)
+		}
 		if allocs == nil {
 			break
 		}
@@ -76,19 +79,31 @@ func (s *sim) availNow() []int {
 	return a
 }
 
-// fit returns an allocation for r from avail holding at most limit GPUs in
-// total, at r's largest admissible size, or nil.
-func (s *sim) fit(r *run, avail []int, limit int) []alloc {
-	size := min(r.j.GPUs, limit, s.availTotal)
-	if size < r.min {
-		return nil
-	}
-	for ; size >= r.min; size-- {
+// fitSize returns an allocation for r from avail of the largest size in
+// [lo, hi] that fits, or nil.
+func (s *sim) fitSize(r *run, avail []int, lo, hi int) []alloc {
+	for size := min(hi, s.availTotal); size >= lo; size-- {
 		if a := s.allocate(avail, size); a != nil {
 			return a
 		}
 	}
 	return nil
+}
+
+// startSmaller applies the start-smaller rule to the queue head r, which
+// does not fit at its requested size: it starts now with the largest size in
+// [min, request) that fits, but only if at that size's speed it would end no
+// later than by waiting for its reserved start at the requested size.
+func (s *sim) startSmaller(r *run, avail []int) []alloc {
+	small := s.fitSize(r, avail, r.min, r.j.GPUs-1)
+	if small == nil {
+		return nil
+	}
+	x, full, _ := s.reserve(r, avail)
+	if full == nil || s.baseLimit(r, small) > x+(s.baseLimit(r, full)-s.now) {
+		return nil
+	}
+	return small
 }
 
 // allocate picks want GPUs from avail: the best-fitting single node of the
@@ -167,7 +182,7 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
-	need := head.min
+	need := head.j.GPUs
 	t := s.now
 	var allocs []alloc
 	for i := 0; i < len(runs) && allocs == nil; {
@@ -191,10 +206,10 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 // backfill starts r now if it ends before the reservation at x or fits in
 // GPUs the reservation does not need.
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
-	if s.availTotal < r.min {
+	if s.availTotal < r.j.GPUs {
 		return false
 	}
-	if a := s.fit(r, avail, math.MaxInt); a != nil && s.baseLimit(r, a) <= x {
+	if a := s.fitSize(r, avail, r.j.GPUs, r.j.GPUs); a != nil && s.baseLimit(r, a) <= x {
 		s.start(r, a, avail)
 		for _, al := range a {
 			ravail[al.node] = min(avail[al.node], spare[al.node])
@@ -206,7 +221,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	for _, v := range ravail {
 		s.availTotal += v
 	}
-	a := s.fit(r, ravail, math.MaxInt)
+	a := s.fitSize(r, ravail, r.j.GPUs, r.j.GPUs)
 	s.availTotal = saved
 	if a == nil {
 		return false

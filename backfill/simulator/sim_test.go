@@ -1,0 +1,241 @@
+package simulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
+)
+
+func job(id string, submit, dur int64, gpus int) trace.Job {
+	return trace.Job{ID: id, Submit: submit, Duration: dur, GPUs: gpus, Training: true}
+}
+
+func TestRunHandChecked(t *testing.T) {
+	backfillTrace := []trace.Job{job("A", 0, 100, 2), job("B", 10, 50, 4), job("C", 20, 80, 2), job("D", 30, 100, 2)}
+	tests := []struct {
+		name         string
+		jobs         []trace.Job
+		gpus         int
+		policy       Policy
+		wantMeanJCT  float64
+		wantMakespan int64
+		wantQueue    float64
+	}{
+		{
+			// A runs 0–100; B (4 GPUs) is reserved at 100; C ends at 100 so
+			// it backfills at 20; D waits behind B: 150–250.
+			name: "EASY backfill starts a job that ends before the reservation", jobs: backfillTrace, gpus: 4, policy: Rigid,
+			wantMeanJCT: (100 + 140 + 80 + 220) / 4.0, wantMakespan: 250, wantQueue: (0 + 90 + 0 + 120) / 4.0,
+		},
+		{
+			// L = 2 ESTs; on 2 GPUs the step is 1 + 0.1·2 = 1.2 against 2 on
+			// one GPU, so 100 s of work takes ceil(100·1.2/2) = 60 s.
+			name: "an elastic 1-GPU job grows into the idle GPU and speeds up sub-linearly", jobs: []trace.Job{job("A", 0, 100, 1)},
+			gpus: 2, policy: Elastic, wantMeanJCT: 60, wantMakespan: 60,
+		},
+		{
+			name: "the capped elastic job never exceeds its request", jobs: []trace.Job{job("A", 0, 100, 1)},
+			gpus: 2, policy: ElasticCapped, wantMeanJCT: 100, wantMakespan: 100,
+		},
+		{
+			name: "a rigid job runs exactly its trace duration", jobs: []trace.Job{job("A", 5, 100, 1)},
+			gpus: 2, policy: Rigid, wantMeanJCT: 100, wantMakespan: 100,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(tc.jobs, Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: 8, Policy: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(res.MeanJCT-tc.wantMeanJCT) > 1e-9 || res.Makespan != tc.wantMakespan || math.Abs(res.MeanQueue-tc.wantQueue) > 1e-9 {
+				t.Errorf("mean JCT %v, makespan %d, mean queue %v; want %v, %d, %v", res.MeanJCT, res.Makespan, res.MeanQueue,
+					tc.wantMeanJCT, tc.wantMakespan, tc.wantQueue)
+			}
+			if res.MaxReservationDelay != 0 || res.ReservedStartPreemptions != 0 {
+				t.Errorf("reserved start delayed by %d s, %d preemptions at reserved starts", res.MaxReservationDelay, res.ReservedStartPreemptions)
+			}
+		})
+	}
+}
+
+func TestElasticShrinksBeforeAReservation(t *testing.T) {
+	// A grows onto all 4 GPUs; B needs the whole node and gets a reservation;
+	// the planner must hand the lent GPUs back before B's start.
+	jobs := []trace.Job{job("A", 0, 4000, 2), job("B", 10, 100, 4), job("C", 20, 30, 1)}
+	res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 4}}, GPUsPerNode: 4, Policy: Elastic, BackfillDepth: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Grows == 0 {
+		t.Fatalf("no grows: the scenario did not exercise lending (%+v)", res)
+	}
+	if res.MaxReservationDelay != 0 || res.ReservedStartPreemptions != 0 {
+		t.Errorf("reserved start delayed by %d s with %d preemptions at reserved starts", res.MaxReservationDelay, res.ReservedStartPreemptions)
+	}
+}
+
+// TestReservedStartsNeverDelayed replays random traces on mixed clusters
+// under every policy: no reserved start may be delayed and no extra job may
+// still hold a GPU when its reservation starts.
+func TestReservedStartsNeverDelayed(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	shrinks := 0
+	for iter := range 60 {
+		var jobs []trace.Job
+		at := int64(0)
+		for k := range 40 {
+			at += int64(r.IntN(600))
+			jobs = append(jobs, job(strings.Repeat("j", 1)+string(rune('A'+k%26))+string(rune('a'+k/26)), at, 60+int64(r.IntN(5000)), []int{1, 1, 2, 4, 8, 16}[r.IntN(6)]))
+		}
+		cfg := Config{GPUs: []GPUGroup{{"a100", 8 + 4*r.IntN(4)}, {"v100", 16}}, GPUsPerNode: 4 + 4*r.IntN(2),
+			Speeds: map[string]float64{"a100": 2, "v100": 1}}
+		for _, p := range []Policy{Rigid, Elastic, ElasticCapped} {
+			cfg.Policy = p
+			cfg.Limits.MarginSeconds = int64(r.IntN(120))
+			res, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatalf("trace %d, %s: %v", iter, p, err)
+			}
+			if res.MaxReservationDelay != 0 || res.ReservedStartPreemptions != 0 {
+				t.Errorf("trace %d, %s: reserved start delayed by %d s, %d preemptions at reserved starts", iter, p, res.MaxReservationDelay, res.ReservedStartPreemptions)
+			}
+			if res.Jobs != len(jobs) {
+				t.Errorf("trace %d, %s: %d of %d jobs completed", iter, p, res.Jobs, len(jobs))
+			}
+			for _, smp := range res.Series {
+				if smp.Allocated > res.TotalGPUs || smp.Lent > smp.Allocated || smp.Lent < 0 {
+					t.Fatalf("trace %d, %s: sample %+v over %d GPUs", iter, p, smp, res.TotalGPUs)
+				}
+			}
+			shrinks += res.Shrinks
+		}
+	}
+	if shrinks == 0 {
+		t.Fatal("random traces never exercised a shrink")
+	}
+}
+
+func TestElasticBeatsRigid(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		gpus    int
+		perNode int
+	}{
+		{"on the first 36 h of the Philly busy week", "philly_busy_week_36h.csv", 256, 8},
+		{"on Pollux workload 1 at Pollux's 64 GPUs", "pollux_workload-1.csv", 64, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := trace.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: tc.perNode}
+			rigid, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Policy = Elastic
+			elastic, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rigid JCT %.0f s alloc %.1f%%; elastic JCT %.0f s alloc %.1f%%", rigid.MeanJCT, rigid.GPUAllocPct, elastic.MeanJCT, elastic.GPUAllocPct)
+			if elastic.MeanJCT >= rigid.MeanJCT {
+				t.Errorf("elastic mean JCT %.0f s is not below rigid %.0f s", elastic.MeanJCT, rigid.MeanJCT)
+			}
+			if elastic.GPUAllocPct <= rigid.GPUAllocPct {
+				t.Errorf("elastic GPU allocation %.1f%% is not above rigid %.1f%%", elastic.GPUAllocPct, rigid.GPUAllocPct)
+			}
+			if elastic.MaxReservationDelay != 0 || rigid.MaxReservationDelay != 0 || elastic.ReservedStartPreemptions != 0 {
+				t.Errorf("reserved starts delayed: rigid %d s, elastic %d s, %d preemptions", rigid.MaxReservationDelay, elastic.MaxReservationDelay, elastic.ReservedStartPreemptions)
+			}
+		})
+	}
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	jobs, err := trace.ReadFile(filepath.Join("testdata", "pollux_workload-1.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{GPUs: []GPUGroup{{"v100", 32}, {"t4", 32}}, GPUsPerNode: 4, Policy: Elastic, Speeds: map[string]float64{"t4": 0.5}}
+	a, err := Run(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Run(jobs, cfg)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) || len(a.Series) != len(b.Series) {
+		t.Errorf("two runs differ:\n%s\n%s", ja, jb)
+	}
+}
+
+func TestMainCLI(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join("testdata", "pollux_workload-1.csv")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"a missing --trace is named with an example", []string{"--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 2, "--trace is required"},
+		{"a malformed --gpus is named with the fix", []string{"--trace", tr, "--gpus", "v100", "--policy", "rigid", "--json", "-"}, 2, "--gpus: \"v100\": write TYPE:COUNT"},
+		{"an unknown --policy lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "fast", "--json", "-"}, 2, "use rigid, elastic or elastic-capped"},
+		{"a reversed --window is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "9:3"}, 2, "--window"},
+		{"a plot that is neither svg nor png is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--plot", "x.pdf"}, 2, "name the file .svg or .png"},
+		{"an unreadable trace fails with its path", []string{"--trace", filepath.Join(dir, "none.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "none.csv"},
+		{"an unknown flag is rejected", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := Main(tc.args, &out, &errb); code != tc.wantCode || !strings.Contains(errb.String(), tc.wantErr) {
+				t.Errorf("Main = %d, stderr %q; want %d containing %q", code, errb.String(), tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+	t.Run("a good run writes the JSON contract and an SVG plot", func(t *testing.T) {
+		jsonPath, svg := filepath.Join(dir, "out.json"), filepath.Join(dir, "alloc.svg")
+		var out, errb bytes.Buffer
+		args := []string{"--trace", tr, "--gpus", "v100:48,t4:16", "--gpus-per-node", "4", "--policy", "elastic", "--json", jsonPath,
+			"--plot", svg, "--max-jobs", "60", "--window", "0:20000", "--speeds", "t4:0.5"}
+		if code := Main(args, &out, &errb); code != 0 {
+			t.Fatalf("Main = %d: %s", code, errb.String())
+		}
+		b, err := os.ReadFile(jsonPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"mean_jct_s", "p95_jct_s", "mean_queue_s", "gpu_alloc_pct", "makespan_s", "max_reservation_delay_s", "gpu_alloc_series"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("JSON lacks %q", k)
+			}
+		}
+		if m["max_reservation_delay_s"] != 0.0 {
+			t.Errorf("max_reservation_delay_s = %v, want 0", m["max_reservation_delay_s"])
+		}
+		if m["jobs"].(float64) > 60 {
+			t.Errorf("--max-jobs 60 replayed %v jobs", m["jobs"])
+		}
+		svgData, err := os.ReadFile(svg)
+		if err != nil || !bytes.Contains(svgData, []byte("<svg")) {
+			t.Errorf("plot %s is not an SVG (err %v)", svg, err)
+		}
+	})
+}
