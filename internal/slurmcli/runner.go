@@ -1,0 +1,154 @@
+package slurmcli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// Runner runs Slurm client commands. Env is the complete environment of the commands
+// (nil: the current process's); it must name the cluster, e.g. SLURM_CONF=/path. The
+// zero Runner runs the commands found on PATH with the current environment.
+type Runner struct {
+	Env []string
+	// Exec runs one command and returns its stdout; nil means os/exec. Tests replace it.
+	Exec func(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
+}
+
+// CommandError is returned when a Slurm command fails: the command line, its exit
+// error and what it printed on stderr (trimmed).
+type CommandError struct {
+	Command string
+	Stderr  string
+	Err     error
+}
+
+// Error formats the failure as "COMMAND: ERR: STDERR".
+func (e *CommandError) Error() string {
+	if e.Stderr == "" {
+		return fmt.Sprintf("%s: %v", e.Command, e.Err)
+	}
+	return fmt.Sprintf("%s: %v: %s", e.Command, e.Err, e.Stderr)
+}
+
+// Unwrap returns the exit error.
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// Output runs name with args and returns its stdout, or a *CommandError.
+func (r Runner) Output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if r.Exec != nil {
+		return r.Exec(ctx, r.Env, name, args...)
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = r.Env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, &CommandError{Command: name + " " + strings.Join(args, " "), Stderr: strings.TrimSpace(stderr.String()), Err: err}
+	}
+	return out, nil
+}
+
+// Squeue runs squeue with [SqueueArgs] plus extra (e.g. "-j", "12", "-t", "PENDING")
+// and parses its output.
+func (r Runner) Squeue(ctx context.Context, extra ...string) ([]Job, error) {
+	out, err := r.Output(ctx, "squeue", append(SqueueArgs(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("listing jobs: %w", err)
+	}
+	return ParseSqueue(out)
+}
+
+// SqueueStart lists pending jobs with their expected start (StartTime) and the nodes
+// the backfill scheduler plans for them (SchedNodes): what `squeue --start` shows.
+// `squeue --start` itself is not run: in 22.05 it replaces --Format with its own
+// fixed-width format that truncates job names (measured on the lab cluster); the same
+// two fields of pending jobs carry the backfill plan.
+func (r Runner) SqueueStart(ctx context.Context, extra ...string) ([]Job, error) {
+	return r.Squeue(ctx, append([]string{"--states=PENDING", "--sort=S"}, extra...)...)
+}
+
+// ErrNoSuchJob is returned by [Runner.Job] for a job squeue does not know (any more).
+var ErrNoSuchJob = errors.New("no such job")
+
+// Job returns the squeue line of one job, or ErrNoSuchJob.
+func (r Runner) Job(ctx context.Context, id string) (Job, error) {
+	jobs, err := r.Squeue(ctx, "--jobs="+id, "--states=all")
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid job id") {
+			return Job{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
+		}
+		return Job{}, err
+	}
+	for _, j := range jobs {
+		if j.ID == id {
+			return j, nil
+		}
+	}
+	return Job{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
+}
+
+// Sinfo runs sinfo with [SinfoArgs] plus extra and parses its output.
+func (r Runner) Sinfo(ctx context.Context, extra ...string) ([]Node, error) {
+	out, err := r.Output(ctx, "sinfo", append(SinfoArgs(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return ParseSinfo(out)
+}
+
+// ShowJob runs `scontrol show job -o ID` and returns its detail.
+func (r Runner) ShowJob(ctx context.Context, id string) (JobDetail, error) {
+	out, err := r.Output(ctx, "scontrol", "show", "job", "-o", id)
+	if err != nil {
+		return JobDetail{}, fmt.Errorf("showing job %s: %w", id, err)
+	}
+	recs, err := ParseScontrol(out, KindJob)
+	if err != nil {
+		return JobDetail{}, err
+	}
+	if len(recs) == 0 {
+		return JobDetail{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
+	}
+	return JobDetailOf(recs[0])
+}
+
+// ShowNodes runs `scontrol show node -o` and returns every node's detail.
+func (r Runner) ShowNodes(ctx context.Context) ([]NodeDetail, error) {
+	out, err := r.Output(ctx, "scontrol", "show", "node", "-o")
+	if err != nil {
+		return nil, fmt.Errorf("showing nodes: %w", err)
+	}
+	recs, err := ParseScontrol(out, KindNode)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]NodeDetail, 0, len(recs))
+	for _, rec := range recs {
+		d, err := NodeDetailOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, d)
+	}
+	return nodes, nil
+}
+
+// Sbatch submits a batch script file with `sbatch --parsable ARGS... SCRIPT` and
+// returns the job id (the part of the --parsable output before any ";cluster").
+func (r Runner) Sbatch(ctx context.Context, script string, args ...string) (string, error) {
+	out, err := r.Output(ctx, "sbatch", append(append([]string{"--parsable"}, args...), script)...)
+	if err != nil {
+		return "", fmt.Errorf("submitting %s: %w", script, err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if id == "" || !isDigits(id) {
+		return "", fmt.Errorf("submitting %s: sbatch printed %q, not a job id", script, truncate(string(out)))
+	}
+	return id, nil
+}
