@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/backfill/simulator"
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
+)
+
+func init() { register("backfill", backfillSuite) }
+
+// tracesDir is where the job tables live: $EASYSCALE_TRACES, else
+// ../shared/traces from the repository root.
+func tracesDir() string {
+	if d := os.Getenv("EASYSCALE_TRACES"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "shared", "traces")
+}
+
+// busyWeekGPUs is the cluster for the busy-week figures: 64 nodes of 8 GPUs,
+// about two thirds of the week's mean demand (795 GPUs), so jobs queue.
+const busyWeekGPUs = 512
+
+func backfillSuite() ([]figure, error) {
+	var figs []figure
+	ms, err := planMS10k()
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, figure{"plan_ms_10k", ms, "ms"})
+	philly, err := trace.ReadFile(filepath.Join(tracesDir(), "philly", "philly_jobs.csv"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the Philly table (set EASYSCALE_TRACES): %w", err)
+	}
+	start := time.Now()
+	if _, err := simulator.Run(philly, simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: 2816}}, GPUsPerNode: 8,
+		Policy: simulator.Elastic, Limits: planner.Limits{MarginSeconds: 60}}); err != nil {
+		return nil, err
+	}
+	figs = append(figs, figure{"simulate_philly_s", time.Since(start).Seconds(), "s"})
+	week, err := trace.ReadFile(filepath.Join(tracesDir(), "philly", "philly_busy_week.csv"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: busyWeekGPUs}}, GPUsPerNode: 8, Limits: planner.Limits{MarginSeconds: 60}}
+	rigid, err := simulator.Run(week, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Policy = simulator.Elastic
+	el, err := simulator.Run(week, cfg)
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs,
+		figure{"elastic_vs_rigid_jct_ratio", el.MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_gpu_alloc_pct", el.GPUAllocPct, "%"},
+		figure{"elastic_gpu_alloc_while_waiting_pct", el.GPUAllocWaitingPct, "%"},
+		figure{"rigid_gpu_alloc_pct", rigid.GPUAllocPct, "%"},
+		figure{"elastic_max_reservation_delay_s", float64(el.MaxReservationDelay), "s"})
+	return figs, nil
+}
+
+// planMS10k times one planning cycle (median of 5) on a synthetic snapshot:
+// 10,000 GPUs of 3 types on 8-GPU nodes, 2,000 running jobs (three quarters
+// elastic) holding 8,000 of them, 10,000 pending jobs of which 1,000 carry a
+// reservation.
+func planMS10k() (float64, error) {
+	r := rand.New(rand.NewPCG(10, 10))
+	types := []string{"a100", "v100", "t4"}
+	s := planner.Snapshot{Now: 100000, Speeds: map[string]float64{"a100": 2, "v100": 1, "t4": 0.5},
+		Limits: planner.Limits{MarginSeconds: 60, MaxLendSeconds: 7200}}
+	for i := range 1250 {
+		s.Nodes = append(s.Nodes, planner.Node{Name: "n" + strconv.Itoa(i), GPUType: types[i%3], Total: 8, Idle: 8})
+	}
+	for j := range 2000 {
+		g := []int{1, 2, 4, 4, 8}[r.IntN(5)]
+		ni := (j * 5) % 1250
+		for s.Nodes[ni].Idle < g {
+			ni = (ni + 1) % 1250
+		}
+		s.Nodes[ni].Idle -= g
+		job := planner.RunningJob{ID: "r" + strconv.Itoa(j), User: "u" + strconv.Itoa(j%50), Elastic: j%4 != 0,
+			Base: []planner.NodeGPUs{{Node: s.Nodes[ni].Name, GPUs: g}}, End: s.Now + int64(r.IntN(50000))}
+		if job.Elastic {
+			job.MinGPUs, job.MaxGPUs, job.Model = max(1, g/2), 2*g, planner.DefaultModel(2*g, g)
+		}
+		s.Running = append(s.Running, job)
+	}
+	for p := range 10000 {
+		pj := planner.PendingJob{ID: "p" + strconv.Itoa(p)}
+		if p%10 == 0 {
+			pj.PlannedStart = s.Now + int64(r.IntN(20000))
+			pj.PlannedNodes = []planner.NodeGPUs{{Node: s.Nodes[r.IntN(1250)].Name, GPUs: 1 + r.IntN(8)}}
+		}
+		s.Pending = append(s.Pending, pj)
+	}
+	var times []float64
+	for range 5 {
+		start := time.Now()
+		if _, err := planner.Plan(s); err != nil {
+			return 0, fmt.Errorf("planning the 10k snapshot: %w", err)
+		}
+		times = append(times, float64(time.Since(start).Microseconds())/1000)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}
