@@ -385,8 +385,17 @@ func (p *planning) speedCounts(byType map[string]int, addType string, add int) [
 	if _, ok := byType[addType]; !ok && add > 0 {
 		out = append(out, SpeedCount{Speed: p.s.Speeds[addType], N: add})
 	}
+	// Merge equal speeds so the result does not depend on map order.
 	slices.SortFunc(out, func(a, b SpeedCount) int { return cmp.Compare(b.Speed, a.Speed) })
-	return out
+	merged := out[:0]
+	for _, sc := range out {
+		if k := len(merged); k > 0 && merged[k-1].Speed == sc.Speed {
+			merged[k-1].N += sc.N
+			continue
+		}
+		merged = append(merged, sc)
+	}
+	return merged
 }
 
 // take removes c.n GPUs of c.typ from the slots, longest lend first, and
