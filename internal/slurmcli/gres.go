@@ -87,7 +87,7 @@ func parseGRESItem(item string) (g GRES, ok bool, err error) {
 		}
 		g.Name, g.Type, _ = strings.Cut(name, ":")
 		g.Count = n
-		return g, true, nil
+		return g, true, checkNames(g)
 	}
 	if open := strings.IndexByte(item, '('); open >= 0 {
 		if !strings.HasSuffix(item, ")") {
@@ -118,7 +118,39 @@ func parseGRESItem(item string) (g GRES, ok bool, err error) {
 	default:
 		return GRES{}, false, fmt.Errorf("count %q: %w", rest[len(rest)-1], ErrBadCount)
 	}
-	return g, true, nil
+	return g, true, checkNames(g)
+}
+
+// checkNames accepts GRES names and types made of letters, digits, '_', '.' and '-'
+// (what gres.conf allows in practice: gpu, mps, shard, a100, a100_3g.20gb).
+func checkNames(g GRES) error {
+	for _, s := range []string{g.Name, g.Type} {
+		for _, c := range s {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+			if !ok {
+				return fmt.Errorf("bad character %q in GRES name or type %q", c, s)
+			}
+		}
+	}
+	if g.Name == "" {
+		return errors.New("empty GRES name")
+	}
+	return nil
+}
+
+// String prints the entry in squeue's spelling, "gres:name[:type]:count[(detail)]",
+// which ParseGRES reads back to the same entry (the "gres:" prefix keeps a GRES that
+// is itself named "gres" unambiguous).
+func (g GRES) String() string {
+	s := "gres:" + g.Name
+	if g.Type != "" {
+		s += ":" + g.Type
+	}
+	s += ":" + strconv.Itoa(g.Count)
+	if g.Detail != "" {
+		s += "(" + g.Detail + ")"
+	}
+	return s
 }
 
 func isDigits(s string) bool {
