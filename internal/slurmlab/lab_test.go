@@ -1,0 +1,146 @@
+package slurmlab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+func TestLabHasFourIdleNodesWithTwoGPUTypes(t *testing.T) {
+	l := Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := l.CLI.Sinfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("sinfo shows %d nodes, want 4: %+v", len(nodes), nodes)
+	}
+	nodesByType := map[string][]string{}
+	for _, n := range nodes {
+		if n.State != "idle" {
+			t.Errorf("node %s is %s, want idle", n.Name, n.State)
+		}
+		if strings.Join(n.Partitions, ",") != "normal,low" {
+			t.Errorf("node %s partitions %v, want normal and low", n.Name, n.Partitions)
+		}
+		total, used := n.GPUs()
+		if total != 4 || used != 0 {
+			t.Errorf("node %s has %d GPUs (%d used), want 4 free", n.Name, total, used)
+		}
+		for _, g := range n.GRES {
+			nodesByType[g.Type] = append(nodesByType[g.Type], n.Name)
+		}
+	}
+	want := map[string]string{"v100": "n1,n2", "t4": "n3,n4"}
+	for typ, names := range want {
+		sort.Strings(nodesByType[typ])
+		if got := strings.Join(nodesByType[typ], ","); got != names {
+			t.Errorf("GPU type %s on %q, want %q", typ, got, names)
+		}
+	}
+	if len(nodesByType) != 2 {
+		t.Errorf("GPU types %v, want exactly v100 and t4", nodesByType)
+	}
+}
+
+// gpuJob prints what Slurm gave the batch step: the node and its GPU variables.
+const gpuJob = `#!/bin/sh
+echo "node=$SLURMD_NODENAME cuda=$CUDA_VISIBLE_DEVICES job_gpus=$SLURM_JOB_GPUS"
+`
+
+func TestBatchJobSeesTheGPUsItAskedFor(t *testing.T) {
+	l := Require(t)
+	tests := []struct {
+		name  string
+		args  []string
+		cuda  *regexp.Regexp
+		nodes *regexp.Regexp
+	}{
+		{"one GPU of any type gives one device index", []string{"--gres=gpu:1"}, regexp.MustCompile(`^[0-3]$`), regexp.MustCompile(`^n[1-4]$`)},
+		{"two t4 GPUs run on a t4 node with two indices", []string{"--gres=gpu:t4:2"}, regexp.MustCompile(`^[0-3],[0-3]$`), regexp.MustCompile(`^n[34]$`)},
+		{"--gpus=v100:1 runs on a v100 node", []string{"--gpus=v100:1"}, regexp.MustCompile(`^[0-3]$`), regexp.MustCompile(`^n[12]$`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			id := l.Submit(t, gpuJob, append(tc.args, "-t", "1", "-o", out)...)
+			if _, err := l.WaitState(context.Background(), id, 30*time.Second, "COMPLETED"); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields := map[string]string{}
+			for _, f := range strings.Fields(string(b)) {
+				k, v, _ := strings.Cut(f, "=")
+				fields[k] = v
+			}
+			if !tc.cuda.MatchString(fields["cuda"]) || fields["cuda"] != fields["job_gpus"] {
+				t.Errorf("CUDA_VISIBLE_DEVICES=%q SLURM_JOB_GPUS=%q, want %v", fields["cuda"], fields["job_gpus"], tc.cuda)
+			}
+			if !tc.nodes.MatchString(fields["node"]) {
+				t.Errorf("ran on %q, want %v", fields["node"], tc.nodes)
+			}
+		})
+	}
+}
+
+func TestNormalJobPreemptsLowPriorityJob(t *testing.T) {
+	l := Require(t)
+	ctx := context.Background()
+	low := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "low", "-N4", "--exclusive", "-t", "5", "-o", "/dev/null")
+	if _, err := l.WaitState(ctx, low, 30*time.Second, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	high := l.Submit(t, "#!/bin/sh\nsleep 2\n", "-p", "normal", "-N4", "--exclusive", "-t", "1", "-o", "/dev/null")
+	if _, err := l.WaitState(ctx, high, 30*time.Second, "RUNNING", "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := l.CLI.Job(ctx, low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != "PENDING" {
+		t.Errorf("low-priority job %s is %s after the normal job started, want PENDING (requeued)", low, j.State)
+	}
+	d, err := l.CLI.ShowJob(ctx, low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Restarts < 1 {
+		t.Errorf("low-priority job %s has Restarts=%d, want >= 1 (requeued by preemption)", low, d.Restarts)
+	}
+}
+
+// Go runs a package's tests in source order: this one sees what the others left.
+func TestNoNodeDrainedAfterTheJobs(t *testing.T) {
+	l := Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	drained, err := l.DrainedNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drained) > 0 {
+		t.Errorf("drained nodes: %v", drained)
+	}
+	nodes, err := l.CLI.ShowNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Drained() {
+			t.Errorf("scontrol shows node %s %s: %s", n.Name, n.State, n.Reason)
+		}
+	}
+}

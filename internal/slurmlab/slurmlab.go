@@ -1,0 +1,389 @@
+// Package slurmlab gives Go tests a real Slurm 22.05 cluster: the lab of tests/lab
+// (slurmctld, slurmdbd with MariaDB, four slurmd n1..n4 with emulated GPUs, v100 on
+// n1,n2 and t4 on n3,n4, partitions "normal" and the preemptible "low").
+//
+// A test package starts it once:
+//
+//	func TestMain(m *testing.M) { os.Exit(slurmlab.Main(m)) }
+//
+// and each test asks for it with [Require], which skips the test when Slurm is not
+// installed or the tests do not run as root, except when the environment variable CI
+// is set: then a lab that cannot start fails the test. Several test packages may use
+// the lab at once (go test runs packages in parallel): each holds a shared lock on
+// $EASYSCALE_LAB_DIR/users.lock while it runs, and the last one out stops the lab,
+// but only if a test harness started it (a lab started with `make lab-up` stays up;
+// EASYSCALE_LAB_KEEP=1 keeps a harness-started one up too).
+package slurmlab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// DefaultDir is the lab directory when EASYSCALE_LAB_DIR is not set.
+const DefaultDir = "/tmp/easyscale-lab"
+
+// Lab is a running lab cluster.
+type Lab struct {
+	// Dir holds the lab's configs (etc/), logs (log/), state and pidfiles.
+	Dir string
+	// Conf is the path of slurm.conf, the SLURM_CONF every client needs.
+	Conf string
+	// Env is the environment for Slurm commands and jobs: this process's, plus the
+	// export lines lab-up.sh printed (SLURM_CONF, EASYSCALE_LAB_DIR) and PATH with the
+	// repository's bin/ first.
+	Env []string
+	// CLI runs squeue, sinfo, scontrol and sbatch against the lab.
+	CLI slurmcli.Runner
+	// Root is the repository root (where go.mod is).
+	Root string
+}
+
+var (
+	once     sync.Once
+	shared   *Lab
+	skipWhy  string
+	startErr error
+	users    *os.File // shared lock on users.lock while this process uses the lab
+	upOutput string   // what lab-up.sh printed on stderr
+)
+
+// ciMode reports whether the environment variable CI asks for strict mode.
+func ciMode() bool {
+	switch os.Getenv("CI") {
+	case "", "0", "false":
+		return false
+	}
+	return true
+}
+
+// Main starts the lab (see [Start]), runs the tests, prints the tail of every daemon
+// log when a test failed, then releases the lab. It returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	once.Do(start)
+	code := m.Run()
+	if shared != nil {
+		if code != 0 {
+			fmt.Fprintln(os.Stderr, "slurmlab: tests failed; daemon logs:")
+			shared.WriteLogTails(os.Stderr, 40)
+		}
+		if err := release(); err != nil {
+			fmt.Fprintln(os.Stderr, "slurmlab:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Require returns the lab, starting it on first use. It skips the test when Slurm is
+// missing or the process is not root, unless CI is set (then it fails the test). It
+// registers a cleanup that fails the test if a node drained during it, and prints
+// what the daemons logged during the test if the test failed.
+func Require(t testing.TB) *Lab {
+	t.Helper()
+	once.Do(start)
+	switch {
+	case startErr != nil:
+		t.Fatalf("slurmlab: lab cluster did not start: %v\n%s", startErr, upOutput)
+	case skipWhy != "" && ciMode():
+		t.Fatalf("slurmlab: CI is set but the lab cannot run: %s", skipWhy)
+	case skipWhy != "":
+		t.Skip("slurmlab: " + skipWhy)
+	}
+	l := shared
+	offsets := l.logOffsets()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if drained, err := l.DrainedNodes(ctx); err != nil {
+			t.Errorf("slurmlab: checking for drained nodes: %v", err)
+		} else if len(drained) > 0 {
+			t.Errorf("slurmlab: node(s) drained during the test: %s", drained)
+		}
+		if t.Failed() {
+			var b strings.Builder
+			l.writeLogsSince(&b, offsets)
+			t.Logf("slurmlab: daemon logs during the test:\n%s", b.String())
+		}
+	})
+	return l
+}
+
+// Start brings the lab up if needed (tests/lab/lab-up.sh) and returns it. skip is
+// non-empty when the lab cannot run here (not root; Slurm not installed and CI not
+// set); err is non-nil when it should run but did not start. Main and Require call it
+// once per process; call it directly only outside tests.
+func Start() (l *Lab, skip string, err error) {
+	once.Do(start)
+	return shared, skipWhy, startErr
+}
+
+func start() {
+	root, err := repoRoot()
+	if err != nil {
+		startErr = err
+		return
+	}
+	switch {
+	case os.Geteuid() != 0:
+		skipWhy = "the lab cluster needs root (mknod, daemons)"
+		return
+	case !ciMode() && !installed():
+		skipWhy = "Slurm is not installed (bash .ci/install-deps.sh)"
+		return
+	}
+	dir := os.Getenv("EASYSCALE_LAB_DIR")
+	if dir == "" {
+		dir = DefaultDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		startErr = fmt.Errorf("creating lab dir: %w", err)
+		return
+	}
+	users, err = os.OpenFile(filepath.Join(dir, "users.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		startErr = fmt.Errorf("opening users lock: %w", err)
+		return
+	}
+	// shared: blocks only while a last user tears the lab down
+	if err := syscall.Flock(int(users.Fd()), syscall.LOCK_SH); err != nil {
+		startErr = fmt.Errorf("locking %s: %w", users.Name(), err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "tests/lab/lab-up.sh"))
+	cmd.Env = append(os.Environ(), "EASYSCALE_LAB_DIR="+dir, "EASYSCALE_LAB_OWNER=harness")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	upOutput = stderr.String()
+	if err != nil {
+		startErr = fmt.Errorf("tests/lab/lab-up.sh: %w", err)
+		return
+	}
+	env, err := exports(out)
+	if err != nil {
+		startErr = err
+		return
+	}
+	l := &Lab{Dir: dir, Root: root, Conf: env["SLURM_CONF"]}
+	l.Env = os.Environ()
+	for k, v := range env {
+		l.Env = append(l.Env, k+"="+v)
+	}
+	l.Env = append(l.Env, "PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	l.CLI = slurmcli.Runner{Env: l.Env}
+	shared = l
+}
+
+// exports reads the `export K=V` lines lab-up.sh prints.
+func exports(out []byte) (map[string]string, error) {
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "export ")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("lab-up.sh printed a bad export line %q", sc.Text())
+		}
+		env[k] = v
+	}
+	if env["SLURM_CONF"] == "" {
+		return nil, fmt.Errorf("lab-up.sh printed no SLURM_CONF export (stdout %q)", out)
+	}
+	return env, nil
+}
+
+// release drops this process's use of the lab; the last user stops a lab that a
+// harness started.
+func release() error {
+	if users == nil {
+		return nil
+	}
+	defer users.Close()
+	if os.Getenv("EASYSCALE_LAB_KEEP") == "1" {
+		return nil
+	}
+	if err := syscall.Flock(int(users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil // another test process still uses the lab
+	}
+	owner, _ := os.ReadFile(filepath.Join(shared.Dir, "run", "owner"))
+	if strings.TrimSpace(string(owner)) != "harness" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(shared.Root, "tests/lab/lab-down.sh"))
+	cmd.Env = append(os.Environ(), "EASYSCALE_LAB_DIR="+shared.Dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("tests/lab/lab-down.sh: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func installed() bool {
+	for _, b := range []string{"/usr/sbin/slurmctld-wlm", "/usr/sbin/slurmd-wlm", "/usr/sbin/slurmdbd", "/usr/sbin/munged", "/usr/sbin/mariadbd"} {
+		if _, err := os.Stat(b); err != nil {
+			return false
+		}
+	}
+	_, err := exec.LookPath("sbatch")
+	return err == nil
+}
+
+// repoRoot walks up from the working directory to the directory holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Command returns a command that runs in the lab's environment.
+func (l *Lab) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = l.Env
+	return cmd
+}
+
+// Submit writes script to a file in t's temporary directory, submits it with
+// `sbatch --parsable ARGS...` and returns the job id. The job is cancelled when the
+// test ends. The job's working directory is that temporary directory, so its output
+// goes to slurm-ID.out there unless args has "-o", path.
+func (l *Lab) Submit(t testing.TB, script string, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatalf("writing batch script: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args = append([]string{"--chdir=" + dir}, args...)
+	id, err := l.CLI.Sbatch(ctx, path, args...)
+	if err != nil {
+		t.Fatalf("slurmlab: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = l.CLI.Output(ctx, "scancel", id)
+	})
+	return id
+}
+
+// WaitState polls squeue every 100 ms until job id is in one of states (e.g.
+// "RUNNING", "COMPLETED") and returns its squeue line. It fails with an error naming
+// the last state seen when timeout passes or the job reaches a final state that is
+// not one of states.
+func (l *Lab) WaitState(ctx context.Context, id string, timeout time.Duration, states ...string) (slurmcli.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	final := map[string]bool{"COMPLETED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true,
+		"NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true, "PREEMPTED": true}
+	last := "unknown"
+	for {
+		j, err := l.CLI.Job(ctx, id)
+		if err == nil {
+			last = j.State
+			for _, s := range states {
+				if j.State == s {
+					return j, nil
+				}
+			}
+			if final[j.State] {
+				return j, fmt.Errorf("job %s ended %s (reason %s), want %v", id, j.State, j.Reason, states)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return slurmcli.Job{}, fmt.Errorf("job %s: still %s after %v, want %v", id, last, timeout, states)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// DrainedNodes returns the nodes sinfo shows drained, draining or down.
+func (l *Lab) DrainedNodes(ctx context.Context) ([]string, error) {
+	nodes, err := l.CLI.Sinfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slurmcli.DrainedNodes(nodes), nil
+}
+
+// logFiles lists the daemon logs: slurmctld, slurmdbd, every slurmd, MariaDB.
+func (l *Lab) logFiles() []string {
+	files, _ := filepath.Glob(filepath.Join(l.Dir, "log", "*.log"))
+	return files
+}
+
+func (l *Lab) logOffsets() map[string]int64 {
+	m := map[string]int64{}
+	for _, f := range l.logFiles() {
+		if fi, err := os.Stat(f); err == nil {
+			m[f] = fi.Size()
+		}
+	}
+	return m
+}
+
+// writeLogsSince writes what each log gained after offsets (at most 64 KiB a file).
+func (l *Lab) writeLogsSince(w io.Writer, offsets map[string]int64) {
+	for _, f := range l.logFiles() {
+		b, err := os.ReadFile(f)
+		if err != nil || int64(len(b)) <= offsets[f] {
+			continue
+		}
+		b = b[offsets[f]:]
+		if len(b) > 64<<10 {
+			b = b[len(b)-64<<10:]
+		}
+		fmt.Fprintf(w, "==> %s <==\n%s\n", f, b)
+	}
+}
+
+// WriteLogTails writes the last n lines of every daemon log to w.
+func (l *Lab) WriteLogTails(w io.Writer, n int) {
+	for _, f := range l.logFiles() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(w, "==> %s <==\n%s\n", f, strings.Join(lines, "\n"))
+	}
+}
