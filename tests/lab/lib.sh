@@ -55,7 +55,7 @@ elapsed() {
 lab_lock() {
 	mkdir -p "$LAB_DIR"
 	exec 9>"$LAB_DIR/lab.lock"
-	flock -w 300 9 || die "could not lock $LAB_DIR/lab.lock within 300 s (held by: $(fuser "$LAB_DIR/lab.lock" 2>/dev/null))"
+	flock -w 300 9 || die "could not lock $LAB_DIR/lab.lock within 300 s"
 }
 
 # comm_for NAME: the /proc/PID/comm a recorded daemon must have (guards against PID reuse)
