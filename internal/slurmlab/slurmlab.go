@@ -93,8 +93,10 @@ func Main(m *testing.M) int {
 
 // Require returns the lab, starting it on first use. It skips the test when Slurm is
 // missing or the process is not root, unless CI is set (then it fails the test). It
-// registers a cleanup that fails the test if a node drained during it, and prints
-// what the daemons logged during the test if the test failed.
+// registers a cleanup that fails the test if a node is drained or down when the test
+// ends, and prints what the daemons logged during the test if the test failed. A test
+// that drains a node on purpose resumes it in a t.Cleanup registered after Require
+// (cleanups run last-registered first, so it runs before the check).
 func Require(t testing.TB) *Lab {
 	t.Helper()
 	once.Do(start)
