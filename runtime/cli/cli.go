@@ -31,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "train a job on a (changing) set of physical workers", runCmd},
+		{"worker", "join a coordinator as a physical worker process", workerCmd},
 		{"verify", "compare the step ledgers of two state directories", verifyCmd},
 		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
 		{"simulate", "replay a cluster job trace through the elastic planner (see backfill/simulator)", simulateCmd},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
@@ -25,6 +26,11 @@ func runCmd(args []string, env Env) int {
 	threads := fs.Int("threads", 0, "cores to use in total (default: all)")
 	noEval := fs.Bool("no-eval", false, "skip the test-set evaluation at the end")
 	quiet := fs.Bool("quiet", false, "no progress display")
+	procs := fs.Bool("procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
+	listen := fs.String("listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
+	killAt := fs.String("kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step (needs --procs)")
+	termAt := fs.String("term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
+	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	var lf logFlags
 	lf.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -74,6 +80,17 @@ func runCmd(args []string, env Env) int {
 	defer stop()
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
 		Threads: *threads, SkipEval: *noEval, Logger: log}
+	if *procs {
+		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, log)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+			return 2
+		}
+		opts.Executor, opts.StateDir = coord, *state
+	} else if *killAt != "" || *termAt != "" {
+		fmt.Fprintln(env.Stderr, "easyscale run: --kill-at and --term-at need --procs")
+		return 2
+	}
 	if !*quiet {
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
 	}

@@ -176,6 +176,9 @@ func (j *job) train(ctx context.Context) error {
 		if err := j.reallocate(j.schedule().At(j.step)); err != nil {
 			return err
 		}
+		if err := j.boundary(); err != nil {
+			return err
+		}
 		t0 := time.Now()
 		if err := j.runStep(); err != nil {
 			return err
@@ -240,6 +243,31 @@ func (j *job) runStep() error {
 	}
 	j.lastLoss = loss / float64(j.n)
 	return nil
+}
+
+// MembershipExecutor is an Executor whose workers may join and leave on
+// their own (processes started by Slurm, SIGTERM); Boundary applies those
+// changes at the step boundary before step, joiners copying src.
+type MembershipExecutor interface {
+	Executor
+	Boundary(src *Replica, step int64) (changed bool, err error)
+}
+
+// boundary lets a MembershipExecutor admit joiners and release leavers,
+// and re-places the ESTs when the membership changed.
+func (j *job) boundary() error {
+	mx, ok := j.exec.(MembershipExecutor)
+	if !ok {
+		return nil
+	}
+	changed, err := mx.Boundary(j.master, j.step)
+	if err != nil {
+		return fmt.Errorf("step boundary %d: %w", j.step, err)
+	}
+	if !changed && len(j.plan) == j.exec.Workers() {
+		return nil
+	}
+	return j.replan(j.exec.Workers(), j.alloc.Speeds, "membership")
 }
 
 // reallocate applies alloc if it differs from the current allocation:

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+)
+
+// newCoordinator builds the process executor of `run --procs`. A missing
+// --state gets a fresh temporary directory (the token lives there).
+func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt string, hb time.Duration, threads int, log hclog.Logger) (*cluster.Coordinator, error) {
+	kills, err := parseFaults("--kill-at", killAt)
+	if err != nil {
+		return nil, err
+	}
+	terms, err := parseFaults("--term-at", termAt)
+	if err != nil {
+		return nil, err
+	}
+	if *state == "" {
+		if *state, err = os.MkdirTemp("", "easyscale-state-"); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(*state, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary to start workers: %w", err)
+	}
+	if threads < 1 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	launcher := &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads}
+	if spec.Data.Dir != "" {
+		launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
+	}
+	return cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: spec, StateDir: *state, Listen: listen,
+		HeartbeatTimeout: hb, Launcher: launcher, KillAt: kills, TermAt: terms, Logger: log})
+}
+
+// parseFaults reads STEP:RANK[,STEP:RANK...].
+func parseFaults(flag, s string) ([]cluster.Fault, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cluster.Fault
+	for _, part := range strings.Split(s, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(part), ":")
+		step, err1 := strconv.ParseInt(a, 10, 64)
+		rank, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || step < 0 || rank < 0 {
+			return nil, fmt.Errorf("%s %q: want STEP:RANK[,STEP:RANK...], e.g. 12:1", flag, part)
+		}
+		out = append(out, cluster.Fault{Step: step, Rank: rank})
+	}
+	return out, nil
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+)
+
+// workerCmd is `easyscale worker`: a physical worker process that joins a
+// coordinator and runs the logical workers it is given.
+func workerCmd(args []string, env Env) int {
+	fs := newFlagSet("worker", "worker --join HOST:PORT --token-file FILE [flags]", env)
+	join := fs.String("join", os.Getenv("EASYSCALE_JOIN"), "coordinator address HOST:PORT (env EASYSCALE_JOIN)")
+	tokenFile := fs.String("token-file", os.Getenv("EASYSCALE_TOKEN_FILE"), "the job's token file, DIR/token of the coordinator's state directory (env EASYSCALE_TOKEN_FILE)")
+	jobID := fs.String("job-id", os.Getenv("EASYSCALE_JOB_ID"), "job id to authenticate as (default: the job-id file next to the token file)")
+	listen := fs.String("listen", "", "address of this worker's all-reduce endpoint (default: the interface that reaches the coordinator, any port)")
+	dataDir := fs.String("data-dir", os.Getenv("EASYSCALE_DATA_DIR"), "dataset folder on this machine (default: the coordinator's data.dir, else auto-locate)")
+	threads := fs.Int("threads", 0, "cores to compute on (default: all)")
+	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
+	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
+	var lf logFlags
+	lf.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *join == "" || *tokenFile == "" {
+		fmt.Fprintln(env.Stderr, "easyscale worker: --join and --token-file are required")
+		return 2
+	}
+	log, err := lf.logger("easyscale-worker", env.Stderr)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
+		return 2
+	}
+	secret, err := auth.LoadSecret(*tokenFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
+		return 2
+	}
+	if *jobID == "" {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(*tokenFile), cluster.JobIDFile))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale worker: no --job-id and no job-id file next to the token: %v\n", err)
+			return 2
+		}
+		*jobID = strings.TrimSpace(string(b))
+	}
+	err = cluster.RunWorker(context.Background(), cluster.WorkerOptions{Join: *join, Secret: secret, JobID: *jobID,
+		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, Logger: log})
+	if errors.Is(err, cluster.ErrLeft) {
+		log.Info("left the job")
+		return 0
+	}
+	log.Error("worker stopped", "error", err)
+	return 1
+}

@@ -1,0 +1,575 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/placement"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/runtime/wire"
+)
+
+// Token and job-id files a coordinator writes into its state directory;
+// `easyscale worker --token-file DIR/token` reads both.
+const (
+	TokenFile = "token"
+	JobIDFile = "job-id"
+)
+
+// Fault is a fault-injection point: the worker of rank Rank at step Step.
+type Fault struct {
+	Step int64
+	Rank int
+}
+
+// CoordinatorOptions configure a Coordinator.
+type CoordinatorOptions struct {
+	Spec *jobspec.Spec
+	// StateDir holds the token and job-id files (the job's state
+	// directory); it must exist.
+	StateDir string
+	// Listen is the control address workers join (default 127.0.0.1:0:
+	// loopback only; give a cluster-facing address explicitly).
+	Listen string
+	// RingListen is the coordinator's all-reduce endpoint (default: the
+	// host of Listen, any port).
+	RingListen string
+	// HeartbeatTimeout declares a silent worker lost (default 5 s);
+	// IOTimeout bounds network I/O without progress (default 10 s);
+	// JoinTimeout bounds waiting for launched workers (default 60 s).
+	HeartbeatTimeout, IOTimeout, JoinTimeout time.Duration
+	// Launcher starts local worker processes for Resize; nil means
+	// workers join from outside (e.g. started by srun).
+	Launcher *ProcLauncher
+	// KillAt and TermAt inject faults: SIGKILL, or SIGTERM, the worker of
+	// that rank when it reaches that step.
+	KillAt, TermAt []Fault
+	Logger         hclog.Logger
+	connectRing    ringConnector
+}
+
+// Coordinator is the trainer.Executor whose physical workers are processes
+// joined over TCP. See the package comment for the protocol.
+type Coordinator struct {
+	o      CoordinatorOptions
+	log    hclog.Logger
+	jobID  string
+	secret auth.Secret
+	ln     net.Listener
+	ringLn net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	joiners chan *member
+	members []*member
+	ring    ring
+	ringID  int64
+	fired   map[Fault]bool
+	// failures counts consecutive failed attempts of one step.
+	failures int
+}
+
+var _ trainer.Executor = (*Coordinator)(nil)
+
+// member is one admitted worker.
+type member struct {
+	p        *peer
+	join     joinMsg
+	addr     string
+	lastSeen atomic.Int64 // unix nanoseconds of the last message
+	leaving  atomic.Bool
+	dead     atomic.Bool
+	results  chan result
+	gone     chan struct{}
+}
+
+// result is a worker's answer to a step.
+type result struct {
+	t    wire.Type
+	done stepDoneMsg
+	bufs []byte
+	err  string
+}
+
+// NewCoordinator writes the job's token and id files (0600) into
+// o.StateDir, listens on o.Listen and starts accepting joiners.
+func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.HeartbeatTimeout == 0 {
+		o.HeartbeatTimeout = 5 * time.Second
+	}
+	if o.IOTimeout == 0 {
+		o.IOTimeout = 10 * time.Second
+	}
+	if o.JoinTimeout == 0 {
+		o.JoinTimeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), fired: map[Fault]bool{}}
+	secret, err := ensureToken(o.StateDir, c.jobID)
+	if err != nil {
+		return nil, err
+	}
+	c.secret = secret
+	if o.connectRing == nil {
+		o.connectRing = connectCollective(o.IOTimeout, secret, c.jobID)
+		c.o.connectRing = o.connectRing
+	}
+	if c.ln, err = net.Listen("tcp", o.Listen); err != nil {
+		return nil, fmt.Errorf("listening for workers on %s (--listen): %w", o.Listen, err)
+	}
+	rl := o.RingListen
+	if rl == "" {
+		h, _, _ := net.SplitHostPort(c.ln.Addr().String())
+		rl = net.JoinHostPort(h, "0")
+	}
+	if c.ringLn, err = net.Listen("tcp", rl); err != nil {
+		c.ln.Close()
+		return nil, fmt.Errorf("listening for the all-reduce ring on %s: %w", rl, err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.accept()
+	c.log.Info("listening", "addr", c.ln.Addr().String(), "ring", c.ringLn.Addr().String(), "token", filepath.Join(o.StateDir, TokenFile))
+	return c, nil
+}
+
+// jobIDOf is the id workers authenticate against: the job's spec digest.
+func jobIDOf(s *jobspec.Spec) string {
+	return s.Name + "/" + strings.TrimPrefix(s.ID(), "sha256:")[:16]
+}
+
+// ensureToken loads the job's secret from dir, or creates it (mode 0600),
+// and writes the job id next to it.
+func ensureToken(dir, jobID string) (auth.Secret, error) {
+	path := filepath.Join(dir, TokenFile)
+	s, err := auth.LoadSecret(path)
+	if errors.Is(err, os.ErrNotExist) {
+		s, err = auth.NewSecret(path)
+	}
+	if err != nil {
+		return auth.Secret{}, fmt.Errorf("job token %s: %w", path, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JobIDFile), []byte(jobID+"\n"), 0o600); err != nil {
+		return auth.Secret{}, fmt.Errorf("writing the job id file: %w", err)
+	}
+	return s, nil
+}
+
+// Addr returns the control address workers join.
+func (c *Coordinator) Addr() string { return c.ln.Addr().String() }
+
+// TokenPath returns the path of the job's token file.
+func (c *Coordinator) TokenPath() string { return filepath.Join(c.o.StateDir, TokenFile) }
+
+// accept authenticates joiners and queues them for admission at the next
+// step boundary. A joiner with a wrong token, job or version is refused
+// and logged; the job goes on.
+func (c *Coordinator) accept() {
+	for {
+		nc, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			peerInfo, err := auth.Server(c.ctx, nc, auth.Config{JobID: c.jobID, Secret: c.secret})
+			if err != nil {
+				c.log.Warn("refused a joiner", "remote", nc.RemoteAddr().String(), "error", err)
+				nc.Close()
+				return
+			}
+			m := &member{p: &peer{c: wire.NewConn(nc, c.o.IOTimeout, wire.MaxTensor)}, results: make(chan result, 4), gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
+			if err := m.p.recvJSON(typeJoin, &m.join); err != nil {
+				c.log.Warn("refused a joiner", "remote", m.addr, "error", err)
+				nc.Close()
+				return
+			}
+			if m.join.Version != ProtocolVersion || m.join.JobID != c.jobID {
+				c.log.Warn("refused a joiner", "remote", m.addr, "version", m.join.Version, "job", m.join.JobID)
+				nc.Close()
+				return
+			}
+			_ = peerInfo
+			c.log.Info("worker waiting for admission", "remote", m.addr, "host", m.join.Host, "pid", m.join.PID)
+			select {
+			case c.joiners <- m:
+			case <-c.ctx.Done():
+				nc.Close()
+			}
+		}()
+	}
+}
+
+// admit sends the state of src to m and makes it the last rank.
+func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
+	t0 := time.Now()
+	state, names, lens := packState(src)
+	w := welcomeMsg{Spec: c.o.Spec.Canonical(), DataDir: c.o.Spec.Data.Dir, Step: step, NumParams: src.NumParams(),
+		OptimNames: names, OptimLens: lens, StateSHA256: stateChecksum(state)}
+	if err := m.p.send(typeWelcome, w, typeState, state); err != nil {
+		m.p.c.Close()
+		return fmt.Errorf("admitting worker %s: %w", m.addr, err)
+	}
+	m.lastSeen.Store(time.Now().UnixNano())
+	go c.read(m)
+	c.members = append(c.members, m)
+	c.invalidateRing()
+	c.log.Info("admitted", "rank", len(c.members)-1, "host", m.join.Host, "pid", m.join.PID, "step", step, "join_ms", time.Since(t0).Milliseconds())
+	return nil
+}
+
+// read is a member's receive loop.
+func (c *Coordinator) read(m *member) {
+	defer close(m.gone)
+	for {
+		t, b, err := m.p.recv()
+		if err != nil {
+			m.dead.Store(true)
+			return
+		}
+		m.lastSeen.Store(time.Now().UnixNano())
+		switch t {
+		case typeHeartbeat:
+		case typeLeave:
+			m.leaving.Store(true)
+			c.log.Info("worker asks to leave", "pid", m.join.PID, "host", m.join.Host)
+		case typeStepDone:
+			var r result
+			r.t = t
+			if err := json.Unmarshal(b, &r.done); err != nil {
+				m.dead.Store(true)
+				return
+			}
+			bt, bb, err := m.p.recv()
+			if err != nil || bt != typeBuffers {
+				m.dead.Store(true)
+				return
+			}
+			r.bufs = bb
+			m.results <- r
+		case typeStepError:
+			var e stepErrorMsg
+			_ = json.Unmarshal(b, &e)
+			m.results <- result{t: t, err: e.Error}
+		default:
+			c.log.Warn("unexpected message from a worker", "type", t.String(), "pid", m.join.PID)
+			m.dead.Store(true)
+			m.p.c.Close()
+			return
+		}
+	}
+}
+
+func (c *Coordinator) invalidateRing() {
+	if c.ring != nil {
+		c.ring.Close()
+		c.ring = nil
+	}
+}
+
+// Workers implements trainer.Executor.
+func (c *Coordinator) Workers() int { return len(c.members) }
+
+// Boundary releases members that asked to leave or died and admits
+// waiting joiners (copies of src), at the boundary before step. It reports
+// whether membership changed.
+func (c *Coordinator) Boundary(src *trainer.Replica, step int64) (bool, error) {
+	changed := c.removeGone(step)
+	for {
+		select {
+		case m := <-c.joiners:
+			if err := c.admit(m, src, step); err != nil {
+				c.log.Warn("admission failed", "error", err)
+				continue
+			}
+			changed = true
+		default:
+			if changed {
+				c.invalidateRing()
+			}
+			return changed, nil
+		}
+	}
+}
+
+// removeGone drops dead members and releases those that asked to leave.
+func (c *Coordinator) removeGone(step int64) bool {
+	changed := false
+	kept := c.members[:0]
+	for rank, m := range c.members {
+		switch {
+		case m.dead.Load():
+			c.log.Warn("removing a lost worker", "rank", rank, "pid", m.join.PID, "host", m.join.Host)
+			m.p.c.Close()
+			changed = true
+		case m.leaving.Load():
+			if err := m.p.send(typeBye, byeMsg{Reason: "left on request"}, 0, nil); err != nil {
+				c.log.Warn("saying goodbye", "pid", m.join.PID, "error", err)
+			}
+			c.log.Info("released a worker", "rank", rank, "pid", m.join.PID, "step", step)
+			changed = true
+		default:
+			kept = append(kept, m)
+		}
+	}
+	c.members = kept
+	if changed {
+		c.invalidateRing()
+	}
+	return changed
+}
+
+// Resize implements trainer.Executor: it launches or releases local
+// worker processes until n are admitted.
+func (c *Coordinator) Resize(n int, src *trainer.Replica) error {
+	if _, err := c.Boundary(src, -1); err != nil {
+		return err
+	}
+	for len(c.members) > n {
+		last := c.members[len(c.members)-1]
+		if err := last.p.send(typeBye, byeMsg{Reason: "allocation shrank"}, 0, nil); err != nil {
+			c.log.Warn("releasing a worker", "pid", last.join.PID, "error", err)
+		}
+		c.members = c.members[:len(c.members)-1]
+		c.invalidateRing()
+	}
+	if len(c.members) < n && c.o.Launcher != nil {
+		if err := c.o.Launcher.Start(n-len(c.members)-len(c.joiners), c.Addr(), c.TokenPath(), n); err != nil {
+			return err
+		}
+	}
+	deadline := time.After(c.o.JoinTimeout)
+	for len(c.members) < n {
+		select {
+		case m := <-c.joiners:
+			if err := c.admit(m, src, -1); err != nil {
+				c.log.Warn("admission failed", "error", err)
+			}
+		case <-deadline:
+			return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
+		}
+	}
+	return nil
+}
+
+// Step implements trainer.Executor.
+func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTContext, grad []float32, out *trainer.StepOutput) error {
+	if len(plan) != len(c.members) {
+		return fmt.Errorf("placement for %d workers, %d members", len(plan), len(c.members))
+	}
+	n := len(ests)
+	var ringMembers []ringMember
+	newRing := c.ring == nil
+	if newRing {
+		c.ringID++
+		for r, m := range c.members {
+			ringMembers = append(ringMembers, ringMember{Rank: r, Addr: m.join.RingAddr})
+		}
+		ringMembers = append(ringMembers, ringMember{Rank: len(c.members), Addr: c.ringLn.Addr().String()})
+	}
+	for r, m := range c.members {
+		rg := plan[r]
+		msg := stepMsg{Step: step, Rank: r, RingID: c.ringID, Ring: ringMembers, FirstEST: rg.First}
+		for e := rg.First; e < rg.First+rg.Count; e++ {
+			msg.ESTs = append(msg.ESTs, estState{ID: e, Epoch: ests[e].Cursor.Epoch, Pos: ests[e].Cursor.Pos})
+		}
+		msg.KillSelf = c.fire(c.o.KillAt, step, r)
+		msg.TermSelf = c.fire(c.o.TermAt, step, r)
+		bufs := make([]float32, 0)
+		for e := rg.First; e < rg.First+rg.Count; e++ {
+			for _, b := range ests[e].Buffers {
+				bufs = append(bufs, b.T.Data...)
+			}
+		}
+		drain(m.results)
+		if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
+			m.dead.Store(true)
+		}
+	}
+	reduced := make(chan error, 1)
+	go func() {
+		if newRing {
+			r, err := c.o.connectRing(c.ctx, len(c.members), ringMembers, c.ringLn, c.ringID)
+			if err != nil {
+				reduced <- fmt.Errorf("connecting the ring: %w", err)
+				return
+			}
+			c.ring = r
+		}
+		reduced <- c.ring.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
+	}()
+	results, lost, ringErr := c.collect(step, reduced)
+	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
+		c.invalidateRing()
+		for r, m := range c.members {
+			if !m.dead.Load() {
+				if err := m.p.send(typeAbort, abortMsg{Step: step}, 0, nil); err != nil {
+					m.dead.Store(true)
+					lost = append(lost, r)
+				}
+			}
+		}
+		c.failures++
+		if len(lost) == 0 && c.failures > 3 {
+			return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
+		}
+		c.removeGone(step)
+		return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed")}
+	}
+	c.failures = 0
+	for r, res := range results {
+		rg := plan[r]
+		if len(res.done.ESTs) != rg.Count {
+			return fmt.Errorf("step %d: rank %d returned %d ESTs, holds %d", step, r, len(res.done.ESTs), rg.Count)
+		}
+		sub := ests[rg.First : rg.First+rg.Count]
+		nb := 0
+		for _, e := range sub {
+			nb += bufferLen(e)
+		}
+		bufs := make([]float32, nb)
+		if err := decodeFloats(typeBuffers, typeBuffers, res.bufs, bufs); err != nil {
+			return fmt.Errorf("step %d: buffers from rank %d: %w", step, r, err)
+		}
+		scatterBuffers(sub, bufs)
+		for i, e := range res.done.ESTs {
+			if e.ID != rg.First+i {
+				return fmt.Errorf("step %d: rank %d returned EST %d in place of %d", step, r, e.ID, rg.First+i)
+			}
+			sub[i].Cursor.Epoch, sub[i].Cursor.Pos = e.Epoch, e.Pos
+			out.Losses[e.ID], out.Samples[e.ID] = e.Loss, e.Hash
+		}
+	}
+	return nil
+}
+
+func orErr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+func drain(ch chan result) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// fire reports whether a fault is due for (step, rank), once.
+func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
+	for _, f := range faults {
+		if f.Step == step && f.Rank == rank && !c.fired[f] {
+			c.fired[f] = true
+			return true
+		}
+	}
+	return false
+}
+
+// collect waits for every member's answer to step and for the
+// coordinator's own all-reduce. A member that dies or stays silent past
+// the heartbeat timeout is lost; once one is lost the ring is closed so
+// every survivor's all-reduce fails fast.
+func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result, []int, error) {
+	results := map[int]result{}
+	var lost []int
+	var ringErr error
+	ringDone := false
+	answered := map[int]bool{}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !ringDone || len(answered) < len(c.members) {
+		select {
+		case err := <-reduced:
+			ringDone, ringErr = true, err
+			if err != nil {
+				c.invalidateRing()
+			}
+			continue
+		case <-tick.C:
+		}
+		now := time.Now().UnixNano()
+		for r, m := range c.members {
+			if answered[r] {
+				continue
+			}
+			select {
+			case res := <-m.results:
+				answered[r] = true
+				if res.t == typeStepDone && res.done.Step == step {
+					results[r] = res
+				} else if res.t == typeStepError {
+					c.log.Warn("worker reports a failed step", "rank", r, "step", step, "error", res.err)
+				}
+				continue
+			default:
+			}
+			silent := time.Duration(now - m.lastSeen.Load())
+			if m.dead.Load() || silent > c.o.HeartbeatTimeout {
+				if !m.dead.Load() {
+					c.log.Warn("worker silent past the heartbeat timeout", "rank", r, "silent", silent.String())
+					m.dead.Store(true)
+					m.p.c.Close()
+				}
+				answered[r] = true
+				lost = append(lost, r)
+				c.invalidateRing()
+			}
+		}
+	}
+	return results, lost, ringErr
+}
+
+// Commit implements trainer.Executor.
+func (c *Coordinator) Commit(step int64, _ []float32, lr float32) error {
+	for _, m := range c.members {
+		if err := m.p.send(typeCommit, commitMsg{Step: step, LR: lr}, 0, nil); err != nil {
+			m.dead.Store(true)
+		}
+	}
+	return nil
+}
+
+// Close implements trainer.Executor: it releases every worker and stops
+// listening.
+func (c *Coordinator) Close() error {
+	for _, m := range c.members {
+		m.p.send(typeBye, byeMsg{Reason: "job finished"}, 0, nil)
+	}
+	for _, m := range c.members {
+		select {
+		case <-m.gone:
+		case <-time.After(2 * time.Second):
+		}
+		m.p.c.Close()
+	}
+	c.members = nil
+	c.invalidateRing()
+	c.cancel()
+	c.ln.Close()
+	c.ringLn.Close()
+	if c.o.Launcher != nil {
+		c.o.Launcher.Wait(5 * time.Second)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+// Package cluster runs a job's physical workers as separate processes, on
+// one machine or many: the coordinator (inside `easyscale run`) and the
+// workers (`easyscale worker --join HOST:PORT --token-file FILE`).
+//
+//	        control (TCP, authenticated, JSON + tensor frames)
+//	┌──────────────┐◄────────────────────────────┐
+//	│ coordinator  │◄───────────────┐            │
+//	│ (trainer,    │                │            │
+//	│  statedb)    │            ┌───┴────┐   ┌───┴────┐
+//	└──────┬───────┘            │worker 0│──►│worker 1│──► … ring
+//	       ▲                    └────────┘   └────────┘      │
+//	       └──────────── all-reduce ring (runtime/collective)─┘
+//
+// The coordinator implements trainer.Executor. It owns membership, the
+// placement of logical workers (ESTs) and the authoritative state (its own
+// replica, the EST contexts, the state database); workers are stateless
+// apart from their replica. One step:
+//
+//  1. coordinator → each worker: Step{step, its ESTs' contexts, ring}
+//  2. workers compute their ESTs' gradients, then all-reduce them along the
+//     ring; the coordinator is the ring's last member (holding no EST), so
+//     it receives the reduced gradient like everyone else;
+//  3. each worker → coordinator: StepDone{advanced contexts, losses};
+//  4. coordinator applies the optimizer to its replica, records the step,
+//     then → workers: Commit, and they apply the same update.
+//
+// Nothing changes on any replica before Commit, so when a worker is lost
+// during a step (its process killed, its connection cut, or silent past the
+// heartbeat timeout), the survivors are told to Abort and the step is redone
+// on them from the same state: nothing is lost or repeated. A worker that
+// receives SIGTERM (Slurm's preemption and time-limit signal) asks to leave
+// and is released at the next step boundary, with no rollback. Joiners are
+// admitted at step boundaries: they receive the parameters and optimizer
+// state, verified by sha256.
+package cluster

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcLauncher starts worker processes on this machine (`easyscale run
+// --procs`): each runs `Command worker --join ADDR --token-file FILE` with
+// its output in LogDir/worker-K.log, and dies with the coordinator
+// (PR_SET_PDEATHSIG), like tasks of a Slurm step.
+type ProcLauncher struct {
+	// Command is the easyscale binary (os.Executable()).
+	Command string
+	// ExtraArgs are appended to every worker's command line.
+	ExtraArgs []string
+	// LogDir receives the workers' logs.
+	LogDir string
+	// Cores is the machine's core budget, split evenly over the workers.
+	Cores int
+
+	mu      sync.Mutex
+	started int
+	procs   []*exec.Cmd
+	wg      sync.WaitGroup
+}
+
+// Start launches count worker processes for a job of world size
+// worldSize, joining addr with the token file tokenFile.
+func (l *ProcLauncher) Start(count int, addr, tokenFile string, worldSize int) error {
+	if count <= 0 {
+		return nil
+	}
+	if err := os.MkdirAll(l.LogDir, 0o700); err != nil {
+		return fmt.Errorf("creating the worker log directory: %w", err)
+	}
+	threads := max(1, l.Cores/max(1, worldSize))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := 0; i < count; i++ {
+		k := l.started
+		l.started++
+		logf, err := os.OpenFile(filepath.Join(l.LogDir, fmt.Sprintf("worker-%d.log", k)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening the log of worker %d: %w", k, err)
+		}
+		args := append([]string{"worker", "--join", addr, "--token-file", tokenFile, "--threads", strconv.Itoa(threads)}, l.ExtraArgs...)
+		cmd := exec.Command(l.Command, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return fmt.Errorf("starting worker %d (%s): %w", k, l.Command, err)
+		}
+		l.procs = append(l.procs, cmd)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			cmd.Wait()
+			logf.Close()
+		}()
+	}
+	return nil
+}
+
+// Wait waits up to d for every launched worker to exit, then kills the rest.
+func (l *ProcLauncher) Wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		l.mu.Lock()
+		for _, p := range l.procs {
+			if p.Process != nil {
+				p.Process.Kill()
+			}
+		}
+		l.mu.Unlock()
+		<-done
+	}
+}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"github.com/easyscale/easyscale-slurm/runtime/wire"
+)
+
+// ProtocolVersion is the coordinator protocol's version; a worker of
+// another version is refused at join.
+const ProtocolVersion = 1
+
+// Coordinator protocol message types (wire registry range 32 and up).
+const (
+	typeJoin      wire.Type = 32 // worker → coordinator, JSON joinMsg
+	typeWelcome   wire.Type = 33 // coordinator → worker, JSON welcomeMsg, then typeState
+	typeState     wire.Type = 34 // coordinator → worker, float32: params then optimizer state
+	typeStep      wire.Type = 35 // coordinator → worker, JSON stepMsg, then typeBuffers
+	typeBuffers   wire.Type = 36 // either way, float32: the ESTs' BatchNorm buffers, concatenated
+	typeStepDone  wire.Type = 37 // worker → coordinator, JSON stepDoneMsg, then typeBuffers
+	typeCommit    wire.Type = 38 // coordinator → worker, JSON commitMsg
+	typeAbort     wire.Type = 39 // coordinator → worker, JSON abortMsg
+	typeLeave     wire.Type = 40 // worker → coordinator, JSON leaveMsg (after SIGTERM)
+	typeBye       wire.Type = 41 // coordinator → worker, JSON byeMsg: exit 0
+	typeHeartbeat wire.Type = 42 // worker → coordinator, empty JSON object
+	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
+)
+
+// joinMsg introduces a worker after authentication.
+type joinMsg struct {
+	Version  int    `json:"version"`
+	JobID    string `json:"job_id"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	RingAddr string `json:"ring_addr"`
+}
+
+// welcomeMsg admits a worker: the job spec (canonical JSON), the state's
+// step and the checksum of the state frame that follows.
+type welcomeMsg struct {
+	Spec        string   `json:"spec"`
+	DataDir     string   `json:"data_dir,omitempty"`
+	Step        int64    `json:"step"`
+	NumParams   int      `json:"num_params"`
+	OptimNames  []string `json:"optim_names"`
+	OptimLens   []int    `json:"optim_lens"`
+	StateSHA256 string   `json:"state_sha256"`
+}
+
+// ringMember is one endpoint of the all-reduce ring.
+type ringMember struct {
+	Rank int    `json:"rank"`
+	Addr string `json:"addr"`
+}
+
+// estState is one EST's context as it travels (buffers go in the
+// typeBuffers frame, in the order of the message's ESTs).
+type estState struct {
+	ID    int     `json:"est"`
+	Epoch int     `json:"epoch"`
+	Pos   int     `json:"pos"`
+	Loss  float32 `json:"loss,omitempty"`
+	Hash  string  `json:"samples,omitempty"`
+}
+
+// stepMsg tells a worker to run one step.
+type stepMsg struct {
+	Step     int64        `json:"step"`
+	Rank     int          `json:"rank"`
+	RingID   int64        `json:"ring_id"` // changes whenever the ring must be rebuilt
+	Ring     []ringMember `json:"ring,omitempty"`
+	FirstEST int          `json:"first_est"`
+	ESTs     []estState   `json:"ests"`
+	// KillSelf and TermSelf are fault injection (--kill-at, --term-at):
+	// SIGKILL yourself in the middle of this step, or SIGTERM yourself.
+	KillSelf bool `json:"kill_self,omitempty"`
+	TermSelf bool `json:"term_self,omitempty"`
+}
+
+// stepDoneMsg returns the advanced contexts of the worker's ESTs.
+type stepDoneMsg struct {
+	Step int64      `json:"step"`
+	ESTs []estState `json:"ests"`
+}
+
+type stepErrorMsg struct {
+	Step  int64  `json:"step"`
+	Error string `json:"error"`
+}
+
+type commitMsg struct {
+	Step int64   `json:"step"`
+	LR   float32 `json:"lr"`
+}
+
+type abortMsg struct {
+	Step int64 `json:"step"`
+}
+
+type leaveMsg struct {
+	Reason string `json:"reason"`
+}
+
+type byeMsg struct {
+	Reason string `json:"reason"`
+}

@@ -1,0 +1,43 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/collective"
+)
+
+// ring is the all-reduce the cluster uses (runtime/collective's Ring).
+type ring interface {
+	// AllReduce leaves in out the canonical reduction of every member's
+	// local gradients (this member holds ESTs firstEST.. in order).
+	AllReduce(ctx context.Context, out []float32, local [][]float32, firstEST int, scale float32) error
+	Close() error
+}
+
+// ringConnector builds this member's ring endpoint for rank among members,
+// accepting its predecessor on ln; epoch identifies the ring.
+type ringConnector func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error)
+
+// connectCollective returns a ringConnector over runtime/collective whose
+// links are authenticated with the job secret and whose I/O stalls fail
+// after ioTimeout. epoch tags the ring so links of an older ring are
+// refused.
+func connectCollective(ioTimeout time.Duration, secret auth.Secret, jobID string) ringConnector {
+	return func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error) {
+		tl, ok := ln.(collective.Listener)
+		if !ok {
+			return nil, fmt.Errorf("ring listener %T cannot set deadlines", ln)
+		}
+		ms := make([]collective.Member, len(members))
+		for i, m := range members {
+			ms[i] = collective.Member{Rank: m.Rank, Addr: m.Addr}
+		}
+		return collective.Connect(ctx, rank, ms, tl, collective.Options{
+			Timeout: ioTimeout, Epoch: uint64(epoch), Auth: &auth.Config{JobID: jobID, Secret: secret},
+		})
+	}
+}

@@ -1,0 +1,359 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/runtime/wire"
+	"github.com/easyscale/easyscale-slurm/runtime/workload"
+)
+
+// WorkerOptions configure one worker process.
+type WorkerOptions struct {
+	// Join is the coordinator's HOST:PORT.
+	Join string
+	// Secret and JobID authenticate this worker (the job's token file and
+	// id file, written by the coordinator into its state directory).
+	Secret auth.Secret
+	JobID  string
+	// RingListen is the address of this worker's all-reduce endpoint;
+	// empty means the address it reaches the coordinator from, any port.
+	RingListen string
+	// DataDir overrides the job file's data.dir on this machine.
+	DataDir string
+	// Threads is the cores this worker computes on (default all).
+	Threads int
+	// IOTimeout bounds every network read or write without progress
+	// (default 10 s); Heartbeat is the heartbeat period (default 1 s).
+	IOTimeout, Heartbeat time.Duration
+	// JoinTimeout bounds how long the worker retries reaching the
+	// coordinator, at start and after losing it (default 60 s).
+	JoinTimeout time.Duration
+	Logger      hclog.Logger
+	// connectRing builds the all-reduce ring (tests may replace it).
+	connectRing ringConnector
+}
+
+func (o *WorkerOptions) defaults() {
+	if o.IOTimeout == 0 {
+		o.IOTimeout = 10 * time.Second
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.JoinTimeout == 0 {
+		o.JoinTimeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.connectRing == nil {
+		o.connectRing = connectCollective(o.IOTimeout, o.Secret, o.JobID)
+	}
+}
+
+// ErrLeft is returned by RunWorker when the worker left on request
+// (SIGTERM, or the coordinator released it): the process should exit 0.
+var ErrLeft = errors.New("worker released")
+
+// RunWorker joins the coordinator and executes steps until released
+// (returns ErrLeft), ctx ends, or the coordinator stays unreachable for
+// JoinTimeout. A lost coordinator (killed and restarted) is rejoined.
+func RunWorker(ctx context.Context, o WorkerOptions) error {
+	o.defaults()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	var leaving sync.Once
+	leaveReq := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			o.Logger.Info("signal: leaving at the next step boundary", "signal", s.String())
+			leaving.Do(func() { close(leaveReq) })
+		case <-ctx.Done():
+		}
+	}()
+	deadline := time.Now().Add(o.JoinTimeout)
+	for {
+		err := runSession(ctx, o, leaveReq)
+		if errors.Is(err, ErrLeft) || ctx.Err() != nil {
+			return err
+		}
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			return fmt.Errorf("joining %s: %w", o.Join, err) // wrong token/job/version: retrying cannot help
+		}
+		select {
+		case <-leaveReq:
+			return ErrLeft
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("coordinator %s unreachable for %v: %w", o.Join, o.JoinTimeout, err)
+		}
+		o.Logger.Warn("lost the coordinator; rejoining", "join", o.Join, "error", err)
+		time.Sleep(500 * time.Millisecond)
+		if err == nil || !errors.Is(err, errNeverJoined) {
+			deadline = time.Now().Add(o.JoinTimeout)
+		}
+	}
+}
+
+var errNeverJoined = errors.New("not admitted")
+
+// session is one admission to a coordinator.
+type session struct {
+	o       WorkerOptions
+	p       *peer
+	spec    *jobspec.Spec
+	wl      workload.Workload
+	sampler *data.Sampler
+	rep     *trainer.Replica
+	ln      net.Listener
+	ring    ring
+	ringID  int64
+	grads   [][]float32
+	reduced []float32
+}
+
+func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) error {
+	nc, err := net.DialTimeout("tcp", o.Join, o.IOTimeout)
+	if err != nil {
+		return fmt.Errorf("%w: dialing %s: %v", errNeverJoined, o.Join, err)
+	}
+	defer nc.Close()
+	if _, err := auth.Client(ctx, nc, auth.Config{JobID: o.JobID, Secret: o.Secret}, "worker"); err != nil {
+		return err
+	}
+	s := &session{o: o, p: &peer{c: wire.NewConn(nc, o.IOTimeout, wire.MaxTensor)}}
+	host := o.RingListen
+	if host == "" {
+		h, _, _ := net.SplitHostPort(nc.LocalAddr().String())
+		host = net.JoinHostPort(h, "0")
+	}
+	if s.ln, err = net.Listen("tcp", host); err != nil {
+		return fmt.Errorf("listening for the all-reduce ring on %s: %w", host, err)
+	}
+	defer s.ln.Close()
+	defer func() {
+		if s.ring != nil {
+			s.ring.Close()
+		}
+	}()
+	hn, _ := os.Hostname()
+	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String()}, 0, nil); err != nil {
+		return fmt.Errorf("%w: sending join: %v", errNeverJoined, err)
+	}
+	if err := s.admit(); err != nil {
+		return err
+	}
+	o.Logger.Info("joined", "coordinator", o.Join, "job", s.spec.Name, "ring", s.ln.Addr().String())
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.heartbeat(stop)
+	go func() {
+		select {
+		case <-leaveReq:
+			if err := s.p.send(typeLeave, leaveMsg{Reason: "signal"}, 0, nil); err != nil {
+				o.Logger.Warn("asking to leave", "error", err)
+			}
+		case <-stop:
+		}
+	}()
+	return s.loop(ctx)
+}
+
+// admit receives the job spec and the state of the coordinator's replica.
+func (s *session) admit() error {
+	var w welcomeMsg
+	// No deadline of IOTimeout here: a joiner waits for the next step boundary.
+	s.p.c.Timeout = 0
+	if err := s.p.recvJSON(typeWelcome, &w); err != nil {
+		return fmt.Errorf("%w: waiting for admission: %v", errNeverJoined, err)
+	}
+	s.p.c.Timeout = s.o.IOTimeout
+	var spec jobspec.Spec
+	if err := json.Unmarshal([]byte(w.Spec), &spec); err != nil {
+		return fmt.Errorf("decoding the job spec: %w", err)
+	}
+	spec.Data.Dir = w.DataDir
+	if s.o.DataDir != "" {
+		spec.Data.Dir = s.o.DataDir
+	}
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("the coordinator's job spec: %w", err)
+	}
+	wl, err := workload.New(&spec)
+	if err != nil {
+		return err
+	}
+	threads := s.o.Threads
+	if threads < 1 {
+		threads = max(1, numCPU())
+	}
+	rep, err := trainer.NewReplica(&spec, wl, threads)
+	if err != nil {
+		return err
+	}
+	if rep.NumParams() != w.NumParams {
+		return fmt.Errorf("the coordinator's model has %d parameters, this worker builds %d", w.NumParams, rep.NumParams())
+	}
+	total := w.NumParams
+	for _, n := range w.OptimLens {
+		total += n
+	}
+	state := make([]float32, total)
+	if err := s.p.recvFloats(typeState, state); err != nil {
+		return fmt.Errorf("receiving the model state: %w", err)
+	}
+	if got := stateChecksum(state); got != w.StateSHA256 {
+		return fmt.Errorf("model state checksum %s, the coordinator sent %s", got, w.StateSHA256)
+	}
+	if err := loadState(rep, state, w.OptimNames, w.OptimLens); err != nil {
+		return err
+	}
+	sampler, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed)
+	if err != nil {
+		return err
+	}
+	s.spec, s.wl, s.rep, s.sampler = &spec, wl, rep, sampler
+	s.reduced = make([]float32, rep.NumParams())
+	return nil
+}
+
+func (s *session) heartbeat(stop <-chan struct{}) {
+	t := time.NewTicker(s.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := s.p.send(typeHeartbeat, struct{}{}, 0, nil); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// loop serves the coordinator's messages.
+func (s *session) loop(ctx context.Context) error {
+	for {
+		// Between steps the coordinator may be busy (checkpointing,
+		// admitting joiners, evaluating): wait for it without a deadline,
+		// relying on TCP to report its death.
+		s.p.c.Timeout = 0
+		t, b, err := s.p.recv()
+		s.p.c.Timeout = s.o.IOTimeout
+		if err != nil {
+			return fmt.Errorf("reading from the coordinator: %w", err)
+		}
+		switch t {
+		case typeStep:
+			var m stepMsg
+			if err := json.Unmarshal(b, &m); err != nil {
+				return fmt.Errorf("decoding a step message: %w", err)
+			}
+			if err := s.step(ctx, &m); err != nil {
+				return err
+			}
+		case typeCommit:
+			var m commitMsg
+			if err := json.Unmarshal(b, &m); err != nil {
+				return fmt.Errorf("decoding a commit: %w", err)
+			}
+			s.rep.Apply(s.reduced, m.LR)
+		case typeAbort:
+			// Nothing was applied; the redo comes as a new step message.
+		case typeBye:
+			var m byeMsg
+			_ = json.Unmarshal(b, &m)
+			s.o.Logger.Info("released by the coordinator", "reason", m.Reason)
+			return ErrLeft
+		default:
+			return fmt.Errorf("unexpected %v message from the coordinator", t)
+		}
+	}
+}
+
+// step computes this worker's ESTs and joins the all-reduce.
+func (s *session) step(ctx context.Context, m *stepMsg) error {
+	ests := make([]*trainer.ESTContext, len(m.ESTs))
+	nbuf := 0
+	for i, e := range m.ESTs {
+		c := &trainer.ESTContext{ID: e.ID, Cursor: data.Cursor{Epoch: e.Epoch, Pos: e.Pos}, Buffers: s.rep.Net.NewBuffers()}
+		if err := s.sampler.Check(c.Cursor, c.ID, s.spec.MicroBatch); err != nil {
+			return fmt.Errorf("step %d: context of EST %d: %w", m.Step, e.ID, err)
+		}
+		ests[i] = c
+		nbuf += bufferLen(c)
+	}
+	bufs := make([]float32, nbuf)
+	if err := s.p.recvFloats(typeBuffers, bufs); err != nil {
+		return fmt.Errorf("step %d: receiving EST buffers: %w", m.Step, err)
+	}
+	scatterBuffers(ests, bufs)
+	if m.TermSelf {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}
+	if m.RingID != s.ringID {
+		if s.ring != nil {
+			s.ring.Close()
+			s.ring = nil
+		}
+		r, err := s.o.connectRing(ctx, m.Rank, m.Ring, s.ln, m.RingID)
+		if err != nil {
+			return s.stepFailed(m.Step, fmt.Errorf("connecting the ring: %w", err))
+		}
+		s.ring, s.ringID = r, m.RingID
+	}
+	for len(s.grads) < len(ests) {
+		s.grads = append(s.grads, make([]float32, s.rep.NumParams()))
+	}
+	local := s.grads[:len(ests)]
+	for i, c := range ests {
+		in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: m.Step,
+			MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
+		m.ESTs[i].Loss, m.ESTs[i].Hash = s.rep.ComputeEST(c, in, local[i])
+		m.ESTs[i].Epoch, m.ESTs[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
+		if m.KillSelf {
+			s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", m.Step)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+	scale := float32(1) / float32(s.spec.LogicalWorkers)
+	if err := s.ring.AllReduce(ctx, s.reduced, local, m.FirstEST, scale); err != nil {
+		s.ring.Close()
+		s.ring, s.ringID = nil, 0
+		return s.stepFailed(m.Step, fmt.Errorf("all-reduce: %w", err))
+	}
+	gatherBuffers(bufs, ests)
+	if err := s.p.send(typeStepDone, stepDoneMsg{Step: m.Step, ESTs: m.ESTs}, typeBuffers, bufs); err != nil {
+		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
+	}
+	return nil
+}
+
+// stepFailed reports a failed step to the coordinator, which aborts it.
+func (s *session) stepFailed(step int64, err error) error {
+	s.o.Logger.Warn("step failed", "step", step, "error", err)
+	if serr := s.p.send(typeStepError, stepErrorMsg{Step: step, Error: err.Error()}, 0, nil); serr != nil {
+		return fmt.Errorf("step %d: %v; reporting it: %w", step, err, serr)
+	}
+	return nil
+}
