@@ -15,9 +15,9 @@
 // 0 → 1 → … → P-1, each rank adding its ESTs in order; the last rank scales
 // and the result travels on along the ring, P-1 → 0 → … → P-2:
 //
-//	            reduce (partial sums)                 broadcast (result)
-//	  rank 0 ──────► rank 1 ──────► … ──────► rank P-1 ──────► rank 0 ──► … ──► rank P-2
-//	  g_0+…          +g_k+…                   +…+g_{N-1}, ×scale
+//	          reduce (partial sums)                 broadcast (result)
+//	rank 0 ──────► rank 1 ──────► … ──────► rank P-1 ──────► rank 0 ──► … ──► rank P-2
+//	g_0+…          +g_k+…                   +…+g_{N-1}, ×scale
 //
 // Only ring links (rank r → r+1 mod P) are used, one TCP connection each.
 // The vector is cut into chunks (Options.ChunkBytes) that are pipelined:

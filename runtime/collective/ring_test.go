@@ -426,13 +426,17 @@ func TestConnect(t *testing.T) {
 			opts: func(int) Options { return Options{Auth: job} },
 		},
 		{
-			name:    "ranks of different epochs refuse each other",
-			opts:    func(rank int) Options { return Options{Auth: job, Epoch: uint64(rank), ConnectTimeout: 2 * time.Second} },
+			name: "ranks of different epochs refuse each other",
+			opts: func(rank int) Options {
+				return Options{Auth: job, Epoch: uint64(rank), ConnectTimeout: 2 * time.Second}
+			},
 			wantErr: ErrRefused,
 		},
 		{
-			name:    "ranks with different chunk sizes refuse each other",
-			opts:    func(rank int) Options { return Options{Auth: job, ChunkBytes: 1024 * (rank + 1), ConnectTimeout: 2 * time.Second} },
+			name: "ranks with different chunk sizes refuse each other",
+			opts: func(rank int) Options {
+				return Options{Auth: job, ChunkBytes: 1024 * (rank + 1), ConnectTimeout: 2 * time.Second}
+			},
 			wantErr: ErrRefused,
 		},
 	}
