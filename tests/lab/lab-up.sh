@@ -169,8 +169,12 @@ EOF
 }
 
 # ------------------------------------------------------------------ 3. already up?
-if [ -d "$ETC" ] && diff -q -x plugstack.conf.d -r "$ETC" "$NEW" >/dev/null 2>&1 && all_alive && ctld_up &&
-	[ "$(nodes_in '^(idle|mix|alloc|comp)')" = "$LAB_NODES" ]; then
+# healthy: every node known and none down, drained, failing or not responding ("*");
+# busy states (alloc, mix, comp, plnd for nodes planned by backfill) are fine
+healthy() {
+	[ "$(nodes_in '.')" = "$LAB_NODES" ] && [ "$(nodes_in '^(down|drain|drng|fail|inval|unk)|[*]$')" = 0 ]
+}
+if [ -d "$ETC" ] && diff -q -x plugstack.conf.d -r "$ETC" "$NEW" >/dev/null 2>&1 && all_alive && ctld_up && healthy; then
 	rm -rf "$NEW"
 	write_spank_hook
 	# a person's `make lab-up` takes the lab over: tests will not stop it then
