@@ -335,6 +335,35 @@ func (l *Lab) WaitState(ctx context.Context, id string, timeout time.Duration, s
 	}
 }
 
+// WaitIdle polls sinfo every 100 ms until every node is "idle" and returns the nodes.
+// Right after jobs end, nodes may still show "completing" or "planned" (reserved by
+// a backfill plan for a job that is gone) for a second or two. On timeout it returns
+// the last nodes seen and an error naming the first node that was not idle.
+func (l *Lab) WaitIdle(ctx context.Context, timeout time.Duration) ([]slurmcli.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		nodes, err := l.CLI.Sinfo(ctx)
+		busy := ""
+		for _, n := range nodes {
+			if n.State != "idle" && busy == "" {
+				busy = n.Name + " is " + n.State
+			}
+		}
+		if err == nil && busy == "" && len(nodes) > 0 {
+			return nodes, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return nodes, fmt.Errorf("waiting for idle nodes: %w", err)
+			}
+			return nodes, fmt.Errorf("waiting for idle nodes: after %v %s", timeout, busy)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // DrainedNodes returns the nodes sinfo shows drained, draining or down.
 func (l *Lab) DrainedNodes(ctx context.Context) ([]string, error) {
 	nodes, err := l.CLI.Sinfo(ctx)
