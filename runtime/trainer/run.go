@@ -74,7 +74,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	sum := &Summary{
 		Job: opts.Spec.Name, JobID: opts.Spec.ID(), LogicalWorkers: j.n, MicroBatch: j.b,
 		Steps: j.step, Horizon: j.horizon, Digest: j.digest, TrainLoss: j.lastLoss,
-		Reallocations: j.reallocations, ResumedFrom: j.resumedFrom, WallSeconds: wall,
+		Reallocations: j.reallocations, RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
 		Schedule: j.schedule().String(),
 		Epoch:    float64(j.step) / float64(j.sampler.StepsPerEpoch(j.b)),
 	}

@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// procSteps is the length of the multi-process runs.
+const procSteps = 45
+
+// reference runs the job in-process on the fixed allocation (one physical
+// worker per logical worker) and returns its state directory and digest.
+func reference(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	r := mustRun(t, "run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--state", dir)
+	return dir, digest(r)
+}
+
+func ledger(t *testing.T, dir string) []statedb.LedgerEntry {
+	t.Helper()
+	db, err := statedb.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l, err := db.Ledger(0, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// sameSamples requires that every step of b consumed, per logical worker,
+// exactly the samples of the same step of the reference a (the sampler's
+// own tests show the reference covers every sample once per epoch).
+func sameSamples(t *testing.T, a, b string) {
+	t.Helper()
+	la, lb := ledger(t, a), ledger(t, b)
+	if len(la) != len(lb) {
+		t.Fatalf("ledgers have %d and %d steps", len(la), len(lb))
+	}
+	for i := range la {
+		if la[i].SamplesHash != lb[i].SamplesHash {
+			t.Fatalf("step %d consumed other samples than the reference: %s vs %s", la[i].Step, lb[i].SamplesHash, la[i].SamplesHash)
+		}
+	}
+}
+
+func randomProcSchedule(r *rand.Rand, changes int) string {
+	steps := r.Perm(procSteps - 2)[:changes]
+	parts := []string{fmt.Sprintf("0:%d", 1+r.Intn(8))}
+	sortInts(steps)
+	for _, s := range steps {
+		parts = append(parts, fmt.Sprintf("%d:%d", s+1, 1+r.Intn(8)))
+	}
+	return strings.Join(parts, ",")
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for k := i; k > 0 && a[k] < a[k-1]; k-- {
+			a[k], a[k-1] = a[k-1], a[k]
+		}
+	}
+}
+
+func procRun(t *testing.T, state string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--procs", "--state", state, "--heartbeat-timeout", "3s"}, extra...)
+	return mustRun(t, args...)
+}
+
+// TestProcessWorkersMatchTheInProcessRun runs the workers as real
+// processes that join and leave with the schedule (including dropping to
+// one worker and growing again: old and new workers must not deadlock on
+// different steps).
+func TestProcessWorkersMatchTheInProcessRun(t *testing.T) {
+	refDir, ref := reference(t)
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for _, sched := range []string{"0:2,20:4,40:1", "0:3,5:1,8:4", randomProcSchedule(r, 10)} {
+		t.Run(sched, func(t *testing.T) {
+			state := t.TempDir()
+			got := procRun(t, state, "--workers", sched)
+			if digest(got) != ref {
+				t.Fatalf("--procs --workers %s: digest %s, in-process fixed run %s", sched, digest(got), ref)
+			}
+			sameSamples(t, refDir, state)
+		})
+	}
+}
+
+// TestSIGKILLedWorkersAreSurvived kills worker processes with SIGKILL at
+// random steps (mid-step): the survivors redo the step, the digest is the
+// fixed run's, and every step consumed the reference's samples.
+func TestSIGKILLedWorkersAreSurvived(t *testing.T) {
+	refDir, ref := reference(t)
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	kills := 0
+	for run := 0; run < 3; run++ {
+		var faults []string
+		for _, s := range r.Perm(procSteps - 5)[:4] {
+			faults = append(faults, fmt.Sprintf("%d:%d", s+2, r.Intn(2)))
+		}
+		sched := "0:4,15:5,30:4"
+		state := t.TempDir()
+		got := procRun(t, state, "--workers", sched, "--kill-at", strings.Join(faults, ","))
+		if digest(got) != ref {
+			t.Fatalf("kills at %v: digest %s, fixed run %s", faults, digest(got), ref)
+		}
+		sameSamples(t, refDir, state)
+		redone := int(got.summary["redone_steps"].(float64))
+		if redone == 0 {
+			t.Fatalf("kills at %v: no step was redone\n%s", faults, got.stderr)
+		}
+		kills += redone
+	}
+	if kills < 10 {
+		t.Fatalf("only %d kills took effect across the runs; want at least 10", kills)
+	}
+	t.Logf("%d SIGKILLs survived", kills)
+}
+
+// TestSIGTERMLeavesWithoutRollback: a worker told to leave (what Slurm
+// sends on preemption) is released at the next step boundary; no step is
+// redone and no epoch restarts.
+func TestSIGTERMLeavesWithoutRollback(t *testing.T) {
+	refDir, ref := reference(t)
+	state := t.TempDir()
+	got := procRun(t, state, "--workers", "0:4", "--term-at", "10:1,25:0")
+	if digest(got) != ref {
+		t.Fatalf("digest %s, fixed run %s", digest(got), ref)
+	}
+	if n := got.summary["redone_steps"].(float64); n != 0 {
+		t.Fatalf("%v steps were redone after SIGTERM", n)
+	}
+	for _, e := range ledger(t, state) {
+		if e.Redo || e.Redos > 0 {
+			t.Fatalf("step %d is marked redone", e.Step)
+		}
+	}
+	if !strings.Contains(got.stderr, "released a worker") {
+		t.Fatalf("no worker was released:\n%s", got.stderr)
+	}
+	sameSamples(t, refDir, state)
+}
+
+// TestCoordinatorSIGKILLThenRerunResumes kills the coordinator (its worker
+// processes die with it) and reruns the same command.
+func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
+	_, ref := reference(t)
+	state := t.TempDir()
+	args := []string{"run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--procs", "--state", state, "--workers", "0:3"}
+	cmd := exec.Command(easyscale, append(args, "--quiet")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for lastStep(state) < 17 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	at := lastStep(state)
+	got := mustRun(t, args...)
+	if digest(got) != ref {
+		t.Fatalf("after killing the coordinator at step %d: digest %s, fixed run %s", at, digest(got), ref)
+	}
+	if rf := got.summary["resumed_from"].(float64); rf < 1 {
+		t.Fatalf("the rerun did not resume (resumed_from %v)", rf)
+	}
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestJoinersWithAWrongTokenOrJobAreRefused starts intruders against a
+// running job: one with a token of its own, one with another job's token
+// and id. Both are refused with a clear message and the job goes on.
+func TestJoinersWithAWrongTokenOrJobAreRefused(t *testing.T) {
+	_, ref := reference(t)
+	other := t.TempDir()
+	procRun(t, other, "--workers", "1", "--steps", "1") // another job's token and id
+	state := t.TempDir()
+	addr := freePort(t)
+	args := []string{"run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--procs", "--state", state,
+		"--workers", "0:2", "--listen", addr, "--summary", filepath.Join(state, "summary.json")}
+	job := exec.Command(easyscale, args...)
+	var stderr strings.Builder
+	job.Stderr = &stderr
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for lastStep(state) < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	badToken := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(badToken, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	intruders := map[string][]string{
+		"wrong token": {"worker", "--join", addr, "--token-file", badToken, "--job-id", readFile(t, filepath.Join(state, "job-id")), "--join-timeout", "2s"},
+		"another job": {"worker", "--join", addr, "--token-file", filepath.Join(other, "token"), "--join-timeout", "2s"},
+	}
+	for name, a := range intruders {
+		out, err := exec.Command(easyscale, a...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("%s: the intruder was admitted:\n%s", name, out)
+		}
+		if !strings.Contains(string(out), "auth") {
+			t.Fatalf("%s: no clear refusal:\n%s", name, out)
+		}
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatalf("the job failed after the intrusions: %v\n%s", err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "refused a joiner"); n < 2 {
+		t.Fatalf("the coordinator logged %d refusals, want 2:\n%s", n, stderr.String())
+	}
+	sum := readFile(t, filepath.Join(state, "summary.json"))
+	if !strings.Contains(sum, ref) {
+		t.Fatalf("digest changed after the intrusions: %s", sum)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
