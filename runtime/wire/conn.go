@@ -81,7 +81,15 @@ func (c *Conn) ReadHeader() (Header, error) {
 // ReadFrame reads the next frame, which must be of type want (else a
 // *TypeError), and returns its payload.
 func (c *Conn) ReadFrame(want Type) ([]byte, error) {
-	h, err := c.ReadHeader()
+	return c.readFrame(want, c.Max)
+}
+
+func (c *Conn) readFrame(want Type, max uint64) ([]byte, error) {
+	var b [HeaderSize]byte
+	if err := c.ReadFull(b[:]); err != nil {
+		return nil, err
+	}
+	h, err := ParseHeader(b[:], max)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +129,7 @@ func (c *Conn) ReadFloat32s(dst []float32) error {
 // Unknown fields are ignored, so that a peer of a newer protocol version can
 // still be told about the version mismatch.
 func (c *Conn) ReadJSON(want Type, v any) error {
-	saved := c.Max
-	c.Max = min(c.Max, MaxControl)
-	p, err := c.ReadFrame(want)
-	c.Max = saved
+	p, err := c.readFrame(want, min(c.Max, MaxControl))
 	if err != nil {
 		return err
 	}
