@@ -78,6 +78,7 @@ type Error struct {
 	Err    error
 }
 
+// Error is a one-line, loggable description of the refusal.
 func (e *Error) Error() string {
 	who := "auth: refusing peer " + e.Peer
 	if e.ByPeer {

@@ -83,6 +83,7 @@ type PermissionError struct {
 	NotOwner bool
 }
 
+// Error names the file and the fix (chmod 600, or the owning user).
 func (e *PermissionError) Error() string {
 	if e.NotOwner {
 		return fmt.Sprintf("auth: secret file %s belongs to uid %d, not to this user (uid %d); refusing to use it", e.Path, e.Owner, os.Getuid())

@@ -160,6 +160,8 @@ type LinkError struct {
 	Err   error
 }
 
+// Error names both ranks, the link's direction and address, and what was
+// in progress.
 func (e *LinkError) Error() string {
 	dir := "from"
 	if e.Sending {
@@ -168,6 +170,7 @@ func (e *LinkError) Error() string {
 	return fmt.Sprintf("collective: rank %d: link %s rank %d (%s) failed while %s: %v", e.Rank, dir, e.Peer, e.Addr, e.Doing, e.Err)
 }
 
+// Unwrap returns the underlying I/O or protocol error.
 func (e *LinkError) Unwrap() error { return e.Err }
 
 // Timeout reports whether the link failed because the peer made no

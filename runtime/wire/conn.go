@@ -104,6 +104,7 @@ func (c *Conn) readFrame(want Type, max uint64) ([]byte, error) {
 
 type readerFunc func([]byte) (int, error)
 
+// Read calls f.
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // ReadFloat32s reads 4·len(dst) payload bytes into dst (little-endian

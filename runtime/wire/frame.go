@@ -76,6 +76,7 @@ type MagicError struct {
 	Got [3]byte
 }
 
+// Error names the bytes found and the magic expected.
 func (e *MagicError) Error() string {
 	return fmt.Sprintf("wire: frame starts with %q, want %q: the peer does not speak the EasyScale protocol", e.Got[:], Magic)
 }
@@ -85,6 +86,7 @@ type VersionError struct {
 	Got, Want uint8
 }
 
+// Error names both versions.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("wire: frame format version %d, want %d: peer runs an incompatible easyscale build", e.Got, e.Want)
 }
@@ -99,6 +101,7 @@ type SizeError struct {
 	Max, Want uint64
 }
 
+// Error names the message type, its length and the cap or expected length.
 func (e *SizeError) Error() string {
 	if e.Max == 0 {
 		return fmt.Sprintf("wire: %v payload of %d bytes, want exactly %d", e.Type, e.Len, e.Want)
@@ -111,6 +114,7 @@ type TypeError struct {
 	Got, Want Type
 }
 
+// Error names both message types.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("wire: got a %v frame, want %v", e.Got, e.Want)
 }
