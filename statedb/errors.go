@@ -110,7 +110,7 @@ type NetworkFSError struct {
 func (e *NetworkFSError) Error() string {
 	return fmt.Sprintf("state directory %s is on a %s filesystem, where SQLite can corrupt its database: "+
 		"choose a --state directory on a node-local disk (e.g. under /tmp or $SLURM_TMPDIR), "+
-		"or override with Options.AllowNetworkFS if you are sure only this node writes it", e.Dir, e.FS)
+		"or pass --allow-network-fs (Options.AllowNetworkFS) if you are sure only this node writes it", e.Dir, e.FS)
 }
 
 // Unwrap returns ErrNetworkFS.

@@ -30,6 +30,7 @@ func runCmd(args []string, env Env) int {
 	listen := fs.String("listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
 	killAt := fs.String("kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step (needs --procs)")
 	termAt := fs.String("term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
+	allowNFS := fs.Bool("allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	var lf logFlags
 	lf.register(fs)
@@ -79,7 +80,7 @@ func runCmd(args []string, env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
-		Threads: *threads, SkipEval: *noEval, Logger: log}
+		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
 	if *procs {
 		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, log)
 		if err != nil {

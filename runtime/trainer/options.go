@@ -26,6 +26,9 @@ type Options struct {
 	// StateDir holds the state database and checkpoints; empty runs
 	// without persistence (no resume).
 	StateDir string
+	// AllowNetworkFS lets the state directory live on NFS, Lustre and
+	// other network filesystems, where SQLite is unsafe (refused by default).
+	AllowNetworkFS bool
 	// Threads is the number of cores to use in total (default GOMAXPROCS);
 	// each of P physical workers gets max(1, Threads/P).
 	Threads int

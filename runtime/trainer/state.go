@@ -21,7 +21,7 @@ const (
 // and restores the newest valid checkpoint into net, opt and the EST
 // contexts.
 func (j *job) openState() error {
-	db, err := statedb.Open(j.opts.StateDir)
+	db, err := statedb.OpenWith(j.opts.StateDir, statedb.Options{AllowNetworkFS: j.opts.AllowNetworkFS})
 	if err != nil {
 		return fmt.Errorf("opening state directory %s: %w", j.opts.StateDir, err)
 	}
