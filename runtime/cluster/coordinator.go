@@ -413,7 +413,7 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 		}
 		reduced <- c.ring.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
-	results, lost, ringErr := c.collect(step, reduced)
+	results, lost, ringErr, detected := c.collect(step, reduced)
 	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
 		c.invalidateRing()
 		for r, m := range c.members {
@@ -429,7 +429,7 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 			return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
 		}
 		c.removeGone(step)
-		return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed")}
+		return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed"), DetectedAt: detected}
 	}
 	c.failures = 0
 	for r, res := range results {
@@ -490,11 +490,12 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 // coordinator's own all-reduce. A member that dies or stays silent past
 // the heartbeat timeout is lost; once one is lost the ring is closed so
 // every survivor's all-reduce fails fast.
-func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result, []int, error) {
+func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result, []int, error, time.Time) {
 	results := map[int]result{}
 	var lost []int
 	var ringErr error
 	ringDone := false
+	var detected time.Time
 	answered := map[int]bool{}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -533,11 +534,14 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result,
 				}
 				answered[r] = true
 				lost = append(lost, r)
+				if detected.IsZero() {
+					detected = time.Now()
+				}
 				c.invalidateRing()
 			}
 		}
 	}
-	return results, lost, ringErr
+	return results, lost, ringErr, detected
 }
 
 // Commit implements trainer.Executor.

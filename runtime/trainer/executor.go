@@ -3,6 +3,7 @@ package trainer
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
 )
@@ -50,6 +51,8 @@ type LostError struct {
 	Step  int64
 	Ranks []int
 	Err   error
+	// DetectedAt is when the loss was detected (for crash_recovery_ms).
+	DetectedAt time.Time
 }
 
 func (e *LostError) Error() string {
