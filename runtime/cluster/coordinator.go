@@ -79,6 +79,9 @@ type Coordinator struct {
 	fired   map[Fault]bool
 	// failures counts consecutive failed attempts of one step.
 	failures int
+	// lostAt is when the last lost worker was detected, until the ring is
+	// rebuilt on the survivors (crash_recovery_ms).
+	lostAt time.Time
 }
 
 var _ trainer.Executor = (*Coordinator)(nil)
@@ -194,7 +197,15 @@ func (c *Coordinator) accept() {
 				return
 			}
 			m := &member{p: &peer{c: wire.NewConn(nc, c.o.IOTimeout, wire.MaxTensor)}, results: make(chan result, 4), gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
-			if err := m.p.recvJSON(typeJoin, &m.join); err != nil {
+			if err := m.p.send(typeWelcome, welcomeMsg{Spec: c.o.Spec.Canonical(), DataDir: c.o.Spec.Data.Dir}, 0, nil); err != nil {
+				c.log.Warn("welcoming a joiner", "remote", m.addr, "error", err)
+				nc.Close()
+				return
+			}
+			m.p.c.Timeout = c.o.JoinTimeout // the joiner loads its data now
+			err = m.p.recvJSON(typeJoin, &m.join)
+			m.p.c.Timeout = c.o.IOTimeout
+			if err != nil {
 				c.log.Warn("refused a joiner", "remote", m.addr, "error", err)
 				nc.Close()
 				return
@@ -219,9 +230,8 @@ func (c *Coordinator) accept() {
 func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	t0 := time.Now()
 	state, names, lens := packState(src)
-	w := welcomeMsg{Spec: c.o.Spec.Canonical(), DataDir: c.o.Spec.Data.Dir, Step: step, NumParams: src.NumParams(),
-		OptimNames: names, OptimLens: lens, StateSHA256: stateChecksum(state)}
-	if err := m.p.send(typeWelcome, w, typeState, state); err != nil {
+	msg := stateMsg{Step: step, NumParams: src.NumParams(), OptimNames: names, OptimLens: lens, StateSHA256: stateChecksum(state)}
+	if err := m.p.send(typeState, msg, typeState, state); err != nil {
 		m.p.c.Close()
 		return fmt.Errorf("admitting worker %s: %w", m.addr, err)
 	}
@@ -229,7 +239,8 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	go c.read(m)
 	c.members = append(c.members, m)
 	c.invalidateRing()
-	c.log.Info("admitted", "rank", len(c.members)-1, "host", m.join.Host, "pid", m.join.PID, "step", step, "join_ms", time.Since(t0).Milliseconds())
+	c.log.Info("admitted", "rank", len(c.members)-1, "host", m.join.Host, "pid", m.join.PID, "step", step,
+		"join_ms", float64(time.Since(t0).Microseconds())/1000, "state_bytes", 4*len(state))
 	return nil
 }
 
@@ -410,6 +421,10 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 				return
 			}
 			c.ring = r
+			if !c.lostAt.IsZero() {
+				c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", float64(time.Since(c.lostAt).Microseconds())/1000)
+				c.lostAt = time.Time{}
+			}
 		}
 		reduced <- c.ring.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
@@ -429,6 +444,9 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 			return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
 		}
 		c.removeGone(step)
+		if !detected.IsZero() {
+			c.lostAt = detected
+		}
 		return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed"), DetectedAt: detected}
 	}
 	c.failures = 0

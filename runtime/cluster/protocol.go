@@ -10,9 +10,9 @@ const ProtocolVersion = 1
 
 // Coordinator protocol message types (wire registry range 32 and up).
 const (
-	typeJoin      wire.Type = 32 // worker → coordinator, JSON joinMsg
-	typeWelcome   wire.Type = 33 // coordinator → worker, JSON welcomeMsg, then typeState
-	typeState     wire.Type = 34 // coordinator → worker, float32: params then optimizer state
+	typeJoin      wire.Type = 32 // worker → coordinator, JSON joinMsg: prepared, ready to be admitted
+	typeWelcome   wire.Type = 33 // coordinator → worker, JSON welcomeMsg: the job to prepare for
+	typeState     wire.Type = 34 // coordinator → worker, JSON stateMsg then float32: params, optimizer state
 	typeStep      wire.Type = 35 // coordinator → worker, JSON stepMsg, then typeBuffers
 	typeBuffers   wire.Type = 36 // either way, float32: the ESTs' BatchNorm buffers, concatenated
 	typeStepDone  wire.Type = 37 // worker → coordinator, JSON stepDoneMsg, then typeBuffers
@@ -33,11 +33,18 @@ type joinMsg struct {
 	RingAddr string `json:"ring_addr"`
 }
 
-// welcomeMsg admits a worker: the job spec (canonical JSON), the state's
-// step and the checksum of the state frame that follows.
+// welcomeMsg tells an authenticated worker which job to prepare for (the
+// job spec as canonical JSON): it loads the data and builds its replica
+// before it asks to be admitted, so admission at a step boundary costs
+// only the state transfer.
 type welcomeMsg struct {
-	Spec        string   `json:"spec"`
-	DataDir     string   `json:"data_dir,omitempty"`
+	Spec    string `json:"spec"`
+	DataDir string `json:"data_dir,omitempty"`
+}
+
+// stateMsg admits a worker at a step boundary: the layout and checksum of
+// the float frame of parameters and optimizer state that follows.
+type stateMsg struct {
 	Step        int64    `json:"step"`
 	NumParams   int      `json:"num_params"`
 	OptimNames  []string `json:"optim_names"`

@@ -155,6 +155,9 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) 
 			s.ring.Close()
 		}
 	}()
+	if err := s.prepare(); err != nil {
+		return err
+	}
 	hn, _ := os.Hostname()
 	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String()}, 0, nil); err != nil {
 		return fmt.Errorf("%w: sending join: %v", errNeverJoined, err)
@@ -178,15 +181,13 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) 
 	return s.loop(ctx)
 }
 
-// admit receives the job spec and the state of the coordinator's replica.
-func (s *session) admit() error {
+// prepare reads the job the coordinator welcomes this worker to, loads
+// its data and builds the replica, before asking to be admitted.
+func (s *session) prepare() error {
 	var w welcomeMsg
-	// No deadline of IOTimeout here: a joiner waits for the next step boundary.
-	s.p.c.Timeout = 0
 	if err := s.p.recvJSON(typeWelcome, &w); err != nil {
-		return fmt.Errorf("%w: waiting for admission: %v", errNeverJoined, err)
+		return fmt.Errorf("%w: waiting for the welcome: %v", errNeverJoined, err)
 	}
-	s.p.c.Timeout = s.o.IOTimeout
 	var spec jobspec.Spec
 	if err := json.Unmarshal([]byte(w.Spec), &spec); err != nil {
 		return fmt.Errorf("decoding the job spec: %w", err)
@@ -210,23 +211,6 @@ func (s *session) admit() error {
 	if err != nil {
 		return err
 	}
-	if rep.NumParams() != w.NumParams {
-		return fmt.Errorf("the coordinator's model has %d parameters, this worker builds %d", w.NumParams, rep.NumParams())
-	}
-	total := w.NumParams
-	for _, n := range w.OptimLens {
-		total += n
-	}
-	state := make([]float32, total)
-	if err := s.p.recvFloats(typeState, state); err != nil {
-		return fmt.Errorf("receiving the model state: %w", err)
-	}
-	if got := stateChecksum(state); got != w.StateSHA256 {
-		return fmt.Errorf("model state checksum %s, the coordinator sent %s", got, w.StateSHA256)
-	}
-	if err := loadState(rep, state, w.OptimNames, w.OptimLens); err != nil {
-		return err
-	}
 	sampler, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed)
 	if err != nil {
 		return err
@@ -234,6 +218,36 @@ func (s *session) admit() error {
 	s.spec, s.wl, s.rep, s.sampler = &spec, wl, rep, sampler
 	s.reduced = make([]float32, rep.NumParams())
 	return nil
+}
+
+// admit waits for the next step boundary, where the coordinator sends the
+// parameters and optimizer state of its replica, verified by sha256.
+func (s *session) admit() error {
+	var m stateMsg
+	s.p.c.Timeout = 0 // admission waits for a step boundary
+	err := s.p.recvJSON(typeState, &m)
+	s.p.c.Timeout = s.o.IOTimeout
+	if err != nil {
+		return fmt.Errorf("%w: waiting for admission: %v", errNeverJoined, err)
+	}
+	if s.rep.NumParams() != m.NumParams {
+		return fmt.Errorf("the coordinator's model has %d parameters, this worker builds %d", m.NumParams, s.rep.NumParams())
+	}
+	total := m.NumParams
+	for _, n := range m.OptimLens {
+		if n < 0 || n > 1<<30 {
+			return fmt.Errorf("optimizer state length %d out of range", n)
+		}
+		total += n
+	}
+	state := make([]float32, total)
+	if err := s.p.recvFloats(typeState, state); err != nil {
+		return fmt.Errorf("receiving the model state: %w", err)
+	}
+	if got := stateChecksum(state); got != m.StateSHA256 {
+		return fmt.Errorf("model state checksum %s, the coordinator sent %s", got, m.StateSHA256)
+	}
+	return loadState(s.rep, state, m.OptimNames, m.OptimLens)
 }
 
 func (s *session) heartbeat(stop <-chan struct{}) {
