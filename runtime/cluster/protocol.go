@@ -24,6 +24,14 @@ const (
 	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
 )
 
+func init() {
+	for t, n := range map[wire.Type]string{typeJoin: "join", typeWelcome: "welcome", typeState: "state", typeStep: "step",
+		typeBuffers: "buffers", typeStepDone: "step-done", typeCommit: "commit", typeAbort: "abort", typeLeave: "leave",
+		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error"} {
+		wire.RegisterName(t, n)
+	}
+}
+
 // joinMsg introduces a worker after authentication.
 type joinMsg struct {
 	Version  int    `json:"version"`

@@ -55,6 +55,11 @@ var typeNames = map[Type]string{
 	TypeBroadcastChunk: "broadcast-chunk",
 }
 
+// RegisterName names a message type of a protocol defined in another
+// package (the coordinator protocol, types 32 and up), so that errors show
+// the name. Call it only from init functions.
+func RegisterName(t Type, name string) { typeNames[t] = name }
+
 // String returns the message type's name, or "type-N" for an unnamed one.
 func (t Type) String() string {
 	if n, ok := typeNames[t]; ok {
