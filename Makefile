@@ -9,7 +9,7 @@ GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
-.PHONY: help build test test-unit test-arm64 check bench demo demo-charlm data fuzz clean lab-up lab-down
+.PHONY: help build test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -51,6 +51,9 @@ fuzz: ## run every fuzz test for 10 s each
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 10s $$pkg || exit 1; \
 	  done; done
+
+chaos: build ## SIGKILL worker processes 50 times at random steps; the digest must not change
+	EASYSCALE_CHAOS_KILLS=50 $(GO) test -count=1 -run 'TestSIGKILLedWorkersAreSurvived' -v -timeout 20m ./tests/e2e
 
 lab-up: ## start the Slurm lab cluster (installs packages if missing); prints export lines
 	@bash tests/lab/lab-up.sh

@@ -74,9 +74,11 @@ type Coordinator struct {
 
 	joiners chan *member
 	members []*member
-	ring    ring
-	ringID  int64
-	fired   map[Fault]bool
+	// events carries members' answers and deaths to collect.
+	events chan memberEvent
+	ring   ring
+	ringID int64
+	fired  map[Fault]bool
 	// failures counts consecutive failed attempts of one step.
 	failures int
 	// lostAt is when the last lost worker was detected, until the ring is
@@ -94,7 +96,6 @@ type member struct {
 	lastSeen atomic.Int64 // unix nanoseconds of the last message
 	leaving  atomic.Bool
 	dead     atomic.Bool
-	results  chan result
 	gone     chan struct{}
 }
 
@@ -104,6 +105,13 @@ type result struct {
 	done stepDoneMsg
 	bufs []byte
 	err  string
+}
+
+// memberEvent is an answer (or the death, when dead) of member m.
+type memberEvent struct {
+	m    *member
+	res  result
+	dead bool
 }
 
 // NewCoordinator writes the job's token and id files (0600) into
@@ -124,7 +132,7 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), fired: map[Fault]bool{}}
+	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
 	secret, err := ensureToken(o.StateDir, c.jobID)
 	if err != nil {
 		return nil, err
@@ -196,7 +204,7 @@ func (c *Coordinator) accept() {
 				nc.Close()
 				return
 			}
-			m := &member{p: &peer{c: wire.NewConn(nc, c.o.IOTimeout, wire.MaxTensor)}, results: make(chan result, 4), gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
+			m := &member{p: &peer{c: wire.NewConn(nc, c.o.IOTimeout, wire.MaxTensor)}, gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
 			if err := m.p.send(typeWelcome, welcomeMsg{Spec: c.o.Spec.Canonical(), DataDir: c.o.Spec.Data.Dir}, 0, nil); err != nil {
 				c.log.Warn("welcoming a joiner", "remote", m.addr, "error", err)
 				nc.Close()
@@ -244,13 +252,21 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	return nil
 }
 
-// read is a member's receive loop.
+// read is a member's receive loop: it records heartbeats and leave
+// requests and passes answers and its death to collect.
 func (c *Coordinator) read(m *member) {
 	defer close(m.gone)
+	died := func() {
+		m.dead.Store(true)
+		select {
+		case c.events <- memberEvent{m: m, dead: true}:
+		default: // collect also polls m.dead
+		}
+	}
 	for {
 		t, b, err := m.p.recv()
 		if err != nil {
-			m.dead.Store(true)
+			died()
 			return
 		}
 		m.lastSeen.Store(time.Now().UnixNano())
@@ -260,27 +276,26 @@ func (c *Coordinator) read(m *member) {
 			m.leaving.Store(true)
 			c.log.Info("worker asks to leave", "pid", m.join.PID, "host", m.join.Host)
 		case typeStepDone:
-			var r result
-			r.t = t
+			r := result{t: t}
 			if err := json.Unmarshal(b, &r.done); err != nil {
-				m.dead.Store(true)
+				died()
 				return
 			}
 			bt, bb, err := m.p.recv()
 			if err != nil || bt != typeBuffers {
-				m.dead.Store(true)
+				died()
 				return
 			}
 			r.bufs = bb
-			m.results <- r
+			c.events <- memberEvent{m: m, res: r}
 		case typeStepError:
 			var e stepErrorMsg
 			_ = json.Unmarshal(b, &e)
-			m.results <- result{t: t, err: e.Error}
+			c.events <- memberEvent{m: m, res: result{t: t, err: e.Error, done: stepDoneMsg{Step: e.Step}}}
 		default:
 			c.log.Warn("unexpected message from a worker", "type", t.String(), "pid", m.join.PID)
-			m.dead.Store(true)
 			m.p.c.Close()
+			died()
 			return
 		}
 	}
@@ -407,7 +422,6 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 				bufs = append(bufs, b.T.Data...)
 			}
 		}
-		drain(m.results)
 		if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
 			m.dead.Store(true)
 		}
@@ -483,16 +497,6 @@ func orErr(err error, msg string) error {
 	return errors.New(msg)
 }
 
-func drain(ch chan result) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
-	}
-}
-
 // fire reports whether a fault is due for (step, rank), once.
 func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 	for _, f := range faults {
@@ -507,15 +511,30 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 // collect waits for every member's answer to step and for the
 // coordinator's own all-reduce. A member that dies or stays silent past
 // the heartbeat timeout is lost; once one is lost the ring is closed so
-// every survivor's all-reduce fails fast.
+// every survivor's all-reduce fails fast. It returns the answers by rank,
+// the lost ranks, the ring's error and when the first loss was detected.
 func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result, []int, error, time.Time) {
 	results := map[int]result{}
-	var lost []int
-	var ringErr error
-	ringDone := false
-	var detected time.Time
-	answered := map[int]bool{}
-	tick := time.NewTicker(50 * time.Millisecond)
+	rankOf := make(map[*member]int, len(c.members))
+	for r, m := range c.members {
+		rankOf[m] = r
+	}
+	var (
+		lost     []int
+		ringErr  error
+		ringDone bool
+		detected time.Time
+		answered = map[int]bool{}
+	)
+	markLost := func(r int) {
+		answered[r] = true
+		lost = append(lost, r)
+		if detected.IsZero() {
+			detected = time.Now()
+		}
+		c.invalidateRing()
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !ringDone || len(answered) < len(c.members) {
 		select {
@@ -524,38 +543,37 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result,
 			if err != nil {
 				c.invalidateRing()
 			}
-			continue
-		case <-tick.C:
-		}
-		now := time.Now().UnixNano()
-		for r, m := range c.members {
-			if answered[r] {
-				continue
+		case ev := <-c.events:
+			r, ok := rankOf[ev.m]
+			if !ok || answered[r] {
+				continue // a member no longer in the job, or a late duplicate
 			}
-			select {
-			case res := <-m.results:
+			switch {
+			case ev.dead:
+				markLost(r)
+			case ev.res.done.Step != step:
+				continue // an answer to an aborted earlier attempt
+			case ev.res.t == typeStepDone:
 				answered[r] = true
-				if res.t == typeStepDone && res.done.Step == step {
-					results[r] = res
-				} else if res.t == typeStepError {
-					c.log.Warn("worker reports a failed step", "rank", r, "step", step, "error", res.err)
-				}
-				continue
+				results[r] = ev.res
 			default:
-			}
-			silent := time.Duration(now - m.lastSeen.Load())
-			if m.dead.Load() || silent > c.o.HeartbeatTimeout {
-				if !m.dead.Load() {
-					c.log.Warn("worker silent past the heartbeat timeout", "rank", r, "silent", silent.String())
-					m.dead.Store(true)
-					m.p.c.Close()
-				}
 				answered[r] = true
-				lost = append(lost, r)
-				if detected.IsZero() {
-					detected = time.Now()
+				c.log.Warn("worker reports a failed step", "rank", r, "step", step, "error", ev.res.err)
+			}
+		case <-tick.C:
+			now := time.Now().UnixNano()
+			for r, m := range c.members {
+				if answered[r] {
+					continue
 				}
-				c.invalidateRing()
+				if silent := time.Duration(now - m.lastSeen.Load()); m.dead.Load() || silent > c.o.HeartbeatTimeout {
+					if !m.dead.Load() {
+						c.log.Warn("worker silent past the heartbeat timeout", "rank", r, "silent", silent.String())
+						m.dead.Store(true)
+						m.p.c.Close()
+					}
+					markLost(r)
+				}
 			}
 		}
 	}

@@ -58,11 +58,12 @@ func twoNodes(t *testing.T) (n1, n2, link string) {
 // with the fixed run's digest.
 func TestTwoNodesAndACutLink(t *testing.T) {
 	n1, n2, link := twoNodes(t)
-	_, ref := reference(t)
+	const steps = "300" // long enough that the cut lands mid-run
+	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	state := t.TempDir()
 	sum := filepath.Join(state, "summary.json")
 	cfg, _ := filepath.Abs(config())
-	job := exec.Command("ip", "netns", "exec", n1, easyscale, "run", "--config", cfg, "--steps", fmt.Sprint(procSteps), "--no-eval",
+	job := exec.Command("ip", "netns", "exec", n1, easyscale, "run", "--config", cfg, "--steps", steps, "--no-eval",
 		"--procs", "--workers", "1", "--state", state, "--listen", "169.254.100.1:7711", "--heartbeat-timeout", "2s", "--summary", sum)
 	var jobErr strings.Builder
 	job.Stderr = &jobErr

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+func init() { register("cluster", clusterFigures) }
+
+// clusterFigures runs the real binary: the MNIST example on 2 physical
+// workers in-process and as processes (multiproc_step_overhead_pct from
+// the median step times in the ledgers), and a small job whose worker
+// processes are killed and joined (crash_recovery_ms, join_ms from the
+// coordinator's log).
+func clusterFigures() ([]figure, error) {
+	dir, err := os.MkdirTemp("", "easyscale-bench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "easyscale")
+	if out, err := exec.Command("go", "build", "-o", bin, "./runtime/cmd/easyscale").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building easyscale: %v\n%s", err, out)
+	}
+	step := func(name string, extra ...string) (float64, error) {
+		state := filepath.Join(dir, name)
+		args := append([]string{"run", "--config", "examples/mnist/job.toml", "--steps", "40", "--no-eval", "--quiet",
+			"--log-level", "warn", "--workers", "2", "--state", state}, extra...)
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("%s run: %v\n%s", name, err, out)
+		}
+		return medianStep(state, 6)
+	}
+	inproc, err := step("inproc")
+	if err != nil {
+		return nil, err
+	}
+	procs, err := step("procs", "--procs")
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(bin, "run", "--config", "tests/e2e/testdata/mnist-small.toml", "--steps", "40", "--no-eval", "--quiet",
+		"--procs", "--workers", "0:3,15:4,25:5", "--kill-at", "8:1,18:2,30:0", "--state", filepath.Join(dir, "chaos")).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("fault run: %v\n%s", err, out)
+	}
+	recovery := logValues(out, "crash_recovery_ms")
+	joins := logValues(out, "join_ms")
+	if len(recovery) == 0 || len(joins) == 0 {
+		return nil, fmt.Errorf("no crash_recovery_ms or join_ms in the log:\n%s", out)
+	}
+	return []figure{
+		{"mnist_step_ms_inproc_2w", inproc * 1000, "ms"},
+		{"mnist_step_ms_procs_2w", procs * 1000, "ms"},
+		{"multiproc_step_overhead_pct", 100 * (procs/inproc - 1), "%"},
+		{"crash_recovery_ms", median(recovery), "ms"},
+		{"join_ms", median(joins), "ms"},
+	}, nil
+}
+
+// medianStep is the median step wall time (seconds) of a state
+// directory's ledger, skipping the first skip steps (warm-up).
+func medianStep(state string, skip int64) (float64, error) {
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	l, err := db.Ledger(skip+1, 1<<40)
+	if err != nil {
+		return 0, err
+	}
+	var v []float64
+	for _, e := range l {
+		v = append(v, e.WallSeconds)
+	}
+	if len(v) == 0 {
+		return 0, fmt.Errorf("%s: empty ledger", state)
+	}
+	return median(v), nil
+}
+
+func logValues(log []byte, key string) []float64 {
+	var out []float64
+	for _, m := range regexp.MustCompile(key+`=([0-9.]+)`).FindAllSubmatch(log, -1) {
+		if v, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
