@@ -215,11 +215,7 @@ func (j *job) runStep() error {
 	for e, c := range j.ests {
 		saved[e] = c.Clone()
 	}
-	var detected time.Time
 	for {
-		if !detected.IsZero() {
-			j.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", float64(time.Since(detected).Microseconds())/1000)
-		}
 		err := j.exec.Step(step, j.plan, j.ests, j.reduced, &j.out)
 		if err == nil {
 			break
@@ -232,10 +228,6 @@ func (j *job) runStep() error {
 			c.restoreFrom(saved[e])
 		}
 		j.redone++
-		detected = lost.DetectedAt
-		if detected.IsZero() {
-			detected = time.Now()
-		}
 		j.log.Warn("workers lost; redoing the step on the survivors", "step", step, "lost", fmt.Sprint(lost.Ranks), "error", lost.Err)
 		if err := j.replan(j.exec.Workers(), nil, "lost workers"); err != nil {
 			return err
