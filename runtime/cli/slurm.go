@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/schedule"
+	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+)
+
+// slurmRun is `easyscale run` as a task of `srun`: task 0 hosts the
+// coordinator and a worker, the other tasks are workers. It returns the
+// process exit code, or -1 when the summary is for the caller to print.
+type slurmRun struct {
+	task     *slurmjob.Task
+	listen   string
+	hb       time.Duration
+	threads  int
+	log      hclog.Logger
+	runner   slurmcli.Runner
+	joinWait time.Duration
+}
+
+// workerTask joins the coordinator of the job as one of its workers.
+func (s *slurmRun) workerTask(ctx context.Context) int {
+	wctx, cancel := context.WithTimeout(ctx, s.joinWait)
+	addr, err := slurmjob.WaitCoordinator(wctx, s.task.Rendezvous, time.Now().Add(-30*time.Second))
+	cancel()
+	if err != nil {
+		s.log.Error("no coordinator to join", "error", err)
+		return 1
+	}
+	secret, err := auth.LoadSecret(filepath.Join(s.task.Rendezvous, cluster.TokenFile))
+	if err != nil {
+		s.log.Error("reading the job token", "error", err)
+		return 1
+	}
+	id, err := os.ReadFile(filepath.Join(s.task.Rendezvous, cluster.JobIDFile))
+	if err != nil {
+		s.log.Error("reading the job id", "error", err)
+		return 1
+	}
+	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Logger: s.log})
+	if errors.Is(err, cluster.ErrLeft) {
+		return 0
+	}
+	s.log.Error("worker stopped", "error", err)
+	return 1
+}
+
+func trimLine(b []byte) string {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+// coordinatorTask sets up the coordinator executor and its local worker
+// for opts; the caller runs the trainer with the returned options and then
+// calls finish.
+func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
+	t := s.task
+	if err := os.MkdirAll(t.Rendezvous, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the rendezvous directory: %w", err)
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(t.Rendezvous, "state")
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	listen := s.listen
+	if listen == "" {
+		listen = net.JoinHostPort(s.nodeAddr(ctx), "0")
+	}
+	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, StateDir: opts.StateDir, TokenDir: t.Rendezvous,
+		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr()); err != nil {
+		coord.Close()
+		return nil, err
+	}
+	secret, err := auth.LoadSecret(coord.TokenPath())
+	if err != nil {
+		coord.Close()
+		return nil, err
+	}
+	local := make(chan error, 1)
+	go func() {
+		local <- cluster.RunWorker(ctx, cluster.WorkerOptions{Join: coord.Addr(), Secret: secret, JobID: coord.JobID(),
+			Threads: s.threads, Logger: s.log.Named("worker")})
+	}()
+	opts.Executor = coord
+	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
+	req := s.request(opts.Spec.LogicalWorkers)
+	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
+	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	s.log.Info("coordinating on Slurm", "job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
+	return func(sum *trainer.Summary) {
+		if sum != nil {
+			status.Update(sum.Steps, sum.Steps, 0, true)
+		}
+		select {
+		case <-local:
+		case <-time.After(5 * time.Second):
+		}
+	}, nil
+}
+
+// request is the job's elastic request from the environment twins the
+// SPANK plugin or easyscale-sbatch set (EASYSCALE_ELASTIC, ...), with the
+// job file's logical workers when they are unset.
+func (s *slurmRun) request(logical int) elastic.Request {
+	req, err := elastic.FromEnv(os.LookupEnv).Request()
+	if err != nil {
+		s.log.Warn("ignoring a malformed elastic request in the environment", "error", err)
+		req = elastic.Request{}
+	}
+	if req.LogicalWorkers == 0 {
+		req.LogicalWorkers = logical
+	}
+	return req
+}
+
+// nodeAddr is this node's address as Slurm knows it (NodeAddr), so
+// workers on other nodes can reach the coordinator; loopback when Slurm
+// cannot say.
+func (s *slurmRun) nodeAddr(ctx context.Context) string {
+	if s.task.NodeName != "" {
+		nodes, err := s.runner.ShowNodes(ctx)
+		if err == nil {
+			for _, n := range nodes {
+				if n.Name == s.task.NodeName && n.Address != "" {
+					if ips, err := net.DefaultResolver.LookupHost(ctx, n.Address); err == nil && len(ips) > 0 {
+						return ips[0]
+					}
+				}
+			}
+		} else {
+			s.log.Warn("asking Slurm for this node's address", "error", err)
+		}
+	}
+	s.log.Warn("listening on loopback: workers on other nodes cannot join; pass --listen ADDR")
+	return "127.0.0.1"
+}

@@ -1,0 +1,73 @@
+package slurmjob
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// Task is one task of a Slurm job step, as its environment describes it
+// (https://slurm.schedmd.com/srun.html#SECTION_OUTPUT-ENVIRONMENT-VARIABLES).
+type Task struct {
+	JobID     string // SLURM_JOB_ID
+	ProcID    int    // SLURM_PROCID: global rank of the task in the step
+	NTasks    int    // SLURM_NTASKS (SLURM_NPROCS): tasks in the step
+	NodeName  string // SLURMD_NODENAME: the node this task runs on
+	NodeList  string // SLURM_JOB_NODELIST
+	SubmitDir string // SLURM_SUBMIT_DIR
+	// Rendezvous is $EASYSCALE_RENDEZVOUS_DIR, else SubmitDir/.easyscale/JobID.
+	Rendezvous string
+}
+
+// FromEnv returns the task described by lookup (os.LookupEnv), and false
+// when the process is not a task of a Slurm step (no SLURM_JOB_ID or
+// SLURM_PROCID). A malformed variable is an error naming it.
+func FromEnv(lookup func(string) (string, bool)) (*Task, bool, error) {
+	job, ok1 := lookup("SLURM_JOB_ID")
+	procStr, ok2 := lookup("SLURM_PROCID")
+	if !ok1 || !ok2 || job == "" {
+		return nil, false, nil
+	}
+	t := &Task{JobID: job}
+	var err error
+	if t.ProcID, err = atoiVar("SLURM_PROCID", procStr); err != nil {
+		return nil, true, err
+	}
+	n, ok := lookup("SLURM_NTASKS")
+	if !ok {
+		n, ok = lookup("SLURM_NPROCS")
+	}
+	if !ok {
+		n = "1"
+	}
+	if t.NTasks, err = atoiVar("SLURM_NTASKS", n); err != nil {
+		return nil, true, err
+	}
+	if t.NTasks < 1 || t.ProcID >= t.NTasks {
+		return nil, true, fmt.Errorf("SLURM_PROCID %d outside SLURM_NTASKS %d", t.ProcID, t.NTasks)
+	}
+	t.NodeName, _ = lookup("SLURMD_NODENAME")
+	t.NodeList, _ = lookup("SLURM_JOB_NODELIST")
+	t.SubmitDir, _ = lookup("SLURM_SUBMIT_DIR")
+	if dir, ok := lookup("EASYSCALE_RENDEZVOUS_DIR"); ok && dir != "" {
+		t.Rendezvous = dir
+	} else {
+		if t.SubmitDir == "" {
+			return nil, true, fmt.Errorf("SLURM_SUBMIT_DIR is empty; set EASYSCALE_RENDEZVOUS_DIR to a directory every node sees")
+		}
+		t.Rendezvous = filepath.Join(t.SubmitDir, ".easyscale", t.JobID)
+	}
+	return t, true, nil
+}
+
+func atoiVar(name, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("environment variable %s=%q is not a non-negative integer", name, v)
+	}
+	return n, nil
+}
+
+// IsCoordinator reports whether this task hosts the coordinator (rank 0,
+// which Slurm places on the first node of the allocation).
+func (t *Task) IsCoordinator() bool { return t.ProcID == 0 }

@@ -1,0 +1,176 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// localDigest trains the MNIST example on this machine (8 physical workers
+// for 8 logical workers, no Slurm) for steps steps.
+func localDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(lab.Root, "bin", "easyscale"), "run", "--config", "examples/mnist/job.toml",
+		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet")
+	cmd.Dir = lab.Root
+	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("local run: %v", err)
+	}
+	f := strings.Fields(string(out))
+	for i, w := range f {
+		if w == "digest" && i+1 < len(f) {
+			return f[i+1]
+		}
+	}
+	t.Fatalf("no digest in %q", out)
+	return ""
+}
+
+// submit runs easyscale-sbatch --parsable on the example script from the
+// repository root with extra arguments and environment; it returns the
+// job id and the summary path.
+func submit(t *testing.T, lab *slurmlab.Lab, steps int, args ...string) (id, summary string) {
+	t.Helper()
+	summary = filepath.Join(t.TempDir(), "summary.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := append([]string{"--parsable"}, args...)
+	all = append(all, "examples/slurm/mnist.sbatch")
+	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), all...)
+	cmd.Dir = lab.Root
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+	}
+	id = strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		os.RemoveAll(filepath.Join(lab.Root, ".easyscale", id))
+		os.Remove(filepath.Join(lab.Root, "es-mnist-"+id+".out"))
+	})
+	return id, summary
+}
+
+func jobOutput(lab *slurmlab.Lab, id string) string {
+	b, _ := os.ReadFile(filepath.Join(lab.Root, "es-mnist-"+id+".out"))
+	return string(b)
+}
+
+// waitDone waits until the job has left the queue and returns its summary.
+func waitDone(t *testing.T, lab *slurmlab.Lab, id, summary string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		out, _ := lab.Command(ctx, "squeue", "-h", "-j", id, "-o", "%T").Output()
+		if strings.TrimSpace(string(out)) == "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s still queued:\n%s", id, jobOutput(lab, id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("job %s wrote no summary (%v); its output:\n%s", id, err, jobOutput(lab, id))
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestElasticMNISTJobMatchesTheLocalRun submits examples/slurm/mnist.sbatch
+// (elastic 1-4, 8 logical workers) with easyscale-sbatch on 2 nodes; the
+// status is visible in squeue while it runs, and its model is the local
+// run's, bit for bit.
+func TestElasticMNISTJobMatchesTheLocalRun(t *testing.T) {
+	lab := slurmlab.Require(t)
+	const steps = 120
+	want := localDigest(t, lab, steps)
+	id, summary := submit(t, lab, steps, "--elastic=2-4")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var status string
+	for status == "" {
+		out, _ := lab.Command(ctx, "squeue", "-h", "-j", id, "-o", "%k").Output()
+		if c := strings.TrimSpace(string(out)); strings.HasPrefix(c, "es step=") {
+			status = c
+		} else if c == "" && ctx.Err() == nil {
+			if _, err := os.Stat(summary); err == nil {
+				break // finished between two polls
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no status in squeue; output:\n%s", jobOutput(lab, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status == "" || !strings.Contains(status, "/8 d1 req=2-4") {
+		t.Fatalf("status comment %q lacks workers=W/8 d1 req=2-4", status)
+	}
+	s := waitDone(t, lab, id, summary)
+	if s["digest"] != want {
+		t.Fatalf("Slurm job digest %v, local run %s\n%s", s["digest"], want, jobOutput(lab, id))
+	}
+	if s["schedule"] != "0:2" {
+		t.Errorf("ran on %v, want 2 physical workers (one task per node)", s["schedule"])
+	}
+}
+
+// TestShrinkByScontrolKeepsTheDigest shrinks a running 3-node job to 2
+// nodes with scontrol update: Slurm kills the task on the released node,
+// the survivors redo the step and the model is still the local run's.
+func TestShrinkByScontrolKeepsTheDigest(t *testing.T) {
+	lab := slurmlab.Require(t)
+	const steps = 234
+	want := localDigest(t, lab, steps)
+	id, summary := submit(t, lab, steps, "--elastic=3-4")
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for lastStep(state) < 30 {
+		if ctx.Err() != nil {
+			t.Fatalf("the job never reached step 30:\n%s", jobOutput(lab, id))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, err := lab.Command(ctx, "scontrol", "update", "JobId="+id, "NumNodes=2").CombinedOutput(); err != nil {
+		t.Fatalf("scontrol update: %v\n%s", err, out)
+	}
+	shrunkAt := lastStep(state)
+	s := waitDone(t, lab, id, summary)
+	if shrunkAt >= steps {
+		t.Fatalf("the job finished before the shrink took effect")
+	}
+	if s["digest"] != want {
+		t.Fatalf("digest after the shrink %v, local run %s\n%s", s["digest"], want, jobOutput(lab, id))
+	}
+	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") && !strings.Contains(jobOutput(lab, id), "released a worker") {
+		t.Fatalf("no worker left after the shrink:\n%s", jobOutput(lab, id))
+	}
+}
+
+func lastStep(state string) int64 {
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	s, _, _ := db.LastStep()
+	return s
+}
