@@ -3,6 +3,7 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,12 +11,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
-// The lab tests run against a Slurm cluster that is already up with this
-// plugin in its plugstack.conf (make lab-up; the lab loads bin/easyscale_spank.so
-// and the plugin finds bin/easyscale-gpuctx next to it). They skip when no
-// cluster answers, and fail instead when EASYSCALE_LAB_REQUIRED=1 (CI).
+// The lab tests run against the real Slurm lab (internal/slurmlab, started
+// by TestMain after `make build`), whose plugstack.conf loads
+// bin/easyscale_spank.so; the plugin finds bin/easyscale-gpuctx next to it.
+// Without Slurm or root they skip, except under CI, where they fail.
+
+func TestMain(m *testing.M) {
+	if err := slurmlab.Build(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(slurmlab.Main(m))
+}
 
 var (
 	labOnce sync.Once
@@ -24,26 +35,20 @@ var (
 
 func requireLab(t *testing.T) {
 	t.Helper()
+	lab := slurmlab.Require(t)
 	labOnce.Do(func() {
-		if os.Getenv("SLURM_CONF") == "" {
-			labWhy = "SLURM_CONF not set (run make lab-up and source its exports)"
-			return
-		}
-		if out, err := command(t, 10*time.Second, nil, "scontrol", "ping"); err != nil || !strings.Contains(out, "UP") {
-			labWhy = "scontrol ping: " + strings.TrimSpace(out)
-			return
+		for _, kv := range lab.Env { // the lab's SLURM_CONF and PATH for command()
+			if k, v, ok := strings.Cut(kv, "="); ok && (k == "SLURM_CONF" || k == "PATH") {
+				os.Setenv(k, v)
+			}
 		}
 		if out, _ := command(t, 10*time.Second, nil, "srun", "--help"); !strings.Contains(out, "--logical-workers") {
 			labWhy = "the easyscale SPANK plugin is not in the lab's plugstack.conf (srun --help lacks --logical-workers)"
 		}
 	})
-	if labWhy == "" {
-		return
+	if labWhy != "" {
+		t.Fatalf("lab: %s", labWhy)
 	}
-	if os.Getenv("EASYSCALE_LAB_REQUIRED") == "1" {
-		t.Fatalf("lab required: %s", labWhy)
-	}
-	t.Skip(labWhy)
 }
 
 // command runs name with args and the environment of the test minus the
