@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -120,6 +121,10 @@ func runCmd(args []string, env Env) int {
 	sum, err := trainer.Run(ctx, opts)
 	if finish != nil {
 		finish(sum)
+	}
+	if errors.Is(err, trainer.ErrInterrupted) {
+		log.Warn("interrupted by a signal; the state is checkpointed", "error", err)
+		return 143 // 128+SIGTERM: stopped on request, resumable
 	}
 	if err != nil {
 		log.Error("run failed", "error", err)

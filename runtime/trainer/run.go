@@ -171,7 +171,7 @@ func (j *job) close() {
 func (j *job) train(ctx context.Context) error {
 	for j.step < j.stop {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("training stopped at step %d: %w", j.step, err)
+			return j.interrupted(err)
 		}
 		if err := j.reallocate(j.schedule().At(j.step)); err != nil {
 			return err
@@ -204,6 +204,25 @@ func (j *job) train(ctx context.Context) error {
 	}
 	j.endProgress()
 	return nil
+}
+
+// ErrInterrupted is returned (wrapped) when ctx ends a run early (SIGTERM
+// from Slurm at preemption or the time limit): the state was checkpointed
+// at the last completed step, and rerunning the command resumes there.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted checkpoints the last completed step and reports why the run
+// stopped.
+func (j *job) interrupted(cause error) error {
+	if j.db != nil && j.step > 0 {
+		if last, ok, _ := j.db.LastStep(); ok && last == j.step {
+			if err := j.checkpoint(); err != nil {
+				return fmt.Errorf("stopping at step %d (%v): %w", j.step, cause, err)
+			}
+		}
+	}
+	j.log.Warn("stopped before the end; rerun the same command to resume", "step", j.step, "cause", cause.Error())
+	return fmt.Errorf("%w at step %d: %v", ErrInterrupted, j.step, cause)
 }
 
 // runStep runs one step on the executor and, once every logical worker's

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,5 +96,48 @@ func TestCorruptCheckpointFallsBackToThePreviousOne(t *testing.T) {
 	}
 	if digest(r) != digest(ref) {
 		t.Fatalf("digest %s after falling back, uninterrupted %s", digest(r), digest(ref))
+	}
+}
+
+// TestSIGTERMCheckpointsAndResumes: SIGTERM (what Slurm sends at
+// preemption and at the time limit) makes the run checkpoint its last
+// completed step and exit 143; rerunning resumes there and reaches the
+// uninterrupted digest.
+func TestSIGTERMCheckpointsAndResumes(t *testing.T) {
+	ref := mustRun(t, "run", "--config", config(), "--steps", "200", "--no-eval")
+	state := t.TempDir()
+	args := []string{"run", "--config", config(), "--steps", "200", "--no-eval", "--quiet", "--state", state}
+	cmd := exec.Command(easyscale, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for lastStep(state) < 12 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 143 {
+		t.Fatalf("after SIGTERM: %v, want exit status 143", err)
+	}
+	stopped := lastStep(state)
+	if stopped >= 200 {
+		t.Fatal("the run finished before the signal")
+	}
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, _, err := db.LatestCheckpoint()
+	db.Close()
+	if err != nil || ck == nil || ck.Step != stopped {
+		t.Fatalf("newest checkpoint %v (%v), want one at the last step %d", ck, err, stopped)
+	}
+	final := mustRun(t, "run", "--config", config(), "--steps", "200", "--no-eval", "--state", state)
+	if got := int64(final.summary["resumed_from"].(float64)); got != stopped {
+		t.Fatalf("resumed from %d, want %d", got, stopped)
+	}
+	if digest(final) != digest(ref) {
+		t.Fatalf("digest %s after SIGTERM and resume, uninterrupted %s", digest(final), digest(ref))
 	}
 }
