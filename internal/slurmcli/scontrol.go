@@ -167,6 +167,9 @@ type JobDetail struct {
 	TRESPerJob  string `json:"tres_per_job,omitempty"`
 	Comment     string `json:"comment,omitempty"`
 	Restarts    int    `json:"restarts"`
+	// WorkDir is the job's working directory (where its rendezvous
+	// directory .easyscale/<id> lives).
+	WorkDir string `json:"work_dir,omitempty"`
 }
 
 // JobDetailOf picks the JobDetail fields out of a job record. A missing JobId or a
@@ -177,7 +180,7 @@ func JobDetailOf(r Record) (JobDetail, error) {
 		ID: get("JobId"), Name: get("JobName"), State: get("JobState"), Reason: get("Reason"),
 		Partition: get("Partition"), NodeList: optional(get("NodeList")), BatchHost: optional(get("BatchHost")),
 		TRES: get("TRES"), TRESPerNode: get("TresPerNode"), TRESPerJob: get("TresPerJob"),
-		Comment: optional(get("Comment")),
+		Comment: optional(get("Comment")), WorkDir: optional(get("WorkDir")),
 	}
 	if d.ID == "" {
 		return JobDetail{}, fmt.Errorf("job record: no JobId")
