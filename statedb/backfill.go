@@ -1,0 +1,417 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The backfill daemon's own store, separate from a job's state.db.
+//
+// # Schema of the backfill database (PRAGMA user_version = 1)
+//
+//	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
+//	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted)
+//	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
+//	          dry_run, detail)
+//
+// extras holds every extra Slurm job the daemon submitted (or adopted after a
+// restart), with its lifecycle state; decisions is an append-only log of what
+// each cycle decided (grows, shrinks, cancels, adoptions). Times are Unix
+// nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
+// writes a few rows per cycle, and a row for a submitted extra job must survive
+// a power cut so that the next start reconciles it.
+
+// ErrNoExtra is returned by [BackfillDB.Extra] for an extra job the database
+// does not record.
+var ErrNoExtra = errors.New("no such extra job in the backfill database")
+
+// ExtraState is where an extra job is in its life, as the daemon last saw it.
+type ExtraState string
+
+// Extra job states.
+const (
+	// ExtraSubmitted: sbatch accepted it; it is pending or running.
+	ExtraSubmitted ExtraState = "submitted"
+	// ExtraSignalled: the daemon sent SIGTERM (scancel --signal=TERM) to give
+	// the GPUs back; it is cancelled outright after the grace period.
+	ExtraSignalled ExtraState = "signalled"
+	// ExtraEnded: Slurm no longer runs it (Reason says how it ended).
+	ExtraEnded ExtraState = "ended"
+)
+
+// ExtraJob is one extra Slurm job lent to an elastic job.
+type ExtraJob struct {
+	// ID is the extra job's Slurm job id; Parent the elastic job's id.
+	ID, Parent string
+	// User owns both jobs; Partition is where the extra job runs.
+	User, Partition string
+	// Node, GPUType and GPUs say what it holds ("" type for untyped GPUs).
+	Node, GPUType string
+	GPUs          int
+	// Submitted is when sbatch returned; End is when its time limit ends.
+	Submitted, End time.Time
+	// State is its lifecycle state; Signalled and Ended are zero until then.
+	State            ExtraState
+	Signalled, Ended time.Time
+	// Reason says why it was signalled or how it ended ("reservation of job
+	// 42", "COMPLETED", "PREEMPTED", "parent gone", ...).
+	Reason string
+	// Adopted is true when a restarted daemon found it in Slurm without a
+	// record and took it over.
+	Adopted bool
+}
+
+// Decision is one logged decision of a daemon cycle.
+type Decision struct {
+	// Seq is assigned by the database (ascending); ignored by RecordDecision.
+	Seq int64
+	// Time is when the decision was taken.
+	Time time.Time
+	// Kind is "grow", "signal", "cancel", "adopt", "skip", ...
+	Kind string
+	// Job is the elastic job, Extra the extra job ("" when none yet).
+	Job, Extra, Node string
+	GPUs             int
+	// DryRun is true when the daemon only logged the decision.
+	DryRun bool
+	// Detail is free text: the reason, the error, the time limit.
+	Detail string
+}
+
+// BackfillDB is easyscale-backfilld's SQLite store. It is opened by one
+// daemon at a time (an flock on PATH.lock) and is safe for concurrent use by
+// several goroutines.
+type BackfillDB struct {
+	path string
+	sql  *sql.DB
+	lock *os.File
+}
+
+var backfillMigrations = []string{
+	`CREATE TABLE extras (
+		job_id       TEXT    PRIMARY KEY,
+		parent_id    TEXT    NOT NULL,
+		user_name    TEXT    NOT NULL,
+		node         TEXT    NOT NULL,
+		gpu_type     TEXT    NOT NULL,
+		gpus         INTEGER NOT NULL,
+		partition    TEXT    NOT NULL,
+		submitted_ns INTEGER NOT NULL,
+		end_ns       INTEGER NOT NULL,
+		state        TEXT    NOT NULL,
+		signalled_ns INTEGER NOT NULL DEFAULT 0,
+		ended_ns     INTEGER NOT NULL DEFAULT 0,
+		reason       TEXT    NOT NULL DEFAULT '',
+		adopted      INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX extras_state ON extras(state);
+	CREATE TABLE decisions (
+		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+		time_ns  INTEGER NOT NULL,
+		kind     TEXT    NOT NULL,
+		job_id   TEXT    NOT NULL,
+		extra_id TEXT    NOT NULL,
+		node     TEXT    NOT NULL,
+		gpus     INTEGER NOT NULL,
+		dry_run  INTEGER NOT NULL,
+		detail   TEXT    NOT NULL
+	);`,
+}
+
+// OpenBackfill opens (creating if needed, mode 0600, parent directory 0700)
+// the backfill daemon's database at path and takes an exclusive,
+// non-blocking flock on path+".lock". Errors wrap ErrLocked when another
+// daemon holds the lock (the message names its PID and host), ErrNetworkFS
+// when the directory is on a network filesystem, ErrSchemaTooNew for a
+// database written by a newer binary, or the filesystem/SQLite error.
+func OpenBackfill(path string) (*BackfillDB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving backfill database path %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("creating directory of backfill database: %w", err)
+	}
+	if err := checkLocalFS(filepath.Dir(abs), statfsType); err != nil {
+		return nil, fmt.Errorf("opening backfill database %s: %w", abs, err)
+	}
+	lock, err := lockBackfill(abs + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	db := &BackfillDB{path: abs, lock: lock}
+	if err := db.open(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *BackfillDB) open() error {
+	// Create the file first so that it gets mode 0600, not SQLite's 0644.
+	f, err := os.OpenFile(db.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating backfill database: %w", err)
+	}
+	f.Close()
+	s, err := sql.Open("sqlite3", dsn(db.path, url.Values{
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_txlock":       {"immediate"},
+	}))
+	if err != nil {
+		return fmt.Errorf("opening backfill database %s: %w", db.path, err)
+	}
+	s.SetMaxOpenConns(1)
+	if err := migrateBackfill(s); err != nil {
+		s.Close()
+		return fmt.Errorf("migrating backfill database %s: %w", db.path, err)
+	}
+	db.sql = s
+	return nil
+}
+
+func migrateBackfill(s *sql.DB) error {
+	v, err := schemaVersion(s)
+	if err != nil {
+		return err
+	}
+	if v > len(backfillMigrations) {
+		return fmt.Errorf("%w: version %d, this binary knows up to %d", ErrSchemaTooNew, v, len(backfillMigrations))
+	}
+	for i := v; i < len(backfillMigrations); i++ {
+		tx, err := s.Begin()
+		if err != nil {
+			return fmt.Errorf("starting migration %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(backfillMigrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("applying migration %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("recording schema version %d: %w", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("committing migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// lockBackfill takes the daemon's exclusive flock on path; the kernel drops it
+// when the daemon dies, so a SIGKILLed daemon leaves no stale lock.
+func lockBackfill(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening backfill database lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := readHolder(f)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := "another process"
+			if holder.PID > 0 {
+				who = fmt.Sprintf("process %d on host %q", holder.PID, holder.Host)
+			}
+			return nil, fmt.Errorf("backfill database lock %s is held by %s: only one easyscale-backfilld may use a database (stop it, or set another state_db): %w", path, who, ErrLocked)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := writeHolder(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("recording holder in %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Path returns the absolute path of the database file.
+func (db *BackfillDB) Path() string { return db.path }
+
+// Close closes the database and releases the lock. Call it once.
+func (db *BackfillDB) Close() error {
+	err := db.sql.Close()
+	if lerr := db.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("closing backfill database %s: %w", db.path, err)
+	}
+	return nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// RecordExtra inserts an extra job, or replaces the record with the same ID
+// (a requeued id reused by Slurm). ID, Parent and Node must be non-empty and
+// GPUs ≥ 0; State defaults to ExtraSubmitted. Errors wrap ErrInvalid or the
+// SQLite error.
+func (db *BackfillDB) RecordExtra(ctx context.Context, x ExtraJob) error {
+	if x.ID == "" || x.Parent == "" || x.Node == "" || x.GPUs < 0 {
+		return invalidf("extra job %q of parent %q on node %q with %d GPUs: id, parent and node are required, GPUs ≥ 0", x.ID, x.Parent, x.Node, x.GPUs)
+	}
+	if x.State == "" {
+		x.State = ExtraSubmitted
+	}
+	_, err := db.sql.ExecContext(ctx, `INSERT OR REPLACE INTO extras
+		(job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns, state,
+		 signalled_ns, ended_ns, reason, adopted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		x.ID, x.Parent, x.User, x.Node, x.GPUType, x.GPUs, x.Partition, unixNano(x.Submitted), unixNano(x.End),
+		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted)
+	if err != nil {
+		return fmt.Errorf("recording extra job %s: %w", x.ID, err)
+	}
+	return nil
+}
+
+const extraColumns = `job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns,
+	state, signalled_ns, ended_ns, reason, adopted`
+
+func scanExtra(sc interface{ Scan(...any) error }) (ExtraJob, error) {
+	var x ExtraJob
+	var sub, end, sig, ended int64
+	var state string
+	err := sc.Scan(&x.ID, &x.Parent, &x.User, &x.Node, &x.GPUType, &x.GPUs, &x.Partition, &sub, &end,
+		&state, &sig, &ended, &x.Reason, &x.Adopted)
+	x.Submitted, x.End, x.Signalled, x.Ended = fromNano(sub), fromNano(end), fromNano(sig), fromNano(ended)
+	x.State = ExtraState(state)
+	return x, err
+}
+
+// Extra returns the record of extra job id, or an error wrapping ErrNoExtra.
+func (db *BackfillDB) Extra(ctx context.Context, id string) (ExtraJob, error) {
+	row := db.sql.QueryRowContext(ctx, `SELECT `+extraColumns+` FROM extras WHERE job_id = ?`, id)
+	x, err := scanExtra(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ExtraJob{}, fmt.Errorf("extra job %s: %w", id, ErrNoExtra)
+	}
+	if err != nil {
+		return ExtraJob{}, fmt.Errorf("reading extra job %s: %w", id, err)
+	}
+	return x, nil
+}
+
+// ActiveExtras returns the extra jobs not yet ExtraEnded, by job id.
+func (db *BackfillDB) ActiveExtras(ctx context.Context) ([]ExtraJob, error) {
+	return db.queryExtras(ctx, `SELECT `+extraColumns+` FROM extras WHERE state != ? ORDER BY length(job_id), job_id`, string(ExtraEnded))
+}
+
+// Extras returns every recorded extra job, by job id.
+func (db *BackfillDB) Extras(ctx context.Context) ([]ExtraJob, error) {
+	return db.queryExtras(ctx, `SELECT `+extraColumns+` FROM extras ORDER BY length(job_id), job_id`)
+}
+
+func (db *BackfillDB) queryExtras(ctx context.Context, q string, args ...any) ([]ExtraJob, error) {
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing extra jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []ExtraJob
+	for rows.Next() {
+		x, err := scanExtra(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing extra jobs: %w", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing extra jobs: %w", err)
+	}
+	return out, nil
+}
+
+// MarkSignalled records that extra job id was sent SIGTERM at t because of
+// reason. It keeps the first signal time when called again. Errors wrap
+// ErrNoExtra for an unknown id.
+func (db *BackfillDB) MarkSignalled(ctx context.Context, id string, t time.Time, reason string) error {
+	return db.update(ctx, id, "marking extra job signalled",
+		`UPDATE extras SET state = ?, signalled_ns = CASE WHEN signalled_ns = 0 THEN ? ELSE signalled_ns END,
+		 reason = ? WHERE job_id = ? AND state != ?`,
+		string(ExtraSignalled), unixNano(t), reason, id, string(ExtraEnded))
+}
+
+// MarkEnded records that extra job id ended at t (reason: its final Slurm
+// state or why the daemon cancelled it). Errors wrap ErrNoExtra for an
+// unknown id.
+func (db *BackfillDB) MarkEnded(ctx context.Context, id string, t time.Time, reason string) error {
+	return db.update(ctx, id, "marking extra job ended",
+		`UPDATE extras SET state = ?, ended_ns = ?, reason = ? WHERE job_id = ?`,
+		string(ExtraEnded), unixNano(t), reason, id)
+}
+
+func (db *BackfillDB) update(ctx context.Context, id, what, q string, args ...any) error {
+	res, err := db.sql.ExecContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if _, err := db.Extra(ctx, id); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// RecordDecision appends d to the decision log (Seq is assigned). Kind must
+// be non-empty; errors wrap ErrInvalid or the SQLite error.
+func (db *BackfillDB) RecordDecision(ctx context.Context, d Decision) error {
+	if d.Kind == "" {
+		return invalidf("decision without a kind")
+	}
+	_, err := db.sql.ExecContext(ctx, `INSERT INTO decisions
+		(time_ns, kind, job_id, extra_id, node, gpus, dry_run, detail) VALUES (?,?,?,?,?,?,?,?)`,
+		unixNano(d.Time), d.Kind, d.Job, d.Extra, d.Node, d.GPUs, d.DryRun, d.Detail)
+	if err != nil {
+		return fmt.Errorf("recording %s decision for job %s: %w", d.Kind, d.Job, err)
+	}
+	return nil
+}
+
+// Decisions returns the decisions with Seq > after, oldest first, at most
+// limit of them (limit ≤ 0: all).
+func (db *BackfillDB) Decisions(ctx context.Context, after int64, limit int) ([]Decision, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT seq, time_ns, kind, job_id, extra_id, node, gpus, dry_run, detail
+		FROM decisions WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []Decision
+	for rows.Next() {
+		var d Decision
+		var ns int64
+		if err := rows.Scan(&d.Seq, &ns, &d.Kind, &d.Job, &d.Extra, &d.Node, &d.GPUs, &d.DryRun, &d.Detail); err != nil {
+			return nil, fmt.Errorf("listing decisions: %w", err)
+		}
+		d.Time = fromNano(ns)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing decisions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,182 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func openBackfillTest(t *testing.T) *BackfillDB {
+	t.Helper()
+	db, err := OpenBackfill(filepath.Join(t.TempDir(), "sub", "backfill.db"))
+	if err != nil {
+		t.Fatalf("OpenBackfill: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestBackfillExtraRoundTripsAndSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	db, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ExtraJob{ID: "12", Parent: "7", User: "alice", Partition: "low", Node: "n2", GPUType: "v100", GPUs: 2,
+		Submitted: time.Unix(1700000000, 5), End: time.Unix(1700000600, 0), State: ExtraSubmitted}
+	if err := db.RecordExtra(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("database file mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	db, err = OpenBackfill(path)
+	if err != nil {
+		t.Fatalf("reopening: %v", err)
+	}
+	defer db.Close()
+	got, err := db.Extra(ctx, "12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Submitted.Equal(want.Submitted) || !got.End.Equal(want.End) {
+		t.Errorf("times %v/%v, want %v/%v", got.Submitted, got.End, want.Submitted, want.End)
+	}
+	got.Submitted, got.End, want.Submitted, want.End = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if got != want {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+}
+
+func TestBackfillExtraLifecycle(t *testing.T) {
+	ctx := context.Background()
+	db := openBackfillTest(t)
+	for _, id := range []string{"9", "10", "100"} {
+		if err := db.RecordExtra(ctx, ExtraJob{ID: id, Parent: "1", Node: "n1", GPUs: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	if err := db.MarkSignalled(ctx, "10", t1, "reservation of job 5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MarkSignalled(ctx, "10", t2, "reservation of job 5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MarkEnded(ctx, "9", t2, "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	active, err := db.ActiveExtras(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 2 || active[0].ID != "10" || active[1].ID != "100" {
+		t.Fatalf("active extras %+v, want 10 and 100 in numeric order", active)
+	}
+	if active[0].State != ExtraSignalled || !active[0].Signalled.Equal(t1) {
+		t.Errorf("extra 10: state %s signalled %v, want signalled at the first signal %v", active[0].State, active[0].Signalled, t1)
+	}
+	if active[1].State != ExtraSubmitted {
+		t.Errorf("extra 100 state %s, want the default %s", active[1].State, ExtraSubmitted)
+	}
+	if err := db.MarkSignalled(ctx, "9", t2, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := db.Extra(ctx, "9"); x.State != ExtraEnded || x.Reason != "COMPLETED" {
+		t.Errorf("signalling an ended extra changed it to %s %q", x.State, x.Reason)
+	}
+	all, err := db.Extras(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("Extras: %d records, %v; want 3", len(all), err)
+	}
+}
+
+func TestBackfillErrors(t *testing.T) {
+	ctx := context.Background()
+	db := openBackfillTest(t)
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"an extra job without a node is refused", db.RecordExtra(ctx, ExtraJob{ID: "1", Parent: "2"}), ErrInvalid},
+		{"negative GPUs are refused", db.RecordExtra(ctx, ExtraJob{ID: "1", Parent: "2", Node: "n1", GPUs: -1}), ErrInvalid},
+		{"a decision without a kind is refused", db.RecordDecision(ctx, Decision{Job: "1"}), ErrInvalid},
+		{"signalling an unknown extra says so", db.MarkSignalled(ctx, "404", time.Now(), ""), ErrNoExtra},
+		{"ending an unknown extra says so", db.MarkEnded(ctx, "404", time.Now(), ""), ErrNoExtra},
+		{"reading an unknown extra says so", func() error { _, err := db.Extra(ctx, "404"); return err }(), ErrNoExtra},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, tc.want) {
+				t.Fatalf("error %v, want one wrapping %v", tc.err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackfillSecondOpenIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	db, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenBackfill(path)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	db.Close()
+	db2, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatalf("open after the first closed: %v", err)
+	}
+	db2.Close()
+}
+
+func TestBackfillNewerSchemaIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	db, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.sql.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenBackfill(path); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open: %v, want ErrSchemaTooNew", err)
+	}
+}
+
+func TestBackfillDecisionsArePagedInOrder(t *testing.T) {
+	ctx := context.Background()
+	db := openBackfillTest(t)
+	kinds := []string{"grow", "signal", "cancel", "adopt"}
+	for i, k := range kinds {
+		d := Decision{Time: time.Unix(int64(i+1), 0), Kind: k, Job: "7", Extra: "8", Node: "n1", GPUs: i, DryRun: i == 1, Detail: "x"}
+		if err := db.RecordDecision(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := db.Decisions(ctx, 0, 2)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first page: %+v, %v", first, err)
+	}
+	rest, err := db.Decisions(ctx, first[1].Seq, 0)
+	if err != nil || len(rest) != 2 {
+		t.Fatalf("second page: %+v, %v", rest, err)
+	}
+	got := append(first, rest...)
+	for i, d := range got {
+		if d.Kind != kinds[i] || d.GPUs != i || d.DryRun != (i == 1) || !d.Time.Equal(time.Unix(int64(i+1), 0)) {
+			t.Errorf("decision %d = %+v, want kind %s", i, d, kinds[i])
+		}
+	}
+}
