@@ -1,32 +1,72 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"text/tabwriter"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-// statusCmd prints the picture of one state directory: the job, its
-// allocation history, the tail of the ledger and an ETA.
+var slurmJobID = regexp.MustCompile(`^[0-9]+$`)
+
+// statusCmd prints the picture of one job from its state directory: the
+// job, its allocation history, the tail of the ledger, checkpoints and an
+// ETA. The job is named by --state DIR, or by its Slurm job id (its state
+// is then <WorkDir>/.easyscale/<id>/state, WorkDir from scontrol).
 func statusCmd(args []string, env Env) int {
-	fs := newFlagSet("status", "status --state DIR [--tail N]", env)
+	fs := newFlagSet("status", "status [--state DIR | JOBID] [--tail N]", env)
 	state := fs.String("state", "", "state directory of the job")
 	tail := fs.Int("tail", 10, "ledger rows to show")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if *state == "" && fs.NArg() == 1 {
-		*state = fs.Arg(0)
+		arg := fs.Arg(0)
+		if fi, err := os.Stat(arg); err == nil && fi.IsDir() || !slurmJobID.MatchString(arg) {
+			*state = arg
+		} else {
+			dir, err := slurmStateDir(arg, env)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
+				return 1
+			}
+			*state = dir
+		}
 	}
 	if *state == "" {
-		fmt.Fprintln(env.Stderr, "easyscale status: give the state directory: easyscale status --state DIR")
+		fmt.Fprintln(env.Stderr, "easyscale status: give a state directory or a Slurm job id: easyscale status --state DIR | JOBID")
 		return 2
 	}
-	db, err := statedb.OpenReadOnly(*state)
+	return printStatus(*state, *tail, env)
+}
+
+// slurmStateDir finds the state directory of Slurm job id and prints the
+// job's Slurm state and comment.
+func slurmStateDir(id string, env Env) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	job, err := slurmcli.Runner{}.ShowJob(ctx, id)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale status: opening %s: %v\n", *state, err)
+		return "", fmt.Errorf("asking Slurm about job %s: %w", id, err)
+	}
+	fmt.Fprintf(env.Stdout, "slurm job %s (%s) %s on %s: %s\n", job.ID, job.Name, job.State, job.NodeList, job.Comment)
+	if job.WorkDir == "" {
+		return "", fmt.Errorf("job %s has no WorkDir; pass --state", id)
+	}
+	return filepath.Join(job.WorkDir, ".easyscale", id, "state"), nil
+}
+
+func printStatus(state string, tail int, env Env) int {
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale status: opening %s: %v\n", state, err)
 		return 1
 	}
 	defer db.Close()
@@ -35,7 +75,7 @@ func statusCmd(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(env.Stdout, "job %s (%s), %d logical workers\n", job.Name, job.ID, job.LogicalWorkers)
+	fmt.Fprintf(env.Stdout, "job %s (%s), %d logical workers, state %s\n", job.Name, job.ID, job.LogicalWorkers, state)
 	allocs, err := db.Allocations()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
@@ -52,20 +92,28 @@ func statusCmd(args []string, env Env) int {
 		fmt.Fprintln(env.Stdout, "\nno step completed yet")
 		return 0
 	}
-	rows, err := db.Ledger(max(0, last-int64(*tail)+1), last)
+	rows, err := db.Ledger(max(0, last-int64(tail)+1), last)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
 		return 1
 	}
-	fmt.Fprintln(tw, "\nstep\tloss\tworkers\tstep_s\tdigest")
-	var wall float64
+	fmt.Fprintln(tw, "\nstep\tloss\tworkers\tstep_s\tredos\tdigest")
 	for _, e := range rows {
-		wall += e.WallSeconds
-		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.3f\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Digest[:min(len(e.Digest), 23)])
+		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, e.Digest[:min(len(e.Digest), 23)])
 	}
 	tw.Flush()
-	if len(rows) > 0 {
-		fmt.Fprintf(env.Stdout, "\nlast step %d, mean step time %.3f s over the last %d\n", last, wall/float64(len(rows)), len(rows))
+	if ck, _, err := db.LatestCheckpoint(); err == nil && ck != nil {
+		fmt.Fprintf(env.Stdout, "\nnewest valid checkpoint: step %d (%s)\n", ck.Step, filepath.Base(ck.Path))
+	}
+	if p, err := trainer.ReadProgress(state); err == nil {
+		switch {
+		case p.Done:
+			fmt.Fprintf(env.Stdout, "finished: step %d of %d (horizon %d)\n", p.Step, p.Stop, p.Horizon)
+		default:
+			eta := time.Duration(float64(p.Stop-p.Step) * p.StepSeconds * float64(time.Second)).Round(time.Second)
+			fmt.Fprintf(env.Stdout, "progress: step %d of %d on %d workers, %.3f s/step, ETA %s (as of %s)\n",
+				p.Step, p.Stop, p.Workers, p.StepSeconds, eta, p.Updated.Format(time.RFC3339))
+		}
 	}
 	return 0
 }

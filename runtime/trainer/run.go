@@ -51,6 +51,8 @@ type job struct {
 	resumedFrom   int64
 	lastLoss      float64
 	digest        string
+	stepSeconds   float64
+	progressAt    time.Time
 }
 
 // Run trains opts.Spec to its horizon (or opts.StopAfter) on the allocation
@@ -198,6 +200,7 @@ func (j *job) train(ctx context.Context) error {
 			}
 		}
 		j.progress(time.Since(t0))
+		j.writeProgress(time.Since(t0), j.step == j.stop)
 		if j.opts.OnStep != nil {
 			j.opts.OnStep(j.step, j.stop, j.exec.Workers())
 		}

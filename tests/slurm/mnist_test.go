@@ -130,6 +130,10 @@ func TestElasticMNISTJobMatchesTheLocalRun(t *testing.T) {
 	if s["schedule"] != "0:2" {
 		t.Errorf("ran on %v, want 2 physical workers (one task per node)", s["schedule"])
 	}
+	out, err := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale"), "status", id).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("finished: step %d", steps)) || !strings.Contains(string(out), "slurm job "+id) {
+		t.Fatalf("easyscale status %s: %v\n%s", id, err, out)
+	}
 }
 
 // TestShrinkByScontrolKeepsTheDigest shrinks a running 3-node job to 2

@@ -1,0 +1,65 @@
+package trainer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ProgressFile is the file in the state directory where a running job
+// keeps its position, for `easyscale status` (steps and ETA).
+const ProgressFile = "progress.json"
+
+// Progress is the content of ProgressFile.
+type Progress struct {
+	Step    int64 `json:"step"`
+	Stop    int64 `json:"stop"`
+	Horizon int64 `json:"horizon"`
+	Workers int   `json:"workers"`
+	// StepSeconds is the mean wall time of recent steps.
+	StepSeconds float64   `json:"step_seconds"`
+	Updated     time.Time `json:"updated"`
+	Done        bool      `json:"done"`
+}
+
+// ReadProgress reads dir's ProgressFile.
+func ReadProgress(dir string) (Progress, error) {
+	var p Progress
+	b, err := os.ReadFile(filepath.Join(dir, ProgressFile))
+	if err != nil {
+		return p, err
+	}
+	return p, json.Unmarshal(b, &p)
+}
+
+// writeProgress rewrites ProgressFile at most once a second (always when
+// done), through a temporary file and a rename. Failures are logged only:
+// the file is informational.
+func (j *job) writeProgress(stepTime time.Duration, done bool) {
+	if j.opts.StateDir == "" {
+		return
+	}
+	const alpha = 0.2
+	if j.stepSeconds == 0 {
+		j.stepSeconds = stepTime.Seconds()
+	} else if stepTime > 0 {
+		j.stepSeconds = alpha*stepTime.Seconds() + (1-alpha)*j.stepSeconds
+	}
+	if !done && time.Since(j.progressAt) < time.Second {
+		return
+	}
+	j.progressAt = time.Now()
+	p := Progress{Step: j.step, Stop: j.stop, Horizon: j.horizon, StepSeconds: j.stepSeconds, Updated: j.progressAt, Done: done}
+	if j.exec != nil {
+		p.Workers = j.exec.Workers()
+	}
+	b, _ := json.Marshal(p)
+	path := filepath.Join(j.opts.StateDir, ProgressFile)
+	if err := os.WriteFile(path+".tmp", b, 0o600); err == nil {
+		err = os.Rename(path+".tmp", path)
+		if err != nil {
+			j.log.Debug("writing progress", "error", err)
+		}
+	}
+}
