@@ -1,0 +1,378 @@
+// Package config reads and validates easyscale-backfilld's admin
+// configuration, a TOML file (default /etc/easyscale/backfill.toml; an
+// annotated example is contrib/backfill.toml).
+//
+// Loading goes decode → reject unknown keys (by name) → defaults → validate.
+// Every validation error is a [*FieldError] naming the TOML key, the value
+// and the fix; all of them are reported at once (errors.Join).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where the daemon looks for its configuration.
+const DefaultPath = "/etc/easyscale/backfill.toml"
+
+// DefaultWorkerCommand is the batch script (sbatch --wrap) of an extra job:
+// one `easyscale worker` that joins the elastic job's coordinator. The
+// placeholders are replaced, shell-quoted, by the daemon (see
+// [Extra.WorkerCommand]).
+const DefaultWorkerCommand = `srun easyscale worker --join "$(cat {coordinator_file})" --token-file {token_file}`
+
+// DefaultSpeeds are the relative training speeds per GPU type used when the
+// config has no [speeds] entry for a type. They are ratios of published
+// ResNet-50 training throughputs (NVIDIA Deep Learning Performance pages,
+// mixed precision, per GPU) with V100 = 1.0, not measured on this project's
+// workloads: measure yours (e.g. `easyscale run` step times on one GPU of
+// each type) and override them in [speeds].
+var DefaultSpeeds = map[string]float64{
+	"k80":  0.15,
+	"p100": 0.55,
+	"t4":   0.35,
+	"v100": 1.0,
+	"a10":  0.75,
+	"a30":  1.35,
+	"a100": 2.2,
+	"h100": 4.0,
+}
+
+// Duration is a time.Duration written in TOML as a Go duration string
+// ("90s", "5m", "1h30m").
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like \"30s\" or \"5m\": %w", b, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Config is the whole admin configuration. TOML keys are given in brackets.
+type Config struct {
+	// PollInterval is the time between two cycles [poll_interval], 1s..1h,
+	// default 10s.
+	PollInterval Duration `toml:"poll_interval"`
+	// MaxBackoff caps the wait between retries while Slurm does not answer
+	// [max_backoff], ≥ poll_interval, default 5m. Retries wait poll_interval,
+	// then double it each failure up to this cap.
+	MaxBackoff Duration `toml:"max_backoff"`
+	// Partitions lists the partitions whose nodes may be lent [partitions];
+	// empty: every partition.
+	Partitions []string `toml:"partitions"`
+	// Nodes narrows the nodes this daemon manages to these names [nodes];
+	// empty: every node of Partitions. Elastic jobs are grown only when all of
+	// their nodes are managed, and only extra jobs on managed nodes are
+	// reconciled, so several daemons may manage disjoint node sets.
+	Nodes []string `toml:"nodes"`
+	// GPUTypes lists the GRES types that may be lent [gpu_types]; empty:
+	// every type with a speed.
+	GPUTypes []string `toml:"gpu_types"`
+	// Speeds overrides [DefaultSpeeds]: GPU type → speed relative to the
+	// reference type (1.0) [speeds]; each > 0 and ≤ 100.
+	Speeds map[string]float64 `toml:"speeds"`
+	// SafetyMargin is how long before a reserved start lent GPUs must be
+	// free [safety_margin], 0..1h, default 60s. Keep it above Slurm's
+	// KillWait so that an extra job killed at its time limit is gone in time.
+	SafetyMargin Duration `toml:"safety_margin"`
+	// GracePeriod is how long an extra job has, after SIGTERM, to hand its
+	// logical workers back before it is cancelled [grace_period], 1s..30m,
+	// default 30s.
+	GracePeriod Duration `toml:"grace_period"`
+	// MinLend is the shortest lend worth a grow [min_lend], ≥ 1m (Slurm time
+	// limits are whole minutes), default 2m.
+	MinLend Duration `toml:"min_lend"`
+	// MaxLend caps an extra job's time limit when no reservation bounds it
+	// [max_lend], ≥ min_lend, ≤ 7 days, default 1h.
+	MaxLend Duration `toml:"max_lend"`
+	// PendingTimeout is how long a submitted extra job may stay pending
+	// before it is cancelled (the gap it was meant for is gone)
+	// [pending_timeout], ≥ 1s, default 30s.
+	PendingTimeout Duration `toml:"pending_timeout"`
+	// DryRun logs and records decisions without calling sbatch or scancel
+	// [dry_run].
+	DryRun bool `toml:"dry_run"`
+	// StateDB is the daemon's SQLite file [state_db], default
+	// /var/lib/easyscale/backfill.db; it must be on a local filesystem.
+	StateDB string `toml:"state_db"`
+	// MetricsAddress is where /metrics is served [metrics_address], a
+	// host:port; "off" disables it. Default 127.0.0.1:9478.
+	MetricsAddress string `toml:"metrics_address"`
+	// Extra configures the extra jobs [extra].
+	Extra Extra `toml:"extra"`
+	// Limits caps what is lent [limits].
+	Limits Limits `toml:"limits"`
+	// Log configures logging [log].
+	Log Log `toml:"log"`
+}
+
+// Extra configures the extra Slurm jobs that grow elastic jobs.
+type Extra struct {
+	// Partition is where extra jobs run [extra.partition], default "low":
+	// it must be preemptible by the partitions of the jobs that wait
+	// (PreemptType=preempt/partition_prio), which is the backstop when the
+	// daemon is late.
+	Partition string `toml:"partition"`
+	// QOS is the extra jobs' QOS [extra.qos]; "" leaves Slurm's default.
+	QOS string `toml:"qos"`
+	// WorkerCommand is the extra job's batch script (sbatch --wrap)
+	// [extra.worker_command], default [DefaultWorkerCommand]. Placeholders:
+	// {job_id} (the elastic job), {rendezvous} (WorkDir/.easyscale/JOBID),
+	// {coordinator_file} and {token_file} (inside it); each is replaced by
+	// a shell-quoted value. Any other {word} is an error.
+	WorkerCommand string `toml:"worker_command"`
+}
+
+// Limits caps lending, per job and per user, and the imbalance allowed.
+type Limits struct {
+	// MaxExtraGPUsPerJob caps GPUs lent to one job [limits.max_extra_gpus_per_job], ≥ 0 (0: no cap).
+	MaxExtraGPUsPerJob int `toml:"max_extra_gpus_per_job"`
+	// MaxExtraGPUsPerUser caps GPUs lent to one user's jobs [limits.max_extra_gpus_per_user], ≥ 0 (0: no cap).
+	MaxExtraGPUsPerUser int `toml:"max_extra_gpus_per_user"`
+	// WasteCap is the largest fraction of a grown job's GPU time lost to
+	// imbalance [limits.waste_cap], in (0, 1), default 0.30 (EasyScale §4.3).
+	WasteCap float64 `toml:"waste_cap"`
+}
+
+// Log configures the hclog logger.
+type Log struct {
+	// Level is trace, debug, info, warn or error [log.level], default info.
+	Level string `toml:"level"`
+	// JSON writes one JSON object per line [log.json].
+	JSON bool `toml:"json"`
+}
+
+// ErrUnknownKeys is wrapped by the error for a file with keys this version
+// does not know; the message lists them.
+var ErrUnknownKeys = errors.New("unknown keys")
+
+// FieldError is one invalid setting: the TOML key, the value as written and
+// what to do about it.
+type FieldError struct {
+	Key   string
+	Value string
+	Fix   string
+}
+
+// Error formats the error as "KEY = VALUE: FIX".
+func (e *FieldError) Error() string { return fmt.Sprintf("%s = %s: %s", e.Key, e.Value, e.Fix) }
+
+// Load reads the file at path and returns the validated configuration with
+// defaults filled in. Errors name the file; see [Parse].
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading backfill config: %w", err)
+	}
+	c, err := Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("backfill config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes TOML text, rejects unknown keys (an error wrapping
+// [ErrUnknownKeys] that lists them all), fills defaults and validates.
+// Validation errors are [*FieldError]s joined with errors.Join.
+func Parse(text string) (*Config, error) {
+	var c Config
+	md, err := toml.Decode(text, &c)
+	if err != nil {
+		return nil, fmt.Errorf("parsing TOML: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%w %s: remove or rename them (the keys are listed in contrib/backfill.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
+	}
+	c.applyDefaults(md.IsDefined)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Default returns the configuration of an empty file.
+func Default() *Config {
+	var c Config
+	c.applyDefaults(func(...string) bool { return false })
+	return &c
+}
+
+// applyDefaults fills every key the file does not set (defined reports
+// whether it does), so that an explicit zero is validated, not replaced.
+func (c *Config) applyDefaults(defined func(key ...string) bool) {
+	dur := func(key string, d *Duration, v time.Duration) {
+		if !defined(key) {
+			d.Duration = v
+		}
+	}
+	dur("poll_interval", &c.PollInterval, 10*time.Second)
+	dur("max_backoff", &c.MaxBackoff, 5*time.Minute)
+	dur("grace_period", &c.GracePeriod, 30*time.Second)
+	dur("min_lend", &c.MinLend, 2*time.Minute)
+	dur("max_lend", &c.MaxLend, time.Hour)
+	dur("pending_timeout", &c.PendingTimeout, 30*time.Second)
+	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
+	str := func(dst *string, v string, key ...string) {
+		if !defined(key...) {
+			*dst = v
+		}
+	}
+	str(&c.StateDB, "/var/lib/easyscale/backfill.db", "state_db")
+	str(&c.MetricsAddress, "127.0.0.1:9478", "metrics_address")
+	str(&c.Extra.Partition, "low", "extra", "partition")
+	str(&c.Extra.WorkerCommand, DefaultWorkerCommand, "extra", "worker_command")
+	str(&c.Log.Level, "info", "log", "level")
+	if !defined("limits", "waste_cap") {
+		c.Limits.WasteCap = 0.30
+	}
+	speeds := make(map[string]float64, len(DefaultSpeeds)+len(c.Speeds))
+	for t, s := range DefaultSpeeds {
+		speeds[t] = s
+	}
+	for t, s := range c.Speeds {
+		speeds[t] = s
+	}
+	c.Speeds = speeds
+}
+
+// The metrics endpoint can be turned off with this value of metrics_address.
+const metricsOff = "off"
+
+// MetricsEnabled reports whether /metrics is served (metrics_address is not
+// "off").
+func (c *Config) MetricsEnabled() bool { return c.MetricsAddress != metricsOff }
+
+var (
+	slurmName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	placeholder = regexp.MustCompile(`\{[a-z_]*\}`)
+	// Placeholders lists what WorkerCommand may contain.
+	placeholders = map[string]bool{"{job_id}": true, "{rendezvous}": true, "{coordinator_file}": true, "{token_file}": true}
+)
+
+// Validate checks every field and returns all problems, each a
+// [*FieldError] with the fix, joined with errors.Join (nil when valid).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, value any, fix string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Value: fmt.Sprintf("%q", fmt.Sprint(value)), Fix: fmt.Sprintf(fix, args...)})
+	}
+	between := func(key string, d Duration, lo, hi time.Duration, example string) {
+		if d.Duration < lo || d.Duration > hi {
+			bad(key, d, "must be between %v and %v; e.g. %s = %q", lo, hi, key, example)
+		}
+	}
+	between("poll_interval", c.PollInterval, time.Second, time.Hour, "10s")
+	between("safety_margin", c.SafetyMargin, 0, time.Hour, "60s")
+	between("grace_period", c.GracePeriod, time.Second, 30*time.Minute, "30s")
+	between("min_lend", c.MinLend, time.Minute, 7*24*time.Hour, "2m")
+	between("max_lend", c.MaxLend, time.Minute, 7*24*time.Hour, "1h")
+	between("pending_timeout", c.PendingTimeout, time.Second, time.Hour, "30s")
+	between("max_backoff", c.MaxBackoff, time.Second, 24*time.Hour, "5m")
+	if c.MaxLend.Duration < c.MinLend.Duration {
+		bad("max_lend", c.MaxLend, "must be at least min_lend (%v); raise max_lend or lower min_lend", c.MinLend)
+	}
+	if c.MaxBackoff.Duration < c.PollInterval.Duration {
+		bad("max_backoff", c.MaxBackoff, "must be at least poll_interval (%v)", c.PollInterval)
+	}
+	c.validateNames(bad)
+	for _, t := range sortedKeys(c.Speeds) {
+		if s := c.Speeds[t]; !(s > 0 && s <= 100) || math.IsNaN(s) {
+			bad("speeds."+t, s, "a relative speed must be > 0 and ≤ 100 (the reference type is 1.0)")
+		}
+	}
+	for _, t := range c.GPUTypes {
+		if _, ok := c.Speeds[t]; !ok {
+			bad("gpu_types", t, "GPU type %q has no speed: add it under [speeds], e.g. %s = 1.0", t, t)
+		}
+	}
+	if c.Limits.MaxExtraGPUsPerJob < 0 {
+		bad("limits.max_extra_gpus_per_job", c.Limits.MaxExtraGPUsPerJob, "must be ≥ 0 (0: no cap)")
+	}
+	if c.Limits.MaxExtraGPUsPerUser < 0 {
+		bad("limits.max_extra_gpus_per_user", c.Limits.MaxExtraGPUsPerUser, "must be ≥ 0 (0: no cap)")
+	}
+	if w := c.Limits.WasteCap; !(w > 0 && w < 1) {
+		bad("limits.waste_cap", w, "must be in (0, 1); EasyScale uses 0.30")
+	}
+	switch c.Log.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		bad("log.level", c.Log.Level, "must be one of trace, debug, info, warn, error")
+	}
+	if c.MetricsAddress != metricsOff {
+		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {
+			bad("metrics_address", c.MetricsAddress, "must be HOST:PORT, e.g. \"127.0.0.1:9478\", or \"off\"")
+		}
+	}
+	if !strings.HasPrefix(c.StateDB, "/") {
+		bad("state_db", c.StateDB, "must be an absolute path on a local disk, e.g. \"/var/lib/easyscale/backfill.db\"")
+	}
+	for _, p := range placeholder.FindAllString(c.Extra.WorkerCommand, -1) {
+		if !placeholders[p] {
+			bad("extra.worker_command", p, "unknown placeholder; use {job_id}, {rendezvous}, {coordinator_file} or {token_file}")
+		}
+	}
+	if strings.TrimSpace(c.Extra.WorkerCommand) == "" {
+		bad("extra.worker_command", c.Extra.WorkerCommand, "must not be blank; leave it out for the default")
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateNames(bad func(string, any, string, ...any)) {
+	check := func(key string, names []string) {
+		seen := map[string]bool{}
+		for _, n := range names {
+			if !slurmName.MatchString(n) {
+				bad(key, n, "not a Slurm name (letters, digits, '_', '.', '-')")
+			}
+			if seen[n] {
+				bad(key, n, "listed twice; remove the duplicate")
+			}
+			seen[n] = true
+		}
+	}
+	check("partitions", c.Partitions)
+	check("nodes", c.Nodes)
+	check("gpu_types", c.GPUTypes)
+	if !slurmName.MatchString(c.Extra.Partition) {
+		bad("extra.partition", c.Extra.Partition, "not a Slurm partition name; e.g. \"low\"")
+	}
+	if c.Extra.QOS != "" && !slurmName.MatchString(c.Extra.QOS) {
+		bad("extra.qos", c.Extra.QOS, "not a Slurm QOS name; leave it out for the partition's default")
+	}
+	for t := range c.Speeds {
+		if !slurmName.MatchString(t) {
+			bad("speeds", t, "not a GRES type name")
+		}
+	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

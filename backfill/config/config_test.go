@@ -1,0 +1,205 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
+	c, err := Parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"poll_interval", c.PollInterval.Duration, 10 * time.Second},
+		{"max_backoff", c.MaxBackoff.Duration, 5 * time.Minute},
+		{"safety_margin", c.SafetyMargin.Duration, 60 * time.Second},
+		{"grace_period", c.GracePeriod.Duration, 30 * time.Second},
+		{"min_lend", c.MinLend.Duration, 2 * time.Minute},
+		{"max_lend", c.MaxLend.Duration, time.Hour},
+		{"pending_timeout", c.PendingTimeout.Duration, 30 * time.Second},
+		{"state_db", c.StateDB, "/var/lib/easyscale/backfill.db"},
+		{"metrics_address", c.MetricsAddress, "127.0.0.1:9478"},
+		{"extra.partition", c.Extra.Partition, "low"},
+		{"extra.worker_command", c.Extra.WorkerCommand, DefaultWorkerCommand},
+		{"limits.waste_cap", c.Limits.WasteCap, 0.30},
+		{"log.level", c.Log.Level, "info"},
+		{"speeds.v100", c.Speeds["v100"], 1.0},
+		{"speeds.t4", c.Speeds["t4"], 0.35},
+		{"dry_run", c.DryRun, false},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+	if d := Default(); d.PollInterval != c.PollInterval || d.Extra != c.Extra || d.Limits != c.Limits {
+		t.Errorf("Default() = %+v, want what an empty file gives", d)
+	}
+}
+
+func TestSpeedsOverrideTheDefaultsPerType(t *testing.T) {
+	c, err := Parse("[speeds]\nt4 = 0.5\nmi250 = 1.8\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Speeds["t4"] != 0.5 || c.Speeds["mi250"] != 1.8 || c.Speeds["v100"] != 1.0 {
+		t.Errorf("speeds %v: want t4 0.5, mi250 1.8 and the default v100 1.0", c.Speeds)
+	}
+	if DefaultSpeeds["t4"] != 0.35 {
+		t.Errorf("parsing changed DefaultSpeeds: %v", DefaultSpeeds)
+	}
+}
+
+func TestBadConfigIsRefusedWithTheKeyAndTheFix(t *testing.T) {
+	tests := []struct {
+		name, toml string
+		key, fix   string // both must appear in the error
+	}{
+		{"a zero poll interval is refused", `poll_interval = "0s"`, "poll_interval", "between 1s and 1h0m0s"},
+		{"a poll interval that is not a duration is refused", `poll_interval = "often"`, "poll_interval", `like "30s"`},
+		{"a poll interval written as a number is refused", `poll_interval = 10`, "poll_interval", ""},
+		{"a negative safety margin is refused", `safety_margin = "-1s"`, "safety_margin", "between 0s"},
+		{"a grace period over 30 minutes is refused", `grace_period = "1h"`, "grace_period", "between 1s and 30m0s"},
+		{"a minimum lend under one minute is refused", `min_lend = "30s"`, "min_lend", "between 1m0s"},
+		{"a maximum lend below the minimum is refused", "min_lend = \"10m\"\nmax_lend = \"5m\"", "max_lend", "at least min_lend"},
+		{"a backoff cap below the poll interval is refused", "poll_interval = \"1m\"\nmax_backoff = \"10s\"", "max_backoff", "at least poll_interval"},
+		{"a zero speed is refused", "[speeds]\nv100 = 0.0", "speeds.v100", "> 0"},
+		{"a negative speed is refused", "[speeds]\nt4 = -1.0", "speeds.t4", "> 0"},
+		{"a lendable GPU type without a speed is refused", `gpu_types = ["tpu9"]`, "gpu_types", "add it under [speeds]"},
+		{"a duplicate partition is refused", `partitions = ["normal", "normal"]`, "partitions", "listed twice"},
+		{"a partition name with a space is refused", `partitions = ["my part"]`, "partitions", "not a Slurm name"},
+		{"a node name with a slash is refused", `nodes = ["n1/2"]`, "nodes", "not a Slurm name"},
+		{"an empty extra partition is refused", "[extra]\npartition = \"\"", "extra.partition", "not a Slurm partition name"},
+		{"a QOS with a comma is refused", "[extra]\nqos = \"a,b\"", "extra.qos", "not a Slurm QOS name"},
+		{"an unknown placeholder in the worker command is refused", "[extra]\nworker_command = \"srun w {jobid}\"", "extra.worker_command", "unknown placeholder"},
+		{"a blank worker command is refused", "[extra]\nworker_command = \"  \"", "extra.worker_command", "must not be blank"},
+		{"a negative per-job cap is refused", "[limits]\nmax_extra_gpus_per_job = -1", "limits.max_extra_gpus_per_job", "≥ 0"},
+		{"a negative per-user cap is refused", "[limits]\nmax_extra_gpus_per_user = -2", "limits.max_extra_gpus_per_user", "≥ 0"},
+		{"a waste cap of 1 is refused", "[limits]\nwaste_cap = 1.0", "limits.waste_cap", "(0, 1)"},
+		{"an explicit zero waste cap is refused", "[limits]\nwaste_cap = 0.0", "limits.waste_cap", "(0, 1)"},
+		{"an unknown log level is refused", "[log]\nlevel = \"loud\"", "log.level", "one of trace"},
+		{"a metrics address without a port is refused", `metrics_address = "localhost"`, "metrics_address", "HOST:PORT"},
+		{"a relative state database path is refused", `state_db = "backfill.db"`, "state_db", "absolute path"},
+		{"an unknown top-level key is refused by name", `poll_intervall = "5s"`, "poll_intervall", "remove or rename"},
+		{"an unknown key in a table is refused by name", "[extra]\npartiton = \"low\"", "extra.partiton", "remove or rename"},
+		{"broken TOML is refused", `poll_interval = `, "parsing TOML", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.toml)
+			if err == nil {
+				t.Fatalf("Parse(%q) succeeded", tc.toml)
+			}
+			if !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.fix) {
+				t.Fatalf("error %q does not name %q with the fix %q", err, tc.key, tc.fix)
+			}
+		})
+	}
+}
+
+func TestEveryProblemIsReportedAtOnceAsFieldErrors(t *testing.T) {
+	_, err := Parse("poll_interval = \"0s\"\n[limits]\nwaste_cap = 2.0\n[log]\nlevel = \"x\"\n")
+	var keys []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("%v is not a *FieldError", e)
+		}
+		keys = append(keys, fe.Key)
+	}
+	if got := strings.Join(keys, ","); got != "poll_interval,limits.waste_cap,log.level" {
+		t.Errorf("reported keys %s, want poll_interval, limits.waste_cap and log.level", got)
+	}
+}
+
+func TestUnknownKeysWrapErrUnknownKeysAndAreAllListed(t *testing.T) {
+	_, err := Parse("foo = 1\n[extra]\nbar = 2\n")
+	if !errors.Is(err, ErrUnknownKeys) {
+		t.Fatalf("error %v does not wrap ErrUnknownKeys", err)
+	}
+	if !strings.Contains(err.Error(), "extra.bar, foo") {
+		t.Errorf("error %q does not list extra.bar and foo", err)
+	}
+}
+
+func TestExplicitValuesAreKept(t *testing.T) {
+	c, err := Parse(`
+poll_interval = "2s"
+safety_margin = "0s"
+metrics_address = "off"
+dry_run = true
+partitions = ["normal", "gpu"]
+nodes = ["n1", "n2"]
+gpu_types = ["v100"]
+[extra]
+partition = "scavenger"
+qos = "low"
+worker_command = "srun sleep 600 # {job_id} {rendezvous}"
+[limits]
+max_extra_gpus_per_job = 4
+max_extra_gpus_per_user = 8
+waste_cap = 0.2
+[log]
+level = "debug"
+json = true
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PollInterval.Duration != 2*time.Second || c.SafetyMargin.Duration != 0 || c.MetricsEnabled() || !c.DryRun ||
+		c.Extra.Partition != "scavenger" || c.Extra.QOS != "low" || c.Limits.MaxExtraGPUsPerJob != 4 ||
+		c.Limits.MaxExtraGPUsPerUser != 8 || c.Limits.WasteCap != 0.2 || c.Log.Level != "debug" || !c.Log.JSON ||
+		len(c.Nodes) != 2 || len(c.Partitions) != 2 || c.GPUTypes[0] != "v100" {
+		t.Errorf("explicit values not kept: %+v", c)
+	}
+}
+
+func TestTheShippedExampleConfigLoads(t *testing.T) {
+	c, err := Load(filepath.Join("..", "..", "contrib", "backfill.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Extra.WorkerCommand != DefaultWorkerCommand {
+		t.Errorf("example worker_command %q differs from the default %q", c.Extra.WorkerCommand, DefaultWorkerCommand)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backfill.toml")
+	if err := os.WriteFile(path, []byte(`poll_interval = "0s"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("Load error %v does not name %s", err, path)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	example, _ := os.ReadFile(filepath.Join("..", "..", "contrib", "backfill.toml"))
+	f.Add(string(example))
+	f.Add("poll_interval = \"1s\"\n[speeds]\nv100 = 1e309\n")
+	f.Add("[extra]\nworker_command = \"{x}{token_file}\"")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := Parse(text)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Parse accepted a config that Validate refuses: %v", err)
+		}
+		if c.PollInterval.Duration < time.Second || c.Limits.WasteCap <= 0 || c.Limits.WasteCap >= 1 {
+			t.Fatalf("accepted out-of-range values: %+v", c)
+		}
+	})
+}
