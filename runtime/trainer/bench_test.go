@@ -35,7 +35,7 @@ warmup_steps = 20
 
 func newBenchJob(b *testing.B, workers int) *job {
 	spec, wl := loadJob(b, benchJob)
-	j, err := newJob(Options{Spec: spec, Workload: wl, Schedule: schedule.Schedule{{Workers: workers}}, SkipEval: true})
+	j, err := newJob(Options{Spec: spec, Workload: wl, Schedule: schedule.Schedule{{Workers: workers}}, SkipEval: true, Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
