@@ -79,12 +79,18 @@ func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	w1, w2 := startWorker(t, c), startWorker(t, c)
-	go func() { // a late joiner, admitted at a step boundary
-		time.Sleep(100 * time.Millisecond)
+	// After step 3 a late joiner arrives; it is admitted at a step boundary.
+	onStep := func(step, _ int64, _ int) {
+		if step != 3 {
+			return
+		}
 		startWorker(t, c)
-	}()
+		for deadline := time.Now().Add(10 * time.Second); len(c.joiners) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	sum, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true,
-		Executor: c, Schedule: schedule.Schedule{{Workers: 2}}})
+		Executor: c, Schedule: schedule.Schedule{{Workers: 2}}, OnStep: onStep})
 	if err != nil {
 		t.Fatal(err)
 	}

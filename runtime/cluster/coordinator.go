@@ -449,7 +449,7 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 		}
 		reduced <- c.ring.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
-	results, lost, ringErr, detected := c.collect(step, reduced)
+	results, lost, detected, ringErr := c.collect(step, reduced)
 	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
 		c.invalidateRing()
 		for r, m := range c.members {
@@ -520,17 +520,14 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 // the heartbeat timeout is lost; once one is lost the ring is closed so
 // every survivor's all-reduce fails fast. It returns the answers by rank,
 // the lost ranks, the ring's error and when the first loss was detected.
-func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result, []int, error, time.Time) {
-	results := map[int]result{}
+func (c *Coordinator) collect(step int64, reduced <-chan error) (results map[int]result, lost []int, detected time.Time, ringErr error) {
+	results = map[int]result{}
 	rankOf := make(map[*member]int, len(c.members))
 	for r, m := range c.members {
 		rankOf[m] = r
 	}
 	var (
-		lost     []int
-		ringErr  error
 		ringDone bool
-		detected time.Time
 		answered = map[int]bool{}
 	)
 	markLost := func(r int) {
@@ -584,7 +581,7 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (map[int]result,
 			}
 		}
 	}
-	return results, lost, ringErr, detected
+	return results, lost, detected, ringErr
 }
 
 // Commit implements trainer.Executor.

@@ -31,14 +31,11 @@ type job struct {
 	sampler *data.Sampler
 	// master is the coordinator's replica: the copy that is digested,
 	// checkpointed and handed to joining workers.
-	master *Replica
-	ests   []*ESTContext
-	exec   Executor
-	plan   placement.Plan
-	alloc  *schedule.Allocation
-	// lost counts workers lost since the current allocation began; the
-	// allocation continues on the survivors.
-	lost    int
+	master  *Replica
+	ests    []*ESTContext
+	exec    Executor
+	plan    placement.Plan
+	alloc   *schedule.Allocation
 	threads int
 
 	reduced []float32

@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
 // mockServer is a DGX mock whose devices also answer the clock and PCI calls
@@ -25,7 +26,7 @@ func withClocksAndPCI(lib nvml.Interface, devices []nvml.Device, smMHz uint32) m
 	for i, d := range devices {
 		var dev *mock.Device
 		switch v := d.(type) {
-		case *dgxa100.Device:
+		case *server.Device:
 			dev = &v.Device
 			m.uuids = append(m.uuids, v.UUID)
 		default:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/easyscale/easyscale-slurm/spank/gpuctx"
 )
@@ -15,7 +16,7 @@ import (
 func ExampleDiscover() {
 	srv := dgxa100.New()
 	for _, d := range srv.Devices { // the mock panics on clock calls unless set
-		d.(*dgxa100.Device).GetMaxClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) {
+		d.(*server.Device).GetMaxClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) {
 			return 0, nvml.ERROR_NOT_SUPPORTED
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-const steps = "30"
+const steps = "300"
 
 // lastStep reads the newest ledger step of a state directory (0 if none).
 func lastStep(dir string) int64 {
@@ -35,8 +35,8 @@ func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
 	state := t.TempDir()
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	kills := 0
-	for target := int64(3); target < 27 && kills < 4; target += int64(3 + r.Intn(5)) {
-		cmd := exec.Command(easyscale, "run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--state", state, "--workers", "0:3,10:5,20:2")
+	for target := int64(3); target < 270 && kills < 4; target += int64(20 + r.Intn(50)) {
+		cmd := exec.Command(easyscale, "run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--state", state, "--workers", "0:3,100:5,200:2")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -47,14 +47,16 @@ func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		if err := cmd.Wait(); err == nil {
+			t.Fatalf("the run finished before the SIGKILL at step %d", target)
+		}
 		kills++
 		t.Logf("SIGKILL number %d after step %d (target %d)", kills, lastStep(state), target)
 	}
 	if kills < 3 {
 		t.Fatalf("only %d kills happened", kills)
 	}
-	final := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", state, "--workers", "0:3,10:5,20:2")
+	final := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", state, "--workers", "0:3,100:5,200:2")
 	if digest(final) != digest(ref) {
 		t.Fatalf("after %d SIGKILLs the digest is %s, uninterrupted %s", kills, digest(final), digest(ref))
 	}

@@ -162,9 +162,10 @@ func TestSIGTERMLeavesWithoutRollback(t *testing.T) {
 // TestCoordinatorSIGKILLThenRerunResumes kills the coordinator (its worker
 // processes die with it) and reruns the same command.
 func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
-	_, ref := reference(t)
+	const steps = "300" // long enough that the kill lands mid-run
+	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	state := t.TempDir()
-	args := []string{"run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--procs", "--state", state, "--workers", "0:3"}
+	args := []string{"run", "--config", config(), "--steps", steps, "--no-eval", "--procs", "--state", state, "--workers", "0:3"}
 	cmd := exec.Command(easyscale, append(args, "--quiet")...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -174,7 +175,9 @@ func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cmd.Process.Kill()
-	cmd.Wait()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the coordinator finished before the SIGKILL")
+	}
 	at := lastStep(state)
 	got := mustRun(t, args...)
 	if digest(got) != ref {
