@@ -42,15 +42,22 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Close closes the wrapped connection, unblocking any read or write.
 func (c *Conn) Close() error { return c.nc.Close() }
 
+// readDeadline sets the deadline of the next read from Timeout; a zero
+// Timeout clears any deadline an earlier read left behind (else switching
+// Timeout to 0 would not remove it).
 func (c *Conn) readDeadline() {
 	if c.Timeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(c.Timeout))
+	} else {
+		c.nc.SetReadDeadline(time.Time{})
 	}
 }
 
 func (c *Conn) writeDeadline() {
 	if c.Timeout > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(c.Timeout))
+	} else {
+		c.nc.SetWriteDeadline(time.Time{})
 	}
 }
 

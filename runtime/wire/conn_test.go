@@ -128,3 +128,26 @@ func TestConnStalledPeerTimesOut(t *testing.T) {
 		t.Fatalf("timed out after %v, want about 100ms", d)
 	}
 }
+
+// A zero Timeout must lift the deadline an earlier read with a timeout left
+// on the connection: a worker waits for the coordinator's next message
+// without a deadline after a step that used one.
+func TestZeroTimeoutClearsAnEarlierDeadline(t *testing.T) {
+	client, server := loopbackPair(t)
+	c := NewConn(client, 50*time.Millisecond, MaxControl)
+	s := NewConn(server, 0, MaxControl)
+	if err := s.WriteFrame(TypeRingHello, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadFrame(TypeRingHello); err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 0
+	go func() {
+		time.Sleep(200 * time.Millisecond) // past the old 50 ms deadline
+		s.WriteFrame(TypeRingHello, []byte("b"))
+	}()
+	if _, err := c.ReadFrame(TypeRingHello); err != nil {
+		t.Fatalf("read with Timeout 0 failed: %v (the earlier deadline was not cleared)", err)
+	}
+}

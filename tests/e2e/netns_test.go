@@ -97,7 +97,13 @@ func TestTwoNodesAndACutLink(t *testing.T) {
 		t.Fatalf("cutting the link: %v\n%s", err, out)
 	}
 	if err := job.Wait(); err != nil {
-		t.Fatalf("the job failed after the cut: %v\n%s", err, jobErr.String())
+		logs, _ := filepath.Glob(filepath.Join(state, "workers", "*.log"))
+		var w strings.Builder
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			fmt.Fprintf(&w, "== %s\n%s", l, b)
+		}
+		t.Fatalf("the job failed after the cut: %v\n%s\nn2 worker:\n%s\nlocal workers:\n%s", err, jobErr.String(), remoteErr.String(), w.String())
 	}
 	log := jobErr.String()
 	if !strings.Contains(log, "workers lost; redoing the step") {
