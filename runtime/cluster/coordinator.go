@@ -84,6 +84,8 @@ type Coordinator struct {
 	fired  map[Fault]bool
 	// failures counts consecutive failed attempts of one step.
 	failures int
+	// attempt numbers step messages (see stepMsg.Attempt).
+	attempt int64
 	// lostAt is when the last lost worker was detected, until the ring is
 	// rebuilt on the survivors (crash_recovery_ms).
 	lostAt time.Time
@@ -252,6 +254,7 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	}
 	m.lastSeen.Store(time.Now().UnixNano())
 	go c.read(m)
+	go c.beat(m)
 	c.members = append(c.members, m)
 	c.invalidateRing()
 	c.log.Info("admitted", "rank", len(c.members)-1, "host", m.join.Host, "pid", m.join.PID, "step", step,
@@ -298,12 +301,29 @@ func (c *Coordinator) read(m *member) {
 		case typeStepError:
 			var e stepErrorMsg
 			_ = json.Unmarshal(b, &e)
-			c.events <- memberEvent{m: m, res: result{t: t, err: e.Error, done: stepDoneMsg{Step: e.Step}}}
+			c.events <- memberEvent{m: m, res: result{t: t, err: e.Error, done: stepDoneMsg{Step: e.Step, Attempt: e.Attempt}}}
 		default:
 			c.log.Warn("unexpected message from a worker", "type", t.String(), "pid", m.join.PID)
 			m.p.c.Close()
 			died()
 			return
+		}
+	}
+}
+
+// beat sends m a heartbeat every second until it is gone, so a worker
+// notices a lost coordinator (or a cut link) even between steps.
+func (c *Coordinator) beat(m *member) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.gone:
+			return
+		case <-t.C:
+			if err := m.p.send(typeHeartbeat, struct{}{}, 0, nil); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -406,6 +426,7 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 		return fmt.Errorf("placement for %d workers, %d members", len(plan), len(c.members))
 	}
 	n := len(ests)
+	c.attempt++
 	var ringMembers []ringMember
 	newRing := c.ring == nil
 	if newRing {
@@ -417,7 +438,7 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 	}
 	for r, m := range c.members {
 		rg := plan[r]
-		msg := stepMsg{Step: step, Rank: r, RingID: c.ringID, Ring: ringMembers, FirstEST: rg.First}
+		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: ringMembers, FirstEST: rg.First}
 		for e := rg.First; e < rg.First+rg.Count; e++ {
 			msg.ESTs = append(msg.ESTs, estState{ID: e, Epoch: ests[e].Cursor.Epoch, Pos: ests[e].Cursor.Pos})
 		}
@@ -537,6 +558,15 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (results map[int
 			detected = time.Now()
 		}
 		c.invalidateRing()
+		// Survivors may be blocked on the lost member's ring link: abort
+		// them now rather than after their ring I/O timeout.
+		for o, m := range c.members {
+			if !answered[o] && !m.dead.Load() {
+				if err := m.p.send(typeAbort, abortMsg{Step: step}, 0, nil); err != nil {
+					m.dead.Store(true)
+				}
+			}
+		}
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -555,7 +585,7 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (results map[int
 			switch {
 			case ev.dead:
 				markLost(r)
-			case ev.res.done.Step != step:
+			case ev.res.done.Step != step || ev.res.done.Attempt != c.attempt:
 				continue // an answer to an aborted earlier attempt
 			case ev.res.t == typeStepDone:
 				answered[r] = true

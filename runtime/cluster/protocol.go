@@ -20,7 +20,7 @@ const (
 	typeAbort     wire.Type = 39 // coordinator → worker, JSON abortMsg
 	typeLeave     wire.Type = 40 // worker → coordinator, JSON leaveMsg (after SIGTERM)
 	typeBye       wire.Type = 41 // coordinator → worker, JSON byeMsg: exit 0
-	typeHeartbeat wire.Type = 42 // worker → coordinator, empty JSON object
+	typeHeartbeat wire.Type = 42 // either way, empty JSON object, every second
 	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
 )
 
@@ -78,7 +78,10 @@ type estState struct {
 
 // stepMsg tells a worker to run one step.
 type stepMsg struct {
-	Step     int64        `json:"step"`
+	Step int64 `json:"step"`
+	// Attempt numbers the coordinator's step messages; answers echo it, so
+	// an answer to an aborted attempt is never taken for the redo's.
+	Attempt  int64        `json:"attempt"`
 	Rank     int          `json:"rank"`
 	RingID   int64        `json:"ring_id"` // changes whenever the ring must be rebuilt
 	Ring     []ringMember `json:"ring,omitempty"`
@@ -92,13 +95,15 @@ type stepMsg struct {
 
 // stepDoneMsg returns the advanced contexts of the worker's ESTs.
 type stepDoneMsg struct {
-	Step int64      `json:"step"`
-	ESTs []estState `json:"ests"`
+	Step    int64      `json:"step"`
+	Attempt int64      `json:"attempt"`
+	ESTs    []estState `json:"ests"`
 }
 
 type stepErrorMsg struct {
-	Step  int64  `json:"step"`
-	Error string `json:"error"`
+	Step    int64  `json:"step"`
+	Attempt int64  `json:"attempt"`
+	Error   string `json:"error"`
 }
 
 type commitMsg struct {

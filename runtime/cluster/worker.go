@@ -43,7 +43,10 @@ type WorkerOptions struct {
 	// JoinTimeout bounds how long the worker retries reaching the
 	// coordinator, at start and after losing it (default 60 s).
 	JoinTimeout time.Duration
-	Logger      hclog.Logger
+	// CoordinatorTimeout declares the coordinator lost when nothing, not
+	// even its heartbeat, arrives for this long (default 15 s).
+	CoordinatorTimeout time.Duration
+	Logger             hclog.Logger
 	// connectRing builds the all-reduce ring (tests may replace it).
 	connectRing ringConnector
 }
@@ -57,6 +60,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.JoinTimeout == 0 {
 		o.JoinTimeout = 60 * time.Second
+	}
+	if o.CoordinatorTimeout == 0 {
+		o.CoordinatorTimeout = 15 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -129,6 +135,46 @@ type session struct {
 	ringID  int64
 	grads   [][]float32
 	reduced []float32
+	// msgs carries the coordinator's frames from the reader goroutine, so
+	// an Abort can reach a step blocked in the all-reduce.
+	msgs chan frame
+}
+
+// frame is one message from the coordinator, or the read error that ended
+// the reader.
+type frame struct {
+	t   wire.Type
+	b   []byte
+	err error
+}
+
+// readControl reads the coordinator's frames into s.msgs until an error.
+// Every frame, heartbeats included, must arrive within CoordinatorTimeout.
+func (s *session) readControl(stop <-chan struct{}) {
+	for {
+		t, b, err := s.p.recv()
+		select {
+		case s.msgs <- frame{t: t, b: b, err: err}:
+		case <-stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next frame that is not a heartbeat.
+func (s *session) next() (frame, error) {
+	for f := range s.msgs {
+		if f.err != nil {
+			return f, fmt.Errorf("reading from the coordinator: %w", f.err)
+		}
+		if f.t != typeHeartbeat {
+			return f, nil
+		}
+	}
+	return frame{}, errors.New("control reader stopped")
 }
 
 func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) error {
@@ -168,6 +214,9 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) 
 	o.Logger.Info("joined", "coordinator", o.Join, "job", s.spec.Name, "ring", s.ln.Addr().String())
 	stop := make(chan struct{})
 	defer close(stop)
+	s.p.c.Timeout = o.CoordinatorTimeout // reads; writes are short
+	s.msgs = make(chan frame, 16)
+	go s.readControl(stop)
 	go s.heartbeat(stop)
 	go func() {
 		select {
@@ -268,19 +317,14 @@ func (s *session) heartbeat(stop <-chan struct{}) {
 // loop serves the coordinator's messages.
 func (s *session) loop(ctx context.Context) error {
 	for {
-		// Between steps the coordinator may be busy (checkpointing,
-		// admitting joiners, evaluating): wait for it without a deadline,
-		// relying on TCP to report its death.
-		s.p.c.Timeout = 0
-		t, b, err := s.p.recv()
-		s.p.c.Timeout = s.o.IOTimeout
+		f, err := s.next()
 		if err != nil {
-			return fmt.Errorf("reading from the coordinator: %w", err)
+			return err
 		}
-		switch t {
+		switch f.t {
 		case typeStep:
 			var m stepMsg
-			if err := json.Unmarshal(b, &m); err != nil {
+			if err := json.Unmarshal(f.b, &m); err != nil {
 				return fmt.Errorf("decoding a step message: %w", err)
 			}
 			if err := s.step(ctx, &m); err != nil {
@@ -288,21 +332,25 @@ func (s *session) loop(ctx context.Context) error {
 			}
 		case typeCommit:
 			var m commitMsg
-			if err := json.Unmarshal(b, &m); err != nil {
+			if err := json.Unmarshal(f.b, &m); err != nil {
 				return fmt.Errorf("decoding a commit: %w", err)
 			}
 			s.rep.Apply(s.reduced, m.LR)
 		case typeAbort:
 			// Nothing was applied; the redo comes as a new step message.
 		case typeBye:
-			var m byeMsg
-			_ = json.Unmarshal(b, &m)
-			s.o.Logger.Info("released by the coordinator", "reason", m.Reason)
-			return ErrLeft
+			return s.bye(f.b)
 		default:
-			return fmt.Errorf("unexpected %v message from the coordinator", t)
+			return fmt.Errorf("unexpected %v message from the coordinator", f.t)
 		}
 	}
+}
+
+func (s *session) bye(b []byte) error {
+	var m byeMsg
+	_ = json.Unmarshal(b, &m)
+	s.o.Logger.Info("released by the coordinator", "reason", m.Reason)
+	return ErrLeft
 }
 
 // step computes this worker's ESTs and joins the all-reduce.
@@ -318,7 +366,11 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		nbuf += bufferLen(c)
 	}
 	bufs := make([]float32, nbuf)
-	if err := s.p.recvFloats(typeBuffers, bufs); err != nil {
+	bf, err := s.next()
+	if err == nil {
+		err = decodeFloats(bf.t, typeBuffers, bf.b, bufs)
+	}
+	if err != nil {
 		return fmt.Errorf("step %d: receiving EST buffers: %w", m.Step, err)
 	}
 	scatterBuffers(ests, bufs)
@@ -332,7 +384,7 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		}
 		r, err := s.o.connectRing(ctx, m.Rank, m.Ring, s.ln, m.RingID)
 		if err != nil {
-			return s.stepFailed(m.Step, fmt.Errorf("connecting the ring: %w", err))
+			return s.stepFailed(m, fmt.Errorf("connecting the ring: %w", err))
 		}
 		s.ring, s.ringID = r, m.RingID
 	}
@@ -351,23 +403,64 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		}
 	}
 	scale := float32(1) / float32(s.spec.LogicalWorkers)
-	if err := s.ring.AllReduce(ctx, s.reduced, local, m.FirstEST, scale); err != nil {
-		s.ring.Close()
-		s.ring, s.ringID = nil, 0
-		return s.stepFailed(m.Step, fmt.Errorf("all-reduce: %w", err))
+	if err := s.allReduce(ctx, m.Step, local, m.FirstEST, scale); err != nil {
+		if errors.Is(err, ErrLeft) {
+			return err
+		}
+		return s.stepFailed(m, err)
 	}
 	gatherBuffers(bufs, ests)
-	if err := s.p.send(typeStepDone, stepDoneMsg{Step: m.Step, ESTs: m.ESTs}, typeBuffers, bufs); err != nil {
+	if err := s.p.send(typeStepDone, stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs}, typeBuffers, bufs); err != nil {
 		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
 	}
 	return nil
 }
 
-// stepFailed reports a failed step to the coordinator, which aborts it.
-func (s *session) stepFailed(step int64, err error) error {
-	s.o.Logger.Warn("step failed", "step", step, "error", err)
-	if serr := s.p.send(typeStepError, stepErrorMsg{Step: step, Error: err.Error()}, 0, nil); serr != nil {
-		return fmt.Errorf("step %d: %v; reporting it: %w", step, err, serr)
+// allReduce runs the ring's all-reduce while serving the coordinator: an
+// Abort (another member was lost) or a Bye closes the ring, so a step
+// blocked on a dead or cut-off neighbour ends at once instead of after
+// the ring's I/O timeout. Any failure leaves the ring closed.
+func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32) error {
+	done := make(chan error, 1)
+	r := s.ring
+	go func() { done <- r.AllReduce(ctx, s.reduced, local, first, scale) }()
+	var stopErr error
+	for {
+		select {
+		case err := <-done:
+			if err == nil && stopErr == nil {
+				return nil
+			}
+			r.Close()
+			s.ring, s.ringID = nil, 0
+			if stopErr != nil {
+				return stopErr
+			}
+			return fmt.Errorf("all-reduce: %w", err)
+		case f, ok := <-s.msgs:
+			switch {
+			case !ok || f.err != nil:
+				stopErr = fmt.Errorf("reading from the coordinator: %v", f.err)
+			case f.t == typeAbort:
+				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
+			case f.t == typeBye:
+				stopErr = s.bye(f.b)
+			case f.t == typeHeartbeat:
+				continue
+			default:
+				stopErr = fmt.Errorf("unexpected %v message during the all-reduce", f.t)
+			}
+			r.Close() // AllReduce returns promptly
+		}
+	}
+}
+
+// stepFailed reports a failed step attempt to the coordinator, which
+// aborts it.
+func (s *session) stepFailed(m *stepMsg, err error) error {
+	s.o.Logger.Warn("step failed", "step", m.Step, "error", err)
+	if serr := s.p.send(typeStepError, stepErrorMsg{Step: m.Step, Attempt: m.Attempt, Error: err.Error()}, 0, nil); serr != nil {
+		return fmt.Errorf("step %d: %v; reporting it: %w", m.Step, err, serr)
 	}
 	return nil
 }
