@@ -273,7 +273,7 @@ func (s *session) prepare() error {
 // parameters and optimizer state of its replica, verified by sha256.
 func (s *session) admit() error {
 	var m stateMsg
-	s.p.c.Timeout = 0 // admission waits for a step boundary
+	s.p.c.SetTimeout(0) // admission waits for a step boundary
 	err := s.p.recvJSON(typeState, &m)
 	s.p.c.Timeout = s.o.IOTimeout
 	if err != nil {

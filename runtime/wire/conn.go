@@ -42,22 +42,26 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // Close closes the wrapped connection, unblocking any read or write.
 func (c *Conn) Close() error { return c.nc.Close() }
 
-// readDeadline sets the deadline of the next read from Timeout; a zero
-// Timeout clears any deadline an earlier read left behind (else switching
-// Timeout to 0 would not remove it).
 func (c *Conn) readDeadline() {
 	if c.Timeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(c.Timeout))
-	} else {
-		c.nc.SetReadDeadline(time.Time{})
 	}
 }
 
 func (c *Conn) writeDeadline() {
 	if c.Timeout > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(c.Timeout))
-	} else {
-		c.nc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// SetTimeout changes Timeout. Setting 0 also clears the deadlines an
+// earlier call with a timeout left on the connection (assigning Timeout = 0
+// directly leaves them, which lets a caller such as runtime/auth manage the
+// connection's deadline itself).
+func (c *Conn) SetTimeout(d time.Duration) {
+	c.Timeout = d
+	if d == 0 {
+		c.nc.SetDeadline(time.Time{})
 	}
 }
 

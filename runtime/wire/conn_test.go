@@ -129,10 +129,10 @@ func TestConnStalledPeerTimesOut(t *testing.T) {
 	}
 }
 
-// A zero Timeout must lift the deadline an earlier read with a timeout left
+// SetTimeout(0) must lift the deadline an earlier read with a timeout left
 // on the connection: a worker waits for the coordinator's next message
 // without a deadline after a step that used one.
-func TestZeroTimeoutClearsAnEarlierDeadline(t *testing.T) {
+func TestSetTimeoutZeroClearsAnEarlierDeadline(t *testing.T) {
 	client, server := loopbackPair(t)
 	c := NewConn(client, 50*time.Millisecond, MaxControl)
 	s := NewConn(server, 0, MaxControl)
@@ -142,7 +142,7 @@ func TestZeroTimeoutClearsAnEarlierDeadline(t *testing.T) {
 	if _, err := c.ReadFrame(TypeRingHello); err != nil {
 		t.Fatal(err)
 	}
-	c.Timeout = 0
+	c.SetTimeout(0)
 	go func() {
 		time.Sleep(200 * time.Millisecond) // past the old 50 ms deadline
 		s.WriteFrame(TypeRingHello, []byte("b"))
