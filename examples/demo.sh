@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# make demo: train the MNIST job twice — on a fixed allocation (one physical
-# worker per logical worker) and on an allocation that changes five times,
-# with heterogeneous speeds — then show that both models are bit-identical.
+# make demo / make demo-charlm: train a job twice — on the fixed allocation
+# (one physical worker per logical worker) and on an allocation that changes
+# several times, with heterogeneous speeds — then show that both models are
+# bit-identical.  Usage: examples/demo.sh JOB_FILE SCHEDULE
 # EASYSCALE_STEPS=N shortens both runs (the LR schedule is unchanged).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-job=examples/mnist/job.toml
-changing="0:2,40:4,90:1,150:3@3/2/1,200:8"
+cd "$(dirname "$0")/.."
+job=${1:?usage: examples/demo.sh JOB_FILE SCHEDULE}
+changing=${2:?usage: examples/demo.sh JOB_FILE SCHEDULE}
 out=$(mktemp -d /tmp/easyscale-demo.XXXXXX)
 steps=()
 [ -n "${EASYSCALE_STEPS:-}" ] && steps=(--steps "$EASYSCALE_STEPS")
 
-echo "== 1/2: fixed allocation, 8 physical workers for 8 logical workers"
+echo "== 1/2: fixed allocation, one physical worker per logical worker ($job)"
 bin/easyscale run --config "$job" "${steps[@]}" --state "$out/fixed" --summary "$out/fixed.json" | tee "$out/fixed.txt"
 echo
 echo "== 2/2: changing allocation --workers $changing"
