@@ -1,6 +1,72 @@
 package daemon
 
 import (
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
+
+// Metrics are the daemon's Prometheus series, all prefixed
+// easyscale_backfill_. They live in their own registry (with the Go and
+// process collectors), served at /metrics.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Cycles        *prometheus.CounterVec // result="ok"|"error"
+	GapsFound     prometheus.Counter     // nodes with lendable idle GPUs, summed over cycles
+	IdleGPUs      prometheus.Gauge       // lendable idle GPUs in the last snapshot
+	GPUsLent      prometheus.Gauge       // GPUs held by live extra jobs now
+	GPUsGranted   prometheus.Counter     // GPUs in extra jobs submitted, summed
+	Grows         prometheus.Counter     // extra jobs submitted
+	Shrinks       *prometheus.CounterVec // action="signal"|"cancel"
+	Reconciled    *prometheus.CounterVec // action="adopt"|"cancel"|"ended"
+	ExtraEnds     *prometheus.CounterVec // state= final Slurm state of extra jobs
+	PlanSeconds   prometheus.Histogram   // planner.Plan wall time
+	CycleSeconds  prometheus.Histogram   // whole cycle wall time
+	SlurmFailures prometheus.Counter     // cycles that failed because Slurm did not answer
+}
+
+// NewMetrics creates the series in a fresh registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "easyscale", Subsystem: "backfill", Name: name, Help: help}
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts(f(name, help)))
+		r.MustRegister(c)
+		return c
+	}
+	vec := func(name, help, label string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts(f(name, help)), []string{label})
+		r.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts(f(name, help)))
+		r.MustRegister(g)
+		return g
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		o := f(name, help)
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: o.Namespace, Subsystem: o.Subsystem,
+			Name: o.Name, Help: o.Help, Buckets: buckets})
+		r.MustRegister(h)
+		return h
+	}
+	return &Metrics{
+		Registry:      r,
+		Cycles:        vec("cycles_total", "Daemon cycles by result.", "result"),
+		GapsFound:     counter("gaps_found_total", "Nodes with lendable idle GPUs seen, summed over cycles."),
+		IdleGPUs:      gauge("idle_gpus", "Lendable idle GPUs in the last snapshot."),
+		GPUsLent:      gauge("gpus_lent", "GPUs held by live extra jobs."),
+		GPUsGranted:   counter("gpus_granted_total", "GPUs in submitted extra jobs."),
+		Grows:         counter("grows_total", "Extra jobs submitted."),
+		Shrinks:       vec("shrinks_total", "Extra jobs ended for a reservation, by action.", "action"),
+		Reconciled:    vec("reconciled_total", "Reconciliation actions (adopt, cancel, ended).", "action"),
+		ExtraEnds:     vec("extra_ends_total", "Extra jobs seen ending, by final Slurm state.", "state"),
+		PlanSeconds:   hist("planning_seconds", "Wall time of one planner.Plan call.", prometheus.ExponentialBuckets(1e-5, 4, 10)),
+		CycleSeconds:  hist("cycle_seconds", "Wall time of one cycle (snapshot, plan, act).", prometheus.ExponentialBuckets(1e-3, 3, 10)),
+		SlurmFailures: counter("slurm_failures_total", "Cycles that failed because Slurm did not answer."),
+	}
+}

@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// ExtraSpec is everything sbatch needs to submit one extra job.
+type ExtraSpec struct {
+	// Parent is the elastic job's id; User and Account its owner and account
+	// ("" account: the user's default).
+	Parent, User, Account string
+	// Partition and QOS of the extra job ("" QOS: the partition's default).
+	Partition, QOS string
+	// Node, GPUType ("" for untyped GRES) and GPUs (0: no GRES, a CPU node).
+	Node, GPUType string
+	GPUs          int
+	// TimeLimitMinutes is the extra job's --time (Slurm limits are whole
+	// minutes), ≥ 1.
+	TimeLimitMinutes int64
+	// Rendezvous is the parent's WorkDir/.easyscale/JOBID; the job's output
+	// goes to Rendezvous/extra-<id>.out.
+	Rendezvous string
+	// Script is the batch script, passed to sbatch --wrap.
+	Script string
+}
+
+// Args returns the sbatch arguments for the spec (without the leading
+// "sbatch"), as the contract with the runtime fixes them: one node, one task,
+// the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
+// come back at a time nobody planned), job name es-extra-<JOBID> and comment
+// "es-extra parent=<JOBID>". asRoot adds --uid=User so that root submits in
+// the user's name; the user must then exist on the submit host.
+func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
+	if s.TimeLimitMinutes < 1 {
+		return nil, fmt.Errorf("extra job for %s: time limit %d minutes, want ≥ 1", s.Parent, s.TimeLimitMinutes)
+	}
+	if s.Node == "" || s.Parent == "" || s.Partition == "" || s.Script == "" {
+		return nil, fmt.Errorf("extra job for %q: node %q, partition %q and script are required", s.Parent, s.Node, s.Partition)
+	}
+	args := []string{"--parsable",
+		"--job-name=" + ExtraJobName(s.Parent),
+		"--comment=" + ExtraComment(s.Parent),
+		"--partition=" + s.Partition,
+		"--nodes=1", "--ntasks=1",
+		"--nodelist=" + s.Node,
+		"--time=" + strconv.FormatInt(s.TimeLimitMinutes, 10),
+		"--no-requeue",
+	}
+	if s.GPUs > 0 {
+		if s.GPUType == "" {
+			args = append(args, fmt.Sprintf("--gres=gpu:%d", s.GPUs))
+		} else {
+			args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", s.GPUType, s.GPUs))
+		}
+	}
+	if s.QOS != "" {
+		args = append(args, "--qos="+s.QOS)
+	}
+	if s.Account != "" {
+		args = append(args, "--account="+s.Account)
+	}
+	if asRoot && s.User != "" && s.User != "root" {
+		args = append(args, "--uid="+s.User)
+	}
+	if s.Rendezvous != "" {
+		args = append(args, "--chdir="+s.Rendezvous, "--output="+filepath.Join(s.Rendezvous, "extra-%j.out"))
+	}
+	return append(args, "--wrap="+s.Script), nil
+}
+
+// WorkerScript fills the worker_command template for the elastic job id
+// whose rendezvous directory is dir: {job_id}, {rendezvous},
+// {coordinator_file} and {token_file}, each shell-quoted.
+func WorkerScript(template, id, dir string) string {
+	return strings.NewReplacer(
+		"{job_id}", shellQuote(id),
+		"{rendezvous}", shellQuote(dir),
+		"{coordinator_file}", shellQuote(filepath.Join(dir, "coordinator")),
+		"{token_file}", shellQuote(filepath.Join(dir, "token")),
+	).Replace(template)
+}
+
+// shellQuote returns s as one POSIX shell word.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Actuator applies the daemon's decisions to Slurm.
+type Actuator interface {
+	// Submit submits an extra job and returns its Slurm job id.
+	Submit(ctx context.Context, spec ExtraSpec) (string, error)
+	// Signal sends SIGTERM to the extra job's steps (the worker hands its
+	// logical workers back at the next step boundary and exits 0).
+	Signal(ctx context.Context, id string) error
+	// Cancel cancels the extra job outright.
+	Cancel(ctx context.Context, id string) error
+}
+
+// SlurmActuator is the Actuator over sbatch and scancel.
+type SlurmActuator struct {
+	Slurm slurmcli.Runner
+	// AsRoot submits with --uid=<user> (set when the daemon runs as root).
+	AsRoot bool
+}
+
+var _ Actuator = (*SlurmActuator)(nil)
+
+// Submit runs `sbatch ARGS` (see [ExtraSpec.Args]) and returns the job id
+// sbatch --parsable printed.
+func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, error) {
+	args, err := spec.Args(a.AsRoot)
+	if err != nil {
+		return "", err
+	}
+	out, err := a.Slurm.Output(ctx, "sbatch", args...)
+	if err != nil {
+		return "", fmt.Errorf("submitting extra job for %s on %s: %w", spec.Parent, spec.Node, err)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if !digits(id) {
+		return "", fmt.Errorf("submitting extra job for %s: sbatch printed %q, not a job id", spec.Parent, strings.TrimSpace(string(out)))
+	}
+	return id, nil
+}
+
+// Signal runs `scancel --signal=TERM ID`. A job Slurm no longer knows is
+// not an error (it is already gone).
+func (a *SlurmActuator) Signal(ctx context.Context, id string) error {
+	return a.scancel(ctx, "signalling", "--signal=TERM", id)
+}
+
+// Cancel runs `scancel ID`; a job Slurm no longer knows is not an error.
+func (a *SlurmActuator) Cancel(ctx context.Context, id string) error {
+	return a.scancel(ctx, "cancelling", id)
+}
+
+func (a *SlurmActuator) scancel(ctx context.Context, what string, args ...string) error {
+	_, err := a.Slurm.Output(ctx, "scancel", args...)
+	var ce *slurmcli.CommandError
+	if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "Invalid job id") || strings.Contains(ce.Stderr, "already completing or completed")) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s extra job %s: %w", what, args[len(args)-1], err)
+	}
+	return nil
+}

@@ -1,0 +1,384 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// Options are what New needs. Config, DB and Logger are required.
+type Options struct {
+	Config *config.Config
+	// Slurm runs the client commands (the zero Runner: PATH and this
+	// process's environment, so SLURM_CONF is inherited).
+	Slurm slurmcli.Runner
+	// DB is the daemon's own store (statedb.OpenBackfill); New does not
+	// close it.
+	DB     *statedb.BackfillDB
+	Logger hclog.Logger
+	// Actuator applies decisions; nil: a SlurmActuator over Slurm, with
+	// --uid when the daemon runs as root.
+	Actuator Actuator
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Metrics; nil: NewMetrics().
+	Metrics *Metrics
+}
+
+// Daemon is easyscale-backfilld: it runs cycles of snapshot → reconcile →
+// planner.Plan → shrink → grow (see the package documentation).
+type Daemon struct {
+	cfg     *config.Config
+	db      *statedb.BackfillDB
+	log     hclog.Logger
+	act     Actuator
+	now     func() time.Time
+	metrics *Metrics
+	snap    *Snapshotter
+
+	mu          sync.Mutex
+	metricsAddr net.Addr
+}
+
+// New checks the options and returns a daemon; it starts nothing.
+func New(o Options) (*Daemon, error) {
+	if o.Config == nil || o.DB == nil || o.Logger == nil {
+		return nil, errors.New("backfill daemon: Config, DB and Logger are required")
+	}
+	if err := o.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("backfill daemon: %w", err)
+	}
+	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}}
+	if d.act == nil {
+		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.metrics == nil {
+		d.metrics = NewMetrics()
+	}
+	return d, nil
+}
+
+// Metrics returns the daemon's Prometheus series.
+func (d *Daemon) Metrics() *Metrics { return d.metrics }
+
+// MetricsAddr returns the address /metrics listens on once Run has started
+// it (nil before, or when disabled).
+func (d *Daemon) MetricsAddr() net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.metricsAddr
+}
+
+// Run serves /metrics (unless metrics_address is "off") and runs cycles until
+// ctx is done, then returns nil. A failed cycle (Slurm unreachable, a
+// command or database error) changes nothing it has not finished, is logged
+// with the error, and is retried after poll_interval doubled per consecutive
+// failure up to max_backoff. Run returns an error only when the metrics
+// address cannot be listened on.
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.cfg.MetricsEnabled() {
+		stop, err := d.serveMetrics()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	d.log.Info("started", "poll_interval", d.cfg.PollInterval, "dry_run", d.cfg.DryRun,
+		"state_db", d.db.Path(), "extra_partition", d.cfg.Extra.Partition)
+	failures := 0
+	for {
+		wait := d.cfg.PollInterval.Duration
+		if _, err := d.safeCycle(ctx); err != nil && ctx.Err() == nil {
+			failures++
+			wait = Backoff(d.cfg.PollInterval.Duration, d.cfg.MaxBackoff.Duration, failures)
+			d.log.Error("cycle failed; state kept, retrying", "error", err, "failures", failures, "retry_in", wait)
+		} else if failures > 0 && ctx.Err() == nil {
+			d.log.Info("cycle succeeded again", "after_failures", failures)
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			d.log.Info("stopping", "reason", ctx.Err())
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Backoff returns the wait before retry number failures (≥ 1): poll, then
+// doubled per further failure, at most maxWait.
+func Backoff(poll, maxWait time.Duration, failures int) time.Duration {
+	w := poll
+	for i := 1; i < failures && w < maxWait; i++ {
+		w *= 2
+	}
+	return min(w, maxWait)
+}
+
+func (d *Daemon) serveMetrics() (stop func(), err error) {
+	ln, err := net.Listen("tcp", d.cfg.MetricsAddress)
+	if err != nil {
+		return nil, fmt.Errorf("serving metrics on %s (metrics_address): %w", d.cfg.MetricsAddress, err)
+	}
+	d.mu.Lock()
+	d.metricsAddr = ln.Addr()
+	d.mu.Unlock()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	d.log.Info("serving metrics", "address", ln.Addr().String())
+	return func() { srv.Close() }, nil
+}
+
+// safeCycle runs one cycle and turns a panic into an error with its stack
+// logged: the cycle is the daemon's unit of work.
+func (d *Daemon) safeCycle(ctx context.Context) (r Report, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("cycle panicked", "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("cycle panicked: %v", p)
+			d.metrics.Cycles.WithLabelValues("error").Inc()
+		}
+	}()
+	return d.Cycle(ctx)
+}
+
+// Report summarises one cycle.
+type Report struct {
+	// Gaps counts nodes with lendable idle GPUs; IdleGPUs their GPUs.
+	Gaps, IdleGPUs int
+	// Submitted lists the extra jobs submitted (ids; empty in dry-run).
+	Submitted []string
+	// Signalled and Cancelled list extra jobs ended by shrinks or
+	// reconciliation; Adopted those taken over.
+	Signalled, Cancelled, Adopted []string
+	// Planned is the planner's output.
+	Planned planner.Actions
+}
+
+// Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
+// wrap ErrUnreachable when slurmctld does not answer; nothing is changed
+// then.
+func (d *Daemon) Cycle(ctx context.Context) (Report, error) {
+	start := time.Now()
+	var r Report
+	err := d.cycle(ctx, &r)
+	d.metrics.CycleSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		d.metrics.Cycles.WithLabelValues("error").Inc()
+		if errors.Is(err, ErrUnreachable) {
+			d.metrics.SlurmFailures.Inc()
+		}
+		return r, err
+	}
+	d.metrics.Cycles.WithLabelValues("ok").Inc()
+	return r, nil
+}
+
+func (d *Daemon) cycle(ctx context.Context, r *Report) error {
+	now := d.now()
+	v, err := d.snap.Snapshot(ctx, now)
+	if err != nil {
+		return fmt.Errorf("taking snapshot: %w", err)
+	}
+	d.snap.forget(v)
+	rc, err := d.reconcile(ctx, v, r)
+	if err != nil {
+		return fmt.Errorf("reconciling with Slurm: %w", err)
+	}
+	ps := d.plannerSnapshot(v, rc.live)
+	ps.OtherLent = rc.otherLent
+	for _, n := range ps.Nodes {
+		if n.Idle > 0 {
+			r.Gaps++
+			r.IdleGPUs += n.Idle
+		}
+	}
+	d.metrics.GapsFound.Add(float64(r.Gaps))
+	d.metrics.IdleGPUs.Set(float64(r.IdleGPUs))
+	t0 := time.Now()
+	acts, err := planner.Plan(ps)
+	d.metrics.PlanSeconds.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		return fmt.Errorf("planning: %w", err)
+	}
+	r.Planned = acts
+	if err := d.shrink(ctx, v, acts.Shrinks, rc.live, r); err != nil {
+		return err
+	}
+	if err := d.grow(ctx, v, acts.Grows, rc.live, r); err != nil {
+		return err
+	}
+	lentGPUs := 0
+	for _, l := range rc.live {
+		lentGPUs += l.rec.GPUs
+	}
+	d.metrics.GPUsLent.Set(float64(lentGPUs))
+	d.log.Debug("cycle done", "gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "grows", len(acts.Grows),
+		"shrinks", len(acts.Shrinks), "lent_gpus", lentGPUs, "elastic_jobs", len(v.Elastic))
+	return nil
+}
+
+// decide records a decision; a database error is returned (the cycle stops
+// and is retried).
+func (d *Daemon) decide(ctx context.Context, kind, job, extra, node string, gpus int, detail string) error {
+	return d.db.RecordDecision(ctx, statedb.Decision{Time: d.now(), Kind: kind, Job: job, Extra: extra,
+		Node: node, GPUs: gpus, DryRun: d.cfg.DryRun, Detail: detail})
+}
+
+// cancel cancels extra job id (unless dry-run) and records why; ended marks
+// the record ended at once (for jobs that never ran or whose parent is gone).
+func (d *Daemon) cancel(ctx context.Context, id, job, node, reason string, ended bool) error {
+	log := d.log.Named("actuator").With("extra_id", id, "job_id", job, "node", node)
+	log.Info("cancelling extra job", "reason", reason, "dry_run", d.cfg.DryRun)
+	if err := d.decide(ctx, "cancel", job, id, node, 0, reason); err != nil {
+		return err
+	}
+	if d.cfg.DryRun {
+		return nil
+	}
+	if err := d.act.Cancel(ctx, id); err != nil {
+		log.Error("cancel failed; retrying next cycle", "error", err)
+		return nil
+	}
+	if ended {
+		if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, statedb.ErrNoExtra) {
+			return err
+		}
+	}
+	return nil
+}
+
+// shrink applies the planner's shrinks: SIGTERM once now + grace_period +
+// 2·poll_interval reaches the deadline, scancel once the grace period is
+// over or the deadline has come. With cycles every poll_interval the signal
+// goes out in [deadline − grace − 2·poll, deadline − grace − poll), so the
+// first cycle after the grace period, and with it the scancel, comes before
+// the deadline. A pending extra job is cancelled at once.
+func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, live map[string]*lent, r *Report) error {
+	grace, poll := d.cfg.GracePeriod.Duration, d.cfg.PollInterval.Duration
+	for _, sh := range shrinks {
+		l := live[sh.Extra]
+		if l == nil {
+			continue
+		}
+		deadline := time.Unix(sh.Deadline, 0)
+		reason := fmt.Sprintf("reservation at %s needs node %s", time.Unix(sh.Reservation, 0).Format(time.RFC3339), sh.Node)
+		log := d.log.Named("actuator").With("extra_id", sh.Extra, "job_id", sh.Job, "node", sh.Node)
+		switch {
+		case l.rec.State == statedb.ExtraSignalled:
+			if v.Now.Before(l.rec.Signalled.Add(grace)) && v.Now.Before(deadline) {
+				continue
+			}
+			d.metrics.Shrinks.WithLabelValues("cancel").Inc()
+			r.Cancelled = append(r.Cancelled, sh.Extra)
+			if err := d.cancel(ctx, sh.Extra, sh.Job, sh.Node, "grace period over: "+reason, false); err != nil {
+				return err
+			}
+		case l.pending:
+			d.metrics.Shrinks.WithLabelValues("cancel").Inc()
+			r.Cancelled = append(r.Cancelled, sh.Extra)
+			if err := d.cancel(ctx, sh.Extra, sh.Job, sh.Node, "not started: "+reason, true); err != nil {
+				return err
+			}
+		case v.Now.Add(grace + 2*poll).Before(deadline):
+			log.Debug("shrink scheduled", "deadline", deadline, "signal_at", deadline.Add(-grace-2*poll))
+		default:
+			log.Info("shrinking: signalling extra job", "deadline", deadline, "reason", reason, "dry_run", d.cfg.DryRun)
+			d.metrics.Shrinks.WithLabelValues("signal").Inc()
+			r.Signalled = append(r.Signalled, sh.Extra)
+			if err := d.decide(ctx, "signal", sh.Job, sh.Extra, sh.Node, l.rec.GPUs, reason); err != nil {
+				return err
+			}
+			if d.cfg.DryRun {
+				continue
+			}
+			if err := d.act.Signal(ctx, sh.Extra); err != nil {
+				log.Error("signal failed; retrying next cycle", "error", err)
+				continue
+			}
+			if err := d.db.MarkSignalled(ctx, sh.Extra, v.Now, reason); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// grow submits the extra jobs of the planner's grows (see orders).
+func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live map[string]*lent, r *Report) error {
+	orders, skipped := d.orders(v, grows, live)
+	for _, s := range skipped {
+		d.log.Debug("grow skipped", "why", s)
+	}
+	for _, o := range orders {
+		e := o.job
+		log := d.log.Named("actuator").With("job_id", e.Job.ID, "node", o.node, "gpus", o.gpus)
+		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,
+			QOS: d.cfg.Extra.QOS, Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, TimeLimitMinutes: o.timeLimitMinute,
+			Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
+		detail := fmt.Sprintf("gpu:%s:%d for %d min (gap until %s)", o.gpuType, o.gpus, o.timeLimitMinute, o.end.Format(time.RFC3339))
+		if err := d.decide(ctx, "grow", e.Job.ID, "", o.node, o.gpus, detail); err != nil {
+			return err
+		}
+		if d.cfg.DryRun {
+			log.Info("would grow (dry run)", "time_limit_min", o.timeLimitMinute)
+			continue
+		}
+		id, err := d.act.Submit(ctx, spec)
+		if err != nil {
+			log.Error("submitting extra job failed", "error", err)
+			if derr := d.decide(ctx, "grow-failed", e.Job.ID, "", o.node, o.gpus, err.Error()); derr != nil {
+				return derr
+			}
+			continue
+		}
+		now := d.now()
+		rec := statedb.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
+			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now,
+			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: statedb.ExtraSubmitted}
+		if err := d.db.RecordExtra(ctx, rec); err != nil {
+			return fmt.Errorf("recording extra job %s (it runs; the next cycle adopts it): %w", id, err)
+		}
+		live[id] = &lent{rec: rec, pending: true, end: rec.End}
+		r.Submitted = append(r.Submitted, id)
+		d.metrics.Grows.Inc()
+		d.metrics.GPUsGranted.Add(float64(o.gpus))
+		log.Info("grew: extra job submitted", "extra_id", id, "time_limit_min", o.timeLimitMinute)
+	}
+	return nil
+}
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if len(ids[a]) != len(ids[b]) {
+			return len(ids[a]) < len(ids[b])
+		}
+		return ids[a] < ids[b]
+	})
+	return ids
+}

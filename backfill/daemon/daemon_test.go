@@ -1,0 +1,578 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+const elasticComment = "es-req min=1 max=3 lw=4 d1"
+
+// testDaemon is a daemon over a fake Slurm with a movable clock.
+type testDaemon struct {
+	*Daemon
+	fake *fakeSlurm
+	db   *statedb.BackfillDB
+	now  time.Time
+}
+
+func (td *testDaemon) advance(d time.Duration) {
+	td.now = td.now.Add(d)
+	td.fake.set(func() { td.fake.now = td.now })
+}
+
+func (td *testDaemon) cycle(t *testing.T) Report {
+	t.Helper()
+	r, err := td.Cycle(context.Background())
+	if err != nil {
+		t.Fatalf("cycle: %v", err)
+	}
+	return r
+}
+
+func (td *testDaemon) active(t *testing.T) []statedb.ExtraJob {
+	t.Helper()
+	xs, err := td.db.ActiveExtras(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xs
+}
+
+// newTestDaemon starts at a whole minute so time limits are easy to read.
+func newTestDaemon(t *testing.T, extraTOML string) *testDaemon {
+	t.Helper()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.Local)
+	fake := newFake(now)
+	dir := t.TempDir()
+	cfg, err := config.Parse(`
+poll_interval = "2s"
+grace_period = "10s"
+safety_margin = "60s"
+min_lend = "2m"
+max_lend = "1h"
+pending_timeout = "30s"
+metrics_address = "off"
+state_db = "` + filepath.Join(dir, "backfill.db") + `"
+` + extraTOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTestDaemonWith(t, fake, cfg)
+}
+
+func newTestDaemonWith(t *testing.T, fake *fakeSlurm, cfg *config.Config) *testDaemon {
+	t.Helper()
+	db, err := statedb.OpenBackfill(cfg.StateDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	td := &testDaemon{fake: fake, db: db, now: fake.now}
+	d, err := New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Now: func() time.Time { return td.now },
+		Logger:   hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
+		Actuator: &SlurmActuator{Slurm: fake.runner()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.Daemon = d
+	return td
+}
+
+// argValue returns the value of --key=VALUE in a command line; --wrap,
+// always last, takes the rest of the line.
+func argValue(cmd, key string) string {
+	if key == "wrap" {
+		_, v, _ := strings.Cut(cmd, " --wrap=")
+		return v
+	}
+	for _, f := range strings.Split(cmd, " --") {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *testing.T) {
+	td := newTestDaemon(t, "")
+	work := rendezvous(t, "10")
+	td.fake.running("10", elasticComment, "n1", 1, 30*time.Minute, work)
+	r := td.cycle(t)
+	subs := td.fake.commands("sbatch")
+	if len(subs) != 1 || len(r.Submitted) != 1 {
+		t.Fatalf("submitted %v (report %v), want one extra job", subs, r.Submitted)
+	}
+	cmd := subs[0]
+	dir := filepath.Join(work, ".easyscale", "10")
+	for key, want := range map[string]string{
+		"job-name": "es-extra-10", "comment": "es-extra parent=10", "partition": "low", "nodes": "1", "ntasks": "1",
+		"account": "proj", "chdir": dir, "output": filepath.Join(dir, "extra-%j.out"),
+		"wrap": `srun easyscale worker --join "$(cat ` + dir + `/coordinator)" --token-file ` + dir + `/token`,
+	} {
+		if got := argValue(cmd, key); got != want {
+			t.Errorf("--%s=%q, want %q in %s", key, got, want, cmd)
+		}
+	}
+	if !strings.Contains(cmd, "--no-requeue") {
+		t.Errorf("extra job is requeueable: %s", cmd)
+	}
+	node, gres := argValue(cmd, "nodelist"), argValue(cmd, "gres")
+	if !(node == "n1" || node == "n2") || gres != "gpu:v100:1" {
+		t.Errorf("extra job on %s with %s, want one v100 on n1 or n2 (doubling 1 GPU gives 1 more)", node, gres)
+	}
+	// The parent ends in 30 minutes, before max_lend (1h): the extra job must not outlive it.
+	if got := argValue(cmd, "time"); got != "30" {
+		t.Errorf("--time=%s, want 30 (the parent's remaining time, not max_lend)", got)
+	}
+	xs := td.active(t)
+	if len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].Parent != "10" || xs[0].Node != node || xs[0].GPUs != 1 || xs[0].User != "alice" {
+		t.Fatalf("recorded extras %+v, want the submitted one", xs)
+	}
+	ds, _ := td.db.Decisions(context.Background(), 0, 0)
+	if len(ds) != 1 || ds[0].Kind != "grow" || ds[0].Job != "10" {
+		t.Errorf("decisions %+v, want one grow of job 10", ds)
+	}
+	if got := value(td.Metrics().Grows); got != 1 {
+		t.Errorf("grows_total %v, want 1", got)
+	}
+}
+
+func TestGrowthStopsAtTheRequestedMaximumOfPhysicalWorkers(t *testing.T) {
+	tests := []struct {
+		name       string
+		comment    string
+		cycles     int
+		wantExtras int
+	}{
+		{"max=3 gives two extra jobs over three cycles", "es-req min=1 max=3 lw=8 d1", 3, 2},
+		{"max=2 gives one extra job however many cycles run", "es-req min=1 max=2 lw=2 d1", 4, 1},
+		{"max=1 never grows", "es-req min=1 max=1 lw=4 d1", 2, 0},
+		{"a request without a node range never grows", "es-req lw=4 d1", 2, 0},
+		{"a job that is not EasyScale's never grows", "nightly build", 2, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", tc.comment, "n1", 1, time.Hour, rendezvous(t, "10"))
+			for range tc.cycles {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			if got := len(td.fake.commands("sbatch")); got != tc.wantExtras {
+				t.Fatalf("%d extra jobs submitted, want %d", got, tc.wantExtras)
+			}
+		})
+	}
+}
+
+func TestAJobWhoseCoordinatorIsNotUpIsNotGrown(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, t.TempDir())
+	td.cycle(t)
+	if subs := td.fake.commands("sbatch"); len(subs) != 0 {
+		t.Fatalf("grew a job without a rendezvous directory: %v", subs)
+	}
+}
+
+func TestAnExtraJobNeverOutlivesItsParentNorGetsLessThanMinLend(t *testing.T) {
+	tests := []struct {
+		name     string
+		limit    time.Duration
+		wantTime string // "" = no extra job
+	}{
+		{"a parent ending in 5 minutes gives a 5-minute extra job", 5 * time.Minute, "5"},
+		{"a parent ending in 150 s gives a 2-minute extra job (whole minutes, rounded down)", 150 * time.Second, "2"},
+		{"a parent ending in 90 s gives nothing (below min_lend)", 90 * time.Second, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", elasticComment, "n1", 1, tc.limit, rendezvous(t, "10"))
+			td.cycle(t)
+			subs := td.fake.commands("sbatch")
+			if tc.wantTime == "" {
+				if len(subs) != 0 {
+					t.Fatalf("submitted %v, want nothing", subs)
+				}
+				return
+			}
+			if len(subs) != 1 || argValue(subs[0], "time") != tc.wantTime {
+				t.Fatalf("submitted %v, want one extra job with --time=%s", subs, tc.wantTime)
+			}
+		})
+	}
+}
+
+// shrinkSetup: job 10 holds all of n1; the daemon manages n1 and n2 only, so
+// its extra jobs land on n2; then job 50 is planned on n2 in 5 minutes.
+func shrinkSetup(t *testing.T) (*testDaemon, []string) {
+	td := newTestDaemon(t, `nodes = ["n1", "n2"]`)
+	td.fake.running("10", "es-req min=1 max=2 lw=8 d1", "n1", 4, time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	if len(r.Submitted) == 0 {
+		t.Fatal("no extra job submitted")
+	}
+	for _, id := range r.Submitted {
+		if n := td.fake.job(id).reqNode; n != "n2" {
+			t.Fatalf("extra job %s on %s, want n2", id, n)
+		}
+	}
+	td.fake.pending("50", "n2", 4, td.now.Add(5*time.Minute))
+	return td, r.Submitted
+}
+
+func TestExtraJobsAreSignalledThenCancelledBeforeAReservedStart(t *testing.T) {
+	td, extras := shrinkSetup(t)
+	id := extras[0]
+	reserved := td.fake.job("50").start
+	deadline := reserved.Add(-time.Minute) // safety margin 60s
+	var signalled, cancelled time.Time
+	// Cycles every poll interval (2s) until the reserved start.
+	for td.now.Before(reserved) {
+		td.advance(2 * time.Second)
+		r := td.cycle(t)
+		if got := len(td.fake.commands("sbatch")); got != len(extras) {
+			t.Fatalf("at %v: grew again while a reservation needs the GPUs (%d extra jobs)", td.now, got)
+		}
+		for _, c := range td.fake.commands("scancel") {
+			switch {
+			case c == "scancel --signal=TERM "+id && signalled.IsZero():
+				signalled = td.now
+				if !slices.Contains(r.Signalled, id) {
+					t.Errorf("report signalled %v, want %s", r.Signalled, id)
+				}
+				if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraSignalled || !x.Signalled.Equal(td.now) {
+					t.Errorf("record %+v, want signalled at %v", x, td.now)
+				}
+			case c == "scancel "+id && cancelled.IsZero():
+				cancelled = td.now
+			}
+		}
+	}
+	grace, poll := 10*time.Second, 2*time.Second
+	switch {
+	case signalled.IsZero() || cancelled.IsZero():
+		t.Fatalf("signalled at %v, cancelled at %v: want both before %v", signalled, cancelled, deadline)
+	case signalled.Before(deadline.Add(-grace - 3*poll)):
+		t.Errorf("signalled at %v, earlier than needed for a deadline at %v", signalled, deadline)
+	case cancelled.Sub(signalled) < grace:
+		t.Errorf("cancelled %v after the signal, before the %v grace period", cancelled.Sub(signalled), grace)
+	case !cancelled.Before(deadline):
+		t.Errorf("cancelled at %v, not before the deadline %v", cancelled, deadline)
+	}
+	if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraEnded || x.Reason != "CANCELLED" {
+		t.Errorf("record %+v, want ended CANCELLED", x)
+	}
+	if got := value(td.Metrics().Shrinks.WithLabelValues("signal")); got != float64(len(extras)) {
+		t.Errorf("shrinks_total{action=signal} %v, want %d", got, len(extras))
+	}
+}
+
+func TestAReservationAlreadyDueSignalsAtOnceAndCancelsAtTheDeadline(t *testing.T) {
+	td, extras := shrinkSetup(t)
+	j50 := td.fake.job("50")
+	td.fake.set(func() { j50.start = td.now.Add(30 * time.Second) }) // deadline passed already
+	td.cycle(t)
+	if got := td.fake.commands("scancel"); len(got) != len(extras) || !strings.HasPrefix(got[0], "scancel --signal=TERM") {
+		t.Fatalf("%v, want SIGTERM to %v", got, extras)
+	}
+	td.advance(2 * time.Second) // the deadline (now, since it is overdue) has come: no waiting for the grace period
+	td.cycle(t)
+	if got := td.fake.commands("scancel "); len(got) < 2*len(extras) {
+		t.Fatalf("%v, want scancel after the signal", got)
+	}
+}
+
+func TestAPendingExtraJobIsCountedAndCancelledAfterPendingTimeout(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.startPending = true
+	td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+	first := td.cycle(t)
+	td.advance(5 * time.Second)
+	td.cycle(t)
+	subs := td.fake.commands("sbatch")
+	if len(subs) != 1 {
+		t.Fatalf("submitted %d extra jobs, want 1 (the pending one counts)", len(subs))
+	}
+	td.advance(30 * time.Second)
+	td.cycle(t)
+	id := first.Submitted[0]
+	if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+id {
+		t.Fatalf("%v, want scancel %s", got, id)
+	}
+	if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraEnded || !strings.Contains(x.Reason, "pending_timeout") {
+		t.Errorf("record %+v, want ended for pending_timeout", x)
+	}
+}
+
+func TestExtraJobsOfAParentThatEndedAreCancelled(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	j10 := td.fake.job("10")
+	td.fake.set(func() { j10.state = "COMPLETED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+r.Submitted[0] {
+		t.Fatalf("%v, want scancel of %v", got, r.Submitted)
+	}
+	if x, _ := td.db.Extra(context.Background(), r.Submitted[0]); x.State != statedb.ExtraEnded || !strings.Contains(x.Reason, "parent job 10") {
+		t.Errorf("record %+v, want ended because parent 10 is not running", x)
+	}
+}
+
+func TestReconciliationAfterARestart(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup prepares the fake cluster and the database as a killed
+		// daemon left them; it returns the extra job's id.
+		setup       func(t *testing.T, td *testDaemon) string
+		wantScancel string // "" none, "hard", "term"
+		wantState   statedb.ExtraState
+		wantReason  string
+	}{
+		{"an unrecorded running extra job of a running elastic job is adopted, not cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				return td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "").id
+			}, "", statedb.ExtraSubmitted, "adopted"},
+		{"an unrecorded extra job whose parent is gone is cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				return td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "").id
+			}, "hard", "", ""},
+		{"an unrecorded pending extra job of a running elastic job is cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.running("11", "es-extra parent=10", "", 0, 20*time.Minute, "")
+				td.fake.set(func() { j.state = "PENDING" })
+				return j.id
+			}, "hard", "", ""},
+		{"an extra job signalled before the restart is cancelled once its grace period is over",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, State: statedb.ExtraSignalled,
+					Submitted: td.now.Add(-time.Minute), End: td.now.Add(19 * time.Minute), Signalled: td.now.Add(-20 * time.Second)})
+				return j.id
+			}, "hard", statedb.ExtraSignalled, ""},
+		{"a recorded extra job Slurm shows PREEMPTED is marked ended PREEMPTED",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				td.fake.set(func() { j.state = "PREEMPTED" })
+				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				return j.id
+			}, "", statedb.ExtraEnded, "PREEMPTED"},
+		{"a recorded extra job Slurm no longer lists is marked gone",
+			func(t *testing.T, td *testDaemon) string {
+				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				return "11"
+			}, "", statedb.ExtraEnded, "gone"},
+		{"a recorded running extra job of a running parent is kept",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+				td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				return "11"
+			}, "", statedb.ExtraSubmitted, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			id := tc.setup(t, td)
+			td.cycle(t)
+			got := td.fake.commands("scancel")
+			switch tc.wantScancel {
+			case "":
+				if len(got) != 0 {
+					t.Errorf("scancel %v, want none", got)
+				}
+			case "hard":
+				if !slices.Contains(got, "scancel "+id) {
+					t.Errorf("scancel %v, want scancel %s", got, id)
+				}
+			}
+			x, err := td.db.Extra(context.Background(), id)
+			if tc.wantState == "" {
+				if err == nil && x.State != statedb.ExtraEnded {
+					t.Errorf("record %+v, want none or ended", x)
+				}
+				return
+			}
+			if err != nil || x.State != tc.wantState || !strings.Contains(x.Reason, tc.wantReason) {
+				t.Errorf("record %+v (%v), want state %s with reason containing %q", x, err, tc.wantState, tc.wantReason)
+			}
+		})
+	}
+}
+
+func record(t *testing.T, td *testDaemon, x statedb.ExtraJob) {
+	t.Helper()
+	if err := td.db.RecordExtra(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExtraJobsOfJobsOutsideTheManagedNodesAreLeftAlone(t *testing.T) {
+	td := newTestDaemon(t, `nodes = ["n3", "n4"]`)
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+	td.cycle(t)
+	if got := td.fake.commands(""); len(got) != 0 {
+		t.Fatalf("acted on another daemon's jobs: %v", got)
+	}
+	if xs := td.active(t); len(xs) != 0 {
+		t.Errorf("recorded %+v", xs)
+	}
+}
+
+func TestUnreachableSlurmctldChangesNothing(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	td.fake.set(func() { td.fake.down = true })
+	td.advance(2 * time.Second)
+	_, err := td.Cycle(context.Background())
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Fatalf("cycle error %v, want ErrUnreachable with Slurm's message", err)
+	}
+	if xs := td.active(t); len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].State != statedb.ExtraSubmitted {
+		t.Errorf("state changed while Slurm was down: %+v", xs)
+	}
+	if got := value(td.Metrics().SlurmFailures); got != 1 {
+		t.Errorf("slurm_failures_total %v, want 1", got)
+	}
+	td.fake.set(func() { td.fake.down = false })
+	td.cycle(t)
+	if got := td.fake.commands("scancel"); len(got) != 0 {
+		t.Errorf("scancel %v after Slurm came back", got)
+	}
+}
+
+func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int
+		want     time.Duration
+	}{
+		{"the first failure waits one poll interval", 1, 2 * time.Second},
+		{"the second waits twice that", 2, 4 * time.Second},
+		{"the third waits four times", 3, 8 * time.Second},
+		{"the fourth reaches the cap", 4, 10 * time.Second},
+		{"the hundredth stays at the cap", 100, 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Backoff(2*time.Second, 10*time.Second, tc.failures); got != tc.want {
+				t.Fatalf("Backoff(2s, 10s, %d) = %v, want %v", tc.failures, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDryRunRecordsDecisionsButSubmitsNothing(t *testing.T) {
+	td := newTestDaemon(t, "dry_run = true")
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	td.cycle(t)
+	if got := td.fake.commands(""); len(got) != 0 {
+		t.Fatalf("dry run ran %v", got)
+	}
+	ds, _ := td.db.Decisions(context.Background(), 0, 0)
+	if len(ds) != 1 || ds[0].Kind != "grow" || !ds[0].DryRun {
+		t.Errorf("decisions %+v, want one dry-run grow", ds)
+	}
+}
+
+func TestAFailedSbatchIsRecordedAndTheCycleGoesOn(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.sbatchFails = "sbatch: error: Batch job submission failed: Invalid partition name specified"
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	td.cycle(t)
+	ds, _ := td.db.Decisions(context.Background(), 0, 0)
+	if len(ds) != 2 || ds[1].Kind != "grow-failed" || !strings.Contains(ds[1].Detail, "Invalid partition") {
+		t.Fatalf("decisions %+v, want grow then grow-failed with sbatch's message", ds)
+	}
+	if xs := td.active(t); len(xs) != 0 {
+		t.Errorf("recorded %+v for a failed submission", xs)
+	}
+}
+
+func TestRunServesMetricsAndStopsWithTheContext(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.cfg.MetricsAddress = "127.0.0.1:0"
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- td.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for value(td.Metrics().Grows) < 1 || td.MetricsAddr() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no grow within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + td.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, series := range []string{"easyscale_backfill_grows_total 1", "easyscale_backfill_gaps_found_total",
+		"easyscale_backfill_planning_seconds_bucket", "easyscale_backfill_gpus_lent", "easyscale_backfill_cycles_total{result=\"ok\"}"} {
+		if !strings.Contains(string(body), series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not stop")
+	}
+}
+
+func TestRunRefusesAMetricsAddressInUse(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.cfg.MetricsAddress = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { td.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for td.MetricsAddr() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	td2 := newTestDaemon(t, "")
+	td2.cfg.MetricsAddress = td.MetricsAddr().String()
+	if err := td2.Run(ctx); err == nil || !strings.Contains(err.Error(), "metrics_address") {
+		t.Fatalf("Run = %v, want an error naming metrics_address", err)
+	}
+}
+
+// value reads a counter or gauge.
+func value(m prometheus.Metric) float64 {
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		panic(err)
+	}
+	if c := out.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return out.GetGauge().GetValue()
+}

@@ -1,0 +1,318 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// fakeSlurm answers the client commands the daemon runs (scontrol ping /
+// show job, sinfo, squeue, sbatch, scancel) from an in-memory cluster,
+// printing exactly the formats slurmcli parses (the 0x1F-separated --Format
+// output and scontrol's Key=Value lines recorded from Slurm 22.05).
+// sep ends every --Format field (slurmcli prints fields this way).
+const sep = "\x1f"
+
+type fakeSlurm struct {
+	mu    sync.Mutex
+	now   time.Time
+	down  bool
+	nodes []*fakeNode
+	jobs  []*fakeJob
+	next  int
+	calls []string // "sbatch ...", "scancel ..." in order
+	// startPending leaves submitted jobs pending (no resources).
+	startPending bool
+	// sbatchFails makes sbatch fail with this stderr.
+	sbatchFails string
+}
+
+type fakeNode struct {
+	name, gpuType string
+	gpus, cpus    int
+	partitions    []string
+	state         string // "" = derived (idle/mixed/allocated)
+}
+
+type fakeJob struct {
+	id, name, state, partition, comment string
+	user, account, workDir              string
+	nodeList, schedNodes                string
+	gpusPerNode, gpusPerJob, nodes      int
+	gpuType                             string
+	start, end                          time.Time
+	timeLimit                           time.Duration
+	signalled                           int
+	reqNode                             string
+	script                              string
+	args                                []string
+}
+
+func newFake(now time.Time) *fakeSlurm {
+	f := &fakeSlurm{now: now, next: 100}
+	for i, typ := range []string{"v100", "v100", "t4", "t4"} {
+		f.nodes = append(f.nodes, &fakeNode{name: fmt.Sprintf("n%d", i+1), gpuType: typ, gpus: 4, cpus: 8,
+			partitions: []string{"normal", "low"}})
+	}
+	return f
+}
+
+func (f *fakeSlurm) runner() slurmcli.Runner { return slurmcli.Runner{Exec: f.exec} }
+
+// running adds a running job; gpus per node on the named nodes.
+func (f *fakeSlurm) running(id, comment, nodeList string, gpusPerNode int, limit time.Duration, workDir string) *fakeJob {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names, _ := expandHostlist(nodeList)
+	j := &fakeJob{id: id, name: "job" + id, state: "RUNNING", partition: "normal", comment: comment, user: "alice",
+		account: "proj", workDir: workDir, nodeList: nodeList, gpusPerNode: gpusPerNode, nodes: len(names),
+		start: f.now, end: f.now.Add(limit), timeLimit: limit}
+	f.jobs = append(f.jobs, j)
+	return j
+}
+
+// pending adds a pending job planned to start at start on schedNodes.
+func (f *fakeSlurm) pending(id, schedNodes string, gpusPerNode int, start time.Time) *fakeJob {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names, _ := expandHostlist(schedNodes)
+	j := &fakeJob{id: id, name: "wait" + id, state: "PENDING", partition: "normal", user: "bob", schedNodes: schedNodes,
+		gpusPerNode: gpusPerNode, nodes: len(names), start: start, end: start.Add(time.Hour), timeLimit: time.Hour}
+	f.jobs = append(f.jobs, j)
+	return j
+}
+
+func (f *fakeSlurm) job(id string) *fakeJob {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, j := range f.jobs {
+		if j.id == id {
+			return j
+		}
+	}
+	return nil
+}
+
+func (f *fakeSlurm) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+func (f *fakeSlurm) commands(prefix string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeSlurm) exec(_ context.Context, _ []string, name string, args ...string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cmdline := name + " " + strings.Join(args, " ")
+	if f.down {
+		return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"),
+			Stderr: "slurm_load_partitions: Unable to contact slurm controller (connect failure)"}
+	}
+	switch {
+	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
+		return []byte("Slurmctld(primary) at vm is UP\n"), nil
+	case name == "scontrol" && len(args) == 4 && args[0] == "show":
+		return f.showJob(args[3])
+	case name == "sinfo":
+		return f.sinfo(), nil
+	case name == "squeue":
+		return f.squeue(), nil
+	case name == "sbatch":
+		f.calls = append(f.calls, cmdline)
+		return f.sbatch(args)
+	case name == "scancel":
+		f.calls = append(f.calls, cmdline)
+		return f.scancel(args)
+	}
+	return nil, fmt.Errorf("fake slurm: unexpected command %q", cmdline)
+}
+
+func (f *fakeSlurm) used(node string) int {
+	n := 0
+	for _, j := range f.jobs {
+		if j.state != "RUNNING" && j.state != "COMPLETING" {
+			continue
+		}
+		names, _ := expandHostlist(j.nodeList)
+		if slices.Contains(names, node) {
+			n += j.gpusPerNode
+		}
+	}
+	return n
+}
+
+func (f *fakeSlurm) sinfo() []byte {
+	var b strings.Builder
+	for _, n := range f.nodes {
+		used := f.used(n.name)
+		state := n.state
+		if state == "" {
+			state = "idle"
+			if used > 0 {
+				state = "mixed"
+			}
+		}
+		gresUsed := fmt.Sprintf("gpu:%s:0", n.gpuType)
+		if used > 0 {
+			gresUsed = fmt.Sprintf("gpu:%s:%d(IDX:0-%d)", n.gpuType, used, used-1)
+		}
+		for i, p := range n.partitions {
+			if i == 0 {
+				p += "*"
+			}
+			cpus := fmt.Sprintf("%d/%d/0/%d", min(used, n.cpus), n.cpus-min(used, n.cpus), n.cpus)
+			for _, v := range []string{n.name, state, "gpu:" + n.gpuType + ":" + strconv.Itoa(n.gpus), gresUsed, p, "none", cpus} {
+				b.WriteString(v + sep)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+func slurmTime(t time.Time) string {
+	if t.IsZero() {
+		return "N/A"
+	}
+	return t.In(time.Local).Format(slurmcli.TimeLayout)
+}
+
+func (f *fakeSlurm) squeue() []byte {
+	var b strings.Builder
+	for _, j := range f.jobs {
+		tpn := "N/A"
+		if j.gpusPerNode > 0 {
+			tpn = "gres:gpu:" + strconv.Itoa(j.gpusPerNode)
+			if j.gpuType != "" {
+				tpn = "gres:gpu:" + j.gpuType + ":" + strconv.Itoa(j.gpusPerNode)
+			}
+		}
+		comment := j.comment
+		if comment == "" {
+			comment = "(null)"
+		}
+		sched := j.schedNodes
+		if sched == "" {
+			sched = "(null)"
+		}
+		limit := fmt.Sprintf("%d:00", int(j.timeLimit.Minutes()))
+		fields := []string{j.id, j.name, j.state, j.partition, strconv.Itoa(max(1, j.nodes)), "1", tpn, "N/A",
+			j.nodeList, "None", slurmTime(j.start), slurmTime(j.end), limit, sched, "n/a", comment}
+		for _, v := range fields {
+			b.WriteString(v + sep)
+		}
+		b.WriteString("\n")
+	}
+	return []byte(b.String())
+}
+
+func (f *fakeSlurm) showJob(id string) ([]byte, error) {
+	for _, j := range f.jobs {
+		if j.id == id {
+			return []byte(fmt.Sprintf("JobId=%s JobName=%s UserId=%s(1000) GroupId=%s(1000) Account=%s JobState=%s "+
+				"Partition=%s NodeList=%s NumNodes=%d NumCPUs=1 WorkDir=%s Comment=%s\n",
+				j.id, j.name, j.user, j.user, j.account, j.state, j.partition, j.nodeList, j.nodes, j.workDir, j.comment)), nil
+		}
+	}
+	return nil, &slurmcli.CommandError{Command: "scontrol show job " + id, Err: errors.New("exit status 1"),
+		Stderr: "slurm_load_jobs error: Invalid job id specified"}
+}
+
+func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {
+	if f.sbatchFails != "" {
+		return nil, &slurmcli.CommandError{Command: "sbatch", Err: errors.New("exit status 1"), Stderr: f.sbatchFails}
+	}
+	f.next++
+	j := &fakeJob{id: strconv.Itoa(f.next), state: "RUNNING", start: f.now, user: "alice", args: args, nodes: 1}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "--job-name":
+			j.name = v
+		case "--comment":
+			j.comment = v
+		case "--partition":
+			j.partition = v
+		case "--nodelist":
+			j.reqNode = v
+		case "--time":
+			m, _ := strconv.Atoi(v)
+			j.timeLimit = time.Duration(m) * time.Minute
+		case "--gres":
+			parts := strings.Split(v, ":")
+			j.gpusPerNode, _ = strconv.Atoi(parts[len(parts)-1])
+			if len(parts) == 3 {
+				j.gpuType = parts[1]
+			}
+		case "--wrap":
+			j.script = v
+		}
+	}
+	j.end = f.now.Add(j.timeLimit)
+	if f.startPending {
+		j.state, j.start, j.end = "PENDING", time.Time{}, time.Time{}
+	} else {
+		j.nodeList = j.reqNode
+	}
+	f.jobs = append(f.jobs, j)
+	return []byte(j.id + "\n"), nil
+}
+
+func (f *fakeSlurm) scancel(args []string) ([]byte, error) {
+	id := args[len(args)-1]
+	for _, j := range f.jobs {
+		if j.id != id {
+			continue
+		}
+		if finalStates[j.state] {
+			return nil, &slurmcli.CommandError{Command: "scancel", Err: errors.New("exit status 1"),
+				Stderr: "scancel: error: Kill job error on job id " + id + ": Job/step already completing or completed"}
+		}
+		if len(args) == 2 && args[0] == "--signal=TERM" {
+			j.signalled++
+			return nil, nil
+		}
+		j.state = "CANCELLED"
+		return nil, nil
+	}
+	return nil, &slurmcli.CommandError{Command: "scancel", Err: errors.New("exit status 1"),
+		Stderr: "scancel: error: Invalid job id " + id}
+}
+
+// rendezvous creates WORK/.easyscale/ID with coordinator and token files and
+// returns WORK.
+func rendezvous(t *testing.T, id string) string {
+	t.Helper()
+	work := t.TempDir()
+	dir := filepath.Join(work, ".easyscale", id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"coordinator": "n1:40000\n", "token": "secret\n", "job-id": id + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
+}

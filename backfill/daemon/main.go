@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// Version is stamped by the build (-ldflags -X).
+var Version = "dev"
+
+// Main is easyscale-backfilld's command line:
+//
+//	easyscale-backfilld [--config FILE] [--dry-run] [--once] [--version]
+//
+// It loads the config (default /etc/easyscale/backfill.toml), opens the
+// state database, and runs until ctx is done (--once: one cycle). It
+// returns the exit code: 0, 1 for a runtime error, 2 for bad flags or
+// config.
+func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("easyscale-backfilld", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
+	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch or scancel (overrides dry_run)")
+	once := fs.Bool("once", false, "run one cycle and exit")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *version {
+		fmt.Fprintln(stderr, "easyscale-backfilld", Version)
+		return 0
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "easyscale-backfilld: %v\n", err)
+		return 2
+	}
+	cfg.DryRun = cfg.DryRun || *dryRun
+	log := NewLogger(cfg.Log, stderr)
+	db, err := statedb.OpenBackfill(cfg.StateDB)
+	if err != nil {
+		log.Error("opening state database", "error", err)
+		return 1
+	}
+	defer db.Close()
+	d, err := New(Options{Config: cfg, DB: db, Logger: log, Slurm: slurmcli.Runner{}})
+	if err != nil {
+		log.Error("starting", "error", err)
+		return 1
+	}
+	if *once {
+		if _, err := d.Cycle(ctx); err != nil {
+			log.Error("cycle failed", "error", err)
+			return 1
+		}
+		return 0
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error("stopped", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// NewLogger returns the daemon's hclog logger named easyscale-backfilld,
+// at the configured level, as JSON lines when c.JSON.
+func NewLogger(c config.Log, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "easyscale-backfilld", Level: hclog.LevelFromString(c.Level),
+		JSONFormat: c.JSON, Output: w, TimeFormat: "2006-01-02T15:04:05.000Z07:00"})
+}

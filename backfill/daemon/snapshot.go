@@ -1,0 +1,394 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// ErrUnreachable is wrapped by the snapshot error when slurmctld does not
+// answer (`scontrol ping` fails); the daemon then keeps its state untouched
+// and retries with backoff.
+var ErrUnreachable = errors.New("slurmctld is unreachable")
+
+// ExtraCommentPrefix starts the comment of every extra job:
+// "es-extra parent=<JOBID>".
+const ExtraCommentPrefix = "es-extra"
+
+// ExtraComment returns the comment of an extra job lent to parent.
+func ExtraComment(parent string) string { return ExtraCommentPrefix + " parent=" + parent }
+
+// ExtraJobName returns the job name of an extra job lent to parent.
+func ExtraJobName(parent string) string { return "es-extra-" + parent }
+
+// parseExtraComment returns the parent job id of an extra job's comment, or
+// ok=false when the comment is not an extra job's.
+func parseExtraComment(c string) (parent string, ok bool) {
+	f := strings.Fields(c)
+	if len(f) < 2 || f[0] != ExtraCommentPrefix {
+		return "", false
+	}
+	for _, kv := range f[1:] {
+		if v, found := strings.CutPrefix(kv, "parent="); found && digits(v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// NodeView is one node as the daemon sees it.
+type NodeView struct {
+	Name, GPUType string
+	// Total and Used GPUs (sinfo Gres / GresUsed).
+	Total, Used int
+	// Managed: the node is in the configured partitions and node list and
+	// its GPU type may be lent. Lendable: managed, up, with an idle CPU.
+	Managed, Lendable bool
+}
+
+// ElasticJob is a running job whose comment is an EasyScale request.
+type ElasticJob struct {
+	Job     slurmcli.Job
+	Request elastic.Request
+	// User, Account and WorkDir come from `scontrol show job`.
+	User, Account, WorkDir string
+	// Rendezvous is WorkDir/.easyscale/JOBID; Ready is true once its
+	// coordinator and token files exist.
+	Rendezvous string
+	Ready      bool
+	// End is when its time limit ends (zero: unlimited or unknown).
+	End time.Time
+	// Base is its own allocation: GPUs by node.
+	Base []NodeAlloc
+	// Managed: every node of Base is managed by this daemon.
+	Managed bool
+}
+
+// NodeAlloc is a GPU count on one node.
+type NodeAlloc struct {
+	Node string
+	GPUs int
+}
+
+// ExtraView is an extra job as Slurm lists it.
+type ExtraView struct {
+	Job    slurmcli.Job
+	Parent string
+	// Node and GPUs: from NodeList and TRES-per-node once it runs ("" / 0
+	// while pending).
+	Node string
+	GPUs int
+	// End is when its time limit ends; zero while pending.
+	End time.Time
+}
+
+// View is one consistent reading of the cluster.
+type View struct {
+	Now   time.Time
+	Nodes []NodeView
+	// Running and Pending list the jobs that are not extra jobs.
+	Running, Pending []slurmcli.Job
+	// Elastic lists the running elastic jobs, by id.
+	Elastic map[string]*ElasticJob
+	// Extras are the live (pending or running) extra jobs, by id; Ended
+	// maps extra jobs Slurm still lists in a final state to that state.
+	Extras map[string]*ExtraView
+	Ended  map[string]string
+}
+
+func (v *View) node(name string) *NodeView {
+	for i := range v.Nodes {
+		if v.Nodes[i].Name == name {
+			return &v.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Snapshotter reads the cluster through Slurm's client commands.
+type Snapshotter struct {
+	Slurm  slurmcli.Runner
+	Config *config.Config
+	// Loc is the time zone Slurm prints times in (nil: time.Local).
+	Loc *time.Location
+	// details caches what scontrol shows of elastic jobs (it does not
+	// change while they run).
+	details map[string]jobDetail
+}
+
+type jobDetail struct{ user, account, workDir string }
+
+// Snapshot reads nodes and jobs and returns the view at now. Errors wrap
+// ErrUnreachable when slurmctld does not answer, else say which command
+// failed.
+func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error) {
+	if out, err := s.Slurm.Output(ctx, "scontrol", "ping"); err != nil || !strings.Contains(string(out), "UP") {
+		if err == nil {
+			err = fmt.Errorf("scontrol ping: %s", strings.TrimSpace(string(out)))
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	nodes, err := s.Slurm.Sinfo(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading nodes: %w", err)
+	}
+	jobs, err := s.Slurm.Squeue(ctx, "--states=all")
+	if err != nil {
+		return nil, fmt.Errorf("reading jobs: %w", err)
+	}
+	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{}}
+	v.Nodes = s.nodes(nodes)
+	for _, j := range jobs {
+		if err := s.addJob(ctx, v, j); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func (s *Snapshotter) loc() *time.Location {
+	if s.Loc == nil {
+		return time.Local
+	}
+	return s.Loc
+}
+
+func (s *Snapshotter) nodes(in []slurmcli.Node) []NodeView {
+	c := s.Config
+	out := make([]NodeView, 0, len(in))
+	for _, n := range in {
+		typ, ok := gpuType(n.GRES)
+		if !ok {
+			continue // CPU-only or several GPU types: the planner needs one type per node
+		}
+		total, used := n.GPUs()
+		if _, hasSpeed := c.Speeds[typ]; !hasSpeed || total == 0 {
+			continue
+		}
+		nv := NodeView{Name: n.Name, GPUType: typ, Total: total, Used: min(used, total)}
+		nv.Managed = anyIn(n.Partitions, c.Partitions) && (len(c.Nodes) == 0 || in1(n.Name, c.Nodes)) &&
+			(len(c.GPUTypes) == 0 || in1(typ, c.GPUTypes))
+		nv.Lendable = nv.Managed && usableState(n.State) && idleCPUs(n.CPUs) > 0
+		out = append(out, nv)
+	}
+	return out
+}
+
+// gpuType returns the node's only GPU type ("" when untyped).
+func gpuType(gres []slurmcli.GRES) (string, bool) {
+	typ, found := "", false
+	for _, g := range gres {
+		if g.Name != "gpu" {
+			continue
+		}
+		if found && g.Type != typ {
+			return "", false
+		}
+		typ, found = g.Type, true
+	}
+	return typ, found
+}
+
+// usableState: idle or mixed nodes (also "planned": idle now, reserved later
+// by backfill, which is exactly a gap), not drained, down or completing.
+func usableState(state string) bool {
+	switch strings.TrimRight(state, "*~#!%$@^-+") {
+	case "idle", "mixed", "planned":
+		return !strings.HasSuffix(state, "*")
+	}
+	return false
+}
+
+// idleCPUs reads the I of sinfo's CPUsState "A/I/O/T" (0 when unreadable).
+func idleCPUs(s string) int {
+	f := strings.Split(s, "/")
+	if len(f) != 4 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func anyIn(have, allowed []string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	for _, h := range have {
+		if in1(h, allowed) {
+			return true
+		}
+	}
+	return false
+}
+
+func in1(s string, list []string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+var finalStates = map[string]bool{"COMPLETED": true, "CANCELLED": true, "FAILED": true, "TIMEOUT": true,
+	"PREEMPTED": true, "NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true}
+
+func (s *Snapshotter) addJob(ctx context.Context, v *View, j slurmcli.Job) error {
+	if parent, ok := parseExtraComment(j.Comment); ok {
+		return s.addExtra(v, j, parent)
+	}
+	switch j.State {
+	case "PENDING":
+		v.Pending = append(v.Pending, j)
+	case "RUNNING":
+		v.Running = append(v.Running, j)
+		if c, err := elastic.ParseComment(j.Comment); err == nil {
+			return s.addElastic(ctx, v, j, c.Request)
+		}
+	}
+	return nil
+}
+
+func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
+	if finalStates[j.State] {
+		v.Ended[j.ID] = j.State
+		return nil
+	}
+	x := &ExtraView{Job: j, Parent: parent}
+	if j.State != "PENDING" {
+		alloc, err := allocation(j)
+		if err != nil {
+			return err
+		}
+		if len(alloc) == 1 {
+			x.Node, x.GPUs = alloc[0].Node, alloc[0].GPUs
+		}
+		x.End, _ = parseTime(j.EndTime, s.loc())
+	}
+	v.Extras[j.ID] = x
+	return nil
+}
+
+func (s *Snapshotter) addElastic(ctx context.Context, v *View, j slurmcli.Job, req elastic.Request) error {
+	base, err := allocation(j)
+	if err != nil {
+		return err
+	}
+	d, err := s.detail(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	e := &ElasticJob{Job: j, Request: req, User: d.user, Account: d.account, WorkDir: d.workDir, Base: base, Managed: len(base) > 0}
+	e.End, _ = parseTime(j.EndTime, s.loc())
+	if d.workDir != "" {
+		e.Rendezvous = filepath.Join(d.workDir, ".easyscale", j.ID)
+		e.Ready = exists(filepath.Join(e.Rendezvous, "coordinator")) && exists(filepath.Join(e.Rendezvous, "token"))
+	}
+	for _, b := range base {
+		if n := v.node(b.Node); n == nil || !n.Managed {
+			e.Managed = false
+		}
+	}
+	v.Elastic[j.ID] = e
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// detail returns user, account and working directory of job id from
+// `scontrol show job -o`, cached per job id.
+func (s *Snapshotter) detail(ctx context.Context, id string) (jobDetail, error) {
+	if d, ok := s.details[id]; ok {
+		return d, nil
+	}
+	out, err := s.Slurm.Output(ctx, "scontrol", "show", "job", "-o", id)
+	if err != nil {
+		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, err)
+	}
+	recs, err := slurmcli.ParseScontrol(out, slurmcli.KindJob)
+	if err != nil {
+		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, err)
+	}
+	if len(recs) == 0 {
+		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, slurmcli.ErrNoSuchJob)
+	}
+	get := func(k string) string { v, _ := recs[0].Get(k); return v }
+	user, _, _ := strings.Cut(get("UserId"), "(") // "alice(1000)"
+	d := jobDetail{user: user, account: get("Account"), workDir: get("WorkDir")}
+	if d.account == "(null)" {
+		d.account = ""
+	}
+	if s.details == nil {
+		s.details = map[string]jobDetail{}
+	}
+	s.details[id] = d
+	return d, nil
+}
+
+// forget drops cached details of jobs no longer running.
+func (s *Snapshotter) forget(v *View) {
+	for id := range s.details {
+		if _, ok := v.Elastic[id]; !ok {
+			delete(s.details, id)
+		}
+	}
+}
+
+// allocation spreads a running job's GPUs over its nodes: TRES-per-node
+// GPUs on every node, or a TRES-per-job count split evenly (the first nodes
+// get the remainder; exact for single-node jobs).
+func allocation(j slurmcli.Job) ([]NodeAlloc, error) {
+	names, err := expandHostlist(j.NodeList)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: node list: %w", j.ID, err)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	perNode, err := slurmcli.ParseGRES(j.TRESPerNode)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	out := make([]NodeAlloc, len(names))
+	if g := slurmcli.GPUs(perNode); g > 0 {
+		for i, n := range names {
+			out[i] = NodeAlloc{n, g}
+		}
+		return out, nil
+	}
+	total, err := j.GPUs()
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	for i, n := range names {
+		out[i] = NodeAlloc{n, total / len(names)}
+		if i < total%len(names) {
+			out[i].GPUs++
+		}
+	}
+	return out, nil
+}
+
+// parseTime reads a Slurm time ("" gives ok=false).
+func parseTime(s string, loc *time.Location) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	t, err := time.ParseInLocation(slurmcli.TimeLayout, s, loc)
+	return t, err == nil
+}
