@@ -110,7 +110,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if _, err := d.safeCycle(ctx); err != nil && ctx.Err() == nil {
 			failures++
 			wait = Backoff(d.cfg.PollInterval.Duration, d.cfg.MaxBackoff.Duration, failures)
-			d.log.Error("cycle failed; state kept, retrying", "error", err, "failures", failures, "retry_in", wait)
+			d.log.Error("cycle failed; state kept, retrying", "error", err, "failures", failures, "retry_in", wait.String())
 		} else if failures > 0 && ctx.Err() == nil {
 			d.log.Info("cycle succeeded again", "after_failures", failures)
 			failures = 0

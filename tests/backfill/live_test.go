@@ -1,0 +1,257 @@
+package backfill
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+const pollInterval = time.Second
+
+func TestElasticJobGrowsIntoIdleGPUsWithinTwoPollIntervals(t *testing.T) {
+	t.Parallel()
+	l := slurmlab.Require(t)
+	s := settings{dir: t.TempDir(), nodes: []string{"n3"}}
+	startDaemon(t, l, s, "backfilld")
+	e, rdv := submitElastic(t, l, "es-req min=1 max=3 lw=4 d1", "-w", "n3", "--gres=gpu:t4:1", "-t", "5")
+	cancelExtrasAtEnd(t, l, e.ID)
+	// The coordinator file exists now; the next two cycles must grow the job.
+	took := waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
+	t.Logf("extra job submitted %v after the coordinator file appeared", took.Round(time.Millisecond))
+	x := extrasOf(t, l, e.ID)[0]
+	x, err := l.WaitState(context.Background(), x.ID, 20*time.Second, "RUNNING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Name != "es-extra-"+e.ID || x.Partition != "low" || x.NodeList != "n3" || x.TRESPerNode != "gres:gpu:t4:1" {
+		t.Errorf("extra job %+v: want es-extra-%s in low on n3 with gres:gpu:t4:1", x, e.ID)
+	}
+	parentEnd, _ := time.ParseInLocation(slurmcli.TimeLayout, e.EndTime, time.Local)
+	xEnd, err := time.ParseInLocation(slurmcli.TimeLayout, x.EndTime, time.Local)
+	if err != nil || xEnd.After(parentEnd) {
+		t.Errorf("extra job ends %s, after its parent (%s)", x.EndTime, e.EndTime)
+	}
+	coordinator, _ := os.ReadFile(filepath.Join(rdv, "coordinator"))
+	want := "joined " + x.ID + " " + strings.TrimSpace(string(coordinator))
+	waitFor(t, 10*time.Second, "the worker's join line", func() bool {
+		b, _ := os.ReadFile(filepath.Join(rdv, "workers.log"))
+		return strings.Contains(string(b), want)
+	})
+}
+
+func TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime(t *testing.T) {
+	t.Parallel()
+	l := slurmlab.Require(t)
+	ctx := context.Background()
+	// n2: a rigid job holds 2 GPUs for 45 s (time limit 1 min); job E holds
+	// all of n1. The daemon (managing n1, n2) lends n2's 2 idle GPUs to E.
+	blocker := l.Submit(t, "#!/bin/sh\nsleep 45\n", "-w", "n2", "--gres=gpu:v100:2", "-t", "1")
+	if _, err := l.WaitState(ctx, blocker, 30*time.Second, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2"}}
+	d := startDaemon(t, l, s, "backfilld")
+	e, rdv := submitElastic(t, l, "es-req min=1 max=2 lw=6 d1", "-w", "n1", "--gres=gpu:v100:4", "-t", "5")
+	cancelExtrasAtEnd(t, l, e.ID)
+	waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
+	x := extrasOf(t, l, e.ID)[0]
+	if _, err := l.WaitState(ctx, x.ID, 20*time.Second, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	// Now a rigid job needs all of n2: Slurm plans it at the blocker's time limit.
+	rigid := l.Submit(t, "#!/bin/sh\nsleep 2\n", "-w", "n2", "--gres=gpu:v100:4", "-t", "1")
+	var planned time.Time
+	waitFor(t, 10*time.Second, "Slurm's planned start of job "+rigid, func() bool {
+		j, err := l.CLI.Job(ctx, rigid)
+		if err != nil || j.State != "PENDING" || j.SchedNodes == "" {
+			return false
+		}
+		planned, _, _ = j.Start(time.Local)
+		return !planned.IsZero()
+	})
+	t.Logf("rigid job %s planned at %s on n2", rigid, planned.Format(time.TimeOnly))
+	r, err := l.WaitState(ctx, rigid, time.Until(planned)+20*time.Second, "RUNNING", "COMPLETED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, _, _ := r.Start(time.Local)
+	if started.After(planned) {
+		t.Errorf("rigid job started at %s, after Slurm's planned %s", started.Format(time.TimeOnly), planned.Format(time.TimeOnly))
+	}
+	xs, err := l.CLI.Job(ctx, x.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xs.State != "COMPLETED" {
+		t.Errorf("extra job %s ended %s, want COMPLETED (SIGTERM, worker left with 0), not preempted", x.ID, xs.State)
+	}
+	ended, _ := time.ParseInLocation(slurmcli.TimeLayout, xs.EndTime, time.Local)
+	if !ended.Before(planned.Add(-20 * time.Second)) {
+		t.Errorf("extra job ended at %s, not safety_margin (20 s) before the planned start %s", xs.EndTime, planned.Format(time.TimeOnly))
+	}
+	if b, _ := os.ReadFile(filepath.Join(rdv, "workers.log")); !strings.Contains(string(b), "left "+x.ID) {
+		t.Errorf("worker of %s did not see SIGTERM; workers.log:\n%s", x.ID, b)
+	}
+	d.stop(syscall.SIGTERM)
+	if n := countDecisions(t, s, "signal"); n == 0 {
+		t.Error("the daemon recorded no signal decision")
+	}
+}
+
+func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) {
+	t.Parallel()
+	l := slurmlab.Require(t)
+	s := settings{dir: t.TempDir(), nodes: []string{"n4"}}
+	e, _ := submitElastic(t, l, "es-req min=1 max=3 lw=4 d1", "-w", "n4", "--gres=gpu:t4:1", "-t", "5")
+	cancelExtrasAtEnd(t, l, e.ID)
+	// 1. Kill the daemon with SIGKILL right after its first submission, in
+	// the middle of its cycles (the second grow may be in flight).
+	d1 := startDaemon(t, l, s, "first")
+	waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
+	time.Sleep(1200 * time.Millisecond)
+	d1.stop(syscall.SIGKILL)
+	before := extrasOf(t, l, e.ID)
+	// 2. Restart while the job runs: every extra job is kept (recorded or
+	// adopted), none is cancelled.
+	d2 := startDaemon(t, l, s, "second")
+	time.Sleep(3 * pollInterval)
+	d2.stop(syscall.SIGKILL)
+	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, err := db.ActiveExtras(context.Background())
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, a := range active {
+		recorded[a.ID] = true
+	}
+	for _, x := range before {
+		j, err := l.CLI.Job(context.Background(), x.ID)
+		if err != nil || (j.State != "RUNNING" && j.State != "PENDING") {
+			t.Errorf("extra job %s of running job %s is %s after the restart (%v): shrunk by mistake", x.ID, e.ID, j.State, err)
+		}
+		if !recorded[x.ID] {
+			t.Errorf("extra job %s is not in the database after the restart (recorded: %v)", x.ID, recorded)
+		}
+	}
+	// 3. The job ends while no daemon runs; the next daemon cancels its
+	// extra jobs: no orphan is left.
+	if _, err := l.CLI.Output(context.Background(), "scancel", e.ID); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, l, s, "third")
+	waitFor(t, 3*pollInterval+2*time.Second, "no extra job of "+e.ID+" left", func() bool { return len(extrasOf(t, l, e.ID)) == 0 })
+	t.Logf("%d extra jobs before the restart; all gone after the parent ended", len(before))
+}
+
+func TestUnreachableSlurmctldIsReportedAndRetriedWithBackoffKeepingState(t *testing.T) {
+	t.Parallel()
+	l := slurmlab.Require(t)
+	s := settings{dir: t.TempDir(), nodes: []string{"n1"}}
+	// A copy of the lab's slurm.conf whose controller port has nothing listening.
+	conf, err := os.ReadFile(l.Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(string(conf), "\n") {
+		if strings.HasPrefix(line, "SlurmctldPort=") {
+			line = "SlurmctldPort=1"
+		}
+		lines = append(lines, line)
+	}
+	s.conf = filepath.Join(s.dir, "slurm.conf")
+	if err := os.WriteFile(s.conf, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := statedb.ExtraJob{ID: "999999", Parent: "999998", Node: "n1", GPUs: 1, Submitted: time.Now(), End: time.Now().Add(time.Hour)}
+	if err := db.RecordExtra(context.Background(), kept); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	d := startDaemon(t, l, s, "backfilld")
+	time.Sleep(8 * time.Second)
+	d.stop(syscall.SIGTERM)
+	var retries []string
+	for _, line := range logLines(t, d.log) {
+		if line["@message"] == "cycle failed; state kept, retrying" {
+			msg, _ := line["error"].(string)
+			if !strings.Contains(msg, "slurmctld is unreachable") {
+				t.Errorf("error %q does not say slurmctld is unreachable", msg)
+			}
+			retries = append(retries, line["retry_in"].(string))
+		}
+	}
+	if len(retries) < 3 || retries[0] != "1s" || retries[1] != "2s" || retries[2] != "4s" {
+		t.Errorf("retries waited %v, want 1s, 2s, 4s, then the 4s cap", retries)
+	}
+	for _, r := range retries[min(3, len(retries)):] {
+		if r != "4s" {
+			t.Errorf("retry waited %s, beyond the max_backoff cap of 4s", r)
+		}
+	}
+	db, err = statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if x, err := db.Extra(context.Background(), kept.ID); err != nil || x.State != statedb.ExtraSubmitted {
+		t.Errorf("recorded extra job after the outage: %+v, %v; want it kept as submitted", x, err)
+	}
+}
+
+func logLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func countDecisions(t *testing.T, s settings, kind string) int {
+	t.Helper()
+	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ds, err := db.Decisions(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range ds {
+		if d.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
