@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+func TestSnapshotDecidesWhichNodesMayBeLent(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      string
+		edit     func(f *fakeSlurm)
+		node     string
+		present  bool
+		managed  bool
+		lendable bool
+	}{
+		{"an idle node of a listed partition is lendable", `partitions = ["normal"]`, nil, "n1", true, true, true},
+		{"a node outside the listed partitions is seen but not managed", `partitions = ["gpu"]`, nil, "n1", true, false, false},
+		{"a node outside the node list is not managed", `nodes = ["n2"]`, nil, "n1", true, false, false},
+		{"a GPU type not listed is not managed", `gpu_types = ["t4"]`, nil, "n1", true, false, false},
+		{"a drained node is managed but not lendable", "", func(f *fakeSlurm) { f.nodes[0].state = "drained" }, "n1", true, true, false},
+		{"a node not responding is not lendable", "", func(f *fakeSlurm) { f.nodes[0].state = "idle*" }, "n1", true, true, false},
+		{"a planned node (idle now, reserved later) is lendable", "", func(f *fakeSlurm) { f.nodes[0].state = "planned" }, "n1", true, true, true},
+		{"a node without an idle CPU is not lendable", "", func(f *fakeSlurm) { f.nodes[0].cpus = 0 }, "n1", true, true, false},
+		{"a GPU type without a speed is left out", "", func(f *fakeSlurm) { f.nodes[0].gpuType = "mystery" }, "n1", false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(time.Now())
+			if tc.edit != nil {
+				tc.edit(f)
+			}
+			cfg, err := config.Parse(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Snapshotter{Slurm: f.runner(), Config: cfg}
+			v, err := s.Snapshot(context.Background(), f.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := v.node(tc.node)
+			if (n != nil) != tc.present {
+				t.Fatalf("node %s present=%v, want %v", tc.node, n != nil, tc.present)
+			}
+			if n != nil && (n.Managed != tc.managed || n.Lendable != tc.lendable) {
+				t.Fatalf("node %+v: want managed=%v lendable=%v", *n, tc.managed, tc.lendable)
+			}
+		})
+	}
+}
+
+func TestPendingJobsBecomeReservationsOnlyWithAPlan(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 5, 0, 0, time.Local)
+	at := start.Format(slurmcli.TimeLayout)
+	tests := []struct {
+		name  string
+		job   slurmcli.Job
+		ok    bool
+		nodes int
+		gpus  int
+	}{
+		{"a planned job reserves its GPUs per node on every planned node",
+			slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[1-2]", TRESPerNode: "gres:gpu:v100:3", Nodes: 2}, true, 2, 3},
+		{"a per-job GPU count is spread over the planned nodes, rounded up",
+			slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[1-2]", TRESPerJob: "gres:gpu:3", Nodes: 2}, true, 2, 2},
+		{"a job without planned nodes reserves nothing", slurmcli.Job{ID: "5", StartTime: at, TRESPerNode: "gres:gpu:1"}, false, 0, 0},
+		{"a job without a start reserves nothing", slurmcli.Job{ID: "5", SchedNodes: "n1", TRESPerNode: "gres:gpu:1"}, false, 0, 0},
+		{"a job asking no GPUs reserves none", slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n1", Nodes: 1}, false, 0, 0},
+		{"a bad node list reserves nothing", slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[2-1]", TRESPerNode: "gres:gpu:1"}, false, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ok := pendingJob(tc.job, time.Local)
+			if ok != tc.ok {
+				t.Fatalf("ok=%v, want %v (%+v)", ok, tc.ok, p)
+			}
+			if !ok {
+				return
+			}
+			if p.PlannedStart != start.Unix() || len(p.PlannedNodes) != tc.nodes {
+				t.Fatalf("reservation %+v, want start %d on %d nodes", p, start.Unix(), tc.nodes)
+			}
+			for _, n := range p.PlannedNodes {
+				if n.GPUs != tc.gpus {
+					t.Errorf("node %s reserves %d GPUs, want %d", n.Node, n.GPUs, tc.gpus)
+				}
+			}
+		})
+	}
+}
+
+func TestAllocationSpreadsAJobsGPUsOverItsNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		job  slurmcli.Job
+		want []NodeAlloc
+	}{
+		{"per-node GPUs are on every node", slurmcli.Job{ID: "1", NodeList: "n[1-2]", TRESPerNode: "gres:gpu:v100:2", Nodes: 2},
+			[]NodeAlloc{{"n1", 2}, {"n2", 2}}},
+		{"per-job GPUs are split with the remainder first", slurmcli.Job{ID: "1", NodeList: "n[1-2]", TRESPerJob: "gres:gpu:3", Nodes: 2},
+			[]NodeAlloc{{"n1", 2}, {"n2", 1}}},
+		{"a CPU job holds no GPUs", slurmcli.Job{ID: "1", NodeList: "n3", Nodes: 1}, []NodeAlloc{{"n3", 0}}},
+		{"a job without nodes has no allocation", slurmcli.Job{ID: "1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := allocation(tc.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("allocation %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("allocation %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
