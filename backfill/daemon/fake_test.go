@@ -48,7 +48,7 @@ type fakeJob struct {
 	id, name, state, partition, comment string
 	user, account, workDir              string
 	nodeList, schedNodes                string
-	gpusPerNode, gpusPerJob, nodes      int
+	gpusPerNode, nodes                  int
 	gpuType                             string
 	start, end                          time.Time
 	timeLimit                           time.Duration
