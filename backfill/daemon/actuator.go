@@ -24,6 +24,9 @@ type ExtraSpec struct {
 	// TimeLimitMinutes is the extra job's --time (Slurm limits are whole
 	// minutes), ≥ 1.
 	TimeLimitMinutes int64
+	// WorkDir is the parent's working directory, also the extra job's (so
+	// relative paths, e.g. of data sets, resolve as in the parent).
+	WorkDir string
 	// Rendezvous is the parent's WorkDir/.easyscale/JOBID; the job's output
 	// goes to Rendezvous/extra-<id>.out.
 	Rendezvous string
@@ -69,8 +72,11 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 	if asRoot && s.User != "" && s.User != "root" {
 		args = append(args, "--uid="+s.User)
 	}
+	if s.WorkDir != "" {
+		args = append(args, "--chdir="+s.WorkDir)
+	}
 	if s.Rendezvous != "" {
-		args = append(args, "--chdir="+s.Rendezvous, "--output="+filepath.Join(s.Rendezvous, "extra-%j.out"))
+		args = append(args, "--output="+filepath.Join(s.Rendezvous, "extra-%j.out"))
 	}
 	return append(args, "--wrap="+s.Script), nil
 }

@@ -336,7 +336,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 		log := d.log.Named("actuator").With("job_id", e.Job.ID, "node", o.node, "gpus", o.gpus)
 		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,
 			QOS: d.cfg.Extra.QOS, Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, TimeLimitMinutes: o.timeLimitMinute,
-			Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
+			WorkDir: e.WorkDir, Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
 		detail := fmt.Sprintf("gpu:%s:%d for %d min (gap until %s)", o.gpuType, o.gpus, o.timeLimitMinute, o.end.Format(time.RFC3339))
 		if err := d.decide(ctx, "grow", e.Job.ID, "", o.node, o.gpus, detail); err != nil {
 			return err

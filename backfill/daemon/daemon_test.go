@@ -120,7 +120,7 @@ func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *te
 	dir := filepath.Join(work, ".easyscale", "10")
 	for key, want := range map[string]string{
 		"job-name": "es-extra-10", "comment": "es-extra parent=10", "partition": "low", "nodes": "1", "ntasks": "1",
-		"account": "proj", "chdir": dir, "output": filepath.Join(dir, "extra-%j.out"),
+		"account": "proj", "chdir": work, "output": filepath.Join(dir, "extra-%j.out"),
 		"wrap": `srun easyscale worker --join "$(cat ` + dir + `/coordinator)" --token-file ` + dir + `/token`,
 	} {
 		if got := argValue(cmd, key); got != want {

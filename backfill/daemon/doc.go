@@ -29,6 +29,8 @@
 // job grows by one extra job per lent node: same user (root submits with
 // --uid), the job's account, partition extra.partition (preemptible),
 // --nodes=1 --ntasks=1 --nodelist=NODE --gres=gpu:TYPE:N, --no-requeue,
+// --chdir=WorkDir (relative paths resolve as in the job), output to
+// DIR/extra-<id>.out,
 // --time ending before the gap closes minus safety_margin, rounded down to
 // whole minutes and never after the parent's own end,
 // --job-name=es-extra-JOBID, --comment="es-extra parent=JOBID", running

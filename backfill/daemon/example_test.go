@@ -14,7 +14,7 @@ import (
 func ExampleExtraSpec_Args() {
 	dir := "/home/alice/run/.easyscale/42"
 	spec := daemon.ExtraSpec{Parent: "42", User: "alice", Account: "proj", Partition: "low",
-		Node: "n2", GPUType: "v100", GPUs: 2, TimeLimitMinutes: 7, Rendezvous: dir,
+		Node: "n2", GPUType: "v100", GPUs: 2, TimeLimitMinutes: 7, WorkDir: "/home/alice/run", Rendezvous: dir,
 		Script: daemon.WorkerScript(config.DefaultWorkerCommand, "42", dir)}
 	args, err := spec.Args(true)
 	if err != nil {
@@ -35,7 +35,7 @@ func ExampleExtraSpec_Args() {
 	//   --gres=gpu:v100:2
 	//   --account=proj
 	//   --uid=alice
-	//   --chdir=/home/alice/run/.easyscale/42
+	//   --chdir=/home/alice/run
 	//   --output=/home/alice/run/.easyscale/42/extra-%j.out
 	//   --wrap=srun easyscale worker --join "$(cat /home/alice/run/.easyscale/42/coordinator)" --token-file /home/alice/run/.easyscale/42/token
 }

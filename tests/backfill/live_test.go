@@ -19,7 +19,6 @@ import (
 const pollInterval = time.Second
 
 func TestElasticJobGrowsIntoIdleGPUsWithinTwoPollIntervals(t *testing.T) {
-	t.Parallel()
 	l := slurmlab.Require(t)
 	s := settings{dir: t.TempDir(), nodes: []string{"n3"}}
 	startDaemon(t, l, s, "backfilld")
@@ -109,7 +108,6 @@ func TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime(t *testi
 }
 
 func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) {
-	t.Parallel()
 	l := slurmlab.Require(t)
 	s := settings{dir: t.TempDir(), nodes: []string{"n4"}}
 	e, _ := submitElastic(t, l, "es-req min=1 max=3 lw=4 d1", "-w", "n4", "--gres=gpu:t4:1", "-t", "5")

@@ -11,8 +11,10 @@
 // worker (extra.worker_command) that logs "joined" with the coordinator it
 // read and leaves with exit 0 on SIGTERM, as `easyscale worker` does.
 //
-// The tests run in parallel on disjoint nodes (each daemon manages only its
-// own: config key nodes), so the package takes about one minute.
+// Each daemon manages only its test's nodes (config key nodes): the grow
+// and restart tests run first, on n3 and n4; then the reservation test (n1,
+// n2), the elastic MNIST test (n3, n4) and the unreachable-slurmctld test
+// run in parallel, so the package takes about one minute.
 package backfill
 
 import (
@@ -75,10 +77,11 @@ type daemonProc struct {
 
 // settings is a test's daemon configuration.
 type settings struct {
-	dir   string // holds backfill.toml, backfill.db, worker.sh, logs
-	nodes []string
-	extra string // more TOML (top-level keys)
-	conf  string // SLURM_CONF for the daemon ("": the lab's)
+	dir    string // holds backfill.toml, backfill.db, worker.sh, logs
+	nodes  []string
+	extra  string // more TOML (top-level keys)
+	conf   string // SLURM_CONF for the daemon ("": the lab's)
+	worker string // extra.worker_command ("": the stand-in worker.sh)
 }
 
 func (s settings) write(t *testing.T) string {
@@ -86,6 +89,9 @@ func (s settings) write(t *testing.T) string {
 	worker := filepath.Join(s.dir, "worker.sh")
 	if err := os.WriteFile(worker, []byte(workerScript), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if s.worker == "" {
+		s.worker = "srun sh " + worker + " {coordinator_file} {job_id}"
 	}
 	quoted := make([]string, len(s.nodes))
 	for i, n := range s.nodes {
@@ -104,11 +110,11 @@ nodes = [%s]
 %s
 [extra]
 partition = "low"
-worker_command = "srun sh %s {coordinator_file} {job_id}"
+worker_command = %q
 [log]
 level = "debug"
 json = true
-`, filepath.Join(s.dir, "backfill.db"), strings.Join(quoted, ", "), s.extra, worker)
+`, filepath.Join(s.dir, "backfill.db"), strings.Join(quoted, ", "), s.extra, s.worker)
 	path := filepath.Join(s.dir, "backfill.toml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,118 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest submits
+// examples/slurm/mnist.sbatch with easyscale-sbatch at its minimum (one
+// node, one t4 GPU); easyscale-backfilld, managing n3 and n4, grows it with
+// extra jobs running the real `easyscale worker`, and the trained model is
+// bit-identical to the fixed run on one machine.
+func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
+	t.Parallel()
+	l := slurmlab.Require(t)
+	if _, err := os.Stat(filepath.Join(l.Root, "examples", "slurm", "mnist.sbatch")); err != nil {
+		t.Skipf("the runtime's elastic MNIST job is not there yet: %v", err)
+	}
+	if err := slurmlab.Build(); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 234
+	want := fixedRunDigest(t, l, steps)
+	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"},
+		worker: config.DefaultWorkerCommand}
+	startDaemon(t, l, s, "backfilld")
+
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-4",
+		"-w", "n3", "--gres=gpu:t4:1", "examples/slurm/mnist.sbatch")
+	cmd.Dir = l.Root
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	jobOut := filepath.Join(l.Root, "es-mnist-"+id+".out")
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		os.RemoveAll(filepath.Join(l.Root, ".easyscale", id))
+		os.Remove(jobOut)
+	})
+	cancelExtrasAtEnd(t, l, id)
+
+	grown, workers := false, 0
+	for {
+		if len(extrasOf(t, l, id)) > 0 {
+			grown = true
+		}
+		j, err := l.CLI.Job(ctx, id)
+		if c, cerr := elastic.ParseComment(j.Comment); err == nil && cerr == nil && c.Progress != nil {
+			workers = max(workers, c.Progress.Workers) // the runtime's status: es step=S/T workers=W/L ...
+		}
+		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
+			break
+		}
+		if ctx.Err() != nil {
+			b, _ := os.ReadFile(jobOut)
+			t.Fatalf("job %s did not finish in time:\n%s", id, tail(string(b), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		o, _ := os.ReadFile(jobOut)
+		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, tail(string(o), 40))
+	}
+	var sum struct {
+		Digest string `json:"digest"`
+		Steps  int64  `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job %s: %d steps, up to %d physical workers, digest %s", id, sum.Steps, workers, sum.Digest)
+	if !grown || workers < 2 {
+		t.Errorf("the job never grew: extra jobs seen %v, at most %d workers in its status comment", grown, workers)
+	}
+	if sum.Steps != steps || sum.Digest != want {
+		t.Errorf("grown job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)
+	}
+}
+
+// fixedRunDigest trains the MNIST example on this machine without Slurm.
+func fixedRunDigest(t *testing.T, l *slurmlab.Lab, steps int) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), "run", "--config", "examples/mnist/job.toml",
+		"--steps", strconv.Itoa(steps), "--no-eval", "--quiet")
+	cmd.Dir = l.Root
+	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fixed run: %v", err)
+	}
+	f := strings.Fields(string(out))
+	for i, w := range f {
+		if w == "digest" && i+1 < len(f) {
+			return f[i+1]
+		}
+	}
+	t.Fatalf("no digest in %q", out)
+	return ""
+}
