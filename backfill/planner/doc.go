@@ -58,7 +58,12 @@
 // yields the same grants as re-evaluating every job after every grant.
 //
 // Fairness: equal gains go first to the user holding fewer lent GPUs at the
-// start of the cycle, then to the lexicographically smaller job ID. The
+// start of the cycle, then to the job whose time limit (End) ends first
+// (the shortest job finishes and frees its GPUs soonest, as in
+// shortest-remaining-time-first), then to the lexicographically smaller job
+// ID. An extra job being shrunk counts against its job's maximum until its
+// deadline, so a job never holds more than MaxGPUs even while handing GPUs
+// back. The
 // per-user limit bounds what one user can take; a job never loses its own
 // (base) allocation to the planner, so lending is work-conserving without
 // ever taking from a rigid job.

@@ -230,6 +230,7 @@ type jobState struct {
 	byType  map[string]int
 	total   int
 	cap     int // the most GPUs it may have at the end of the round
+	leaving int // GPUs of its extra jobs being shrunk: held until their deadline
 	lent    int // GPUs lent to it (extras alive after shrinks plus grants)
 	eff     float64
 	version int
@@ -241,6 +242,7 @@ type candidate struct {
 	n       int
 	gain    float64 // marginal reference-GPU throughput per added GPU
 	userLt  int
+	end     int64
 	id      string
 	version int
 }
@@ -278,7 +280,8 @@ func (p *planning) grant() []Grow {
 		}
 		for xi, x := range j.Extras {
 			if p.extraEnd[ji][xi] != x.End {
-				continue // being shrunk
+				js.leaving += x.GPUs // being shrunk, held until its deadline
+				continue
 			}
 			js.byType[p.s.Nodes[p.idx[x.Node]].GPUType] += x.GPUs
 			js.total += x.GPUs
@@ -326,27 +329,29 @@ func (p *planning) grant() []Grow {
 	return grows
 }
 
-// mayGrow is a cheap pre-check: job ji is below its maximum and below
-// twice its current GPUs can be granted anything.
+// mayGrow is a cheap pre-check: job ji holds GPUs and is below its
+// maximum, counting extra jobs being shrunk (they hold their GPUs until
+// their deadline).
 func (p *planning) mayGrow(ji int) bool {
 	j := p.s.Running[ji]
-	total := 0
+	base, total := 0, 0
 	for _, b := range j.Base {
-		total += b.GPUs
+		base += b.GPUs
 	}
-	for xi, x := range j.Extras {
-		if p.extraEnd[ji][xi] == x.End {
-			total += x.GPUs
-		}
+	total = base
+	for _, x := range j.Extras {
+		total += x.GPUs
 	}
-	return total < j.MaxGPUs && total > 0
+	return total < j.MaxGPUs && base > 0
 }
 
 // best returns js's best grant now: the type and count with the largest
 // marginal throughput per GPU that satisfies every limit.
 func (p *planning) best(js *jobState, types []string, userLent, startLent map[string]int) (candidate, bool) {
 	j := p.s.Running[js.ji]
-	room := js.cap - js.total
+	// Extras being shrunk still hold their GPUs until the deadline, so they
+	// count against the maximum (never against the doubling cap).
+	room := min(js.cap-js.total, p.s.Running[js.ji].MaxGPUs-js.total-js.leaving)
 	if l := p.lim.MaxExtraGPUsPerJob; l > 0 {
 		room = min(room, l-js.lent)
 	}
@@ -366,7 +371,7 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 				continue
 			}
 			if !found || g > bestC.gain+1e-12 {
-				bestC = candidate{js: js, typ: t, n: n, gain: g, userLt: startLent[j.User], id: j.ID, version: js.version}
+				bestC = candidate{js: js, typ: t, n: n, gain: g, userLt: startLent[j.User], end: j.End, id: j.ID, version: js.version}
 				found = true
 			}
 		}
@@ -430,6 +435,9 @@ func (h *candHeap) Less(a, b int) bool {
 	}
 	if x.userLt != y.userLt {
 		return x.userLt < y.userLt
+	}
+	if x.end != y.end {
+		return x.end < y.end
 	}
 	return x.id < y.id
 }

@@ -109,6 +109,29 @@ func TestPlanTable(t *testing.T) {
 			want: Actions{Grows: []Grow{{Job: "2", Node: "a", GPUType: "v100", GPUs: 1, End: 3600, TimeLimit: 3600}}},
 		},
 		{
+			name: "among equal gains the GPU goes to the job whose time limit ends first",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 3, 1)},
+				Running: []RunningJob{elastic("1", "u", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1), func() RunningJob {
+					j := elastic("2", "u", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1)
+					j.End = 5000
+					return j
+				}()},
+				Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "2", Node: "a", GPUType: "v100", GPUs: 1, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "an extra job being shrunk still counts against the maximum until its deadline",
+			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 2, 0), node("b", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1)
+					j.Extras = []Extra{{ID: "x1", Node: "a", GPUs: 1, End: 9000}}
+					return j
+				}()},
+				Pending: []PendingJob{{ID: "9", PlannedStart: 2000, PlannedNodes: []NodeGPUs{{"a", 2}}}},
+				Speeds:  speeds, Limits: lim},
+			want: Actions{Shrinks: []Shrink{{Job: "1", Extra: "x1", Node: "a", Deadline: 1970, Reservation: 2000}}},
+		},
+		{
 			name: "a slow GPU that would idle beyond the waste cap is refused",
 			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 1, 0), node("b", "p100", 4, 4)},
 				Running: []RunningJob{elastic("1", "u", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1)},
@@ -300,10 +323,12 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 			base += b.GPUs
 			byType[nodeOf[b.Node].GPUType] += b.GPUs
 		}
+		leaving := 0
 		for _, x := range j.Extras {
 			end := x.End
 			if d, ok := shrunk[x.ID]; ok {
 				end = d - lim.MarginSeconds
+				leaving += x.GPUs
 			} else {
 				lent += x.GPUs
 				byType[nodeOf[x.Node].GPUType] += x.GPUs
@@ -322,8 +347,9 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 		if !j.Elastic {
 			t.Errorf("snapshot %d: rigid job %s grew", iter, j.ID)
 		}
-		if total+grown > j.MaxGPUs || grown > total {
-			t.Errorf("snapshot %d: job %s had %d GPUs, grew by %d, max %d: max or doubling violated", iter, j.ID, total, grown, j.MaxGPUs)
+		if total+leaving+grown > j.MaxGPUs || grown > total {
+			t.Errorf("snapshot %d: job %s had %d GPUs (%d more being shrunk), grew by %d, max %d: max or doubling violated",
+				iter, j.ID, total, leaving, grown, j.MaxGPUs)
 		}
 		if l := lim.MaxExtraGPUsPerJob; l > 0 && lent+grown > l {
 			t.Errorf("snapshot %d: job %s holds %d lent GPUs over the per-job limit %d", iter, j.ID, lent+grown, l)

@@ -12,7 +12,8 @@
 // later jobs (at most BackfillDepth of them, like bf_max_job_test) start now
 // if they end before the reservation or use only GPUs the reservation does
 // not need. Time limits are exact: a job's limit is its remaining work at its
-// base allocation's speed, so a reserved start can only move earlier. Extra
+// base allocation's speed, so a reserved start can only move earlier (a
+// job shrunk to admit another is kept off reserved nodes: see Jobs). Extra
 // jobs sit in a preemptable partition: the scheduler counts their GPUs as
 // free and preempts them when a job it starts needs them.
 //
@@ -26,13 +27,29 @@
 // allocation. Policies:
 //
 //   - rigid: every job starts at exactly R GPUs and never changes;
-//   - elastic: the first queued job, when R GPUs are not free, may start
-//     with the largest count in [ceil(R/2), R) that fits, but only if at that
-//     size it would end no later than by waiting for its reserved start at R
-//     GPUs (the start-smaller rule); other jobs start at R. Jobs grow
-//     through extra jobs up to 2R GPUs;
+//   - elastic: every job starts at R GPUs and grows through extra jobs up
+//     to 2R (the planner's decisions). When a queued job does not fit, the
+//     scheduler may start it at R by shrinking the base allocations of
+//     running elastic jobs, never below their minimum ceil(R/2)
+//     (shrink-to-admit, as EasyScale's and Pollux's schedulers reallocate
+//     on arrivals). Only a job with more time left (at its current rate)
+//     than the queued job's work at R yields, longest first, so GPUs move
+//     from long jobs to short ones (shortest remaining time first, which
+//     minimises mean JCT). For the queue head any such job may yield; for
+//     a backfill candidate only jobs holding no GPU on the head's reserved
+//     nodes, because a shrunk job's time limit moves to its remaining work
+//     at its smaller base and that must not delay the reservation. A
+//     shrunk job grows back through extra jobs when GPUs are idle. On Slurm
+//     this needs the job's own allocation shrunk (scontrol update, which
+//     the EasyScale runtime survives) and its time limit raised (an
+//     operator's right); easyscale-backfilld does not do this yet;
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
-//     isolates what gap filling alone gains.
+//     isolates what gap filling and shrink-to-admit gain without growth.
+//
+// Starting the queue head smaller than R when R GPUs are not free was
+// tried and dropped: a long job started small holds GPUs for longer, and
+// the short jobs behind it, which EASY backfill would have run in that
+// time, wait (Pollux workload 2: mean JCT 2× rigid's).
 //
 // Growing and shrinking are the planner's decisions; a shrink takes effect
 // at its deadline (EasyScale hands ESTs back at the next step boundary,
@@ -44,5 +61,6 @@
 // gpu_alloc_pct is allocated GPU-seconds (base plus extra jobs) over
 // total GPUs × (last completion − first submit); max_reservation_delay_s is
 // the largest (start − earliest reserved start) over all jobs that ever held
-// a reservation, which must be 0.
+// a reservation, which must be 0. Result.PerJob keeps every job's submit,
+// start, end and GPU counts for per-job comparisons between policies.
 package simulator

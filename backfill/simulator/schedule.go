@@ -11,6 +11,7 @@ type reservation struct {
 	r      *run
 	t      int64
 	allocs []alloc
+	nodes  map[int]bool // the nodes of allocs
 }
 
 // schedule is one FIFO + EASY-backfill pass at s.now.
@@ -20,12 +21,15 @@ func (s *sim) schedule() {
 		return
 	}
 	avail := s.availNow()
+	if s.cfg.Policy != Rigid {
+		s.donorLeft = s.longestDonor()
+	}
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
 		allocs := s.fitSize(r, avail, r.j.GPUs, r.j.GPUs)
-		if allocs == nil && r.min < r.j.GPUs {
-			allocs = s.startSmaller(r, avail)
+		if allocs == nil && s.mayAdmit(r) {
+			allocs = s.shrinkToAdmit(r, avail, nil)
 		}
 		if allocs == nil {
 			break
@@ -42,14 +46,17 @@ func (s *sim) schedule() {
 	if head.planned == 0 || x < head.planned {
 		head.planned = x
 	}
-	s.resv = reservation{r: head, t: x, allocs: resAllocs}
+	s.resv = reservation{r: head, t: x, allocs: resAllocs, nodes: map[int]bool{}}
+	for _, a := range resAllocs {
+		s.resv.nodes[a.node] = true
+	}
 	ravail := make([]int, len(avail))
 	for n := range avail {
 		ravail[n] = min(avail[n], spare[n])
 	}
 	kept := s.queue[:1]
 	for k, r := range s.queue[1:] {
-		if k >= s.cfg.BackfillDepth || s.availTotal == 0 {
+		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
 			kept = append(kept, s.queue[1+k:]...)
 			break
 		}
@@ -88,22 +95,6 @@ func (s *sim) fitSize(r *run, avail []int, lo, hi int) []alloc {
 		}
 	}
 	return nil
-}
-
-// startSmaller applies the start-smaller rule to the queue head r, which
-// does not fit at its requested size: it starts now with the largest size in
-// [min, request) that fits, but only if at that size's speed it would end no
-// later than by waiting for its reserved start at the requested size.
-func (s *sim) startSmaller(r *run, avail []int) []alloc {
-	small := s.fitSize(r, avail, r.min, r.j.GPUs-1)
-	if small == nil {
-		return nil
-	}
-	x, full, _ := s.reserve(r, avail)
-	if full == nil || s.baseLimit(r, small) > x+(s.baseLimit(r, full)-s.now) {
-		return nil
-	}
-	return small
 }
 
 // allocate picks want GPUs from avail: the best-fitting single node of the
@@ -204,25 +195,29 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 }
 
 // backfill starts r now if it ends before the reservation at x or fits in
-// GPUs the reservation does not need.
+// GPUs the reservation does not need; elastic policies may also free such
+// GPUs by shrinking longer jobs (shrinkToAdmit, kept off the reserved nodes).
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
-	if s.availTotal < r.j.GPUs {
-		return false
-	}
-	if a := s.fitSize(r, avail, r.j.GPUs, r.j.GPUs); a != nil && s.baseLimit(r, a) <= x {
-		s.start(r, a, avail)
-		for _, al := range a {
-			ravail[al.node] = min(avail[al.node], spare[al.node])
+	var a []alloc
+	if s.availTotal >= r.j.GPUs {
+		if a = s.fitSize(r, avail, r.j.GPUs, r.j.GPUs); a != nil && s.baseLimit(r, a) <= x {
+			s.start(r, a, avail)
+			for _, al := range a {
+				ravail[al.node] = min(avail[al.node], spare[al.node])
+			}
+			return true
 		}
-		return true
+		saved := s.availTotal
+		s.availTotal = 0
+		for _, v := range ravail {
+			s.availTotal += v
+		}
+		a = s.fitSize(r, ravail, r.j.GPUs, r.j.GPUs)
+		s.availTotal = saved
 	}
-	saved := s.availTotal
-	s.availTotal = 0
-	for _, v := range ravail {
-		s.availTotal += v
+	if a == nil && s.mayAdmit(r) {
+		a = s.shrinkToAdmit(r, ravail, s.resv.nodes, avail, spare)
 	}
-	a := s.fitSize(r, ravail, r.j.GPUs, r.j.GPUs)
-	s.availTotal = saved
 	if a == nil {
 		return false
 	}
@@ -232,6 +227,24 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		ravail[al.node] = min(avail[al.node], spare[al.node])
 	}
 	return true
+}
+
+// mayAdmit is a cheap pre-check for shrinkToAdmit: the policy is elastic
+// and some running job that could shrink has more work left than r.
+func (s *sim) mayAdmit(r *run) bool {
+	return s.cfg.Policy != Rigid && r.rem < s.donorLeft
+}
+
+// longestDonor returns the most time left (seconds at the current rate)
+// of any running job whose base allocation is above its minimum.
+func (s *sim) longestDonor() float64 {
+	most := 0.0
+	for _, d := range s.running {
+		if d.min < baseGPUs(d) {
+			most = max(most, d.rem/d.rate)
+		}
+	}
+	return most
 }
 
 // start runs r on allocs now, preempting extra jobs where needed.
@@ -266,4 +279,130 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	r.pos = len(s.running)
 	s.running = append(s.running, r)
 	s.reschedule(r)
+}
+
+// shrinkToAdmit starts r at its requested size by shrinking the base
+// allocations of running elastic jobs ("donors"), never below their
+// minimum. A donor must have more work left than r at its requested size
+// (a job only yields to a shorter one, as in shortest-remaining-time-first)
+// and hold no GPU on a node in keepOff (the nodes a reservation needs: a
+// shrunk donor's time limit moves later, which must not delay that
+// reservation). The allocation is drawn from from plus the GPUs the donors
+// free; every GPU freed on node n is added to from[n] and to each of also[n].
+// It returns r's allocation, or nil having shrunk nothing.
+func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
+	need := r.j.GPUs
+	var donors []*run
+	for _, d := range s.running {
+		if d.min >= baseGPUs(d) || d.rem/d.rate <= r.rem || onNodes(d, keepOff) {
+			continue
+		}
+		donors = append(donors, d)
+	}
+	if len(donors) == 0 {
+		return nil
+	}
+	slices.SortFunc(donors, func(a, b *run) int {
+		if c := cmp.Compare(b.rem/b.rate, a.rem/a.rate); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	tent := slices.Clone(from)
+	total := 0
+	for _, v := range from {
+		total += v
+	}
+	type give struct {
+		d    *run
+		node int
+		gpus int
+	}
+	var gives []give // what each donor can free, node by node
+	var allocs []alloc
+	saved := s.availTotal
+	for _, d := range donors {
+		left := baseGPUs(d) - d.min
+		for _, a := range d.base {
+			if g := min(a.gpus, left); g > 0 {
+				gives = append(gives, give{d, a.node, g})
+				tent[a.node] += g
+				total += g
+				left -= g
+			}
+		}
+		if total >= need {
+			s.availTotal = total
+			allocs = s.allocate(tent, need)
+			s.availTotal = saved
+			if allocs != nil {
+				break
+			}
+		}
+	}
+	if allocs == nil {
+		return nil
+	}
+	for _, a := range allocs {
+		short := a.gpus - from[a.node]
+		for _, gv := range gives {
+			if short <= 0 {
+				break
+			}
+			if gv.node != a.node {
+				continue
+			}
+			took := s.shrinkBase(gv.d, a.node, min(short, gv.gpus))
+			short -= took
+			from[a.node] += took
+			for _, o := range also {
+				o[a.node] += took
+			}
+		}
+	}
+	s.res.AdmitShrinks++
+	return allocs
+}
+
+// onNodes reports whether r holds base GPUs on a node in set.
+func onNodes(r *run, set map[int]bool) bool {
+	for _, a := range r.base {
+		if set[a.node] {
+			return true
+		}
+	}
+	return false
+}
+
+// baseGPUs is the size of r's base allocation.
+func baseGPUs(r *run) int {
+	n := 0
+	for _, a := range r.base {
+		n += a.gpus
+	}
+	return n
+}
+
+// shrinkBase takes up to want GPUs of d's base allocation on node n, never
+// below d's minimum, frees them, moves d's time limit to its remaining work
+// at the smaller base, and returns how many it took.
+func (s *sim) shrinkBase(d *run, n, want int) int {
+	i := slices.IndexFunc(d.base, func(a alloc) bool { return a.node == n })
+	g := min(want, baseGPUs(d)-d.min)
+	if i < 0 || g <= 0 {
+		return 0
+	}
+	g = min(g, d.base[i].gpus)
+	s.advance(d)
+	d.base = slices.Clone(d.base)
+	if d.base[i].gpus -= g; d.base[i].gpus == 0 {
+		d.base = slices.Delete(d.base, i, i+1)
+	}
+	d.snapBase = nil
+	s.nodes[n].free += g
+	s.allocated -= g
+	s.availTotal += g
+	d.limit = s.baseLimit(d, d.base)
+	s.reschedule(d)
+	return g
 }

@@ -106,9 +106,28 @@ type Result struct {
 	// Preemptions counts all extra jobs preempted by starting jobs.
 	Preemptions int `json:"preempted_extra_jobs"`
 	Grows       int `json:"grows"`
-	Shrinks     int `json:"shrinks"`
+	// AdmitShrinks counts queued jobs started by shrinking running elastic
+	// jobs' base allocations (shrink-to-admit).
+	AdmitShrinks int `json:"admit_shrinks"`
+	Shrinks      int `json:"shrinks"`
 	// Series is the allocation over time, one sample per change.
 	Series []Sample `json:"-"`
+	// PerJob holds one record per completed job, in completion order.
+	PerJob []JobRecord `json:"-"`
+}
+
+// JobRecord is one completed job's history. Times are in seconds from the
+// trace start.
+type JobRecord struct {
+	ID string
+	// Submit, Start and End are submission, first start and completion.
+	Submit, Start, End int64
+	// Request is the trace's GPU count, StartGPUs the base allocation it
+	// started with and PeakGPUs the most GPUs (base plus extra jobs) it
+	// held at once.
+	Request, StartGPUs, PeakGPUs int
+	// Duration is the trace's runtime at the requested size.
+	Duration int64
 }
 
 type alloc struct{ node, gpus int }
@@ -139,6 +158,7 @@ type run struct {
 	pos      int   // index in sim.running
 	idx      int   // index in sim.runs (submit order)
 	snapBase []planner.NodeGPUs
+	peak     int // most GPUs held at once
 	started  bool
 	finished bool
 }
@@ -203,6 +223,7 @@ type sim struct {
 	availTotal int
 	resv       reservation
 	extraByID  map[string]*extra
+	donorLeft  float64 // longestDonor at the start of the pass
 }
 
 // Run replays jobs (sorted by submit time, as trace tables are) under cfg.
@@ -323,6 +344,43 @@ func (s *sim) loop() error {
 			}
 		}
 		s.sample()
+		if checkEachPass {
+			if err := s.check(); err != nil {
+				return fmt.Errorf("simulator: at %d s: %w", s.now, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEachPass makes Run verify the cluster's bookkeeping after every
+// scheduling pass (set by tests).
+var checkEachPass = false
+
+// check verifies that every node's GPUs are held exactly once (free, base
+// allocations, extra jobs) and every running job holds between its minimum
+// and maximum GPUs.
+func (s *sim) check() error {
+	held := make([]int, len(s.nodes))
+	for _, r := range s.running {
+		base := 0
+		for _, a := range r.base {
+			held[a.node] += a.gpus
+			base += a.gpus
+		}
+		all := base
+		for _, x := range r.extras {
+			held[x.node] += x.gpus
+			all += x.gpus
+		}
+		if base < r.min || all > r.max {
+			return fmt.Errorf("job %s holds %d base and %d in all GPUs outside [%d, %d]", r.id, base, all, r.min, r.max)
+		}
+	}
+	for n, nd := range s.nodes {
+		if nd.free < 0 || nd.free+held[n] != nd.total {
+			return fmt.Errorf("node %s: %d free and %d held of %d GPUs", nd.name, nd.free, held[n], nd.total)
+		}
 	}
 	return nil
 }
@@ -355,6 +413,12 @@ func (s *sim) complete(r *run) {
 	}
 	jct := float64(s.now - r.j.Submit)
 	s.jcts = append(s.jcts, jct)
+	startGPUs := 0
+	for _, a := range r.base {
+		startGPUs += a.gpus
+	}
+	s.res.PerJob = append(s.res.PerJob, JobRecord{ID: r.id, Submit: r.j.Submit, Start: r.start, End: s.now,
+		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration})
 	s.res.Makespan = max(s.res.Makespan, s.now)
 }
 
@@ -429,6 +493,14 @@ func (s *sim) rateOf(r *run, withExtras bool) float64 {
 
 // reschedule sets r's rate from its GPUs and queues its completion.
 func (s *sim) reschedule(r *run) {
+	held := 0
+	for _, a := range r.base {
+		held += a.gpus
+	}
+	for _, x := range r.extras {
+		held += x.gpus
+	}
+	r.peak = max(r.peak, held)
 	r.rate = s.rateOf(r, true)
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))

@@ -13,11 +13,17 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
 
+func TestMain(m *testing.M) {
+	checkEachPass = true // every Run in these tests checks its bookkeeping after each pass
+	os.Exit(m.Run())
+}
+
 func job(id string, submit, dur int64, gpus int) trace.Job {
 	return trace.Job{ID: id, Submit: submit, Duration: dur, GPUs: gpus, Training: true}
 }
 
 func TestRunHandChecked(t *testing.T) {
+	shrinkTrace := []trace.Job{job("A", 0, 10000, 4), job("B", 10, 100, 1)}
 	backfillTrace := []trace.Job{job("A", 0, 100, 2), job("B", 10, 50, 4), job("C", 20, 80, 2), job("D", 30, 100, 2)}
 	tests := []struct {
 		name         string
@@ -47,6 +53,31 @@ func TestRunHandChecked(t *testing.T) {
 		{
 			name: "a rigid job runs exactly its trace duration", jobs: []trace.Job{job("A", 5, 100, 1)},
 			gpus: 2, policy: Rigid, wantMeanJCT: 100, wantMakespan: 100,
+		},
+		{
+			// B waits for the long job A to end.
+			name: "rigid: a short job waits behind a long job that fills the cluster", jobs: shrinkTrace,
+			gpus: 4, policy: Rigid, wantMeanJCT: (10000 + 9990 + 100) / 2.0, wantMakespan: 10100, wantQueue: 9990 / 2.0,
+		},
+		{
+			// A (L = 8, R = 4) is shrunk to 3 GPUs at 10 to admit B: its step
+			// goes from 2 + 0.22 to 3 + 0.21, rate 2.22/3.21; B ends at 110,
+			// A grows back to 4 through an extra job and ends at
+			// 110 + ceil(10000 − 10 − 100·2.22/3.21) = 10031.
+			name: "elastic: the long job shrinks to admit the short one and grows back after", jobs: shrinkTrace,
+			gpus: 4, policy: Elastic, wantMeanJCT: (10031 + 100) / 2.0, wantMakespan: 10031,
+		},
+		{
+			// B has more work left than A, so A keeps its GPUs; B starts at
+			// 1000, grows to 2 GPUs (rate 2/1.2) and ends at 1000 + 3000.
+			name: "elastic: a job never shrinks to admit a longer one", jobs: []trace.Job{job("A", 0, 1000, 4), job("B", 10, 5000, 1)},
+			gpus: 4, policy: Elastic, wantMeanJCT: (1000 + 3990) / 2.0, wantMakespan: 4000, wantQueue: 990 / 2.0,
+		},
+		{
+			// A may free only 1 GPU (its minimum is 1); B needs 2.
+			name: "elastic: shrinking stops at the minimum even when that leaves the queued job waiting",
+			jobs: []trace.Job{job("A", 0, 1000, 2), job("B", 10, 10, 2)},
+			gpus: 2, policy: Elastic, wantMeanJCT: (1000 + 1000) / 2.0, wantMakespan: 1010, wantQueue: 990 / 2.0,
 		},
 	}
 	for _, tc := range tests {
@@ -87,7 +118,7 @@ func TestElasticShrinksBeforeAReservation(t *testing.T) {
 // still hold a GPU when its reservation starts.
 func TestReservedStartsNeverDelayed(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	shrinks := 0
+	shrinks, admits := 0, 0
 	for iter := range 60 {
 		var jobs []trace.Job
 		at := int64(0)
@@ -116,10 +147,14 @@ func TestReservedStartsNeverDelayed(t *testing.T) {
 				}
 			}
 			shrinks += res.Shrinks
+			admits += res.AdmitShrinks
+			if p == Rigid && res.AdmitShrinks != 0 {
+				t.Errorf("trace %d: the rigid policy shrank running jobs %d times", iter, res.AdmitShrinks)
+			}
 		}
 	}
-	if shrinks == 0 {
-		t.Fatal("random traces never exercised a shrink")
+	if shrinks == 0 || admits == 0 {
+		t.Fatalf("random traces exercised %d shrinks of extra jobs and %d shrinks to admit: want both", shrinks, admits)
 	}
 }
 
@@ -132,6 +167,8 @@ func TestElasticBeatsRigid(t *testing.T) {
 	}{
 		{"on the first 36 h of the Philly busy week", "philly_busy_week_36h.csv", 256, 8},
 		{"on Pollux workload 1 at Pollux's 64 GPUs", "pollux_workload-1.csv", 64, 4},
+		{"on Pollux workload 4 at Pollux's 64 GPUs", "pollux_workload-4.csv", 64, 4},
+		{"on Pollux workload 8 at Pollux's 64 GPUs", "pollux_workload-8.csv", 64, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
