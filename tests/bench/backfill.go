@@ -60,8 +60,14 @@ func backfillSuite() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Policy = simulator.ElasticCapped
+	capped, err := simulator.Run(week, cfg)
+	if err != nil {
+		return nil, err
+	}
 	figs = append(figs,
 		figure{"elastic_vs_rigid_jct_ratio", el.MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_capped_vs_rigid_jct_ratio", capped.MeanJCT / rigid.MeanJCT, "ratio"},
 		figure{"elastic_gpu_alloc_pct", el.GPUAllocPct, "%"},
 		figure{"elastic_gpu_alloc_while_waiting_pct", el.GPUAllocWaitingPct, "%"},
 		figure{"rigid_gpu_alloc_pct", rigid.GPUAllocPct, "%"},
