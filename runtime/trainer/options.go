@@ -87,6 +87,8 @@ type Summary struct {
 	TestAccuracy   *float64 `json:"test_accuracy,omitempty"`
 	TestLoss       *float64 `json:"test_loss,omitempty"`
 	TestSamples    int      `json:"test_samples,omitempty"`
+	// Reallocations counts the changes of the allocation this run made
+	// (schedule, joins, leaves, lost workers); Schedule lists them.
 	Reallocations  int      `json:"reallocations"`
 	RedoneSteps    int      `json:"redone_steps"`
 	ResumedFrom    int64    `json:"resumed_from"`

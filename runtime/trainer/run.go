@@ -37,13 +37,14 @@ type job struct {
 	plan    placement.Plan
 	alloc   *schedule.Allocation
 	threads int
+	// history is the allocation of every stretch of steps this run trained.
+	history schedule.Schedule
 
 	reduced []float32
 	out     StepOutput
 
 	db            *statedb.DB
 	step          int64
-	reallocations int
 	redone        int
 	resumedFrom   int64
 	lastLoss      float64
@@ -73,8 +74,8 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	sum := &Summary{
 		Job: opts.Spec.Name, JobID: opts.Spec.ID(), LogicalWorkers: j.n, MicroBatch: j.b,
 		Steps: j.step, Horizon: j.horizon, Digest: j.digest, TrainLoss: j.lastLoss,
-		Reallocations: j.reallocations, RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
-		Schedule: j.schedule().String(),
+		Reallocations: max(0, len(j.history)-1), RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
+		Schedule: j.history.String(),
 		Epoch:    float64(j.step) / float64(j.sampler.StepsPerEpoch(j.b)),
 	}
 	if ran := j.step - startStep; ran > 0 && wall > 0 {
@@ -303,11 +304,22 @@ func (j *job) reallocate(alloc schedule.Allocation) error {
 	if err := j.exec.Resize(alloc.Workers, j.master); err != nil {
 		return fmt.Errorf("resizing to %d workers at step %d: %w", alloc.Workers, j.step, err)
 	}
-	if j.alloc != nil {
-		j.reallocations++
-	}
 	j.alloc = &alloc
 	return j.replan(j.exec.Workers(), alloc.Speeds, "schedule", "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
+}
+
+// noteAllocation appends a to the run's allocation history (what the
+// summary reports as schedule and reallocations): a change at the same
+// step replaces the previous entry, an unchanged allocation adds nothing.
+func (j *job) noteAllocation(a schedule.Allocation) {
+	h := j.history
+	if n := len(h); n > 0 && h[n-1].Workers == a.Workers && equalSpeeds(h[n-1].Speeds, a.Speeds) {
+		return
+	}
+	if n := len(h); n > 0 && h[n-1].FromStep == a.FromStep {
+		h = h[:n-1]
+	}
+	j.history = append(h, a)
 }
 
 // replan places the ESTs on the executor's current workers and records the
@@ -324,6 +336,7 @@ func (j *job) replan(workers int, speeds []float64, reason string, kv ...any) er
 		return fmt.Errorf("placing ESTs at step %d: %w", j.step, err)
 	}
 	j.plan = plan
+	j.noteAllocation(schedule.Allocation{FromStep: j.step, Workers: workers, Speeds: speeds})
 	j.log.Info("allocation", append([]any{"step", j.step, "world_size", workers, "placement", plan.String(),
 		"imbalance", fmt.Sprintf("%.3f", plan.Imbalance(speeds)), "reason", reason}, kv...)...)
 	if j.db != nil {
