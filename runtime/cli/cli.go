@@ -35,13 +35,19 @@ func commands() []command {
 		{"verify", "compare the step ledgers of two state directories", verifyCmd},
 		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
 		{"simulate", "replay a cluster job trace through the elastic planner (see backfill/simulator)", simulateCmd},
-		{"version", "print the version", func([]string, Env) int { fmt.Println(Version); return 0 }},
+		{"version", "print the version", func(_ []string, env Env) int { fmt.Fprintln(env.Stdout, Version); return 0 }},
 	}
 }
 
 // Main dispatches args (without the program name) to a subcommand and
 // returns the exit code.
 func Main(args []string, env Env) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-v") {
+		args = []string{"version"}
+	}
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(env.Stderr)
 		if len(args) == 0 {
@@ -111,6 +117,8 @@ func parseFlags(fs *pflag.FlagSet, args []string) (code int, ok bool) {
 		if err == pflag.ErrHelp {
 			return 0, false
 		}
+		fmt.Fprintf(fs.Output(), "easyscale %s: %v\n\n", fs.Name(), err)
+		fs.Usage()
 		return 2, false
 	}
 	return 0, true

@@ -89,10 +89,10 @@ type Summary struct {
 	TestSamples    int      `json:"test_samples,omitempty"`
 	// Reallocations counts the changes of the allocation this run made
 	// (schedule, joins, leaves, lost workers); Schedule lists them.
-	Reallocations  int      `json:"reallocations"`
-	RedoneSteps    int      `json:"redone_steps"`
-	ResumedFrom    int64    `json:"resumed_from"`
-	WallSeconds    float64  `json:"wall_seconds"`
-	SamplesPerSec  float64  `json:"samples_per_second"`
-	Schedule       string   `json:"schedule"`
+	Reallocations int     `json:"reallocations"`
+	RedoneSteps   int     `json:"redone_steps"`
+	ResumedFrom   int64   `json:"resumed_from"`
+	WallSeconds   float64 `json:"wall_seconds"`
+	SamplesPerSec float64 `json:"samples_per_second"`
+	Schedule      string  `json:"schedule"`
 }

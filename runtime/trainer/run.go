@@ -43,14 +43,14 @@ type job struct {
 	reduced []float32
 	out     StepOutput
 
-	db            *statedb.DB
-	step          int64
-	redone        int
-	resumedFrom   int64
-	lastLoss      float64
-	digest        string
-	stepSeconds   float64
-	progressAt    time.Time
+	db          *statedb.DB
+	step        int64
+	redone      int
+	resumedFrom int64
+	lastLoss    float64
+	digest      string
+	stepSeconds float64
+	progressAt  time.Time
 }
 
 // Run trains opts.Spec to its horizon (or opts.StopAfter) on the allocation
