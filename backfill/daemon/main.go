@@ -2,11 +2,12 @@ package daemon
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -25,13 +26,21 @@ var Version = "dev"
 // returns the exit code: 0, 1 for a runtime error, 2 for bad flags or
 // config.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("easyscale-backfilld", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (see contrib/backfill.toml).\n\nFlags:\n%s", fs.FlagUsages())
+	}
 	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
 	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch or scancel (overrides dry_run)")
 	once := fs.Bool("once", false, "run one cycle and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "easyscale-backfilld: %v\n", err)
+		fs.Usage()
 		return 2
 	}
 	if *version {

@@ -47,6 +47,8 @@ func Run(args []string, lookup func(string) (string, bool), lib nvml.Interface, 
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(stderr, "easyscale-gpuctx: %v\n", err)
+		fs.Usage()
 		return 2
 	}
 	if *version {
