@@ -48,7 +48,8 @@ type Spec struct {
 	// augmentation, dropout).
 	Seed uint64 `toml:"seed" json:"seed"`
 	// CheckpointEvery is the checkpoint period in steps (default 50).
-	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
+	// Not part of the job's identity: changing it does not make another job.
+	CheckpointEvery int `toml:"checkpoint_every" json:"-"`
 
 	Data      Data       `toml:"data" json:"data"`
 	Model     Model      `toml:"model" json:"model"`
@@ -134,6 +135,15 @@ func Parse(text string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing TOML: %w", err)
 	}
+	// A negative seed would wrap around in the unsigned field: refuse it.
+	var probe struct {
+		Seed any `toml:"seed"`
+	}
+	if _, err := toml.Decode(text, &probe); err == nil {
+		if v, ok := probe.Seed.(int64); ok && v < 0 {
+			return nil, &FieldError{Field: "seed", Msg: fmt.Sprintf("%d must not be negative", v)}
+		}
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
@@ -206,14 +216,16 @@ func (s *Spec) Validate() error {
 		return fe("logical_workers", "%d must be between 1 and 4096", s.LogicalWorkers)
 	case s.MicroBatch < 1 || s.MicroBatch > 65536:
 		return fe("micro_batch", "%d must be between 1 and 65536", s.MicroBatch)
-	case s.Steps < 0:
-		return fe("steps", "%d must not be negative", s.Steps)
-	case s.Epochs < 0:
-		return fe("epochs", "%d must not be negative", s.Epochs)
+	case s.Steps < 0 || s.Steps > MaxSteps:
+		return fe("steps", "%d must be between 1 and %d", s.Steps, MaxSteps)
+	case s.Epochs < 0 || s.Epochs > MaxEpochs:
+		return fe("epochs", "%d must be between 1 and %d", s.Epochs, MaxEpochs)
 	case s.Steps == 0 && s.Epochs == 0:
 		return fe("steps", "set steps or epochs to fix the training horizon")
-	case s.CheckpointEvery < 1:
-		return fe("checkpoint_every", "%d must be at least 1", s.CheckpointEvery)
+	case s.Steps > 0 && s.Epochs > 0:
+		return fe("epochs", "set either steps or epochs, not both")
+	case s.CheckpointEvery < 0:
+		return fe("checkpoint_every", "%d must not be negative (0 means every 50 steps)", s.CheckpointEvery)
 	case s.Data.AugmentShift < 0 || s.Data.AugmentShift > 8:
 		return fe("data.augment_shift", "%d must be between 0 and 8 pixels", s.Data.AugmentShift)
 	case !(s.Model.Dropout >= 0 && s.Model.Dropout < 1):
@@ -241,6 +253,9 @@ func (s *Spec) Validate() error {
 			return fe("optimizer.eps", "%v must be positive", s.Optimizer.Eps)
 		}
 	}
+	if err := s.checkTaskFields(); err != nil {
+		return err
+	}
 	switch s.Task {
 	case "mnist":
 		if len(s.Model.Channels) != 2 || s.Model.Channels[0] < 1 || s.Model.Channels[1] < 1 || s.Model.Channels[0] > 256 || s.Model.Channels[1] > 256 {
@@ -266,13 +281,85 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// Horizon returns the training horizon in steps: Steps if set, else
-// Epochs * stepsPerEpoch.
-func (s *Spec) Horizon(stepsPerEpoch int) int64 {
-	if s.Steps > 0 {
-		return int64(s.Steps)
+// Bounds of the training horizon.
+const (
+	MaxSteps  = 1_000_000_000 // optimizer steps
+	MaxEpochs = 1_000_000
+)
+
+// checkTaskFields refuses keys of the other task's model or data, which
+// would otherwise be silently ignored.
+func (s *Spec) checkTaskFields() error {
+	type field struct {
+		name string
+		set  bool
 	}
-	return int64(s.Epochs) * int64(stepsPerEpoch)
+	var foreign []field
+	switch s.Task {
+	case "mnist":
+		foreign = []field{{"model.d_model", s.Model.DModel != 0}, {"model.heads", s.Model.Heads != 0},
+			{"model.layers", s.Model.Layers != 0}, {"data.seq_len", s.Data.SeqLen != 0}}
+	case "charlm":
+		foreign = []field{{"model.channels", len(s.Model.Channels) != 0}, {"model.hidden", s.Model.Hidden != 0},
+			{"data.augment_shift", s.Data.AugmentShift != 0}}
+	}
+	for _, f := range foreign {
+		if f.set {
+			return &FieldError{Field: f.name, Msg: fmt.Sprintf("does not apply to task %q; remove it", s.Task)}
+		}
+	}
+	return nil
+}
+
+// Horizon returns the training horizon in steps: Steps if set, else
+// Epochs * stepsPerEpoch. It fails when that exceeds MaxSteps.
+func (s *Spec) Horizon(stepsPerEpoch int) (int64, error) {
+	if s.Steps > 0 {
+		return int64(s.Steps), nil
+	}
+	h := int64(s.Epochs) * int64(stepsPerEpoch)
+	if stepsPerEpoch < 1 || h > MaxSteps {
+		return 0, &FieldError{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d steps exceed %d steps; lower epochs or set steps", s.Epochs, stepsPerEpoch, MaxSteps)}
+	}
+	return h, nil
+}
+
+// Diff lists the dotted keys whose values differ between two canonical
+// specs (Canonical's JSON), e.g. ["micro_batch", "optimizer.lr"]; it
+// returns nil when either does not decode.
+func Diff(a, b string) []string {
+	var ma, mb map[string]any
+	if json.Unmarshal([]byte(a), &ma) != nil || json.Unmarshal([]byte(b), &mb) != nil {
+		return nil
+	}
+	var out []string
+	diffMaps("", ma, mb, &out)
+	sort.Strings(out)
+	return out
+}
+
+func diffMaps(prefix string, a, b map[string]any, out *[]string) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		va, vb := a[k], b[k]
+		sa, oka := va.(map[string]any)
+		sb, okb := vb.(map[string]any)
+		if oka && okb {
+			diffMaps(prefix+k+".", sa, sb, out)
+			continue
+		}
+		ja, _ := json.Marshal(va)
+		jb, _ := json.Marshal(vb)
+		if string(ja) != string(jb) {
+			*out = append(*out, prefix+k)
+		}
+	}
 }
 
 // Canonical returns the spec as canonical JSON: the fields that define the

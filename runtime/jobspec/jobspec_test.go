@@ -26,8 +26,12 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if s.Name != "mnist" || s.CheckpointEvery != 50 || s.Optimizer.Kind != "sgd" || s.Model.Hidden != 128 || len(s.Model.Channels) != 2 {
 		t.Fatalf("defaults not applied: %+v", s)
 	}
-	if got := s.Horizon(234); got != 234 {
-		t.Fatalf("Horizon = %d, want 234", got)
+	if got, err := s.Horizon(234); got != 234 || err != nil {
+		t.Fatalf("Horizon = %d, %v, want 234", got, err)
+	}
+	s.Epochs = MaxEpochs
+	if _, err := s.Horizon(1 << 20); err == nil || !strings.Contains(err.Error(), "epochs") {
+		t.Fatalf("an overflowing horizon was accepted: %v", err)
 	}
 }
 
@@ -43,6 +47,10 @@ func TestParseRejects(t *testing.T) {
 		{"no horizon", strings.Replace(minimal, "epochs = 1", "", 1), "steps:"},
 		{"a negative learning rate", strings.Replace(minimal, "lr = 0.05", "lr = -1.0", 1), "optimizer.lr:"},
 		{"nesterov without momentum", strings.Replace(minimal, "momentum = 0.9", "nesterov = true", 1), "optimizer.nesterov:"},
+		{"a negative seed", "seed = -1\n" + minimal, "seed:"},
+		{"huge epochs", strings.Replace(minimal, "epochs = 1", "epochs = 9223372036854775807", 1), "epochs:"},
+		{"both steps and epochs", strings.Replace(minimal, "epochs = 1", "epochs = 1\nsteps = 10", 1), "either steps or epochs"},
+		{"a charlm key in an mnist job", minimal + "\n[model]\nheads = 2\n", "model.heads: does not apply"},
 		{"heads not dividing d_model", "task=\"charlm\"\nlogical_workers=2\nmicro_batch=2\nsteps=3\n[model]\nd_model=10\nheads=3\n[optimizer]\nlr=0.001\nkind=\"adamw\"\n", "model.heads:"},
 	}
 	for _, c := range cases {
@@ -74,6 +82,22 @@ func TestIDIgnoresDataDirButNotSemantics(t *testing.T) {
 	}
 	if !strings.HasPrefix(a.ID(), "sha256:") {
 		t.Errorf("ID %q lacks the sha256: prefix", a.ID())
+	}
+}
+
+func TestDiffNamesTheChangedFields(t *testing.T) {
+	a, _ := Parse(minimal)
+	b, _ := Parse(strings.Replace(strings.Replace(minimal, "micro_batch = 32", "micro_batch = 16", 1), "lr = 0.05", "lr = 0.1", 1))
+	got := Diff(a.Canonical(), b.Canonical())
+	if strings.Join(got, ",") != "micro_batch,optimizer.lr" {
+		t.Fatalf("Diff = %v", got)
+	}
+	c, err := Parse("checkpoint_every = 7\n" + minimal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() != c.ID() {
+		t.Fatal("checkpoint_every changed the job identity")
 	}
 }
 

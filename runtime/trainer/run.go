@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
@@ -111,10 +112,23 @@ func newJob(opts Options) (*job, error) {
 	if spe < 1 {
 		return nil, fmt.Errorf("micro_batch %d is larger than a logical worker's shard (%d samples); lower micro_batch or logical_workers", j.b, j.sampler.ShardLen())
 	}
-	j.horizon = spec.Horizon(spe)
+	if j.horizon, err = spec.Horizon(spe); err != nil {
+		return nil, err
+	}
 	j.stop = j.horizon
 	if opts.StopAfter > 0 && opts.StopAfter < j.stop {
 		j.stop = opts.StopAfter
+	}
+	if opts.StopAfter > j.horizon {
+		j.log.Warn("--steps is past the job's horizon; stopping at the horizon", "steps", opts.StopAfter, "horizon", j.horizon)
+	}
+	if w := spec.LR.WarmupSteps; int64(w) > j.horizon {
+		return nil, &jobspec.FieldError{Field: "lr_schedule.warmup_steps", Msg: fmt.Sprintf("%d exceeds the training horizon of %d steps", w, j.horizon)}
+	}
+	for _, a := range j.schedule()[1:] {
+		if a.FromStep >= j.stop {
+			j.log.Warn("a --workers entry starts after the run's last step and never applies", "from_step", a.FromStep, "stop", j.stop)
+		}
 	}
 
 	// Initial state: the seed's initialisation and fresh contexts, unless a

@@ -1,11 +1,13 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -28,6 +30,13 @@ func (j *job) openState() error {
 	j.db = db
 	spec := j.opts.Spec
 	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now()})
+	if errors.Is(err, statedb.ErrJobMismatch) {
+		if old, jerr := db.Job(); jerr == nil {
+			if diff := jobspec.Diff(old.Spec, spec.Canonical()); len(diff) > 0 {
+				return fmt.Errorf("state directory %s: %w (fields that differ: %s)", j.opts.StateDir, err, strings.Join(diff, ", "))
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
 	}

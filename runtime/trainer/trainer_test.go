@@ -230,7 +230,7 @@ func TestStateDirOfAnotherJobIsRefused(t *testing.T) {
 	run(t, mnistSmall, "2", func(o *Options) { o.StateDir = dir; o.StopAfter = 2 })
 	spec, wl := loadJob(t, strings.Replace(mnistSmall, "seed = 7", "seed = 9", 1))
 	_, err := Run(context.Background(), Options{Spec: spec, Workload: wl, StateDir: dir, StopAfter: 2, SkipEval: true})
-	if err == nil || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("running another job in %s: err = %v, want a refusal naming the directory", dir, err)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "fields that differ: seed") {
+		t.Fatalf("running another job in %s: err = %v, want a refusal naming the directory and the field seed", dir, err)
 	}
 }
