@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	// The only package of the module allowed to link SQLite.
 	_ "github.com/mattn/go-sqlite3"
 )
@@ -78,6 +80,9 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving state directory %q: %w", dir, err)
 	}
+	if err := refuseOrphanCheckpoints(abs); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(abs, CheckpointDir), 0o700); err != nil {
 		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
@@ -96,6 +101,21 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// refuseOrphanCheckpoints refuses a directory that has checkpoint files
+// but no state.db (a lost or deleted database): opening it would start a
+// new job and delete those files as unrecorded leftovers.
+func refuseOrphanCheckpoints(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, DBFile)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, CheckpointDir))
+	if err != nil || len(entries) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s holds %d file(s) in %s/ but no %s; restore %s or choose another --state directory (nothing was changed)",
+		ErrOrphanCheckpoints, dir, len(entries), CheckpointDir, DBFile, DBFile)
 }
 
 func (db *DB) openWriter() error {
@@ -156,7 +176,15 @@ func OpenReadOnly(dir string) (*DB, error) {
 		}
 		return nil, fmt.Errorf("opening %s read-only: %w", abs, err)
 	}
-	s, err := sql.Open("sqlite3", dsn(path, url.Values{"mode": {"ro"}, "_txlock": {"deferred"}}))
+	params := url.Values{"mode": {"ro"}, "_txlock": {"deferred"}}
+	if !writable(abs) || (exists(path+"-shm") && !writable(path+"-shm")) {
+		// SQLite's WAL mode needs to write the -shm index even to read. On a
+		// directory (or index) this user cannot write, read the database as
+		// immutable: it then ignores a WAL that a running writer has not yet
+		// checkpointed, which a cleanly closed state never has.
+		params.Set("immutable", "1")
+	}
+	s, err := sql.Open("sqlite3", dsn(path, params))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s read-only: %w", path, err)
 	}
@@ -244,4 +272,11 @@ func (db *DB) immediate(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+func writable(path string) bool { return unix.Access(path, unix.W_OK) == nil }
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

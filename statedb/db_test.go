@@ -3,6 +3,7 @@ package statedb
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,5 +207,61 @@ func TestNetworkFilesystemsAreRefused(t *testing.T) {
 func TestOpenWithRejectsNegativeKeep(t *testing.T) {
 	if _, err := OpenWith(t.TempDir(), Options{KeepCheckpoints: -1}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
+// A directory whose state.db is gone but whose checkpoints are still there
+// is refused rather than adopted (which would delete the checkpoints).
+func TestOpenRefusesCheckpointsWithoutADatabase(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, CheckpointDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, CheckpointDir, "step-5.safetensors")
+	if err := os.WriteFile(ck, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); !errors.Is(err, ErrOrphanCheckpoints) {
+		t.Fatalf("Open = %v, want ErrOrphanCheckpoints", err)
+	}
+	if _, err := os.Stat(ck); err != nil {
+		t.Fatalf("the checkpoint was removed: %v", err)
+	}
+}
+
+// A reader without write access to the directory (a read-only mount, or
+// another user) can still read the state. As root the directory is made
+// read-only with a read-only bind mount; otherwise with chmod.
+func TestOpenReadOnlyOnAReadOnlyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InitJob(Job{ID: "sha256:" + strings.Repeat("a", 64), Name: "j", Spec: "{}", LogicalWorkers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	view := dir
+	if os.Getuid() == 0 {
+		view = t.TempDir()
+		if out, err := exec.Command("mount", "--bind", dir, view).CombinedOutput(); err != nil {
+			t.Skipf("cannot bind-mount here: %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", view).Run() })
+		if out, err := exec.Command("mount", "-o", "remount,bind,ro", view).CombinedOutput(); err != nil {
+			t.Skipf("cannot remount read-only here: %v %s", err, out)
+		}
+	} else {
+		os.Chmod(dir, 0o500)
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	}
+	ro, err := OpenReadOnly(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if j, err := ro.Job(); err != nil || j.Name != "j" {
+		t.Fatalf("Job() = %+v, %v", j, err)
 	}
 }

@@ -35,6 +35,9 @@ var (
 	// ErrInvalid: an argument failed validation (the message names the
 	// field).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrOrphanCheckpoints: a writer refused a directory that holds
+	// checkpoint files but no state.db (opening it would delete them).
+	ErrOrphanCheckpoints = errors.New("checkpoints without a state database")
 )
 
 // JobMismatchError reports that InitJob was called with a job whose identity

@@ -171,6 +171,12 @@ func TestTokenFilesArePrivate(t *testing.T) {
 			t.Errorf("%s has mode %v, want 0600", f, fi.Mode().Perm())
 		}
 	}
+	if _, err := ensureToken(dir, "job/2"); err == nil || !strings.Contains(err.Error(), "belongs to job job/1") {
+		t.Fatalf("another job took over the token directory: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, JobIDFile)); strings.TrimSpace(string(b)) != "job/1" {
+		t.Fatalf("the job-id file was overwritten: %q", b)
+	}
 	os.Chmod(filepath.Join(dir, TokenFile), 0o644)
 	if _, err := ensureToken(dir, "job/1"); err == nil || !strings.Contains(err.Error(), "chmod") {
 		t.Fatalf("a world-readable token was accepted: %v", err)

@@ -177,6 +177,12 @@ func jobIDOf(s *jobspec.Spec) string {
 // ensureToken loads the job's secret from dir, or creates it (mode 0600),
 // and writes the job id next to it.
 func ensureToken(dir, jobID string) (auth.Secret, error) {
+	idPath := filepath.Join(dir, JobIDFile)
+	if b, err := os.ReadFile(idPath); err == nil {
+		if old := strings.TrimSpace(string(b)); old != jobID {
+			return auth.Secret{}, fmt.Errorf("%s belongs to job %s, not %s: use another --state directory", dir, old, jobID)
+		}
+	}
 	path := filepath.Join(dir, TokenFile)
 	s, err := auth.LoadSecret(path)
 	if errors.Is(err, os.ErrNotExist) {
