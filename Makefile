@@ -3,7 +3,9 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/easyscale/easyscale-slurm/runtime/cli.Version=$(VERSION)
+LDFLAGS := -X github.com/easyscale/easyscale-slurm/runtime/cli.Version=$(VERSION) \
+	-X github.com/easyscale/easyscale-slurm/backfill/daemon.Version=$(VERSION) \
+	-X github.com/easyscale/easyscale-slurm/spank/gpuctx.Version=$(VERSION)
 # Tests that need a real Slurm lab run in `make test`; `make test-unit` skips them.
 GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
@@ -12,7 +14,7 @@ CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 .PHONY: help build test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down
 
 help: ## list targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
 build: ## build every binary into bin/ (and the SPANK plugin when Slurm's spank.h is installed)
 	@mkdir -p $(BIN)
@@ -42,7 +44,7 @@ test-unit: ## tests that need no Slurm lab
 test-arm64: ## golden-bit tests under arm64 emulation (qemu-user-static)
 	bash tests/crossarch/run.sh
 
-check: ## gofmt, go vet, staticcheck, go mod tidy diff
+check: ## gofmt, go vet, staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...

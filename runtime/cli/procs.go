@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,13 +12,18 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
 // newCoordinator builds the process executor of `run --procs`. A missing
 // --state gets a fresh temporary directory (the token lives there).
-func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt string, hb time.Duration, threads int, log hclog.Logger) (*cluster.Coordinator, error) {
+func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt string, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
+	if hb < 100*time.Millisecond || hb > time.Hour {
+		return nil, fmt.Errorf("--heartbeat-timeout %v: use a duration between 100ms and 1h, e.g. 5s", hb)
+	}
 	kills, err := parseFaults("--kill-at", killAt)
 	if err != nil {
 		return nil, err
@@ -41,12 +47,37 @@ func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt st
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	launcher := &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads}
-	if spec.Data.Dir != "" {
-		launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
+	var launcher *cluster.ProcLauncher
+	if launch {
+		launcher = &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads}
+		if spec.Data.Dir != "" {
+			launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
+		}
 	}
 	return cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: spec, StateDir: *state, Listen: listen,
 		HeartbeatTimeout: hb, Launcher: launcher, KillAt: kills, TermAt: terms, Logger: log})
+}
+
+// startLocalWorker runs one worker of the job in this process (as task 0
+// does on Slurm); finish waits briefly for it after the run.
+func startLocalWorker(ctx context.Context, coord *cluster.Coordinator, threads int, log hclog.Logger) func(*trainer.Summary) {
+	secret, err := auth.LoadSecret(coord.TokenPath())
+	done := make(chan error, 1)
+	if err != nil {
+		log.Error("reading the job token for the local worker", "error", err)
+		close(done)
+		return func(*trainer.Summary) {}
+	}
+	go func() {
+		done <- cluster.RunWorker(ctx, cluster.WorkerOptions{Join: coord.Addr(), Secret: secret, JobID: coord.JobID(),
+			Threads: threads, Logger: log.Named("worker")})
+	}()
+	return func(*trainer.Summary) {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // parseFaults reads STEP:RANK[,STEP:RANK...].

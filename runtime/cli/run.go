@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
@@ -21,7 +26,8 @@ func runCmd(args []string, env Env) int {
 	fs := newFlagSet("run", "run --config FILE [--workers SCHEDULE] [--steps N] [--seed S] [--state DIR] [--summary FILE]", env)
 	config := fs.String("config", os.Getenv("EASYSCALE_CONFIG"), "job file (TOML), e.g. examples/mnist/job.toml (env EASYSCALE_CONFIG)")
 	workers := fs.String("workers", "", "physical workers per step: N, or STEP:N[@S1/S2/...],... e.g. 0:1,20:3,35:8 (default: one per logical worker)")
-	steps := fs.Int64("steps", envInt("EASYSCALE_STEPS"), "stop after this many steps (0: the job's horizon); the LR schedule still follows the horizon (env EASYSCALE_STEPS)")
+	envSteps, envStepsErr := envInt("EASYSCALE_STEPS")
+	steps := fs.Int64("steps", envSteps, "stop after this many steps (0: the job's horizon); the LR schedule still follows the horizon (env EASYSCALE_STEPS)")
 	seed := fs.Uint64("seed", 0, "override the job file's seed (a different seed is a different job)")
 	state := fs.String("state", os.Getenv("EASYSCALE_STATE"), "state directory (SQLite ledger + checkpoints); rerunning with it resumes (env EASYSCALE_STATE)")
 	summary := fs.String("summary", os.Getenv("EASYSCALE_SUMMARY"), "write the JSON summary to this file (env EASYSCALE_SUMMARY)")
@@ -42,6 +48,16 @@ func runCmd(args []string, env Env) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(env.Stderr, "easyscale run: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if envStepsErr != nil && !fs.Changed("steps") {
+		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", envStepsErr)
+		return 2
+	}
+	if *summary != "" {
+		if err := checkWritableDir(filepath.Dir(*summary)); err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale run: --summary %s: %v\n", *summary, err)
+			return 2
+		}
 	}
 	if *config == "" {
 		fmt.Fprintln(env.Stderr, "easyscale run: --config is required (e.g. --config examples/mnist/job.toml)")
@@ -79,8 +95,21 @@ func runCmd(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var caught atomic.Int32 // the signal that stopped the run, for the exit code
+	go func() {
+		select {
+		case s := <-sigs:
+			caught.Store(int32(s.(syscall.Signal)))
+			log.Warn("signal: checkpointing and stopping at the step boundary", "signal", s.String())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
@@ -102,13 +131,23 @@ func runCmd(args []string, env Env) int {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 1
 		}
-	} else if *procs {
-		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, log)
+	} else if *procs || *listen != "" {
+		// --procs launches the schedule's workers here; --listen alone
+		// hosts the coordinator and one local worker, and waits for the
+		// others to join with `easyscale worker`.
+		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, *procs, log)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 2
 		}
 		opts.Executor, opts.StateDir = coord, *state
+		if !*procs {
+			finish = startLocalWorker(ctx, coord, *threads, log)
+			if opts.Schedule == nil {
+				opts.Schedule = schedule.Schedule{{Workers: 1}}
+			}
+			log.Info("waiting for workers", "join", coord.Addr(), "token_file", coord.TokenPath(), "workers", opts.Schedule[0].Workers)
+		}
 	} else if *killAt != "" || *termAt != "" {
 		fmt.Fprintln(env.Stderr, "easyscale run: --kill-at and --term-at need --procs")
 		return 2
@@ -124,12 +163,14 @@ func runCmd(args []string, env Env) int {
 	}
 	if errors.Is(err, trainer.ErrInterrupted) {
 		log.Warn("interrupted by a signal; the state is checkpointed", "error", err)
-		return 143 // 128+SIGTERM: stopped on request, resumable
+		return 128 + int(caught.Load()) // 130 for SIGINT, 143 for SIGTERM: stopped on request, resumable
 	}
 	if err != nil {
 		log.Error("run failed", "error", err)
 		return 1
 	}
+	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d\n",
+		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations)
 	out, _ := json.MarshalIndent(sum, "", "  ")
 	if *summary != "" {
 		if err := writeFileAtomic(*summary, append(out, '\n')); err != nil {
@@ -137,8 +178,6 @@ func runCmd(args []string, env Env) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d\n",
-		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations)
 	return 0
 }
 
@@ -156,14 +195,33 @@ func scheduleLabel(s schedule.Schedule, n int) string {
 	return s.String()
 }
 
-func envInt(key string) int64 {
-	var v int64
-	if s := os.Getenv(key); s != "" {
-		if _, err := fmt.Sscan(s, &v); err != nil {
-			return -1 // reported as a negative --steps
-		}
+// envInt reads an integer environment variable (0 when unset).
+func envInt(key string) (int64, error) {
+	s := os.Getenv(key)
+	if s == "" {
+		return 0, nil
 	}
-	return v
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("environment variable %s=%q is not a non-negative integer", key, s)
+	}
+	return v, nil
+}
+
+// checkWritableDir fails unless dir exists and this process may create
+// files in it, so a bad --summary path is refused before training.
+func checkWritableDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("its directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // writeFileAtomic writes b to path through a temporary file and a rename.

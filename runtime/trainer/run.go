@@ -188,14 +188,14 @@ func (j *job) train(ctx context.Context) error {
 			return j.interrupted(err)
 		}
 		if err := j.reallocate(j.schedule().At(j.step)); err != nil {
-			return err
+			return j.saveOnNoWorkers(err)
 		}
 		if err := j.boundary(); err != nil {
-			return err
+			return j.saveOnNoWorkers(err)
 		}
 		t0 := time.Now()
 		if err := j.runStep(); err != nil {
-			return err
+			return j.saveOnNoWorkers(err)
 		}
 		if j.opts.CheckReplicas {
 			if err := j.checkReplicas(); err != nil {
@@ -238,6 +238,23 @@ func (j *job) interrupted(cause error) error {
 	}
 	j.log.Warn("stopped before the end; rerun the same command to resume", "step", j.step, "cause", cause.Error())
 	return fmt.Errorf("%w at step %d: %v", ErrInterrupted, j.step, cause)
+}
+
+// saveOnNoWorkers checkpoints the last completed step when every physical
+// worker is gone (all left or were lost), so a rerun resumes there.
+func (j *job) saveOnNoWorkers(err error) error {
+	if !errors.Is(err, ErrNoWorkers) {
+		return err
+	}
+	if j.db != nil && j.step > 0 {
+		if last, ok, _ := j.db.LastStep(); ok && last == j.step {
+			if cerr := j.checkpoint(); cerr != nil {
+				return fmt.Errorf("%w; checkpointing step %d also failed: %v", err, j.step, cerr)
+			}
+			return fmt.Errorf("%w; step %d is checkpointed: rerun the same command to resume", err, j.step)
+		}
+	}
+	return err
 }
 
 // runStep runs one step on the executor and, once every logical worker's

@@ -58,6 +58,9 @@ func (j *job) openState() error {
 		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 	}
 	j.step, j.resumedFrom = ck.Step, ck.Step
+	if rows, err := db.Ledger(ck.Step, ck.Step); err == nil && len(rows) == 1 {
+		j.lastLoss = rows[0].Loss // the loss a run that resumes at its end reports
+	}
 	j.log.Info("resumed", "step", ck.Step, "checkpoint", ck.Path)
 	return nil
 }

@@ -41,7 +41,10 @@ func TestBadInputIsRefusedClearlyAndLosesNothing(t *testing.T) {
 		{"zero physical workers", []string{"--config", config(), "--workers", "0:2,3:0"}, 2, "at least 1"},
 		{"more physical than logical workers", []string{"--config", config(), "--workers", "9"}, 2, "exceed the job's 8 logical workers"},
 		{"missing MNIST files", []string{"--config", writeFile(t, "d.toml", strings.Replace(string(good), "[data]", "[data]\ndir = \"/nonexistent/mnist\"", 1))}, 1, "/nonexistent/mnist"},
-		{"a state directory of another job", []string{"--config", writeFile(t, "s.toml", strings.Replace(string(good), "seed = 7", "seed = 8", 1))}, 1, "new --state"},
+		{"a state directory of another job", []string{"--config", writeFile(t, "s.toml", strings.Replace(string(good), "seed = 7", "seed = 8", 1))}, 1, "fields that differ: seed"},
+		{"a summary path in a missing directory", []string{"--config", config(), "--summary", "/nonexistent/dir/s.json"}, 2, "--summary /nonexistent/dir/s.json"},
+		{"a non-numeric --steps", []string{"--config", config(), "--steps", "many"}, 2, "--steps"},
+		{"an epochs count that overflows", []string{"--config", writeFile(t, "e.toml", strings.Replace(string(good), "steps = 200", "epochs = 9223372036854775807", 1))}, 2, "epochs:"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -49,7 +50,10 @@ func easy(t *testing.T, args ...string) result {
 	t.Helper()
 	sum := filepath.Join(t.TempDir(), "summary.json")
 	if len(args) > 0 && args[0] == "run" {
-		args = append(args, "--summary", sum, "--quiet")
+		if !slices.Contains(args, "--summary") {
+			args = append(args, "--summary", sum)
+		}
+		args = append(args, "--quiet")
 	}
 	cmd := exec.Command(easyscale, args...)
 	var out, errb bytes.Buffer

@@ -255,3 +255,59 @@ func readFile(t *testing.T, p string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestExternalWorkerJoinsAListeningCoordinator: `run --listen` hosts the
+// coordinator and one local worker and waits for a second worker started
+// by hand with `easyscale worker`, as on a machine without Slurm.
+func TestExternalWorkerJoinsAListeningCoordinator(t *testing.T) {
+	_, ref := reference(t)
+	state := t.TempDir()
+	addr := freePort(t)
+	sum := filepath.Join(state, "summary.json")
+	job := exec.Command(easyscale, "run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--quiet",
+		"--listen", addr, "--workers", "2", "--state", state, "--summary", sum)
+	var jobErr strings.Builder
+	job.Stderr = &jobErr
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer job.Process.Kill()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no token file:\n%s", jobErr.String())
+		}
+	}
+	worker := exec.Command(easyscale, "worker", "--join", addr, "--token-file", filepath.Join(state, "token"))
+	if out, err := worker.CombinedOutput(); err != nil {
+		t.Fatalf("the external worker failed: %v\n%s\ncoordinator:\n%s", err, out, jobErr.String())
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatalf("the job failed: %v\n%s", err, jobErr.String())
+	}
+	if s := readFile(t, sum); !strings.Contains(s, ref) || !strings.Contains(s, `"schedule": "0:2"`) {
+		t.Fatalf("summary %s: want digest %s on 2 workers", s, ref)
+	}
+}
+
+// TestAllWorkersLeavingCheckpointsTheJob: when every worker leaves, the run
+// stops with a clear error, the last completed step is checkpointed, and
+// the rerun resumes there and reaches the fixed run's digest.
+func TestAllWorkersLeavingCheckpointsTheJob(t *testing.T) {
+	_, ref := reference(t)
+	state := t.TempDir()
+	r := easy(t, "run", "--config", config(), "--steps", fmt.Sprint(procSteps), "--no-eval", "--procs", "--state", state,
+		"--workers", "0:2", "--term-at", "5:0,5:1")
+	if r.code != 1 || !strings.Contains(r.stderr, "no physical workers left") || !strings.Contains(r.stderr, "is checkpointed") {
+		t.Fatalf("exit %d; want 1 with a checkpointed-and-resumable message:\n%s", r.code, r.stderr)
+	}
+	final := procRun(t, state, "--workers", "2")
+	if rf := final.summary["resumed_from"].(float64); rf < 5 {
+		t.Fatalf("the rerun resumed from %v, want the step the workers left at", rf)
+	}
+	if digest(final) != ref {
+		t.Fatalf("digest %s, fixed run %s", digest(final), ref)
+	}
+}
