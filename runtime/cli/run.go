@@ -152,7 +152,7 @@ func runCmd(args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "easyscale run: --kill-at and --term-at need --procs")
 		return 2
 	}
-	if !*quiet {
+	if !*quiet && !lf.json { // with --log-json, stderr carries JSON lines only
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
 	}
 	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "logical_workers", spec.LogicalWorkers,

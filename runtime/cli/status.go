@@ -21,11 +21,15 @@ var slurmJobID = regexp.MustCompile(`^[0-9]+$`)
 // ETA. The job is named by --state DIR, or by its Slurm job id (its state
 // is then <WorkDir>/.easyscale/<id>/state, WorkDir from scontrol).
 func statusCmd(args []string, env Env) int {
-	fs := newFlagSet("status", "status [--state DIR | JOBID] [--tail N]", env)
+	fs := newFlagSet("status", "status [--state DIR | DIR | JOBID] [--tail N]", env)
 	state := fs.String("state", "", "state directory of the job")
 	tail := fs.Int("tail", 10, "ledger rows to show")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *tail < 1 {
+		fmt.Fprintf(env.Stderr, "easyscale status: --tail %d must be at least 1\n", *tail)
+		return 2
 	}
 	if *state == "" && fs.NArg() == 1 {
 		arg := fs.Arg(0)
@@ -107,8 +111,11 @@ func printStatus(state string, tail int, env Env) int {
 	}
 	if p, err := trainer.ReadProgress(state); err == nil {
 		switch {
-		case p.Done:
+		case p.Done && p.Step == last:
 			fmt.Fprintf(env.Stdout, "finished: step %d of %d (horizon %d)\n", p.Step, p.Stop, p.Horizon)
+		case p.Step < last || time.Since(p.Updated) > time.Minute:
+			fmt.Fprintf(env.Stdout, "not running: the ledger ends at step %d (last progress report %s); rerun the command to resume\n",
+				last, p.Updated.Format(time.RFC3339))
 		default:
 			eta := time.Duration(float64(p.Stop-p.Step) * p.StepSeconds * float64(time.Second)).Round(time.Second)
 			fmt.Fprintf(env.Stdout, "progress: step %d of %d on %d workers, %.3f s/step, ETA %s (as of %s)\n",

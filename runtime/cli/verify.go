@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
@@ -19,6 +20,11 @@ func verifyCmd(args []string, env Env) int {
 	if fs.NArg() != 2 {
 		fmt.Fprintln(env.Stderr, "easyscale verify: give two state directories: easyscale verify DIR_A DIR_B")
 		return 2
+	}
+	if ja, jb, err := jobsOf(fs.Arg(0), fs.Arg(1)); err == nil && ja.ID != jb.ID {
+		fmt.Fprintf(env.Stdout, "DIFFERENT JOBS: %s is %s (%s), %s is %s (%s); fields that differ: %s\n",
+			fs.Arg(0), ja.Name, ja.ID, fs.Arg(1), jb.Name, jb.ID, strings.Join(jobspec.Diff(ja.Spec, jb.Spec), ", "))
+		return 1
 	}
 	a, err := readLedger(fs.Arg(0))
 	if err != nil {
@@ -76,4 +82,21 @@ func readLedger(dir string) ([]statedb.LedgerEntry, error) {
 		return nil, fmt.Errorf("reading the ledger of %s: %w", dir, err)
 	}
 	return l, nil
+}
+
+// jobsOf reads the job stored in each of two state directories.
+func jobsOf(a, b string) (statedb.Job, statedb.Job, error) {
+	var jobs [2]statedb.Job
+	for i, dir := range []string{a, b} {
+		db, err := statedb.OpenReadOnly(dir)
+		if err != nil {
+			return jobs[0], jobs[1], err
+		}
+		jobs[i], err = db.Job()
+		db.Close()
+		if err != nil {
+			return jobs[0], jobs[1], err
+		}
+	}
+	return jobs[0], jobs[1], nil
 }

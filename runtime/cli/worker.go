@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,10 @@ func workerCmd(args []string, env Env) int {
 	}
 	if *join == "" || *tokenFile == "" {
 		fmt.Fprintln(env.Stderr, "easyscale worker: --join and --token-file are required")
+		return 2
+	}
+	if _, _, err := net.SplitHostPort(*join); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: --join %q: want HOST:PORT (%v)\n", *join, err)
 		return 2
 	}
 	log, err := lf.logger("easyscale-worker", env.Stderr)
