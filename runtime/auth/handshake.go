@@ -293,7 +293,7 @@ func (s *session) server(cfg Config) (Peer, error) {
 	}
 	want := proof(cfg.Secret, clientLabel, r.Version, sn, r.JobID, r.Nonce, r.Role)
 	if !hmac.Equal(r.MAC, want) {
-		return refuse(ErrWrongToken, fmt.Sprintf("job %q, role %q, this side's secret %s", r.JobID, r.Role, cfg.Secret.Fingerprint()))
+		return refuse(ErrWrongToken, fmt.Sprintf("job %q, role %q, the refusing side's secret has fingerprint %s", r.JobID, r.Role, cfg.Secret.Fingerprint()))
 	}
 	mac := proof(cfg.Secret, serverLabel, r.Version, sn, r.JobID, r.Nonce, r.Role)
 	if err := s.wc.WriteJSON(wire.TypeAuthResult, result{OK: true, MAC: mac}); err != nil {

@@ -106,8 +106,17 @@ func printStatus(state string, tail int, env Env) int {
 		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, e.Digest[:min(len(e.Digest), 23)])
 	}
 	tw.Flush()
-	if ck, _, err := db.LatestCheckpoint(); err == nil && ck != nil {
+	ck, skipped, err := db.LatestCheckpoint()
+	for _, s := range skipped {
+		fmt.Fprintf(env.Stdout, "\nWARNING: unusable checkpoint: %v", s)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(env.Stdout, "\nWARNING: reading checkpoints: %v\n", err)
+	case ck != nil:
 		fmt.Fprintf(env.Stdout, "\nnewest valid checkpoint: step %d (%s)\n", ck.Step, filepath.Base(ck.Path))
+	default:
+		fmt.Fprintln(env.Stdout, "\nno usable checkpoint: a rerun starts from step 0")
 	}
 	if p, err := trainer.ReadProgress(state); err == nil {
 		switch {
