@@ -44,9 +44,10 @@ test-unit: ## tests that need no Slurm lab
 test-arm64: ## golden-bit tests under arm64 emulation (qemu-user-static)
 	bash tests/crossarch/run.sh
 
-check: ## gofmt, go vet, staticcheck
+check: ## gofmt, go vet, staticcheck, go.mod tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 
 bench: ## print benchmark figures as `name value unit` lines
