@@ -69,6 +69,26 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // ErrUnknownLayout is returned by [Read] for a header it does not recognise.
 var ErrUnknownLayout = errors.New("unknown trace layout")
 
+// ErrDuplicateID is wrapped by the [*ParseError] that [Read] returns for a
+// row whose job id (common layout: job_id; Pollux: name) an earlier row
+// already used. Ids must be unique: the simulator and the planner find jobs
+// by id, so a repeated id would silently merge two jobs.
+var ErrDuplicateID = errors.New("duplicate job id")
+
+// ids remembers the line of every job id read so far.
+type ids map[string]int
+
+// add records id at line, or returns the *ParseError for a repeat (column
+// 1, field name).
+func (seen ids) add(id string, line int, field string) error {
+	if first, dup := seen[id]; dup {
+		return &ParseError{Line: line, Column: 1, Field: field,
+			Err: fmt.Errorf("job id %q is already used on line %d: %w", id, first, ErrDuplicateID)}
+	}
+	seen[id] = line
+	return nil
+}
+
 // commonColumns are the first seven columns of every job table.
 var commonColumns = []string{"job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "status", "is_training"}
 
@@ -90,8 +110,10 @@ func ReadFile(path string) ([]Job, error) {
 
 // Read parses a job table in either layout, chosen by its header, and
 // returns its jobs in file order. Rows of the common layout with an empty
-// duration_s (jobs that never ran) are skipped. Errors are *ParseError or
-// wrap ErrUnknownLayout.
+// duration_s (jobs that never ran) are skipped. Job ids must be unique,
+// skipped rows included. Errors are *ParseError: a malformed cell, a
+// negative count, a repeated job id (wrapping ErrDuplicateID) or an
+// unknown header (wrapping ErrUnknownLayout).
 func Read(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -131,6 +153,7 @@ func csvError(err error, doing string) error {
 func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 	user := slices.Index(head, "vc")
 	var jobs []Job
+	seen := ids{}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -140,6 +163,9 @@ func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 			return nil, csvError(err, "reading row")
 		}
 		line, _ := cr.FieldPos(0)
+		if err := seen.add(rec[0], line, head[0]); err != nil {
+			return nil, err
+		}
 		if rec[2] == "" {
 			continue
 		}
@@ -178,6 +204,7 @@ var PolluxGPUHours = map[string]float64{
 
 func readPollux(cr *csv.Reader) ([]Job, error) {
 	var jobs []Job
+	seen := ids{}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -188,6 +215,9 @@ func readPollux(cr *csv.Reader) ([]Job, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		j := Job{ID: rec[0], Training: true}
+		if err := seen.add(rec[0], line, "name"); err != nil {
+			return nil, err
+		}
 		if j.Submit, err = seconds(rec[1]); err != nil {
 			return nil, &ParseError{Line: line, Column: 2, Field: "time", Err: err}
 		}
@@ -200,6 +230,9 @@ func readPollux(cr *csv.Reader) ([]Job, error) {
 		}
 		if j.GPUs == 0 {
 			return nil, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: errors.New("0 replicas")}
+		}
+		if err := batchSize(rec[4]); err != nil {
+			return nil, &ParseError{Line: line, Column: 5, Field: "batch_size", Err: err}
 		}
 		j.Duration = int64(math.Round(hours * 3600 / float64(j.GPUs)))
 		jobs = append(jobs, j)
@@ -215,6 +248,20 @@ func seconds(s string) (int64, error) {
 		return 0, fmt.Errorf("%d seconds is outside [0, 2^40]", v)
 	}
 	return v, nil
+}
+
+// batchSize checks a Pollux batch_size cell: a positive whole number of
+// samples. The simulator does not use it, but a negative or zero batch is
+// a corrupt row.
+func batchSize(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole batch size: %w", s, err)
+	}
+	if v < 1 {
+		return fmt.Errorf("batch size %d is not positive", v)
+	}
+	return nil
 }
 
 func gpus(s string) (int, error) {

@@ -65,6 +65,12 @@ func TestReadErrors(t *testing.T) {
 		{"a short row is a whole-row error", head + "a,0,5\n", 2, 1, ""},
 		{"an unknown Pollux application is rejected", "name,time,application,num_replicas,batch_size\nx,1,gpt9,4,32\n", 2, 3, "application"},
 		{"a Pollux job with no replicas is rejected", "name,time,application,num_replicas,batch_size\nx,1,ncf,0,32\n", 2, 4, "num_replicas"},
+		{"a repeated job id names the row that repeats it", head + "a,0,5,1,,,1\nb,1,5,1,,,1\na,2,5,1,,,1\n", 4, 1, "job_id"},
+		{"a repeated id is refused even on a row that never ran", head + "a,0,5,1,,,1\na,1,,1,,,1\n", 3, 1, "job_id"},
+		{"a repeated Pollux job name is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,32\nx,5,ncf,2,32\n", 3, 1, "name"},
+		{"a negative Pollux batch size names its column", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,-1\n", 2, 5, "batch_size"},
+		{"a zero Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,0\n", 2, 5, "batch_size"},
+		{"a fractional Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,3.5\n", 2, 5, "batch_size"},
 		{"an unknown header is rejected on line 1", "a,b,c\n1,2,3\n", 1, 0, ""},
 		{"an empty file is rejected", "", 1, 0, ""},
 	}
@@ -77,6 +83,9 @@ func TestReadErrors(t *testing.T) {
 			}
 			if pe.Line != tc.line || pe.Field != tc.field || (tc.column != 0 && pe.Column != tc.column) {
 				t.Errorf("ParseError at line %d column %d field %q, want %d, %d, %q (%v)", pe.Line, pe.Column, pe.Field, tc.line, tc.column, tc.field, err)
+			}
+			if strings.Contains(tc.name, "repeated") && (!errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "on line 2")) {
+				t.Errorf("error %q does not wrap ErrDuplicateID naming the first line", err)
 			}
 		})
 	}
