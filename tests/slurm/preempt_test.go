@@ -55,7 +55,8 @@ func TestPreemptedExtraWorkerDoesNotLoseProgress(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	extraScript := "#!/bin/bash\nsrun easyscale worker --join \"$(cat " + filepath.Join(dir, "coordinator") + ")\" --token-file " + filepath.Join(dir, "token") + "\n"
-	extra := lab.Submit(t, extraScript, "-p", "low", "--no-requeue", "-N1", "-w", "n4", "--chdir", lab.Root, "--job-name", "es-extra-"+id)
+	extra := lab.Submit(t, extraScript, "-p", "low", "--no-requeue", "-N1", "-w", "n4", "--chdir", lab.Root, "--job-name", "es-extra-"+id,
+		"--output", filepath.Join(t.TempDir(), "extra-%j.out"))
 	for lastWorkers(state) < 2 {
 		if ctx.Err() != nil {
 			t.Fatalf("the extra worker never joined; job output:\n%s", jobOutput(lab, id))
@@ -63,7 +64,7 @@ func TestPreemptedExtraWorkerDoesNotLoseProgress(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	joinedAt := lastStep(state)
-	lab.Submit(t, "#!/bin/bash\nsleep 3\n", "-p", "normal", "-N1", "-w", "n4", "--exclusive")
+	lab.Submit(t, "#!/bin/bash\nsleep 3\n", "-p", "normal", "-N1", "-w", "n4", "--exclusive", "--output", "/dev/null")
 	s := waitDone(t, lab, id, summary)
 	if joinedAt >= steps {
 		t.Fatal("the job ended before the preemption")
