@@ -55,6 +55,23 @@
 // at its deadline (EasyScale hands ESTs back at the next step boundary,
 // seconds, far below the trace's time scale).
 //
+// # Jobs that can never start
+//
+// A job asking for 0 GPUs, or for more GPUs than the whole cluster holds,
+// could never be scheduled: Slurm would reject it at submission (or, for
+// more GPUs than the partition's, leave it pending forever). The simulator
+// leaves such jobs out of every metric and counts them in
+// Result.Skipped (skipped_jobs in the JSON and in the summary line, with a
+// note on stderr). Compare runs only when their skip counts agree: a small
+// cluster that skips the big jobs looks fast.
+//
+// # Limits
+//
+// A cluster holds at most MaxGPUs GPUs (types together) cut into at most
+// MaxNodes nodes; Run checks the Config before it allocates anything and
+// returns an error wrapping ErrConfig. Job ids must be unique (package
+// trace refuses a repeated one with line and id).
+//
 // # Metrics
 //
 // JCT is completion − submit; queueing delay is first start − submit;

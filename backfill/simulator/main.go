@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,43 +16,70 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
 
-// Main implements `easyscale simulate`:
-//
-//	simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N
-//	         --policy rigid|elastic|elastic-capped --json OUT [--plot FILE.svg|png]
-//	         [--max-jobs N] [--window START:END] [--speeds TYPE:X,...] [--margin S]
-//
+// usageText is printed by --help and after a bad flag; the flag list is
+// appended.
+const usageText = `Usage: easyscale simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N
+                          --policy rigid|elastic|elastic-capped --json OUT [--plot FILE]
+
+Replays a GPU-cluster job trace (a job table such as shared/traces/philly/philly_busy_week.csv,
+or a Pollux workload) through a Slurm-like FIFO + EASY-backfill scheduler and the EasyScale
+backfill planner, and writes the metrics (mean and p95 JCT, queueing delay, GPU allocation,
+reservation delays, an allocation time series) as JSON. Compare the policies by running it
+once per --policy on the same trace and cluster.
+
+Jobs asking for 0 GPUs or more GPUs than the whole cluster can never start: they are skipped,
+counted as skipped_jobs in the JSON and the summary, and left out of every metric.
+
+The summary line goes to stdout, or to stderr with --json - (stdout is then exactly the JSON).
+Exit status: 0 success, 1 unreadable trace or failed run, 2 bad flags.
+
+Flags:
+`
+
+// Main implements `easyscale simulate` (see usageText for the contract).
 // args excludes the program and subcommand names. It writes the metrics as
-// JSON to OUT ("-" for stdout) and a one-line summary to stdout, and returns
-// the exit status: 0 on success, 2 for bad flags (the message names the flag
-// and the fix), 1 for any other failure.
+// JSON to OUT ("-" for stdout) and a one-line summary to stdout (to stderr
+// when OUT is "-"), and returns the exit status: 0 on success and for
+// -h/--help (usage on stdout), 2 for bad flags (the message names the flag
+// and the fix, then the usage, on stderr), 1 for any other failure.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("simulate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tracePath := fs.String("trace", "", "job table to replay (shared/traces layouts)")
-	gpus := fs.String("gpus", "", "cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768")
-	perNode := fs.Int("gpus-per-node", 8, "GPUs per node")
-	policy := fs.String("policy", "", "rigid, elastic or elastic-capped")
-	jsonOut := fs.String("json", "", "file for the metrics as JSON (- for stdout)")
-	plotOut := fs.String("plot", "", "optional GPU-allocation plot, .svg or .png")
-	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (0: all)")
-	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400")
-	speeds := fs.String("speeds", "", "relative GPU speeds as TYPE:X[,TYPE:X...] (default 1 for every type)")
+	fs.SortFlags = false
+	tracePath := fs.String("trace", "", "job table to replay, common or Pollux layout (required)")
+	gpus := fs.String("gpus", "", fmt.Sprintf("cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768; at most %d in all (required)", MaxGPUs))
+	perNode := fs.Int("gpus-per-node", defaultPerNode, fmt.Sprintf("GPUs per node: 1 to the cluster's GPUs, making at most %d nodes; lowered to a smaller cluster's GPUs when not given (the last node of a type may be smaller)", MaxNodes))
+	policy := fs.String("policy", "", "rigid, elastic or elastic-capped (required)")
+	jsonOut := fs.String("json", "", "file for the metrics as JSON, - for stdout (required)")
+	plotOut := fs.String("plot", "", "GPU-allocation step chart, FILE.svg or FILE.png (default: no chart)")
+	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (default 0: all)")
+	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
+	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", 60, "seconds a lent GPU is returned before a reserved start")
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "simulate: %v (flags: --trace --gpus --gpus-per-node --policy --json --plot --max-jobs --window --speeds --margin)\n", err)
+	fs.Usage = func() {} // Main prints the usage itself, to stdout for --help
+	printUsage := func(w io.Writer) { fmt.Fprint(w, usageText+fs.FlagUsages()) }
+	badFlags := func(err error) int {
+		fmt.Fprintf(stderr, "simulate: %v\n\n", err)
+		printUsage(stderr)
 		return 2
 	}
-	cfg, err := flagsToConfig(*tracePath, *gpus, *perNode, *policy, *jsonOut, *plotOut, *maxJobs, *speeds, *margin)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printUsage(stdout)
+			return 0
+		}
+		return badFlags(err)
+	}
+	if fs.NArg() > 0 {
+		return badFlags(fmt.Errorf("unexpected argument %q: every input is a flag", fs.Arg(0)))
+	}
+	cfg, err := flagsToConfig(*tracePath, *gpus, *perNode, fs.Changed("gpus-per-node"), *policy, *jsonOut, *plotOut, *maxJobs, *speeds, *margin)
 	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
-		return 2
+		return badFlags(err)
 	}
 	lo, hi, err := parseWindow(*window)
 	if err != nil {
-		fmt.Fprintf(stderr, "simulate: --window: %v\n", err)
-		return 2
+		return badFlags(fmt.Errorf("--window: %w", err))
 	}
 	jobs, err := trace.ReadFile(*tracePath)
 	if err != nil {
@@ -74,65 +102,108 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stdout, "policy=%s jobs=%d mean_jct_s=%.0f p95_jct_s=%.0f mean_queue_s=%.0f gpu_alloc_pct=%.1f makespan_s=%d max_reservation_delay_s=%d\n",
-		res.Policy, res.Jobs, res.MeanJCT, res.P95JCT, res.MeanQueue, res.GPUAllocPct, res.Makespan, res.MaxReservationDelay)
+	summary := stdout
+	if *jsonOut == "-" {
+		summary = stderr
+	}
+	if res.Skipped > 0 {
+		fmt.Fprintf(stderr, "simulate: skipped %d of %d jobs: they ask for 0 GPUs or more than the cluster's %d\n", res.Skipped, len(jobs), res.TotalGPUs)
+	}
+	fmt.Fprintf(summary, "policy=%s jobs=%d skipped_jobs=%d mean_jct_s=%.0f p95_jct_s=%.0f mean_queue_s=%.0f gpu_alloc_pct=%.1f makespan_s=%d max_reservation_delay_s=%d\n",
+		res.Policy, res.Jobs, res.Skipped, res.MeanJCT, res.P95JCT, res.MeanQueue, res.GPUAllocPct, res.Makespan, res.MaxReservationDelay)
 	return 0
 }
 
-func flagsToConfig(tracePath, gpus string, perNode int, policy, jsonOut, plotOut string, maxJobs int, speeds string, margin int64) (Config, error) {
+// defaultPerNode is --gpus-per-node's default, lowered to the cluster's
+// GPU count for a smaller cluster.
+const defaultPerNode = 8
+
+// maxMargin bounds --margin (2^40 s, the trace reader's bound on times), so
+// planner arithmetic on times cannot overflow.
+const maxMargin = 1 << 40
+
+// flagsToConfig checks the flags in the order of the usage line and builds
+// the Config; every error names its flag. Nothing is allocated per GPU.
+func flagsToConfig(tracePath, gpus string, perNode int, perNodeGiven bool, policy, jsonOut, plotOut string, maxJobs int, speeds string, margin int64) (Config, error) {
 	var cfg Config
 	if tracePath == "" {
 		return cfg, errors.New("--trace is required: give a job table such as shared/traces/philly/philly_busy_week.csv")
 	}
-	if jsonOut == "" {
-		return cfg, errors.New("--json is required: give a file for the metrics, or - for stdout")
-	}
-	p, err := ParsePolicy(policy)
-	if err != nil {
-		return cfg, fmt.Errorf("--policy: %w", err)
-	}
-	cfg.Policy = p
+	var err error
 	if cfg.GPUs, err = ParseGPUs(gpus); err != nil {
 		return cfg, fmt.Errorf("--gpus: %w", err)
 	}
-	if perNode < 1 {
-		return cfg, fmt.Errorf("--gpus-per-node %d: use a positive GPU count, e.g. 8", perNode)
+	total := 0
+	for _, g := range cfg.GPUs {
+		total += g.Count
+	}
+	if !perNodeGiven {
+		perNode = min(perNode, total)
+	}
+	if perNode < 1 || perNode > total {
+		return cfg, fmt.Errorf("--gpus-per-node %d: use 1 to the cluster's %d GPUs (--gpus), e.g. %d", perNode, total, min(defaultPerNode, total))
+	}
+	if n := NodeCount(cfg.GPUs, perNode); n > MaxNodes {
+		return cfg, fmt.Errorf("--gpus-per-node %d: cuts the %d GPUs into %d nodes, more than the %d allowed: raise it", perNode, total, n, MaxNodes)
 	}
 	cfg.GPUsPerNode = perNode
-	if maxJobs < 0 {
-		return cfg, fmt.Errorf("--max-jobs %d: use 0 (all jobs) or a positive count", maxJobs)
+	if policy == "" {
+		return cfg, errors.New("--policy is required: use rigid, elastic or elastic-capped")
 	}
-	if margin < 0 {
-		return cfg, fmt.Errorf("--margin %d: use 0 or more seconds", margin)
+	if cfg.Policy, err = ParsePolicy(policy); err != nil {
+		return cfg, fmt.Errorf("--policy: %w", err)
 	}
-	cfg.Limits = planner.Limits{MarginSeconds: margin}
-	if cfg.Speeds, err = parseSpeeds(speeds); err != nil {
-		return cfg, fmt.Errorf("--speeds: %w", err)
+	if jsonOut == "" {
+		return cfg, errors.New("--json is required: give a file for the metrics, or - for stdout")
 	}
 	if plotOut != "" && !strings.HasSuffix(plotOut, ".svg") && !strings.HasSuffix(plotOut, ".png") {
 		return cfg, fmt.Errorf("--plot %s: name the file .svg or .png", plotOut)
 	}
+	if maxJobs < 0 {
+		return cfg, fmt.Errorf("--max-jobs %d: use 0 (all jobs) or a positive count", maxJobs)
+	}
+	if cfg.Speeds, err = parseSpeeds(speeds, cfg.GPUs); err != nil {
+		return cfg, fmt.Errorf("--speeds: %w", err)
+	}
+	if margin < 0 || margin > maxMargin {
+		return cfg, fmt.Errorf("--margin %d: use 0 to %d seconds", margin, int64(maxMargin))
+	}
+	cfg.Limits = planner.Limits{MarginSeconds: margin}
 	return cfg, nil
 }
 
 // ParseGPUs parses TYPE:COUNT[,TYPE:COUNT...] (e.g. "v100:64,p100:32").
+// Each count is 1 to MaxGPUs, each type appears once, and the counts sum
+// to at most MaxGPUs; the errors say which part breaks which rule.
 func ParseGPUs(s string) ([]GPUGroup, error) {
 	if s == "" {
 		return nil, errors.New("required: give TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2816")
 	}
 	var out []GPUGroup
+	total := 0
 	for _, part := range strings.Split(s, ",") {
 		typ, count, ok := strings.Cut(part, ":")
 		n, err := strconv.Atoi(count)
+		if ok && typ != "" && (errors.Is(err, strconv.ErrRange) || (err == nil && n > MaxGPUs)) {
+			return nil, fmt.Errorf("%q: at most %d GPUs per type", part, MaxGPUs)
+		}
 		if !ok || typ == "" || err != nil || n < 1 {
 			return nil, fmt.Errorf("%q: write TYPE:COUNT with a positive count, e.g. v100:64", part)
+		}
+		if slices.ContainsFunc(out, func(g GPUGroup) bool { return g.Type == typ }) {
+			return nil, fmt.Errorf("%q: GPU type %s is listed twice", part, typ)
+		}
+		if total += n; total > MaxGPUs {
+			return nil, fmt.Errorf("%q: more than %d GPUs in all", s, MaxGPUs)
 		}
 		out = append(out, GPUGroup{Type: typ, Count: n})
 	}
 	return out, nil
 }
 
-func parseSpeeds(s string) (map[string]float64, error) {
+// parseSpeeds parses TYPE:X[,TYPE:X...] for the cluster's GPU types; a type
+// the cluster does not have, or listed twice, is an error.
+func parseSpeeds(s string, cluster []GPUGroup) (map[string]float64, error) {
 	out := map[string]float64{}
 	if s == "" {
 		return out, nil
@@ -142,6 +213,12 @@ func parseSpeeds(s string) (map[string]float64, error) {
 		x, err := strconv.ParseFloat(v, 64)
 		if !ok || typ == "" || err != nil || !(x > 0) || x > 1e6 {
 			return nil, fmt.Errorf("%q: write TYPE:SPEED with a positive speed relative to 1.0, e.g. a100:2", part)
+		}
+		if !slices.ContainsFunc(cluster, func(g GPUGroup) bool { return g.Type == typ }) {
+			return nil, fmt.Errorf("%q: the cluster has no GPU type %s (--gpus)", part, typ)
+		}
+		if _, dup := out[typ]; dup {
+			return nil, fmt.Errorf("%q: GPU type %s is listed twice", part, typ)
 		}
 		out[typ] = x
 	}

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -55,12 +56,13 @@ type GPUGroup struct {
 
 // Config describes one simulation.
 type Config struct {
-	// GPUs lists the cluster's GPUs by type; they are cut into nodes of
-	// GPUsPerNode (the last node of a type may be smaller).
+	// GPUs lists the cluster's GPUs by type, each type once, at most
+	// MaxGPUs in all; they are cut into nodes of GPUsPerNode (≥ 1; the last
+	// node of a type, or every node of a type with fewer GPUs, is smaller).
 	GPUs        []GPUGroup
 	GPUsPerNode int
 	// Speeds gives each type's speed relative to the reference (1.0 for a
-	// type not listed).
+	// type not listed); every key must be a type of GPUs.
 	Speeds map[string]float64
 	Policy Policy
 	// Limits are passed to the planner; zero MaxLendSeconds means 6 h.
@@ -83,10 +85,13 @@ type Sample struct {
 
 // Result holds a simulation's metrics. Times are in seconds.
 type Result struct {
-	Policy    string `json:"policy"`
-	Jobs      int    `json:"jobs"`
-	Skipped   int    `json:"skipped_jobs"`
-	TotalGPUs int    `json:"total_gpus"`
+	Policy string `json:"policy"`
+	// Jobs counts completed jobs; Skipped counts trace jobs that could
+	// never start (0 GPUs, or more GPUs than the whole cluster) and were
+	// left out of every metric.
+	Jobs      int `json:"jobs"`
+	Skipped   int `json:"skipped_jobs"`
+	TotalGPUs int `json:"total_gpus"`
 	// MeanJCT and P95JCT summarise completion − submit.
 	MeanJCT float64 `json:"mean_jct_s"`
 	P95JCT  float64 `json:"p95_jct_s"`
@@ -226,17 +231,54 @@ type sim struct {
 	donorLeft  float64 // longestDonor at the start of the pass
 }
 
+// MaxGPUs bounds the simulated cluster: at most MaxGPUs GPUs in all, and so
+// per type. It is ten times the largest GPU clusters built by 2025 (about
+// 100,000 GPUs) and keeps a run's node table well under a gigabyte; the
+// simulator allocates per node, so an unbounded count would exhaust memory
+// before any error could be printed.
+const MaxGPUs = 1_000_000
+
+// MaxNodes bounds the simulated cluster's node count (the GPU groups cut
+// into nodes of GPUsPerNode). It is well above the largest Slurm clusters
+// (tens of thousands of nodes); the planner's passes scan every node, and at
+// this bound a 160-job elastic replay takes tens of seconds, where
+// 1,000,000 one-GPU nodes took two minutes and a gigabyte.
+const MaxNodes = 200_000
+
+// NodeCount is how many nodes groups make when cut into nodes of perNode
+// GPUs (≥ 1): the sum over groups of ceil(Count/perNode).
+func NodeCount(groups []GPUGroup, perNode int) int {
+	n := 0
+	for _, g := range groups {
+		n += (g.Count + perNode - 1) / perNode
+	}
+	return n
+}
+
+// ErrConfig is wrapped by every error Run returns for an invalid Config.
+var ErrConfig = errors.New("invalid simulator configuration")
+
 // Run replays jobs (sorted by submit time, as trace tables are) under cfg.
-// Jobs asking for 0 GPUs or more than the cluster holds are skipped and
-// counted. It returns an error for an invalid cluster description or a
-// planner error.
+// Jobs asking for 0 GPUs or more than the cluster holds can never start:
+// they are skipped and counted in Result.Skipped. Errors: an invalid cfg
+// (wrapping ErrConfig: a GPU group without a type or with a count outside
+// [1, MaxGPUs], a type listed twice, more than MaxGPUs GPUs in all,
+// GPUsPerNode below 1 or making more than MaxNodes nodes, a speed for a type the cluster does
+// not have or a speed that is not positive and finite), checked before
+// anything is allocated; a repeated job id or an unsorted trace; a planner
+// error.
 func Run(jobs []trace.Job, cfg Config) (Result, error) {
 	s, err := newSim(cfg)
 	if err != nil {
 		return Result{}, err
 	}
+	ids := make(map[string]bool, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
+		if ids[j.ID] {
+			return Result{}, fmt.Errorf("simulator: job id %q appears twice: ids must be unique (the planner finds jobs by id)", j.ID)
+		}
+		ids[j.ID] = true
 		if j.GPUs < 1 || j.GPUs > s.total {
 			s.res.Skipped++
 			continue
@@ -254,9 +296,51 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 	return s.finish(), nil
 }
 
-func newSim(cfg Config) (*sim, error) {
+// validate checks cfg (see Run) without allocating anything per GPU, and
+// returns the cluster's GPU count.
+func validate(cfg Config) (int, error) {
+	total := 0
+	types := make(map[string]bool, len(cfg.GPUs))
+	for _, g := range cfg.GPUs {
+		switch {
+		case g.Type == "" || g.Count < 1:
+			return 0, fmt.Errorf("GPU group %q:%d: need a type name and a positive count: %w", g.Type, g.Count, ErrConfig)
+		case g.Count > MaxGPUs:
+			return 0, fmt.Errorf("GPU group %q:%d: at most %d GPUs per type: %w", g.Type, g.Count, MaxGPUs, ErrConfig)
+		case types[g.Type]:
+			return 0, fmt.Errorf("GPU type %q listed twice: %w", g.Type, ErrConfig)
+		}
+		types[g.Type] = true
+		total += g.Count
+		if total > MaxGPUs {
+			return 0, fmt.Errorf("more than %d GPUs in all: %w", MaxGPUs, ErrConfig)
+		}
+	}
+	if total == 0 {
+		return 0, fmt.Errorf("the cluster has no GPUs: %w", ErrConfig)
+	}
 	if cfg.GPUsPerNode < 1 {
-		return nil, fmt.Errorf("simulator: %d GPUs per node: need at least 1", cfg.GPUsPerNode)
+		return 0, fmt.Errorf("%d GPUs per node: need at least 1: %w", cfg.GPUsPerNode, ErrConfig)
+	}
+	if n := NodeCount(cfg.GPUs, cfg.GPUsPerNode); n > MaxNodes {
+		return 0, fmt.Errorf("%d GPUs per node make %d nodes: at most %d: %w", cfg.GPUsPerNode, n, MaxNodes, ErrConfig)
+	}
+	for _, typ := range slices.Sorted(maps.Keys(cfg.Speeds)) {
+		sp := cfg.Speeds[typ]
+		if !types[typ] {
+			return 0, fmt.Errorf("speed for GPU type %q, which the cluster does not have: %w", typ, ErrConfig)
+		}
+		if !(sp > 0) || math.IsInf(sp, 0) {
+			return 0, fmt.Errorf("GPU type %q has speed %v: need a positive finite speed: %w", typ, sp, ErrConfig)
+		}
+	}
+	return total, nil
+}
+
+func newSim(cfg Config) (*sim, error) {
+	total, err := validate(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simulator: %w", err)
 	}
 	if cfg.BackfillDepth <= 0 {
 		cfg.BackfillDepth = 500
@@ -264,21 +348,12 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.Limits.MaxLendSeconds <= 0 {
 		cfg.Limits.MaxLendSeconds = 6 * 3600
 	}
-	s := &sim{cfg: cfg}
+	s := &sim{cfg: cfg, total: total}
 	speeds := map[string]float64{}
 	for _, g := range cfg.GPUs {
-		if g.Count < 1 || g.Type == "" {
-			return nil, fmt.Errorf("simulator: GPU group %q:%d: need a type name and a positive count", g.Type, g.Count)
-		}
 		sp := 1.0
 		if v, ok := cfg.Speeds[g.Type]; ok {
 			sp = v
-		}
-		if !(sp > 0) || math.IsInf(sp, 0) {
-			return nil, fmt.Errorf("simulator: GPU type %q has speed %v: need a positive finite speed", g.Type, sp)
-		}
-		if _, dup := speeds[g.Type]; dup {
-			return nil, fmt.Errorf("simulator: GPU type %q listed twice", g.Type)
 		}
 		speeds[g.Type] = sp
 		for left, k := g.Count, 0; left > 0; k++ {
@@ -286,11 +361,7 @@ func newSim(cfg Config) (*sim, error) {
 			s.nodes = append(s.nodes, node{name: g.Type + "-" + strconv.Itoa(k), typ: g.Type, speed: sp, total: n, free: n})
 			left -= n
 		}
-		s.total += g.Count
 		s.typeOrder = append(s.typeOrder, g.Type)
-	}
-	if s.total == 0 {
-		return nil, errors.New("simulator: the cluster has no GPUs")
 	}
 	// Fastest type first, so a job that fits in one type gets the best.
 	slices.SortStableFunc(s.typeOrder, func(a, b string) int { return cmp.Compare(speeds[b], speeds[a]) })

@@ -3,6 +3,8 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -233,7 +235,23 @@ func TestMainCLI(t *testing.T) {
 		{"a reversed --window is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "9:3"}, 2, "--window"},
 		{"a plot that is neither svg nor png is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--plot", "x.pdf"}, 2, "name the file .svg or .png"},
 		{"an unreadable trace fails with its path", []string{"--trace", filepath.Join(dir, "none.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "none.csv"},
-		{"an unknown flag is rejected", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate"},
+		{"an unknown flag is named and the usage printed", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate\n\nUsage: easyscale simulate --trace FILE"},
+		{"a non-numeric --gpus-per-node is named", []string{"--gpus-per-node", "x"}, 2, "--gpus-per-node"},
+		{"a stray argument is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "extra"}, 2, "unexpected argument \"extra\""},
+		{"a missing --policy is called required", []string{"--trace", tr, "--gpus", "v100:8", "--json", "-"}, 2, "--policy is required"},
+		{"a GPU count past int64 is refused with the limit", []string{"--trace", tr, "--gpus", "v100:90000000000000000000", "--policy", "rigid", "--json", "-"}, 2, "--gpus: \"v100:90000000000000000000\": at most 1000000 GPUs per type"},
+		{"a GPU count of 9e18 is refused before anything is allocated", []string{"--trace", tr, "--gpus", "v100:9000000000000000000", "--policy", "rigid", "--json", "-"}, 2, "at most 1000000 GPUs per type"},
+		{"ten million GPUs of one type are refused", []string{"--trace", tr, "--gpus", "v100:10000000", "--policy", "rigid", "--json", "-"}, 2, "at most 1000000 GPUs per type"},
+		{"types that sum past the limit are refused", []string{"--trace", tr, "--gpus", "v100:600000,a100:600000", "--policy", "rigid", "--json", "-"}, 2, "more than 1000000 GPUs in all"},
+		{"a GPU type listed twice is refused", []string{"--trace", tr, "--gpus", "v100:8,v100:4", "--policy", "rigid", "--json", "-"}, 2, "GPU type v100 is listed twice"},
+		{"--gpus-per-node above the cluster is refused", []string{"--trace", tr, "--gpus", "v100:8", "--gpus-per-node", "16", "--policy", "rigid", "--json", "-"}, 2, "--gpus-per-node 16: use 1 to the cluster's 8 GPUs"},
+		{"--gpus-per-node making too many nodes is refused", []string{"--trace", tr, "--gpus", "v100:1000000", "--gpus-per-node", "1", "--policy", "rigid", "--json", "-"}, 2, "more than the 200000 allowed"},
+		{"a speed for a type the cluster lacks names the type", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--speeds", "a100:2"}, 2, "--speeds: \"a100:2\": the cluster has no GPU type a100"},
+		{"a huge --margin is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--margin", "9000000000000000000"}, 2, "--margin"},
+		{"a trace with a repeated job id fails naming the line", []string{"--trace", filepath.Join(dir, "dup.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3, column 1 (name): job id \"a\" is already used on line 2"},
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dup.csv"), []byte("name,time,application,num_replicas,batch_size\na,1,ncf,2,32\na,5,ncf,2,32\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,4 +293,112 @@ func TestMainCLI(t *testing.T) {
 			t.Errorf("plot %s is not an SVG (err %v)", svg, err)
 		}
 	})
+}
+
+func TestMainHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		t.Run(arg+" prints the usage with every flag on stdout and exits 0", func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := Main([]string{arg}, &out, &errb); code != 0 || errb.Len() != 0 {
+				t.Fatalf("Main(%s) = %d, stderr %q; want 0 and nothing", arg, code, errb.String())
+			}
+			want := []string{"Usage: easyscale simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N",
+				"--policy rigid|elastic|elastic-capped --json OUT [--plot FILE]", "skipped_jobs",
+				"--trace", "--gpus ", "--gpus-per-node int", "(default 8)", "--policy", "--json", "--plot", "--max-jobs",
+				"--window", "--speeds", "--margin int", "(default 60)"}
+			for _, w := range want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("usage lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestMainJSONOnStdoutIsOnlyJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"--trace", filepath.Join("testdata", "pollux_workload-1.csv"), "--gpus", "v100:64", "--gpus-per-node", "4",
+		"--policy", "rigid", "--json", "-", "--max-jobs", "20"}
+	if code := Main(args, &out, &errb); code != 0 {
+		t.Fatalf("Main = %d: %s", code, errb.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out.String())
+	}
+	if !strings.HasPrefix(errb.String(), "policy=rigid jobs=20 skipped_jobs=0 ") {
+		t.Errorf("stderr %q, want the summary line", errb.String())
+	}
+}
+
+func TestMainReportsSkippedJobs(t *testing.T) {
+	// Pollux workload 1 has 160 jobs, most of them asking for 2 or more GPUs.
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	var out, errb bytes.Buffer
+	args := []string{"--trace", filepath.Join("testdata", "pollux_workload-1.csv"), "--gpus", "v100:1", "--policy", "rigid", "--json", jsonPath}
+	if code := Main(args, &out, &errb); code != 0 {
+		t.Fatalf("Main = %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Jobs    int `json:"jobs"`
+		Skipped int `json:"skipped_jobs"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Skipped == 0 || res.Jobs+res.Skipped != 160 {
+		t.Fatalf("jobs %d, skipped_jobs %d: want a positive skip count adding up to the trace's 160", res.Jobs, res.Skipped)
+	}
+	if want := fmt.Sprintf("jobs=%d skipped_jobs=%d ", res.Jobs, res.Skipped); !strings.Contains(out.String(), want) {
+		t.Errorf("summary %q lacks %q", out.String(), want)
+	}
+	if want := fmt.Sprintf("skipped %d of 160 jobs", res.Skipped); !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q lacks %q", errb.String(), want)
+	}
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	one := []trace.Job{job("A", 0, 10, 1)}
+	v100 := func(n int) []GPUGroup { return []GPUGroup{{"v100", n}} }
+	tests := []struct {
+		name    string
+		jobs    []trace.Job
+		cfg     Config
+		want    string
+		wantCfg bool
+	}{
+		{"a GPU group over MaxGPUs is refused", one, Config{GPUs: v100(MaxGPUs + 1), GPUsPerNode: 8}, "at most 1000000 GPUs per type", true},
+		{"groups that sum over MaxGPUs are refused", one, Config{GPUs: []GPUGroup{{"v100", MaxGPUs}, {"a100", 1}}, GPUsPerNode: 8}, "more than 1000000 GPUs in all", true},
+		{"a group without GPUs is refused", one, Config{GPUs: v100(0), GPUsPerNode: 8}, "positive count", true},
+		{"a type listed twice is refused", one, Config{GPUs: []GPUGroup{{"v100", 4}, {"v100", 4}}, GPUsPerNode: 8}, "listed twice", true},
+		{"zero GPUs per node are refused", one, Config{GPUs: v100(4)}, "0 GPUs per node", true},
+		{"more than MaxNodes nodes are refused", one, Config{GPUs: v100(MaxGPUs), GPUsPerNode: 1}, "at most 200000", true},
+		{"a speed for a missing type is refused", one, Config{GPUs: v100(4), GPUsPerNode: 8, Speeds: map[string]float64{"a100": 2}}, "\"a100\", which the cluster does not have", true},
+		{"a zero speed is refused", one, Config{GPUs: v100(4), GPUsPerNode: 8, Speeds: map[string]float64{"v100": 0}}, "positive finite speed", true},
+		{"a repeated job id is refused", []trace.Job{job("A", 0, 10, 1), job("A", 5, 10, 1)}, Config{GPUs: v100(4), GPUsPerNode: 8}, "job id \"A\" appears twice", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(tc.jobs, tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrConfig) != tc.wantCfg {
+				t.Errorf("Run error %v; want %q (wrapping ErrConfig: %v)", err, tc.want, tc.wantCfg)
+			}
+		})
+	}
+}
+
+func TestRunCountsJobsThatCanNeverStart(t *testing.T) {
+	jobs := []trace.Job{job("none", 0, 10, 0), job("fits", 0, 10, 4), job("too-big", 1, 10, 5)}
+	res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 4}}, GPUsPerNode: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Jobs != 1 || res.Skipped != 2 {
+		t.Errorf("%d jobs completed and %d skipped; want 1 and 2", res.Jobs, res.Skipped)
+	}
 }
