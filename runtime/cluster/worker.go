@@ -150,7 +150,10 @@ type frame struct {
 
 // readControl reads the coordinator's frames into s.msgs until an error.
 // Every frame, heartbeats included, must arrive within CoordinatorTimeout.
+// The channel is closed when the reader ends, so a consumer that already
+// took the error frame does not wait forever.
 func (s *session) readControl(stop <-chan struct{}) {
+	defer close(s.msgs)
 	for {
 		t, b, err := s.p.recv()
 		select {
@@ -174,7 +177,7 @@ func (s *session) next() (frame, error) {
 			return f, nil
 		}
 	}
-	return frame{}, errors.New("control reader stopped")
+	return frame{}, errors.New("reading from the coordinator: the connection is gone")
 }
 
 func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) error {

@@ -12,7 +12,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-const steps = "300"
+const steps = "200"
 
 // lastStep reads the newest ledger step of a state directory (0 if none).
 func lastStep(dir string) int64 {
@@ -35,8 +35,8 @@ func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
 	state := t.TempDir()
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	kills := 0
-	for target := int64(3); target < 270 && kills < 4; target += int64(20 + r.Intn(50)) {
-		cmd := exec.Command(easyscale, "run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--state", state, "--workers", "0:3,100:5,200:2")
+	for target := int64(3); target < 180 && kills < 4; target += int64(15 + r.Intn(40)) {
+		cmd := exec.Command(easyscale, "run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--state", state, "--workers", "0:3,70:5,140:2")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
 	if kills < 3 {
 		t.Fatalf("only %d kills happened", kills)
 	}
-	final := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", state, "--workers", "0:3,100:5,200:2")
+	final := mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval", "--state", state, "--workers", "0:3,70:5,140:2")
 	if digest(final) != digest(ref) {
 		t.Fatalf("after %d SIGKILLs the digest is %s, uninterrupted %s", kills, digest(final), digest(ref))
 	}

@@ -58,7 +58,7 @@ func twoNodes(t *testing.T) (n1, n2, link string) {
 // with the fixed run's digest.
 func TestTwoNodesAndACutLink(t *testing.T) {
 	n1, n2, link := twoNodes(t)
-	const steps = "300" // long enough that the cut lands mid-run
+	const steps = "200" // long enough that the cut lands mid-run
 	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	state := t.TempDir()
 	sum := filepath.Join(state, "summary.json")

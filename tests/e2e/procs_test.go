@@ -162,7 +162,7 @@ func TestSIGTERMLeavesWithoutRollback(t *testing.T) {
 // TestCoordinatorSIGKILLThenRerunResumes kills the coordinator (its worker
 // processes die with it) and reruns the same command.
 func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
-	const steps = "300" // long enough that the kill lands mid-run
+	const steps = "200" // long enough that the kill lands mid-run
 	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	state := t.TempDir()
 	args := []string{"run", "--config", config(), "--steps", steps, "--no-eval", "--procs", "--state", state, "--workers", "0:3"}
@@ -201,7 +201,7 @@ func freePort(t *testing.T) string {
 // running job: one with a token of its own, one with another job's token
 // and id. Both are refused with a clear message and the job goes on.
 func TestJoinersWithAWrongTokenOrJobAreRefused(t *testing.T) {
-	const steps = "300" // long enough to outlast the intruders
+	const steps = "200" // long enough to outlast the intruders
 	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	other := t.TempDir()
 	procRun(t, other, "--workers", "1", "--steps", "1") // another job's token and id
@@ -309,5 +309,54 @@ func TestAllWorkersLeavingCheckpointsTheJob(t *testing.T) {
 	}
 	if digest(final) != ref {
 		t.Fatalf("digest %s, fixed run %s", digest(final), ref)
+	}
+}
+
+// TestExternalWorkerRejoinsARestartedCoordinator kills the coordinator of
+// a `run --listen` job with SIGKILL; the external worker keeps trying to
+// rejoin, the rerun of the same command resumes from the state directory,
+// admits it again and reaches the fixed run's digest.
+func TestExternalWorkerRejoinsARestartedCoordinator(t *testing.T) {
+	const steps = "200"
+	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
+	state := t.TempDir()
+	addr := freePort(t)
+	args := []string{"run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--listen", addr, "--workers", "2", "--state", state}
+	first := exec.Command(easyscale, args...)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no token file")
+		}
+	}
+	worker := exec.Command(easyscale, "worker", "--join", addr, "--token-file", filepath.Join(state, "token"), "--join-timeout", "60s")
+	var workerOut strings.Builder
+	worker.Stdout, worker.Stderr = &workerOut, &workerOut
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Process.Kill()
+	for lastStep(state) < 40 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	first.Process.Kill()
+	if err := first.Wait(); err == nil {
+		t.Fatal("the coordinator finished before the SIGKILL")
+	}
+	killedAt := lastStep(state)
+	second := mustRun(t, append(args[:len(args)-1:len(args)-1], state)...)
+	if err := worker.Wait(); err != nil {
+		t.Fatalf("the external worker did not finish cleanly: %v\n%s", err, workerOut.String())
+	}
+	if !strings.Contains(workerOut.String(), "rejoining") {
+		t.Fatalf("the worker never rejoined:\n%s", workerOut.String())
+	}
+	if digest(second) != ref || !strings.HasSuffix(fmt.Sprint(second.summary["schedule"]), ":2") {
+		t.Fatalf("after the coordinator's SIGKILL at step %d: digest %s (fixed %s), schedule %v", killedAt, digest(second), ref, second.summary["schedule"])
 	}
 }
