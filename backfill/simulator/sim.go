@@ -240,9 +240,9 @@ const MaxGPUs = 1_000_000
 
 // MaxNodes bounds the simulated cluster's node count (the GPU groups cut
 // into nodes of GPUsPerNode). It is well above the largest Slurm clusters
-// (tens of thousands of nodes); the planner's passes scan every node, and at
-// this bound a 160-job elastic replay takes tens of seconds, where
-// 1,000,000 one-GPU nodes took two minutes and a gigabyte.
+// (tens of thousands of nodes). The planner's passes scan every node: on
+// the development machine a 160-job elastic replay on 1,000,000 GPUs took
+// 22 s and 200 MB as 200,000 nodes, but 125 s and 1 GB as 1,000,000.
 const MaxNodes = 200_000
 
 // NodeCount is how many nodes groups make when cut into nodes of perNode

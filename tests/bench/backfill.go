@@ -25,6 +25,20 @@ func tracesDir() string {
 	return filepath.Join("..", "shared", "traces")
 }
 
+// readTrace reads the job table at path (under tracesDir); its error says
+// how to point the suite at the traces.
+func readTrace(path ...string) ([]trace.Job, error) {
+	jobs, err := trace.ReadFile(filepath.Join(append([]string{tracesDir()}, path...)...))
+	if err != nil && os.Getenv("EASYSCALE_TRACES") == "" {
+		return nil, fmt.Errorf("%w (set EASYSCALE_TRACES to the shared/traces folder, e.g. EASYSCALE_TRACES=/work/shared/traces; "+
+			"the default ../shared/traces resolves only from a checkout next to shared/, such as /work/main)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (EASYSCALE_TRACES=%s: is it the shared/traces folder, holding philly/?)", err, os.Getenv("EASYSCALE_TRACES"))
+	}
+	return jobs, nil
+}
+
 // busyWeekGPUs is the cluster for the busy-week figures: 64 nodes of 8 GPUs,
 // about two thirds of the week's mean demand (795 GPUs), so jobs queue.
 const busyWeekGPUs = 512
@@ -36,9 +50,9 @@ func backfillSuite() ([]figure, error) {
 		return nil, err
 	}
 	figs = append(figs, figure{"plan_ms_10k", ms, "ms"})
-	philly, err := trace.ReadFile(filepath.Join(tracesDir(), "philly", "philly_jobs.csv"))
+	philly, err := readTrace("philly", "philly_jobs.csv")
 	if err != nil {
-		return nil, fmt.Errorf("reading the Philly table (set EASYSCALE_TRACES): %w", err)
+		return nil, err
 	}
 	start := time.Now()
 	if _, err := simulator.Run(philly, simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: 2816}}, GPUsPerNode: 8,
@@ -46,7 +60,7 @@ func backfillSuite() ([]figure, error) {
 		return nil, err
 	}
 	figs = append(figs, figure{"simulate_philly_s", time.Since(start).Seconds(), "s"})
-	week, err := trace.ReadFile(filepath.Join(tracesDir(), "philly", "philly_busy_week.csv"))
+	week, err := readTrace("philly", "philly_busy_week.csv")
 	if err != nil {
 		return nil, err
 	}
