@@ -28,4 +28,8 @@
 // --comment (the wrapper records the request there), heterogeneous jobs, and
 // #SBATCH lines mixing its options with others. A job without any EasyScale
 // option is passed through untouched.
+//
+// -h/--help prints the wrapper's own help ([Usage]) and exits 0 even where
+// sbatch is missing or Slurm is not configured; sbatch's own --help output
+// follows when sbatch gives it.
 package submit

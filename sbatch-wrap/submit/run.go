@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -22,7 +24,9 @@ const EnvSbatch = "SBATCH"
 
 // Main runs the wrapper: prepare, then run sbatch with the plan and return
 // its exit status (1 for the wrapper's own errors, printed as
-// "easyscale-sbatch: error: …" on stderr like sbatch's).
+// "easyscale-sbatch: error: …" on stderr like sbatch's). With -h/--help it
+// prints Usage on stdout and exits 0 whether or not sbatch works, then
+// appends sbatch's own --help output when sbatch gives it (see help).
 func Main(ctx context.Context, args []string, in Input, io Stdio) int {
 	plan, err := Prepare(args, in)
 	if err != nil {
@@ -33,15 +37,51 @@ func Main(ctx context.Context, args []string, in Input, io Stdio) int {
 	if v, ok := in.Lookup(EnvSbatch); ok && v != "" {
 		sbatch = v
 	}
+	if plan.Help {
+		help(ctx, sbatch, plan, io.Out)
+		return 0
+	}
 	code, err := run(ctx, sbatch, plan, io)
 	if err != nil {
 		fmt.Fprintf(io.Err, "easyscale-sbatch: error: %v\n", err)
 		return 1
 	}
-	if plan.Help {
-		fmt.Fprint(io.Out, Usage())
-	}
 	return code
+}
+
+// sbatchHelpTimeout bounds the `sbatch --help` that help runs: a misconfigured
+// Slurm must not hang the wrapper's own help.
+const sbatchHelpTimeout = 10 * time.Second
+
+// help writes Usage to out, then runs sbatch with the plan's arguments (which
+// hold --help) and appends its stdout when it exits 0; otherwise one line
+// says sbatch's help is unavailable and why (sbatch missing, or Slurm
+// unconfigured), without sbatch's own error output.
+func help(ctx context.Context, sbatch string, p Plan, out io.Writer) {
+	fmt.Fprint(out, Usage())
+	ctx, cancel := context.WithTimeout(ctx, sbatchHelpTimeout)
+	defer cancel()
+	var sout, serr bytes.Buffer
+	code, err := run(ctx, sbatch, p, Stdio{In: bytes.NewReader(nil), Out: &sout, Err: &serr})
+	switch {
+	case err == nil && code == 0 && sout.Len() > 0:
+		fmt.Fprintf(out, "\nsbatch's own options (from %s --help):\n\n", sbatch)
+		out.Write(sout.Bytes())
+	default:
+		why := firstLine(serr.String())
+		if err != nil {
+			why = err.Error()
+		} else if why == "" {
+			why = fmt.Sprintf("exit status %d", code)
+		}
+		fmt.Fprintf(out, "\n(%s --help is not available here: %s; sbatch(1) lists sbatch's options.)\n", sbatch, why)
+	}
+}
+
+// firstLine returns s up to its first newline, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(line)
 }
 
 func run(ctx context.Context, sbatch string, p Plan, stdio Stdio) (int, error) {
@@ -112,14 +152,40 @@ func mergeEnv(base, over []string) []string {
 	return append(out, over...)
 }
 
-// Usage is the wrapper's section appended to sbatch's --help output.
+// Usage is the wrapper's help: what it does, its options with their
+// environment twins and precedence, the job comment it writes, what it
+// refuses, and its own environment. Main prints it for -h/--help.
 func Usage() string {
 	fs := pflag.NewFlagSet("easyscale-sbatch", pflag.ContinueOnError)
-	fs.String(elastic.OptionElastic, "", "EasyScale elastic job: run on MIN to MAX nodes, MIN[-MAX] (env "+elastic.EnvElastic+")")
-	fs.String(elastic.OptionLogicalWorkers, "", "EasyScale logical workers (ESTs), >= MAX (env "+elastic.EnvLogicalWorkers+"; default: set at the first start)")
-	fs.String(elastic.OptionDeterminism, string(elastic.DefaultDeterminism), "d1: same results on one GPU type; d2: also across GPU types (env "+elastic.EnvDeterminism+")")
-	return "\neasyscale-sbatch options (also as #SBATCH directives; command line > directive > environment):\n" +
-		fs.FlagUsages() +
-		"\nEnvironment:\n  " + EnvSbatch + "   path of the real sbatch (default: sbatch from PATH)\n" +
-		"\nAn elastic job is submitted with --nodes=MIN and --comment='es-req min=… max=… lw=… d1'.\n"
+	fs.SortFlags = false
+	fs.String(elastic.OptionElastic, "", "run the job elastically on MIN to MAX nodes, MIN[-MAX] (MAX defaults to MIN); env "+elastic.EnvElastic)
+	fs.String(elastic.OptionLogicalWorkers, "", "logical workers (EasyScaleThreads, ESTs), at least MAX; env "+elastic.EnvLogicalWorkers+" (default: set at the first start)")
+	fs.String(elastic.OptionDeterminism, string(elastic.DefaultDeterminism), "d1: bitwise-identical results on one GPU type; d2: also across GPU types; env "+elastic.EnvDeterminism)
+	return `Usage: easyscale-sbatch [EASYSCALE OPTIONS] [SBATCH OPTIONS] [SCRIPT [ARGS...]]
+
+A drop-in for sbatch that submits EasyScale jobs: elastic, accuracy-consistent training whose
+result does not depend on how many physical workers run it. It takes three options of its own,
+validates them, and passes every other argument to the real sbatch unchanged and in order;
+sbatch's output and exit status are the wrapper's. A job without EasyScale options is passed
+through untouched.
+
+EasyScale options, also accepted as #SBATCH directives in the script and as environment
+variables (the command line wins over a directive, a directive over the environment):
+` + fs.FlagUsages() + `
+For an EasyScale job the wrapper adds, before your arguments:
+  --nodes=MIN        elastic jobs start at their minimum; the backfill daemon grows them
+  --comment=REQUEST  the request, for the backfill daemon, encoded as
+                       es-req min=MIN max=MAX lw=L d1|d2
+                     (min= and max= only for --elastic, lw= only when given), e.g.
+                       es-req min=1 max=4 lw=8 d1
+and sets the ` + elastic.EnvElastic + `, ` + elastic.EnvLogicalWorkers + ` and ` + elastic.EnvDeterminism + ` twins in
+sbatch's environment. Its own #SBATCH lines are hidden from sbatch in a private copy of the
+script ("# easyscale-sbatch: ..."), removed when sbatch exits. It refuses --nodes/-N, --comment,
+heterogeneous jobs, and #SBATCH lines mixing its options with sbatch's.
+
+Environment:
+  ` + EnvSbatch + `   path of the real sbatch (default: sbatch from PATH)
+
+Exit status: sbatch's, or 1 when the wrapper refuses the request or cannot run sbatch; 0 for --help.
+`
 }

@@ -19,7 +19,7 @@ type Plan struct {
 	Script   []byte           // content of the private script copy; nil to use the user's file
 	ScriptAt int              // index in Args of the script path to replace by the copy's path
 	Stdin    []byte           // script read from stdin, to feed to sbatch; nil to inherit stdin
-	Help     bool             // append the wrapper's options to sbatch's --help output
+	Help     bool             // -h/--help: print the wrapper's help, then sbatch's when it works
 }
 
 // Input is what Prepare reads besides the arguments.

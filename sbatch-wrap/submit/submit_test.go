@@ -139,11 +139,15 @@ func runFake(t *testing.T, args []string, env map[string]string) (string, string
 	}
 	logPath := filepath.Join(t.TempDir(), "sbatch.log")
 	t.Setenv("FAKE_SBATCH_LOG", logPath)
+	lookup := map[string]string{EnvSbatch: fake}
 	for k, v := range env {
+		if k == EnvSbatch {
+			lookup[k] = v // the wrapper reads SBATCH through Input.Lookup
+			continue
+		}
 		t.Setenv(k, v)
 	}
 	var out, errOut bytes.Buffer
-	lookup := map[string]string{EnvSbatch: fake}
 	code := Main(context.Background(), args, input(lookup, nil, ""), Stdio{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	log, _ := os.ReadFile(logPath)
 	return out.String(), errOut.String(), code, string(log)
@@ -187,7 +191,6 @@ func TestMainOutputIsSbatchsOutput(t *testing.T) {
 			map[string]string{"FAKE_SBATCH_FAIL": "Batch job submission failed"}, "", "sbatch: error: Batch job submission failed", 1},
 		{"a refused request never reaches sbatch", []string{"--elastic=4-2", "--wrap", "true"}, nil, "",
 			"easyscale-sbatch: error: invalid --elastic=4-2", 1},
-		{"help appends the wrapper's options", []string{"--help"}, nil, "--logical-workers", "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +200,44 @@ func TestMainOutputIsSbatchsOutput(t *testing.T) {
 			}
 			if tc.code == 1 && tc.errPart != "" && strings.HasPrefix(tc.errPart, "easyscale") && log != "" {
 				t.Errorf("sbatch ran for a refused request:\n%s", log)
+			}
+		})
+	}
+}
+
+func TestMainHelpWorksWithoutSbatch(t *testing.T) {
+	own := []string{"Usage: easyscale-sbatch [EASYSCALE OPTIONS] [SBATCH OPTIONS] [SCRIPT [ARGS...]]",
+		"--elastic string", "EASYSCALE_ELASTIC", "--logical-workers string", "EASYSCALE_LOGICAL_WORKERS",
+		"--determinism string", "EASYSCALE_DETERMINISM", "(default \"d1\")", "command line wins over a directive",
+		"es-req min=MIN max=MAX lw=L d1|d2", "es-req min=1 max=4 lw=8 d1", "SBATCH   path of the real sbatch"}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		then string // what follows the wrapper's own help
+	}{
+		{"--help appends sbatch's help when sbatch gives it", []string{"--help"}, nil,
+			"sbatch's own options (from "},
+		{"-h works like --help", []string{"-h"}, nil, "Usage: sbatch [OPTIONS(0)...]"},
+		{"a failing sbatch leaves the wrapper's help and one line saying why", []string{"--help"},
+			map[string]string{"FAKE_SBATCH_FAIL": "Unable to contact slurm controller"},
+			"--help is not available here: sbatch: error: Unable to contact slurm controller;"},
+		{"a missing sbatch leaves the wrapper's help and one line saying why", []string{"--help"},
+			map[string]string{EnvSbatch: filepath.Join(t.TempDir(), "no-sbatch")}, "--help is not available here: start "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code, _ := runFake(t, tc.args, tc.env)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, errOut)
+			}
+			for _, w := range own {
+				if !strings.Contains(out, w) {
+					t.Errorf("help lacks %q:\n%s", w, out)
+				}
+			}
+			if i, j := strings.Index(out, "Usage: easyscale-sbatch"), strings.Index(out, tc.then); i != 0 || j < i {
+				t.Errorf("help does not start with the wrapper's usage followed by %q:\n%s", tc.then, out)
 			}
 		})
 	}
