@@ -402,3 +402,33 @@ func TestRunCountsJobsThatCanNeverStart(t *testing.T) {
 		t.Errorf("%d jobs completed and %d skipped; want 1 and 2", res.Jobs, res.Skipped)
 	}
 }
+
+func FuzzParseGPUs(f *testing.F) {
+	for _, s := range []string{"v100:64,p100:32", "v100:9000000000000000000", "a:1,a:1", "v100:600000,a100:600000", ":3", "x:-1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		groups, err := ParseGPUs(s)
+		if err != nil {
+			return
+		}
+		total, types := 0, map[string]bool{}
+		for _, g := range groups {
+			if g.Type == "" || g.Count < 1 || g.Count > MaxGPUs || types[g.Type] {
+				t.Fatalf("ParseGPUs(%q) accepted group %+v", s, g)
+			}
+			types[g.Type] = true
+			total += g.Count
+		}
+		if total > MaxGPUs {
+			t.Fatalf("ParseGPUs(%q) accepted %d GPUs in all", s, total)
+		}
+		per := max(1, total/MaxNodes+1)
+		if NodeCount(groups, per) > MaxNodes {
+			return // too many types for any node size: --gpus-per-node refuses it
+		}
+		if _, err := validate(Config{GPUs: groups, GPUsPerNode: per}); err != nil {
+			t.Fatalf("ParseGPUs(%q) accepted groups that Run refuses: %v", s, err)
+		}
+	})
+}
