@@ -21,6 +21,12 @@ PKGS=(
 	util-linux coreutils
 	# the C SPANK plugin is built with gcc
 	gcc libc6-dev
+	# tests/e2e: two nodes as network namespaces (ip netns, veth)
+	iproute2
+	# tests/crossarch: arm64 emulation and the arm64 C toolchain for the cgo binary
+	qemu-user-static gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	# make (the README's commands)
+	make
 )
 
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
