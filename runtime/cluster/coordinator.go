@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,10 @@ type Coordinator struct {
 
 	joiners chan *member
 	members []*member
+	// ringMu guards ring and ringGen, which the step's reduce goroutine
+	// and collect (on a lost worker) both touch.
+	ringMu  sync.Mutex
+	ringGen int64
 	// events carries members' answers and deaths to collect.
 	events chan memberEvent
 	ring   ring
@@ -334,11 +339,25 @@ func (c *Coordinator) beat(m *member) {
 	}
 }
 
+// invalidateRing closes the current ring (so every member's all-reduce
+// fails fast) and makes the next step build a new one. It may run while the
+// step's reduce goroutine is connecting: the generation tells that
+// goroutine its new ring is already obsolete.
 func (c *Coordinator) invalidateRing() {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
 	if c.ring != nil {
 		c.ring.Close()
 		c.ring = nil
 	}
+	c.ringGen++
+}
+
+// currentRing returns the ring and its generation.
+func (c *Coordinator) currentRing() (ring, int64) {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	return c.ring, c.ringGen
 }
 
 // Workers implements trainer.Executor.
@@ -434,7 +453,8 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 	n := len(ests)
 	c.attempt++
 	var ringMembers []ringMember
-	newRing := c.ring == nil
+	cur, gen := c.currentRing()
+	newRing := cur == nil
 	if newRing {
 		c.ringID++
 		for r, m := range c.members {
@@ -461,20 +481,32 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 		}
 	}
 	reduced := make(chan error, 1)
+	rank, ringID, lostAt := len(c.members), c.ringID, c.lostAt
+	if newRing {
+		c.lostAt = time.Time{}
+	}
 	go func() {
+		r := cur
 		if newRing {
-			r, err := c.o.connectRing(c.ctx, len(c.members), ringMembers, c.ringLn, c.ringID)
-			if err != nil {
+			var err error
+			if r, err = c.o.connectRing(c.ctx, rank, ringMembers, c.ringLn, ringID); err != nil {
 				reduced <- fmt.Errorf("connecting the ring: %w", err)
 				return
 			}
+			c.ringMu.Lock()
+			if c.ringGen != gen { // a worker was lost while connecting
+				c.ringMu.Unlock()
+				r.Close()
+				reduced <- errors.New("the ring was invalidated while it was being built")
+				return
+			}
 			c.ring = r
-			if !c.lostAt.IsZero() {
-				c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", float64(time.Since(c.lostAt).Microseconds())/1000)
-				c.lostAt = time.Time{}
+			c.ringMu.Unlock()
+			if !lostAt.IsZero() {
+				c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", float64(time.Since(lostAt).Microseconds())/1000)
 			}
 		}
-		reduced <- c.ring.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
+		reduced <- r.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
 	results, lost, detected, ringErr := c.collect(step, reduced)
 	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
