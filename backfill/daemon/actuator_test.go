@@ -171,7 +171,9 @@ func TestParseExtraComment(t *testing.T) {
 		ok                    bool
 	}{
 		{"the contract's comment gives the parent", "es-extra parent=42", "42", true},
-		{"extra fields are allowed", "es-extra note=x parent=7", "7", true},
+		{"extra fields make it a user's comment", "es-extra note=x parent=7", "", false},
+		{"trailing words make it a user's comment", "es-extra parent=7 mine", "", false},
+		{"other spacing makes it a user's comment", "es-extra  parent=7", "", false},
 		{"a non-numeric parent is refused", "es-extra parent=4x", "", false},
 		{"an elastic job's own comment is not an extra", "es-req min=1 max=4 lw=8 d1", "", false},
 		{"a user's comment is not an extra", "es-extra-ish parent=1", "", false},
@@ -196,8 +198,8 @@ func FuzzParseExtraComment(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !digits(p) {
-			t.Fatalf("parent %q of %q is not a job id", p, c)
+		if !digits(p) || c != ExtraComment(p) {
+			t.Fatalf("parent %q of %q: not a job id, or the comment is not exactly the extra form", p, c)
 		}
 		if q, ok := parseExtraComment(ExtraComment(p)); !ok || q != p {
 			t.Fatalf("round trip of parent %q gave %q, %v", p, q, ok)

@@ -50,6 +50,9 @@ type Daemon struct {
 	now     func() time.Time
 	metrics *Metrics
 	snap    *Snapshotter
+	// noted maps extra-looking jobs left alone to the reason last logged
+	// (each is logged once per reason).
+	noted map[string]string
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
@@ -64,7 +67,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("backfill daemon: %w", err)
 	}
 	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
-		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}}
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}, noted: map[string]string{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
 	}
@@ -205,6 +208,14 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	rc, err := d.reconcile(ctx, v, r)
 	if err != nil {
 		return fmt.Errorf("reconciling with Slurm: %w", err)
+	}
+	for _, j := range rc.foreign { // not ours: planned like any other job
+		switch j.State {
+		case "RUNNING":
+			v.Running = append(v.Running, j)
+		case "PENDING":
+			v.Pending = append(v.Pending, j)
+		}
 	}
 	ps := d.plannerSnapshot(v, rc.live)
 	ps.OtherLent = rc.otherLent

@@ -348,23 +348,21 @@ func TestReconciliationAfterARestart(t *testing.T) {
 		{"an unrecorded running extra job of a running elastic job is adopted, not cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				return td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "").id
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
 			}, "", statedb.ExtraSubmitted, "adopted"},
 		{"an unrecorded extra job whose parent is gone is cancelled",
 			func(t *testing.T, td *testDaemon) string {
-				return td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "").id
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
 			}, "hard", "", ""},
 		{"an unrecorded pending extra job of a running elastic job is cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				j := td.fake.running("11", "es-extra parent=10", "", 0, 20*time.Minute, "")
-				td.fake.set(func() { j.state = "PENDING" })
-				return j.id
+				return td.fake.extra("11", "10", "", 0, 20*time.Minute).id
 			}, "hard", "", ""},
 		{"an extra job signalled before the restart is cancelled once its grace period is over",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				j := td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, State: statedb.ExtraSignalled,
 					Submitted: td.now.Add(-time.Minute), End: td.now.Add(19 * time.Minute), Signalled: td.now.Add(-20 * time.Second)})
 				return j.id
@@ -372,7 +370,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 		{"a recorded extra job Slurm shows PREEMPTED is marked ended PREEMPTED",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				j := td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 				td.fake.set(func() { j.state = "PREEMPTED" })
 				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return j.id
@@ -385,7 +383,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 		{"a recorded running extra job of a running parent is kept",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
-				td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+				td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return "11"
 			}, "", statedb.ExtraSubmitted, ""},
@@ -430,7 +428,7 @@ func record(t *testing.T, td *testDaemon, x statedb.ExtraJob) {
 func TestExtraJobsOfJobsOutsideTheManagedNodesAreLeftAlone(t *testing.T) {
 	td := newTestDaemon(t, `nodes = ["n3", "n4"]`)
 	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-	td.fake.running("11", "es-extra parent=10", "n2", 1, 20*time.Minute, "")
+	td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 	td.cycle(t)
 	if got := td.fake.commands(""); len(got) != 0 {
 		t.Fatalf("acted on another daemon's jobs: %v", got)
@@ -575,4 +573,98 @@ func value(m prometheus.Metric) float64 {
 		return c.GetValue()
 	}
 	return out.GetGauge().GetValue()
+}
+
+func TestOnlyExtraJobsTheDaemonOwnsAreActedOn(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup adds the job under test (id 11) and what it needs.
+		setup      func(t *testing.T, td *testDaemon) *fakeJob
+		wantCancel bool
+	}{
+		{"a user's job that only borrows the extra comment is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				j := td.fake.running("11", "es-extra parent=1", "n2", 1, 20*time.Minute, "")
+				td.fake.set(func() { j.name, j.user = "important-sim", "bob" })
+				return j
+			}, false},
+		{"an extra-named job outside extra.partition is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				j := td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.partition = "normal" })
+				return j
+			}, false},
+		{"an extra-named job whose comment has more words is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				j := td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.comment += " keep" })
+				return j
+			}, false},
+		{"an extra-shaped job of another user than its running parent's is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.user = "mallory" })
+				return j
+			}, false},
+		{"an extra-shaped job of another user than its ended parent's is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				p := td.fake.running("10", elasticComment, "n1", 1, time.Hour, "")
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { p.state, j.user = "COMPLETED", "mallory" })
+				return j
+			}, false},
+		{"an orphan in the exact extra form on a managed node is cancelled",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				return td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
+			}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			j := tc.setup(t, td)
+			for range 3 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			cancelled := slices.Contains(td.fake.commands("scancel"), "scancel 11")
+			if cancelled != tc.wantCancel {
+				t.Fatalf("job %s (name %s, partition %s, user %s, comment %q): cancelled=%v, want %v; scancel calls %v",
+					j.id, j.name, j.partition, j.user, j.comment, cancelled, tc.wantCancel, td.fake.commands("scancel"))
+			}
+			if x, err := td.db.Extra(context.Background(), "11"); !tc.wantCancel && err == nil {
+				t.Errorf("recorded (adopted) a job that is not the daemon's: %+v", x)
+			}
+			if !tc.wantCancel && len(td.noted) != 1 {
+				t.Errorf("noted %v, want the job logged as left alone", td.noted)
+			}
+		})
+	}
+}
+
+func TestASecondDaemonAdoptsNoExtraJobOutsideItsScope(t *testing.T) {
+	tests := []struct {
+		name      string
+		nodes     string // the second daemon's nodes
+		wantAdopt bool
+	}{
+		{"the parent in scope but the extra job's node outside it is left alone", `nodes = ["n1"]`, false},
+		{"the extra job's node in scope but the parent outside it is left alone", `nodes = ["n2"]`, false},
+		{"parent and node both outside the scope are left alone", `nodes = ["n3", "n4"]`, false},
+		{"parent and node both inside the scope are adopted", `nodes = ["n1", "n2"]`, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.nodes)
+			td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+			td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+			r := td.cycle(t)
+			if got := slices.Contains(r.Adopted, "11"); got != tc.wantAdopt {
+				t.Fatalf("adopted %v, want adopted=%v", r.Adopted, tc.wantAdopt)
+			}
+			if got := td.fake.commands("scancel"); len(got) != 0 {
+				t.Errorf("cancelled %v: another daemon's extra job", got)
+			}
+		})
+	}
 }

@@ -66,20 +66,43 @@
 // SIGKILL takes no special path: recorded extra jobs that ended are marked
 // with their final state; extra jobs whose parent is no longer running, that
 // stayed pending past pending_timeout, or that outlived their grace period
-// are cancelled; an extra job Slurm runs but the file does not know (killed
-// between sbatch and the write) is adopted when its parent is a running
-// elastic job on managed nodes — cancelling it would shrink that job by
-// mistake — and cancelled when it has not started or its parent is gone.
-// When slurmctld is unreachable the cycle stops before reconciling, so
-// nothing is marked ended or cancelled on stale information; the daemon logs
-// the error and retries after poll_interval, doubling up to max_backoff.
+// are cancelled. When slurmctld is unreachable the cycle stops before
+// reconciling, so nothing is marked ended or cancelled on stale information.
+//
+// # Which jobs are the daemon's (the ownership rule)
+//
+// The daemon runs as root and could cancel anyone's job, so it acts only on
+// extra jobs it recorded when it submitted them. A job Slurm lists but the
+// file does not know may be treated as the daemon's own (it was killed
+// between sbatch and the write, or the file was lost) only when ALL of these
+// hold:
+//
+//   - its name is exactly es-extra-<parent>;
+//   - its comment is exactly "es-extra parent=<parent>" (digits, one space);
+//   - its partition is extra.partition;
+//   - when Slurm still knows the parent job, both have the same user
+//     (`scontrol show job`);
+//   - it is inside this daemon's scope: its node (NodeList, or ReqNodeList
+//     while pending) is managed, and so are all nodes of its parent when the
+//     parent runs.
+//
+// Such a job is adopted when it runs for a running elastic job (cancelling
+// it would shrink that job by mistake), cancelled when it is still pending
+// (nothing is lost) or its parent is gone (an orphan). Any other job — a
+// user's job that borrows the comment, an extra-looking job in another
+// partition or of another user — is left alone, planned as an ordinary job,
+// and logged once. An owned-looking job whose parent is in scope but whose
+// node is not (or the reverse) is another daemon's whose scope overlaps this
+// one: it is left alone with a warning. Two daemons with identical scopes
+// cannot be told apart; give every daemon disjoint nodes.
 //
 // # Scope
 //
 // The partitions, nodes and gpu_types keys bound the nodes a daemon manages.
 // An elastic job grows only when all of its nodes are managed, and extra jobs
 // of jobs outside that scope are left alone (they count toward their user's
-// lent GPUs), so several daemons may manage disjoint parts of one cluster.
+// lent GPUs), so several daemons may manage disjoint parts of one cluster
+// (see the ownership rule for what happens when scopes overlap).
 //
 // # Metrics
 //

@@ -81,6 +81,20 @@ func (f *fakeSlurm) running(id, comment, nodeList string, gpusPerNode int, limit
 	return j
 }
 
+// extra adds a running extra job of parent as the daemon submits it (name,
+// comment, partition low, user alice) on node with gpus GPUs; node "" makes
+// it pending on reqNode n2.
+func (f *fakeSlurm) extra(id, parent, node string, gpus int, limit time.Duration) *fakeJob {
+	j := f.running(id, "es-extra parent="+parent, node, gpus, limit, "")
+	f.set(func() {
+		j.name, j.partition, j.reqNode, j.nodes = "es-extra-"+parent, "low", node, 1
+		if node == "" {
+			j.state, j.reqNode, j.start, j.end = "PENDING", "n2", time.Time{}, time.Time{}
+		}
+	})
+	return j
+}
+
 // pending adds a pending job planned to start at start on schedNodes.
 func (f *fakeSlurm) pending(id, schedNodes string, gpusPerNode int, start time.Time) *fakeJob {
 	f.mu.Lock()
@@ -230,9 +244,13 @@ func (f *fakeSlurm) squeue() []byte {
 func (f *fakeSlurm) showJob(id string) ([]byte, error) {
 	for _, j := range f.jobs {
 		if j.id == id {
+			req := j.reqNode
+			if req == "" {
+				req = "(null)"
+			}
 			return []byte(fmt.Sprintf("JobId=%s JobName=%s UserId=%s(1000) GroupId=%s(1000) Account=%s JobState=%s "+
-				"Partition=%s NodeList=%s NumNodes=%d NumCPUs=1 WorkDir=%s Comment=%s\n",
-				j.id, j.name, j.user, j.user, j.account, j.state, j.partition, j.nodeList, j.nodes, j.workDir, j.comment)), nil
+				"Partition=%s ReqNodeList=%s NodeList=%s NumNodes=%d NumCPUs=1 WorkDir=%s Comment=%s\n",
+				j.id, j.name, j.user, j.user, j.account, j.state, j.partition, req, j.nodeList, j.nodes, j.workDir, j.comment)), nil
 		}
 	}
 	return nil, &slurmcli.CommandError{Command: "scontrol show job " + id, Err: errors.New("exit status 1"),

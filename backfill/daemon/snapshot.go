@@ -31,18 +31,26 @@ func ExtraComment(parent string) string { return ExtraCommentPrefix + " parent="
 func ExtraJobName(parent string) string { return "es-extra-" + parent }
 
 // parseExtraComment returns the parent job id of an extra job's comment, or
-// ok=false when the comment is not an extra job's.
+// ok=false when the comment is not exactly ExtraComment(parent) for a
+// numeric parent (extra words, other spacing or a non-numeric id are a
+// user's comment, not ours).
 func parseExtraComment(c string) (parent string, ok bool) {
-	f := strings.Fields(c)
-	if len(f) < 2 || f[0] != ExtraCommentPrefix {
+	v, found := strings.CutPrefix(c, ExtraCommentPrefix+" parent=")
+	if !found || !digits(v) {
 		return "", false
 	}
-	for _, kv := range f[1:] {
-		if v, found := strings.CutPrefix(kv, "parent="); found && digits(v) {
-			return v, true
-		}
+	return v, true
+}
+
+// extraParent returns the parent of j when j looks like an extra job: its
+// comment is exactly ExtraComment(parent) and its name exactly
+// ExtraJobName(parent). Anything else is an ordinary job, whoever owns it.
+func extraParent(j slurmcli.Job) (string, bool) {
+	parent, ok := parseExtraComment(j.Comment)
+	if !ok || j.Name != ExtraJobName(parent) {
+		return "", false
 	}
-	return "", false
+	return parent, true
 }
 
 // NodeView is one node as the daemon sees it.
@@ -103,6 +111,10 @@ type View struct {
 	// maps extra jobs Slurm still lists in a final state to that state.
 	Extras map[string]*ExtraView
 	Ended  map[string]string
+	// Lookalikes are live jobs whose comment starts with
+	// ExtraCommentPrefix but that are not in the extra job form (name and
+	// comment exact): ordinary jobs, listed only to log them once.
+	Lookalikes map[string]*ExtraView
 }
 
 func (v *View) node(name string) *NodeView {
@@ -125,7 +137,9 @@ type Snapshotter struct {
 	details map[string]jobDetail
 }
 
-type jobDetail struct{ user, account, workDir string }
+// jobDetail is what `scontrol show job` adds to squeue: owner, account,
+// working directory and the requested node list (where a pending job will run).
+type jobDetail struct{ user, account, workDir, reqNodes string }
 
 // Snapshot reads nodes and jobs and returns the view at now. Errors wrap
 // ErrUnreachable when slurmctld does not answer, else say which command
@@ -145,7 +159,8 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	if err != nil {
 		return nil, fmt.Errorf("reading jobs: %w", err)
 	}
-	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{}}
+	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{},
+		Lookalikes: map[string]*ExtraView{}}
 	v.Nodes = s.nodes(nodes)
 	for _, j := range jobs {
 		if err := s.addJob(ctx, v, j); err != nil {
@@ -246,8 +261,11 @@ var finalStates = map[string]bool{"COMPLETED": true, "CANCELLED": true, "FAILED"
 	"PREEMPTED": true, "NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true}
 
 func (s *Snapshotter) addJob(ctx context.Context, v *View, j slurmcli.Job) error {
-	if parent, ok := parseExtraComment(j.Comment); ok {
+	if parent, ok := extraParent(j); ok {
 		return s.addExtra(v, j, parent)
+	}
+	if strings.HasPrefix(j.Comment, ExtraCommentPrefix) && !finalStates[j.State] {
+		v.Lookalikes[j.ID] = &ExtraView{Job: j, Node: j.NodeList}
 	}
 	switch j.State {
 	case "PENDING":
@@ -310,7 +328,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// detail returns user, account and working directory of job id from
+// detail returns user, account, working directory and requested nodes of job id from
 // `scontrol show job -o`, cached per job id.
 func (s *Snapshotter) detail(ctx context.Context, id string) (jobDetail, error) {
 	if d, ok := s.details[id]; ok {
@@ -318,20 +336,23 @@ func (s *Snapshotter) detail(ctx context.Context, id string) (jobDetail, error) 
 	}
 	out, err := s.Slurm.Output(ctx, "scontrol", "show", "job", "-o", id)
 	if err != nil {
-		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, err)
+		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, err)
 	}
 	recs, err := slurmcli.ParseScontrol(out, slurmcli.KindJob)
 	if err != nil {
-		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, err)
+		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, err)
 	}
 	if len(recs) == 0 {
-		return jobDetail{}, fmt.Errorf("reading elastic job %s: %w", id, slurmcli.ErrNoSuchJob)
+		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, slurmcli.ErrNoSuchJob)
 	}
 	get := func(k string) string { v, _ := recs[0].Get(k); return v }
 	user, _, _ := strings.Cut(get("UserId"), "(") // "alice(1000)"
-	d := jobDetail{user: user, account: get("Account"), workDir: get("WorkDir")}
+	d := jobDetail{user: user, account: get("Account"), workDir: get("WorkDir"), reqNodes: get("ReqNodeList")}
 	if d.account == "(null)" {
 		d.account = ""
+	}
+	if d.reqNodes == "(null)" {
+		d.reqNodes = ""
 	}
 	if s.details == nil {
 		s.details = map[string]jobDetail{}
@@ -340,10 +361,13 @@ func (s *Snapshotter) detail(ctx context.Context, id string) (jobDetail, error) 
 	return d, nil
 }
 
-// forget drops cached details of jobs no longer running.
+// forget drops cached details of jobs that are neither running elastic jobs
+// nor live extra jobs.
 func (s *Snapshotter) forget(v *View) {
 	for id := range s.details {
-		if _, ok := v.Elastic[id]; !ok {
+		_, elastic := v.Elastic[id]
+		_, extra := v.Extras[id]
+		if !elastic && !extra {
 			delete(s.details, id)
 		}
 	}
