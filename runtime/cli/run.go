@@ -22,7 +22,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
-func runCmd(args []string, env Env) int {
+func runCmd(args []string, env Env) (code int) {
 	fs := newFlagSet("run", "run --config FILE [--workers SCHEDULE] [--steps N] [--seed S] [--state DIR] [--summary FILE]", env)
 	config := fs.String("config", os.Getenv("EASYSCALE_CONFIG"), "job file (TOML), e.g. examples/mnist/job.toml (env EASYSCALE_CONFIG)")
 	workers := fs.String("workers", "", "physical workers per step: N, or STEP:N[@S1/S2/...],... e.g. 0:1,20:3,35:8 (default: one per logical worker)")
@@ -122,6 +122,10 @@ func runCmd(args []string, env Env) int {
 		if !task.IsCoordinator() {
 			return sr.workerTask(ctx)
 		}
+		// The step's exit status is the coordinator's: tasks that Slurm
+		// kills when it shrinks the job make srun fail, so the batch script
+		// reads this file (see examples/slurm/mnist.sbatch).
+		defer func() { sr.recordExit(code) }()
 	}
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
 		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}

@@ -72,8 +72,13 @@ func trimLine(b []byte) string {
 // calls finish.
 func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
 	t := s.task
+	if moved, err := slurmjob.RetireStale(t.Rendezvous, t.RestartCount, time.Now()); err != nil {
+		return nil, err
+	} else if moved != "" {
+		s.log.Warn("the rendezvous directory belonged to an earlier job with this id; moved it aside", "moved_to", moved)
+	}
 	if err := os.MkdirAll(t.Rendezvous, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the rendezvous directory: %w", err)
+		return nil, fmt.Errorf("creating the rendezvous directory %s (set EASYSCALE_RENDEZVOUS_DIR to a directory every node can write): %w", t.Rendezvous, err)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(t.Rendezvous, "state")
@@ -156,4 +161,13 @@ func (s *slurmRun) nodeAddr(ctx context.Context) string {
 	}
 	s.log.Warn("listening on loopback: workers on other nodes cannot join; pass --listen ADDR")
 	return "127.0.0.1"
+}
+
+// recordExit writes the coordinator's exit status to the rendezvous
+// directory's exit-code file.
+func (s *slurmRun) recordExit(code int) {
+	path := filepath.Join(s.task.Rendezvous, slurmjob.ExitCodeFile)
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("%d\n", code)), 0o600); err != nil {
+		s.log.Warn("recording the exit status", "path", path, "error", err)
+	}
 }

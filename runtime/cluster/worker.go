@@ -442,8 +442,10 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 			return fmt.Errorf("all-reduce: %w", err)
 		case f, ok := <-s.msgs:
 			switch {
-			case !ok || f.err != nil:
-				stopErr = fmt.Errorf("reading from the coordinator: %v", f.err)
+			case !ok:
+				stopErr = errors.New("the connection to the coordinator is gone")
+			case f.err != nil:
+				stopErr = fmt.Errorf("reading from the coordinator: %w", f.err)
 			case f.t == typeAbort:
 				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
 			case f.t == typeBye:

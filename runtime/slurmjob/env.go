@@ -15,6 +15,9 @@ type Task struct {
 	NodeName  string // SLURMD_NODENAME: the node this task runs on
 	NodeList  string // SLURM_JOB_NODELIST
 	SubmitDir string // SLURM_SUBMIT_DIR
+	// RestartCount is SLURM_RESTART_COUNT: how often the job was requeued
+	// (0 on its first run).
+	RestartCount int
 	// Rendezvous is $EASYSCALE_RENDEZVOUS_DIR, else SubmitDir/.easyscale/JobID.
 	Rendezvous string
 }
@@ -49,6 +52,11 @@ func FromEnv(lookup func(string) (string, bool)) (*Task, bool, error) {
 	t.NodeName, _ = lookup("SLURMD_NODENAME")
 	t.NodeList, _ = lookup("SLURM_JOB_NODELIST")
 	t.SubmitDir, _ = lookup("SLURM_SUBMIT_DIR")
+	if rc, ok := lookup("SLURM_RESTART_COUNT"); ok && rc != "" {
+		if t.RestartCount, err = atoiVar("SLURM_RESTART_COUNT", rc); err != nil {
+			return nil, true, err
+		}
+	}
 	if dir, ok := lookup("EASYSCALE_RENDEZVOUS_DIR"); ok && dir != "" {
 		t.Rendezvous = dir
 	} else {

@@ -11,8 +11,13 @@ import (
 	"time"
 )
 
-// CoordinatorFile is the rendezvous file holding the coordinator's HOST:PORT.
-const CoordinatorFile = "coordinator"
+// Rendezvous files: the coordinator's HOST:PORT, and its exit status when
+// it ends (the step's real outcome, which the batch script should return:
+// srun also fails when Slurm killed tasks of released nodes).
+const (
+	CoordinatorFile = "coordinator"
+	ExitCodeFile    = "exit-code"
+)
 
 // PublishCoordinator writes addr into dir/coordinator atomically (temp file
 // and rename), so a reader never sees a partial address.
@@ -55,4 +60,31 @@ func WaitCoordinator(ctx context.Context, dir string, notBefore time.Time) (stri
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// RetireStale moves an existing rendezvous directory aside when this is the
+// job's first run (restartCount 0): it then belongs to an earlier job that
+// had the same id (ids restart after a cluster is reset, and two clusters
+// may share a filesystem). A requeued job (restartCount > 0) keeps it and
+// resumes from its state. It returns the new name of the moved directory,
+// or "" when nothing was moved.
+func RetireStale(dir string, restartCount int, now time.Time) (string, error) {
+	if restartCount > 0 {
+		return "", nil
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("checking the rendezvous directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("rendezvous path %s is not a directory; remove it or set EASYSCALE_RENDEZVOUS_DIR", dir)
+	}
+	old := fmt.Sprintf("%s.old-%s", dir, now.UTC().Format("20060102T150405.000"))
+	if err := os.Rename(dir, old); err != nil {
+		return "", fmt.Errorf("moving the stale rendezvous directory %s aside: %w (remove it, or set EASYSCALE_RENDEZVOUS_DIR)", dir, err)
+	}
+	return old, nil
 }

@@ -188,14 +188,14 @@ func (j *job) train(ctx context.Context) error {
 			return j.interrupted(err)
 		}
 		if err := j.reallocate(j.schedule().At(j.step)); err != nil {
-			return j.saveOnNoWorkers(err)
+			return j.saveOnNoWorkers(ctx, err)
 		}
 		if err := j.boundary(); err != nil {
-			return j.saveOnNoWorkers(err)
+			return j.saveOnNoWorkers(ctx, err)
 		}
 		t0 := time.Now()
 		if err := j.runStep(); err != nil {
-			return j.saveOnNoWorkers(err)
+			return j.saveOnNoWorkers(ctx, err)
 		}
 		if j.opts.CheckReplicas {
 			if err := j.checkReplicas(); err != nil {
@@ -242,9 +242,17 @@ func (j *job) interrupted(cause error) error {
 
 // saveOnNoWorkers checkpoints the last completed step when every physical
 // worker is gone (all left or were lost), so a rerun resumes there.
-func (j *job) saveOnNoWorkers(err error) error {
+func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
 	if !errors.Is(err, ErrNoWorkers) {
 		return err
+	}
+	// The workers may have left because the whole job is being stopped
+	// (Slurm signals every task at once): give this process's own signal a
+	// moment to arrive, then treat it as an interruption, not a failure.
+	select {
+	case <-ctx.Done():
+		return j.interrupted(ctx.Err())
+	case <-time.After(time.Second):
 	}
 	if j.db != nil && j.step > 0 {
 		if last, ok, _ := j.db.LastStep(); ok && last == j.step {

@@ -167,6 +167,13 @@ func TestShrinkByScontrolKeepsTheDigest(t *testing.T) {
 	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") && !strings.Contains(jobOutput(lab, id), "released a worker") {
 		t.Fatalf("no worker left after the shrink:\n%s", jobOutput(lab, id))
 	}
+	// srun fails because Slurm killed the released node's task; the job's
+	// state must still say it completed (the script returns the
+	// coordinator's exit status).
+	job, err := lab.CLI.ShowJob(ctx, id)
+	if err != nil || job.State != "COMPLETED" {
+		t.Fatalf("the shrunk job ended %q (%v), want COMPLETED\n%s", job.State, err, jobOutput(lab, id))
+	}
 }
 
 func lastStep(state string) int64 {
