@@ -25,7 +25,8 @@ import (
 const DefaultPath = "/etc/easyscale/backfill.toml"
 
 // DefaultWorkerCommand is the batch script (sbatch --wrap) of an extra job:
-// one `easyscale worker` that joins the elastic job's coordinator. The
+// srun starts one `easyscale worker` per task (the daemon submits one task
+// per lent GPU), each joining the elastic job's coordinator. The
 // placeholders are replaced, shell-quoted, by the daemon (see
 // [Extra.WorkerCommand]).
 const DefaultWorkerCommand = `srun easyscale worker --join "$(cat {coordinator_file})" --token-file {token_file}`
@@ -135,7 +136,10 @@ type Extra struct {
 	// [extra.worker_command], default [DefaultWorkerCommand]. Placeholders:
 	// {job_id} (the elastic job), {rendezvous} (WorkDir/.easyscale/JOBID),
 	// {coordinator_file} and {token_file} (inside it); each is replaced by
-	// a shell-quoted value. Any other {word} is an error.
+	// a shell-quoted value. Any other {word} is an error. It must launch
+	// the worker with srun: the extra job has one task per lent GPU, and only
+	// srun starts one worker per task (a command without the word srun is an
+	// error).
 	WorkerCommand string `toml:"worker_command"`
 }
 
@@ -266,6 +270,7 @@ func (c *Config) MetricsEnabled() bool { return c.MetricsAddress != metricsOff }
 var (
 	slurmName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	placeholder = regexp.MustCompile(`\{[a-z_]*\}`)
+	srunWord    = regexp.MustCompile(`(^|[\s;&|(])srun(\s|$)`)
 	// Placeholders lists what WorkerCommand may contain.
 	placeholders = map[string]bool{"{job_id}": true, "{rendezvous}": true, "{coordinator_file}": true, "{token_file}": true}
 )
@@ -335,6 +340,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Extra.WorkerCommand) == "" {
 		bad("extra.worker_command", c.Extra.WorkerCommand, "must not be blank; leave it out for the default")
+	} else if !srunWord.MatchString(c.Extra.WorkerCommand) {
+		bad("extra.worker_command", c.Extra.WorkerCommand, "must start the worker with srun (one task per lent GPU: "+
+			"without srun only one worker runs and the other GPUs idle); e.g. %q", DefaultWorkerCommand)
 	}
 	return errors.Join(errs...)
 }

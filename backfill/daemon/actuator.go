@@ -35,8 +35,11 @@ type ExtraSpec struct {
 }
 
 // Args returns the sbatch arguments for the spec (without the leading
-// "sbatch"), as the contract with the runtime fixes them: one node, one task,
-// the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
+// "sbatch"), as the contract with the runtime fixes them: one node, one task
+// per lent GPU (--ntasks=GPUs --gpus-per-task=1, so the script's srun starts
+// one `easyscale worker` per GPU, each bound to its own GPU; Slurm 22.05
+// accepts this beside a typed --gres and keeps TRES-per-node, which the
+// snapshot reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
 // come back at a time nobody planned), job name es-extra-<JOBID> and comment
 // "es-extra parent=<JOBID>". asRoot adds --uid=User so that root submits in
 // the user's name; the user must then exist on the submit host.
@@ -51,7 +54,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		"--job-name=" + ExtraJobName(s.Parent),
 		"--comment=" + ExtraComment(s.Parent),
 		"--partition=" + s.Partition,
-		"--nodes=1", "--ntasks=1",
+		"--nodes=1", "--ntasks=" + strconv.Itoa(max(1, s.GPUs)),
 		"--nodelist=" + s.Node,
 		"--time=" + strconv.FormatInt(s.TimeLimitMinutes, 10),
 		"--no-requeue",
@@ -62,6 +65,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		} else {
 			args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", s.GPUType, s.GPUs))
 		}
+		args = append(args, "--gpus-per-task=1")
 	}
 	if s.QOS != "" {
 		args = append(args, "--qos="+s.QOS)

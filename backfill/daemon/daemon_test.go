@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -666,5 +667,76 @@ func TestASecondDaemonAdoptsNoExtraJobOutsideItsScope(t *testing.T) {
 				t.Errorf("cancelled %v: another daemon's extra job", got)
 			}
 		})
+	}
+}
+
+func TestExtraJobsRunOneWorkerTaskPerLentGPUAndNeverExceedTheMaximum(t *testing.T) {
+	tests := []struct {
+		name        string
+		comment     string
+		gpusPerNode int
+		wantCap     int // physical workers: own GPUs plus extra tasks
+	}{
+		{"one GPU, max=4 nodes: at most four workers", "es-req min=1 max=4 lw=8 d1", 1, 4},
+		{"one GPU, max=3 nodes: at most three workers", "es-req min=1 max=3 lw=8 d1", 1, 3},
+		{"two GPUs per node, max=2 nodes, lw=3: at most three workers", "es-req min=1 max=2 lw=3 d1", 2, 3},
+		{"four GPUs per node, max=2 nodes, lw=6: at most six workers", "es-req min=1 max=2 lw=6 d1", 4, 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", tc.comment, "n1", tc.gpusPerNode, time.Hour, rendezvous(t, "10"))
+			for range 5 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			subs := td.fake.commands("sbatch")
+			if len(subs) == 0 {
+				t.Fatal("no extra job submitted")
+			}
+			workers := tc.gpusPerNode
+			for _, c := range subs {
+				gres := strings.Split(argValue(c, "gres"), ":")
+				if argValue(c, "ntasks") != gres[len(gres)-1] || argValue(c, "gpus-per-task") != "1" {
+					t.Errorf("%s: want --ntasks equal to the lent GPUs and --gpus-per-task=1", c)
+				}
+				n, _ := strconv.Atoi(argValue(c, "ntasks"))
+				workers += n
+			}
+			if workers > tc.wantCap {
+				t.Errorf("%d physical workers after %d extra jobs %v, want at most %d", workers, len(subs), subs, tc.wantCap)
+			}
+		})
+	}
+}
+
+func TestAJobsExtraJobsSpreadOverIdleNodesInsteadOfStacking(t *testing.T) {
+	// Job 10 holds one v100 on n1; n1 has 3 idle v100s, n2 4. The planner
+	// fills n1 first; the second extra job must go to the idle n2.
+	td := newTestDaemon(t, `gpu_types = ["v100"]`)
+	td.fake.running("10", "es-req min=1 max=4 lw=8 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+	for range 2 {
+		td.cycle(t)
+		td.advance(2 * time.Second)
+	}
+	subs := td.fake.commands("sbatch")
+	if len(subs) != 2 {
+		t.Fatalf("submitted %v, want two extra jobs", subs)
+	}
+	if a, b := argValue(subs[0], "nodelist"), argValue(subs[1], "nodelist"); a == b {
+		t.Fatalf("both extra jobs on %s while another v100 node idled: %v", a, subs)
+	}
+}
+
+func TestAnExtraJobStaysOnItsNodeWhenNoOtherNodeCanTakeIt(t *testing.T) {
+	td := newTestDaemon(t, `nodes = ["n1"]`)
+	td.fake.running("10", "es-req min=1 max=4 lw=8 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+	for range 2 {
+		td.cycle(t)
+		td.advance(2 * time.Second)
+	}
+	subs := td.fake.commands("sbatch")
+	if len(subs) != 2 || argValue(subs[1], "nodelist") != "n1" {
+		t.Fatalf("submitted %v, want a second extra job stacked on n1 (the only managed node)", subs)
 	}
 }

@@ -28,22 +28,35 @@
 // "has allocated GRES" and leaves the expand job stuck (NOTES.md §4). So a
 // job grows by one extra job per lent node: same user (root submits with
 // --uid), the job's account, partition extra.partition (preemptible),
-// --nodes=1 --ntasks=1 --nodelist=NODE --gres=gpu:TYPE:N, --no-requeue,
-// --chdir=WorkDir (relative paths resolve as in the job), output to
-// DIR/extra-<id>.out,
+// --nodes=1 --ntasks=N --gpus-per-task=1 --nodelist=NODE --gres=gpu:TYPE:N
+// for N lent GPUs (one worker task per GPU, each bound to its own GPU by
+// Slurm; checked on the 22.05 lab), --no-requeue, --chdir=WorkDir (relative
+// paths resolve as in the job), output to DIR/extra-<id>.out,
 // --time ending before the gap closes minus safety_margin, rounded down to
 // whole minutes and never after the parent's own end,
 // --job-name=es-extra-JOBID, --comment="es-extra parent=JOBID", running
 // extra.worker_command (default `srun easyscale worker --join "$(cat
-// DIR/coordinator)" --token-file DIR/token`). The worker joins the job's
-// coordinator and is admitted at the next step boundary.
+// DIR/coordinator)" --token-file DIR/token`; srun starts one worker per
+// task, and a command without srun is refused by the config). Each worker
+// joins the job's coordinator and is admitted at the next step boundary.
 //
-// The planner counts GPUs; the request counts nodes (physical workers). The
-// daemon maps them with the job's GPUs per node g: MinGPUs = min·g, MaxGPUs =
-// max·g, and it never gives a job more physical workers (own nodes plus one
-// per extra job) than min(max, logical workers). Grows of one job on one node
-// in the same cycle become one extra job. CPU-only elastic jobs are not
-// grown (the planner lends GPUs).
+// The planner counts GPUs; the request counts nodes. A physical worker is one
+// task on one GPU, own or lent, so with the job's GPUs per node g the job may
+// have at most min(max·g, logical workers) physical workers: its own GPUs
+// plus one per extra job task. The planner gets MaxGPUs = that cap and
+// MinGPUs = min·g; the daemon trims an order that would pass the cap.
+// Grows of one job on one node in the same cycle become one extra job.
+// CPU-only elastic jobs are not grown (the planner lends GPUs).
+//
+// Placement: the planner fills nodes longest lend first, then in node
+// order. The daemon keeps that choice unless the job already has a live
+// extra job on the node; then it moves the order to another node of the
+// same GPU type that is lendable, has the GPUs idle, has no pending job
+// planned on it, and carries nothing of that job (spreading: one extra job
+// per job per node, so one reservation takes back fewer of its workers and a
+// whole idle node is not left unused while another is stacked). With no
+// such node it stacks. A d1 job (bit-identical on one GPU type) grows only
+// onto the GPU type(s) it runs on; a d2 job may mix types (speeds apply).
 //
 // # Shrinking
 //

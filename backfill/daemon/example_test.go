@@ -28,11 +28,12 @@ func ExampleExtraSpec_Args() {
 	//   --comment=es-extra parent=42
 	//   --partition=low
 	//   --nodes=1
-	//   --ntasks=1
+	//   --ntasks=2
 	//   --nodelist=n2
 	//   --time=7
 	//   --no-requeue
 	//   --gres=gpu:v100:2
+	//   --gpus-per-task=1
 	//   --account=proj
 	//   --uid=alice
 	//   --chdir=/home/alice/run

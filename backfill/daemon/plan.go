@@ -100,11 +100,42 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 		lw = e.Request.MaxNodes * perNode
 	}
 	r.Elastic = true
-	r.MaxGPUs = max(baseGPUs, e.Request.MaxNodes*perNode)
+	// One physical worker per GPU (own and lent: one task per GPU), at
+	// most workerCap of them.
+	r.MaxGPUs = max(baseGPUs, workerCap(e))
 	r.MinGPUs = min(r.MaxGPUs, max(1, e.Request.MinNodes*perNode))
 	r.Model = planner.DefaultModel(lw, baseGPUs)
 	return r
 }
+
+// baseGPUs is the GPU count of job e's own allocation.
+func baseGPUs(e *ElasticJob) int {
+	n := 0
+	for _, a := range e.Base {
+		n += a.GPUs
+	}
+	return n
+}
+
+// workerCap is the most physical workers job e may have: its node range's
+// maximum times its GPUs per node g (a physical worker is one task on one
+// GPU; the request counts nodes of g GPUs), and at most its logical
+// workers.
+func workerCap(e *ElasticJob) int {
+	perNode := 1
+	if len(e.Base) > 0 {
+		perNode = max(1, baseGPUs(e)/len(e.Base))
+	}
+	c := e.Request.MaxNodes * perNode
+	if lw := e.Request.LogicalWorkers; lw > 0 {
+		c = min(c, lw)
+	}
+	return c
+}
+
+// tasks is the number of physical workers an extra job runs: one per GPU
+// (one for a CPU-only extra job).
+func tasks(gpus int) int { return max(1, gpus) }
 
 // growable: an elastic request, coordinator ready, every base node managed
 // and known to the planner.
@@ -165,13 +196,15 @@ type growOrder struct {
 // node merge into one extra job (ending at the earliest of their ends); the
 // end is capped at the parent's own end (an extra job never outlives its
 // job); the time limit is rounded down to whole minutes (Slurm's unit) and
-// must reach min_lend; a job gets at most min(max nodes, logical workers)
-// physical workers (its own nodes plus one per extra job).
+// must reach min_lend; a job's physical workers (one per own GPU plus one
+// per extra job's task, i.e. per lent GPU) never exceed workerCap: an order
+// that would is trimmed to the workers left, or dropped. Placement follows
+// spread (see there).
 func (d *Daemon) orders(v *View, grows []planner.Grow, live map[string]*lent) (out []growOrder, skipped []string) {
 	workers := map[string]int{}
 	for _, l := range live {
 		if l.rec.State != statedb.ExtraSignalled {
-			workers[l.rec.Parent]++
+			workers[l.rec.Parent] += tasks(l.rec.GPUs)
 		}
 	}
 	index := map[[2]string]int{}
@@ -191,6 +224,7 @@ func (d *Daemon) orders(v *View, grows []planner.Grow, live map[string]*lent) (o
 		index[[2]string{g.Job, g.Node}] = len(out)
 		out = append(out, growOrder{job: e, node: g.Node, gpuType: g.GPUType, gpus: g.GPUs, end: end})
 	}
+	d.spread(v, out, live)
 	kept := out[:0]
 	for _, o := range out {
 		if !o.job.End.IsZero() && o.job.End.Before(o.end) {
@@ -198,19 +232,71 @@ func (d *Daemon) orders(v *View, grows []planner.Grow, live map[string]*lent) (o
 		}
 		o.timeLimitMinute = int64(o.end.Sub(v.Now) / time.Minute)
 		limit := time.Duration(o.timeLimitMinute) * time.Minute
-		capW := o.job.Request.MaxNodes
-		if lw := o.job.Request.LogicalWorkers; lw > 0 {
-			capW = min(capW, lw)
-		}
+		room := workerCap(o.job) - max(1, baseGPUs(o.job)) - workers[o.job.Job.ID]
 		switch {
 		case o.timeLimitMinute < 1 || limit < d.cfg.MinLend.Duration:
 			skipped = append(skipped, "job "+o.job.Job.ID+" on "+o.node+": lend shorter than min_lend after capping at the job's end")
-		case len(o.job.Base)+workers[o.job.Job.ID] >= capW:
+		case room < 1:
 			skipped = append(skipped, "job "+o.job.Job.ID+" on "+o.node+": at its maximum of physical workers")
 		default:
-			workers[o.job.Job.ID]++
+			o.gpus = min(o.gpus, room)
+			workers[o.job.Job.ID] += tasks(o.gpus)
 			kept = append(kept, o)
 		}
 	}
 	return kept, skipped
+}
+
+// spread moves an order off a node where its job already has a live extra
+// job, onto another node of the same GPU type that is lendable, has the
+// GPUs idle (after pending extra jobs and this cycle's other orders), has
+// no pending job planned on it (so the planner's lend end holds there), and
+// carries no extra job or order of that job. The planner fills nodes in
+// order (longest lend first, then node order), which stacked a job's extra
+// jobs on one node cycle after cycle while a whole node idled; spreading
+// keeps one extra job per job per node, so a reservation on one node takes
+// back fewer of a job's workers. With no such node the order stays
+// (stacking beats not growing).
+func (d *Daemon) spread(v *View, out []growOrder, live map[string]*lent) {
+	has := map[[2]string]bool{} // job, node
+	claimed := map[string]int{} // node → GPUs of pending extra jobs and orders
+	for _, l := range live {
+		if l.rec.State != statedb.ExtraSignalled {
+			has[[2]string{l.rec.Parent, l.rec.Node}] = true
+		}
+		if l.pending {
+			claimed[l.rec.Node] += l.rec.GPUs
+		}
+	}
+	for _, o := range out {
+		claimed[o.node] += o.gpus
+	}
+	reserved := map[string]bool{}
+	for _, j := range v.Pending {
+		if p, ok := pendingJob(j, d.snap.loc()); ok {
+			for _, n := range p.PlannedNodes {
+				reserved[n.Node] = true
+			}
+		}
+	}
+	for i := range out {
+		o := &out[i]
+		id := o.job.Job.ID
+		if !has[[2]string{id, o.node}] {
+			has[[2]string{id, o.node}] = true
+			continue
+		}
+		for _, n := range v.Nodes {
+			if n.GPUType != o.gpuType || !n.Lendable || reserved[n.Name] || has[[2]string{id, n.Name}] ||
+				n.Total-n.Used-claimed[n.Name] < o.gpus {
+				continue
+			}
+			d.log.Debug("spreading extra job", "job_id", id, "from", o.node, "node", n.Name, "gpus", o.gpus)
+			claimed[o.node] -= o.gpus
+			claimed[n.Name] += o.gpus
+			o.node = n.Name
+			break
+		}
+		has[[2]string{id, o.node}] = true
+	}
 }
