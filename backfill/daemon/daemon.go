@@ -228,7 +228,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	d.metrics.GapsFound.Add(float64(r.Gaps))
 	d.metrics.IdleGPUs.Set(float64(r.IdleGPUs))
 	t0 := time.Now()
-	acts, err := planner.Plan(ps)
+	acts, err := d.plan(v, ps)
 	d.metrics.PlanSeconds.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)

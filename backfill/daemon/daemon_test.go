@@ -740,3 +740,46 @@ func TestAnExtraJobStaysOnItsNodeWhenNoOtherNodeCanTakeIt(t *testing.T) {
 		t.Fatalf("submitted %v, want a second extra job stacked on n1 (the only managed node)", subs)
 	}
 }
+
+func TestAD1JobGrowsOnlyOntoTheGPUTypeItRunsOn(t *testing.T) {
+	tests := []struct {
+		name string
+		// comment of job 10 (one v100 on n1); n2's v100s are taken when busyN2.
+		comment  string
+		busyN2   bool
+		speeds   string
+		wantType string // "" = no extra job
+	}{
+		{"a d1 job on v100 is not grown onto idle t4 nodes", "es-req min=1 max=4 lw=8 d1", true, "", ""},
+		{"a d2 job on v100 may grow onto t4 nodes", "es-req min=1 max=4 lw=8 d2", true, "", "t4"},
+		{"a d1 job offered a faster foreign type gets its own type instead", "es-req min=1 max=4 lw=8 d1", false,
+			"[speeds]\nt4 = 3.0", "v100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.speeds)
+			n1 := td.fake.running("10", tc.comment, "n1", 1, time.Hour, rendezvous(t, "10"))
+			td.fake.set(func() { n1.gpuType = "v100" })
+			td.fake.running("20", "", "n1", 3, time.Hour, "") // n1 is full
+			if tc.busyN2 {
+				td.fake.running("21", "", "n2", 4, time.Hour, "")
+			}
+			td.cycle(t)
+			subs := td.fake.commands("sbatch")
+			if tc.wantType == "" {
+				if len(subs) != 0 {
+					t.Fatalf("submitted %v, want nothing", subs)
+				}
+				return
+			}
+			if len(subs) == 0 {
+				t.Fatalf("no extra job, want one on %s", tc.wantType)
+			}
+			for _, c := range subs {
+				if gres := argValue(c, "gres"); !strings.HasPrefix(gres, "gpu:"+tc.wantType+":") {
+					t.Errorf("extra job with --gres=%s, want type %s: %s", gres, tc.wantType, c)
+				}
+			}
+		})
+	}
+}
