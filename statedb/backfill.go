@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -155,6 +156,74 @@ func OpenBackfill(path string) (*BackfillDB, error) {
 	return db, nil
 }
 
+// OpenBackfillDryRun opens an in-memory backfill database for a dry run
+// (easyscale-backfilld --dry-run): nothing is created or written on disk and
+// no lock is taken, so a dry run may run beside the daemon that owns path.
+// When the file at path exists, its extra jobs are copied in through a
+// read-only attach (the dry run then reconciles against what the daemon
+// recorded); a missing file gives an empty store. Path returns path with
+// " (dry run: in-memory copy)". Errors wrap ErrSchemaTooNew for a file
+// written by a newer binary, or the SQLite error.
+func OpenBackfillDryRun(path string) (*BackfillDB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving backfill database path %q: %w", path, err)
+	}
+	s, err := sql.Open("sqlite3", "file::memory:?"+url.Values{"_busy_timeout": {fmt.Sprint(busyTimeoutMS)}}.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("opening in-memory backfill database: %w", err)
+	}
+	// One connection that never closes: the in-memory database lives in it.
+	s.SetMaxOpenConns(1)
+	s.SetMaxIdleConns(1)
+	s.SetConnMaxLifetime(0)
+	s.SetConnMaxIdleTime(0)
+	if err := migrateBackfill(s); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("creating in-memory backfill database: %w", err)
+	}
+	if _, err := os.Stat(abs); err == nil {
+		if err := copyExtrasReadOnly(s, abs); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("copying extra jobs of %s for a dry run: %w", abs, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		s.Close()
+		return nil, fmt.Errorf("reading backfill database %s for a dry run: %w", abs, err)
+	}
+	return &BackfillDB{path: abs + " (dry run: in-memory copy)", sql: s}, nil
+}
+
+// copyExtrasReadOnly copies the extras table of the file at path into s.
+// The file is attached read-only; without a -wal file (no daemon has it
+// open, everything is in the main file) it is attached immutable, so SQLite
+// creates no -wal or -shm file beside it either.
+func copyExtrasReadOnly(s *sql.DB, path string) error {
+	params := url.Values{"mode": {"ro"}}
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		params.Set("immutable", "1")
+	}
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if _, err := s.Exec(`ATTACH DATABASE ? AS src`, "file:"+esc+"?"+params.Encode()); err != nil {
+		return fmt.Errorf("attaching read-only: %w", err)
+	}
+	defer s.Exec(`DETACH DATABASE src`)
+	var v int
+	if err := s.QueryRow(`PRAGMA src.user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if v > len(backfillMigrations) {
+		return fmt.Errorf("%w: version %d, this binary knows up to %d", ErrSchemaTooNew, v, len(backfillMigrations))
+	}
+	if v == 0 {
+		return nil // an empty file: nothing recorded yet
+	}
+	if _, err := s.Exec(`INSERT INTO extras (` + extraColumns + `) SELECT ` + extraColumns + ` FROM src.extras`); err != nil {
+		return fmt.Errorf("copying extra jobs: %w", err)
+	}
+	return nil
+}
+
 func (db *BackfillDB) open() error {
 	// Create the file first so that it gets mode 0600, not SQLite's 0644.
 	f, err := os.OpenFile(db.path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -236,11 +305,14 @@ func lockBackfill(path string) (*os.File, error) {
 // Path returns the absolute path of the database file.
 func (db *BackfillDB) Path() string { return db.path }
 
-// Close closes the database and releases the lock. Call it once.
+// Close closes the database and releases the lock (a dry-run store has
+// none). Call it once.
 func (db *BackfillDB) Close() error {
 	err := db.sql.Close()
-	if lerr := db.lock.Close(); err == nil {
-		err = lerr
+	if db.lock != nil {
+		if lerr := db.lock.Close(); err == nil {
+			err = lerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("closing backfill database %s: %w", db.path, err)

@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -178,5 +179,111 @@ func TestBackfillDecisionsArePagedInOrder(t *testing.T) {
 		if d.Kind != kinds[i] || d.GPUs != i || d.DryRun != (i == 1) || !d.Time.Equal(time.Unix(int64(i+1), 0)) {
 			t.Errorf("decision %d = %+v, want kind %s", i, d, kinds[i])
 		}
+	}
+}
+
+// dirState lists a directory's files with their sizes and modification times.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = fmt.Sprint(info.Size(), info.ModTime().UnixNano())
+	}
+	return out
+}
+
+func TestADryRunStoreLeavesTheDiskAlone(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// setup prepares dir and returns the state_db path and the extra
+		// jobs the dry run must see.
+		setup     func(t *testing.T, dir string) (string, []string)
+		wantFiles bool
+	}{
+		{"a missing database is not created (nor its directory)", func(t *testing.T, dir string) (string, []string) {
+			return filepath.Join(dir, "var", "backfill.db"), nil
+		}, false},
+		{"an existing database is read, not written", func(t *testing.T, dir string) (string, []string) {
+			path := filepath.Join(dir, "backfill.db")
+			db, err := OpenBackfill(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.RecordExtra(ctx, ExtraJob{ID: "12", Parent: "7", Node: "n2", GPUs: 1}); err != nil {
+				t.Fatal(err)
+			}
+			return path, []string{"12"}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, want := tc.setup(t, dir)
+			before := dirState(t, filepath.Dir(path))
+			db, err := OpenBackfillDryRun(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.RecordDecision(ctx, Decision{Kind: "grow", Job: "7", DryRun: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.RecordExtra(ctx, ExtraJob{ID: "99", Parent: "7", Node: "n1"}); err != nil {
+				t.Fatal(err)
+			}
+			xs, err := db.ActiveExtras(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, x := range xs {
+				ids = append(ids, x.ID)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(append(want, "99")) {
+				t.Errorf("dry-run store holds %v, want the file's %v plus the new 99", ids, want)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after := dirState(t, filepath.Dir(path)); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("directory changed: before %v, after %v", before, after)
+			}
+			if _, err := os.Stat(path); (err == nil) != tc.wantFiles {
+				t.Errorf("database file exists=%v, want %v", err == nil, tc.wantFiles)
+			}
+		})
+	}
+}
+
+func TestADryRunStoreReadsTheFileOfARunningDaemon(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	live, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := live.RecordExtra(ctx, ExtraJob{ID: "12", Parent: "7", Node: "n2", GPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenBackfillDryRun(path)
+	if err != nil {
+		t.Fatalf("dry run beside the lock holder: %v", err)
+	}
+	defer db.Close()
+	if x, err := db.Extra(ctx, "12"); err != nil || x.Parent != "7" {
+		t.Fatalf("extra 12 in the dry-run copy: %+v, %v", x, err)
+	}
+	if err := live.RecordExtra(ctx, ExtraJob{ID: "13", Parent: "7", Node: "n2", GPUs: 1}); err != nil {
+		t.Errorf("the daemon cannot write while a dry run has its copy: %v", err)
 	}
 }

@@ -106,8 +106,9 @@ type Config struct {
 	// before it is cancelled (the gap it was meant for is gone)
 	// [pending_timeout], ≥ 1s, default 30s.
 	PendingTimeout Duration `toml:"pending_timeout"`
-	// DryRun logs and records decisions without calling sbatch or scancel
-	// [dry_run].
+	// DryRun logs decisions without calling sbatch or scancel [dry_run];
+	// the daemon then keeps its state in an in-memory copy of StateDB and
+	// writes nothing on disk.
 	DryRun bool `toml:"dry_run"`
 	// StateDB is the daemon's SQLite file [state_db], default
 	// /var/lib/easyscale/backfill.db; it must be on a local filesystem.

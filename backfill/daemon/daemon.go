@@ -177,6 +177,16 @@ type Report struct {
 	Signalled, Cancelled, Adopted []string
 	// Planned is the planner's output.
 	Planned planner.Actions
+	// ElasticJobs counts the running elastic jobs; LentGPUs the GPUs of
+	// this daemon's live extra jobs.
+	ElasticJobs, LentGPUs int
+}
+
+// fields returns the report as log key-value pairs.
+func (r Report) fields(dryRun bool) []any {
+	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
+		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -245,8 +255,8 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		lentGPUs += l.rec.GPUs
 	}
 	d.metrics.GPUsLent.Set(float64(lentGPUs))
-	d.log.Debug("cycle done", "gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "grows", len(acts.Grows),
-		"shrinks", len(acts.Shrinks), "lent_gpus", lentGPUs, "elastic_jobs", len(v.Elastic))
+	r.LentGPUs, r.ElasticJobs = lentGPUs, len(v.Elastic)
+	d.log.Debug("cycle done", r.fields(d.cfg.DryRun)...)
 	return nil
 }
 

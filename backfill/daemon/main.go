@@ -22,10 +22,18 @@ var Version = "dev"
 //	easyscale-backfilld [--config FILE] [--dry-run] [--once] [--version]
 //
 // It loads the config (default /etc/easyscale/backfill.toml), opens the
-// state database, and runs until ctx is done (--once: one cycle). It
-// returns the exit code: 0, 1 for a runtime error, 2 for bad flags or
-// config.
+// state database, and runs until ctx is done (--once: one cycle, logged in
+// one line at info, whatever it did). A dry run (--dry-run or dry_run) has no
+// side effect but its logs: it never calls sbatch or scancel and works on an
+// in-memory copy of state_db (statedb.OpenBackfillDryRun), creating nothing
+// on disk. It returns the exit code: 0, 1 for a runtime error, 2 for bad
+// flags or config.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	return mainWith(ctx, args, stderr, slurmcli.Runner{})
+}
+
+// mainWith is Main with the Slurm runner to use.
+func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmcli.Runner) int {
 	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -54,22 +62,28 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	cfg.DryRun = cfg.DryRun || *dryRun
 	log := NewLogger(cfg.Log, stderr)
-	db, err := statedb.OpenBackfill(cfg.StateDB)
+	open := statedb.OpenBackfill
+	if cfg.DryRun {
+		open = statedb.OpenBackfillDryRun
+	}
+	db, err := open(cfg.StateDB)
 	if err != nil {
 		log.Error("opening state database", "error", err)
 		return 1
 	}
 	defer db.Close()
-	d, err := New(Options{Config: cfg, DB: db, Logger: log, Slurm: slurmcli.Runner{}})
+	d, err := New(Options{Config: cfg, DB: db, Logger: log, Slurm: slurm})
 	if err != nil {
 		log.Error("starting", "error", err)
 		return 1
 	}
 	if *once {
-		if _, err := d.Cycle(ctx); err != nil {
+		r, err := d.Cycle(ctx)
+		if err != nil {
 			log.Error("cycle failed", "error", err)
 			return 1
 		}
+		log.Info("cycle done", r.fields(cfg.DryRun)...)
 		return 0
 	}
 	if err := d.Run(ctx); err != nil {

@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup adds jobs to the fake cluster.
+		setup     func(t *testing.T, f *fakeSlurm)
+		wantGrows string
+	}{
+		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0"},
+		{"a growable job is only logged", func(t *testing.T, f *fakeSlurm) {
+			f.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+		}, "grows=1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "var", "lib", "easyscale", "backfill.db")
+			cfg := filepath.Join(dir, "backfill.toml")
+			text := "metrics_address = \"127.0.0.1:0\"\nstate_db = \"" + db + "\"\n"
+			if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fake := newFake(time.Now())
+			tc.setup(t, fake)
+			var stderr bytes.Buffer
+			code := mainWith(context.Background(), []string{"--config", cfg, "--once", "--dry-run"}, &stderr, fake.runner())
+			if code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "var")); err == nil {
+				t.Errorf("dry run created %s", filepath.Join(dir, "var"))
+			}
+			if got := fake.commands(""); len(got) != 0 {
+				t.Errorf("dry run ran %v", got)
+			}
+			var done []string
+			for _, line := range strings.Split(stderr.String(), "\n") {
+				if strings.Contains(line, "cycle done") {
+					done = append(done, line)
+				}
+			}
+			if len(done) != 1 || !strings.Contains(done[0], "[INFO]") || !strings.Contains(done[0], tc.wantGrows) ||
+				!strings.Contains(done[0], "dry_run=true") {
+				t.Fatalf("cycle lines %q, want one info line with %s and dry_run=true; stderr:\n%s", done, tc.wantGrows, stderr.String())
+			}
+		})
+	}
+}
