@@ -70,9 +70,11 @@ type Config struct {
 	// PollInterval is the time between two cycles [poll_interval], 1s..1h,
 	// default 10s.
 	PollInterval Duration `toml:"poll_interval"`
-	// MaxBackoff caps the wait between retries while Slurm does not answer
+	// MaxBackoff caps the wait between retries of failed cycles
 	// [max_backoff], ≥ poll_interval, default 5m. Retries wait poll_interval,
-	// then double it each failure up to this cap.
+	// then double it each failure up to this cap, but never past a scheduled
+	// shrink; while slurmctld does not answer the daemon instead pings it
+	// every poll_interval and cycles as soon as it answers.
 	MaxBackoff Duration `toml:"max_backoff"`
 	// Partitions lists the partitions whose nodes may be lent [partitions];
 	// empty: every partition.

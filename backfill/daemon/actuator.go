@@ -36,10 +36,12 @@ type ExtraSpec struct {
 
 // Args returns the sbatch arguments for the spec (without the leading
 // "sbatch"), as the contract with the runtime fixes them: one node, one task
-// per lent GPU (--ntasks=GPUs --gpus-per-task=1, so the script's srun starts
-// one `easyscale worker` per GPU, each bound to its own GPU; Slurm 22.05
-// accepts this beside a typed --gres and keeps TRES-per-node, which the
-// snapshot reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
+// per lent GPU (--ntasks=GPUs, and SLURM_GPUS_PER_TASK=1 exported to the
+// script so that its srun starts one `easyscale worker` per GPU, each bound
+// to its own GPU; on Slurm 22.05 sbatch refuses --gpus-per-task=1 beside a
+// typed --gres, "with and without type identification", while srun inside
+// the job accepts it and squeue keeps TRES-per-node, which the snapshot
+// reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
 // come back at a time nobody planned), job name es-extra-<JOBID> and comment
 // "es-extra parent=<JOBID>". asRoot adds --uid=User so that root submits in
 // the user's name; the user must then exist on the submit host.
@@ -65,7 +67,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		} else {
 			args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", s.GPUType, s.GPUs))
 		}
-		args = append(args, "--gpus-per-task=1")
+		args = append(args, "--export=ALL,SLURM_GPUS_PER_TASK=1")
 	}
 	if s.QOS != "" {
 		args = append(args, "--qos="+s.QOS)

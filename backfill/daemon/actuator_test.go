@@ -22,13 +22,13 @@ func TestExtraSpecArgs(t *testing.T) {
 		wantErr bool
 	}{
 		{"a typed GPU request names the type", func(*ExtraSpec) {}, false,
-			[]string{"--gres=gpu:v100:2", "--ntasks=2", "--gpus-per-task=1", "--time=7", "--nodelist=n2", "--no-requeue", "--account=proj", "--wrap=srun w"}, []string{"--uid", "--qos"}, false},
+			[]string{"--gres=gpu:v100:2", "--ntasks=2", "--export=ALL,SLURM_GPUS_PER_TASK=1", "--time=7", "--nodelist=n2", "--no-requeue", "--account=proj", "--wrap=srun w"}, []string{"--uid", "--qos"}, false},
 		{"untyped GPUs give gpu:N and one task per GPU", func(s *ExtraSpec) { s.GPUType = "" }, false,
-			[]string{"--gres=gpu:2", "--ntasks=2", "--gpus-per-task=1"}, nil, false},
+			[]string{"--gres=gpu:2", "--ntasks=2", "--export=ALL,SLURM_GPUS_PER_TASK=1"}, nil, false},
 		{"four lent GPUs run four worker tasks", func(s *ExtraSpec) { s.GPUs = 4 }, false,
-			[]string{"--gres=gpu:v100:4", "--ntasks=4", "--gpus-per-task=1"}, nil, false},
+			[]string{"--gres=gpu:v100:4", "--ntasks=4", "--export=ALL,SLURM_GPUS_PER_TASK=1"}, nil, false},
 		{"a CPU node gets no GRES and one task", func(s *ExtraSpec) { s.GPUs = 0 }, false, []string{"--ntasks=1"},
-			[]string{"--gres", "--gpus-per-task"}, false},
+			[]string{"--gres", "--export"}, false},
 		{"root submits in the user's name", func(*ExtraSpec) {}, true, []string{"--uid=alice"}, nil, false},
 		{"root does not pass --uid=root", func(s *ExtraSpec) { s.User = "root" }, true, nil, []string{"--uid"}, false},
 		{"a QOS is passed on", func(s *ExtraSpec) { s.QOS = "scavenger" }, false, []string{"--qos=scavenger"}, nil, false},

@@ -38,6 +38,9 @@ type Options struct {
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
 	Metrics *Metrics
+	// After waits between cycles and probes; nil: time.After (tests
+	// shorten the waits).
+	After func(time.Duration) <-chan time.Time
 }
 
 // Daemon is easyscale-backfilld: it runs cycles of snapshot → reconcile →
@@ -50,6 +53,10 @@ type Daemon struct {
 	now     func() time.Time
 	metrics *Metrics
 	snap    *Snapshotter
+	after   func(time.Duration) <-chan time.Time
+	// nextShrink is when the earliest shrink the last good cycle scheduled
+	// needs a cycle (signal or cancel time); zero when none.
+	nextShrink time.Time
 	// noted maps extra-looking jobs left alone to the reason last logged
 	// (each is logged once per reason).
 	noted map[string]string
@@ -74,6 +81,10 @@ func New(o Options) (*Daemon, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.after = o.After
+	if d.after == nil {
+		d.after = time.After
+	}
 	if d.metrics == nil {
 		d.metrics = NewMetrics()
 	}
@@ -93,10 +104,14 @@ func (d *Daemon) MetricsAddr() net.Addr {
 
 // Run serves /metrics (unless metrics_address is "off") and runs cycles until
 // ctx is done, then returns nil. A failed cycle (Slurm unreachable, a
-// command or database error) changes nothing it has not finished, is logged
-// with the error, and is retried after poll_interval doubled per consecutive
-// failure up to max_backoff. Run returns an error only when the metrics
-// address cannot be listened on.
+// command or database error) changes nothing it has not finished and is
+// logged with the error. While slurmctld does not answer, Run probes it
+// with `scontrol ping` every poll_interval and runs a full cycle as soon as
+// it answers; after other failures the next cycle waits poll_interval
+// doubled per consecutive failure up to max_backoff (Backoff), but never
+// past the time the earliest scheduled shrink needs a cycle (RetryWait), so
+// backoff never makes a shrink late. Run returns an error only when the
+// metrics address cannot be listened on.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.cfg.MetricsEnabled() {
 		stop, err := d.serveMetrics()
@@ -107,24 +122,55 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("started", "poll_interval", d.cfg.PollInterval, "dry_run", d.cfg.DryRun,
 		"state_db", d.db.Path(), "extra_partition", d.cfg.Extra.Partition)
+	poll := d.cfg.PollInterval.Duration
 	failures := 0
 	for {
-		wait := d.cfg.PollInterval.Duration
-		if _, err := d.safeCycle(ctx); err != nil && ctx.Err() == nil {
+		wait, probe := poll, false
+		_, err := d.safeCycle(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
 			failures++
-			wait = Backoff(d.cfg.PollInterval.Duration, d.cfg.MaxBackoff.Duration, failures)
-			d.log.Error("cycle failed; state kept, retrying", "error", err, "failures", failures, "retry_in", wait.String())
-		} else if failures > 0 && ctx.Err() == nil {
+			probe = errors.Is(err, ErrUnreachable)
+			if !probe {
+				wait = RetryWait(poll, d.cfg.MaxBackoff.Duration, failures, d.nextShrink, d.now())
+			}
+			d.log.Error("cycle failed; state kept, retrying", "error", err, "failures", failures, "retry_in", wait.String(),
+				"probing", probe)
+		case failures > 0:
 			d.log.Info("cycle succeeded again", "after_failures", failures)
 			failures = 0
 		}
-		select {
-		case <-ctx.Done():
+		if !d.waitNext(ctx, wait, probe) {
 			d.log.Info("stopping", "reason", ctx.Err())
 			return nil
-		case <-time.After(wait):
 		}
 	}
+}
+
+// waitNext waits wait (false when ctx ends first). While probing it waits
+// one poll interval at a time and returns as soon as `scontrol ping`
+// answers, however long the outage lasted.
+func (d *Daemon) waitNext(ctx context.Context, wait time.Duration, probe bool) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-d.after(wait):
+	}
+	for probe {
+		err := d.snap.Ping(ctx)
+		if err == nil {
+			d.log.Info("slurmctld answers again; running a cycle now")
+			return true
+		}
+		d.log.Debug("slurmctld still unreachable", "error", err, "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return false
+		case <-d.after(wait):
+		}
+	}
+	return true
 }
 
 // Backoff returns the wait before retry number failures (≥ 1): poll, then
@@ -135,6 +181,18 @@ func Backoff(poll, maxWait time.Duration, failures int) time.Duration {
 		w *= 2
 	}
 	return min(w, maxWait)
+}
+
+// RetryWait is the wait before the next cycle after failures (≥ 1)
+// consecutive failed cycles that slurmctld answered: Backoff, but at most
+// until shrinkDue (when the earliest scheduled shrink needs a cycle; zero:
+// none) and never below poll.
+func RetryWait(poll, maxWait time.Duration, failures int, shrinkDue, now time.Time) time.Duration {
+	w := Backoff(poll, maxWait, failures)
+	if !shrinkDue.IsZero() {
+		w = min(w, max(poll, shrinkDue.Sub(now)))
+	}
+	return w
 }
 
 func (d *Daemon) serveMetrics() (stop func(), err error) {
@@ -247,6 +305,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.shrink(ctx, v, acts.Shrinks, rc.live, r); err != nil {
 		return err
 	}
+	d.nextShrink = d.shrinkDue(acts.Shrinks, rc.live)
 	if err := d.grow(ctx, v, acts.Grows, rc.live, r); err != nil {
 		return err
 	}
@@ -344,6 +403,30 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 		}
 	}
 	return nil
+}
+
+// shrinkDue returns when the earliest of the shrinks needs a cycle: its
+// signal time (deadline − grace_period − 2·poll_interval), or the end of the
+// grace period of an extra job already signalled, or its deadline; zero
+// when there is no shrink.
+func (d *Daemon) shrinkDue(shrinks []planner.Shrink, live map[string]*lent) time.Time {
+	grace, poll := d.cfg.GracePeriod.Duration, d.cfg.PollInterval.Duration
+	var due time.Time
+	for _, sh := range shrinks {
+		l := live[sh.Extra]
+		if l == nil {
+			continue
+		}
+		deadline := time.Unix(sh.Deadline, 0)
+		t := deadline.Add(-grace - 2*poll)
+		if l.rec.State == statedb.ExtraSignalled {
+			t = minTime(deadline, l.rec.Signalled.Add(grace))
+		}
+		if due.IsZero() || t.Before(due) {
+			due = t
+		}
+	}
+	return due
 }
 
 // grow submits the extra jobs of the planner's grows (see orders).

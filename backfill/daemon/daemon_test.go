@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -697,8 +698,8 @@ func TestExtraJobsRunOneWorkerTaskPerLentGPUAndNeverExceedTheMaximum(t *testing.
 			workers := tc.gpusPerNode
 			for _, c := range subs {
 				gres := strings.Split(argValue(c, "gres"), ":")
-				if argValue(c, "ntasks") != gres[len(gres)-1] || argValue(c, "gpus-per-task") != "1" {
-					t.Errorf("%s: want --ntasks equal to the lent GPUs and --gpus-per-task=1", c)
+				if argValue(c, "ntasks") != gres[len(gres)-1] || argValue(c, "export") != "ALL,SLURM_GPUS_PER_TASK=1" {
+					t.Errorf("%s: want --ntasks equal to the lent GPUs and SLURM_GPUS_PER_TASK=1 exported", c)
 				}
 				n, _ := strconv.Atoi(argValue(c, "ntasks"))
 				workers += n
@@ -781,5 +782,65 @@ func TestAD1JobGrowsOnlyOntoTheGPUTypeItRunsOn(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRetryWaitNeverDelaysAScheduledShrink(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		failures  int
+		shrinkDue time.Time
+		want      time.Duration
+	}{
+		{"without a shrink the fifth failure waits 16 poll intervals", 5, time.Time{}, 32 * time.Second},
+		{"a shrink due in 10 s cuts the wait to 10 s", 5, now.Add(10 * time.Second), 10 * time.Second},
+		{"an overdue shrink retries after one poll interval", 5, now.Add(-time.Minute), 2 * time.Second},
+		{"a shrink due after the backoff changes nothing", 2, now.Add(time.Hour), 4 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RetryWait(2*time.Second, 5*time.Minute, tc.failures, tc.shrinkDue, now); got != tc.want {
+				t.Fatalf("RetryWait = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunProbesAnUnreachableControllerEveryPollAndCyclesAsSoonAsItAnswers(t *testing.T) {
+	td := newTestDaemon(t, `max_backoff = "1h"`)
+	var mu sync.Mutex
+	var waits []time.Duration
+	td.after = func(d time.Duration) <-chan time.Time {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		c := make(chan time.Time, 1)
+		c <- time.Time{}
+		return c
+	}
+	td.fake.set(func() { td.fake.down, td.fake.upAtPing = true, 8 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- td.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for value(td.Metrics().Cycles.WithLabelValues("ok")) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no good cycle within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	for i, w := range waits {
+		if w > 2*time.Second {
+			t.Fatalf("wait %d was %v while slurmctld was down: beyond the 2s poll interval (waits %v)", i, w, waits)
+		}
+	}
+	if got := value(td.Metrics().SlurmFailures); got != 1 {
+		t.Errorf("slurm_failures_total %v, want 1 (one failed cycle, then cheap pings)", got)
 	}
 }

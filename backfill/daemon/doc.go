@@ -28,9 +28,11 @@
 // "has allocated GRES" and leaves the expand job stuck (NOTES.md §4). So a
 // job grows by one extra job per lent node: same user (root submits with
 // --uid), the job's account, partition extra.partition (preemptible),
-// --nodes=1 --ntasks=N --gpus-per-task=1 --nodelist=NODE --gres=gpu:TYPE:N
-// for N lent GPUs (one worker task per GPU, each bound to its own GPU by
-// Slurm; checked on the 22.05 lab), --no-requeue, --chdir=WorkDir (relative
+// --nodes=1 --ntasks=N --nodelist=NODE --gres=gpu:TYPE:N for N lent GPUs,
+// --export=ALL,SLURM_GPUS_PER_TASK=1 (the script's srun then runs one worker
+// task per GPU, each bound to its own GPU; 22.05's sbatch refuses
+// --gpus-per-task beside a typed --gres, srun accepts it — checked on the
+// lab), --no-requeue, --chdir=WorkDir (relative
 // paths resolve as in the job), output to DIR/extra-<id>.out,
 // --time ending before the gap closes minus safety_margin, rounded down to
 // whole minutes and never after the parent's own end,
@@ -81,6 +83,17 @@
 // stayed pending past pending_timeout, or that outlived their grace period
 // are cancelled. When slurmctld is unreachable the cycle stops before
 // reconciling, so nothing is marked ended or cancelled on stale information.
+//
+// # When slurmctld is down
+//
+// A failed cycle changes nothing it has not finished. While slurmctld does
+// not answer, the daemon probes it with `scontrol ping` (milliseconds, also
+// when it is down) every poll_interval, and runs a full cycle as soon as it
+// answers: no doubled delay is left over from the outage. Other failures
+// (a command or database error while slurmctld answers) back off the whole
+// cycle, poll_interval doubling up to max_backoff, but never past the time
+// the earliest scheduled shrink needs a cycle (its signal time, or the end
+// of a signalled job's grace period): backoff never makes a shrink late.
 //
 // # Which jobs are the daemon's (the ownership rule)
 //

@@ -33,7 +33,7 @@ func ExampleExtraSpec_Args() {
 	//   --time=7
 	//   --no-requeue
 	//   --gres=gpu:v100:2
-	//   --gpus-per-task=1
+	//   --export=ALL,SLURM_GPUS_PER_TASK=1
 	//   --account=proj
 	//   --uid=alice
 	//   --chdir=/home/alice/run
@@ -41,8 +41,10 @@ func ExampleExtraSpec_Args() {
 	//   --wrap=srun easyscale worker --join "$(cat /home/alice/run/.easyscale/42/coordinator)" --token-file /home/alice/run/.easyscale/42/token
 }
 
-// While slurmctld does not answer, retries wait the poll interval, doubling
-// up to max_backoff.
+// After cycles that failed while slurmctld answered (a command or database
+// error), retries wait the poll interval, doubling up to max_backoff. (While
+// slurmctld does not answer, the daemon pings it every poll interval
+// instead.)
 func ExampleBackoff() {
 	for failures := 1; failures <= 5; failures++ {
 		fmt.Print(daemon.Backoff(10*time.Second, time.Minute, failures), " ")

@@ -35,6 +35,9 @@ type fakeSlurm struct {
 	startPending bool
 	// sbatchFails makes sbatch fail with this stderr.
 	sbatchFails string
+	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
+	// the controller is up again.
+	pings, upAtPing int
 }
 
 type fakeNode struct {
@@ -139,6 +142,12 @@ func (f *fakeSlurm) exec(_ context.Context, _ []string, name string, args ...str
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmdline := name + " " + strings.Join(args, " ")
+	if cmdline == "scontrol ping" {
+		f.pings++
+		if f.upAtPing > 0 && f.pings >= f.upAtPing {
+			f.down = false
+		}
+	}
 	if f.down {
 		return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"),
 			Stderr: "slurm_load_partitions: Unable to contact slurm controller (connect failure)"}

@@ -145,11 +145,8 @@ type jobDetail struct{ user, account, workDir, reqNodes string }
 // ErrUnreachable when slurmctld does not answer, else say which command
 // failed.
 func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error) {
-	if out, err := s.Slurm.Output(ctx, "scontrol", "ping"); err != nil || !strings.Contains(string(out), "UP") {
-		if err == nil {
-			err = fmt.Errorf("scontrol ping: %s", strings.TrimSpace(string(out)))
-		}
-		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	if err := s.Ping(ctx); err != nil {
+		return nil, err
 	}
 	nodes, err := s.Slurm.Sinfo(ctx)
 	if err != nil {
@@ -168,6 +165,19 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 	}
 	return v, nil
+}
+
+// Ping runs `scontrol ping`, which answers in milliseconds also when the
+// controller is down. The error wraps ErrUnreachable unless it says UP.
+func (s *Snapshotter) Ping(ctx context.Context) error {
+	out, err := s.Slurm.Output(ctx, "scontrol", "ping")
+	if err == nil && strings.Contains(string(out), "UP") {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("scontrol ping: %s", strings.TrimSpace(string(out)))
+	}
+	return fmt.Errorf("%w: %w", ErrUnreachable, err)
 }
 
 func (s *Snapshotter) loc() *time.Location {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +43,11 @@ func TestElasticJobGrowsIntoIdleGPUsWithinTwoPollIntervals(t *testing.T) {
 	}
 	coordinator, _ := os.ReadFile(filepath.Join(rdv, "coordinator"))
 	want := "joined " + x.ID + " " + strings.TrimSpace(string(coordinator))
-	waitFor(t, 10*time.Second, "the worker's join line", func() bool {
+	// One worker task per lent GPU, each on its own GPU.
+	gpus, _ := x.GPUs()
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d join lines of extra job %s (one per lent GPU)", gpus, x.ID), func() bool {
 		b, _ := os.ReadFile(filepath.Join(rdv, "workers.log"))
-		return strings.Contains(string(b), want)
+		return strings.Count(string(b), want+"\n") == gpus
 	})
 }
 
@@ -156,7 +159,7 @@ func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) 
 	t.Logf("%d extra jobs before the restart; all gone after the parent ended", len(before))
 }
 
-func TestUnreachableSlurmctldIsReportedAndRetriedWithBackoffKeepingState(t *testing.T) {
+func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t *testing.T) {
 	t.Parallel()
 	l := slurmlab.Require(t)
 	s := settings{dir: t.TempDir(), nodes: []string{"n1"}}
@@ -188,23 +191,30 @@ func TestUnreachableSlurmctldIsReportedAndRetriedWithBackoffKeepingState(t *test
 	d := startDaemon(t, l, s, "backfilld")
 	time.Sleep(8 * time.Second)
 	d.stop(syscall.SIGTERM)
-	var retries []string
+	var failed, probes int
 	for _, line := range logLines(t, d.log) {
-		if line["@message"] == "cycle failed; state kept, retrying" {
+		switch line["@message"] {
+		case "cycle failed; state kept, retrying":
+			failed++
 			msg, _ := line["error"].(string)
 			if !strings.Contains(msg, "slurmctld is unreachable") {
 				t.Errorf("error %q does not say slurmctld is unreachable", msg)
 			}
-			retries = append(retries, line["retry_in"].(string))
+			if line["retry_in"] != "1s" || line["probing"] != true {
+				t.Errorf("failed cycle logged retry_in=%v probing=%v, want 1s (the poll interval) and probing", line["retry_in"], line["probing"])
+			}
+		case "slurmctld still unreachable":
+			probes++
+			if line["retry_in"] != "1s" {
+				t.Errorf("probe retry_in=%v, want the 1s poll interval whatever max_backoff is", line["retry_in"])
+			}
 		}
 	}
-	if len(retries) < 3 || retries[0] != "1s" || retries[1] != "2s" || retries[2] != "4s" {
-		t.Errorf("retries waited %v, want 1s, 2s, 4s, then the 4s cap", retries)
-	}
-	for _, r := range retries[min(3, len(retries)):] {
-		if r != "4s" {
-			t.Errorf("retry waited %s, beyond the max_backoff cap of 4s", r)
-		}
+	// 8 s with poll_interval 1s: one failed cycle, then a cheap `scontrol
+	// ping` every second (no backoff, so the first good cycle comes one
+	// poll interval after slurmctld answers).
+	if failed != 1 || probes < 5 {
+		t.Errorf("%d failed cycles and %d probes in 8 s, want 1 and at least 5", failed, probes)
 	}
 	db, err = statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
