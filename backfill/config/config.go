@@ -10,10 +10,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -206,7 +209,7 @@ func Parse(text string) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
-			keys[i] = k.String()
+			keys[i] = k.String() + whereItBelongs(k)
 		}
 		sort.Strings(keys)
 		return nil, fmt.Errorf("%w %s: remove or rename them (the keys are listed in contrib/backfill.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
@@ -216,6 +219,53 @@ func Parse(text string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// knownKeys maps each table ("" for the top level) to the keys Config
+// accepts there, read from the toml tags.
+func knownKeys() map[string]map[string]bool {
+	out := map[string]map[string]bool{"": {}}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("toml")
+		if f.Type.Kind() != reflect.Struct || f.Type == reflect.TypeFor[Duration]() {
+			out[""][name] = true
+			continue
+		}
+		out[name] = map[string]bool{}
+		for j := range f.Type.NumField() {
+			out[name][f.Type.Field(j).Tag.Get("toml")] = true
+		}
+	}
+	return out
+}
+
+// whereItBelongs returns, for an unknown key that is known in another
+// table, " (it belongs under [TABLE]: TABLE.KEY)" or " (it is a top-level
+// key: ...)", else "". A top-level key written below a [table] header
+// belongs to that table in TOML, a common slip.
+func whereItBelongs(k toml.Key) string {
+	if len(k) == 0 {
+		return ""
+	}
+	name, table := k[len(k)-1], strings.Join(k[:len(k)-1], ".")
+	known := knownKeys()
+	var places []string
+	for _, t := range slices.Sorted(maps.Keys(known)) {
+		if t == table || !known[t][name] {
+			continue
+		}
+		if t == "" {
+			places = append(places, fmt.Sprintf("it is a top-level key: write %s above the first [table] header", name))
+			continue
+		}
+		places = append(places, fmt.Sprintf("it belongs under [%s]: %s.%s", t, t, name))
+	}
+	if len(places) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(places, "; ") + ")"
 }
 
 // Default returns the configuration of an empty file.

@@ -93,6 +93,13 @@ func TestBadConfigIsRefusedWithTheKeyAndTheFix(t *testing.T) {
 		{"a relative state database path is refused", `state_db = "backfill.db"`, "state_db", "absolute path"},
 		{"an unknown top-level key is refused by name", `poll_intervall = "5s"`, "poll_intervall", "remove or rename"},
 		{"an unknown key in a table is refused by name", "[extra]\npartiton = \"low\"", "extra.partiton", "remove or rename"},
+		{"a limits key at the top level says it belongs under [limits]", "waste_cap = 1.5", "waste_cap",
+			"waste_cap (it belongs under [limits]: limits.waste_cap)"},
+		{"an extra key in [limits] says it belongs under [extra]", "[limits]\nqos = \"x\"", "limits.qos",
+			"limits.qos (it belongs under [extra]: extra.qos)"},
+		{"a top-level key below a table header says to move it up", "[log]\nlevel = \"info\"\npoll_interval = \"5s\"",
+			"log.poll_interval", "log.poll_interval (it is a top-level key: write poll_interval above the first [table] header)"},
+		{"a key known nowhere gets no hint", "[limits]\nwastecap = 0.3", "limits.wastecap", "limits.wastecap: remove or rename"},
 		{"broken TOML is refused", `poll_interval = `, "parsing TOML", ""},
 	}
 	for _, tc := range tests {
