@@ -32,7 +32,8 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"limits.waste_cap", c.Limits.WasteCap, 0.30},
 		{"log.level", c.Log.Level, "info"},
 		{"speeds.v100", c.Speeds["v100"], 1.0},
-		{"speeds.t4", c.Speeds["t4"], 0.35},
+		{"speeds.t4", c.Speeds["t4"], 0.52},
+		{"speeds.a100", c.Speeds["a100"], 1.24},
 		{"dry_run", c.DryRun, false},
 	}
 	for _, ch := range checks {
@@ -53,7 +54,7 @@ func TestSpeedsOverrideTheDefaultsPerType(t *testing.T) {
 	if c.Speeds["t4"] != 0.5 || c.Speeds["mi250"] != 1.8 || c.Speeds["v100"] != 1.0 {
 		t.Errorf("speeds %v: want t4 0.5, mi250 1.8 and the default v100 1.0", c.Speeds)
 	}
-	if DefaultSpeeds["t4"] != 0.35 {
+	if DefaultSpeeds["t4"] != 0.52 {
 		t.Errorf("parsing changed DefaultSpeeds: %v", DefaultSpeeds)
 	}
 }
@@ -179,6 +180,12 @@ func TestTheShippedExampleConfigLoads(t *testing.T) {
 	}
 	if c.Extra.WorkerCommand != DefaultWorkerCommand {
 		t.Errorf("example worker_command %q differs from the default %q", c.Extra.WorkerCommand, DefaultWorkerCommand)
+	}
+	// The file says its values are the defaults: its speeds must be the table's.
+	for typ, speed := range c.Speeds {
+		if DefaultSpeeds[typ] != speed {
+			t.Errorf("example speeds.%s = %v, the default is %v", typ, speed, DefaultSpeeds[typ])
+		}
 	}
 }
 

@@ -23,8 +23,11 @@ partition = "low"
 	fmt.Println(err)
 	_, err = config.Parse("[limits]\nwaste_cap = 1.5\n")
 	fmt.Println(err)
+	_, err = config.Parse("waste_cap = 0.2\n")
+	fmt.Println(err)
 	// Output:
-	// 5s [normal] low 1m0s 0.35
+	// 5s [normal] low 1m0s 0.52
 	// unknown keys partiton: remove or rename them (the keys are listed in contrib/backfill.toml)
 	// limits.waste_cap = "1.5": must be in (0, 1); EasyScale uses 0.30
+	// unknown keys waste_cap (it belongs under [limits]: limits.waste_cap): remove or rename them (the keys are listed in contrib/backfill.toml)
 }
