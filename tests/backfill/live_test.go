@@ -263,3 +263,30 @@ func countDecisions(t *testing.T, s settings, kind string) int {
 	}
 	return n
 }
+
+func TestAUsersJobBorrowingTheExtraCommentIsNeverCancelled(t *testing.T) {
+	l := slurmlab.Require(t)
+	// The admin's reproduction: a user's job whose comment starts like an
+	// extra job's, whose "parent" is long gone, on a managed node.
+	id := l.Submit(t, "#!/bin/sh\nsleep 60\n", "-p", "normal", "-w", "n3", "-J", "important-sim", "--comment=es-extra parent=1", "-t", "2")
+	t.Cleanup(func() { l.CLI.Output(context.Background(), "scancel", id) })
+	if _, err := l.WaitState(context.Background(), id, 30*time.Second, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	s := settings{dir: t.TempDir(), nodes: []string{"n3"}}
+	d := startDaemon(t, l, s, "backfilld")
+	time.Sleep(4 * pollInterval)
+	d.stop(syscall.SIGTERM)
+	if j, err := l.CLI.Job(context.Background(), id); err != nil || j.State != "RUNNING" {
+		t.Fatalf("job %s is %s (%v) after 4 cycles, want RUNNING: the daemon acted on a job it does not own", id, j.State, err)
+	}
+	logged := 0
+	for _, line := range logLines(t, d.log) {
+		if msg, _ := line["@message"].(string); strings.HasPrefix(msg, "leaving job alone") && line["extra_id"] == id {
+			logged++
+		}
+	}
+	if logged != 1 {
+		t.Errorf("job %s logged %d times as left alone, want once", id, logged)
+	}
+}

@@ -11,8 +11,9 @@
 // worker (extra.worker_command) that logs "joined" with the coordinator it
 // read and leaves with exit 0 on SIGTERM, as `easyscale worker` does.
 //
-// Each daemon manages only its test's nodes (config key nodes): the grow
-// and restart tests run first, on n3 and n4; then the reservation test (n1,
+// Each daemon manages only its test's nodes (config key nodes): the grow,
+// restart and foreign-job (a user's job borrowing the extra comment is never
+// cancelled) tests run first, on n3 and n4; then the reservation test (n1,
 // n2), the elastic MNIST test (n3, n4) and the unreachable-slurmctld test
 // run in parallel, so the package takes about one minute.
 package backfill
