@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +31,7 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	const steps = 234
-	want := fixedRunDigest(t, l, steps)
+	want := l.LocalMNISTDigest(t, steps)
 	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"},
 		worker: config.DefaultWorkerCommand}
 	startDaemon(t, l, s, "backfilld")
@@ -94,25 +93,4 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	if sum.Steps != steps || sum.Digest != want {
 		t.Errorf("grown job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)
 	}
-}
-
-// fixedRunDigest trains the MNIST example on this machine without Slurm.
-func fixedRunDigest(t *testing.T, l *slurmlab.Lab, steps int) string {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), "run", "--config", "examples/mnist/job.toml",
-		"--steps", strconv.Itoa(steps), "--no-eval", "--quiet")
-	cmd.Dir = l.Root
-	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("fixed run: %v", err)
-	}
-	f := strings.Fields(string(out))
-	for i, w := range f {
-		if w == "digest" && i+1 < len(f) {
-			return f[i+1]
-		}
-	}
-	t.Fatalf("no digest in %q", out)
-	return ""
 }

@@ -15,28 +15,6 @@ import (
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-// localDigest trains the MNIST example on this machine (8 physical workers
-// for 8 logical workers, no Slurm) for steps steps.
-func localDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(lab.Root, "bin", "easyscale"), "run", "--config", "examples/mnist/job.toml",
-		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet")
-	cmd.Dir = lab.Root
-	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("local run: %v", err)
-	}
-	f := strings.Fields(string(out))
-	for i, w := range f {
-		if w == "digest" && i+1 < len(f) {
-			return f[i+1]
-		}
-	}
-	t.Fatalf("no digest in %q", out)
-	return ""
-}
-
 // submit runs easyscale-sbatch --parsable on the example script from the
 // repository root with extra arguments and environment; it returns the
 // job id and the summary path.
@@ -101,7 +79,7 @@ func waitDone(t *testing.T, lab *slurmlab.Lab, id, summary string) map[string]an
 func TestElasticMNISTJobMatchesTheLocalRun(t *testing.T) {
 	lab := slurmlab.Require(t)
 	const steps = 120
-	want := localDigest(t, lab, steps)
+	want := lab.LocalMNISTDigest(t, steps)
 	id, summary := submit(t, lab, steps, "--elastic=2-4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,7 +120,7 @@ func TestElasticMNISTJobMatchesTheLocalRun(t *testing.T) {
 func TestShrinkByScontrolKeepsTheDigest(t *testing.T) {
 	lab := slurmlab.Require(t)
 	const steps = 234
-	want := localDigest(t, lab, steps)
+	want := lab.LocalMNISTDigest(t, steps)
 	id, summary := submit(t, lab, steps, "--elastic=3-4")
 	state := filepath.Join(lab.Root, ".easyscale", id, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -39,7 +39,7 @@ func lastWorkers(state string) int {
 func TestPreemptedExtraWorkerDoesNotLoseProgress(t *testing.T) {
 	lab := slurmlab.Require(t)
 	const steps = 234
-	want := localDigest(t, lab, steps)
+	want := lab.LocalMNISTDigest(t, steps)
 	id, summary := submit(t, lab, steps, "--elastic=1-2")
 	dir := filepath.Join(lab.Root, ".easyscale", id)
 	state := filepath.Join(dir, "state")
