@@ -1,0 +1,101 @@
+"""The job's pinned numerics, a worker's fingerprint and the canary digest.
+
+What changes torch's bits on one input (../shared/pytorch/NOTES.md §2): the
+intra-op thread count, the instruction-set dispatch of ATen
+(``ATEN_CPU_CAPABILITY``), oneDNN (``ONEDNN_MAX_CPU_ISA``) and OpenBLAS
+(``OPENBLAS_CORETYPE``), nondeterministic CUDA kernels (deterministic
+algorithms, ``CUBLAS_WORKSPACE_CONFIG``, cudnn.benchmark) and the torch build.
+The Go worker sets the environment variables before it starts Python
+(:data:`PINNED_ENV`); :func:`pin` sets the rest in-process. Before a worker is
+admitted it reports :func:`fingerprint` and :func:`canary_digest`; the
+coordinator refuses one whose fingerprint or canary differs from the job's,
+naming the setting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any
+
+import torch
+
+__all__ = ["PINNED_ENV", "pin", "fingerprint", "canary_digest", "differences"]
+
+#: Environment variables that change bits; the Go side gives every worker of a job the same values.
+PINNED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY",
+              "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "CUBLAS_WORKSPACE_CONFIG")
+
+
+def pin(threads: int) -> None:
+    """Set torch's in-process numerics: ``threads`` intra-op threads, deterministic algorithms,
+    cudnn.benchmark off. Raises ValueError for threads < 1."""
+    if threads < 1:
+        raise ValueError(f"threads = {threads}: want at least 1")
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
+def _cpu_capability() -> str:
+    m = re.search(r"CPU capability usage: ([^\n]+)", torch.__config__.show())
+    return m.group(1).strip() if m else "unknown"
+
+
+def _blas() -> str:
+    m = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    return m.group(1).strip() if m else "unknown"
+
+
+def fingerprint(device: str = "cpu") -> dict[str, Any]:
+    """What this process computes with: torch version, threads, BLAS, ISA dispatch, device.
+
+    Keys and values are JSON-serialisable; two workers compute the same bits
+    only when :func:`differences` of their fingerprints is empty.
+    """
+    fp: dict[str, Any] = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "blas": _blas(),
+        "cpu_capability": _cpu_capability(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "device": device,
+    }
+    for name in PINNED_ENV:
+        fp["env." + name] = os.environ.get(name, "")
+    if device.startswith("cuda"):
+        fp["cuda"] = torch.version.cuda
+        fp["device_name"] = torch.cuda.get_device_name(torch.device(device))
+        fp["cudnn"] = torch.backends.cudnn.version()
+    return fp
+
+
+def differences(want: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    """The settings in which ``got`` differs from ``want``, as 'key: want X, got Y' lines."""
+    keys = sorted(set(want) | set(got))
+    return [f"{k}: want {want.get(k)!r}, got {got.get(k)!r}" for k in keys if want.get(k) != got.get(k)]
+
+
+def canary_digest(device: str = "cpu") -> str:
+    """sha256 of the gradients of a fixed conv + LayerNorm + linear computation.
+
+    The inputs come from a private generator, so the digest depends only on the
+    numerics (threads, ISA dispatch, BLAS, kernels), not on the global RNG.
+    """
+    g = torch.Generator().manual_seed(20220830)
+    dev = torch.device(device)
+    x = torch.randn(4, 3, 12, 12, generator=g).to(dev)
+    conv_w = torch.randn(8, 3, 3, 3, generator=g).to(dev).requires_grad_()
+    lin_w = torch.randn(10, 8 * 10 * 10, generator=g).to(dev).requires_grad_()
+    ln = torch.nn.LayerNorm([8, 10, 10]).to(dev)
+    y = torch.nn.functional.conv2d(x, conv_w)
+    y = ln(y).relu().flatten(1) @ lin_w.t()
+    loss = torch.nn.functional.cross_entropy(y, torch.arange(4, device=dev) % 10)
+    loss.backward()
+    h = hashlib.sha256()
+    for t in (loss.detach(), conv_w.grad, lin_w.grad, ln.weight.grad, ln.bias.grad):
+        assert t is not None
+        h.update(t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return "sha256:" + h.hexdigest()

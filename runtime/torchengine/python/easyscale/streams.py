@@ -1,0 +1,94 @@
+"""Random streams keyed by logical identity.
+
+Every random draw a logical worker makes (dropout masks, augmentation, any
+``torch.rand*`` in the user's model) must depend on (seed, logical worker,
+step, purpose) only, never on which process runs the logical worker or what ran
+before it there (../shared/pytorch/NOTES.md §2 "Dropout"; EasyScale §3.2). The
+runtime therefore re-seeds torch's global generators from such a key before
+each micro-batch, which covers stock ``nn.Dropout`` without any change to the
+model, and hands augmentation a generator keyed by (seed, epoch, sample index),
+which makes it independent of DataLoader workers and batch composition.
+
+Keys are the first 8 bytes of SHA-256 over the decimal fields, masked to 63
+bits (``torch.manual_seed`` takes any int below 2**64; 63 bits keeps them
+positive for every torch version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+import torch
+
+__all__ = ["PURPOSE_MICRO_BATCH", "PURPOSE_AUGMENT", "key", "seed_globals", "sample_generator",
+           "GlobalSeedGuard", "ForbiddenSeedError"]
+
+#: Purpose of the stream seeded before a logical worker's micro-batch.
+PURPOSE_MICRO_BATCH = "micro-batch"
+#: Purpose of the per-sample augmentation stream.
+PURPOSE_AUGMENT = "augment"
+
+
+def key(*fields: int | str) -> int:
+    """Return the 63-bit stream key of ``fields`` (ints and strs, in order)."""
+    h = hashlib.sha256("\x1f".join(str(f) for f in fields).encode())
+    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def seed_globals(seed: int, logical_worker: int, step: int, purpose: str = PURPOSE_MICRO_BATCH) -> int:
+    """Seed torch's global CPU generator (and every CUDA device's) for one micro-batch.
+
+    Returns the key used. Calls the original ``torch.manual_seed`` even while a
+    GlobalSeedGuard is installed.
+    """
+    k = key(seed, logical_worker, step, purpose)
+    _original_manual_seed(k)
+    return k
+
+
+def sample_generator(seed: int, epoch: int, index: int, purpose: str = PURPOSE_AUGMENT) -> torch.Generator:
+    """A CPU generator for one sample's augmentation, keyed by (seed, epoch, sample index)."""
+    g = torch.Generator()
+    g.manual_seed(key(seed, epoch, index, purpose))
+    return g
+
+
+_original_manual_seed = torch.manual_seed
+
+
+class ForbiddenSeedError(RuntimeError):
+    """Raised when user code re-seeds torch's global generator during training."""
+
+
+class GlobalSeedGuard:
+    """Refuses ``torch.manual_seed`` / ``torch.random.manual_seed`` / ``torch.seed`` while active.
+
+    A re-seed inside the training loop would make every logical worker draw the
+    same stream (transformers #31412) or tie the draws to the process: the
+    runtime seeds per logical worker itself. Use as a context manager around the
+    step loop; the user's setup code (model construction) may still seed.
+    """
+
+    _names: Iterable[tuple[object, str]] = ()
+
+    def __enter__(self) -> "GlobalSeedGuard":
+        import torch.random as trandom
+        self._saved = [(torch, "manual_seed", torch.manual_seed), (trandom, "manual_seed", trandom.manual_seed),
+                       (torch, "seed", torch.seed), (trandom, "seed", trandom.seed)]
+        for mod, name, _ in self._saved:
+            setattr(mod, name, _refuse(name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mod, name, fn in self._saved:
+            setattr(mod, name, fn)
+
+
+def _refuse(name: str):  # type: ignore[no-untyped-def]
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ForbiddenSeedError(
+            f"torch.{name}() was called during training: easyscale seeds torch's generators per logical "
+            "worker and step itself (so dropout and augmentation do not depend on the placement); "
+            "seed only in build_model/setup, or draw from a torch.Generator you own")
+    return refuse

@@ -1,0 +1,49 @@
+import os
+import subprocess
+import sys
+import unittest
+
+from easyscale import numerics
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _probe(env: dict[str, str], threads: int) -> tuple[dict, str]:
+    code = ("import json, easyscale.numerics as n; n.pin(%d); "
+            "print(json.dumps([n.fingerprint(), n.canary_digest()]))" % threads)
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": _HERE, **env},
+                         check=True, capture_output=True, text=True).stdout
+    import json
+    fp, digest = json.loads(out)
+    return fp, digest
+
+
+class Canary(unittest.TestCase):
+    def test_same_settings_give_the_same_canary_in_another_process(self) -> None:
+        numerics.pin(1)
+        fp, digest = _probe({}, 1)
+        self.assertEqual(digest, numerics.canary_digest())
+        self.assertEqual(numerics.differences(numerics.fingerprint(), fp), [])
+
+    def test_thread_count_shows_in_the_fingerprint_and_the_difference_names_it(self) -> None:
+        fp1, _ = _probe({}, 1)
+        fp2, _ = _probe({}, 2)
+        self.assertEqual(numerics.differences(fp1, fp2), ["threads: want 1, got 2"])
+
+    def test_isa_dispatch_changes_the_canary(self) -> None:
+        # NOTES §2: ATen's dispatch level changes conv/LayerNorm bits on this CPU.
+        fp_avx2, avx2 = _probe({"ATEN_CPU_CAPABILITY": "avx2"}, 1)
+        if fp_avx2["cpu_capability"] != "AVX2":
+            self.skipTest(f"this CPU runs ATen at {fp_avx2['cpu_capability']}, not AVX2")
+        fp, default = _probe({"ATEN_CPU_CAPABILITY": "default"}, 1)
+        self.assertEqual(fp["cpu_capability"], "NO AVX")
+        self.assertEqual(fp["env.ATEN_CPU_CAPABILITY"], "default")
+        self.assertNotEqual(avx2, default)
+
+    def test_pin_refuses_zero_threads(self) -> None:
+        with self.assertRaisesRegex(ValueError, "threads = 0"):
+            numerics.pin(0)
+
+
+if __name__ == "__main__":
+    unittest.main()
