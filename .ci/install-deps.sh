@@ -27,6 +27,8 @@ PKGS=(
 	qemu-user-static gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	# make (the README's commands)
 	make
+	# the PyTorch engine (runtime/torchengine): torch 1.13 for /usr/bin/python3, nothing from PyPI
+	python3-torch python3-torchvision python3-numpy
 )
 
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
