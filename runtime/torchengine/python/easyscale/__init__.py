@@ -13,3 +13,8 @@ Modules:
 """
 
 __version__ = "0.1.0"
+
+from . import streams
+from .job import Config, Job, JobError
+
+__all__ = ["Config", "Job", "JobError", "streams"]

@@ -86,6 +86,10 @@ class LogicalSampler:
             self._cache[epoch] = perm
         return perm
 
+    def batch_epoch(self, cursor: Cursor, micro_batch: int) -> int:
+        """The epoch the next micro-batch at ``cursor`` belongs to."""
+        return cursor.epoch + 1 if self.shard_len - cursor.pos < micro_batch else cursor.epoch
+
     def next(self, cursor: Cursor, rank: int, micro_batch: int) -> tuple[list[int], Cursor]:
         """Return the sample indices of logical worker ``rank``'s next micro-batch and the advanced cursor.
 

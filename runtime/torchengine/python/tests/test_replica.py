@@ -1,0 +1,131 @@
+import unittest
+
+import torch
+
+import easyscale
+from easyscale.job import JobError
+from easyscale.reduce import fold, scale
+from easyscale.replica import NonFiniteLoss, Replica
+
+from . import toyjob
+
+N, B = 4, 3
+
+
+def config(seed: int = 7) -> easyscale.Config:
+    return easyscale.Config(seed=seed, logical_workers=N, micro_batch=B, steps=8)
+
+
+def layout(sizes: list[int]) -> list[list[int]]:
+    out, at = [], 0
+    for s in sizes:
+        out.append(list(range(at, at + s)))
+        at += s
+    return out
+
+
+def train(schedule: dict[int, list[int]], steps: int = 8, seed: int = 7) -> list[str]:
+    """Run the toy job in this process with one Replica per physical worker.
+
+    schedule maps a step to the logical workers per physical worker from then on;
+    the chain is folded locally (the multi-process chain is tested in test_reduce).
+    """
+    cfg = config(seed)
+    replicas: list[Replica] = []
+    digests = []
+    for step in range(steps):
+        if step in schedule:
+            want = layout(schedule[step])
+            contexts = {}
+            for r in replicas:
+                for lw in r.logical_workers():
+                    contexts[lw] = r.remove(lw)
+            state = replicas[0].replica_state() if replicas else None
+            while len(replicas) < len(want):
+                r = Replica(toyjob.setup(cfg), cfg, [])
+                if state is not None:
+                    r.load_replica_state(state)
+                replicas.append(r)
+            replicas = replicas[:len(want)]
+            for r, lws in zip(replicas, want):
+                for lw in lws:
+                    r.add(lw, contexts.get(lw))
+        results = [r.compute(step, first_in_chain=(i == 0)) for i, r in enumerate(replicas)]
+        acc = results[0].local
+        for res in results[1:]:
+            fold(acc, res.slots)
+        scale(acc, N)
+        for r in replicas:
+            r.apply(acc.clone())
+        digests.append(replicas[0].digest())
+    return digests
+
+
+class Consistency(unittest.TestCase):
+    def test_any_placement_gives_the_one_worker_per_logical_worker_digests(self) -> None:
+        want = train({0: [1, 1, 1, 1]})
+        for name, schedule in {
+            "one process": {0: [4]},
+            "uneven": {0: [3, 1]},
+            "changing 1 -> 3 -> 2": {0: [4], 2: [2, 1, 1], 5: [2, 2]},
+            "grow 2 -> 4 mid-run": {0: [2, 2], 4: [1, 1, 1, 1]},
+        }.items():
+            with self.subTest(name):
+                self.assertEqual(train(schedule), want)
+
+    def test_another_seed_gives_other_digests(self) -> None:
+        self.assertNotEqual(train({0: [4]}, seed=8), train({0: [4]}))
+
+    def test_an_aborted_step_redone_gives_the_same_digests(self) -> None:
+        cfg = config()
+        r = Replica(toyjob.setup(cfg), cfg, list(range(N)))
+        want = train({0: [4]}, steps=3)
+        got = []
+        for step in range(3):
+            if step == 1:
+                r.compute(step, True)
+                r.abort()
+            res = r.compute(step, True)
+            r.apply(scale(res.local, N))
+            got.append(r.digest())
+        self.assertEqual(got, want)
+
+
+class Refusals(unittest.TestCase):
+    def test_a_nan_loss_names_the_logical_worker_and_step(self) -> None:
+        cfg = config()
+        job = toyjob.setup(cfg)
+        job.loss = lambda out, y: out.sum() * float("nan")
+        with self.assertRaisesRegex(NonFiniteLoss, "logical worker 0 at step 0"):
+            Replica(job, cfg, [0]).compute(0, True)
+
+    def test_manual_seed_in_the_model_is_refused(self) -> None:
+        cfg = config()
+        job = toyjob.setup(cfg)
+        inner = job.model.forward
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            torch.manual_seed(1)
+            return inner(x)
+        job.model.forward = forward  # type: ignore[method-assign]
+        with self.assertRaisesRegex(easyscale.streams.ForbiddenSeedError, "manual_seed"):
+            Replica(job, cfg, [0]).compute(0, True)
+
+    def test_a_dataloader_is_refused(self) -> None:
+        cfg = config()
+        job = toyjob.setup(cfg)
+        job.train_set = torch.utils.data.DataLoader(job.train_set, num_workers=2)
+        with self.assertRaisesRegex(JobError, "DataLoader"):
+            Replica(job, cfg, [0])
+
+    def test_an_unused_parameter_is_named(self) -> None:
+        cfg = config()
+        job = toyjob.setup(cfg)
+        job.model.register_parameter("unused", torch.nn.Parameter(torch.zeros(2)))
+        job.optimizer.add_param_group({"params": [job.model.unused]})
+        with self.assertRaisesRegex(JobError, "unused received no gradient"):
+            Replica(job, cfg, [0]).compute(0, True)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,33 @@
+"""A small job for the engine's tests: conv + BatchNorm + dropout on synthetic 8x8 images, with augmentation."""
+
+import torch
+from torch import nn
+
+import easyscale
+
+
+class Images(torch.utils.data.Dataset):
+    def __init__(self, n: int) -> None:
+        g = torch.Generator().manual_seed(99)
+        self.x = torch.randn(n, 1, 8, 8, generator=g)
+        self.y = torch.randint(0, 3, (n,), generator=g)
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        return self.x[i], int(self.y[i])
+
+
+def flip(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    return x.flip(-1) if torch.rand((), generator=g) < 0.5 else x
+
+
+def setup(config: easyscale.Config) -> easyscale.Job:
+    torch.manual_seed(config.seed)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                          nn.Dropout(0.3), nn.Linear(4 * 6 * 6, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    return easyscale.Job(model=model, optimizer=opt, train_set=Images(int(config.params.get("samples", 50))),
+                         loss=nn.functional.cross_entropy, transform=flip, lr_scheduler=sched)
