@@ -1,0 +1,291 @@
+package torchengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Member is one physical worker of a Group: a Python process behind the
+// control protocol (a child of this process, or, later, one behind a Go
+// worker on another node).
+type Member interface {
+	Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error)
+}
+
+var _ Member = (*Process)(nil)
+
+// Group drives the physical workers of one torch job through steps and
+// reallocations. It keeps the authoritative context of every logical worker
+// (the bytes of its buffers and cursor after the last committed step, as the
+// processes report them), so a logical worker whose process is lost resumes
+// from its last committed context on another process. Gradients never pass
+// through Go: the processes reduce them among themselves (easyscale.reduce).
+//
+// Group is not safe for concurrent use.
+type Group struct {
+	// Host is the address the processes reach this generation's store on
+	// (127.0.0.1 for processes on one node).
+	Host string
+	// TimeoutSeconds bounds every collective of the processes (the
+	// runtime's heartbeat timeout), so a hung peer fails a step instead of
+	// blocking it for gloo's 30-minute default.
+	TimeoutSeconds float64
+
+	world      int
+	members    []Member
+	ranges     [][2]int // [first, end) logical workers per member
+	generation int
+	contexts   map[int][]byte // logical worker -> context after the last committed step
+	pending    map[int][]byte // contexts reported by the step in progress
+}
+
+// NewGroup returns a Group for a job of world logical workers.
+func NewGroup(world int) *Group {
+	return &Group{Host: "127.0.0.1", TimeoutSeconds: 5, world: world, contexts: map[int][]byte{}}
+}
+
+// Assign makes members the job's physical workers, member r holding
+// logical workers [sizes[0]+…+sizes[r-1], +sizes[r]): contiguous ranges in
+// rank order, as the chain reduction needs. Members new to the job must have
+// loaded it; they receive the replica of src (the parameters, optimizer and
+// scheduler state of an existing member) unless no member has trained yet.
+// Errors name the member and request that failed.
+func (g *Group) Assign(ctx context.Context, members []Member, sizes []int, src Member, joining []bool) error {
+	if len(members) != len(sizes) || len(members) != len(joining) || len(members) == 0 {
+		return fmt.Errorf("assigning %d members with %d sizes and %d joining flags", len(members), len(sizes), len(joining))
+	}
+	total := 0
+	for r, s := range sizes {
+		if s < 1 {
+			return fmt.Errorf("member %d would hold %d logical workers; every member holds at least one", r, s)
+		}
+		total += s
+	}
+	if total != g.world {
+		return fmt.Errorf("sizes %v hold %d logical workers, the job has %d", sizes, total, g.world)
+	}
+	if src != nil {
+		replica, err := src.Call(ctx, "replica_get", nil, nil, nil)
+		if err != nil {
+			return fmt.Errorf("copying the replica for joining members: %w", err)
+		}
+		for r, m := range members {
+			if joining[r] {
+				if _, err := m.Call(ctx, "replica_set", nil, replica, nil); err != nil {
+					return fmt.Errorf("member %d: loading the replica: %w", r, err)
+				}
+			}
+		}
+	}
+	g.generation++
+	var listen struct {
+		Port int `json:"port"`
+	}
+	if len(members) > 1 {
+		if _, err := members[0].Call(ctx, "listen", map[string]any{"host": g.Host}, nil, &listen); err != nil {
+			return fmt.Errorf("member 0: hosting the store of generation %d: %w", g.generation, err)
+		}
+	}
+	ranges := make([][2]int, len(members))
+	first := 0
+	for r, s := range sizes {
+		ranges[r] = [2]int{first, first + s}
+		first += s
+	}
+	// Every member joins the process group at once: init_process_group blocks until all have.
+	errs := make(chan error, len(members))
+	for r, m := range members {
+		fields, payload := g.groupRequest(r, len(members), listen.Port, ranges[r])
+		go func() {
+			if _, err := m.Call(ctx, "group", fields, payload, nil); err != nil {
+				errs <- fmt.Errorf("member %d: joining generation %d: %w", r, g.generation, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var err error
+	for range members {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return err
+	}
+	g.members, g.ranges = members, ranges
+	return nil
+}
+
+func (g *Group) groupRequest(rank, size, port int, lws [2]int) (map[string]any, []byte) {
+	list := make([]int, 0, lws[1]-lws[0])
+	fresh := []int{}
+	parts := map[int][]byte{}
+	for lw := lws[0]; lw < lws[1]; lw++ {
+		list = append(list, lw)
+		if c, ok := g.contexts[lw]; ok {
+			parts[lw] = c
+		} else {
+			fresh = append(fresh, lw)
+		}
+	}
+	index, payload := pack(parts)
+	return map[string]any{
+		"generation": g.generation, "rank": rank, "size": size, "host": g.Host, "port": port,
+		"timeout_s": g.TimeoutSeconds, "logical_workers": list, "fresh": fresh, "contexts": index,
+	}, payload
+}
+
+// StepResult is what one step produced.
+type StepResult struct {
+	Losses map[int]float64 // loss per logical worker
+	Digest string          // sha256 of parameters and logical worker 0's buffers after the step
+}
+
+// Step runs step on every member and commits it. On error nothing is
+// committed anywhere it matters: members that computed are told to abort,
+// the contexts stay those of the last committed step, and the caller may
+// Assign again (with the lost member left out) and redo the step.
+func (g *Group) Step(ctx context.Context, step int64) (*StepResult, error) {
+	type stepped struct {
+		Losses   map[string]float64 `json:"losses"`
+		Contexts [][2]int           `json:"contexts"`
+	}
+	res := &StepResult{Losses: map[int]float64{}}
+	g.pending = map[int][]byte{}
+	outs := make([]stepped, len(g.members))
+	payloads := make([][]byte, len(g.members))
+	errs := make([]error, len(g.members))
+	done := make(chan int, len(g.members))
+	for r, m := range g.members {
+		go func() {
+			payloads[r], errs[r] = m.Call(ctx, "step", map[string]any{"step": step}, nil, &outs[r])
+			done <- r
+		}()
+	}
+	for range g.members {
+		<-done
+	}
+	if err := g.failed("step", step, errs); err != nil {
+		return nil, err
+	}
+	for r := range g.members {
+		parts, err := unpack(outs[r].Contexts, payloads[r])
+		if err != nil {
+			g.abort(ctx)
+			return nil, fmt.Errorf("member %d: step %d: %w", r, step, err)
+		}
+		for lw, c := range parts {
+			if lw < g.ranges[r][0] || lw >= g.ranges[r][1] {
+				g.abort(ctx)
+				return nil, fmt.Errorf("member %d: step %d: reported the context of logical worker %d, which it does not hold", r, step, lw)
+			}
+			g.pending[lw] = c
+		}
+		for k, v := range outs[r].Losses {
+			var lw int
+			if _, err := fmt.Sscan(k, &lw); err == nil {
+				res.Losses[lw] = v
+			}
+		}
+	}
+	if len(g.pending) != g.world {
+		g.abort(ctx)
+		return nil, fmt.Errorf("step %d: contexts of %d logical workers reported, want %d", step, len(g.pending), g.world)
+	}
+	var digests = make([]struct {
+		Digest string `json:"digest"`
+	}, len(g.members))
+	for r, m := range g.members {
+		go func() {
+			_, errs[r] = m.Call(ctx, "commit", map[string]any{"step": step}, nil, &digests[r])
+			done <- r
+		}()
+	}
+	for range g.members {
+		<-done
+	}
+	// Members that committed are at step+1 now, so the step's contexts are the
+	// committed ones even when another member was lost during the commit: the
+	// caller reassigns the survivors and goes on with the next step.
+	g.contexts, g.pending = g.pending, nil
+	res.Digest = digests[0].Digest
+	var lost error
+	for r, err := range errs {
+		if err != nil {
+			lost = errors.Join(lost, &MemberError{Rank: r, Committed: true, Err: fmt.Errorf("commit %d: %w", step, err)})
+		}
+	}
+	return res, lost
+}
+
+// failed joins the members' errors of one phase; when any failed it tells
+// the others to abort the step.
+func (g *Group) failed(phase string, step int64, errs []error) error {
+	var all error
+	for r, err := range errs {
+		if err != nil {
+			all = errors.Join(all, &MemberError{Rank: r, Err: fmt.Errorf("%s %d: %w", phase, step, err)})
+		}
+	}
+	if all != nil {
+		g.abort(context.Background())
+	}
+	return all
+}
+
+func (g *Group) abort(ctx context.Context) {
+	for _, m := range g.members {
+		_, _ = m.Call(ctx, "abort", nil, nil, nil) // a lost member cannot answer: that is expected
+	}
+	g.pending = nil
+}
+
+// MemberError is a failure of one member (rank in the current assignment).
+// Committed says the step was committed on the other members (the member
+// was lost during the commit): the step need not be redone.
+type MemberError struct {
+	Rank      int
+	Committed bool
+	Err       error
+}
+
+func (e *MemberError) Error() string { return fmt.Sprintf("member %d: %v", e.Rank, e.Err) }
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// pack concatenates per-logical-worker blobs (python/easyscale/state.py pack).
+func pack(parts map[int][]byte) ([][2]int, []byte) {
+	lws := make([]int, 0, len(parts))
+	for lw := range parts {
+		lws = append(lws, lw)
+	}
+	sort.Ints(lws)
+	index := make([][2]int, 0, len(lws))
+	var payload []byte
+	for _, lw := range lws {
+		index = append(index, [2]int{lw, len(parts[lw])})
+		payload = append(payload, parts[lw]...)
+	}
+	return index, payload
+}
+
+// unpack splits a payload made by pack, checking the index covers it exactly.
+func unpack(index [][2]int, payload []byte) (map[int][]byte, error) {
+	out := make(map[int][]byte, len(index))
+	at := 0
+	for _, e := range index {
+		lw, n := e[0], e[1]
+		if n < 0 || at+n > len(payload) {
+			return nil, fmt.Errorf("context index entry %v runs past the %d-byte payload", e, len(payload))
+		}
+		if _, dup := out[lw]; dup {
+			return nil, fmt.Errorf("context index names logical worker %d twice", lw)
+		}
+		out[lw] = payload[at : at+n : at+n]
+		at += n
+	}
+	if at != len(payload) {
+		return nil, fmt.Errorf("context index covers %d bytes of a %d-byte payload", at, len(payload))
+	}
+	return out, nil
+}

@@ -1,0 +1,297 @@
+package torchengine
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// ProtocolVersion is the version of the control protocol this binary speaks
+// (python/easyscale/protocol.py VERSION); a process reporting another is refused.
+const ProtocolVersion = 1
+
+// Frame limits, as in python/easyscale/protocol.py.
+const (
+	maxHeader  = 16 << 20
+	maxPayload = 64 << 30
+)
+
+// PinnedEnv are the settings every Python process of a job starts with
+// (../shared/pytorch/NOTES.md §2): one BLAS/OpenMP thread per process (the
+// intra-op thread count is set by the load request), the CUDA determinism
+// workspace, and no bytecode files written next to the extracted package.
+var PinnedEnv = []string{
+	"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1",
+	"CUBLAS_WORKSPACE_CONFIG=:4096:8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1",
+}
+
+// ErrExited is returned (wrapped) by calls on a process that has exited or
+// whose control channel closed.
+var ErrExited = errors.New("python worker process exited")
+
+// RemoteError is an error a Python process answered a request with.
+type RemoteError struct {
+	Request string
+	// Kind is "request", "job", "numerics", "peer" (a collective failed: rebuild
+	// the group and redo the step) or "internal".
+	Kind    string
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("python worker: %s: %s error: %s", e.Request, e.Kind, e.Message)
+}
+
+// Process is one Python worker process (python3 -m easyscale.worker) and its
+// control channel. Calls are serialised: one request is in flight at a time.
+type Process struct {
+	cmd  *exec.Cmd
+	tx   io.WriteCloser
+	rx   *os.File
+	mu   sync.Mutex // one call at a time
+	next int64
+
+	replies chan frame
+	done    chan struct{} // closed when the reader stops
+	readErr error
+
+	beatMu    sync.Mutex
+	lastBeat  time.Time
+	hbTimeout time.Duration
+}
+
+type frame struct {
+	header  map[string]any
+	payload []byte
+}
+
+// StartOptions say how to start a Python worker process.
+type StartOptions struct {
+	Python     string    // interpreter (see Python)
+	PackageDir string    // PYTHONPATH entry holding easyscale (see Extract)
+	Env        []string  // extra environment (NAME=value), after PinnedEnv
+	Stdout     io.Writer // the user's prints; nil discards
+	Stderr     io.Writer // Python's logs and tracebacks; nil discards
+	// Heartbeat is how often the process reports it is alive (default 1 s).
+	Heartbeat time.Duration
+	// HeartbeatTimeout is how long a call waits without a heartbeat before it
+	// fails with ErrHung (default 5 s, the runtime's worker heartbeat timeout).
+	HeartbeatTimeout time.Duration
+}
+
+// ErrHung is returned (wrapped) by a call during which the process sent no
+// heartbeat for StartOptions.HeartbeatTimeout: it is stuck (or stopped) and
+// should be killed.
+var ErrHung = errors.New("python worker process sent no heartbeat")
+
+// Start launches a Python worker process. The process exits when ctx ends
+// (killed), when Close is called, or when this process dies (its control
+// channel closes).
+func Start(ctx context.Context, o StartOptions) (*Process, error) {
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 5 * time.Second
+	}
+	cmd := exec.CommandContext(ctx, o.Python, "-m", "easyscale.worker")
+	cmd.Env = append(append(os.Environ(), PinnedEnv...), o.Env...)
+	cmd.Env = append(cmd.Env, "PYTHONPATH="+o.PackageDir,
+		fmt.Sprintf("EASYSCALE_HEARTBEAT_S=%g", o.Heartbeat.Seconds()))
+	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	tx, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the python worker: %w", err)
+	}
+	rx, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the python worker: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
+	if err := cmd.Start(); err != nil {
+		rx.Close()
+		w.Close()
+		return nil, fmt.Errorf("starting the python worker %s: %w", o.Python, err)
+	}
+	w.Close()
+	p := &Process{cmd: cmd, tx: tx, rx: rx, replies: make(chan frame, 1), done: make(chan struct{}),
+		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout}
+	go p.read()
+	return p, nil
+}
+
+// read delivers replies and records heartbeats until the channel closes.
+func (p *Process) read() {
+	defer close(p.done)
+	br := bufio.NewReaderSize(p.rx, 1<<20)
+	for {
+		f, err := readFrame(br)
+		if err != nil {
+			p.readErr = err
+			return
+		}
+		if f.header["type"] == "heartbeat" {
+			p.beatMu.Lock()
+			p.lastBeat = time.Now()
+			p.beatMu.Unlock()
+			continue
+		}
+		p.replies <- f
+	}
+}
+
+// LastHeartbeat is when the process last showed it is alive (a heartbeat or a reply).
+func (p *Process) LastHeartbeat() time.Time {
+	p.beatMu.Lock()
+	defer p.beatMu.Unlock()
+	return p.lastBeat
+}
+
+// Call sends request typ with fields and payload and waits for its reply,
+// ctx's end, or the process's exit. It returns the reply's fields and
+// payload; a *RemoteError when the process answered with an error; an error
+// wrapping ErrExited when the process is gone. The reply is decoded into out
+// when out is not nil.
+func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	id := p.next
+	header := map[string]any{"type": typ, "id": id}
+	for k, v := range fields {
+		header[k] = v
+	}
+	if err := writeFrame(p.tx, header, payload); err != nil {
+		return nil, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
+	}
+	watch := time.NewTicker(p.hbTimeout / 4)
+	defer watch.Stop()
+	for {
+		select {
+		case f := <-p.replies:
+			return p.reply(typ, id, f, out)
+		case <-p.done:
+			return nil, fmt.Errorf("%s: %w (%v)", typ, ErrExited, p.readErr)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
+		case now := <-watch.C:
+			if silent := now.Sub(p.LastHeartbeat()); silent > p.hbTimeout {
+				return nil, fmt.Errorf("%s: %w for %s", typ, ErrHung, silent.Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+func (p *Process) reply(typ string, id int64, f frame, out any) ([]byte, error) {
+	p.beatMu.Lock()
+	p.lastBeat = time.Now()
+	p.beatMu.Unlock()
+	if got, _ := f.header["id"].(float64); int64(got) != id {
+		return nil, fmt.Errorf("%s: reply for request %v, want %d (protocol out of step)", typ, f.header["id"], id)
+	}
+	if f.header["type"] == "error" {
+		kind, _ := f.header["kind"].(string)
+		msg, _ := f.header["message"].(string)
+		return nil, &RemoteError{Request: typ, Kind: kind, Message: msg}
+	}
+	if out != nil {
+		b, _ := json.Marshal(f.header) // decoded from JSON: re-encodes
+		if err := json.Unmarshal(b, out); err != nil {
+			return nil, fmt.Errorf("%s: decoding the reply: %w", typ, err)
+		}
+	}
+	return f.payload, nil
+}
+
+// Close asks the process to exit, waits up to grace for it, then kills it.
+// It returns the process's exit error, nil for a clean exit.
+func (p *Process) Close(grace time.Duration) error {
+	_ = writeFrame(p.tx, map[string]any{"type": "exit"}, nil)
+	p.tx.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		p.rx.Close()
+		return err
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		err := <-exited
+		p.rx.Close()
+		return fmt.Errorf("python worker did not exit within %s, killed: %w", grace, err)
+	}
+}
+
+// Kill ends the process at once (SIGKILL) and reaps it.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	p.tx.Close()
+	_ = p.cmd.Wait()
+	p.rx.Close()
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+func writeFrame(w io.Writer, header map[string]any, payload []byte) error {
+	head, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 4+len(head)+8)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(head)))
+	buf = append(buf, head...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	if len(payload) > 0 {
+		_, err = w.Write(payload)
+	}
+	return err
+}
+
+func readFrame(r io.Reader) (frame, error) {
+	var n4 [4]byte
+	if _, err := io.ReadFull(r, n4[:]); err != nil {
+		return frame{}, err
+	}
+	hlen := binary.BigEndian.Uint32(n4[:])
+	if hlen > maxHeader {
+		return frame{}, fmt.Errorf("frame header of %d bytes exceeds %d", hlen, maxHeader)
+	}
+	head := make([]byte, hlen)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return frame{}, err
+	}
+	var f frame
+	if err := json.Unmarshal(head, &f.header); err != nil {
+		return frame{}, fmt.Errorf("frame header is not a JSON object: %w", err)
+	}
+	if _, ok := f.header["type"].(string); !ok {
+		return frame{}, fmt.Errorf("frame header has no \"type\"")
+	}
+	var n8 [8]byte
+	if _, err := io.ReadFull(r, n8[:]); err != nil {
+		return frame{}, err
+	}
+	plen := binary.BigEndian.Uint64(n8[:])
+	if plen > maxPayload {
+		return frame{}, fmt.Errorf("frame payload of %d bytes exceeds %d", plen, maxPayload)
+	}
+	if plen > 0 {
+		f.payload = make([]byte, plen)
+		if _, err := io.ReadFull(r, f.payload); err != nil {
+			return frame{}, err
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,237 @@
+"""A physical worker's Python process: ``python3 -m easyscale.worker``.
+
+Started and supervised by the Go worker (``runtime/torchengine``), which talks
+to it over :mod:`easyscale.protocol` (requests on stdin, replies on fd 3).
+Requests and their replies:
+
+    hello   {}                                  -> {protocol, package, fingerprint, canary}
+    load    {module, config, threads, device}   -> {parameters}
+    listen  {host}                              -> {port}     host this generation's TCPStore
+    group   {generation, rank, size, host, port, timeout_s, logical_workers, fresh}
+            + contexts index, payload: contexts of logical workers new to this process
+                                                -> {}
+    replica_get {}                              -> {digest}, payload: replica state
+    replica_set {}  payload: replica state      -> {digest}
+    step    {step}                              -> {losses, contexts index}, payload: advanced contexts
+    commit  {step}                              -> {digest}
+    abort   {}                                  -> {}
+    exit    {}                                  -> (process exits 0)
+
+Every reply has the request's ``id``; a failed request is answered
+``{"type": "error", "kind": ..., "message": ...}`` and the process stays up
+(``kind`` "peer" means a collective failed: the Go side rebuilds the group).
+A thread sends ``{"type": "heartbeat"}`` every ``EASYSCALE_HEARTBEAT_S``
+seconds (default 1) so the Go worker sees a hung process, and the process
+exits when its control channel closes (the Go worker died).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import threading
+import traceback
+from typing import Any, BinaryIO
+
+import torch
+import torch.distributed as dist
+
+from . import numerics, protocol, reduce, state
+from .job import Config, JobError, load_module
+from .replica import NonFiniteLoss, Replica
+from .streams import ForbiddenSeedError
+
+__all__ = ["main", "Worker"]
+
+
+class RequestError(Exception):
+    """A request that cannot be served; kind is "request", "job", "numerics", "peer" or "internal"."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Worker:
+    """The request loop of one Python worker process."""
+
+    def __init__(self, channel: protocol.Channel) -> None:
+        self.ch = channel
+        self.replica: Replica | None = None
+        self.world = 0
+        self.rank = 0
+        self.size = 1
+        self.generation = -1
+        self.stores: list[Any] = []
+        self.pending: torch.Tensor | None = None
+        self.pending_step = -1
+
+    # --- requests ---------------------------------------------------------------------------------------------
+
+    def hello(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        from . import __version__
+        return {"protocol": protocol.VERSION, "package": __version__}, b""
+
+    def load(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        numerics.pin(int(req.get("threads", 1)))
+        c = req["config"]
+        cfg = Config(seed=int(c["seed"]), logical_workers=int(c["logical_workers"]),
+                     micro_batch=int(c["micro_batch"]), steps=int(c["steps"]), params=dict(c.get("params", {})))
+        setup = load_module(req["module"])
+        try:
+            job = setup(cfg)
+        except Exception as e:
+            raise RequestError("job", f"{req['module']}: setup(config) raised {type(e).__name__}: {e}") from e
+        self.replica = Replica(job, cfg, [])
+        self.world = cfg.logical_workers
+        device = str(req.get("device", "cpu"))
+        return {"parameters": self.replica.numel, "fingerprint": numerics.fingerprint(device),
+                "canary": numerics.canary_digest(device)}, b""
+
+    def listen(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        store = dist.TCPStore(req["host"], 0, None, True, timeout=datetime.timedelta(seconds=60),
+                              wait_for_workers=False)
+        self.stores.append(store)
+        return {"port": store.port}, b""
+
+    def group(self, req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        self.pending = None
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        want = [int(lw) for lw in req["logical_workers"]]
+        if not want or want != list(range(want[0], want[0] + len(want))):
+            raise RequestError("request", f"logical workers {want} are not a non-empty contiguous range")
+        for lw in r.logical_workers():
+            if lw not in want:
+                r.remove(lw)
+        contexts = dict(state.decode_context(b) for b in state.unpack(req.get("contexts") or [], payload).values())
+        fresh = {int(lw) for lw in req.get("fresh") or []}
+        for lw in want:
+            if lw not in r.logical_workers():
+                if lw in contexts:
+                    r.add(lw, contexts[lw])
+                elif lw in fresh:
+                    r.add(lw)  # the start of training: the model's initial buffers, cursor at 0
+                else:
+                    raise RequestError("request", f"logical worker {lw} is new to this process but has no context")
+        self.rank, self.size, self.generation = int(req["rank"]), int(req["size"]), int(req["generation"])
+        if self.size > 1:
+            timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 5)))
+            if self.rank == 0 and self.stores:
+                store = self.stores[-1]
+            else:
+                store = dist.TCPStore(req["host"], int(req["port"]), None, False, timeout=timeout)
+                self.stores.append(store)
+            self.stores = self.stores[-1:]
+            prefixed = dist.PrefixStore(f"generation-{self.generation}", store)
+            try:
+                dist.init_process_group("gloo", store=prefixed, rank=self.rank, world_size=self.size,
+                                        timeout=timeout)
+            except RuntimeError as e:
+                raise RequestError("peer", f"building process group {self.generation}: {e}") from e
+        return {}, b""
+
+    def replica_get(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        data = state.encode_replica(r.job.model, r.job.optimizer, r.job.lr_scheduler)
+        return {"digest": r.digest(None)}, data
+
+    def replica_set(self, req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        state.decode_replica(payload, r.job.model, r.job.optimizer, r.job.lr_scheduler)
+        return {"digest": r.digest(None)}, b""
+
+    def step(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        s = int(req["step"])
+        res = r.compute(s, first_in_chain=(self.rank == 0))
+        try:
+            self.pending = reduce.chain(res.local, res.slots, self.world)
+        except RuntimeError as e:
+            r.abort()
+            raise RequestError("peer", f"step {s}: reducing gradients over process group {self.generation}: {e}") \
+                from e
+        self.pending_step = s
+        index, blob = state.pack({lw: state.encode_context(lw, r.cursors[lw], r.bank.buffers(lw))
+                                  for lw in r.logical_workers()})
+        return {"losses": {str(k): v for k, v in res.losses.items()}, "contexts": index}, blob
+
+    def commit(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        s = int(req["step"])
+        if self.pending is None or self.pending_step != s:
+            raise RequestError("request", f"commit of step {s}, but the step computed is {self.pending_step}")
+        r.apply(self.pending)
+        self.pending = None
+        return {"digest": r.digest(0)}, b""
+
+    def abort(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        if self.replica is not None:
+            self.replica.abort()
+        self.pending = None
+        return {}, b""
+
+    def _replica(self) -> Replica:
+        if self.replica is None:
+            raise RequestError("request", "no job loaded: send load first")
+        return self.replica
+
+    # --- loop -------------------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
+                    "replica_get": self.replica_get, "replica_set": self.replica_set, "step": self.step,
+                    "commit": self.commit, "abort": self.abort}
+        while True:
+            try:
+                req, payload = self.ch.recv()
+            except protocol.ProtocolError as e:
+                print(f"easyscale worker: {e}; exiting", file=sys.stderr)
+                return 0 if isinstance(e.__cause__, EOFError) else 2
+            kind = req["type"]
+            if kind == "exit":
+                return 0
+            reply: dict[str, Any]
+            out = b""
+            try:
+                handler = handlers.get(kind)
+                if handler is None:
+                    raise RequestError("request", f"unknown request type {kind!r}")
+                reply, out = handler(req, payload)
+                reply["type"] = kind
+            except RequestError as e:
+                reply = {"type": "error", "kind": e.kind, "message": str(e)}
+            except (JobError, ForbiddenSeedError, NonFiniteLoss, state.StateError) as e:
+                reply = {"type": "error", "kind": "job", "message": str(e)}
+            except Exception as e:  # a bug or a user-code error: report it, keep serving
+                reply = {"type": "error", "kind": "internal",
+                         "message": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
+            reply["id"] = req.get("id")
+            self.ch.send(reply, out)
+
+
+def _heartbeat(ch: protocol.Channel, every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        try:
+            ch.send({"type": "heartbeat"})
+        except OSError:
+            return
+
+
+def main() -> int:
+    rx: BinaryIO = sys.stdin.buffer
+    tx: BinaryIO = os.fdopen(3, "wb", buffering=0)
+    ch = protocol.Channel(rx, tx)
+    stop = threading.Event()
+    threading.Thread(target=_heartbeat, args=(ch, float(os.environ.get("EASYSCALE_HEARTBEAT_S", "1")), stop),
+                     daemon=True).start()
+    try:
+        return Worker(ch).serve()
+    finally:
+        stop.set()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
