@@ -19,6 +19,7 @@ parameters and optimizer state change only in :meth:`Replica.apply`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,12 +27,28 @@ from typing import Any
 
 import torch
 
-from . import streams
+from . import reduce, streams
 from .context import BufferBank
 from .job import Config, Job, JobError, collate
 from .sampler import Cursor, LogicalSampler
 
-__all__ = ["Replica", "StepResult", "NonFiniteLoss"]
+__all__ = ["Replica", "StepResult", "NonFiniteLoss", "Ablation"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Ablation:
+    """Switches off one consistency factor; only tests use it, to show each factor is needed.
+
+    The zero value switches nothing off. Each switch is harmless on the fixed
+    allocation of one physical worker per logical worker and changes the
+    digest under a changing one (tests/test_ablation.py; the native engine's
+    runtime/trainer.Ablation).
+    """
+
+    key_rng_by_worker: bool = False  # random streams keyed by the physical worker, not the logical one
+    drop_cursor_on_move: bool = False  # a moving logical worker restarts its epoch
+    buffers_per_worker: bool = False  # one set of buffers per physical worker
+    grouped_reduction: bool = False  # each process pre-sums its logical workers before the chain
 
 
 class NonFiniteLoss(ArithmeticError):
@@ -48,9 +65,15 @@ class StepResult:
 class Replica:
     """A replica of ``job`` holding ``logical_workers`` (contiguous, increasing) for ``config``."""
 
-    def __init__(self, job: Job, config: Config, logical_workers: list[int]) -> None:
+    def __init__(self, job: Job, config: Config, logical_workers: list[int], device: str = "cpu",
+                 ablation: Ablation = Ablation()) -> None:
         job.check()
+        self.ablation = ablation
+        #: This replica's rank among the physical workers (set by the group); only ablations read it.
+        self.physical_rank = 0
         self.job, self.config = job, config
+        self.device = torch.device(device)
+        job.model.to(self.device)
         self.params = [(n, p) for n, p in job.model.named_parameters() if p.requires_grad]
         self.numel = sum(p.numel() for _, p in self.params)
         self.sampler = LogicalSampler(len(job.train_set), config.logical_workers, config.seed)
@@ -74,7 +97,10 @@ class Replica:
             self.cursors[lw] = Cursor()
         else:
             self.bank.add(lw, context["buffers"])
-            self.cursors[lw] = context["cursor"]
+            cursor = context["cursor"]
+            if self.ablation.drop_cursor_on_move:
+                cursor = Cursor(cursor.epoch, 0)
+            self.cursors[lw] = cursor
 
     def remove(self, lw: int) -> dict[str, Any]:
         """Give logical worker ``lw`` away; returns its context for :meth:`add` on another replica."""
@@ -99,12 +125,13 @@ class Replica:
         losses: dict[int, float] = {}
         with streams.GlobalSeedGuard():
             for lw in lws:
-                self.bank.activate(lw)
-                streams.seed_globals(self.config.seed, lw, step)
+                self.bank.activate(lws[0] if self.ablation.buffers_per_worker else lw)
+                streams.seed_globals(self.config.seed, self.physical_rank if self.ablation.key_rng_by_worker else lw,
+                                     step)
                 epoch = self.sampler.batch_epoch(self.cursors[lw], b)
                 idx, self.cursors[lw] = self.sampler.next(self.cursors[lw], lw, b)
                 x, y = collate([self._sample(i, epoch) for i in idx])
-                loss = self.job.loss(model(x), y)
+                loss = self.job.loss(model(x.to(self.device)), y.to(self.device))
                 value = float(loss.detach())
                 if not math.isfinite(value):
                     raise NonFiniteLoss(f"logical worker {lw} at step {step}: loss is {value}")
@@ -112,7 +139,9 @@ class Replica:
                 loss.backward()
                 if not first_in_chain:
                     slots.append(self._take_grads(lw))
-        local = self._take_grads(lws[0]) if first_in_chain else torch.empty(self.numel)
+        local = self._take_grads(lws[0]) if first_in_chain else torch.empty(self.numel, device=self.device)
+        if self.ablation.grouped_reduction and len(slots) > 1:
+            slots = [reduce.fold(None, slots)]
         return StepResult(local, slots, losses)
 
     def _sample(self, index: int, epoch: int) -> tuple[torch.Tensor, Any]:
@@ -123,7 +152,7 @@ class Replica:
 
     def _take_grads(self, lw: int) -> torch.Tensor:
         """Flatten the parameters' gradients into one float32 vector and clear them (set to None)."""
-        flat = torch.empty(self.numel)
+        flat = torch.empty(self.numel, device=self.device)
         at = 0
         for name, p in self.params:
             if p.grad is None:
@@ -155,6 +184,30 @@ class Replica:
             self.job.lr_scheduler.step()
         self.job.optimizer.zero_grad(set_to_none=True)
         self._snap = None
+
+    def evaluate(self, batch: int = 1000) -> dict[str, float]:
+        """Test loss and accuracy of the model with logical worker 0's buffers (the model DDP would save).
+
+        Raises ValueError when the job has no test set or this replica does not hold logical worker 0.
+        """
+        if self.job.test_set is None:
+            raise ValueError("the job defines no test_set")
+        if 0 not in self.cursors:
+            raise ValueError("evaluate on a replica without logical worker 0")
+        model = self.job.model
+        self.bank.activate(0)
+        model.eval()
+        total, correct, loss_sum = 0, 0, 0.0
+        with torch.no_grad():
+            for begin in range(0, len(self.job.test_set), batch):
+                x, y = collate([self.job.test_set[i] for i in range(begin, min(begin + batch, len(self.job.test_set)))])
+                x, y = x.to(self.device), y.to(self.device)
+                out = model(x)
+                loss_sum += float(self.job.loss(out, y)) * len(y)
+                correct += int((out.argmax(1) == y).sum())
+                total += len(y)
+        model.train()
+        return {"test_loss": loss_sum / total, "test_accuracy": correct / total, "test_samples": total}
 
     # --- replica state ---------------------------------------------------------------------------------------
 

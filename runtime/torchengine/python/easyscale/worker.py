@@ -15,6 +15,7 @@ Requests and their replies:
     step    {step}                              -> {losses, contexts index}, payload: advanced contexts
     commit  {step}                              -> {digest}
     abort   {}                                  -> {}
+    evaluate {}                                 -> {test_loss, test_accuracy, test_samples}
     exit    {}                                  -> (process exits 0)
 
 Every reply has the request's ``id``; a failed request is answered
@@ -83,9 +84,9 @@ class Worker:
             job = setup(cfg)
         except Exception as e:
             raise RequestError("job", f"{req['module']}: setup(config) raised {type(e).__name__}: {e}") from e
-        self.replica = Replica(job, cfg, [])
-        self.world = cfg.logical_workers
         device = str(req.get("device", "cpu"))
+        self.replica = Replica(job, cfg, [], device)
+        self.world = cfg.logical_workers
         return {"parameters": self.replica.numel, "fingerprint": numerics.fingerprint(device),
                 "canary": numerics.canary_digest(device)}, b""
 
@@ -167,6 +168,12 @@ class Worker:
         self.pending = None
         return {"digest": r.digest(0)}, b""
 
+    def evaluate(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        try:
+            return self._replica().evaluate(), b""
+        except ValueError as e:
+            raise RequestError("request", str(e)) from e
+
     def abort(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         if self.replica is not None:
             self.replica.abort()
@@ -183,7 +190,7 @@ class Worker:
     def serve(self) -> int:
         handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
                     "replica_get": self.replica_get, "replica_set": self.replica_set, "step": self.step,
-                    "commit": self.commit, "abort": self.abort}
+                    "commit": self.commit, "abort": self.abort, "evaluate": self.evaluate}
         while True:
             try:
                 req, payload = self.ch.recv()

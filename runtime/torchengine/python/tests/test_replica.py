@@ -5,7 +5,8 @@ import torch
 import easyscale
 from easyscale.job import JobError
 from easyscale.reduce import fold, scale
-from easyscale.replica import NonFiniteLoss, Replica
+from easyscale.replica import Ablation, NonFiniteLoss, Replica
+from typing import Callable
 
 from . import toyjob
 
@@ -24,7 +25,8 @@ def layout(sizes: list[int]) -> list[list[int]]:
     return out
 
 
-def train(schedule: dict[int, list[int]], steps: int = 8, seed: int = 7) -> list[str]:
+def train(schedule: dict[int, list[int]], steps: int = 8, seed: int = 7, ablation: Ablation = Ablation(),
+          threads_of: Callable[[int], int] = lambda physical: 1) -> list[str]:
     """Run the toy job in this process with one Replica per physical worker.
 
     schedule maps a step to the logical workers per physical worker from then on;
@@ -42,15 +44,20 @@ def train(schedule: dict[int, list[int]], steps: int = 8, seed: int = 7) -> list
                     contexts[lw] = r.remove(lw)
             state = replicas[0].replica_state() if replicas else None
             while len(replicas) < len(want):
-                r = Replica(toyjob.setup(cfg), cfg, [])
+                r = Replica(toyjob.setup(cfg), cfg, [], ablation=ablation)
                 if state is not None:
                     r.load_replica_state(state)
                 replicas.append(r)
             replicas = replicas[:len(want)]
-            for r, lws in zip(replicas, want):
+            for physical, (r, lws) in enumerate(zip(replicas, want)):
+                r.physical_rank = physical
                 for lw in lws:
                     r.add(lw, contexts.get(lw))
-        results = [r.compute(step, first_in_chain=(i == 0)) for i, r in enumerate(replicas)]
+        results = []
+        for i, r in enumerate(replicas):
+            torch.set_num_threads(threads_of(i))
+            results.append(r.compute(step, first_in_chain=(i == 0)))
+        torch.set_num_threads(1)
         acc = results[0].local
         for res in results[1:]:
             fold(acc, res.slots)
