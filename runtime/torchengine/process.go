@@ -63,6 +63,9 @@ type Process struct {
 	done    chan struct{} // closed when the reader stops
 	readErr error
 
+	// joining marks a process that has not yet received the job's replica.
+	joining bool
+
 	beatMu    sync.Mutex
 	lastBeat  time.Time
 	hbTimeout time.Duration
@@ -236,6 +239,16 @@ func (p *Process) Kill() {
 	p.tx.Close()
 	_ = p.cmd.Wait()
 	p.rx.Close()
+}
+
+// exited reports whether the control channel has closed (the process died).
+func (p *Process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Pid is the process id.

@@ -1,0 +1,304 @@
+package torchengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// JobConfig is what every Python process of a job loads.
+type JobConfig struct {
+	Module         string         // the user's module (absolute path)
+	Seed           uint64         // job seed
+	LogicalWorkers int            // N
+	MicroBatch     int            // b, samples per logical worker per step
+	Steps          int64          // the horizon (LR schedules follow it)
+	Threads        int            // intra-op threads of every process (part of the numerics)
+	Device         string         // "cpu" or "cuda" (one GPU per process)
+	Params         map[string]any // the job file's [torch.params], plus data_dir
+}
+
+func (c JobConfig) loadRequest() map[string]any {
+	params := c.Params
+	if params == nil {
+		params = map[string]any{}
+	}
+	return map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device,
+		"config": map[string]any{"seed": c.Seed, "logical_workers": c.LogicalWorkers,
+			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": params}}
+}
+
+// Loaded is a process's answer to load: its numerics.
+type Loaded struct {
+	Parameters  int            `json:"parameters"`
+	Fingerprint map[string]any `json:"fingerprint"`
+	Canary      string         `json:"canary"`
+}
+
+// NumericsError refuses a process that would compute other bits than the
+// job's reference process; Differences name each setting ("threads: want 1, got 2").
+type NumericsError struct {
+	Differences []string
+}
+
+func (e *NumericsError) Error() string {
+	return "python worker computes other bits than the job's first worker: " + strings.Join(e.Differences, "; ")
+}
+
+// Admit compares a joining process's numerics with the reference's and
+// returns a *NumericsError naming every setting that differs (the canary
+// digest last: a differing canary with equal settings means other hardware
+// or libraries).
+func Admit(ref, got Loaded) error {
+	var diffs []string
+	keys := map[string]bool{}
+	for k := range ref.Fingerprint {
+		keys[k] = true
+	}
+	for k := range got.Fingerprint {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if fmt.Sprint(ref.Fingerprint[k]) != fmt.Sprint(got.Fingerprint[k]) {
+			diffs = append(diffs, fmt.Sprintf("%s: want %v, got %v", k, ref.Fingerprint[k], got.Fingerprint[k]))
+		}
+	}
+	if ref.Canary != got.Canary {
+		diffs = append(diffs, fmt.Sprintf("canary digest: want %s, got %s", ref.Canary, got.Canary))
+	}
+	if diffs != nil {
+		return &NumericsError{Differences: diffs}
+	}
+	return nil
+}
+
+// Local runs a torch job's physical workers as Python processes on this
+// machine: it starts and stops them as the allocation changes, admits each
+// by its numerics, and drives them through a Group.
+type Local struct {
+	cfg    JobConfig
+	start  StartOptions
+	group  *Group
+	procs  []*Process
+	ref    *Loaded // the numerics of the job's first process
+	sizes  []int   // the assignment in force; nil after a change of processes
+	stderr io.Writer
+	// EnvOf gives extra environment for the process of a physical rank
+	// (tests use it to start a worker with other numerics).
+	EnvOf func(rank int) []string
+}
+
+// NewLocal returns a Local for cfg; processes start with Resize.
+func NewLocal(cfg JobConfig, start StartOptions) *Local {
+	if start.Stderr == nil {
+		start.Stderr = os.Stderr
+	}
+	return &Local{cfg: cfg, start: start, group: NewGroup(cfg.LogicalWorkers)}
+}
+
+// Workers returns the number of processes.
+func (l *Local) Workers() int { return len(l.procs) }
+
+// Resize starts or stops processes until there are workers. Joining
+// processes load the job, are admitted by their numerics (a *NumericsError
+// otherwise), and receive the replica of process 0 at the next Step.
+func (l *Local) Resize(ctx context.Context, workers int) error {
+	if workers < 1 {
+		return fmt.Errorf("resizing to %d python workers: want at least 1", workers)
+	}
+	for len(l.procs) > workers {
+		last := l.procs[len(l.procs)-1]
+		l.procs = l.procs[:len(l.procs)-1]
+		if err := last.Close(10 * time.Second); err != nil {
+			fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d: %v\n", len(l.procs), err)
+		}
+		l.sizes = nil
+	}
+	for len(l.procs) < workers {
+		p, err := l.launch(ctx, len(l.procs))
+		if err != nil {
+			return err
+		}
+		l.procs = append(l.procs, p)
+		l.sizes = nil
+	}
+	return nil
+}
+
+func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
+	o := l.start
+	if l.EnvOf != nil {
+		o.Env = append(append([]string(nil), o.Env...), l.EnvOf(rank)...)
+	}
+	p, err := Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var loaded Loaded
+	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(), nil, &loaded); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
+	}
+	if l.ref == nil {
+		l.ref = &loaded
+	} else if err := Admit(*l.ref, loaded); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("python worker %d refused: %w", rank, err)
+	}
+	p.joining = true
+	return p, nil
+}
+
+// Step runs step with sizes[r] logical workers on process r (contiguous
+// ranges in rank order) and commits it. A lost process is removed and
+// reported as a *LostError naming its rank; the caller re-places the
+// logical workers on the survivors and redoes the step.
+func (l *Local) Step(ctx context.Context, step int64, sizes []int) (*StepResult, error) {
+	if !equalInts(sizes, l.sizes) {
+		if err := l.assign(ctx, sizes); err != nil {
+			return nil, err
+		}
+	}
+	res, err := l.group.Step(ctx, step)
+	if err != nil {
+		if lost := l.dropLost(err); lost != nil {
+			if res != nil { // lost during the commit: the step is done on the survivors
+				return res, nil
+			}
+			return nil, lost
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+func (l *Local) assign(ctx context.Context, sizes []int) error {
+	members := make([]Member, len(l.procs))
+	joining := make([]bool, len(l.procs))
+	var src Member
+	for r, p := range l.procs {
+		members[r] = p
+		joining[r] = p.joining && l.group.generation > 0
+		if !p.joining && src == nil {
+			src = p
+		}
+	}
+	if src == nil && l.group.generation > 0 {
+		return ErrReplicaLost
+	}
+	if err := l.group.Assign(ctx, members, sizes, src, joining); err != nil {
+		if lost := l.dropLost(err); lost != nil {
+			return lost
+		}
+		return err
+	}
+	for _, p := range l.procs {
+		p.joining = false
+	}
+	l.sizes = append([]int(nil), sizes...)
+	return nil
+}
+
+// ErrReplicaLost is returned when every process that held the job's replica
+// is gone: the run must resume from its last checkpoint.
+var ErrReplicaLost = errors.New("every python worker holding the replica is gone; resume from the last checkpoint")
+
+// LostError names the processes (ranks before removal) that died or hung.
+type LostError struct {
+	Ranks []int
+	Err   error
+}
+
+func (e *LostError) Error() string { return fmt.Sprintf("lost python workers %v: %v", e.Ranks, e.Err) }
+func (e *LostError) Unwrap() error { return e.Err }
+
+// dropLost kills and removes the processes err reports as exited or hung,
+// returning a *LostError, or nil when no process was lost.
+func (l *Local) dropLost(err error) error {
+	var ranks []int
+	for r, p := range l.procs {
+		if p.exited() {
+			ranks = append(ranks, r)
+		}
+	}
+	if len(ranks) == 0 && (errors.Is(err, ErrHung) || errors.Is(err, ErrExited)) {
+		var me *MemberError
+		if errors.As(err, &me) {
+			ranks = append(ranks, me.Rank)
+		}
+	}
+	if len(ranks) == 0 {
+		return nil
+	}
+	keep := l.procs[:0]
+	for r, p := range l.procs {
+		if containsInt(ranks, r) {
+			p.Kill()
+			continue
+		}
+		keep = append(keep, p)
+	}
+	l.procs, l.sizes = keep, nil
+	return &LostError{Ranks: ranks, Err: err}
+}
+
+// Processes returns the live processes in rank order (fault injection and tests).
+func (l *Local) Processes() []*Process { return append([]*Process(nil), l.procs...) }
+
+// Evaluate returns the test-set loss and accuracy of the model with
+// logical worker 0's buffers, computed by process 0.
+func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples int, err error) {
+	if len(l.procs) == 0 {
+		return 0, 0, 0, errors.New("evaluating: no python worker")
+	}
+	var out struct {
+		Loss     float64 `json:"test_loss"`
+		Accuracy float64 `json:"test_accuracy"`
+		Samples  int     `json:"test_samples"`
+	}
+	if _, err := l.procs[0].Call(ctx, "evaluate", nil, nil, &out); err != nil {
+		return 0, 0, 0, fmt.Errorf("evaluating: %w", err)
+	}
+	return out.Loss, out.Accuracy, out.Samples, nil
+}
+
+// Close stops every process.
+func (l *Local) Close() error {
+	var err error
+	for _, p := range l.procs {
+		err = errors.Join(err, p.Close(10*time.Second))
+	}
+	l.procs = nil
+	return err
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
