@@ -44,10 +44,13 @@ type LedgerEntry struct {
 	SamplesHash string
 	// Redo marks a step that was executed more than once (redone after a
 	// crash, or re-executed after a resume). AppendLedger sets it when it
-	// replaces an existing row.
+	// replaces an existing row or Redos is positive.
 	Redo bool
-	// Redos counts how many times AppendLedger replaced this step's row.
-	// Read-only: AppendLedger ignores the value passed in.
+	// Redos counts the step's executions beyond the first: the caller
+	// passes how often it redid the step before recording it (workers lost
+	// mid-step), and AppendLedger adds the stored row's count plus one when
+	// it replaces that row (re-executed after a resume). Negative is
+	// invalid.
 	Redos int
 	// Time is when the step completed; zero means now.
 	Time time.Time
@@ -62,6 +65,9 @@ func (e LedgerEntry) validate() error {
 	}
 	if e.Workers < 0 {
 		return invalidf("LedgerEntry.Workers is %d, want >= 0", e.Workers)
+	}
+	if e.Redos < 0 {
+		return invalidf("LedgerEntry.Redos is %d, want >= 0", e.Redos)
 	}
 	if math.IsNaN(e.WallSeconds) || math.IsInf(e.WallSeconds, 0) {
 		return invalidf("LedgerEntry.WallSeconds is %v, want a finite number", e.WallSeconds)
@@ -112,7 +118,7 @@ func (db *DB) AppendLedger(e LedgerEntry) error {
 
 func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 	old, err := scanLedger(tx.QueryRow(ledgerSelect+` WHERE step = ?`, e.Step))
-	redos := 0
+	redos := e.Redos
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -121,9 +127,9 @@ func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 		return &DivergenceError{Step: e.Step, Stored: old.Digest, Got: e.Digest,
 			Tensors: DivergentTensors(old.TensorDigests, e.TensorDigests)}
 	default:
-		redos = old.Redos + 1
-		e.Redo = true
+		redos += old.Redos + 1
 	}
+	e.Redo = e.Redo || redos > 0
 	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (step, digest, tensor_digests, loss, wall_seconds,
 		workers, placement, samples_hash, redo, redo_count, time_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		e.Step, e.Digest, tds, nullableFloat(e.Loss), e.WallSeconds, e.Workers, e.Placement,

@@ -110,6 +110,22 @@ func TestLedgerReexecutedStep(t *testing.T) {
 			t.Fatalf("row = %+v", got[0])
 		}
 	})
+	t.Run("a step redone before it was recorded keeps the caller's count", func(t *testing.T) {
+		db := openTest(t, Options{})
+		e := entry(3, "r")
+		e.Redos = 2
+		db.AppendLedger(e)
+		got, _ := db.Ledger(3, 3)
+		if !got[0].Redo || got[0].Redos != 2 {
+			t.Fatalf("row = %+v, want Redo and Redos=2", got[0])
+		}
+		e.Redos = 1 // re-executed after a resume, redone once more there
+		db.AppendLedger(e)
+		got, _ = db.Ledger(3, 3)
+		if !got[0].Redo || got[0].Redos != 4 {
+			t.Fatalf("row after replacement = %+v, want Redos=2+1+1", got[0])
+		}
+	})
 }
 
 func TestLedgerRejectsInvalidEntries(t *testing.T) {
@@ -123,6 +139,7 @@ func TestLedgerRejectsInvalidEntries(t *testing.T) {
 		{"an empty digest", func(e *LedgerEntry) { e.Digest = "" }},
 		{"negative workers", func(e *LedgerEntry) { e.Workers = -2 }},
 		{"an infinite wall time", func(e *LedgerEntry) { e.WallSeconds = math.Inf(1) }},
+		{"a negative redo count", func(e *LedgerEntry) { e.Redos = -1 }},
 	}
 	db := openTest(t, Options{})
 	for _, c := range cases {

@@ -44,9 +44,12 @@ type job struct {
 	reduced []float32
 	out     StepOutput
 
-	db          *statedb.DB
-	step        int64
-	redone      int
+	db     *statedb.DB
+	step   int64
+	redone int
+	// stepRedos is how often the step in progress was redone after
+	// losing workers (recorded in its ledger row).
+	stepRedos   int
 	resumedFrom int64
 	lastLoss    float64
 	digest      string
@@ -277,6 +280,7 @@ func (j *job) runStep() error {
 	for e, c := range j.ests {
 		saved[e] = c.Clone()
 	}
+	j.stepRedos = 0
 	for {
 		err := j.exec.Step(step, j.plan, j.ests, j.reduced, &j.out)
 		if err == nil {
@@ -290,6 +294,7 @@ func (j *job) runStep() error {
 			c.restoreFrom(saved[e])
 		}
 		j.redone++
+		j.stepRedos++
 		j.log.Warn("workers lost; redoing the step on the survivors", "step", step, "lost", fmt.Sprint(lost.Ranks), "error", lost.Err)
 		if err := j.replan(j.exec.Workers(), nil, "lost workers"); err != nil {
 			return err
@@ -443,7 +448,7 @@ func (j *job) record(wall time.Duration) error {
 	}
 	err := j.db.AppendLedger(statedb.LedgerEntry{
 		Step: j.step, Digest: digest, TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
-		Workers: j.exec.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redo: j.redone > 0, Time: time.Now(),
+		Workers: j.exec.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
 	})
 	if errors.Is(err, statedb.ErrDivergence) {
 		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)
