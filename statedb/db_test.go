@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,5 +264,88 @@ func TestOpenReadOnlyOnAReadOnlyDirectory(t *testing.T) {
 	defer ro.Close()
 	if j, err := ro.Job(); err != nil || j.Name != "j" {
 		t.Fatalf("Job() = %+v, %v", j, err)
+	}
+}
+
+// TestDeletingTheLockFileDoesNotLetASecondWriterIn: the writer lock is held
+// on something a user cannot delete from under a running writer. With the
+// lock file deleted, emptied or overwritten, a second Open is refused and
+// names the first writer (this process).
+func TestDeletingTheLockFileDoesNotLetASecondWriterIn(t *testing.T) {
+	host, _ := os.Hostname()
+	cases := []struct {
+		name   string
+		tamper func(path string) error
+	}{
+		{"the lock file deleted", os.Remove},
+		{"the lock file deleted and recreated empty", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, nil, 0o600)
+		}},
+		{"the lock file overwritten with another holder", func(p string) error {
+			return os.WriteFile(p, []byte("pid=1 host=elsewhere\n"), 0o600)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer first.Close()
+			if err := c.tamper(filepath.Join(dir, LockFile)); err != nil {
+				t.Fatal(err)
+			}
+			second, err := Open(dir)
+			var le *LockedError
+			if !errors.As(err, &le) {
+				if second != nil {
+					second.Close()
+				}
+				t.Fatalf("second Open after %s: err = %v, want *LockedError", c.name, err)
+			}
+			if le.PID != os.Getpid() || le.Host != host {
+				t.Errorf("LockedError names pid %d host %q, want the first writer: %d %q", le.PID, le.Host, os.Getpid(), host)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(os.Getpid())) {
+				t.Errorf("error %q does not name the holder's pid", err)
+			}
+			if err := first.AppendLedger(entry(1, "x")); err != nil {
+				t.Fatalf("first writer after the refusal: %v", err)
+			}
+			first.Close()
+			third, err := Open(dir)
+			if err != nil {
+				t.Fatalf("Open after the first writer closed: %v", err)
+			}
+			third.Close()
+		})
+	}
+}
+
+func TestParseProcLocks(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want int
+	}{
+		{"the flock on the file is found", "1: POSIX  ADVISORY  WRITE 7 fe:00:42 0 EOF\n2: FLOCK  ADVISORY  WRITE 1234 fe:00:42 0 EOF\n", 1234},
+		{"hex device numbers are compared as numbers", "3: FLOCK  ADVISORY  WRITE 99 0fe:0:42 0 EOF\n", 99},
+		{"a lock on another inode is not the holder", "1: FLOCK  ADVISORY  WRITE 1234 fe:00:43 0 EOF\n", 0},
+		{"a lock on another device is not the holder", "1: FLOCK  ADVISORY  WRITE 1234 fd:00:42 0 EOF\n", 0},
+		{"a waiter is not the holder", "1: -> FLOCK  ADVISORY  WRITE 555 fe:00:42 0 EOF\n", 0},
+		{"a POSIX lock is not a flock", "1: POSIX  ADVISORY  WRITE 1234 fe:00:42 0 EOF\n", 0},
+		{"malformed lines are skipped", "garbage\n1: FLOCK ADVISORY WRITE x fe:00:42 0 EOF\n1: FLOCK ADVISORY WRITE 5 fe:42 0 EOF\n", 0},
+		{"a holder outside the PID namespace (pid 0) is not named", "1: FLOCK  ADVISORY  WRITE 0 fe:00:42 0 EOF\n", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := parseProcLocks(strings.NewReader(c.text), 0xfe, 0, 42); got != c.want {
+				t.Fatalf("parseProcLocks = %d, want %d", got, c.want)
+			}
+		})
 	}
 }

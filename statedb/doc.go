@@ -6,17 +6,22 @@
 //
 // # Layout of a state directory
 //
-//	DIR/                     created with mode 0700
+//	DIR/                     created with mode 0700; flock(2)ed by the single writer
 //	  state.db               SQLite database, WAL mode (+ state.db-wal, state.db-shm)
-//	  lock                   flock(2)ed by the single writer; holds "pid=<pid> host=<host>"
+//	  lock                   also flock(2)ed by the writer; holds "pid=<pid> host=<host>"
 //	  checkpoints/
 //	    step-<step>.safetensors
 //
 // # Writers and readers
 //
-// Open takes an exclusive, non-blocking flock on DIR/lock; a second writer
-// gets a *LockedError naming the PID and host of the first. The kernel drops
-// the lock when the holder dies, so a killed writer leaves no stale lock.
+// Open takes an exclusive, non-blocking flock on DIR itself and on DIR/lock;
+// a second writer gets a *LockedError naming the PID and host of the first
+// (the PID from /proc/locks, else from DIR/lock). The lock on the directory
+// is what keeps a second writer out: deleting or rewriting DIR/lock while a
+// writer runs changes nothing. DIR/lock is still locked for binaries that
+// only know it, and alone guards a network filesystem that cannot flock a
+// directory (Options.AllowNetworkFS on NFS). The kernel drops the locks when
+// the holder dies, so a killed writer leaves no stale lock.
 // OpenReadOnly takes no lock and opens the database with mode=ro; it can
 // read while a writer runs. Open refuses directories on network filesystems
 // (NFS, Lustre, GPFS, CephFS, SMB, BeeGFS, ...; detected by statfs(2) magic)
