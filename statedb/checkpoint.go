@@ -207,12 +207,17 @@ func recordCheckpointTx(tx *sql.Tx, step int64, name, sum string, size int64, ct
 	if _, err := tx.Exec(`DELETE FROM est_contexts WHERE step = ?`, step); err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(`INSERT OR REPLACE INTO checkpoints (step, file, sha256, size, time_ns) VALUES (?,?,?,?,?)`,
-		step, name, sum, size, time.Now().UnixNano()); err != nil {
+	row := []any{step, name, sum, size, time.Now().UnixNano()}
+	stored := make([][2]any, len(ctxs))
+	for i, c := range ctxs {
+		stored[i] = [2]any{int64(c.EST), orEmpty(c.Blob)}
+	}
+	if _, err := tx.Exec(`INSERT OR REPLACE INTO checkpoints (step, file, sha256, size, time_ns, checksum) VALUES (?,?,?,?,?,?)`,
+		append(row, checkpointChecksum(row, stored))...); err != nil {
 		return nil, err
 	}
-	for _, c := range ctxs {
-		if _, err := tx.Exec(`INSERT INTO est_contexts (step, est, blob) VALUES (?,?,?)`, step, c.EST, orEmpty(c.Blob)); err != nil {
+	for _, c := range stored {
+		if _, err := tx.Exec(`INSERT INTO est_contexts (step, est, blob) VALUES (?,?,?)`, step, c[0], c[1]); err != nil {
 			return nil, err
 		}
 	}
@@ -248,51 +253,74 @@ type checkpointRecord struct {
 	step      int64
 	file, sum string
 	size      int64
+	contexts  []ESTContext
 }
 
-// LatestCheckpoint loads the newest recorded checkpoint whose file exists,
-// has the recorded SHA-256 and parses. Each newer checkpoint it had to skip
-// is reported in skipped as a *CheckpointError naming the file, the expected
-// and the actual checksum (Err wraps ErrChecksumMismatch for a checksum or
-// size mismatch, fs.ErrNotExist for a missing file). It returns
-// (nil, skipped, nil) when no checkpoint is usable, and a non-nil err only
-// when the database itself cannot be read.
+// LatestCheckpoint loads the newest recorded checkpoint whose rows match
+// their checksum (the checkpoints row and its est_contexts rows, see
+// checksum.go) and whose file exists, has the recorded SHA-256 and parses.
+// Each newer checkpoint it had to skip is reported in skipped as a
+// *CheckpointError naming the file; its Err is a *CorruptRowError
+// (matching ErrCorruptRow) when the rows were changed, wraps
+// ErrChecksumMismatch for a file checksum or size mismatch, fs.ErrNotExist
+// for a missing file. It returns (nil, skipped, nil) when no checkpoint is
+// usable, and a non-nil err only when the database itself cannot be read.
 func (db *DB) LatestCheckpoint() (cp *Checkpoint, skipped []error, err error) {
-	recs, err := db.checkpointRecords()
+	stored, err := checkpointRows(db.sql)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing checkpoints: %w", err)
 	}
-	for _, r := range recs {
-		cp, cerr := db.loadCheckpoint(r)
-		if cerr != nil {
+	for _, s := range stored {
+		r, cerr := db.checkedRecord(s)
+		if cerr == nil {
+			cp, cerr = db.loadCheckpoint(r)
+		}
+		if errors.As(cerr, new(*CheckpointError)) {
 			skipped = append(skipped, cerr)
 			continue
 		}
-		if cp.Contexts, err = db.contexts(r.step); err != nil {
-			return nil, skipped, fmt.Errorf("reading EST contexts of checkpoint %d: %w", r.step, err)
+		if cerr != nil {
+			return nil, skipped, cerr
 		}
+		cp.Contexts = r.contexts
 		return cp, skipped, nil
 	}
 	return nil, skipped, nil
 }
 
-// checkpointRecords reads all rows, newest first, before anything else
-// queries: the pool has one connection.
-func (db *DB) checkpointRecords() ([]checkpointRecord, error) {
-	rows, err := db.sql.Query(`SELECT step, file, sha256, size FROM checkpoints ORDER BY step DESC`)
+// checkedRecord reads the EST contexts of a stored checkpoints row and
+// checks both against the row's checksum. A mismatch is a *CheckpointError
+// wrapping a *CorruptRowError; other errors are database read failures.
+func (db *DB) checkedRecord(s storedCheckpoint) (checkpointRecord, error) {
+	step, _ := s.row[0].(int64) // INTEGER PRIMARY KEY: always an integer
+	ctxs, err := contextRows(db.sql, step)
 	if err != nil {
-		return nil, err
+		return checkpointRecord{}, fmt.Errorf("reading EST contexts of checkpoint %d: %w", step, err)
 	}
-	defer rows.Close()
-	var recs []checkpointRecord
-	for rows.Next() {
-		var r checkpointRecord
-		if err := rows.Scan(&r.step, &r.file, &r.sum, &r.size); err != nil {
-			return nil, err
+	want, _ := s.sum.(string)
+	file, _ := s.row[1].(string)
+	path := filepath.Join(db.dir, CheckpointDir, filepath.Base(file))
+	if got := checkpointChecksum(s.row, ctxs); got != want {
+		sha, _ := s.row[2].(string)
+		return checkpointRecord{}, &CheckpointError{Step: step, Path: path, WantSHA256: sha,
+			Err: &CorruptRowError{Dir: db.dir, Table: "checkpoints", Step: step, Want: want, Got: got}}
+	}
+	d := storedValues{values: s.row, names: []string{"step", "file", "sha256", "size", "time_ns"}}
+	r := checkpointRecord{step: step, file: d.str(1), sum: d.str(2), size: d.int(3)}
+	for _, c := range ctxs {
+		cd := storedValues{values: c[:], names: []string{"est", "blob"}}
+		est := cd.int(0)
+		blob := []byte(cd.str(1))
+		if cd.err != nil && d.err == nil {
+			d.err = cd.err
 		}
-		recs = append(recs, r)
+		r.contexts = append(r.contexts, ESTContext{EST: int(est), Blob: blob})
 	}
-	return recs, rows.Err()
+	if d.err != nil {
+		return checkpointRecord{}, &CheckpointError{Step: step, Path: path, WantSHA256: r.sum,
+			Err: fmt.Errorf("decoding its rows in %s: %w", DBFile, d.err)}
+	}
+	return r, nil
 }
 
 func (db *DB) loadCheckpoint(r checkpointRecord) (*Checkpoint, error) {
@@ -344,23 +372,6 @@ func readHashed(path string, size int64) ([]byte, string, error) {
 	}
 	h.Write(b)
 	return b, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func (db *DB) contexts(step int64) ([]ESTContext, error) {
-	rows, err := db.sql.Query(`SELECT est, blob FROM est_contexts WHERE step = ? ORDER BY est`, step)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ESTContext
-	for rows.Next() {
-		var c ESTContext
-		if err := rows.Scan(&c.EST, &c.Blob); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // cleanCheckpointDir removes what interrupted SaveCheckpoint calls left

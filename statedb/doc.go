@@ -28,14 +28,32 @@
 // because SQLite's locks and WAL shared memory do not work there
 // (https://www.sqlite.org/wal.html); Options.AllowNetworkFS overrides.
 //
-// # Schema (PRAGMA user_version = 1)
+// # Schema (PRAGMA user_version = 2)
 //
 //	job(singleton=1, job_id, name, spec, logical_workers, created_ns)
 //	ledger(step PK, digest, tensor_digests JSON, loss REAL NULL=NaN, wall_seconds,
-//	       workers, placement, samples_hash, redo, redo_count, time_ns)
+//	       workers, placement, samples_hash, redo, redo_count, time_ns, checksum)
 //	allocations(seq PK AUTOINCREMENT, step, workers, speeds JSON, placement, reason, time_ns)
-//	checkpoints(step PK, file, sha256 hex, size bytes, time_ns)
+//	checkpoints(step PK, file, sha256 hex, size bytes, time_ns, checksum)
 //	est_contexts(step -> checkpoints.step ON DELETE CASCADE, est, blob; PK (step, est))
+//
+// # Row checksums
+//
+// SQLite's integrity check only sees its own pages: a changed value in a
+// well-formed page (a flipped bit, an UPDATE by hand) passes it. So every
+// row a resume depends on carries a SHA-256 over a canonical encoding of
+// its stored values (checksum.go): ledger.checksum covers its row, and
+// checkpoints.checksum covers the checkpoint's row and all its est_contexts
+// rows (the manifest), whose sha256 in turn covers the safetensors file.
+// LatestCheckpoint skips a checkpoint whose rows do not match, exactly as
+// it skips a damaged file (a *CheckpointError wrapping a *CorruptRowError);
+// Ledger leaves out rows that do not match and names their steps in a
+// *CorruptLedgerError; CheckLedger lists them without decoding; AppendLedger
+// replaces such a row when the step is recomputed. Both match
+// ErrCorruptRow. Migration 2 computes the checksums of rows written before
+// it. The job row and the allocation history are not covered: a resume
+// compares the job's ID (a change is refused as another job) and does not
+// read the allocations.
 //
 // Times are Unix nanoseconds. Migrations are applied in order by Open, each
 // in its own transaction together with its user_version bump; a database

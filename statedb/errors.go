@@ -3,6 +3,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -35,6 +36,10 @@ var (
 	// ErrInvalid: an argument failed validation (the message names the
 	// field).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrCorruptRow: a row of state.db does not match the checksum stored
+	// beside it; it was changed outside statedb (see CorruptRowError,
+	// CorruptLedgerError).
+	ErrCorruptRow = errors.New("state database row does not match its checksum")
 	// ErrOrphanCheckpoints: a writer refused a directory that holds
 	// checkpoint files but no state.db (opening it would delete them).
 	ErrOrphanCheckpoints = errors.New("checkpoints without a state database")
@@ -120,8 +125,10 @@ func (e *NetworkFSError) Error() string {
 func (e *NetworkFSError) Unwrap() error { return ErrNetworkFS }
 
 // CheckpointError reports a checkpoint that LatestCheckpoint skipped: its
-// file is missing or unreadable, its SHA-256 differs from the recorded one
-// (Err is then ErrChecksumMismatch), or it does not parse. WantSHA256 is the
+// rows in state.db do not match their checksum (Err is then a
+// *CorruptRowError), its file is missing or unreadable, its SHA-256
+// differs from the recorded one (Err is then ErrChecksumMismatch), or it
+// does not parse. WantSHA256 is the
 // recorded hex checksum; GotSHA256 is the file's actual one, empty when the
 // file could not be read.
 type CheckpointError struct {
@@ -133,6 +140,9 @@ type CheckpointError struct {
 }
 
 func (e *CheckpointError) Error() string {
+	if errors.Is(e.Err, ErrCorruptRow) {
+		return fmt.Sprintf("checkpoint of step %d (%s) skipped: %v", e.Step, e.Path, e.Err)
+	}
 	got := e.GotSHA256
 	if got == "" {
 		got = "unreadable"
@@ -143,6 +153,73 @@ func (e *CheckpointError) Error() string {
 
 // Unwrap returns the underlying cause.
 func (e *CheckpointError) Unwrap() error { return e.Err }
+
+// CorruptRowError reports a row of state.db whose content does not match
+// the checksum stored beside it (a bit flipped on disk, an edit by hand):
+// Table is "ledger" or "checkpoints" (a checkpoint's row together with its
+// est_contexts rows), Step the row's step, Want the stored and Got the
+// recomputed hex SHA-256. It matches ErrCorruptRow.
+type CorruptRowError struct {
+	Dir       string
+	Table     string
+	Step      int64
+	Want, Got string
+}
+
+func (e *CorruptRowError) Error() string {
+	what := fmt.Sprintf("ledger row of step %d", e.Step)
+	if e.Table != "ledger" {
+		what = fmt.Sprintf("checkpoint of step %d (its checkpoints and est_contexts rows)", e.Step)
+	}
+	return fmt.Sprintf("%s in %s does not match its checksum (stored %s, computed %s): "+
+		"it was changed outside easyscale (disk corruption or an edit)", what, e.dbPath(), short(e.Want), short(e.Got))
+}
+
+func (e *CorruptRowError) dbPath() string {
+	if e.Dir == "" {
+		return DBFile
+	}
+	return filepath.Join(e.Dir, DBFile)
+}
+
+// Unwrap returns ErrCorruptRow.
+func (e *CorruptRowError) Unwrap() error { return ErrCorruptRow }
+
+// CorruptLedgerError lists the ledger rows that do not match their
+// checksums (Steps, increasing). Ledger returns it beside the intact rows.
+// It matches ErrCorruptRow.
+type CorruptLedgerError struct {
+	Dir   string
+	Steps []int64
+}
+
+func (e *CorruptLedgerError) Error() string {
+	steps := make([]string, len(e.Steps))
+	for i, s := range e.Steps {
+		steps[i] = fmt.Sprint(s)
+	}
+	what, verb := "row of step", "does not match its checksum"
+	if len(steps) > 1 {
+		what, verb = "rows of steps", "do not match their checksums"
+	}
+	return fmt.Sprintf("ledger %s %s in %s %s: changed outside easyscale (disk corruption or an edit), "+
+		"so the digests recorded there cannot be trusted; a resumed run rewrites the steps after its checkpoint "+
+		"when it recomputes them", what, strings.Join(steps, ", "), filepath.Join(e.Dir, DBFile), verb)
+}
+
+// Unwrap returns ErrCorruptRow.
+func (e *CorruptLedgerError) Unwrap() error { return ErrCorruptRow }
+
+// short shortens a hex checksum for messages ("" when none was stored).
+func short(sum string) string {
+	switch {
+	case sum == "":
+		return "none"
+	case len(sum) > 16:
+		return sum[:16] + "…"
+	}
+	return sum
+}
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

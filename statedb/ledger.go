@@ -119,8 +119,14 @@ func (db *DB) AppendLedger(e LedgerEntry) error {
 func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 	old, err := scanLedger(tx.QueryRow(ledgerSelect+` WHERE step = ?`, e.Step))
 	redos := e.Redos
+	var corrupt *CorruptRowError
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+	case errors.As(err, &corrupt):
+		// The stored row cannot be trusted, so there is no digest to
+		// compare with: the recomputed step replaces it, counted as
+		// one redo (the stored count is unknown).
+		redos++
 	case err != nil:
 		return err
 	case old.Digest != e.Digest:
@@ -130,10 +136,18 @@ func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 		redos += old.Redos + 1
 	}
 	e.Redo = e.Redo || redos > 0
-	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (step, digest, tensor_digests, loss, wall_seconds,
-		workers, placement, samples_hash, redo, redo_count, time_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		e.Step, e.Digest, tds, nullableFloat(e.Loss), e.WallSeconds, e.Workers, e.Placement,
-		e.SamplesHash, e.Redo, redos, e.Time.UnixNano())
+	var loss any
+	if !math.IsNaN(e.Loss) {
+		loss = e.Loss
+	}
+	var redo int64
+	if e.Redo {
+		redo = 1
+	}
+	vals := []any{e.Step, e.Digest, tds, loss, e.WallSeconds, int64(e.Workers), e.Placement,
+		e.SamplesHash, redo, int64(redos), e.Time.UnixNano()}
+	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (`+ledgerColumns+`, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		append(vals, ledgerChecksum(vals))...)
 	return err
 }
 
@@ -161,20 +175,46 @@ func DivergentTensors(a, b []TensorDigest) []string {
 	return diff
 }
 
-const ledgerSelect = `SELECT step, digest, tensor_digests, loss, wall_seconds, workers, placement,
-	samples_hash, redo, redo_count, time_ns FROM ledger`
+const ledgerSelect = `SELECT ` + ledgerColumns + `, checksum FROM ledger`
 
 type scanner interface{ Scan(dest ...any) error }
 
+// scanLedger reads one row of ledgerSelect and checks it against its
+// checksum before decoding it: a mismatch gives a *CorruptRowError (without
+// Dir), never a decode error.
 func scanLedger(row scanner) (LedgerEntry, error) {
-	var e LedgerEntry
-	var tds string
-	var loss sql.NullFloat64
-	var ns int64
-	err := row.Scan(&e.Step, &e.Digest, &tds, &loss, &e.WallSeconds, &e.Workers, &e.Placement,
-		&e.SamplesHash, &e.Redo, &e.Redos, &ns)
-	if err != nil {
+	vals := make([]any, 12)
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := row.Scan(ptrs...); err != nil {
 		return LedgerEntry{}, err
+	}
+	step, _ := vals[0].(int64) // INTEGER PRIMARY KEY: always an integer
+	stored, _ := vals[11].(string)
+	if got := ledgerChecksum(vals[:11]); got != stored {
+		return LedgerEntry{}, &CorruptRowError{Table: "ledger", Step: step, Want: stored, Got: got}
+	}
+	return decodeLedger(vals[:11])
+}
+
+// decodeLedger converts the stored values of a ledger row (checked against
+// their checksum) into an entry.
+func decodeLedger(v []any) (LedgerEntry, error) {
+	d := storedValues{values: v, names: strings.Fields(strings.ReplaceAll(ledgerColumns, ",", " "))}
+	e := LedgerEntry{
+		Step: d.int(0), Digest: d.str(1), WallSeconds: d.float(4), Workers: int(d.int(5)),
+		Placement: d.str(6), SamplesHash: d.str(7), Redo: d.int(8) != 0, Redos: int(d.int(9)),
+	}
+	tds := d.str(2)
+	ns := d.int(10)
+	e.Loss = math.NaN()
+	if v[3] != nil {
+		e.Loss = d.float(3)
+	}
+	if d.err != nil {
+		return LedgerEntry{}, fmt.Errorf("decoding ledger row of step %d: %w", e.Step, d.err)
 	}
 	if err := json.Unmarshal([]byte(tds), &e.TensorDigests); err != nil {
 		return LedgerEntry{}, fmt.Errorf("decoding tensor digests of step %d: %w", e.Step, err)
@@ -182,16 +222,59 @@ func scanLedger(row scanner) (LedgerEntry, error) {
 	if len(e.TensorDigests) == 0 {
 		e.TensorDigests = nil
 	}
-	e.Loss = math.NaN()
-	if loss.Valid {
-		e.Loss = loss.Float64
-	}
 	e.Time = time.Unix(0, ns).UTC()
 	return e, nil
 }
 
+// storedValues converts scanned column values, remembering the first
+// value of an unexpected storage class.
+type storedValues struct {
+	values []any
+	names  []string
+	err    error
+}
+
+func (d *storedValues) fail(i int, want string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("column %s holds %T, want %s", d.names[i], d.values[i], want)
+	}
+}
+
+func (d *storedValues) int(i int) int64 {
+	v, ok := d.values[i].(int64)
+	if !ok {
+		d.fail(i, "an integer")
+	}
+	return v
+}
+
+func (d *storedValues) float(i int) float64 {
+	switch v := d.values[i].(type) {
+	case float64:
+		return v
+	case int64:
+		return float64(v)
+	}
+	d.fail(i, "a real number")
+	return 0
+}
+
+func (d *storedValues) str(i int) string {
+	switch v := d.values[i].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	d.fail(i, "text")
+	return ""
+}
+
 // Ledger returns the entries with from <= Step <= to in step order (empty,
-// not an error, when there are none).
+// not an error, when there are none). Rows that do not match their
+// checksums are left out and named by a *CorruptLedgerError (matching
+// ErrCorruptRow) returned with the intact entries; any other error returns
+// no entries.
 func (db *DB) Ledger(from, to int64) ([]LedgerEntry, error) {
 	rows, err := db.sql.Query(ledgerSelect+` WHERE step BETWEEN ? AND ? ORDER BY step`, from, to)
 	if err != nil {
@@ -199,8 +282,14 @@ func (db *DB) Ledger(from, to int64) ([]LedgerEntry, error) {
 	}
 	defer rows.Close()
 	var out []LedgerEntry
+	var corrupt []int64
 	for rows.Next() {
 		e, err := scanLedger(rows)
+		var ce *CorruptRowError
+		if errors.As(err, &ce) {
+			corrupt = append(corrupt, ce.Step)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading ledger steps %d..%d: %w", from, to, err)
 		}
@@ -209,7 +298,36 @@ func (db *DB) Ledger(from, to int64) ([]LedgerEntry, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading ledger steps %d..%d: %w", from, to, err)
 	}
+	if len(corrupt) > 0 {
+		return out, &CorruptLedgerError{Dir: db.dir, Steps: corrupt}
+	}
 	return out, nil
+}
+
+// CheckLedger checks every ledger row against its checksum without
+// decoding it (memory stays bounded by one row) and returns the steps of
+// the rows that do not match, in increasing order. err is non-nil only when
+// the database cannot be read.
+func (db *DB) CheckLedger() (corrupt []int64, err error) {
+	rows, err := db.sql.Query(ledgerSelect + ` ORDER BY step`)
+	if err != nil {
+		return nil, fmt.Errorf("checking ledger rows: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := scanAny(rows, 12)
+		if err != nil {
+			return nil, fmt.Errorf("checking ledger rows: %w", err)
+		}
+		if stored, _ := vals[11].(string); ledgerChecksum(vals[:11]) != stored {
+			step, _ := vals[0].(int64)
+			corrupt = append(corrupt, step)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("checking ledger rows: %w", err)
+	}
+	return corrupt, nil
 }
 
 // LastStep returns the highest step in the ledger; ok is false when the
@@ -220,10 +338,6 @@ func (db *DB) LastStep() (step int64, ok bool, err error) {
 		return 0, false, fmt.Errorf("reading last ledger step: %w", err)
 	}
 	return s.Int64, s.Valid, nil
-}
-
-func nullableFloat(f float64) sql.NullFloat64 {
-	return sql.NullFloat64{Float64: f, Valid: !math.IsNaN(f)}
 }
 
 func orEmpty[T any](s []T) []T {

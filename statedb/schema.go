@@ -52,6 +52,16 @@ var migrations = []string{
 		blob BLOB    NOT NULL,
 		PRIMARY KEY (step, est)
 	);`,
+	// 2: row checksums (checksum.go). Rows written before get theirs from
+	// fillChecksums in the same transaction.
+	`ALTER TABLE ledger ADD COLUMN checksum TEXT NOT NULL DEFAULT '';
+	ALTER TABLE checkpoints ADD COLUMN checksum TEXT NOT NULL DEFAULT '';`,
+}
+
+// migrationFills[i] runs after migrations[i], in its transaction, to fill
+// what SQL alone cannot compute.
+var migrationFills = map[int]func(*sql.Tx) error{
+	1: fillChecksums,
 }
 
 // migrate applies the migrations the database has not seen yet, each in its
@@ -80,6 +90,11 @@ func applyMigration(s *sql.DB, i int) error {
 	defer tx.Rollback()
 	if _, err := tx.Exec(migrations[i]); err != nil {
 		return fmt.Errorf("applying migration %d: %w", i+1, err)
+	}
+	if fill := migrationFills[i]; fill != nil {
+		if err := fill(tx); err != nil {
+			return fmt.Errorf("applying migration %d: %w", i+1, err)
+		}
 	}
 	// PRAGMA does not take bound parameters; i+1 is our own integer.
 	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
