@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +21,9 @@ var slurmJobID = regexp.MustCompile(`^[0-9]+$`)
 // statusCmd prints the picture of one job from its state directory: the
 // job, its allocation history, the tail of the ledger, checkpoints and an
 // ETA. The job is named by --state DIR, or by its Slurm job id (its state
-// is then <WorkDir>/.easyscale/<id>/state, WorkDir from scontrol).
+// is then <WorkDir>/.easyscale/<id>/state, WorkDir from scontrol). It
+// exits 1 when the state cannot be read or a ledger row does not match its
+// checksum (each such step is named).
 func statusCmd(args []string, env Env) int {
 	fs := newFlagSet("status", "status [--state DIR | DIR | JOBID] [--tail N]", env)
 	state := fs.String("state", "", "state directory of the job")
@@ -97,15 +101,22 @@ func printStatus(state string, tail int, env Env) int {
 		return 0
 	}
 	rows, err := db.Ledger(max(0, last-int64(tail)+1), last)
-	if err != nil {
+	var corrupt *statedb.CorruptLedgerError
+	if err != nil && !errors.As(err, &corrupt) {
 		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(tw, "\nstep\tloss\tworkers\tstep_s\tredos\tdigest")
-	for _, e := range rows {
-		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, e.Digest[:min(len(e.Digest), 23)])
-	}
+	printLedger(tw, rows, corrupt)
 	tw.Flush()
+	code := 0
+	if bad, err := db.CheckLedger(); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
+		code = 1
+	} else if len(bad) > 0 {
+		fmt.Fprintf(env.Stdout, "\nWARNING: %v\n", &statedb.CorruptLedgerError{Dir: db.Dir(), Steps: bad})
+		code = 1
+	}
 	ck, skipped, err := db.LatestCheckpoint()
 	for _, s := range skipped {
 		fmt.Fprintf(env.Stdout, "\nWARNING: unusable checkpoint: %v", s)
@@ -131,5 +142,24 @@ func printStatus(state string, tail int, env Env) int {
 				p.Step, p.Stop, p.Workers, p.StepSeconds, eta, p.Updated.Format(time.RFC3339))
 		}
 	}
-	return 0
+	return code
+}
+
+// printLedger writes the ledger rows and, in step order among them, a
+// CORRUPT line for each step whose row does not match its checksum.
+func printLedger(w io.Writer, rows []statedb.LedgerEntry, corrupt *statedb.CorruptLedgerError) {
+	var bad []int64
+	if corrupt != nil {
+		bad = corrupt.Steps
+	}
+	for len(rows) > 0 || len(bad) > 0 {
+		if len(bad) > 0 && (len(rows) == 0 || bad[0] < rows[0].Step) {
+			fmt.Fprintf(w, "%d\tCORRUPT: the row does not match its checksum\t\t\t\t\n", bad[0])
+			bad = bad[1:]
+			continue
+		}
+		e := rows[0]
+		rows = rows[1:]
+		fmt.Fprintf(w, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, e.Digest[:min(len(e.Digest), 23)])
+	}
 }

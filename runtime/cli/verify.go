@@ -10,8 +10,9 @@ import (
 
 // verifyCmd compares two state directories' ledgers step by step: exit 0
 // when every common step has the same digest, 1 naming the first divergent
-// step and its differing tensors, 2 on bad usage or when there is nothing
-// to compare.
+// step and its differing tensors, 2 on bad usage, when there is nothing to
+// compare, or when a ledger cannot be trusted (its rows that do not match
+// their checksums are named by step).
 func verifyCmd(args []string, env Env) int {
 	fs := newFlagSet("verify", "verify DIR_A DIR_B", env)
 	if code, ok := parseFlags(fs, args); !ok {

@@ -50,6 +50,13 @@ func (j *job) openState() error {
 	if err != nil {
 		return fmt.Errorf("reading checkpoints in %s: %w", j.opts.StateDir, err)
 	}
+	var from int64
+	if ck != nil {
+		from = ck.Step
+	}
+	if err := j.warnCorruptLedger(from); err != nil {
+		return err
+	}
 	if ck == nil {
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
 		return nil
@@ -62,6 +69,26 @@ func (j *job) openState() error {
 		j.lastLoss = rows[0].Loss // the loss a run that resumes at its end reports
 	}
 	j.log.Info("resumed", "step", ck.Step, "checkpoint", ck.Path)
+	return nil
+}
+
+// warnCorruptLedger warns about each ledger row that does not match its
+// checksum, naming its step: a row after from (the step the run resumes
+// at) is rewritten when the step is recomputed, an earlier one stays and
+// `easyscale verify` and `status` report it.
+func (j *job) warnCorruptLedger(from int64) error {
+	bad, err := j.db.CheckLedger()
+	if err != nil {
+		return fmt.Errorf("checking the ledger in %s: %w", j.opts.StateDir, err)
+	}
+	for _, step := range bad {
+		fix := "it is before the checkpoint the run resumes from and stays unverifiable; easyscale verify and status report it"
+		if step > from {
+			fix = "the resumed run recomputes the step and rewrites the row, but cannot compare it with the original"
+		}
+		j.log.Warn("ledger row does not match its checksum: changed outside easyscale", "step", step,
+			"state", j.opts.StateDir, "consequence", fix)
+	}
 	return nil
 }
 
