@@ -23,6 +23,8 @@ PKGS=(
 	gcc libc6-dev
 	# tests/e2e: two nodes as network namespaces (ip netns, veth)
 	iproute2
+	# tests/e2e: the sqlite3 shell changes state.db rows behind easyscale's back
+	sqlite3
 	# tests/crossarch: arm64 emulation and the arm64 C toolchain for the cgo binary
 	qemu-user-static gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	# make (the README's commands)
