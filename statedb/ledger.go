@@ -91,8 +91,9 @@ func checkDigest(d string) error {
 // only if the digests agree; its redo counter is then incremented and Redo
 // set. When they differ the ledger keeps the old row and AppendLedger returns
 // a *DivergenceError (matching ErrDivergence) naming the differing tensors;
-// what to do about it is the caller's decision. Invalid entries wrap
-// ErrInvalid.
+// what to do about it is the caller's decision. A stored row that does not
+// match its checksum (ErrCorruptRow) holds no digest to compare with: it is
+// replaced, counted as one redo. Invalid entries wrap ErrInvalid.
 func (db *DB) AppendLedger(e LedgerEntry) error {
 	if err := db.writable("appending to ledger"); err != nil {
 		return err
