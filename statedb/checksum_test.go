@@ -93,7 +93,7 @@ func TestChangedCheckpointRowsFallBackToThePreviousCheckpoint(t *testing.T) {
 			if ce.Step != 20 || re.Step != 20 || re.Table != "checkpoints" {
 				t.Fatalf("skipped %+v / %+v, want step 20", ce, re)
 			}
-			if msg := skipped[0].Error(); !strings.Contains(msg, "step 20") || !strings.Contains(msg, "does not match its checksum") {
+			if msg := skipped[0].Error(); !strings.Contains(msg, "step 20") || !strings.Contains(msg, "do not match their checksum") {
 				t.Fatalf("message %q does not say which checkpoint and why", msg)
 			}
 		})

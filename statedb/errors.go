@@ -140,8 +140,10 @@ type CheckpointError struct {
 }
 
 func (e *CheckpointError) Error() string {
-	if errors.Is(e.Err, ErrCorruptRow) {
-		return fmt.Sprintf("checkpoint of step %d (%s) skipped: %v", e.Step, e.Path, e.Err)
+	var ce *CorruptRowError
+	if errors.As(e.Err, &ce) {
+		return fmt.Sprintf("checkpoint of step %d (%s) skipped: its checkpoints and est_contexts rows in %s do not match their checksum%s",
+			e.Step, e.Path, ce.dbPath(), ce.detail())
 	}
 	got := e.GotSHA256
 	if got == "" {
@@ -167,12 +169,16 @@ type CorruptRowError struct {
 }
 
 func (e *CorruptRowError) Error() string {
-	what := fmt.Sprintf("ledger row of step %d", e.Step)
+	what := fmt.Sprintf("ledger row of step %d in %s does not match its checksum", e.Step, e.dbPath())
 	if e.Table != "ledger" {
-		what = fmt.Sprintf("checkpoint of step %d (its checkpoints and est_contexts rows)", e.Step)
+		what = fmt.Sprintf("the checkpoints and est_contexts rows of checkpoint %d in %s do not match their checksum", e.Step, e.dbPath())
 	}
-	return fmt.Sprintf("%s in %s does not match its checksum (stored %s, computed %s): "+
-		"it was changed outside easyscale (disk corruption or an edit)", what, e.dbPath(), short(e.Want), short(e.Got))
+	return what + e.detail()
+}
+
+// detail is the part of the message after what was changed.
+func (e *CorruptRowError) detail() string {
+	return fmt.Sprintf(" (stored %s, computed %s): changed outside easyscale (disk corruption or an edit)", short(e.Want), short(e.Got))
 }
 
 func (e *CorruptRowError) dbPath() string {

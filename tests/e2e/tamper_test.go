@@ -33,9 +33,12 @@ func sqlite(t *testing.T, state, sql string) string {
 // a stored EST cursor ("pos":N -> N+1, one bit of the ASCII digit) in the
 // newest checkpoint: SQLite's integrity check still passes, the rerun skips
 // that checkpoint with a warning, resumes from the previous one and reaches
-// the uninterrupted digest.
+// the uninterrupted digest. The ledger row of step 8, changed too, is
+// recomputed and rewritten, so afterwards status and verify find the state
+// whole again.
 func TestChangedESTCursorFallsBackToThePreviousCheckpoint(t *testing.T) {
-	ref := mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval")
+	refState := t.TempDir()
+	ref := mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval", "--state", refState)
 	state := t.TempDir()
 	mustRun(t, "run", "--config", config(), "--steps", "8", "--no-eval", "--state", state)
 	var cur struct{ Pos int }
@@ -48,6 +51,7 @@ func TestChangedESTCursorFallsBackToThePreviousCheckpoint(t *testing.T) {
 	if got := sqlite(t, state, `SELECT CAST(blob AS TEXT) FROM est_contexts WHERE step = 8 AND est = 3`); !contains(got, to) {
 		t.Fatalf("the UPDATE left the cursor at %q", got)
 	}
+	sqlite(t, state, `UPDATE ledger SET loss = loss * 2 WHERE step = 8`)
 	if ok := sqlite(t, state, `PRAGMA integrity_check`); ok != "ok" {
 		t.Fatalf("integrity_check = %q: the change should be invisible to SQLite", ok)
 	}
@@ -55,11 +59,20 @@ func TestChangedESTCursorFallsBackToThePreviousCheckpoint(t *testing.T) {
 	if got := r.summary["resumed_from"].(float64); got != 7 {
 		t.Fatalf("resumed from step %v, want 7 (the checkpoint before the changed one)\nstderr:\n%s", got, r.stderr)
 	}
-	if !contains(r.stderr, "checkpoint of step 8") || !contains(r.stderr, "does not match its checksum") {
+	if !contains(r.stderr, "checkpoint of step 8") || !contains(r.stderr, "do not match their checksum") {
 		t.Fatalf("the changed checkpoint was not reported; stderr:\n%s", r.stderr)
 	}
 	if digest(r) != digest(ref) {
 		t.Fatalf("digest %s after falling back, uninterrupted %s", digest(r), digest(ref))
+	}
+	if !contains(r.stderr, "step=8") || !contains(r.stderr, "rewrites the row") {
+		t.Fatalf("the changed ledger row of step 8 was not reported as rewritten; stderr:\n%s", r.stderr)
+	}
+	if s := easy(t, "status", "--state", state); s.code != 0 || contains(s.stdout, "CORRUPT") {
+		t.Fatalf("status after the rewrite: exit %d\n%s%s", s.code, s.stdout, s.stderr)
+	}
+	if v := easy(t, "verify", refState, state); v.code != 0 {
+		t.Fatalf("verify after the rewrite: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }
 
