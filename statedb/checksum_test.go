@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cursor is an EST context blob as the trainer writes it.
@@ -232,4 +233,40 @@ func TestMigrationToChecksumsCoversExistingRows(t *testing.T) {
 	if bad, _ := db.CheckLedger(); !slices.Equal(bad, []int64{1}) {
 		t.Fatalf("a change after migration: CheckLedger = %v, want [1]", bad)
 	}
+}
+
+// FuzzLedgerChecksumRoundTrip: whatever valid entry AppendLedger stores
+// reads back matching its checksum (the checksum is computed over what
+// SQLite gives back, so storage conversions such as -0, NaN, integral
+// reals, NUL bytes or invalid UTF-8 in text must not break it), and
+// changing any one stored column is detected.
+func FuzzLedgerChecksumRoundTrip(f *testing.F) {
+	f.Add(int64(3), []byte{0xab}, 0.5, 0.25, 2, "0-3|4-7", "s", int64(1700000000))
+	f.Add(int64(0), []byte{0}, math.Copysign(0, -1), 0.0, 0, "", "\x00\xff", int64(-1))
+	f.Add(int64(1<<40), []byte{1, 2}, math.NaN(), 1e300, 1<<30, "é", "", int64(math.MaxInt64))
+	db := openTest(f, Options{})
+	f.Fuzz(func(t *testing.T, step int64, d []byte, loss, wall float64, workers int, placement, samples string, ns int64) {
+		e := LedgerEntry{Step: step, Digest: fmt.Sprintf("%s%x", DigestPrefix, d), Loss: loss, WallSeconds: wall,
+			Workers: workers, Placement: placement, SamplesHash: samples, Time: time.Unix(0, ns)}
+		if e.validate() != nil || e.Time.IsZero() {
+			return
+		}
+		if _, err := db.sql.Exec(`DELETE FROM ledger`); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AppendLedger(e); err != nil {
+			t.Fatalf("AppendLedger(%+v): %v", e, err)
+		}
+		got, err := db.Ledger(step, step)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Ledger after storing %+v: %v, %v", e, got, err)
+		}
+		if got[0].Digest != e.Digest || got[0].Placement != placement || got[0].SamplesHash != samples {
+			t.Fatalf("read back %+v, stored %+v", got[0], e)
+		}
+		tamperSQL(t, db, `UPDATE ledger SET placement = placement || 'x'`)
+		if bad, err := db.CheckLedger(); err != nil || !slices.Equal(bad, []int64{step}) {
+			t.Fatalf("after changing placement: CheckLedger = %v, %v", bad, err)
+		}
+	})
 }
