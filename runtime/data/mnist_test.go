@@ -175,7 +175,7 @@ func TestLocateMNISTOrder(t *testing.T) {
 		explicit  string
 		env       string
 		cwd       string
-		noGo      bool
+		empty     bool
 		want      string
 		wantInErr []string
 	}{
@@ -184,20 +184,23 @@ func TestLocateMNISTOrder(t *testing.T) {
 		{name: "the environment variable is used without an explicit directory", env: full, cwd: cwdWithData, want: full},
 		{name: "an environment directory lacking a file is an error naming the variable", env: partial, cwd: cwdWithData, wantInErr: []string{MNISTDirEnv, TestImagesFile}},
 		{name: "data/mnist under the working directory comes next", cwd: cwdWithData, want: filepath.Join("data", "mnist")},
-		{name: "nothing anywhere is an error listing the fixes", cwd: emptyCwd, noGo: true, wantInErr: []string{"data.dir", MNISTDirEnv, "make data", emptyCache}},
+		{name: "nothing anywhere is one line naming the command to run", cwd: emptyCwd, empty: true,
+			wantInErr: []string{"data.dir", MNISTDirEnv, "run `make data`", "go mod download " + GoMNISTModule, emptyCache}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(MNISTDirEnv, tc.env)
 			t.Chdir(tc.cwd)
-			if tc.noGo {
-				t.Setenv("PATH", "")
+			if tc.empty {
 				t.Setenv("GOMODCACHE", emptyCache)
 			}
 			got, err := LocateMNIST(tc.explicit)
 			if tc.wantInErr != nil {
 				if err == nil {
 					t.Fatalf("LocateMNIST = %q, want an error", got)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %q spans several lines", err)
 				}
 				for _, w := range tc.wantInErr {
 					if !strings.Contains(err.Error(), w) {
@@ -213,23 +216,80 @@ func TestLocateMNISTOrder(t *testing.T) {
 	}
 }
 
-func TestLocateMNISTFindsTheModuleCacheWithoutTheGoCommand(t *testing.T) {
-	mod, err := goCommand("list", "-m", "-f", "{{.Dir}}", GoMNISTModule)
-	if err != nil || mod == "" {
-		t.Skipf("GoMNIST module not in the cache: %v", err)
+func TestLocateMNISTFindsTheModuleCacheFromTheEnvironment(t *testing.T) {
+	// fakeModule writes the four files where a module cache rooted at
+	// cache holds GoMNIST and returns the data directory.
+	fakeModule := func(t *testing.T, cache string) string {
+		d := filepath.Join(cache, filepath.FromSlash(goMNISTCachePath), "data")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeMNIST(t, d, 1, 1, "", 0)
+		return d
 	}
-	// mod = <cache>/github.com/petar/!go!m!n!i!s!t@<version>
-	cache := strings.TrimSuffix(mod, string(filepath.Separator)+filepath.FromSlash(goMNISTCachePath))
-	if cache == mod {
-		t.Fatalf("module directory %s does not end in %s", mod, goMNISTCachePath)
+	cases := []struct {
+		name                     string
+		gomodcache, gopath, home string // "cache" is replaced by the fake cache's root
+		cacheUnder               string // where the fake cache lives, relative to the temp root
+	}{
+		{name: "GOMODCACHE names the cache", gomodcache: "cache", cacheUnder: "mc"},
+		{name: "without GOMODCACHE the first GOPATH entry's pkg/mod", gopath: "cache", cacheUnder: "gp/pkg/mod"},
+		{name: "without either ~/go/pkg/mod", home: "cache", cacheUnder: "home/go/pkg/mod"},
 	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			want := fakeModule(t, filepath.Join(root, filepath.FromSlash(tc.cacheUnder)))
+			pick := func(v, dir string) string {
+				if v == "" {
+					return ""
+				}
+				return filepath.Join(root, dir)
+			}
+			t.Setenv("GOMODCACHE", pick(tc.gomodcache, "mc"))
+			gopath := pick(tc.gopath, "gp")
+			if gopath != "" {
+				gopath += string(filepath.ListSeparator) + filepath.Join(root, "second")
+			}
+			t.Setenv("GOPATH", gopath)
+			t.Setenv("HOME", pick(tc.home, "home"))
+			t.Setenv(MNISTDirEnv, "")
+			t.Chdir(t.TempDir())
+			got, err := LocateMNIST("")
+			if err != nil || got != want {
+				t.Fatalf("LocateMNIST = %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}
+
+// fakeGo puts a `go` command first on PATH that records each call in a
+// file, and returns that file's path.
+func fakeGo(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\necho \"$@\" >> " + calls + "\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	return calls
+}
+
+// TestLocatingDataNeverRunsTheGoCommand: compute nodes have no Go
+// toolchain, so finding MNIST or the Opticks text must not run `go`.
+func TestLocatingDataNeverRunsTheGoCommand(t *testing.T) {
+	calls := fakeGo(t)
 	t.Setenv(MNISTDirEnv, "")
+	t.Setenv("GOMODCACHE", t.TempDir())
 	t.Chdir(t.TempDir())
-	t.Setenv("PATH", "")
-	t.Setenv("GOMODCACHE", cache)
-	got, err := LocateMNIST("")
-	if err != nil || got != filepath.Join(mod, "data") {
-		t.Fatalf("LocateMNIST = %q, %v; want %q", got, err, filepath.Join(mod, "data"))
+	if _, err := LocateMNIST(""); err == nil {
+		t.Fatal("LocateMNIST found data in an empty module cache")
+	}
+	LocateOpticks()
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("locating data ran the go command: %q", b)
 	}
 }
 

@@ -136,24 +136,27 @@ func Window(ids []int32, t, i int) (inputs, targets []int32) {
 // Project Gutenberg) inside a Go installation.
 const OpticksRelPath = "src/testdata/Isaac.Newton-Opticks.txt"
 
-// LocateOpticks returns the path of the Opticks text shipped with Go, under
-// the first GOROOT of: $GOROOT, `go env GOROOT` (go on PATH), and the GOROOT
-// this binary was built with. The error lists the paths tried.
+// OpticksLocalPath is where `make data` copies the Opticks text, relative
+// to the working directory.
+const OpticksLocalPath = "data/charlm/Isaac.Newton-Opticks.txt"
+
+// LocateOpticks returns the path of the Opticks text, the first that exists
+// of: ./data/charlm/Isaac.Newton-Opticks.txt (what `make data` writes),
+// $GOROOT/src/testdata/..., and the same under the GOROOT this binary was
+// built with. It only looks at the file system: it never runs the go
+// command, which compute nodes do not have. The error lists the paths
+// tried and how to provide the file.
 func LocateOpticks() (string, error) {
-	var roots []string
+	candidates := []string{filepath.FromSlash(OpticksLocalPath)}
 	if r := os.Getenv("GOROOT"); r != "" {
-		roots = append(roots, r)
-	}
-	if r, err := goCommand("env", "GOROOT"); err == nil && r != "" {
-		roots = append(roots, r)
+		candidates = append(candidates, filepath.Join(r, filepath.FromSlash(OpticksRelPath)))
 	}
 	//lint:ignore SA1019 the build-time GOROOT is only a last resort.
 	if r := runtime.GOROOT(); r != "" {
-		roots = append(roots, r)
+		candidates = append(candidates, filepath.Join(r, filepath.FromSlash(OpticksRelPath)))
 	}
 	var tried []string
-	for _, r := range roots {
-		p := filepath.Join(r, filepath.FromSlash(OpticksRelPath))
+	for _, p := range candidates {
 		if slices.Contains(tried, p) {
 			continue
 		}
@@ -162,6 +165,6 @@ func LocateOpticks() (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("locating the Opticks text: not found (tried %s): set data.path in the job file to a text file, or install Go so that $(go env GOROOT)/%s exists",
-		strings.Join(tried, ", "), OpticksRelPath)
+	return "", fmt.Errorf("the Opticks text was not found (tried %s): run `make data` in the easyscale source tree (it copies $(go env GOROOT)/%s to %s), or set data.dir in the job file to a directory holding Isaac.Newton-Opticks.txt",
+		strings.Join(tried, ", "), OpticksRelPath, OpticksLocalPath)
 }

@@ -137,3 +137,20 @@ func TestLocateOpticksPrefersTheGOROOTVariable(t *testing.T) {
 		t.Fatalf("LocateOpticks = %q, %v; want %q", got, err, p)
 	}
 }
+
+func TestLocateOpticksPrefersTheCopyMadeByMakeData(t *testing.T) {
+	cwd := t.TempDir()
+	local := filepath.Join(cwd, filepath.FromSlash(OpticksLocalPath))
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local, []byte("Opticks"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	t.Setenv("GOROOT", t.TempDir())
+	got, err := LocateOpticks()
+	if err != nil || got != filepath.FromSlash(OpticksLocalPath) {
+		t.Fatalf("LocateOpticks = %q, %v; want %q", got, err, OpticksLocalPath)
+	}
+}
