@@ -195,8 +195,10 @@ func TestMigrationToChecksumsCoversExistingRows(t *testing.T) {
 	if err := db.SaveCheckpoint(3, stepTensors(3, 64), []ESTContext{{EST: 0, Blob: cursor(0, 24)}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Turn it into what a version-1 binary left: no checksum columns.
+	// Turn it into what a version-1 binary left: no checksum columns (and
+	// no data_files, which migration 3 adds).
 	for _, q := range []string{
+		`ALTER TABLE job DROP COLUMN data_files`,
 		`ALTER TABLE ledger DROP COLUMN checksum`,
 		`ALTER TABLE checkpoints DROP COLUMN checksum`,
 		`PRAGMA user_version = 1`,

@@ -28,9 +28,10 @@
 // because SQLite's locks and WAL shared memory do not work there
 // (https://www.sqlite.org/wal.html); Options.AllowNetworkFS overrides.
 //
-// # Schema (PRAGMA user_version = 2)
+// # Schema (PRAGMA user_version = 3)
 //
-//	job(singleton=1, job_id, name, spec, logical_workers, created_ns)
+//	job(singleton=1, job_id, name, spec, logical_workers, created_ns,
+//	    data_files JSON [{name, size, sha256}] in load order, '' before version 3)
 //	ledger(step PK, digest, tensor_digests JSON, loss REAL NULL=NaN, wall_seconds,
 //	       workers, placement, samples_hash, redo, redo_count, time_ns, checksum)
 //	allocations(seq PK AUTOINCREMENT, step, workers, speeds JSON, placement, reason, time_ns)

@@ -14,6 +14,9 @@ var (
 	// ErrJobMismatch: the state directory belongs to a different job
 	// (see JobMismatchError).
 	ErrJobMismatch = errors.New("state directory belongs to another job")
+	// ErrDataMismatch: the state directory's job was trained on other data
+	// (see DataMismatchError).
+	ErrDataMismatch = errors.New("training data differs from the state directory's")
 	// ErrNoJob: no job has been stored yet (InitJob was never called).
 	ErrNoJob = errors.New("no job stored in state directory")
 	// ErrDivergence: a re-executed step produced a different digest than
@@ -62,6 +65,31 @@ func (e *JobMismatchError) Error() string {
 
 // Unwrap returns ErrJobMismatch.
 func (e *JobMismatchError) Unwrap() error { return ErrJobMismatch }
+
+// DataMismatchError reports that InitJob was given the stored job with
+// other training data: File is the name of the first file (in load order)
+// whose size or SHA-256 differs, or that one side lacks (its DataFile is
+// then zero). It matches ErrDataMismatch.
+type DataMismatchError struct {
+	Dir           string // state directory
+	File          string
+	Stored, Given DataFile
+}
+
+func (e *DataMismatchError) Error() string {
+	side := func(f DataFile) string {
+		if f.Name == "" {
+			return "no such file"
+		}
+		return fmt.Sprintf("%d bytes, sha256 %s", f.Size, f.SHA256)
+	}
+	return fmt.Sprintf("state directory %s was trained on other data: file %s is now %s, but was %s when the job started: "+
+		"restore the original file to resume, or use a new --state directory to train on this data",
+		e.Dir, e.File, side(e.Given), side(e.Stored))
+}
+
+// Unwrap returns ErrDataMismatch.
+func (e *DataMismatchError) Unwrap() error { return ErrDataMismatch }
 
 // DivergenceError reports that a step re-executed after a resume produced a
 // digest different from the one recorded in the ledger. Tensors lists the

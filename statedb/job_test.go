@@ -70,3 +70,84 @@ func TestInitJob(t *testing.T) {
 		}
 	})
 }
+
+func TestInitJobComparesTheTrainingData(t *testing.T) {
+	images := DataFile{Name: "train-images-idx3-ubyte.gz", Size: 9912422, SHA256: strings.Repeat("a", 64)}
+	labels := DataFile{Name: "train-labels-idx1-ubyte.gz", Size: 28881, SHA256: strings.Repeat("b", 64)}
+	oneByte := images
+	oneByte.SHA256 = strings.Repeat("c", 64)
+	job := func(files ...DataFile) Job {
+		return Job{ID: "aaaa", Name: "mnist", Spec: "{}", LogicalWorkers: 8, Data: files}
+	}
+	cases := []struct {
+		name     string
+		given    []DataFile
+		wantFile string // "" = accepted
+	}{
+		{"the same files are the same job", []DataFile{images, labels}, ""},
+		{"a changed file is refused naming it", []DataFile{oneByte, labels}, images.Name},
+		{"a missing file is refused naming it", []DataFile{images}, labels.Name},
+		{"an extra file is refused naming it", []DataFile{images, labels, {Name: "extra", Size: 1, SHA256: "d"}}, "extra"},
+		{"no data at all is refused naming the first file", nil, images.Name},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.InitJob(job(images, labels)); err != nil {
+				t.Fatal(err)
+			}
+			existing, err := db.InitJob(job(tc.given...))
+			if tc.wantFile == "" {
+				if err != nil || !existing {
+					t.Fatalf("InitJob = %v, %v; want true, nil", existing, err)
+				}
+				return
+			}
+			var me *DataMismatchError
+			if !errors.As(err, &me) || !errors.Is(err, ErrDataMismatch) || me.File != tc.wantFile {
+				t.Fatalf("InitJob = %v; want a DataMismatchError naming %s", err, tc.wantFile)
+			}
+			for _, want := range []string{tc.wantFile, dir, "--state"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q lacks %q", err, want)
+				}
+			}
+			if got, _ := db.Job(); firstDataDifference(got.Data, []DataFile{images, labels}) >= 0 {
+				t.Fatalf("stored data changed to %+v", got.Data)
+			}
+		})
+	}
+}
+
+func TestAJobStoredBeforeDataWasRecordedAdoptsTheData(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InitJob(Job{ID: "aaaa", Name: "mnist", LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// What a version-1 database holds after migration 2: no data.
+	if _, err := db.sql.Exec(`UPDATE job SET data_files = ''`); err != nil {
+		t.Fatal(err)
+	}
+	files := []DataFile{{Name: "t.txt", Size: 3, SHA256: strings.Repeat("e", 64)}}
+	if existing, err := db.InitJob(Job{ID: "aaaa", Name: "mnist", LogicalWorkers: 2, Data: files}); err != nil || !existing {
+		t.Fatalf("InitJob = %v, %v; want true, nil", existing, err)
+	}
+	db.Close()
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got, err := ro.Job(); err != nil || len(got.Data) != 1 || got.Data[0] != files[0] {
+		t.Fatalf("Job() = %+v, %v; want the adopted data %+v", got, err, files)
+	}
+}

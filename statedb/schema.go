@@ -56,6 +56,9 @@ var migrations = []string{
 	// fillChecksums in the same transaction.
 	`ALTER TABLE ledger ADD COLUMN checksum TEXT NOT NULL DEFAULT '';
 	ALTER TABLE checkpoints ADD COLUMN checksum TEXT NOT NULL DEFAULT '';`,
+	// 3: the job's training data (JSON list of {name, size, sha256}, in
+	// load order; '' for a job stored before this migration).
+	`ALTER TABLE job ADD COLUMN data_files TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrationFills[i] runs after migrations[i], in its transaction, to fill

@@ -14,13 +14,14 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
 // newCoordinator builds the process executor of `run --procs`. A missing
 // --state gets a fresh temporary directory (the token lives there).
-func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt string, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
+func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, listen, killAt, termAt string, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
 	if hb < 100*time.Millisecond || hb > time.Hour {
 		return nil, fmt.Errorf("--heartbeat-timeout %v: use a duration between 100ms and 1h, e.g. 5s", hb)
 	}
@@ -54,7 +55,7 @@ func newCoordinator(spec *jobspec.Spec, state *string, listen, killAt, termAt st
 			launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
 		}
 	}
-	return cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: spec, StateDir: *state, Listen: listen,
+	return cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: spec, Data: files, StateDir: *state, Listen: listen,
 		HeartbeatTimeout: hb, Launcher: launcher, KillAt: kills, TermAt: terms, Logger: log})
 }
 

@@ -139,7 +139,7 @@ func runCmd(args []string, env Env) (code int) {
 		// --procs launches the schedule's workers here; --listen alone
 		// hosts the coordinator and one local worker, and waits for the
 		// others to join with `easyscale worker`.
-		coord, err := newCoordinator(spec, state, *listen, *killAt, *termAt, *hbTimeout, *threads, *procs, log)
+		coord, err := newCoordinator(spec, wl.Data(), state, *listen, *killAt, *termAt, *hbTimeout, *threads, *procs, log)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 2
@@ -159,7 +159,7 @@ func runCmd(args []string, env Env) (code int) {
 	if !*quiet && !lf.json { // with --log-json, stderr carries JSON lines only
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
 	}
-	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "logical_workers", spec.LogicalWorkers,
+	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "data", wl.Data().Digest()[:19], "logical_workers", spec.LogicalWorkers,
 		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
 	sum, err := trainer.Run(ctx, opts)
 	if finish != nil {

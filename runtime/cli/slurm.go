@@ -90,7 +90,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if listen == "" {
 		listen = net.JoinHostPort(s.nodeAddr(ctx), "0")
 	}
-	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, StateDir: opts.StateDir, TokenDir: t.Rendezvous,
+	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, Data: opts.Workload.Data(), StateDir: opts.StateDir, TokenDir: t.Rendezvous,
 		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, Logger: s.log})
 	if err != nil {
 		return nil, err

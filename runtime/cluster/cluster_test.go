@@ -74,7 +74,7 @@ func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 	}
 	var logs strings.Builder
 	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}})
-	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
+	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 // TestJoinerOfAnotherVersionIsRefused authenticates correctly but speaks
 // another protocol version: the coordinator closes the connection.
 func TestJoinerOfAnotherVersionIsRefused(t *testing.T) {
-	spec, _ := setup(t)
-	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, StateDir: t.TempDir()})
+	spec, wl := setup(t)
+	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
@@ -38,6 +39,10 @@ type Fault struct {
 // CoordinatorOptions configure a Coordinator.
 type CoordinatorOptions struct {
 	Spec *jobspec.Spec
+	// Data is the digest of the job's training data (the workload's
+	// Data()); a joiner whose data differ is refused, naming the file.
+	// It must not be empty.
+	Data data.Manifest
 	// StateDir holds the token and job-id files (the job's state
 	// directory) unless TokenDir is set; it must exist.
 	StateDir string
@@ -142,6 +147,9 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if len(o.Data) == 0 {
+		return nil, errors.New("starting the coordinator: CoordinatorOptions.Data is empty: pass the workload's Data(), so joiners with other training data are refused")
+	}
 	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
 	if o.TokenDir == "" {
 		o.TokenDir = o.StateDir
@@ -240,6 +248,17 @@ func (c *Coordinator) accept() {
 			}
 			if m.join.Version != ProtocolVersion || m.join.JobID != c.jobID {
 				c.log.Warn("refused a joiner", "remote", m.addr, "version", m.join.Version, "job", m.join.JobID)
+				nc.Close()
+				return
+			}
+			if err := c.o.Data.Compare(m.join.Data); err != nil {
+				var file string
+				if dm := (*data.DataMismatchError)(nil); errors.As(err, &dm) {
+					file = dm.File
+				}
+				c.log.Warn("refused a joiner: its training data differ", "remote", m.addr, "node", m.join.Host, "pid", m.join.PID,
+					"file", file, "error", err)
+				_ = m.p.send(typeRefused, refusedMsg{Reason: err.Error(), File: file}, 0, nil)
 				nc.Close()
 				return
 			}

@@ -31,5 +31,8 @@
 // receives SIGTERM (Slurm's preemption and time-limit signal) asks to leave
 // and is released at the next step boundary, with no rollback. Joiners are
 // admitted at step boundaries: they receive the parameters and optimizer
-// state, verified by sha256.
+// state, verified by sha256. A joiner reports the size and SHA-256 of every
+// training data file it loaded (data.Manifest); one whose data differ from
+// the coordinator's is refused (typeRefused, naming the first file that
+// differs) and does not retry, and the job goes on without it.
 package cluster

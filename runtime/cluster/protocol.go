@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/wire"
 )
 
 // ProtocolVersion is the coordinator protocol's version; a worker of
-// another version is refused at join.
-const ProtocolVersion = 1
+// another version is refused at join. Version 2: the join reports the
+// worker's training data, and a refusal is sent as typeRefused.
+const ProtocolVersion = 2
 
 // Coordinator protocol message types (wire registry range 32 and up).
 const (
@@ -22,12 +24,13 @@ const (
 	typeBye       wire.Type = 41 // coordinator → worker, JSON byeMsg: exit 0
 	typeHeartbeat wire.Type = 42 // either way, empty JSON object, every second
 	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
+	typeRefused   wire.Type = 44 // coordinator → joiner, JSON refusedMsg: not admitted, do not retry
 )
 
 func init() {
 	for t, n := range map[wire.Type]string{typeJoin: "join", typeWelcome: "welcome", typeState: "state", typeStep: "step",
 		typeBuffers: "buffers", typeStepDone: "step-done", typeCommit: "commit", typeAbort: "abort", typeLeave: "leave",
-		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error"} {
+		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused"} {
 		wire.RegisterName(t, n)
 	}
 }
@@ -39,6 +42,17 @@ type joinMsg struct {
 	Host     string `json:"host"`
 	PID      int    `json:"pid"`
 	RingAddr string `json:"ring_addr"`
+	// Data is the digest of every file the worker's workload read, in
+	// load order; the coordinator refuses a worker whose data differ
+	// from its own.
+	Data data.Manifest `json:"data"`
+}
+
+// refusedMsg tells a joiner why it is not admitted (e.g. its training data
+// differ: File names the first file that does); retrying cannot help.
+type refusedMsg struct {
+	Reason string `json:"reason"`
+	File   string `json:"file,omitempty"`
 }
 
 // welcomeMsg tells an authenticated worker which job to prepare for (the

@@ -76,6 +76,19 @@ func (o *WorkerOptions) defaults() {
 // (SIGTERM, or the coordinator released it): the process should exit 0.
 var ErrLeft = errors.New("worker released")
 
+// RefusedError is returned by RunWorker when the coordinator refused to
+// admit this worker, e.g. because its training data differ (File names
+// the first file that does). Retrying cannot help, so RunWorker does not.
+type RefusedError struct {
+	Coordinator string // HOST:PORT
+	Reason      string
+	File        string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the coordinator %s refused this worker: %s", e.Coordinator, e.Reason)
+}
+
 // RunWorker joins the coordinator and executes steps until released
 // (returns ErrLeft), ctx ends, or the coordinator stays unreachable for
 // JoinTimeout. A lost coordinator (killed and restarted) is rejoined.
@@ -103,6 +116,10 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			return fmt.Errorf("joining %s: %w", o.Join, err) // wrong token/job/version: retrying cannot help
+		}
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return err // other training data: retrying cannot help
 		}
 		select {
 		case <-leaveReq:
@@ -208,7 +225,8 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) 
 		return err
 	}
 	hn, _ := os.Hostname()
-	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String()}, 0, nil); err != nil {
+	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String(),
+		Data: s.wl.Data()}, 0, nil); err != nil {
 		return fmt.Errorf("%w: sending join: %v", errNeverJoined, err)
 	}
 	if err := s.admit(); err != nil {
@@ -277,8 +295,19 @@ func (s *session) prepare() error {
 func (s *session) admit() error {
 	var m stateMsg
 	s.p.c.SetTimeout(0) // admission waits for a step boundary
-	err := s.p.recvJSON(typeState, &m)
+	t, b, err := s.p.recv()
 	s.p.c.Timeout = s.o.IOTimeout
+	if err == nil && t == typeRefused {
+		var r refusedMsg
+		_ = json.Unmarshal(b, &r)
+		return &RefusedError{Coordinator: s.o.Join, Reason: r.Reason, File: r.File}
+	}
+	if err == nil && t != typeState {
+		err = fmt.Errorf("expected a %v message, got %v", typeState, t)
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: waiting for admission: %v", errNeverJoined, err)
 	}

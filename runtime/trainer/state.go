@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -29,11 +30,20 @@ func (j *job) openState() error {
 	}
 	j.db = db
 	spec := j.opts.Spec
-	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now()})
+	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now(),
+		Data: dataFiles(j.opts.Workload.Data())})
 	if errors.Is(err, statedb.ErrJobMismatch) {
 		if old, jerr := db.Job(); jerr == nil {
 			if diff := jobspec.Diff(old.Spec, spec.Canonical()); len(diff) > 0 {
 				return fmt.Errorf("state directory %s: %w (fields that differ: %s)", j.opts.StateDir, err, strings.Join(diff, ", "))
+			}
+		}
+	}
+	var dm *statedb.DataMismatchError
+	if errors.As(err, &dm) {
+		for _, f := range j.opts.Workload.Data() {
+			if f.Name == dm.File && f.Path != "" {
+				return fmt.Errorf("%w (this run read %s)", err, f.Path)
 			}
 		}
 	}
@@ -90,6 +100,15 @@ func (j *job) warnCorruptLedger(from int64) error {
 			"state", j.opts.StateDir, "consequence", fix)
 	}
 	return nil
+}
+
+// dataFiles is the job-identity form of a workload's data manifest.
+func dataFiles(m data.Manifest) []statedb.DataFile {
+	out := make([]statedb.DataFile, len(m))
+	for i, f := range m {
+		out[i] = statedb.DataFile{Name: f.Name, Size: f.Size, SHA256: f.SHA256}
+	}
+	return out
 }
 
 func (j *job) restore(ck *statedb.Checkpoint) error {

@@ -15,6 +15,7 @@ type CharLM struct {
 	corpus *data.TextCorpus
 	spec   *jobspec.Spec
 	seqLen int
+	files  data.Manifest
 }
 
 // opticksFile is the text's file name inside data.dir when that is set.
@@ -31,16 +32,23 @@ func NewCharLM(spec *jobspec.Spec) (*CharLM, error) {
 		}
 		path = p
 	}
+	files, err := data.HashFiles(path)
+	if err != nil {
+		return nil, fmt.Errorf("hashing the text corpus: %w", err)
+	}
 	c, err := data.LoadText(path)
 	if err != nil {
 		return nil, err
 	}
-	w := &CharLM{corpus: c, spec: spec, seqLen: spec.Data.SeqLen}
+	w := &CharLM{corpus: c, spec: spec, seqLen: spec.Data.SeqLen, files: files}
 	if w.TrainLen() < spec.LogicalWorkers || w.TestLen() < 1 {
 		return nil, fmt.Errorf("data.seq_len %d leaves too few windows in %s; lower it", w.seqLen, path)
 	}
 	return w, nil
 }
+
+// Data implements Workload: the one text file.
+func (c *CharLM) Data() data.Manifest { return c.files }
 
 // TrainLen implements Workload: the number of training windows.
 func (c *CharLM) TrainLen() int { return data.NumWindows(c.corpus.Train, c.seqLen) }

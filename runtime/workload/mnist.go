@@ -16,21 +16,30 @@ type MNIST struct {
 	ds       *data.MNIST
 	spec     *jobspec.Spec
 	channels [2]int
+	files    data.Manifest
 }
 
 // NewMNIST locates and loads MNIST (data.LocateMNIST with the job's
-// data.dir) for spec.
+// data.dir) for spec, and hashes its four files (data.HashFiles).
 func NewMNIST(spec *jobspec.Spec) (*MNIST, error) {
 	dir, err := data.LocateMNIST(spec.Data.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("locating MNIST: %w", err)
 	}
+	files, err := data.HashFiles(data.MNISTPaths(dir)...)
+	if err != nil {
+		return nil, fmt.Errorf("hashing MNIST: %w", err)
+	}
 	ds, err := data.LoadMNIST(dir)
 	if err != nil {
 		return nil, fmt.Errorf("loading MNIST: %w", err)
 	}
-	return &MNIST{ds: ds, spec: spec, channels: [2]int{spec.Model.Channels[0], spec.Model.Channels[1]}}, nil
+	return &MNIST{ds: ds, spec: spec, channels: [2]int{spec.Model.Channels[0], spec.Model.Channels[1]}, files: files}, nil
 }
+
+// Data implements Workload: the four MNIST files (train images, train
+// labels, test images, test labels).
+func (m *MNIST) Data() data.Manifest { return m.files }
 
 // TrainLen implements Workload (60,000).
 func (m *MNIST) TrainLen() int { return m.ds.Train.N }

@@ -8,6 +8,7 @@ package workload
 import (
 	"fmt"
 
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/engine"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
@@ -29,6 +30,10 @@ type Workload interface {
 	TrainBatch(indices []int, seed uint64, est int, step int64) *models.MicroBatch
 	// TestBatch builds a micro-batch of the test samples at indices.
 	TestBatch(indices []int) *models.MicroBatch
+	// Data is the digest of every file the workload read, in its fixed
+	// load order: part of the job's identity (a resume or a joining
+	// worker with other data is refused, naming the file).
+	Data() data.Manifest
 }
 
 // New builds the workload a job file names, loading its data.
