@@ -1,12 +1,8 @@
 package cluster
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,46 +12,10 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
-
-// mnistCopyWithOneLabelChanged copies MNIST into a new directory with the
-// label of training sample 0 moved to the next digit.
-func mnistCopyWithOneLabelChanged(t *testing.T) string {
-	t.Helper()
-	src, err := data.LocateMNIST("")
-	if err != nil {
-		t.Skipf("MNIST not available: %v", err)
-	}
-	dir := t.TempDir()
-	for _, f := range data.MNISTFiles {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == data.TrainLabelsFile {
-			zr, err := gzip.NewReader(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := io.ReadAll(zr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw[8] = (raw[8] + 1) % 10 // the first label, after the IDX header
-			var buf bytes.Buffer
-			zw := gzip.NewWriter(&buf)
-			zw.Write(raw)
-			zw.Close()
-			b = buf.Bytes()
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // TestJoinerWithOtherTrainingDataIsRefused: a worker whose data directory
 // holds a copy with one training label changed asks to join mid-run. It is
@@ -64,7 +24,7 @@ func mnistCopyWithOneLabelChanged(t *testing.T) string {
 func TestJoinerWithOtherTrainingDataIsRefused(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	spec, wl := setup(t)
-	bad := mnistCopyWithOneLabelChanged(t)
+	bad := datatest.MNISTWithOneLabelChanged(t)
 	const steps = 8
 	ref, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true})
 	if err != nil {

@@ -1,17 +1,15 @@
 package trainer
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -29,59 +27,28 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-// changeOneLabel rewrites the gzip label file at path with the label of
-// sample 0 moved to the next digit: still a valid file, one byte of
-// training data different.
-func changeOneLabel(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[8] = (raw[8] + 1) % 10 // after the 8-byte IDX header of a label file
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(raw)
-	zw.Close()
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestResumeWithOtherTrainingDataIsRefused: a job stopped, its training
 // file changed by one byte, then resumed: the resume is refused with an
 // error naming the file, and the state directory is untouched.
 func TestResumeWithOtherTrainingDataIsRefused(t *testing.T) {
-	mnistDir, err := data.LocateMNIST("")
-	if err != nil {
-		t.Skipf("MNIST not available: %v", err)
-	}
 	opticks, err := data.LocateOpticks()
 	if err != nil {
 		t.Skipf("Opticks not available: %v", err)
 	}
 	cases := []struct {
 		name, job, file string
-		copyData        func(t *testing.T, dir string)
+		copyData        func(t *testing.T) string
 		change          func(t *testing.T, path string)
 	}{
 		{name: "MNIST with one training label changed", job: mnistSmall, file: data.TrainLabelsFile,
-			copyData: func(t *testing.T, dir string) {
-				for _, f := range data.MNISTFiles {
-					copyFile(t, filepath.Join(mnistDir, f), filepath.Join(dir, f))
-				}
-			}, change: changeOneLabel},
+			copyData: func(t *testing.T) string { return datatest.CopyMNIST(t) },
+			change:   func(t *testing.T, path string) { datatest.ChangeFirstLabel(t, path) }},
 		{name: "charlm with one byte of the text changed", job: charlmSmall, file: "Isaac.Newton-Opticks.txt",
-			copyData: func(t *testing.T, dir string) { copyFile(t, opticks, filepath.Join(dir, "Isaac.Newton-Opticks.txt")) },
+			copyData: func(t *testing.T) string {
+				dir := t.TempDir()
+				copyFile(t, opticks, filepath.Join(dir, "Isaac.Newton-Opticks.txt"))
+				return dir
+			},
 			change: func(t *testing.T, path string) {
 				b, _ := os.ReadFile(path)
 				b[1000] ^= 1
@@ -93,8 +60,7 @@ func TestResumeWithOtherTrainingDataIsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("XDG_CACHE_HOME", t.TempDir())
-			dataDir, state := t.TempDir(), t.TempDir()
-			tc.copyData(t, dataDir)
+			dataDir, state := tc.copyData(t), t.TempDir()
 			spec, err := jobspec.Parse(tc.job)
 			if err != nil {
 				t.Fatal(err)
