@@ -1,7 +1,10 @@
 package statedb
 
 import (
+	"database/sql"
 	"errors"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -125,17 +128,25 @@ func TestInitJobComparesTheTrainingData(t *testing.T) {
 }
 
 func TestAJobStoredBeforeDataWasRecordedAdoptsTheData(t *testing.T) {
+	// A state directory written by a binary of schema version 1.
 	dir := t.TempDir()
+	raw, err := sql.Open("sqlite3", dsn(filepath.Join(dir, DBFile), url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applyMigration(raw, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO job (singleton, job_id, name, spec, logical_workers, created_ns) VALUES (1, 'aaaa', 'mnist', '{}', 2, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
 	db, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.InitJob(Job{ID: "aaaa", Name: "mnist", LogicalWorkers: 2}); err != nil {
-		t.Fatal(err)
-	}
-	// What a version-1 database holds after migration 2: no data.
-	if _, err := db.sql.Exec(`UPDATE job SET data_files = ''`); err != nil {
-		t.Fatal(err)
+	if got, err := db.Job(); err != nil || got.Data != nil {
+		t.Fatalf("Job() of the migrated directory = %+v, %v; want no data", got, err)
 	}
 	files := []DataFile{{Name: "t.txt", Size: 3, SHA256: strings.Repeat("e", 64)}}
 	if existing, err := db.InitJob(Job{ID: "aaaa", Name: "mnist", LogicalWorkers: 2, Data: files}); err != nil || !existing {

@@ -14,6 +14,12 @@
 //	Normalize (pixel/255 - 0.1307)/0.3081, then RandomShift drawing from the
 //	logical worker's rng stream (Purpose Augment)
 //
+// HashFiles gives the Manifest of the files a task reads (name, size and
+// SHA-256 of each, in load order), the data's part of the job's identity;
+// its digests are cached next to the data, keyed by path, size, mtime,
+// ctime and inode. Locating a data set (LocateMNIST, LocateOpticks) only
+// looks at the file system and never runs the go command.
+//
 // A logical worker's Cursor and rng stream position are its whole data
 // context: saving them at a step and restoring them on any physical worker
 // continues the same sequence of batches. Evaluation uses EvalShards, which
