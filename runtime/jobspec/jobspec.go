@@ -61,7 +61,10 @@ type Spec struct {
 type Data struct {
 	// Dir is the dataset folder (MNIST idx files, or the text file's folder
 	// for charlm); empty means locate automatically. Not part of the job's
-	// identity: moving the data does not make it another job.
+	// identity: moving the data does not make it another job. The data's
+	// content is: the state database keeps the size and SHA-256 of every
+	// file the task reads (workload.Workload.Data) and refuses a resume
+	// or a joining worker with other data.
 	Dir string `toml:"dir" json:"-"`
 	// AugmentShift is the maximum random shift in pixels (MNIST), 0 = off.
 	AugmentShift int `toml:"augment_shift" json:"augment_shift"`
