@@ -103,7 +103,7 @@ func (db *DB) InitJob(j Job) (existing bool, err error) {
 		case stored.ID != j.ID:
 			return &JobMismatchError{Dir: db.dir, StoredID: stored.ID, StoredName: stored.Name,
 				GivenID: j.ID, GivenName: j.Name}
-		case stored.Data == nil && j.Data != nil:
+		case len(stored.Data) == 0 && len(j.Data) > 0:
 			if _, err := tx.Exec(`UPDATE job SET data_files = ? WHERE singleton = 1`, files); err != nil {
 				return err
 			}
@@ -123,8 +123,8 @@ func (db *DB) InitJob(j Job) (existing bool, err error) {
 
 const jobSelect = `SELECT job_id, name, spec, logical_workers, created_ns, data_files FROM job WHERE singleton = 1`
 
-// encodeDataFiles is the data_files column of files: ” for none, else
-// JSON.
+// encodeDataFiles is the data_files column of files: the empty string for
+// none, else JSON.
 func encodeDataFiles(files []DataFile) (string, error) {
 	if len(files) == 0 {
 		return "", nil
