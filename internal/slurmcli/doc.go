@@ -1,18 +1,32 @@
 // Package slurmcli runs Slurm's client commands (squeue, sinfo, scontrol, sbatch) and
 // parses what they print into typed values.
 //
-// The formats are chosen so that free text (job names with spaces, tabs, '|' or '=',
-// very long names, comments such as "es step=1200/5000 workers=6/8 d1") cannot break
-// the parsers:
+// No user-set text can forge a field or record boundary. Slurm 22.05 prints job
+// names, comments and work directories verbatim, 0x1F and newlines included, so
+// squeue and sinfo are asked for --Format (-O) fields of unlimited width
+// ("Name:0"), each followed by a separator no user can know: [NewSeparators] draws
+// a field and a record separator of 128 random bits each ("ESF…", "ESR…") for every
+// call. A record is its fields joined by the field separator, then the record
+// separator and a newline. squeue gets its format in SQUEUE_FORMAT2, in its
+// environment, which only its owner can read (its command line is world-readable
+// in /proc while it runs); sinfo has no such variable, and the node text it prints
+// is set only by root and slurmd. A record with the wrong number of fields, or
+// an unreadable count, is skipped and returned as a [*ParseError] naming the line,
+// the job id and the field; the other records are kept (see [ParseSqueue]).
 //
-//   - squeue and sinfo are asked for --Format (-O) fields of unlimited width ("Name:0"),
-//     each followed by the ASCII unit separator 0x1F, so a record is N fields each ending
-//     in 0x1F and then a newline. A newline inside a field is kept; a field that contains
-//     0x1F itself is reported as a [*ParseError].
-//   - scontrol show job/node -o prints Key=Value pairs with unquoted values; the parser
-//     knows the keys Slurm 22.05 prints (recorded from the lab cluster) and keeps text
-//     that merely looks like "key=value" inside free-text values (JobName, Comment, OS).
-//   - squeue --json is not used: in 22.05 it ignores -j and -t (shared/slurm-lab/NOTES.md §4).
+// Why not `squeue --json`: it would escape every string, but in 22.05 it ignores -j
+// and -t (shared/slurm-lab/NOTES.md §4), so every call (also "this one job, by id",
+// before a signal) would transfer every job in slurmctld's memory, and its schema
+// (openapi v0.0.38 in 22.05, data_parser v0.0.39+ later) changes between releases,
+// so each supported release would need its own decoder and golden files. --Format
+// field names have been stable across releases, the filters run in slurmctld, and
+// the random separators make the text encoding as unforgeable as JSON's quoting.
+//
+// scontrol show job/node -o prints Key=Value pairs with unquoted values; the parser
+// knows the keys Slurm 22.05 prints (recorded from the lab cluster) and keeps text
+// that merely looks like "key=value" inside free-text values (JobName, Comment, OS).
+// It is not proof against hostile names (a name may hold " UserId=..." or a
+// newline), so nothing that decides which job to act on is read from it.
 //
 // GPU counts come from the TRES-per-node / TRES-per-job request strings
 // ("gres:gpu:v100:2", "gres:gpu:3") and from sinfo's Gres/GresUsed ("gpu:t4:4",
@@ -20,8 +34,12 @@
 // gres/gpu (NOTES.md §2).
 //
 // Parsers never panic on input; they return a [*ParseError] naming the source command,
-// the 1-based line and the field. Golden files in testdata were recorded from Slurm
-// 22.05.8 (Debian 12) with the lab cluster of tests/lab; refresh the .golden.json files
-// with `go test ./internal/slurmcli -update` and the recordings with
-// `go test ./internal/slurmcli -run TestRecord -record` against a running lab.
+// the 1-based line, the job id or node when known, and the field. Golden files in
+// testdata were recorded from Slurm 22.05.8 (Debian 12) with the lab cluster of
+// tests/lab, including hostile jobs of the user nobody (names and comments with 0x1F
+// and newlines, a name forging a whole record); testdata/separators.txt holds the
+// separators the squeue and sinfo recordings were made with. Refresh the
+// .golden.json files with `go test ./internal/slurmcli -update` and the recordings
+// with `go test ./internal/slurmcli -run TestRecord -record` (as root) against a
+// running lab; -record-scontrol=false keeps the scontrol recordings.
 package slurmcli

@@ -2,6 +2,7 @@ package slurmcli_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
@@ -15,19 +16,23 @@ func ExampleParseGRES() {
 	// Output: 2 t4 IDX:0-2 4
 }
 
-// A record is the requested fields, each ending in 0x1F, then a newline; the job name
-// may hold spaces and '|'.
+// A record is the requested fields joined by the call's random field separator, then
+// its record separator and a newline; a job name may hold anything, 0x1F and newlines
+// included.
 func ExampleParseSqueue() {
-	out := "12\x1fmy job|x\x1fRUNNING\x1fnormal\x1f2\x1f2\x1fgres:gpu:v100:2\x1fN/A\x1fn[1-2]\x1fNone\x1f" +
-		"2026-11-30T12:36:47\x1f2026-11-30T12:41:47\x1f5:00\x1f(null)\x1fn1\x1fes step=1/4 workers=3/8 d1\x1f\n"
-	jobs, err := slurmcli.ParseSqueue([]byte(out))
-	if err != nil {
-		fmt.Println(err)
+	s := slurmcli.Separators{Field: "ESF3f9c", Record: "ESR81d0"} // NewSeparators() in real calls
+	fields := []string{"12", "my job|x\x1f\nfake", "RUNNING", "normal", "2", "2", "gres:gpu:v100:2", "N/A", "n[1-2]", "None",
+		"2026-11-30T12:36:47", "2026-11-30T12:41:47", "5:00", "(null)", "n1", "es step=1/4 workers=3/8 d1",
+		"alice", "proj", "/home/alice", ""}
+	out := strings.Join(fields, s.Field) + s.Record + "\n"
+	jobs, skipped, err := slurmcli.ParseSqueue([]byte(out), s)
+	if err != nil || len(skipped) > 0 {
+		fmt.Println(err, skipped)
 		return
 	}
 	gpus, _ := jobs[0].GPUs()
-	fmt.Printf("%s %q %s gpus=%d comment=%q\n", jobs[0].ID, jobs[0].Name, jobs[0].NodeList, gpus, jobs[0].Comment)
-	// Output: 12 "my job|x" n[1-2] gpus=4 comment="es step=1/4 workers=3/8 d1"
+	fmt.Printf("%s %q %s %s gpus=%d comment=%q\n", jobs[0].ID, jobs[0].Name, jobs[0].User, jobs[0].NodeList, gpus, jobs[0].Comment)
+	// Output: 12 "my job|x\x1f\nfake" alice n[1-2] gpus=4 comment="es step=1/4 workers=3/8 d1"
 }
 
 func ExampleParseScontrol() {

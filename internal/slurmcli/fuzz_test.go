@@ -3,6 +3,7 @@ package slurmcli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,21 +17,46 @@ func addRecordings(f *testing.F, glob string) {
 	}
 }
 
-// FuzzParseSqueue: no panic; every parsed job has an id; the count of records equals
-// the jobs returned.
+// FuzzParseSqueue: for any output, no panic, every job has a job id and no
+// negative count, and the jobs and skipped records never outnumber the
+// records the output could hold. For any user-set name and comment (the
+// second and third inputs), a record printed with them parses back to
+// exactly that job, and the job after it is still read: no text can forge a
+// field or record boundary.
 func FuzzParseSqueue(f *testing.F) {
-	addRecordings(f, "squeue*.txt")
-	f.Add([]byte("1\x1f\x1f"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		jobs, err := ParseSqueue(data)
-		if err != nil {
-			return
+	s := Separators{Field: "ESF0123456789abcdef0123456789abcdef", Record: "ESRfedcba9876543210fedcba9876543210"}
+	files, _ := filepath.Glob(filepath.Join("testdata", "squeue*.txt"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b, "bad\x1fname\n", "es-extra parent=1")
 		}
-		for _, j := range jobs {
-			if j.ID == "" || j.Nodes < 0 || j.CPUs < 0 {
-				t.Fatalf("bad job %+v", j)
+	}
+	f.Add([]byte("1\x1f\x1f"), forgedOldRecord("7"), "\x1f\n")
+	f.Add(delimited(s, squeueRow("1", "a", "b")), "ESF", "ESR\n")
+	f.Fuzz(func(t *testing.T, data []byte, name, comment string) {
+		for _, seps := range []Separators{s, recordedSeps(t)} {
+			jobs, skipped, err := ParseSqueue(data, seps)
+			if err != nil {
+				continue
 			}
-			_, _ = j.GPUs()
+			for _, j := range jobs {
+				if !isJobID(j.ID) || j.Nodes < 0 || j.CPUs < 0 {
+					t.Fatalf("bad job %+v", j)
+				}
+				_, _ = j.GPUs()
+			}
+			if n := strings.Count(string(data), seps.Record) + 1; len(jobs)+len(skipped) > n {
+				t.Fatalf("%d jobs and %d skipped from output with %d record separators", len(jobs), len(skipped), n-1)
+			}
+		}
+		out := delimited(s, squeueRow("10", name, comment), squeueRow("11", "next", "(null)"))
+		jobs, skipped, err := ParseSqueue(out, s)
+		if strings.Contains(name+comment, s.Field) || strings.Contains(name+comment, s.Record) {
+			return // the 128-bit secret itself: no user knows it
+		}
+		if err != nil || len(skipped) != 0 || len(jobs) != 2 || jobs[0].ID != "10" || jobs[0].Name != name ||
+			jobs[0].Comment != optional(comment) || jobs[1].ID != "11" {
+			t.Fatalf("name %q comment %q: jobs %+v skipped %v err %v", name, comment, jobs, skipped, err)
 		}
 	})
 }
@@ -39,7 +65,7 @@ func FuzzParseSqueue(f *testing.F) {
 func FuzzParseSinfo(f *testing.F) {
 	addRecordings(f, "sinfo*.txt")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		nodes, err := ParseSinfo(data)
+		nodes, err := ParseSinfo(data, recordedSeps(t))
 		if err != nil {
 			return
 		}

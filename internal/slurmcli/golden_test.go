@@ -12,13 +12,40 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the parsers' output")
 
+// recordedSeps returns the separators the squeue and sinfo recordings were
+// made with (testdata/separators.txt: the field separator, then the record
+// separator, one per line; TestRecord writes it).
+func recordedSeps(t testing.TB) Separators {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "separators.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("testdata/separators.txt holds %q, want two lines", b)
+	}
+	return Separators{Field: f[0], Record: f[1]}
+}
+
+// squeueGolden is what the golden file of a squeue recording holds.
+type squeueGolden struct {
+	Jobs    []Job    `json:"jobs"`
+	Skipped []string `json:"skipped,omitempty"`
+}
+
 // parseRecording parses one recorded file by its name's prefix.
-func parseRecording(name string, data []byte) (any, error) {
+func parseRecording(t testing.TB, name string, data []byte) (any, error) {
 	switch {
 	case strings.HasPrefix(name, "squeue"):
-		return ParseSqueue(data)
+		jobs, skipped, err := ParseSqueue(data, recordedSeps(t))
+		g := squeueGolden{Jobs: jobs}
+		for _, s := range skipped {
+			g.Skipped = append(g.Skipped, s.Error())
+		}
+		return g, err
 	case strings.HasPrefix(name, "sinfo"):
-		return ParseSinfo(data)
+		return ParseSinfo(data, recordedSeps(t))
 	case strings.HasPrefix(name, "scontrol-job"):
 		recs, err := ParseScontrol(data, KindJob)
 		if err != nil {
@@ -62,7 +89,7 @@ func TestGoldenFilesRecordedFromSlurm2205(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := parseRecording(filepath.Base(f), data)
+			v, err := parseRecording(t, filepath.Base(f), data)
 			if err != nil {
 				t.Fatalf("parsing a real recording: %v", err)
 			}

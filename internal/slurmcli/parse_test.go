@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,46 +66,145 @@ func TestParseGRESRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestDelimitedErrorsNameLineAndField(t *testing.T) {
-	ok := strings.Repeat("x\x1f", len(SqueueFields)-1)
+// testSeps are fixed separators for hand-written output.
+var testSeps = Separators{Field: "ESFtest", Record: "ESRtest"}
+
+// delimited prints rows as squeue/sinfo do with s.format: values joined by
+// s.Field, then s.Record and a newline.
+func delimited(s Separators, rows ...[]string) []byte {
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(strings.Join(r, s.Field) + s.Record + "\n")
+	}
+	return []byte(b.String())
+}
+
+// squeueRow returns a valid squeue record of job id with the given name and
+// comment (user-set text).
+func squeueRow(id, name, comment string) []string {
+	return []string{id, name, "RUNNING", "normal", "1", "1", "gres:gpu:2", "N/A", "n1", "None",
+		"2026-01-02T03:04:05", "N/A", "5:00", "(null)", "n1", comment, "alice", "(null)", "/home/alice", ""}
+}
+
+func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
+	good := squeueRow("1", "ok", "(null)")
+	badCount := squeueRow("7", "x", "(null)")
+	badCount[4] = "many"
 	tests := []struct {
-		name      string
-		in        string
-		line      int
-		field     string
-		sentinel  error
-		wantRecds int
+		name  string
+		out   []byte
+		line  int
+		id    string
+		field string
+		err   error
 	}{
-		{"a record cut short names the first missing field", "12\x1fname\x1f", 1, "State", ErrTruncatedRecord, 0},
-		{"a separator inside the last field is caught", "1\x1f" + ok + "extra\x1f\n", 1, "Comment", ErrSeparatorInField, 0},
-		{"the line number counts newlines inside names", "1\x1fa\nb\x1fR\x1fp\x1f1\x1f1\x1f" + strings.Repeat("\x1f", 10) + "\n" + "bad", 3, "JobID", ErrTruncatedRecord, 0},
-		{"a non-numeric node count names NumNodes", "1\x1fn\x1fR\x1fp\x1fx\x1f1\x1f" + strings.Repeat("\x1f", 10) + "\n", 1, "NumNodes", nil, 0},
+		{"a record with a field too few names the job and the last field it has",
+			append(delimited(testSeps, squeueRow("5", "a", "b")[:19]), delimited(testSeps, good)...), 1, "5", "WorkDir", ErrFieldCount},
+		{"a record with a field too many names the job and the last field",
+			append(delimited(testSeps, append(squeueRow("6", "a", "b"), "extra")), delimited(testSeps, good)...), 1, "6", "ReqNodes", ErrFieldCount},
+		{"a non-numeric node count names NumNodes and the job", append(delimited(testSeps, good), delimited(testSeps, badCount)...), 2, "7", "NumNodes", nil},
+		{"the line number counts newlines inside names",
+			append(delimited(testSeps, squeueRow("1", "a\nb", "c\nd")), []byte("8"+testSeps.Field+"cut short")...), 4, "8", "Name", ErrTruncatedRecord},
+		{"an empty job id is skipped without a name", append(delimited(testSeps, squeueRow("", "a", "b")), delimited(testSeps, good)...), 1, "", "JobID", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseSqueue([]byte(tc.in))
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v, want *ParseError", err)
+			jobs, skipped, err := ParseSqueue(tc.out, testSeps)
+			if err != nil {
+				t.Fatalf("ParseSqueue: %v, want the damaged record skipped", err)
 			}
-			if pe.Line != tc.line || pe.Field != tc.field || pe.Source != "squeue" {
-				t.Errorf("got %s line %d field %s, want squeue line %d field %s", pe.Source, pe.Line, pe.Field, tc.line, tc.field)
+			if len(skipped) != 1 {
+				t.Fatalf("skipped %v, want one record", skipped)
 			}
-			if tc.sentinel != nil && !errors.Is(err, tc.sentinel) {
-				t.Errorf("err = %v, want %v", err, tc.sentinel)
+			pe := skipped[0]
+			if pe.Line != tc.line || pe.ID != tc.id || pe.Field != tc.field || pe.Source != "squeue" {
+				t.Errorf("skipped %s line %d job %q field %s, want squeue line %d job %q field %s", pe.Source, pe.Line, pe.ID, pe.Field, tc.line, tc.id, tc.field)
+			}
+			if tc.err != nil && !errors.Is(pe, tc.err) {
+				t.Errorf("skipped record error %v, want %v", pe, tc.err)
+			}
+			if tc.id != "" && !strings.Contains(pe.Error(), "job "+tc.id) {
+				t.Errorf("message %q does not name job %s", pe.Error(), tc.id)
+			}
+			if len(jobs) != 1 || jobs[0].ID != "1" {
+				t.Errorf("jobs %+v, want the readable job 1 kept", jobs)
 			}
 		})
 	}
 }
 
-func TestSqueueKeepsNewlinesInJobNames(t *testing.T) {
-	in := "7\x1fline one\nline two\x1fRUNNING\x1fnormal\x1f1\x1f1\x1fgres:gpu:2\x1fN/A\x1fn1\x1fNone\x1f" +
-		"2026-01-02T03:04:05\x1fN/A\x1f5:00\x1f(null)\x1fn1\x1fes step=1/4\x1f\n"
-	jobs, err := ParseSqueue([]byte(in))
+func TestOutputWithoutTheSeparatorsIsAnError(t *testing.T) {
+	// What squeue prints when SQUEUE_FORMAT overrides the requested format.
+	_, _, err := ParseSqueue([]byte("1 evil\x1fname\n"), testSeps)
+	if !errors.Is(err, ErrNotDelimited) {
+		t.Fatalf("err = %v, want ErrNotDelimited", err)
+	}
+	if jobs, skipped, err := ParseSqueue(nil, testSeps); err != nil || len(jobs)+len(skipped) != 0 {
+		t.Fatalf("empty output: %v %v %v, want no jobs and no error", jobs, skipped, err)
+	}
+	if _, _, err := ParseSqueue(nil, Separators{Field: "1x", Record: "ESR"}); !errors.Is(err, errBadSeparators) {
+		t.Fatalf("a separator starting with a digit (read as a width): %v, want errBadSeparators", err)
+	}
+}
+
+// forgedOldRecord is a job name that forged a whole record in the 0x1F
+// format used before per-call separators (issue 8): it closes its own record
+// and injects job victim as an extra job of a parent that does not exist.
+func forgedOldRecord(victim string) string {
+	fake := squeueRow(victim, "es-extra-999999", "es-extra parent=999999")[:16]
+	fake[3] = "low"
+	return "x" + strings.Repeat("\x1f", 14) + "\x1f\n" + strings.Join(fake, "\x1f") + "\x1f\n0\x1fx"
+}
+
+func TestUserTextCannotForgeAFieldOrRecord(t *testing.T) {
+	guess := Separators{Field: "ESF00000000000000000000000000000000", Record: "ESR00000000000000000000000000000000"}
+	s, err := NewSeparators()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 1 || jobs[0].Name != "line one\nline two" || jobs[0].Comment != "es step=1/4" || jobs[0].EndTime != "" {
+	tests := []struct{ name, text string }{
+		{"one 0x1F", "bad\x1fname"},
+		{"0x1F and newlines", "\x1f\n\x1f\n\n"},
+		{"a whole record in the old 0x1F format for another job id", forgedOldRecord("4242")},
+		{"a record with guessed separators", "x" + guess.Field + strings.Join(squeueRow("4242", "es-extra-1", "es-extra parent=1")[2:], guess.Field) + guess.Record + "\n4243" + guess.Field},
+		{"the separators' prefixes", "ESF" + s.Field[:10] + "ESR\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := delimited(s, squeueRow("10", tc.text, tc.text), squeueRow("11", "next", "(null)"))
+			jobs, skipped, err := ParseSqueue(out, s)
+			if err != nil || len(skipped) != 0 {
+				t.Fatalf("ParseSqueue: %v, skipped %v", err, skipped)
+			}
+			if len(jobs) != 2 || jobs[0].ID != "10" || jobs[0].Name != tc.text || jobs[0].Comment != tc.text || jobs[1].ID != "11" {
+				t.Fatalf("got %+v, want job 10 with the text as name and comment, then job 11", jobs)
+			}
+		})
+	}
+}
+
+func TestNewSeparatorsAreFreshAndUsable(t *testing.T) {
+	a, err := NewSeparators()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewSeparators()
+	if a == b || a.Field == a.Record || len(a.Field) != 3+32 {
+		t.Fatalf("separators %+v and %+v: want two fresh pairs of 128-bit tokens", a, b)
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSqueueKeepsNewlinesInJobNames(t *testing.T) {
+	row := squeueRow("7", "line one\nline two", "es step=1/4")
+	jobs, skipped, err := ParseSqueue(delimited(testSeps, row), testSeps)
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
+	}
+	if len(jobs) != 1 || jobs[0].Name != "line one\nline two" || jobs[0].Comment != "es step=1/4" || jobs[0].EndTime != "" ||
+		jobs[0].User != "alice" || jobs[0].Account != "" || jobs[0].WorkDir != "/home/alice" {
 		t.Fatalf("got %+v", jobs)
 	}
 	start, ok, err := jobs[0].Start(time.UTC)
@@ -125,9 +225,9 @@ func readRecording(t *testing.T, name string) []byte {
 // The recordings hold jobs with awkward names; check what matters by value, so a
 // parser change that breaks them fails here even after a careless -update.
 func TestRecordedJobsKeepNamesCommentsAndGPUs(t *testing.T) {
-	jobs, err := ParseSqueue(readRecording(t, "squeue.txt"))
-	if err != nil {
-		t.Fatal(err)
+	jobs, skipped, err := ParseSqueue(readRecording(t, "squeue.txt"), recordedSeps(t))
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
 	}
 	byName := map[string]Job{}
 	for _, j := range jobs {
@@ -162,10 +262,50 @@ func TestRecordedJobsKeepNamesCommentsAndGPUs(t *testing.T) {
 	}
 }
 
+// The recording holds nobody's hostile jobs (see TestRecord): each must stay one
+// record with its exact text, and the job whose id the forged name names must keep
+// its own fields.
+func TestRecordedHostileJobsStayOneRecordEach(t *testing.T) {
+	jobs, skipped, err := ParseSqueue(readRecording(t, "squeue.txt"), recordedSeps(t))
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
+	}
+	byID := map[string][]Job{}
+	for _, j := range jobs {
+		byID[j.ID] = append(byID[j.ID], j)
+	}
+	if len(jobs) != 11 || len(byID) != 11 {
+		t.Fatalf("%d jobs with %d ids, want the 11 jobs TestRecord submitted, one record each", len(jobs), len(byID))
+	}
+	if j := byID["1"][0]; j.Name != "plain" || j.Partition != "normal" || j.User != "root" || j.Comment != "es step=1/4 workers=3/8 d1" {
+		t.Errorf("job 1, whose id a forged record names, reads %+v", j)
+	}
+	want := map[string]struct{ comment, workDir string }{
+		"bad\x1fname":        {"", "/tmp"},
+		"two\x1f\nlines":     {"es-extra parent=1\x1f\n2\x1ffake", "/tmp"},
+		forgedOldRecord("1"): {"", "/tmp"},
+		"hostile workdir":    {"", "/tmp/hostile\x1fdir\nfake"},
+	}
+	seen := 0
+	for _, j := range jobs {
+		w, ok := want[j.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		if j.User != "nobody" || j.Comment != w.comment || j.WorkDir != w.workDir {
+			t.Errorf("job %s %q: user %q comment %q work dir %q, want nobody %q %q", j.ID, j.Name, j.User, j.Comment, j.WorkDir, w.comment, w.workDir)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d hostile jobs found by their exact names", seen, len(want))
+	}
+}
+
 func TestRecordedPendingJobsHavePlannedStartAndNodes(t *testing.T) {
-	jobs, err := ParseSqueue(readRecording(t, "squeue-start.txt"))
-	if err != nil {
-		t.Fatal(err)
+	jobs, skipped, err := ParseSqueue(readRecording(t, "squeue-start.txt"), recordedSeps(t))
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
 	}
 	if len(jobs) == 0 {
 		t.Fatal("no pending jobs in recording")
@@ -205,14 +345,14 @@ func TestRecordedScontrolJobsKeepFreeText(t *testing.T) {
 }
 
 func TestRecordedDrainedNodeIsReported(t *testing.T) {
-	nodes, err := ParseSinfo(readRecording(t, "sinfo-drained.txt"))
+	nodes, err := ParseSinfo(readRecording(t, "sinfo-drained.txt"), recordedSeps(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := DrainedNodes(nodes); !reflect.DeepEqual(got, []string{"n4"}) {
 		t.Errorf("DrainedNodes = %v, want [n4]", got)
 	}
-	healthy, err := ParseSinfo(readRecording(t, "sinfo.txt"))
+	healthy, err := ParseSinfo(readRecording(t, "sinfo.txt"), recordedSeps(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,9 +408,10 @@ func TestScontrolRejectsLinesWithoutKey(t *testing.T) {
 }
 
 func TestRunnerUsesFormatsAndReportsFailures(t *testing.T) {
-	var calls [][]string
-	r := Runner{Env: []string{"SLURM_CONF=/x"}, Exec: func(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
+	var calls, envs [][]string
+	r := Runner{Env: []string{"SLURM_CONF=/x", "SQUEUE_FORMAT=%i"}, Exec: func(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
 		calls = append(calls, append([]string{name}, args...))
+		envs = append(envs, env)
 		if name == "sbatch" {
 			return []byte("42;lab\n"), nil
 		}
@@ -286,7 +427,15 @@ func TestRunnerUsesFormatsAndReportsFailures(t *testing.T) {
 	if _, err := r.Job(context.Background(), "7"); !errors.Is(err, ErrNoSuchJob) {
 		t.Errorf("Job of unknown id: %v, want ErrNoSuchJob", err)
 	}
-	if got := calls[1]; got[0] != "squeue" || !strings.HasPrefix(got[2], "--Format=JobID:0\x1f,") {
-		t.Errorf("squeue args %q", got)
+	if got := calls[1]; got[0] != "squeue" || slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--Format") }) {
+		t.Errorf("squeue args %q: want the format in the environment, not on the command line", got)
+	}
+	if f := envs[1]; !slices.Contains(f, "SLURM_CONF=/x") || slices.Contains(f, "SQUEUE_FORMAT=%i") ||
+		!slices.ContainsFunc(f, func(e string) bool { return strings.HasPrefix(e, "SQUEUE_FORMAT2=JobID:0ESF") }) {
+		t.Errorf("squeue environment %q: want SLURM_CONF kept, SQUEUE_FORMAT removed, SQUEUE_FORMAT2 with random separators", f)
+	}
+	_, _ = r.Job(context.Background(), "7")
+	if envs[1][len(envs[1])-1] == envs[2][len(envs[2])-1] {
+		t.Errorf("two squeue calls used the same separators: %q", envs[1][len(envs[1])-1])
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"time"
 )
 
-var record = flag.Bool("record", false, "record testdata/*.txt from the running lab cluster (needs SLURM_CONF; see tests/lab)")
+var (
+	record         = flag.Bool("record", false, "record testdata/*.txt from the running lab cluster (needs SLURM_CONF; see tests/lab)")
+	recordScontrol = flag.Bool("record-scontrol", true, "with -record, also record the scontrol-*.txt files")
+)
 
 // TestRecord records the Slurm output the golden tests parse, from a real cluster:
 //
@@ -18,6 +21,14 @@ var record = flag.Bool("record", false, "record testdata/*.txt from the running 
 //
 // It submits jobs whose names have spaces, a tab, '|', '=' and 300 characters, a
 // pending job with a planned start, a low-priority job, and drains then resumes n4.
+// As the unprivileged user nobody (sbatch --uid) it submits hostile jobs for the
+// squeue recordings: a name with 0x1F, a name and comment with 0x1F and newlines, a
+// name forging a whole extra job record for the first job's id in the 0x1F format
+// used before per-call separators, and a work directory named with 0x1F and a
+// newline. The squeue and sinfo recordings use one [NewSeparators] pair, saved in
+// testdata/separators.txt. -record-scontrol=false keeps the scontrol recordings
+// (their job list has no hostile jobs: scontrol's one-line format cannot hold a
+// newline in a name, and the daemon does not read it).
 func TestRecord(t *testing.T) {
 	if !*record {
 		t.Skip("recording needs -record and a running lab cluster")
@@ -43,6 +54,13 @@ func TestRecord(t *testing.T) {
 		{"-J", "range", "-N1-4", "--exclusive", "-t", "5"},
 	}
 	var ids []string
+	seps, err := NewSeparators()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "separators.txt"), []byte(seps.Field+"\n"+seps.Record+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if len(ids) > 0 {
 			_, _ = r.Output(context.Background(), "scancel", ids...)
@@ -50,6 +68,27 @@ func TestRecord(t *testing.T) {
 		_, _ = r.Output(context.Background(), "scontrol", "update", "NodeName=n4", "State=RESUME")
 	})
 	for _, args := range submits {
+		id, err := r.Sbatch(ctx, script, append(args, "-o", "/dev/null")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	hostileDir := filepath.Join(os.TempDir(), "hostile\x1fdir\nfake")
+	if err := os.MkdirAll(hostileDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hostileDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hostileDir) })
+	for _, args := range [][]string{
+		{"-J", "bad\x1fname", "-t", "5"},
+		{"-J", "two\x1f\nlines", "--comment=es-extra parent=1\x1f\n2\x1ffake", "-t", "5"},
+		{"-J", forgedOldRecord(ids[0]), "-t", "5"},
+		{"-J", "hostile workdir", "--chdir=" + hostileDir, "-t", "5"},
+	} {
+		args = append([]string{"--uid=nobody", "--chdir=/tmp"}, args...)
 		id, err := r.Sbatch(ctx, script, append(args, "-o", "/dev/null")...)
 		if err != nil {
 			t.Fatal(err)
@@ -66,12 +105,29 @@ func TestRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	save("squeue.txt", append([]string{"squeue"}, SqueueArgs()...)...)
-	save("squeue-start.txt", append([]string{"squeue", "--states=PENDING", "--sort=S"}, SqueueArgs()...)...)
-	save("sinfo.txt", append([]string{"sinfo"}, SinfoArgs()...)...)
+	squeue := func(name string, args ...string) {
+		r := Runner{Env: append(withoutVars(os.Environ(), "SQUEUE_FORMAT"), SqueueFormatEnv(seps))}
+		out, err := r.Output(ctx, "squeue", append(SqueueArgs(), args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", name), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	squeue("squeue.txt")
+	squeue("squeue-start.txt", "--states=PENDING", "--sort=S")
+	save("sinfo.txt", append([]string{"sinfo"}, SinfoArgs(seps)...)...)
+	if !*recordScontrol {
+		if _, err := r.Output(ctx, "scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=lab test: drained by TestRecord"); err != nil {
+			t.Fatal(err)
+		}
+		save("sinfo-drained.txt", append([]string{"sinfo"}, SinfoArgs(seps)...)...)
+		return
+	}
 	save("scontrol-node.txt", "scontrol", "show", "node", "-o")
 	var all []byte
-	for _, id := range ids {
+	for _, id := range ids[:len(submits)] {
 		out, err := r.Output(ctx, "scontrol", "show", "job", "-o", id)
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +140,6 @@ func TestRecord(t *testing.T) {
 	if _, err := r.Output(ctx, "scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=lab test: drained by TestRecord"); err != nil {
 		t.Fatal(err)
 	}
-	save("sinfo-drained.txt", append([]string{"sinfo"}, SinfoArgs()...)...)
+	save("sinfo-drained.txt", append([]string{"sinfo"}, SinfoArgs(seps)...)...)
 	save("scontrol-node-drained.txt", "scontrol", "show", "node", "-o", "n4")
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -39,11 +41,16 @@ func (e *CommandError) Unwrap() error { return e.Err }
 
 // Output runs name with args and returns its stdout, or a *CommandError.
 func (r Runner) Output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return r.output(ctx, r.Env, name, args...)
+}
+
+// output runs name with args in env (nil: the current process's environment).
+func (r Runner) output(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	if r.Exec != nil {
-		return r.Exec(ctx, r.Env, name, args...)
+		return r.Exec(ctx, env, name, args...)
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = r.Env
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -53,14 +60,60 @@ func (r Runner) Output(ctx context.Context, name string, args ...string) ([]byte
 	return out, nil
 }
 
-// Squeue runs squeue with [SqueueArgs] plus extra (e.g. "-j", "12", "-t", "PENDING")
-// and parses its output.
-func (r Runner) Squeue(ctx context.Context, extra ...string) ([]Job, error) {
-	out, err := r.Output(ctx, "squeue", append(SqueueArgs(), extra...)...)
+// ListJobs runs squeue with [SqueueArgs] plus extra (e.g. "--jobs=12",
+// "--states=all") and fresh [NewSeparators] in SQUEUE_FORMAT2 (SQUEUE_FORMAT,
+// which would override it, is removed from the environment), and parses its
+// output. Records that cannot be read are returned in skipped, the others in
+// jobs (see [ParseSqueue]); err is a failed command or output not in the
+// requested format.
+func (r Runner) ListJobs(ctx context.Context, extra ...string) (jobs []Job, skipped []*ParseError, err error) {
+	s, err := NewSeparators()
 	if err != nil {
-		return nil, fmt.Errorf("listing jobs: %w", err)
+		return nil, nil, err
 	}
-	return ParseSqueue(out)
+	env := append(withoutVars(r.env(), "SQUEUE_FORMAT", "SQUEUE_FORMAT2"), SqueueFormatEnv(s))
+	out, err := r.output(ctx, env, "squeue", append(SqueueArgs(), extra...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing jobs: %w", err)
+	}
+	jobs, skipped, err = ParseSqueue(out, s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing jobs: %w", err)
+	}
+	return jobs, skipped, nil
+}
+
+// Squeue is [Runner.ListJobs] for callers that need every record: a record
+// that cannot be read is an error (the first *ParseError).
+func (r Runner) Squeue(ctx context.Context, extra ...string) ([]Job, error) {
+	jobs, skipped, err := r.ListJobs(ctx, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		return nil, fmt.Errorf("listing jobs: %w", skipped[0])
+	}
+	return jobs, nil
+}
+
+// env is the environment the commands get.
+func (r Runner) env() []string {
+	if r.Env == nil {
+		return os.Environ()
+	}
+	return r.Env
+}
+
+// withoutVars returns a copy of env without the entries of the named variables.
+func withoutVars(env []string, names ...string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // SqueueStart lists pending jobs with their expected start (StartTime) and the nodes
@@ -93,13 +146,18 @@ func (r Runner) Job(ctx context.Context, id string) (Job, error) {
 	return Job{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
 }
 
-// Sinfo runs sinfo with [SinfoArgs] plus extra and parses its output.
+// Sinfo runs sinfo with [SinfoArgs] (fresh [NewSeparators]) plus extra and parses
+// its output.
 func (r Runner) Sinfo(ctx context.Context, extra ...string) ([]Node, error) {
-	out, err := r.Output(ctx, "sinfo", append(SinfoArgs(), extra...)...)
+	s, err := NewSeparators()
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Output(ctx, "sinfo", append(SinfoArgs(s), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	return ParseSinfo(out)
+	return ParseSinfo(out, s)
 }
 
 // ShowJob runs `scontrol show job -o ID` and returns its detail.

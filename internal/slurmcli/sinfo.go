@@ -9,9 +9,11 @@ import (
 var SinfoFields = []string{"NodeList", "StateLong", "Gres", "GresUsed", "Partition", "Reason", "CPUsState"}
 
 // SinfoArgs returns the arguments of `sinfo` whose output [ParseSinfo] reads: one
-// line per node and partition (--Node), no header, SinfoFields ending in 0x1F.
-func SinfoArgs() []string {
-	return []string{"--Node", "--noheader", "--Format=" + formatArg(SinfoFields)}
+// line per node and partition (--Node), no header, SinfoFields delimited by s.
+// sinfo has no environment twin of --Format, so s is on its command line; the
+// fields are node text only root or slurmd sets (names, GRES, state, Reason).
+func SinfoArgs(s Separators) []string {
+	return []string{"--Node", "--noheader", "--Format=" + s.format(SinfoFields)}
 }
 
 // Node is one node as sinfo shows it, merged over its partitions.
@@ -42,16 +44,22 @@ func (n Node) Drained() bool {
 // GPUs returns the node's configured and allocated GPU counts.
 func (n Node) GPUs() (total, used int) { return GPUs(n.GRES), GPUs(n.GRESUsed) }
 
-// ParseSinfo parses the output of `sinfo` run with [SinfoArgs] into one Node per node
-// name, in first-seen order. Errors are *ParseError with Source "sinfo".
-func ParseSinfo(out []byte) ([]Node, error) {
-	recs, err := splitRecords("sinfo", out, SinfoFields)
+// ParseSinfo parses the output of `sinfo` run with [SinfoArgs](s) into one Node per
+// node name, in first-seen order. Any record that cannot be read is an error (nodes
+// are few and an unreadable one would misstate the free GPUs): *ParseError with
+// Source "sinfo".
+func ParseSinfo(out []byte, s Separators) ([]Node, error) {
+	recs, bad, err := splitRecords("sinfo", out, SinfoFields, s)
 	if err != nil {
 		return nil, err
 	}
+	if len(bad) > 0 {
+		return nil, bad[0]
+	}
 	var nodes []Node
 	index := map[string]int{}
-	for i, r := range recs {
+	for _, rec := range recs {
+		r, i := rec.values, rec.line-1
 		if r[0] == "" {
 			return nil, &ParseError{Source: "sinfo", Line: i + 1, Field: "NodeList", Err: fmt.Errorf("empty node name")}
 		}

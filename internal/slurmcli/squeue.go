@@ -12,14 +12,21 @@ var SqueueFields = []string{
 	"JobID", "Name", "State", "Partition", "NumNodes", "NumCPUs",
 	"tres-per-node", "tres-per-job", "NodeList", "Reason",
 	"StartTime", "EndTime", "TimeLimit", "SchedNodes", "BatchHost", "Comment",
+	"UserName", "Account", "WorkDir", "ReqNodes",
 }
 
-// SqueueArgs returns the arguments of `squeue` whose output [ParseSqueue] reads:
-// no header, SqueueFields at unlimited width, each ending in 0x1F. Append filters
-// such as "-j", "12" or "--start" (pending jobs with their planned start).
-func SqueueArgs() []string {
-	return []string{"--noheader", "--Format=" + formatArg(SqueueFields)}
-}
+// SqueueArgs returns the arguments of `squeue` whose output [ParseSqueue] reads
+// (no header); the format itself travels in the environment, see
+// [SqueueFormatEnv]. Append filters such as "-j", "12" or "--states=PENDING".
+func SqueueArgs() []string { return []string{"--noheader"} }
+
+// SqueueFormatEnv returns the environment entry "SQUEUE_FORMAT2=..." that asks
+// squeue for SqueueFields at unlimited width, delimited by s. squeue reads
+// --Format from SQUEUE_FORMAT2, and a process's environment, unlike its
+// command line, is readable only by its owner: another user who watches the
+// daemon's squeue cannot learn s while the call runs. SQUEUE_FORMAT (which
+// would win over it) must not be set; [Runner.ListJobs] removes it.
+func SqueueFormatEnv(s Separators) string { return "SQUEUE_FORMAT2=" + s.format(SqueueFields) }
 
 // TimeLayout is how Slurm prints times (in the local time zone of the command).
 const TimeLayout = "2006-01-02T15:04:05"
@@ -44,27 +51,39 @@ type Job struct {
 	SchedNodes  string `json:"sched_nodes,omitempty"` // nodes backfill plans for a pending job
 	BatchHost   string `json:"batch_host,omitempty"`
 	Comment     string `json:"comment,omitempty"`
+	User        string `json:"user"`                // the owner's user name
+	Account     string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
+	WorkDir     string `json:"work_dir,omitempty"`  // the job's working directory
+	ReqNodes    string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
 }
 
-// ParseSqueue parses the output of `squeue` run with [SqueueArgs]. Errors are
-// *ParseError with Source "squeue".
-func ParseSqueue(out []byte) ([]Job, error) {
-	recs, err := splitRecords("squeue", out, SqueueFields)
+// ParseSqueue parses the output of `squeue` run with [SqueueArgs] and
+// [SqueueFormatEnv](s). A record that cannot be read (wrong field count, an
+// unreadable count, no job id) is left out of jobs and returned in skipped
+// (a *ParseError naming line, job id when known, and field); the others are
+// kept. err (a *ParseError wrapping [ErrNotDelimited], or bad separators) is
+// set only when the output as a whole is not in the requested format.
+func ParseSqueue(out []byte, s Separators) (jobs []Job, skipped []*ParseError, err error) {
+	recs, skipped, err := splitRecords("squeue", out, SqueueFields, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	jobs := make([]Job, 0, len(recs))
-	for i, r := range recs {
-		j, field, err := jobFromRecord(r)
+	jobs = make([]Job, 0, len(recs))
+	for _, r := range recs {
+		j, field, err := jobFromRecord(r.values)
 		if err != nil {
-			return nil, &ParseError{Source: "squeue", Line: i + 1, Field: field, Err: err}
+			skipped = append(skipped, &ParseError{Source: "squeue", Line: r.line, ID: idOf(r.values[0]), Field: field, Err: err})
+			continue
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, nil
+	return jobs, skipped, nil
 }
 
 func jobFromRecord(r []string) (Job, string, error) {
+	if !isJobID(r[0]) {
+		return Job{}, "JobID", fmt.Errorf("not a job id: %q", truncate(r[0]))
+	}
 	nodes, err := leadingInt(r[4])
 	if err != nil {
 		return Job{}, "NumNodes", err
@@ -73,16 +92,23 @@ func jobFromRecord(r []string) (Job, string, error) {
 	if err != nil {
 		return Job{}, "NumCPUs", err
 	}
-	if r[0] == "" {
-		return Job{}, "JobID", fmt.Errorf("empty job id")
-	}
 	return Job{
 		ID: r[0], Name: r[1], State: r[2], Partition: r[3], Nodes: nodes, CPUs: cpus,
 		TRESPerNode: optional(r[6]), TRESPerJob: optional(r[7]), NodeList: optional(r[8]),
 		Reason: r[9], StartTime: optionalTime(r[10]), EndTime: optionalTime(r[11]),
 		TimeLimit: r[12], SchedNodes: optional(r[13]), BatchHost: optional(r[14]),
-		Comment: optional(r[15]),
+		Comment: optional(r[15]), User: r[16], Account: optional(r[17]), WorkDir: optional(r[18]),
+		ReqNodes: optional(r[19]),
 	}, "", nil
+}
+
+// isJobID reports whether s is a job id as squeue prints it: "12", "12_3"
+// (array task), "12_[1-5%2]" (pending array), "12+0" (het component).
+func isJobID(s string) bool {
+	if s == "" || s[0] < '0' || s[0] > '9' || len(s) > 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789_+[]-,%") == ""
 }
 
 // leadingInt parses "4" and the "1-4" Slurm prints for a node range (giving 1).
