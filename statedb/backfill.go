@@ -16,16 +16,24 @@ import (
 
 // The backfill daemon's own store, separate from a job's state.db.
 //
-// # Schema of the backfill database (PRAGMA user_version = 1)
+// # Schema of the backfill database (PRAGMA user_version = 2)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
-//	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted)
+//	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
+//	       job_name, comment)
 //	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
 //	          dry_run, detail)
+//	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
+//	        partition, node, time_ns)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
-// restart), with its lifecycle state; decisions is an append-only log of what
-// each cycle decided (grows, shrinks, cancels, adoptions). Times are Unix
+// restart), with its lifecycle state and what it was submitted as (user, job
+// name, comment, partition: the daemon checks these against Slurm before it
+// signals or cancels the job; rows of version 1 have "" name and comment);
+// intents holds each submission from just before sbatch until its extra job
+// is recorded, so a daemon killed in between can tell its own job from a
+// look-alike; decisions is an append-only log of what each cycle decided
+// (grows, shrinks, cancels, adoptions). Times are Unix
 // nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
 // writes a few rows per cycle, and a row for a submitted extra job must survive
 // a power cut so that the next start reconciles it.
@@ -66,8 +74,24 @@ type ExtraJob struct {
 	// 42", "COMPLETED", "PREEMPTED", "parent gone", ...).
 	Reason string
 	// Adopted is true when a restarted daemon found it in Slurm without a
-	// record and took it over.
+	// record and took it over (matching an [Intent]).
 	Adopted bool
+	// Name and Comment are the job name and comment it was submitted with
+	// ("" in rows written by schema version 1).
+	Name, Comment string
+}
+
+// Intent is a submission the daemon is about to make: written before sbatch
+// runs and deleted once the extra job is recorded, so that after a crash in
+// between the job Slurm lists can be matched to it.
+type Intent struct {
+	// Seq is assigned by the database; ignored by RecordIntent.
+	Seq int64
+	// Parent, User, Name, Comment, Partition and Node are what the extra job
+	// is submitted with.
+	Parent, User, Name, Comment, Partition, Node string
+	// Time is when sbatch was about to run.
+	Time time.Time
 }
 
 // Decision is one logged decision of a daemon cycle.
@@ -124,6 +148,18 @@ var backfillMigrations = []string{
 		gpus     INTEGER NOT NULL,
 		dry_run  INTEGER NOT NULL,
 		detail   TEXT    NOT NULL
+	);`,
+	`ALTER TABLE extras ADD COLUMN job_name TEXT NOT NULL DEFAULT '';
+	ALTER TABLE extras ADD COLUMN comment TEXT NOT NULL DEFAULT '';
+	CREATE TABLE intents (
+		seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+		parent_id TEXT    NOT NULL,
+		user_name TEXT    NOT NULL,
+		job_name  TEXT    NOT NULL,
+		comment   TEXT    NOT NULL,
+		partition TEXT    NOT NULL,
+		node      TEXT    NOT NULL,
+		time_ns   INTEGER NOT NULL
 	);`,
 }
 
@@ -218,8 +254,17 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 	if v == 0 {
 		return nil // an empty file: nothing recorded yet
 	}
-	if _, err := s.Exec(`INSERT INTO extras (` + extraColumns + `) SELECT ` + extraColumns + ` FROM src.extras`); err != nil {
+	cols := extraColumns
+	if v < 2 {
+		cols = extraColumnsV1
+	}
+	if _, err := s.Exec(`INSERT INTO extras (` + cols + `) SELECT ` + cols + ` FROM src.extras`); err != nil {
 		return fmt.Errorf("copying extra jobs: %w", err)
+	}
+	if v >= 2 {
+		if _, err := s.Exec(`INSERT INTO intents SELECT * FROM src.intents`); err != nil {
+			return fmt.Errorf("copying submission intents: %w", err)
+		}
 	}
 	return nil
 }
@@ -345,26 +390,27 @@ func (db *BackfillDB) RecordExtra(ctx context.Context, x ExtraJob) error {
 	if x.State == "" {
 		x.State = ExtraSubmitted
 	}
-	_, err := db.sql.ExecContext(ctx, `INSERT OR REPLACE INTO extras
-		(job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns, state,
-		 signalled_ns, ended_ns, reason, adopted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := db.sql.ExecContext(ctx, `INSERT OR REPLACE INTO extras (`+extraColumns+`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		x.ID, x.Parent, x.User, x.Node, x.GPUType, x.GPUs, x.Partition, unixNano(x.Submitted), unixNano(x.End),
-		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted)
+		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted, x.Name, x.Comment)
 	if err != nil {
 		return fmt.Errorf("recording extra job %s: %w", x.ID, err)
 	}
 	return nil
 }
 
-const extraColumns = `job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns,
+const extraColumnsV1 = `job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns,
 	state, signalled_ns, ended_ns, reason, adopted`
+
+const extraColumns = extraColumnsV1 + `, job_name, comment`
 
 func scanExtra(sc interface{ Scan(...any) error }) (ExtraJob, error) {
 	var x ExtraJob
 	var sub, end, sig, ended int64
 	var state string
 	err := sc.Scan(&x.ID, &x.Parent, &x.User, &x.Node, &x.GPUType, &x.GPUs, &x.Partition, &sub, &end,
-		&state, &sig, &ended, &x.Reason, &x.Adopted)
+		&state, &sig, &ended, &x.Reason, &x.Adopted, &x.Name, &x.Comment)
 	x.Submitted, x.End, x.Signalled, x.Ended = fromNano(sub), fromNano(end), fromNano(sig), fromNano(ended)
 	x.State = ExtraState(state)
 	return x, err
@@ -486,4 +532,56 @@ func (db *BackfillDB) Decisions(ctx context.Context, after int64, limit int) ([]
 		return nil, fmt.Errorf("listing decisions: %w", err)
 	}
 	return out, nil
+}
+
+// RecordIntent records a submission about to be made and returns its Seq.
+// Parent, User, Name, Comment, Partition and Node must be non-empty. Errors
+// wrap ErrInvalid or the SQLite error.
+func (db *BackfillDB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
+	if in.Parent == "" || in.User == "" || in.Name == "" || in.Comment == "" || in.Partition == "" || in.Node == "" {
+		return 0, invalidf("submission intent %+v: parent, user, name, comment, partition and node are required", in)
+	}
+	res, err := db.sql.ExecContext(ctx, `INSERT INTO intents (parent_id, user_name, job_name, comment, partition, node, time_ns)
+		VALUES (?,?,?,?,?,?,?)`, in.Parent, in.User, in.Name, in.Comment, in.Partition, in.Node, unixNano(in.Time))
+	if err != nil {
+		return 0, fmt.Errorf("recording submission intent for job %s on %s: %w", in.Parent, in.Node, err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("recording submission intent for job %s on %s: %w", in.Parent, in.Node, err)
+	}
+	return seq, nil
+}
+
+// Intents returns the recorded submission intents, oldest first.
+func (db *BackfillDB) Intents(ctx context.Context) ([]Intent, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT seq, parent_id, user_name, job_name, comment, partition, node, time_ns
+		FROM intents ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("listing submission intents: %w", err)
+	}
+	defer rows.Close()
+	var out []Intent
+	for rows.Next() {
+		var in Intent
+		var t int64
+		if err := rows.Scan(&in.Seq, &in.Parent, &in.User, &in.Name, &in.Comment, &in.Partition, &in.Node, &t); err != nil {
+			return nil, fmt.Errorf("listing submission intents: %w", err)
+		}
+		in.Time = fromNano(t)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing submission intents: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteIntent removes intent seq (its job was recorded, or sbatch failed,
+// or it is too old to match); deleting one that is gone is not an error.
+func (db *BackfillDB) DeleteIntent(ctx context.Context, seq int64) error {
+	if _, err := db.sql.ExecContext(ctx, `DELETE FROM intents WHERE seq = ?`, seq); err != nil {
+		return fmt.Errorf("deleting submission intent %d: %w", seq, err)
+	}
+	return nil
 }

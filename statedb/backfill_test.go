@@ -2,8 +2,10 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,7 +30,8 @@ func TestBackfillExtraRoundTripsAndSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ExtraJob{ID: "12", Parent: "7", User: "alice", Partition: "low", Node: "n2", GPUType: "v100", GPUs: 2,
-		Submitted: time.Unix(1700000000, 5), End: time.Unix(1700000600, 0), State: ExtraSubmitted}
+		Submitted: time.Unix(1700000000, 5), End: time.Unix(1700000600, 0), State: ExtraSubmitted,
+		Name: "es-extra-7", Comment: "es-extra parent=7"}
 	if err := db.RecordExtra(ctx, want); err != nil {
 		t.Fatal(err)
 	}
@@ -285,5 +288,67 @@ func TestADryRunStoreReadsTheFileOfARunningDaemon(t *testing.T) {
 	}
 	if err := live.RecordExtra(ctx, ExtraJob{ID: "13", Parent: "7", Node: "n2", GPUs: 1}); err != nil {
 		t.Errorf("the daemon cannot write while a dry run has its copy: %v", err)
+	}
+}
+
+func TestBackfillIntentsAreKeptUntilDeleted(t *testing.T) {
+	ctx := context.Background()
+	db := openBackfillTest(t)
+	in := Intent{Parent: "7", User: "alice", Name: "es-extra-7", Comment: "es-extra parent=7", Partition: "low", Node: "n2", Time: time.Unix(1700000000, 0)}
+	seq, err := db.RecordIntent(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordIntent(ctx, Intent{Parent: "7"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an intent without user, name, comment, partition and node: %v, want ErrInvalid", err)
+	}
+	got, err := db.Intents(ctx)
+	in.Seq = seq
+	if err != nil || len(got) != 1 || got[0] != in {
+		t.Fatalf("Intents = %+v, %v; want [%+v]", got, err, in)
+	}
+	if err := db.DeleteIntent(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteIntent(ctx, seq); err != nil {
+		t.Errorf("deleting a deleted intent: %v, want nil", err)
+	}
+	if got, err := db.Intents(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Intents after delete = %+v, %v", got, err)
+	}
+}
+
+func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	s, err := sql.Open("sqlite3", dsn(path, url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{backfillMigrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO extras (` + extraColumnsV1 + `) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0)`} {
+		if _, err := s.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	dry, err := OpenBackfillDryRun(path)
+	if err != nil {
+		t.Fatalf("dry run of a version 1 file: %v", err)
+	}
+	if x, err := dry.Extra(ctx, "12"); err != nil || x.User != "alice" || x.Name != "" {
+		t.Errorf("dry-run copy of a version 1 row: %+v, %v", x, err)
+	}
+	dry.Close()
+	db, err := OpenBackfill(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if x, err := db.Extra(ctx, "12"); err != nil || x.User != "alice" || x.Partition != "low" || x.Name != "" || x.Comment != "" {
+		t.Errorf("version 1 row after migration: %+v, %v", x, err)
+	}
+	if _, err := db.RecordIntent(ctx, Intent{Parent: "7", User: "alice", Name: "n", Comment: "c", Partition: "low", Node: "n2"}); err != nil {
+		t.Errorf("intents after migration: %v", err)
 	}
 }
