@@ -60,6 +60,9 @@ type Daemon struct {
 	// noted maps extra-looking jobs left alone to the reason last logged
 	// (each is logged once per reason).
 	noted map[string]string
+	// unreadable maps the jobs whose squeue record could not be read to
+	// the error last logged (each is warned about once while it is listed).
+	unreadable map[string]string
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
@@ -74,7 +77,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("backfill daemon: %w", err)
 	}
 	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
-		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}, noted: map[string]string{}}
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}, noted: map[string]string{}, unreadable: map[string]string{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
 	}
@@ -272,7 +275,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err != nil {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
-	d.snap.forget(v)
+	d.warnUnreadable(v)
 	rc, err := d.reconcile(ctx, v, r)
 	if err != nil {
 		return fmt.Errorf("reconciling with Slurm: %w", err)
@@ -326,22 +329,112 @@ func (d *Daemon) decide(ctx context.Context, kind, job, extra, node string, gpus
 		Node: node, GPUs: gpus, DryRun: d.cfg.DryRun, Detail: detail})
 }
 
-// cancel cancels extra job id (unless dry-run) and records why; ended marks
-// the record ended at once (for jobs that never ran or whose parent is gone).
-func (d *Daemon) cancel(ctx context.Context, id, job, node, reason string, ended bool) error {
-	log := d.log.Named("actuator").With("extra_id", id, "job_id", job, "node", node)
+// warnUnreadable logs one warning per job whose record squeue printed but
+// the snapshot could not read, naming the job id, while the job is listed;
+// the cycle goes on without it.
+func (d *Daemon) warnUnreadable(v *View) {
+	for id, err := range v.Unreadable {
+		if d.unreadable[id] == err.Error() {
+			continue
+		}
+		d.unreadable[id] = err.Error()
+		d.log.Named("snapshot").Warn("skipping a job squeue printed that cannot be read; the cycle goes on without it",
+			"job_id", id, "error", err)
+	}
+	for id := range d.unreadable {
+		if v.Unreadable[id] == nil {
+			delete(d.unreadable, id)
+		}
+	}
+}
+
+// verify re-reads extra job rec.ID from Slurm by id (squeue --jobs=ID,
+// fresh random separators) right before it is signalled or cancelled and
+// checks that Slurm's job of that id is still the one this daemon
+// submitted: same job name, comment, partition and user as recorded (rows
+// of schema version 1 have no name and comment: the extra job form of
+// their parent is expected). It returns gone=true when Slurm no longer
+// knows the id, and a non-empty mismatch naming the first difference; err
+// is a failed squeue.
+func (d *Daemon) verify(ctx context.Context, rec statedb.ExtraJob) (gone bool, mismatch string, err error) {
+	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+rec.ID, "--states=all")
+	if noSuchJob(err) {
+		return true, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("re-reading extra job %s before acting on it: %w", rec.ID, err)
+	}
+	for _, pe := range skipped {
+		if pe.ID == rec.ID {
+			return false, fmt.Sprintf("its squeue record cannot be read: %v", pe), nil
+		}
+	}
+	name, comment := rec.Name, rec.Comment
+	if name == "" && comment == "" {
+		name, comment = ExtraJobName(rec.Parent), ExtraComment(rec.Parent)
+	}
+	for _, j := range jobs {
+		if j.ID != rec.ID {
+			continue
+		}
+		for _, f := range []struct{ what, got, want string }{
+			{"job name", j.Name, name}, {"comment", j.Comment, comment},
+			{"partition", j.Partition, rec.Partition}, {"user", j.User, rec.User},
+		} {
+			if f.got != f.want {
+				return false, fmt.Sprintf("its %s is %q, recorded %q", f.what, f.got, f.want), nil
+			}
+		}
+		return false, "", nil
+	}
+	return true, "", nil
+}
+
+// checkOwned runs verify and says whether the daemon may act on rec now:
+// a job Slurm no longer knows, or one that is not what was submitted (a
+// mismatch, logged once as an error), is not acted on.
+func (d *Daemon) checkOwned(ctx context.Context, rec statedb.ExtraJob, action string) (ok, gone bool, err error) {
+	gone, mismatch, err := d.verify(ctx, rec)
+	if err != nil || gone {
+		return false, gone, err
+	}
+	if mismatch != "" {
+		why := "not " + action + ": Slurm's job " + rec.ID + " is not the extra job this daemon submitted (" + mismatch + ")"
+		if d.noted[rec.ID] != why {
+			d.noted[rec.ID] = why
+			d.log.Named("actuator").Error(why, "extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node, "user", rec.User)
+		}
+		return false, false, nil
+	}
+	return true, false, nil
+}
+
+// cancel cancels recorded extra job rec (unless dry-run), after checking in
+// Slurm that the job of that id is still the one submitted (checkOwned),
+// and records why; ended marks the record ended at once (for jobs that
+// never ran or whose parent is gone), also when Slurm no longer knows it.
+func (d *Daemon) cancel(ctx context.Context, rec statedb.ExtraJob, reason string, ended bool) error {
+	id := rec.ID
+	log := d.log.Named("actuator").With("extra_id", id, "job_id", rec.Parent, "node", rec.Node)
 	log.Info("cancelling extra job", "reason", reason, "dry_run", d.cfg.DryRun)
-	if err := d.decide(ctx, "cancel", job, id, node, 0, reason); err != nil {
+	if err := d.decide(ctx, "cancel", rec.Parent, id, rec.Node, 0, reason); err != nil {
 		return err
 	}
 	if d.cfg.DryRun {
 		return nil
 	}
-	if err := d.act.Cancel(ctx, id); err != nil {
+	ok, gone, err := d.checkOwned(ctx, rec, "cancelling")
+	if err != nil {
 		log.Error("cancel failed; retrying next cycle", "error", err)
 		return nil
 	}
-	if ended {
+	if ok {
+		if err := d.act.Cancel(ctx, id); err != nil {
+			log.Error("cancel failed; retrying next cycle", "error", err)
+			return nil
+		}
+	}
+	if ended && (ok || gone) {
 		if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, statedb.ErrNoExtra) {
 			return err
 		}
@@ -372,13 +465,13 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 			}
 			d.metrics.Shrinks.WithLabelValues("cancel").Inc()
 			r.Cancelled = append(r.Cancelled, sh.Extra)
-			if err := d.cancel(ctx, sh.Extra, sh.Job, sh.Node, "grace period over: "+reason, false); err != nil {
+			if err := d.cancel(ctx, l.rec, "grace period over: "+reason, false); err != nil {
 				return err
 			}
 		case l.pending:
 			d.metrics.Shrinks.WithLabelValues("cancel").Inc()
 			r.Cancelled = append(r.Cancelled, sh.Extra)
-			if err := d.cancel(ctx, sh.Extra, sh.Job, sh.Node, "not started: "+reason, true); err != nil {
+			if err := d.cancel(ctx, l.rec, "not started: "+reason, true); err != nil {
 				return err
 			}
 		case v.Now.Add(grace + 2*poll).Before(deadline):
@@ -391,6 +484,12 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 				return err
 			}
 			if d.cfg.DryRun {
+				continue
+			}
+			if ok, _, err := d.checkOwned(ctx, l.rec, "signalling"); err != nil || !ok {
+				if err != nil {
+					log.Error("signal failed; retrying next cycle", "error", err)
+				}
 				continue
 			}
 			if err := d.act.Signal(ctx, sh.Extra); err != nil {
@@ -449,9 +548,18 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 			log.Info("would grow (dry run)", "time_limit_min", o.timeLimitMinute)
 			continue
 		}
+		intent := statedb.Intent{Parent: e.Job.ID, User: e.User, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
+			Partition: d.cfg.Extra.Partition, Node: o.node, Time: d.now()}
+		seq, err := d.db.RecordIntent(ctx, intent)
+		if err != nil {
+			return err
+		}
 		id, err := d.act.Submit(ctx, spec)
 		if err != nil {
 			log.Error("submitting extra job failed", "error", err)
+			if derr := d.db.DeleteIntent(ctx, seq); derr != nil {
+				return derr
+			}
 			if derr := d.decide(ctx, "grow-failed", e.Job.ID, "", o.node, o.gpus, err.Error()); derr != nil {
 				return derr
 			}
@@ -460,9 +568,13 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 		now := d.now()
 		rec := statedb.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
 			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now,
-			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: statedb.ExtraSubmitted}
+			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: statedb.ExtraSubmitted,
+			Name: intent.Name, Comment: intent.Comment}
 		if err := d.db.RecordExtra(ctx, rec); err != nil {
-			return fmt.Errorf("recording extra job %s (it runs; the next cycle adopts it): %w", id, err)
+			return fmt.Errorf("recording extra job %s (it runs; the next cycle adopts it from its submission intent): %w", id, err)
+		}
+		if err := d.db.DeleteIntent(ctx, seq); err != nil {
+			return err
 		}
 		live[id] = &lent{rec: rec, pending: true, end: rec.End}
 		r.Submitted = append(r.Submitted, id)

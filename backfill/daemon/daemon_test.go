@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -347,20 +349,32 @@ func TestReconciliationAfterARestart(t *testing.T) {
 		wantState   statedb.ExtraState
 		wantReason  string
 	}{
-		{"an unrecorded running extra job of a running elastic job is adopted, not cancelled",
+		{"an unrecorded running extra job of its submission intent is adopted, not cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
 			}, "", statedb.ExtraSubmitted, "adopted"},
-		{"an unrecorded extra job whose parent is gone is cancelled",
-			func(t *testing.T, td *testDaemon) string {
-				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
-			}, "hard", "", ""},
-		{"an unrecorded pending extra job of a running elastic job is cancelled",
+		{"an unrecorded extra-form job without a submission intent is neither adopted nor cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
+			}, "", "", ""},
+		{"an unrecorded extra job of its submission intent whose parent is gone is adopted and cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				intend(t, td, "10", "n2", td.now.Add(-time.Second))
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
+			}, "hard", statedb.ExtraEnded, "parent job 10"},
+		{"an unrecorded extra job whose parent is gone and that no intent matches is left alone",
+			func(t *testing.T, td *testDaemon) string {
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
+			}, "", "", ""},
+		{"an unrecorded pending extra job of its submission intent is adopted and counted",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "", 0, 20*time.Minute).id
-			}, "hard", "", ""},
+			}, "", statedb.ExtraSubmitted, "adopted"},
 		{"an extra job signalled before the restart is cancelled once its grace period is over",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
@@ -401,6 +415,9 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				if len(got) != 0 {
 					t.Errorf("scancel %v, want none", got)
 				}
+				if tc.wantState == "" && td.fake.job(id).state != "RUNNING" && td.fake.job(id).state != "PENDING" {
+					t.Errorf("job %s is %s, want it left alone", id, td.fake.job(id).state)
+				}
 			case "hard":
 				if !slices.Contains(got, "scancel "+id) {
 					t.Errorf("scancel %v, want scancel %s", got, id)
@@ -408,8 +425,8 @@ func TestReconciliationAfterARestart(t *testing.T) {
 			}
 			x, err := td.db.Extra(context.Background(), id)
 			if tc.wantState == "" {
-				if err == nil && x.State != statedb.ExtraEnded {
-					t.Errorf("record %+v, want none or ended", x)
+				if err == nil {
+					t.Errorf("record %+v, want none: the daemon did not submit it", x)
 				}
 				return
 			}
@@ -420,9 +437,32 @@ func TestReconciliationAfterARestart(t *testing.T) {
 	}
 }
 
+// record writes x as the daemon would have recorded its submission: user
+// alice (the fake's), partition low, and the extra job form of its parent
+// unless x says otherwise.
 func record(t *testing.T, td *testDaemon, x statedb.ExtraJob) {
 	t.Helper()
+	if x.User == "" {
+		x.User = "alice"
+	}
+	if x.Partition == "" {
+		x.Partition = "low"
+	}
+	if x.Name == "" {
+		x.Name, x.Comment = ExtraJobName(x.Parent), ExtraComment(x.Parent)
+	}
 	if err := td.db.RecordExtra(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// intend writes the submission intent the daemon writes before sbatch, for
+// an extra job of parent on node at time at (user alice, partition low).
+func intend(t *testing.T, td *testDaemon, parent, node string, at time.Time) {
+	t.Helper()
+	in := statedb.Intent{Parent: parent, User: "alice", Name: ExtraJobName(parent), Comment: ExtraComment(parent),
+		Partition: "low", Node: node, Time: at}
+	if _, err := td.db.RecordIntent(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -616,10 +656,22 @@ func TestOnlyExtraJobsTheDaemonOwnsAreActedOn(t *testing.T) {
 				td.fake.set(func() { p.state, j.user = "COMPLETED", "mallory" })
 				return j
 			}, false},
-		{"an orphan in the exact extra form on a managed node is cancelled",
+		{"an orphan in the exact extra form on a managed node that this daemon did not submit is left alone",
 			func(t *testing.T, td *testDaemon) *fakeJob {
 				return td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
+			}, false},
+		{"an orphan of this daemon's submission intent is cancelled",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				intend(t, td, "1", "n2", td.now.Add(-time.Second))
+				return td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
 			}, true},
+		{"an orphan whose submission intent names another user is left alone",
+			func(t *testing.T, td *testDaemon) *fakeJob {
+				intend(t, td, "1", "n2", td.now.Add(-time.Second))
+				j := td.fake.extra("11", "1", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.user = "mallory" })
+				return j
+			}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -644,7 +696,7 @@ func TestOnlyExtraJobsTheDaemonOwnsAreActedOn(t *testing.T) {
 	}
 }
 
-func TestASecondDaemonAdoptsNoExtraJobOutsideItsScope(t *testing.T) {
+func TestASecondDaemonAdoptsNoExtraJobItDidNotSubmit(t *testing.T) {
 	tests := []struct {
 		name      string
 		nodes     string // the second daemon's nodes
@@ -653,7 +705,7 @@ func TestASecondDaemonAdoptsNoExtraJobOutsideItsScope(t *testing.T) {
 		{"the parent in scope but the extra job's node outside it is left alone", `nodes = ["n1"]`, false},
 		{"the extra job's node in scope but the parent outside it is left alone", `nodes = ["n2"]`, false},
 		{"parent and node both outside the scope are left alone", `nodes = ["n3", "n4"]`, false},
-		{"parent and node both inside the scope are adopted", `nodes = ["n1", "n2"]`, true},
+		{"parent and node both inside the scope are left alone (another daemon's submission)", `nodes = ["n1", "n2"]`, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -842,5 +894,137 @@ func TestRunProbesAnUnreachableControllerEveryPollAndCyclesAsSoonAsItAnswers(t *
 	}
 	if got := value(td.Metrics().SlurmFailures); got != 1 {
 		t.Errorf("slurm_failures_total %v, want 1 (one failed cycle, then cheap pings)", got)
+	}
+}
+
+// countLogs counts the JSON log lines of buf whose message starts with msg
+// and whose job_id is id.
+func countLogs(t *testing.T, buf *bytes.Buffer, msg, id string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(buf.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		if s, _ := m["@message"].(string); strings.HasPrefix(s, msg) && (id == "" || m["job_id"] == id || m["extra_id"] == id) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAJobWhoseRecordCannotBeReadIsSkippedWithOneWarningAndTheCycleGoesOn(t *testing.T) {
+	td := newTestDaemon(t, `nodes = ["n1", "n2"]`)
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+	bad := td.fake.running("30", "", "n3", 1, time.Hour, "")
+	td.fake.set(func() { bad.unreadable, bad.user = true, "bob" })
+	// A recorded extra job whose record cannot be read this cycle is not
+	// taken for gone.
+	td.fake.running("20", elasticComment, "n4", 1, time.Hour, rendezvous(t, "20"))
+	x := td.fake.extra("21", "20", "n4", 1, 20*time.Minute)
+	td.fake.set(func() { x.unreadable = true })
+	record(t, td, statedb.ExtraJob{ID: "21", Parent: "20", Node: "n4", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+	td.fake.running("10", "es-req min=1 max=2 lw=8 d1", "n1", 4, time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	if len(r.Submitted) == 0 {
+		t.Fatal("no extra job submitted beside a job whose record cannot be read")
+	}
+	// A reservation already due: the same cycle that reads the bad record
+	// again signals the extra jobs.
+	td.fake.pending("50", "n2", 4, td.now.Add(30*time.Second))
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	signals := 0
+	for _, c := range td.fake.commands("scancel") {
+		if strings.HasPrefix(c, "scancel --signal=TERM ") && slices.Contains(r.Submitted, strings.Fields(c)[2]) {
+			signals++
+		}
+		if strings.HasSuffix(c, " 21") {
+			t.Errorf("%s: acted on a recorded job whose record could not be read", c)
+		}
+	}
+	if signals != len(r.Submitted) {
+		t.Errorf("signalled %d of %d extra jobs before the reservation; scancel calls %v", signals, len(r.Submitted), td.fake.commands("scancel"))
+	}
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	for _, id := range []string{"30", "21"} {
+		if n := countLogs(t, &logs, "skipping a job squeue printed", id); n != 1 {
+			t.Errorf("job %s: %d warnings in 3 cycles, want one", id, n)
+		}
+	}
+	if rec, err := td.db.Extra(context.Background(), "21"); err != nil || rec.State != statedb.ExtraSubmitted {
+		t.Errorf("record of the unreadable extra job 21: %+v, %v; want it kept as submitted", rec, err)
+	}
+}
+
+func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(j *fakeJob)
+		want   bool // cancelled
+		// kept: the record stays active (a job no longer in the extra job
+		// form is, for later snapshots, not listed: its record ends "gone").
+		kept bool
+	}{
+		{"the recorded job unchanged is cancelled", func(j *fakeJob) {}, true, false},
+		{"another job name is left alone", func(j *fakeJob) { j.name = "es-extra-99" }, false, false},
+		{"another comment is left alone", func(j *fakeJob) { j.comment = "es-extra parent=99" }, false, false},
+		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, true},
+		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, true},
+		{"an unreadable re-read is left alone", nil, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			var logs bytes.Buffer
+			td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+			// Job 11 was submitted for parent 10, which is gone: it is to be cancelled.
+			j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+			record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+			// Slurm's job 11 changes between the snapshot and the re-read.
+			td.fake.set(func() {
+				td.fake.onJobs = func() {
+					if tc.change == nil {
+						j.unreadable = true
+					} else {
+						tc.change(j)
+					}
+				}
+			})
+			for range 2 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			cancelled := slices.Contains(td.fake.commands("scancel"), "scancel 11")
+			if cancelled != tc.want {
+				t.Fatalf("cancelled=%v, want %v; scancel calls %v", cancelled, tc.want, td.fake.commands("scancel"))
+			}
+			if !tc.want {
+				if n := countLogs(t, &logs, "not cancelling: Slurm's job 11 is not the extra job this daemon submitted", "11"); n != 1 {
+					t.Errorf("%d error lines about job 11 in 2 cycles, want one:\n%s", n, logs.String())
+				}
+				if rec, _ := td.db.Extra(context.Background(), "11"); tc.kept && rec.State == statedb.ExtraEnded {
+					t.Errorf("record %+v marked ended though nothing was cancelled", rec)
+				}
+			}
+		})
+	}
+}
+
+func TestASignalIsNotSentWhenSlurmsJobIsNotTheOneSubmitted(t *testing.T) {
+	td, extras := shrinkSetup(t)
+	j50, x := td.fake.job("50"), td.fake.job(extras[0])
+	td.fake.set(func() {
+		j50.start = td.now.Add(30 * time.Second)   // due now
+		td.fake.onJobs = func() { x.user = "bob" } // runs under the fake's lock
+	})
+	td.cycle(t)
+	for _, c := range td.fake.commands("scancel") {
+		if strings.HasSuffix(c, " "+extras[0]) {
+			t.Fatalf("%s: signalled a job that is no longer the one submitted", c)
+		}
 	}
 }

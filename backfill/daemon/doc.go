@@ -7,20 +7,41 @@
 //	         ┌──────────── every poll_interval (backoff while Slurm is down) ───────────┐
 //	         ▼                                                                           │
 //	Snapshotter ──► reconcile ──► planner.Plan ──► shrink ──► grow ──► metrics, decisions┘
-//	scontrol ping   Slurm vs.      pure: gaps,      SIGTERM,    sbatch extra
-//	sinfo, squeue   the SQLite     shrinks,         scancel     jobs (Actuator)
-//	scontrol show   store          grants
+//	scontrol ping   Slurm vs.      pure: gaps,      re-read     intent, sbatch
+//	sinfo, squeue   the SQLite     shrinks,         by id, then extra jobs
+//	                store          grants           SIGTERM,    (Actuator)
+//	                                                scancel
 //
 // The snapshot reads `scontrol ping` (a down controller answers in
 // milliseconds, while sinfo would retry for ~9 s), `sinfo` (GPUs per node
-// from Gres/GresUsed, idle CPUs, state), one `squeue --states=all` (running
-// jobs with their TRES-per-node/per-job GPU counts and end times; pending
-// jobs with the start and nodes Slurm's backfill planned, i.e. what
-// `squeue --start` shows; extra jobs in final states) and, once per elastic
-// job, `scontrol show job` for its user, account and WorkDir. A job is
-// elastic when its comment parses with elastic.ParseComment; it can grow once
-// its rendezvous directory WorkDir/.easyscale/JOBID holds `coordinator` and
-// `token` (the daemon must see WorkDir, as on a shared filesystem).
+// from Gres/GresUsed, idle CPUs, state) and one `squeue --states=all`
+// (running jobs with their TRES-per-node/per-job GPU counts, end times,
+// user, account and WorkDir; pending jobs with the start and nodes Slurm's
+// backfill planned, i.e. what `squeue --start` shows; extra jobs in final
+// states). A job is elastic when its comment parses with
+// elastic.ParseComment; it can grow once its rendezvous directory
+// WorkDir/.easyscale/JOBID holds `coordinator` and `token` (the daemon must
+// see WorkDir, as on a shared filesystem).
+//
+// # Reading what users wrote
+//
+// Job names, comments and work directories are the users' text, and Slurm
+// 22.05 prints them verbatim, field separator 0x1F and newlines included.
+// Every squeue and sinfo call therefore delimits fields and records with
+// separators drawn at random for that call (128 bits each, see
+// slurmcli.NewSeparators; squeue's travel in SQUEUE_FORMAT2, which other
+// users cannot read): no user can know them when naming a job, so no text
+// can end a field or a record early, and a record always describes the job
+// whose id opens it. This was chosen over `squeue --json`, which 22.05
+// escapes correctly but whose -j/-t filters it ignores (each re-read of one
+// job by id would transfer every job slurmctld holds) and whose schema
+// changes with each Slurm release; see the slurmcli package documentation.
+// `scontrol show job`, whose unquoted Key=Value text a job name can imitate,
+// is not read. A record that still cannot be read (a count that is not a
+// number, a node list or GRES that does not parse) is left out of the view
+// with one warning naming its job id; the cycle goes on without it, and a
+// recorded extra job whose record (or whose parent's) is unreadable is left
+// as it is until it can be read again.
 //
 // # Growing: extra jobs
 //
@@ -97,38 +118,40 @@
 //
 // # Which jobs are the daemon's (the ownership rule)
 //
-// The daemon runs as root and could cancel anyone's job, so it acts only on
-// extra jobs it recorded when it submitted them. A job Slurm lists but the
-// file does not know may be treated as the daemon's own (it was killed
-// between sbatch and the write, or the file was lost) only when ALL of these
-// hold:
+// The daemon runs as root and could cancel anyone's job, so it signals or
+// cancels only extra jobs it submitted itself, as its SQLite file records
+// them: job id, user, job name, comment and partition, written when sbatch
+// returns. Right before each `scancel --signal=TERM` or `scancel` it
+// re-reads the job by id (`squeue --jobs=ID`, fresh separators) and acts
+// only when Slurm's job of that id still has the recorded name, comment,
+// partition and user; otherwise it logs an error once and does nothing (a
+// job Slurm no longer knows needs nothing either).
 //
-//   - its name is exactly es-extra-<parent>;
-//   - its comment is exactly "es-extra parent=<parent>" (digits, one space);
-//   - its partition is extra.partition;
-//   - when Slurm still knows the parent job, both have the same user
-//     (`scontrol show job`);
-//   - it is inside this daemon's scope: its node (NodeList, or ReqNodeList
-//     while pending) is managed, and so are all nodes of its parent when the
-//     parent runs.
+// The only unrecorded jobs it takes over are its own submissions whose
+// record was lost because it was killed between sbatch and the database
+// write: before every sbatch it writes a submission intent (parent, user,
+// name, comment, partition, node) and deletes it once the job is recorded.
+// An unrecorded job is adopted (recorded, then reconciled like any recorded
+// one: kept, or cancelled if its parent is gone) only when it matches such
+// an intent exactly: name es-extra-<parent>, comment
+// "es-extra parent=<parent>", partition extra.partition, the parent's user,
+// and the intent's node. Intents no job matched for 10 minutes are dropped.
 //
-// Such a job is adopted when it runs for a running elastic job (cancelling
-// it would shrink that job by mistake), cancelled when it is still pending
-// (nothing is lost) or its parent is gone (an orphan). Any other job — a
-// user's job that borrows the comment, an extra-looking job in another
-// partition or of another user — is left alone, planned as an ordinary job,
-// and logged once. An owned-looking job whose parent is in scope but whose
-// node is not (or the reverse) is another daemon's whose scope overlaps this
-// one: it is left alone with a warning. Two daemons with identical scopes
-// cannot be told apart; give every daemon disjoint nodes.
+// Every other job is left alone and logged once, whatever it looks like: a
+// user's job that borrows the extra comment, an extra-looking job in another
+// partition or of another user, an orphan whose parent is gone, and another
+// daemon's extra job (counted as GPUs lent to its user when its parent is a
+// running elastic job of the same user; otherwise planned as an ordinary
+// job). Such a job ends by its own time limit; Slurm's preemption of
+// extra.partition is the backstop for its GPUs.
 //
 // # Scope
 //
 // The partitions, nodes and gpu_types keys bound the nodes a daemon manages.
-// An elastic job grows only when all of its nodes are managed, and extra jobs
-// of jobs outside that scope are left alone (they count toward their user's
-// lent GPUs), so several daemons may manage disjoint parts of one cluster
-// (see the ownership rule for what happens when scopes overlap).
+// An elastic job grows only when all of its nodes are managed, and another
+// daemon's extra jobs are never acted on (they count toward their user's
+// lent GPUs), so several daemons may manage disjoint parts of one cluster;
+// give every daemon its own state_db and disjoint nodes.
 //
 // # Metrics
 //

@@ -16,12 +16,11 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
-// fakeSlurm answers the client commands the daemon runs (scontrol ping /
-// show job, sinfo, squeue, sbatch, scancel) from an in-memory cluster,
-// printing exactly the formats slurmcli parses (the 0x1F-separated --Format
-// output and scontrol's Key=Value lines recorded from Slurm 22.05).
-// sep ends every --Format field (slurmcli prints fields this way).
-const sep = "\x1f"
+// fakeSlurm answers the client commands the daemon runs (scontrol ping,
+// sinfo, squeue, sbatch, scancel) from an in-memory cluster, printing the
+// --Format output slurmcli asks for: the fields and separators named in
+// squeue's SQUEUE_FORMAT2 and sinfo's --Format argument, as Slurm 22.05
+// does (each field, then its suffix, then a newline per record).
 
 type fakeSlurm struct {
 	mu    sync.Mutex
@@ -35,6 +34,9 @@ type fakeSlurm struct {
 	startPending bool
 	// sbatchFails makes sbatch fail with this stderr.
 	sbatchFails string
+	// onJobs, when set, runs before squeue --jobs=ID answers (a job that
+	// changes between the snapshot and the daemon's re-read by id).
+	onJobs func()
 	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
 	// the controller is up again.
 	pings, upAtPing int
@@ -59,6 +61,9 @@ type fakeJob struct {
 	reqNode                             string
 	script                              string
 	args                                []string
+	// unreadable makes squeue print a record slurmcli cannot read (NumNodes
+	// "garbled").
+	unreadable bool
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -138,7 +143,38 @@ func (f *fakeSlurm) commands(prefix string) []string {
 	return out
 }
 
-func (f *fakeSlurm) exec(_ context.Context, _ []string, name string, args ...string) ([]byte, error) {
+// printFormat prints rows in a --Format list ("Name:0SUFFIX,..."): each
+// field's value followed by its suffix, then a newline per row. A field the
+// row lacks is an error (the fake would need to learn it).
+func printFormat(format string, rows []map[string]string) ([]byte, error) {
+	var b strings.Builder
+	for _, row := range rows {
+		for _, tok := range strings.Split(format, ",") {
+			name, suffix, ok := strings.Cut(tok, ":0")
+			if !ok {
+				return nil, fmt.Errorf("fake slurm: format token %q without :0", tok)
+			}
+			v, ok := row[name]
+			if !ok {
+				return nil, fmt.Errorf("fake slurm: no field %q", name)
+			}
+			b.WriteString(v + suffix)
+		}
+		b.WriteString("\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func envValue(env []string, key string) string {
+	for _, e := range env {
+		if k, v, ok := strings.Cut(e, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmdline := name + " " + strings.Join(args, " ")
@@ -155,12 +191,11 @@ func (f *fakeSlurm) exec(_ context.Context, _ []string, name string, args ...str
 	switch {
 	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
-	case name == "scontrol" && len(args) == 4 && args[0] == "show":
-		return f.showJob(args[3])
 	case name == "sinfo":
-		return f.sinfo(), nil
+		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
+		return printFormat(format, f.sinfo())
 	case name == "squeue":
-		return f.squeue(), nil
+		return f.squeue(envValue(env, "SQUEUE_FORMAT2"), args)
 	case name == "sbatch":
 		f.calls = append(f.calls, cmdline)
 		return f.sbatch(args)
@@ -185,8 +220,8 @@ func (f *fakeSlurm) used(node string) int {
 	return n
 }
 
-func (f *fakeSlurm) sinfo() []byte {
-	var b strings.Builder
+func (f *fakeSlurm) sinfo() []map[string]string {
+	var rows []map[string]string
 	for _, n := range f.nodes {
 		used := f.used(n.name)
 		state := n.state
@@ -205,13 +240,12 @@ func (f *fakeSlurm) sinfo() []byte {
 				p += "*"
 			}
 			cpus := fmt.Sprintf("%d/%d/0/%d", min(used, n.cpus), n.cpus-min(used, n.cpus), n.cpus)
-			for _, v := range []string{n.name, state, "gpu:" + n.gpuType + ":" + strconv.Itoa(n.gpus), gresUsed, p, "none", cpus} {
-				b.WriteString(v + sep)
-			}
-			b.WriteString("\n")
+			rows = append(rows, map[string]string{"NodeList": n.name, "StateLong": state,
+				"Gres": "gpu:" + n.gpuType + ":" + strconv.Itoa(n.gpus), "GresUsed": gresUsed, "Partition": p,
+				"Reason": "none", "CPUsState": cpus})
 		}
 	}
-	return []byte(b.String())
+	return rows
 }
 
 func slurmTime(t time.Time) string {
@@ -221,9 +255,23 @@ func slurmTime(t time.Time) string {
 	return t.In(time.Local).Format(slurmcli.TimeLayout)
 }
 
-func (f *fakeSlurm) squeue() []byte {
-	var b strings.Builder
+// squeue prints the jobs (only job ID with --jobs=ID, which fails as
+// Slurm does when the id is unknown).
+func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
+	only := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--jobs="); ok {
+			only = v
+		}
+	}
+	if only != "" && f.onJobs != nil {
+		f.onJobs()
+	}
+	var rows []map[string]string
 	for _, j := range f.jobs {
+		if only != "" && j.id != only {
+			continue
+		}
 		tpn := "N/A"
 		if j.gpusPerNode > 0 {
 			tpn = "gres:gpu:" + strconv.Itoa(j.gpusPerNode)
@@ -231,39 +279,28 @@ func (f *fakeSlurm) squeue() []byte {
 				tpn = "gres:gpu:" + j.gpuType + ":" + strconv.Itoa(j.gpusPerNode)
 			}
 		}
-		comment := j.comment
-		if comment == "" {
-			comment = "(null)"
-		}
-		sched := j.schedNodes
-		if sched == "" {
-			sched = "(null)"
-		}
-		limit := fmt.Sprintf("%d:00", int(j.timeLimit.Minutes()))
-		fields := []string{j.id, j.name, j.state, j.partition, strconv.Itoa(max(1, j.nodes)), "1", tpn, "N/A",
-			j.nodeList, "None", slurmTime(j.start), slurmTime(j.end), limit, sched, "n/a", comment}
-		for _, v := range fields {
-			b.WriteString(v + sep)
-		}
-		b.WriteString("\n")
-	}
-	return []byte(b.String())
-}
-
-func (f *fakeSlurm) showJob(id string) ([]byte, error) {
-	for _, j := range f.jobs {
-		if j.id == id {
-			req := j.reqNode
-			if req == "" {
-				req = "(null)"
+		orNull := func(s string) string {
+			if s == "" {
+				return "(null)"
 			}
-			return []byte(fmt.Sprintf("JobId=%s JobName=%s UserId=%s(1000) GroupId=%s(1000) Account=%s JobState=%s "+
-				"Partition=%s ReqNodeList=%s NodeList=%s NumNodes=%d NumCPUs=1 WorkDir=%s Comment=%s\n",
-				j.id, j.name, j.user, j.user, j.account, j.state, j.partition, req, j.nodeList, j.nodes, j.workDir, j.comment)), nil
+			return s
 		}
+		nodes := strconv.Itoa(max(1, j.nodes))
+		if j.unreadable {
+			nodes = "garbled"
+		}
+		rows = append(rows, map[string]string{"JobID": j.id, "Name": j.name, "State": j.state, "Partition": j.partition,
+			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": "N/A",
+			"NodeList": j.nodeList, "Reason": "None", "StartTime": slurmTime(j.start), "EndTime": slurmTime(j.end),
+			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
+			"BatchHost": "n/a", "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
+			"WorkDir": j.workDir, "ReqNodes": j.reqNode})
 	}
-	return nil, &slurmcli.CommandError{Command: "scontrol show job " + id, Err: errors.New("exit status 1"),
-		Stderr: "slurm_load_jobs error: Invalid job id specified"}
+	if only != "" && len(rows) == 0 {
+		return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),
+			Stderr: "slurm_load_jobs error: Invalid job id specified"}
+	}
+	return printFormat(format, rows)
 }
 
 func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {

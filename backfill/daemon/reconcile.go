@@ -30,11 +30,18 @@ type reconciled struct {
 //     (the gap it was meant for is gone);
 //   - a signalled extra job still there after grace_period is cancelled;
 //   - an extra job Slurm lists but the database does not is handled by
-//     reconcileUnknown, which acts only on jobs the ownership rule (see the
-//     package documentation) lets it treat as its own.
+//     reconcileUnknown: it is adopted only when it matches a submission
+//     intent this daemon wrote before its sbatch (see the ownership rule in
+//     the package documentation), and otherwise left alone;
+//   - a recorded job, or one whose parent, squeue printed but the snapshot
+//     could not read is left as it is for the cycle.
 func (d *Daemon) reconcile(ctx context.Context, v *View, r *Report) (reconciled, error) {
 	rc := reconciled{live: map[string]*lent{}, otherLent: map[string]int{}}
 	recs, err := d.db.ActiveExtras(ctx)
+	if err != nil {
+		return rc, err
+	}
+	intents, err := d.db.Intents(ctx)
 	if err != nil {
 		return rc, err
 	}
@@ -53,13 +60,16 @@ func (d *Daemon) reconcile(ctx context.Context, v *View, r *Report) (reconciled,
 		if known[id] {
 			continue
 		}
-		if err := d.reconcileUnknown(ctx, v, id, running, &rc, r); err != nil {
+		if err := d.reconcileUnknown(ctx, v, id, running, &intents, &rc, r); err != nil {
 			return rc, err
 		}
 	}
+	if err := d.expireIntents(ctx, v, intents); err != nil {
+		return rc, err
+	}
 	for _, id := range sortedIDs(v.Lookalikes) {
 		x := v.Lookalikes[id]
-		d.note(id, x, false, fmt.Sprintf("name %q and comment %q are not the extra job form %q / \"%s parent=JOBID\"",
+		d.note(id, x, fmt.Sprintf("name %q and comment %q are not the extra job form %q / \"%s parent=JOBID\"",
 			x.Job.Name, x.Job.Comment, "es-extra-JOBID", ExtraCommentPrefix))
 	}
 	for id := range d.noted {
@@ -72,23 +82,24 @@ func (d *Daemon) reconcile(ctx context.Context, v *View, r *Report) (reconciled,
 	return rc, nil
 }
 
-// note logs, once per job and reason, why an extra-looking job is left alone
-// (at warn when scopes overlap, else at info).
-func (d *Daemon) note(id string, x *ExtraView, warn bool, why string) {
+// note logs at info, once per job and reason, why an extra-looking job is
+// left alone.
+func (d *Daemon) note(id string, x *ExtraView, why string) {
 	if d.noted[id] == why {
 		return
 	}
 	d.noted[id] = why
-	log := d.log.Named("reconcile").With("extra_id", id, "job_id", x.Parent, "node", x.Node, "partition", x.Job.Partition)
-	if warn {
-		log.Warn("leaving job alone: "+why, "dry_run", d.cfg.DryRun)
-		return
-	}
+	log := d.log.Named("reconcile").With("extra_id", id, "job_id", x.Parent, "node", x.Node, "partition", x.Job.Partition,
+		"user", x.Job.User)
 	log.Info("leaving job alone: "+why, "dry_run", d.cfg.DryRun)
 }
 
 func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
 	log := d.log.Named("reconcile").With("extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node)
+	if why := unreadable(v, rec); why != nil {
+		log.Debug("leaving recorded extra job as it is this cycle: squeue printed a record that cannot be read", "error", why)
+		return nil
+	}
 	x, inSlurm := v.Extras[rec.ID]
 	if !inSlurm {
 		state := v.Ended[rec.ID]
@@ -109,16 +120,15 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJ
 	case !running[rec.Parent]:
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
-		return d.cancel(ctx, rec.ID, rec.Parent, rec.Node, fmt.Sprintf("parent job %s is not running", rec.Parent), true)
+		return d.cancel(ctx, rec, fmt.Sprintf("parent job %s is not running", rec.Parent), true)
 	case pending && v.Now.Sub(rec.Submitted) > d.cfg.PendingTimeout.Duration:
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
-		return d.cancel(ctx, rec.ID, rec.Parent, rec.Node,
-			fmt.Sprintf("still pending (%s) after pending_timeout %v", x.Job.Reason, d.cfg.PendingTimeout), true)
+		return d.cancel(ctx, rec, fmt.Sprintf("still pending (%s) after pending_timeout %v", x.Job.Reason, d.cfg.PendingTimeout), true)
 	case rec.State == statedb.ExtraSignalled && !v.Now.Before(rec.Signalled.Add(grace)):
 		d.metrics.Shrinks.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
-		return d.cancel(ctx, rec.ID, rec.Parent, rec.Node, "still running after the grace period: "+rec.Reason, false)
+		return d.cancel(ctx, rec, "still running after the grace period: "+rec.Reason, false)
 	}
 	l := &lent{rec: rec, view: x, pending: pending, end: x.End}
 	if pending || l.end.IsZero() {
@@ -131,19 +141,28 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJ
 	return nil
 }
 
+// unreadable returns why rec's job or its parent is missing from the view
+// because squeue printed a record the snapshot could not read (nil when
+// neither is).
+func unreadable(v *View, rec statedb.ExtraJob) error {
+	if err := v.Unreadable[rec.ID]; err != nil {
+		return err
+	}
+	return v.Unreadable[rec.Parent]
+}
+
 // reconcileUnknown handles an extra-looking job the database does not
-// record. It is this daemon's to act on only under the ownership rule
-// (mayOwn): otherwise it is left alone, logged once, and planned as an
-// ordinary job. An owned job is adopted when it runs on a managed node for a
-// running elastic job whose nodes are all managed (the daemon was killed
-// between sbatch and recording it: cancelling it would shrink that job by
-// mistake), cancelled when it is pending for such a job or when its parent
-// is gone and it sits on a managed node (an orphan), and otherwise left
-// alone: an owned-looking job outside this daemon's scope belongs to
-// another daemon, and one whose parent is in scope but whose node is not
-// (or the reverse) means two daemons' scopes overlap, which is logged as a
-// warning.
-func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, running map[string]bool, rc *reconciled, r *Report) error {
+// record. It is this daemon's only when it matches a submission intent
+// (matchIntent): the daemon was killed between sbatch and recording the
+// job. Then it is adopted (recorded with the intent's user, name, comment
+// and partition) and reconciled like any recorded job in the same cycle
+// (kept, or cancelled when its parent is gone or it stayed pending too
+// long). Any other job is never signalled or cancelled: it is left alone,
+// logged once, and counted as GPUs lent to its user when its parent is a
+// running elastic job of the same user (another daemon's extra job), or
+// planned as an ordinary job.
+func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, running map[string]bool, intents *[]statedb.Intent,
+	rc *reconciled, r *Report) error {
 	x := v.Extras[id]
 	if x.Job.State == "COMPLETING" {
 		return nil // ending by itself
@@ -153,61 +172,76 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 	} else if !errors.Is(err, statedb.ErrNoExtra) {
 		return err
 	}
-	own, node, why, err := d.mayOwn(ctx, v, x)
-	if err != nil {
-		return err
+	if k := matchIntent(*intents, x); k >= 0 {
+		in := (*intents)[k]
+		*intents = append((*intents)[:k:k], (*intents)[k+1:]...)
+		return d.adopt(ctx, v, id, x, in, running, rc, r)
 	}
-	if !own {
-		d.note(id, x, false, why)
-		rc.foreign = append(rc.foreign, x.Job)
-		return nil
-	}
-	nv := v.node(node)
-	inScope := node != "" && nv != nil && nv.Managed
-	e := v.Elastic[x.Parent]
-	switch {
-	case e != nil && !e.Managed && !inScope:
+	if e := v.Elastic[x.Parent]; e != nil && e.User == x.Job.User {
 		rc.otherLent[e.User] += x.GPUs
-		d.note(id, x, false, "extra job of a job outside this daemon's nodes (another daemon's)")
-		return nil
-	case e != nil && e.Managed != inScope:
-		rc.otherLent[e.User] += x.GPUs
-		d.note(id, x, true, fmt.Sprintf("unrecorded extra job on node %q of job %s: only one of them is inside this daemon's "+
-			"partitions/nodes, so another easyscale-backfilld's scope overlaps this one; give each daemon disjoint nodes", node, x.Parent))
-		return nil
-	case e != nil && x.Job.State == "RUNNING" && x.Node != "":
-		return d.adopt(ctx, v, id, x, e, rc, r)
-	case e != nil:
-		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
-		r.Cancelled = append(r.Cancelled, id)
-		return d.cancel(ctx, id, x.Parent, node, "unrecorded extra job not yet running", false)
-	case running[x.Parent]:
-		d.note(id, x, false, fmt.Sprintf("its parent %s runs but is not an elastic job", x.Parent))
+	} else {
 		rc.foreign = append(rc.foreign, x.Job)
-		return nil
-	case !inScope:
-		d.note(id, x, false, fmt.Sprintf("orphan on node %q outside this daemon's partitions/nodes", node))
-		return nil
 	}
-	d.metrics.Reconciled.WithLabelValues("cancel").Inc()
-	r.Cancelled = append(r.Cancelled, id)
-	return d.cancel(ctx, id, x.Parent, node, fmt.Sprintf("orphan: parent job %s is not running", x.Parent), false)
+	d.note(id, x, "not submitted by this daemon: no record and no submission intent of this daemon matches it "+
+		"(a user's job, another easyscale-backfilld's, or one whose record was lost); it is never signalled or cancelled")
+	return nil
 }
 
-// adopt records an unrecorded running extra job of a managed elastic job.
-func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, e *ElasticJob, rc *reconciled, r *Report) error {
-	rec := statedb.ExtraJob{ID: id, Parent: x.Parent, User: e.User, Partition: x.Job.Partition, Node: x.Node,
-		GPUType: nodeType(v, x.Node), GPUs: x.GPUs, Submitted: v.Now, End: x.End, State: statedb.ExtraSubmitted,
-		Reason: "adopted after a restart", Adopted: true}
+// matchIntent returns the index of the submission intent x was submitted
+// from (same parent, user, job name, comment, partition and node), or -1.
+func matchIntent(intents []statedb.Intent, x *ExtraView) int {
+	for k, in := range intents {
+		onNode := in.Node == x.Node || in.Node == x.Job.NodeList || in.Node == x.Job.ReqNodes
+		if in.Parent == x.Parent && in.User == x.Job.User && in.Name == x.Job.Name && in.Comment == x.Job.Comment &&
+			in.Partition == x.Job.Partition && onNode {
+			return k
+		}
+	}
+	return -1
+}
+
+// intentTTL is how long a submission intent waits to be matched: far longer
+// than sbatch takes (its timeout included), so an intent older than this
+// belongs to a submission that never reached Slurm.
+const intentTTL = 10 * time.Minute
+
+// expireIntents deletes the submission intents left unmatched for intentTTL.
+func (d *Daemon) expireIntents(ctx context.Context, v *View, left []statedb.Intent) error {
+	for _, in := range left {
+		if v.Now.Sub(in.Time) < intentTTL || d.cfg.DryRun {
+			continue
+		}
+		d.log.Named("reconcile").Info("dropping a submission intent no job matched (sbatch did not submit it)",
+			"job_id", in.Parent, "node", in.Node, "since", in.Time)
+		if err := d.db.DeleteIntent(ctx, in.Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adopt records an unrecorded extra job submitted from intent in, then
+// reconciles it as a recorded one.
+func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in statedb.Intent, running map[string]bool,
+	rc *reconciled, r *Report) error {
+	gpus := x.GPUs
+	if gpus == 0 {
+		if g, err := slurmcli.ParseGRES(x.Job.TRESPerNode); err == nil {
+			gpus = slurmcli.GPUs(g)
+		}
+	}
+	rec := statedb.ExtraJob{ID: id, Parent: in.Parent, User: in.User, Partition: in.Partition, Node: in.Node,
+		GPUType: nodeType(v, in.Node), GPUs: gpus, Submitted: in.Time, End: x.End, State: statedb.ExtraSubmitted,
+		Reason: "adopted after a restart", Adopted: true, Name: in.Name, Comment: in.Comment}
 	if rec.End.IsZero() {
 		rec.End = v.Now
 	}
-	d.log.Named("reconcile").Warn("adopting extra job found in Slurm but not in the database (expected after a crash "+
-		"between sbatch and the database write; if another easyscale-backfilld manages these nodes, the scopes overlap)",
-		"extra_id", id, "job_id", x.Parent, "node", x.Node, "gpus", x.GPUs, "dry_run", d.cfg.DryRun)
+	d.log.Named("reconcile").Warn("adopting extra job found in Slurm but not in the database: it matches the submission "+
+		"intent this daemon wrote before its sbatch (expected after a crash between sbatch and the database write)",
+		"extra_id", id, "job_id", x.Parent, "node", in.Node, "gpus", gpus, "dry_run", d.cfg.DryRun)
 	d.metrics.Reconciled.WithLabelValues("adopt").Inc()
 	r.Adopted = append(r.Adopted, id)
-	if err := d.decide(ctx, "adopt", x.Parent, id, x.Node, x.GPUs, "running extra job of a managed elastic job"); err != nil {
+	if err := d.decide(ctx, "adopt", x.Parent, id, in.Node, gpus, "extra job of a submission intent"); err != nil {
 		return err
 	}
 	if d.cfg.DryRun {
@@ -216,46 +250,10 @@ func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, e 
 	if err := d.db.RecordExtra(ctx, rec); err != nil {
 		return err
 	}
-	rc.live[id] = &lent{rec: rec, view: x, end: x.End}
-	return nil
-}
-
-// mayOwn applies the ownership rule to an unrecorded extra-looking job x
-// (its name and comment were checked by the snapshot): it may be this
-// daemon's only when it runs in extra.partition and, when Slurm still knows
-// the parent, belongs to the parent's user. It returns the node the job runs
-// on (or, pending, asked for with --nodelist) and, when not owned, why.
-// Errors are Slurm failures other than "no such job".
-func (d *Daemon) mayOwn(ctx context.Context, v *View, x *ExtraView) (own bool, node, why string, err error) {
-	node = x.Node
-	if name := ExtraJobName(x.Parent); x.Job.Name != name || x.Job.Comment != ExtraComment(x.Parent) {
-		return false, node, fmt.Sprintf("name %q or comment %q is not the extra job form %q / %q",
-			x.Job.Name, x.Job.Comment, name, ExtraComment(x.Parent)), nil
+	if err := d.db.DeleteIntent(ctx, in.Seq); err != nil {
+		return err
 	}
-	if x.Job.Partition != d.cfg.Extra.Partition {
-		return false, node, fmt.Sprintf("partition %q is not extra.partition %q", x.Job.Partition, d.cfg.Extra.Partition), nil
-	}
-	det, err := d.snap.detail(ctx, x.Job.ID)
-	if noSuchJob(err) {
-		return false, node, "Slurm no longer knows it", nil
-	} else if err != nil {
-		return false, node, "", err
-	}
-	if node == "" && !strings.ContainsAny(det.reqNodes, ",[") {
-		node = det.reqNodes
-	}
-	parentUser := ""
-	if e := v.Elastic[x.Parent]; e != nil {
-		parentUser = e.User
-	} else if pd, err := d.snap.detail(ctx, x.Parent); err == nil {
-		parentUser = pd.user
-	} else if !noSuchJob(err) {
-		return false, node, "", err
-	}
-	if parentUser != "" && det.user != parentUser {
-		return false, node, fmt.Sprintf("its user %q is not the user %q of job %s", det.user, parentUser, x.Parent), nil
-	}
-	return true, node, "", nil
+	return d.reconcileKnown(ctx, v, rec, running, *rc, r)
 }
 
 // noSuchJob reports whether err says Slurm does not know the job.

@@ -67,7 +67,7 @@ type NodeView struct {
 type ElasticJob struct {
 	Job     slurmcli.Job
 	Request elastic.Request
-	// User, Account and WorkDir come from `scontrol show job`.
+	// User, Account and WorkDir come from squeue (the same record as Job).
 	User, Account, WorkDir string
 	// Rendezvous is WorkDir/.easyscale/JOBID; Ready is true once its
 	// coordinator and token files exist.
@@ -115,6 +115,13 @@ type View struct {
 	// ExtraCommentPrefix but that are not in the extra job form (name and
 	// comment exact): ordinary jobs, listed only to log them once.
 	Lookalikes map[string]*ExtraView
+	// All holds every job squeue listed and the snapshot could read, by id.
+	All map[string]slurmcli.Job
+	// Unreadable are the jobs left out of this view because their record
+	// could not be read (by job id; "line N" when squeue's record had no
+	// readable id), with why. Reconciliation leaves records of these ids
+	// alone for the cycle.
+	Unreadable map[string]error
 }
 
 func (v *View) node(name string) *NodeView {
@@ -132,16 +139,11 @@ type Snapshotter struct {
 	Config *config.Config
 	// Loc is the time zone Slurm prints times in (nil: time.Local).
 	Loc *time.Location
-	// details caches what scontrol shows of elastic jobs (it does not
-	// change while they run).
-	details map[string]jobDetail
 }
 
-// jobDetail is what `scontrol show job` adds to squeue: owner, account,
-// working directory and the requested node list (where a pending job will run).
-type jobDetail struct{ user, account, workDir, reqNodes string }
-
-// Snapshot reads nodes and jobs and returns the view at now. Errors wrap
+// Snapshot reads nodes and jobs and returns the view at now. A job whose
+// record cannot be read (squeue's, or its node list or GRES) is left out
+// and listed in View.Unreadable; the others make the view. Errors wrap
 // ErrUnreachable when slurmctld does not answer, else say which command
 // failed.
 func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error) {
@@ -152,17 +154,26 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	if err != nil {
 		return nil, fmt.Errorf("reading nodes: %w", err)
 	}
-	jobs, err := s.Slurm.Squeue(ctx, "--states=all")
+	jobs, skipped, err := s.Slurm.ListJobs(ctx, "--states=all")
 	if err != nil {
 		return nil, fmt.Errorf("reading jobs: %w", err)
 	}
 	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{},
-		Lookalikes: map[string]*ExtraView{}}
+		Lookalikes: map[string]*ExtraView{}, All: map[string]slurmcli.Job{}, Unreadable: map[string]error{}}
+	for _, pe := range skipped {
+		key := pe.ID
+		if key == "" {
+			key = fmt.Sprintf("line %d", pe.Line)
+		}
+		v.Unreadable[key] = pe
+	}
 	v.Nodes = s.nodes(nodes)
 	for _, j := range jobs {
-		if err := s.addJob(ctx, v, j); err != nil {
-			return nil, err
+		if err := s.addJob(v, j); err != nil {
+			v.Unreadable[j.ID] = err
+			continue
 		}
+		v.All[j.ID] = j
 	}
 	return v, nil
 }
@@ -270,7 +281,8 @@ func in1(s string, list []string) bool {
 var finalStates = map[string]bool{"COMPLETED": true, "CANCELLED": true, "FAILED": true, "TIMEOUT": true,
 	"PREEMPTED": true, "NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true}
 
-func (s *Snapshotter) addJob(ctx context.Context, v *View, j slurmcli.Job) error {
+// addJob files j in v; on error v is unchanged.
+func (s *Snapshotter) addJob(v *View, j slurmcli.Job) error {
 	if parent, ok := extraParent(j); ok {
 		return s.addExtra(v, j, parent)
 	}
@@ -281,10 +293,12 @@ func (s *Snapshotter) addJob(ctx context.Context, v *View, j slurmcli.Job) error
 	case "PENDING":
 		v.Pending = append(v.Pending, j)
 	case "RUNNING":
-		v.Running = append(v.Running, j)
 		if c, err := elastic.ParseComment(j.Comment); err == nil {
-			return s.addElastic(ctx, v, j, c.Request)
+			if err := s.addElastic(v, j, c.Request); err != nil {
+				return err
+			}
 		}
+		v.Running = append(v.Running, j)
 	}
 	return nil
 }
@@ -309,19 +323,15 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 	return nil
 }
 
-func (s *Snapshotter) addElastic(ctx context.Context, v *View, j slurmcli.Job, req elastic.Request) error {
+func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, req elastic.Request) error {
 	base, err := allocation(j)
 	if err != nil {
 		return err
 	}
-	d, err := s.detail(ctx, j.ID)
-	if err != nil {
-		return err
-	}
-	e := &ElasticJob{Job: j, Request: req, User: d.user, Account: d.account, WorkDir: d.workDir, Base: base, Managed: len(base) > 0}
+	e := &ElasticJob{Job: j, Request: req, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
 	e.End, _ = parseTime(j.EndTime, s.loc())
-	if d.workDir != "" {
-		e.Rendezvous = filepath.Join(d.workDir, ".easyscale", j.ID)
+	if j.WorkDir != "" {
+		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
 		e.Ready = exists(filepath.Join(e.Rendezvous, "coordinator")) && exists(filepath.Join(e.Rendezvous, "token"))
 	}
 	for _, b := range base {
@@ -336,51 +346,6 @@ func (s *Snapshotter) addElastic(ctx context.Context, v *View, j slurmcli.Job, r
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// detail returns user, account, working directory and requested nodes of job id from
-// `scontrol show job -o`, cached per job id.
-func (s *Snapshotter) detail(ctx context.Context, id string) (jobDetail, error) {
-	if d, ok := s.details[id]; ok {
-		return d, nil
-	}
-	out, err := s.Slurm.Output(ctx, "scontrol", "show", "job", "-o", id)
-	if err != nil {
-		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, err)
-	}
-	recs, err := slurmcli.ParseScontrol(out, slurmcli.KindJob)
-	if err != nil {
-		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, err)
-	}
-	if len(recs) == 0 {
-		return jobDetail{}, fmt.Errorf("reading job %s (scontrol show job): %w", id, slurmcli.ErrNoSuchJob)
-	}
-	get := func(k string) string { v, _ := recs[0].Get(k); return v }
-	user, _, _ := strings.Cut(get("UserId"), "(") // "alice(1000)"
-	d := jobDetail{user: user, account: get("Account"), workDir: get("WorkDir"), reqNodes: get("ReqNodeList")}
-	if d.account == "(null)" {
-		d.account = ""
-	}
-	if d.reqNodes == "(null)" {
-		d.reqNodes = ""
-	}
-	if s.details == nil {
-		s.details = map[string]jobDetail{}
-	}
-	s.details[id] = d
-	return d, nil
-}
-
-// forget drops cached details of jobs that are neither running elastic jobs
-// nor live extra jobs.
-func (s *Snapshotter) forget(v *View) {
-	for id := range s.details {
-		_, elastic := v.Elastic[id]
-		_, extra := v.Extras[id]
-		if !elastic && !extra {
-			delete(s.details, id)
-		}
-	}
 }
 
 // allocation spreads a running job's GPUs over its nodes: TRES-per-node

@@ -55,6 +55,9 @@ func TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime(t *testi
 	t.Parallel()
 	l := slurmlab.Require(t)
 	ctx := context.Background()
+	// nobody's held job named with 0x1F (issue 8) is listed all along: it
+	// must not stop the grow nor the shrink before the reservation.
+	submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 120\n", "--hold", "-J", "bad\x1fname", "-t", "3")
 	// n2: a rigid job holds 2 GPUs for 45 s (time limit 1 min); job E holds
 	// all of n1. The daemon (managing n1, n2) lends n2's 2 idle GPUs to E.
 	blocker := l.Submit(t, "#!/bin/sh\nsleep 45\n", "-w", "n2", "--gres=gpu:v100:2", "-t", "1")
