@@ -111,12 +111,21 @@ func TestAForgedSqueueRecordInAJobNameCannotCancelAnotherUsersJob(t *testing.T) 
 		t.Fatalf("forged name has %d 0x1F and no newline", n)
 	}
 	attacker := submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 120\n", "-p", "normal", "-w", "n4", "-J", name, "-t", "3")
+	// And nobody's own job in the exact extra job form, in extra.partition
+	// on the daemon's node, for a parent that does not exist: no daemon
+	// submitted it, so none may cancel it.
+	lookalike := submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 120\n", "-p", "low", "-w", "n3", "-J", "es-extra-999999",
+		"--comment=es-extra parent=999999", "-t", "3")
 	waitRawState(t, l, attacker, 30*time.Second, "RUNNING")
+	waitRawState(t, l, lookalike, 30*time.Second, "RUNNING")
 	s := settings{dir: t.TempDir(), nodes: []string{"n3"}}
 	log := runOnce(t, l, s)
 	if st := rawState(t, l, victim); st != "RUNNING" {
 		t.Fatalf("victim job %s is %q after a root easyscale-backfilld --once, want RUNNING: a forged record in job %s's name "+
 			"made the daemon act on another user's job", victim, st, attacker)
+	}
+	if st := rawState(t, l, lookalike); st != "RUNNING" {
+		t.Errorf("job %s in the extra job form that the daemon did not submit is %q, want RUNNING", lookalike, st)
 	}
 	if strings.Contains(log, `"cycle failed`) || strings.Contains(log, `"cancelling extra job"`) {
 		t.Errorf("the daemon failed its cycle or cancelled a job beside a hostile name; want neither")
