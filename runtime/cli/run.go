@@ -90,6 +90,10 @@ func runCmd(args []string, env Env) (code int) {
 		fmt.Fprintf(env.Stderr, "easyscale run: --steps %d must not be negative\n", *steps)
 		return 2
 	}
+	if err := trainer.CheckFaultEnv(); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+		return 2
+	}
 	wl, err := workload.New(spec)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
@@ -105,10 +109,16 @@ func runCmd(args []string, env Env) (code int) {
 		select {
 		case s := <-sigs:
 			caught.Store(int32(s.(syscall.Signal)))
-			log.Warn("signal: checkpointing and stopping at the step boundary", "signal", s.String())
+			log.Warn("signal: abandoning the step in progress, checkpointing the last completed step and stopping", "signal", s.String())
 			cancel()
 		case <-ctx.Done():
+			return
 		}
+		// A second signal means "now": the checkpoint files are written
+		// through a rename, so an exit mid-write keeps the previous one.
+		s := <-sigs
+		log.Warn("second signal: exiting without waiting for the checkpoint", "signal", s.String())
+		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 	task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv)
 	if err != nil {
@@ -162,12 +172,14 @@ func runCmd(args []string, env Env) (code int) {
 	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "data", wl.Data().Digest()[:19], "logical_workers", spec.LogicalWorkers,
 		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
 	sum, err := trainer.Run(ctx, opts)
-	if finish != nil {
-		finish(sum)
-	}
 	if errors.Is(err, trainer.ErrInterrupted) {
+		// No finish: it waits for the local worker, which may still be
+		// computing the abandoned step.
 		log.Warn("interrupted by a signal; the state is checkpointed", "error", err)
 		return 128 + int(caught.Load()) // 130 for SIGINT, 143 for SIGTERM: stopped on request, resumable
+	}
+	if finish != nil {
+		finish(sum)
 	}
 	if err != nil {
 		log.Error("run failed", "error", err)

@@ -12,7 +12,17 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
+
+// leaveGraceOption maps --leave-grace to WorkerOptions.LeaveGrace, where
+// 0 means the default and a negative value "at once".
+func leaveGraceOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
 
 // workerCmd is `easyscale worker`: a physical worker process that joins a
 // coordinator and runs the logical workers it is given.
@@ -26,6 +36,7 @@ func workerCmd(args []string, env Env) int {
 	threads := fs.Int("threads", 0, "cores to compute on (default: all)")
 	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
 	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
+	leaveGrace := fs.Duration("leave-grace", cluster.DefaultLeaveGrace, "after SIGTERM, how long to wait for the step boundary before abandoning the step in progress and leaving (keep it under Slurm's KillWait)")
 	var lf logFlags
 	lf.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -33,6 +44,14 @@ func workerCmd(args []string, env Env) int {
 	}
 	if *join == "" || *tokenFile == "" {
 		fmt.Fprintln(env.Stderr, "easyscale worker: --join and --token-file are required")
+		return 2
+	}
+	if *leaveGrace < 0 || *leaveGrace > time.Hour {
+		fmt.Fprintf(env.Stderr, "easyscale worker: --leave-grace %v: use a duration between 0s and 1h, e.g. 5s\n", *leaveGrace)
+		return 2
+	}
+	if err := trainer.CheckFaultEnv(); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
 		return 2
 	}
 	if _, _, err := net.SplitHostPort(*join); err != nil {
@@ -58,7 +77,7 @@ func workerCmd(args []string, env Env) int {
 		*jobID = strings.TrimSpace(string(b))
 	}
 	err = cluster.RunWorker(context.Background(), cluster.WorkerOptions{Join: *join, Secret: secret, JobID: *jobID,
-		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, Logger: log})
+		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, LeaveGrace: leaveGraceOption(*leaveGrace), Logger: log})
 	if errors.Is(err, cluster.ErrLeft) {
 		log.Info("left the job")
 		return 0

@@ -99,6 +99,10 @@ type Coordinator struct {
 	// lostAt is when the last lost worker was detected, until the ring is
 	// rebuilt on the survivors (crash_recovery_ms).
 	lostAt time.Time
+	// abandoned is set when a Step gave up on its context (SIGTERM of the
+	// coordinator): the workers are still computing it, so Close releases
+	// them without waiting.
+	abandoned bool
 }
 
 var _ trainer.Executor = (*Coordinator)(nil)
@@ -410,6 +414,10 @@ func (c *Coordinator) removeGone(step int64) bool {
 	kept := c.members[:0]
 	for rank, m := range c.members {
 		switch {
+		case m.dead.Load() && m.leaving.Load():
+			c.log.Info("released a worker that left before the step boundary (its leave grace passed)", "rank", rank, "pid", m.join.PID, "host", m.join.Host, "step", step)
+			m.p.c.Close()
+			changed = true
 		case m.dead.Load():
 			c.log.Warn("removing a lost worker", "rank", rank, "pid", m.join.PID, "host", m.join.Host)
 			m.p.c.Close()
@@ -464,8 +472,16 @@ func (c *Coordinator) Resize(n int, src *trainer.Replica) error {
 	return nil
 }
 
-// Step implements trainer.Executor.
-func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTContext, grad []float32, out *trainer.StepOutput) error {
+// Step implements trainer.Executor. When ctx ends before every answer is
+// in, the workers are told to abort, the ring is closed, and Step returns
+// at once an error wrapping ctx.Err(); ests are left as they were.
+func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan, ests []*trainer.ESTContext, grad []float32, out *trainer.StepOutput) error {
+	if c.abandoned {
+		return fmt.Errorf("step %d: the coordinator abandoned a step; only Close is allowed", step)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("step %d not started: %w", step, err)
+	}
 	if len(plan) != len(c.members) {
 		return fmt.Errorf("placement for %d workers, %d members", len(plan), len(c.members))
 	}
@@ -527,7 +543,11 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 		}
 		reduced <- r.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
-	results, lost, detected, ringErr := c.collect(step, reduced)
+	results, lost, detected, ringErr := c.collect(ctx, step, reduced)
+	if err := ctx.Err(); err != nil && len(results) < len(c.members) {
+		c.abandonStep(step)
+		return fmt.Errorf("step %d abandoned: %w", step, err)
+	}
 	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
 		c.invalidateRing()
 		for r, m := range c.members {
@@ -575,6 +595,21 @@ func (c *Coordinator) Step(step int64, plan placement.Plan, ests []*trainer.ESTC
 	return nil
 }
 
+// abandonStep closes the ring and tells every member to abort step, as
+// when a worker is lost, and marks the coordinator abandoned.
+func (c *Coordinator) abandonStep(step int64) {
+	c.abandoned = true
+	c.invalidateRing()
+	for _, m := range c.members {
+		if !m.dead.Load() {
+			if err := m.p.send(typeAbort, abortMsg{Step: step}, 0, nil); err != nil {
+				m.dead.Store(true)
+			}
+		}
+	}
+	c.log.Warn("abandoned the step in progress", "step", step, "world_size", len(c.members))
+}
+
 func orErr(err error, msg string) error {
 	if err != nil {
 		return err
@@ -594,11 +629,12 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 }
 
 // collect waits for every member's answer to step and for the
-// coordinator's own all-reduce. A member that dies or stays silent past
-// the heartbeat timeout is lost; once one is lost the ring is closed so
-// every survivor's all-reduce fails fast. It returns the answers by rank,
-// the lost ranks, the ring's error and when the first loss was detected.
-func (c *Coordinator) collect(step int64, reduced <-chan error) (results map[int]result, lost []int, detected time.Time, ringErr error) {
+// coordinator's own all-reduce, or until ctx ends. A member that dies or
+// stays silent past the heartbeat timeout is lost; once one is lost the
+// ring is closed so every survivor's all-reduce fails fast. It returns the
+// answers by rank, the lost ranks, the ring's error and when the first
+// loss was detected.
+func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan error) (results map[int]result, lost []int, detected time.Time, ringErr error) {
 	results = map[int]result{}
 	rankOf := make(map[*member]int, len(c.members))
 	for r, m := range c.members {
@@ -629,6 +665,8 @@ func (c *Coordinator) collect(step int64, reduced <-chan error) (results map[int
 	defer tick.Stop()
 	for !ringDone || len(answered) < len(c.members) {
 		select {
+		case <-ctx.Done():
+			return results, lost, detected, ringErr
 		case err := <-reduced:
 			ringDone, ringErr = true, err
 			if err != nil {
@@ -683,14 +721,23 @@ func (c *Coordinator) Commit(step int64, _ []float32, lr float32) error {
 
 // Close implements trainer.Executor: it releases every worker and stops
 // listening.
+// After an abandoned step it waits for nothing: the workers are told
+// goodbye (they leave as soon as they read it) and the processes it
+// launched are killed, since they hold no state the checkpoint lacks.
 func (c *Coordinator) Close() error {
-	for _, m := range c.members {
-		m.p.send(typeBye, byeMsg{Reason: "job finished"}, 0, nil)
+	reason := "job finished"
+	if c.abandoned {
+		reason = "job stopped mid-step (signal); the last completed step is checkpointed"
 	}
 	for _, m := range c.members {
-		select {
-		case <-m.gone:
-		case <-time.After(2 * time.Second):
+		m.p.send(typeBye, byeMsg{Reason: reason}, 0, nil)
+	}
+	for _, m := range c.members {
+		if !c.abandoned {
+			select {
+			case <-m.gone:
+			case <-time.After(2 * time.Second):
+			}
 		}
 		m.p.c.Close()
 	}
@@ -700,7 +747,11 @@ func (c *Coordinator) Close() error {
 	c.ln.Close()
 	c.ringLn.Close()
 	if c.o.Launcher != nil {
-		c.o.Launcher.Wait(5 * time.Second)
+		wait := 5 * time.Second
+		if c.abandoned {
+			wait = 0
+		}
+		c.o.Launcher.Wait(wait)
 	}
 	return nil
 }

@@ -27,9 +27,20 @@
 // Nothing changes on any replica before Commit, so when a worker is lost
 // during a step (its process killed, its connection cut, or silent past the
 // heartbeat timeout), the survivors are told to Abort and the step is redone
-// on them from the same state: nothing is lost or repeated. A worker that
-// receives SIGTERM (Slurm's preemption and time-limit signal) asks to leave
-// and is released at the next step boundary, with no rollback. Joiners are
+// on them from the same state: nothing is lost or repeated.
+//
+// Signals. A worker that receives SIGTERM (Slurm's preemption, shrink and
+// time-limit signal) asks to leave and is released at the next step
+// boundary, with no rollback, if that boundary comes within its leave
+// grace (WorkerOptions.LeaveGrace, 5 s, under Slurm's KillWait); past the
+// grace it abandons its part of the step in progress and disconnects, and
+// the step is redone on the survivors as for a lost worker, but at once
+// (no heartbeat timeout). So a worker's SIGTERM never waits for a long
+// step, and a short step is not thrown away. SIGTERM of the coordinator
+// process abandons the step in progress at once (Step returns on its
+// context; the workers are told to abort), the trainer checkpoints the
+// last completed step, and Close says goodbye to the workers without
+// waiting for them and kills the processes it launched. Joiners are
 // admitted at step boundaries: they receive the parameters and optimizer
 // state, verified by sha256. A joiner reports the size and SHA-256 of every
 // training data file it loaded (data.Manifest); one whose data differ from

@@ -46,7 +46,15 @@ type WorkerOptions struct {
 	// CoordinatorTimeout declares the coordinator lost when nothing, not
 	// even its heartbeat, arrives for this long (default 15 s).
 	CoordinatorTimeout time.Duration
-	Logger             hclog.Logger
+	// LeaveGrace is how long a worker that got SIGTERM waits for the step
+	// boundary where the coordinator releases it (default 5 s, under
+	// Slurm's KillWait: 30 s by default, 10 s on the lab). A step that ends
+	// within it is finished and nothing is redone; past it the worker
+	// abandons its part of the step in progress and leaves at once, and
+	// the coordinator redoes that step on the survivors. Negative: leave
+	// at once.
+	LeaveGrace time.Duration
+	Logger     hclog.Logger
 	// connectRing builds the all-reduce ring (tests may replace it).
 	connectRing ringConnector
 }
@@ -64,6 +72,9 @@ func (o *WorkerOptions) defaults() {
 	if o.CoordinatorTimeout == 0 {
 		o.CoordinatorTimeout = 15 * time.Second
 	}
+	if o.LeaveGrace == 0 {
+		o.LeaveGrace = DefaultLeaveGrace
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -71,6 +82,9 @@ func (o *WorkerOptions) defaults() {
 		o.connectRing = connectCollective(o.IOTimeout, o.Secret, o.JobID)
 	}
 }
+
+// DefaultLeaveGrace is WorkerOptions.LeaveGrace's default.
+const DefaultLeaveGrace = 5 * time.Second
 
 // ErrLeft is returned by RunWorker when the worker left on request
 // (SIGTERM, or the coordinator released it): the process should exit 0.
@@ -92,24 +106,38 @@ func (e *RefusedError) Error() string {
 // RunWorker joins the coordinator and executes steps until released
 // (returns ErrLeft), ctx ends, or the coordinator stays unreachable for
 // JoinTimeout. A lost coordinator (killed and restarted) is rejoined.
+//
+// SIGTERM (or SIGUSR1) asks the coordinator to release this worker at the
+// next step boundary; if that boundary has not come LeaveGrace later, the
+// worker abandons the step in progress and returns ErrLeft at once. When
+// ctx ends, or the coordinator says goodbye or is gone, the step in
+// progress is abandoned at once too: the coordinator holds the
+// authoritative state, so nothing a worker computes is needed once it
+// leaves.
 func RunWorker(ctx context.Context, o WorkerOptions) error {
 	o.defaults()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 	var leaving sync.Once
-	leaveReq := make(chan struct{})
+	leaveReq, leaveNow := make(chan struct{}), make(chan struct{})
 	go func() {
 		select {
 		case s := <-sigs:
-			o.Logger.Info("signal: leaving at the next step boundary", "signal", s.String())
+			o.Logger.Info("signal: leaving at the next step boundary", "signal", s.String(), "leave_grace", o.LeaveGrace.String())
 			leaving.Do(func() { close(leaveReq) })
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-time.After(max(0, o.LeaveGrace)):
+			close(leaveNow)
 		case <-ctx.Done():
 		}
 	}()
 	deadline := time.Now().Add(o.JoinTimeout)
 	for {
-		err := runSession(ctx, o, leaveReq)
+		err := runSession(ctx, o, leaveReq, leaveNow)
 		if errors.Is(err, ErrLeft) || ctx.Err() != nil {
 			return err
 		}
@@ -155,6 +183,11 @@ type session struct {
 	// msgs carries the coordinator's frames from the reader goroutine, so
 	// an Abort can reach a step blocked in the all-reduce.
 	msgs chan frame
+	// quit is closed when the session must end at once, abandoning any
+	// step in progress: the leave grace after SIGTERM passed, or ctx
+	// ended; quitErr says which.
+	quit    chan struct{}
+	quitErr error
 }
 
 // frame is one message from the coordinator, or the read error that ended
@@ -184,20 +217,27 @@ func (s *session) readControl(stop <-chan struct{}) {
 	}
 }
 
-// next returns the next frame that is not a heartbeat.
+// next returns the next frame that is not a heartbeat, or the quit error.
 func (s *session) next() (frame, error) {
-	for f := range s.msgs {
-		if f.err != nil {
-			return f, fmt.Errorf("reading from the coordinator: %w", f.err)
-		}
-		if f.t != typeHeartbeat {
-			return f, nil
+	for {
+		select {
+		case <-s.quit:
+			return frame{}, s.quitErr
+		case f, ok := <-s.msgs:
+			if !ok {
+				return frame{}, errors.New("reading from the coordinator: the connection is gone")
+			}
+			if f.err != nil {
+				return f, fmt.Errorf("reading from the coordinator: %w", f.err)
+			}
+			if f.t != typeHeartbeat {
+				return f, nil
+			}
 		}
 	}
-	return frame{}, errors.New("reading from the coordinator: the connection is gone")
 }
 
-func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) error {
+func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) error {
 	nc, err := net.DialTimeout("tcp", o.Join, o.IOTimeout)
 	if err != nil {
 		return fmt.Errorf("%w: dialing %s: %v", errNeverJoined, o.Join, err)
@@ -237,6 +277,18 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq <-chan struct{}) 
 	defer close(stop)
 	s.p.c.Timeout = o.CoordinatorTimeout // reads; writes are short
 	s.msgs = make(chan frame, 16)
+	s.quit = make(chan struct{})
+	go func() {
+		select {
+		case <-leaveNow:
+			s.quitErr = ErrLeft
+		case <-ctx.Done():
+			s.quitErr = ctx.Err()
+		case <-stop:
+			return
+		}
+		close(s.quit)
+	}()
 	go s.readControl(stop)
 	go s.heartbeat(stop)
 	go func() {
@@ -424,15 +476,24 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		s.grads = append(s.grads, make([]float32, s.rep.NumParams()))
 	}
 	local := s.grads[:len(ests)]
-	for i, c := range ests {
-		in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: m.Step,
-			MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
-		m.ESTs[i].Loss, m.ESTs[i].Hash = s.rep.ComputeEST(c, in, local[i])
-		m.ESTs[i].Epoch, m.ESTs[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
-		if m.KillSelf {
-			s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", m.Step)
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	computed := make(chan struct{})
+	go func() {
+		defer close(computed)
+		for i, c := range ests {
+			in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: m.Step,
+				MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
+			m.ESTs[i].Loss, m.ESTs[i].Hash = s.rep.ComputeEST(c, in, local[i])
+			m.ESTs[i].Epoch, m.ESTs[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
+			if m.KillSelf {
+				s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", m.Step)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
 		}
+	}()
+	if over, err := s.awaitCompute(m.Step, computed); over {
+		return err
+	} else if err != nil {
+		return s.stepFailed(m, err)
 	}
 	scale := float32(1) / float32(s.spec.LogicalWorkers)
 	if err := s.allReduce(ctx, m.Step, local, m.FirstEST, scale); err != nil {
@@ -448,6 +509,43 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	return nil
 }
 
+// awaitCompute waits for this worker's ESTs of step to be computed (done
+// closed) while serving the coordinator's frames. The session ends at once,
+// leaving the computation to finish into buffers no one reads again (the
+// next session builds its own replica), when it must quit, when the
+// coordinator says goodbye, or when its connection is gone. An Abort
+// (another worker was lost) waits for the computation, since the redo
+// reuses this replica, and is then returned; the frames after it are left
+// for the session's loop. over reports that the session ends with err.
+func (s *session) awaitCompute(step int64, done <-chan struct{}) (over bool, err error) {
+	msgs := s.msgs
+	var stopErr error
+	for {
+		select {
+		case <-done:
+			return false, stopErr
+		case <-s.quit:
+			s.o.Logger.Warn("abandoning this worker's part of the step in progress", "step", step, "reason", s.quitErr.Error())
+			return true, s.quitErr
+		case f, ok := <-msgs:
+			switch {
+			case !ok:
+				return true, errors.New("reading from the coordinator: the connection is gone")
+			case f.err != nil:
+				return true, fmt.Errorf("reading from the coordinator: %w", f.err)
+			case f.t == typeHeartbeat:
+			case f.t == typeAbort:
+				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
+				msgs = nil
+			case f.t == typeBye:
+				return true, s.bye(f.b)
+			default:
+				return true, fmt.Errorf("unexpected %v message during step %d", f.t, step)
+			}
+		}
+	}
+}
+
 // allReduce runs the ring's all-reduce while serving the coordinator: an
 // Abort (another member was lost) or a Bye closes the ring, so a step
 // blocked on a dead or cut-off neighbour ends at once instead of after
@@ -457,8 +555,12 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 	r := s.ring
 	go func() { done <- r.AllReduce(ctx, s.reduced, local, first, scale) }()
 	var stopErr error
+	quit := s.quit
 	for {
 		select {
+		case <-quit:
+			stopErr, quit = s.quitErr, nil
+			r.Close() // AllReduce returns promptly
 		case err := <-done:
 			if err == nil && stopErr == nil {
 				return nil

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"testing"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
@@ -55,7 +56,7 @@ func BenchmarkStep(b *testing.B) {
 		j := newBenchJob(b, 1)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			j.runStep()
+			j.runStep(context.Background())
 			j.step++
 		}
 	})

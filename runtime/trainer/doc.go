@@ -29,6 +29,13 @@
 //	    and EST 0's buffers, the model DDP would save) to the state database,
 //	    and checkpoints every CheckpointEvery steps; a rerun resumes from the
 //	    newest valid checkpoint and reproduces the same digests.
+//	  - When the run's context ends (SIGTERM, SIGINT) mid-step, the step is
+//	    abandoned at once, whatever its length (Executor.Step returns on
+//	    its context): the EST contexts copied before the step (the step
+//	    advances the live ones as it computes) and the coordinator's
+//	    replica (changed only once a step's gradient is complete) are
+//	    checkpointed as the last completed step, and Run returns
+//	    ErrInterrupted. The abandoned step is redone on resume.
 //
 // Physical workers are goroutines in this process (worker.go); the Reducer
 // interface is the seam where a network all-reduce plugs in.

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -32,10 +33,17 @@ type Executor interface {
 	// out its loss and sample hash, grad the reduced gradient. On error
 	// the contents of ests, out and grad are undefined; a *LostError says
 	// which workers are gone.
-	Step(step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error
+	//
+	// When ctx ends before the step is done (SIGTERM, SIGINT), Step gives
+	// the step up and returns at once (well under a second, whatever the
+	// step's length) an error wrapping ctx.Err(). Computation of the
+	// abandoned step may still be running and writing into ests, out and
+	// grad: the caller must not use them again, and the executor then
+	// accepts only Close, which must not wait for that computation.
+	Step(ctx context.Context, step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error
 	// Commit applies grad with learning rate lr on every worker's replica.
 	Commit(step int64, grad []float32, lr float32) error
-	// Close stops every worker.
+	// Close stops every worker (at once after an abandoned step).
 	Close() error
 }
 

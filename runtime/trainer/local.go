@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
@@ -25,6 +27,9 @@ type localExecutor struct {
 	workers []*worker
 	grads   [][]float32 // per EST, flattened
 	plan    placement.Plan
+	// abandoned is set when a Step gave up on ctx: its goroutines may
+	// still be computing, so Close must not wait for them.
+	abandoned bool
 }
 
 // worker is one physical worker: a goroutine that executes the functions
@@ -71,6 +76,10 @@ func (w *worker) stop() {
 	close(w.tasks)
 }
 
+// release ends w without waiting for the function it is running (after
+// an abandoned step): the goroutine exits when that function returns.
+func (w *worker) release() { close(w.tasks) }
+
 // onAll runs f(w) on every worker concurrently and waits for all.
 func onAll(ws []*worker, f func(w *worker)) {
 	for _, w := range ws {
@@ -106,7 +115,13 @@ func (x *localExecutor) Resize(n int, src *Replica) error {
 	return nil
 }
 
-func (x *localExecutor) Step(step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error {
+func (x *localExecutor) Step(ctx context.Context, step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error {
+	if x.abandoned {
+		return fmt.Errorf("step %d: the executor abandoned a step; only Close is allowed", step)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("step %d not started: %w", step, err)
+	}
 	if x.ablate.DropCursorOnMove && x.plan != nil {
 		for e, c := range ests {
 			if x.plan.Owner(e) != plan.Owner(e) {
@@ -115,20 +130,19 @@ func (x *localExecutor) Step(step int64, plan placement.Plan, ests []*ESTContext
 		}
 	}
 	x.plan = plan
-	onAll(x.workers, func(w *worker) {
-		r := plan[w.rank]
-		for e := r.First; e < r.First+r.Count; e++ {
-			in := ESTInput{Workload: x.wl, Sampler: x.sampler, Seed: x.spec.Seed, Step: step,
-				MicroBatch: x.spec.MicroBatch, StreamKey: e, Buffers: ests[e].Buffers}
-			if x.ablate.KeyRNGByWorker {
-				in.StreamKey = w.rank
-			}
-			if x.ablate.BuffersPerWorker {
-				in.Buffers = w.buffers
-			}
-			out.Losses[e], out.Samples[e] = w.rep.ComputeEST(ests[e], in, x.grads[e])
-		}
-	})
+	computed := make(chan struct{})
+	go func() {
+		defer close(computed)
+		x.computeAll(step, plan, ests, out)
+	}()
+	select {
+	case <-computed:
+	case <-ctx.Done():
+		// The workers' goroutines cannot be interrupted mid-EST: leave them
+		// to finish into buffers nobody reads again.
+		x.abandoned = true
+		return fmt.Errorf("step %d abandoned: %w", step, ctx.Err())
+	}
 	if x.ablate.BuffersPerWorker { // the saved model then holds rank 0's buffers
 		models.CopyData(ests[0].Buffers, x.workers[0].buffers)
 	}
@@ -146,6 +160,25 @@ func (x *localExecutor) Step(step int64, plan placement.Plan, ests []*ESTContext
 	return nil
 }
 
+// computeAll runs every EST of step on the worker plan assigns it to and
+// waits for all.
+func (x *localExecutor) computeAll(step int64, plan placement.Plan, ests []*ESTContext, out *StepOutput) {
+	onAll(x.workers, func(w *worker) {
+		r := plan[w.rank]
+		for e := r.First; e < r.First+r.Count; e++ {
+			in := ESTInput{Workload: x.wl, Sampler: x.sampler, Seed: x.spec.Seed, Step: step,
+				MicroBatch: x.spec.MicroBatch, StreamKey: e, Buffers: ests[e].Buffers}
+			if x.ablate.KeyRNGByWorker {
+				in.StreamKey = w.rank
+			}
+			if x.ablate.BuffersPerWorker {
+				in.Buffers = w.buffers
+			}
+			out.Losses[e], out.Samples[e] = w.rep.ComputeEST(ests[e], in, x.grads[e])
+		}
+	})
+}
+
 func (x *localExecutor) Commit(_ int64, grad []float32, lr float32) error {
 	onAll(x.workers, func(w *worker) { w.rep.Apply(grad, lr) })
 	return nil
@@ -153,6 +186,10 @@ func (x *localExecutor) Commit(_ int64, grad []float32, lr float32) error {
 
 func (x *localExecutor) Close() error {
 	for _, w := range x.workers {
+		if x.abandoned {
+			w.release()
+			continue
+		}
 		w.stop()
 	}
 	x.workers = nil

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -17,12 +18,12 @@ type losingExecutor struct {
 	lose map[int64]int // step -> attempts still to fail
 }
 
-func (x *losingExecutor) Step(step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error {
+func (x *losingExecutor) Step(ctx context.Context, step int64, plan placement.Plan, ests []*ESTContext, grad []float32, out *StepOutput) error {
 	if x.lose[step] > 0 {
 		x.lose[step]--
 		return &LostError{Step: step, Ranks: []int{0}, Err: errors.New("injected loss")}
 	}
-	return x.localExecutor.Step(step, plan, ests, grad, out)
+	return x.localExecutor.Step(ctx, step, plan, ests, grad, out)
 }
 
 // TestLedgerMarksOnlyTheRedoneSteps: a step redone after losing workers is

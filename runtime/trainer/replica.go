@@ -105,6 +105,7 @@ func (r *Replica) ComputeEST(c *ESTContext, in ESTInput, grad []float32) (loss f
 	l, _ := r.Net.Forward(r.Tape, in.Buffers, mb, dropoutSource(in.Seed, in.StreamKey, in.Step), true)
 	r.Tape.Backward(l)
 	flattenGrads(grad, r.Params)
+	slowIfDue(in.Step)
 	return l.Data[0], hashIndices(idx)
 }
 

@@ -197,7 +197,7 @@ func (j *job) train(ctx context.Context) error {
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		t0 := time.Now()
-		if err := j.runStep(); err != nil {
+		if err := j.runStep(ctx); err != nil {
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		if j.opts.CheckReplicas {
@@ -243,6 +243,20 @@ func (j *job) interrupted(cause error) error {
 	return fmt.Errorf("%w at step %d: %v", ErrInterrupted, j.step, cause)
 }
 
+// abandon gives up the step in progress when ctx ended during it, and
+// checkpoints the last completed step. The step mutates the live EST
+// contexts (sampler cursors, BatchNorm buffers) as it computes, and its
+// abandoned computation may still be writing into them, so they are
+// replaced by saved, the copies taken before the step; the coordinator's
+// replica and optimizer state change only after a step's gradient is
+// complete (Apply), so they still hold the last completed step. The
+// abandoned step is recomputed on resume.
+func (j *job) abandon(saved []*ESTContext, cause error) error {
+	j.ests = saved
+	j.log.Warn("abandoning the step in progress", "step", j.step, "cause", cause.Error())
+	return j.interrupted(cause)
+}
+
 // saveOnNoWorkers checkpoints the last completed step when every physical
 // worker is gone (all left or were lost), so a rerun resumes there.
 func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
@@ -272,8 +286,10 @@ func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
 // gradient is reduced, applies the optimizer on the coordinator's replica
 // and commits the step on the workers. When workers are lost during the
 // step, the contexts are restored and the step is redone on the survivors:
-// nothing is lost or repeated.
-func (j *job) runStep() error {
+// nothing is lost or repeated. When ctx ends during the step (SIGTERM),
+// the step is abandoned at once and the last completed step checkpointed
+// (see abandon).
+func (j *job) runStep(ctx context.Context) error {
 	step := j.step
 	lr := optim.WarmupCosine(int(step), j.opts.Spec.LR.WarmupSteps, int(j.horizon), j.opts.Spec.Optimizer.LR, j.opts.Spec.LR.MinLR)
 	saved := make([]*ESTContext, j.n)
@@ -282,9 +298,12 @@ func (j *job) runStep() error {
 	}
 	j.stepRedos = 0
 	for {
-		err := j.exec.Step(step, j.plan, j.ests, j.reduced, &j.out)
+		err := j.exec.Step(ctx, step, j.plan, j.ests, j.reduced, &j.out)
 		if err == nil {
 			break
+		}
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return j.abandon(saved, cerr)
 		}
 		var lost *LostError
 		if !errors.As(err, &lost) {
