@@ -16,23 +16,17 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
 // newCoordinator builds the process executor of `run --procs`. A missing
 // --state gets a fresh temporary directory (the token lives there).
-func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, listen, killAt, termAt string, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
+func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, listen string, kills, terms []cluster.Fault, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
 	if hb < 100*time.Millisecond || hb > time.Hour {
 		return nil, fmt.Errorf("--heartbeat-timeout %v: use a duration between 100ms and 1h, e.g. 5s", hb)
 	}
-	kills, err := parseFaults("--kill-at", killAt)
-	if err != nil {
-		return nil, err
-	}
-	terms, err := parseFaults("--term-at", termAt)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if *state == "" {
 		if *state, err = os.MkdirTemp("", "easyscale-state-"); err != nil {
 			return nil, err
@@ -79,6 +73,23 @@ func startLocalWorker(ctx context.Context, coord *cluster.Coordinator, threads i
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// checkFaults refuses fault-injection points that can never fire: a step
+// at or past stop (the run's last step is stop-1) or a rank the schedule
+// does not have at that step. Workers that join or leave on their own
+// (SIGTERM, --listen joiners) change the ranks later; only the schedule
+// is known here.
+func checkFaults(flag string, faults []cluster.Fault, sched schedule.Schedule, stop int64) error {
+	for _, f := range faults {
+		if f.Step >= stop {
+			return fmt.Errorf("%s %d:%d: step %d never runs, the run's steps are 0-%d (--steps or the job's horizon); pick a step below %d", flag, f.Step, f.Rank, f.Step, stop-1, stop)
+		}
+		if w := sched.At(f.Step).Workers; f.Rank >= w {
+			return fmt.Errorf("%s %d:%d: rank %d does not exist at step %d, which runs on %d workers (ranks 0-%d); pick a rank below %d or change --workers", flag, f.Step, f.Rank, f.Rank, f.Step, w, w-1, w)
+		}
+	}
+	return nil
 }
 
 // parseFaults reads STEP:RANK[,STEP:RANK...].

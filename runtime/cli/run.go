@@ -5,16 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
@@ -53,6 +59,10 @@ func runCmd(args []string, env Env) (code int) {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", envStepsErr)
 		return 2
 	}
+	if err := checkRunFlags(fs, *workers, *threads, *steps); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+		return 2
+	}
 	if *summary != "" {
 		if err := checkWritableDir(filepath.Dir(*summary)); err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: --summary %s: %v\n", *summary, err)
@@ -86,18 +96,15 @@ func runCmd(args []string, env Env) (code int) {
 			return 2
 		}
 	}
-	if *steps < 0 {
-		fmt.Fprintf(env.Stderr, "easyscale run: --steps %d must not be negative\n", *steps)
-		return 2
-	}
-	if err := trainer.CheckFaultEnv(); err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
-	}
 	wl, err := workload.New(spec)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 		return 1
+	}
+	kills, terms, err := faultFlags(*killAt, *termAt, *procs || *listen != "", faultSchedule(sched, spec.LogicalWorkers, *procs), runStop(spec, wl, *steps))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+		return 2
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -149,7 +156,7 @@ func runCmd(args []string, env Env) (code int) {
 		// --procs launches the schedule's workers here; --listen alone
 		// hosts the coordinator and one local worker, and waits for the
 		// others to join with `easyscale worker`.
-		coord, err := newCoordinator(spec, wl.Data(), state, *listen, *killAt, *termAt, *hbTimeout, *threads, *procs, log)
+		coord, err := newCoordinator(spec, wl.Data(), state, *listen, kills, terms, *hbTimeout, *threads, *procs, log)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 2
@@ -162,9 +169,6 @@ func runCmd(args []string, env Env) (code int) {
 			}
 			log.Info("waiting for workers", "join", coord.Addr(), "token_file", coord.TokenPath(), "workers", opts.Schedule[0].Workers)
 		}
-	} else if *killAt != "" || *termAt != "" {
-		fmt.Fprintln(env.Stderr, "easyscale run: --kill-at and --term-at need --procs")
-		return 2
 	}
 	if !*quiet && !lf.json { // with --log-json, stderr carries JSON lines only
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
@@ -195,6 +199,73 @@ func runCmd(args []string, env Env) (code int) {
 		}
 	}
 	return 0
+}
+
+// checkRunFlags refuses flag values that would otherwise silently mean
+// something else: an explicitly empty --workers (the default), a
+// --threads below 1 (all cores), a negative --steps.
+func checkRunFlags(fs *pflag.FlagSet, workers string, threads int, steps int64) error {
+	if fs.Changed("workers") && strings.TrimSpace(workers) == "" {
+		return errors.New("--workers is empty: give N or STEP:N[,STEP:N...], e.g. --workers 0:2,20:4, or leave the flag out for one worker per logical worker")
+	}
+	if fs.Changed("threads") && threads < 1 {
+		return fmt.Errorf("--threads %d: give a positive number of cores, or leave the flag out to use all %d", threads, runtime.NumCPU())
+	}
+	if steps < 0 {
+		return fmt.Errorf("--steps %d must not be negative: give the number of steps to stop after, or 0 (or no flag) for the job's horizon", steps)
+	}
+	return trainer.CheckFaultEnv()
+}
+
+// faultFlags parses --kill-at and --term-at and refuses points that need
+// worker processes (procs: --procs or --listen) without them, or that can
+// never fire on sched before stop.
+func faultFlags(killAt, termAt string, procs bool, sched schedule.Schedule, stop int64) (kills, terms []cluster.Fault, err error) {
+	if kills, err = parseFaults("--kill-at", killAt); err != nil {
+		return nil, nil, err
+	}
+	if terms, err = parseFaults("--term-at", termAt); err != nil {
+		return nil, nil, err
+	}
+	if len(kills)+len(terms) == 0 {
+		return nil, nil, nil
+	}
+	if !procs {
+		return nil, nil, errors.New("--kill-at and --term-at need worker processes: add --procs")
+	}
+	if err := checkFaults("--kill-at", kills, sched, stop); err != nil {
+		return nil, nil, err
+	}
+	return kills, terms, checkFaults("--term-at", terms, sched, stop)
+}
+
+// faultSchedule is the schedule the run's worker processes follow: sched,
+// or by default one worker per logical worker with --procs and one local
+// worker with --listen alone.
+func faultSchedule(sched schedule.Schedule, logical int, procs bool) schedule.Schedule {
+	switch {
+	case sched != nil:
+		return sched
+	case procs:
+		return schedule.Schedule{{Workers: logical}}
+	}
+	return schedule.Schedule{{Workers: 1}}
+}
+
+// runStop is the step the run stops at: steps when positive and below the
+// job's horizon, else the horizon (math.MaxInt64 when the horizon cannot
+// be computed here; the trainer then reports why).
+func runStop(spec *jobspec.Spec, wl workload.Workload, steps int64) int64 {
+	stop := int64(math.MaxInt64)
+	if s, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed); err == nil {
+		if h, err := spec.Horizon(s.StepsPerEpoch(spec.MicroBatch)); err == nil && s.StepsPerEpoch(spec.MicroBatch) > 0 {
+			stop = h
+		}
+	}
+	if steps > 0 && steps < stop {
+		stop = steps
+	}
+	return stop
 }
 
 func accuracyText(s *trainer.Summary) string {

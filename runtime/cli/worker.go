@@ -46,6 +46,10 @@ func workerCmd(args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "easyscale worker: --join and --token-file are required")
 		return 2
 	}
+	if fs.Changed("threads") && *threads < 1 {
+		fmt.Fprintf(env.Stderr, "easyscale worker: --threads %d: give a positive number of cores, or leave the flag out to use all\n", *threads)
+		return 2
+	}
 	if *leaveGrace < 0 || *leaveGrace > time.Hour {
 		fmt.Fprintf(env.Stderr, "easyscale worker: --leave-grace %v: use a duration between 0s and 1h, e.g. 5s\n", *leaveGrace)
 		return 2
