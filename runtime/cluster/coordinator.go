@@ -99,9 +99,9 @@ type Coordinator struct {
 	// lostAt is when the last lost worker was detected, until the ring is
 	// rebuilt on the survivors (crash_recovery_ms).
 	lostAt time.Time
-	// abandoned is set when a Step gave up on its context (SIGTERM of the
-	// coordinator): the workers are still computing it, so Close releases
-	// them without waiting.
+	// abandoned is set when a Step or Resize gave up on its context
+	// (SIGTERM of the coordinator): the workers may still be computing or
+	// starting, so Close releases them without waiting.
 	abandoned bool
 }
 
@@ -440,8 +440,8 @@ func (c *Coordinator) removeGone(step int64) bool {
 }
 
 // Resize implements trainer.Executor: it launches or releases local
-// worker processes until n are admitted.
-func (c *Coordinator) Resize(n int, src *trainer.Replica) error {
+// worker processes until n are admitted, or until ctx ends.
+func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
 		return err
 	}
@@ -467,6 +467,9 @@ func (c *Coordinator) Resize(n int, src *trainer.Replica) error {
 			}
 		case <-deadline:
 			return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
+		case <-ctx.Done():
+			c.abandoned = true
+			return fmt.Errorf("waiting for %d of %d workers to join: %w", n-len(c.members), n, ctx.Err())
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ func newBenchJob(b *testing.B, workers int) *job {
 		b.Fatal(err)
 	}
 	b.Cleanup(j.close)
-	if err := j.reallocate(j.schedule().At(0)); err != nil {
+	if err := j.reallocate(context.Background(), j.schedule().At(0)); err != nil {
 		b.Fatal(err)
 	}
 	return j
@@ -102,7 +102,7 @@ func BenchmarkRescale(b *testing.B) {
 	allocs := []schedule.Allocation{{Workers: 8}, {Workers: 2}}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := j.reallocate(allocs[i%2]); err != nil {
+		if err := j.reallocate(context.Background(), allocs[i%2]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -26,8 +26,10 @@ type Executor interface {
 	// Workers returns the current number of physical workers.
 	Workers() int
 	// Resize sets the number of physical workers; joining workers start
-	// as copies of src (parameters and optimizer state).
-	Resize(workers int, src *Replica) error
+	// as copies of src (parameters and optimizer state). When ctx ends
+	// while it waits for workers, it returns at once an error wrapping
+	// ctx.Err(), and the executor then accepts only Close.
+	Resize(ctx context.Context, workers int, src *Replica) error
 	// Step runs step for plan (one range of ESTs per worker rank). On
 	// success ests hold each EST's advanced cursor and updated buffers,
 	// out its loss and sample hash, grad the reduced gradient. On error

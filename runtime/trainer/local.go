@@ -92,7 +92,7 @@ func onAll(ws []*worker, f func(w *worker)) {
 
 func (x *localExecutor) Workers() int { return len(x.workers) }
 
-func (x *localExecutor) Resize(n int, src *Replica) error {
+func (x *localExecutor) Resize(_ context.Context, n int, src *Replica) error {
 	for len(x.workers) > n {
 		last := x.workers[len(x.workers)-1]
 		last.stop()

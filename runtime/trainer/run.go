@@ -190,7 +190,10 @@ func (j *job) train(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return j.interrupted(err)
 		}
-		if err := j.reallocate(j.schedule().At(j.step)); err != nil {
+		if err := j.reallocate(ctx, j.schedule().At(j.step)); err != nil {
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				return j.interrupted(cerr)
+			}
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		if err := j.boundary(); err != nil {
@@ -359,12 +362,12 @@ func (j *job) boundary() error {
 // reallocate applies alloc if it differs from the current allocation:
 // workers join (copying the coordinator's replica) or leave, and ESTs move
 // with their contexts to the new placement.
-func (j *job) reallocate(alloc schedule.Allocation) error {
+func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
 	if j.alloc != nil && j.alloc.Workers == alloc.Workers && equalSpeeds(j.alloc.Speeds, alloc.Speeds) {
 		return nil
 	}
 	t0 := time.Now()
-	if err := j.exec.Resize(alloc.Workers, j.master); err != nil {
+	if err := j.exec.Resize(ctx, alloc.Workers, j.master); err != nil {
 		return fmt.Errorf("resizing to %d workers at step %d: %w", alloc.Workers, j.step, err)
 	}
 	j.alloc = &alloc

@@ -75,7 +75,13 @@ func start(t *testing.T, env []string, args ...string) *started {
 // line on the process's stderr, or in a worker's log under state.
 func (s *started) waitSlowStep(t *testing.T, state string, within time.Duration) {
 	t.Helper()
-	const line = "fault injection: step"
+	s.waitLine(t, state, "fault injection: step", within)
+}
+
+// waitLine waits until line appears on the process's stderr or in a
+// worker's log under state.
+func (s *started) waitLine(t *testing.T, state, line string, within time.Duration) {
+	t.Helper()
 	deadline := time.After(within)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -91,9 +97,9 @@ func (s *started) waitSlowStep(t *testing.T, state string, within time.Duration)
 		}
 		select {
 		case err := <-s.done:
-			t.Fatalf("the run ended (%v) before the slow step began:\n%s", err, s.stderr)
+			t.Fatalf("the run ended (%v) before %q appeared:\n%s", err, line, s.stderr)
 		case <-deadline:
-			t.Fatalf("the slow step did not begin within %v:\n%s", within, s.stderr)
+			t.Fatalf("%q did not appear within %v:\n%s", line, within, s.stderr)
 		case <-tick.C:
 		}
 	}
@@ -113,7 +119,7 @@ func (s *started) exitCode(t *testing.T, within time.Duration) (int, time.Durati
 		return s.cmd.ProcessState.ExitCode(), time.Since(t0)
 	case <-time.After(within):
 		s.cmd.Process.Kill()
-		t.Fatalf("no exit within %v of the signal (the step in progress lasts %v):\n%s", within, slowStepDelay, s.stderr)
+		t.Fatalf("no exit within %v of the signal:\n%s", within, s.stderr)
 	}
 	return 0, 0
 }
@@ -175,6 +181,25 @@ func TestSIGTERMMidStepExitsAtOnce(t *testing.T) {
 				t.Fatalf("digest %s after SIGTERM mid-step and resume, uninterrupted %s", digest(final), ref)
 			}
 		})
+	}
+}
+
+// TestSIGTERMWhileWaitingForWorkersExitsAtOnce: a coordinator that waits
+// for workers to join (here the second of `--listen --workers 2`, which
+// never comes) exits 143 at once on SIGTERM instead of after the join
+// timeout.
+func TestSIGTERMWhileWaitingForWorkersExitsAtOnce(t *testing.T) {
+	state := t.TempDir()
+	run := start(t, nil, "run", "--config", config(), "--steps", fmt.Sprint(signalSteps), "--no-eval", "--quiet",
+		"--state", state, "--listen", "127.0.0.1:0", "--workers", "2")
+	run.waitLine(t, state, "admitted: rank=0", time.Minute)
+	if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, took := run.exitCode(t, exitDeadline)
+	t.Logf("SIGTERM to exit: %v", took.Round(time.Millisecond))
+	if code != 143 {
+		t.Fatalf("exit %d after SIGTERM, want 143:\n%s", code, run.stderr)
 	}
 }
 
