@@ -261,6 +261,22 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 			s.ring.Close()
 		}
 	}()
+	// Until admitted (which waits for a step boundary, however long the
+	// step) the worker holds nothing: a leave request or ctx ending drops
+	// the connection at once.
+	admitted := make(chan struct{})
+	var admittedOnce sync.Once
+	markAdmitted := func() { admittedOnce.Do(func() { close(admitted) }) }
+	defer markAdmitted()
+	go func() {
+		select {
+		case <-leaveReq:
+			nc.Close()
+		case <-ctx.Done():
+			nc.Close()
+		case <-admitted:
+		}
+	}()
 	if err := s.prepare(); err != nil {
 		return err
 	}
@@ -272,6 +288,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 	if err := s.admit(); err != nil {
 		return err
 	}
+	markAdmitted()
 	o.Logger.Info("joined", "coordinator", o.Join, "job", s.spec.Name, "ring", s.ln.Addr().String())
 	stop := make(chan struct{})
 	defer close(stop)

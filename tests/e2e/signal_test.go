@@ -203,6 +203,32 @@ func TestSIGTERMWhileWaitingForWorkersExitsAtOnce(t *testing.T) {
 	}
 }
 
+// TestSIGTERMOfAJoinerWaitingForAdmissionExitsAtOnce: a worker that has
+// joined but waits for the step boundary to be admitted (the step in
+// progress lasts a minute) holds nothing, so SIGTERM ends it at once with
+// exit 0 instead of after the step.
+func TestSIGTERMOfAJoinerWaitingForAdmissionExitsAtOnce(t *testing.T) {
+	state, addr := t.TempDir(), freePort(t)
+	coord := start(t, []string{slowStepEnv(1, slowStepDelay)}, "run", "--config", config(), "--steps", fmt.Sprint(signalSteps),
+		"--no-eval", "--quiet", "--state", state, "--listen", addr, "--workers", "1")
+	coord.waitSlowStep(t, state, time.Minute)
+	joiner := start(t, nil, "worker", "--join", addr, "--token-file", filepath.Join(state, "token"))
+	// The first such line is the local worker's, admitted at the start.
+	for deadline := time.Now().Add(time.Minute); strings.Count(coord.stderr.String(), "worker waiting for admission") < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the joiner never asked for admission:\n%s\njoiner:\n%s", coord.stderr, joiner.stderr)
+		}
+	}
+	if err := joiner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, took := joiner.exitCode(t, exitDeadline)
+	t.Logf("SIGTERM to exit: %v", took.Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("the joiner exited %d after SIGTERM, want 0:\n%s", code, joiner.stderr)
+	}
+}
+
 // logTime is the timestamp of the first line of an hclog text log that
 // contains sub.
 func logTime(t *testing.T, log, sub string) time.Time {
