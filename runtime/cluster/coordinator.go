@@ -547,9 +547,9 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 		reduced <- r.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
 	results, lost, detected, ringErr := c.collect(ctx, step, reduced)
-	if err := ctx.Err(); err != nil && len(results) < len(c.members) {
+	if results == nil { // ctx ended: grad may be half reduced
 		c.abandonStep(step)
-		return fmt.Errorf("step %d abandoned: %w", step, err)
+		return fmt.Errorf("step %d abandoned: %w", step, ctx.Err())
 	}
 	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
 		c.invalidateRing()
@@ -636,7 +636,7 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 // stays silent past the heartbeat timeout is lost; once one is lost the
 // ring is closed so every survivor's all-reduce fails fast. It returns the
 // answers by rank, the lost ranks, the ring's error and when the first
-// loss was detected.
+// loss was detected; results is nil when ctx ended first.
 func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan error) (results map[int]result, lost []int, detected time.Time, ringErr error) {
 	results = map[int]result{}
 	rankOf := make(map[*member]int, len(c.members))
@@ -669,7 +669,7 @@ func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan er
 	for !ringDone || len(answered) < len(c.members) {
 		select {
 		case <-ctx.Done():
-			return results, lost, detected, ringErr
+			return nil, lost, detected, ringErr
 		case err := <-reduced:
 			ringDone, ringErr = true, err
 			if err != nil {
