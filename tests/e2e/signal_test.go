@@ -139,19 +139,22 @@ func newestCheckpoint(t *testing.T, state string) int64 {
 	return ck.Step
 }
 
-// TestSIGTERMMidStepExitsAtOnce sends SIGTERM to `easyscale run` (in
-// process, and the coordinator of --procs) while a step that lasts a
-// minute is in progress: it exits 143 within seconds, the newest
+// TestSIGTERMMidStepExitsAtOnce sends SIGTERM (or SIGINT) to `easyscale
+// run` (in process, and the coordinator of --procs) while a step that
+// lasts a minute is in progress: it exits 143 (130) within seconds, the newest
 // checkpoint is the last completed step, and the rerun reaches the
 // uninterrupted run's digest.
 func TestSIGTERMMidStepExitsAtOnce(t *testing.T) {
 	ref := digest(mustRun(t, "run", "--config", config(), "--steps", fmt.Sprint(signalSteps), "--no-eval"))
 	cases := []struct {
 		name  string
+		sig   syscall.Signal
+		code  int
 		extra []string
 	}{
-		{"in process", nil},
-		{"coordinator of worker processes", []string{"--procs", "--workers", "2", "--heartbeat-timeout", "3s"}},
+		{"in process", syscall.SIGTERM, 143, nil},
+		{"in process, SIGINT", syscall.SIGINT, 130, nil},
+		{"coordinator of worker processes", syscall.SIGTERM, 143, []string{"--procs", "--workers", "2", "--heartbeat-timeout", "3s"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,13 +162,13 @@ func TestSIGTERMMidStepExitsAtOnce(t *testing.T) {
 			args := append([]string{"run", "--config", config(), "--steps", fmt.Sprint(signalSteps), "--no-eval", "--quiet", "--state", state}, c.extra...)
 			run := start(t, []string{slowStepEnv(slowStep, slowStepDelay)}, args...)
 			run.waitSlowStep(t, state, 2*time.Minute)
-			if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := run.cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
 			code, took := run.exitCode(t, exitDeadline)
-			t.Logf("SIGTERM to exit: %v", took.Round(time.Millisecond))
-			if code != 143 {
-				t.Fatalf("exit %d after SIGTERM, want 143:\n%s", code, run.stderr)
+			t.Logf("%v to exit: %v", c.sig, took.Round(time.Millisecond))
+			if code != c.code {
+				t.Fatalf("exit %d after %v, want %d:\n%s", code, c.sig, c.code, run.stderr)
 			}
 			if last := lastStep(state); last != slowStep {
 				t.Fatalf("the ledger ends at step %d, want %d (the abandoned step must not be recorded)", last, slowStep)
