@@ -25,8 +25,11 @@
 // scontrol show job/node -o prints Key=Value pairs with unquoted values; the parser
 // knows the keys Slurm 22.05 prints (recorded from the lab cluster) and keeps text
 // that merely looks like "key=value" inside free-text values (JobName, Comment, OS).
-// It is not proof against hostile names (a name may hold " UserId=..." or a
-// newline), so nothing that decides which job to act on is read from it.
+// It is not proof against hostile names (a name may hold " UserId=root(0)" or a
+// newline), so no job is read from it outside tests: the backfill daemon and
+// `easyscale status JOBID` read jobs from squeue ([Runner.ListJobs], [Runner.Job]
+// by id). There is no Runner method for `scontrol show job`; scontrol is run
+// only for nodes ([Runner.ShowNodes]), whose text only root and slurmd set.
 //
 // GPU counts come from the TRES-per-node / TRES-per-job request strings
 // ("gres:gpu:v100:2", "gres:gpu:3") and from sinfo's Gres/GresUsed ("gpu:t4:4",

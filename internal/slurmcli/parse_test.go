@@ -439,3 +439,92 @@ func TestRunnerUsesFormatsAndReportsFailures(t *testing.T) {
 		t.Errorf("two squeue calls used the same separators: %q", envs[1][len(envs[1])-1])
 	}
 }
+
+// TestANameImitatingScontrolKeysForgesNoField: a job name that imitates
+// `scontrol show job -o` text (another user, state, work dir) forges them
+// there, which is why no caller reads jobs from scontrol; read by id from
+// squeue (Runner.Job) the job keeps its true user, state and work dir and
+// the name comes back exactly.
+func TestANameImitatingScontrolKeysForgesNoField(t *testing.T) {
+	names := []struct{ name, text string }{
+		{"another user and group", "x UserId=root(0) GroupId=nobody(65534)"},
+		{"another user, state and work dir", "x UserId=root(0) JobState=COMPLETED WorkDir=/root Comment=es-extra parent=1"},
+		{"a newline and a second scontrol record", "x\nJobId=1 JobName=y UserId=root(0) JobState=RUNNING"},
+	}
+	for _, tc := range names {
+		t.Run(tc.name, func(t *testing.T) {
+			var squeueCalls int
+			r := Runner{Env: []string{}, Exec: func(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
+				squeueCalls++
+				s := separatorsOf(t, env)
+				row := squeueRow("10", tc.text, "(null)")
+				return delimited(s, row), nil
+			}}
+			j, err := r.Job(context.Background(), "10")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.User != "alice" || j.State != "RUNNING" || j.WorkDir != "/home/alice" || j.Name != tc.text || j.Comment != "" {
+				t.Fatalf("Job(10) = user %q state %q work dir %q name %q comment %q; want alice, RUNNING, /home/alice, the exact name, no comment",
+					j.User, j.State, j.WorkDir, j.Name, j.Comment)
+			}
+			if squeueCalls != 1 {
+				t.Errorf("%d commands run, want one squeue", squeueCalls)
+			}
+		})
+	}
+	// The forgery that squeue's separators make impossible does work on scontrol's text.
+	recs, err := ParseScontrol([]byte("JobId=10 JobName=x UserId=root(0) GroupId=nobody(65534) UserId=alice(1000) GroupId=alice(1000) JobState=RUNNING\n"), KindJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := recs[0].Get("UserId"); u != "root(0)" {
+		t.Errorf("scontrol record's UserId = %q; the doc comment says a name can forge it (root(0)): update it", u)
+	}
+}
+
+// separatorsOf returns the separators in the SQUEUE_FORMAT2 entry of env.
+func separatorsOf(t *testing.T, env []string) Separators {
+	t.Helper()
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SQUEUE_FORMAT2="); ok {
+			parts := strings.Split(v, ",")
+			return Separators{
+				Field:  strings.TrimPrefix(parts[0], SqueueFields[0]+":0"),
+				Record: strings.TrimPrefix(parts[len(parts)-1], SqueueFields[len(SqueueFields)-1]+":0"),
+			}
+		}
+	}
+	t.Fatalf("no SQUEUE_FORMAT2 in the squeue environment %q", env)
+	return Separators{}
+}
+
+// TestJobReportsOnlyItsOwnUnreadableRecord: Runner.Job fails naming the
+// job when its own record cannot be read, and ignores another record's
+// damage (an array task of the same id).
+func TestJobReportsOnlyItsOwnUnreadableRecord(t *testing.T) {
+	bad := func(id string) []string { r := squeueRow(id, "x", "(null)"); r[4] = "many"; return r }
+	tests := []struct {
+		name    string
+		rows    [][]string
+		wantErr bool
+	}{
+		{"its own record damaged", [][]string{bad("10")}, true},
+		{"another record damaged", [][]string{bad("10_1"), squeueRow("10", "ok", "(null)")}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Runner{Env: []string{}, Exec: func(_ context.Context, env []string, _ string, _ ...string) ([]byte, error) {
+				return delimited(separatorsOf(t, env), tc.rows...), nil
+			}}
+			j, err := r.Job(context.Background(), "10")
+			var pe *ParseError
+			switch {
+			case tc.wantErr && (!errors.As(err, &pe) || pe.ID != "10" || !strings.Contains(err.Error(), "job 10")):
+				t.Fatalf("Job(10) = %+v, %v; want a *ParseError naming job 10", j, err)
+			case !tc.wantErr && (err != nil || j.Name != "ok"):
+				t.Fatalf("Job(10) = %+v, %v; want job 10 named ok", j, err)
+			}
+		})
+	}
+}

@@ -128,9 +128,14 @@ func (r Runner) SqueueStart(ctx context.Context, extra ...string) ([]Job, error)
 // ErrNoSuchJob is returned by [Runner.Job] for a job squeue does not know (any more).
 var ErrNoSuchJob = errors.New("no such job")
 
-// Job returns the squeue line of one job, or ErrNoSuchJob.
+// Job re-reads one job by id: `squeue --jobs=ID --states=all` with fresh
+// random separators ([Runner.ListJobs]), so no name, comment or work dir
+// of any job can forge one of its fields (user, state, work dir, ...). It
+// returns ErrNoSuchJob when squeue does not know the id (any more), and the
+// *ParseError when the job's own record cannot be read; unreadable records
+// of other ids (an array's tasks) are ignored.
 func (r Runner) Job(ctx context.Context, id string) (Job, error) {
-	jobs, err := r.Squeue(ctx, "--jobs="+id, "--states=all")
+	jobs, skipped, err := r.ListJobs(ctx, "--jobs="+id, "--states=all")
 	if err != nil {
 		var ce *CommandError
 		if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid job id") {
@@ -141,6 +146,11 @@ func (r Runner) Job(ctx context.Context, id string) (Job, error) {
 	for _, j := range jobs {
 		if j.ID == id {
 			return j, nil
+		}
+	}
+	for _, pe := range skipped {
+		if pe.ID == id {
+			return Job{}, fmt.Errorf("reading job %s: %w", id, pe)
 		}
 	}
 	return Job{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
@@ -158,22 +168,6 @@ func (r Runner) Sinfo(ctx context.Context, extra ...string) ([]Node, error) {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	return ParseSinfo(out, s)
-}
-
-// ShowJob runs `scontrol show job -o ID` and returns its detail.
-func (r Runner) ShowJob(ctx context.Context, id string) (JobDetail, error) {
-	out, err := r.Output(ctx, "scontrol", "show", "job", "-o", id)
-	if err != nil {
-		return JobDetail{}, fmt.Errorf("showing job %s: %w", id, err)
-	}
-	recs, err := ParseScontrol(out, KindJob)
-	if err != nil {
-		return JobDetail{}, err
-	}
-	if len(recs) == 0 {
-		return JobDetail{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
-	}
-	return JobDetailOf(recs[0])
 }
 
 // ShowNodes runs `scontrol show node -o` and returns every node's detail.

@@ -75,6 +75,13 @@ func keySet(s string) map[string]bool {
 // key (capitalised); after a free-text key (JobName, Comment, Reason, OS, ...) only a
 // key that Slurm 22.05 is known to print ends the value. Errors are *ParseError with
 // Source "scontrol show job" or "scontrol show node".
+//
+// Unsafe for jobs whose names users set: a name such as
+// "x UserId=root(0) JobState=COMPLETED WorkDir=/elsewhere" reads back as those
+// fields (the first occurrence of a key wins), and a newline in a name starts a
+// forged record. Read jobs from squeue ([Runner.Job], [Runner.ListJobs]), whose
+// random separators no user text can forge; KindNode text is set only by root and
+// slurmd.
 func ParseScontrol(out []byte, kind Kind) ([]Record, error) {
 	source, known := "scontrol show job", jobKeys
 	if kind == KindNode {
@@ -151,7 +158,10 @@ func truncate(s string) string {
 	return s
 }
 
-// JobDetail is the part of a `scontrol show job -o` record the project uses.
+// JobDetail is the part of a `scontrol show job -o` record the project's tests
+// read from their own jobs (e.g. Restarts, which squeue does not print). Its
+// fields can be forged by the job's name (see [ParseScontrol]): nothing that
+// acts on, or reports about, a job a user submitted reads it.
 type JobDetail struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`

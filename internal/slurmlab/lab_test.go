@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -112,7 +114,18 @@ func TestNormalJobPreemptsLowPriorityJob(t *testing.T) {
 	if j.State != "PENDING" {
 		t.Errorf("low-priority job %s is %s after the normal job started, want PENDING (requeued)", low, j.State)
 	}
-	d, err := l.CLI.ShowJob(ctx, low)
+	// Restarts is only in scontrol's text: read it here, where the job and
+	// its name are the test's own (scontrol's text is not read for jobs
+	// whose names users set, see package slurmcli).
+	out, err := l.CLI.Output(ctx, "scontrol", "show", "job", "-o", low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := slurmcli.ParseScontrol(out, slurmcli.KindJob)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("scontrol show job %s: %d records, %v", low, len(recs), err)
+	}
+	d, err := slurmcli.JobDetailOf(recs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 )
@@ -20,6 +21,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// StderrIsTerminal enables the one-line progress display.
 	StderrIsTerminal bool
+	// Slurm runs the Slurm client commands `status JOBID` asks; the zero
+	// Runner runs those on PATH with the process's environment.
+	Slurm slurmcli.Runner
 }
 
 // command is one subcommand.

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -21,7 +20,7 @@ var slurmJobID = regexp.MustCompile(`^[0-9]+$`)
 // statusCmd prints the picture of one job from its state directory: the
 // job, its allocation history, the tail of the ledger, checkpoints and an
 // ETA. The job is named by --state DIR, or by its Slurm job id (its state
-// is then <WorkDir>/.easyscale/<id>/state, WorkDir from scontrol). It
+// is then <WorkDir>/.easyscale/<id>/state, WorkDir from squeue). It
 // exits 1 when the state cannot be read or a ledger row does not match its
 // checksum (each such step is named).
 func statusCmd(args []string, env Env) int {
@@ -55,16 +54,25 @@ func statusCmd(args []string, env Env) int {
 	return printStatus(*state, *tail, env)
 }
 
-// slurmStateDir finds the state directory of Slurm job id and prints the
-// job's Slurm state and comment.
+// slurmStateDir finds the state directory of Slurm job id and prints what
+// Slurm knows of the job: name, user, state, nodes and comment. Everything
+// comes from squeue by id with random separators ([slurmcli.Runner.Job]),
+// not from `scontrol show job`, whose unquoted Key=Value text a job name can
+// imitate ("x UserId=root(0) WorkDir=/elsewhere"). The name and comment,
+// which the job's owner chose, are printed quoted with control characters
+// escaped, so that they cannot pass for a line of the output either.
 func slurmStateDir(id string, env Env) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	job, err := slurmcli.Runner{}.ShowJob(ctx, id)
+	job, err := env.Slurm.Job(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("asking Slurm about job %s: %w", id, err)
 	}
-	fmt.Fprintf(env.Stdout, "slurm job %s (%s) %s on %s: %s\n", job.ID, job.Name, job.State, job.NodeList, job.Comment)
+	nodes := job.NodeList
+	if nodes == "" {
+		nodes = "no nodes"
+	}
+	fmt.Fprintf(env.Stdout, "slurm job %s %q of user %s: %s on %s, comment %q\n", job.ID, job.Name, job.User, job.State, nodes, job.Comment)
 	if job.WorkDir == "" {
 		return "", fmt.Errorf("job %s has no WorkDir; pass --state", id)
 	}

@@ -148,7 +148,7 @@ func TestShrinkByScontrolKeepsTheDigest(t *testing.T) {
 	// srun fails because Slurm killed the released node's task; the job's
 	// state must still say it completed (the script returns the
 	// coordinator's exit status).
-	job, err := lab.CLI.ShowJob(ctx, id)
+	job, err := lab.CLI.Job(ctx, id)
 	if err != nil || job.State != "COMPLETED" {
 		t.Fatalf("the shrunk job ended %q (%v), want COMPLETED\n%s", job.State, err, jobOutput(lab, id))
 	}

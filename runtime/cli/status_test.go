@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// fakeSlurm answers squeue (in the --Format and separators its caller put
+// in SQUEUE_FORMAT2, as squeue does) and `scontrol show job -o` for the
+// one job j; any other id is unknown to both.
+type fakeSlurm struct {
+	job slurmcli.Job
+	// scontrol is the job's `scontrol show job -o` line.
+	scontrol string
+}
+
+func (f fakeSlurm) runner() slurmcli.Runner {
+	return slurmcli.Runner{Env: []string{}, Exec: f.exec}
+}
+
+var errInvalidJobID = &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),
+	Stderr: "slurm_load_jobs error: Invalid job id specified"}
+
+func (f fakeSlurm) exec(_ context.Context, env []string, name string, args ...string) ([]byte, error) {
+	switch name {
+	case "squeue":
+		if !slices.Contains(args, "--jobs="+f.job.ID) {
+			return nil, errInvalidJobID
+		}
+		var format string
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "SQUEUE_FORMAT2="); ok {
+				format = v
+			}
+		}
+		parts := strings.Split(format, ",")
+		if len(parts) != len(slurmcli.SqueueFields) {
+			return nil, errors.New("fake squeue: SQUEUE_FORMAT2 does not list the package's fields")
+		}
+		var b strings.Builder
+		for i, v := range squeueValues(f.job) {
+			b.WriteString(v)
+			b.WriteString(strings.TrimPrefix(parts[i], slurmcli.SqueueFields[i]+":0"))
+		}
+		b.WriteString("\n")
+		return []byte(b.String()), nil
+	case "scontrol":
+		if len(args) == 4 && args[3] == f.job.ID {
+			return []byte(f.scontrol + "\n"), nil
+		}
+		return nil, &slurmcli.CommandError{Command: "scontrol", Err: errors.New("exit status 1"),
+			Stderr: "slurm_load_jobs error: Invalid job id specified"}
+	}
+	return nil, errors.New("fake Slurm: unexpected command " + name)
+}
+
+// squeueValues are j's fields in the order of slurmcli.SqueueFields, as
+// squeue prints them.
+func squeueValues(j slurmcli.Job) []string {
+	or := func(s, none string) string {
+		if s == "" {
+			return none
+		}
+		return s
+	}
+	return []string{j.ID, j.Name, j.State, j.Partition, "1", "1", "N/A", "N/A", or(j.NodeList, ""), "None",
+		"N/A", "N/A", "5:00", "(null)", or(j.BatchHost, ""), or(j.Comment, "(null)"), j.User, or(j.Account, "(null)"),
+		j.WorkDir, "(null)"}
+}
+
+// jobState writes a state directory for a job named name under
+// workDir/.easyscale/id/state, as `easyscale run` in a Slurm job does.
+func jobState(t *testing.T, workDir, id, name string) {
+	t.Helper()
+	dir := filepath.Join(workDir, ".easyscale", id, "state")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := statedb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.InitJob(statedb.Job{ID: "sha256:" + strings.Repeat("2", 64), Name: name, Spec: `{"seed":1}`, LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusOfAJobIDShowsWhatSlurmKnowsNotWhatItsNameSays: a user's job
+// whose name imitates scontrol's Key=Value text (another user, state and
+// work dir) is shown by `easyscale status JOBID` with its true user, state
+// and state directory, and its name and comment quoted, control characters
+// escaped, so that they cannot forge a line of the output either.
+func TestStatusOfAJobIDShowsWhatSlurmKnowsNotWhatItsNameSays(t *testing.T) {
+	root := t.TempDir()
+	trueDir, forgedDir := filepath.Join(root, "nobody"), filepath.Join(root, "elsewhere")
+	const id = "4711"
+	jobState(t, trueDir, id, "the-true-job")
+	jobState(t, forgedDir, id, "the-forged-job")
+	cases := []struct {
+		name, jobName, comment string
+	}{
+		{"a name forging scontrol's user, state and work dir",
+			"x UserId=root(0) GroupId=nobody(65534) JobState=COMPLETED WorkDir=" + forgedDir, ""},
+		{"a name holding 0x1F and a forged status line",
+			"x\x1fy\nslurm job 1 \"ok\" of user root: RUNNING", "es-elastic\nof user root"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job := slurmcli.Job{ID: id, Name: c.jobName, State: "RUNNING", Partition: "normal", NodeList: "n3",
+				BatchHost: "n3", Comment: c.comment, User: "nobody", Account: "nogroup", WorkDir: trueDir}
+			line := "JobId=" + id + " JobName=" + c.jobName + " UserId=nobody(65534) GroupId=nogroup(65534) MCS_label=N/A " +
+				"Account=nogroup JobState=RUNNING Reason=None Restarts=0 Partition=normal NodeList=n3 BatchHost=n3 " +
+				"NumNodes=1 NumCPUs=1 TRES=cpu=1,node=1 WorkDir=" + trueDir + " Comment=" + c.comment
+			var out, errb bytes.Buffer
+			code := Main([]string{"status", id}, Env{Stdout: &out, Stderr: &errb, Slurm: fakeSlurm{job, line}.runner()})
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q, want 0", code, errb.String())
+			}
+			first, rest, _ := strings.Cut(out.String(), "\n")
+			want := fmt.Sprintf("slurm job %s %q of user nobody: RUNNING on n3, comment %q", id, c.jobName, c.comment)
+			if first != want {
+				t.Errorf("first line\n%s\nwant\n%s", first, want)
+			}
+			if !strings.Contains(rest, "job the-true-job") || strings.Contains(out.String(), "the-forged-job") {
+				t.Errorf("status read another state directory than the job's WorkDir %s:\n%s", trueDir, out.String())
+			}
+			if strings.Contains("\n"+rest, "\nslurm job") || strings.Contains(rest, "of user root") || strings.Contains(out.String(), "\x1f") {
+				t.Errorf("the job's name or comment printed raw (a forged line, or 0x1F):\n%s", out.String())
+			}
+		})
+	}
+}
+
+func TestStatusOfAnUnknownJobIDSaysSo(t *testing.T) {
+	var out, errb bytes.Buffer
+	fake := fakeSlurm{job: slurmcli.Job{ID: "1"}}
+	code := Main([]string{"status", "99"}, Env{Stdout: &out, Stderr: &errb, Slurm: fake.runner()})
+	if code != 1 || !strings.Contains(errb.String(), "job 99") || !strings.Contains(errb.String(), "no such job") {
+		t.Fatalf("exit %d, stderr %q: want 1 and an error naming job 99 as unknown", code, errb.String())
+	}
+}
