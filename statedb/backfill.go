@@ -112,12 +112,12 @@ type Decision struct {
 }
 
 // BackfillDB is easyscale-backfilld's SQLite store. It is opened by one
-// daemon at a time (an flock on PATH.lock) and is safe for concurrent use by
-// several goroutines.
+// daemon at a time (flocks on the database file and on PATH.lock, see
+// backfillLock) and is safe for concurrent use by several goroutines.
 type BackfillDB struct {
 	path string
 	sql  *sql.DB
-	lock *os.File
+	lock *backfillLock // nil for a dry run
 }
 
 var backfillMigrations = []string{
@@ -164,9 +164,10 @@ var backfillMigrations = []string{
 }
 
 // OpenBackfill opens (creating if needed, mode 0600, parent directory 0700)
-// the backfill daemon's database at path and takes an exclusive,
-// non-blocking flock on path+".lock". Errors wrap ErrLocked when another
-// daemon holds the lock (the message names its PID and host), ErrNetworkFS
+// the backfill daemon's database at path and takes exclusive, non-blocking
+// flocks on the file itself and on path+".lock" (deleting the latter lets
+// no second daemon in). Errors wrap ErrLocked when another daemon holds the
+// lock (the message names its PID and host), ErrNetworkFS
 // when the directory is on a network filesystem, ErrSchemaTooNew for a
 // database written by a newer binary, or the filesystem/SQLite error.
 func OpenBackfill(path string) (*BackfillDB, error) {
@@ -186,7 +187,7 @@ func OpenBackfill(path string) (*BackfillDB, error) {
 	}
 	db := &BackfillDB{path: abs, lock: lock}
 	if err := db.open(); err != nil {
-		lock.Close()
+		lock.release()
 		return nil, err
 	}
 	return db, nil
@@ -321,30 +322,80 @@ func migrateBackfill(s *sql.DB) error {
 	return nil
 }
 
-// lockBackfill takes the daemon's exclusive flock on path; the kernel drops it
-// when the daemon dies, so a SIGKILLed daemon leaves no stale lock.
-func lockBackfill(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening backfill database lock: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder := readHolder(f)
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			who := "another process"
-			if holder.PID > 0 {
-				who = fmt.Sprintf("process %d on host %q", holder.PID, holder.Host)
-			}
-			return nil, fmt.Errorf("backfill database lock %s is held by %s: only one easyscale-backfilld may use a database (stop it, or set another state_db): %w", path, who, ErrLocked)
+// backfillLock is the daemon's exclusive flock(2) on the database file
+// itself, plus one on PATH.lock. The database file (mode 0600) is what a
+// second daemon must open to share the store, so deleting or replacing
+// PATH.lock lets no second daemon in; PATH.lock carries the holder's
+// "pid=<pid> host=<host>" and is still locked so that older binaries, which
+// lock only it, are kept out too. The parent directory is not locked: it
+// may hold other daemons' stores (several state_db files side by side), and
+// any user who can read it could take a flock on it and keep the daemon
+// from starting. flock and SQLite's POSIX locks do not interact on a local
+// filesystem (OpenBackfill refuses network ones); db stays open until the
+// SQLite connection is closed, as closing any descriptor of the file drops
+// the process's POSIX locks on it.
+type backfillLock struct {
+	db, file *os.File
+}
+
+// lockBackfill takes the daemon's exclusive, non-blocking flocks on the
+// database file at path (creating it with mode 0600) and on path+".lock",
+// and records "pid=<pid> host=<host>" in the latter. The kernel drops the
+// locks when the daemon dies, so a SIGKILLed daemon leaves no stale lock.
+// A held lock is an error wrapping ErrLocked that names the holder: the
+// PID /proc/locks lists for the database file, else what path+".lock"
+// says.
+func lockBackfill(path string) (*backfillLock, error) {
+	lockPath := path + ".lock"
+	l := &backfillLock{}
+	for _, p := range []string{path, lockPath} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			l.release()
+			return nil, fmt.Errorf("opening %s to lock the backfill database: %w", p, err)
 		}
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			l.release()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				who := "another process"
+				if h := holder(path, lockPath); h.PID > 0 {
+					who = fmt.Sprintf("process %d on host %q", h.PID, h.Host)
+				}
+				return nil, fmt.Errorf("backfill database %s is locked by %s: only one easyscale-backfilld may use a database "+
+					"(stop it, or set another state_db): %w", path, who, ErrLocked)
+			}
+			return nil, fmt.Errorf("locking %s: %w", p, err)
+		}
+		if p == path {
+			l.db = f
+		} else {
+			l.file = f
+		}
 	}
-	if err := writeHolder(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("recording holder in %s: %w", path, err)
+	if err := writeHolder(l.file); err != nil {
+		l.release()
+		return nil, fmt.Errorf("recording holder in %s: %w", lockPath, err)
 	}
-	return f, nil
+	return l, nil
+}
+
+// release drops the locks by closing the files; call it only after the
+// SQLite connection to the database is closed.
+func (l *backfillLock) release() error {
+	var err error
+	for _, f := range []*os.File{l.file, l.db} {
+		if f == nil {
+			continue
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("releasing backfill database lock: %w", err)
+	}
+	return nil
 }
 
 // Path returns the absolute path of the database file.
@@ -355,7 +406,7 @@ func (db *BackfillDB) Path() string { return db.path }
 func (db *BackfillDB) Close() error {
 	err := db.sql.Close()
 	if db.lock != nil {
-		if lerr := db.lock.Close(); err == nil {
+		if lerr := db.lock.release(); err == nil {
 			err = lerr
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -122,6 +123,61 @@ func TestBackfillErrors(t *testing.T) {
 			if !errors.Is(tc.err, tc.want) {
 				t.Fatalf("error %v, want one wrapping %v", tc.err, tc.want)
 			}
+		})
+	}
+}
+
+// TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn: the daemon's
+// lock is held on the database file itself. With PATH.lock deleted, emptied
+// or overwritten, a second OpenBackfill is refused naming the first holder
+// (this process), and the first still writes.
+func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
+	host, _ := os.Hostname()
+	cases := []struct {
+		name   string
+		tamper func(path string) error
+	}{
+		{"the lock file deleted", os.Remove},
+		{"the lock file deleted and recreated empty", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, nil, 0o600)
+		}},
+		{"the lock file overwritten with another holder", func(p string) error {
+			return os.WriteFile(p, []byte("pid=1 host=elsewhere\n"), 0o600)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "backfill.db")
+			first, err := OpenBackfill(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer first.Close()
+			if err := c.tamper(path + ".lock"); err != nil {
+				t.Fatal(err)
+			}
+			second, err := OpenBackfill(path)
+			if !errors.Is(err, ErrLocked) {
+				if second != nil {
+					second.Close()
+				}
+				t.Fatalf("second OpenBackfill after %s: err = %v, want ErrLocked", c.name, err)
+			}
+			if want := fmt.Sprintf("process %d on host %q", os.Getpid(), host); !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name the holder: %s", err, want)
+			}
+			if err := first.RecordDecision(context.Background(), Decision{Time: time.Now(), Kind: "skip", Job: "1"}); err != nil {
+				t.Fatalf("first daemon after the refusal: %v", err)
+			}
+			first.Close()
+			third, err := OpenBackfill(path)
+			if err != nil {
+				t.Fatalf("OpenBackfill after the first closed: %v", err)
+			}
+			third.Close()
 		})
 	}
 }

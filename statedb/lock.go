@@ -86,13 +86,21 @@ func cannotLockDirectories(err error) bool {
 // believed over DIR/lock, which anyone who can write the directory may
 // delete or rewrite.
 func holderOf(dir string) *LockedError {
+	e := holder(dir, filepath.Join(dir, LockFile))
+	e.Dir = dir
+	return e
+}
+
+// holder names the process holding the flock on locked: the PID /proc/locks
+// lists for it (on this host), else the "pid=<pid> host=<host>" of
+// lockFile.
+func holder(locked, lockFile string) *LockedError {
 	e := &LockedError{}
-	if f, err := os.Open(filepath.Join(dir, LockFile)); err == nil {
+	if f, err := os.Open(lockFile); err == nil {
 		e = readHolder(f)
 		f.Close()
 	}
-	e.Dir = dir
-	if pid := flockHolder(dir); pid > 0 && pid != e.PID {
+	if pid := flockHolder(locked); pid > 0 && pid != e.PID {
 		host, _ := os.Hostname()
 		e.PID, e.Host = pid, host
 	}
