@@ -203,9 +203,9 @@ class Replica:
                 x, y = collate([self.job.test_set[i] for i in range(begin, min(begin + batch, len(self.job.test_set)))])
                 x, y = x.to(self.device), y.to(self.device)
                 out = model(x)
-                loss_sum += float(self.job.loss(out, y)) * len(y)
-                correct += int((out.argmax(1) == y).sum())
-                total += len(y)
+                loss_sum += float(self.job.loss(out, y)) * y.numel()  # the loss is a mean over targets
+                correct += int((out.argmax(-1) == y).sum())
+                total += y.numel()
         model.train()
         return {"test_loss": loss_sum / total, "test_accuracy": correct / total, "test_samples": total}
 
