@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/nlpodyssey/safetensors"
 )
 
 // ESTContext is the serialised context of one logical worker (EST) at a
@@ -32,6 +34,10 @@ type Checkpoint struct {
 	Tensors  []Tensor
 	Contexts []ESTContext // ordered by EST
 	Meta     map[string]string
+	// Raw is the file's content when an engine encoded it itself
+	// (SaveCheckpointFile; Meta[MetaEngine] names the engine); Tensors is
+	// then empty.
+	Raw []byte
 }
 
 // checkpointFile is what SaveCheckpoint writes into; tests inject failing
@@ -73,15 +79,21 @@ func (db *DB) SaveCheckpoint(step int64, tensors []Tensor, contexts []ESTContext
 	if err != nil {
 		return fmt.Errorf("saving checkpoint of step %d: %w", step, err)
 	}
+	return db.saveFile(step, func(w io.Writer) error {
+		return encodeCheckpoint(w, step, tensors, meta)
+	}, ctxs)
+}
+
+// saveFile writes a checkpoint file with encode, then records it with its
+// contexts and prunes old checkpoints (see SaveCheckpoint).
+func (db *DB) saveFile(step int64, encode func(io.Writer) error, ctxs []ESTContext) error {
 	var existed bool
 	if err := db.sql.QueryRow(`SELECT COUNT(*) > 0 FROM checkpoints WHERE step = ?`, step).Scan(&existed); err != nil {
 		return fmt.Errorf("saving checkpoint of step %d: %w", step, err)
 	}
 	name := checkpointName(step)
 	final := filepath.Join(db.dir, CheckpointDir, name)
-	sum, size, err := db.writeFile(final, func(w io.Writer) error {
-		return encodeCheckpoint(w, step, tensors, meta)
-	})
+	sum, size, err := db.writeFile(final, encode)
 	if err != nil {
 		return fmt.Errorf("saving checkpoint of step %d: %w", step, err)
 	}
@@ -98,6 +110,32 @@ func (db *DB) SaveCheckpoint(step int64, tensors []Tensor, contexts []ESTContext
 		os.Remove(filepath.Join(db.dir, CheckpointDir, f))
 	}
 	return nil
+}
+
+// SaveCheckpointFile records a checkpoint whose file an engine encoded
+// itself: data is a safetensors file of any dtypes (the torch engine's
+// parameters, optimizer and scheduler state) whose metadata holds
+// MetaEngine and "easyscale.step" = step. It is written, hashed, recorded
+// and pruned exactly as SaveCheckpoint's files are, with the same errors;
+// a file that is not such a safetensors file wraps ErrInvalid.
+func (db *DB) SaveCheckpointFile(step int64, data []byte, contexts []ESTContext) error {
+	if err := db.writable("saving checkpoint"); err != nil {
+		return err
+	}
+	if step < 0 {
+		return fmt.Errorf("saving checkpoint of step %d: %w", step, invalidf("step is %d, want >= 0", step))
+	}
+	if _, err := checkFileHeader(data, step); err != nil {
+		return fmt.Errorf("saving checkpoint of step %d: %w", step, invalidf("%v", err))
+	}
+	ctxs, err := sortedContexts(contexts)
+	if err != nil {
+		return fmt.Errorf("saving checkpoint of step %d: %w", step, err)
+	}
+	return db.saveFile(step, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, ctxs)
 }
 
 func validateCheckpoint(step int64, tensors []Tensor, contexts []ESTContext, meta map[string]string) ([]ESTContext, error) {
@@ -334,6 +372,13 @@ func (db *DB) loadCheckpoint(r checkpointRecord) (*Checkpoint, error) {
 	}
 	if got != r.sum {
 		return nil, fail(got, ErrChecksumMismatch)
+	}
+	if _, md, err := safetensors.ReadMetadata(b); err == nil && md.Metadata()[MetaEngine] != "" {
+		meta, err := checkFileHeader(b, r.step)
+		if err != nil {
+			return nil, fail(got, err)
+		}
+		return &Checkpoint{Step: r.step, Path: path, SHA256: got, Meta: meta, Raw: b}, nil
 	}
 	step, tensors, meta, err := decodeCheckpoint(b)
 	if err != nil {

@@ -27,6 +27,10 @@ const (
 	ReservedMetaPrefix = "easyscale."
 	metaStep           = ReservedMetaPrefix + "step"  // decimal step number
 	metaOrder          = ReservedMetaPrefix + "order" // JSON array of tensor names in caller order
+	// MetaEngine names the engine that encoded a checkpoint file itself
+	// (SaveCheckpointFile); files without it are the native engine's float32
+	// checkpoints written by SaveCheckpoint.
+	MetaEngine = ReservedMetaPrefix + "engine"
 )
 
 func validateTensors(tensors []Tensor) error {
@@ -158,6 +162,29 @@ func decodeCheckpoint(b []byte) (step int64, tensors []Tensor, meta map[string]s
 		}
 	}
 	return step, tensors, meta, nil
+}
+
+// checkFileHeader checks that b is a safetensors file (any dtype) whose
+// metadata names its engine and holds step; it returns the metadata. It
+// reads the header only.
+func checkFileHeader(b []byte, step int64) (map[string]string, error) {
+	n, md, err := safetensors.ReadMetadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading safetensors header: %w", err)
+	}
+	for name, info := range md.Tensors() {
+		if s, e := info.DataOffsets[0], info.DataOffsets[1]; s > e || e > uint64(len(b))-8-uint64(n) {
+			return nil, fmt.Errorf("tensor %q has data offsets [%d, %d] outside the data", name, s, e)
+		}
+	}
+	meta := md.Metadata()
+	if meta[MetaEngine] == "" {
+		return nil, fmt.Errorf("safetensors metadata lacks %q", MetaEngine)
+	}
+	if got := meta[metaStep]; got != strconv.FormatInt(step, 10) {
+		return nil, fmt.Errorf("safetensors metadata %q is %q, want %d", metaStep, got, step)
+	}
+	return meta, nil
 }
 
 // tensorOrder returns the names in the order recorded under metaOrder,
