@@ -136,6 +136,25 @@ func (g *Group) groupRequest(rank, size, port int, lws [2]int) (map[string]any, 
 	}, payload
 }
 
+// Contexts returns a copy of every logical worker's context after the last
+// committed step (logical worker -> the bytes its process reported).
+func (g *Group) Contexts() map[int][]byte {
+	out := make(map[int][]byte, len(g.contexts))
+	for lw, c := range g.contexts {
+		out[lw] = c
+	}
+	return out
+}
+
+// SetContexts replaces the contexts (a resumed checkpoint's); they reach the
+// processes at the next Assign.
+func (g *Group) SetContexts(contexts map[int][]byte) {
+	g.contexts = make(map[int][]byte, len(contexts))
+	for lw, c := range contexts {
+		g.contexts[lw] = c
+	}
+}
+
 // StepResult is what one step produced.
 type StepResult struct {
 	Losses map[int]float64 // loss per logical worker

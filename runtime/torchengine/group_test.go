@@ -133,3 +133,45 @@ func TestAWorkerWithOtherNumericsIsRefused(t *testing.T) {
 		t.Fatalf("%d workers after the refusal, want the first one only", l.Workers())
 	}
 }
+
+// TestCheckpointRestoreContinuesTheSameRun checkpoints after step 3, then
+// restores the file and contexts into new processes on another allocation:
+// the following digests are the uninterrupted run's.
+func TestCheckpointRestoreContinuesTheSameRun(t *testing.T) {
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var file []byte
+	var contexts map[int][]byte
+	for step := range int64(6) {
+		res, err := l.Step(ctx, step, []int{2, 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, res.Digest)
+		if step == 2 {
+			if file, contexts, err = l.Checkpoint(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+			if len(contexts) != 4 || !strings.Contains(string(file), `"easyscale.step":"3"`) {
+				t.Fatalf("checkpoint: %d contexts, file metadata %q...; want 4 and step 3", len(contexts), file[:min(len(file), 200)])
+			}
+		}
+	}
+	r, ctx := newLocal(t)
+	if err := r.Resize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	r.Restore(file, contexts)
+	for step := int64(3); step < 6; step++ {
+		res, err := r.Step(ctx, step, []int{1, 2, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Digest != want[step] {
+			t.Fatalf("step %d after restore: digest %s, uninterrupted %s", step, res.Digest, want[step])
+		}
+	}
+}

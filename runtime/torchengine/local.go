@@ -86,13 +86,15 @@ func Admit(ref, got Loaded) error {
 // machine: it starts and stops them as the allocation changes, admits each
 // by its numerics, and drives them through a Group.
 type Local struct {
-	cfg    JobConfig
-	start  StartOptions
-	group  *Group
-	procs  []*Process
-	ref    *Loaded // the numerics of the job's first process
-	sizes  []int   // the assignment in force; nil after a change of processes
-	stderr io.Writer
+	cfg   JobConfig
+	start StartOptions
+	group *Group
+	procs []*Process
+	ref   *Loaded // the numerics of the job's first process
+	sizes []int   // the assignment in force; nil after a change of processes
+	// restore is a checkpoint's replica every process loads at the next assignment.
+	restore []byte
+	stderr  io.Writer
 	// EnvOf gives extra environment for the process of a physical rank
 	// (tests use it to start a worker with other numerics).
 	EnvOf func(rank int) []string
@@ -193,7 +195,16 @@ func (l *Local) assign(ctx context.Context, sizes []int) error {
 			src = p
 		}
 	}
-	if src == nil && l.group.generation > 0 {
+	if l.restore != nil {
+		for r, p := range l.procs {
+			if _, err := p.Call(ctx, "replica_set", nil, l.restore, nil); err != nil {
+				return fmt.Errorf("python worker %d: loading the checkpoint: %w", r, err)
+			}
+			p.joining = false
+			joining[r] = false
+		}
+		src, l.restore = nil, nil
+	} else if src == nil && l.group.generation > 0 {
 		return ErrReplicaLost
 	}
 	if err := l.group.Assign(ctx, members, sizes, src, joining); err != nil {
@@ -250,6 +261,29 @@ func (l *Local) dropLost(err error) error {
 	}
 	l.procs, l.sizes = keep, nil
 	return &LostError{Ranks: ranks, Err: err}
+}
+
+// Checkpoint returns the replica of process 0 as a checkpoint file for
+// step (safetensors: parameters, optimizer and scheduler state; see
+// statedb.SaveCheckpointFile) and every logical worker's context after the
+// last committed step.
+func (l *Local) Checkpoint(ctx context.Context, step int64) (file []byte, contexts map[int][]byte, err error) {
+	if len(l.procs) == 0 {
+		return nil, nil, errors.New("checkpointing: no python worker")
+	}
+	file, err = l.procs[0].Call(ctx, "checkpoint", map[string]any{"step": step}, nil, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpointing step %d: %w", step, err)
+	}
+	return file, l.group.Contexts(), nil
+}
+
+// Restore makes a checkpoint the state every process starts the next step
+// from: the replica file (loaded at the next Step) and the contexts.
+func (l *Local) Restore(file []byte, contexts map[int][]byte) {
+	l.restore = file
+	l.group.SetContexts(contexts)
+	l.sizes = nil
 }
 
 // Processes returns the live processes in rank order (fault injection and tests).

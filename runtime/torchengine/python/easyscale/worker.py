@@ -12,6 +12,7 @@ Requests and their replies:
                                                 -> {}
     replica_get {}                              -> {digest}, payload: replica state
     replica_set {}  payload: replica state      -> {digest}
+    checkpoint {step}                           -> {digest}, payload: replica state as a checkpoint file
     step    {step}                              -> {losses, contexts index}, payload: advanced contexts
     commit  {step}                              -> {digest}
     abort   {}                                  -> {}
@@ -110,14 +111,17 @@ class Worker:
         contexts = dict(state.decode_context(b) for b in state.unpack(req.get("contexts") or [], payload).values())
         fresh = {int(lw) for lw in req.get("fresh") or []}
         for lw in want:
-            if lw not in r.logical_workers():
-                if lw in contexts:
-                    r.add(lw, contexts[lw])
-                elif lw in fresh:
+            if lw in contexts:  # the coordinator's copy (the last committed step) is authoritative
+                if lw in r.logical_workers():
+                    r.remove(lw)
+                r.add(lw, contexts[lw])
+            elif lw not in r.logical_workers():
+                if lw in fresh:
                     r.add(lw)  # the start of training: the model's initial buffers, cursor at 0
                 else:
                     raise RequestError("request", f"logical worker {lw} is new to this process but has no context")
         self.rank, self.size, self.generation = int(req["rank"]), int(req["size"]), int(req["generation"])
+        r.physical_rank = self.rank
         if self.size > 1:
             timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 5)))
             if self.rank == 0 and self.stores:
@@ -137,6 +141,13 @@ class Worker:
     def replica_get(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         r = self._replica()
         data = state.encode_replica(r.job.model, r.job.optimizer, r.job.lr_scheduler)
+        return {"digest": r.digest(None)}, data
+
+    def checkpoint(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        """The replica as a checkpoint file: metadata names the engine and the step (statedb checks both)."""
+        r = self._replica()
+        data = state.encode_replica(r.job.model, r.job.optimizer, r.job.lr_scheduler,
+                                    {"easyscale.engine": "torch", "easyscale.step": str(int(req["step"]))})
         return {"digest": r.digest(None)}, data
 
     def replica_set(self, req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
@@ -189,7 +200,7 @@ class Worker:
 
     def serve(self) -> int:
         handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
-                    "replica_get": self.replica_get, "replica_set": self.replica_set, "step": self.step,
+                    "replica_get": self.replica_get, "checkpoint": self.checkpoint, "replica_set": self.replica_set, "step": self.step,
                     "commit": self.commit, "abort": self.abort, "evaluate": self.evaluate}
         while True:
             try:
