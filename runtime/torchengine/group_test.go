@@ -1,6 +1,7 @@
 package torchengine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -173,5 +174,55 @@ func TestCheckpointRestoreContinuesTheSameRun(t *testing.T) {
 		if res.Digest != want[step] {
 			t.Fatalf("step %d after restore: digest %s, uninterrupted %s", step, res.Digest, want[step])
 		}
+	}
+}
+
+// TestCheckpointDuringASlowStepIsTheLastCommittedOne asks for a checkpoint
+// while a slow step (8 s) is computing: it must come back at once and be
+// byte-identical to the checkpoint taken right after the last committed step.
+func TestCheckpointDuringASlowStepIsTheLastCommittedOne(t *testing.T) {
+	slow := func() (*Local, context.Context) {
+		l, ctx := newLocal(t)
+		l.cfg.Params = map[string]any{"slow_after_forwards": 4}
+		if err := l.Resize(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Step(ctx, 0, []int{4}); err != nil {
+			t.Fatal(err)
+		}
+		return l, ctx
+	}
+	l, ctx := slow()
+	want, _, err := l.Checkpoint(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ctx = slow()
+	stepDone := make(chan error, 1)
+	go func() {
+		_, err := l.Step(ctx, 1, []int{4})
+		stepDone <- err
+	}()
+	t0 := time.Now()
+	got, contexts, err := l.Checkpoint(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Errorf("checkpoint during the step took %s, want under 2 s", took)
+	}
+	select {
+	case err := <-stepDone:
+		t.Fatalf("the slow step finished (%v) before the checkpoint came back: the test did not overlap them", err)
+	default:
+	}
+	if !bytes.Equal(got, want) || len(contexts) != 4 {
+		t.Fatalf("checkpoint during the step: %d bytes, %d contexts; want the %d bytes of the last committed step and 4 contexts", len(got), len(contexts), len(want))
+	}
+	for _, p := range l.Processes() {
+		p.Kill() // abandon the slow step, as SIGTERM does
+	}
+	if err := <-stepDone; err == nil {
+		t.Fatal("the abandoned step reported success")
 	}
 }

@@ -51,15 +51,18 @@ func (e *RemoteError) Error() string {
 }
 
 // Process is one Python worker process (python3 -m easyscale.worker) and its
-// control channel. Calls are serialised: one request is in flight at a time.
+// control channel. Calls may overlap: replies are matched to requests by id
+// (the process serves them in order, except checkpoint, which it answers at
+// once even during a step).
 type Process struct {
-	cmd  *exec.Cmd
-	tx   io.WriteCloser
-	rx   *os.File
-	mu   sync.Mutex // one call at a time
-	next int64
+	cmd *exec.Cmd
+	tx  io.WriteCloser
+	rx  *os.File
 
-	replies chan frame
+	mu      sync.Mutex // guards next, waiting and writes to tx
+	next    int64
+	waiting map[int64]chan frame
+
 	done    chan struct{} // closed when the reader stops
 	readErr error
 
@@ -125,7 +128,7 @@ func Start(ctx context.Context, o StartOptions) (*Process, error) {
 		return nil, fmt.Errorf("starting the python worker %s: %w", o.Python, err)
 	}
 	w.Close()
-	p := &Process{cmd: cmd, tx: tx, rx: rx, replies: make(chan frame, 1), done: make(chan struct{}),
+	p := &Process{cmd: cmd, tx: tx, rx: rx, waiting: map[int64]chan frame{}, done: make(chan struct{}),
 		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout}
 	go p.read()
 	return p, nil
@@ -141,13 +144,20 @@ func (p *Process) read() {
 			p.readErr = err
 			return
 		}
+		p.beatMu.Lock()
+		p.lastBeat = time.Now()
+		p.beatMu.Unlock()
 		if f.header["type"] == "heartbeat" {
-			p.beatMu.Lock()
-			p.lastBeat = time.Now()
-			p.beatMu.Unlock()
 			continue
 		}
-		p.replies <- f
+		id, _ := f.header["id"].(float64)
+		p.mu.Lock()
+		ch, ok := p.waiting[int64(id)]
+		delete(p.waiting, int64(id))
+		p.mu.Unlock()
+		if ok {
+			ch <- f // buffered: a caller that gave up does not block the reader
+		}
 	}
 }
 
@@ -165,22 +175,30 @@ func (p *Process) LastHeartbeat() time.Time {
 // when out is not nil.
 func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.next++
 	id := p.next
+	reply := make(chan frame, 1)
+	p.waiting[id] = reply
 	header := map[string]any{"type": typ, "id": id}
 	for k, v := range fields {
 		header[k] = v
 	}
-	if err := writeFrame(p.tx, header, payload); err != nil {
+	err := writeFrame(p.tx, header, payload)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiting, id)
+		p.mu.Unlock()
+	}()
+	if err != nil {
 		return nil, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
 	}
 	watch := time.NewTicker(p.hbTimeout / 4)
 	defer watch.Stop()
 	for {
 		select {
-		case f := <-p.replies:
-			return p.reply(typ, id, f, out)
+		case f := <-reply:
+			return p.reply(typ, f, out)
 		case <-p.done:
 			return nil, fmt.Errorf("%s: %w (%v)", typ, ErrExited, p.readErr)
 		case <-ctx.Done():
@@ -193,13 +211,7 @@ func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, p
 	}
 }
 
-func (p *Process) reply(typ string, id int64, f frame, out any) ([]byte, error) {
-	p.beatMu.Lock()
-	p.lastBeat = time.Now()
-	p.beatMu.Unlock()
-	if got, _ := f.header["id"].(float64); int64(got) != id {
-		return nil, fmt.Errorf("%s: reply for request %v, want %d (protocol out of step)", typ, f.header["id"], id)
-	}
+func (p *Process) reply(typ string, f frame, out any) ([]byte, error) {
 	if f.header["type"] == "error" {
 		kind, _ := f.header["kind"].(string)
 		msg, _ := f.header["message"].(string)
@@ -217,8 +229,10 @@ func (p *Process) reply(typ string, id int64, f frame, out any) ([]byte, error) 
 // Close asks the process to exit, waits up to grace for it, then kills it.
 // It returns the process's exit error, nil for a clean exit.
 func (p *Process) Close(grace time.Duration) error {
+	p.mu.Lock()
 	_ = writeFrame(p.tx, map[string]any{"type": "exit"}, nil)
 	p.tx.Close()
+	p.mu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
 	select {

@@ -19,7 +19,11 @@ Requests and their replies:
     evaluate {}                                 -> {test_loss, test_accuracy, test_samples}
     exit    {}                                  -> (process exits 0)
 
-Every reply has the request's ``id``; a failed request is answered
+Requests are served in order by the main thread, except ``checkpoint``, which
+a control thread answers at once even during a step (SIGTERM must checkpoint
+the last committed step within seconds, whatever the step's length): it reads
+only the parameters and optimizer state, which change only inside ``commit``,
+and the two take one lock. Every reply has the request's ``id``; a failed request is answered
 ``{"type": "error", "kind": ..., "message": ...}`` and the process stays up
 (``kind`` "peer" means a collective failed: the Go side rebuilds the group).
 A thread sends ``{"type": "heartbeat"}`` every ``EASYSCALE_HEARTBEAT_S``
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import queue
 import sys
 import threading
 import traceback
@@ -68,6 +73,7 @@ class Worker:
         self.stores: list[Any] = []
         self.pending: torch.Tensor | None = None
         self.pending_step = -1
+        self._apply_lock = threading.Lock()
 
     # --- requests ---------------------------------------------------------------------------------------------
 
@@ -198,36 +204,66 @@ class Worker:
 
     # --- loop -------------------------------------------------------------------------------------------------
 
+    #: Requests a reader thread answers at once, even while the main thread computes a step: they only read
+    #: the parameters and optimizer state, which change only inside commit (under ``_apply_lock``).
+    URGENT = ("checkpoint",)
+
+    def _handle(self, handlers: dict[str, Any], req: dict[str, Any], payload: bytes) -> None:
+        kind = req["type"]
+        reply: dict[str, Any]
+        out = b""
+        try:
+            handler = handlers.get(kind)
+            if handler is None:
+                raise RequestError("request", f"unknown request type {kind!r}")
+            reply, out = handler(req, payload)
+            reply["type"] = kind
+        except RequestError as e:
+            reply = {"type": "error", "kind": e.kind, "message": str(e)}
+        except (JobError, ForbiddenSeedError, NonFiniteLoss, state.StateError) as e:
+            reply = {"type": "error", "kind": "job", "message": str(e)}
+        except Exception as e:  # a bug or a user-code error: report it, keep serving
+            reply = {"type": "error", "kind": "internal",
+                     "message": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
+        reply["id"] = req.get("id")
+        self.ch.send(reply, out)
+
     def serve(self) -> int:
+        """Answer requests until exit or the channel closes; returns the exit status."""
         handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
-                    "replica_get": self.replica_get, "checkpoint": self.checkpoint, "replica_set": self.replica_set, "step": self.step,
-                    "commit": self.commit, "abort": self.abort, "evaluate": self.evaluate}
+                    "replica_get": self.replica_get, "checkpoint": self._locked(self.checkpoint),
+                    "replica_set": self.replica_set, "step": self.step, "commit": self._locked(self.commit),
+                    "abort": self.abort, "evaluate": self.evaluate}
+        work: queue.Queue[tuple[dict[str, Any], bytes] | int] = queue.Queue()
+
+        def read() -> None:
+            while True:
+                try:
+                    req, payload = self.ch.recv()
+                except protocol.ProtocolError as e:
+                    print(f"easyscale worker: {e}; exiting", file=sys.stderr)
+                    work.put(0 if isinstance(e.__cause__, EOFError) else 2)
+                    return
+                if req["type"] == "exit":
+                    work.put(0)
+                    return
+                if req["type"] in self.URGENT:
+                    self._handle(handlers, req, payload)
+                else:
+                    work.put((req, payload))
+
+        threading.Thread(target=read, daemon=True, name="easyscale-control").start()
         while True:
-            try:
-                req, payload = self.ch.recv()
-            except protocol.ProtocolError as e:
-                print(f"easyscale worker: {e}; exiting", file=sys.stderr)
-                return 0 if isinstance(e.__cause__, EOFError) else 2
-            kind = req["type"]
-            if kind == "exit":
-                return 0
-            reply: dict[str, Any]
-            out = b""
-            try:
-                handler = handlers.get(kind)
-                if handler is None:
-                    raise RequestError("request", f"unknown request type {kind!r}")
-                reply, out = handler(req, payload)
-                reply["type"] = kind
-            except RequestError as e:
-                reply = {"type": "error", "kind": e.kind, "message": str(e)}
-            except (JobError, ForbiddenSeedError, NonFiniteLoss, state.StateError) as e:
-                reply = {"type": "error", "kind": "job", "message": str(e)}
-            except Exception as e:  # a bug or a user-code error: report it, keep serving
-                reply = {"type": "error", "kind": "internal",
-                         "message": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
-            reply["id"] = req.get("id")
-            self.ch.send(reply, out)
+            item = work.get()
+            if isinstance(item, int):
+                return item
+            self._handle(handlers, *item)
+
+    def _locked(self, fn: Any) -> Any:
+        def locked(req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+            with self._apply_lock:
+                return fn(req, payload)
+        return locked
 
 
 def _heartbeat(ch: protocol.Channel, every: float, stop: threading.Event) -> None:
