@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -51,10 +52,43 @@ type Spec struct {
 	// Not part of the job's identity: changing it does not make another job.
 	CheckpointEvery int `toml:"checkpoint_every" json:"-"`
 
+	// Engine computes the job: "native" (the default: the built-in Go
+	// engine, Task names the model) or "torch" (a PyTorch module, see Torch).
+	Engine string `toml:"engine" json:"engine,omitempty"`
+
 	Data      Data       `toml:"data" json:"data"`
 	Model     Model      `toml:"model" json:"model"`
 	Optimizer Optimizer  `toml:"optimizer" json:"optimizer"`
 	LR        LRSchedule `toml:"lr_schedule" json:"lr_schedule"`
+	// Torch configures a job of engine "torch"; nil for the native engine.
+	Torch *Torch `toml:"torch" json:"torch,omitempty"`
+}
+
+// Engines.
+const (
+	EngineNative = "native"
+	EngineTorch  = "torch"
+)
+
+// Torch is the [torch] table of a job whose engine is "torch": the user's
+// module builds the model, optimizer, LR scheduler and data set
+// (runtime/torchengine; setup(config) -> easyscale.Job).
+type Torch struct {
+	// Module is the Python file, relative to the job file (as written).
+	Module string `toml:"module" json:"-"`
+	// ModulePath is Module resolved against the job file's directory (Load).
+	ModulePath string `toml:"-" json:"-"`
+	// ModuleSHA256 is the hex sha256 of the module's content: the module is
+	// part of the job's identity, its path is not (Load).
+	ModuleSHA256 string `toml:"-" json:"module_sha256"`
+	// Threads is the intra-op thread count of every Python process (default
+	// 1): it changes the bits (../shared/pytorch/NOTES.md §2), so it is part
+	// of the job.
+	Threads int `toml:"threads" json:"threads"`
+	// Device is "cpu" (default) or "cuda" (one GPU per process).
+	Device string `toml:"device" json:"device"`
+	// Params is passed to setup as config.params (any TOML values).
+	Params map[string]any `toml:"params" json:"params,omitempty"`
 }
 
 // Data configures the dataset.
@@ -128,7 +162,32 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}
+	if s.Torch != nil {
+		if err := s.Torch.resolve(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("job file %s: %w", path, err)
+		}
+	}
 	return s, nil
+}
+
+// resolve finds the module next to the job file and hashes it.
+func (t *Torch) resolve(dir string) error {
+	t.ModulePath = t.Module
+	if !filepath.IsAbs(t.ModulePath) {
+		t.ModulePath = filepath.Join(dir, t.Module)
+	}
+	abs, err := filepath.Abs(t.ModulePath)
+	if err != nil {
+		return &FieldError{Field: "torch.module", Msg: err.Error()}
+	}
+	t.ModulePath = abs
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return &FieldError{Field: "torch.module", Msg: fmt.Sprintf("%v; the path is relative to the job file", err)}
+	}
+	sum := sha256.Sum256(b)
+	t.ModuleSHA256 = hex.EncodeToString(sum[:])
+	return nil
 }
 
 // Parse decodes job TOML text; see Load.
@@ -155,6 +214,18 @@ func Parse(text string) (*Spec, error) {
 		sort.Strings(keys)
 		return nil, fmt.Errorf("%w %s; remove or rename them (see examples/mnist/job.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
 	}
+	if s.Engine == EngineTorch {
+		// The module builds these: a value here would be silently ignored.
+		for _, key := range []string{"task", "model", "optimizer", "lr_schedule", "epochs", "data.augment_shift", "data.seq_len"} {
+			if md.IsDefined(strings.Split(key, ".")...) {
+				msg := "does not apply to engine \"torch\": the module's setup builds the model, optimizer, schedule and data; remove it (pass values in [torch.params])"
+				if key == "epochs" {
+					msg = "engine \"torch\" needs steps: the data set's size is known only inside the module"
+				}
+				return nil, &FieldError{Field: key, Msg: msg}
+			}
+		}
+	}
 	s.applyDefaults()
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -163,6 +234,23 @@ func Parse(text string) (*Spec, error) {
 }
 
 func (s *Spec) applyDefaults() {
+	if s.Engine == EngineTorch {
+		if s.Name == "" {
+			s.Name = "torch"
+		}
+		if s.CheckpointEvery == 0 {
+			s.CheckpointEvery = 50
+		}
+		if s.Torch != nil {
+			if s.Torch.Threads == 0 {
+				s.Torch.Threads = 1
+			}
+			if s.Torch.Device == "" {
+				s.Torch.Device = "cpu"
+			}
+		}
+		return
+	}
 	if s.Name == "" {
 		s.Name = s.Task
 	}
@@ -211,6 +299,16 @@ func (s *Spec) applyDefaults() {
 func (s *Spec) Validate() error {
 	fe := func(field, format string, a ...any) error {
 		return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch s.Engine {
+	case "", EngineNative:
+		if s.Torch != nil {
+			return fe("torch", "applies only to engine = \"torch\"; set engine or remove the [torch] table")
+		}
+	case EngineTorch:
+		return s.validateTorch()
+	default:
+		return fe("engine", "%q is not known; use \"native\" (the default) or \"torch\"", s.Engine)
 	}
 	switch {
 	case s.Task != "mnist" && s.Task != "charlm":
@@ -280,6 +378,35 @@ func (s *Spec) Validate() error {
 		if s.Model.Layers < 1 || s.Model.Layers > 48 {
 			return fe("model.layers", "%d must be between 1 and 48", s.Model.Layers)
 		}
+	}
+	return nil
+}
+
+// validateTorch checks a job of engine "torch".
+func (s *Spec) validateTorch() error {
+	fe := func(field, format string, a ...any) error {
+		return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case s.Torch == nil || s.Torch.Module == "":
+		return fe("torch.module", "engine \"torch\" needs [torch] module = \"model.py\" (relative to the job file)")
+	case s.LogicalWorkers < 1 || s.LogicalWorkers > 4096:
+		return fe("logical_workers", "%d must be between 1 and 4096", s.LogicalWorkers)
+	case s.MicroBatch < 1 || s.MicroBatch > 65536:
+		return fe("micro_batch", "%d must be between 1 and 65536", s.MicroBatch)
+	case s.Steps < 1 || s.Steps > MaxSteps:
+		return fe("steps", "%d must be between 1 and %d", s.Steps, MaxSteps)
+	case s.CheckpointEvery < 0:
+		return fe("checkpoint_every", "%d must not be negative (0 means every 50 steps)", s.CheckpointEvery)
+	case s.Seed > 1<<62:
+		return fe("seed", "%d must be below 2^62 (the torch engine adds epochs to it)", s.Seed)
+	case s.Torch.Threads < 1 || s.Torch.Threads > 256:
+		return fe("torch.threads", "%d must be between 1 and 256", s.Torch.Threads)
+	case s.Torch.Device != "cpu" && s.Torch.Device != "cuda":
+		return fe("torch.device", "%q is not known; use \"cpu\" or \"cuda\"", s.Torch.Device)
+	}
+	if _, err := json.Marshal(s.Torch.Params); err != nil {
+		return fe("torch.params", "cannot be passed to Python: %v", err)
 	}
 	return nil
 }

@@ -1,0 +1,97 @@
+package jobspec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTorchExamplesLoad(t *testing.T) {
+	for _, path := range []string{"../../examples/torch-mnist/job.toml", "../../examples/torch-charlm/job.toml"} {
+		t.Run(path, func(t *testing.T) {
+			s, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Engine != EngineTorch || s.Torch.Threads != 1 || s.Torch.Device != "cpu" || len(s.Torch.ModuleSHA256) != 64 {
+				t.Fatalf("spec %+v torch %+v: want engine torch, 1 thread, cpu, a module digest", s, s.Torch)
+			}
+			if !filepath.IsAbs(s.Torch.ModulePath) || filepath.Base(s.Torch.ModulePath) != "model.py" {
+				t.Fatalf("module path %q: want the absolute path of model.py next to the job file", s.Torch.ModulePath)
+			}
+		})
+	}
+}
+
+func TestTorchModuleContentIsPartOfTheIdentityAndItsPathIsNot(t *testing.T) {
+	write := func(dir, module string) *Spec {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte(module), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		job := "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "job.toml"), []byte(job), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(filepath.Join(dir, "job.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := write(t.TempDir(), "x = 1\n"), write(t.TempDir(), "x = 1\n"), write(t.TempDir(), "x = 2\n")
+	if a.ID() != b.ID() {
+		t.Errorf("the same module in two directories gives two identities")
+	}
+	if a.ID() == c.ID() {
+		t.Errorf("a changed module keeps the identity")
+	}
+	if d := Diff(a.Canonical(), c.Canonical()); len(d) != 1 || d[0] != "torch.module_sha256" {
+		t.Errorf("Diff = %v, want [torch.module_sha256]", d)
+	}
+}
+
+func TestTorchJobFilesAreCheckedField(t *testing.T) {
+	base := "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n"
+	cases := []struct{ name, text, field string }{
+		{"no torch table", base, "torch.module"},
+		{"a native model table", base + "[model]\nhidden = 3\n[torch]\nmodule = \"m.py\"\n", "model"},
+		{"a task", "task = \"mnist\"\n" + base + "[torch]\nmodule = \"m.py\"\n", "task"},
+		{"epochs instead of steps", strings.Replace(base, "steps = 10", "epochs = 1", 1) + "[torch]\nmodule = \"m.py\"\n", "epochs"},
+		{"zero threads are the default, negative are not", base + "[torch]\nmodule = \"m.py\"\nthreads = -1\n", "torch.threads"},
+		{"an unknown device", base + "[torch]\nmodule = \"m.py\"\ndevice = \"tpu\"\n", "torch.device"},
+		{"an unknown engine", strings.Replace(base, "torch", "jax", 1), "engine"},
+		{"a torch table on the native engine", "task = \"mnist\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 1\n[torch]\nmodule = \"m.py\"\n", "torch"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(c.text)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != c.field {
+				t.Fatalf("Parse: %v, want a FieldError on %s", err, c.field)
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml")); err == nil {
+		t.Fatal("loading a missing job file succeeded")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.toml"), []byte(base+"[torch]\nmodule = \"missing.py\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(filepath.Join(dir, "job.toml")); err == nil || !strings.Contains(err.Error(), "torch.module") || !strings.Contains(err.Error(), "relative to the job file") {
+		t.Fatalf("a missing module: %v, want an error naming torch.module", err)
+	}
+}
+
+func TestNativeIdentitiesDoNotChange(t *testing.T) {
+	s, err := Load("../../examples/mnist/job.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.Canonical(), "engine") || strings.Contains(s.Canonical(), "torch") {
+		t.Fatalf("a native job's canonical form mentions the engine: %s (its identity would change)", s.Canonical())
+	}
+}
