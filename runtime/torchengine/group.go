@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 )
 
 // Member is one physical worker of a Group: a Python process behind the
@@ -157,8 +158,12 @@ func (g *Group) SetContexts(contexts map[int][]byte) {
 
 // StepResult is what one step produced.
 type StepResult struct {
-	Losses map[int]float64 // loss per logical worker
-	Digest string          // sha256 of parameters and logical worker 0's buffers after the step
+	Losses  map[int]float64 // loss per logical worker
+	Samples map[int]string  // hash of the sample indices per logical worker (the ledger's samples_hash)
+	Digest  string          // sha256 of parameters and logical worker 0's buffers after the step
+	// Leaving lists the members that received SIGTERM and ask to be
+	// released now that the step is committed.
+	Leaving []int
 }
 
 // Step runs step on every member and commits it. On error nothing is
@@ -168,9 +173,11 @@ type StepResult struct {
 func (g *Group) Step(ctx context.Context, step int64) (*StepResult, error) {
 	type stepped struct {
 		Losses   map[string]float64 `json:"losses"`
+		Samples  map[string]string  `json:"samples"`
 		Contexts [][2]int           `json:"contexts"`
+		Leaving  bool               `json:"leaving"`
 	}
-	res := &StepResult{Losses: map[int]float64{}}
+	res := &StepResult{Losses: map[int]float64{}, Samples: map[int]string{}}
 	g.pending = map[int][]byte{}
 	outs := make([]stepped, len(g.members))
 	payloads := make([][]byte, len(g.members))
@@ -202,10 +209,17 @@ func (g *Group) Step(ctx context.Context, step int64) (*StepResult, error) {
 			g.pending[lw] = c
 		}
 		for k, v := range outs[r].Losses {
-			var lw int
-			if _, err := fmt.Sscan(k, &lw); err == nil {
+			if lw, err := strconv.Atoi(k); err == nil {
 				res.Losses[lw] = v
 			}
+		}
+		for k, v := range outs[r].Samples {
+			if lw, err := strconv.Atoi(k); err == nil {
+				res.Samples[lw] = v
+			}
+		}
+		if outs[r].Leaving {
+			res.Leaving = append(res.Leaving, r)
 		}
 	}
 	if len(g.pending) != g.world {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -224,5 +225,43 @@ func TestCheckpointDuringASlowStepIsTheLastCommittedOne(t *testing.T) {
 	}
 	if err := <-stepDone; err == nil {
 		t.Fatal("the abandoned step reported success")
+	}
+}
+
+// TestASIGTERMedProcessLeavesAtTheStepBoundary sends SIGTERM to one of three
+// processes: it finishes the step, is released, and the run goes on with the
+// same digests on two.
+func TestASIGTERMedProcessLeavesAtTheStepBoundary(t *testing.T) {
+	want := train(t, map[int64][]int{0: {1, 1, 1, 1}}, 4, nil)
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{2, 1, 1}
+	for step := range int64(4) {
+		if step == 1 {
+			if err := syscall.Kill(l.Processes()[1].Pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := l.Step(ctx, step, sizes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Digest != want[step] {
+			t.Fatalf("step %d: digest %s, want %s", step, res.Digest, want[step])
+		}
+		if len(res.Samples) != 4 {
+			t.Fatalf("step %d: %d sample hashes, want 4", step, len(res.Samples))
+		}
+		if l.Workers() != len(sizes) {
+			if l.Workers() != 2 || step < 1 {
+				t.Fatalf("after step %d: %d workers", step, l.Workers())
+			}
+			sizes = split(4, 2)
+		}
+	}
+	if l.Workers() != 2 {
+		t.Fatalf("%d workers at the end, want 2: the SIGTERMed one released", l.Workers())
 	}
 }

@@ -181,7 +181,28 @@ func (l *Local) Step(ctx context.Context, step int64, sizes []int) (*StepResult,
 		}
 		return nil, err
 	}
+	l.release(res.Leaving)
 	return res, nil
+}
+
+// release closes the processes that asked to leave (SIGTERM) once the step
+// they took part in is committed; the caller re-places the logical workers
+// on the others. The last process is never released: the job would stop.
+func (l *Local) release(ranks []int) {
+	if len(ranks) == 0 {
+		return
+	}
+	keep := l.procs[:0]
+	for r, p := range l.procs {
+		if containsInt(ranks, r) && len(l.procs)-len(ranks) >= 1 {
+			if err := p.Close(10 * time.Second); err != nil {
+				fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d leaving: %v\n", r, err)
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	l.procs, l.sizes = keep, nil
 }
 
 func (l *Local) assign(ctx context.Context, sizes []int) error {

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import struct
 from typing import Any
 
 import torch
@@ -58,8 +59,14 @@ class NonFiniteLoss(ArithmeticError):
 class StepResult:
     """What :meth:`Replica.compute` returns: the flat gradient, the chain slots and the losses."""
 
-    def __init__(self, local: torch.Tensor, slots: list[torch.Tensor], losses: dict[int, float]) -> None:
-        self.local, self.slots, self.losses = local, slots, losses
+    def __init__(self, local: torch.Tensor, slots: list[torch.Tensor], losses: dict[int, float],
+                 samples: dict[int, str]) -> None:
+        self.local, self.slots, self.losses, self.samples = local, slots, losses, samples
+
+
+def sample_hash(indices: list[int]) -> str:
+    """Hex of the first 8 bytes of sha256 over the indices as little-endian uint32 (the native ledger's)."""
+    return hashlib.sha256(struct.pack(f"<{len(indices)}I", *indices)).hexdigest()[:16]
 
 
 class Replica:
@@ -123,6 +130,7 @@ class Replica:
         model.train()
         slots: list[torch.Tensor] = []
         losses: dict[int, float] = {}
+        samples: dict[int, str] = {}
         with streams.GlobalSeedGuard():
             for lw in lws:
                 self.bank.activate(lws[0] if self.ablation.buffers_per_worker else lw)
@@ -130,6 +138,7 @@ class Replica:
                                      step)
                 epoch = self.sampler.batch_epoch(self.cursors[lw], b)
                 idx, self.cursors[lw] = self.sampler.next(self.cursors[lw], lw, b)
+                samples[lw] = sample_hash(idx)
                 x, y = collate([self._sample(i, epoch) for i in idx])
                 loss = self.job.loss(model(x.to(self.device)), y.to(self.device))
                 value = float(loss.detach())
@@ -142,7 +151,7 @@ class Replica:
         local = self._take_grads(lws[0]) if first_in_chain else torch.empty(self.numel, device=self.device)
         if self.ablation.grouped_reduction and len(slots) > 1:
             slots = [reduce.fold(None, slots)]
-        return StepResult(local, slots, losses)
+        return StepResult(local, slots, losses, samples)
 
     def _sample(self, index: int, epoch: int) -> tuple[torch.Tensor, Any]:
         x, y = self.job.train_set[index]

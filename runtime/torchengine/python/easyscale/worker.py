@@ -13,7 +13,7 @@ Requests and their replies:
     replica_get {}                              -> {digest}, payload: replica state
     replica_set {}  payload: replica state      -> {digest}
     checkpoint {step}                           -> {digest}, payload: replica state as a checkpoint file
-    step    {step}                              -> {losses, contexts index}, payload: advanced contexts
+    step    {step}                              -> {losses, samples, contexts index, leaving}, payload: advanced contexts
     commit  {step}                              -> {digest}
     abort   {}                                  -> {}
     evaluate {}                                 -> {test_loss, test_accuracy, test_samples}
@@ -74,6 +74,8 @@ class Worker:
         self.pending: torch.Tensor | None = None
         self.pending_step = -1
         self._apply_lock = threading.Lock()
+        #: Set by SIGTERM: the process asks to leave at the next step boundary (step replies say so).
+        self.leaving = threading.Event()
 
     # --- requests ---------------------------------------------------------------------------------------------
 
@@ -174,7 +176,9 @@ class Worker:
         self.pending_step = s
         index, blob = state.pack({lw: state.encode_context(lw, r.cursors[lw], r.bank.buffers(lw))
                                   for lw in r.logical_workers()})
-        return {"losses": {str(k): v for k, v in res.losses.items()}, "contexts": index}, blob
+        return {"losses": {str(k): v for k, v in res.losses.items()},
+                "samples": {str(k): v for k, v in res.samples.items()}, "contexts": index,
+                "leaving": self.leaving.is_set()}, blob
 
     def commit(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         r = self._replica()
@@ -275,14 +279,19 @@ def _heartbeat(ch: protocol.Channel, every: float, stop: threading.Event) -> Non
 
 
 def main() -> int:
+    import signal
     rx: BinaryIO = sys.stdin.buffer
     tx: BinaryIO = os.fdopen(3, "wb", buffering=0)
     ch = protocol.Channel(rx, tx)
     stop = threading.Event()
     threading.Thread(target=_heartbeat, args=(ch, float(os.environ.get("EASYSCALE_HEARTBEAT_S", "1")), stop),
                      daemon=True).start()
+    worker = Worker(ch)
+    # SIGTERM (Slurm's preemption signal, or --term-at) asks to leave at the next step boundary: the step in
+    # progress is finished and committed, then the Go side releases the process.
+    signal.signal(signal.SIGTERM, lambda *_: worker.leaving.set())
     try:
-        return Worker(ch).serve()
+        return worker.serve()
     finally:
         stop.set()
 
