@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"context"
+
 	"github.com/easyscale/easyscale-slurm/runtime/engine"
 )
 
@@ -13,12 +15,12 @@ const evalBatch = 500
 // the set is cut into consecutive batches, not sharded with padding.
 // Accuracy is the fraction of rows whose arg-max logit is the target
 // (classes for MNIST, next characters for charlm).
-func (j *job) evaluate() (loss, accuracy float64, samples int) {
-	net := j.master.Net
-	buffers := j.ests[0].Buffers
-	wl := j.opts.Workload
+func (e *nativeEngine) Evaluate(context.Context) (loss, accuracy float64, samples int, err error) {
+	net := e.master.Net
+	buffers := e.ests[0].Buffers
+	wl := e.wl
 	n := wl.TestLen()
-	tp := engine.NewTape(j.threads)
+	tp := engine.NewTape(e.threads)
 	tp.SetGradEnabled(false)
 	var lossSum float64
 	correct, rows := 0, 0
@@ -38,9 +40,9 @@ func (j *job) evaluate() (loss, accuracy float64, samples int) {
 		samples += len(idx)
 	}
 	if rows == 0 {
-		return 0, 0, samples
+		return 0, 0, samples, nil
 	}
-	return lossSum / float64(rows), float64(correct) / float64(rows), samples
+	return lossSum / float64(rows), float64(correct) / float64(rows), samples, nil
 }
 
 func countCorrect(logits *engine.Tensor, targets []int32) int {

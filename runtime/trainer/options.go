@@ -14,7 +14,7 @@ import (
 type Options struct {
 	// Spec is the validated job file.
 	Spec *jobspec.Spec
-	// Workload is the dataset and network the spec names.
+	// Workload is the dataset and network the spec names (native engine).
 	Workload workload.Workload
 	// Schedule gives the physical workers per step; nil means one worker
 	// per logical worker throughout (the reference allocation).
@@ -48,8 +48,12 @@ type Options struct {
 	// CheckReplicas compares every replica with rank 0 after each step and
 	// fails the run if they differ (a self-check used by tests).
 	CheckReplicas bool
-	// Executor runs the physical workers; nil means goroutines in this
-	// process (one per physical worker of the schedule).
+	// Engine computes the steps; nil means the native engine built from
+	// Workload, Threads, Executor, Ablation and CheckReplicas (NativeEngine).
+	// The torch engine comes from runtime/torchengine.
+	Engine Engine
+	// Executor runs the native engine's physical workers; nil means
+	// goroutines in this process (one per physical worker of the schedule).
 	Executor Executor
 	// Ablation switches off one consistency factor; only tests use it, to
 	// show that each factor is needed.
@@ -76,6 +80,7 @@ type Ablation struct {
 // Summary is the result of a run, written as JSON by `easyscale run --summary`.
 type Summary struct {
 	Job            string   `json:"job"`
+	Engine         string   `json:"engine"`
 	JobID          string   `json:"job_id"`
 	LogicalWorkers int      `json:"logical_workers"`
 	MicroBatch     int      `json:"micro_batch"`

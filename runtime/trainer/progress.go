@@ -16,7 +16,7 @@ func (j *job) progress(stepTime time.Duration) {
 	rate := float64(j.n*j.b) / stepTime.Seconds()
 	eta := time.Duration(float64(j.stop-j.step) * float64(stepTime)).Round(time.Second)
 	line := fmt.Sprintf("step %d/%d  loss %.4f  %.0f samples/s  workers %d/%d  eta %s",
-		j.step, j.stop, j.lastLoss, rate, j.exec.Workers(), j.n, eta)
+		j.step, j.stop, j.lastLoss, rate, j.eng.Workers(), j.n, eta)
 	if j.opts.ProgressIsTerminal {
 		fmt.Fprintf(w, "\r\033[K%s", line)
 		return

@@ -51,8 +51,8 @@ func (j *job) writeProgress(stepTime time.Duration, done bool) {
 	}
 	j.progressAt = time.Now()
 	p := Progress{Step: j.step, Stop: j.stop, Horizon: j.horizon, StepSeconds: j.stepSeconds, Updated: j.progressAt, Done: done}
-	if j.exec != nil {
-		p.Workers = j.exec.Workers()
+	if j.eng != nil {
+		p.Workers = j.eng.Workers()
 	}
 	b, _ := json.Marshal(p)
 	path := filepath.Join(j.opts.StateDir, ProgressFile)

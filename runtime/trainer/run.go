@@ -5,16 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
-	"github.com/easyscale/easyscale-slurm/runtime/models"
-	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -29,20 +24,14 @@ type job struct {
 	horizon int64
 	stop    int64
 
-	sampler *data.Sampler
-	// master is the coordinator's replica: the copy that is digested,
-	// checkpointed and handed to joining workers.
-	master  *Replica
-	ests    []*ESTContext
-	exec    Executor
-	plan    placement.Plan
-	alloc   *schedule.Allocation
-	threads int
+	// eng computes the steps (native.go, or runtime/torchengine).
+	eng   Engine
+	plan  placement.Plan
+	alloc *schedule.Allocation
 	// history is the allocation of every stretch of steps this run trained.
 	history schedule.Schedule
-
-	reduced []float32
-	out     StepOutput
+	// out is the last committed step's report.
+	out StepReport
 
 	db     *statedb.DB
 	step   int64
@@ -80,13 +69,16 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		Steps: j.step, Horizon: j.horizon, Digest: j.digest, TrainLoss: j.lastLoss,
 		Reallocations: max(0, len(j.history)-1), RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
 		Schedule: j.history.String(),
-		Epoch:    float64(j.step) / float64(j.sampler.StepsPerEpoch(j.b)),
+		Epoch:    float64(j.step) / float64(j.eng.StepsPerEpoch()), Engine: j.eng.Name(),
 	}
 	if ran := j.step - startStep; ran > 0 && wall > 0 {
 		sum.SamplesPerSec = float64(ran) * float64(j.n*j.b) / wall
 	}
 	if !opts.SkipEval {
-		loss, acc, n := j.evaluate()
+		loss, acc, n, err := j.eng.Evaluate(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("evaluating the trained model: %w", err)
+		}
 		sum.TestLoss, sum.TestAccuracy, sum.TestSamples = &loss, &acc, n
 		j.log.Info("evaluated", "test_loss", loss, "test_accuracy", acc)
 	}
@@ -102,20 +94,22 @@ func newJob(opts Options) (*job, error) {
 	if err := j.schedule().Validate(j.n); err != nil {
 		return nil, err
 	}
-	j.threads = opts.Threads
-	if j.threads < 1 {
-		j.threads = runtime.GOMAXPROCS(0)
+	eng := opts.Engine
+	if eng == nil {
+		var err error
+		if eng, err = NativeEngine(opts); err != nil {
+			return nil, err
+		}
 	}
-	sampler, err := data.NewSampler(opts.Workload.TrainLen(), j.n, j.seed)
-	if err != nil {
-		return nil, fmt.Errorf("building the sampler: %w", err)
-	}
-	j.sampler = sampler
-	spe := j.sampler.StepsPerEpoch(j.b)
+	j.eng = eng
+	spe := eng.StepsPerEpoch()
 	if spe < 1 {
-		return nil, fmt.Errorf("micro_batch %d is larger than a logical worker's shard (%d samples); lower micro_batch or logical_workers", j.b, j.sampler.ShardLen())
+		j.close()
+		return nil, fmt.Errorf("micro_batch %d gives no full micro-batch per epoch; lower micro_batch or logical_workers", j.b)
 	}
+	var err error
 	if j.horizon, err = spec.Horizon(spe); err != nil {
+		j.close()
 		return nil, err
 	}
 	j.stop = j.horizon
@@ -126,6 +120,7 @@ func newJob(opts Options) (*job, error) {
 		j.log.Warn("--steps is past the job's horizon; stopping at the horizon", "steps", opts.StopAfter, "horizon", j.horizon)
 	}
 	if w := spec.LR.WarmupSteps; int64(w) > j.horizon {
+		j.close()
 		return nil, &jobspec.FieldError{Field: "lr_schedule.warmup_steps", Msg: fmt.Sprintf("%d exceeds the training horizon of %d steps", w, j.horizon)}
 	}
 	for _, a := range j.schedule()[1:] {
@@ -134,31 +129,15 @@ func newJob(opts Options) (*job, error) {
 		}
 	}
 
-	// Initial state: the seed's initialisation and fresh contexts, unless a
-	// checkpoint of this job says otherwise.
-	master, err := NewReplica(spec, opts.Workload, j.threads)
-	if err != nil {
-		return nil, err
-	}
-	opts.Workload.InitNet(master.Net, j.seed)
-	j.master = master
-	j.ests = make([]*ESTContext, j.n)
-	for e := range j.ests {
-		j.ests[e] = &ESTContext{ID: e, Buffers: master.Net.NewBuffers()}
-	}
+	// Initial state: the engine's (the seed's initialisation and fresh
+	// contexts), unless a checkpoint of this job says otherwise.
 	if opts.StateDir != "" {
 		if err := j.openState(); err != nil {
 			j.close()
 			return nil, err
 		}
 	}
-	j.exec = opts.Executor
-	if j.exec == nil {
-		j.exec = newLocalExecutor(spec, opts.Workload, j.sampler, j.threads, opts.Ablation, master.NumParams())
-	}
-	j.reduced = make([]float32, master.NumParams())
-	j.out = StepOutput{Losses: make([]float32, j.n), Samples: make([]string, j.n)}
-	j.digest, _ = Digest(j.modelTensors())
+	j.digest, _ = j.eng.Digest()
 	return j, nil
 }
 
@@ -170,11 +149,11 @@ func (j *job) schedule() schedule.Schedule {
 }
 
 func (j *job) close() {
-	if j.exec != nil {
-		if err := j.exec.Close(); err != nil {
+	if j.eng != nil {
+		if err := j.eng.Close(); err != nil {
 			j.log.Warn("stopping workers", "error", err)
 		}
-		j.exec = nil
+		j.eng = nil
 	}
 	if j.db != nil {
 		if err := j.db.Close(); err != nil {
@@ -196,17 +175,12 @@ func (j *job) train(ctx context.Context) error {
 			}
 			return j.saveOnNoWorkers(ctx, err)
 		}
-		if err := j.boundary(); err != nil {
+		if err := j.boundary(ctx); err != nil {
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		t0 := time.Now()
 		if err := j.runStep(ctx); err != nil {
 			return j.saveOnNoWorkers(ctx, err)
-		}
-		if j.opts.CheckReplicas {
-			if err := j.checkReplicas(); err != nil {
-				return err
-			}
 		}
 		j.step++
 		if err := j.record(time.Since(t0)); err != nil {
@@ -220,7 +194,7 @@ func (j *job) train(ctx context.Context) error {
 		j.progress(time.Since(t0))
 		j.writeProgress(time.Since(t0), j.step == j.stop)
 		if j.opts.OnStep != nil {
-			j.opts.OnStep(j.step, j.stop, j.exec.Workers())
+			j.opts.OnStep(j.step, j.stop, j.eng.Workers())
 		}
 	}
 	j.endProgress()
@@ -247,15 +221,9 @@ func (j *job) interrupted(cause error) error {
 }
 
 // abandon gives up the step in progress when ctx ended during it, and
-// checkpoints the last completed step. The step mutates the live EST
-// contexts (sampler cursors, BatchNorm buffers) as it computes, and its
-// abandoned computation may still be writing into them, so they are
-// replaced by saved, the copies taken before the step; the coordinator's
-// replica and optimizer state change only after a step's gradient is
-// complete (Apply), so they still hold the last completed step. The
-// abandoned step is recomputed on resume.
-func (j *job) abandon(saved []*ESTContext, cause error) error {
-	j.ests = saved
+// checkpoints the last completed step: the engine's state is that step's
+// (see Engine). The abandoned step is recomputed on resume.
+func (j *job) abandon(cause error) error {
 	j.log.Warn("abandoning the step in progress", "step", j.step, "cause", cause.Error())
 	return j.interrupted(cause)
 }
@@ -285,46 +253,33 @@ func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
 	return err
 }
 
-// runStep runs one step on the executor and, once every logical worker's
-// gradient is reduced, applies the optimizer on the coordinator's replica
-// and commits the step on the workers. When workers are lost during the
-// step, the contexts are restored and the step is redone on the survivors:
-// nothing is lost or repeated. When ctx ends during the step (SIGTERM),
-// the step is abandoned at once and the last completed step checkpointed
-// (see abandon).
+// runStep runs one step on the engine. When workers are lost during the
+// step, the engine restores the contexts and the step is redone on the
+// survivors: nothing is lost or repeated. When ctx ends during the step
+// (SIGTERM), the step is abandoned at once and the last completed step
+// checkpointed (see abandon).
 func (j *job) runStep(ctx context.Context) error {
 	step := j.step
-	lr := optim.WarmupCosine(int(step), j.opts.Spec.LR.WarmupSteps, int(j.horizon), j.opts.Spec.Optimizer.LR, j.opts.Spec.LR.MinLR)
-	saved := make([]*ESTContext, j.n)
-	for e, c := range j.ests {
-		saved[e] = c.Clone()
-	}
 	j.stepRedos = 0
 	for {
-		err := j.exec.Step(ctx, step, j.plan, j.ests, j.reduced, &j.out)
+		rep, err := j.eng.Step(ctx, step, j.plan)
 		if err == nil {
+			j.out = rep
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			return j.abandon(saved, cerr)
+			return j.abandon(cerr)
 		}
 		var lost *LostError
 		if !errors.As(err, &lost) {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		for e, c := range j.ests {
-			c.restoreFrom(saved[e])
+			return err
 		}
 		j.redone++
 		j.stepRedos++
 		j.log.Warn("workers lost; redoing the step on the survivors", "step", step, "lost", fmt.Sprint(lost.Ranks), "error", lost.Err)
-		if err := j.replan(j.exec.Workers(), nil, "lost workers"); err != nil {
+		if err := j.replan(j.eng.Workers(), nil, "lost workers"); err != nil {
 			return err
 		}
-	}
-	j.master.Apply(j.reduced, lr)
-	if err := j.exec.Commit(step, j.reduced, lr); err != nil {
-		return fmt.Errorf("committing step %d: %w", step, err)
 	}
 	var loss float64
 	for _, l := range j.out.Losses {
@@ -334,29 +289,17 @@ func (j *job) runStep(ctx context.Context) error {
 	return nil
 }
 
-// MembershipExecutor is an Executor whose workers may join and leave on
-// their own (processes started by Slurm, SIGTERM); Boundary applies those
-// changes at the step boundary before step, joiners copying src.
-type MembershipExecutor interface {
-	Executor
-	Boundary(src *Replica, step int64) (changed bool, err error)
-}
-
-// boundary lets a MembershipExecutor admit joiners and release leavers,
-// and re-places the ESTs when the membership changed.
-func (j *job) boundary() error {
-	mx, ok := j.exec.(MembershipExecutor)
-	if !ok {
-		return nil
-	}
-	changed, err := mx.Boundary(j.master, j.step)
+// boundary lets the engine admit joiners and release leavers, and
+// re-places the logical workers when the membership changed.
+func (j *job) boundary(ctx context.Context) error {
+	changed, err := j.eng.Boundary(ctx, j.step)
 	if err != nil {
 		return fmt.Errorf("step boundary %d: %w", j.step, err)
 	}
-	if !changed && len(j.plan) == j.exec.Workers() {
+	if !changed && len(j.plan) == j.eng.Workers() {
 		return nil
 	}
-	return j.replan(j.exec.Workers(), j.alloc.Speeds, "membership")
+	return j.replan(j.eng.Workers(), j.alloc.Speeds, "membership")
 }
 
 // reallocate applies alloc if it differs from the current allocation:
@@ -367,11 +310,11 @@ func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
 		return nil
 	}
 	t0 := time.Now()
-	if err := j.exec.Resize(ctx, alloc.Workers, j.master); err != nil {
+	if err := j.eng.Resize(ctx, alloc.Workers); err != nil {
 		return fmt.Errorf("resizing to %d workers at step %d: %w", alloc.Workers, j.step, err)
 	}
 	j.alloc = &alloc
-	return j.replan(j.exec.Workers(), alloc.Speeds, "schedule", "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
+	return j.replan(j.eng.Workers(), alloc.Speeds, "schedule", "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
 }
 
 // noteAllocation appends a to the run's allocation history (what the
@@ -427,50 +370,17 @@ func equalSpeeds(a, b []float64) bool {
 	return true
 }
 
-// modelTensors is the model DDP would save: the parameters and logical
-// worker 0's buffers.
-func (j *job) modelTensors() []models.Named {
-	out := append([]models.Named(nil), j.master.Params...)
-	return append(out, j.ests[0].Buffers...)
-}
-
-// checkReplicas verifies that every in-process worker's replica equals the
-// coordinator's bit for bit.
-func (j *job) checkReplicas() error {
-	lx, ok := j.exec.(*localExecutor)
-	if !ok {
-		return nil
-	}
-	for rank, r := range lx.replicas() {
-		for i, p := range r.Params {
-			if !bytes.Equal(f32bytes(p.T.Data), f32bytes(j.master.Params[i].T.Data)) {
-				return fmt.Errorf("replica of rank %d diverged from the coordinator in %s after step %d", rank, p.Name, j.step)
-			}
-		}
-	}
-	return nil
-}
-
-func f32bytes(s []float32) []byte {
-	b := make([]byte, 4*len(s))
-	for i, v := range s {
-		u := math.Float32bits(v)
-		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return b
-}
-
 // record computes the digest of the completed step and appends it to the
 // ledger.
 func (j *job) record(wall time.Duration) error {
-	digest, per := Digest(j.modelTensors())
+	digest, per := j.eng.Digest()
 	j.digest = digest
 	if j.db == nil {
 		return nil
 	}
 	err := j.db.AppendLedger(statedb.LedgerEntry{
 		Step: j.step, Digest: digest, TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
-		Workers: j.exec.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
+		Workers: j.eng.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
 	})
 	if errors.Is(err, statedb.ErrDivergence) {
 		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,20 +10,11 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
-	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-// Checkpoint tensor names: "param/<name>", "optim/<name>" and
-// "est<id>/<buffer name>"; the EST cursors travel as context blobs.
-const (
-	paramPrefix = "param/"
-	optimPrefix = "optim/"
-)
-
 // openState opens the state database, checks that it belongs to this job
-// and restores the newest valid checkpoint into net, opt and the EST
-// contexts.
+// and restores the newest valid checkpoint into the engine.
 func (j *job) openState() error {
 	db, err := statedb.OpenWith(j.opts.StateDir, statedb.Options{AllowNetworkFS: j.opts.AllowNetworkFS})
 	if err != nil {
@@ -31,7 +23,7 @@ func (j *job) openState() error {
 	j.db = db
 	spec := j.opts.Spec
 	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now(),
-		Data: dataFiles(j.opts.Workload.Data())})
+		Data: dataFiles(j.eng.Data())})
 	if errors.Is(err, statedb.ErrJobMismatch) {
 		if old, jerr := db.Job(); jerr == nil {
 			if diff := jobspec.Diff(old.Spec, spec.Canonical()); len(diff) > 0 {
@@ -41,7 +33,7 @@ func (j *job) openState() error {
 	}
 	var dm *statedb.DataMismatchError
 	if errors.As(err, &dm) {
-		for _, f := range j.opts.Workload.Data() {
+		for _, f := range j.eng.Data() {
 			if f.Name == dm.File && f.Path != "" {
 				return fmt.Errorf("%w (this run read %s)", err, f.Path)
 			}
@@ -71,7 +63,7 @@ func (j *job) openState() error {
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
 		return nil
 	}
-	if err := j.restore(ck); err != nil {
+	if err := j.eng.Restore(ck); err != nil {
 		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 	}
 	j.step, j.resumedFrom = ck.Step, ck.Step
@@ -111,78 +103,23 @@ func dataFiles(m data.Manifest) []statedb.DataFile {
 	return out
 }
 
-func (j *job) restore(ck *statedb.Checkpoint) error {
-	byName := make(map[string]statedb.Tensor, len(ck.Tensors))
-	for _, t := range ck.Tensors {
-		byName[t.Name] = t
-	}
-	load := func(name string, dst []float32) error {
-		t, ok := byName[name]
-		if !ok {
-			return fmt.Errorf("tensor %s missing", name)
-		}
-		if len(t.Data) != len(dst) {
-			return fmt.Errorf("tensor %s has %d values, the model needs %d", name, len(t.Data), len(dst))
-		}
-		copy(dst, t.Data)
-		return nil
-	}
-	for _, p := range j.master.Params {
-		if err := load(paramPrefix+p.Name, p.T.Data); err != nil {
-			return err
-		}
-	}
-	var st []optim.NamedSlice
-	for _, t := range ck.Tensors {
-		if name, ok := strings.CutPrefix(t.Name, optimPrefix); ok {
-			st = append(st, optim.NamedSlice{Name: name, Data: t.Data})
-		}
-	}
-	if err := j.master.Opt.LoadState(st); err != nil {
-		return fmt.Errorf("optimizer state: %w", err)
-	}
-	if len(ck.Contexts) != j.n {
-		return fmt.Errorf("%d EST contexts saved, the job has %d logical workers", len(ck.Contexts), j.n)
-	}
-	for _, sc := range ck.Contexts {
-		if sc.EST < 0 || sc.EST >= j.n {
-			return fmt.Errorf("context of EST %d out of range", sc.EST)
-		}
-		c := j.ests[sc.EST]
-		if err := c.Unmarshal(sc.Blob); err != nil {
-			return err
-		}
-		for _, b := range c.Buffers {
-			if err := load(estPrefix(c.ID)+b.Name, b.T.Data); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func estPrefix(id int) string { return "est" + strconv.Itoa(id) + "/" }
-
-// checkpoint saves the coordinator's replica, its optimizer state and every EST
-// context at the current step.
+// checkpoint saves the engine's snapshot of the current step.
 func (j *job) checkpoint() error {
 	t0 := time.Now()
-	var ts []statedb.Tensor
-	for _, p := range j.master.Params {
-		ts = append(ts, statedb.Tensor{Name: paramPrefix + p.Name, Shape: p.T.Shape, Data: p.T.Data})
+	snap, err := j.eng.Snapshot(context.Background(), j.step)
+	if err != nil {
+		return fmt.Errorf("checkpointing step %d: %w", j.step, err)
 	}
-	for _, s := range j.master.Opt.State() {
-		ts = append(ts, statedb.Tensor{Name: optimPrefix + s.Name, Shape: []int{len(s.Data)}, Data: s.Data})
-	}
-	ctxs := make([]statedb.ESTContext, j.n)
-	for e, c := range j.ests {
-		ctxs[e] = statedb.ESTContext{EST: e, Blob: c.Marshal()}
-		for _, b := range c.Buffers {
-			ts = append(ts, statedb.Tensor{Name: estPrefix(e) + b.Name, Shape: b.T.Shape, Data: b.T.Data})
+	if snap.File != nil {
+		err = j.db.SaveCheckpointFile(j.step, snap.File, snap.Contexts)
+	} else {
+		meta := map[string]string{"job_id": j.opts.Spec.ID(), "step": strconv.FormatInt(j.step, 10), "digest": j.digest}
+		for k, v := range snap.Meta {
+			meta[k] = v
 		}
+		err = j.db.SaveCheckpoint(j.step, snap.Tensors, snap.Contexts, meta)
 	}
-	meta := map[string]string{"job_id": j.opts.Spec.ID(), "step": strconv.FormatInt(j.step, 10), "digest": j.digest}
-	if err := j.db.SaveCheckpoint(j.step, ts, ctxs, meta); err != nil {
+	if err != nil {
 		return fmt.Errorf("checkpointing step %d: %w", j.step, err)
 	}
 	j.log.Debug("checkpoint", "step", j.step, "ms", time.Since(t0).Milliseconds())
