@@ -24,6 +24,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
@@ -96,12 +97,18 @@ func runCmd(args []string, env Env) (code int) {
 			return 2
 		}
 	}
-	wl, err := workload.New(spec)
-	if err != nil {
+	torch := spec.Engine == jobspec.EngineTorch
+	var wl workload.Workload
+	if torch {
+		if *procs || *listen != "" {
+			fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" runs every physical worker as a Python process already: drop --procs and --listen (workers joining from other machines are not supported for torch jobs yet)")
+			return 2
+		}
+	} else if wl, err = workload.New(spec); err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 		return 1
 	}
-	kills, terms, err := faultFlags(*killAt, *termAt, *procs || *listen != "", faultSchedule(sched, spec.LogicalWorkers, *procs), runStop(spec, wl, *steps))
+	kills, terms, err := faultFlags(*killAt, *termAt, *procs || *listen != "" || torch, faultSchedule(sched, spec.LogicalWorkers, *procs || torch), runStop(spec, wl, *steps))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 		return 2
@@ -133,6 +140,10 @@ func runCmd(args []string, env Env) (code int) {
 		return 2
 	}
 	onSlurm = onSlurm && !*procs && *workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == ""
+	if onSlurm && torch {
+		fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" does not run under srun yet; run it on one node with EASYSCALE_NO_SLURM=1 (the Slurm integration of torch jobs is the next slice of issue 9)")
+		return 2
+	}
 	var sr *slurmRun
 	if onSlurm {
 		sr = &slurmRun{task: task, listen: *listen, hb: *hbTimeout, threads: *threads, log: log, joinWait: 120 * time.Second}
@@ -146,6 +157,15 @@ func runCmd(args []string, env Env) (code int) {
 	}
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
 		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
+	if torch {
+		eng, err := torchengine.New(ctx, torchengine.Options{Spec: spec, Stderr: env.Stderr,
+			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms)})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+			return 1
+		}
+		opts.Engine = eng
+	}
 	var finish func(*trainer.Summary)
 	if onSlurm {
 		if finish, err = sr.coordinatorTask(ctx, &opts); err != nil {
@@ -173,7 +193,13 @@ func runCmd(args []string, env Env) (code int) {
 	if !*quiet && !lf.json { // with --log-json, stderr carries JSON lines only
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
 	}
-	log.Info("starting", "job", spec.Name, "job_id", spec.ID()[:19], "data", wl.Data().Digest()[:19], "logical_workers", spec.LogicalWorkers,
+	files := data.Manifest(nil)
+	if wl != nil {
+		files = wl.Data()
+	} else if opts.Engine != nil {
+		files = opts.Engine.Data()
+	}
+	log.Info("starting", "job", spec.Name, "engine", engineName(spec), "job_id", spec.ID()[:19], "data", files.Digest()[:19], "logical_workers", spec.LogicalWorkers,
 		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
 	sum, err := trainer.Run(ctx, opts)
 	if errors.Is(err, trainer.ErrInterrupted) {
@@ -257,7 +283,9 @@ func faultSchedule(sched schedule.Schedule, logical int, procs bool) schedule.Sc
 // be computed here; the trainer then reports why).
 func runStop(spec *jobspec.Spec, wl workload.Workload, steps int64) int64 {
 	stop := int64(math.MaxInt64)
-	if s, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed); err == nil {
+	if wl == nil { // a torch job: the horizon is its steps
+		stop = int64(spec.Steps)
+	} else if s, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed); err == nil {
 		if h, err := spec.Horizon(s.StepsPerEpoch(spec.MicroBatch)); err == nil && s.StepsPerEpoch(spec.MicroBatch) > 0 {
 			stop = h
 		}
@@ -321,4 +349,20 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("renaming %s: %w", tmp, err)
 	}
 	return nil
+}
+
+// byStep groups fault points by step (the torch engine's form).
+func byStep(faults []cluster.Fault) map[int64][]int {
+	out := map[int64][]int{}
+	for _, f := range faults {
+		out[f.Step] = append(out[f.Step], f.Rank)
+	}
+	return out
+}
+
+func engineName(spec *jobspec.Spec) string {
+	if spec.Engine == "" {
+		return jobspec.EngineNative
+	}
+	return spec.Engine
 }

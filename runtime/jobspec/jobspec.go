@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,6 +88,11 @@ type Torch struct {
 	Threads int `toml:"threads" json:"threads"`
 	// Device is "cpu" (default) or "cuda" (one GPU per process).
 	Device string `toml:"device" json:"device"`
+	// Datasets the runtime locates, hashes into the job's identity and
+	// passes to setup in config.params: "mnist" (params.data_dir, found
+	// like the native task's: data.dir, $EASYSCALE_MNIST_DIR, ./data/mnist,
+	// the module cache) and "opticks" (params.text, shipped with Go).
+	Datasets []string `toml:"datasets" json:"datasets,omitempty"`
 	// Params is passed to setup as config.params (any TOML values).
 	Params map[string]any `toml:"params" json:"params,omitempty"`
 }
@@ -404,6 +410,14 @@ func (s *Spec) validateTorch() error {
 		return fe("torch.threads", "%d must be between 1 and 256", s.Torch.Threads)
 	case s.Torch.Device != "cpu" && s.Torch.Device != "cuda":
 		return fe("torch.device", "%q is not known; use \"cpu\" or \"cuda\"", s.Torch.Device)
+	}
+	for i, d := range s.Torch.Datasets {
+		if d != "mnist" && d != "opticks" {
+			return fe("torch.datasets", "%q is not known; use \"mnist\" or \"opticks\" (or pass your own paths in [torch.params])", d)
+		}
+		if slices.Contains(s.Torch.Datasets[:i], d) {
+			return fe("torch.datasets", "%q is listed twice", d)
+		}
 	}
 	if _, err := json.Marshal(s.Torch.Params); err != nil {
 		return fe("torch.params", "cannot be passed to Python: %v", err)

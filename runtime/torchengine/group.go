@@ -170,7 +170,14 @@ type StepResult struct {
 // committed anywhere it matters: members that computed are told to abort,
 // the contexts stay those of the last committed step, and the caller may
 // Assign again (with the lost member left out) and redo the step.
-func (g *Group) Step(ctx context.Context, step int64) (*StepResult, error) {
+//
+// faults injects failures (fault injection for tests and --kill-at /
+// --term-at): member rank -> "kill" (SIGKILL itself once its step has
+// started) or "term" (SIGTERM itself: it leaves after the step). When ctx
+// ends the step is abandoned at once, without waiting for any member: the
+// contexts stay those of the last committed step, and the members are
+// fit only to be checkpointed (Local.Checkpoint) and killed.
+func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*StepResult, error) {
 	type stepped struct {
 		Losses   map[string]float64 `json:"losses"`
 		Samples  map[string]string  `json:"samples"`
@@ -184,13 +191,21 @@ func (g *Group) Step(ctx context.Context, step int64) (*StepResult, error) {
 	errs := make([]error, len(g.members))
 	done := make(chan int, len(g.members))
 	for r, m := range g.members {
+		fields := map[string]any{"step": step}
+		if f, ok := faults[r]; ok {
+			fields["fault"] = f
+		}
 		go func() {
-			payloads[r], errs[r] = m.Call(ctx, "step", map[string]any{"step": step}, nil, &outs[r])
+			payloads[r], errs[r] = m.Call(ctx, "step", fields, nil, &outs[r])
 			done <- r
 		}()
 	}
 	for range g.members {
 		<-done
+	}
+	if err := ctx.Err(); err != nil {
+		g.pending = nil
+		return nil, fmt.Errorf("step %d abandoned: %w", step, err)
 	}
 	if err := g.failed("step", step, errs); err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func train(t *testing.T, schedule map[int64][]int, steps int64, kill map[int64]i
 			l.Processes()[r].Kill()
 		}
 		for {
-			res, err := l.Step(ctx, step, sizes)
+			res, err := l.Step(ctx, step, sizes, nil)
 			var lost *LostError
 			if errors.As(err, &lost) {
 				t.Logf("step %d: %v; redoing on %d processes", step, lost.Ranks, l.Workers())
@@ -148,7 +148,7 @@ func TestCheckpointRestoreContinuesTheSameRun(t *testing.T) {
 	var file []byte
 	var contexts map[int][]byte
 	for step := range int64(6) {
-		res, err := l.Step(ctx, step, []int{2, 2})
+		res, err := l.Step(ctx, step, []int{2, 2}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestCheckpointRestoreContinuesTheSameRun(t *testing.T) {
 	}
 	r.Restore(file, contexts)
 	for step := int64(3); step < 6; step++ {
-		res, err := r.Step(ctx, step, []int{1, 2, 1})
+		res, err := r.Step(ctx, step, []int{1, 2, 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,11 +184,11 @@ func TestCheckpointRestoreContinuesTheSameRun(t *testing.T) {
 func TestCheckpointDuringASlowStepIsTheLastCommittedOne(t *testing.T) {
 	slow := func() (*Local, context.Context) {
 		l, ctx := newLocal(t)
-		l.cfg.Params = map[string]any{"slow_after_forwards": 4}
+		l.start.Env = append(l.start.Env, "TOYJOB_SLOW=4:2")
 		if err := l.Resize(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Step(ctx, 0, []int{4}); err != nil {
+		if _, err := l.Step(ctx, 0, []int{4}, nil); err != nil {
 			t.Fatal(err)
 		}
 		return l, ctx
@@ -201,7 +201,7 @@ func TestCheckpointDuringASlowStepIsTheLastCommittedOne(t *testing.T) {
 	l, ctx = slow()
 	stepDone := make(chan error, 1)
 	go func() {
-		_, err := l.Step(ctx, 1, []int{4})
+		_, err := l.Step(ctx, 1, []int{4}, nil)
 		stepDone <- err
 	}()
 	t0 := time.Now()
@@ -244,7 +244,7 @@ func TestASIGTERMedProcessLeavesAtTheStepBoundary(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := l.Step(ctx, step, sizes)
+		res, err := l.Step(ctx, step, sizes, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,9 +35,11 @@ func (c JobConfig) loadRequest() map[string]any {
 
 // Loaded is a process's answer to load: its numerics.
 type Loaded struct {
-	Parameters  int            `json:"parameters"`
-	Fingerprint map[string]any `json:"fingerprint"`
-	Canary      string         `json:"canary"`
+	Parameters   int            `json:"parameters"`
+	TrainSamples int            `json:"train_samples"` // len(train_set)
+	Digest       string         `json:"digest"`        // of the initial parameters
+	Fingerprint  map[string]any `json:"fingerprint"`
+	Canary       string         `json:"canary"`
 }
 
 // NumericsError refuses a process that would compute other bits than the
@@ -94,7 +96,10 @@ type Local struct {
 	sizes []int   // the assignment in force; nil after a change of processes
 	// restore is a checkpoint's replica every process loads at the next assignment.
 	restore []byte
-	stderr  io.Writer
+	// abandoned is set when a step was given up on its context: the
+	// processes may still be computing, so Close kills them.
+	abandoned bool
+	stderr    io.Writer
 	// EnvOf gives extra environment for the process of a physical rank
 	// (tests use it to start a worker with other numerics).
 	EnvOf func(rank int) []string
@@ -142,7 +147,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 	if l.EnvOf != nil {
 		o.Env = append(append([]string(nil), o.Env...), l.EnvOf(rank)...)
 	}
-	p, err := Start(ctx, o)
+	p, err := Start(o)
 	if err != nil {
 		return nil, err
 	}
@@ -162,16 +167,20 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 }
 
 // Step runs step with sizes[r] logical workers on process r (contiguous
-// ranges in rank order) and commits it. A lost process is removed and
+// ranges in rank order) and commits it; faults as in Group.Step. A lost process is removed and
 // reported as a *LostError naming its rank; the caller re-places the
 // logical workers on the survivors and redoes the step.
-func (l *Local) Step(ctx context.Context, step int64, sizes []int) (*StepResult, error) {
+func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[int]string) (*StepResult, error) {
 	if !equalInts(sizes, l.sizes) {
 		if err := l.assign(ctx, sizes); err != nil {
 			return nil, err
 		}
 	}
-	res, err := l.group.Step(ctx, step)
+	res, err := l.group.Step(ctx, step, faults)
+	if ctx.Err() != nil {
+		l.abandoned = true
+		return nil, err
+	}
 	if err != nil {
 		if lost := l.dropLost(err); lost != nil {
 			if res != nil { // lost during the commit: the step is done on the survivors
@@ -327,10 +336,15 @@ func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples i
 	return out.Loss, out.Accuracy, out.Samples, nil
 }
 
-// Close stops every process.
+// Close stops every process: asks each to exit, or kills it at once after
+// an abandoned step.
 func (l *Local) Close() error {
 	var err error
 	for _, p := range l.procs {
+		if l.abandoned {
+			p.Kill()
+			continue
+		}
 		err = errors.Join(err, p.Close(10*time.Second))
 	}
 	l.procs = nil

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -98,17 +99,21 @@ type StartOptions struct {
 // should be killed.
 var ErrHung = errors.New("python worker process sent no heartbeat")
 
-// Start launches a Python worker process. The process exits when ctx ends
-// (killed), when Close is called, or when this process dies (its control
-// channel closes).
-func Start(ctx context.Context, o StartOptions) (*Process, error) {
+// Start launches a Python worker process. It exits when Close or Kill is
+// called, or when this process dies (its control channel closes): not when
+// a context ends, since after SIGTERM the run still reads the checkpoint of
+// the last committed step from it.
+func Start(o StartOptions) (*Process, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = time.Second
 	}
 	if o.HeartbeatTimeout <= 0 {
 		o.HeartbeatTimeout = 5 * time.Second
 	}
-	cmd := exec.CommandContext(ctx, o.Python, "-m", "easyscale.worker")
+	cmd := exec.Command(o.Python, "-m", "easyscale.worker")
+	// A worker must not outlive this process (SIGKILLed coordinator): the
+	// kernel kills it when its parent dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(append(os.Environ(), PinnedEnv...), o.Env...)
 	cmd.Env = append(cmd.Env, "PYTHONPATH="+o.PackageDir,
 		fmt.Sprintf("EASYSCALE_HEARTBEAT_S=%g", o.Heartbeat.Seconds()))

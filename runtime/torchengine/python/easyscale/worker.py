@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import signal
 import sys
 import threading
 import traceback
@@ -96,7 +97,8 @@ class Worker:
         device = str(req.get("device", "cpu"))
         self.replica = Replica(job, cfg, [], device)
         self.world = cfg.logical_workers
-        return {"parameters": self.replica.numel, "fingerprint": numerics.fingerprint(device),
+        return {"parameters": self.replica.numel, "train_samples": len(job.train_set),
+                "digest": self.replica.digest(None), "fingerprint": numerics.fingerprint(device),
                 "canary": numerics.canary_digest(device)}, b""
 
     def listen(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
@@ -155,7 +157,8 @@ class Worker:
         """The replica as a checkpoint file: metadata names the engine and the step (statedb checks both)."""
         r = self._replica()
         data = state.encode_replica(r.job.model, r.job.optimizer, r.job.lr_scheduler,
-                                    {"easyscale.engine": "torch", "easyscale.step": str(int(req["step"]))})
+                                    {"easyscale.engine": "torch", "easyscale.step": str(int(req["step"])),
+                                     "easyscale.digest": r.digest(0)})
         return {"digest": r.digest(None)}, data
 
     def replica_set(self, req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
@@ -166,6 +169,11 @@ class Worker:
     def step(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         r = self._replica()
         s = int(req["step"])
+        fault = req.get("fault")
+        if fault in ("kill", "term"):
+            # Fault injection (--kill-at / --term-at): signal this process once its step has started.
+            sig = signal.SIGKILL if fault == "kill" else signal.SIGTERM
+            threading.Timer(0.0, os.kill, (os.getpid(), sig)).start()
         res = r.compute(s, first_in_chain=(self.rank == 0))
         try:
             self.pending = reduce.chain(res.local, res.slots, self.world)
@@ -279,7 +287,6 @@ def _heartbeat(ch: protocol.Channel, every: float, stop: threading.Event) -> Non
 
 
 def main() -> int:
-    import signal
     rx: BinaryIO = sys.stdin.buffer
     tx: BinaryIO = os.fdopen(3, "wb", buffering=0)
     ch = protocol.Channel(rx, tx)

@@ -1,5 +1,7 @@
 """A small job for the engine's tests: conv + BatchNorm + dropout on synthetic 8x8 images, with augmentation."""
 
+import os
+import sys
 import time
 
 import torch
@@ -31,14 +33,17 @@ def setup(config: easyscale.Config) -> easyscale.Job:
                           nn.Dropout(0.3), nn.Linear(4 * 6 * 6, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
-    slow_after = int(config.params.get("slow_after_forwards", 0))
-    if slow_after:  # tests of a slow step: every forward after the first slow_after sleeps 2 s
+    # Tests of a slow step: TOYJOB_SLOW=AFTER:SECONDS makes every forward of this process after the first AFTER
+    # sleep SECONDS (an environment variable, so the job's identity does not change).
+    after, _, seconds = os.environ.get("TOYJOB_SLOW", "").partition(":")
+    if after:
         forward, calls = model.forward, [0]
 
         def slow_forward(x: torch.Tensor) -> torch.Tensor:
             calls[0] += 1
-            if calls[0] > slow_after:
-                time.sleep(2)
+            if calls[0] > int(after):
+                print(f"toyjob: slow forward {calls[0]}", file=sys.stderr, flush=True)
+                time.sleep(float(seconds or 2))
             return forward(x)
         model.forward = slow_forward  # type: ignore[method-assign]
     return easyscale.Job(model=model, optimizer=opt, train_set=Images(int(config.params.get("samples", 50))),

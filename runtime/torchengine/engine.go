@@ -1,0 +1,261 @@
+package torchengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/placement"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// Datasets the runtime knows how to find for a torch job ([torch] datasets
+// in the job file): each is located on this machine, hashed into the job's
+// identity, and passed to setup in config.params.
+const (
+	// DatasetMNIST is MNIST's four idx files: params["data_dir"] is their
+	// directory (data.dir, $EASYSCALE_MNIST_DIR, ./data/mnist, the module cache).
+	DatasetMNIST = "mnist"
+	// DatasetOpticks is Newton's Opticks shipped with Go: params["text"] is its path.
+	DatasetOpticks = "opticks"
+)
+
+// Options configure the torch engine of one run.
+type Options struct {
+	// Spec is the job file (engine "torch").
+	Spec *jobspec.Spec
+	// PackageRoot is where the Python package is extracted (a per-user cache directory by default).
+	PackageRoot string
+	// Stderr receives the Python processes' output (os.Stderr when nil).
+	Stderr io.Writer
+	// HeartbeatTimeout bounds a silent process and every collective (5 s when zero).
+	HeartbeatTimeout int
+	// KillAt and TermAt inject faults: at step S, each physical worker R
+	// listed SIGKILLs (SIGTERMs) itself once its step has started; once, so
+	// the redone step runs clean.
+	KillAt, TermAt map[int64][]int
+}
+
+// Engine is the PyTorch engine: trainer.Engine over local Python processes.
+type Engine struct {
+	local   *Local
+	opts    Options
+	files   data.Manifest
+	samples int
+	digest  string
+}
+
+var _ trainer.Engine = (*Engine)(nil)
+
+// New extracts the Python package, locates and hashes the job's datasets,
+// and starts the first Python process (it reports the training set's size
+// and the numerics every later process must match). Errors name the
+// interpreter, the dataset or the module that failed.
+func New(ctx context.Context, o Options) (*Engine, error) {
+	spec := o.Spec
+	if spec.Engine != jobspec.EngineTorch || spec.Torch == nil {
+		return nil, fmt.Errorf("job %q is not a torch job (engine = %q)", spec.Name, spec.Engine)
+	}
+	py, _, err := Python(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root := o.PackageRoot
+	if root == "" {
+		if root, err = defaultPackageRoot(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := Extract(root)
+	if err != nil {
+		return nil, err
+	}
+	params := map[string]any{}
+	for k, v := range spec.Torch.Params {
+		params[k] = v
+	}
+	files, err := locateDatasets(spec, params)
+	if err != nil {
+		return nil, err
+	}
+	hb := o.HeartbeatTimeout
+	if hb <= 0 {
+		hb = 5
+	}
+	cfg := JobConfig{Module: spec.Torch.ModulePath, Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers,
+		MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps), Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+	start := StartOptions{Python: py, PackageDir: dir, Stderr: o.Stderr, HeartbeatTimeout: time.Duration(hb) * time.Second}
+	if start.Stderr == nil {
+		start.Stderr = os.Stderr
+	}
+	e := &Engine{local: NewLocal(cfg, start), opts: o, files: files}
+	e.local.group.TimeoutSeconds = float64(hb)
+	if err := e.local.Resize(ctx, 1); err != nil {
+		return nil, err
+	}
+	e.samples, e.digest = e.local.ref.TrainSamples, e.local.ref.Digest
+	return e, nil
+}
+
+// locateDatasets finds the job's datasets, adds their paths to params and
+// returns their manifest (the files hashed into the job's identity).
+func locateDatasets(spec *jobspec.Spec, params map[string]any) (data.Manifest, error) {
+	var paths []string
+	for _, ds := range spec.Torch.Datasets {
+		switch ds {
+		case DatasetMNIST:
+			dir, err := data.LocateMNIST(spec.Data.Dir)
+			if err != nil {
+				return nil, fmt.Errorf("locating MNIST for torch.datasets: %w", err)
+			}
+			params["data_dir"] = dir
+			paths = append(paths, data.MNISTPaths(dir)...)
+		case DatasetOpticks:
+			path, err := data.LocateOpticks()
+			if err != nil {
+				return nil, fmt.Errorf("locating Opticks for torch.datasets: %w", err)
+			}
+			params["text"] = path
+			paths = append(paths, path)
+		default:
+			return nil, &jobspec.FieldError{Field: "torch.datasets", Msg: fmt.Sprintf("%q is not known; use %q or %q", ds, DatasetMNIST, DatasetOpticks)}
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	m, err := data.HashFiles(paths...)
+	if err != nil {
+		return nil, fmt.Errorf("hashing the training data: %w", err)
+	}
+	return m, nil
+}
+
+func defaultPackageRoot() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return dir + "/easyscale/python", nil
+}
+
+// Name returns "torch".
+func (e *Engine) Name() string { return jobspec.EngineTorch }
+
+// StepsPerEpoch is floor(ceil(train set / N) / micro_batch), as the sampler cuts it.
+func (e *Engine) StepsPerEpoch() int {
+	n := e.opts.Spec.LogicalWorkers
+	return (e.samples + n - 1) / n / e.opts.Spec.MicroBatch
+}
+
+// Data lists the datasets' files with their digests.
+func (e *Engine) Data() data.Manifest { return e.files }
+
+// Workers returns the number of Python processes.
+func (e *Engine) Workers() int { return e.local.Workers() }
+
+// Resize starts or stops Python processes.
+func (e *Engine) Resize(ctx context.Context, workers int) error { return e.local.Resize(ctx, workers) }
+
+// Boundary reports no change: local processes join and leave only through
+// Resize and SIGTERM (handled in Step).
+func (e *Engine) Boundary(context.Context, int64) (bool, error) { return false, nil }
+
+// Step runs and commits step on plan. A lost process is reported as a
+// *trainer.LostError after it is removed; a process that got SIGTERM is
+// released after the step (the next Step sees fewer workers).
+func (e *Engine) Step(ctx context.Context, step int64, plan placement.Plan) (trainer.StepReport, error) {
+	sizes := make([]int, len(plan))
+	next := 0
+	for r, rg := range plan {
+		if rg.First != next || rg.Count < 1 {
+			return trainer.StepReport{}, fmt.Errorf("step %d: placement %s is not contiguous ranges in rank order", step, plan)
+		}
+		sizes[r], next = rg.Count, rg.First+rg.Count
+	}
+	faults := map[int]string{}
+	for _, r := range e.opts.TermAt[step] {
+		faults[r] = "term"
+	}
+	for _, r := range e.opts.KillAt[step] {
+		faults[r] = "kill"
+	}
+	delete(e.opts.KillAt, step) // once: the redone step must not fail again
+	delete(e.opts.TermAt, step)
+	res, err := e.local.Step(ctx, step, sizes, faults)
+	if err != nil {
+		var lost *LostError
+		if errors.As(err, &lost) {
+			return trainer.StepReport{}, &trainer.LostError{Step: step, Ranks: lost.Ranks, Err: lost.Err}
+		}
+		return trainer.StepReport{}, err
+	}
+	n := e.opts.Spec.LogicalWorkers
+	rep := trainer.StepReport{Losses: make([]float32, n), Samples: make([]string, n)}
+	for lw := range n {
+		rep.Losses[lw], rep.Samples[lw] = float32(res.Losses[lw]), res.Samples[lw]
+	}
+	e.digest = res.Digest
+	return rep, nil
+}
+
+// Digest is the digest process 0 computed after the last committed step
+// (sha256 over the parameters and logical worker 0's buffers, in the torch
+// engine's own encoding: it does not equal the native engine's). No
+// per-tensor digests.
+func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, nil }
+
+// Snapshot returns process 0's replica as a checkpoint file and every
+// logical worker's context; it answers at once even during a step.
+func (e *Engine) Snapshot(ctx context.Context, step int64) (trainer.Snapshot, error) {
+	file, contexts, err := e.local.Checkpoint(ctx, step)
+	if err != nil {
+		return trainer.Snapshot{}, err
+	}
+	snap := trainer.Snapshot{File: file}
+	for lw := range e.opts.Spec.LogicalWorkers {
+		c, ok := contexts[lw]
+		if !ok {
+			if len(contexts) == 0 {
+				break // no step committed yet: fresh contexts at resume
+			}
+			return trainer.Snapshot{}, fmt.Errorf("checkpointing step %d: no context of logical worker %d", step, lw)
+		}
+		snap.Contexts = append(snap.Contexts, statedb.ESTContext{EST: lw, Blob: c})
+	}
+	return snap, nil
+}
+
+// Restore makes a checkpoint written by Snapshot the state of the next step.
+func (e *Engine) Restore(ck *statedb.Checkpoint) error {
+	if ck.Raw == nil || ck.Meta[statedb.MetaEngine] != jobspec.EngineTorch {
+		return fmt.Errorf("checkpoint of step %d was not written by the torch engine", ck.Step)
+	}
+	n := e.opts.Spec.LogicalWorkers
+	if len(ck.Contexts) != n {
+		return fmt.Errorf("checkpoint of step %d holds %d logical-worker contexts, the job has %d", ck.Step, len(ck.Contexts), n)
+	}
+	contexts := make(map[int][]byte, n)
+	for _, c := range ck.Contexts {
+		contexts[c.EST] = c.Blob
+	}
+	e.local.Restore(ck.Raw, contexts)
+	if d := ck.Meta["easyscale.digest"]; d != "" {
+		e.digest = d
+	}
+	return nil
+}
+
+// Evaluate runs the module's test set on process 0 with logical worker 0's buffers.
+func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
+	return e.local.Evaluate(ctx)
+}
+
+// Close stops every Python process.
+func (e *Engine) Close() error { return e.local.Close() }

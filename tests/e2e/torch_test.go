@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
+)
+
+// The torch engine end to end: `easyscale run` of the PyTorch examples,
+// every physical worker a real Python process (Debian's torch), gradients
+// over gloo, state in a real SQLite file.
+
+// requireTorch skips without a Python that has torch, except under CI
+// (make test installs python3-torch), where it fails.
+func requireTorch(t *testing.T) {
+	t.Helper()
+	if _, _, err := torchengine.Python(t.Context()); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+func torchMNIST() string  { return filepath.Join("..", "..", "examples", "torch-mnist", "job.toml") }
+func torchCharLM() string { return filepath.Join("..", "..", "examples", "torch-charlm", "job.toml") }
+
+// toyJob writes a job file for the toy module (TOYJOB_SLOW in the
+// environment slows it down without changing the job).
+func toyJob(t *testing.T) string {
+	t.Helper()
+	module, err := filepath.Abs(filepath.Join("..", "..", "runtime", "torchengine", "python", "tests", "toyjob.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "name = \"torch-toy\"\nengine = \"torch\"\nlogical_workers = 4\nmicro_batch = 3\nsteps = 10\nseed = 7\ncheckpoint_every = 4\n" +
+		"[torch]\nmodule = " + strconv.Quote(module) + "\n"
+	return writeFile(t, "job.toml", text)
+}
+
+func TestTorchDigestsDoNotDependOnTheAllocation(t *testing.T) {
+	requireTorch(t)
+	for _, c := range []struct {
+		name, config, steps string
+		schedules           []string
+	}{
+		{"MNIST LeNet", torchMNIST(), "10", []string{"1", "0:1,3:3,6:2", "0:2,5:4", "0:3", "0:3@3/2/1"}},
+		{"character LM", torchCharLM(), "6", []string{"1", "0:1,2:3,4:2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The reference: one process per logical worker.
+			ref := mustRun(t, "run", "--config", c.config, "--steps", c.steps, "--no-eval")
+			if ref.summary["engine"] != "torch" || digest(ref) == "" {
+				t.Fatalf("reference summary %v: want engine torch and a digest", ref.summary)
+			}
+			for _, w := range c.schedules {
+				if got := digest(mustRun(t, "run", "--config", c.config, "--steps", c.steps, "--no-eval", "--workers", w)); got != digest(ref) {
+					t.Errorf("--workers %s: digest %s, one process per logical worker %s", w, got, digest(ref))
+				}
+			}
+			other := mustRun(t, "run", "--config", c.config, "--steps", c.steps, "--no-eval", "--workers", "2", "--seed", "99")
+			if digest(other) == digest(ref) {
+				t.Errorf("--seed 99 gave the same digest: the seed does not reach the model")
+			}
+		})
+	}
+}
+
+func TestTorchMNISTReachesItsAccuracy(t *testing.T) {
+	requireTorch(t)
+	if testing.Short() {
+		t.Skip("a full epoch")
+	}
+	r := mustRun(t, "run", "--config", torchMNIST(), "--workers", "0:2,100:3")
+	if acc, _ := r.summary["test_accuracy"].(float64); acc < 0.97 {
+		t.Fatalf("test accuracy after one epoch %v, want at least 0.97", r.summary["test_accuracy"])
+	}
+}
+
+func TestTorchSIGKILLedProcessIsSurvived(t *testing.T) {
+	requireTorch(t)
+	ref := digest(mustRun(t, "run", "--config", toyJob(t), "--no-eval", "--workers", "2"))
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewPCG(uint64(seed), 0))
+	step, rank := 1+r.IntN(8), r.IntN(3)
+	t.Logf("seed %d: SIGKILL of process %d at step %d", seed, rank, step)
+	got := mustRun(t, "run", "--config", toyJob(t), "--no-eval", "--workers", "3", "--kill-at", strconv.Itoa(step)+":"+strconv.Itoa(rank))
+	if digest(got) != ref {
+		t.Fatalf("after SIGKILL of process %d at step %d: digest %s, fixed run %s", rank, step, digest(got), ref)
+	}
+	if redone, _ := got.summary["redone_steps"].(float64); redone < 1 {
+		t.Fatalf("summary %v: no step was redone, so the kill did not land", got.summary)
+	}
+}
+
+func TestTorchCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval", "--workers", "2"))
+	state := t.TempDir()
+	args := []string{"run", "--config", job, "--no-eval", "--state", state, "--workers", "2"}
+	cmd := exec.Command(easyscale, append(args, "--quiet")...)
+	cmd.Env = append(os.Environ(), "TOYJOB_SLOW=10:1") // from step 5 on a step takes 2 s: the kill lands mid-run
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for lastStep(state) < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the run finished before the SIGKILL")
+	}
+	at := lastStep(state)
+	got := mustRun(t, args...)
+	if digest(got) != ref {
+		t.Fatalf("after SIGKILL of the coordinator at step %d: digest %s, fixed run %s", at, digest(got), ref)
+	}
+	if rf, _ := got.summary["resumed_from"].(float64); rf < 4 {
+		t.Fatalf("the rerun resumed from %v, want the step-4 checkpoint or later", got.summary["resumed_from"])
+	}
+}
+
+func TestTorchSIGTERMCheckpointsAndExitsAtOnce(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval", "--workers", "2"))
+	state := t.TempDir()
+	// Each of the 2 processes runs 2 forwards a step: from step 3 on every
+	// forward sleeps 10 s, so a step takes 20 s.
+	s := start(t, []string{"TOYJOB_SLOW=6:10"}, "run", "--config", job, "--no-eval", "--quiet", "--state", state, "--workers", "2")
+	s.waitLine(t, state, "toyjob: slow forward", 90*time.Second)
+	t0 := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no exit within 5 s of SIGTERM:\n%s", s.stderr)
+	}
+	took := time.Since(t0)
+	if code := s.cmd.ProcessState.ExitCode(); code != 143 {
+		t.Fatalf("exit %d after SIGTERM, want 143:\n%s", code, s.stderr)
+	}
+	t.Logf("SIGTERM to exit: %s", took)
+	if took > 2*time.Second {
+		t.Errorf("SIGTERM to exit took %s, want within 2 s", took)
+	}
+	if at := lastStep(state); at != 3 {
+		t.Fatalf("the ledger ends at step %d, want 3 (the last completed step)", at)
+	}
+	got := mustRun(t, "run", "--config", job, "--no-eval", "--state", state, "--workers", "0:1,6:3")
+	if digest(got) != ref {
+		t.Fatalf("resumed after SIGTERM: digest %s, uninterrupted %s", digest(got), ref)
+	}
+	if rf, _ := got.summary["resumed_from"].(float64); rf != 3 {
+		t.Fatalf("resumed from %v, want the SIGTERM checkpoint of step 3", got.summary["resumed_from"])
+	}
+}
+
+func TestTorchBadModulesAreRefusedNamingTheCause(t *testing.T) {
+	requireTorch(t)
+	bad := func(body string) string {
+		dir := t.TempDir()
+		module := filepath.Join(dir, "m.py")
+		if err := os.WriteFile(module, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		job := "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 2\nsteps = 3\n[torch]\nmodule = \"m.py\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "job.toml"), []byte(job), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(dir, "job.toml")
+	}
+	toy := "import torch, easyscale\nfrom torch import nn\n" +
+		"class D(torch.utils.data.Dataset):\n    def __len__(self): return 16\n    def __getitem__(self, i): return torch.ones(3) * i, i % 2\n" +
+		"def setup(config):\n    torch.manual_seed(0)\n    m = nn.Linear(3, 2)\n    LOSS\n    return easyscale.Job(model=m, optimizer=torch.optim.SGD(m.parameters(), lr=0.1), train_set=D(), loss=loss)\n"
+	for _, c := range []struct{ name, config, want string }{
+		{"a missing module", writeFile(t, "job.toml", "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 2\nsteps = 3\n[torch]\nmodule = \"nope.py\"\n"), "torch.module"},
+		{"a module that raises", bad("raise RuntimeError('boom at import')\n"), "boom at import"},
+		{"a module without setup", bad("x = 1\n"), "defines no setup"},
+		{"setup that raises", bad("def setup(config):\n    raise ValueError('no data here')\n"), "no data here"},
+		{"a NaN loss", bad(strings.Replace(toy, "LOSS", "loss = lambda out, y: out.sum() * float('nan')", 1)), "loss is nan"},
+		{"manual_seed in the loop", bad(strings.Replace(toy, "LOSS", "def loss(out, y):\n        torch.manual_seed(1)\n        return nn.functional.cross_entropy(out, y)", 1)), "manual_seed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			r := easy(t, "run", "--config", c.config, "--no-eval", "--workers", "2", "--state", state)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d, want a failure naming %q:\n%s", r.code, c.want, r.stderr)
+			}
+			if lastStep(state) > 0 {
+				t.Fatalf("the ledger has steps after a refused module")
+			}
+		})
+	}
+	if n := pythonWorkers(t); n != 0 {
+		t.Errorf("%d python worker processes left running", n)
+	}
+}
+
+// pythonWorkers counts this machine's live easyscale Python worker processes
+// that are children of this test's runs (their parent is gone or is easyscale).
+func pythonWorkers(t *testing.T) int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "-u", strconv.Itoa(os.Getuid()), "-P", "1", "easyscale.worker").Output()
+	return len(strings.Fields(string(out)))
+}
