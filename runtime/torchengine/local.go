@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -99,7 +98,6 @@ type Local struct {
 	// abandoned is set when a step was given up on its context: the
 	// processes may still be computing, so Close kills them.
 	abandoned bool
-	stderr    io.Writer
 	// EnvOf gives extra environment for the process of a physical rank
 	// (tests use it to start a worker with other numerics).
 	EnvOf func(rank int) []string
