@@ -13,7 +13,35 @@
 //	easyscale.numerics     pinned numerics, fingerprint and canary digest checked before admission
 //	easyscale.safetensors  checkpoints in every dtype, byte-identical for equal tensors
 //
-// Status (issue 9): these building blocks and their tests are in place; the
-// engine seam in the runtime, the Go↔Python control protocol and the process
-// supervision are the next slices.
+// The Go side (this package) starts and supervises the processes
+// (process.go: python3 -m easyscale.worker, a versioned control protocol on
+// stdin and fd 3, heartbeats, Pdeathsig), drives them through steps and
+// reallocations (group.go: contiguous logical-worker ranges in rank order, a
+// gloo group rebuilt for every membership, the authoritative per-logical-
+// worker contexts of the last committed step), admits each by its numerics
+// (local.go) and implements trainer.Engine (engine.go), so `easyscale run`
+// trains a job file with engine = "torch" with the same schedule, ledger,
+// checkpoints, resume and SIGTERM handling as the native engine.
+//
+// One step on P processes holding contiguous ranges of the N logical workers:
+//
+//	Go:      step s ──► every process                       commit s ──► every process
+//	process r:  for each logical worker l it holds, in order:       apply G (optimizer,
+//	              swap l's buffers in, seed(seed, l, s), l's next    scheduler), reply with
+//	              micro-batch, forward, loss, backward                the digest (rank 0)
+//	            chain: recv partial from r-1, add own gradients in
+//	            order, send to r+1; rank P-1 scales by float32(1/N)
+//	            and broadcasts G; reply with losses, sample hashes
+//	            and the advanced contexts
+//
+// A lost process (killed, or silent past the heartbeat timeout, which also
+// bounds every collective) fails the step on every process; nothing was
+// applied, so the survivors redo it from the contexts Go holds. SIGTERM of
+// the run abandons the step at once: a control thread in process 0 answers
+// the checkpoint request while the main thread is still computing
+// (parameters and optimizer state change only in commit).
+//
+// Not yet (issue 9's next slices): processes on other machines behind
+// `easyscale worker --join`, `srun easyscale run`, backfill extra jobs,
+// NCCL on GPUs.
 package torchengine
