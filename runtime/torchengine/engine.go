@@ -34,7 +34,8 @@ type Options struct {
 	PackageRoot string
 	// Stderr receives the Python processes' output (os.Stderr when nil).
 	Stderr io.Writer
-	// HeartbeatTimeout bounds a silent process and every collective (5 s when zero).
+	// HeartbeatTimeout is how long a process may be silent before it is
+	// declared lost (5 s when zero).
 	HeartbeatTimeout int
 	// KillAt and TermAt inject faults: at step S, each physical worker R
 	// listed SIGKILLs (SIGTERMs) itself once its step has started; once, so
@@ -95,7 +96,6 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		start.Stderr = os.Stderr
 	}
 	e := &Engine{local: NewLocal(cfg, start), opts: o, files: files}
-	e.local.group.TimeoutSeconds = float64(hb)
 	if err := e.local.Resize(ctx, 1); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,9 @@ import (
 // worker on another node).
 type Member interface {
 	Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error)
+	// Kill ends the member at once, so that peers blocked in a collective
+	// with it fail instead of waiting for the collective timeout.
+	Kill()
 }
 
 var _ Member = (*Process)(nil)
@@ -29,9 +32,10 @@ type Group struct {
 	// Host is the address the processes reach this generation's store on
 	// (127.0.0.1 for processes on one node).
 	Host string
-	// TimeoutSeconds bounds every collective of the processes (the
-	// runtime's heartbeat timeout), so a hung peer fails a step instead of
-	// blocking it for gloo's 30-minute default.
+	// TimeoutSeconds bounds every collective of the processes (default
+	// 600). A hung peer is found sooner, by its missing heartbeats (see
+	// Process): Step kills it, and its peers' collectives fail at once. The
+	// bound only has to exceed the longest wait for a peer's computation.
 	TimeoutSeconds float64
 
 	world      int
@@ -44,7 +48,7 @@ type Group struct {
 
 // NewGroup returns a Group for a job of world logical workers.
 func NewGroup(world int) *Group {
-	return &Group{Host: "127.0.0.1", TimeoutSeconds: 5, world: world, contexts: map[int][]byte{}}
+	return &Group{Host: "127.0.0.1", TimeoutSeconds: 600, world: world, contexts: map[int][]byte{}}
 }
 
 // Assign makes members the job's physical workers, member r holding
@@ -197,6 +201,9 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		}
 		go func() {
 			payloads[r], errs[r] = m.Call(ctx, "step", fields, nil, &outs[r])
+			if errors.Is(errs[r], ErrHung) {
+				m.Kill() // its peers are blocked in the chain with it: let them fail now
+			}
 			done <- r
 		}()
 	}

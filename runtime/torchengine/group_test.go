@@ -265,3 +265,47 @@ func TestASIGTERMedProcessLeavesAtTheStepBoundary(t *testing.T) {
 		t.Fatalf("%d workers at the end, want 2: the SIGTERMed one released", l.Workers())
 	}
 }
+
+// TestAHungProcessIsDroppedWithinTheHeartbeatTimeout stops one of three
+// processes (SIGSTOP: alive, silent, holding its peers in the chain): the
+// step fails within the heartbeat timeout, not the collective's, and is
+// redone on the other two with the same digests.
+func TestAHungProcessIsDroppedWithinTheHeartbeatTimeout(t *testing.T) {
+	want := train(t, map[int64][]int{0: {1, 1, 1, 1}}, 4, nil)
+	l, ctx := newLocal(t)
+	l.start.HeartbeatTimeout = 2 * time.Second
+	if err := l.Resize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{2, 1, 1}
+	for step := range int64(4) {
+		if step == 2 {
+			if err := syscall.Kill(l.Processes()[1].Pid(), syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t0 := time.Now()
+		res, err := l.Step(ctx, step, sizes, nil)
+		var lost *LostError
+		if errors.As(err, &lost) {
+			if took := time.Since(t0); took > 10*time.Second {
+				t.Errorf("the hung process was found after %s; want about the 2 s heartbeat timeout", took)
+			}
+			if len(lost.Ranks) != 1 || lost.Ranks[0] != 1 {
+				t.Fatalf("lost %v, want rank 1", lost.Ranks)
+			}
+			sizes = split(4, l.Workers())
+			if res, err = l.Step(ctx, step, sizes, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if res.Digest != want[step] {
+			t.Fatalf("step %d: digest %s, want %s", step, res.Digest, want[step])
+		}
+	}
+	if l.Workers() != 2 {
+		t.Fatalf("%d workers at the end, want 2", l.Workers())
+	}
+}

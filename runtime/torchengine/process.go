@@ -73,6 +73,11 @@ type Process struct {
 	beatMu    sync.Mutex
 	lastBeat  time.Time
 	hbTimeout time.Duration
+	// heard is set by the first frame: until then the interpreter is
+	// starting and importing torch, which StartupTimeout bounds instead.
+	heard     bool
+	started   time.Time
+	startWait time.Duration
 }
 
 type frame struct {
@@ -92,6 +97,10 @@ type StartOptions struct {
 	// HeartbeatTimeout is how long a call waits without a heartbeat before it
 	// fails with ErrHung (default 5 s, the runtime's worker heartbeat timeout).
 	HeartbeatTimeout time.Duration
+	// StartupTimeout bounds the wait for the process's first frame, while the
+	// interpreter starts and imports torch (default 120 s: seconds on an idle
+	// machine, far more on a loaded one).
+	StartupTimeout time.Duration
 }
 
 // ErrHung is returned (wrapped) by a call during which the process sent no
@@ -109,6 +118,9 @@ func Start(o StartOptions) (*Process, error) {
 	}
 	if o.HeartbeatTimeout <= 0 {
 		o.HeartbeatTimeout = 5 * time.Second
+	}
+	if o.StartupTimeout <= 0 {
+		o.StartupTimeout = 120 * time.Second
 	}
 	cmd := exec.Command(o.Python, "-m", "easyscale.worker")
 	// A worker must not outlive this process (SIGKILLed coordinator): the
@@ -134,7 +146,7 @@ func Start(o StartOptions) (*Process, error) {
 	}
 	w.Close()
 	p := &Process{cmd: cmd, tx: tx, rx: rx, waiting: map[int64]chan frame{}, done: make(chan struct{}),
-		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout}
+		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout, started: time.Now(), startWait: o.StartupTimeout}
 	go p.read()
 	return p, nil
 }
@@ -150,7 +162,7 @@ func (p *Process) read() {
 			return
 		}
 		p.beatMu.Lock()
-		p.lastBeat = time.Now()
+		p.lastBeat, p.heard = time.Now(), true
 		p.beatMu.Unlock()
 		if f.header["type"] == "heartbeat" {
 			continue
@@ -164,6 +176,24 @@ func (p *Process) read() {
 			ch <- f // buffered: a caller that gave up does not block the reader
 		}
 	}
+}
+
+// silent returns an error wrapping ErrHung when the process has been silent
+// too long at now: HeartbeatTimeout since its last frame, or StartupTimeout
+// since its start when it has sent none yet.
+func (p *Process) silent(now time.Time) error {
+	p.beatMu.Lock()
+	defer p.beatMu.Unlock()
+	if !p.heard {
+		if waited := now.Sub(p.started); waited > p.startWait {
+			return fmt.Errorf("%w since it started %s ago (importing torch takes longer?)", ErrHung, waited.Round(time.Second))
+		}
+		return nil
+	}
+	if silent := now.Sub(p.lastBeat); silent > p.hbTimeout {
+		return fmt.Errorf("%w for %s", ErrHung, silent.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // LastHeartbeat is when the process last showed it is alive (a heartbeat or a reply).
@@ -209,8 +239,8 @@ func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, p
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
 		case now := <-watch.C:
-			if silent := now.Sub(p.LastHeartbeat()); silent > p.hbTimeout {
-				return nil, fmt.Errorf("%s: %w for %s", typ, ErrHung, silent.Round(time.Millisecond))
+			if err := p.silent(now); err != nil {
+				return nil, fmt.Errorf("%s: %w", typ, err)
 			}
 		}
 	}

@@ -279,10 +279,12 @@ class Worker:
 
 
 def _heartbeat(ch: protocol.Channel, every: float, stop: threading.Event) -> None:
-    while not stop.wait(every):
+    while True:  # the first one at once: the Go side then knows the interpreter is up
         try:
             ch.send({"type": "heartbeat"})
         except OSError:
+            return
+        if stop.wait(every):
             return
 
 
