@@ -15,20 +15,31 @@ import (
 // lab must reproduce. It fails t when the run fails.
 func (l *Lab) LocalMNISTDigest(t testing.TB, steps int) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), "run", "--config", "examples/mnist/job.toml",
+	d, err := l.LocalDigest("examples/mnist/job.toml", steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// LocalDigest is [Lab.LocalMNISTDigest] for any job file (a path relative
+// to the repository root, or absolute); steps 0 trains to the job's
+// horizon. It does not touch a testing.T, so a test may run it in a
+// goroutine beside a Slurm job. Errors name the job file.
+func (l *Lab) LocalDigest(config string, steps int) (string, error) {
+	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), "run", "--config", config,
 		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet")
 	cmd.Dir = l.Root
 	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("local MNIST run: %v", err)
+		return "", fmt.Errorf("local run of %s: %w", config, err)
 	}
 	f := strings.Fields(string(out))
 	for i, w := range f {
 		if w == "digest" && i+1 < len(f) {
-			return f[i+1]
+			return f[i+1], nil
 		}
 	}
-	t.Fatalf("no digest in %q", out)
-	return ""
+	return "", fmt.Errorf("local run of %s: no digest in %q", config, out)
 }

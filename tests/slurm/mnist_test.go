@@ -20,6 +20,13 @@ import (
 // job id and the summary path.
 func submit(t *testing.T, lab *slurmlab.Lab, steps int, args ...string) (id, summary string) {
 	t.Helper()
+	return submitEnv(t, lab, []string{fmt.Sprintf("EASYSCALE_STEPS=%d", steps)}, args...)
+}
+
+// submitEnv is submit with env (KEY=VALUE, e.g. EASYSCALE_CONFIG=FILE)
+// added to easyscale-sbatch's environment, which the job inherits.
+func submitEnv(t *testing.T, lab *slurmlab.Lab, env []string, args ...string) (id, summary string) {
+	t.Helper()
 	summary = filepath.Join(t.TempDir(), "summary.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -27,7 +34,7 @@ func submit(t *testing.T, lab *slurmlab.Lab, steps int, args ...string) (id, sum
 	all = append(all, "examples/slurm/mnist.sbatch")
 	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), all...)
 	cmd.Dir = lab.Root
-	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	cmd.Env = append(append(cmd.Env, env...), "EASYSCALE_SUMMARY="+summary)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)

@@ -1,0 +1,153 @@
+package slurm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// longMNIST writes examples/mnist/job.toml with epochs = n into a
+// temporary directory and returns its path: a job long enough to outlast
+// Slurm's detection of a failed node (SlurmdTimeout, 30 s in the lab).
+func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(lab.Root, "examples/mnist/job.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^epochs = 1 .*$`)
+	if !re.Match(b) {
+		t.Fatalf("examples/mnist/job.toml has no line `epochs = 1`")
+	}
+	path := filepath.Join(t.TempDir(), "job.toml")
+	if err := os.WriteFile(path, re.ReplaceAll(b, []byte("epochs = "+n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hostnames expands a Slurm node list ("n[1-3]") with scontrol.
+func hostnames(ctx context.Context, t *testing.T, lab *slurmlab.Lab, list string) []string {
+	t.Helper()
+	out, err := lab.CLI.Output(ctx, "scontrol", "show", "hostnames", list)
+	if err != nil {
+		t.Fatalf("scontrol show hostnames %s: %v", list, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestNodeFailureShrinksTheJobInsteadOfRequeuingIt submits the elastic
+// MNIST example on 3 nodes with easyscale-sbatch and makes one node that
+// is not the batch host fail (its slurmd, slurmstepd and worker
+// SIGKILLed). The runtime goes on with 2 workers at once; ~SlurmdTimeout
+// later Slurm sets the node DOWN and removes it from the job, which keeps
+// RUNNING on the other two nodes (never requeued: restart count 0), and
+// ends COMPLETED with the fixed run's digest. Without --no-kill on the job
+// Slurm requeues it; without --no-kill on the srun step it kills the step.
+func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
+	lab := slurmlab.Require(t)
+	start := time.Now()
+	config := longMNIST(t, lab, "4") // 936 steps
+	type result struct {
+		digest string
+		err    error
+	}
+	local := make(chan result, 1)
+	go func() { // beside the Slurm job: both take longer, which the test wants
+		d, err := lab.LocalDigest(config, 0)
+		local <- result{d, err}
+	}()
+	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--elastic=3-4")
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	for lastStep(state) < 20 {
+		if ctx.Err() != nil {
+			t.Fatalf("the job never reached step 20:\n%s", jobOutput(lab, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	job, err := lab.CLI.ShowJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := hostnames(ctx, t, lab, job.NodeList)
+	if len(nodes) != 3 || job.BatchHost == "" {
+		t.Fatalf("job %s runs on %q (batch host %q), want 3 nodes", id, job.NodeList, job.BatchHost)
+	}
+	victim := nodes[len(nodes)-1]
+	if victim == job.BatchHost {
+		victim = nodes[len(nodes)-2]
+	}
+	killedAt := time.Now()
+	pids := lab.KillNode(t, victim)
+	t.Logf("killed node %s at step %d: pids %v", victim, lastStep(state), pids)
+
+	// Slurm notices the node only when its pings go unanswered.
+	for {
+		st, err := lab.NodeState(ctx, victim)
+		if err == nil && strings.Contains(st, "DOWN") {
+			t.Logf("node %s %s %.1f s after the kill", victim, st, time.Since(killedAt).Seconds())
+			break
+		}
+		if j, err := lab.CLI.ShowJob(ctx, id); err == nil && j.State != "RUNNING" {
+			t.Fatalf("job %s is %s (restarts %d) before Slurm declared node %s down\n%s", id, j.State, j.Restarts, victim, jobOutput(lab, id))
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %s never went down (last state %q)", victim, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The job goes on without the node: it is removed from the allocation,
+	// and the job neither requeued nor killed.
+	for {
+		j, err := lab.CLI.ShowJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != "RUNNING" || j.Restarts != 0 {
+			t.Fatalf("after node %s went down job %s is %s (reason %s, restarts %d), want RUNNING on the other nodes\n%s",
+				victim, id, j.State, j.Reason, j.Restarts, jobOutput(lab, id))
+		}
+		if left := hostnames(ctx, t, lab, j.NodeList); !slices.Contains(left, victim) {
+			t.Logf("job %s RUNNING on %s at step %d", id, j.NodeList, lastStep(state))
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %s is still in job %s: %s", victim, id, j.NodeList)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s := waitDone(t, lab, id, summary)
+	r := <-local
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if s["digest"] != r.digest {
+		t.Fatalf("digest after the node failure %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
+	}
+	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") {
+		t.Fatalf("the runtime did not treat the lost node as a shrink:\n%s", jobOutput(lab, id))
+	}
+	job, err = lab.CLI.ShowJob(ctx, id)
+	if err != nil || job.State != "COMPLETED" || job.Restarts != 0 {
+		t.Fatalf("job %s ended %q with %d restarts (%v), want COMPLETED, never requeued\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	}
+	// Accounting agrees: no record of the job was requeued or failed.
+	out, err := lab.CLI.Output(ctx, "sacct", "-n", "-X", "-D", "-j", id, "-S", start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "-o", "State")
+	if err != nil {
+		t.Fatalf("sacct: %v", err)
+	}
+	for _, st := range strings.Fields(string(out)) {
+		if st == "REQUEUED" || st == "NODE_FAIL" || st == "FAILED" {
+			t.Fatalf("sacct shows job %s %s:\n%s", id, st, out)
+		}
+	}
+}
