@@ -66,6 +66,7 @@ type Args struct {
 	HetJob   bool             // a ":" component separator
 	Help     bool             // -h/--help given
 	Parsable bool             // --parsable given
+	NoKill   bool             // -k/--no-kill[=off] given: the user decides what a node failure does
 }
 
 // ScanArgs splits an sbatch argument list (without argv[0]) the way sbatch's
@@ -124,7 +125,7 @@ func (a *Args) short(args []string, i int) int {
 	last := i
 	for j := 1; j < len(arg); j++ {
 		c := arg[j]
-		a.note(map[byte]string{'N': "nodes", 'h': "help"}[c])
+		a.note(map[byte]string{'N': "nodes", 'h': "help", 'k': "no-kill"}[c])
 		if strings.IndexByte(shortWithArg, c) >= 0 {
 			if j == len(arg)-1 && i+1 < len(args) {
 				last = i + 1
@@ -148,6 +149,8 @@ func (a *Args) note(full string) {
 		a.Help = true
 	case "parsable":
 		a.Parsable = true
+	case "no-kill":
+		a.NoKill = true
 	}
 }
 

@@ -21,6 +21,6 @@ func ExamplePrepare() {
 	fmt.Printf("%q\n", plan.Args)
 	fmt.Println(plan.Env)
 	// Output:
-	// ["--nodes=1" "--comment=es-req min=1 max=4 lw=8 d1" "--parsable" "--wrap" "srun true"]
-	// [EASYSCALE_ELASTIC=1-4 EASYSCALE_LOGICAL_WORKERS=8 EASYSCALE_DETERMINISM=d1]
+	// ["--nodes=1" "--no-kill" "--comment=es-req min=1 max=4 lw=8 d1" "--parsable" "--wrap" "srun true"]
+	// [EASYSCALE_ELASTIC=1-4 EASYSCALE_LOGICAL_WORKERS=8 EASYSCALE_DETERMINISM=d1 SLURM_NO_KILL=set]
 }

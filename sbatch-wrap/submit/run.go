@@ -174,12 +174,15 @@ variables (the command line wins over a directive, a directive over the environm
 ` + fs.FlagUsages() + `
 For an EasyScale job the wrapper adds, before your arguments:
   --nodes=MIN        elastic jobs start at their minimum; the backfill daemon grows them
+  --no-kill          elastic jobs only, unless you set -k/--no-kill or SBATCH_NO_KILL: when a
+                     node fails Slurm removes it from the job instead of requeuing the job
   --comment=REQUEST  the request, for the backfill daemon, encoded as
                        es-req min=MIN max=MAX lw=L d1|d2
                      (min= and max= only for --elastic, lw= only when given), e.g.
                        es-req min=1 max=4 lw=8 d1
 and sets the ` + elastic.EnvElastic + `, ` + elastic.EnvLogicalWorkers + ` and ` + elastic.EnvDeterminism + ` twins in
-sbatch's environment. Its own #SBATCH lines are hidden from sbatch in a private copy of the
+sbatch's environment, and for an elastic job ` + EnvStepNoKill + `=` + stepNoKillOn + ` unless it is set (srun --no-kill: the
+step's tasks on the other nodes survive a node failure, which the job treats as a shrink). Its own #SBATCH lines are hidden from sbatch in a private copy of the
 script ("# easyscale-sbatch: ..."), removed when sbatch exits. It refuses --nodes/-N, --comment,
 heterogeneous jobs, and #SBATCH lines mixing its options with sbatch's.
 

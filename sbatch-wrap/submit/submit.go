@@ -29,6 +29,19 @@ type Input struct {
 	Stdin    func() ([]byte, error)       // reads the script from stdin when no path is given
 }
 
+// Node failure: sbatch's -k/--no-kill keeps the job (otherwise Slurm
+// requeues or cancels it when an allocated node fails), srun's, read from
+// SLURM_NO_KILL in the job's environment, keeps the step's tasks on the
+// other nodes (otherwise Slurm kills the whole step). SBATCH_NO_KILL is
+// sbatch's own twin of --no-kill. In Slurm 22.05 SLURM_NO_KILL must be
+// "set" (or empty) to mean on; "1", "yes" or "on" are refused by srun
+// ("Invalid --no-kill specification").
+const (
+	EnvSbatchNoKill = "SBATCH_NO_KILL"
+	EnvStepNoKill   = "SLURM_NO_KILL"
+	stepNoKillOn    = "set"
+)
+
 // ErrConflict is wrapped by errors about options the wrapper sets itself.
 var ErrConflict = errors.New("conflicts with the EasyScale request")
 
@@ -69,6 +82,7 @@ func Prepare(args []string, in Input) (Plan, error) {
 	var pre []string
 	if req.Elastic() {
 		pre = append(pre, "--nodes="+strconv.Itoa(req.MinNodes))
+		pre, p.Env = survivesNodeFailure(a, script, in.Lookup, pre, p.Env)
 	}
 	pre = append(pre, "--comment="+elastic.Comment{Request: req}.String())
 	p.Args = append(pre, a.Passed...)
@@ -76,6 +90,20 @@ func Prepare(args []string, in Input) (Plan, error) {
 		p.ScriptAt += len(pre)
 	}
 	return p, nil
+}
+
+// survivesNodeFailure makes an elastic job outlive the failure of one of
+// its nodes, as a shrink: --no-kill for the job unless the user set
+// -k/--no-kill (command line, directive or SBATCH_NO_KILL), and
+// SLURM_NO_KILL=set for its srun steps unless the environment sets it.
+func survivesNodeFailure(a Args, s Script, lookup func(string) (string, bool), pre, env []string) ([]string, []string) {
+	if _, set := lookup(EnvSbatchNoKill); !a.NoKill && !s.NoKill && !set {
+		pre = append(pre, "--no-kill")
+	}
+	if _, set := lookup(EnvStepNoKill); !set {
+		env = append(env, EnvStepNoKill+"="+stepNoKillOn)
+	}
+	return pre, env
 }
 
 func readScript(a Args, in Input, p *Plan) (Script, error) {

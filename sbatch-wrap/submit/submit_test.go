@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,18 +41,18 @@ func TestPrepareBuildsTheSubmission(t *testing.T) {
 		{
 			name:    "the script's directives make an elastic job submitted at its minimum",
 			args:    []string{"--parsable", "testdata/elastic.sbatch", "arg 1"},
-			want:    []string{"--nodes=1", "--comment=es-req min=1 max=4 lw=8 d1", "--parsable", "testdata/elastic.sbatch", "arg 1"},
-			wantEnv: []string{"EASYSCALE_ELASTIC=1-4", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d1"},
+			want:    []string{"--nodes=1", "--no-kill", "--comment=es-req min=1 max=4 lw=8 d1", "--parsable", "testdata/elastic.sbatch", "arg 1"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=1-4", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d1", "SLURM_NO_KILL=set"},
 			check: func(p Plan) bool {
-				return p.ScriptAt == 3 && bytes.Contains(p.Script, []byte("# easyscale-sbatch: --elastic=1-4"))
+				return p.ScriptAt == 4 && bytes.Contains(p.Script, []byte("# easyscale-sbatch: --elastic=1-4"))
 			},
 		},
 		{
 			name:    "the command line wins over a directive, a directive over the environment",
 			args:    []string{"--elastic=2-3", "testdata/elastic.sbatch"},
 			env:     map[string]string{"EASYSCALE_LOGICAL_WORKERS": "4", "EASYSCALE_DETERMINISM": "d2"},
-			want:    []string{"--nodes=2", "--comment=es-req min=2 max=3 lw=8 d2", "testdata/elastic.sbatch"},
-			wantEnv: []string{"EASYSCALE_ELASTIC=2-3", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d2"},
+			want:    []string{"--nodes=2", "--no-kill", "--comment=es-req min=2 max=3 lw=8 d2", "testdata/elastic.sbatch"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=2-3", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d2", "SLURM_NO_KILL=set"},
 		},
 		{
 			name:  "a job without EasyScale options passes through untouched",
@@ -63,16 +64,49 @@ func TestPrepareBuildsTheSubmission(t *testing.T) {
 			name:  "a script from stdin is fed to sbatch with our directives hidden",
 			args:  []string{"--logical-workers=2"},
 			stdin: "#!/bin/sh\n#SBATCH --elastic=1-2\nhostname\n",
-			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 lw=2 d1"},
+			want:  []string{"--nodes=1", "--no-kill", "--comment=es-req min=1 max=2 lw=2 d1"},
 			check: func(p Plan) bool {
 				return string(p.Stdin) == "#!/bin/sh\n# easyscale-sbatch: --elastic=1-2\nhostname\n"
 			},
 		},
 		{
-			name:  "a wrapped command takes the request from the command line only",
-			args:  []string{"--logical-workers=4", "--wrap", "srun true"},
-			want:  []string{"--comment=es-req lw=4 d1", "--wrap", "srun true"},
-			check: func(p Plan) bool { return p.Stdin == nil && p.Script == nil },
+			name: "a wrapped command takes the request from the command line only",
+			args: []string{"--logical-workers=4", "--wrap", "srun true"},
+			want: []string{"--comment=es-req lw=4 d1", "--wrap", "srun true"},
+			check: func(p Plan) bool {
+				return p.Stdin == nil && p.Script == nil && !slices.Contains(p.Env, "SLURM_NO_KILL=set")
+			},
+		},
+		{
+			name:    "the user's --no-kill=off decides what a node failure does to the job",
+			args:    []string{"--elastic=2-4", "--no-kill=off", "--wrap", "srun true"},
+			want:    []string{"--nodes=2", "--comment=es-req min=2 max=4 d1", "--no-kill=off", "--wrap", "srun true"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=2-4", "EASYSCALE_DETERMINISM=d1", "SLURM_NO_KILL=set"},
+		},
+		{
+			name:  "a clustered -k is the user's --no-kill",
+			args:  []string{"--elastic=2", "-vk", "--wrap", "srun true"},
+			want:  []string{"--nodes=2", "--comment=es-req min=2 max=2 d1", "-vk", "--wrap", "srun true"},
+			check: func(p Plan) bool { return slices.Contains(p.Env, "SLURM_NO_KILL=set") },
+		},
+		{
+			name:  "an abbreviated --no-k is the user's --no-kill",
+			args:  []string{"--elastic=2", "--no-k", "--wrap", "srun true"},
+			want:  []string{"--nodes=2", "--comment=es-req min=2 max=2 d1", "--no-k", "--wrap", "srun true"},
+			check: func(p Plan) bool { return slices.Contains(p.Env, "SLURM_NO_KILL=set") },
+		},
+		{
+			name:  "a #SBATCH -k directive is the user's --no-kill",
+			args:  []string{"--elastic=1-2", "job.sbatch"},
+			files: map[string]string{"job.sbatch": "#!/bin/sh\n#SBATCH -k\nsrun true\n"},
+			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "job.sbatch"},
+		},
+		{
+			name:    "SBATCH_NO_KILL and SLURM_NO_KILL in the environment are the user's",
+			args:    []string{"--elastic=1-2", "--wrap", "srun true"},
+			env:     map[string]string{"SBATCH_NO_KILL": "", "SLURM_NO_KILL": "off"},
+			want:    []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "--wrap", "srun true"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=1-2", "EASYSCALE_DETERMINISM=d1"},
 		},
 	}
 	for _, tc := range tests {
@@ -158,14 +192,14 @@ func TestMainRunsSbatchWithThePlan(t *testing.T) {
 	if code != 0 || out != "42\n" || errOut != "" {
 		t.Fatalf("exit %d stdout %q stderr %q, want sbatch's own output", code, out, errOut)
 	}
-	wantArgs := "ARG --nodes=1\nARG --comment=es-req min=1 max=4 lw=8 d1\nARG --parsable\nARG -J\nARG a b\nARG "
+	wantArgs := "ARG --nodes=1\nARG --no-kill\nARG --comment=es-req min=1 max=4 lw=8 d1\nARG --parsable\nARG -J\nARG a b\nARG "
 	if !strings.HasPrefix(log, wantArgs) {
 		t.Errorf("sbatch argv:\n%s\nwant prefix:\n%s", log, wantArgs)
 	}
 	if !strings.Contains(log, "/elastic.sbatch\nFILE ") || !strings.Contains(log, "# easyscale-sbatch: --elastic=1-4\n") {
 		t.Errorf("sbatch did not get a copy named elastic.sbatch with our directives hidden:\n%s", log)
 	}
-	if !strings.Contains(log, "ARG x y\n") || !strings.Contains(log, "ENV EASYSCALE_ELASTIC=1-4\n") {
+	if !strings.Contains(log, "ARG x y\n") || !strings.Contains(log, "ENV EASYSCALE_ELASTIC=1-4\n") || !strings.Contains(log, "ENV SLURM_NO_KILL=set\n") {
 		t.Errorf("script argument or environment twin missing:\n%s", log)
 	}
 	for _, line := range strings.Split(log, "\n") {

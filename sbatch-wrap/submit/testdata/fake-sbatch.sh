@@ -1,6 +1,6 @@
 #!/bin/sh
 # fake-sbatch.sh - stands in for sbatch in unit tests. It records its argv
-# (one "ARG <value>" line each), the EasyScale environment twins, every
+# (one "ARG <value>" line each), the EasyScale environment twins and SLURM_NO_KILL, every
 # argument that names a readable file ("FILE <path>" then the content) and its
 # stdin when FAKE_SBATCH_STDIN=1, into $FAKE_SBATCH_LOG; then prints what
 # sbatch prints on success (the first line of its help for --help or -h), or fails
@@ -14,7 +14,7 @@ for a in "$@"; do
 	case $a in --help | -h) help=1 ;; esac
 	if [ -f "$a" ]; then printf 'FILE %s\n' "$a" >>"$log"; cat "$a" >>"$log"; fi
 done
-env | grep '^EASYSCALE_' | sort | sed 's/^/ENV /' >>"$log"
+env | grep -E '^(EASYSCALE_|SLURM_NO_KILL=)' | sort | sed 's/^/ENV /' >>"$log"
 if [ "${FAKE_SBATCH_STDIN:-0}" = 1 ]; then echo STDIN >>"$log"; cat >>"$log"; fi
 if [ -n "${FAKE_SBATCH_FAIL:-}" ]; then
 	echo "sbatch: error: $FAKE_SBATCH_FAIL" >&2
