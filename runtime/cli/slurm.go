@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,8 +37,13 @@ type slurmRun struct {
 // workerTask joins the coordinator of the job as one of its workers.
 func (s *slurmRun) workerTask(ctx context.Context) int {
 	wctx, cancel := context.WithTimeout(ctx, s.joinWait)
-	addr, err := slurmjob.WaitCoordinator(wctx, s.task.Rendezvous, time.Now().Add(-30*time.Second))
+	dir, run := s.task.Rendezvous, s.task.RestartCount
+	addr, err := slurmjob.WaitCoordinator(wctx, dir, run, time.Now().Add(-30*time.Second))
 	cancel()
+	if errors.Is(err, slurmjob.ErrEnded) {
+		s.log.Info("the job's coordinator has ended; nothing to do", "job_id", s.task.JobID, "restart", run, "detail", err)
+		return 0
+	}
 	if err != nil {
 		s.log.Error("no coordinator to join", "error", err)
 		return 1
@@ -52,8 +58,9 @@ func (s *slurmRun) workerTask(ctx context.Context) int {
 		s.log.Error("reading the job id", "error", err)
 		return 1
 	}
-	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Logger: s.log})
-	if errors.Is(err, cluster.ErrLeft) {
+	ended := func() bool { _, ok := slurmjob.Ended(dir, run); return ok }
+	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log})
+	if errors.Is(err, cluster.ErrLeft) || errors.Is(err, cluster.ErrJobEnded) {
 		return 0
 	}
 	s.log.Error("worker stopped", "error", err)
@@ -95,7 +102,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if err != nil {
 		return nil, err
 	}
-	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr()); err != nil {
+	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr(), t.RestartCount); err != nil {
 		coord.Close()
 		return nil, err
 	}
@@ -105,9 +112,10 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 		return nil, err
 	}
 	local := make(chan error, 1)
+	var ended atomic.Bool // the trainer returned: the local worker must not wait for admission
 	go func() {
 		local <- cluster.RunWorker(ctx, cluster.WorkerOptions{Join: coord.Addr(), Secret: secret, JobID: coord.JobID(),
-			Threads: s.threads, Logger: s.log.Named("worker")})
+			Threads: s.threads, Ended: ended.Load, Logger: s.log.Named("worker")})
 	}()
 	opts.Executor = coord
 	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
@@ -119,6 +127,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
 		}
+		ended.Store(true)
 		select {
 		case <-local:
 		case <-time.After(5 * time.Second):
@@ -164,10 +173,10 @@ func (s *slurmRun) nodeAddr(ctx context.Context) string {
 }
 
 // recordExit writes the coordinator's exit status to the rendezvous
-// directory's exit-code file.
+// directory's exit-code files, which also tell the run's workers that it
+// has ended.
 func (s *slurmRun) recordExit(code int) {
-	path := filepath.Join(s.task.Rendezvous, slurmjob.ExitCodeFile)
-	if err := os.WriteFile(path, []byte(fmt.Sprintf("%d\n", code)), 0o600); err != nil {
-		s.log.Warn("recording the exit status", "path", path, "error", err)
+	if err := slurmjob.RecordExit(s.task.Rendezvous, s.task.RestartCount, code); err != nil {
+		s.log.Warn("recording the exit status", "rendezvous", s.task.Rendezvous, "error", err)
 	}
 }

@@ -748,6 +748,7 @@ func (c *Coordinator) Close() error {
 	c.invalidateRing()
 	c.cancel()
 	c.ln.Close()
+	c.dropJoiners()
 	c.ringLn.Close()
 	if c.o.Launcher != nil {
 		wait := 5 * time.Second
@@ -757,6 +758,21 @@ func (c *Coordinator) Close() error {
 		c.o.Launcher.Wait(wait)
 	}
 	return nil
+}
+
+// dropJoiners closes the connections of the workers still waiting for
+// admission, so they learn at once that this coordinator has ended (and
+// ask WorkerOptions.Ended whether the job has) instead of waiting for a
+// step boundary that never comes.
+func (c *Coordinator) dropJoiners() {
+	for {
+		select {
+		case m := <-c.joiners:
+			m.p.c.Close()
+		default:
+			return
+		}
+	}
 }
 
 // JobID returns the id workers authenticate as.

@@ -54,7 +54,13 @@ type WorkerOptions struct {
 	// the coordinator redoes that step on the survivors. Negative: leave
 	// at once.
 	LeaveGrace time.Duration
-	Logger     hclog.Logger
+	// Ended, when set, is asked after each failed attempt to reach or keep
+	// the coordinator (at most every 500 ms) whether the job has ended
+	// meanwhile, e.g. the coordinator recorded its exit status in the
+	// rendezvous directory: RunWorker then returns ErrJobEnded at once
+	// instead of retrying for JoinTimeout.
+	Ended  func() bool
+	Logger hclog.Logger
 	// connectRing builds the all-reduce ring (tests may replace it).
 	connectRing ringConnector
 }
@@ -102,6 +108,10 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the coordinator %s refused this worker: %s", e.Coordinator, e.Reason)
 }
+
+// ErrJobEnded is returned by RunWorker when WorkerOptions.Ended says the
+// job ended while the worker was not admitted: the process should exit 0.
+var ErrJobEnded = errors.New("the job has ended")
 
 // RunWorker joins the coordinator and executes steps until released
 // (returns ErrLeft), ctx ends, or the coordinator stays unreachable for
@@ -153,6 +163,10 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		case <-leaveReq:
 			return ErrLeft
 		default:
+		}
+		if o.Ended != nil && o.Ended() {
+			o.Logger.Info("the job has ended; not rejoining", "join", o.Join, "error", err)
+			return ErrJobEnded
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("coordinator %s unreachable for %v: %w", o.Join, o.JoinTimeout, err)

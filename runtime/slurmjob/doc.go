@@ -9,11 +9,29 @@
 // task is a worker. They meet in the rendezvous directory
 //
 //	<submit dir>/.easyscale/<job id>/      ($EASYSCALE_RENDEZVOUS_DIR overrides)
-//	  token        the job's secret (0600), written by task 0
-//	  job-id       the id workers authenticate as
-//	  coordinator  HOST:PORT, written once the coordinator listens
+//	  token          the job's secret (0600), written by task 0
+//	  job-id         the id workers authenticate as
+//	  coordinator.R  HOST:PORT, written once the coordinator of run R listens
+//	  exit-code.R    the coordinator's exit status, written when run R ends
+//	  coordinator, exit-code   copies of the newest run's
+//	  state/         the SQLite state and checkpoints
 //
 // which must be on a filesystem every node sees (the submit directory
-// usually is). Extra jobs of the backfill daemon join the same way with
-// `easyscale worker --join $(cat DIR/coordinator) --token-file DIR/token`.
+// usually is). R is the run, SLURM_RESTART_COUNT (0, then 1 after the first
+// requeue, ...): a requeued job keeps its directory, and with it the files
+// of its earlier runs, so a task reads only its own run's files. A worker
+// task waits for coordinator.R, and stops with exit status 0 as soon as
+// exit-code.R exists (before joining, or when it cannot reach or lost the
+// coordinator): a finished job that is requeued resumes at its last step
+// and its step ends COMPLETED in seconds. Batch scripts return exit-code
+// (see examples/slurm/mnist.sbatch); extra jobs of the backfill daemon join
+// with `easyscale worker --join $(cat DIR/coordinator) --token-file DIR/token`.
+//
+// A node that fails (its slurmd, slurmstepd and tasks gone) is a shrink: the
+// coordinator loses that worker (at once when its connections close, after
+// the heartbeat timeout when the node goes silent) and the survivors redo
+// the step. Slurm keeps the job running on the other nodes only when the job
+// has --no-kill and its srun step too (SLURM_NO_KILL=set), which
+// easyscale-sbatch adds to elastic jobs; sbatch-wrap/submit's doc has what
+// was measured. The first node, which runs task 0, is not expendable.
 package slurmjob

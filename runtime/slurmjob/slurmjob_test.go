@@ -2,6 +2,7 @@ package slurmjob
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,17 +57,90 @@ func TestRetireStaleMovesAnEarlierJobsDirectoryOnlyOnTheFirstRun(t *testing.T) {
 
 func TestCoordinatorAddressRoundTripAndStaleness(t *testing.T) {
 	dir := t.TempDir()
-	if err := PublishCoordinator(dir, "10.0.0.1:7000"); err != nil {
+	if err := PublishCoordinator(dir, "10.0.0.1:7000", 0); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if addr, err := WaitCoordinator(ctx, dir, time.Now().Add(-time.Minute)); err != nil || addr != "10.0.0.1:7000" {
+	if addr, err := WaitCoordinator(ctx, dir, 0, time.Now().Add(-time.Minute)); err != nil || addr != "10.0.0.1:7000" {
 		t.Fatalf("WaitCoordinator = %q, %v", addr, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, CoordinatorFile)); err != nil || string(b) != "10.0.0.1:7000\n" {
+		t.Fatalf("the plain coordinator file (for extra jobs) holds %q, %v", b, err)
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if _, err := WaitCoordinator(short, dir, time.Now().Add(time.Hour)); err == nil {
+	if _, err := WaitCoordinator(short, dir, 0, time.Now().Add(time.Hour)); err == nil {
 		t.Fatal("a stale address was accepted")
+	}
+}
+
+// A requeued job's rendezvous directory holds the files of its earlier
+// runs: a task of run R reads only run R's.
+func TestWaitCoordinatorReadsOnlyItsOwnRun(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(dir string) error
+		run      int
+		wantAddr string
+		wantErr  error // nil: wantAddr; context.DeadlineExceeded: still waiting
+	}{
+		{"the first run's finished coordinator is not the requeued run's", func(dir string) error {
+			if err := PublishCoordinator(dir, "10.0.0.1:7000", 0); err != nil {
+				return err
+			}
+			return RecordExit(dir, 0, 0)
+		}, 1, "", context.DeadlineExceeded},
+		{"the requeued run's coordinator is found beside the first run's files", func(dir string) error {
+			if err := PublishCoordinator(dir, "10.0.0.1:7000", 0); err != nil {
+				return err
+			}
+			if err := RecordExit(dir, 0, 0); err != nil {
+				return err
+			}
+			return PublishCoordinator(dir, "10.0.0.2:7001", 1)
+		}, 1, "10.0.0.2:7001", nil},
+		{"a run whose coordinator already ended says so", func(dir string) error {
+			if err := PublishCoordinator(dir, "10.0.0.2:7001", 1); err != nil {
+				return err
+			}
+			return RecordExit(dir, 1, 0)
+		}, 1, "", ErrEnded},
+		{"a run whose coordinator failed before publishing says so", func(dir string) error {
+			return RecordExit(dir, 2, 1)
+		}, 2, "", ErrEnded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			addr, err := WaitCoordinator(ctx, dir, tc.run, time.Now().Add(-time.Minute))
+			if addr != tc.wantAddr || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("WaitCoordinator = %q, %v; want %q, %v", addr, err, tc.wantAddr, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRecordExitEndsTheRunAndKeepsThePlainFileForTheBatchScript(t *testing.T) {
+	dir := t.TempDir()
+	if _, ended := Ended(dir, 1); ended {
+		t.Fatal("a run without an exit status counts as ended")
+	}
+	if err := RecordExit(dir, 1, 143); err != nil {
+		t.Fatal(err)
+	}
+	if code, ended := Ended(dir, 1); !ended || code != 143 {
+		t.Fatalf("Ended = %d, %v; want 143, true", code, ended)
+	}
+	if _, ended := Ended(dir, 2); ended {
+		t.Fatal("run 1's exit status ended run 2")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ExitCodeFile)); err != nil || string(b) != "143\n" {
+		t.Fatalf("exit-code holds %q, %v; the batch script reads one number", b, err)
 	}
 }
