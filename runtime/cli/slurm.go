@@ -64,6 +64,9 @@ func (s *slurmRun) workerTask(ctx context.Context) int {
 		return 0
 	}
 	s.log.Error("worker stopped", "error", err)
+	if errors.Is(err, cluster.ErrUnreachable) && s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
+		return 0
+	}
 	return 1
 }
 

@@ -109,6 +109,10 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the coordinator %s refused this worker: %s", e.Coordinator, e.Reason)
 }
 
+// ErrUnreachable is wrapped by RunWorker's error when the coordinator
+// stayed unreachable for JoinTimeout.
+var ErrUnreachable = errors.New("unreachable")
+
 // ErrJobEnded is returned by RunWorker when WorkerOptions.Ended says the
 // job ended while the worker was not admitted: the process should exit 0.
 var ErrJobEnded = errors.New("the job has ended")
@@ -169,7 +173,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			return ErrJobEnded
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("coordinator %s unreachable for %v: %w", o.Join, o.JoinTimeout, err)
+			return fmt.Errorf("coordinator %s %w for %v: %w", o.Join, ErrUnreachable, o.JoinTimeout, err)
 		}
 		o.Logger.Warn("lost the coordinator; rejoining", "join", o.Join, "error", err)
 		time.Sleep(500 * time.Millisecond)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,7 +40,9 @@ func submitEnv(t *testing.T, lab *slurmlab.Lab, env []string, args ...string) (i
 	}
 	id = strings.TrimSpace(string(out))
 	t.Cleanup(func() {
-		exec.Command("scancel", id).Run()
+		// in the lab's environment: without its SLURM_CONF scancel fails
+		// and the job runs on, holding nodes, after the test
+		lab.Command(context.Background(), "scancel", id).Run()
 		os.RemoveAll(filepath.Join(lab.Root, ".easyscale", id))
 		os.Remove(filepath.Join(lab.Root, "es-mnist-"+id+".out"))
 	})

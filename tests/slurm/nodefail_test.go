@@ -151,3 +151,66 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchHostFailureRequeuesTheJob makes the first node of an elastic
+// job fail: it runs the batch script and task 0, the coordinator, so the
+// job cannot go on as a shrink. With --no-kill Slurm would keep the job
+// RUNNING on the other nodes, idle, until its time limit; the workers
+// there, once the coordinator stayed unreachable and Slurm set the batch
+// host DOWN, requeue the job, which resumes from its checkpoint on other
+// nodes and ends with the fixed run's digest.
+func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
+	lab := slurmlab.Require(t)
+	config := longMNIST(t, lab, "4")
+	type result struct {
+		digest string
+		err    error
+	}
+	local := make(chan result, 1)
+	go func() {
+		d, err := lab.LocalDigest(config, 0)
+		local <- result{d, err}
+	}()
+	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--elastic=3-4")
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	for lastStep(state) < 20 {
+		if ctx.Err() != nil {
+			t.Fatalf("the job never reached step 20:\n%s", jobOutput(lab, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	job, err := lab.CLI.ShowJob(ctx, id)
+	if err != nil || job.BatchHost == "" {
+		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
+	}
+	killedAt := time.Now()
+	lab.KillNode(t, job.BatchHost)
+	t.Logf("killed the batch host %s at step %d", job.BatchHost, lastStep(state))
+	for {
+		j, err := lab.CLI.ShowJob(ctx, id)
+		if err == nil && j.Restarts == 1 {
+			t.Logf("job %s requeued %.1f s after the kill (%s)", id, time.Since(killedAt).Seconds(), j.State)
+			break
+		}
+		// Slurm sets the node DOWN ~35 s after the kill, the workers give
+		// the coordinator up 60 s after losing it (JoinTimeout).
+		if time.Since(killedAt) > 3*time.Minute {
+			t.Fatalf("job %s was not requeued 3 min after its batch host failed: %s on %s, restarts %d\n%s", id, j.State, j.NodeList, j.Restarts, jobOutput(lab, id))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	s := waitDone(t, lab, id, summary)
+	r := <-local
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if s["digest"] != r.digest {
+		t.Fatalf("digest after the requeue %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
+	}
+	job, err = lab.CLI.ShowJob(ctx, id)
+	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED after 1\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	}
+}
