@@ -33,5 +33,7 @@
 // the step. Slurm keeps the job running on the other nodes only when the job
 // has --no-kill and its srun step too (SLURM_NO_KILL=set), which
 // easyscale-sbatch adds to elastic jobs; sbatch-wrap/submit's doc has what
-// was measured. The first node, which runs task 0, is not expendable.
+// was measured. The first node runs the batch script and task 0: its loss
+// ends the run, and once Slurm sets it DOWN a worker task requeues the job
+// (`scontrol requeue`), which resumes from its newest checkpoint.
 package slurmjob

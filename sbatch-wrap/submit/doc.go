@@ -57,7 +57,14 @@
 // job's srun steps through sbatch's default --export=ALL; with --export=NONE
 // or a list, put --no-kill on the srun line. The failure of the first node
 // (the batch host, which runs task 0 and so the coordinator) is no shrink:
-// the coordinator is lost with it (what Slurm does then was not measured).
+// with --no-kill, slurmctld logs "Killing JobId=23 StepId=batch due to
+// failed node n1" and "StepId=0 on failed node n1", and leaves the job
+// RUNNING on n[2-3] (BatchHost=n1) with nothing to run, until its time
+// limit. So the worker tasks, once the coordinator stayed unreachable for
+// their join timeout (60 s) and Slurm set the batch host DOWN, requeue the
+// job (runtime/cli, requeueOrphan): on the lab it was requeued 61 s after the
+// kill and resumed from its checkpoint on other nodes
+// (TestBatchHostFailureRequeuesTheJob).
 //
 // It refuses, for an EasyScale job: --nodes/-N (the wrapper sets it),
 // --comment (the wrapper records the request there), heterogeneous jobs, and
