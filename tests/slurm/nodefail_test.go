@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
@@ -31,6 +33,23 @@ func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// showJob reads the test's own job with `scontrol show job -o`, for what
+// squeue does not print (Restarts); a test's job name forges nothing.
+func showJob(ctx context.Context, lab *slurmlab.Lab, id string) (slurmcli.JobDetail, error) {
+	out, err := lab.CLI.Output(ctx, "scontrol", "show", "job", "-o", id)
+	if err != nil {
+		return slurmcli.JobDetail{}, err
+	}
+	recs, err := slurmcli.ParseScontrol(out, slurmcli.KindJob)
+	if err != nil {
+		return slurmcli.JobDetail{}, err
+	}
+	if len(recs) != 1 {
+		return slurmcli.JobDetail{}, fmt.Errorf("scontrol show job %s: %d records", id, len(recs))
+	}
+	return slurmcli.JobDetailOf(recs[0])
 }
 
 // hostnames expands a Slurm node list ("n[1-3]") with scontrol.
@@ -74,7 +93,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	job, err := lab.CLI.ShowJob(ctx, id)
+	job, err := showJob(ctx, lab, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +116,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 			t.Logf("node %s %s %.1f s after the kill", victim, st, time.Since(killedAt).Seconds())
 			break
 		}
-		if j, err := lab.CLI.ShowJob(ctx, id); err == nil && j.State != "RUNNING" {
+		if j, err := showJob(ctx, lab, id); err == nil && j.State != "RUNNING" {
 			t.Fatalf("job %s is %s (restarts %d) before Slurm declared node %s down\n%s", id, j.State, j.Restarts, victim, jobOutput(lab, id))
 		}
 		if ctx.Err() != nil {
@@ -108,7 +127,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	// The job goes on without the node: it is removed from the allocation,
 	// and the job neither requeued nor killed.
 	for {
-		j, err := lab.CLI.ShowJob(ctx, id)
+		j, err := showJob(ctx, lab, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +155,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") {
 		t.Fatalf("the runtime did not treat the lost node as a shrink:\n%s", jobOutput(lab, id))
 	}
-	job, err = lab.CLI.ShowJob(ctx, id)
+	job, err = showJob(ctx, lab, id)
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 0 {
 		t.Fatalf("job %s ended %q with %d restarts (%v), want COMPLETED, never requeued\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -181,7 +200,7 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	job, err := lab.CLI.ShowJob(ctx, id)
+	job, err := showJob(ctx, lab, id)
 	if err != nil || job.BatchHost == "" {
 		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
 	}
@@ -189,7 +208,7 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 	lab.KillNode(t, job.BatchHost)
 	t.Logf("killed the batch host %s at step %d", job.BatchHost, lastStep(state))
 	for {
-		j, err := lab.CLI.ShowJob(ctx, id)
+		j, err := showJob(ctx, lab, id)
 		if err == nil && j.Restarts == 1 {
 			t.Logf("job %s requeued %.1f s after the kill (%s)", id, time.Since(killedAt).Seconds(), j.State)
 			break
@@ -209,7 +228,7 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after the requeue %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
-	job, err = lab.CLI.ShowJob(ctx, id)
+	job, err = showJob(ctx, lab, id)
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED after 1\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}

@@ -27,7 +27,7 @@ func TestRequeueOfAFinishedJobEndsAtOnce(t *testing.T) {
 		t.Fatalf("scontrol requeue %s: %v\n%s", id, err, out)
 	}
 	waitDone(t, lab, id, summary)
-	job, err := lab.CLI.ShowJob(ctx, id)
+	job, err := showJob(ctx, lab, id)
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
 		t.Fatalf("the requeued job ended %q after %d restarts (%v), want COMPLETED after 1\n%s", job.State, job.Restarts, err, jobOutput(lab, id))
 	}
