@@ -20,11 +20,13 @@ const defaultSlurmdTimeout = 300 * time.Second
 // job (sbatch --no-kill, which easyscale-sbatch adds) then stays RUNNING on
 // the other nodes, idle, until its time limit (seen on the lab). The task
 // requeues the job (`scontrol requeue`), which resumes from its newest
-// checkpoint, as Slurm would have done without --no-kill. While the batch
-// host is up the coordinator ended some other way and nothing is done;
-// while Slurm has not decided (the node does not answer, or it still looks
-// up) the task asks again every poll, for at most the cluster's
-// SlurmdTimeout plus margin. It reports whether it requeued the job.
+// checkpoint, as Slurm would have done without --no-kill. Slurm notices a
+// dead node only when its pings go unanswered, so a batch host that is
+// not DOWN is asked about again every poll, for at most the cluster's
+// SlurmdTimeout plus margin; if it is still not DOWN then, the coordinator
+// ended some other way (a crash on a healthy node, whose workers so exit 1
+// that much later) and nothing is done. It reports whether it requeued the
+// job.
 func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration) bool {
 	deadline := time.Now().Add(s.slurmdTimeout(ctx) + margin)
 	for {
