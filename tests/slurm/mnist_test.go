@@ -57,7 +57,13 @@ func jobOutput(lab *slurmlab.Lab, id string) string {
 // waitDone waits until the job has left the queue and returns its summary.
 func waitDone(t *testing.T, lab *slurmlab.Lab, id, summary string) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	return waitDoneWithin(t, lab, id, summary, 3*time.Minute)
+}
+
+// waitDoneWithin is waitDone with its deadline, for the longer jobs.
+func waitDoneWithin(t *testing.T, lab *slurmlab.Lab, id, summary string, d time.Duration) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
 		out, _ := lab.Command(ctx, "squeue", "-h", "-j", id, "-o", "%T").Output()

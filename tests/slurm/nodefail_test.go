@@ -144,7 +144,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s := waitDone(t, lab, id, summary)
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 936 steps on a shared 2-core machine
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -220,7 +220,7 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s := waitDone(t, lab, id, summary)
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 936 steps on a shared 2-core machine
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
