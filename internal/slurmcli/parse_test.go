@@ -528,3 +528,46 @@ func TestJobReportsOnlyItsOwnUnreadableRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestSqueueAndSinfoIgnoreTheCallersFiltersAndTimeFormat: squeue and sinfo
+// read filters (SQUEUE_USERS, SQUEUE_PARTITION, SQUEUE_NAMES, SINFO_PARTITION,
+// ...) and SLURM_TIME_FORMAT from the environment. Set for the daemon (a
+// profile, sudo -E), they hid jobs from Runner.Job (ErrNoSuchJob for a job
+// that runs, measured on the lab with SQUEUE_USERS=nobody) and turned
+// StartTime into "09:50:27" (SLURM_TIME_FORMAT=relative), which the daemon
+// silently read as "no planned start": no reservation was seen. The
+// commands must get none of those, and the standard time format.
+func TestSqueueAndSinfoIgnoreTheCallersFiltersAndTimeFormat(t *testing.T) {
+	caller := []string{"SLURM_CONF=/x", "SQUEUE_USERS=nobody", "SQUEUE_PARTITION=low", "SQUEUE_NAMES=zz", "SQUEUE_STATES=PENDING",
+		"SQUEUE_ACCOUNT=a", "SQUEUE_QOS=q", "SQUEUE_SORT=-i", "SINFO_PARTITION=low", "SINFO_SORT=-N", "SLURM_TIME_FORMAT=relative"}
+	tests := []struct {
+		name string
+		call func(r Runner) error
+	}{
+		{"squeue ListJobs", func(r Runner) error { _, _, err := r.ListJobs(context.Background()); return err }},
+		{"squeue Job", func(r Runner) error { _, err := r.Job(context.Background(), "7"); return err }},
+		{"sinfo", func(r Runner) error { _, err := r.Sinfo(context.Background()); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			r := Runner{Env: caller, Exec: func(_ context.Context, env []string, _ string, _ ...string) ([]byte, error) {
+				got = env
+				return nil, nil
+			}}
+			_ = tt.call(r)
+			if !slices.Contains(got, "SLURM_CONF=/x") {
+				t.Errorf("environment %q: SLURM_CONF dropped", got)
+			}
+			for _, e := range got {
+				k, _, _ := strings.Cut(e, "=")
+				if (strings.HasPrefix(k, "SQUEUE_") && k != "SQUEUE_FORMAT2") || strings.HasPrefix(k, "SINFO_") {
+					t.Errorf("environment keeps the caller's %s: it filters or reorders what the daemon reads", e)
+				}
+			}
+			if !slices.Contains(got, "SLURM_TIME_FORMAT=standard") {
+				t.Errorf("environment %q: want SLURM_TIME_FORMAT=standard, the layout TimeLayout parses", got)
+			}
+		})
+	}
+}

@@ -106,7 +106,7 @@ func TestRecord(t *testing.T) {
 		}
 	}
 	squeue := func(name string, args ...string) {
-		r := Runner{Env: append(withoutVars(os.Environ(), "SQUEUE_FORMAT"), SqueueFormatEnv(seps))}
+		r := Runner{Env: append(Runner{}.readEnv(), SqueueFormatEnv(seps))}
 		out, err := r.Output(ctx, "squeue", append(SqueueArgs(), args...)...)
 		if err != nil {
 			t.Fatal(err)

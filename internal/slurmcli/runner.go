@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 )
 
@@ -61,9 +60,9 @@ func (r Runner) output(ctx context.Context, env []string, name string, args ...s
 }
 
 // ListJobs runs squeue with [SqueueArgs] plus extra (e.g. "--jobs=12",
-// "--states=all") and fresh [NewSeparators] in SQUEUE_FORMAT2 (SQUEUE_FORMAT,
-// which would override it, is removed from the environment), and parses its
-// output. Records that cannot be read are returned in skipped, the others in
+// "--states=all") and fresh [NewSeparators] in SQUEUE_FORMAT2, in the
+// environment of [readEnv] (no SQUEUE_FORMAT, which would override it, no
+// caller's filters, the standard time format), and parses its output. Records that cannot be read are returned in skipped, the others in
 // jobs (see [ParseSqueue]); err is a failed command or output not in the
 // requested format.
 func (r Runner) ListJobs(ctx context.Context, extra ...string) (jobs []Job, skipped []*ParseError, err error) {
@@ -71,7 +70,7 @@ func (r Runner) ListJobs(ctx context.Context, extra ...string) (jobs []Job, skip
 	if err != nil {
 		return nil, nil, err
 	}
-	env := append(withoutVars(r.env(), "SQUEUE_FORMAT", "SQUEUE_FORMAT2"), SqueueFormatEnv(s))
+	env := append(r.readEnv(), SqueueFormatEnv(s))
 	out, err := r.output(ctx, env, "squeue", append(SqueueArgs(), extra...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing jobs: %w", err)
@@ -104,16 +103,22 @@ func (r Runner) env() []string {
 	return r.Env
 }
 
-// withoutVars returns a copy of env without the entries of the named variables.
-func withoutVars(env []string, names ...string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, e := range env {
+// readEnv is the environment of the squeue and sinfo calls whose output is
+// parsed: r's without any SQUEUE_* or SINFO_* variable (SQUEUE_FORMAT would
+// replace the format; SQUEUE_USERS, SQUEUE_PARTITION, SQUEUE_NAMES,
+// SINFO_PARTITION, ... would hide jobs or nodes, so a running job read by id
+// looked gone) and with SLURM_TIME_FORMAT=standard (another format, e.g.
+// "relative", prints times [TimeLayout] cannot read, so planned starts were
+// silently lost).
+func (r Runner) readEnv() []string {
+	out := make([]string, 0, len(r.env())+2)
+	for _, e := range r.env() {
 		k, _, _ := strings.Cut(e, "=")
-		if !slices.Contains(names, k) {
+		if !strings.HasPrefix(k, "SQUEUE_") && !strings.HasPrefix(k, "SINFO_") && k != "SLURM_TIME_FORMAT" {
 			out = append(out, e)
 		}
 	}
-	return out
+	return append(out, "SLURM_TIME_FORMAT=standard")
 }
 
 // SqueueStart lists pending jobs with their expected start (StartTime) and the nodes
@@ -156,14 +161,14 @@ func (r Runner) Job(ctx context.Context, id string) (Job, error) {
 	return Job{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
 }
 
-// Sinfo runs sinfo with [SinfoArgs] (fresh [NewSeparators]) plus extra and parses
-// its output.
+// Sinfo runs sinfo with [SinfoArgs] (fresh [NewSeparators]) plus extra, in
+// the environment of [readEnv], and parses its output.
 func (r Runner) Sinfo(ctx context.Context, extra ...string) ([]Node, error) {
 	s, err := NewSeparators()
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.Output(ctx, "sinfo", append(SinfoArgs(s), extra...)...)
+	out, err := r.output(ctx, r.readEnv(), "sinfo", append(SinfoArgs(s), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
