@@ -33,6 +33,8 @@ func TestRunRefusesFlagValuesThatWouldMeanSomethingElse(t *testing.T) {
 		{"a --kill-at rank of the default schedule", append(base, "--procs", "--kill-at", "0:8"), "",
 			[]string{"--kill-at 0:8", "8 workers", "pick a rank below 8"}},
 		{"a --term-at without worker processes", append(base, "--term-at", "0:0"), "", []string{"--kill-at and --term-at need worker processes", "--procs"}},
+		{"an empty --kill-at injects nothing", append(base, "--procs", "--kill-at", ""), "", []string{"--kill-at is empty", "leave the flag out"}},
+		{"an empty --term-at injects nothing", append(base, "--procs", "--term-at="), "", []string{"--term-at is empty", "leave the flag out"}},
 		{"a malformed --term-at", append(base, "--procs", "--term-at", "1"), "", []string{"--term-at \"1\"", "STEP:RANK"}},
 		{"a malformed slow-step fault", base, "soon", []string{"EASYSCALE_FAULT_SLOW_STEP", "STEP:DURATION"}},
 		{"a negative --threads of a worker", append(worker, "--threads", "-4"), "", []string{"--threads -4", "positive number of cores"}},

@@ -228,11 +228,17 @@ func runCmd(args []string, env Env) (code int) {
 }
 
 // checkRunFlags refuses flag values that would otherwise silently mean
-// something else: an explicitly empty --workers (the default), a
-// --threads below 1 (all cores), a negative --steps.
+// something else: an explicitly empty --workers (the default), an
+// explicitly empty --kill-at or --term-at (no fault at all), a --threads
+// below 1 (all cores), a negative --steps.
 func checkRunFlags(fs *pflag.FlagSet, workers string, threads int, steps int64) error {
 	if fs.Changed("workers") && strings.TrimSpace(workers) == "" {
 		return errors.New("--workers is empty: give N or STEP:N[,STEP:N...], e.g. --workers 0:2,20:4, or leave the flag out for one worker per logical worker")
+	}
+	for _, name := range []string{"kill-at", "term-at"} {
+		if f := fs.Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
+			return fmt.Errorf("--%s is empty: it would inject no fault; give STEP:RANK[,STEP:RANK...], e.g. 12:1, or leave the flag out", name)
+		}
 	}
 	if fs.Changed("threads") && threads < 1 {
 		return fmt.Errorf("--threads %d: give a positive number of cores, or leave the flag out to use all %d", threads, runtime.NumCPU())
