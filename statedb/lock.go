@@ -82,6 +82,20 @@ func cannotLockDirectories(err error) bool {
 		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)
 }
 
+// Writer returns the process that holds dir's writer lock (a running
+// writer: `easyscale run`), with its PID and host as in a *LockedError, or
+// nil when /proc/locks lists no holder of the lock on dir or DIR/lock on
+// this host. It takes no lock (so it cannot make a writer starting at the
+// same moment fail) and changes nothing; where /proc/locks is missing or
+// the writer runs in another PID namespace or on another host it returns
+// nil.
+func Writer(dir string) *LockedError {
+	if flockHolder(dir) == 0 && flockHolder(filepath.Join(dir, LockFile)) == 0 {
+		return nil
+	}
+	return holderOf(dir)
+}
+
 // holderOf names the writer holding dir's lock. The kernel's /proc/locks is
 // believed over DIR/lock, which anyone who can write the directory may
 // delete or rewrite.

@@ -137,10 +137,18 @@ func printStatus(state string, tail int, env Env) int {
 	default:
 		fmt.Fprintln(env.Stdout, "\nno usable checkpoint: a rerun starts from step 0")
 	}
+	writer := statedb.Writer(state)
 	if p, err := trainer.ReadProgress(state); err == nil {
 		switch {
 		case p.Done && p.Step == last:
 			fmt.Fprintf(env.Stdout, "finished: step %d of %d (horizon %d)\n", p.Step, p.Stop, p.Horizon)
+		case writer != nil:
+			// progress.json is written at most once a second and not
+			// during a long step: the lock, not its age, says running.
+			step := max(p.Step, last)
+			eta := time.Duration(float64(p.Stop-step) * p.StepSeconds * float64(time.Second)).Round(time.Second)
+			fmt.Fprintf(env.Stdout, "running (process %d on %s): step %d of %d on %d workers, %.3f s/step, ETA %s (progress as of %s)\n",
+				writer.PID, writer.Host, step, p.Stop, p.Workers, p.StepSeconds, eta, p.Updated.Format(time.RFC3339))
 		case p.Step < last || time.Since(p.Updated) > time.Minute:
 			fmt.Fprintf(env.Stdout, "not running: the ledger ends at step %d (last progress report %s); rerun the command to resume\n",
 				last, p.Updated.Format(time.RFC3339))

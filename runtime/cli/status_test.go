@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -148,5 +149,39 @@ func TestStatusOfAnUnknownJobIDSaysSo(t *testing.T) {
 	code := Main([]string{"status", "99"}, Env{Stdout: &out, Stderr: &errb, Slurm: fake.runner()})
 	if code != 1 || !strings.Contains(errb.String(), "job 99") || !strings.Contains(errb.String(), "no such job") {
 		t.Fatalf("exit %d, stderr %q: want 1 and an error naming job 99 as unknown", code, errb.String())
+	}
+}
+
+// TestStatusOfARunningJobDoesNotSayNotRunning: progress.json is written at
+// most once a second, so it lags the ledger of any fast run (and stays at
+// the last step before a long one). Status read that lag as a stopped run
+// and told the user to rerun the command while the writer still held the
+// state directory (seen on a real run: progress step 1, ledger step 3,
+// "not running ... rerun the command to resume"). A directory a writer
+// holds is running.
+func TestStatusOfARunningJobDoesNotSayNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(dir) // the running writer: holds the state directory's lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.InitJob(statedb.Job{ID: "sha256:" + strings.Repeat("3", 64), Name: "running", Spec: `{"seed":1}`, LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for step := int64(0); step <= 3; step++ {
+		if err := db.AppendLedger(statedb.LedgerEntry{Step: step, Digest: "sha256:" + strings.Repeat("a", 64), Workers: 2,
+			Placement: "0|1", SamplesHash: "sha256:" + strings.Repeat("b", 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progress := fmt.Sprintf(`{"step":1,"stop":30,"horizon":234,"workers":2,"step_seconds":0.05,"updated":%q,"done":false}`,
+		time.Now().UTC().Format(time.RFC3339Nano))
+	if err := os.WriteFile(filepath.Join(dir, "progress.json"), []byte(progress), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, stderr := run("status", dir)
+	if strings.Contains(stdout, "not running") || !strings.Contains(stdout, "running") {
+		t.Fatalf("status of a directory a writer holds:\n%s%s\nwant it running, not \"not running ... rerun\"", stdout, stderr)
 	}
 }
