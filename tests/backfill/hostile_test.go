@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
@@ -151,5 +152,36 @@ func TestAJobNameHolding0x1FDoesNotStopAnElasticJobFromGrowing(t *testing.T) {
 		if line["@message"] == "cycle failed; state kept, retrying" {
 			t.Errorf("a cycle failed beside job %s (named with 0x1F): %v", hostile, line["error"])
 		}
+	}
+}
+
+// TestTheDaemonsOwnSqueueVariablesHideNoJob: squeue reads filters and the
+// time format from its caller's environment. With SQUEUE_USERS=nobody,
+// SQUEUE_PARTITION=low and SLURM_TIME_FORMAT=relative set for the daemon
+// (a profile, sudo -E), root's running job read by id was "no such job"
+// and its start time "10:01:02", which the daemon reads as no time (no
+// reservation seen). On the real squeue it must be found, with its true
+// user and a start time in slurmcli.TimeLayout.
+func TestTheDaemonsOwnSqueueVariablesHideNoJob(t *testing.T) {
+	l := slurmlab.Require(t)
+	id := l.Submit(t, "#!/bin/sh\nsleep 120\n", "-p", "normal", "-w", "n1", "-J", "seen", "-t", "3")
+	waitRawState(t, l, id, 30*time.Second, "RUNNING")
+	r := slurmcli.Runner{Env: append(append([]string{}, l.Env...),
+		"SQUEUE_USERS=nobody", "SQUEUE_PARTITION=low", "SQUEUE_NAMES=other", "SQUEUE_FORMAT=%i", "SLURM_TIME_FORMAT=relative")}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j, err := r.Job(ctx, id)
+	if err != nil {
+		t.Fatalf("reading running job %s by id with the caller's SQUEUE_* variables set: %v", id, err)
+	}
+	if j.User != "root" || j.State != "RUNNING" {
+		t.Errorf("job %s: user %q state %q, want root RUNNING", id, j.User, j.State)
+	}
+	if _, ok, err := j.Start(time.Local); !ok || err != nil {
+		t.Errorf("job %s: start time %q is not in %s (ok %v, %v)", id, j.StartTime, slurmcli.TimeLayout, ok, err)
+	}
+	nodes, err := r.Sinfo(ctx)
+	if err != nil || len(nodes) != 4 {
+		t.Errorf("sinfo with the caller's variables: %d nodes, %v; want the lab's 4", len(nodes), err)
 	}
 }
