@@ -22,11 +22,20 @@ type ring interface {
 // accepting its predecessor on ln; epoch identifies the ring.
 type ringConnector func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error)
 
+// RingStallTimeout bounds how long a ring link may go without progress
+// (unless the I/O timeout is longer). A rank waits on its link while its
+// neighbours still compute their logical workers, which takes as long as a
+// step does, so the bound is long; a dead, cut-off or silent member is found
+// sooner by the coordinator's heartbeats, which close the ring on every
+// member (invalidateRing, Abort) so no all-reduce waits for this bound.
+const RingStallTimeout = 10 * time.Minute
+
 // connectCollective returns a ringConnector over runtime/collective whose
 // links are authenticated with the job secret and whose I/O stalls fail
-// after ioTimeout. epoch tags the ring so links of an older ring are
-// refused.
+// after max(ioTimeout, RingStallTimeout). epoch tags the ring so links of
+// an older ring are refused.
 func connectCollective(ioTimeout time.Duration, secret auth.Secret, jobID string) ringConnector {
+	ioTimeout = max(ioTimeout, RingStallTimeout)
 	return func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error) {
 		tl, ok := ln.(collective.Listener)
 		if !ok {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net"
@@ -358,5 +359,36 @@ func TestExternalWorkerRejoinsARestartedCoordinator(t *testing.T) {
 	}
 	if digest(second) != ref || !strings.HasSuffix(fmt.Sprint(second.summary["schedule"]), ":2") {
 		t.Fatalf("after the coordinator's SIGKILL at step %d: digest %s (fixed %s), schedule %v", killedAt, digest(second), ref, second.summary["schedule"])
+	}
+}
+
+// TestProcessWorkersSurviveAStepLongerThanTheIOTimeout runs worker processes
+// whose step 1 takes 12 s, longer than the 10 s network I/O timeout: the
+// ring waits for the slow computation (the peers are alive and send
+// heartbeats), so nothing is redone and the digest is the in-process run's.
+func TestProcessWorkersSurviveAStepLongerThanTheIOTimeout(t *testing.T) {
+	ref := digest(mustRun(t, "run", "--config", config(), "--steps", "3", "--no-eval"))
+	summary := filepath.Join(t.TempDir(), "s.json")
+	s := start(t, []string{slowStepEnv(1, 12*time.Second)}, "run", "--config", config(), "--steps", "3", "--no-eval",
+		"--procs", "--workers", "2", "--quiet", "--summary", summary)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("the run failed (%v):\n%s", err, s.stderr)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no exit within 3 min:\n%s", s.stderr)
+	}
+	if strings.Contains(s.stderr.String(), "redoing the step") {
+		t.Fatalf("a slow but live worker made the step be redone:\n%s", s.stderr)
+	}
+	var got struct {
+		Digest string `json:"digest"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, summary)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != ref {
+		t.Fatalf("digest %s, in-process %s", got.Digest, ref)
 	}
 }
