@@ -1,0 +1,93 @@
+"""The PyTorch DDP baseline of torch_vs_ddp_step_ratio (tests/bench/torch.go).
+
+    python3 ddp_bench.py MODULE STORE_FILE RANK WORLD LOGICAL_WORKERS MICRO_BATCH [key=value params...]
+
+WORLD processes train MODULE's job with torch.nn.parallel.DistributedDataParallel
+over gloo, with the global batch of LOGICAL_WORKERS micro-batches of
+MICRO_BATCH: each rank accumulates LOGICAL_WORKERS / WORLD micro-batches,
+under ``no_sync()`` on all but the last, so DDP all-reduces once per step,
+as a plain PyTorch script with gradient accumulation does. The data path is
+the one the easyscale arm reads: the same data set, the sample indices of
+the same logical workers (rank r reads those of logical workers
+r*k .. r*k+k-1, from easyscale.sampler), the same collate and the user's
+transform drawing from one generator per process. ``broadcast_buffers`` is
+off (the cheaper DDP: no buffer broadcast before each forward).
+
+Rank 0 reads commands from stdin, one per line: an integer K runs K steps
+and prints ``steps SECONDS...`` (rank 0's wall time of each step, from its
+start to the end of the optimizer step); 0 ends both ranks. The other ranks
+receive K from rank 0 over the process group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+import easyscale
+from easyscale.job import collate, load_module
+from easyscale.sampler import Cursor, LogicalSampler
+
+
+def main() -> None:
+    module, store_file = sys.argv[1], sys.argv[2]
+    rank, world, n, b = (int(a) for a in sys.argv[3:7])
+    params: dict[str, object] = dict(a.split("=", 1) for a in sys.argv[7:])  # type: ignore[misc]
+    if n % world:
+        sys.exit(f"ddp_bench: {n} logical workers do not split evenly over {world} processes")
+    torch.set_num_threads(1)
+    store = dist.FileStore(store_file, world)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(minutes=10))
+    cfg = easyscale.Config(seed=1, logical_workers=n, micro_batch=b, steps=1000, params=params)
+    job = load_module(module)(cfg)
+    model = DistributedDataParallel(job.model, broadcast_buffers=False)
+    k = n // world
+    mine = list(range(rank * k, rank * k + k))
+    sampler = LogicalSampler(len(job.train_set), n, cfg.seed)
+    cursors = {lw: Cursor() for lw in mine}
+    g = torch.Generator().manual_seed(12345 + rank)
+
+    def step() -> None:
+        model.train()
+        for i, lw in enumerate(mine):
+            idx, cursors[lw] = sampler.next(cursors[lw], lw, b)
+            samples = [job.train_set[j] for j in idx]
+            if job.transform is not None:
+                samples = [(job.transform(x, g), y) for x, y in samples]
+            x, y = collate(samples)
+            if i < k - 1:
+                with model.no_sync():
+                    (job.loss(model(x), y) / k).backward()
+            else:
+                (job.loss(model(x), y) / k).backward()
+        job.optimizer.step()
+        if job.lr_scheduler is not None:
+            job.lr_scheduler.step()
+        job.optimizer.zero_grad(set_to_none=True)
+
+    count = torch.zeros(1, dtype=torch.int64)
+    while True:
+        if rank == 0:
+            line = sys.stdin.readline()
+            count[0] = int(line) if line.strip() else 0
+        dist.broadcast(count, 0)
+        if int(count) == 0:
+            break
+        times = []
+        for _ in range(int(count)):
+            t = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t)
+        if rank == 0:
+            print("steps " + " ".join(f"{s:.6f}" for s in times), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

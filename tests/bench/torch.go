@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
+)
+
+func init() { register("torch", torchFigures) }
+
+const (
+	// torchLogicalWorkers and torchMicroBatch are the MNIST example's N and b.
+	torchLogicalWorkers = 8
+	torchMicroBatch     = 32
+	// torchRounds blocks of torchBlockSteps steps of each arm of
+	// torch_vs_ddp_step_ratio, alternating, after one untimed block each.
+	torchRounds     = 6
+	torchBlockSteps = 4
+	// torchRescales timed 2 -> 4 growths per kind (fresh, warm) of torch_rescale_s.
+	torchRescales = 3
+)
+
+// torchEnv is what the torch suite runs with.
+type torchEnv struct {
+	python   string // interpreter with torch (torchengine.Python)
+	pkg      string // PYTHONPATH entry holding the extracted easyscale package
+	benchDir string // runtime/torchengine/python/bench
+	examples string // examples/ (absolute)
+	mnist    string // directory of the four MNIST idx files
+	opticks  string // Newton's Opticks, the LM example's text
+}
+
+// torchFigures measures the PyTorch engine (issue 9): the cost of logical
+// workers on one process (python/bench/torch_bench.py), our step on two
+// Python processes against PyTorch DDP on two, and the time a 2 -> 4
+// rescale takes, through the engine's own process supervision.
+func torchFigures() ([]figure, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	env, cleanup, err := newTorchEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	figs, err := env.overhead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ddp, err := env.versusDDP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, ddp...)
+	fresh, err := env.rescaleFresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, fresh...)
+	warm, err := env.rescaleWarm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, warm...), nil
+}
+
+// newTorchEnv finds torch, extracts the easyscale package to a temporary
+// directory (removed by the returned cleanup) and locates the data sets.
+func newTorchEnv(ctx context.Context) (*torchEnv, func(), error) {
+	py, _, err := torchengine.Python(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the torch suite needs PyTorch (apt-get install python3-torch python3-torchvision python3-numpy): %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "easyscale-bench-torch-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	pkg, err := torchengine.Extract(tmp)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	mnist, err := data.LocateMNIST("")
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("the torch suite trains the MNIST examples: %w", err)
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		return a
+	}
+	env := &torchEnv{python: py, pkg: pkg, benchDir: abs(filepath.Join("runtime", "torchengine", "python", "bench")),
+		examples: abs("examples"), mnist: abs(mnist),
+		opticks: filepath.Join(goroot(), "src", "testdata", "Isaac.Newton-Opticks.txt")}
+	if _, err := os.Stat(filepath.Join(env.benchDir, "torch_bench.py")); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("the torch suite runs from the repository root: %w", err)
+	}
+	if _, err := os.Stat(env.opticks); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("the LM example's text ships with Go: %w", err)
+	}
+	return env, cleanup, nil
+}
+
+// goroot is `go env GOROOT` (the go command that runs the bench), else the
+// GOROOT this binary was built with.
+func goroot() string {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+		return strings.TrimSpace(string(out))
+	}
+	return runtime.GOROOT() //nolint:staticcheck // the fallback when no go command is on PATH
+}
+
+// command runs a Python script of benchDir with the job's pinned numerics.
+func (e *torchEnv) command(ctx context.Context, script string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, e.python, append([]string{filepath.Join(e.benchDir, script)}, args...)...)
+	cmd.Env = append(append(os.Environ(), torchengine.PinnedEnv...), "PYTHONPATH="+e.pkg)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// overhead runs torch_bench.py: torch_est_overhead_pct{,_lenet,_charlm}.
+func (e *torchEnv) overhead(ctx context.Context) ([]figure, error) {
+	out, err := e.command(ctx, "torch_bench.py", e.examples, e.mnist, e.opticks).Output()
+	if err != nil {
+		return nil, fmt.Errorf("running torch_bench.py: %w", err)
+	}
+	return parseFigures(strings.NewReader(string(out)))
+}
+
+// parseFigures reads `name value unit` lines; any other line is an error naming it.
+func parseFigures(r io.Reader) ([]figure, error) {
+	var figs []figure
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("line %d %q: want `name value unit`", line, text)
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d %q: value: %w", line, text, err)
+		}
+		figs = append(figs, figure{f[0], v, f[2]})
+	}
+	return figs, sc.Err()
+}
+
+// mnistJob is the torch MNIST example as the engine loads it.
+func (e *torchEnv) mnistJob() torchengine.JobConfig {
+	return torchengine.JobConfig{Module: filepath.Join(e.examples, "torch-mnist", "model.py"), Seed: 1,
+		LogicalWorkers: torchLogicalWorkers, MicroBatch: torchMicroBatch, Steps: 1000, Threads: 1, Device: "cpu",
+		Params: map[string]any{"data_dir": e.mnist}}
+}
+
+func (e *torchEnv) startOptions() torchengine.StartOptions {
+	return torchengine.StartOptions{Python: e.python, PackageDir: e.pkg, Stderr: os.Stderr,
+		HeartbeatTimeout: 30 * time.Second} // the machine is shared: a descheduled process is not a hung one
+}
+
+// ddpArm is the DDP baseline's two processes; rank 0 takes commands.
+type ddpArm struct {
+	cmds    []*exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	stopped bool
+}
+
+func (e *torchEnv) startDDP(ctx context.Context, dir string, world int) (*ddpArm, error) {
+	arm := &ddpArm{}
+	for rank := range world {
+		cmd := e.command(ctx, "ddp_bench.py", filepath.Join(e.examples, "torch-mnist", "model.py"),
+			filepath.Join(dir, "ddp-store"), strconv.Itoa(rank), strconv.Itoa(world),
+			strconv.Itoa(torchLogicalWorkers), strconv.Itoa(torchMicroBatch), "data_dir="+e.mnist)
+		if rank == 0 {
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				return nil, err
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return nil, err
+			}
+			arm.in, arm.out = in, bufio.NewScanner(out)
+		}
+		if err := cmd.Start(); err != nil {
+			arm.stop()
+			return nil, fmt.Errorf("starting the DDP baseline's rank %d: %w", rank, err)
+		}
+		arm.cmds = append(arm.cmds, cmd)
+	}
+	return arm, nil
+}
+
+// steps runs k DDP steps and returns rank 0's time of each.
+func (a *ddpArm) steps(k int) ([]time.Duration, error) {
+	if _, err := fmt.Fprintf(a.in, "%d\n", k); err != nil {
+		return nil, fmt.Errorf("DDP baseline: sending a command: %w", err)
+	}
+	if !a.out.Scan() {
+		return nil, fmt.Errorf("DDP baseline: rank 0 exited: %v", a.out.Err())
+	}
+	f := strings.Fields(a.out.Text())
+	if len(f) != k+1 || f[0] != "steps" {
+		return nil, fmt.Errorf("DDP baseline: got %q, want `steps` and %d times", a.out.Text(), k)
+	}
+	var ds []time.Duration
+	for _, s := range f[1:] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("DDP baseline: %q: %w", a.out.Text(), err)
+		}
+		ds = append(ds, time.Duration(v*float64(time.Second)))
+	}
+	return ds, nil
+}
+
+// stop ends both ranks and waits for them; later calls do nothing.
+func (a *ddpArm) stop() error {
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	if a.in != nil {
+		fmt.Fprintln(a.in, 0)
+		a.in.Close()
+	}
+	var err error
+	for _, c := range a.cmds {
+		err = errors.Join(err, c.Wait())
+	}
+	return err
+}
+
+// versusDDP measures torch_vs_ddp_step_ratio: the step of the MNIST example
+// (8 logical workers × 32) on 2 Python processes of the engine (the control
+// protocol, the chain over gloo, the contexts reported and the commit)
+// against DDP with gloo on 2 processes with the same global batch by
+// gradient accumulation. Blocks of steps of each alternate; each figure is
+// the fastest step of its arm.
+func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
+	dir, err := os.MkdirTemp("", "easyscale-bench-ddp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	l := torchengine.NewLocal(e.mnistJob(), e.startOptions())
+	defer l.Close()
+	if err := l.Resize(ctx, 2); err != nil {
+		return nil, fmt.Errorf("starting 2 python workers: %w", err)
+	}
+	ddp, err := e.startDDP(ctx, dir, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer ddp.stop()
+	sizes := []int{torchLogicalWorkers / 2, torchLogicalWorkers / 2}
+	var step int64
+	var ours, theirs []time.Duration
+	for round := range torchRounds + 1 {
+		for range torchBlockSteps {
+			t := time.Now()
+			if _, err := l.Step(ctx, step, sizes); err != nil {
+				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
+			}
+			if round > 0 {
+				ours = append(ours, time.Since(t))
+			}
+			step++
+		}
+		ds, err := ddp.steps(torchBlockSteps)
+		if err != nil {
+			return nil, err
+		}
+		if round > 0 {
+			theirs = append(theirs, ds...)
+		}
+	}
+	if err := ddp.stop(); err != nil {
+		return nil, fmt.Errorf("the DDP baseline: %w", err)
+	}
+	o, d := slices.Min(ours), slices.Min(theirs)
+	return []figure{
+		{"torch_vs_ddp_step_ratio", o.Seconds() / d.Seconds(), "x"},
+		{"torch_step_ms_p2", ms(o), "ms"},
+		{"torch_ddp_step_ms_p2", ms(d), "ms"},
+	}, nil
+}
+
+// rescaleFresh measures torch_rescale_s: from the decision to grow from 2 to
+// 4 processes to the end of the first step on 4, through Local.Resize
+// (start of the 2 joiners, torch import, the module and MNIST loaded, their
+// numerics admitted) and Local.Step (replica copy, process group of 4
+// rebuilt, the step). torch_rescale_start_s is the Resize part alone.
+func (e *torchEnv) rescaleFresh(ctx context.Context) ([]figure, error) {
+	l := torchengine.NewLocal(e.mnistJob(), e.startOptions())
+	defer l.Close()
+	two, four := []int{4, 4}, []int{2, 2, 2, 2}
+	var step int64
+	var total, start, steady []time.Duration
+	for range torchRescales {
+		if err := l.Resize(ctx, 2); err != nil {
+			return nil, fmt.Errorf("starting 2 python workers: %w", err)
+		}
+		for range 2 {
+			if _, err := l.Step(ctx, step, two); err != nil {
+				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
+			}
+			step++
+		}
+		t0 := time.Now()
+		if err := l.Resize(ctx, 4); err != nil {
+			return nil, fmt.Errorf("growing to 4 python workers: %w", err)
+		}
+		t1 := time.Now()
+		if _, err := l.Step(ctx, step, four); err != nil {
+			return nil, fmt.Errorf("step %d, the first on 4 python workers: %w", step, err)
+		}
+		t2 := time.Now()
+		step++
+		if _, err := l.Step(ctx, step, four); err != nil {
+			return nil, fmt.Errorf("step %d on 4 python workers: %w", step, err)
+		}
+		steady = append(steady, time.Since(t2))
+		step++
+		total, start = append(total, t2.Sub(t0)), append(start, t1.Sub(t0))
+	}
+	return []figure{
+		{"torch_rescale_s", slices.Min(total).Seconds(), "s"},
+		{"torch_rescale_start_s", slices.Min(start).Seconds(), "s"},
+		{"torch_step_ms_p4", ms(slices.Min(steady)), "ms"},
+	}, nil
+}
+
+// rescaleWarm measures torch_rescale_warm_s: the same 2 -> 4 growth with
+// joiners started and loaded before the decision (a pool of warm
+// processes), so the time left is the admission check, the replica copy,
+// the process group rebuild and the first step on 4. It drives a
+// torchengine.Group directly, which is what Local does underneath.
+func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
+	cfg := e.mnistJob()
+	var procs []*torchengine.Process
+	defer func() {
+		for _, p := range procs {
+			_ = p.Close(10 * time.Second)
+		}
+	}()
+	var ref *torchengine.Loaded
+	launch := func() (torchengine.Loaded, error) {
+		var loaded torchengine.Loaded
+		p, err := torchengine.Start(ctx, e.startOptions())
+		if err != nil {
+			return loaded, err
+		}
+		if _, err := p.Call(ctx, "load", loadRequest(cfg), nil, &loaded); err != nil {
+			p.Kill()
+			return loaded, fmt.Errorf("loading %s: %w", cfg.Module, err)
+		}
+		if ref == nil {
+			ref = &loaded
+		}
+		procs = append(procs, p)
+		return loaded, nil
+	}
+	for range 2 {
+		if _, err := launch(); err != nil {
+			return nil, err
+		}
+	}
+	g := torchengine.NewGroup(cfg.LogicalWorkers)
+	g.TimeoutSeconds = 30
+	members := func() []torchengine.Member {
+		m := make([]torchengine.Member, len(procs))
+		for i, p := range procs {
+			m[i] = p
+		}
+		return m
+	}
+	if err := g.Assign(ctx, members(), []int{4, 4}, nil, []bool{false, false}); err != nil {
+		return nil, err
+	}
+	var step int64
+	var warm []time.Duration
+	for range torchRescales {
+		for range 2 {
+			if _, err := g.Step(ctx, step); err != nil {
+				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
+			}
+			step++
+		}
+		var joiners []torchengine.Loaded
+		for range 2 {
+			loaded, err := launch()
+			if err != nil {
+				return nil, err
+			}
+			joiners = append(joiners, loaded) // admitted below, inside the timed part
+		}
+		t0 := time.Now()
+		for _, j := range joiners {
+			if err := torchengine.Admit(*ref, j); err != nil {
+				return nil, err
+			}
+		}
+		if err := g.Assign(ctx, members(), []int{2, 2, 2, 2}, procs[0], []bool{false, false, true, true}); err != nil {
+			return nil, fmt.Errorf("regrouping 4 python workers: %w", err)
+		}
+		if _, err := g.Step(ctx, step); err != nil {
+			return nil, fmt.Errorf("step %d, the first on 4 python workers: %w", step, err)
+		}
+		warm = append(warm, time.Since(t0))
+		step++
+		for _, p := range procs[2:] {
+			_ = p.Close(10 * time.Second)
+		}
+		procs = procs[:2]
+		if err := g.Assign(ctx, members(), []int{4, 4}, nil, []bool{false, false}); err != nil {
+			return nil, fmt.Errorf("shrinking back to 2 python workers: %w", err)
+		}
+	}
+	return []figure{{"torch_rescale_warm_s", slices.Min(warm).Seconds(), "s"}}, nil
+}
+
+// loadRequest is the control protocol's load request for cfg (what
+// torchengine.Local sends; python/easyscale/worker.py load).
+func loadRequest(c torchengine.JobConfig) map[string]any {
+	return map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device,
+		"config": map[string]any{"seed": c.Seed, "logical_workers": c.LogicalWorkers,
+			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": c.Params}}
+}
