@@ -213,27 +213,34 @@ func (e *torchEnv) startDDP(ctx context.Context, dir string, world int) (*ddpArm
 	return arm, nil
 }
 
-// steps runs k DDP steps and returns rank 0's time of each.
-func (a *ddpArm) steps(k int) ([]time.Duration, error) {
+// steps runs k steps of DDP and k of the easyscale step without the Go
+// side, alternating, and returns rank 0's time of each.
+func (a *ddpArm) steps(k int) (ddp, est []time.Duration, err error) {
 	if _, err := fmt.Fprintf(a.in, "%d\n", k); err != nil {
-		return nil, fmt.Errorf("DDP baseline: sending a command: %w", err)
+		return nil, nil, fmt.Errorf("DDP baseline: sending a command: %w", err)
 	}
-	if !a.out.Scan() {
-		return nil, fmt.Errorf("DDP baseline: rank 0 exited: %v", a.out.Err())
-	}
-	f := strings.Fields(a.out.Text())
-	if len(f) != k+1 || f[0] != "steps" {
-		return nil, fmt.Errorf("DDP baseline: got %q, want `steps` and %d times", a.out.Text(), k)
-	}
-	var ds []time.Duration
-	for _, s := range f[1:] {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("DDP baseline: %q: %w", a.out.Text(), err)
+	for _, want := range []string{"ddp", "est"} {
+		if !a.out.Scan() {
+			return nil, nil, fmt.Errorf("DDP baseline: rank 0 exited: %v", a.out.Err())
 		}
-		ds = append(ds, time.Duration(v*float64(time.Second)))
+		f := strings.Fields(a.out.Text())
+		if len(f) != k+1 || f[0] != want {
+			return nil, nil, fmt.Errorf("DDP baseline: got %q, want %s and %d times", a.out.Text(), want, k)
+		}
+		for _, s := range f[1:] {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("DDP baseline: %q: %w", a.out.Text(), err)
+			}
+			d := time.Duration(v * float64(time.Second))
+			if want == "ddp" {
+				ddp = append(ddp, d)
+			} else {
+				est = append(est, d)
+			}
+		}
 	}
-	return ds, nil
+	return ddp, est, nil
 }
 
 // stop ends both ranks and waits for them; later calls do nothing.
@@ -258,7 +265,9 @@ func (a *ddpArm) stop() error {
 // protocol, the chain over gloo, the contexts reported and the commit)
 // against DDP with gloo on 2 processes with the same global batch by
 // gradient accumulation. Blocks of steps of each alternate; each figure is
-// the fastest step of its arm.
+// the fastest step of its arm. The DDP processes also run the easyscale
+// step without the Go side (torch_python_step_ms_p2), which splits our
+// cost into the logical workers' share and the control protocol's.
 func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 	dir, err := os.MkdirTemp("", "easyscale-bench-ddp-")
 	if err != nil {
@@ -277,7 +286,7 @@ func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 	defer ddp.stop()
 	sizes := []int{torchLogicalWorkers / 2, torchLogicalWorkers / 2}
 	var step int64
-	var ours, theirs []time.Duration
+	var ours, theirs, direct []time.Duration
 	for round := range torchRounds + 1 {
 		for range torchBlockSteps {
 			t := time.Now()
@@ -289,22 +298,24 @@ func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 			}
 			step++
 		}
-		ds, err := ddp.steps(torchBlockSteps)
+		ds, es, err := ddp.steps(torchBlockSteps)
 		if err != nil {
 			return nil, err
 		}
 		if round > 0 {
-			theirs = append(theirs, ds...)
+			theirs, direct = append(theirs, ds...), append(direct, es...)
 		}
 	}
 	if err := ddp.stop(); err != nil {
 		return nil, fmt.Errorf("the DDP baseline: %w", err)
 	}
-	o, d := slices.Min(ours), slices.Min(theirs)
+	o, d, x := slices.Min(ours), slices.Min(theirs), slices.Min(direct)
 	return []figure{
 		{"torch_vs_ddp_step_ratio", o.Seconds() / d.Seconds(), "x"},
 		{"torch_step_ms_p2", ms(o), "ms"},
 		{"torch_ddp_step_ms_p2", ms(d), "ms"},
+		{"torch_python_step_ms_p2", ms(x), "ms"},
+		{"torch_python_vs_ddp_step_ratio", x.Seconds() / d.Seconds(), "x"},
 	}, nil
 }
 
@@ -356,7 +367,9 @@ func (e *torchEnv) rescaleFresh(ctx context.Context) ([]figure, error) {
 // rescaleWarm measures torch_rescale_warm_s: the same 2 -> 4 growth with
 // joiners started and loaded before the decision (a pool of warm
 // processes), so the time left is the admission check, the replica copy,
-// the process group rebuild and the first step on 4. It drives a
+// the process group rebuild and the first step on 4; torch_process_start_s
+// is the start and load of one such process (python, torch, the module and
+// MNIST, the numerics fingerprint and canary). It drives a
 // torchengine.Group directly, which is what Local does underneath.
 func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 	cfg := e.mnistJob()
@@ -401,7 +414,7 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 		return nil, err
 	}
 	var step int64
-	var warm []time.Duration
+	var warm, starts []time.Duration
 	for range torchRescales {
 		for range 2 {
 			if _, err := g.Step(ctx, step); err != nil {
@@ -411,10 +424,12 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 		}
 		var joiners []torchengine.Loaded
 		for range 2 {
+			t := time.Now()
 			loaded, err := launch()
 			if err != nil {
 				return nil, err
 			}
+			starts = append(starts, time.Since(t))
 			joiners = append(joiners, loaded) // admitted below, inside the timed part
 		}
 		t0 := time.Now()
@@ -439,7 +454,10 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 			return nil, fmt.Errorf("shrinking back to 2 python workers: %w", err)
 		}
 	}
-	return []figure{{"torch_rescale_warm_s", slices.Min(warm).Seconds(), "s"}}, nil
+	return []figure{
+		{"torch_rescale_warm_s", slices.Min(warm).Seconds(), "s"},
+		{"torch_process_start_s", slices.Min(starts).Seconds(), "s"},
+	}, nil
 }
 
 // loadRequest is the control protocol's load request for cfg (what

@@ -13,10 +13,16 @@ r*k .. r*k+k-1, from easyscale.sampler), the same collate and the user's
 transform drawing from one generator per process. ``broadcast_buffers`` is
 off (the cheaper DDP: no buffer broadcast before each forward).
 
-Rank 0 reads commands from stdin, one per line: an integer K runs K steps
-and prints ``steps SECONDS...`` (rank 0's wall time of each step, from its
-start to the end of the optimizer step); 0 ends both ranks. The other ranks
-receive K from rank 0 over the process group.
+The same processes also run the easyscale step without the Go side: an
+easyscale.Replica per process holding the same logical workers (of a twin of
+the job) and easyscale.reduce.chain over the same process group, the steps of
+the two arms alternating, so the difference to the engine's step through
+torchengine.Local is the control protocol's share.
+
+Rank 0 reads commands from stdin, one per line: an integer K runs K steps of
+each arm and prints ``ddp SECONDS...`` and ``est SECONDS...`` (rank 0's wall
+time of each step, from its start to the end of the optimizer step); 0 ends
+both ranks. The other ranks receive K from rank 0 over the process group.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 import easyscale
 from easyscale.job import collate, load_module
+from easyscale.reduce import chain
+from easyscale.replica import Replica
 from easyscale.sampler import Cursor, LogicalSampler
 
 
@@ -71,6 +79,17 @@ def main() -> None:
             job.lr_scheduler.step()
         job.optimizer.zero_grad(set_to_none=True)
 
+    twin = load_module(module)(cfg)
+    replica = Replica(twin, cfg, mine)
+    est_step = 0
+
+    def est() -> None:
+        nonlocal est_step
+        res = replica.compute(est_step, first_in_chain=(rank == 0))
+        local = res.local if rank == 0 else torch.empty(replica.numel)
+        replica.apply(chain(local, res.slots, n))
+        est_step += 1
+
     count = torch.zeros(1, dtype=torch.int64)
     while True:
         if rank == 0:
@@ -79,13 +98,15 @@ def main() -> None:
         dist.broadcast(count, 0)
         if int(count) == 0:
             break
-        times = []
-        for _ in range(int(count)):
-            t = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t)
+        times: dict[str, list[float]] = {"ddp": [], "est": []}
+        for i in range(int(count)):
+            for name, f in ((("ddp", step), ("est", est)) if i % 2 == 0 else (("est", est), ("ddp", step))):
+                t = time.perf_counter()
+                f()
+                times[name].append(time.perf_counter() - t)
         if rank == 0:
-            print("steps " + " ".join(f"{s:.6f}" for s in times), flush=True)
+            for name, ts in times.items():
+                print(name + " " + " ".join(f"{s:.6f}" for s in ts), flush=True)
     dist.destroy_process_group()
 
 
