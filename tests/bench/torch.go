@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,18 +113,19 @@ func newTorchEnv(ctx context.Context) (*torchEnv, func(), error) {
 	}
 	if _, err := os.Stat(env.opticks); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("the LM example's text ships with Go: %w", err)
+		return nil, nil, fmt.Errorf("the LM example's text ships with Go ($(go env GOROOT)/src/testdata): %w", err)
 	}
 	return env, cleanup, nil
 }
 
-// goroot is `go env GOROOT` (the go command that runs the bench), else the
-// GOROOT this binary was built with.
+// goroot is `go env GOROOT` (the go command that runs the bench), or "" when
+// there is no go command (the text is then not found, and the suite says so).
 func goroot() string {
-	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
-		return strings.TrimSpace(string(out))
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
 	}
-	return runtime.GOROOT() //nolint:staticcheck // the fallback when no go command is on PATH
+	return strings.TrimSpace(string(out))
 }
 
 // command runs a Python script of benchDir with the job's pinned numerics.
