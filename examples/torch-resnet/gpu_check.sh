@@ -5,6 +5,7 @@
 #   - the same digests on 2 processes (4 + 4 logical workers, chain over gloo),
 #   - torch_est_overhead_pct there (8 logical workers vs plain accumulation of the same micro-batches).
 # Prints `name value unit` lines on stdout (digests and logs on stderr); exits 1 when a digest differs.
+# Each stage has a timeout; together they stay under 5 minutes (70 + 70 + 90 + 60 s).
 #
 #   examples/torch-resnet/gpu_check.sh                  # on the GPU machine, from anywhere in the repository
 #   DEVICE=cpu examples/torch-resnet/gpu_check.sh       # tiny sizes on the CPU (checks the script itself)
@@ -60,10 +61,10 @@ EOF
 args=(--device "$DEVICE" --steps "$STEPS" --micro-batch "$MICRO_BATCH" --data-dir "$data" --stem "$STEM"
       --train-samples "$TRAIN_SAMPLES")
 start=$(date +%s)
-timeout 120 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 1 --out "$tmp/p1a.json" "${args[@]}"
-timeout 120 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 1 --out "$tmp/p1b.json" "${args[@]}"
-timeout 150 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 2 --out "$tmp/p2.json" "${args[@]}"
-timeout 120 "$PYTHON" examples/torch-resnet/gpu_check.py overhead --repeats "$REPEATS" "${args[@]}"
+timeout 70 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 1 --out "$tmp/p1a.json" "${args[@]}"
+timeout 70 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 1 --out "$tmp/p1b.json" "${args[@]}"
+timeout 90 "$PYTHON" examples/torch-resnet/gpu_check.py run --procs 2 --out "$tmp/p2.json" "${args[@]}"
+timeout 60 "$PYTHON" examples/torch-resnet/gpu_check.py overhead --repeats "$REPEATS" "${args[@]}"
 
 "$PYTHON" - "$tmp" "$synthetic" "$(( $(date +%s) - start ))" <<'EOF'
 import json, sys
