@@ -290,7 +290,7 @@ func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 	for round := range torchRounds + 1 {
 		for range torchBlockSteps {
 			t := time.Now()
-			if _, err := l.Step(ctx, step, sizes); err != nil {
+			if _, err := l.Step(ctx, step, sizes, nil); err != nil {
 				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
 			}
 			if round > 0 {
@@ -335,7 +335,7 @@ func (e *torchEnv) rescaleFresh(ctx context.Context) ([]figure, error) {
 			return nil, fmt.Errorf("starting 2 python workers: %w", err)
 		}
 		for range 2 {
-			if _, err := l.Step(ctx, step, two); err != nil {
+			if _, err := l.Step(ctx, step, two, nil); err != nil {
 				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
 			}
 			step++
@@ -345,12 +345,12 @@ func (e *torchEnv) rescaleFresh(ctx context.Context) ([]figure, error) {
 			return nil, fmt.Errorf("growing to 4 python workers: %w", err)
 		}
 		t1 := time.Now()
-		if _, err := l.Step(ctx, step, four); err != nil {
+		if _, err := l.Step(ctx, step, four, nil); err != nil {
 			return nil, fmt.Errorf("step %d, the first on 4 python workers: %w", step, err)
 		}
 		t2 := time.Now()
 		step++
-		if _, err := l.Step(ctx, step, four); err != nil {
+		if _, err := l.Step(ctx, step, four, nil); err != nil {
 			return nil, fmt.Errorf("step %d on 4 python workers: %w", step, err)
 		}
 		steady = append(steady, time.Since(t2))
@@ -382,7 +382,7 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 	var ref *torchengine.Loaded
 	launch := func() (torchengine.Loaded, error) {
 		var loaded torchengine.Loaded
-		p, err := torchengine.Start(ctx, e.startOptions())
+		p, err := torchengine.Start(e.startOptions())
 		if err != nil {
 			return loaded, err
 		}
@@ -417,7 +417,7 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 	var warm, starts []time.Duration
 	for range torchRescales {
 		for range 2 {
-			if _, err := g.Step(ctx, step); err != nil {
+			if _, err := g.Step(ctx, step, nil); err != nil {
 				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
 			}
 			step++
@@ -441,7 +441,7 @@ func (e *torchEnv) rescaleWarm(ctx context.Context) ([]figure, error) {
 		if err := g.Assign(ctx, members(), []int{2, 2, 2, 2}, procs[0], []bool{false, false, true, true}); err != nil {
 			return nil, fmt.Errorf("regrouping 4 python workers: %w", err)
 		}
-		if _, err := g.Step(ctx, step); err != nil {
+		if _, err := g.Step(ctx, step, nil); err != nil {
 			return nil, fmt.Errorf("step %d, the first on 4 python workers: %w", step, err)
 		}
 		warm = append(warm, time.Since(t0))
