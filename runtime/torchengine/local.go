@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -129,13 +130,40 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 		}
 		l.sizes = nil
 	}
-	for len(l.procs) < workers {
-		p, err := l.launch(ctx, len(l.procs))
+	if len(l.procs) < workers && l.ref == nil { // the first process sets the numerics the others must match
+		p, err := l.launch(ctx, 0)
 		if err != nil {
 			return err
 		}
-		l.procs = append(l.procs, p)
-		l.sizes = nil
+		l.procs, l.sizes = append(l.procs, p), nil
+	}
+	// The joiners start at once (each spends about a second importing torch
+	// and loading the job) and are admitted in rank order.
+	n := workers - len(l.procs)
+	if n <= 0 {
+		return nil
+	}
+	started := make([]*Process, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started[i], errs[i] = l.launch(ctx, len(l.procs)+i)
+		}()
+	}
+	wg.Wait()
+	for i, p := range started {
+		if errs[i] != nil {
+			for _, q := range started[i:] {
+				if q != nil {
+					q.Kill()
+				}
+			}
+			return errs[i]
+		}
+		l.procs, l.sizes = append(l.procs, p), nil
 	}
 	return nil
 }
@@ -156,7 +184,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 	}
 	if l.ref == nil {
 		l.ref = &loaded
-	} else if err := Admit(*l.ref, loaded); err != nil {
+	} else if err := Admit(*l.ref, loaded); err != nil { // l.ref is set before joiners launch concurrently
 		p.Kill()
 		return nil, fmt.Errorf("python worker %d refused: %w", rank, err)
 	}

@@ -85,6 +85,7 @@ class Replica:
         self.numel = sum(p.numel() for _, p in self.params)
         self.sampler = LogicalSampler(len(job.train_set), config.logical_workers, config.seed)
         self.bank = BufferBank(job.model, [])
+        self._gen = torch.Generator()
         self.cursors: dict[int, Cursor] = {}
         for lw in logical_workers:
             self.add(lw)
@@ -156,7 +157,10 @@ class Replica:
     def _sample(self, index: int, epoch: int) -> tuple[torch.Tensor, Any]:
         x, y = self.job.train_set[index]
         if self.job.transform is not None:
-            x = self.job.transform(x, streams.sample_generator(self.config.seed, epoch, index))
+            # One generator, re-seeded per sample: the same stream as a new one (streams.sample_generator)
+            # for a quarter of the cost. The transform must not keep it past the call.
+            self._gen.manual_seed(streams.key(self.config.seed, epoch, index, streams.PURPOSE_AUGMENT))
+            x = self.job.transform(x, self._gen)
         return x, y
 
     def _take_grads(self, lw: int) -> torch.Tensor:
@@ -185,8 +189,8 @@ class Replica:
     def apply(self, reduced: torch.Tensor) -> None:
         """Apply the reduced flat gradient: optimizer step, LR scheduler step, gradients cleared."""
         at = 0
-        for _, p in self.params:
-            p.grad = reduced[at:at + p.numel()].view_as(p).clone()
+        for _, p in self.params:  # views of the reduced buffer: the optimizer reads them, nothing writes them
+            p.grad = reduced[at:at + p.numel()].view_as(p)
             at += p.numel()
         self.job.optimizer.step()
         if self.job.lr_scheduler is not None:
