@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
@@ -100,8 +101,8 @@ func runCmd(args []string, env Env) (code int) {
 	torch := spec.Engine == jobspec.EngineTorch
 	var wl workload.Workload
 	if torch {
-		if *procs || *listen != "" {
-			fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" runs every physical worker as a Python process already: drop --procs and --listen (workers joining from other machines are not supported for torch jobs yet)")
+		if *procs {
+			fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" runs every physical worker as a Python process already: drop --procs (--workers sets how many; --listen lets workers on other machines join)")
 			return 2
 		}
 	} else if wl, err = workload.New(spec); err != nil {
@@ -159,12 +160,27 @@ func runCmd(args []string, env Env) (code int) {
 		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
 	if torch {
 		eng, err := torchengine.New(ctx, torchengine.Options{Spec: spec, Stderr: env.Stderr,
-			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms)})
+			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms), Listen: *listen, Logger: log})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 1
 		}
 		opts.Engine = eng
+		if *listen != "" {
+			// Workers on other machines join this engine; this machine
+			// keeps --workers processes (default one) of its own.
+			ln, err := listenTorch(eng, state, *listen, log)
+			if err != nil {
+				eng.Close()
+				fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+				return 2
+			}
+			opts.StateDir = *state
+			if opts.Schedule == nil {
+				opts.Schedule = schedule.Schedule{{Workers: 1}}
+			}
+			log.Info("waiting for workers", "join", ln.Addr(), "token_file", ln.TokenPath(), "workers", opts.Schedule[0].Workers)
+		}
 	}
 	var finish func(*trainer.Summary)
 	if onSlurm {
@@ -172,7 +188,7 @@ func runCmd(args []string, env Env) (code int) {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 1
 		}
-	} else if *procs || *listen != "" {
+	} else if !torch && (*procs || *listen != "") {
 		// --procs launches the schedule's workers here; --listen alone
 		// hosts the coordinator and one local worker, and waits for the
 		// others to join with `easyscale worker`.
@@ -371,4 +387,20 @@ func engineName(spec *jobspec.Spec) string {
 		return jobspec.EngineNative
 	}
 	return spec.Engine
+}
+
+// listenTorch lets workers on other machines join a torch job: the token
+// goes into the state directory (a fresh temporary one without --state).
+func listenTorch(eng *torchengine.Engine, state *string, listen string, log hclog.Logger) (*cluster.Listener, error) {
+	if *state == "" {
+		dir, err := os.MkdirTemp("", "easyscale-state-")
+		if err != nil {
+			return nil, err
+		}
+		*state = dir
+	}
+	if err := os.MkdirAll(*state, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	return eng.Listen(cluster.ListenerOptions{StateDir: *state, Listen: listen, Logger: log})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
@@ -37,6 +38,7 @@ func workerCmd(args []string, env Env) int {
 	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
 	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
 	leaveGrace := fs.Duration("leave-grace", cluster.DefaultLeaveGrace, "after SIGTERM, how long to wait for the step boundary before abandoning the step in progress and leaving (keep it under Slurm's KillWait)")
+	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "torch jobs: the Python process silent this long is declared hung")
 	var lf logFlags
 	lf.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -81,7 +83,8 @@ func workerCmd(args []string, env Env) int {
 		*jobID = strings.TrimSpace(string(b))
 	}
 	err = cluster.RunWorker(context.Background(), cluster.WorkerOptions{Join: *join, Secret: secret, JobID: *jobID,
-		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, LeaveGrace: leaveGraceOption(*leaveGrace), Logger: log})
+		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, LeaveGrace: leaveGraceOption(*leaveGrace), Logger: log,
+		Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: *hbTimeout})})
 	if errors.Is(err, cluster.ErrLeft) {
 		log.Info("left the job")
 		return 0

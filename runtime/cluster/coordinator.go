@@ -224,49 +224,19 @@ func (c *Coordinator) TokenPath() string { return filepath.Join(c.o.TokenDir, To
 // step boundary. A joiner with a wrong token, job or version is refused
 // and logged; the job goes on.
 func (c *Coordinator) accept() {
+	g := &gate{spec: c.o.Spec, data: c.o.Data, jobID: c.jobID, secret: c.secret, ioTimeout: c.o.IOTimeout, joinTimeout: c.o.JoinTimeout, log: c.log}
 	for {
 		nc, err := c.ln.Accept()
 		if err != nil {
 			return
 		}
 		go func() {
-			peerInfo, err := auth.Server(c.ctx, nc, auth.Config{JobID: c.jobID, Secret: c.secret})
+			p, join, err := g.greet(c.ctx, nc)
 			if err != nil {
 				c.log.Warn("refused a joiner", "remote", nc.RemoteAddr().String(), "error", err)
-				nc.Close()
 				return
 			}
-			m := &member{p: &peer{c: wire.NewConn(nc, c.o.IOTimeout, wire.MaxTensor)}, gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
-			if err := m.p.send(typeWelcome, welcomeMsg{Spec: c.o.Spec.Canonical(), DataDir: c.o.Spec.Data.Dir}, 0, nil); err != nil {
-				c.log.Warn("welcoming a joiner", "remote", m.addr, "error", err)
-				nc.Close()
-				return
-			}
-			m.p.c.Timeout = c.o.JoinTimeout // the joiner loads its data now
-			err = m.p.recvJSON(typeJoin, &m.join)
-			m.p.c.Timeout = c.o.IOTimeout
-			if err != nil {
-				c.log.Warn("refused a joiner", "remote", m.addr, "error", err)
-				nc.Close()
-				return
-			}
-			if m.join.Version != ProtocolVersion || m.join.JobID != c.jobID {
-				c.log.Warn("refused a joiner", "remote", m.addr, "version", m.join.Version, "job", m.join.JobID)
-				nc.Close()
-				return
-			}
-			if err := c.o.Data.Compare(m.join.Data); err != nil {
-				var file string
-				if dm := (*data.DataMismatchError)(nil); errors.As(err, &dm) {
-					file = dm.File
-				}
-				c.log.Warn("refused a joiner: its training data differ", "remote", m.addr, "node", m.join.Host, "pid", m.join.PID,
-					"file", file, "error", err)
-				_ = m.p.send(typeRefused, refusedMsg{Reason: err.Error(), File: file}, 0, nil)
-				nc.Close()
-				return
-			}
-			_ = peerInfo
+			m := &member{p: p, join: join, gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
 			c.log.Info("worker waiting for admission", "remote", m.addr, "host", m.join.Host, "pid", m.join.PID)
 			select {
 			case c.joiners <- m:

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"encoding/json"
+
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/wire"
 )
@@ -25,12 +27,13 @@ const (
 	typeHeartbeat wire.Type = 42 // either way, empty JSON object, every second
 	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
 	typeRefused   wire.Type = 44 // coordinator → joiner, JSON refusedMsg: not admitted, do not retry
+	typeQueued    wire.Type = 45 // coordinator → joiner of an engine session, empty JSON: checks passed, admitted at a step boundary
 )
 
 func init() {
 	for t, n := range map[wire.Type]string{typeJoin: "join", typeWelcome: "welcome", typeState: "state", typeStep: "step",
 		typeBuffers: "buffers", typeStepDone: "step-done", typeCommit: "commit", typeAbort: "abort", typeLeave: "leave",
-		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused"} {
+		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused", typeQueued: "queued"} {
 		wire.RegisterName(t, n)
 	}
 }
@@ -46,6 +49,9 @@ type joinMsg struct {
 	// load order; the coordinator refuses a worker whose data differ
 	// from its own.
 	Data data.Manifest `json:"data"`
+	// Engine is what an engine's worker reports beyond the data (a torch
+	// worker: its Python process's numerics); the engine checks it.
+	Engine json.RawMessage `json:"engine,omitempty"`
 }
 
 // refusedMsg tells a joiner why it is not admitted (e.g. its training data
@@ -62,6 +68,10 @@ type refusedMsg struct {
 type welcomeMsg struct {
 	Spec    string `json:"spec"`
 	DataDir string `json:"data_dir,omitempty"`
+	// Module is a torch job's module file as the coordinator reads it
+	// (the spec holds only its sha256); a worker checks its own copy
+	// against the spec's digest.
+	Module string `json:"module,omitempty"`
 }
 
 // stateMsg admits a worker at a step boundary: the layout and checksum of

@@ -61,6 +61,10 @@ type WorkerOptions struct {
 	// instead of retrying for JoinTimeout.
 	Ended  func() bool
 	Logger hclog.Logger
+	// Torch runs this worker's part of a torch job (engine = "torch") on
+	// the authenticated, welcomed connection (torchengine.RunWorker); nil
+	// refuses torch jobs.
+	Torch func(ctx context.Context, s *EngineSession) error
 	// connectRing builds the all-reduce ring (tests may replace it).
 	connectRing ringConnector
 }
@@ -295,7 +299,14 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 		case <-admitted:
 		}
 	}()
-	if err := s.prepare(); err != nil {
+	spec, err := s.welcome()
+	if err != nil {
+		return err
+	}
+	if spec.Engine == jobspec.EngineTorch {
+		return s.engineSession(ctx, spec, nc, leaveReq, leaveNow, markAdmitted)
+	}
+	if err := s.prepare(spec); err != nil {
 		return err
 	}
 	hn, _ := os.Hostname()
@@ -338,25 +349,34 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 	return s.loop(ctx)
 }
 
-// prepare reads the job the coordinator welcomes this worker to, loads
-// its data and builds the replica, before asking to be admitted.
-func (s *session) prepare() error {
+// welcome reads the job the coordinator welcomes this worker to, with
+// this machine's data directory.
+func (s *session) welcome() (*jobspec.Spec, error) {
 	var w welcomeMsg
 	if err := s.p.recvJSON(typeWelcome, &w); err != nil {
-		return fmt.Errorf("%w: waiting for the welcome: %v", errNeverJoined, err)
+		return nil, fmt.Errorf("%w: waiting for the welcome: %v", errNeverJoined, err)
 	}
 	var spec jobspec.Spec
 	if err := json.Unmarshal([]byte(w.Spec), &spec); err != nil {
-		return fmt.Errorf("decoding the job spec: %w", err)
+		return nil, fmt.Errorf("decoding the job spec: %w", err)
 	}
 	spec.Data.Dir = w.DataDir
 	if s.o.DataDir != "" {
 		spec.Data.Dir = s.o.DataDir
 	}
-	if err := spec.Validate(); err != nil {
-		return fmt.Errorf("the coordinator's job spec: %w", err)
+	if spec.Torch != nil {
+		spec.Torch.Module, spec.Torch.ModulePath = w.Module, w.Module
 	}
-	wl, err := workload.New(&spec)
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("the coordinator's job spec: %w", err)
+	}
+	return &spec, nil
+}
+
+// prepare loads the native job's data and builds the replica, before
+// asking to be admitted.
+func (s *session) prepare(spec *jobspec.Spec) error {
+	wl, err := workload.New(spec)
 	if err != nil {
 		return err
 	}
@@ -364,7 +384,7 @@ func (s *session) prepare() error {
 	if threads < 1 {
 		threads = max(1, numCPU())
 	}
-	rep, err := trainer.NewReplica(&spec, wl, threads)
+	rep, err := trainer.NewReplica(spec, wl, threads)
 	if err != nil {
 		return err
 	}
@@ -372,7 +392,7 @@ func (s *session) prepare() error {
 	if err != nil {
 		return err
 	}
-	s.spec, s.wl, s.rep, s.sampler = &spec, wl, rep, sampler
+	s.spec, s.wl, s.rep, s.sampler = spec, wl, rep, sampler
 	s.reduced = make([]float32, rep.NumParams())
 	return nil
 }

@@ -2,12 +2,18 @@ package torchengine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
@@ -41,6 +47,13 @@ type Options struct {
 	// listed SIGKILLs (SIGTERMs) itself once its step has started; once, so
 	// the redone step runs clean.
 	KillAt, TermAt map[int64][]int
+	// Listen is the coordinator's --listen address when workers on other
+	// machines may join (Engine.Listen): its host is the address this
+	// machine's processes are reached on, and their gloo uses the
+	// interface holding it.
+	Listen string
+	// Logger logs admissions and releases (a null logger when nil).
+	Logger hclog.Logger
 }
 
 // Engine is the PyTorch engine: trainer.Engine over local Python processes.
@@ -50,6 +63,12 @@ type Engine struct {
 	files   data.Manifest
 	samples int
 	digest  string
+	log     hclog.Logger
+
+	ln      *cluster.Listener
+	stop    chan struct{} // closed by Close: the intake of joiners ends
+	mu      sync.Mutex
+	pending []*remote // joiners that passed the checks, admitted at the next Boundary
 }
 
 var _ trainer.Engine = (*Engine)(nil)
@@ -89,18 +108,49 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if hb <= 0 {
 		hb = 5
 	}
-	cfg := JobConfig{Module: spec.Torch.ModulePath, Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers,
-		MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps), Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+	cfg := jobConfig(spec, params)
 	start := StartOptions{Python: py, PackageDir: dir, Stderr: o.Stderr, HeartbeatTimeout: time.Duration(hb) * time.Second}
 	if start.Stderr == nil {
 		start.Stderr = os.Stderr
 	}
-	e := &Engine{local: NewLocal(cfg, start), opts: o, files: files}
+	var host string
+	if o.Listen != "" {
+		if host, _, err = net.SplitHostPort(o.Listen); err != nil {
+			return nil, fmt.Errorf("--listen %q: want HOST:PORT: %w", o.Listen, err)
+		}
+		if ifname := ifaceOf(host); ifname != "" {
+			start.Env = append(start.Env, "GLOO_SOCKET_IFNAME="+ifname)
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	e := &Engine{local: NewLocal(cfg, start), opts: o, files: files, log: log.Named("torch"), stop: make(chan struct{})}
+	if host != "" && !net.ParseIP(host).IsUnspecified() {
+		e.local.Host = host
+	}
+	if o.Listen != "" {
+		// A worker on another machine cut off by the network closes no
+		// socket: its hung peers are killed (Group.Step), but the
+		// survivors' collectives with it end only at this bound, so it is
+		// kept near the heartbeat timeout (a chain wait for a peer's
+		// computation must stay below it: raise --heartbeat-timeout for
+		// steps that take longer).
+		e.local.group.TimeoutSeconds = max(20, 4*float64(hb))
+	}
 	if err := e.local.Resize(ctx, 1); err != nil {
 		return nil, err
 	}
 	e.samples, e.digest = e.local.ref.TrainSamples, e.local.ref.Digest
 	return e, nil
+}
+
+// jobConfig is what every Python process of spec loads; params are the
+// job file's [torch.params] with the located datasets' paths.
+func jobConfig(spec *jobspec.Spec, params map[string]any) JobConfig {
+	return JobConfig{Module: spec.Torch.ModulePath, Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers,
+		MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps), Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
 }
 
 // locateDatasets finds the job's datasets, adds their paths to params and
@@ -163,9 +213,63 @@ func (e *Engine) Workers() int { return e.local.Workers() }
 // Resize starts or stops Python processes.
 func (e *Engine) Resize(ctx context.Context, workers int) error { return e.local.Resize(ctx, workers) }
 
-// Boundary reports no change: local processes join and leave only through
-// Resize and SIGTERM (handled in Step).
-func (e *Engine) Boundary(context.Context, int64) (bool, error) { return false, nil }
+// Listen accepts workers of this job from other machines (`easyscale
+// worker --join`) on o.Listen: the token and job-id files go into
+// o.StateDir (or o.TokenDir), joiners pass cluster's handshake and data
+// check and this engine's numerics check (Admit against the first
+// process, and the Python package's version), and wait for the next
+// Boundary. o.Spec, o.Data and o.Check are set here.
+func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
+	ref := *e.local.ref
+	o.Spec, o.Data = e.opts.Spec, e.files
+	o.Check = func(raw json.RawMessage) error { return checkJoin(ref, raw) }
+	ln, err := cluster.NewListener(o)
+	if err != nil {
+		return nil, err
+	}
+	e.ln = ln
+	timeout := e.local.start.HeartbeatTimeout
+	go func() {
+		for {
+			select {
+			case j := <-ln.Joiners():
+				r := newRemote(j.Conn, timeout, j.Node, j.Addr, j.LocalAddr)
+				e.mu.Lock()
+				e.pending = append(e.pending, r)
+				e.mu.Unlock()
+			case <-e.stop:
+				return
+			}
+		}
+	}()
+	return ln, nil
+}
+
+// Boundary removes remote workers lost since the last step and admits the
+// joiners queued by Listen as the last ranks (they receive a surviving
+// worker's replica and the logical workers' contexts at the next Step). It
+// reports whether the membership changed.
+func (e *Engine) Boundary(_ context.Context, step int64) (bool, error) {
+	gone := e.local.dropGone()
+	for _, r := range gone {
+		e.log.Warn("removing a lost worker", "rank", r, "step", step)
+	}
+	e.mu.Lock()
+	pending := e.pending
+	e.pending = nil
+	e.mu.Unlock()
+	admitted := 0
+	for _, r := range pending {
+		if r.exited() {
+			e.log.Warn("a joiner left before its admission", "node", r.node, "remote", r.addr)
+			continue
+		}
+		e.local.addRemote(r)
+		admitted++
+		e.log.Info("admitted", "rank", e.local.Workers()-1, "node", r.node, "remote", r.addr, "gloo", r.localAddr, "step", step)
+	}
+	return len(gone) > 0 || admitted > 0, nil
+}
 
 // Step runs and commits step on plan. A lost process is reported as a
 // *trainer.LostError after it is removed; a process that got SIGTERM is
@@ -257,5 +361,17 @@ func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
 	return e.local.Evaluate(ctx)
 }
 
-// Close stops every Python process.
-func (e *Engine) Close() error { return e.local.Close() }
+// Close stops every Python process and releases the remote workers.
+func (e *Engine) Close() error {
+	close(e.stop)
+	if e.ln != nil {
+		e.ln.Close()
+	}
+	e.mu.Lock()
+	for _, r := range e.pending {
+		r.Kill()
+	}
+	e.pending = nil
+	e.mu.Unlock()
+	return e.local.Close()
+}

@@ -91,7 +91,10 @@ type Local struct {
 	cfg   JobConfig
 	start StartOptions
 	group *Group
-	procs []*Process
+	procs []*slot // in rank order
+	// Host is the address other nodes reach this machine's processes on
+	// (the coordinator's --listen host; 127.0.0.1 on one node).
+	Host  string
 	ref   *Loaded // the numerics of the job's first process
 	sizes []int   // the assignment in force; nil after a change of processes
 	// restore is a checkpoint's replica every process loads at the next assignment.
@@ -104,42 +107,80 @@ type Local struct {
 	EnvOf func(rank int) []string
 }
 
+// physical is one physical worker a Local drives: a Python process it
+// started (*Process) or one behind a worker on another machine (*remote).
+type physical interface {
+	Member
+	exited() bool
+	Close(grace time.Duration) error
+	Kill()
+}
+
+var (
+	_ physical = (*Process)(nil)
+	_ physical = (*remote)(nil)
+)
+
+// slot is one physical worker of the job.
+type slot struct {
+	w physical
+	// joining marks a worker that has not yet received the job's replica.
+	joining bool
+	// remote is w when it is on another machine, else nil.
+	remote *remote
+}
+
 // NewLocal returns a Local for cfg; processes start with Resize.
 func NewLocal(cfg JobConfig, start StartOptions) *Local {
 	if start.Stderr == nil {
 		start.Stderr = os.Stderr
 	}
-	return &Local{cfg: cfg, start: start, group: NewGroup(cfg.LogicalWorkers)}
+	return &Local{cfg: cfg, start: start, group: NewGroup(cfg.LogicalWorkers), Host: "127.0.0.1"}
 }
 
-// Workers returns the number of processes.
+// Workers returns the number of physical workers, local and remote.
 func (l *Local) Workers() int { return len(l.procs) }
 
-// Resize starts or stops processes until there are workers. Joining
-// processes load the job, are admitted by their numerics (a *NumericsError
-// otherwise), and receive the replica of process 0 at the next Step.
+// locals returns the ranks of the processes this machine started.
+func (l *Local) locals() []int {
+	var out []int
+	for r, s := range l.procs {
+		if s.remote == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Resize starts or stops processes on this machine until there are
+// workers of them (workers on other machines come and go on their own:
+// AddRemote, and SIGTERM). Joining processes load the job, are admitted by
+// their numerics (a *NumericsError otherwise), and receive the replica of
+// a trained worker at the next Step.
 func (l *Local) Resize(ctx context.Context, workers int) error {
 	if workers < 1 {
 		return fmt.Errorf("resizing to %d python workers: want at least 1", workers)
 	}
-	for len(l.procs) > workers {
-		last := l.procs[len(l.procs)-1]
-		l.procs = l.procs[:len(l.procs)-1]
-		if err := last.Close(10 * time.Second); err != nil {
-			fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d: %v\n", len(l.procs), err)
+	for loc := l.locals(); len(loc) > workers; loc = l.locals() {
+		r := loc[len(loc)-1]
+		last := l.procs[r]
+		l.procs = append(l.procs[:r:r], l.procs[r+1:]...)
+		if err := last.w.Close(10 * time.Second); err != nil {
+			fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d: %v\n", r, err)
 		}
 		l.sizes = nil
 	}
-	if len(l.procs) < workers && l.ref == nil { // the first process sets the numerics the others must match
+	if len(l.locals()) < workers && l.ref == nil { // the first process sets the numerics the others must match
 		p, err := l.launch(ctx, 0)
 		if err != nil {
 			return err
 		}
-		l.procs, l.sizes = append(l.procs, p), nil
+		l.procs, l.sizes = append(l.procs, &slot{w: p, joining: true}), nil
 	}
-	// The joiners start at once (each spends about a second importing torch
-	// and loading the job) and are admitted in rank order.
-	n := workers - len(l.procs)
+	// The other processes start at once (each spends about a second
+	// importing torch and loading the job) and are admitted in rank order.
+	have := len(l.locals())
+	n := workers - have
 	if n <= 0 {
 		return nil
 	}
@@ -150,7 +191,7 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			started[i], errs[i] = l.launch(ctx, len(l.procs)+i)
+			started[i], errs[i] = l.launch(ctx, have+i)
 		}()
 	}
 	wg.Wait()
@@ -163,9 +204,37 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 			}
 			return errs[i]
 		}
-		l.procs, l.sizes = append(l.procs, p), nil
+		l.procs, l.sizes = append(l.procs, &slot{w: p, joining: true}), nil
 	}
 	return nil
+}
+
+// addRemote makes a worker on another machine (already admitted by its
+// numerics) the job's last rank; it receives a replica at the next Step.
+func (l *Local) addRemote(r *remote) {
+	l.procs = append(l.procs, &slot{w: r, joining: true, remote: r})
+	l.sizes = nil
+}
+
+// dropGone removes the workers whose control channel closed since the last
+// step (a remote worker killed or cut off between steps), reporting the
+// ranks removed.
+func (l *Local) dropGone() []int {
+	var gone []int
+	keep := l.procs[:0]
+	for r, s := range l.procs {
+		if s.w.exited() {
+			s.w.Kill()
+			gone = append(gone, r)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	l.procs = keep
+	if gone != nil {
+		l.sizes = nil
+	}
+	return gone
 }
 
 func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
@@ -188,7 +257,6 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 		p.Kill()
 		return nil, fmt.Errorf("python worker %d refused: %w", rank, err)
 	}
-	p.joining = true
 	return p, nil
 }
 
@@ -230,7 +298,7 @@ func (l *Local) release(ranks []int) {
 	keep := l.procs[:0]
 	for r, p := range l.procs {
 		if containsInt(ranks, r) && len(l.procs)-len(ranks) >= 1 {
-			if err := p.Close(10 * time.Second); err != nil {
+			if err := p.w.Close(10 * time.Second); err != nil {
 				fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d leaving: %v\n", r, err)
 			}
 			continue
@@ -245,15 +313,21 @@ func (l *Local) assign(ctx context.Context, sizes []int) error {
 	joining := make([]bool, len(l.procs))
 	var src Member
 	for r, p := range l.procs {
-		members[r] = p
+		members[r] = p.w
 		joining[r] = p.joining && l.group.generation > 0
 		if !p.joining && src == nil {
-			src = p
+			src = p.w
+		}
+	}
+	if len(l.procs) > 0 {
+		l.group.Host = l.Host
+		if r := l.procs[0].remote; r != nil {
+			l.group.Host = r.nodeAddr() // member 0 hosts the store
 		}
 	}
 	if l.restore != nil {
 		for r, p := range l.procs {
-			if _, err := p.Call(ctx, "replica_set", nil, l.restore, nil); err != nil {
+			if _, err := p.w.Call(ctx, "replica_set", nil, l.restore, nil); err != nil {
 				return fmt.Errorf("python worker %d: loading the checkpoint: %w", r, err)
 			}
 			p.joining = false
@@ -294,7 +368,7 @@ func (e *LostError) Unwrap() error { return e.Err }
 func (l *Local) dropLost(err error) error {
 	var ranks []int
 	for r, p := range l.procs {
-		if p.exited() {
+		if p.w.exited() {
 			ranks = append(ranks, r)
 		}
 	}
@@ -310,7 +384,7 @@ func (l *Local) dropLost(err error) error {
 	keep := l.procs[:0]
 	for r, p := range l.procs {
 		if containsInt(ranks, r) {
-			p.Kill()
+			p.w.Kill()
 			continue
 		}
 		keep = append(keep, p)
@@ -327,7 +401,7 @@ func (l *Local) Checkpoint(ctx context.Context, step int64) (file []byte, contex
 	if len(l.procs) == 0 {
 		return nil, nil, errors.New("checkpointing: no python worker")
 	}
-	file, err = l.procs[0].Call(ctx, "checkpoint", map[string]any{"step": step}, nil, nil)
+	file, err = l.procs[0].w.Call(ctx, "checkpoint", map[string]any{"step": step}, nil, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("checkpointing step %d: %w", step, err)
 	}
@@ -342,8 +416,17 @@ func (l *Local) Restore(file []byte, contexts map[int][]byte) {
 	l.sizes = nil
 }
 
-// Processes returns the live processes in rank order (fault injection and tests).
-func (l *Local) Processes() []*Process { return append([]*Process(nil), l.procs...) }
+// Processes returns the live processes this machine started, in rank
+// order (fault injection and tests).
+func (l *Local) Processes() []*Process {
+	var out []*Process
+	for _, s := range l.procs {
+		if p, ok := s.w.(*Process); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Evaluate returns the test-set loss and accuracy of the model with
 // logical worker 0's buffers, computed by process 0.
@@ -356,7 +439,7 @@ func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples i
 		Accuracy float64 `json:"test_accuracy"`
 		Samples  int     `json:"test_samples"`
 	}
-	if _, err := l.procs[0].Call(ctx, "evaluate", nil, nil, &out); err != nil {
+	if _, err := l.procs[0].w.Call(ctx, "evaluate", nil, nil, &out); err != nil {
 		return 0, 0, 0, fmt.Errorf("evaluating: %w", err)
 	}
 	return out.Loss, out.Accuracy, out.Samples, nil
@@ -368,10 +451,10 @@ func (l *Local) Close() error {
 	var err error
 	for _, p := range l.procs {
 		if l.abandoned {
-			p.Kill()
+			p.w.Kill()
 			continue
 		}
-		err = errors.Join(err, p.Close(10*time.Second))
+		err = errors.Join(err, p.w.Close(10*time.Second))
 	}
 	l.procs = nil
 	return err

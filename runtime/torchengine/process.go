@@ -67,9 +67,6 @@ type Process struct {
 	done    chan struct{} // closed when the reader stops
 	readErr error
 
-	// joining marks a process that has not yet received the job's replica.
-	joining bool
-
 	beatMu    sync.Mutex
 	lastBeat  time.Time
 	hbTimeout time.Duration
@@ -209,7 +206,22 @@ func (p *Process) LastHeartbeat() time.Time {
 // wrapping ErrExited when the process is gone. The reply is decoded into out
 // when out is not nil.
 func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
+	id, reply, err := p.send(typ, fields, payload)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.await(ctx, typ, id, reply)
+	if err != nil {
+		return nil, err
+	}
+	return decodeReply(typ, f, out)
+}
+
+// send writes request typ and registers its reply channel; requests sent
+// from one goroutine reach the process in that order.
+func (p *Process) send(typ string, fields map[string]any, payload []byte) (int64, chan frame, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.next++
 	id := p.next
 	reply := make(chan frame, 1)
@@ -218,35 +230,40 @@ func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, p
 	for k, v := range fields {
 		header[k] = v
 	}
-	err := writeFrame(p.tx, header, payload)
-	p.mu.Unlock()
+	if err := writeFrame(p.tx, header, payload); err != nil {
+		delete(p.waiting, id)
+		return 0, nil, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
+	}
+	return id, reply, nil
+}
+
+// await waits for the reply to request id, the process's exit or silence,
+// or ctx's end.
+func (p *Process) await(ctx context.Context, typ string, id int64, reply chan frame) (frame, error) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.waiting, id)
 		p.mu.Unlock()
 	}()
-	if err != nil {
-		return nil, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
-	}
 	watch := time.NewTicker(p.hbTimeout / 4)
 	defer watch.Stop()
 	for {
 		select {
 		case f := <-reply:
-			return p.reply(typ, f, out)
+			return f, nil
 		case <-p.done:
-			return nil, fmt.Errorf("%s: %w (%v)", typ, ErrExited, p.readErr)
+			return frame{}, fmt.Errorf("%s: %w (%v)", typ, ErrExited, p.readErr)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
+			return frame{}, fmt.Errorf("%s: %w", typ, ctx.Err())
 		case now := <-watch.C:
 			if err := p.silent(now); err != nil {
-				return nil, fmt.Errorf("%s: %w", typ, err)
+				return frame{}, fmt.Errorf("%s: %w", typ, err)
 			}
 		}
 	}
 }
 
-func (p *Process) reply(typ string, f frame, out any) ([]byte, error) {
+func decodeReply(typ string, f frame, out any) ([]byte, error) {
 	if f.header["type"] == "error" {
 		kind, _ := f.header["kind"].(string)
 		msg, _ := f.header["message"].(string)
@@ -299,6 +316,9 @@ func (p *Process) exited() bool {
 		return false
 	}
 }
+
+// Signal sends sig to the process (SIGTERM: it asks to leave at the next step boundary).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,263 @@
+package torchengine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/wire"
+)
+
+// joinReport is what a torch worker reports when it joins (the join
+// message's engine field): the numerics of its loaded Python process and
+// the version of its Python package.
+type joinReport struct {
+	Package string `json:"package"`
+	Loaded  Loaded `json:"loaded"`
+}
+
+// checkJoin refuses a joiner of another package version or numerics than ref.
+func checkJoin(ref Loaded, raw json.RawMessage) error {
+	var j joinReport
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return fmt.Errorf("the join carries no torch report (%v): is the worker an easyscale of another version?", err)
+	}
+	if j.Package != PackageDigest() {
+		return fmt.Errorf("the worker's easyscale Python package is %.16s, the coordinator's %.16s: run one easyscale build everywhere", j.Package, PackageDigest())
+	}
+	if j.Loaded.Parameters != ref.Parameters || j.Loaded.TrainSamples != ref.TrainSamples {
+		return fmt.Errorf("the worker's job has %d parameters and %d training samples, the coordinator's %d and %d",
+			j.Loaded.Parameters, j.Loaded.TrainSamples, ref.Parameters, ref.TrainSamples)
+	}
+	return Admit(ref, j.Loaded)
+}
+
+// WorkerOptions configure RunWorker.
+type WorkerOptions struct {
+	// PackageRoot is where the Python package is extracted (default: the user cache).
+	PackageRoot string
+	// Stderr receives the Python process's output (os.Stderr when nil).
+	Stderr *os.File
+	// HeartbeatTimeout declares the Python process hung (default 5 s).
+	HeartbeatTimeout time.Duration
+}
+
+// Worker returns the function cluster.WorkerOptions.Torch wants: it runs
+// this machine's physical worker of a torch job (see RunWorker).
+func Worker(o WorkerOptions) func(context.Context, *cluster.EngineSession) error {
+	return func(ctx context.Context, s *cluster.EngineSession) error { return RunWorker(ctx, s, o) }
+}
+
+// RunWorker is `easyscale worker --join` for a torch job: it locates and
+// hashes the job's datasets on this machine, checks the module against the
+// job's digest, starts a Python process (gloo on the interface of the
+// connection's local address), loads the job, joins (the coordinator
+// refuses other data or numerics: a *cluster.RefusedError naming the file
+// or the setting) and then relays the coordinator's requests to the
+// process until released (cluster.ErrLeft), the coordinator is gone or
+// silent for s.CoordinatorTimeout, or the process dies. The Python process
+// never outlives it. SIGTERM (s.LeaveReq) is passed on to the process,
+// which asks to leave at the next step boundary; past the leave grace the
+// worker leaves at once.
+func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) error {
+	spec := s.Spec
+	log := s.Logger.Named("torch")
+	sum, err := fileSHA256(spec.Torch.ModulePath)
+	if err != nil {
+		return &cluster.RefusedError{Reason: fmt.Sprintf("reading the job's module: %v (the worker reads it at the coordinator's path)", err)}
+	}
+	if sum != spec.Torch.ModuleSHA256 {
+		return &cluster.RefusedError{Reason: fmt.Sprintf("module %s has sha256 %.16s on this machine, the job's is %.16s", spec.Torch.ModulePath, sum, spec.Torch.ModuleSHA256), File: spec.Torch.ModulePath}
+	}
+	py, _, err := Python(ctx)
+	if err != nil {
+		return err
+	}
+	root := o.PackageRoot
+	if root == "" {
+		if root, err = defaultPackageRoot(); err != nil {
+			return err
+		}
+	}
+	dir, err := Extract(root)
+	if err != nil {
+		return err
+	}
+	params := map[string]any{}
+	for k, v := range spec.Torch.Params {
+		params[k] = v
+	}
+	files, err := locateDatasets(spec, params)
+	if err != nil {
+		return err
+	}
+	hb := o.HeartbeatTimeout
+	if hb <= 0 {
+		hb = 5 * time.Second
+	}
+	start := StartOptions{Python: py, PackageDir: dir, Stderr: os.Stderr, Stdout: os.Stdout, HeartbeatTimeout: hb}
+	if o.Stderr != nil {
+		start.Stderr = o.Stderr
+	}
+	if ifname := ifaceOf(s.LocalAddr); ifname != "" {
+		start.Env = append(start.Env, "GLOO_SOCKET_IFNAME="+ifname)
+	}
+	p, err := Start(start)
+	if err != nil {
+		return err
+	}
+	defer p.Kill()
+	var loaded Loaded
+	if _, err := p.Call(ctx, "load", jobConfig(spec, params).loadRequest(), nil, &loaded); err != nil {
+		return &cluster.RefusedError{Reason: fmt.Sprintf("loading %s: %v", spec.Torch.ModulePath, err)}
+	}
+	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {
+		return err
+	}
+	log.Info("queued for admission", "job", spec.Name, "pid", p.Pid(), "gloo", s.LocalAddr)
+	return relay(ctx, s, p, log)
+}
+
+func fileSHA256(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// relay forwards the coordinator's requests to p and p's replies back.
+func relay(ctx context.Context, s *cluster.EngineSession, p *Process, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) error {
+	c := s.Conn
+	c.SetTimeout(s.CoordinatorTimeout) // nothing, not even a heartbeat, for this long: the coordinator is gone
+	var wmu sync.Mutex
+	write := func(t wire.Type, b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return c.WriteFrame(t, b)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ended := make(chan error, 4)
+	end := func(err error) {
+		select {
+		case ended <- err:
+		default:
+		}
+	}
+	// Heartbeats show the coordinator this worker and its Python process are alive.
+	go func() {
+		t := time.NewTicker(s.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := p.silent(time.Now()); err != nil {
+					end(err)
+					return
+				}
+				if err := write(relayBeat, nil); err != nil {
+					end(fmt.Errorf("heartbeating to the coordinator: %w", err))
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		select {
+		case <-p.done:
+			end(fmt.Errorf("the python worker process exited: %v", p.readErr))
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		select {
+		case <-s.LeaveReq:
+			log.Info("signal: asking the python worker process to leave at the next step boundary")
+			_ = p.Signal(syscall.SIGTERM)
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-s.LeaveNow:
+			log.Warn("leave grace passed: leaving at once")
+			end(cluster.ErrLeft)
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		for {
+			h, err := c.ReadHeader()
+			if err != nil {
+				end(fmt.Errorf("reading from the coordinator: %w", err))
+				return
+			}
+			b := make([]byte, h.Len)
+			if err := c.ReadFull(b); err != nil {
+				end(fmt.Errorf("reading from the coordinator: %w", err))
+				return
+			}
+			switch h.Type {
+			case relayBeat:
+				continue
+			case relayBye:
+				log.Info("released by the coordinator")
+				end(cluster.ErrLeft)
+				return
+			case relayRequest:
+			default:
+				end(fmt.Errorf("unexpected %v frame from the coordinator", h.Type))
+				return
+			}
+			f, err := decodeRelay(b)
+			if err != nil {
+				end(err)
+				return
+			}
+			typ, _ := f.header["type"].(string)
+			id := f.header["id"]
+			delete(f.header, "type")
+			delete(f.header, "id")
+			// Sent in arrival order; answered as the process answers.
+			pid, reply, err := p.send(typ, f.header, f.payload)
+			if err != nil {
+				end(err)
+				return
+			}
+			go func() {
+				r, err := p.await(ctx, typ, pid, reply)
+				if err != nil {
+					end(err)
+					return
+				}
+				r.header["id"] = id
+				out, err := encodeRelay(r.header, r.payload)
+				if err == nil {
+					err = write(relayReply, out)
+				}
+				if err != nil {
+					end(fmt.Errorf("replying to the coordinator: %w", err))
+				}
+			}()
+		}
+	}()
+	err := <-ended
+	if errors.Is(err, cluster.ErrLeft) {
+		_ = p.Close(5 * time.Second)
+	}
+	return err
+}
