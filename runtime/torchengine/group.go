@@ -89,7 +89,7 @@ func (g *Group) Assign(ctx context.Context, members []Member, sizes []int, src M
 		Port int `json:"port"`
 	}
 	if len(members) > 1 {
-		if _, err := members[0].Call(ctx, "listen", map[string]any{"host": g.Host}, nil, &listen); err != nil {
+		if _, err := members[0].Call(ctx, "listen", map[string]any{"host": g.Host, "timeout_s": g.TimeoutSeconds}, nil, &listen); err != nil {
 			return fmt.Errorf("member 0: hosting the store of generation %d: %w", g.generation, err)
 		}
 	}

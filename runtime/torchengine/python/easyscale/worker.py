@@ -6,7 +6,7 @@ Requests and their replies:
 
     hello   {}                                  -> {protocol, package, fingerprint, canary}
     load    {module, config, threads, device}   -> {parameters}
-    listen  {host}                              -> {port}     host this generation's TCPStore
+    listen  {host, timeout_s}                   -> {port}     host this generation's TCPStore
     group   {generation, rank, size, host, port, timeout_s, logical_workers, fresh}
             + contexts index, payload: contexts of logical workers new to this process
                                                 -> {}
@@ -102,8 +102,10 @@ class Worker:
                 "canary": numerics.canary_digest(device)}, b""
 
     def listen(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
-        store = dist.TCPStore(req["host"], 0, None, True, timeout=datetime.timedelta(seconds=60),
-                              wait_for_workers=False)
+        # The store's own waits (rank 0's rendezvous) are bounded like every collective: a member lost while the
+        # group forms fails the assignment within the heartbeat timeout, not a minute later.
+        timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 60)))
+        store = dist.TCPStore(req["host"], 0, None, True, timeout=timeout, wait_for_workers=False)
         self.stores.append(store)
         return {"port": store.port}, b""
 

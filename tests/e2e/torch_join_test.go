@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Torch workers on other machines: `easyscale run --listen` of a torch job
+// and `easyscale worker --join` processes, each starting its own Python
+// process, on loopback.
+
+// joinHeartbeat is the heartbeat timeout of these runs: long enough for a
+// loaded test machine; a SIGKILLed worker is noticed at once anyway (its
+// connection closes).
+const joinHeartbeat = "20s"
+
+// startTorchListen starts `run --listen` of job and waits for its token file.
+func startTorchListen(t *testing.T, job, state, addr string, env []string, extra ...string) *started {
+	t.Helper()
+	args := append([]string{"run", "--config", job, "--no-eval", "--quiet", "--listen", addr, "--state", state,
+		"--heartbeat-timeout", joinHeartbeat, "--summary", filepath.Join(state, "summary.json")}, extra...)
+	s := start(t, env, args...)
+	deadline := time.After(120 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {
+			return s
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("the coordinator ended (%v) before writing its token:\n%s", err, s.stderr)
+		case <-deadline:
+			t.Fatalf("no token file within 120 s:\n%s", s.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func startTorchWorker(t *testing.T, addr, state string, env []string, extra ...string) *started {
+	t.Helper()
+	return start(t, env, append([]string{"worker", "--join", addr, "--token-file", filepath.Join(state, "token"),
+		"--heartbeat-timeout", joinHeartbeat}, extra...)...)
+}
+
+var queuedPID = regexp.MustCompile(`queued for admission: .*pid=(\d+)`)
+
+// pythonPID is the pid of a joined worker's Python process, from its log.
+func (s *started) pythonPID(t *testing.T) int {
+	t.Helper()
+	m := queuedPID.FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no Python pid in the worker's log:\n%s", s.stderr)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// alive reports whether pid runs (a zombie has exited).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); alive(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs %v later", what, pid, within)
+		}
+	}
+}
+
+func TestTorchWorkersJoinAndAKilledOneIsSurvived(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
+	state, addr := t.TempDir(), freePort(t)
+	// The coordinator's own process is slow from step 2 on (0.5 s a
+	// forward), so the joiners arrive mid-run; they compute at full speed.
+	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=8:0.5"})
+	w1 := startTorchWorker(t, addr, state, nil)
+	w2 := startTorchWorker(t, addr, state, nil)
+	coord.waitLine(t, state, "admitted: rank=2", 120*time.Second)
+	coord.waitLine(t, state, "world_size=3", 30*time.Second)
+	py := w1.pythonPID(t)
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, py, 10*time.Second, "the killed worker's Python process")
+	if code, _ := coord.exitCode(t, 180*time.Second); code != 0 {
+		t.Fatalf("the run exited %d:\n%s", code, coord.stderr)
+	}
+	if code, _ := w2.exitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("the surviving worker exited %d, want 0 (released):\n%s", code, w2.stderr)
+	}
+	sum := readFile(t, filepath.Join(state, "summary.json"))
+	if !strings.Contains(sum, ref) {
+		t.Fatalf("summary %s: want the digest %s of one process per logical worker\ncoordinator:\n%s", sum, ref, coord.stderr)
+	}
+	log := coord.stderr.String()
+	if !strings.Contains(log, "lost") {
+		t.Fatalf("the coordinator never noticed the lost worker:\n%s", log)
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "lost") || strings.Contains(l, "admitted") {
+			t.Log(l)
+		}
+	}
+}
+
+func TestTorchWorkerWithOtherNumericsIsRefusedNamingTheSetting(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	state, addr := t.TempDir(), freePort(t)
+	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=0:1"})
+	w := startTorchWorker(t, addr, state, []string{"ATEN_CPU_CAPABILITY=default"})
+	code, _ := w.exitCode(t, 120*time.Second)
+	if code == 0 || !strings.Contains(w.stderr.String(), "ATEN_CPU_CAPABILITY") || !strings.Contains(w.stderr.String(), "refused") {
+		t.Fatalf("exit %d, want a refusal naming ATEN_CPU_CAPABILITY:\n%s", code, w.stderr)
+	}
+	t.Log(lastLine(w.stderr.String()))
+	coord.waitLine(t, state, "refused a joiner", 10*time.Second)
+	if strings.Contains(coord.stderr.String(), "admitted") {
+		t.Fatalf("the coordinator admitted the worker:\n%s", coord.stderr)
+	}
+}
+
+func TestTorchCoordinatorSIGKILLEndsItsWorkers(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	state, addr := t.TempDir(), freePort(t)
+	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=0:1"})
+	w := startTorchWorker(t, addr, state, nil, "--join-timeout", "2s")
+	coord.waitLine(t, state, "admitted: rank=1", 120*time.Second)
+	py := w.pythonPID(t)
+	if err := coord.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, py, 10*time.Second, "the joined worker's Python process")
+	if code, took := w.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatalf("the worker exited 0 after %v without its coordinator, want a failure:\n%s", took, w.stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
