@@ -27,7 +27,7 @@ type joinReport struct {
 // checkJoin refuses a joiner of another package version or numerics than ref.
 func checkJoin(ref Loaded, raw json.RawMessage) error {
 	var j joinReport
-	if err := json.Unmarshal(raw, &j); err != nil {
+	if err := json.Unmarshal(raw, &j); err != nil || j.Package == "" {
 		return fmt.Errorf("the join carries no torch report (%v): is the worker an easyscale of another version?", err)
 	}
 	if j.Package != PackageDigest() {

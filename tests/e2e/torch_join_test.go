@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
 )
 
 // Torch workers on other machines: `easyscale run --listen` of a torch job
@@ -96,11 +99,21 @@ func TestTorchWorkersJoinAndAKilledOneIsSurvived(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, py, 10*time.Second, "the killed worker's Python process")
+	// SIGTERM of the other: its Python process asks to leave, the
+	// coordinator releases it at the step boundary, it exits 0.
+	coord.waitLine(t, state, "reason=\"lost workers\"", 120*time.Second)
+	py2 := w2.pythonPID(t)
+	if err := w2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, took := w2.exitCode(t, 30*time.Second); code != 0 || !strings.Contains(w2.stderr.String(), "released by the coordinator") {
+		t.Fatalf("the SIGTERMed worker exited %d after %v, want 0 once released:\n%s", code, took, w2.stderr)
+	} else {
+		t.Logf("SIGTERM of a joined worker to its exit: %v", took)
+	}
+	waitGone(t, py2, 10*time.Second, "the released worker's Python process")
 	if code, _ := coord.exitCode(t, 180*time.Second); code != 0 {
 		t.Fatalf("the run exited %d:\n%s", code, coord.stderr)
-	}
-	if code, _ := w2.exitCode(t, 30*time.Second); code != 0 {
-		t.Fatalf("the surviving worker exited %d, want 0 (released):\n%s", code, w2.stderr)
 	}
 	sum := readFile(t, filepath.Join(state, "summary.json"))
 	if !strings.Contains(sum, ref) {
@@ -154,4 +167,21 @@ func TestTorchCoordinatorSIGKILLEndsItsWorkers(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+func TestTorchWorkerWithOtherTrainingDataIsRefusedNamingTheFile(t *testing.T) {
+	requireTorch(t)
+	bad := datatest.MNISTWithOneLabelChanged(t)
+	state, addr := t.TempDir(), freePort(t)
+	coord := startTorchListen(t, torchMNIST(), state, addr, nil, "--steps", "400")
+	w := startTorchWorker(t, addr, state, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "--data-dir", bad)
+	code, _ := w.exitCode(t, 120*time.Second)
+	if want := filepath.Join(bad, data.TrainLabelsFile); code != 1 || !strings.Contains(w.stderr.String(), want) || !strings.Contains(w.stderr.String(), "refused") {
+		t.Fatalf("exit %d, want 1 and a refusal naming %s:\n%s", code, want, w.stderr)
+	}
+	t.Log(lastLine(w.stderr.String()))
+	coord.waitLine(t, state, "file="+data.TrainLabelsFile, 10*time.Second)
+	if strings.Contains(coord.stderr.String(), "admitted") {
+		t.Fatalf("the coordinator admitted the worker:\n%s", coord.stderr)
+	}
 }
