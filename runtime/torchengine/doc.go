@@ -41,7 +41,20 @@
 // the checkpoint request while the main thread is still computing
 // (parameters and optimizer state change only in commit).
 //
-// Not yet (issue 9's next slices): processes on other machines behind
-// `easyscale worker --join`, `srun easyscale run`, backfill extra jobs,
-// NCCL on GPUs.
+// Workers on other machines (remote.go, join.go): `easyscale run --listen`
+// accepts them through cluster.Listener (the native join's token, HMAC
+// handshake, welcome and data comparison; the join also carries the
+// Python process's numerics, checked with Admit). Each `easyscale worker
+// --join` starts its own Python process and relays the coordinator's
+// requests to it as runtime/wire frames on its one connection, matched by
+// id, several in flight, heartbeats both ways; to the Group it is one more
+// Member. Joiners are admitted at Engine.Boundary as the last ranks; member
+// 0's node address hosts each generation's gloo store.
+//
+//	coordinator                                worker (other machine)
+//	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)
+//	      ◄─ reply (id) ──────────── ══════ ◄──────── ◄── reply; gloo ◄──► other processes
+//
+// Not yet (issue 9's next slices): `srun easyscale run`, backfill extra
+// jobs, NCCL on GPUs.
 package torchengine

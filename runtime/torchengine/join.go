@@ -257,6 +257,7 @@ func relay(ctx context.Context, s *cluster.EngineSession, p *Process, log interf
 	}()
 	err := <-ended
 	if errors.Is(err, cluster.ErrLeft) {
+		c.Close() // the coordinator waits for the hang-up, not for the Python process
 		_ = p.Close(5 * time.Second)
 	}
 	return err

@@ -446,11 +446,16 @@ func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples i
 }
 
 // Close stops every process: asks each to exit, or kills it at once after
-// an abandoned step.
+// an abandoned step (remote workers are told goodbye and waited for at most 1 s).
 func (l *Local) Close() error {
 	var err error
 	for _, p := range l.procs {
 		if l.abandoned {
+			if p.remote != nil {
+				// Goodbye, a short wait: it holds nothing the checkpoint lacks.
+				_ = p.remote.Close(time.Second)
+				continue
+			}
 			p.w.Kill()
 			continue
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -184,4 +185,65 @@ func TestTorchWorkerWithOtherTrainingDataIsRefusedNamingTheFile(t *testing.T) {
 	if strings.Contains(coord.stderr.String(), "admitted") {
 		t.Fatalf("the coordinator admitted the worker:\n%s", coord.stderr)
 	}
+}
+
+// TestTorchTwoNodesAndACutLink: the coordinator (and its own Python
+// process) on node n1, a joined worker on node n2 of twoNodes; their gloo
+// runs over the veth pair. Mid-run the link is cut: the coordinator gives
+// the n2 worker up within the heartbeat timeout, its own process's
+// collective fails within the same bound, the step is redone on n1 alone,
+// and the run ends with the one-process-per-logical-worker digest.
+func TestTorchTwoNodesAndACutLink(t *testing.T) {
+	n1, n2, link := twoNodes(t)
+	requireTorch(t)
+	job := toyJob(t)
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
+	state := t.TempDir()
+	coord := startIn(t, n1, []string{"TOYJOB_SLOW=8:0.5"}, "run", "--config", job, "--no-eval", "--quiet",
+		"--listen", "169.254.100.1:7712", "--state", state, "--heartbeat-timeout", "5s", "--summary", filepath.Join(state, "summary.json"))
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator never wrote its token:\n%s", coord.stderr)
+		}
+	}
+	w := startIn(t, n2, nil, "worker", "--join", "169.254.100.1:7712", "--token-file", filepath.Join(state, "token"),
+		"--heartbeat-timeout", joinHeartbeat, "--join-timeout", "5s")
+	coord.waitLine(t, state, "world_size=2", 120*time.Second)
+	coord.waitLine(t, state, "gloo=169.254.100.2", time.Second)
+	// A step across both nodes, then the cut.
+	step := lastStep(state)
+	for deadline := time.Now().Add(60 * time.Second); lastStep(state) < step+2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step across both nodes:\n%s\nworker:\n%s", coord.stderr, w.stderr)
+		}
+	}
+	if out, err := exec.Command("ip", "-n", n1, "link", "set", link, "down").CombinedOutput(); err != nil {
+		t.Fatalf("cutting the link: %v\n%s", err, out)
+	}
+	t0 := time.Now()
+	coord.waitLine(t, state, "workers lost; redoing the step", 60*time.Second)
+	t.Logf("link cut to the redo: %v", time.Since(t0))
+	if code, _ := coord.exitCode(t, 180*time.Second); code != 0 {
+		t.Fatalf("the run exited %d after the cut:\n%s\nworker:\n%s", code, coord.stderr, w.stderr)
+	}
+	if s := readFile(t, filepath.Join(state, "summary.json")); !strings.Contains(s, ref) {
+		t.Fatalf("digest after the cut differs from the one-process-per-logical-worker run %s:\n%s", ref, s)
+	}
+}
+
+// startIn starts easyscale with args in network namespace ns.
+func startIn(t *testing.T, ns string, env []string, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, easyscale}, args...)...), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.cmd.Process.Kill() })
+	return s
 }
