@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -141,10 +142,6 @@ func runCmd(args []string, env Env) (code int) {
 		return 2
 	}
 	onSlurm = onSlurm && !*procs && *workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == ""
-	if onSlurm && torch {
-		fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" does not run under srun yet; run it on one node with EASYSCALE_NO_SLURM=1 (the Slurm integration of torch jobs is the next slice of issue 9)")
-		return 2
-	}
 	var sr *slurmRun
 	if onSlurm {
 		sr = &slurmRun{task: task, listen: *listen, hb: *hbTimeout, threads: *threads, log: log, joinWait: 120 * time.Second}
@@ -159,14 +156,20 @@ func runCmd(args []string, env Env) (code int) {
 	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
 		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
 	if torch {
+		listenAddr := *listen
+		if onSlurm && listenAddr == "" {
+			// Task 0's processes are reached on this node's Slurm address.
+			listenAddr = net.JoinHostPort(sr.nodeAddr(ctx), "0")
+			sr.listen = listenAddr
+		}
 		eng, err := torchengine.New(ctx, torchengine.Options{Spec: spec, Stderr: env.Stderr,
-			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms), Listen: *listen, Logger: log})
+			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms), Listen: listenAddr, Logger: log})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
 			return 1
 		}
 		opts.Engine = eng
-		if *listen != "" {
+		if *listen != "" && !onSlurm {
 			// Workers on other machines join this engine; this machine
 			// keeps --workers processes (default one) of its own.
 			ln, err := listenTorch(eng, state, *listen, log)

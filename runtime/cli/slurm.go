@@ -18,6 +18,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
@@ -59,7 +60,8 @@ func (s *slurmRun) workerTask(ctx context.Context) int {
 		return 1
 	}
 	ended := func() bool { _, ok := slurmjob.Ended(dir, run); return ok }
-	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log})
+	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log,
+		Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: s.hb})})
 	if errors.Is(err, cluster.ErrLeft) || errors.Is(err, cluster.ErrJobEnded) {
 		return 0
 	}
@@ -100,6 +102,9 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if listen == "" {
 		listen = net.JoinHostPort(s.nodeAddr(ctx), "0")
 	}
+	if eng, ok := opts.Engine.(*torchengine.Engine); ok {
+		return s.torchCoordinatorTask(opts, eng, listen)
+	}
 	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, Data: opts.Workload.Data(), StateDir: opts.StateDir, TokenDir: t.Rendezvous,
 		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, Logger: s.log})
 	if err != nil {
@@ -134,6 +139,31 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 		select {
 		case <-local:
 		case <-time.After(5 * time.Second):
+		}
+	}, nil
+}
+
+// torchCoordinatorTask makes task 0 the coordinator of a torch job: its
+// own Python process trains from the start, and the other tasks' workers
+// join at step boundaries as they come up (and leave when Slurm kills them
+// on a shrink), through the engine's listener in the rendezvous directory.
+func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.Engine, listen string) (func(*trainer.Summary), error) {
+	t := s.task
+	ln, err := eng.Listen(cluster.ListenerOptions{StateDir: opts.StateDir, TokenDir: t.Rendezvous, Listen: listen, JoinTimeout: s.joinWait, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := slurmjob.PublishCoordinator(t.Rendezvous, ln.Addr(), t.RestartCount); err != nil {
+		return nil, err
+	}
+	opts.Schedule = schedule.Schedule{{Workers: 1}}
+	req := s.request(opts.Spec.LogicalWorkers)
+	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
+	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	s.log.Info("coordinating on Slurm", "job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
+	return func(sum *trainer.Summary) {
+		if sum != nil {
+			status.Update(sum.Steps, sum.Steps, 0, true)
 		}
 	}, nil
 }

@@ -1,0 +1,122 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// TestTorchShrinkByScontrolKeepsTheLocalDigest submits
+// examples/slurm/torch-mnist.sbatch on 3 nodes with easyscale-sbatch: task
+// 0 coordinates and trains on its own Python process, the other tasks'
+// workers join with theirs; the job is shrunk to 2 nodes with scontrol
+// update mid-run (Slurm kills a task, its Python process dies with it, the
+// step is redone) and ends with the digest of a local fixed run.
+func TestTorchShrinkByScontrolKeepsTheLocalDigest(t *testing.T) {
+	lab := slurmlab.Require(t)
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
+		t.Skip("no torch for /usr/bin/python3")
+	}
+	const steps = 150
+	want := localTorchDigest(t, lab, steps)
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=3-4", "examples/slurm/torch-mnist.sbatch")
+	cmd.Dir = lab.Root
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	output := func() string {
+		b, _ := os.ReadFile(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
+		return string(b)
+	}
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		os.RemoveAll(filepath.Join(lab.Root, ".easyscale", id))
+		os.Remove(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
+	})
+	for !strings.Contains(output(), "world_size=3") {
+		if ctx.Err() != nil {
+			t.Fatalf("the job never ran on 3 workers:\n%s", output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	at := lastStep(state)
+	for lastStep(state) < at+2 {
+		if ctx.Err() != nil {
+			t.Fatalf("no step on 3 workers:\n%s", output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, err := lab.Command(ctx, "scontrol", "update", "JobId="+id, "NumNodes=2").CombinedOutput(); err != nil {
+		t.Fatalf("scontrol update: %v\n%s", err, out)
+	}
+	shrunkAt := lastStep(state)
+	for {
+		out, _ := lab.Command(ctx, "squeue", "-h", "-j", id, "-o", "%T").Output()
+		if strings.TrimSpace(string(out)) == "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s still queued:\n%s", id, output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("no summary (%v):\n%s", err, output())
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if shrunkAt >= steps {
+		t.Fatalf("the job finished before the shrink took effect")
+	}
+	if s["digest"] != want || s["engine"] != "torch" {
+		t.Fatalf("digest after the shrink %v (engine %v), local fixed run %s\n%s", s["digest"], s["engine"], want, output())
+	}
+	if !strings.Contains(output(), "workers lost; redoing the step") && !strings.Contains(output(), "removing a lost worker") {
+		t.Fatalf("no worker left after the shrink:\n%s", output())
+	}
+	job, err := lab.CLI.Job(ctx, id)
+	if err != nil || job.State != "COMPLETED" {
+		t.Fatalf("the shrunk job ended %q (%v), want COMPLETED\n%s", job.State, err, output())
+	}
+	t.Logf("shrunk at step %d; digest %s", shrunkAt, want)
+}
+
+// localTorchDigest is the digest of the torch MNIST example on one machine,
+// a fixed allocation of 2 processes.
+func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(lab.Root, "bin", "easyscale"), "run", "--config", "examples/torch-mnist/job.toml",
+		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet", "--workers", "2")
+	cmd.Dir = lab.Root
+	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("local torch MNIST run: %v", err)
+	}
+	f := strings.Fields(string(out))
+	for i, w := range f {
+		if w == "digest" && i+1 < len(f) {
+			return f[i+1]
+		}
+	}
+	t.Fatalf("no digest in %q", out)
+	return ""
+}
