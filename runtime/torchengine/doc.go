@@ -55,6 +55,8 @@
 //	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)
 //	      ◄─ reply (id) ──────────── ══════ ◄──────── ◄── reply; gloo ◄──► other processes
 //
-// Not yet (issue 9's next slices): `srun easyscale run`, backfill extra
-// jobs, NCCL on GPUs.
+// Under `srun easyscale run` task 0 is such a coordinator and the other
+// tasks join it (runtime/cli's slurm.go).
+//
+// Not yet (issue 9's next slices): backfill extra jobs, NCCL on GPUs.
 package torchengine

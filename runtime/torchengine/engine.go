@@ -67,6 +67,7 @@ type Engine struct {
 
 	ln      *cluster.Listener
 	stop    chan struct{} // closed by Close: the intake of joiners ends
+	closed  sync.Once
 	mu      sync.Mutex
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
 }
@@ -363,6 +364,11 @@ func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
 
 // Close stops every Python process and releases the remote workers.
 func (e *Engine) Close() error {
+	first := false
+	e.closed.Do(func() { first = true })
+	if !first {
+		return nil
+	}
 	close(e.stop)
 	if e.ln != nil {
 		e.ln.Close()
