@@ -55,6 +55,12 @@
 //	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)
 //	      ◄─ reply (id) ──────────── ══════ ◄──────── ◄── reply; gloo ◄──► other processes
 //
+// A worker lost while a generation's process group forms (between its
+// admission and its first step) is noticed by the survivors only when
+// their rendezvous times out (Group.TimeoutSeconds, 20 s or 4 heartbeat
+// timeouts with --listen; seen at 80-100 s on a loaded machine), not at
+// once as during a step.
+//
 // Under `srun easyscale run` task 0 is such a coordinator and the other
 // tasks join it (runtime/cli's slurm.go).
 //
