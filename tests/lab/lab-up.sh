@@ -238,7 +238,8 @@ wait_ready() {
 	shift 3
 	local end=$((SECONDS + LAB_TIMEOUT))
 	until "$@" >/dev/null 2>&1; do
-		if ! alive "$name" "$pid"; then
+		# a daemon just spawned may still be setsid or setpriv (seen on a loaded machine)
+		if ! alive "$name" "$pid" && ! starting "$pid"; then
 			log "$name (pid $pid) died; last lines of $logf:"
 			tail -n 8 "$logf" >&2 2>/dev/null || true
 			return 1
@@ -301,7 +302,7 @@ end=$((SECONDS + LAB_TIMEOUT))
 until all_idle; do
 	if ! all_alive; then
 		while read -r name pid; do
-			alive "$name" "$pid" || { log "$name (pid $pid) died:"; tail -n 8 "$LOG/$name.log" "$LOG/$name.out" >&2 2>/dev/null || true; }
+			alive "$name" "$pid" || starting "$pid" || { log "$name (pid $pid) died:"; tail -n 8 "$LOG/$name.log" "$LOG/$name.out" >&2 2>/dev/null || true; }
 		done <"$PIDS"
 		die "a daemon died while waiting for idle nodes"
 	fi

@@ -72,10 +72,19 @@ alive() {
 	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
 	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(comm_for "$1")" ]
 }
+# starting PID: PID is still exec'ing its way to the daemon (spawn runs setsid, which runs
+# setpriv, which runs the daemon: /proc/PID/comm names each in turn), not a zombie
+starting() {
+	local pid=$1
+	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
+	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
+	case "$(cat "/proc/$pid/comm" 2>/dev/null)" in setsid | setpriv) return 0 ;; esac
+	return 1
+}
 all_alive() {
 	[ -s "$PIDS" ] || return 1
 	local name pid
-	while read -r name pid; do alive "$name" "$pid" || return 1; done <"$PIDS"
+	while read -r name pid; do alive "$name" "$pid" || starting "$pid" || return 1; done <"$PIDS"
 }
 ctld_up() { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 # nodes_in STATE-REGEX: how many nodes sinfo shows in a state matching the regex
