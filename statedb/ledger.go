@@ -331,6 +331,46 @@ func (db *DB) CheckLedger() (corrupt []int64, err error) {
 	return corrupt, nil
 }
 
+// StepRange is the steps From..To, both included.
+type StepRange struct{ From, To int64 }
+
+func (r StepRange) String() string {
+	if r.From == r.To {
+		return fmt.Sprint(r.From)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// MissingLedgerSteps returns the steps between 1 and the last recorded one
+// that have no ledger row, as ranges in increasing order. A run records every
+// step it completes (a resumed run rewrites the steps after its checkpoint),
+// so a gap means rows were deleted outside easyscale: checksums cover
+// changed rows, this covers deleted ones. err is non-nil only when the
+// database cannot be read.
+func (db *DB) MissingLedgerSteps() ([]StepRange, error) {
+	rows, err := db.sql.Query(`SELECT step FROM ledger ORDER BY step`)
+	if err != nil {
+		return nil, fmt.Errorf("checking ledger steps: %w", err)
+	}
+	defer rows.Close()
+	var gaps []StepRange
+	next := int64(1)
+	for rows.Next() {
+		var step int64
+		if err := rows.Scan(&step); err != nil {
+			return nil, fmt.Errorf("checking ledger steps: %w", err)
+		}
+		if step > next {
+			gaps = append(gaps, StepRange{next, step - 1})
+		}
+		next = max(next, step+1)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("checking ledger steps: %w", err)
+	}
+	return gaps, nil
+}
+
 // LastStep returns the highest step in the ledger; ok is false when the
 // ledger is empty.
 func (db *DB) LastStep() (step int64, ok bool, err error) {

@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -208,5 +209,28 @@ func TestAllocations(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+func TestMissingLedgerStepsNamesDeletedRows(t *testing.T) {
+	db := openTest(t, Options{})
+	for s := int64(1); s <= 12; s++ {
+		if err := db.AppendLedger(entry(s, fmt.Sprint(s))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gaps, err := db.MissingLedgerSteps(); err != nil || len(gaps) != 0 {
+		t.Fatalf("a complete ledger: gaps %v, err %v", gaps, err)
+	}
+	if _, err := db.sql.Exec(`DELETE FROM ledger WHERE step BETWEEN 7 AND 9 OR step = 1 OR step = 11`); err != nil {
+		t.Fatal(err)
+	}
+	gaps, err := db.MissingLedgerSteps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []StepRange{{1, 1}, {7, 9}, {11, 11}}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Fatalf("gaps %v, want %v", gaps, want)
 	}
 }

@@ -125,6 +125,13 @@ func printStatus(state string, tail int, env Env) int {
 		fmt.Fprintf(env.Stdout, "\nWARNING: %v\n", &statedb.CorruptLedgerError{Dir: db.Dir(), Steps: bad})
 		code = 1
 	}
+	if gaps, err := db.MissingLedgerSteps(); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)
+		code = 1
+	} else if len(gaps) > 0 {
+		fmt.Fprintf(env.Stdout, "\nWARNING: the ledger lacks steps %s: rows deleted outside easyscale\n", rangesText(gaps))
+		code = 1
+	}
 	ck, skipped, err := db.LatestCheckpoint()
 	for _, s := range skipped {
 		fmt.Fprintf(env.Stdout, "\nWARNING: unusable checkpoint: %v", s)

@@ -12,7 +12,7 @@ import (
 // when every common step has the same digest, 1 naming the first divergent
 // step and its differing tensors, 2 on bad usage, when there is nothing to
 // compare, or when a ledger cannot be trusted (its rows that do not match
-// their checksums are named by step).
+// their checksums, and the steps whose rows are missing, are named).
 func verifyCmd(args []string, env Env) int {
 	fs := newFlagSet("verify", "verify DIR_A DIR_B", env)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -82,7 +82,23 @@ func readLedger(dir string) ([]statedb.LedgerEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger of %s: %w", dir, err)
 	}
+	gaps, err := db.MissingLedgerSteps()
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger of %s: %w", dir, err)
+	}
+	if len(gaps) > 0 {
+		return nil, fmt.Errorf("the ledger of %s lacks steps %s (rows deleted outside easyscale): it cannot be compared", dir, rangesText(gaps))
+	}
 	return l, nil
+}
+
+// rangesText lists step ranges as "7-9, 12".
+func rangesText(rs []statedb.StepRange) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // jobsOf reads the job stored in each of two state directories.

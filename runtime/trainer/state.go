@@ -83,6 +83,17 @@ func (j *job) warnCorruptLedger(from int64) error {
 	if err != nil {
 		return fmt.Errorf("checking the ledger in %s: %w", j.opts.StateDir, err)
 	}
+	gaps, err := j.db.MissingLedgerSteps()
+	if err != nil {
+		return fmt.Errorf("checking the ledger in %s: %w", j.opts.StateDir, err)
+	}
+	for _, g := range gaps {
+		fix := "they are before the checkpoint the run resumes from and stay missing; easyscale verify and status report them"
+		if g.From > from {
+			fix = "the resumed run recomputes and records them"
+		}
+		j.log.Warn("ledger rows are missing: deleted outside easyscale", "steps", g.String(), "state", j.opts.StateDir, "consequence", fix)
+	}
 	for _, step := range bad {
 		fix := "it is before the checkpoint the run resumes from and stays unverifiable; easyscale verify and status report it"
 		if step > from {

@@ -162,3 +162,20 @@ func TestDeletedLockFileDoesNotAdmitASecondWriter(t *testing.T) {
 		t.Fatal("the first run finished before the second one started; the test showed nothing")
 	}
 }
+
+// TestDeletedLedgerRowsAreNamed deletes ledger rows of a finished run (steps
+// 7-9): verify (exit 2) and status (exit 1) name the missing steps instead
+// of comparing what is left as if nothing were missing.
+func TestDeletedLedgerRowsAreNamed(t *testing.T) {
+	refState := t.TempDir()
+	mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval", "--state", refState)
+	state := t.TempDir()
+	mustRun(t, "run", "--config", config(), "--steps", "12", "--no-eval", "--state", state, "--workers", "3")
+	sqlite(t, state, `DELETE FROM ledger WHERE step BETWEEN 7 AND 9`)
+	if v := easy(t, "verify", refState, state); v.code != 2 || !contains(v.stderr, "lacks steps 7-9") {
+		t.Fatalf("verify with deleted rows: exit %d, want 2 naming steps 7-9\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	if s := easy(t, "status", "--state", state); s.code != 1 || !contains(s.stdout, "lacks steps 7-9") {
+		t.Fatalf("status with deleted rows: exit %d, want 1 naming steps 7-9\n%s%s", s.code, s.stdout, s.stderr)
+	}
+}
