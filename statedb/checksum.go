@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"math"
@@ -112,6 +113,33 @@ func checkpointChecksum(row []any, contexts [][2]any) string {
 		r.add(c[0], c[1])
 	}
 	return r.sum()
+}
+
+// jobDomain names the job row's checksum.
+const jobDomain = "easyscale.job.v1"
+
+// jobChecksum is the checksum of the job row: job_id, name, spec,
+// logical_workers, created_ns and data_files, as stored.
+func jobChecksum(id, name, spec string, logicalWorkers, createdNS int64, dataFiles string) string {
+	r := newRowHash(jobDomain)
+	r.add(id, name, spec, logicalWorkers, createdNS, dataFiles)
+	return r.sum()
+}
+
+// fillJobChecksum gives the job row written before schema version 4 its checksum.
+func fillJobChecksum(tx *sql.Tx) error {
+	var id, name, spec, files string
+	var lw, ns int64
+	err := tx.QueryRow(`SELECT job_id, name, spec, logical_workers, created_ns, data_files FROM job WHERE singleton = 1`).
+		Scan(&id, &name, &spec, &lw, &ns, &files)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("computing the job row's checksum: %w", err)
+	}
+	_, err = tx.Exec(`UPDATE job SET checksum = ? WHERE singleton = 1`, jobChecksum(id, name, spec, lw, ns, files))
+	return err
 }
 
 // scanAny scans the current row of rows into one any per column.

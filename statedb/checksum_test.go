@@ -196,8 +196,9 @@ func TestMigrationToChecksumsCoversExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Turn it into what a version-1 binary left: no checksum columns (and
-	// no data_files, which migration 3 adds).
+	// no data_files, which migration 3 adds, nor the job's checksum, 4).
 	for _, q := range []string{
+		`ALTER TABLE job DROP COLUMN checksum`,
 		`ALTER TABLE job DROP COLUMN data_files`,
 		`ALTER TABLE ledger DROP COLUMN checksum`,
 		`ALTER TABLE checkpoints DROP COLUMN checksum`,

@@ -198,7 +198,11 @@ type CorruptRowError struct {
 
 func (e *CorruptRowError) Error() string {
 	what := fmt.Sprintf("ledger row of step %d in %s does not match its checksum", e.Step, e.dbPath())
-	if e.Table != "ledger" {
+	switch e.Table {
+	case "ledger":
+	case "job":
+		what = fmt.Sprintf("the job row (identity and training data) in %s does not match its checksum", e.dbPath())
+	default:
 		what = fmt.Sprintf("the checkpoints and est_contexts rows of checkpoint %d in %s do not match their checksum", e.Step, e.dbPath())
 	}
 	return what + e.detail()

@@ -95,8 +95,10 @@ func (db *DB) InitJob(j Job) (existing bool, err error) {
 		stored, err := scanJob(tx.QueryRow(jobSelect))
 		switch {
 		case errors.Is(err, ErrNoJob):
-			_, err = tx.Exec(`INSERT INTO job (singleton, job_id, name, spec, logical_workers, created_ns, data_files)
-				VALUES (1, ?, ?, ?, ?, ?, ?)`, j.ID, j.Name, j.Spec, j.LogicalWorkers, j.Created.UnixNano(), files)
+			ns := j.Created.UnixNano()
+			_, err = tx.Exec(`INSERT INTO job (singleton, job_id, name, spec, logical_workers, created_ns, data_files, checksum)
+				VALUES (1, ?, ?, ?, ?, ?, ?, ?)`, j.ID, j.Name, j.Spec, j.LogicalWorkers, ns, files,
+				jobChecksum(j.ID, j.Name, j.Spec, int64(j.LogicalWorkers), ns, files))
 			return err
 		case err != nil:
 			return err
@@ -104,7 +106,8 @@ func (db *DB) InitJob(j Job) (existing bool, err error) {
 			return &JobMismatchError{Dir: db.dir, StoredID: stored.ID, StoredName: stored.Name,
 				GivenID: j.ID, GivenName: j.Name}
 		case len(stored.Data) == 0 && len(j.Data) > 0:
-			if _, err := tx.Exec(`UPDATE job SET data_files = ? WHERE singleton = 1`, files); err != nil {
+			sum := jobChecksum(stored.ID, stored.Name, stored.Spec, int64(stored.LogicalWorkers), stored.Created.UnixNano(), files)
+			if _, err := tx.Exec(`UPDATE job SET data_files = ?, checksum = ? WHERE singleton = 1`, files, sum); err != nil {
 				return err
 			}
 		default:
@@ -121,7 +124,7 @@ func (db *DB) InitJob(j Job) (existing bool, err error) {
 	return existing, nil
 }
 
-const jobSelect = `SELECT job_id, name, spec, logical_workers, created_ns, data_files FROM job WHERE singleton = 1`
+const jobSelect = `SELECT job_id, name, spec, logical_workers, created_ns, data_files, checksum FROM job WHERE singleton = 1`
 
 // encodeDataFiles is the data_files column of files: the empty string for
 // none, else JSON.
@@ -151,13 +154,16 @@ func (db *DB) Job() (Job, error) {
 func scanJob(row *sql.Row) (Job, error) {
 	var j Job
 	var ns int64
-	var files string
-	err := row.Scan(&j.ID, &j.Name, &j.Spec, &j.LogicalWorkers, &ns, &files)
+	var files, sum string
+	err := row.Scan(&j.ID, &j.Name, &j.Spec, &j.LogicalWorkers, &ns, &files, &sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Job{}, ErrNoJob
 	}
 	if err != nil {
 		return Job{}, err
+	}
+	if got := jobChecksum(j.ID, j.Name, j.Spec, int64(j.LogicalWorkers), ns, files); got != sum {
+		return Job{}, &CorruptRowError{Table: "job", Want: sum, Got: got}
 	}
 	if files != "" {
 		if err := json.Unmarshal([]byte(files), &j.Data); err != nil {

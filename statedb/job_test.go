@@ -162,3 +162,36 @@ func TestAJobStoredBeforeDataWasRecordedAdoptsTheData(t *testing.T) {
 		t.Fatalf("Job() = %+v, %v; want the adopted data %+v", got, err, files)
 	}
 }
+
+// TestAChangedJobRowIsRefused changes the job row behind statedb's back
+// (its data_files emptied, which would make a resume adopt any data; its
+// name): opening the job then fails naming the row, and nothing is adopted.
+func TestAChangedJobRowIsRefused(t *testing.T) {
+	for name, update := range map[string]string{
+		"the training data emptied": `UPDATE job SET data_files = ''`,
+		"the name changed":          `UPDATE job SET name = 'other'`,
+		"the creation time changed": `UPDATE job SET created_ns = created_ns + 1`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			j := Job{ID: "sha256:ab", Name: "j", Spec: "{}", LogicalWorkers: 2, Created: time.Unix(5, 0),
+				Data: []DataFile{{Name: "train.gz", Size: 3, SHA256: "aa"}}}
+			if _, err := db.InitJob(j); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.sql.Exec(update); err != nil {
+				t.Fatal(err)
+			}
+			other := j
+			other.Data = []DataFile{{Name: "train.gz", Size: 3, SHA256: "bb"}}
+			_, err := db.InitJob(other)
+			var cr *CorruptRowError
+			if !errors.As(err, &cr) || !errors.Is(err, ErrCorruptRow) || !strings.Contains(err.Error(), "the job row") {
+				t.Fatalf("InitJob after %s: %v, want a CorruptRowError naming the job row", name, err)
+			}
+			if _, err := db.Job(); !errors.As(err, &cr) {
+				t.Fatalf("Job after %s: %v, want a CorruptRowError", name, err)
+			}
+		})
+	}
+}

@@ -59,12 +59,15 @@ var migrations = []string{
 	// 3: the job's training data (JSON list of {name, size, sha256}, in
 	// load order; '' for a job stored before this migration).
 	`ALTER TABLE job ADD COLUMN data_files TEXT NOT NULL DEFAULT '';`,
+	// 4: the job row's checksum (checksum.go), filled for a row written before.
+	`ALTER TABLE job ADD COLUMN checksum TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrationFills[i] runs after migrations[i], in its transaction, to fill
 // what SQL alone cannot compute.
 var migrationFills = map[int]func(*sql.Tx) error{
 	1: fillChecksums,
+	3: fillJobChecksum,
 }
 
 // migrate applies the migrations the database has not seen yet, each in its
