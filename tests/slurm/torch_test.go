@@ -89,8 +89,10 @@ func TestTorchShrinkByScontrolKeepsTheLocalDigest(t *testing.T) {
 	if s["digest"] != want || s["engine"] != "torch" {
 		t.Fatalf("digest after the shrink %v (engine %v), local fixed run %s\n%s", s["digest"], s["engine"], want, output())
 	}
-	if !strings.Contains(output(), "workers lost; redoing the step") && !strings.Contains(output(), "removing a lost worker") {
-		t.Fatalf("no worker left after the shrink:\n%s", output())
+	// The shrink's task dies mid-step (the step is redone) or between steps
+	// (the boundary drops it): either way the run goes on on 2.
+	if !strings.Contains(output(), "world_size=2") {
+		t.Fatalf("the run never went on with 2 workers after the shrink:\n%s", output())
 	}
 	job, err := lab.CLI.Job(ctx, id)
 	if err != nil || job.State != "COMPLETED" {
