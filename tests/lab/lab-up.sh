@@ -240,8 +240,8 @@ wait_ready() {
 	until "$@" >/dev/null 2>&1; do
 		# a daemon just spawned may still be setsid or setpriv (seen on a loaded machine)
 		if ! alive "$name" "$pid" && ! starting "$pid"; then
-			log "$name (pid $pid) died; last lines of $logf:"
-			tail -n 8 "$logf" >&2 2>/dev/null || true
+			log "$name (pid $pid) died; last lines of $logf and $LOG/$name.out:"
+			tail -n 8 "$logf" "$LOG/$name.out" >&2 2>/dev/null || true
 			return 1
 		fi
 		[ "$SECONDS" -lt "$end" ] || { log "$name not ready after ${LAB_TIMEOUT}s; see $logf"; return 1; }

@@ -72,13 +72,14 @@ alive() {
 	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
 	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(comm_for "$1")" ]
 }
-# starting PID: PID is still exec'ing its way to the daemon (spawn runs setsid, which runs
-# setpriv, which runs the daemon: /proc/PID/comm names each in turn), not a zombie
+# starting PID: PID is still exec'ing its way to the daemon, not a zombie: spawn forks bash
+# (redirections), which execs setsid, which execs setpriv, which execs the daemon, and
+# /proc/PID/comm names each in turn (CI once caught munged's PID still as bash, 0.4 s in)
 starting() {
 	local pid=$1
 	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
 	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
-	case "$(cat "/proc/$pid/comm" 2>/dev/null)" in setsid | setpriv) return 0 ;; esac
+	case "$(cat "/proc/$pid/comm" 2>/dev/null)" in bash | setsid | setpriv) return 0 ;; esac
 	return 1
 }
 all_alive() {
