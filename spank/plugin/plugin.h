@@ -11,7 +11,9 @@
  *   args.c    - plugstack.conf arguments
  *   request.c - option parsing/validation (C twin of internal/elastic)
  * Everything but the slurm_spank_* callbacks and the SPANK_PLUGIN data is
- * built with hidden visibility (-fvisibility=hidden).
+ * built with hidden visibility (-fvisibility=hidden) and kept local by the
+ * linker version script easyscale_spank.map; spank/spank.mk adds the
+ * hardening flags (stack protector, FORTIFY_SOURCE, RELRO, BIND_NOW).
  */
 #ifndef EASYSCALE_PLUGIN_H
 #define EASYSCALE_PLUGIN_H
