@@ -27,8 +27,11 @@ struct es_settings es_flags;
 static int parse_timeout(const char *v)
 {
 	char *end;
-	long n = strtol(v, &end, 10);
-	if (*v == '\0' || *end != '\0' || n < 1 || n > 300)
+	long n;
+	if (*v < '0' || *v > '9')
+		return -1;
+	n = strtol(v, &end, 10);
+	if (*end != '\0' || n < 1 || n > 300)
 		return -1;
 	es_config.helper_timeout_s = (int)n;
 	return 0;
@@ -49,22 +52,44 @@ static void default_helper(void)
 	snprintf(es_config.helper, sizeof(es_config.helper), "%s/%s", ES_HELPER_DIR, ES_HELPER_NAME);
 }
 
+static int bad_arg(const char *arg, const char *why)
+{
+	ES_ERR("init", "invalid plugstack.conf argument \"%.200s\": %s (known: helper=/ABSOLUTE/PATH, "
+	       "helper_timeout=1..300)", arg, why);
+	return -1;
+}
+
+/* One plugstack.conf argument; -1 (logged) when it is not valid. */
+static int parse_arg(const char *arg)
+{
+	if (strncmp(arg, "helper=", 7) == 0) {
+		const char *path = arg + 7;
+		if (path[0] != '/')
+			return bad_arg(arg, "the helper must be an absolute path");
+		if (strlen(path) >= sizeof(es_config.helper)) {
+			char why[64];
+			snprintf(why, sizeof(why), "the helper path is longer than %zu bytes",
+				 sizeof(es_config.helper) - 1);
+			return bad_arg(arg, why);
+		}
+		strcpy(es_config.helper, path);
+		return 0;
+	}
+	if (strncmp(arg, "helper_timeout=", 15) == 0) {
+		if (parse_timeout(arg + 15) < 0)
+			return bad_arg(arg, "the timeout must be whole seconds from 1 to 300");
+		return 0;
+	}
+	return bad_arg(arg, "unknown argument");
+}
+
 int es_parse_args(int ac, char **av)
 {
 	es_config.helper[0] = '\0';
 	es_config.helper_timeout_s = 10;
-	for (int i = 0; i < ac; i++) {
-		if (strncmp(av[i], "helper=", 7) == 0 && av[i][7] == '/' &&
-		    strlen(av[i] + 7) < sizeof(es_config.helper)) {
-			strcpy(es_config.helper, av[i] + 7);
-		} else if (strncmp(av[i], "helper_timeout=", 15) == 0 && parse_timeout(av[i] + 15) == 0) {
-			continue;
-		} else {
-			ES_ERR("init", "invalid plugstack.conf argument \"%s\" (known: helper=/ABSOLUTE/PATH, "
-			       "helper_timeout=1..300)", av[i]);
+	for (int i = 0; i < ac; i++)
+		if (parse_arg(av[i]) < 0)
 			return -1;
-		}
-	}
 	if (es_config.helper[0] == '\0')
 		default_helper();
 	return 0;

@@ -5,7 +5,8 @@
  * deadline, and hand every "EASYSCALE_[A-Z0-9_]+=VALUE" stdout line to a
  * setter. Other stdout lines are ignored (logged), so the helper cannot set
  * variables such as LD_PRELOAD. Stderr lines are logged with the
- * "easyscale: helper:" prefix. Output beyond 64 KiB per stream is dropped.
+ * "easyscale: helper:" prefix. Output beyond 64 KiB per stream is dropped,
+ * and the drop is logged.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,8 +27,10 @@
 
 struct stream {
 	int fd;
+	const char *name; /* "stdout" or "stderr", for the log */
 	char buf[ES_OUT_MAX + 1];
 	size_t len;
+	int dropped; /* bytes read past ES_OUT_MAX were thrown away */
 };
 
 static long long now_ms(void)
@@ -65,8 +68,10 @@ static int drain(struct stream *s)
 	if (n == 0)
 		return 0;
 	size_t keep = (size_t)n;
-	if (keep > ES_OUT_MAX - s->len)
+	if (keep > ES_OUT_MAX - s->len) {
 		keep = ES_OUT_MAX - s->len;
+		s->dropped = 1;
+	}
 	memcpy(s->buf + s->len, tmp, keep);
 	s->len += keep;
 	return 1;
@@ -108,6 +113,8 @@ static int valid_key(const char *k, size_t len)
 static void each_line(struct stream *s, void (*fn)(char *line, void *arg), void *arg)
 {
 	s->buf[s->len] = '\0';
+	if (s->dropped)
+		ES_ERR(PHASE, "%s beyond %d bytes dropped", s->name, ES_OUT_MAX);
 	for (char *save = NULL, *line = strtok_r(s->buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		fn(line, arg);
 }
@@ -192,6 +199,8 @@ int es_run_helper(const char *path, int timeout_s, char *const env[],
 	close(pe[1]);
 	out->fd = po[0];
 	err->fd = pe[0];
+	out->name = "stdout";
+	err->name = "stderr";
 	if (pid < 0) {
 		ES_ERR(PHASE, "fork: %s", strerror(errno));
 		rc = -1;

@@ -15,6 +15,10 @@
  *   every EASYSCALE_*=VALUE line the helper easyscale-gpuctx prints
  *
  * The determinism settings are not overwritten when the user set them.
+ * The EASYSCALE_* values are read into fixed buffers (64 bytes for
+ * EASYSCALE_ELASTIC, 32 for EASYSCALE_LOGICAL_WORKERS, 16 for
+ * EASYSCALE_DETERMINISM, the same for their SLURM_SPANK_ twins); a longer
+ * value is logged and not used.
  * Nothing here fails the task: a bad value or a helper failure is logged and
  * the task runs (CPU workers need no GPU context). No Go code runs in this
  * process (a Go runtime does not survive slurmstepd's fork); the helper is a
@@ -32,9 +36,21 @@ struct env_buf {
 	char elastic[64], lw[32], det[16];
 };
 
+/*
+ * The task's value of name in buf[0..len), or NULL when unset or empty. A
+ * value that does not fit (spank_getenv: ESPANK_NOSPACE) cannot be a valid
+ * request (the longest, "1000000-1000000", has 15 bytes): it is logged with
+ * the variable's name and limit and not used.
+ */
 static const char *get(spank_t sp, const char *name, char *buf, int len)
 {
-	if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS || buf[0] == '\0')
+	spank_err_t rc = spank_getenv(sp, name, buf, len);
+	if (rc == ESPANK_NOSPACE) {
+		ES_ERR(PHASE, "%s in the task environment is longer than its limit of %d bytes; ignored", name,
+		       len - 1);
+		return NULL;
+	}
+	if (rc != ESPANK_SUCCESS || buf[0] == '\0')
 		return NULL;
 	return buf;
 }

@@ -116,7 +116,7 @@ func TestCValidationAgreesWithInternalElastic(t *testing.T) {
 
 func TestHelperRunnerExportsOnlyEasyScaleVariables(t *testing.T) {
 	need(t, spankH+" (libslurm-dev)", haveFile(spankH))
-	bin := compile(t, "helpertest", "testdata/helper_main.c", filepath.Join(pluginDir, "helper.c"))
+	bin := compile(t, "helpertest", "testdata/helper_main.c", "testdata/stub.c", filepath.Join(pluginDir, "helper.c"))
 	tests := []struct {
 		name    string
 		script  string
@@ -144,6 +144,14 @@ func TestHelperRunnerExportsOnlyEasyScaleVariables(t *testing.T) {
 			script:  "echo 'no NVIDIA driver' >&2\necho EASYSCALE_GPU_COUNT=0\n",
 			timeout: "5",
 			want:    []string{"info: easyscale: helper: no NVIDIA driver", "SET EASYSCALE_GPU_COUNT=0", "RC 0"},
+		},
+		{
+			name: "output beyond 64 KiB is dropped and the drop is logged",
+			script: "echo EASYSCALE_FIRST=1\nhead -c 70000 /dev/zero | tr '\\0' x\necho\necho EASYSCALE_LATE=1\n" +
+				"echo EASYSCALE_OK=1 >&2\n",
+			timeout: "5",
+			want:    []string{"SET EASYSCALE_FIRST=1", "error: easyscale: helper: stdout beyond 65536 bytes dropped", "RC 0"},
+			absent:  []string{"SET EASYSCALE_LATE", "stderr beyond"},
 		},
 		{
 			name:    "a failing helper exports nothing and reports its status",

@@ -1,34 +1,12 @@
 /*
  * helper_main.c - test driver for helper.c: runs argv[1] as the helper with
  * timeout argv[2] and a fixed task environment, prints "SET KEY=VALUE" for
- * every accepted variable, the plugin's log lines, and "RC n".
+ * every accepted variable, the plugin's log lines (stub.c), and "RC n".
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "plugin.h"
-
-static void logf_(const char *level, const char *fmt, va_list ap)
-{
-	printf("%s: ", level);
-	vprintf(fmt, ap);
-	printf("\n");
-}
-
-#define LOGGER(name, level)                       \
-	void name(const char *fmt, ...)           \
-	{                                         \
-		va_list ap;                       \
-		va_start(ap, fmt);                \
-		logf_(level, fmt, ap);            \
-		va_end(ap);                       \
-	}
-
-LOGGER(slurm_error, "error")
-LOGGER(slurm_info, "info")
-LOGGER(slurm_verbose, "verbose")
-LOGGER(slurm_debug, "debug")
 
 static void set(const char *key, const char *value, void *arg)
 {
