@@ -6,7 +6,9 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/easyscale/easyscale-slurm/runtime/cli.Version=$(VERSION) \
 	-X github.com/easyscale/easyscale-slurm/backfill/daemon.Version=$(VERSION) \
 	-X github.com/easyscale/easyscale-slurm/spank/gpuctx.Version=$(VERSION)
-# Tests that need a real Slurm lab run in `make test`; `make test-unit` skips them.
+# Tests that need the real Slurm lab (internal/slurmlab) run only with
+# EASYSCALE_LAB=1, which `make test` (.ci/test.sh) sets; `make test-unit` and a
+# plain `go test ./...` skip them without starting a daemon.
 GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
@@ -85,11 +87,11 @@ demo: build data ## MNIST: fixed allocation vs changing allocation, both digests
 demo-charlm: build data ## the character language model, fixed vs changing allocation
 	@bash examples/demo.sh examples/charlm/job.toml 0:1,60:3@2/1/1,150:2,220:4
 
-test: ## every test (installs what it needs, starts the Slurm lab)
+test: ## every test (installs what it needs; EASYSCALE_LAB=1: starts the Slurm lab)
 	bash .ci/test.sh
 
-test-unit: ## tests that need no Slurm lab
-	$(GOTEST) ./...
+test-unit: ## tests that need no Slurm lab (EASYSCALE_LAB=0: lab tests skip, no daemon starts)
+	EASYSCALE_LAB=0 $(GOTEST) ./...
 
 test-arm64: ## golden-bit tests under arm64 emulation (qemu-user-static)
 	bash tests/crossarch/run.sh

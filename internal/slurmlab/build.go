@@ -14,8 +14,12 @@ import (
 // binaries of the code under test, and jobs started in the repository root
 // find MNIST in data/mnist without a Go toolchain. Test packages call it from TestMain before Main;
 // concurrent callers (go test runs packages in parallel) are serialised by
-// a lock file.
+// a lock file. Without EASYSCALE_LAB=1 ([Enabled]) it does nothing and returns nil:
+// only lab tests need bin/ built.
 func Build() error {
+	if !Enabled() {
+		return nil
+	}
 	root, err := repoRoot()
 	if err != nil {
 		return err

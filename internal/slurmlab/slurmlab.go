@@ -6,12 +6,22 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(slurmlab.Main(m)) }
 //
-// and each test asks for it with [Require], which skips the test when Slurm is not
-// installed or the tests do not run as root, except when the environment variable CI
-// is set: then a lab that cannot start fails the test. Several test packages may use
-// the lab at once (go test runs packages in parallel): each holds a shared lock on
-// $EASYSCALE_LAB_DIR/users.lock while it runs, and the last one out stops the lab,
-// but only if a test harness started it (a lab started with `make lab-up` stays up;
+// and each test asks for it with [Require]. Lab tests run only when asked: the
+// environment variable EASYSCALE_LAB=1 (set by `make test` and .ci/test.sh) turns them
+// on; without it Main, [Build] and Require touch nothing (no lab-up, no lock files, no
+// `make build`) and Require skips with a message saying how to turn them on, even as
+// root on a machine with Slurm, so `make test-unit` and a plain `go test ./...` start no
+// daemons. With EASYSCALE_LAB=1, Require skips when Slurm is not installed or the tests
+// do not run as root, except when the environment variable CI is set: then a lab that
+// cannot start fails the test.
+//
+// Several test packages may use the lab at once (go test runs packages in parallel):
+// each holds a shared lock on $EASYSCALE_LAB_DIR/users.lock while it runs. The first
+// user (the one that finds no other holder) runs lab-up.sh holding that lock
+// exclusively, so the others wait for the lab to be up; a later user runs lab-up.sh in
+// join mode (EASYSCALE_LAB_JOIN=1), which never restarts a lab that others are using (a
+// test may have killed a node on purpose). The last one out stops the lab, but only if
+// a test harness started it (a lab started with `make lab-up` stays up;
 // EASYSCALE_LAB_KEEP=1 keeps a harness-started one up too).
 package slurmlab
 
@@ -27,7 +37,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,46 +62,82 @@ type Lab struct {
 	Root string
 }
 
+// Switch is the environment variable that turns the lab tests on ("1"; unset,
+// "0", "false", "no" or "off" leave them off).
+const Switch = "EASYSCALE_LAB"
+
+// offWhy is Require's skip message while the lab tests are off.
+const offWhy = "lab tests are off: set " + Switch + "=1 to run them against a private Slurm lab " +
+	"(make test and .ci/test.sh do; it needs root and starts daemons)"
+
 var (
 	once     sync.Once
+	off      bool // the lab tests were not asked for (Switch)
 	shared   *Lab
 	skipWhy  string
 	startErr error
-	users    *os.File // shared lock on users.lock while this process uses the lab
-	upOutput string   // what lab-up.sh printed on stderr
+	users    *usersLock // held on users.lock while this process uses the lab
+	labDir   string     // the lab directory users.lock is in
+	labRoot  string     // the repository root, for tests/lab
+	upOutput string     // what lab-up.sh printed on stderr
 )
 
-// ciMode reports whether the environment variable CI asks for strict mode.
-func ciMode() bool {
-	switch os.Getenv("CI") {
-	case "", "0", "false":
+// on reports whether an environment switch's value means yes.
+func on(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no", "off":
 		return false
 	}
 	return true
 }
 
+// ciMode reports whether the environment variable CI asks for strict mode.
+func ciMode() bool { return on(os.Getenv("CI")) }
+
+// Enabled reports whether the lab tests were asked for (EASYSCALE_LAB=1). Without it
+// nothing in this package starts a daemon, takes a lock or builds anything.
+func Enabled() bool { return on(os.Getenv(Switch)) }
+
+// skipReason decides whether a process that asked for the lab ([Enabled]) may run it:
+// "" to start it, else why not. ci is CI mode, root whether the process runs as root,
+// installed whether Slurm's daemons are installed (under CI, lab-up installs them).
+func skipReason(ci, root, installed bool) string {
+	switch {
+	case !root:
+		return "the lab cluster needs root (mknod, daemons)"
+	case !ci && !installed:
+		return "Slurm is not installed (bash .ci/install-deps.sh)"
+	}
+	return ""
+}
+
 // Main starts the lab (see [Start]), runs the tests, prints the tail of every daemon
 // log when a test failed, then releases the lab. It returns the exit code for os.Exit.
 func Main(m *testing.M) int {
+	if !Enabled() {
+		return m.Run() // Require skips each lab test with offWhy
+	}
 	once.Do(start)
+	if startErr != nil { // said here too: a package whose lab tests were filtered out passes
+		fmt.Fprintf(os.Stderr, "slurmlab: lab cluster did not start: %v\n%s", startErr, upOutput)
+	}
 	code := m.Run()
-	if shared != nil {
-		if code != 0 {
-			fmt.Fprintln(os.Stderr, "slurmlab: tests failed; daemon logs:")
-			shared.WriteLogTails(os.Stderr, 40)
-		}
-		if err := release(); err != nil {
-			fmt.Fprintln(os.Stderr, "slurmlab:", err)
-			if code == 0 {
-				code = 1
-			}
+	if shared != nil && code != 0 {
+		fmt.Fprintln(os.Stderr, "slurmlab: tests failed; daemon logs:")
+		shared.WriteLogTails(os.Stderr, 40)
+	}
+	if err := release(); err != nil {
+		fmt.Fprintln(os.Stderr, "slurmlab:", err)
+		if code == 0 {
+			code = 1
 		}
 	}
 	return code
 }
 
-// Require returns the lab, starting it on first use. It skips the test when Slurm is
-// missing or the process is not root, unless CI is set (then it fails the test). It
+// Require returns the lab, starting it on first use. It skips the test when the lab
+// tests are off (EASYSCALE_LAB not set, even under CI), and when Slurm is missing or
+// the process is not root, unless CI is set (then it fails the test). It
 // registers a cleanup that fails the test if a node is drained or down when the test
 // ends, and prints what the daemons logged during the test if the test failed. A test
 // that drains a node on purpose resumes it in a t.Cleanup registered after Require
@@ -101,6 +146,8 @@ func Require(t testing.TB) *Lab {
 	t.Helper()
 	once.Do(start)
 	switch {
+	case off:
+		t.Skip("slurmlab: " + offWhy)
 	case startErr != nil:
 		t.Fatalf("slurmlab: lab cluster did not start: %v\n%s", startErr, upOutput)
 	case skipWhy != "" && ciMode():
@@ -128,26 +175,28 @@ func Require(t testing.TB) *Lab {
 }
 
 // Start brings the lab up if needed (tests/lab/lab-up.sh) and returns it. skip is
-// non-empty when the lab cannot run here (not root; Slurm not installed and CI not
-// set); err is non-nil when it should run but did not start. Main and Require call it
+// non-empty when the lab cannot run here (EASYSCALE_LAB not set; not root; Slurm not
+// installed and CI not set); err is non-nil when it should run but did not start. Main and Require call it
 // once per process; call it directly only outside tests.
 func Start() (l *Lab, skip string, err error) {
 	once.Do(start)
+	if off {
+		return nil, offWhy, nil
+	}
 	return shared, skipWhy, startErr
 }
 
 func start() {
+	if !Enabled() {
+		off = true
+		return
+	}
+	if skipWhy = skipReason(ciMode(), os.Geteuid() == 0, installed()); skipWhy != "" {
+		return
+	}
 	root, err := repoRoot()
 	if err != nil {
 		startErr = err
-		return
-	}
-	switch {
-	case os.Geteuid() != 0:
-		skipWhy = "the lab cluster needs root (mknod, daemons)"
-		return
-	case !ciMode() && !installed():
-		skipWhy = "Slurm is not installed (bash .ci/install-deps.sh)"
 		return
 	}
 	dir := os.Getenv("EASYSCALE_LAB_DIR")
@@ -158,20 +207,24 @@ func start() {
 		startErr = fmt.Errorf("creating lab dir: %w", err)
 		return
 	}
-	users, err = os.OpenFile(filepath.Join(dir, "users.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	labDir, labRoot = dir, root
+	users, err = joinUsers(filepath.Join(dir, "users.lock"))
 	if err != nil {
-		startErr = fmt.Errorf("opening users lock: %w", err)
+		startErr = err
 		return
 	}
-	// shared: blocks only while a last user tears the lab down
-	if err := syscall.Flock(int(users.Fd()), syscall.LOCK_SH); err != nil {
-		startErr = fmt.Errorf("locking %s: %w", users.Name(), err)
-		return
-	}
+	defer func() {
+		if err := users.Share(); err != nil && startErr == nil {
+			startErr = err
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "tests/lab/lab-up.sh"))
 	cmd.Env = append(os.Environ(), "EASYSCALE_LAB_DIR="+dir, "EASYSCALE_LAB_OWNER=harness")
+	if !users.first { // others use the lab: lab-up must not restart it under them
+		cmd.Env = append(cmd.Env, "EASYSCALE_LAB_JOIN=1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -226,17 +279,18 @@ func release() error {
 	if os.Getenv("EASYSCALE_LAB_KEEP") == "1" {
 		return nil
 	}
-	if err := syscall.Flock(int(users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if !users.Last() {
 		return nil // another test process still uses the lab
 	}
-	owner, _ := os.ReadFile(filepath.Join(shared.Dir, "run", "owner"))
+	// also after a failed start: lab-down stops what a half-done lab-up recorded
+	owner, _ := os.ReadFile(filepath.Join(labDir, "run", "owner"))
 	if strings.TrimSpace(string(owner)) != "harness" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(shared.Root, "tests/lab/lab-down.sh"))
-	cmd.Env = append(os.Environ(), "EASYSCALE_LAB_DIR="+shared.Dir)
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(labRoot, "tests/lab/lab-down.sh"))
+	cmd.Env = append(os.Environ(), "EASYSCALE_LAB_DIR="+labDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("tests/lab/lab-down.sh: %w\n%s", err, out)
 	}

@@ -18,7 +18,8 @@ import (
 // The lab tests run against the real Slurm lab (internal/slurmlab, started
 // by TestMain after `make build`), whose plugstack.conf loads
 // bin/easyscale_spank.so; the plugin finds bin/easyscale-gpuctx next to it.
-// Without Slurm or root they skip, except under CI, where they fail.
+// They run only with EASYSCALE_LAB=1 (make test); without Slurm or root they
+// skip, except under CI, where they fail.
 
 func TestMain(m *testing.M) {
 	if err := slurmlab.Build(); err != nil {

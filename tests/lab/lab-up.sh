@@ -183,11 +183,25 @@ if [ -d "$ETC" ] && diff -q -x plugstack.conf.d -r "$ETC" "$NEW" >/dev/null 2>&1
 	print_exports
 	exit 0
 fi
+if [ -s "$PIDS" ] && [ "${EASYSCALE_LAB_JOIN:-0}" = 1 ]; then
+	# other test processes use this lab: a restart would kill their jobs (a test may
+	# have killed a node on purpose), so join it as it is or fail
+	if [ -d "$ETC" ] && diff -q -x plugstack.conf.d -r "$ETC" "$NEW" >/dev/null 2>&1 && ctld_up; then
+		rm -rf "$NEW"
+		write_spank_hook
+		log "lab in use by other test processes; not every daemon or node is healthy, joined without a restart"
+		print_exports
+		exit 0
+	fi
+	diff -r -x plugstack.conf.d "$ETC" "$NEW" >&2 || true
+	die "the lab at $LAB_DIR is in use by other test processes (EASYSCALE_LAB_JOIN=1) but its config differs or slurmctld does not answer: not restarting it under them"
+fi
 if [ -s "$PIDS" ]; then
 	log "config changed or a daemon died: restarting"
-	flock -u 9
-	EASYSCALE_LAB_DIR=$LAB_DIR "$LAB_ROOT/tests/lab/lab-down.sh"
-	lab_lock
+	# keep the lab lock throughout: released here, a second lab-up could take it,
+	# find the lab down as well, and restart it again under this one (or find
+	# etc.new moved away)
+	_EASYSCALE_LAB_LOCKED=$LAB_DIR EASYSCALE_LAB_PURGE=0 EASYSCALE_LAB_DIR=$LAB_DIR "$LAB_ROOT/tests/lab/lab-down.sh"
 fi
 [ ! -d "$ETC/plugstack.conf.d" ] || cp -a "$ETC/plugstack.conf.d" "$NEW/"
 rm -rf "$ETC"

@@ -12,6 +12,8 @@
 #   EASYSCALE_SPANK_SO       <repo>/bin/easyscale_spank.so   SPANK plugin loaded if the file exists
 #   EASYSCALE_SPANK_ARGS     ""                  arguments after the plugin path in plugstack.conf
 #   EASYSCALE_LAB_OWNER      manual              who asks: "harness" (Go tests) or "manual" (make lab-up)
+#   EASYSCALE_LAB_JOIN       0                   1: other test processes use the lab (internal/slurmlab
+#                                                sets it for all but the first): never restart it
 #
 # Everything the lab starts is private to it: its own munged socket, its own MariaDB
 # datadir, socket and TCP port, its own ports for every Slurm daemon. So the lab can
@@ -51,9 +53,14 @@ elapsed() {
 	printf '%d.%02d' $((us / 1000000)) $((us % 1000000 / 10000))
 }
 
-# lab_lock: serialise lab-up/lab-down (several test packages may start the lab at once)
+# lab_lock: serialise lab-up/lab-down (several test packages may start the lab at once).
+# lab-up runs lab-down while it holds the lock: it passes the lock on as fd 9 with
+# _EASYSCALE_LAB_LOCKED set to the lab dir, and lab-down then uses that lock as is.
 lab_lock() {
 	mkdir -p "$LAB_DIR"
+	if [ "${_EASYSCALE_LAB_LOCKED:-}" = "$LAB_DIR" ] && { true >&9; } 2>/dev/null; then
+		return 0
+	fi
 	exec 9>"$LAB_DIR/lab.lock"
 	flock -w 300 9 || die "could not lock $LAB_DIR/lab.lock within 300 s"
 }
