@@ -47,15 +47,6 @@ func compile(t *testing.T, out string, args ...string) string {
 	return bin
 }
 
-func pluginSources(t *testing.T) []string {
-	t.Helper()
-	src, err := filepath.Glob(filepath.Join(pluginDir, "*.c"))
-	if err != nil || len(src) == 0 {
-		t.Fatalf("plugin sources: %v %v", src, err)
-	}
-	return src
-}
-
 // goResult renders what internal/elastic decides for one table row, in the
 // format of testdata/validate_main.c.
 func goResult(col []string) string {
