@@ -13,8 +13,7 @@
 # version script (spank/plugin/easyscale_spank.map) so that only the SPANK
 # symbols are exported. spank/plugintest checks the built file for each.
 # SPANK_CFLAGS (keep -O2: FORTIFY_SOURCE needs optimisation) and SPANK_LDFLAGS
-# may be overridden; the hardening flags and
-# the version script are always added.
+# may be overridden; the hardening flags and the version script are always added.
 
 CC ?= cc
 GO ?= go
