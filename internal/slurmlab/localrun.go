@@ -24,16 +24,21 @@ func (l *Lab) LocalMNISTDigest(t testing.TB, steps int) string {
 
 // LocalDigest is [Lab.LocalMNISTDigest] for any job file (a path relative
 // to the repository root, or absolute); steps 0 trains to the job's
-// horizon. It does not touch a testing.T, so a test may run it in a
-// goroutine beside a Slurm job. Errors name the job file.
-func (l *Lab) LocalDigest(config string, steps int) (string, error) {
-	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), "run", "--config", config,
-		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet")
+// horizon. args are more `easyscale run` flags, e.g. "--workers", "2" for
+// a fixed allocation of 2 physical workers (a torch job's default is one
+// Python process per logical worker). It does not touch a testing.T, so a
+// test may run it in a goroutine beside a Slurm job. Errors name the job
+// file and carry the run's stderr.
+func (l *Lab) LocalDigest(config string, steps int, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(l.Root, "bin", "easyscale"), append([]string{"run", "--config", config,
+		"--steps", fmt.Sprint(steps), "--no-eval", "--quiet"}, args...)...)
 	cmd.Dir = l.Root
 	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("local run of %s: %w", config, err)
+		return "", fmt.Errorf("local run of %s %s: %w\n%s", config, strings.Join(args, " "), err, stderr.String())
 	}
 	f := strings.Fields(string(out))
 	for i, w := range f {

@@ -188,13 +188,7 @@ func locateDatasets(spec *jobspec.Spec, params map[string]any) (data.Manifest, e
 	return m, nil
 }
 
-func defaultPackageRoot() (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return dir + "/easyscale/python", nil
-}
+func defaultPackageRoot() (string, error) { return userPackageRoot() }
 
 // Name returns "torch".
 func (e *Engine) Name() string { return jobspec.EngineTorch }

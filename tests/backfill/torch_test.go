@@ -1,0 +1,227 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest: a user
+// (nobody, with a home of its own) submits examples/slurm/torch-mnist.sbatch
+// with easyscale-sbatch at its minimum (one node, one t4 GPU, one Python
+// process) from a directory of its own; easyscale-backfilld, as root,
+// managing n3 and n4 with its default worker command, grows it with extra
+// jobs in that user's name (sbatch --uid, so they run with the daemon's
+// environment: HOME=/root) whose `easyscale worker --join` start their own
+// Python processes.
+// Once the job trains on more than one process, the first extra job gets
+// SIGTERM, as the daemon sends it before a reservation: its workers leave
+// at a step boundary and exit 0, and the job goes on. The trained model is
+// bit-identical to the local run on a fixed allocation of 2 processes.
+func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
+	l := slurmlab.Require(t)
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
+		t.Skip("no torch for /usr/bin/python3")
+	}
+	if err := slurmlab.Build(); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 234
+	// The reference trains beside the Slurm job (it only slows the job
+	// down, which leaves the daemon more steps to grow it in).
+	type result struct {
+		digest string
+		err    error
+	}
+	local := make(chan result, 1)
+	go func() {
+		d, err := l.LocalDigest("examples/torch-mnist/job.toml", steps, "--workers", "2")
+		local <- result{d, err}
+	}()
+	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"}, worker: config.DefaultWorkerCommand}
+	startDaemon(t, l, s, "backfilld")
+
+	work := userWorkDir(t, l, unprivileged)
+	summary := filepath.Join(work, "summary.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "runuser", "-u", unprivileged, "--", "env", "HOME="+filepath.Join(work, "home"),
+		filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-3",
+		"-w", "n3", "--gres=gpu:t4:1", "examples/slurm/torch-mnist.sbatch")
+	cmd.Dir = work
+	cmd.Env = append(append([]string{}, l.Env...), fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch as %s: %v\n%s", unprivileged, err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	rdv := filepath.Join(work, ".easyscale", id)
+	jobOut := filepath.Join(work, "es-torch-mnist-"+id+".out")
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		if t.Failed() {
+			b, _ := os.ReadFile(jobOut)
+			t.Logf("job %s output:\n%s", id, tail(string(b), 60))
+			outs, _ := filepath.Glob(filepath.Join(rdv, "extra-*.out"))
+			for _, o := range outs {
+				b, _ := os.ReadFile(o)
+				t.Logf("%s:\n%s", filepath.Base(o), tail(string(b), 30))
+			}
+		}
+	})
+	cancelExtrasAtEnd(t, l, id)
+
+	extras := map[string]bool{}
+	var left string // the extra job sent SIGTERM
+	var leftAtWorkers int
+	workers := 0
+	for {
+		for _, x := range extrasOf(t, l, id) {
+			extras[x.ID] = true
+			if left == "" && workers >= 2 && x.State == "RUNNING" {
+				if out, err := l.CLI.Output(ctx, "scancel", "--signal=TERM", x.ID); err != nil {
+					t.Fatalf("scancel --signal=TERM %s: %v\n%s", x.ID, err, out)
+				}
+				left, leftAtWorkers = x.ID, workers
+			}
+		}
+		j, err := l.CLI.Job(ctx, id)
+		if c, cerr := elastic.ParseComment(j.Comment); err == nil && cerr == nil && c.Progress != nil {
+			workers = max(workers, c.Progress.Workers) // the runtime's status: es step=S/T workers=W/L ...
+		}
+		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
+			if j.State != "COMPLETED" {
+				t.Errorf("job %s ended %s, want COMPLETED", id, j.State)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s did not finish in time", id)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("job %s wrote no summary: %v", id, err)
+	}
+	var sum struct {
+		Engine        string `json:"engine"`
+		Digest        string `json:"digest"`
+		Steps         int64  `json:"steps"`
+		Reallocations int    `json:"reallocations"`
+		RedoneSteps   int    `json:"redone_steps"`
+		Schedule      string `json:"schedule"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	var want result
+	select {
+	case want = <-local:
+	case <-ctx.Done():
+		t.Fatal("the local reference run did not finish in time")
+	}
+	if want.err != nil {
+		t.Fatal(want.err)
+	}
+	t.Logf("job %s: %d steps, extra jobs %d, up to %d processes, schedule %s, %d reallocations, %d redone steps, digest %s",
+		id, sum.Steps, len(extras), workers, sum.Schedule, sum.Reallocations, sum.RedoneSteps, sum.Digest)
+	if len(extras) == 0 || workers < 2 || maxWorkers(sum.Schedule) < 2 {
+		t.Errorf("the job never grew: %d extra jobs, at most %d workers in its status comment, schedule %q", len(extras), workers, sum.Schedule)
+	}
+	if sum.Engine != "torch" || sum.Steps != steps || sum.Digest != want.digest {
+		t.Errorf("grown job (engine %q): %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Engine, sum.Steps, sum.Digest, steps, want.digest)
+	}
+	if left == "" {
+		t.Fatal("no extra job was running once the job had grown: nothing was sent SIGTERM")
+	}
+	x, err := l.WaitState(ctx, left, 30*time.Second, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.State != "COMPLETED" {
+		t.Errorf("extra job %s ended %s after SIGTERM, want COMPLETED (its workers leave at a step boundary and exit 0)", left, x.State)
+	}
+	// A leave at a boundary redoes nothing; a leave past the grace redoes
+	// the step in flight, no more.
+	if sum.RedoneSteps > 1 || !shrankBelow(sum.Schedule, leftAtWorkers) {
+		t.Errorf("after SIGTERM of %s at %d workers: schedule %q, %d redone steps; want a shrink and at most 1 redone step",
+			left, leftAtWorkers, sum.Schedule, sum.RedoneSteps)
+	}
+}
+
+// userWorkDir makes a directory owned by user holding what the torch
+// MNIST job reads from its working directory (the job file, its module,
+// the Slurm script; MNIST as links into the repository's data/mnist) and
+// the user's home, and removes it when the test ends.
+func userWorkDir(t *testing.T, l *slurmlab.Lab, user string) string {
+	t.Helper()
+	work, err := os.MkdirTemp("", "torch-backfill-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	script := `set -e
+mkdir -p home examples/torch-mnist examples/slurm data/mnist
+cp "$1"/examples/torch-mnist/job.toml "$1"/examples/torch-mnist/model.py examples/torch-mnist/
+cp "$1"/examples/slurm/torch-mnist.sbatch examples/slurm/
+ln -s "$1"/data/mnist/* data/mnist/
+`
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", user, work).CombinedOutput(); err != nil {
+		t.Fatalf("chown %s %s: %v\n%s", user, work, err, out)
+	}
+	cmd := exec.Command("runuser", "-u", user, "--", "sh", "-c", script, "sh", l.Root)
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("preparing %s's working directory %s: %v\n%s", user, work, err, out)
+	}
+	return work
+}
+
+// segments parses a summary schedule "STEP:WORKERS[@speeds],..." into its
+// worker counts in order.
+func segments(schedule string) []int {
+	var out []int
+	for _, seg := range strings.Split(schedule, ",") {
+		var step, w int
+		if _, err := fmt.Sscanf(seg, "%d:%d", &step, &w); err == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func maxWorkers(schedule string) int {
+	m := 0
+	for _, w := range segments(schedule) {
+		m = max(m, w)
+	}
+	return m
+}
+
+// shrankBelow reports whether the schedule, after reaching n workers, goes
+// on with fewer.
+func shrankBelow(schedule string, n int) bool {
+	reached := false
+	for _, w := range segments(schedule) {
+		if w >= n {
+			reached = true
+		} else if reached {
+			return true
+		}
+	}
+	return false
+}
