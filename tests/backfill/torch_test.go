@@ -21,13 +21,13 @@ import (
 // with easyscale-sbatch at its minimum (one node, one t4 GPU, one Python
 // process) from a directory of its own; easyscale-backfilld, as root,
 // managing n3 and n4 with its default worker command, grows it with extra
-// jobs in that user's name (sbatch --uid, so they run with the daemon's
-// environment: HOME=/root) whose `easyscale worker --join` start their own
-// Python processes.
-// Once the job trains on more than one process, the first extra job gets
-// SIGTERM, as the daemon sends it before a reservation: its workers leave
-// at a step boundary and exit 0, and the job goes on. The trained model is
-// bit-identical to the local run on a fixed allocation of 2 processes.
+// jobs in that user's name (sbatch --uid: they run with the daemon's
+// environment, HOME=/root) whose `easyscale worker --join` start their own
+// Python processes. Once every worker of an extra job is admitted, that
+// job gets SIGTERM, as the daemon sends it before a reservation: its
+// workers leave at a step boundary and exit 0, and the job goes on (and
+// is grown again). The trained model is bit-identical to the local run on
+// a fixed allocation of 2 processes.
 func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	l := slurmlab.Require(t)
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
@@ -88,11 +88,14 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	for {
 		for _, x := range extrasOf(t, l, id) {
 			extras[x.ID] = true
-			if left == "" && workers >= 2 && x.State == "RUNNING" {
-				if out, err := l.CLI.Output(ctx, "scancel", "--signal=TERM", x.ID); err != nil {
-					t.Fatalf("scancel --signal=TERM %s: %v\n%s", x.ID, err, out)
+		}
+		if left == "" {
+			if x, n := admittedExtra(jobOut, rdv); x != "" {
+				if out, err := l.CLI.Output(ctx, "scancel", "--signal=TERM", x); err != nil {
+					t.Fatalf("scancel --signal=TERM %s: %v\n%s", x, err, out)
 				}
-				left, leftAtWorkers = x.ID, workers
+				left, leftAtWorkers = x, n+1
+				t.Logf("SIGTERM to extra job %s, one of %d admitted workers", x, n)
 			}
 		}
 		j, err := l.CLI.Job(ctx, id)
@@ -149,6 +152,9 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b, _ := os.ReadFile(filepath.Join(rdv, "extra-"+left+".out")); !strings.Contains(string(b), "left the job") {
+		t.Errorf("the worker of extra job %s did not leave on SIGTERM:\n%s", left, tail(string(b), 20))
+	}
 	if x.State != "COMPLETED" {
 		t.Errorf("extra job %s ended %s after SIGTERM, want COMPLETED (its workers leave at a step boundary and exit 0)", left, x.State)
 	}
@@ -189,6 +195,32 @@ ln -s "$1"/data/mnist/* data/mnist/
 		t.Fatalf("preparing %s's working directory %s: %v\n%s", user, work, err, out)
 	}
 	return work
+}
+
+// admittedExtra returns an extra job of which every worker that queued
+// for admission (its output in rdv says so) has been admitted (the
+// coordinator's output jobOut says so once per joiner), and the number of
+// admitted workers; "" while some worker is still waiting or none came.
+func admittedExtra(jobOut, rdv string) (string, int) {
+	// Read the coordinator's count first: a worker is admitted only after
+	// it queued, so admitted ≥ queued (read later) means all are in.
+	b, _ := os.ReadFile(jobOut)
+	admitted := strings.Count(string(b), "admitted: rank=")
+	outs, _ := filepath.Glob(filepath.Join(rdv, "extra-*.out"))
+	queued, first := 0, ""
+	for _, o := range outs {
+		b, _ := os.ReadFile(o)
+		if n := strings.Count(string(b), "queued for admission"); n > 0 {
+			queued += n
+			if first == "" {
+				first = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(o), "extra-"), ".out")
+			}
+		}
+	}
+	if queued == 0 || admitted < queued {
+		return "", 0
+	}
+	return first, admitted
 }
 
 // segments parses a summary schedule "STEP:WORKERS[@speeds],..." into its
