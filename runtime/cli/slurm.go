@@ -153,6 +153,11 @@ func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.
 	if err != nil {
 		return nil, err
 	}
+	// Before the address: an extra job joins once it reads the address,
+	// and its worker runs with the daemon's environment, not the job's.
+	if err := slurmjob.PublishPython(t.Rendezvous, eng.Python()); err != nil {
+		return nil, err
+	}
 	if err := slurmjob.PublishCoordinator(t.Rendezvous, ln.Addr(), t.RestartCount); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
 	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
@@ -82,9 +83,17 @@ func workerCmd(args []string, env Env) int {
 		}
 		*jobID = strings.TrimSpace(string(b))
 	}
+	// A torch job under Slurm publishes its interpreter next to the token:
+	// an extra job of easyscale-backfilld runs with the daemon's
+	// environment, without the job's EASYSCALE_PYTHON.
+	python, err := slurmjob.JobPython(filepath.Dir(*tokenFile))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
+		return 2
+	}
 	err = cluster.RunWorker(context.Background(), cluster.WorkerOptions{Join: *join, Secret: secret, JobID: *jobID,
 		RingListen: *listen, DataDir: *dataDir, Threads: *threads, IOTimeout: *ioTimeout, JoinTimeout: *joinTimeout, LeaveGrace: leaveGraceOption(*leaveGrace), Logger: log,
-		Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: *hbTimeout})})
+		Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: *hbTimeout, Python: python})})
 	if errors.Is(err, cluster.ErrLeft) {
 		log.Info("left the job")
 		return 0

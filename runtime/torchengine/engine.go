@@ -60,6 +60,7 @@ type Options struct {
 type Engine struct {
 	local   *Local
 	opts    Options
+	python  string
 	files   data.Manifest
 	samples int
 	digest  string
@@ -127,7 +128,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	e := &Engine{local: NewLocal(cfg, start), opts: o, files: files, log: log.Named("torch"), stop: make(chan struct{})}
+	e := &Engine{local: NewLocal(cfg, start), opts: o, python: py, files: files, log: log.Named("torch"), stop: make(chan struct{})}
 	if host != "" && !net.ParseIP(host).IsUnspecified() {
 		e.local.Host = host
 	}
@@ -189,6 +190,10 @@ func locateDatasets(spec *jobspec.Spec, params map[string]any) (data.Manifest, e
 }
 
 func defaultPackageRoot() (string, error) { return userPackageRoot() }
+
+// Python returns the interpreter the engine's processes run
+// ($EASYSCALE_PYTHON, else DefaultPython).
+func (e *Engine) Python() string { return e.python }
 
 // Name returns "torch".
 func (e *Engine) Name() string { return jobspec.EngineTorch }

@@ -48,6 +48,9 @@ type WorkerOptions struct {
 	Stderr *os.File
 	// HeartbeatTimeout declares the Python process hung (default 5 s).
 	HeartbeatTimeout time.Duration
+	// Python is the job's interpreter (slurmjob.JobPython) when
+	// $EASYSCALE_PYTHON is unset ("": DefaultPython).
+	Python string
 }
 
 // Worker returns the function cluster.WorkerOptions.Torch wants: it runs
@@ -58,7 +61,8 @@ func Worker(o WorkerOptions) func(context.Context, *cluster.EngineSession) error
 
 // RunWorker is `easyscale worker --join` for a torch job: it locates and
 // hashes the job's datasets on this machine, checks the module against the
-// job's digest, starts a Python process (gloo on the interface of the
+// job's digest, starts a Python process ($EASYSCALE_PYTHON, else
+// o.Python, else DefaultPython; gloo on the interface of the
 // connection's local address), loads the job, joins (the coordinator
 // refuses other data or numerics: a *cluster.RefusedError naming the file
 // or the setting) and then relays the coordinator's requests to the
@@ -77,7 +81,11 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	if sum != spec.Torch.ModuleSHA256 {
 		return &cluster.RefusedError{Reason: fmt.Sprintf("module %s has sha256 %.16s on this machine, the job's is %.16s", spec.Torch.ModulePath, sum, spec.Torch.ModuleSHA256), File: spec.Torch.ModulePath}
 	}
-	py, _, err := Python(ctx)
+	python := os.Getenv(PythonEnv)
+	if python == "" {
+		python = o.Python
+	}
+	py, _, err := pythonAt(ctx, python)
 	if err != nil {
 		return err
 	}
@@ -122,7 +130,7 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {
 		return err
 	}
-	log.Info("queued for admission", "job", spec.Name, "pid", p.Pid(), "gloo", s.LocalAddr)
+	log.Info("queued for admission", "job", spec.Name, "pid", p.Pid(), "python", py, "gloo", s.LocalAddr)
 	return relay(ctx, s, p, log)
 }
 

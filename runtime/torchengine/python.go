@@ -25,7 +25,11 @@ var ErrNoTorch = errors.New("python cannot import torch")
 // ErrNoTorch, naming the interpreter and the package to install, when torch
 // cannot be imported within 60 seconds.
 func Python(ctx context.Context) (path, torchVersion string, err error) {
-	path = os.Getenv(PythonEnv)
+	return pythonAt(ctx, os.Getenv(PythonEnv))
+}
+
+// pythonAt is Python for the interpreter path ("": DefaultPython).
+func pythonAt(ctx context.Context, path string) (string, string, error) {
 	if path == "" {
 		path = DefaultPython
 	}

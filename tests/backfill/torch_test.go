@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ import (
 // managing n3 and n4 with its default worker command, grows it with extra
 // jobs in that user's name (sbatch --uid: they run with the daemon's
 // environment, HOME=/root) whose `easyscale worker --join` start their own
-// Python processes. Once every worker of an extra job is admitted, that
+// Python processes, with the job's interpreter (EASYSCALE_PYTHON of the
+// job, not of the daemon). Once every worker of an extra job is admitted, that
 // job gets SIGTERM, as the daemon sends it before a reservation: its
 // workers leave at a step boundary and exit 0, and the job goes on (and
 // is grown again). The trained model is bit-identical to the local run on
@@ -59,7 +61,8 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 		filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-3",
 		"-w", "n3", "--gres=gpu:t4:1", "examples/slurm/torch-mnist.sbatch")
 	cmd.Dir = work
-	cmd.Env = append(append([]string{}, l.Env...), fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	cmd.Env = append(append([]string{}, l.Env...), fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary,
+		"EASYSCALE_PYTHON="+filepath.Join(work, "bin", "python3"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("easyscale-sbatch as %s: %v\n%s", unprivileged, err, out)
@@ -155,6 +158,9 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(rdv, "extra-"+left+".out")); !strings.Contains(string(b), "left the job") {
 		t.Errorf("the worker of extra job %s did not leave on SIGTERM:\n%s", left, tail(string(b), 20))
 	}
+	if b, _ := os.ReadFile(filepath.Join(work, "bin", "python.log")); !slices.Contains(strings.Fields(string(b)), left) {
+		t.Errorf("the worker of extra job %s did not run the job's interpreter (EASYSCALE_PYTHON); it ran for jobs %q", left, strings.Fields(string(b)))
+	}
 	if x.State != "COMPLETED" {
 		t.Errorf("extra job %s ended %s after SIGTERM, want COMPLETED (its workers leave at a step boundary and exit 0)", left, x.State)
 	}
@@ -168,8 +174,10 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 
 // userWorkDir makes a directory owned by user holding what the torch
 // MNIST job reads from its working directory (the job file, its module,
-// the Slurm script; MNIST as links into the repository's data/mnist) and
-// the user's home, and removes it when the test ends.
+// the Slurm script; MNIST as links into the repository's data/mnist), the
+// user's home, and the user's interpreter bin/python3, which logs the
+// Slurm job of each process it starts to bin/python.log and runs
+// /usr/bin/python3; it removes the directory when the test ends.
 func userWorkDir(t *testing.T, l *slurmlab.Lab, user string) string {
 	t.Helper()
 	work, err := os.MkdirTemp("", "torch-backfill-")
@@ -182,6 +190,9 @@ mkdir -p home examples/torch-mnist examples/slurm data/mnist
 cp "$1"/examples/torch-mnist/job.toml "$1"/examples/torch-mnist/model.py examples/torch-mnist/
 cp "$1"/examples/slurm/torch-mnist.sbatch examples/slurm/
 ln -s "$1"/data/mnist/* data/mnist/
+mkdir bin
+printf '#!/bin/sh\necho "${SLURM_JOB_ID:-none}" >> "$(dirname "$0")/python.log"\nexec /usr/bin/python3 "$@"\n' > bin/python3
+chmod 755 bin/python3
 `
 	if err := os.Chmod(work, 0o755); err != nil {
 		t.Fatal(err)
