@@ -62,7 +62,12 @@
 // once as during a step.
 //
 // Under `srun easyscale run` task 0 is such a coordinator and the other
-// tasks join it (runtime/cli's slurm.go).
+// tasks join it (runtime/cli's slurm.go); so do the workers of the extra
+// jobs easyscale-backfilld lends the job. Those run with the daemon's
+// environment (HOME=/root, no EASYSCALE_PYTHON of the job): the package
+// goes only into a cache directory of this user (cachedir.go), and the
+// interpreter is the job's, which task 0 publishes in the rendezvous file
+// slurmjob.PythonFile (WorkerOptions.Python).
 //
-// Not yet (issue 9's next slices): backfill extra jobs, NCCL on GPUs.
+// Not yet (issue 9's next slices): NCCL on GPUs.
 package torchengine
