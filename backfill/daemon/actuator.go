@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,11 @@ type ExtraSpec struct {
 	// Parent is the elastic job's id; User and Account its owner and account
 	// ("" account: the user's default).
 	Parent, User, Account string
+	// Group is the numeric group id root submits with (--gid) beside
+	// --uid=User: the user's primary group in the password database (see
+	// [SlurmActuator.Submit]). Without --gid, `sbatch --uid` as root runs the
+	// job with group root (measured on Slurm 22.05: `id` printed gid=0(root)).
+	Group string
 	// Partition and QOS of the extra job ("" QOS: the partition's default).
 	Partition, QOS string
 	// Node, GPUType ("" for untyped GRES) and GPUs (0: no GRES, a CPU node).
@@ -43,8 +49,10 @@ type ExtraSpec struct {
 // the job accepts it and squeue keeps TRES-per-node, which the snapshot
 // reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
 // come back at a time nobody planned), job name es-extra-<JOBID> and comment
-// "es-extra parent=<JOBID>". asRoot adds --uid=User so that root submits in
-// the user's name; the user must then exist on the submit host.
+// "es-extra parent=<JOBID>". asRoot adds --uid=User and --gid=Group so that
+// root submits in the user's name and group; the user must then exist on the
+// submit host, and a spec without Group is refused (the job would run with
+// group root).
 func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 	if s.TimeLimitMinutes < 1 {
 		return nil, fmt.Errorf("extra job for %s: time limit %d minutes, want ≥ 1", s.Parent, s.TimeLimitMinutes)
@@ -76,7 +84,10 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		args = append(args, "--account="+s.Account)
 	}
 	if asRoot && s.User != "" && s.User != "root" {
-		args = append(args, "--uid="+s.User)
+		if !digits(s.Group) {
+			return nil, fmt.Errorf("extra job for %s: user %s has no numeric group %q to submit with (--gid); root would run the job with group root", s.Parent, s.User, s.Group)
+		}
+		args = append(args, "--uid="+s.User, "--gid="+s.Group)
 	}
 	if s.WorkDir != "" {
 		args = append(args, "--chdir="+s.WorkDir)
@@ -128,8 +139,17 @@ type SlurmActuator struct {
 var _ Actuator = (*SlurmActuator)(nil)
 
 // Submit runs `sbatch ARGS` (see [ExtraSpec.Args]) and returns the job id
-// sbatch --parsable printed.
+// sbatch --parsable printed. As root, a spec without Group gets the user's
+// primary group from the password database (getpwnam); a user it does not
+// know is an error, and nothing is submitted.
 func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, error) {
+	if a.AsRoot && spec.Group == "" && spec.User != "" && spec.User != "root" {
+		u, err := user.Lookup(spec.User)
+		if err != nil {
+			return "", fmt.Errorf("submitting extra job for %s: looking up the group of user %s: %w", spec.Parent, spec.User, err)
+		}
+		spec.Group = u.Gid
+	}
 	args, err := spec.Args(a.AsRoot)
 	if err != nil {
 		return "", err

@@ -13,7 +13,7 @@ import (
 // elastic job 42 for 7 minutes.
 func ExampleExtraSpec_Args() {
 	dir := "/home/alice/run/.easyscale/42"
-	spec := daemon.ExtraSpec{Parent: "42", User: "alice", Account: "proj", Partition: "low",
+	spec := daemon.ExtraSpec{Parent: "42", User: "alice", Group: "1001", Account: "proj", Partition: "low",
 		Node: "n2", GPUType: "v100", GPUs: 2, TimeLimitMinutes: 7, WorkDir: "/home/alice/run", Rendezvous: dir,
 		Script: daemon.WorkerScript(config.DefaultWorkerCommand, "42", dir)}
 	args, err := spec.Args(true)
@@ -36,6 +36,7 @@ func ExampleExtraSpec_Args() {
 	//   --export=ALL,SLURM_GPUS_PER_TASK=1
 	//   --account=proj
 	//   --uid=alice
+	//   --gid=1001
 	//   --chdir=/home/alice/run
 	//   --output=/home/alice/run/.easyscale/42/extra-%j.out
 	//   --wrap=srun easyscale worker --join "$(cat /home/alice/run/.easyscale/42/coordinator)" --token-file /home/alice/run/.easyscale/42/token

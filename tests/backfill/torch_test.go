@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,8 +159,20 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(rdv, "extra-"+left+".out")); !strings.Contains(string(b), "left the job") {
 		t.Errorf("the worker of extra job %s did not leave on SIGTERM:\n%s", left, tail(string(b), 20))
 	}
-	if b, _ := os.ReadFile(filepath.Join(work, "bin", "python.log")); !slices.Contains(strings.Fields(string(b)), left) {
+	b, _ = os.ReadFile(filepath.Join(work, "bin", "python.log"))
+	if !slices.Contains(strings.Fields(string(b)), left) {
 		t.Errorf("the worker of extra job %s did not run the job's interpreter (EASYSCALE_PYTHON); it ran for jobs %q", left, strings.Fields(string(b)))
+	}
+	// every Python process, the parent's and the extra jobs', runs as the
+	// user and in the user's group (root's sbatch --uid alone gives group root)
+	if u, err := user.Lookup(unprivileged); err != nil {
+		t.Error(err)
+	} else {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(line); len(f) != 3 || f[1] != u.Uid || f[2] != u.Gid {
+				t.Errorf("python.log line %q: want job id, uid %s and gid %s (%s's primary group)", line, u.Uid, u.Gid, unprivileged)
+			}
+		}
 	}
 	if x.State != "COMPLETED" {
 		t.Errorf("extra job %s ended %s after SIGTERM, want COMPLETED (its workers leave at a step boundary and exit 0)", left, x.State)
@@ -198,7 +211,7 @@ cp "$1"/examples/torch-mnist/job.toml "$1"/examples/torch-mnist/model.py example
 cp "$1"/examples/slurm/torch-mnist.sbatch examples/slurm/
 ln -s "$1"/data/mnist/* data/mnist/
 mkdir bin
-printf '#!/bin/sh\necho "${SLURM_JOB_ID:-none}" >> "$(dirname "$0")/python.log"\nexec /usr/bin/python3 "$@"\n' > bin/python3
+printf '#!/bin/sh\necho "${SLURM_JOB_ID:-none} $(id -u) $(id -g)" >> "$(dirname "$0")/python.log"\nexec /usr/bin/python3 "$@"\n' > bin/python3
 chmod 755 bin/python3
 `
 	if err := os.Chmod(work, 0o755); err != nil {
