@@ -26,7 +26,8 @@ import (
 // bytes; NULL: nothing). A value whose storage class changed (text written
 // into an integer column) therefore changes the checksum too.
 const (
-	ledgerDomain     = "easyscale.statedb.ledger.v1"
+	ledgerDomainV1   = "easyscale.statedb.ledger.v1" // schema 2-4: the 11 columns of ledgerColumnsV1
+	ledgerDomain     = "easyscale.statedb.ledger.v2" // schema 5: ledgerColumns, with unhashed
 	checkpointDomain = "easyscale.statedb.checkpoint.v1"
 )
 
@@ -89,10 +90,17 @@ func (r *rowHash) fixed(tag byte, u uint64) {
 
 func (r *rowHash) sum() string { return hex.EncodeToString(r.h.Sum(nil)) }
 
-// ledgerColumns are the ledger's columns in checksum order; the checksum
-// column itself comes last in ledgerRowSelect.
-const ledgerColumns = `step, digest, tensor_digests, loss, wall_seconds, workers, placement,
+// ledgerColumnsV1 are the ledger's columns of schema versions 1-4, in the
+// order their checksum (ledgerDomainV1) covers them.
+const ledgerColumnsV1 = `step, digest, tensor_digests, loss, wall_seconds, workers, placement,
 	samples_hash, redo, redo_count, time_ns`
+
+// ledgerColumns are the ledger's columns in checksum order; the checksum
+// column itself comes last in ledgerSelect.
+const ledgerColumns = ledgerColumnsV1 + `, unhashed`
+
+// ledgerWidth is the number of ledgerColumns.
+const ledgerWidth = 12
 
 // ledgerChecksum is the checksum of a ledger row given as its column values
 // in ledgerColumns order.
@@ -100,6 +108,52 @@ func ledgerChecksum(values []any) string {
 	r := newRowHash(ledgerDomain)
 	r.add(values...)
 	return r.sum()
+}
+
+// ledgerChecksumV1 is the checksum schema versions 2-4 stored: over the
+// ledgerColumnsV1 values.
+func ledgerChecksumV1(values []any) string {
+	r := newRowHash(ledgerDomainV1)
+	r.add(values...)
+	return r.sum()
+}
+
+// fillUnhashedChecksums (migration 5) gives every ledger row whose stored
+// checksum matches its schema-4 checksum the schema-5 checksum, which also
+// covers the new unhashed column (0 for every row written before). A row
+// that did not match keeps its stored checksum and so stays corrupt: the
+// migration vouches only for rows that were intact.
+func fillUnhashedChecksums(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT ` + ledgerColumns + `, checksum FROM ledger ORDER BY step`)
+	if err != nil {
+		return fmt.Errorf("re-checksumming ledger rows: %w", err)
+	}
+	type fill struct {
+		step any
+		sum  string
+	}
+	var fills []fill
+	for rows.Next() {
+		vals, err := scanAny(rows, ledgerWidth+1)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("re-checksumming ledger rows: %w", err)
+		}
+		if stored, _ := vals[ledgerWidth].(string); stored == ledgerChecksumV1(vals[:ledgerWidth-1]) {
+			fills = append(fills, fill{vals[0], ledgerChecksum(vals[:ledgerWidth])})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return fmt.Errorf("re-checksumming ledger rows: %w", err)
+	}
+	rows.Close()
+	for _, f := range fills {
+		if _, err := tx.Exec(`UPDATE ledger SET checksum = ? WHERE step = ?`, f.sum, f.step); err != nil {
+			return fmt.Errorf("re-checksumming ledger row of step %v: %w", f.step, err)
+		}
+	}
+	return nil
 }
 
 // checkpointChecksum is the manifest checksum of a checkpoint: its
@@ -169,7 +223,7 @@ func fillChecksums(tx *sql.Tx) error {
 }
 
 func fillLedgerChecksums(tx *sql.Tx) error {
-	rows, err := tx.Query(`SELECT ` + ledgerColumns + ` FROM ledger ORDER BY step`)
+	rows, err := tx.Query(`SELECT ` + ledgerColumnsV1 + ` FROM ledger ORDER BY step`)
 	if err != nil {
 		return err
 	}
@@ -184,7 +238,7 @@ func fillLedgerChecksums(tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		fills = append(fills, fill{vals[0], ledgerChecksum(vals)})
+		fills = append(fills, fill{vals[0], ledgerChecksumV1(vals)})
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()

@@ -196,8 +196,10 @@ func TestMigrationToChecksumsCoversExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Turn it into what a version-1 binary left: no checksum columns (and
-	// no data_files, which migration 3 adds, nor the job's checksum, 4).
+	// no data_files, which migration 3 adds, nor the job's checksum, 4, nor
+	// the ledger's unhashed column, 5).
 	for _, q := range []string{
+		`ALTER TABLE ledger DROP COLUMN unhashed`,
 		`ALTER TABLE job DROP COLUMN checksum`,
 		`ALTER TABLE job DROP COLUMN data_files`,
 		`ALTER TABLE ledger DROP COLUMN checksum`,

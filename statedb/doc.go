@@ -28,12 +28,13 @@
 // because SQLite's locks and WAL shared memory do not work there
 // (https://www.sqlite.org/wal.html); Options.AllowNetworkFS overrides.
 //
-// # Schema (PRAGMA user_version = 3)
+// # Schema (PRAGMA user_version = 5)
 //
 //	job(singleton=1, job_id, name, spec, logical_workers, created_ns,
-//	    data_files JSON [{name, size, sha256}] in load order, '' before version 3)
+//	    data_files JSON [{name, size, sha256}] in load order, '' before version 3, checksum)
 //	ledger(step PK, digest, tensor_digests JSON, loss REAL NULL=NaN, wall_seconds,
-//	       workers, placement, samples_hash, redo, redo_count, time_ns, checksum)
+//	       workers, placement, samples_hash, redo, redo_count, time_ns, checksum,
+//	       unhashed: 1 for a step whose digest was not computed (digest ''), version 5)
 //	allocations(seq PK AUTOINCREMENT, step, workers, speeds JSON, placement, reason, time_ns)
 //	checkpoints(step PK, file, sha256 hex, size bytes, time_ns, checksum)
 //	est_contexts(step -> checkpoints.step ON DELETE CASCADE, est, blob; PK (step, est))
@@ -52,7 +53,12 @@
 // *CorruptLedgerError; CheckLedger lists them without decoding; AppendLedger
 // replaces such a row when the step is recomputed. Both match
 // ErrCorruptRow. Migration 2 computes the checksums of rows written before
-// it. The job row and the allocation history are not covered: a resume
+// it; migration 5 re-checksums the ledger rows that match their schema-4
+// checksum so that the new unhashed column is covered too (a row that did
+// not match stays corrupt). A ledger row of an unhashed step (the torch
+// engine hashes every K steps when hashing costs more than 1 % of a step)
+// is still a row: it is checksummed, and MissingLedgerSteps names it when
+// it is deleted. The job row and the allocation history are not covered: a resume
 // compares the job's ID (a change is refused as another job) and does not
 // read the allocations.
 //

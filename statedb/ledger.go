@@ -24,8 +24,14 @@ type LedgerEntry struct {
 	// Step is the completed step's index (>= 0).
 	Step int64
 	// Digest is "sha256:<hex>" over all parameters and buffers after the
-	// step, in canonical order.
+	// step, in canonical order; empty when Unhashed.
 	Digest string
+	// Unhashed marks a step whose digest was not computed: the engine
+	// hashes every K steps because hashing costs more than 1 % of a step
+	// (the torch engine with large models; the native engine hashes every
+	// step). Digest and TensorDigests are then empty. Stored as
+	// ledger.unhashed = 1 (schema 5), covered by the row's checksum.
+	Unhashed bool
 	// TensorDigests are per-tensor digests in canonical order, used to name
 	// the tensors that differ when two ledgers disagree. May be empty.
 	TensorDigests []TensorDigest
@@ -60,8 +66,13 @@ func (e LedgerEntry) validate() error {
 	if e.Step < 0 {
 		return invalidf("LedgerEntry.Step is %d, want >= 0", e.Step)
 	}
-	if err := checkDigest(e.Digest); err != nil {
-		return invalidf("LedgerEntry.Digest: %v", err)
+	switch {
+	case e.Unhashed && (e.Digest != "" || len(e.TensorDigests) > 0):
+		return invalidf("LedgerEntry.Digest is %q with Unhashed set: an unhashed step has no digest", e.Digest)
+	case !e.Unhashed:
+		if err := checkDigest(e.Digest); err != nil {
+			return invalidf("LedgerEntry.Digest: %v (set Unhashed for a step whose digest was not computed)", err)
+		}
 	}
 	if e.Workers < 0 {
 		return invalidf("LedgerEntry.Workers is %d, want >= 0", e.Workers)
@@ -89,7 +100,10 @@ func checkDigest(d string) error {
 // AppendLedger records a completed step. When the step is already in the
 // ledger (it was re-executed after a resume or a crash), the row is replaced
 // only if the digests agree; its redo counter is then incremented and Redo
-// set. When they differ the ledger keeps the old row and AppendLedger returns
+// set. When either the stored row or e is Unhashed there is nothing to
+// compare: the row is replaced (counted as a redo), and a stored digest is
+// kept only by recording e hashed (the trainer hashes every step it
+// re-executes whose row is hashed). When they differ the ledger keeps the old row and AppendLedger returns
 // a *DivergenceError (matching ErrDivergence) naming the differing tensors;
 // what to do about it is the caller's decision. A stored row that does not
 // match its checksum (ErrCorruptRow) holds no digest to compare with: it is
@@ -130,6 +144,8 @@ func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 		redos++
 	case err != nil:
 		return err
+	case old.Unhashed || e.Unhashed:
+		redos += old.Redos + 1
 	case old.Digest != e.Digest:
 		return &DivergenceError{Step: e.Step, Stored: old.Digest, Got: e.Digest,
 			Tensors: DivergentTensors(old.TensorDigests, e.TensorDigests)}
@@ -141,13 +157,16 @@ func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 	if !math.IsNaN(e.Loss) {
 		loss = e.Loss
 	}
-	var redo int64
+	var redo, unhashed int64
 	if e.Redo {
 		redo = 1
 	}
+	if e.Unhashed {
+		unhashed = 1
+	}
 	vals := []any{e.Step, e.Digest, tds, loss, e.WallSeconds, int64(e.Workers), e.Placement,
-		e.SamplesHash, redo, int64(redos), e.Time.UnixNano()}
-	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (`+ledgerColumns+`, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		e.SamplesHash, redo, int64(redos), e.Time.UnixNano(), unhashed}
+	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (`+ledgerColumns+`, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		append(vals, ledgerChecksum(vals))...)
 	return err
 }
@@ -184,7 +203,7 @@ type scanner interface{ Scan(dest ...any) error }
 // checksum before decoding it: a mismatch gives a *CorruptRowError (without
 // Dir), never a decode error.
 func scanLedger(row scanner) (LedgerEntry, error) {
-	vals := make([]any, 12)
+	vals := make([]any, ledgerWidth+1)
 	ptrs := make([]any, len(vals))
 	for i := range vals {
 		ptrs[i] = &vals[i]
@@ -193,11 +212,11 @@ func scanLedger(row scanner) (LedgerEntry, error) {
 		return LedgerEntry{}, err
 	}
 	step, _ := vals[0].(int64) // INTEGER PRIMARY KEY: always an integer
-	stored, _ := vals[11].(string)
-	if got := ledgerChecksum(vals[:11]); got != stored {
+	stored, _ := vals[ledgerWidth].(string)
+	if got := ledgerChecksum(vals[:ledgerWidth]); got != stored {
 		return LedgerEntry{}, &CorruptRowError{Table: "ledger", Step: step, Want: stored, Got: got}
 	}
-	return decodeLedger(vals[:11])
+	return decodeLedger(vals[:ledgerWidth])
 }
 
 // decodeLedger converts the stored values of a ledger row (checked against
@@ -207,6 +226,7 @@ func decodeLedger(v []any) (LedgerEntry, error) {
 	e := LedgerEntry{
 		Step: d.int(0), Digest: d.str(1), WallSeconds: d.float(4), Workers: int(d.int(5)),
 		Placement: d.str(6), SamplesHash: d.str(7), Redo: d.int(8) != 0, Redos: int(d.int(9)),
+		Unhashed: d.int(11) != 0,
 	}
 	tds := d.str(2)
 	ns := d.int(10)
@@ -316,11 +336,11 @@ func (db *DB) CheckLedger() (corrupt []int64, err error) {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		vals, err := scanAny(rows, 12)
+		vals, err := scanAny(rows, ledgerWidth+1)
 		if err != nil {
 			return nil, fmt.Errorf("checking ledger rows: %w", err)
 		}
-		if stored, _ := vals[11].(string); ledgerChecksum(vals[:11]) != stored {
+		if stored, _ := vals[ledgerWidth].(string); ledgerChecksum(vals[:ledgerWidth]) != stored {
 			step, _ := vals[0].(int64)
 			corrupt = append(corrupt, step)
 		}

@@ -61,6 +61,12 @@ var migrations = []string{
 	`ALTER TABLE job ADD COLUMN data_files TEXT NOT NULL DEFAULT '';`,
 	// 4: the job row's checksum (checksum.go), filled for a row written before.
 	`ALTER TABLE job ADD COLUMN checksum TEXT NOT NULL DEFAULT '';`,
+	// 5: ledger rows of steps whose digest was not computed (the torch
+	// engine hashes every K steps when hashing costs more than 1 % of a
+	// step): unhashed = 1 and digest ''. The row checksum now covers the
+	// column; fillUnhashedChecksums re-checksums the rows written before
+	// whose old checksum matches (a row changed before stays corrupt).
+	`ALTER TABLE ledger ADD COLUMN unhashed INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrationFills[i] runs after migrations[i], in its transaction, to fill
@@ -68,6 +74,7 @@ var migrations = []string{
 var migrationFills = map[int]func(*sql.Tx) error{
 	1: fillChecksums,
 	3: fillJobChecksum,
+	4: fillUnhashedChecksums,
 }
 
 // migrate applies the migrations the database has not seen yet, each in its
