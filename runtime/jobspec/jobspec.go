@@ -95,6 +95,16 @@ type Torch struct {
 	Datasets []string `toml:"datasets" json:"datasets,omitempty"`
 	// Params is passed to setup as config.params (any TOML values).
 	Params map[string]any `toml:"params" json:"params,omitempty"`
+	// DigestEvery is K, the interval in steps of the ledger's digest
+	// (sha256 of the parameters and logical worker 0's buffers): a step
+	// whose number is a multiple of K is hashed, the others are recorded
+	// unhashed. 0 (the default) lets the engine measure: it hashes the
+	// first 3 steps, and takes the smallest K that keeps hashing at or below
+	// 1 % of a step (K = 1 for the examples' models on the CPU). The final
+	// step and every checkpoint step are always hashed. Not part of the
+	// job's identity: it changes what is recorded, not what is trained.
+	// Between 0 and MaxSteps.
+	DigestEvery int `toml:"digest_every_steps" json:"-"`
 }
 
 // Data configures the dataset.
@@ -410,6 +420,9 @@ func (s *Spec) validateTorch() error {
 		return fe("torch.threads", "%d must be between 1 and 256", s.Torch.Threads)
 	case s.Torch.Device != "cpu" && s.Torch.Device != "cuda":
 		return fe("torch.device", "%q is not known; use \"cpu\" or \"cuda\"", s.Torch.Device)
+	case s.Torch.DigestEvery < 0 || s.Torch.DigestEvery > MaxSteps:
+		return fe("torch.digest_every_steps", "%d must be between 0 (measure: hash every K steps where hashing costs more than 1 %% of a step) and %d",
+			s.Torch.DigestEvery, MaxSteps)
 	}
 	for i, d := range s.Torch.Datasets {
 		if d != "mnist" && d != "opticks" {

@@ -62,6 +62,8 @@ func TestTorchJobFilesAreCheckedField(t *testing.T) {
 		{"epochs instead of steps", strings.Replace(base, "steps = 10", "epochs = 1", 1) + "[torch]\nmodule = \"m.py\"\n", "epochs"},
 		{"zero threads are the default, negative are not", base + "[torch]\nmodule = \"m.py\"\nthreads = -1\n", "torch.threads"},
 		{"an unknown device", base + "[torch]\nmodule = \"m.py\"\ndevice = \"tpu\"\n", "torch.device"},
+		{"a negative digest interval", base + "[torch]\nmodule = \"m.py\"\ndigest_every_steps = -2\n", "torch.digest_every_steps"},
+		{"a digest interval past the step bound", base + "[torch]\nmodule = \"m.py\"\ndigest_every_steps = 2000000000\n", "torch.digest_every_steps"},
 		{"an unknown engine", strings.Replace(base, "torch", "jax", 1), "engine"},
 		{"a torch table on the native engine", "task = \"mnist\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 1\n[torch]\nmodule = \"m.py\"\n", "torch"},
 	}
@@ -74,6 +76,9 @@ func TestTorchJobFilesAreCheckedField(t *testing.T) {
 			}
 		})
 	}
+	if _, err := Parse(base + "[torch]\nmodule = \"m.py\"\ndigest_every_steps = \"4\"\n"); err == nil || !strings.Contains(err.Error(), "torch.digest_every_steps") {
+		t.Fatalf("a digest interval that is not an integer: %v, want an error naming torch.digest_every_steps", err)
+	}
 	if _, err := Load(filepath.Join(t.TempDir(), "none.toml")); err == nil {
 		t.Fatal("loading a missing job file succeeded")
 	}
@@ -83,6 +88,24 @@ func TestTorchJobFilesAreCheckedField(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "job.toml")); err == nil || !strings.Contains(err.Error(), "torch.module") || !strings.Contains(err.Error(), "relative to the job file") {
 		t.Fatalf("a missing module: %v, want an error naming torch.module", err)
+	}
+}
+
+func TestTorchDigestIntervalIsNotPartOfTheIdentity(t *testing.T) {
+	base := "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\n"
+	a, err := Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse(base + "digest_every_steps = 5\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Torch.DigestEvery != 0 || b.Torch.DigestEvery != 5 {
+		t.Fatalf("digest_every_steps read as %d and %d, want 0 (measure) and 5", a.Torch.DigestEvery, b.Torch.DigestEvery)
+	}
+	if a.ID() != b.ID() {
+		t.Errorf("digest_every_steps changed the job's identity: a resume with another interval would be refused")
 	}
 }
 
