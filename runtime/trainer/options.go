@@ -100,4 +100,14 @@ type Summary struct {
 	WallSeconds   float64 `json:"wall_seconds"`
 	SamplesPerSec float64 `json:"samples_per_second"`
 	Schedule      string  `json:"schedule"`
+	// DigestEvery is K, the interval of the ledger's digest in steps (1:
+	// every step; the native engine always). HashedSteps counts the steps
+	// this run hashed (with K > 1 also the final and checkpoint steps).
+	DigestEvery int `json:"digest_every_steps"`
+	HashedSteps int `json:"hashed_steps"`
+	// DigestSeconds is the median time hashing took and DigestCostPct its
+	// ratio to the median step without hashing, in percent, over the
+	// measured steps; absent for an engine that does not measure (native).
+	DigestSeconds *float64 `json:"digest_seconds,omitempty"`
+	DigestCostPct *float64 `json:"digest_cost_pct,omitempty"`
 }

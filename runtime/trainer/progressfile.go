@@ -21,6 +21,11 @@ type Progress struct {
 	StepSeconds float64   `json:"step_seconds"`
 	Updated     time.Time `json:"updated"`
 	Done        bool      `json:"done"`
+	// DigestEvery is the ledger digest's interval K (0 while it is being
+	// measured) and DigestCostPct hashing's measured cost in percent of a
+	// step (absent when not measured).
+	DigestEvery   int      `json:"digest_every_steps"`
+	DigestCostPct *float64 `json:"digest_cost_pct,omitempty"`
 }
 
 // ReadProgress reads dir's ProgressFile.
@@ -53,6 +58,13 @@ func (j *job) writeProgress(stepTime time.Duration, done bool) {
 	p := Progress{Step: j.step, Stop: j.stop, Horizon: j.horizon, StepSeconds: j.stepSeconds, Updated: j.progressAt, Done: done}
 	if j.eng != nil {
 		p.Workers = j.eng.Workers()
+	}
+	if j.digests != nil {
+		p.DigestEvery = j.digests.Every()
+		if _, ratio, ok := j.digests.Cost(); ok {
+			pct := 100 * ratio
+			p.DigestCostPct = &pct
+		}
 	}
 	b, _ := json.Marshal(p)
 	path := filepath.Join(j.opts.StateDir, ProgressFile)

@@ -42,6 +42,15 @@ type job struct {
 	resumedFrom int64
 	lastLoss    float64
 	digest      string
+	// digests decides which steps the ledger hashes; sparse is eng when it
+	// can skip the digest (nil for the native engine, hashed every step).
+	digests *digestPolicy
+	sparse  SparseDigester
+	// rehashTo is the last step the ledger held when the run opened it:
+	// the steps up to it that the run recomputes are hashed, so that they
+	// are compared with the recorded ones.
+	rehashTo    int64
+	hashed      int
 	stepSeconds float64
 	progressAt  time.Time
 }
@@ -70,6 +79,11 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		Reallocations: max(0, len(j.history)-1), RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
 		Schedule: j.history.String(),
 		Epoch:    float64(j.step) / float64(j.eng.StepsPerEpoch()), Engine: j.eng.Name(),
+		DigestEvery: max(1, j.digests.Every()), HashedSteps: j.hashed,
+	}
+	if h, ratio, ok := j.digests.Cost(); ok {
+		pct := 100 * ratio
+		sum.DigestSeconds, sum.DigestCostPct = &h, &pct
 	}
 	if ran := j.step - startStep; ran > 0 && wall > 0 {
 		sum.SamplesPerSec = float64(ran) * float64(j.n*j.b) / wall
@@ -102,6 +116,10 @@ func newJob(opts Options) (*job, error) {
 		}
 	}
 	j.eng = eng
+	j.digests = newDigestPolicy(1)
+	if sd, ok := eng.(SparseDigester); ok {
+		j.sparse, j.digests = sd, newDigestPolicy(sd.DigestEvery())
+	}
 	spe := eng.StepsPerEpoch()
 	if spe < 1 {
 		j.close()
@@ -179,6 +197,9 @@ func (j *job) train(ctx context.Context) error {
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		t0 := time.Now()
+		if j.sparse != nil {
+			j.sparse.HashNext(j.mustHash(j.step + 1))
+		}
 		if err := j.runStep(ctx); err != nil {
 			return j.saveOnNoWorkers(ctx, err)
 		}
@@ -370,16 +391,38 @@ func equalSpeeds(a, b []float64) bool {
 	return true
 }
 
-// record computes the digest of the completed step and appends it to the
-// ledger.
+// mustHash reports whether completed step s is hashed: by the digest
+// interval, and always the run's last step, every checkpoint step (the
+// summary's digest and a resume's checks need them) and every step the
+// ledger already held when the run opened it (a recomputed step is
+// compared with its row).
+func (j *job) mustHash(s int64) bool {
+	return s == j.stop || s%int64(max(1, j.opts.Spec.CheckpointEvery)) == 0 || s <= j.rehashTo || j.digests.Hashed(s)
+}
+
+// record takes the digest of the completed step (unhashed when the engine
+// skipped it), feeds the digest interval's measurement and appends the
+// step to the ledger.
 func (j *job) record(wall time.Duration) error {
 	digest, per := j.eng.Digest()
 	j.digest = digest
+	if digest != "" {
+		j.hashed++
+		if j.sparse != nil {
+			before := j.digests.Every()
+			j.digests.Observe(j.sparse.HashSeconds(), wall.Seconds())
+			if k := j.digests.Every(); k != before {
+				h, ratio, _ := j.digests.Cost()
+				j.log.Info("digest interval", "step", j.step, "every_steps", k, "hash_ms", fmt.Sprintf("%.2f", 1000*h),
+					"cost_pct", fmt.Sprintf("%.3f", 100*ratio))
+			}
+		}
+	}
 	if j.db == nil {
 		return nil
 	}
 	err := j.db.AppendLedger(statedb.LedgerEntry{
-		Step: j.step, Digest: digest, TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
+		Step: j.step, Digest: digest, Unhashed: digest == "", TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
 		Workers: j.eng.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
 	})
 	if errors.Is(err, statedb.ErrDivergence) {

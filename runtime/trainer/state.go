@@ -59,6 +59,9 @@ func (j *job) openState() error {
 	if err := j.warnCorruptLedger(from); err != nil {
 		return err
 	}
+	if last, ok, err := db.LastStep(); err == nil && ok {
+		j.rehashTo = last
+	}
 	if ck == nil {
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
 		return nil
