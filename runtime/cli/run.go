@@ -234,8 +234,8 @@ func runCmd(args []string, env Env) (code int) {
 		log.Error("run failed", "error", err)
 		return 1
 	}
-	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d\n",
-		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations)
+	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d%s\n",
+		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations, digestText(sum))
 	out, _ := json.MarshalIndent(sum, "", "  ")
 	if *summary != "" {
 		if err := writeFileAtomic(*summary, append(out, '\n')); err != nil {
@@ -319,6 +319,18 @@ func runStop(spec *jobspec.Spec, wl workload.Workload, steps int64) int64 {
 		stop = steps
 	}
 	return stop
+}
+
+// digestText says the ledger's digest interval when it is not every step.
+func digestText(s *trainer.Summary) string {
+	if s.DigestEvery <= 1 {
+		return ""
+	}
+	cost := ""
+	if s.DigestCostPct != nil {
+		cost = fmt.Sprintf(", hashing %.1f %% of a step", *s.DigestCostPct)
+	}
+	return fmt.Sprintf("  ledger digest every %d steps (%d hashed%s)", s.DigestEvery, s.HashedSteps, cost)
 }
 
 func accuracyText(s *trainer.Summary) string {

@@ -164,8 +164,26 @@ func printStatus(state string, tail int, env Env) int {
 			fmt.Fprintf(env.Stdout, "progress: step %d of %d on %d workers, %.3f s/step, ETA %s (as of %s)\n",
 				p.Step, p.Stop, p.Workers, p.StepSeconds, eta, p.Updated.Format(time.RFC3339))
 		}
+		fmt.Fprintln(env.Stdout, digestLine(p))
 	}
 	return code
+}
+
+// digestLine says how often the ledger's digest is taken (progress.json's
+// digest_every_steps and measured cost): the torch engine hashes every K
+// steps when hashing costs more than 1 % of a step.
+func digestLine(p trainer.Progress) string {
+	cost := ""
+	if p.DigestCostPct != nil {
+		cost = fmt.Sprintf(" (hashing measured at %.2f %% of a step)", *p.DigestCostPct)
+	}
+	switch {
+	case p.DigestEvery == 0:
+		return "ledger digest: every step while hashing's cost is measured" + cost
+	case p.DigestEvery == 1:
+		return "ledger digest: every step" + cost
+	}
+	return fmt.Sprintf("ledger digest: every %d steps, and the final and checkpoint steps%s; the others are recorded unhashed", p.DigestEvery, cost)
 }
 
 // printLedger writes the ledger rows and, in step order among them, a
@@ -183,6 +201,10 @@ func printLedger(w io.Writer, rows []statedb.LedgerEntry, corrupt *statedb.Corru
 		}
 		e := rows[0]
 		rows = rows[1:]
-		fmt.Fprintf(w, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, e.Digest[:min(len(e.Digest), 23)])
+		d := e.Digest[:min(len(e.Digest), 23)]
+		if e.Unhashed {
+			d = "unhashed"
+		}
+		fmt.Fprintf(w, "%d\t%.4f\t%d\t%.3f\t%d\t%s\n", e.Step, e.Loss, e.Workers, e.WallSeconds, e.Redos, d)
 	}
 }

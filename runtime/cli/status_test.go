@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,5 +184,36 @@ func TestStatusOfARunningJobDoesNotSayNotRunning(t *testing.T) {
 	_, stdout, stderr := run("status", dir)
 	if strings.Contains(stdout, "not running") || !strings.Contains(stdout, "running") {
 		t.Fatalf("status of a directory a writer holds:\n%s%s\nwant it running, not \"not running ... rerun\"", stdout, stderr)
+	}
+}
+
+func TestStatusShowsTheDigestIntervalAndUnhashedSteps(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InitJob(statedb.Job{ID: "sha256:" + strings.Repeat("4", 64), Name: "sparse", Spec: `{"seed":1}`, LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for step := int64(1); step <= 4; step++ {
+		e := statedb.LedgerEntry{Step: step, Digest: "sha256:" + strings.Repeat("a", 64), Workers: 2, Placement: "0|1"}
+		if step%4 != 0 {
+			e.Digest, e.Unhashed = "", true
+		}
+		if err := db.AppendLedger(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	progress := fmt.Sprintf(`{"step":4,"stop":4,"horizon":4,"workers":2,"step_seconds":0.05,"updated":%q,"done":true,"digest_every_steps":4,"digest_cost_pct":3.2}`,
+		time.Now().UTC().Format(time.RFC3339Nano))
+	if err := os.WriteFile(filepath.Join(dir, "progress.json"), []byte(progress), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run("status", dir)
+	if code != 0 || len(regexp.MustCompile(`(?m)^\d+ .* unhashed$`).FindAllString(stdout, -1)) != 3 || !strings.Contains(stdout, "ledger digest: every 4 steps") ||
+		!strings.Contains(stdout, "3.20 % of a step") {
+		t.Fatalf("status exit %d:\n%s%s\nwant 0, three rows unhashed and the interval with its cost", code, stdout, stderr)
 	}
 }

@@ -9,10 +9,13 @@ import (
 )
 
 // verifyCmd compares two state directories' ledgers step by step: exit 0
-// when every common step has the same digest, 1 naming the first divergent
-// step and its differing tensors, 2 on bad usage, when there is nothing to
-// compare, or when a ledger cannot be trusted (its rows that do not match
-// their checksums, and the steps whose rows are missing, are named).
+// when every step hashed in both runs has the same digest, 1 naming the
+// first divergent step and its differing tensors, 2 on bad usage, when
+// there is nothing to compare, or when a ledger cannot be trusted (its
+// rows that do not match their checksums, and the steps whose rows are
+// missing, are named). A step one run recorded unhashed (the torch engine
+// hashes every K steps when hashing costs more than 1 % of a step) is not
+// compared; the OK line says how many steps were and how many were not.
 func verifyCmd(args []string, env Env) int {
 	fs := newFlagSet("verify", "verify DIR_A DIR_B", env)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -41,10 +44,14 @@ func verifyCmd(args []string, env Env) int {
 	for _, e := range b {
 		byStep[e.Step] = e
 	}
-	common := 0
+	common, unhashed := 0, 0
 	for _, ea := range a {
 		eb, ok := byStep[ea.Step]
 		if !ok {
+			continue
+		}
+		if ea.Unhashed || eb.Unhashed {
+			unhashed++
 			continue
 		}
 		common++
@@ -55,17 +62,26 @@ func verifyCmd(args []string, env Env) int {
 		}
 	}
 	if common == 0 {
-		fmt.Fprintf(env.Stderr, "easyscale verify: the ledgers of %s and %s share no step; nothing to compare\n", fs.Arg(0), fs.Arg(1))
+		why := "share no step"
+		if unhashed > 0 {
+			why = fmt.Sprintf("share %d steps but none hashed in both", unhashed)
+		}
+		fmt.Fprintf(env.Stderr, "easyscale verify: the ledgers of %s and %s %s; nothing to compare\n", fs.Arg(0), fs.Arg(1), why)
 		return 2
 	}
-	fmt.Fprintf(env.Stdout, "OK: %d common steps agree (last %d)\n", common, lastCommon(a, byStep))
+	skipped := ""
+	if unhashed > 0 {
+		skipped = fmt.Sprintf("; %d common steps unhashed in one run or both, not compared", unhashed)
+	}
+	fmt.Fprintf(env.Stdout, "OK: %d common steps agree (last %d%s)\n", common, lastCommon(a, byStep), skipped)
 	return 0
 }
 
+// lastCommon is the last step hashed in both ledgers.
 func lastCommon(a []statedb.LedgerEntry, b map[int64]statedb.LedgerEntry) int64 {
 	var last int64
 	for _, e := range a {
-		if _, ok := b[e.Step]; ok && e.Step > last {
+		if eb, ok := b[e.Step]; ok && !e.Unhashed && !eb.Unhashed && e.Step > last {
 			last = e.Step
 		}
 	}

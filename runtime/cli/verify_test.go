@@ -9,7 +9,8 @@ import (
 )
 
 // state writes a state directory of one job whose ledger has the given
-// per-step digests of tensor "w".
+// per-step digests of tensor "w": "-" records the step unhashed, "_"
+// leaves its row out (as if deleted).
 func state(t *testing.T, digests ...string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -22,9 +23,15 @@ func state(t *testing.T, digests ...string) string {
 		t.Fatal(err)
 	}
 	for i, d := range digests {
-		full := "sha256:" + strings.Repeat(d, 64)
-		err := db.AppendLedger(statedb.LedgerEntry{Step: int64(i + 1), Digest: full, Workers: 1, Time: time.Now(),
-			TensorDigests: []statedb.TensorDigest{{Name: "w", Digest: strings.Repeat(d, 16)}, {Name: "b", Digest: "00"}}})
+		e := statedb.LedgerEntry{Step: int64(i + 1), Digest: "sha256:" + strings.Repeat(d, 64), Workers: 1, Time: time.Now(),
+			TensorDigests: []statedb.TensorDigest{{Name: "w", Digest: strings.Repeat(d, 16)}, {Name: "b", Digest: "00"}}}
+		switch d {
+		case "_":
+			continue
+		case "-":
+			e.Digest, e.TensorDigests, e.Unhashed = "", nil, true
+		}
+		err := db.AppendLedger(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +50,13 @@ func TestVerify(t *testing.T) {
 		{"a prefix agrees", []string{"a", "b", "c"}, []string{"a", "b"}, 0, "OK: 2 common steps agree"},
 		{"a divergence names the step and tensor", []string{"a", "b", "c"}, []string{"a", "d", "e"}, 1, "DIVERGED at step 2"},
 		{"no common step", []string{}, []string{"a"}, 2, "share no step"},
+		{"steps unhashed in one run are not compared", []string{"a", "-", "c", "-", "e"}, []string{"a", "b", "c", "d", "e"}, 0,
+			"OK: 3 common steps agree (last 5; 2 common steps unhashed in one run or both, not compared)"},
+		{"runs hashed every 2 and every 3 steps compare the multiples of 6 and the last step", []string{"-", "b", "-", "d", "-", "f", "-", "9"},
+			[]string{"-", "-", "c", "-", "-", "f", "-", "9"}, 0, "OK: 2 common steps agree (last 8; 6 common steps unhashed"},
+		{"a divergence at a step hashed in both is found", []string{"a", "-", "7"}, []string{"a", "b", "c"}, 1, "DIVERGED at step 3"},
+		{"no step hashed in both", []string{"-", "b"}, []string{"a", "-"}, 2, "share 2 steps but none hashed in both"},
+		{"a deleted row among unhashed ones is named", []string{"a", "-", "_", "-", "e"}, []string{"a", "b", "c", "d", "e"}, 2, "lacks steps 3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -64,6 +64,7 @@ type Engine struct {
 	files   data.Manifest
 	samples int
 	digest  string
+	hashS   float64
 	log     hclog.Logger
 
 	ln      *cluster.Listener
@@ -73,7 +74,7 @@ type Engine struct {
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
 }
 
-var _ trainer.Engine = (*Engine)(nil)
+var _ trainer.SparseDigester = (*Engine)(nil)
 
 // New extracts the Python package, locates and hashes the job's datasets,
 // and starts the first Python process (it reports the training set's size
@@ -305,15 +306,24 @@ func (e *Engine) Step(ctx context.Context, step int64, plan placement.Plan) (tra
 	for lw := range n {
 		rep.Losses[lw], rep.Samples[lw] = float32(res.Losses[lw]), res.Samples[lw]
 	}
-	e.digest = res.Digest
+	e.digest, e.hashS = res.Digest, res.HashSeconds
 	return rep, nil
 }
 
 // Digest is the digest process 0 computed after the last committed step
 // (sha256 over the parameters and logical worker 0's buffers, in the torch
-// engine's own encoding: it does not equal the native engine's). No
-// per-tensor digests.
+// engine's own encoding: it does not equal the native engine's); "" when
+// HashNext(false) skipped it. No per-tensor digests.
 func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, nil }
+
+// HashNext says whether the next Step computes the digest (on process 0 only).
+func (e *Engine) HashNext(hash bool) { e.local.group.SkipDigest = !hash }
+
+// HashSeconds is how long process 0 took to hash the last step (0 when it did not).
+func (e *Engine) HashSeconds() float64 { return e.hashS }
+
+// DigestEvery is the job file's [torch] digest_every_steps (0: measure).
+func (e *Engine) DigestEvery() int { return e.opts.Spec.Torch.DigestEvery }
 
 // Snapshot returns process 0's replica as a checkpoint file and every
 // logical worker's context; it answers at once even during a step.

@@ -37,6 +37,11 @@ type Group struct {
 	// Process): Step kills it, and its peers' collectives fail at once. The
 	// bound only has to exceed the longest wait for a peer's computation.
 	TimeoutSeconds float64
+	// SkipDigest makes Step leave the digest uncomputed (StepResult.Digest
+	// ""): the ledger hashes every K steps when hashing costs more than 1 %
+	// of a step (trainer.SparseDigester). Only member 0, which holds
+	// logical worker 0's buffers, ever computes it.
+	SkipDigest bool
 
 	world      int
 	members    []Member
@@ -164,7 +169,9 @@ func (g *Group) SetContexts(contexts map[int][]byte) {
 type StepResult struct {
 	Losses  map[int]float64 // loss per logical worker
 	Samples map[int]string  // hash of the sample indices per logical worker (the ledger's samples_hash)
-	Digest  string          // sha256 of parameters and logical worker 0's buffers after the step
+	Digest  string          // sha256 of parameters and logical worker 0's buffers after the step; "" when skipped
+	// HashSeconds is how long member 0 took to compute Digest (0 when skipped).
+	HashSeconds float64
 	// Leaving lists the members that received SIGTERM and ask to be
 	// released now that the step is committed.
 	Leaving []int
@@ -249,11 +256,13 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		return nil, fmt.Errorf("step %d: contexts of %d logical workers reported, want %d", step, len(g.pending), g.world)
 	}
 	var digests = make([]struct {
-		Digest string `json:"digest"`
+		Digest string  `json:"digest"`
+		HashS  float64 `json:"hash_s"`
 	}, len(g.members))
 	for r, m := range g.members {
 		go func() {
-			_, errs[r] = m.Call(ctx, "commit", map[string]any{"step": step}, nil, &digests[r])
+			fields := map[string]any{"step": step, "digest": r == 0 && !g.SkipDigest}
+			_, errs[r] = m.Call(ctx, "commit", fields, nil, &digests[r])
 			done <- r
 		}()
 	}
@@ -264,7 +273,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	// committed ones even when another member was lost during the commit: the
 	// caller reassigns the survivors and goes on with the next step.
 	g.contexts, g.pending = g.pending, nil
-	res.Digest = digests[0].Digest
+	res.Digest, res.HashSeconds = digests[0].Digest, digests[0].HashS
 	var lost error
 	for r, err := range errs {
 		if err != nil {

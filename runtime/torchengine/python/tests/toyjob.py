@@ -31,7 +31,12 @@ def setup(config: easyscale.Config) -> easyscale.Job:
     torch.manual_seed(config.seed)
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
                           nn.Dropout(0.3), nn.Linear(4 * 6 * 6, 3))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    # params.frozen_floats adds a frozen parameter of that many float32 zeros: hashed into the digest with the
+    # rest, never trained, so the ledger's hashing costs more than a step (tests of the digest interval).
+    frozen = int(config.params.get("frozen_floats", 0))
+    if frozen:
+        model.register_parameter("frozen", nn.Parameter(torch.zeros(frozen), requires_grad=False))
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9, nesterov=True)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
     # Tests of a slow step: TOYJOB_SLOW=AFTER:SECONDS makes every forward of this process after the first AFTER
     # sleep SECONDS (an environment variable, so the job's identity does not change).
