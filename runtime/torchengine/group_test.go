@@ -309,3 +309,27 @@ func TestAHungProcessIsDroppedWithinTheHeartbeatTimeout(t *testing.T) {
 		t.Fatalf("%d workers at the end, want 2", l.Workers())
 	}
 }
+
+// TestASkippedDigestChangesNothingButTheLedger: with SkipDigest a step
+// reports no digest and no hashing time; the next hashed step's digest is
+// the one of the run hashed every step.
+func TestASkippedDigestChangesNothingButTheLedger(t *testing.T) {
+	want := train(t, map[int64][]int{0: {2, 2}}, 4, nil)
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for step := range int64(4) {
+		l.group.SkipDigest = step%2 == 0
+		res, err := l.Step(ctx, step, []int{2, 2}, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		switch {
+		case l.group.SkipDigest && (res.Digest != "" || res.HashSeconds != 0):
+			t.Errorf("step %d skipped: digest %q, %v s hashing; want none", step, res.Digest, res.HashSeconds)
+		case !l.group.SkipDigest && (res.Digest != want[step] || res.HashSeconds <= 0):
+			t.Errorf("step %d hashed: digest %q in %v s; want %s and the time it took", step, res.Digest, res.HashSeconds, want[step])
+		}
+	}
+}
