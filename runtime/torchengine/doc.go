@@ -34,6 +34,15 @@
 //	            and broadcasts G; reply with losses, sample hashes
 //	            and the advanced contexts
 //
+// The digest (sha256 of every parameter and logical worker 0's buffers)
+// is computed by process 0 alone, and only for the steps the trainer asks
+// for (Engine is a trainer.SparseDigester): process 0 times it, the trainer
+// hashes every K steps with K the smallest keeping hashing at or below 1 %
+// of a step (or the job file's [torch] digest_every_steps), and always the
+// final and checkpoint steps; the checkpoint request computes its own
+// digest for the file's metadata. The examples are hashed every step on the
+// CPU (0.2-0.4 % of a step, BENCHMARKS.md).
+//
 // A lost process (killed, or silent past the heartbeat timeout, which also
 // bounds every collective) fails the step on every process; nothing was
 // applied, so the survivors redo it from the contexts Go holds. SIGTERM of
