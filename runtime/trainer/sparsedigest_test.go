@@ -2,6 +2,9 @@ package trainer
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -15,14 +18,15 @@ import (
 // time as hashing, and leaves the digest uncomputed when told to.
 type expensiveDigests struct {
 	Engine
-	hash bool
-	took float64
+	hash  bool
+	took  float64
+	every int // DigestEvery: 0 measures
 }
 
 var _ SparseDigester = (*expensiveDigests)(nil)
 
 func (e *expensiveDigests) HashNext(hash bool) { e.hash = hash }
-func (e *expensiveDigests) DigestEvery() int   { return 0 }
+func (e *expensiveDigests) DigestEvery() int   { return e.every }
 func (e *expensiveDigests) HashSeconds() float64 {
 	if !e.hash {
 		return 0
@@ -97,5 +101,45 @@ func TestExpensiveHashingIsSkippedButFinalAndCheckpointStepsAreHashed(t *testing
 	}
 	if len(hashed) != got.HashedSteps || !slices.Contains(hashed, testSteps) {
 		t.Fatalf("hashed steps %v, summary says %d; want the last step among them", hashed, got.HashedSteps)
+	}
+}
+
+// TestRecomputedStepsAreHashedToBeCompared: a resume that recomputes steps
+// the ledger already holds (here its newest checkpoint is damaged, so it
+// resumes 4 steps earlier) hashes them even where the interval (fixed at
+// 1000: no measurement) would not, so each is compared with, or replaces,
+// its recorded row.
+func TestRecomputedStepsAreHashedToBeCompared(t *testing.T) {
+	dir := t.TempDir()
+	sparse := func(o *Options) {
+		o.StateDir = dir
+		native, err := NativeEngine(*o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Engine = &expensiveDigests{Engine: native, every: 1000}
+	}
+	first := run(t, mnistSmall, "0:3", sparse)
+	if first.DigestEvery != 1000 || first.DigestCostPct == nil {
+		t.Fatalf("digest_every_steps %d, cost %v: want the fixed 1000 and the cost of the hashed steps", first.DigestEvery, first.DigestCostPct)
+	}
+	before := map[int64]bool{}
+	for _, e := range ledgerOf(t, dir) {
+		before[e.Step] = e.Unhashed
+	}
+	if !before[21] || !before[23] {
+		t.Fatalf("steps 21 and 23 hashed in the first run (K = %d); the test needs them unhashed", first.DigestEvery)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "checkpoints", fmt.Sprintf("step-%d.safetensors", testSteps)), []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := run(t, mnistSmall, "0:2", sparse)
+	if second.ResumedFrom != 20 || second.Digest != first.Digest {
+		t.Fatalf("resumed from %d with digest %s; want 20 and %s", second.ResumedFrom, second.Digest, first.Digest)
+	}
+	for _, e := range ledgerOf(t, dir) {
+		if e.Step > 20 && (e.Unhashed || e.Redos < 1) {
+			t.Errorf("recomputed step %d: unhashed %v, redos %d; want it hashed and counted as a redo", e.Step, e.Unhashed, e.Redos)
+		}
 	}
 }
