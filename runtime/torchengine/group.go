@@ -283,6 +283,24 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	return res, lost
 }
 
+// Digest asks member 0, which holds logical worker 0, for the digest of the
+// committed replica (parameters and logical worker 0's buffers) and the
+// seconds hashing took: what commit reports when asked, taken again after
+// member 0 was lost inside a commit and the survivors were reassigned.
+func (g *Group) Digest(ctx context.Context) (string, float64, error) {
+	if len(g.members) == 0 {
+		return "", 0, errors.New("digest: no member")
+	}
+	var out struct {
+		Digest string  `json:"digest"`
+		HashS  float64 `json:"hash_s"`
+	}
+	if _, err := g.members[0].Call(ctx, "digest", nil, nil, &out); err != nil {
+		return "", 0, &MemberError{Rank: 0, Committed: true, Err: fmt.Errorf("digest: %w", err)}
+	}
+	return out.Digest, out.HashS, nil
+}
+
 // failed joins the members' errors of one phase; when any failed it tells
 // the others to abort the step.
 func (g *Group) failed(phase string, step int64, errs []error) error {

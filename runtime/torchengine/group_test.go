@@ -333,3 +333,34 @@ func TestASkippedDigestChangesNothingButTheLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessZeroLostInsideTheCommitStillGivesTheStepsDigest: process 0,
+// the one that hashes, is SIGKILLed inside the commit of a hashed step,
+// after its peers committed. The step counts as done on the survivors, and
+// its digest (the ledger's final and checkpoint steps need one) is taken
+// by the new process 0: the digest of the run that lost nobody.
+func TestProcessZeroLostInsideTheCommitStillGivesTheStepsDigest(t *testing.T) {
+	want := train(t, map[int64][]int{0: {2, 1, 1}}, 3, nil)
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{2, 1, 1}
+	for step := range int64(3) {
+		var faults map[int]string
+		if step == 1 {
+			faults = map[int]string{0: "kill-commit"}
+		}
+		res, err := l.Step(ctx, step, sizes, faults)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if res.Digest != want[step] {
+			t.Errorf("step %d: digest %q, want %s (the run that lost nobody)", step, res.Digest, want[step])
+		}
+		if step == 1 && l.Workers() != 2 {
+			t.Fatalf("after the loss inside the commit of step 1: %d processes, want 2", l.Workers())
+		}
+		sizes = split(4, l.Workers())
+	}
+}

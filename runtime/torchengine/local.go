@@ -278,7 +278,7 @@ func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[in
 	if err != nil {
 		if lost := l.dropLost(err); lost != nil {
 			if res != nil { // lost during the commit: the step is done on the survivors
-				return res, nil
+				return l.redigest(ctx, res)
 			}
 			return nil, lost
 		}
@@ -286,6 +286,50 @@ func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[in
 	}
 	l.release(res.Leaving)
 	return res, nil
+}
+
+// redigest completes res, a step committed on the survivors of a loss
+// inside the commit: when the digest was asked for and process 0, the one
+// that hashes, was lost, the survivors are reassigned (an even split; the
+// caller's next placement reassigns them again if it differs, and the
+// result does not depend on placement) and the new process 0 hashes. The
+// ledger's final and checkpoint steps must carry a digest.
+func (l *Local) redigest(ctx context.Context, res *StepResult) (*StepResult, error) {
+	if res.Digest != "" || l.group.SkipDigest {
+		return res, nil
+	}
+	for attempt := 0; ; attempt++ {
+		if len(l.procs) == 0 {
+			return nil, &LostError{Err: errors.New("every python worker was lost during the commit")}
+		}
+		err := l.assign(ctx, evenSizes(l.group.world, len(l.procs)))
+		if err == nil {
+			res.Digest, res.HashSeconds, err = l.group.Digest(ctx)
+			if err == nil {
+				return res, nil
+			}
+			if lost := l.dropLost(err); lost == nil {
+				return nil, err
+			}
+		}
+		var lost *LostError
+		if !errors.As(err, &lost) || attempt >= 3 {
+			return nil, fmt.Errorf("hashing the committed step after losing process 0: %w", err)
+		}
+	}
+}
+
+// evenSizes divides n logical workers over w processes, the larger ranges
+// first.
+func evenSizes(n, w int) []int {
+	sizes := make([]int, w)
+	for r := range sizes {
+		sizes[r] = n / w
+		if r < n%w {
+			sizes[r]++
+		}
+	}
+	return sizes
 }
 
 // release closes the processes that asked to leave (SIGTERM) once the step

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 __all__ = ["VERSION", "MAX_HEADER", "MAX_PAYLOAD", "ProtocolError", "Channel"]
 
 #: Version of the message set; bumped on any incompatible change.
-VERSION = 1
+VERSION = 2
 #: Largest JSON header accepted, bytes.
 MAX_HEADER = 16 << 20
 #: Largest payload accepted, bytes (a replica of a few billion parameters).

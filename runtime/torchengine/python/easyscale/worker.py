@@ -15,6 +15,8 @@ Requests and their replies:
     checkpoint {step}                           -> {digest}, payload: replica state as a checkpoint file
     step    {step}                              -> {losses, samples, contexts index, leaving}, payload: advanced contexts
     commit  {step, digest}                      -> {digest, hash_s}  digest "" unless asked (default: asked)
+    digest  {}                                  -> {digest, hash_s}  of the committed replica and logical
+                                                   worker 0's buffers (the process must hold it)
     abort   {}                                  -> {}
     evaluate {}                                 -> {test_loss, test_accuracy, test_samples}
     exit    {}                                  -> (process exits 0)
@@ -75,6 +77,8 @@ class Worker:
         self.stores: list[Any] = []
         self.pending: torch.Tensor | None = None
         self.pending_step = -1
+        #: Fault injection of tests: SIGKILL this process inside the next commit, after applying the step.
+        self.kill_at_commit = False
         self._apply_lock = threading.Lock()
         #: Set by SIGTERM: the process asks to leave at the next step boundary (step replies say so).
         self.leaving = threading.Event()
@@ -173,6 +177,7 @@ class Worker:
         r = self._replica()
         s = int(req["step"])
         fault = req.get("fault")
+        self.kill_at_commit = fault == "kill-commit"  # tests: lost after its peers committed
         if fault in ("kill", "term"):
             # Fault injection (--kill-at / --term-at): signal this process once its step has started.
             sig = signal.SIGKILL if fault == "kill" else signal.SIGTERM
@@ -198,8 +203,18 @@ class Worker:
             raise RequestError("request", f"commit of step {s}, but the step computed is {self.pending_step}")
         r.apply(self.pending)
         self.pending = None
+        if self.kill_at_commit:
+            os.kill(os.getpid(), signal.SIGKILL)
         if not req.get("digest", True):  # the ledger hashes every K steps (trainer.SparseDigester)
             return {"digest": "", "hash_s": 0.0}, b""
+        t0 = time.perf_counter()
+        digest = r.digest(0)
+        return {"digest": digest, "hash_s": time.perf_counter() - t0}, b""
+
+    def digest(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        if 0 not in r.logical_workers():
+            raise RequestError("request", "digest asked of a process that does not hold logical worker 0")
         t0 = time.perf_counter()
         digest = r.digest(0)
         return {"digest": digest, "hash_s": time.perf_counter() - t0}, b""
@@ -252,7 +267,7 @@ class Worker:
         handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
                     "replica_get": self.replica_get, "checkpoint": self._locked(self.checkpoint),
                     "replica_set": self.replica_set, "step": self.step, "commit": self._locked(self.commit),
-                    "abort": self.abort, "evaluate": self.evaluate}
+                    "digest": self._locked(self.digest), "abort": self.abort, "evaluate": self.evaluate}
         work: queue.Queue[tuple[dict[str, Any], bytes] | int] = queue.Queue()
 
         def read() -> None:
