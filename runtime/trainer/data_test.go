@@ -10,6 +10,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -31,7 +32,7 @@ func copyFile(t *testing.T, src, dst string) {
 // file changed by one byte, then resumed: the resume is refused with an
 // error naming the file, and the state directory is untouched.
 func TestResumeWithOtherTrainingDataIsRefused(t *testing.T) {
-	opticks, err := data.LocateOpticks()
+	opticks, err := datasets.LocateOpticks()
 	if err != nil {
 		t.Skipf("Opticks not available: %v", err)
 	}

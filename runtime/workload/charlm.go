@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
 )
@@ -26,7 +27,7 @@ const opticksFile = "Isaac.Newton-Opticks.txt"
 func NewCharLM(spec *jobspec.Spec) (*CharLM, error) {
 	path := filepath.Join(spec.Data.Dir, opticksFile)
 	if spec.Data.Dir == "" {
-		p, err := data.LocateOpticks()
+		p, err := datasets.LocateOpticks()
 		if err != nil {
 			return nil, fmt.Errorf("locating the Opticks text: %w", err)
 		}

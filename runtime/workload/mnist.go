@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 	"github.com/easyscale/easyscale-slurm/runtime/engine"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
@@ -19,10 +20,10 @@ type MNIST struct {
 	files    data.Manifest
 }
 
-// NewMNIST locates and loads MNIST (data.LocateMNIST with the job's
+// NewMNIST locates and loads MNIST (datasets.LocateMNIST with the job's
 // data.dir) for spec, and hashes its four files (data.HashFiles).
 func NewMNIST(spec *jobspec.Spec) (*MNIST, error) {
-	dir, err := data.LocateMNIST(spec.Data.Dir)
+	dir, err := datasets.LocateMNIST(spec.Data.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("locating MNIST: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 )
 
 func init() { register("data", benchData) }
@@ -22,7 +23,7 @@ const dataRuns = 5
 // next to the data hits (only stat calls and one small JSON file). It
 // also checks that the cached call read no file bytes.
 func benchData() ([]figure, error) {
-	src, err := data.LocateMNIST("")
+	src, err := datasets.LocateMNIST("")
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 )
 
@@ -92,7 +92,7 @@ func newTorchEnv(ctx context.Context) (*torchEnv, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	mnist, err := data.LocateMNIST("")
+	mnist, err := datasets.LocateMNIST("")
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("the torch suite trains the MNIST examples: %w", err)

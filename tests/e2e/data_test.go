@@ -11,6 +11,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 )
 
 // runWithMNIST runs the binary with EASYSCALE_MNIST_DIR=dir and returns
@@ -18,7 +19,7 @@ import (
 func runWithMNIST(t *testing.T, dir string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(easyscale, args...)
-	cmd.Env = append(os.Environ(), data.MNISTDirEnv+"="+dir, "XDG_CACHE_HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), datasets.MNISTDirEnv+"="+dir, "XDG_CACHE_HOME="+t.TempDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

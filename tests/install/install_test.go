@@ -6,19 +6,23 @@
 package install
 
 import (
+	"debug/buildinfo"
 	"debug/elf"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 )
 
-// installed runs make install with prefix into a new DESTDIR and returns it
-// and the files under it as "MODE /PATH" lines, sorted.
-func installed(t *testing.T, bin, prefix string) (string, []string) {
+// installed runs make install with prefix and the data tree datasrc into a
+// new DESTDIR and returns it and the files under it as "MODE /PATH" lines,
+// sorted.
+func installed(t *testing.T, bin, prefix, datasrc string) (string, []string) {
 	t.Helper()
 	if _, err := os.Stat("/usr/include/slurm/spank.h"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -28,7 +32,7 @@ func installed(t *testing.T, bin, prefix string) (string, []string) {
 	}
 	dest := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "install",
-		"BIN="+bin, "DESTDIR="+dest, "PREFIX="+prefix)
+		"BIN="+bin, "DESTDIR="+dest, "PREFIX="+prefix, "DATASRC="+datasrc)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install PREFIX=%s: %v\n%s", prefix, err, out)
 	}
@@ -52,18 +56,24 @@ func installed(t *testing.T, bin, prefix string) (string, []string) {
 }
 
 func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
-	bin := t.TempDir() // one build for every case
+	bin := t.TempDir()     // one build for every case
+	fetched := fakeData(t) // what make data leaves in data/
 	tests := []struct {
 		name   string
 		prefix string
+		data   bool // DATASRC holds the data sets
 	}{
-		{"the default prefix of a hand install", "/usr/local"},
-		{"a distribution package's prefix", "/usr"},
-		{"a prefix of its own", "/opt/easyscale"},
+		{"the default prefix of a hand install, with the data sets", "/usr/local", true},
+		{"a distribution package's prefix, without data sets", "/usr", false},
+		{"a prefix of its own, with the data sets", "/opt/easyscale", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dest, files := installed(t, bin, tc.prefix)
+			datasrc := t.TempDir()
+			if tc.data {
+				datasrc = fetched
+			}
+			dest, files := installed(t, bin, tc.prefix, datasrc)
 			p := tc.prefix
 			want := []string{
 				"-rw-r--r-- " + p + "/lib/systemd/system/easyscale-backfilld.service",
@@ -77,6 +87,11 @@ func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
 				"-rwxr-xr-x " + p + "/bin/easyscale-sbatch",
 				"-rwxr-xr-x " + p + "/lib/slurm/easyscale_spank.so",
 				"-rwxr-xr-x " + p + "/libexec/easyscale/easyscale-gpuctx",
+			}
+			if tc.data {
+				for _, f := range dataFiles {
+					want = append(want, "-rw-r--r-- "+p+"/share/easyscale/data/"+f)
+				}
 			}
 			sort.Strings(want)
 			if strings.Join(files, "\n") != strings.Join(want, "\n") {
@@ -103,6 +118,16 @@ func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
 					t.Errorf("%s names the DESTDIR %s", name, dest)
 				}
 			}
+			info, err := buildinfo.ReadFile(filepath.Join(dest, p, "bin/easyscale"))
+			if err != nil {
+				t.Fatalf("installed easyscale: %v", err)
+			}
+			stamp := "runtime/datasets.InstallDir=" + p + "/share/easyscale/data"
+			if !slices.ContainsFunc(info.Settings, func(s debug.BuildSetting) bool {
+				return s.Key == "-ldflags" && strings.Contains(s.Value, stamp)
+			}) {
+				t.Errorf("installed easyscale was not linked with %s: %v", stamp, info.Settings)
+			}
 			f, err := elf.Open(filepath.Join(dest, p, "lib/slurm/easyscale_spank.so"))
 			if err != nil {
 				t.Fatalf("installed plugin: %v", err)
@@ -113,4 +138,28 @@ func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dataFiles are the data sets' files below DATASRC, as make data writes them.
+var dataFiles = []string{
+	"mnist/train-images-idx3-ubyte.gz", "mnist/train-labels-idx1-ubyte.gz",
+	"mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz",
+	"charlm/Isaac.Newton-Opticks.txt",
+}
+
+// fakeData writes dataFiles (placeholder bytes: make install only copies
+// them) into a new directory and returns it.
+func fakeData(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range dataFiles {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("placeholder"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

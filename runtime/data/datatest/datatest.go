@@ -12,14 +12,15 @@ import (
 	"testing"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/runtime/datasets"
 )
 
-// CopyMNIST copies the four MNIST files (found by data.LocateMNIST) into a
+// CopyMNIST copies the four MNIST files (found by datasets.LocateMNIST) into a
 // new temporary directory and returns it; t is skipped when MNIST is not
 // available.
 func CopyMNIST(t testing.TB) string {
 	t.Helper()
-	src, err := data.LocateMNIST("")
+	src, err := datasets.LocateMNIST("")
 	if err != nil {
 		t.Skipf("MNIST not available: %v", err)
 	}
