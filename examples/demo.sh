@@ -2,7 +2,8 @@
 # make demo / make demo-charlm: train a job twice — on the fixed allocation
 # (one physical worker per logical worker) and on an allocation that changes
 # several times, with heterogeneous speeds — then show that both models are
-# bit-identical.  Usage: examples/demo.sh JOB_FILE SCHEDULE
+# bit-identical, and draw both (loss and workers per step) with easyscale-plot.
+# Usage: examples/demo.sh JOB_FILE SCHEDULE
 # EASYSCALE_STEPS=N shortens both runs (the LR schedule is unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +30,5 @@ if [ "$d1" != "$d2" ]; then
 	echo "MISMATCH: the two runs differ" >&2
 	exit 1
 fi
-echo "bit-identical. State directories and summaries are in $out"
+bin/easyscale-plot --output "$out/fixed-vs-changing.svg" --label fixed --label changing "$out/fixed" "$out/elastic"
+echo "bit-identical. State directories and summaries are in $out; the picture is $out/fixed-vs-changing.svg"

@@ -84,6 +84,7 @@ func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
 				"-rw-r--r-- " + p + "/share/man/man8/easyscale-spank.8",
 				"-rwxr-xr-x " + p + "/bin/easyscale",
 				"-rwxr-xr-x " + p + "/bin/easyscale-backfilld",
+				"-rwxr-xr-x " + p + "/bin/easyscale-plot",
 				"-rwxr-xr-x " + p + "/bin/easyscale-sbatch",
 				"-rwxr-xr-x " + p + "/lib/slurm/easyscale_spank.so",
 				"-rwxr-xr-x " + p + "/libexec/easyscale/easyscale-gpuctx",
