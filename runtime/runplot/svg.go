@@ -108,11 +108,16 @@ func newCanvas(runs []Run) *canvas {
 // at the top stays visible.
 const pad = 8
 
-func (c *canvas) x(step float64) float64 { return left + step/c.maxStep*plotW }
+// The conversions round each product, so that no platform fuses it into a
+// multiply-add and the coordinates (and the golden file) are the same on
+// amd64 and arm64.
+func (c *canvas) x(step float64) float64 { return left + float64(step/c.maxStep*plotW) }
 func (c *canvas) yLoss(l float64) float64 {
-	return c.lossBot - l/c.lossMax*(c.lossBot-c.lossTop-pad)
+	return c.lossBot - float64(l/c.lossMax*(c.lossBot-c.lossTop-pad))
 }
-func (c *canvas) yWorkers(w float64) float64 { return c.wBot - w/c.wMax*(c.wBot-c.wTop-pad) }
+func (c *canvas) yWorkers(w float64) float64 {
+	return c.wBot - float64(w/c.wMax*(c.wBot-c.wTop-pad))
+}
 
 // num formats a coordinate with one decimal, the same on every platform.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
