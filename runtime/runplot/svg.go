@@ -138,7 +138,8 @@ func tick(v float64) string {
 }
 
 // ticks returns about n round tick values from 0 covering hi (1, 2 or 5
-// times a power of ten apart) and the axis end, the last tick.
+// times a power of ten apart) and the axis end, the last tick; hi that is
+// not a positive number counts as 1.
 func ticks(hi float64, n int) ([]float64, float64) {
 	if !(hi > 0) {
 		hi = 1
@@ -152,14 +153,20 @@ func ticks(hi float64, n int) ([]float64, float64) {
 			break
 		}
 	}
+	if !(stepV > 0) || math.IsInf(stepV, 0) {
+		// hi so small (or large) that its tick spacing is not a
+		// normal number: just the ends.
+		return []float64{0, hi}, hi
+	}
 	var out []float64
-	for i := 0; ; i++ {
+	for i := 0; i <= 2*n+2; i++ {
 		v := float64(i) * stepV
 		out = append(out, v)
 		if v >= hi*(1-1e-9) {
 			return out, v
 		}
 	}
+	return append(out, hi), hi
 }
 
 // frame writes the document head, the title, both panels' axes and grids.

@@ -344,3 +344,39 @@ func TestSVGGolden(t *testing.T) {
 		t.Errorf("the picture differs from %s (go test -run TestSVGGolden -update rewrites it):\n%s", path, svg)
 	}
 }
+
+func TestTicksAreRoundAndCoverTheRange(t *testing.T) {
+	tests := []struct {
+		name    string
+		hi      float64
+		n       int
+		want    []float64
+		wantEnd float64
+	}{
+		{"234 steps in about 8 ticks of 50", 234, 8, []float64{0, 50, 100, 150, 200, 250}, 250},
+		{"a loss of 2.33 in about 5 ticks of 0.5", 2.33, 5, []float64{0, 0.5, 1, 1.5, 2, 2.5}, 2.5},
+		{"8 workers in about 4 ticks of 2", 8, 4, []float64{0, 2, 4, 6, 8}, 8},
+		{"nothing to show counts as 1", math.NaN(), 4, []float64{0, 0.5, 1}, 1},
+		{"a value whose spacing underflows gives the ends", 5e-324, 5, []float64{0, 5e-324}, 5e-324},
+		{"the largest float gives a finite number of ticks", math.MaxFloat64, 5, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, end := ticks(tc.hi, tc.n)
+			if tc.want == nil {
+				if len(got) > 2*tc.n+4 {
+					t.Fatalf("%d ticks", len(got))
+				}
+				return
+			}
+			if len(got) != len(tc.want) || end != tc.wantEnd {
+				t.Fatalf("ticks(%v, %d) = %v, %v; want %v, %v", tc.hi, tc.n, got, end, tc.want, tc.wantEnd)
+			}
+			for i := range got {
+				if math.Abs(got[i]-tc.want[i]) > 1e-12*math.Max(1, tc.want[i]) {
+					t.Fatalf("ticks(%v, %d) = %v; want %v", tc.hi, tc.n, got, tc.want)
+				}
+			}
+		})
+	}
+}
