@@ -39,8 +39,13 @@ type Step struct {
 	// lost mid-step, or recomputed after a resume); Redo marks it.
 	Redos int
 	Redo  bool
-	// Digest is the parameters' "sha256:<hex>" after the step.
+	// Digest is the parameters' "sha256:<hex>" after the step; empty when
+	// Unhashed.
 	Digest string
+	// Unhashed marks a step whose digest the engine did not compute (the
+	// torch engine hashes every K steps when hashing is costly): it is not
+	// compared.
+	Unhashed bool
 }
 
 // Allocation is one entry of the allocation history: from step boundary
@@ -89,34 +94,52 @@ func (r Run) Redone() []Step {
 }
 
 // Agreement is how a run's digests compare with the first run's at the
-// steps both recorded.
+// steps both recorded, as `easyscale verify` compares them.
 type Agreement struct {
-	// Common counts the steps both runs recorded; Last is the highest.
+	// Common counts the steps both runs recorded and hashed; Last is the
+	// highest of them.
 	Common int
 	Last   int64
-	// Diverged is the first common step whose digests differ, or -1.
+	// Unhashed counts the steps both recorded but at least one did not
+	// hash: not compared.
+	Unhashed int
+	// Diverged is the first compared step whose digests differ, or -1.
 	Diverged int64
 }
 
 // Compare compares b's digests with a's step by step.
 func Compare(a, b Run) Agreement {
-	byStep := make(map[int64]string, len(a.Steps))
+	byStep := make(map[int64]Step, len(a.Steps))
 	for _, s := range a.Steps {
-		byStep[s.Step] = s.Digest
+		byStep[s.Step] = s
 	}
 	ag := Agreement{Diverged: -1}
 	for _, s := range b.Steps {
-		d, ok := byStep[s.Step]
-		if !ok {
+		sa, ok := byStep[s.Step]
+		switch {
+		case !ok:
+			continue
+		case sa.Unhashed || s.Unhashed:
+			ag.Unhashed++
 			continue
 		}
 		ag.Common++
 		ag.Last = max(ag.Last, s.Step)
-		if d != s.Digest && ag.Diverged < 0 {
+		if sa.Digest != s.Digest && ag.Diverged < 0 {
 			ag.Diverged = s.Step
 		}
 	}
 	return ag
+}
+
+// lastHashed returns r's last step with a digest, ok false when none has.
+func (r Run) lastHashed() (s Step, ok bool) {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		if !r.Steps[i].Unhashed {
+			return r.Steps[i], true
+		}
+	}
+	return Step{}, false
 }
 
 // check returns an error naming what keeps runs from being drawn together:

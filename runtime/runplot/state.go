@@ -47,7 +47,7 @@ func ReadRun(dir string) (Run, error) {
 	}
 	r := Run{Label: filepath.Base(filepath.Clean(dir)), JobID: job.ID, JobName: job.Name, LogicalWorkers: job.LogicalWorkers}
 	for _, e := range rows {
-		r.Steps = append(r.Steps, Step{Step: e.Step, Loss: e.Loss, Workers: e.Workers, Redos: e.Redos, Redo: e.Redo, Digest: e.Digest})
+		r.Steps = append(r.Steps, Step{Step: e.Step, Loss: e.Loss, Workers: e.Workers, Redos: e.Redos, Redo: e.Redo, Digest: e.Digest, Unhashed: e.Unhashed})
 	}
 	for _, a := range allocs {
 		r.Allocations = append(r.Allocations, Allocation{Step: a.Step, Workers: a.Workers, Placement: a.Placement, Reason: a.Reason})

@@ -224,6 +224,28 @@ func stateWith(t *testing.T, job statedb.Job, steps ...int64) string {
 	return dir
 }
 
+func TestReadRunKeepsStepsLeftUnhashed(t *testing.T) {
+	dir := stateWith(t, statedb.Job{ID: "sha256:aa", Name: "job", LogicalWorkers: 4}, 1)
+	db, err := statedb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendLedger(statedb.LedgerEntry{Step: 2, Unhashed: true, Loss: 0.5, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 2 || r.Steps[0].Unhashed || !r.Steps[1].Unhashed || r.Steps[1].Digest != "" {
+		t.Fatalf("steps %+v, want step 2 unhashed", r.Steps)
+	}
+	if ag := Compare(r, r); ag.Common != 1 || ag.Unhashed != 1 || ag.Diverged != -1 {
+		t.Errorf("a run compared with itself: %+v, want 1 step compared and 1 not", ag)
+	}
+}
+
 func TestReadRunRefusesStateItCannotTrust(t *testing.T) {
 	job := statedb.Job{ID: "sha256:aa", Name: "job", LogicalWorkers: 4}
 	notDB := t.TempDir()

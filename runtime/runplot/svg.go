@@ -353,7 +353,8 @@ func (c *canvas) legend(runs []Run) {
 }
 
 // caption writes, under the picture, how each later run's digests compare
-// with the first run's, or the single run's last step and digest.
+// with the first run's (steps either run left unhashed are not compared),
+// or the single run's last hashed step and its digest.
 func (c *canvas) caption(runs []Run) {
 	y := c.wBot + bottomH + 8
 	line := func(s string) {
@@ -361,19 +362,24 @@ func (c *canvas) caption(runs []Run) {
 		y += captionLine
 	}
 	if len(runs) == 1 {
-		last := runs[0].Steps[len(runs[0].Steps)-1]
-		line(fmt.Sprintf("%s: step %d, parameters %.23s…", runs[0].Label, last.Step, last.Digest))
+		if last, ok := runs[0].lastHashed(); ok {
+			line(fmt.Sprintf("%s: step %d, parameters %.23s…", runs[0].Label, last.Step, last.Digest))
+		}
 		return
 	}
 	for _, r := range runs[1:] {
 		ag := Compare(runs[0], r)
+		skipped := ""
+		if ag.Unhashed > 0 {
+			skipped = fmt.Sprintf("; %s unhashed in one run or both, not compared", plural(ag.Unhashed, "common step"))
+		}
 		switch {
 		case ag.Common == 0:
-			line(fmt.Sprintf("%s and %s share no step: nothing to compare", runs[0].Label, r.Label))
+			line(fmt.Sprintf("%s and %s share no hashed step: nothing to compare%s", runs[0].Label, r.Label, skipped))
 		case ag.Diverged >= 0:
-			line(fmt.Sprintf("%s DIVERGES from %s at step %d (%s compared)", r.Label, runs[0].Label, ag.Diverged, plural(ag.Common, "common step")))
+			line(fmt.Sprintf("%s DIVERGES from %s at step %d (%s compared%s)", r.Label, runs[0].Label, ag.Diverged, plural(ag.Common, "common step"), skipped))
 		default:
-			line(fmt.Sprintf("%s and %s: bit-identical parameters after each of the %s (last %d)", runs[0].Label, r.Label, plural(ag.Common, "common step"), ag.Last))
+			line(fmt.Sprintf("%s and %s: bit-identical parameters after each of the %s (last %d%s)", runs[0].Label, r.Label, plural(ag.Common, "common step"), ag.Last, skipped))
 		}
 	}
 }

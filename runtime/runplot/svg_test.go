@@ -115,6 +115,20 @@ func TestSVGDrawsEachRunAndMarksItsReallocationsAndRedoneSteps(t *testing.T) {
 	diverged.Label = "diverged"
 	diverged.Steps = slices.Clone(el.Steps)
 	diverged.Steps[4].Digest = "sha256:ffff"
+	// Steps 2-4 of sparse were not hashed (the torch engine hashes every
+	// K steps): they are not compared, whatever the other run recorded.
+	sparse := el
+	sparse.Label = "sparse"
+	sparse.Steps = slices.Clone(el.Steps)
+	for i := 1; i <= 3; i++ {
+		sparse.Steps[i].Digest, sparse.Steps[i].Unhashed = "", true
+	}
+	unhashed := el
+	unhashed.Label = "unhashed"
+	unhashed.Steps = slices.Clone(el.Steps)
+	for i := range unhashed.Steps {
+		unhashed.Steps[i].Digest, unhashed.Steps[i].Unhashed = "", true
+	}
 	tests := []struct {
 		name          string
 		runs          []Run
@@ -141,6 +155,21 @@ func TestSVGDrawsEachRunAndMarksItsReallocationsAndRedoneSteps(t *testing.T) {
 			name: "a run whose digests differ is named with the first divergent step",
 			runs: []Run{fixed, diverged}, wantRealloc: []string{"1:3", "1:6", "1:8"}, wantRedo: []string{"1:7"},
 			wantInCaption: []string{"diverged DIVERGES from fixed at step 5"},
+		},
+		{
+			name: "steps left unhashed are not compared, and counted",
+			runs: []Run{fixed, sparse}, wantRealloc: []string{"1:3", "1:6", "1:8"}, wantRedo: []string{"1:7"},
+			wantInCaption: []string{"fixed and sparse: bit-identical parameters after each of the 7 common steps (last 10; 3 common steps unhashed in one run or both, not compared)"},
+		},
+		{
+			name: "a divergence is found among the hashed steps",
+			runs: []Run{sparse, diverged}, wantRealloc: []string{"0:3", "0:6", "0:8", "1:3", "1:6", "1:8"}, wantRedo: []string{"0:7", "1:7"},
+			wantInCaption: []string{"diverged DIVERGES from sparse at step 5 (7 common steps compared; 3 common steps unhashed"},
+		},
+		{
+			name: "runs that share no hashed step say so",
+			runs: []Run{fixed, unhashed}, wantRealloc: []string{"1:3", "1:6", "1:8"}, wantRedo: []string{"1:7"},
+			wantInCaption: []string{"fixed and unhashed share no hashed step: nothing to compare; 10 common steps unhashed"},
 		},
 	}
 	for _, tc := range tests {
