@@ -66,7 +66,7 @@ type Args struct {
 	HetJob   bool             // a ":" component separator
 	Help     bool             // -h/--help given
 	Parsable bool             // --parsable given
-	NoKill   bool             // -k/--no-kill[=off] given: the user decides what a node failure does
+	NoKill   NoKill           // -k/--no-kill[=off] given: the user decides what a node failure does
 }
 
 // ScanArgs splits an sbatch argument list (without argv[0]) the way sbatch's
@@ -115,8 +115,32 @@ func (a *Args) long(args []string, i int) int {
 		return last
 	}
 	a.note(full)
+	if full == "no-kill" {
+		a.NoKill = noKillValue(value, hasValue)
+	}
 	a.Passed = append(a.Passed, args[i:last+1]...)
 	return last
+}
+
+// NoKill is what the user asked for a node failure (sbatch -k/--no-kill[=off]):
+// NoKillUnset, NoKillOn or NoKillOff.
+type NoKill int
+
+// The values of NoKill.
+const (
+	NoKillUnset NoKill = iota // not given
+	NoKillOn                  // -k, --no-kill, --no-kill=VALUE other than off
+	NoKillOff                 // --no-kill=off: Slurm ends the job when a node fails
+)
+
+// noKillValue reads the optional argument of --no-kill (and the value of
+// SBATCH_NO_KILL) as sbatch does: "off", in any case, turns it off;
+// anything else, or no value, turns it on.
+func noKillValue(value string, hasValue bool) NoKill {
+	if hasValue && strings.EqualFold(strings.TrimSpace(value), "off") {
+		return NoKillOff
+	}
+	return NoKillOn
 }
 
 // short handles a cluster of short options and returns the last index used.
@@ -150,7 +174,7 @@ func (a *Args) note(full string) {
 	case "parsable":
 		a.Parsable = true
 	case "no-kill":
-		a.NoKill = true
+		a.NoKill = NoKillOn // -k; the long form's value is read by long
 	}
 }
 

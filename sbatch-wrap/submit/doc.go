@@ -53,7 +53,9 @@
 // So the wrapper adds --no-kill to an elastic job unless the user chose
 // (-k/--no-kill[=off] on the command line or in a directive, or
 // SBATCH_NO_KILL), and SLURM_NO_KILL=set unless the environment has it
-// (srun reads it like -k; 22.05 refuses "1", "yes" and "on"). It reaches the
+// or the user turned no-kill off (--no-kill=off, SBATCH_NO_KILL=off: the
+// user asked Slurm to end the job on a node failure, so the steps must not
+// outlive it either) (srun reads it like -k; 22.05 refuses "1", "yes" and "on"). It reaches the
 // job's srun steps through sbatch's default --export=ALL; with --export=NONE
 // or a list, put --no-kill on the srun line. The failure of the first node
 // (the batch host, which runs task 0 and so the coordinator) is no shrink:

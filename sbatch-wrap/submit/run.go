@@ -181,7 +181,8 @@ For an EasyScale job the wrapper adds, before your arguments:
                      (min= and max= only for --elastic, lw= only when given), e.g.
                        es-req min=1 max=4 lw=8 d1
 and sets the ` + elastic.EnvElastic + `, ` + elastic.EnvLogicalWorkers + ` and ` + elastic.EnvDeterminism + ` twins in
-sbatch's environment, and for an elastic job ` + EnvStepNoKill + `=` + stepNoKillOn + ` unless it is set (srun --no-kill: the
+sbatch's environment, and for an elastic job ` + EnvStepNoKill + `=` + stepNoKillOn + ` unless it is set or you turned
+--no-kill off (--no-kill=off, SBATCH_NO_KILL=off or the directive: then a node failure ends the job) (srun --no-kill: the
 step's tasks on the other nodes survive a node failure, which the job treats as a shrink). Its own #SBATCH lines are hidden from sbatch in a private copy of the
 script ("# easyscale-sbatch: ..."), removed when sbatch exits. It refuses --nodes/-N, --comment,
 heterogeneous jobs, and #SBATCH lines mixing its options with sbatch's.

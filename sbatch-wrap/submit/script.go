@@ -19,7 +19,7 @@ type Script struct {
 	Owned   elastic.Settings // the wrapper's options, Origin "FILE:LINE"
 	Nodes   bool             // a directive sets -N/--nodes
 	Comment bool             // a directive sets --comment
-	NoKill  bool             // a directive sets -k/--no-kill[=off]
+	NoKill  NoKill           // a directive sets -k/--no-kill[=off] (the last one wins)
 	HetJob  bool             // "#SBATCH hetjob" (or packjob)
 	Hidden  []byte           // the script with the wrapper's directive lines commented out; nil if none
 }
@@ -93,7 +93,9 @@ func (s *Script) directive(rest, origin string) (bool, error) {
 	a := ScanArgs(words)
 	s.Nodes = s.Nodes || a.Nodes
 	s.Comment = s.Comment || a.Comment
-	s.NoKill = s.NoKill || a.NoKill
+	if a.NoKill != NoKillUnset {
+		s.NoKill = a.NoKill
+	}
 	owned := 0
 	for _, p := range []struct{ from, to *elastic.Setting }{
 		{&a.Owned.Elastic, &s.Owned.Elastic},

@@ -94,10 +94,23 @@ func Prepare(args []string, in Input) (Plan, error) {
 
 // survivesNodeFailure makes an elastic job outlive the failure of one of
 // its nodes, as a shrink: --no-kill for the job unless the user set
-// -k/--no-kill (command line, directive or SBATCH_NO_KILL), and
-// SLURM_NO_KILL=set for its srun steps unless the environment sets it.
+// -k/--no-kill (command line, SBATCH_NO_KILL or directive, which sbatch
+// reads in that order of precedence), and SLURM_NO_KILL=set for its srun
+// steps unless the environment sets it. A user who turned it off
+// (--no-kill=off) gets neither: Slurm then ends the job when a node fails,
+// as the user asked.
 func survivesNodeFailure(a Args, s Script, lookup func(string) (string, bool), pre, env []string) ([]string, []string) {
-	if _, set := lookup(EnvSbatchNoKill); !a.NoKill && !s.NoKill && !set {
+	asked := a.NoKill
+	if v, set := lookup(EnvSbatchNoKill); asked == NoKillUnset && set {
+		asked = noKillValue(v, v != "")
+	}
+	if asked == NoKillUnset {
+		asked = s.NoKill
+	}
+	switch asked {
+	case NoKillOff:
+		return pre, env
+	case NoKillUnset:
 		pre = append(pre, "--no-kill")
 	}
 	if _, set := lookup(EnvStepNoKill); !set {

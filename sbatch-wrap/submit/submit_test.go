@@ -78,10 +78,13 @@ func TestPrepareBuildsTheSubmission(t *testing.T) {
 			},
 		},
 		{
-			name:    "the user's --no-kill=off decides what a node failure does to the job",
+			name:    "the user's --no-kill=off decides what a node failure does to the job and its steps",
 			args:    []string{"--elastic=2-4", "--no-kill=off", "--wrap", "srun true"},
 			want:    []string{"--nodes=2", "--comment=es-req min=2 max=4 d1", "--no-kill=off", "--wrap", "srun true"},
-			wantEnv: []string{"EASYSCALE_ELASTIC=2-4", "EASYSCALE_DETERMINISM=d1", "SLURM_NO_KILL=set"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=2-4", "EASYSCALE_DETERMINISM=d1"},
+			check: func(p Plan) bool {
+				return !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "SLURM_NO_KILL=") })
+			},
 		},
 		{
 			name:  "a clustered -k is the user's --no-kill",
@@ -100,6 +103,31 @@ func TestPrepareBuildsTheSubmission(t *testing.T) {
 			args:  []string{"--elastic=1-2", "job.sbatch"},
 			files: map[string]string{"job.sbatch": "#!/bin/sh\n#SBATCH -k\nsrun true\n"},
 			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "job.sbatch"},
+		},
+		{
+			name:  "a #SBATCH --no-kill=off directive turns off the steps' no-kill too",
+			args:  []string{"--elastic=1-2", "job.sbatch"},
+			files: map[string]string{"job.sbatch": "#!/bin/sh\n#SBATCH --no-kill=off\nsrun true\n"},
+			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "job.sbatch"},
+			check: func(p Plan) bool {
+				return !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "SLURM_NO_KILL=") })
+			},
+		},
+		{
+			name: "SBATCH_NO_KILL=off turns off the steps' no-kill too",
+			args: []string{"--elastic=1-2", "--wrap", "srun true"},
+			env:  map[string]string{"SBATCH_NO_KILL": "OFF"},
+			want: []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "--wrap", "srun true"},
+			check: func(p Plan) bool {
+				return !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "SLURM_NO_KILL=") })
+			},
+		},
+		{
+			name:  "the command line's --no-kill wins over a directive's --no-kill=off",
+			args:  []string{"--elastic=1-2", "--no-kill", "job.sbatch"},
+			files: map[string]string{"job.sbatch": "#!/bin/sh\n#SBATCH --no-kill=off\nsrun true\n"},
+			want:  []string{"--nodes=1", "--comment=es-req min=1 max=2 d1", "--no-kill", "job.sbatch"},
+			check: func(p Plan) bool { return slices.Contains(p.Env, "SLURM_NO_KILL=set") },
 		},
 		{
 			name:    "SBATCH_NO_KILL and SLURM_NO_KILL in the environment are the user's",
