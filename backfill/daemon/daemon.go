@@ -341,8 +341,16 @@ func (d *Daemon) warnUnreadable(v *View) {
 		d.log.Named("snapshot").Warn("skipping a job squeue printed that cannot be read; the cycle goes on without it",
 			"job_id", id, "error", err)
 	}
+	for id, err := range v.BadRequests {
+		if d.unreadable[id] == err.Error() {
+			continue
+		}
+		d.unreadable[id] = err.Error()
+		d.log.Named("snapshot").Warn("a running job's EasyScale request cannot be read; the job is not grown until its comment is fixed",
+			"job_id", id, "user", v.All[id].User, "error", err)
+	}
 	for id := range d.unreadable {
-		if v.Unreadable[id] == nil {
+		if v.Unreadable[id] == nil && v.BadRequests[id] == nil {
 			delete(d.unreadable, id)
 		}
 	}

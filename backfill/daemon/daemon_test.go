@@ -1028,3 +1028,32 @@ func TestASignalIsNotSentWhenSlurmsJobIsNotTheOneSubmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestARunningJobWithAnUnreadableRequestIsWarnedAboutOnceAndNotGrown: a
+// job whose comment starts as an EasyScale request but does not parse (its
+// owner ran `scontrol update Comment=`) is not grown, and the daemon says
+// so once, naming the job and the field, while an ordinary job's comment
+// says nothing.
+func TestARunningJobWithAnUnreadableRequestIsWarnedAboutOnceAndNotGrown(t *testing.T) {
+	td := newTestDaemon(t, "")
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+	td.fake.running("10", "es-req min=1 max=two lw=8 d1", "n1", 1, 30*time.Minute, rendezvous(t, "10"))
+	td.fake.running("11", "nightly build", "n3", 1, 30*time.Minute, "")
+	for range 3 {
+		if r := td.cycle(t); len(r.Submitted) != 0 {
+			t.Fatalf("submitted %v for a job whose request cannot be read", r.Submitted)
+		}
+		td.advance(2 * time.Second)
+	}
+	const msg = "a running job's EasyScale request cannot be read"
+	if n := countLogs(t, &logs, msg, "10"); n != 1 {
+		t.Errorf("job 10: %d warnings in 3 cycles, want one; logs:\n%s", n, logs.String())
+	}
+	if n := countLogs(t, &logs, msg, "11"); n != 0 {
+		t.Errorf("job 11 (an ordinary comment): %d warnings, want none", n)
+	}
+	if !strings.Contains(logs.String(), `max=two`) {
+		t.Errorf("the warning does not name the bad field:\n%s", logs.String())
+	}
+}

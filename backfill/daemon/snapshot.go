@@ -122,6 +122,11 @@ type View struct {
 	// readable id), with why. Reconciliation leaves records of these ids
 	// alone for the cycle.
 	Unreadable map[string]error
+	// BadRequests are running jobs whose comment starts as an EasyScale
+	// one ("es-req ", "es ") but does not parse (e.g. changed with
+	// `scontrol update Comment=`), by job id, with why: they are not
+	// elastic jobs to the planner (never grown), and the daemon warns once.
+	BadRequests map[string]error
 }
 
 func (v *View) node(name string) *NodeView {
@@ -159,7 +164,8 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		return nil, fmt.Errorf("reading jobs: %w", err)
 	}
 	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{},
-		Lookalikes: map[string]*ExtraView{}, All: map[string]slurmcli.Job{}, Unreadable: map[string]error{}}
+		Lookalikes: map[string]*ExtraView{}, All: map[string]slurmcli.Job{}, Unreadable: map[string]error{},
+		BadRequests: map[string]error{}}
 	for _, pe := range skipped {
 		key := pe.ID
 		if key == "" {
@@ -293,10 +299,14 @@ func (s *Snapshotter) addJob(v *View, j slurmcli.Job) error {
 	case "PENDING":
 		v.Pending = append(v.Pending, j)
 	case "RUNNING":
-		if c, err := elastic.ParseComment(j.Comment); err == nil {
+		c, err := elastic.ParseComment(j.Comment)
+		switch {
+		case err == nil:
 			if err := s.addElastic(v, j, c.Request); err != nil {
 				return err
 			}
+		case !errors.Is(err, elastic.ErrNotEasyScale):
+			v.BadRequests[j.ID] = err
 		}
 		v.Running = append(v.Running, j)
 	}
