@@ -146,6 +146,17 @@ func (s Schedule) Validate(logicalWorkers int) error {
 	return nil
 }
 
+// Next returns the first allocation that takes effect after step (FromStep
+// > step) and true, or false when none does.
+func (s Schedule) Next(step int64) (Allocation, bool) {
+	for _, a := range s {
+		if a.FromStep > step {
+			return a, true
+		}
+	}
+	return Allocation{}, false
+}
+
 // At returns the allocation in force at step (the last entry whose FromStep
 // is <= step). The schedule must be non-empty and start at step 0.
 func (s Schedule) At(step int64) Allocation {

@@ -90,6 +90,21 @@ func TestAt(t *testing.T) {
 	}
 }
 
+func TestNext(t *testing.T) {
+	s, _ := Parse("0:1,20:3,35:8")
+	for _, c := range []struct {
+		step     int64
+		want     int
+		wantFrom int64
+		ok       bool
+	}{{0, 3, 20, true}, {19, 3, 20, true}, {20, 8, 35, true}, {34, 8, 35, true}, {35, 0, 0, false}, {1000, 0, 0, false}} {
+		got, ok := s.Next(c.step)
+		if ok != c.ok || got.Workers != c.want || got.FromStep != c.wantFrom {
+			t.Errorf("Next(%d) = %d workers from step %d, %v; want %d from %d, %v", c.step, got.Workers, got.FromStep, ok, c.want, c.wantFrom, c.ok)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"8", "0:1,20:3", "0:3@3.1/2.4/1", "", ":", "0:1@", "0:2@1/2,3:1"} {
 		f.Add(s)

@@ -76,7 +76,10 @@ type Engine struct {
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
 }
 
-var _ trainer.SparseDigester = (*Engine)(nil)
+var (
+	_ trainer.SparseDigester = (*Engine)(nil)
+	_ trainer.Preparer       = (*Engine)(nil)
+)
 
 // New extracts the Python package, locates and hashes the job's datasets,
 // and starts the first Python process (it reports the training set's size
@@ -215,6 +218,10 @@ func (e *Engine) Workers() int { return e.local.Workers() }
 
 // Resize starts or stops Python processes.
 func (e *Engine) Resize(ctx context.Context, workers int) error { return e.local.Resize(ctx, workers) }
+
+// Prepare starts, in the background, the Python processes a later Resize
+// to workers needs (Local.Prestart).
+func (e *Engine) Prepare(ctx context.Context, workers int) { e.local.Prestart(ctx, workers) }
 
 // Listen accepts workers of this job from other machines (`easyscale
 // worker --join`) on o.Listen: the token and job-id files go into

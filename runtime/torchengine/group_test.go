@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -363,4 +365,82 @@ func TestProcessZeroLostInsideTheCommitStillGivesTheStepsDigest(t *testing.T) {
 		}
 		sizes = split(4, l.Workers())
 	}
+}
+
+// TestPrestartedProcessesAreTheOnesAGrowAdmits: Prestart starts the
+// processes a grow needs in the background; the Resize at the grow starts
+// none of its own, admits those, and the run's digests are the ones of
+// processes started at the grow. Spares never taken are stopped by Close.
+func TestPrestartedProcessesAreTheOnesAGrowAdmits(t *testing.T) {
+	want := train(t, map[int64][]int{0: {4}, 2: {2, 1, 1}}, 4, nil)
+	before := children(t) // the reference run's, closed when the test ends
+	l, ctx := newLocal(t)
+	var launches atomic.Int32
+	l.EnvOf = func(int) []string { launches.Add(1); return nil }
+	if err := l.Resize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	l.Prestart(ctx, 3)
+	l.Prestart(ctx, 3) // already started: nothing more
+	for step := range int64(4) {
+		sizes := []int{4}
+		if step >= 2 {
+			if err := l.Resize(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+			sizes = []int{2, 1, 1}
+		}
+		res, err := l.Step(ctx, step, sizes, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if res.Digest != want[step] {
+			t.Errorf("step %d: digest %s, want %s", step, res.Digest, want[step])
+		}
+	}
+	if n := launches.Load(); n != 3 {
+		t.Errorf("%d processes started for a run that grew 1 -> 3 after Prestart(3), want 3", n)
+	}
+	l.Prestart(ctx, 5) // two spares, never taken
+	var pids []int
+	for _, p := range l.Processes() {
+		pids = append(pids, p.Pid())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := launches.Load(); n != 5 {
+		t.Errorf("%d processes started after Prestart(5) on 3, want 5", n)
+	}
+	for _, pid := range children(t) {
+		if !slices.Contains(before, pid) {
+			t.Errorf("process %d of this test still runs after Close (closed %v and two spares)", pid, pids)
+		}
+	}
+}
+
+// children lists the PIDs of this process's children (from /proc; Close
+// and Kill reap theirs, so none is a zombie for long).
+func children(t *testing.T) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after its ")"
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		var state string
+		var pid, ppid int
+		fmt.Sscanf(string(b), "%d", &pid)
+		if _, err := fmt.Sscanf(rest, " %s %d", &state, &ppid); err == nil && ppid == os.Getpid() {
+			kids = append(kids, pid)
+		}
+	}
+	return kids
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -105,6 +104,16 @@ type Local struct {
 	// EnvOf gives extra environment for the process of a physical rank
 	// (tests use it to start a worker with other numerics).
 	EnvOf func(rank int) []string
+	// spares are processes Prestart started ahead of a grow, in the order
+	// Resize takes them: each channel delivers one started, loaded and
+	// admitted process (or why it failed).
+	spares []chan launched
+}
+
+// launched is the outcome of starting one process.
+type launched struct {
+	p   *Process
+	err error
 }
 
 // physical is one physical worker a Local drives: a Python process it
@@ -184,29 +193,47 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 	if n <= 0 {
 		return nil
 	}
-	started := make([]*Process, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			started[i], errs[i] = l.launch(ctx, have+i)
-		}()
-	}
-	wg.Wait()
-	for i, p := range started {
-		if errs[i] != nil {
-			for _, q := range started[i:] {
-				if q != nil {
-					q.Kill()
-				}
-			}
-			return errs[i]
+	// Processes Prestart started come first (waiting for one still
+	// starting beats starting another); the rest start now.
+	l.Prestart(ctx, workers)
+	pending := l.spares[:n]
+	l.spares = l.spares[n:]
+	var failed error
+	for _, ch := range pending {
+		r := <-ch
+		switch {
+		case r.err != nil:
+			failed = errors.Join(failed, r.err)
+		case failed != nil:
+			r.p.Kill()
+		default:
+			l.procs, l.sizes = append(l.procs, &slot{w: r.p, joining: true}), nil
 		}
-		l.procs, l.sizes = append(l.procs, &slot{w: p, joining: true}), nil
 	}
-	return nil
+	return failed
+}
+
+// Prestart starts processes in the background until this machine has, or
+// is starting, workers of them (the ones running plus the spares), without
+// waiting: each imports torch, loads the job and is checked against the
+// first process's numerics (about a second on this machine's CPU), so that
+// a later Resize to workers admits them at once. The trainer calls it when
+// the run's --workers schedule announces a grow (trainer.Preparer). It
+// does nothing before the first process runs. A spare that fails to start
+// fails the Resize that takes it; Close stops the spares not taken.
+func (l *Local) Prestart(ctx context.Context, workers int) {
+	if l.ref == nil {
+		return
+	}
+	for have := len(l.locals()) + len(l.spares); have < workers; have++ {
+		ch := make(chan launched, 1)
+		rank := have
+		go func() {
+			p, err := l.launch(ctx, rank)
+			ch <- launched{p, err}
+		}()
+		l.spares = append(l.spares, ch)
+	}
 }
 
 // addRemote makes a worker on another machine (already admitted by its
@@ -506,6 +533,12 @@ func (l *Local) Close() error {
 		err = errors.Join(err, p.w.Close(10*time.Second))
 	}
 	l.procs = nil
+	for _, ch := range l.spares {
+		if r := <-ch; r.p != nil {
+			r.p.Kill()
+		}
+	}
+	l.spares = nil
 	return err
 }
 

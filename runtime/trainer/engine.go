@@ -84,3 +84,16 @@ type Snapshot struct {
 	Contexts []statedb.ESTContext
 	Meta     map[string]string
 }
+
+// Preparer is an Engine whose physical workers take long to start (the
+// torch engine: a Python process imports torch and loads the job, about a
+// second each on this machine's CPU). When the run's --workers schedule
+// announces a grow, the trainer calls Prepare(ctx, workers) right after the
+// allocation before it takes effect, so that the Resize at the grow's step
+// finds the workers started: the rescale then costs what it costs on a
+// cluster, where a lent GPU's worker starts its process before it asks to
+// join. Prepare must not block; ctx is the run's.
+type Preparer interface {
+	Engine
+	Prepare(ctx context.Context, workers int)
+}

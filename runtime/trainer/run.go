@@ -335,6 +335,11 @@ func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
 		return fmt.Errorf("resizing to %d workers at step %d: %w", alloc.Workers, j.step, err)
 	}
 	j.alloc = &alloc
+	if p, ok := j.eng.(Preparer); ok {
+		if next, ok := j.schedule().Next(j.step); ok && next.Workers > alloc.Workers {
+			p.Prepare(ctx, next.Workers)
+		}
+	}
 	return j.replan(j.eng.Workers(), alloc.Speeds, "schedule", "rescale_ms", float64(time.Since(t0).Microseconds())/1000)
 }
 
