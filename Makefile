@@ -5,7 +5,8 @@ BIN := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/easyscale/easyscale-slurm/runtime/cli.Version=$(VERSION) \
 	-X github.com/easyscale/easyscale-slurm/backfill/daemon.Version=$(VERSION) \
-	-X github.com/easyscale/easyscale-slurm/spank/gpuctx.Version=$(VERSION)
+	-X github.com/easyscale/easyscale-slurm/spank/gpuctx.Version=$(VERSION) \
+	-X github.com/easyscale/easyscale-slurm/backfill/simulator.Version=$(VERSION)
 # Tests that need the real Slurm lab (internal/slurmlab) run only with
 # EASYSCALE_LAB=1, which `make test` (.ci/test.sh) sets; `make test-unit` and a
 # plain `go test ./...` skip them without starting a daemon.

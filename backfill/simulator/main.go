@@ -18,7 +18,7 @@ import (
 
 // usageText is printed by --help and after a bad flag; the flag list is
 // appended.
-const usageText = `Usage: easyscale simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N
+const usageText = `Usage: easyscale-simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N
                           --policy rigid|elastic|elastic-capped --json OUT [--plot FILE]
 
 Replays a GPU-cluster job trace (a job table such as shared/traces/philly/philly_busy_week.csv,
@@ -36,14 +36,18 @@ Exit status: 0 success, 1 unreadable trace or failed run, 2 bad flags.
 Flags:
 `
 
-// Main implements `easyscale simulate` (see usageText for the contract).
-// args excludes the program and subcommand names. It writes the metrics as
+// Version is stamped at build time with -ldflags "-X
+// .../backfill/simulator.Version=..." and printed by --version.
+var Version = "dev"
+
+// Main implements the easyscale-simulate command (see usageText for the
+// contract). args excludes the program name. It writes the metrics as
 // JSON to OUT ("-" for stdout) and a one-line summary to stdout (to stderr
 // when OUT is "-"), and returns the exit status: 0 on success and for
 // -h/--help (usage on stdout), 2 for bad flags (the message names the flag
 // and the fix, then the usage, on stderr), 1 for any other failure.
 func Main(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("simulate", pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("easyscale-simulate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	tracePath := fs.String("trace", "", "job table to replay, common or Pollux layout (required)")
@@ -56,10 +60,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", 60, "seconds a lent GPU is returned before a reserved start")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {} // Main prints the usage itself, to stdout for --help
 	printUsage := func(w io.Writer) { fmt.Fprint(w, usageText+fs.FlagUsages()) }
 	badFlags := func(err error) int {
-		fmt.Fprintf(stderr, "simulate: %v\n\n", err)
+		fmt.Fprintf(stderr, "easyscale-simulate: %v\n\n", err)
 		printUsage(stderr)
 		return 2
 	}
@@ -69,6 +74,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return badFlags(err)
+	}
+	if *version {
+		fmt.Fprintln(stdout, Version)
+		return 0
 	}
 	if fs.NArg() > 0 {
 		return badFlags(fmt.Errorf("unexpected argument %q: every input is a flag", fs.Arg(0)))
@@ -83,22 +92,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	jobs, err := trace.ReadFile(*tracePath)
 	if err != nil {
-		fmt.Fprintf(stderr, "simulate: --trace: %v\n", err)
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace: %v\n", err)
 		return 1
 	}
 	jobs = selectJobs(jobs, lo, hi, *maxJobs)
 	res, err := Run(jobs, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "simulate: %v\n", err)
+		fmt.Fprintf(stderr, "easyscale-simulate: %v\n", err)
 		return 1
 	}
 	if err := writeJSON(*jsonOut, res, stdout); err != nil {
-		fmt.Fprintf(stderr, "simulate: writing --json %s: %v\n", *jsonOut, err)
+		fmt.Fprintf(stderr, "easyscale-simulate: writing --json %s: %v\n", *jsonOut, err)
 		return 1
 	}
 	if *plotOut != "" {
 		if err := Plot(*plotOut, res); err != nil {
-			fmt.Fprintf(stderr, "simulate: writing --plot %s: %v\n", *plotOut, err)
+			fmt.Fprintf(stderr, "easyscale-simulate: writing --plot %s: %v\n", *plotOut, err)
 			return 1
 		}
 	}
@@ -107,7 +116,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		summary = stderr
 	}
 	if res.Skipped > 0 {
-		fmt.Fprintf(stderr, "simulate: skipped %d of %d jobs: they ask for 0 GPUs or more than the cluster's %d\n", res.Skipped, len(jobs), res.TotalGPUs)
+		fmt.Fprintf(stderr, "easyscale-simulate: skipped %d of %d jobs: they ask for 0 GPUs or more than the cluster's %d\n", res.Skipped, len(jobs), res.TotalGPUs)
 	}
 	fmt.Fprintf(summary, "policy=%s jobs=%d skipped_jobs=%d mean_jct_s=%.0f p95_jct_s=%.0f mean_queue_s=%.0f gpu_alloc_pct=%.1f makespan_s=%d max_reservation_delay_s=%d\n",
 		res.Policy, res.Jobs, res.Skipped, res.MeanJCT, res.P95JCT, res.MeanQueue, res.GPUAllocPct, res.Makespan, res.MaxReservationDelay)

@@ -235,7 +235,7 @@ func TestMainCLI(t *testing.T) {
 		{"a reversed --window is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "9:3"}, 2, "--window"},
 		{"a plot that is neither svg nor png is rejected", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--plot", "x.pdf"}, 2, "name the file .svg or .png"},
 		{"an unreadable trace fails with its path", []string{"--trace", filepath.Join(dir, "none.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "none.csv"},
-		{"an unknown flag is named and the usage printed", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate\n\nUsage: easyscale simulate --trace FILE"},
+		{"an unknown flag is named and the usage printed", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate\n\nUsage: easyscale-simulate --trace FILE"},
 		{"a non-numeric --gpus-per-node is named", []string{"--gpus-per-node", "x"}, 2, "--gpus-per-node"},
 		{"a stray argument is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "extra"}, 2, "unexpected argument \"extra\""},
 		{"a missing --policy is called required", []string{"--trace", tr, "--gpus", "v100:8", "--json", "-"}, 2, "--policy is required"},
@@ -302,7 +302,7 @@ func TestMainHelp(t *testing.T) {
 			if code := Main([]string{arg}, &out, &errb); code != 0 || errb.Len() != 0 {
 				t.Fatalf("Main(%s) = %d, stderr %q; want 0 and nothing", arg, code, errb.String())
 			}
-			want := []string{"Usage: easyscale simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N",
+			want := []string{"Usage: easyscale-simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N",
 				"--policy rigid|elastic|elastic-capped --json OUT [--plot FILE]", "skipped_jobs",
 				"--trace", "--gpus ", "--gpus-per-node int", "(default 8)", "--policy", "--json", "--plot", "--max-jobs",
 				"--window", "--speeds", "--margin int", "(default 60)"}

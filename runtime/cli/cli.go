@@ -38,7 +38,6 @@ func commands() []command {
 		{"worker", "join a coordinator as a physical worker process", workerCmd},
 		{"verify", "compare the step ledgers of two state directories", verifyCmd},
 		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
-		{"simulate", "replay a cluster job trace through the elastic planner (see backfill/simulator)", simulateCmd},
 		{"version", "print the version", func(_ []string, env Env) int { fmt.Fprintln(env.Stdout, Version); return 0 }},
 	}
 }
@@ -63,6 +62,9 @@ func Main(args []string, env Env) int {
 		if c.name == args[0] {
 			return c.run(args[1:], env)
 		}
+	}
+	if args[0] == "simulate" {
+		return simulateCmd(args[1:], env)
 	}
 	fmt.Fprintf(env.Stderr, "easyscale: unknown command %q\n\n", args[0])
 	usage(env.Stderr)

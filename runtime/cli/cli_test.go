@@ -44,3 +44,14 @@ func TestVersionAndHelpForms(t *testing.T) {
 		t.Errorf("help run: exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestSimulateNamesItsOwnCommand(t *testing.T) {
+	code, out, stderr := run("simulate", "--trace", "t.csv", "--policy", "rigid")
+	want := "easyscale-simulate --trace t.csv --policy rigid"
+	if code != 2 || out != "" || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want 2, nothing on stdout and the command %q", code, out, stderr, want)
+	}
+	if _, _, usage := run(); strings.Contains(usage, "simulate") {
+		t.Errorf("the usage still lists simulate:\n%s", usage)
+	}
+}

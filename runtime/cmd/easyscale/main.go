@@ -1,7 +1,8 @@
 // Command easyscale trains jobs elastically with bit-identical results
-// (`easyscale run`), compares runs (`verify`), shows a job's state
-// (`status`) and replays cluster traces through the elastic planner
-// (`simulate`). See the README and `easyscale --help`.
+// (`easyscale run`), joins a job as a worker (`worker`), compares runs
+// (`verify`) and shows a job's state (`status`). It runs on every compute
+// node; the trace simulator is its own command, easyscale-simulate. See the
+// README and `easyscale --help`.
 package main
 
 import (
