@@ -299,7 +299,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	d.metrics.GapsFound.Add(float64(r.Gaps))
 	d.metrics.IdleGPUs.Set(float64(r.IdleGPUs))
 	t0 := time.Now()
-	acts, err := d.plan(v, ps)
+	acts, err := planner.Plan(ps)
 	d.metrics.PlanSeconds.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)
@@ -538,11 +538,11 @@ func (d *Daemon) shrinkDue(shrinks []planner.Shrink, live map[string]*lent) time
 
 // grow submits the extra jobs of the planner's grows (see orders).
 func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live map[string]*lent, r *Report) error {
-	orders, skipped := d.orders(v, grows, live)
+	todo, skipped := orders(v, grows)
 	for _, s := range skipped {
 		d.log.Debug("grow skipped", "why", s)
 	}
-	for _, o := range orders {
+	for _, o := range todo {
 		e := o.job
 		log := d.log.Named("actuator").With("job_id", e.Job.ID, "node", o.node, "gpus", o.gpus)
 		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,

@@ -66,20 +66,21 @@
 // The planner counts GPUs; the request counts nodes. A physical worker is one
 // task on one GPU, own or lent, so with the job's GPUs per node g the job may
 // have at most min(max·g, logical workers) physical workers: its own GPUs
-// plus one per extra job task. The planner gets MaxGPUs = that cap and
-// MinGPUs = min·g; the daemon trims an order that would pass the cap.
-// Grows of one job on one node in the same cycle become one extra job.
-// CPU-only elastic jobs are not grown (the planner lends GPUs).
+// plus one per extra job task. The planner gets MaxGPUs = that cap,
+// MinGPUs = min·g and, for a d1 job (bit-identical on one GPU type), the
+// GPU type(s) it runs on as the only types it may grow onto (a d2 job may
+// mix types; speeds apply). CPU-only elastic jobs are not grown (the
+// planner lends GPUs).
 //
-// Placement: the planner fills nodes longest lend first, then in node
-// order. The daemon keeps that choice unless the job already has a live
-// extra job on the node; then it moves the order to another node of the
-// same GPU type that is lendable, has the GPUs idle, has no pending job
-// planned on it, and carries nothing of that job (spreading: one extra job
-// per job per node, so one reservation takes back fewer of its workers and a
-// whole idle node is not left unused while another is stacked). With no
-// such node it stacks. A d1 job (bit-identical on one GPU type) grows only
-// onto the GPU type(s) it runs on; a d2 job may mix types (speeds apply).
+// Every decision is the planner's (package planner, the same code the
+// simulator runs): the type rule, the worker cap, merging one job's grows on
+// one node into one extra job, capping an extra job's end at its parent's,
+// rounding time limits down to whole minutes (config.SlurmTimeUnit) and
+// dropping those below min_lend, and spreading (among the slots of the
+// longest lend, a node where the job has no extra job yet goes first, so
+// one reservation takes back fewer of its workers and a whole idle node is
+// not left unused while another is stacked). The daemon turns each grow
+// into one extra job as it is.
 //
 // # Shrinking
 //

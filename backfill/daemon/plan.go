@@ -5,7 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -23,18 +25,7 @@ type lent struct {
 // input. Units: seconds since the Unix epoch.
 func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapshot {
 	c := d.cfg
-	s := planner.Snapshot{
-		Now:    v.Now.Unix(),
-		Speeds: c.Speeds,
-		Limits: planner.Limits{
-			MarginSeconds:       int64(c.SafetyMargin.Seconds()),
-			MinLendSeconds:      int64(c.MinLend.Seconds()),
-			MaxLendSeconds:      int64(c.MaxLend.Seconds()),
-			MaxExtraGPUsPerJob:  c.Limits.MaxExtraGPUsPerJob,
-			MaxExtraGPUsPerUser: c.Limits.MaxExtraGPUsPerUser,
-			WasteCap:            c.Limits.WasteCap,
-		},
-	}
+	s := planner.Snapshot{Now: v.Now.Unix(), Speeds: c.Speeds, Limits: c.PlannerLimits()}
 	pendingOn := map[string]int{} // GPUs of extra jobs submitted but not started, by node
 	for _, l := range live {
 		if l.pending {
@@ -87,9 +78,13 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	}
 	r.User = e.User
 	baseGPUs := 0
+	var types []string
 	for _, a := range e.Base {
 		r.Base = append(r.Base, planner.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
 		baseGPUs += a.GPUs
+		if n := v.node(a.Node); n != nil {
+			types = append(types, n.GPUType)
+		}
 	}
 	if !d.growable(e, known) || baseGPUs == 0 {
 		return r
@@ -105,6 +100,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.MaxGPUs = max(baseGPUs, workerCap(e))
 	r.MinGPUs = min(r.MaxGPUs, max(1, e.Request.MinNodes*perNode))
 	r.Model = planner.DefaultModel(lw, baseGPUs)
+	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
 	return r
 }
 
@@ -132,10 +128,6 @@ func workerCap(e *ElasticJob) int {
 	}
 	return c
 }
-
-// tasks is the number of physical workers an extra job runs: one per GPU
-// (one for a CPU-only extra job).
-func tasks(gpus int) int { return max(1, gpus) }
 
 // growable: an elastic request, coordinator ready, every base node managed
 // and known to the planner.
@@ -183,7 +175,8 @@ func pendingJob(j slurmcli.Job, loc *time.Location) (planner.PendingJob, bool) {
 	return p, true
 }
 
-// growOrder is one extra job to submit, derived from the planner's grows.
+// growOrder is one extra job to submit: one planner grow (the planner has
+// merged, capped, rounded and spread them; see planner.Plan).
 type growOrder struct {
 	job             *ElasticJob
 	node, gpuType   string
@@ -192,111 +185,18 @@ type growOrder struct {
 	timeLimitMinute int64
 }
 
-// orders turns the planner's grows into extra jobs: grows of one job on one
-// node merge into one extra job (ending at the earliest of their ends); the
-// end is capped at the parent's own end (an extra job never outlives its
-// job); the time limit is rounded down to whole minutes (Slurm's unit) and
-// must reach min_lend; a job's physical workers (one per own GPU plus one
-// per extra job's task, i.e. per lent GPU) never exceed workerCap: an order
-// that would is trimmed to the workers left, or dropped. Placement follows
-// spread (see there).
-func (d *Daemon) orders(v *View, grows []planner.Grow, live map[string]*lent) (out []growOrder, skipped []string) {
-	workers := map[string]int{}
-	for _, l := range live {
-		if l.rec.State != statedb.ExtraSignalled {
-			workers[l.rec.Parent] += tasks(l.rec.GPUs)
-		}
-	}
-	index := map[[2]string]int{}
+// orders pairs each planner grow with its elastic job; a grow of a job the
+// view does not hold (which the planner cannot produce) is skipped with the
+// reason.
+func orders(v *View, grows []planner.Grow) (out []growOrder, skipped []string) {
 	for _, g := range grows {
 		e := v.Elastic[g.Job]
 		if e == nil {
+			skipped = append(skipped, "job "+g.Job+" on "+g.Node+": not a running elastic job")
 			continue
 		}
-		end := time.Unix(g.End, 0)
-		if k, ok := index[[2]string{g.Job, g.Node}]; ok {
-			out[k].gpus += g.GPUs
-			if end.Before(out[k].end) {
-				out[k].end = end
-			}
-			continue
-		}
-		index[[2]string{g.Job, g.Node}] = len(out)
-		out = append(out, growOrder{job: e, node: g.Node, gpuType: g.GPUType, gpus: g.GPUs, end: end})
+		out = append(out, growOrder{job: e, node: g.Node, gpuType: g.GPUType, gpus: g.GPUs, end: time.Unix(g.End, 0),
+			timeLimitMinute: g.TimeLimit / config.SlurmTimeUnit})
 	}
-	d.spread(v, out, live)
-	kept := out[:0]
-	for _, o := range out {
-		if !o.job.End.IsZero() && o.job.End.Before(o.end) {
-			o.end = o.job.End
-		}
-		o.timeLimitMinute = int64(o.end.Sub(v.Now) / time.Minute)
-		limit := time.Duration(o.timeLimitMinute) * time.Minute
-		room := workerCap(o.job) - max(1, baseGPUs(o.job)) - workers[o.job.Job.ID]
-		switch {
-		case o.timeLimitMinute < 1 || limit < d.cfg.MinLend.Duration:
-			skipped = append(skipped, "job "+o.job.Job.ID+" on "+o.node+": lend shorter than min_lend after capping at the job's end")
-		case room < 1:
-			skipped = append(skipped, "job "+o.job.Job.ID+" on "+o.node+": at its maximum of physical workers")
-		default:
-			o.gpus = min(o.gpus, room)
-			workers[o.job.Job.ID] += tasks(o.gpus)
-			kept = append(kept, o)
-		}
-	}
-	return kept, skipped
-}
-
-// spread moves an order off a node where its job already has a live extra
-// job, onto another node of the same GPU type that is lendable, has the
-// GPUs idle (after pending extra jobs and this cycle's other orders), has
-// no pending job planned on it (so the planner's lend end holds there), and
-// carries no extra job or order of that job. The planner fills nodes in
-// order (longest lend first, then node order), which stacked a job's extra
-// jobs on one node cycle after cycle while a whole node idled; spreading
-// keeps one extra job per job per node, so a reservation on one node takes
-// back fewer of a job's workers. With no such node the order stays
-// (stacking beats not growing).
-func (d *Daemon) spread(v *View, out []growOrder, live map[string]*lent) {
-	has := map[[2]string]bool{} // job, node
-	claimed := map[string]int{} // node → GPUs of pending extra jobs and orders
-	for _, l := range live {
-		if l.rec.State != statedb.ExtraSignalled {
-			has[[2]string{l.rec.Parent, l.rec.Node}] = true
-		}
-		if l.pending {
-			claimed[l.rec.Node] += l.rec.GPUs
-		}
-	}
-	for _, o := range out {
-		claimed[o.node] += o.gpus
-	}
-	reserved := map[string]bool{}
-	for _, j := range v.Pending {
-		if p, ok := pendingJob(j, d.snap.loc()); ok {
-			for _, n := range p.PlannedNodes {
-				reserved[n.Node] = true
-			}
-		}
-	}
-	for i := range out {
-		o := &out[i]
-		id := o.job.Job.ID
-		if !has[[2]string{id, o.node}] {
-			has[[2]string{id, o.node}] = true
-			continue
-		}
-		for _, n := range v.Nodes {
-			if n.GPUType != o.gpuType || !n.Lendable || reserved[n.Name] || has[[2]string{id, n.Name}] ||
-				n.Total-n.Used-claimed[n.Name] < o.gpus {
-				continue
-			}
-			d.log.Debug("spreading extra job", "job_id", id, "from", o.node, "node", n.Name, "gpus", o.gpus)
-			claimed[o.node] -= o.gpus
-			claimed[n.Name] += o.gpus
-			o.node = n.Name
-			break
-		}
-		has[[2]string{id, o.node}] = true
-	}
+	return out, skipped
 }

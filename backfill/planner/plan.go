@@ -59,7 +59,7 @@ func Plan(s Snapshot) (Actions, error) {
 	for ji, j := range s.Running {
 		if j.Elastic && p.mayGrow(ji) {
 			p.buildSlots()
-			out.Grows = p.grant()
+			out.Grows = p.orders(p.grant())
 			break
 		}
 	}
@@ -234,6 +234,7 @@ type jobState struct {
 	lent    int // GPUs lent to it (extras alive after shrinks plus grants)
 	eff     float64
 	version int
+	has     map[int]bool // nodes holding one of its extra jobs (spreading)
 }
 
 type candidate struct {
@@ -283,6 +284,7 @@ func (p *planning) grant() []Grow {
 				js.leaving += x.GPUs // being shrunk, held until its deadline
 				continue
 			}
+			p.markHas(js, p.idx[x.Node])
 			js.byType[p.s.Nodes[p.idx[x.Node]].GPUType] += x.GPUs
 			js.total += x.GPUs
 			js.lent += x.GPUs
@@ -361,6 +363,9 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 	var bestC candidate
 	found := false
 	for _, t := range types {
+		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, t) {
+			continue // d1: never onto another GPU type
+		}
 		for n := 1; n <= min(room, p.avail[t]); n++ {
 			eff, waste := j.Model.Throughput(p.speedCounts(js.byType, t, n))
 			if waste > p.lim.WasteCap+1e-12 {
@@ -403,26 +408,97 @@ func (p *planning) speedCounts(byType map[string]int, addType string, add int) [
 	return merged
 }
 
-// take removes c.n GPUs of c.typ from the slots, longest lend first, and
-// returns one Grow per node and end.
+// take removes c.n GPUs of c.typ from the slots and returns one Grow per
+// slot used. Slots are taken longest lend first; among the slots of the
+// longest lend left, one on a node where the job has no extra job yet (in
+// the snapshot, not being shrunk, or granted this cycle) goes first, and
+// among those one that holds all the GPUs still wanted (spreading: one extra
+// job per job per node, so one reservation takes back fewer of a job's
+// workers, and an idle node is used before a job's extra jobs stack on
+// another); otherwise node order.
 func (p *planning) take(c candidate) []Grow {
 	sl := p.byType[c.typ]
 	left := c.n
 	var out []Grow
 	for left > 0 && len(sl) > 0 {
-		s := &sl[0]
+		i := p.pickSlot(sl, c.js, left)
+		s := &sl[i]
 		k := min(left, s.n)
 		out = append(out, Grow{Job: p.s.Running[c.js.ji].ID, Node: p.s.Nodes[s.node].Name, GPUType: c.typ,
 			GPUs: k, End: s.end, TimeLimit: s.end - p.s.Now})
+		p.markHas(c.js, s.node)
 		s.n -= k
 		left -= k
 		if s.n == 0 {
-			sl = sl[1:]
+			sl = slices.Delete(sl, i, i+1)
 		}
 	}
 	p.byType[c.typ] = sl
 	p.avail[c.typ] -= c.n
 	return out
+}
+
+// pickSlot returns the index in sl (sorted longest lend first) of the slot
+// take uses next for job js wanting left GPUs.
+func (p *planning) pickSlot(sl []slot, js *jobState, left int) int {
+	free := -1
+	for i := 0; i < len(sl) && sl[i].end == sl[0].end; i++ {
+		if js.has[sl[i].node] {
+			continue
+		}
+		if sl[i].n >= left {
+			return i
+		}
+		if free < 0 {
+			free = i
+		}
+	}
+	return max(free, 0)
+}
+
+func (p *planning) markHas(js *jobState, node int) {
+	if js.has == nil {
+		js.has = map[int]bool{}
+	}
+	js.has[node] = true
+}
+
+// orders turns the greedy's grows into the extra jobs to submit: grows of
+// one job on one node merge into one (ending at the earliest of their
+// ends, in the order of the first); an end is capped at the job's own end
+// (an extra job never outlives its job); the time limit is rounded down to
+// a whole number of TimeLimitUnit and must still reach MinLendSeconds, or
+// the grow is dropped.
+func (p *planning) orders(grows []Grow) []Grow {
+	index := map[[2]string]int{}
+	var out []Grow
+	for _, g := range grows {
+		k := [2]string{g.Job, g.Node}
+		if i, ok := index[k]; ok {
+			out[i].GPUs += g.GPUs
+			out[i].End = min(out[i].End, g.End)
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, g)
+	}
+	ends := make(map[string]int64, len(p.s.Running))
+	for _, j := range p.s.Running {
+		ends[j.ID] = j.End
+	}
+	unit := max(p.lim.TimeLimitUnit, 1)
+	kept := out[:0]
+	for _, g := range out {
+		if e := ends[g.Job]; e > 0 {
+			g.End = min(g.End, e)
+		}
+		g.TimeLimit = (g.End - p.s.Now) / unit * unit
+		g.End = p.s.Now + g.TimeLimit
+		if g.TimeLimit >= unit && g.TimeLimit >= p.lim.MinLendSeconds {
+			kept = append(kept, g)
+		}
+	}
+	return kept
 }
 
 type candHeap struct{ items []candidate }

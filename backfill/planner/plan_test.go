@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -138,6 +139,74 @@ func TestPlanTable(t *testing.T) {
 				Speeds:  speeds, Limits: lim},
 			want: Actions{},
 		},
+		{
+			name: "a d1 job grows only onto the GPU type it runs on, even when another type is faster",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "p100", 4, 2), node("b", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.GPUTypes = AllowedTypes(false, []string{"p100"})
+					return j
+				}()}, Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "p100", GPUs: 2, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "a d2 job may grow onto another GPU type",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 2, 0), node("c", "p100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.GPUTypes = AllowedTypes(true, []string{"v100"})
+					return j
+				}()}, Speeds: map[string]float64{"v100": 1, "p100": 1}, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "p100", GPUs: 2, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "a d1 job does not grow when only another GPU type is idle",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 2, 0), node("c", "p100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.GPUTypes = AllowedTypes(false, []string{"v100", "v100"})
+					return j
+				}()}, Speeds: map[string]float64{"v100": 1, "p100": 1}, Limits: lim},
+			want: Actions{},
+		},
+		{
+			name: "a grow never outlives its job and its time limit is rounded down to whole minutes",
+			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 4, 2)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.End = 1000 + 1799
+					return j
+				}()}, Speeds: speeds, Limits: Limits{MarginSeconds: 30, MinLendSeconds: 60, MaxLendSeconds: 3600, TimeLimitUnit: 60}},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1000 + 1740, TimeLimit: 1740}}},
+		},
+		{
+			name: "a grow that rounding leaves shorter than the minimum lend is dropped",
+			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 4, 2)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.End = 1000 + 119
+					return j
+				}()}, Speeds: speeds, Limits: Limits{MinLendSeconds: 60, TimeLimitUnit: 60}},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1060, TimeLimit: 60}}},
+		},
+		{
+			name: "a job's extra jobs spread onto an idle node instead of stacking on the one it already uses",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 2), node("c", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 4}}, 1, 8, 8, 4)
+					j.Extras = []Extra{{ID: "x1", Node: "b", GPUs: 2, End: 3600}}
+					return j
+				}()}, Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "v100", GPUs: 2, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "grows of one job on one node merge into one extra job ending at the earlier end",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 2)},
+				Running: []RunningJob{elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)},
+				Pending: []PendingJob{{ID: "9", PlannedStart: 2000, PlannedNodes: []NodeGPUs{{"a", 1}}}},
+				Speeds:  speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1970, TimeLimit: 1970}}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,7 +261,7 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 	types := []string{"a100", "v100", "t4"}
 	s := Snapshot{Now: 10000, Speeds: map[string]float64{"a100": 2, "v100": 1, "t4": 0.5},
 		Limits: Limits{MarginSeconds: int64(r.IntN(120)), MinLendSeconds: 60, MaxLendSeconds: 7200,
-			MaxExtraGPUsPerUser: r.IntN(3) * 8, MaxExtraGPUsPerJob: r.IntN(3) * 4}}
+			MaxExtraGPUsPerUser: r.IntN(3) * 8, MaxExtraGPUsPerJob: r.IntN(3) * 4, TimeLimitUnit: []int64{0, 60}[r.IntN(2)]}}
 	nNodes := 1 + r.IntN(12)
 	used := make([]int, nNodes)
 	for i := range nNodes {
@@ -231,6 +300,17 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 			ref := 1 + r.IntN(8)
 			job.MaxGPUs = base + r.IntN(16)
 			job.Model = DefaultModel(ref*(1+r.IntN(2)), ref)
+			if r.IntN(2) == 0 { // d1: only the types of its own nodes
+				var types []string
+				for _, b := range job.Base {
+					for _, n := range s.Nodes {
+						if n.Name == b.Node {
+							types = append(types, n.GPUType)
+						}
+					}
+				}
+				job.GPUTypes = AllowedTypes(false, types)
+			}
 		}
 		s.Running = append(s.Running, job)
 	}
@@ -281,7 +361,26 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 	}
 	lentOnNode := map[string]int{}
 	jobGrow := map[string]map[string]int{}
+	jobOf := map[string]RunningJob{}
+	for _, j := range s.Running {
+		jobOf[j.ID] = j
+	}
+	onNode := map[[2]string]bool{}
 	for _, g := range a.Grows {
+		j := jobOf[g.Job]
+		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, g.GPUType) {
+			t.Errorf("snapshot %d: grow %+v onto a type job %s may not use (%v)", iter, g, j.ID, j.GPUTypes)
+		}
+		if j.End > 0 && g.End > j.End {
+			t.Errorf("snapshot %d: grow %+v outlives its job's end %d", iter, g, j.End)
+		}
+		if u := lim.TimeLimitUnit; u > 1 && g.TimeLimit%u != 0 {
+			t.Errorf("snapshot %d: grow %+v time limit is not a whole number of %d s", iter, g, u)
+		}
+		if onNode[[2]string{g.Job, g.Node}] {
+			t.Errorf("snapshot %d: two grows of job %s on node %s: want one extra job", iter, g.Job, g.Node)
+		}
+		onNode[[2]string{g.Job, g.Node}] = true
 		lentOnNode[g.Node] += g.GPUs
 		if g.End-s.Now < lim.MinLendSeconds || g.End > s.Now+lim.MaxLendSeconds || g.TimeLimit != g.End-s.Now {
 			t.Errorf("snapshot %d: grow %+v has a time limit outside [min lend, max lend]", iter, g)

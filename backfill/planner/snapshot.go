@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrInvalidSnapshot is wrapped by every error [Plan] returns for a snapshot
@@ -81,6 +82,11 @@ type RunningJob struct {
 	MinGPUs, MaxGPUs int
 	// Model gives the job's throughput as a function of its GPUs.
 	Model Model
+	// GPUTypes lists the GPU types the job may grow onto; empty means any
+	// type. A d1 job (bit-identical on one GPU type, the default) lists the
+	// type(s) of its own allocation, a d2 job leaves it nil
+	// ([AllowedTypes] makes the list from the job's determinism level).
+	GPUTypes []string
 }
 
 // PendingJob is a waiting job and, if Slurm's backfill planned one, its
@@ -108,6 +114,10 @@ type Limits struct {
 	// WasteCap is the largest fraction of a grown job's GPU time allowed to be
 	// lost to imbalance (default 0.30, EasyScale §4.3).
 	WasteCap float64
+	// TimeLimitUnit is the granularity of a grow's time limit in seconds:
+	// limits are rounded down to a whole number of units (60 for Slurm,
+	// whose --time counts minutes; 0 or 1: whole seconds).
+	TimeLimitUnit int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -186,4 +196,20 @@ func validateJob(j RunningJob, idx map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// AllowedTypes returns the GPU types a job may grow onto given its
+// determinism level and the types of the nodes of its own allocation: for
+// d2 (results independent of the GPU type) nil, meaning any type; for every
+// other level (d1, bit-identical on one GPU type, the default) the sorted,
+// distinct baseTypes (callers pass at least one: an empty list would also
+// mean any type). Source: EasyScale §3.3 (D1 keeps a job on one device
+// type; D2 admits heterogeneous devices).
+func AllowedTypes(d2 bool, baseTypes []string) []string {
+	if d2 {
+		return nil
+	}
+	out := slices.Clone(baseTypes)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

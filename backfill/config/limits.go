@@ -1,0 +1,24 @@
+package config
+
+import "github.com/easyscale/easyscale-slurm/backfill/planner"
+
+// SlurmTimeUnit is the granularity of a Slurm time limit in seconds:
+// sbatch --time counts whole minutes.
+const SlurmTimeUnit = 60
+
+// PlannerLimits returns the planner's limits for this configuration: the
+// safety margin, min and max lend, the per-job and per-user caps, the waste
+// cap and Slurm's whole-minute time limits. easyscale-backfilld plans with
+// it, and easyscale-simulate with Default().PlannerLimits(), so both run one
+// policy.
+func (c *Config) PlannerLimits() planner.Limits {
+	return planner.Limits{
+		MarginSeconds:       int64(c.SafetyMargin.Seconds()),
+		MinLendSeconds:      int64(c.MinLend.Seconds()),
+		MaxLendSeconds:      int64(c.MaxLend.Seconds()),
+		MaxExtraGPUsPerJob:  c.Limits.MaxExtraGPUsPerJob,
+		MaxExtraGPUsPerUser: c.Limits.MaxExtraGPUsPerUser,
+		WasteCap:            c.Limits.WasteCap,
+		TimeLimitUnit:       SlurmTimeUnit,
+	}
+}
