@@ -32,6 +32,24 @@ type Snapshot struct {
 	Speeds map[string]float64
 	// Limits holds the admin's limits and margins.
 	Limits Limits
+	// NodeIndex optionally maps each node name to its index in Nodes, as
+	// [IndexNodes] builds it, for a caller that plans many snapshots over
+	// the same nodes (the simulator); nil: Plan builds it. Plan checks that
+	// it indexes Nodes exactly.
+	NodeIndex map[string]int `json:"-"`
+}
+
+// IndexNodes returns the index of nodes by name for Snapshot.NodeIndex, or
+// an error wrapping ErrInvalidSnapshot naming a node listed twice.
+func IndexNodes(nodes []Node) (map[string]int, error) {
+	idx := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if _, dup := idx[n.Name]; dup {
+			return nil, fmt.Errorf("node %q listed twice: %w", n.Name, ErrInvalidSnapshot)
+		}
+		idx[n.Name] = i
+	}
+	return idx, nil
 }
 
 // Node is one Slurm node's GPUs of a single type.
@@ -136,10 +154,18 @@ func (l Limits) withDefaults() Limits {
 // validate checks the snapshot's internal consistency and returns the node
 // index by name.
 func (s *Snapshot) validate() (map[string]int, error) {
-	idx := make(map[string]int, len(s.Nodes))
+	idx := s.NodeIndex
+	if idx == nil {
+		var err error
+		if idx, err = IndexNodes(s.Nodes); err != nil {
+			return nil, err
+		}
+	} else if len(idx) != len(s.Nodes) {
+		return nil, fmt.Errorf("node index of %d names for %d nodes: %w", len(idx), len(s.Nodes), ErrInvalidSnapshot)
+	}
 	for i, n := range s.Nodes {
-		if _, dup := idx[n.Name]; dup {
-			return nil, fmt.Errorf("node %q listed twice: %w", n.Name, ErrInvalidSnapshot)
+		if j, ok := idx[n.Name]; !ok || j != i {
+			return nil, fmt.Errorf("node %q (#%d) is not at its place in the node index: %w", n.Name, i, ErrInvalidSnapshot)
 		}
 		if n.Total < 0 || n.Idle < 0 || n.Idle > n.Total {
 			return nil, fmt.Errorf("node %q: idle %d of total %d GPUs: %w", n.Name, n.Idle, n.Total, ErrInvalidSnapshot)
@@ -147,7 +173,6 @@ func (s *Snapshot) validate() (map[string]int, error) {
 		if sp, ok := s.Speeds[n.GPUType]; !ok || !(sp > 0) {
 			return nil, fmt.Errorf("node %q: GPU type %q has no positive speed: %w", n.Name, n.GPUType, ErrInvalidSnapshot)
 		}
-		idx[n.Name] = i
 	}
 	for _, j := range s.Running {
 		if err := validateJob(j, idx); err != nil {

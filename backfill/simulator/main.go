@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
 
@@ -59,7 +58,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (default 0: all)")
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
-	margin := fs.Int64("margin", 60, "seconds a lent GPU is returned before a reserved start")
+	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
+	admit := fs.Bool("shrink-to-admit", false, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs (easyscale-backfilld does not do this yet)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {} // Main prints the usage itself, to stdout for --help
 	printUsage := func(w io.Writer) { fmt.Fprint(w, usageText+fs.FlagUsages()) }
@@ -86,6 +86,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badFlags(err)
 	}
+	cfg.ShrinkToAdmit = *admit
 	lo, hi, err := parseWindow(*window)
 	if err != nil {
 		return badFlags(fmt.Errorf("--window: %w", err))
@@ -177,7 +178,8 @@ func flagsToConfig(tracePath, gpus string, perNode int, perNodeGiven bool, polic
 	if margin < 0 || margin > maxMargin {
 		return cfg, fmt.Errorf("--margin %d: use 0 to %d seconds", margin, int64(maxMargin))
 	}
-	cfg.Limits = planner.Limits{MarginSeconds: margin}
+	cfg.Limits = DefaultLimits()
+	cfg.Limits.MarginSeconds = margin
 	return cfg, nil
 }
 

@@ -22,10 +22,10 @@ func (s *sim) plan() error {
 	for n := range s.nodes {
 		s.snapNodes[n].Idle = s.nodes[n].free
 	}
-	snap.Nodes = s.snapNodes
+	snap.Nodes, snap.NodeIndex = s.snapNodes, s.nodeIdx
 	reserved := map[int]bool{}
 	for _, a := range s.resv.allocs {
-		reserved[a.node] = true
+		reserved[a.Node] = true
 	}
 	snap.Running = make([]planner.RunningJob, 0, len(s.running))
 	for _, r := range s.running {
@@ -43,7 +43,7 @@ func (s *sim) plan() error {
 	if s.resv.r != nil {
 		pj := planner.PendingJob{ID: s.resv.r.id, PlannedStart: s.resv.t}
 		for _, a := range s.resv.allocs {
-			pj.PlannedNodes = append(pj.PlannedNodes, planner.NodeGPUs{Node: s.nodes[a.node].name, GPUs: a.gpus})
+			pj.PlannedNodes = append(pj.PlannedNodes, planner.NodeGPUs{Node: s.nodes[a.Node].name, GPUs: a.GPUs})
 		}
 		snap.Pending = []planner.PendingJob{pj}
 	}
@@ -61,8 +61,8 @@ func (s *sim) plan() error {
 func (s *sim) planRelevant(r *run, reserved map[int]bool) bool {
 	total := 0
 	for _, a := range r.base {
-		total += a.gpus
-		if reserved[a.node] {
+		total += a.GPUs
+		if reserved[a.Node] {
 			return true
 		}
 	}
@@ -80,7 +80,7 @@ func (s *sim) runningJob(r *run) planner.RunningJob {
 		MinGPUs: r.min, MaxGPUs: r.max, Model: r.model}
 	if r.snapBase == nil {
 		for _, a := range r.base {
-			r.snapBase = append(r.snapBase, planner.NodeGPUs{Node: s.nodes[a.node].name, GPUs: a.gpus})
+			r.snapBase = append(r.snapBase, planner.NodeGPUs{Node: s.nodes[a.Node].name, GPUs: a.GPUs})
 		}
 	}
 	j.Base = r.snapBase

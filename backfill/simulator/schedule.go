@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 )
 
 // reservation is the queue head's planned start and nodes.
@@ -27,7 +29,7 @@ func (s *sim) schedule() {
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
-		allocs := s.fitSize(r, avail, r.j.GPUs, r.j.GPUs)
+		allocs := s.fit(r, avail)
 		if allocs == nil && s.mayAdmit(r) {
 			allocs = s.shrinkToAdmit(r, avail, nil)
 		}
@@ -48,7 +50,7 @@ func (s *sim) schedule() {
 	}
 	s.resv = reservation{r: head, t: x, allocs: resAllocs, nodes: map[int]bool{}}
 	for _, a := range resAllocs {
-		s.resv.nodes[a.node] = true
+		s.resv.nodes[a.Node] = true
 	}
 	ravail := make([]int, len(avail))
 	for n := range avail {
@@ -86,79 +88,23 @@ func (s *sim) availNow() []int {
 	return a
 }
 
-// fitSize returns an allocation for r from avail of the largest size in
-// [lo, hi] that fits, or nil.
-func (s *sim) fitSize(r *run, avail []int, lo, hi int) []alloc {
-	for size := min(hi, s.availTotal); size >= lo; size-- {
-		if a := s.allocate(avail, size); a != nil {
-			return a
-		}
-	}
-	return nil
-}
-
-// allocate picks want GPUs from avail: the best-fitting single node of the
-// fastest type that has one, else the fullest nodes of one type, else the
-// fullest nodes of any type (fastest first). It returns nil if avail holds
-// fewer than want.
-func (s *sim) allocate(avail []int, want int) []alloc {
-	for _, typ := range s.typeOrder {
-		best := -1
-		for _, n := range s.byType[typ] {
-			if avail[n] >= want && (best < 0 || avail[n] < avail[best]) {
-				best = n
-			}
-		}
-		if best >= 0 {
-			return []alloc{{best, want}}
-		}
-	}
-	for _, typ := range s.typeOrder {
-		if a := s.span(avail, s.byType[typ], want); a != nil {
-			return a
-		}
-	}
-	return s.span(avail, s.allNodes, want)
-}
-
-func (s *sim) span(avail []int, nodes []int, want int) []alloc {
-	sum := 0
-	for _, n := range nodes {
-		sum += avail[n]
-	}
-	if sum < want {
+// fit returns an allocation of r's requested GPUs from avail (the
+// planner's model of Slurm's node selection, planner.Cluster.Fit), or nil.
+func (s *sim) fit(r *run, avail []int) []alloc {
+	if s.availTotal < r.j.GPUs {
 		return nil
 	}
-	order := make([]int, 0, len(nodes))
-	for _, n := range nodes {
-		if avail[n] > 0 {
-			order = append(order, n)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if c := cmp.Compare(s.nodes[b].speed, s.nodes[a].speed); c != 0 {
-			return c
-		}
-		return cmp.Compare(avail[b], avail[a])
-	})
-	var out []alloc
-	for _, n := range order {
-		g := min(want, avail[n])
-		out = append(out, alloc{n, g})
-		if want -= g; want == 0 {
-			break
-		}
-	}
-	return out
+	return s.cluster.Fit(avail, r.j.GPUs, r.rule)
 }
 
-// baseLimit is the time limit end of r started now on allocs.
+// baseLimit is the time limit end of r started now on allocs: its
+// remaining work at that size (planner.RunTime).
 func (s *sim) baseLimit(r *run, allocs []alloc) int64 {
 	saved := r.base
 	r.base = allocs
-	rate := s.rateOf(r, false)
+	sc := s.speedCounts(r, false)
 	r.base = saved
-	return s.now + int64(math.Ceil(r.rem/rate))
+	return s.now + int64(math.Ceil(planner.RunTime(r.model, sc, r.rem)))
 }
 
 // reserve returns the head's reserved start, the allocation planned for it
@@ -180,16 +126,16 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 		t = runs[i].limit
 		for ; i < len(runs) && runs[i].limit == t; i++ {
 			for _, a := range runs[i].base {
-				proj[a.node] += a.gpus
-				total += a.gpus
+				proj[a.Node] += a.GPUs
+				total += a.GPUs
 			}
 		}
 		if total >= need {
-			allocs = s.allocate(proj, need)
+			allocs = s.cluster.Fit(proj, need, head.rule)
 		}
 	}
 	for _, a := range allocs {
-		proj[a.node] -= a.gpus
+		proj[a.Node] -= a.GPUs
 	}
 	return t, allocs, proj
 }
@@ -200,10 +146,10 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	var a []alloc
 	if s.availTotal >= r.j.GPUs {
-		if a = s.fitSize(r, avail, r.j.GPUs, r.j.GPUs); a != nil && s.baseLimit(r, a) <= x {
+		if a = s.fit(r, avail); a != nil && s.baseLimit(r, a) <= x {
 			s.start(r, a, avail)
 			for _, al := range a {
-				ravail[al.node] = min(avail[al.node], spare[al.node])
+				ravail[al.Node] = min(avail[al.Node], spare[al.Node])
 			}
 			return true
 		}
@@ -212,7 +158,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		for _, v := range ravail {
 			s.availTotal += v
 		}
-		a = s.fitSize(r, ravail, r.j.GPUs, r.j.GPUs)
+		a = s.fit(r, ravail)
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {
@@ -223,8 +169,8 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	}
 	s.start(r, a, avail)
 	for _, al := range a {
-		spare[al.node] -= al.gpus
-		ravail[al.node] = min(avail[al.node], spare[al.node])
+		spare[al.Node] -= al.GPUs
+		ravail[al.Node] = min(avail[al.Node], spare[al.Node])
 	}
 	return true
 }
@@ -232,7 +178,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 // mayAdmit is a cheap pre-check for shrinkToAdmit: the policy is elastic
 // and some running job that could shrink has more work left than r.
 func (s *sim) mayAdmit(r *run) bool {
-	return s.cfg.Policy != Rigid && r.rem < s.donorLeft
+	return s.cfg.ShrinkToAdmit && s.cfg.Policy != Rigid && r.rem < s.donorLeft
 }
 
 // longestDonor returns the most time left (seconds at the current rate)
@@ -250,8 +196,8 @@ func (s *sim) longestDonor() float64 {
 // start runs r on allocs now, preempting extra jobs where needed.
 func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	for _, a := range allocs {
-		nd := &s.nodes[a.node]
-		for nd.free < a.gpus && len(nd.extras) > 0 {
+		nd := &s.nodes[a.Node]
+		for nd.free < a.GPUs && len(nd.extras) > 0 {
 			victim := nd.extras[0]
 			for _, x := range nd.extras[1:] {
 				if x.end > victim.end {
@@ -264,10 +210,10 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 			}
 			s.endExtra(victim)
 		}
-		nd.free -= a.gpus
-		s.allocated += a.gpus
-		avail[a.node] -= a.gpus
-		s.availTotal -= a.gpus
+		nd.free -= a.GPUs
+		s.allocated += a.GPUs
+		avail[a.Node] -= a.GPUs
+		s.availTotal -= a.GPUs
 	}
 	r.base = allocs
 	r.started, r.start, r.last = true, s.now, s.now
@@ -282,103 +228,44 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 }
 
 // shrinkToAdmit starts r at its requested size by shrinking the base
-// allocations of running elastic jobs ("donors"), never below their
-// minimum. A donor must have more work left than r at its requested size
-// (a job only yields to a shorter one, as in shortest-remaining-time-first)
-// and hold no GPU on a node in keepOff (the nodes a reservation needs: a
-// shrunk donor's time limit moves later, which must not delay that
-// reservation). The allocation is drawn from from plus the GPUs the donors
-// free; every GPU freed on node n is added to from[n] and to each of also[n].
-// It returns r's allocation, or nil having shrunk nothing.
+// allocations of running elastic jobs, as the planner decides
+// (planner.Cluster.Admit: donors with more time left than r's work, longest
+// first, never below their minimum, none with base GPUs on keepOff, the
+// nodes a reservation needs). It applies the decision: every GPU freed on
+// node n is added to from[n] and to each of also[n]. It returns r's
+// allocation, or nil having shrunk nothing.
 func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
-	need := r.j.GPUs
-	var donors []*run
+	donors := s.donors[:0]
 	for _, d := range s.running {
-		if d.min >= baseGPUs(d) || d.rem/d.rate <= r.rem || onNodes(d, keepOff) {
-			continue
-		}
-		donors = append(donors, d)
+		donors = append(donors, planner.Donor{Base: d.base, Min: d.min, TimeLeft: d.rem / d.rate})
 	}
-	if len(donors) == 0 {
-		return nil
+	s.donors = donors
+	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
+	if keepOff != nil {
+		q.KeepOff = func(n int) bool { return keepOff[n] }
 	}
-	slices.SortFunc(donors, func(a, b *run) int {
-		if c := cmp.Compare(b.rem/b.rate, a.rem/a.rate); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.idx, b.idx)
-	})
-	tent := slices.Clone(from)
-	total := 0
-	for _, v := range from {
-		total += v
-	}
-	type give struct {
-		d    *run
-		node int
-		gpus int
-	}
-	var gives []give // what each donor can free, node by node
-	var allocs []alloc
 	saved := s.availTotal
-	for _, d := range donors {
-		left := baseGPUs(d) - d.min
-		for _, a := range d.base {
-			if g := min(a.gpus, left); g > 0 {
-				gives = append(gives, give{d, a.node, g})
-				tent[a.node] += g
-				total += g
-				left -= g
-			}
-		}
-		if total >= need {
-			s.availTotal = total
-			allocs = s.allocate(tent, need)
-			s.availTotal = saved
-			if allocs != nil {
-				break
-			}
-		}
-	}
-	if allocs == nil {
+	adm, ok := s.cluster.Admit(q)
+	s.availTotal = saved
+	if !ok {
 		return nil
 	}
-	for _, a := range allocs {
-		short := a.gpus - from[a.node]
-		for _, gv := range gives {
-			if short <= 0 {
-				break
-			}
-			if gv.node != a.node {
-				continue
-			}
-			took := s.shrinkBase(gv.d, a.node, min(short, gv.gpus))
-			short -= took
-			from[a.node] += took
-			for _, o := range also {
-				o[a.node] += took
-			}
+	for _, sh := range adm.Shrinks { // shrinkBase leaves s.running's order alone
+		took := s.shrinkBase(s.running[sh.Donor], sh.Node, sh.GPUs)
+		from[sh.Node] += took
+		for _, o := range also {
+			o[sh.Node] += took
 		}
 	}
 	s.res.AdmitShrinks++
-	return allocs
-}
-
-// onNodes reports whether r holds base GPUs on a node in set.
-func onNodes(r *run, set map[int]bool) bool {
-	for _, a := range r.base {
-		if set[a.node] {
-			return true
-		}
-	}
-	return false
+	return adm.Alloc
 }
 
 // baseGPUs is the size of r's base allocation.
 func baseGPUs(r *run) int {
 	n := 0
 	for _, a := range r.base {
-		n += a.gpus
+		n += a.GPUs
 	}
 	return n
 }
@@ -387,15 +274,15 @@ func baseGPUs(r *run) int {
 // below d's minimum, frees them, moves d's time limit to its remaining work
 // at the smaller base, and returns how many it took.
 func (s *sim) shrinkBase(d *run, n, want int) int {
-	i := slices.IndexFunc(d.base, func(a alloc) bool { return a.node == n })
+	i := slices.IndexFunc(d.base, func(a alloc) bool { return a.Node == n })
 	g := min(want, baseGPUs(d)-d.min)
 	if i < 0 || g <= 0 {
 		return 0
 	}
-	g = min(g, d.base[i].gpus)
+	g = min(g, d.base[i].GPUs)
 	s.advance(d)
 	d.base = slices.Clone(d.base)
-	if d.base[i].gpus -= g; d.base[i].gpus == 0 {
+	if d.base[i].GPUs -= g; d.base[i].GPUs == 0 {
 		d.base = slices.Delete(d.base, i, i+1)
 	}
 	d.snapBase = nil

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -11,9 +10,16 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
+
+// DefaultLimits are the planner limits of easyscale-backfilld's default
+// configuration (config.Default().PlannerLimits(): 60 s safety margin,
+// 2 min to 1 h lends, whole-minute time limits, waste cap 0.30), which a
+// Config with zero Limits gets.
+func DefaultLimits() planner.Limits { return config.Default().PlannerLimits() }
 
 // Policy selects how jobs use GPUs (see the package documentation).
 type Policy int
@@ -65,7 +71,13 @@ type Config struct {
 	// type not listed); every key must be a type of GPUs.
 	Speeds map[string]float64
 	Policy Policy
-	// Limits are passed to the planner; zero MaxLendSeconds means 6 h.
+	// ShrinkToAdmit lets the elastic policies start a queued job that does
+	// not fit by shrinking running elastic jobs (planner.Cluster.Admit).
+	// easyscale-backfilld does not apply such decisions yet (issue 10,
+	// item 6), so its policy is ShrinkToAdmit false.
+	ShrinkToAdmit bool
+	// Limits are passed to the planner; zero Limits: DefaultLimits(), the
+	// daemon's.
 	Limits planner.Limits
 	// BackfillDepth is how many queued jobs behind the first one a pass
 	// considers (0 means 500).
@@ -135,7 +147,9 @@ type JobRecord struct {
 	Duration int64
 }
 
-type alloc struct{ node, gpus int }
+// alloc is GPUs on one node, by index in sim.nodes (= the planner
+// cluster's node index).
+type alloc = planner.Alloc
 
 type extra struct {
 	id    string
@@ -151,6 +165,7 @@ type run struct {
 	id       string
 	min, max int
 	model    planner.Model
+	rule     planner.FitRule // where it may start
 	base     []alloc
 	extras   []*extra
 	rem      float64 // seconds of work at the reference size left
@@ -206,8 +221,9 @@ type node struct {
 type sim struct {
 	cfg        Config
 	nodes      []node
+	cluster    *planner.Cluster // the same nodes, for the planner's Fit and Admit
+	donors     []planner.Donor  // reused by shrinkToAdmit
 	total      int
-	typeOrder  []string
 	runs       []*run
 	queue      []*run
 	running    []*run
@@ -221,8 +237,6 @@ type sim struct {
 	jcts       []float64
 	sumQueue   float64
 	snapNodes  []planner.Node
-	byType     map[string][]int
-	allNodes   []int
 	nodeIdx    map[string]int
 	avail      []int
 	availTotal int
@@ -345,8 +359,8 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.BackfillDepth <= 0 {
 		cfg.BackfillDepth = 500
 	}
-	if cfg.Limits.MaxLendSeconds <= 0 {
-		cfg.Limits.MaxLendSeconds = 6 * 3600
+	if cfg.Limits == (planner.Limits{}) {
+		cfg.Limits = DefaultLimits()
 	}
 	s := &sim{cfg: cfg, total: total}
 	speeds := map[string]float64{}
@@ -361,19 +375,17 @@ func newSim(cfg Config) (*sim, error) {
 			s.nodes = append(s.nodes, node{name: g.Type + "-" + strconv.Itoa(k), typ: g.Type, speed: sp, total: n, free: n})
 			left -= n
 		}
-		s.typeOrder = append(s.typeOrder, g.Type)
 	}
-	// Fastest type first, so a job that fits in one type gets the best.
-	slices.SortStableFunc(s.typeOrder, func(a, b string) int { return cmp.Compare(speeds[b], speeds[a]) })
 	s.cfg.Speeds = speeds
-	s.byType = map[string][]int{}
 	s.nodeIdx = map[string]int{}
 	s.extraByID = map[string]*extra{}
+	pn := make([]planner.Node, len(s.nodes))
 	for n, nd := range s.nodes {
-		s.byType[nd.typ] = append(s.byType[nd.typ], n)
-		s.allNodes = append(s.allNodes, n)
 		s.nodeIdx[nd.name] = n
+		pn[n] = planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total}
 	}
+	s.cluster = planner.NewCluster(pn, speeds) // fastest type first, so a job that fits in one type gets the best
+
 	s.res.Policy = cfg.Policy.String()
 	s.res.TotalGPUs = s.total
 	return s, nil
@@ -436,8 +448,8 @@ func (s *sim) check() error {
 	for _, r := range s.running {
 		base := 0
 		for _, a := range r.base {
-			held[a.node] += a.gpus
-			base += a.gpus
+			held[a.Node] += a.GPUs
+			base += a.GPUs
 		}
 		all := base
 		for _, x := range r.extras {
@@ -479,14 +491,14 @@ func (s *sim) complete(r *run) {
 	}
 	r.extras = nil
 	for _, a := range r.base {
-		s.nodes[a.node].free += a.gpus
-		s.allocated -= a.gpus
+		s.nodes[a.Node].free += a.GPUs
+		s.allocated -= a.GPUs
 	}
 	jct := float64(s.now - r.j.Submit)
 	s.jcts = append(s.jcts, jct)
 	startGPUs := 0
 	for _, a := range r.base {
-		startGPUs += a.gpus
+		startGPUs += a.GPUs
 	}
 	s.res.PerJob = append(s.res.PerJob, JobRecord{ID: r.id, Submit: r.j.Submit, Start: r.start, End: s.now,
 		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration})
@@ -542,7 +554,7 @@ func (s *sim) speedCounts(r *run, withExtras bool) []planner.SpeedCount {
 		sc = append(sc, planner.SpeedCount{Speed: sp, N: g})
 	}
 	for _, a := range r.base {
-		add(a.node, a.gpus)
+		add(a.Node, a.GPUs)
 	}
 	if withExtras {
 		for _, x := range r.extras {
@@ -566,7 +578,7 @@ func (s *sim) rateOf(r *run, withExtras bool) float64 {
 func (s *sim) reschedule(r *run) {
 	held := 0
 	for _, a := range r.base {
-		held += a.gpus
+		held += a.GPUs
 	}
 	for _, x := range r.extras {
 		held += x.gpus

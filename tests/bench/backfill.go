@@ -56,7 +56,7 @@ func backfillSuite() ([]figure, error) {
 	}
 	start := time.Now()
 	if _, err := simulator.Run(philly, simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: 2816}}, GPUsPerNode: 8,
-		Policy: simulator.Elastic, Limits: planner.Limits{MarginSeconds: 60}}); err != nil {
+		Policy: simulator.Elastic}); err != nil {
 		return nil, err
 	}
 	figs = append(figs, figure{"simulate_philly_s", time.Since(start).Seconds(), "s"})
@@ -64,7 +64,9 @@ func backfillSuite() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: busyWeekGPUs}}, GPUsPerNode: 8, Limits: planner.Limits{MarginSeconds: 60}}
+	// The daemon's default limits (simulator.DefaultLimits); elastic is the
+	// daemon's policy, elastic_admit adds shrink-to-admit (issue 10 item 6).
+	cfg := simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: busyWeekGPUs}}, GPUsPerNode: 8}
 	rigid, err := simulator.Run(week, cfg)
 	if err != nil {
 		return nil, err
@@ -79,25 +81,35 @@ func backfillSuite() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Policy, cfg.ShrinkToAdmit = simulator.Elastic, true
+	admit, err := simulator.Run(week, cfg)
+	if err != nil {
+		return nil, err
+	}
 	figs = append(figs,
 		figure{"elastic_vs_rigid_jct_ratio", el.MeanJCT / rigid.MeanJCT, "ratio"},
 		figure{"elastic_capped_vs_rigid_jct_ratio", capped.MeanJCT / rigid.MeanJCT, "ratio"},
 		figure{"elastic_gpu_alloc_pct", el.GPUAllocPct, "%"},
 		figure{"elastic_gpu_alloc_while_waiting_pct", el.GPUAllocWaitingPct, "%"},
 		figure{"rigid_gpu_alloc_pct", rigid.GPUAllocPct, "%"},
-		figure{"elastic_max_reservation_delay_s", float64(el.MaxReservationDelay), "s"})
+		figure{"elastic_max_reservation_delay_s", float64(el.MaxReservationDelay), "s"},
+		figure{"elastic_admit_vs_rigid_jct_ratio", admit.MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_admit_gpu_alloc_while_waiting_pct", admit.GPUAllocWaitingPct, "%"},
+		figure{"elastic_admit_max_reservation_delay_s", float64(admit.MaxReservationDelay), "s"})
 	return figs, nil
 }
 
 // planMS10k times one planning cycle (median of 5) on a synthetic snapshot:
 // 10,000 GPUs of 3 types on 8-GPU nodes, 2,000 running jobs (three quarters
-// elastic) holding 8,000 of them, 10,000 pending jobs of which 1,000 carry a
-// reservation.
+// elastic, half of those d1: grown only on their own type) holding 8,000 of
+// them, 10,000 pending jobs of which 1,000 carry a reservation, the daemon's
+// default limits with a 2 h maximum lend.
 func planMS10k() (float64, error) {
 	r := rand.New(rand.NewPCG(10, 10))
 	types := []string{"a100", "v100", "t4"}
 	s := planner.Snapshot{Now: 100000, Speeds: map[string]float64{"a100": 2, "v100": 1, "t4": 0.5},
-		Limits: planner.Limits{MarginSeconds: 60, MaxLendSeconds: 7200}}
+		Limits: simulator.DefaultLimits()}
+	s.Limits.MaxLendSeconds = 7200
 	for i := range 1250 {
 		s.Nodes = append(s.Nodes, planner.Node{Name: "n" + strconv.Itoa(i), GPUType: types[i%3], Total: 8, Idle: 8})
 	}
@@ -112,6 +124,7 @@ func planMS10k() (float64, error) {
 			Base: []planner.NodeGPUs{{Node: s.Nodes[ni].Name, GPUs: g}}, End: s.Now + int64(r.IntN(50000))}
 		if job.Elastic {
 			job.MinGPUs, job.MaxGPUs, job.Model = max(1, g/2), 2*g, planner.DefaultModel(2*g, g)
+			job.GPUTypes = planner.AllowedTypes(j%2 == 0, []string{s.Nodes[ni].GPUType}) // half d1, half d2
 		}
 		s.Running = append(s.Running, job)
 	}

@@ -1,0 +1,303 @@
+package planner
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Alloc is a GPU count on one node of a [Cluster], by node index.
+type Alloc struct {
+	// Node indexes Cluster.Nodes; GPUs is the count (≥ 1).
+	Node, GPUs int
+}
+
+// Cluster is the fixed shape of a cluster that [Cluster.Fit] and
+// [Cluster.Admit] work on: its nodes, grouped by GPU type, fastest type
+// first. Build it once with [NewCluster]; the per-call state (which GPUs a
+// starting job may take) is a slice aligned with Nodes.
+type Cluster struct {
+	// Nodes are the nodes; Idle is ignored.
+	Nodes  []Node
+	speed  []float64
+	byType map[string][]int
+	types  []string // fastest first, then first appearance
+	all    []int
+}
+
+// NewCluster indexes nodes for Fit and Admit. speeds gives each type's
+// relative speed (a type not listed runs at 1.0). Ties between types of
+// equal speed keep the order of the types' first node in nodes.
+func NewCluster(nodes []Node, speeds map[string]float64) *Cluster {
+	c := &Cluster{Nodes: nodes, speed: make([]float64, len(nodes)), byType: map[string][]int{}}
+	for i, n := range nodes {
+		sp, ok := speeds[n.GPUType]
+		if !ok {
+			sp = 1
+		}
+		c.speed[i] = sp
+		if _, seen := c.byType[n.GPUType]; !seen {
+			c.types = append(c.types, n.GPUType)
+		}
+		c.byType[n.GPUType] = append(c.byType[n.GPUType], i)
+		c.all = append(c.all, i)
+	}
+	sp := func(t string) float64 { return c.speed[c.byType[t][0]] }
+	slices.SortStableFunc(c.types, func(a, b string) int { return cmp.Compare(sp(b), sp(a)) })
+	return c
+}
+
+// FitRule says which GPUs a job may start on.
+type FitRule struct {
+	// Types lists the GPU types it may run on; empty: any type. A rigid
+	// job names the type it asked for (--gres=gpu:TYPE:N); an elastic job's
+	// types come from its determinism level.
+	Types []string
+	// OneType keeps the whole allocation on one GPU type (d1: bit-identical
+	// on one GPU type for the job's life). Without it, a job that fits in
+	// no single type may span types (Slurm's untyped --gres=gpu:N, d2).
+	OneType bool
+}
+
+func (r FitRule) allows(t string) bool { return len(r.Types) == 0 || slices.Contains(r.Types, t) }
+
+// Fit picks want GPUs from avail (per node of c, GPUs a starting job may
+// take: idle ones and those of preemptible extra jobs) as Slurm's
+// select/cons_tres is modelled here: the best-fitting single node of the
+// fastest allowed type that has one; else the fullest nodes of one allowed
+// type, fastest type first; else, unless rule.OneType, the fullest nodes of
+// any allowed type, fastest first. It returns nil when no allocation
+// exists. It reads avail and never changes it.
+func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
+	if want < 1 {
+		return nil
+	}
+	for _, typ := range c.types {
+		if !rule.allows(typ) {
+			continue
+		}
+		best := -1
+		for _, n := range c.byType[typ] {
+			if avail[n] >= want && (best < 0 || avail[n] < avail[best]) {
+				best = n
+			}
+		}
+		if best >= 0 {
+			return []Alloc{{best, want}}
+		}
+	}
+	for _, typ := range c.types {
+		if rule.allows(typ) {
+			if a := c.span(avail, c.byType[typ], want); a != nil {
+				return a
+			}
+		}
+	}
+	if rule.OneType {
+		return nil
+	}
+	nodes := c.all
+	if len(rule.Types) > 0 {
+		nodes = nil
+		for _, typ := range c.types {
+			if rule.allows(typ) {
+				nodes = append(nodes, c.byType[typ]...)
+			}
+		}
+	}
+	return c.span(avail, nodes, want)
+}
+
+func (c *Cluster) span(avail []int, nodes []int, want int) []Alloc {
+	sum := 0
+	for _, n := range nodes {
+		sum += avail[n]
+	}
+	if sum < want {
+		return nil
+	}
+	order := make([]int, 0, len(nodes))
+	for _, n := range nodes {
+		if avail[n] > 0 {
+			order = append(order, n)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if x := cmp.Compare(c.speed[b], c.speed[a]); x != 0 {
+			return x
+		}
+		return cmp.Compare(avail[b], avail[a])
+	})
+	var out []Alloc
+	for _, n := range order {
+		g := min(want, avail[n])
+		out = append(out, Alloc{n, g})
+		if want -= g; want == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// Donor is a running elastic job that may give up GPUs of its own (base)
+// allocation so that a queued job can start (shrink-to-admit).
+type Donor struct {
+	// Base is its own allocation by node; Min the fewest GPUs it may keep.
+	Base []Alloc
+	Min  int
+	// TimeLeft is its remaining run time at its current GPUs, in seconds.
+	TimeLeft float64
+}
+
+// Admission is the planner's decision to start a queued job by shrinking
+// donors: the job starts on Alloc once every Shrinks entry is applied.
+type Admission struct {
+	Alloc   []Alloc
+	Shrinks []DonorShrink
+}
+
+// DonorShrink takes GPUs of donor Donor's base allocation on node Node.
+// On Slurm this is `scontrol update JobId=… NumNodes=…` (whole nodes, see
+// AdmitRequest.WholeNodes) plus a raised time limit ([RunTime] at the
+// smaller size); the simulator applies it directly.
+type DonorShrink struct {
+	// Donor indexes AdmitRequest.Donors.
+	Donor, Node, GPUs int
+}
+
+// AdmitRequest is what [Cluster.Admit] decides on.
+type AdmitRequest struct {
+	// Avail is, per node, the GPUs the job may take now without shrinking
+	// anyone (as for Fit).
+	Avail []int
+	// Want is the job's GPU count; Rule where it may run.
+	Want int
+	Rule FitRule
+	// Work is the queued job's run time at Want GPUs, in seconds: only a
+	// donor with more time left yields (shortest remaining time first).
+	Work float64
+	// Donors are the running elastic jobs, in a fixed order (ties in time
+	// left go to the earlier one).
+	Donors []Donor
+	// KeepOff marks nodes a donor must hold no base GPU on (the nodes a
+	// reservation needs: a shrunk donor's time limit moves later, which must
+	// not delay the reservation); nil: none.
+	KeepOff func(node int) bool
+	// WholeNodes lets a donor give up only all of its GPUs on a node, and
+	// never its last node (Slurm shrinks a running job by nodes:
+	// scontrol update NumNodes=).
+	WholeNodes bool
+}
+
+// Admit decides whether the queued job of q can start now at q.Want GPUs
+// by shrinking the base allocations of donors, never below their minimum
+// (shrink-to-admit; EasyScale's and Pollux's schedulers reallocate on
+// arrivals, Pollux OSDI'21 §4.2). Donors with more time left than q.Work
+// yield, longest first, until Fit finds an allocation in q.Avail plus the
+// GPUs they can free; only GPUs on the allocation's nodes are taken, from
+// the longest-running donors first. ok is false, with nothing to apply,
+// when no such admission exists. Pure: it changes none of its inputs.
+func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
+	var donors []int
+	for i, d := range q.Donors {
+		if d.TimeLeft <= q.Work || math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min || onNodes(d.Base, q.KeepOff) {
+			continue
+		}
+		donors = append(donors, i)
+	}
+	if len(donors) == 0 {
+		return a, false
+	}
+	slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(q.Donors[y].TimeLeft, q.Donors[x].TimeLeft) })
+	tent := slices.Clone(q.Avail)
+	total := 0
+	for _, v := range q.Avail {
+		total += v
+	}
+	var gives []DonorShrink // what each donor can free, node by node
+	for _, di := range donors {
+		for _, g := range gifts(q.Donors[di], q.WholeNodes) {
+			gives = append(gives, DonorShrink{Donor: di, Node: g.Node, GPUs: g.GPUs})
+			tent[g.Node] += g.GPUs
+			total += g.GPUs
+		}
+		if total < q.Want {
+			continue
+		}
+		if a.Alloc = c.Fit(tent, q.Want, q.Rule); a.Alloc != nil {
+			break
+		}
+	}
+	if a.Alloc == nil {
+		return Admission{}, false
+	}
+	for _, al := range a.Alloc {
+		short := al.GPUs - q.Avail[al.Node]
+		for _, g := range gives {
+			if short <= 0 {
+				break
+			}
+			if g.Node != al.Node {
+				continue
+			}
+			take := min(short, g.GPUs)
+			if q.WholeNodes {
+				take = g.GPUs
+			}
+			a.Shrinks = append(a.Shrinks, DonorShrink{Donor: g.Donor, Node: g.Node, GPUs: take})
+			short -= take
+		}
+	}
+	return a, true
+}
+
+// gifts lists what donor d can give up, node by node in base order, never
+// below its minimum (whole nodes only, never the last, with wholeNodes).
+func gifts(d Donor, wholeNodes bool) []Alloc {
+	left := sum(d.Base) - d.Min
+	var out []Alloc
+	for i, b := range d.Base {
+		g := min(b.GPUs, left)
+		if wholeNodes && (g < b.GPUs || i == len(d.Base)-1 && len(out) == i) {
+			continue
+		}
+		if g > 0 {
+			out = append(out, Alloc{b.Node, g})
+			left -= g
+		}
+	}
+	return out
+}
+
+func sum(a []Alloc) int {
+	n := 0
+	for _, x := range a {
+		n += x.GPUs
+	}
+	return n
+}
+
+func onNodes(base []Alloc, keepOff func(int) bool) bool {
+	if keepOff == nil {
+		return false
+	}
+	for _, b := range base {
+		if keepOff(b.Node) {
+			return true
+		}
+	}
+	return false
+}
+
+// RunTime is how long work seconds of a job's work (measured at
+// m.RefGPUs reference GPUs) take on gpus, in seconds: work · RefGPUs /
+// Throughput(gpus). It is +Inf on no usable GPU. The simulator sets time
+// limits with it, and a shrunk job's new time limit is now + RunTime at its
+// smaller size.
+func RunTime(m Model, gpus []SpeedCount, work float64) float64 {
+	tp, _ := m.Throughput(gpus)
+	if tp <= 0 {
+		return math.Inf(1)
+	}
+	return work * float64(m.RefGPUs) / tp
+}
