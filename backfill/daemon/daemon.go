@@ -236,8 +236,11 @@ type Report struct {
 	// Signalled and Cancelled list extra jobs ended by shrinks or
 	// reconciliation; Adopted those taken over.
 	Signalled, Cancelled, Adopted []string
-	// Planned is the planner's output.
-	Planned planner.Actions
+	// Snapshot is what the planner was given (the cluster as this cycle
+	// read it); Planned is the planner's output, which the cycle applied as
+	// it is.
+	Snapshot planner.Snapshot
+	Planned  planner.Actions
 	// ElasticJobs counts the running elastic jobs; LentGPUs the GPUs of
 	// this daemon's live extra jobs.
 	ElasticJobs, LentGPUs int
@@ -304,7 +307,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err != nil {
 		return fmt.Errorf("planning: %w", err)
 	}
-	r.Planned = acts
+	r.Snapshot, r.Planned = ps, acts
 	if err := d.shrink(ctx, v, acts.Shrinks, rc.live, r); err != nil {
 		return err
 	}

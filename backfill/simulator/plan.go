@@ -10,7 +10,7 @@ import (
 // plan runs one planner cycle on the simulated cluster and applies it.
 func (s *sim) plan() error {
 	idle := s.total - s.allocated
-	if idle == 0 && (s.resv.r == nil || s.lent == 0) {
+	if idle == 0 && ((s.resv.r == nil && len(s.replayPending) == 0) || s.lent == 0) {
 		return nil // nothing to lend and nothing to take back
 	}
 	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits}
@@ -26,6 +26,19 @@ func (s *sim) plan() error {
 	reserved := map[int]bool{}
 	for _, a := range s.resv.allocs {
 		reserved[a.Node] = true
+	}
+	for _, p := range s.replayPending {
+		for _, ng := range p.PlannedNodes {
+			if n, ok := s.nodeIdx[ng.Node]; ok {
+				reserved[n] = true
+			}
+		}
+	}
+	for u, g := range s.replayLent {
+		if snap.OtherLent == nil {
+			snap.OtherLent = map[string]int{}
+		}
+		snap.OtherLent[u] += g
 	}
 	snap.Running = make([]planner.RunningJob, 0, len(s.running))
 	for _, r := range s.running {
@@ -47,10 +60,12 @@ func (s *sim) plan() error {
 		}
 		snap.Pending = []planner.PendingJob{pj}
 	}
+	snap.Pending = append(snap.Pending, s.replayPending...)
 	acts, err := planner.Plan(snap)
 	if err != nil {
 		return fmt.Errorf("simulator: planning at %d s: %w", s.now, err)
 	}
+	s.lastActs = acts
 	return s.apply(acts)
 }
 
@@ -76,8 +91,8 @@ func (s *sim) planRelevant(r *run, reserved map[int]bool) bool {
 }
 
 func (s *sim) runningJob(r *run) planner.RunningJob {
-	j := planner.RunningJob{ID: r.id, User: r.j.User, Elastic: true, End: r.limit,
-		MinGPUs: r.min, MaxGPUs: r.max, Model: r.model}
+	j := planner.RunningJob{ID: r.id, User: r.j.User, Elastic: !r.rigid, End: r.limit,
+		MinGPUs: r.min, MaxGPUs: r.max, Model: r.model, GPUTypes: r.gpuTypes}
 	if r.snapBase == nil {
 		for _, a := range r.base {
 			r.snapBase = append(r.snapBase, planner.NodeGPUs{Node: s.nodes[a.Node].name, GPUs: a.GPUs})

@@ -166,6 +166,8 @@ type run struct {
 	min, max int
 	model    planner.Model
 	rule     planner.FitRule // where it may start
+	gpuTypes []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
+	rigid    bool            // never grows (only in a replayed snapshot)
 	base     []alloc
 	extras   []*extra
 	rem      float64 // seconds of work at the reference size left
@@ -243,6 +245,11 @@ type sim struct {
 	resv       reservation
 	extraByID  map[string]*extra
 	donorLeft  float64 // longestDonor at the start of the pass
+	lastActs   planner.Actions
+	// replayPending and replayLent are the reservations and other lent
+	// GPUs of a replayed snapshot (Replay); nil in a trace replay.
+	replayPending []planner.PendingJob
+	replayLent    map[string]int
 }
 
 // MaxGPUs bounds the simulated cluster: at most MaxGPUs GPUs in all, and so

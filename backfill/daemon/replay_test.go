@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
+
+var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.json from the daemon's snapshots and decisions")
+
+// ReplayDir holds the daemon's recorded planner snapshots and decisions;
+// backfill/simulator replays them through its own path
+// (TestDaemonSnapshotsReplayToTheSameDecisions).
+const replayDir = "../testdata/replay"
+
+// Recording is one cycle of the daemon as the replay files hold it: the
+// planner snapshot its Snapshotter read from Slurm's output and the
+// decisions it applied.
+type Recording struct {
+	Scenario string           `json:"scenario"`
+	Snapshot planner.Snapshot `json:"snapshot"`
+	Actions  planner.Actions  `json:"actions"`
+}
+
+// TestDaemonSnapshotsAreRecordedForReplay runs the daemon's real cycle
+// (squeue and sinfo output in Slurm 22.05's format, parsed by its
+// Snapshotter) on scenarios that exercise every planner rule the daemon
+// relies on: d1 and d2 type rules, the worker cap of lw=, spreading,
+// capping at the job's end and whole-minute time limits, shrinks before a
+// reservation. Each cycle's snapshot and decisions must match the
+// recording in ../testdata/replay (go test -update rewrites it), and every
+// extra job it submits must be exactly one of the planner's grows: the
+// daemon applies decisions, it does not make them.
+func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
+	scenarios := []struct {
+		name  string
+		setup func(td *testDaemon, t *testing.T)
+		// between runs before cycle k (k ≥ 1).
+		between func(td *testDaemon, k int)
+		cycles  int
+	}{
+		{
+			name: "types-caps-and-a-reservation",
+			setup: func(td *testDaemon, t *testing.T) {
+				td.fake.running("10", "es-req min=1 max=4 lw=8 d1", "n1", 1, 2*time.Hour, rendezvous(t, "10"))
+				td.fake.running("11", "es-req min=1 max=2 lw=6 d2", "n3", 2, 2*time.Hour, rendezvous(t, "11"))
+				td.fake.running("13", "es-req min=1 max=2 lw=3 d1", "n2", 2, 2*time.Hour, rendezvous(t, "13"))
+				td.fake.running("20", "", "n1", 2, 30*time.Minute, "")
+			},
+			between: func(td *testDaemon, k int) {
+				td.advance(2 * time.Second)
+				if k == 1 {
+					td.fake.pending("30", "n2", 4, td.now.Add(20*time.Minute))
+				}
+				if k == 2 {
+					td.advance(18*time.Minute + 45*time.Second)
+				}
+			},
+			cycles: 3,
+		},
+		{
+			name: "a-job-near-its-end",
+			setup: func(td *testDaemon, t *testing.T) {
+				td.fake.running("12", "es-req min=1 max=4 lw=4 d1", "n2", 1, 10*time.Minute+30*time.Second, rendezvous(t, "12"))
+			},
+			cycles: 1,
+		},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			td := replayDaemon(t)
+			sc.setup(td, t)
+			for k := range sc.cycles {
+				if k > 0 && sc.between != nil {
+					sc.between(td, k)
+				}
+				before := len(td.fake.commands("sbatch"))
+				r := td.cycle(t)
+				checkAppliedAsPlanned(t, r, td.fake.commands("sbatch")[before:])
+				rec := Recording{Scenario: sc.name, Snapshot: r.Snapshot, Actions: r.Planned}
+				checkRecording(t, filepath.Join(replayDir, sc.name+"-"+strconv.Itoa(k+1)+".json"), rec)
+			}
+		})
+	}
+}
+
+// replayDaemon is a test daemon at a fixed UTC instant whose Snapshotter
+// reads Slurm's times in UTC, so the recordings do not depend on the
+// machine's time zone.
+func replayDaemon(t *testing.T) *testDaemon {
+	t.Helper()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cfg := config.Default()
+	cfg.StateDB = filepath.Join(t.TempDir(), "backfill.db")
+	cfg.MetricsAddress = "off"
+	cfg.PollInterval = config.Duration{Duration: 2 * time.Second}
+	cfg.GracePeriod = config.Duration{Duration: 10 * time.Second}
+	td := newTestDaemonWith(t, newFake(now), cfg)
+	td.snap.Loc = time.UTC
+	return td
+}
+
+// checkAppliedAsPlanned checks that the extra jobs a cycle submitted are the
+// planner's grows one for one: same node, GPU type and count, and time
+// limit in minutes.
+func checkAppliedAsPlanned(t *testing.T, r Report, sbatch []string) {
+	t.Helper()
+	if len(sbatch) != len(r.Planned.Grows) {
+		t.Fatalf("planner grew %d extra jobs, the daemon submitted %d: %v", len(r.Planned.Grows), len(sbatch), sbatch)
+	}
+	for i, g := range r.Planned.Grows {
+		c := sbatch[i]
+		wantGRES := "gpu:" + g.GPUType + ":" + strconv.Itoa(g.GPUs)
+		if argValue(c, "nodelist") != g.Node || argValue(c, "gres") != wantGRES || argValue(c, "time") != strconv.FormatInt(g.TimeLimit/60, 10) {
+			t.Errorf("grow %+v submitted as %s: want --nodelist=%s --gres=%s --time=%d", g, c, g.Node, wantGRES, g.TimeLimit/60)
+		}
+	}
+}
+
+func checkRecording(t *testing.T, path string, rec Recording) {
+	t.Helper()
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	if *update {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./backfill/daemon -run Replay -update records it)", err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Errorf("%s: the daemon's snapshot or decisions changed (go test -update rewrites the recording after checking the diff):\n%s",
+			path, firstDiff(string(want), string(b)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return "line " + strconv.Itoa(i+1) + ":\n  recorded " + al[i] + "\n  now      " + bl[i]
+		}
+	}
+	return "lengths differ"
+}
