@@ -166,6 +166,8 @@ func TestGrowthStopsAtTheRequestedMaximumOfPhysicalWorkers(t *testing.T) {
 		{"max=2 gives one extra job however many cycles run", "es-req min=1 max=2 lw=2 d1", 4, 1},
 		{"max=1 never grows", "es-req min=1 max=1 lw=4 d1", 2, 0},
 		{"a request without a node range never grows", "es-req lw=4 d1", 2, 0},
+		{"a job that declared no logical workers runs as many as it started with and never grows", "es-req min=1 max=4 d1", 3, 0},
+		{"the logical workers its runtime reports bound its growth", "es step=3/100 workers=1/2 d1 req=1-2", 3, 1},
 		{"a job that is not EasyScale's never grows", "nightly build", 2, 0},
 	}
 	for _, tc := range tests {

@@ -90,10 +90,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 		return r
 	}
 	perNode := max(1, baseGPUs/len(e.Base))
-	lw := e.Request.LogicalWorkers
-	if lw == 0 {
-		lw = e.Request.MaxNodes * perNode
-	}
+	lw := logicalWorkers(e)
 	r.Elastic = true
 	// One physical worker per GPU (own and lent: one task per GPU), at
 	// most workerCap of them.
@@ -113,20 +110,28 @@ func baseGPUs(e *ElasticJob) int {
 	return n
 }
 
+// logicalWorkers is the logical worker (EST) count job e runs: the lw= it
+// declared, or the one its runtime reported (workers=P/L in the comment);
+// with neither, the runtime fixes it at the first start to the physical
+// workers it started with (elastic.Request), one per GPU of its own
+// allocation, which is what the daemon sees.
+func logicalWorkers(e *ElasticJob) int {
+	if lw := e.Request.LogicalWorkers; lw > 0 {
+		return lw
+	}
+	return max(1, baseGPUs(e))
+}
+
 // workerCap is the most physical workers job e may have: its node range's
 // maximum times its GPUs per node g (a physical worker is one task on one
 // GPU; the request counts nodes of g GPUs), and at most its logical
-// workers.
+// workers (each physical worker needs at least one).
 func workerCap(e *ElasticJob) int {
 	perNode := 1
 	if len(e.Base) > 0 {
 		perNode = max(1, baseGPUs(e)/len(e.Base))
 	}
-	c := e.Request.MaxNodes * perNode
-	if lw := e.Request.LogicalWorkers; lw > 0 {
-		c = min(c, lw)
-	}
-	return c
+	return min(e.Request.MaxNodes*perNode, logicalWorkers(e))
 }
 
 // growable: an elastic request, coordinator ready, every base node managed

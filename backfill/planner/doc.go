@@ -1,8 +1,14 @@
-// Package planner decides, from one snapshot of a Slurm cluster, which
-// elastic jobs grow into idle GPUs and which extra jobs must end before a
-// pending job's reserved start. It is a pure function: no I/O, no clock, no
-// randomness; "now" is a field of the snapshot. The backfill daemon and the
-// trace-driven simulator (package simulator) both call [Plan].
+// Package planner holds every policy decision of EasyScale's backfill:
+// from one snapshot of a Slurm cluster, which elastic jobs grow into idle
+// GPUs and which extra jobs must end before a pending job's reserved start
+// ([Plan]); where a job starts ([Cluster.Fit]); and which running elastic
+// jobs shrink so that a queued job can start ([Cluster.Admit]). Its
+// functions are pure: no I/O, no clock, no randomness; "now" is a field of
+// the snapshot. The backfill daemon (package daemon) only snapshots Slurm
+// and applies the decisions; the trace-driven simulator (package simulator)
+// calls the very same functions on its simulated cluster, and a test
+// replays snapshots the daemon recorded through the simulator's path
+// (backfill/testdata/replay).
 //
 // # Gaps
 //
@@ -57,6 +63,20 @@
 // (re-evaluate the popped candidate; grant it only if its gain still holds)
 // yields the same grants as re-evaluating every job after every grant.
 //
+// Type rule: a job lists the GPU types it may grow onto (RunningJob.GPUTypes;
+// [AllowedTypes]: a d1 job, bit-identical on one GPU type, only its own
+// type(s); a d2 job any), and candidates of other types are never
+// considered. Its cap is its MaxGPUs: the daemon gives min(max nodes × GPUs
+// per node, logical workers), since every GPU needs a logical worker.
+//
+// From grants to extra jobs: GPUs of one grant are taken from the slots
+// longest lend first; among the slots of the longest lend left, a node where
+// the job has no extra job yet goes first (spreading), and among those one
+// that holds the whole grant. Grows of one job on one node then merge into
+// one extra job ending at the earliest end, an end is capped at the job's
+// own end, the time limit is rounded down to Limits.TimeLimitUnit (60 s for
+// Slurm) and a grow shorter than MinLendSeconds after that is dropped.
+//
 // Fairness: equal gains go first to the user holding fewer lent GPUs at the
 // start of the cycle, then to the job whose time limit (End) ends first
 // (the shortest job finishes and frees its GPUs soonest, as in
@@ -67,4 +87,18 @@
 // per-user limit bounds what one user can take; a job never loses its own
 // (base) allocation to the planner, so lending is work-conserving without
 // ever taking from a rigid job.
+//
+// # Starting and shrink-to-admit
+//
+// [Cluster.Fit] is the model of Slurm's node selection that both the
+// simulator and a future daemon check use: the best-fitting single node of
+// the fastest allowed type, else the fullest nodes of one type, else (not
+// for a one-type d1 job) the fullest nodes of any allowed type.
+// [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
+// time left than the queued job's work give up base GPUs, longest first,
+// never below their minimum and never on nodes a reservation needs, until
+// Fit finds the queued job an allocation; WholeNodes restricts shrinks to
+// whole nodes, as `scontrol update NumNodes=` can apply them. The daemon
+// does not apply Admit yet (issue 10, item 6); the simulator does only with
+// its ShrinkToAdmit option.
 package planner

@@ -19,30 +19,46 @@
 //
 // # Jobs
 //
-// The same rules hold for every policy. A trace job asking for R GPUs runs
-// L = 2R logical workers (ESTs) with [planner.DefaultModel](2R, R); the
-// trace's duration is its runtime on R reference GPUs. Its progress rate on
-// any set of GPUs is Throughput/R; an extra GPU that would slow the job is
-// left idle by the runtime, so the rate never falls below that of the base
-// allocation. Policies:
+// The same rules hold for every policy. A trace job asking for R GPUs
+// declares an elastic request (trace.Job.Elastic): its logical workers L
+// (ESTs), a range of GPUs and a determinism level, from the trace's optional
+// columns logical_workers, min_gpus, max_gpus and determinism, and for what
+// the trace does not say the documented defaults (L = max_gpus or 2R,
+// max_gpus = L, min_gpus = ceil(R/2), d1). Its throughput model is
+// [planner.DefaultModel](L, R); the trace's duration is its runtime on R
+// reference GPUs. Its progress rate on any set of GPUs is Throughput/R; an
+// extra GPU that would slow the job is left idle by the runtime, so the
+// rate never falls below that of the base allocation. A job that names a
+// GPU type (gpu_type) runs only on that type; a job naming a type the
+// cluster lacks can never start. Policies:
 //
-//   - rigid: every job starts at exactly R GPUs and never changes;
-//   - elastic: every job starts at R GPUs and grows through extra jobs up
-//     to 2R (the planner's decisions). When a queued job does not fit, the
-//     scheduler may start it at R by shrinking the base allocations of
-//     running elastic jobs, never below their minimum ceil(R/2)
-//     (shrink-to-admit, as EasyScale's and Pollux's schedulers reallocate
-//     on arrivals). Only a job with more time left (at its current rate)
-//     than the queued job's work at R yields, longest first, so GPUs move
-//     from long jobs to short ones (shortest remaining time first, which
-//     minimises mean JCT). For the queue head any such job may yield; for
-//     a backfill candidate only jobs holding no GPU on the head's reserved
-//     nodes, because a shrunk job's time limit moves to its remaining work
-//     at its smaller base and that must not delay the reservation. A
-//     shrunk job grows back through extra jobs when GPUs are idle. On Slurm
-//     this needs the job's own allocation shrunk (scontrol update, which
-//     the EasyScale runtime survives) and its time limit raised (an
-//     operator's right); easyscale-backfilld does not do this yet;
+//   - rigid: every job starts at exactly R GPUs and never changes; an
+//     untyped job may span GPU types, as Slurm's --gres=gpu:N does;
+//   - elastic: the policy easyscale-backfilld runs with its default
+//     configuration. Every job starts at R GPUs and grows through extra jobs
+//     up to its maximum (never past L: each GPU needs a logical worker), as
+//     the planner decides with the daemon's default limits (DefaultLimits:
+//     the safety margin, 2 min to 1 h lends, time limits in whole minutes,
+//     an extra job never outliving its job). A d1 job (bit-identical on one
+//     GPU type, the default) starts on one type and grows only on it; a d2
+//     job may start across types and grow onto any;
+//   - elastic with Config.ShrinkToAdmit (--shrink-to-admit): as elastic,
+//     and when a queued job does not fit, the scheduler may start it at R by
+//     shrinking the base allocations of running elastic jobs, never below
+//     their minimum, as planner.Cluster.Admit decides (EasyScale's and
+//     Pollux's schedulers reallocate on arrivals). Only a job with more time
+//     left (at its current rate) than the queued job's work at R yields,
+//     longest first, so GPUs move from long jobs to short ones (shortest
+//     remaining time first, which minimises mean JCT). For the queue head
+//     any such job may yield; for a backfill candidate only jobs holding no
+//     GPU on the head's reserved nodes, because a shrunk job's time limit
+//     moves to its remaining work at its smaller base (planner.RunTime) and
+//     that must not delay the reservation. A shrunk job grows back through
+//     extra jobs when GPUs are idle. On Slurm this needs the job's own
+//     allocation shrunk (scontrol update, which the EasyScale runtime
+//     survives) and its time limit raised (an operator's right);
+//     easyscale-backfilld does not do this yet (issue 10, item 6), so it is
+//     off by default;
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //
@@ -51,14 +67,21 @@
 // the short jobs behind it, which EASY backfill would have run in that
 // time, wait (Pollux workload 2: mean JCT 2× rigid's).
 //
-// Growing and shrinking are the planner's decisions; a shrink takes effect
-// at its deadline (EasyScale hands ESTs back at the next step boundary,
-// seconds, far below the trace's time scale).
+// Every policy decision is the planner's, the same functions the daemon
+// calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
+// the worker cap, merging, rounding and spreading), where a job starts
+// (planner.Cluster.Fit, the model of Slurm's node selection), shrink-to-admit
+// (planner.Cluster.Admit) and time limits (planner.RunTime). [Replay] runs a
+// snapshot the daemon recorded through the simulator's path; the test
+// expects the daemon's decisions. A shrink takes effect at its deadline
+// (EasyScale hands ESTs back at the next step boundary, seconds, far below
+// the trace's time scale).
 //
 // # Jobs that can never start
 //
-// A job asking for 0 GPUs, or for more GPUs than the whole cluster holds,
-// could never be scheduled: Slurm would reject it at submission (or, for
+// A job asking for 0 GPUs, or for more GPUs than the whole cluster holds
+// (than its GPU type holds, for a job naming a type; than the largest type
+// holds, for a d1 elastic job), could never be scheduled: Slurm would reject it at submission (or, for
 // more GPUs than the partition's, leave it pending forever). The simulator
 // leaves such jobs out of every metric and counts them in
 // Result.Skipped (skipped_jobs in the JSON and in the summary line, with a

@@ -26,8 +26,16 @@ backfill planner, and writes the metrics (mean and p95 JCT, queueing delay, GPU 
 reservation delays, an allocation time series) as JSON. Compare the policies by running it
 once per --policy on the same trace and cluster.
 
-Jobs asking for 0 GPUs or more GPUs than the whole cluster can never start: they are skipped,
-counted as skipped_jobs in the JSON and the summary, and left out of every metric.
+--policy elastic is the policy easyscale-backfilld runs with its default configuration (its
+limits, d1 jobs grown only on their own GPU type, each job capped at its declared maximum and
+logical workers); --shrink-to-admit adds the shrinking of running jobs that the daemon does not
+do yet. Optional trace columns logical_workers, min_gpus, max_gpus and determinism say what a
+job declared; without them a job asking for R GPUs runs ceil(R/2) to 2R GPUs with 2R logical
+workers, d1.
+
+Jobs asking for 0 GPUs or more GPUs than the whole cluster (or their GPU type, or one type for
+a d1 elastic job) can never start: they are skipped, counted as skipped_jobs in the JSON and
+the summary, and left out of every metric.
 
 The summary line goes to stdout, or to stderr with --json - (stdout is then exactly the JSON).
 Exit status: 0 success, 1 unreadable trace or failed run, 2 bad flags.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 )
@@ -216,6 +217,15 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		s.availTotal -= a.GPUs
 	}
 	r.base = allocs
+	types := make([]string, 0, 1)
+	for _, a := range allocs {
+		types = append(types, s.nodes[a.Node].typ)
+	}
+	types = planner.AllowedTypes(false, types) // sorted, distinct
+	r.startTypes = strings.Join(types, ",")
+	if !r.d2 { // d1: grows only onto the type it started on
+		r.gpuTypes = types
+	}
 	r.started, r.start, r.last = true, s.now, s.now
 	if r.planned > 0 && s.now > r.planned {
 		s.res.MaxReservationDelay = max(s.res.MaxReservationDelay, s.now-r.planned)

@@ -145,6 +145,8 @@ type JobRecord struct {
 	Request, StartGPUs, PeakGPUs int
 	// Duration is the trace's runtime at the requested size.
 	Duration int64
+	// StartTypes are the GPU types it started on, sorted, comma-separated.
+	StartTypes string
 }
 
 // alloc is GPUs on one node, by index in sim.nodes (= the planner
@@ -161,28 +163,30 @@ type extra struct {
 }
 
 type run struct {
-	j        *trace.Job
-	id       string
-	min, max int
-	model    planner.Model
-	rule     planner.FitRule // where it may start
-	gpuTypes []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
-	rigid    bool            // never grows (only in a replayed snapshot)
-	base     []alloc
-	extras   []*extra
-	rem      float64 // seconds of work at the reference size left
-	rate     float64
-	last     int64
-	limit    int64
-	version  int
-	start    int64
-	planned  int64 // earliest reserved start, 0: never reserved
-	pos      int   // index in sim.running
-	idx      int   // index in sim.runs (submit order)
-	snapBase []planner.NodeGPUs
-	peak     int // most GPUs held at once
-	started  bool
-	finished bool
+	j          *trace.Job
+	id         string
+	min, max   int
+	model      planner.Model
+	rule       planner.FitRule // where it may start
+	gpuTypes   []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
+	d2         bool            // determinism d2: may mix GPU types
+	startTypes string          // the types it started on (JobRecord.StartTypes)
+	rigid      bool            // never grows (only in a replayed snapshot)
+	base       []alloc
+	extras     []*extra
+	rem        float64 // seconds of work at the reference size left
+	rate       float64
+	last       int64
+	limit      int64
+	version    int
+	start      int64
+	planned    int64 // earliest reserved start, 0: never reserved
+	pos        int   // index in sim.running
+	idx        int   // index in sim.runs (submit order)
+	snapBase   []planner.NodeGPUs
+	peak       int // most GPUs held at once
+	started    bool
+	finished   bool
 }
 
 type event struct {
@@ -300,14 +304,14 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 			return Result{}, fmt.Errorf("simulator: job id %q appears twice: ids must be unique (the planner finds jobs by id)", j.ID)
 		}
 		ids[j.ID] = true
-		if j.GPUs < 1 || j.GPUs > s.total {
+		r := s.newRun(j)
+		if !s.canEverStart(r) {
 			s.res.Skipped++
 			continue
 		}
 		if len(s.runs) > 0 && j.Submit < s.runs[len(s.runs)-1].j.Submit {
 			return Result{}, fmt.Errorf("simulator: job %q submitted at %d s before its predecessor: the trace must be sorted by submit time", j.ID, j.Submit)
 		}
-		r := s.newRun(j)
 		r.idx = len(s.runs)
 		s.runs = append(s.runs, r)
 	}
@@ -398,15 +402,54 @@ func newSim(cfg Config) (*sim, error) {
 	return s, nil
 }
 
+// newRun makes trace job j a run under the policy: its elastic request
+// (trace.Job.Elastic: the trace's optional columns, else the documented
+// defaults) gives its logical workers, range and determinism level; a job
+// naming a GPU type runs only on it; a d1 job starts on one type (and grows
+// only on it, see start), a d2 job may mix. Under the rigid policy it runs
+// exactly its R GPUs of any types Slurm would give it.
 func (s *sim) newRun(j *trace.Job) *run {
-	r := &run{j: j, id: j.ID, min: j.GPUs, max: j.GPUs, model: planner.DefaultModel(2*j.GPUs, j.GPUs), rem: float64(j.Duration)}
+	req := j.Elastic()
+	r := &run{j: j, id: j.ID, min: j.GPUs, max: j.GPUs, model: planner.DefaultModel(max(req.LogicalWorkers, 1), max(j.GPUs, 1)),
+		rem: float64(j.Duration)}
+	if j.GPUType != "" {
+		r.rule.Types = []string{j.GPUType}
+	}
 	switch s.cfg.Policy {
 	case Elastic:
-		r.min, r.max = (j.GPUs+1)/2, min(2*j.GPUs, s.total)
+		r.min, r.max = req.MinGPUs, min(req.MaxGPUs, s.total)
 	case ElasticCapped:
-		r.min = (j.GPUs + 1) / 2
+		r.min = req.MinGPUs
+	}
+	if s.cfg.Policy != Rigid {
+		r.rule.OneType, r.d2 = !req.D2, req.D2
 	}
 	return r
+}
+
+// canEverStart reports whether r could start on the empty cluster: it asks
+// for at least one GPU and no more than its allowed types hold (in one
+// type, for a one-type job). A job naming a type the cluster lacks never
+// starts.
+func (s *sim) canEverStart(r *run) bool {
+	if r.j.GPUs < 1 || r.j.GPUs > s.total {
+		return false
+	}
+	byType := map[string]int{}
+	for _, nd := range s.nodes {
+		if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, nd.typ) {
+			byType[nd.typ] += nd.total
+		}
+	}
+	sum, most := 0, 0
+	for _, n := range byType {
+		sum += n
+		most = max(most, n)
+	}
+	if r.rule.OneType {
+		return r.j.GPUs <= most
+	}
+	return r.j.GPUs <= sum
 }
 
 func (s *sim) loop() error {
@@ -508,7 +551,7 @@ func (s *sim) complete(r *run) {
 		startGPUs += a.GPUs
 	}
 	s.res.PerJob = append(s.res.PerJob, JobRecord{ID: r.id, Submit: r.j.Submit, Start: r.start, End: s.now,
-		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration})
+		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration, StartTypes: r.startTypes})
 	s.res.Makespan = max(s.res.Makespan, s.now)
 }
 

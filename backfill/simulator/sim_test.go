@@ -450,3 +450,51 @@ func FuzzParseGPUs(f *testing.F) {
 		}
 	})
 }
+
+// TestJobsRunWhatTheyDeclared checks the trace's optional columns and the
+// GPU-type rules: a job runs the logical workers it declared and never
+// more GPUs than its maximum; a rigid job runs on the type it names; a d1
+// job starts and grows on one type; a d2 job may mix types.
+func TestJobsRunWhatTheyDeclared(t *testing.T) {
+	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+	mixed := []GPUGroup{{"v100", 4}, {"t4", 4}}
+	tests := []struct {
+		name      string
+		rows      string
+		gpus      []GPUGroup
+		policy    Policy
+		wantJobs  int    // completed
+		wantPeak  int    // of the first job
+		wantTypes string // the first job's StartTypes
+	}{
+		{"a job that declares lw=R never grows past R", "a,0,1000,1,,,1,1,,,\n", []GPUGroup{{"v100", 2}}, Elastic, 1, 1, "v100"},
+		{"a job that declares nothing grows to 2R", "a,0,1000,1,,,1,,,,\n", []GPUGroup{{"v100", 2}}, Elastic, 1, 2, "v100"},
+		{"a job never holds more GPUs than its declared maximum", "a,0,5000,2,,,1,16,,3,\n", []GPUGroup{{"v100", 8}}, Elastic, 1, 3, "v100"},
+		{"a rigid job runs on the type it names", "a,0,1000,2,t4,,1,,,,\n", mixed, Rigid, 1, 2, "t4"},
+		{"a rigid job without a type may span types", "a,0,1000,6,,,1,,,,\n", mixed, Rigid, 1, 6, "t4,v100"},
+		{"a d1 job too big for any one type never starts", "a,0,1000,6,,,1,,,,d1\n", mixed, Elastic, 0, 0, ""},
+		{"a d2 job may start across types", "a,0,1000,6,,,1,,,,d2\n", mixed, Elastic, 1, 6, "t4,v100"},
+		{"a d1 job grows only on the type it started on", "b,0,9000,2,t4,,1,2,,,\na,0,9000,4,,,1,12,,6,d1\n", mixed, Elastic, 2, 4, "v100"},
+		{"a d2 job grows onto another type", "b,0,9000,2,t4,,1,2,,,\na,0,9000,4,,,1,12,,6,d2\n", mixed, Elastic, 2, 6, "v100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := trace.Read(strings.NewReader(head + tc.rows))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(jobs, Config{GPUs: tc.gpus, GPUsPerNode: 4, Policy: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Jobs != tc.wantJobs || res.Jobs+res.Skipped != len(jobs) {
+				t.Fatalf("%d jobs completed, %d skipped; want %d completed", res.Jobs, res.Skipped, tc.wantJobs)
+			}
+			for _, rec := range res.PerJob {
+				if rec.ID == "a" && (rec.PeakGPUs != tc.wantPeak || rec.StartTypes != tc.wantTypes) {
+					t.Errorf("job a peaked at %d GPUs, started on %q; want %d on %q", rec.PeakGPUs, rec.StartTypes, tc.wantPeak, tc.wantTypes)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,10 @@
 //     batch_size, which carry no runtime; [PolluxGPUHours] gives the
 //     documented rule that supplies one.
 //
+// Either layout may add the [OptionalColumns] (logical_workers, min_gpus,
+// max_gpus, determinism) for what the trace knows of a job's elastic
+// request; [Job.Elastic] documents the defaults for what it does not.
+//
 // Parse errors are [*ParseError] values carrying the line and column.
 package trace
 
@@ -42,6 +46,111 @@ type Job struct {
 	User string
 	// Training is false for rows the trace marks as not training.
 	Training bool
+	// LogicalWorkers, MinGPUs and MaxGPUs are the job's elastic request from
+	// the optional columns logical_workers, min_gpus and max_gpus (0: the
+	// trace does not say); Determinism is the optional column determinism,
+	// "d1", "d2" or "" (not said). [Job.Elastic] applies the defaults.
+	LogicalWorkers int    `json:",omitempty"`
+	MinGPUs        int    `json:",omitempty"`
+	MaxGPUs        int    `json:",omitempty"`
+	Determinism    string `json:",omitempty"`
+}
+
+// OptionalColumns are the columns either layout may add, in any position
+// after its own, to say what the job declared; an empty cell means the
+// trace does not say. Rules (checked on reading, errors name the column):
+// logical_workers ≥ num_gpus (a job needs a logical worker per GPU);
+// 1 ≤ min_gpus ≤ num_gpus ≤ max_gpus; determinism is d1 or d2.
+var OptionalColumns = []string{"logical_workers", "min_gpus", "max_gpus", "determinism"}
+
+// Request is a job's elastic request in GPUs, with the defaults applied.
+type Request struct {
+	// MinGPUs and MaxGPUs bound the GPUs it may run on; LogicalWorkers is
+	// its EST count (≥ MaxGPUs: every GPU needs a logical worker).
+	MinGPUs, MaxGPUs, LogicalWorkers int
+	// D2 is true for determinism level d2 (results independent of the GPU
+	// type: the job may mix types); false for d1, one type for its life.
+	D2 bool
+}
+
+// Elastic returns the elastic request of a job asking for R = GPUs GPUs,
+// from its optional columns, and for what the trace does not say these
+// defaults (our assumption about jobs recorded on rigid clusters, not a
+// measurement): logical workers = max_gpus if given, else 2R; max_gpus =
+// the logical workers, never more; min_gpus = ceil(R/2); determinism d1 (the
+// EasyScale default, elastic.DefaultDeterminism). A job that declares lw=R
+// can therefore never grow past R, as on Slurm. With no column at all this
+// is the range every trace job had before the columns existed: ceil(R/2) to
+// 2R GPUs, 2R logical workers.
+func (j Job) Elastic() Request {
+	r := Request{MinGPUs: (j.GPUs + 1) / 2, MaxGPUs: j.MaxGPUs, LogicalWorkers: j.LogicalWorkers, D2: j.Determinism == "d2"}
+	if r.LogicalWorkers == 0 {
+		r.LogicalWorkers = 2 * j.GPUs
+		if j.MaxGPUs > 0 {
+			r.LogicalWorkers = j.MaxGPUs
+		}
+	}
+	if r.MaxGPUs == 0 || r.MaxGPUs > r.LogicalWorkers {
+		r.MaxGPUs = r.LogicalWorkers
+	}
+	if j.MinGPUs > 0 {
+		r.MinGPUs = j.MinGPUs
+	}
+	return r
+}
+
+// optional holds the indices of the optional columns in a header (-1:
+// absent).
+type optional struct{ lw, min, max, det int }
+
+func optionalColumns(head []string) optional {
+	return optional{slices.Index(head, "logical_workers"), slices.Index(head, "min_gpus"),
+		slices.Index(head, "max_gpus"), slices.Index(head, "determinism")}
+}
+
+// read fills j's optional fields from rec and checks them against j.GPUs.
+func (o optional) read(j *Job, rec, head []string, line int) error {
+	cell := func(i int) string {
+		if i < 0 || i >= len(rec) {
+			return ""
+		}
+		return strings.TrimSpace(rec[i])
+	}
+	for _, f := range []struct {
+		col int
+		dst *int
+	}{{o.lw, &j.LogicalWorkers}, {o.min, &j.MinGPUs}, {o.max, &j.MaxGPUs}} {
+		if v := cell(f.col); v != "" {
+			n, err := gpus(v)
+			if err == nil && n == 0 {
+				err = errors.New("0: leave the cell empty for the default")
+			}
+			if err != nil {
+				return &ParseError{Line: line, Column: f.col + 1, Field: head[f.col], Err: err}
+			}
+			*f.dst = n
+		}
+	}
+	bad := func(col int, format string, a ...any) error {
+		return &ParseError{Line: line, Column: col + 1, Field: head[col], Err: fmt.Errorf(format, a...)}
+	}
+	switch {
+	case j.LogicalWorkers > 0 && j.LogicalWorkers < j.GPUs:
+		return bad(o.lw, "%d logical workers for %d GPUs: every GPU needs one", j.LogicalWorkers, j.GPUs)
+	case j.MinGPUs > j.GPUs:
+		return bad(o.min, "min_gpus %d above num_gpus %d", j.MinGPUs, j.GPUs)
+	case j.MaxGPUs > 0 && j.MaxGPUs < j.GPUs:
+		return bad(o.max, "max_gpus %d below num_gpus %d", j.MaxGPUs, j.GPUs)
+	case j.MaxGPUs > 0 && j.LogicalWorkers > 0 && j.MaxGPUs > j.LogicalWorkers:
+		return bad(o.max, "max_gpus %d above logical_workers %d: every GPU needs a logical worker", j.MaxGPUs, j.LogicalWorkers)
+	}
+	switch d := cell(o.det); d {
+	case "", "d1", "d2":
+		j.Determinism = d
+	default:
+		return bad(o.det, "%q: use d1 or d2", d)
+	}
+	return nil
 }
 
 // ParseError is a malformed table cell or row.
@@ -129,7 +238,7 @@ func Read(r io.Reader) ([]Job, error) {
 	case hasPrefix(head, commonColumns):
 		return readCommon(cr, head)
 	case hasPrefix(head, polluxColumns):
-		return readPollux(cr)
+		return readPollux(cr, head)
 	}
 	return nil, &ParseError{Line: 1, Err: fmt.Errorf("header %q: %w (want %s,... or %s)", strings.Join(head, ","),
 		ErrUnknownLayout, strings.Join(commonColumns, ","), strings.Join(polluxColumns, ","))}
@@ -152,6 +261,7 @@ func csvError(err error, doing string) error {
 
 func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 	user := slices.Index(head, "vc")
+	opt := optionalColumns(head)
 	var jobs []Job
 	seen := ids{}
 	for {
@@ -186,6 +296,9 @@ func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 		if user >= 0 && user < len(rec) {
 			j.User = rec[user]
 		}
+		if err := opt.read(&j, rec, head, line); err != nil {
+			return nil, err
+		}
 		jobs = append(jobs, j)
 	}
 }
@@ -202,7 +315,8 @@ var PolluxGPUHours = map[string]float64{
 	"ncf": 0.5, "cifar10": 3.2, "deepspeech2": 3.2, "bert": 3.2, "yolov3": 32, "imagenet": 316,
 }
 
-func readPollux(cr *csv.Reader) ([]Job, error) {
+func readPollux(cr *csv.Reader, head []string) ([]Job, error) {
+	opt := optionalColumns(head)
 	var jobs []Job
 	seen := ids{}
 	for {
@@ -235,6 +349,9 @@ func readPollux(cr *csv.Reader) ([]Job, error) {
 			return nil, &ParseError{Line: line, Column: 5, Field: "batch_size", Err: err}
 		}
 		j.Duration = int64(math.Round(hours * 3600 / float64(j.GPUs)))
+		if err := opt.read(&j, rec, head, line); err != nil {
+			return nil, err
+		}
 		jobs = append(jobs, j)
 	}
 }
@@ -276,10 +393,11 @@ func gpus(s string) (int, error) {
 }
 
 // Write writes jobs in the common job-table layout (seven columns, then
-// vc holding User), which [Read] reads back to the same jobs.
+// vc holding User, then the OptionalColumns), which [Read] reads back to
+// the same jobs.
 func Write(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(append(slices.Clone(commonColumns), "vc")); err != nil {
+	if err := cw.Write(append(append(slices.Clone(commonColumns), "vc"), OptionalColumns...)); err != nil {
 		return fmt.Errorf("trace: writing header: %w", err)
 	}
 	for _, j := range jobs {
@@ -287,7 +405,14 @@ func Write(w io.Writer, jobs []Job) error {
 		if !j.Training {
 			tr = "0"
 		}
-		rec := []string{j.ID, strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs), j.GPUType, "", tr, j.User}
+		count := func(n int) string {
+			if n == 0 {
+				return ""
+			}
+			return strconv.Itoa(n)
+		}
+		rec := []string{j.ID, strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs), j.GPUType, "", tr, j.User,
+			count(j.LogicalWorkers), count(j.MinGPUs), count(j.MaxGPUs), j.Determinism}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("trace: writing job %q: %w", j.ID, err)
 		}

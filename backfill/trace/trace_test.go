@@ -52,6 +52,7 @@ func TestReadGolden(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\n"
+	const opt = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
 	tests := []struct {
 		name         string
 		in           string
@@ -71,6 +72,13 @@ func TestReadErrors(t *testing.T) {
 		{"a negative Pollux batch size names its column", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,-1\n", 2, 5, "batch_size"},
 		{"a zero Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,0\n", 2, 5, "batch_size"},
 		{"a fractional Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,3.5\n", 2, 5, "batch_size"},
+		{"fewer logical workers than GPUs are refused", opt + "a,0,5,4,,,1,2,,,\n", 2, 8, "logical_workers"},
+		{"a minimum above the request is refused", opt + "a,0,5,2,,,1,,3,,\n", 2, 9, "min_gpus"},
+		{"a maximum below the request is refused", opt + "a,0,5,2,,,1,,,1,\n", 2, 10, "max_gpus"},
+		{"a maximum above the logical workers is refused", opt + "a,0,5,2,,,1,4,,8,\n", 2, 10, "max_gpus"},
+		{"a zero logical worker count is refused with the fix", opt + "a,0,5,2,,,1,0,,,\n", 2, 8, "logical_workers"},
+		{"an unknown determinism level is refused", opt + "a,0,5,2,,,1,,,,d3\n", 2, 11, "determinism"},
+		{"a Pollux workload's optional column is checked too", "name,time,application,num_replicas,batch_size,max_gpus\nx,1,ncf,2,32,1\n", 2, 6, "max_gpus"},
 		{"an unknown header is rejected on line 1", "a,b,c\n1,2,3\n", 1, 0, ""},
 		{"an empty file is rejected", "", 1, 0, ""},
 	}
@@ -93,7 +101,8 @@ func TestReadErrors(t *testing.T) {
 
 func TestWriteReadRoundTrip(t *testing.T) {
 	jobs := []Job{{ID: "a,b", Submit: 3, Duration: 9, GPUs: 2, GPUType: "v100", User: "vc\"1", Training: true},
-		{ID: "z", Submit: 4, Duration: 1, GPUs: 0, Training: false}}
+		{ID: "z", Submit: 4, Duration: 1, GPUs: 0, Training: false},
+		{ID: "e", Submit: 5, Duration: 7, GPUs: 4, Training: true, LogicalWorkers: 8, MinGPUs: 2, MaxGPUs: 6, Determinism: "d2"}}
 	var buf bytes.Buffer
 	if err := Write(&buf, jobs); err != nil {
 		t.Fatal(err)
@@ -138,4 +147,26 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip changed jobs: %+v → %+v", jobs, again)
 		}
 	})
+}
+
+func TestElasticDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		job  Job
+		want Request
+	}{
+		{"a job that declares nothing runs ceil(R/2) to 2R GPUs with 2R logical workers, d1", Job{GPUs: 3},
+			Request{MinGPUs: 2, MaxGPUs: 6, LogicalWorkers: 6}},
+		{"a job that declares lw=R never grows past R", Job{GPUs: 4, LogicalWorkers: 4}, Request{MinGPUs: 2, MaxGPUs: 4, LogicalWorkers: 4}},
+		{"a declared maximum is also the logical worker count", Job{GPUs: 2, MaxGPUs: 3}, Request{MinGPUs: 1, MaxGPUs: 3, LogicalWorkers: 3}},
+		{"declared values are kept", Job{GPUs: 2, LogicalWorkers: 16, MinGPUs: 2, MaxGPUs: 8, Determinism: "d2"},
+			Request{MinGPUs: 2, MaxGPUs: 8, LogicalWorkers: 16, D2: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.job.Elastic(); got != tc.want {
+				t.Errorf("Elastic() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }
