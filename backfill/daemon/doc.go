@@ -66,7 +66,11 @@
 // The planner counts GPUs; the request counts nodes. A physical worker is one
 // task on one GPU, own or lent, so with the job's GPUs per node g the job may
 // have at most min(max·g, logical workers) physical workers: its own GPUs
-// plus one per extra job task. The planner gets MaxGPUs = that cap,
+// plus one per extra job task. The logical workers are the job's lw= (or
+// the L of workers=P/L once its runtime has updated the comment); a job that
+// declared none runs as many as it had physical workers at its first start
+// (elastic.Request), which the daemon takes to be one per GPU of its own
+// allocation, so such a job is not grown. The planner gets MaxGPUs = that cap,
 // MinGPUs = min·g and, for a d1 job (bit-identical on one GPU type), the
 // GPU type(s) it runs on as the only types it may grow onto (a d2 job may
 // mix types; speeds apply). CPU-only elastic jobs are not grown (the
