@@ -138,9 +138,10 @@ func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *te
 	if !(node == "n1" || node == "n2") || gres != "gpu:v100:1" {
 		t.Errorf("extra job on %s with %s, want one v100 on n1 or n2 (doubling 1 GPU gives 1 more)", node, gres)
 	}
-	// The parent ends in 30 minutes, before max_lend (1h): the extra job must not outlive it.
-	if got := argValue(cmd, "time"); got != "30" {
-		t.Errorf("--time=%s, want 30 (the parent's remaining time, not max_lend)", got)
+	// The parent ends in 30 minutes, before max_lend (1h): the extra job must end
+	// safety_margin (60 s) before it, since its limit runs from its start.
+	if got := argValue(cmd, "time"); got != "29" {
+		t.Errorf("--time=%s, want 29 (the parent's remaining time less the safety margin, not max_lend)", got)
 	}
 	xs := td.active(t)
 	if len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].Parent != "10" || xs[0].Node != node || xs[0].GPUs != 1 || xs[0].User != "alice" {
@@ -200,9 +201,12 @@ func TestAnExtraJobNeverOutlivesItsParentNorGetsLessThanMinLend(t *testing.T) {
 		limit    time.Duration
 		wantTime string // "" = no extra job
 	}{
-		{"a parent ending in 5 minutes gives a 5-minute extra job", 5 * time.Minute, "5"},
-		{"a parent ending in 150 s gives a 2-minute extra job (whole minutes, rounded down)", 150 * time.Second, "2"},
-		{"a parent ending in 90 s gives nothing (below min_lend)", 90 * time.Second, ""},
+		// The extra job's limit runs from its start, after now: it ends
+		// safety_margin (60 s) before its parent (the lab saw an extra job
+		// capped at the parent's end exactly outlive it by its 0.4 s start).
+		{"a parent ending in 5 minutes gives a 4-minute extra job", 5 * time.Minute, "4"},
+		{"a parent ending in 210 s gives a 2-minute extra job (whole minutes, rounded down)", 210 * time.Second, "2"},
+		{"a parent ending in 150 s gives nothing (below min_lend after the margin)", 150 * time.Second, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

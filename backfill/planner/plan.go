@@ -465,8 +465,9 @@ func (p *planning) markHas(js *jobState, node int) {
 
 // orders turns the greedy's grows into the extra jobs to submit: grows of
 // one job on one node merge into one (ending at the earliest of their
-// ends, in the order of the first); an end is capped at the job's own end
-// (an extra job never outlives its job); the time limit is rounded down to
+// ends, in the order of the first); an end is capped at MarginSeconds
+// before the job's own end (an extra job never outlives its job, though
+// its time limit runs from its start, a little after now); the time limit is rounded down to
 // a whole number of TimeLimitUnit and must still reach MinLendSeconds, or
 // the grow is dropped.
 func (p *planning) orders(grows []Grow) []Grow {
@@ -490,7 +491,11 @@ func (p *planning) orders(grows []Grow) []Grow {
 	kept := out[:0]
 	for _, g := range out {
 		if e := ends[g.Job]; e > 0 {
-			g.End = min(g.End, e)
+			// The margin before the job's end also covers the extra job's
+			// start after submission, which its time limit counts from
+			// (measured on the lab: 0.4 s; an extra job capped at the end
+			// exactly outlived its job).
+			g.End = min(g.End, e-p.lim.MarginSeconds)
 		}
 		g.TimeLimit = (g.End - p.s.Now) / unit * unit
 		g.End = p.s.Now + g.TimeLimit

@@ -170,7 +170,7 @@ func TestPlanTable(t *testing.T) {
 			want: Actions{},
 		},
 		{
-			name: "a grow never outlives its job and its time limit is rounded down to whole minutes",
+			name: "a grow ends the margin before its job and its time limit is rounded down to whole minutes",
 			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 4, 2)},
 				Running: []RunningJob{func() RunningJob {
 					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
@@ -178,6 +178,19 @@ func TestPlanTable(t *testing.T) {
 					return j
 				}()}, Speeds: speeds, Limits: Limits{MarginSeconds: 30, MinLendSeconds: 60, MaxLendSeconds: 3600, TimeLimitUnit: 60}},
 			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1000 + 1740, TimeLimit: 1740}}},
+		},
+		{
+			// The lab's case: a job's end a whole number of minutes away. An
+			// extra job whose limit ran to the end exactly started 0.4 s
+			// later and outlived its job.
+			name: "a grow whose job ends a whole number of minutes away still ends the margin before it",
+			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 4, 2)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 2}}, 1, 4, 4, 2)
+					j.End = 1000 + 300
+					return j
+				}()}, Speeds: speeds, Limits: Limits{MarginSeconds: 60, MinLendSeconds: 60, MaxLendSeconds: 3600, TimeLimitUnit: 60}},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1000 + 240, TimeLimit: 240}}},
 		},
 		{
 			name: "a grow that rounding leaves shorter than the minimum lend is dropped",
@@ -371,8 +384,8 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, g.GPUType) {
 			t.Errorf("snapshot %d: grow %+v onto a type job %s may not use (%v)", iter, g, j.ID, j.GPUTypes)
 		}
-		if j.End > 0 && g.End > j.End {
-			t.Errorf("snapshot %d: grow %+v outlives its job's end %d", iter, g, j.End)
+		if j.End > 0 && g.End > j.End-lim.MarginSeconds {
+			t.Errorf("snapshot %d: grow %+v ends later than the margin before its job's end %d", iter, g, j.End)
 		}
 		if u := lim.TimeLimitUnit; u > 1 && g.TimeLimit%u != 0 {
 			t.Errorf("snapshot %d: grow %+v time limit is not a whole number of %d s", iter, g, u)
