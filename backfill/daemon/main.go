@@ -19,14 +19,15 @@ var Version = "dev"
 
 // Main is easyscale-backfilld's command line:
 //
-//	easyscale-backfilld [--config FILE] [--dry-run] [--once] [--version]
+//	easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--version]
 //
 // It loads the config (default /etc/easyscale/backfill.toml), opens the
 // state database, and runs until ctx is done (--once: one cycle, logged in
 // one line at info, whatever it did). A dry run (--dry-run or dry_run) has no
 // side effect but its logs: it never calls sbatch or scancel and works on an
 // in-memory copy of state_db (statedb.OpenBackfillDryRun), creating nothing
-// on disk. It returns the exit code: 0, 1 for a runtime error, 2 for bad
+// on disk. --record FILE (with --once) writes the cycle's planner snapshot
+// and decisions to FILE as a [Recording]. It returns the exit code: 0, 1 for a runtime error, 2 for bad
 // flags or config.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	return mainWith(ctx, args, stderr, slurmcli.Runner{})
@@ -37,12 +38,13 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (see contrib/backfill.toml).\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (see contrib/backfill.toml).\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
 	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch or scancel (overrides dry_run)")
 	once := fs.Bool("once", false, "run one cycle and exit")
 	version := fs.Bool("version", false, "print the version and exit")
+	record := fs.String("record", "", "with --once: write the cycle's planner snapshot and decisions to this file as JSON (for simulator.Replay)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -54,6 +56,11 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	if *version {
 		fmt.Fprintln(stderr, "easyscale-backfilld", Version)
 		return 0
+	}
+	if *record != "" && !*once {
+		fmt.Fprintln(stderr, "easyscale-backfilld: --record needs --once (it records one cycle)")
+		fs.Usage()
+		return 2
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
@@ -84,6 +91,12 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 			return 1
 		}
 		log.Info("cycle done", r.fields(cfg.DryRun)...)
+		if *record != "" {
+			if err := WriteRecording(*record, "recorded by easyscale-backfilld --once", r); err != nil {
+				log.Error("recording the cycle", "error", err)
+				return 1
+			}
+		}
 		return 0
 	}
 	if err := d.Run(ctx); err != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +56,35 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 				t.Fatalf("cycle lines %q, want one info line with %s and dry_run=true; stderr:\n%s", done, tc.wantGrows, stderr.String())
 			}
 		})
+	}
+}
+
+func TestOnceRecordWritesTheCyclesSnapshotAndDecisions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "backfill.toml")
+	if err := os.WriteFile(cfg, []byte("metrics_address = \"off\"\nstate_db = \""+filepath.Join(dir, "b.db")+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := newFake(time.Now())
+	fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	rec := filepath.Join(dir, "cycle.json")
+	var stderr bytes.Buffer
+	if code := mainWith(context.Background(), []string{"--config", cfg, "--once", "--dry-run", "--record", rec}, &stderr, fake.runner()); code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Recording
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Snapshot.Nodes) != 4 || len(got.Snapshot.Running) != 1 || len(got.Actions.Grows) != 1 || got.Actions.Grows[0].Job != "10" {
+		t.Errorf("recorded %d nodes, %d running jobs, grows %+v; want the fake's 4 nodes, job 10 and its one grow",
+			len(got.Snapshot.Nodes), len(got.Snapshot.Running), got.Actions.Grows)
+	}
+	if code := mainWith(context.Background(), []string{"--config", cfg, "--record", rec}, &stderr, fake.runner()); code != 2 {
+		t.Errorf("--record without --once: exit %d, want 2", code)
 	}
 }

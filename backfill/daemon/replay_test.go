@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
-	"github.com/easyscale/easyscale-slurm/backfill/planner"
 )
 
 var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.json from the daemon's snapshots and decisions")
@@ -21,15 +20,6 @@ var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.json from 
 // backfill/simulator replays them through its own path
 // (TestDaemonSnapshotsReplayToTheSameDecisions).
 const replayDir = "../testdata/replay"
-
-// Recording is one cycle of the daemon as the replay files hold it: the
-// planner snapshot its Snapshotter read from Slurm's output and the
-// decisions it applied.
-type Recording struct {
-	Scenario string           `json:"scenario"`
-	Snapshot planner.Snapshot `json:"snapshot"`
-	Actions  planner.Actions  `json:"actions"`
-}
 
 // TestDaemonSnapshotsAreRecordedForReplay runs the daemon's real cycle
 // (squeue and sinfo output in Slurm 22.05's format, parsed by its

@@ -11,10 +11,11 @@ import (
 )
 
 // TestDaemonSnapshotsReplayToTheSameDecisions replays every planner
-// snapshot easyscale-backfilld recorded (../testdata/replay, written by
-// backfill/daemon's TestDaemonSnapshotsAreRecordedForReplay from its real
-// Snapshotter over Slurm 22.05-format output) through the simulator's path
-// and expects exactly the decisions the daemon applied.
+// snapshot easyscale-backfilld recorded (../testdata/replay: lab-*.json by
+// `easyscale-backfilld --once --dry-run --record` on the Slurm 22.05 lab;
+// the others by backfill/daemon's TestDaemonSnapshotsAreRecordedForReplay
+// from its real Snapshotter over 22.05-format output) through the
+// simulator's path and expects exactly the decisions the daemon made.
 func TestDaemonSnapshotsReplayToTheSameDecisions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "replay", "*.json"))
 	if err != nil || len(files) == 0 {
