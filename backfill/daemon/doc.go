@@ -56,7 +56,7 @@
 // lab), --no-requeue, --chdir=WorkDir (relative
 // paths resolve as in the job), output to DIR/extra-<id>.out,
 // --time ending before the gap closes minus safety_margin, rounded down to
-// whole minutes and never after the parent's own end,
+// whole minutes and ending safety_margin before the parent's own end,
 // --job-name=es-extra-JOBID, --comment="es-extra parent=JOBID", running
 // extra.worker_command (default `srun easyscale worker --join "$(cat
 // DIR/coordinator)" --token-file DIR/token`; srun starts one worker per
@@ -78,7 +78,8 @@
 //
 // Every decision is the planner's (package planner, the same code the
 // simulator runs): the type rule, the worker cap, merging one job's grows on
-// one node into one extra job, capping an extra job's end at its parent's,
+// one node into one extra job, ending an extra job safety_margin before its
+// parent (its time limit runs from its start, a little after the cycle),
 // rounding time limits down to whole minutes (config.SlurmTimeUnit) and
 // dropping those below min_lend, and spreading (among the slots of the
 // longest lend, a node where the job has no extra job yet goes first, so

@@ -73,8 +73,9 @@
 // longest lend first; among the slots of the longest lend left, a node where
 // the job has no extra job yet goes first (spreading), and among those one
 // that holds the whole grant. Grows of one job on one node then merge into
-// one extra job ending at the earliest end, an end is capped at the job's
-// own end, the time limit is rounded down to Limits.TimeLimitUnit (60 s for
+// one extra job ending at the earliest end, an end is capped at
+// MarginSeconds before the job's own end (the extra job's time limit runs
+// from its start, a little after Now), the time limit is rounded down to Limits.TimeLimitUnit (60 s for
 // Slurm) and a grow shorter than MinLendSeconds after that is dropped.
 //
 // Fairness: equal gains go first to the user holding fewer lent GPUs at the

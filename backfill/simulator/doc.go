@@ -39,7 +39,7 @@
 //     up to its maximum (never past L: each GPU needs a logical worker), as
 //     the planner decides with the daemon's default limits (DefaultLimits:
 //     the safety margin, 2 min to 1 h lends, time limits in whole minutes,
-//     an extra job never outliving its job). A d1 job (bit-identical on one
+//     an extra job ending the margin before its job). A d1 job (bit-identical on one
 //     GPU type, the default) starts on one type and grows only on it; a d2
 //     job may start across types and grow onto any;
 //   - elastic with Config.ShrinkToAdmit (--shrink-to-admit): as elastic,
