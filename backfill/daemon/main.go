@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -45,13 +45,8 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	once := fs.Bool("once", false, "run one cycle and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	record := fs.String("record", "", "with --once: write the cycle's planner snapshot and decisions to this file as JSON (for simulator.Replay)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "easyscale-backfilld: %v\n", err)
-		fs.Usage()
-		return 2
+	if code, ok := cmdline.Parse(fs, args); !ok {
+		return code
 	}
 	if *version {
 		fmt.Fprintln(stderr, "easyscale-backfilld", Version)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 )
 
 // usageText is printed by --help and after a bad flag; the flag list is
@@ -69,19 +70,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
 	admit := fs.Bool("shrink-to-admit", false, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs (easyscale-backfilld does not do this yet)")
 	version := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {} // Main prints the usage itself, to stdout for --help
-	printUsage := func(w io.Writer) { fmt.Fprint(w, usageText+fs.FlagUsages()) }
-	badFlags := func(err error) int {
-		fmt.Fprintf(stderr, "easyscale-simulate: %v\n\n", err)
-		printUsage(stderr)
-		return 2
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			printUsage(stdout)
-			return 0
-		}
-		return badFlags(err)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
+	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }
+	if code, ok := cmdline.ParseHelpTo(stdout, fs, args); !ok { // --help on stdout
+		return code
 	}
 	if *version {
 		fmt.Fprintln(stdout, Version)

@@ -105,27 +105,15 @@ func envOr(key, def string) string {
 	return def
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
+// newFlagSet returns the flag set of the subcommand name, named
+// "easyscale NAME" (the prefix of its errors, cmdline.BadUsage), that
+// reports errors instead of exiting; cmdline.Parse parses it.
 func newFlagSet(name, usageLine string, env Env) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("easyscale "+name, pflag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "Usage: easyscale %s\n\nFlags:\n%s", usageLine, fs.FlagUsages())
 	}
 	return fs
-}
-
-// parseFlags parses args and maps --help to exit code 0 and other errors
-// to 2; ok is false when the caller should return code.
-func parseFlags(fs *pflag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return 0, false
-		}
-		fmt.Fprintf(fs.Output(), "easyscale %s: %v\n\n", fs.Name(), err)
-		fs.Usage()
-		return 2, false
-	}
-	return 0, true
 }

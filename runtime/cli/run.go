@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
@@ -51,7 +52,7 @@ func runCmd(args []string, env Env) (code int) {
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	var lf logFlags
 	lf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

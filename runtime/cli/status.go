@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -27,7 +28,7 @@ func statusCmd(args []string, env Env) int {
 	fs := newFlagSet("status", "status [--state DIR | DIR | JOBID] [--tail N]", env)
 	state := fs.String("state", "", "state directory of the job")
 	tail := fs.Int("tail", 10, "ledger rows to show")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
 	if *tail < 1 {

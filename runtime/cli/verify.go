@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -18,7 +19,7 @@ import (
 // compared; the OK line says how many steps were and how many were not.
 func verifyCmd(args []string, env Env) int {
 	fs := newFlagSet("verify", "verify DIR_A DIR_B", env)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 2 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
@@ -42,7 +43,7 @@ func workerCmd(args []string, env Env) int {
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "torch jobs: the Python process silent this long is declared hung")
 	var lf logFlags
 	lf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
 	if *join == "" || *tokenFile == "" {

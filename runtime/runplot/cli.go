@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 )
 
 // Main is the easyscale-plot command: it reads the runs in the state
@@ -23,13 +25,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			"Draws the training loss and the physical workers per step of each run (reallocations and redone steps\n"+
 			"marked), overlaid, and says whether their parameters agree at every common step.\n\nFlags:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintf(stderr, "easyscale-plot: %v\n\n", err)
-		fs.Usage()
-		return 2
+	if code, ok := cmdline.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "easyscale-plot: give one or more state directories: easyscale-plot --output run.svg DIR [DIR...]")

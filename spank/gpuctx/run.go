@@ -7,6 +7,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/pflag"
+
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 )
 
 // Environment variables read by Run.
@@ -43,13 +45,8 @@ func Run(args []string, lookup func(string) (string, bool), lib nvml.Interface, 
 	listSpeeds := fs.Bool("list-speeds", false, "print the effective speed table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(stderr, usageHead+fs.FlagUsages()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "easyscale-gpuctx: %v\n", err)
-		fs.Usage()
-		return 2
+	if code, ok := cmdline.Parse(fs, args); !ok {
+		return code
 	}
 	if *version {
 		fmt.Fprintln(stdout, "easyscale-gpuctx", Version)
