@@ -79,11 +79,11 @@ func (s *session) engineSession(ctx context.Context, spec *jobspec.Spec, nc net.
 		hn, _ := os.Hostname()
 		if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: s.o.JobID, Host: hn, PID: os.Getpid(), RingAddr: host,
 			Data: files, Engine: raw}, 0, nil); err != nil {
-			return fmt.Errorf("%w: sending join: %v", errNeverJoined, err)
+			return fmt.Errorf("%w: sending join: %w", errNeverJoined, err)
 		}
 		t, b, err := s.p.recv()
 		if err != nil {
-			return fmt.Errorf("%w: waiting for the coordinator's checks: %v", errNeverJoined, err)
+			return fmt.Errorf("%w: waiting for the coordinator's checks: %w", errNeverJoined, err)
 		}
 		switch t {
 		case typeQueued:

@@ -262,7 +262,7 @@ func (s *session) next() (frame, error) {
 func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) error {
 	nc, err := net.DialTimeout("tcp", o.Join, o.IOTimeout)
 	if err != nil {
-		return fmt.Errorf("%w: dialing %s: %v", errNeverJoined, o.Join, err)
+		return fmt.Errorf("%w: dialing %s: %w", errNeverJoined, o.Join, err)
 	}
 	defer nc.Close()
 	if _, err := auth.Client(ctx, nc, auth.Config{JobID: o.JobID, Secret: o.Secret}, "worker"); err != nil {
@@ -312,7 +312,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 	hn, _ := os.Hostname()
 	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String(),
 		Data: s.wl.Data()}, 0, nil); err != nil {
-		return fmt.Errorf("%w: sending join: %v", errNeverJoined, err)
+		return fmt.Errorf("%w: sending join: %w", errNeverJoined, err)
 	}
 	if err := s.admit(); err != nil {
 		return err
@@ -354,7 +354,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 func (s *session) welcome() (*jobspec.Spec, error) {
 	var w welcomeMsg
 	if err := s.p.recvJSON(typeWelcome, &w); err != nil {
-		return nil, fmt.Errorf("%w: waiting for the welcome: %v", errNeverJoined, err)
+		return nil, fmt.Errorf("%w: waiting for the welcome: %w", errNeverJoined, err)
 	}
 	var spec jobspec.Spec
 	if err := json.Unmarshal([]byte(w.Spec), &spec); err != nil {
@@ -416,7 +416,7 @@ func (s *session) admit() error {
 		err = json.Unmarshal(b, &m)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: waiting for admission: %v", errNeverJoined, err)
+		return fmt.Errorf("%w: waiting for admission: %w", errNeverJoined, err)
 	}
 	if s.rep.NumParams() != m.NumParams {
 		return fmt.Errorf("the coordinator's model has %d parameters, this worker builds %d", m.NumParams, s.rep.NumParams())
