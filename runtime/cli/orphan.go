@@ -32,7 +32,7 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 	for {
 		job, err := s.runner.Job(ctx, s.task.JobID)
 		if err != nil {
-			s.log.Warn("asking Slurm about the job after losing the coordinator", "job_id", s.task.JobID, "error", err)
+			s.log.Warn("asking Slurm about the job after losing the coordinator", "slurm_job_id", s.task.JobID, "error", err)
 			return false
 		}
 		if job.State != "RUNNING" || job.BatchHost == "" {
@@ -41,18 +41,18 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 		state := s.nodeState(ctx, job.BatchHost)
 		if strings.Contains(state, "DOWN") {
 			s.log.Warn("the batch host is down and with it the coordinator: requeuing the job to resume from its checkpoint",
-				"job_id", s.task.JobID, "node", job.BatchHost, "state", state)
+				"slurm_job_id", s.task.JobID, "node", job.BatchHost, "state", state)
 			if out, err := s.runner.Output(ctx, "scontrol", "requeue", s.task.JobID); err != nil {
-				s.log.Error("requeuing the job", "job_id", s.task.JobID, "error", err, "output", string(out))
+				s.log.Error("requeuing the job", "slurm_job_id", s.task.JobID, "error", err, "output", string(out))
 				return false
 			}
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.log.Info("the batch host is not down: leaving the job alone", "job_id", s.task.JobID, "node", job.BatchHost, "state", state)
+			s.log.Info("the batch host is not down: leaving the job alone", "slurm_job_id", s.task.JobID, "node", job.BatchHost, "state", state)
 			return false
 		}
-		s.log.Info("the coordinator is gone; waiting for Slurm's verdict on the batch host", "job_id", s.task.JobID,
+		s.log.Info("the coordinator is gone; waiting for Slurm's verdict on the batch host", "slurm_job_id", s.task.JobID,
 			"node", job.BatchHost, "state", state)
 		select {
 		case <-ctx.Done():

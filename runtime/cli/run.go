@@ -219,7 +219,7 @@ func runCmd(args []string, env Env) (code int) {
 	} else if opts.Engine != nil {
 		files = opts.Engine.Data()
 	}
-	log.Info("starting", "job", spec.Name, "engine", engineName(spec), "job_id", spec.ID()[:19], "data", files.Digest()[:19], "logical_workers", spec.LogicalWorkers,
+	log.Info("starting", "job_name", spec.Name, "engine", engineName(spec), "job_id", spec.ShortID(), "data", files.Digest()[:19], "logical_workers", spec.LogicalWorkers,
 		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
 	sum, err := trainer.Run(ctx, opts)
 	if errors.Is(err, trainer.ErrInterrupted) {

@@ -42,7 +42,7 @@ func (s *slurmRun) workerTask(ctx context.Context) int {
 	addr, err := slurmjob.WaitCoordinator(wctx, dir, run, time.Now().Add(-30*time.Second))
 	cancel()
 	if errors.Is(err, slurmjob.ErrEnded) {
-		s.log.Info("the job's coordinator has ended; nothing to do", "job_id", s.task.JobID, "restart", run, "detail", err)
+		s.log.Info("the job's coordinator has ended; nothing to do", "slurm_job_id", s.task.JobID, "restart", run, "detail", err)
 		return 0
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	req := s.request(opts.Spec.LogicalWorkers)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
-	s.log.Info("coordinating on Slurm", "job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
+	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
@@ -165,7 +165,7 @@ func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.
 	req := s.request(opts.Spec.LogicalWorkers)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
-	s.log.Info("coordinating on Slurm", "job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
+	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)

@@ -154,7 +154,7 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 	if len(o.Data) == 0 {
 		return nil, errors.New("starting the coordinator: CoordinatorOptions.Data is empty: pass the workload's Data(), so joiners with other training data are refused")
 	}
-	c := &Coordinator{o: o, log: o.Logger.Named("coordinator"), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
+	c := &Coordinator{o: o, log: o.Logger.Named("coordinator").With("job_id", o.Spec.ShortID()), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
 	if o.TokenDir == "" {
 		o.TokenDir = o.StateDir
 		c.o.TokenDir = o.StateDir
@@ -233,11 +233,11 @@ func (c *Coordinator) accept() {
 		go func() {
 			p, join, err := g.greet(c.ctx, nc)
 			if err != nil {
-				c.log.Warn("refused a joiner", "remote", nc.RemoteAddr().String(), "error", err)
+				c.log.Warn("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
 				return
 			}
 			m := &member{p: p, join: join, gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
-			c.log.Info("worker waiting for admission", "remote", m.addr, "host", m.join.Host, "pid", m.join.PID)
+			c.log.Info("worker waiting for admission", "peer", m.addr, "node", m.join.Host, "pid", m.join.PID)
 			select {
 			case c.joiners <- m:
 			case <-c.ctx.Done():
@@ -261,7 +261,7 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	go c.beat(m)
 	c.members = append(c.members, m)
 	c.invalidateRing()
-	c.log.Info("admitted", "rank", len(c.members)-1, "host", m.join.Host, "pid", m.join.PID, "step", step,
+	c.log.Info("admitted", "rank", len(c.members)-1, "node", m.join.Host, "pid", m.join.PID, "step", step,
 		"join_ms", float64(time.Since(t0).Microseconds())/1000, "state_bytes", 4*len(state))
 	return nil
 }
@@ -288,7 +288,7 @@ func (c *Coordinator) read(m *member) {
 		case typeHeartbeat:
 		case typeLeave:
 			m.leaving.Store(true)
-			c.log.Info("worker asks to leave", "pid", m.join.PID, "host", m.join.Host)
+			c.log.Info("worker asks to leave", "pid", m.join.PID, "node", m.join.Host)
 		case typeStepDone:
 			r := result{t: t}
 			if err := json.Unmarshal(b, &r.done); err != nil {
@@ -385,11 +385,11 @@ func (c *Coordinator) removeGone(step int64) bool {
 	for rank, m := range c.members {
 		switch {
 		case m.dead.Load() && m.leaving.Load():
-			c.log.Info("released a worker that left before the step boundary (its leave grace passed)", "rank", rank, "pid", m.join.PID, "host", m.join.Host, "step", step)
+			c.log.Info("released a worker that left before the step boundary (its leave grace passed)", "rank", rank, "pid", m.join.PID, "node", m.join.Host, "step", step)
 			m.p.c.Close()
 			changed = true
 		case m.dead.Load():
-			c.log.Warn("removing a lost worker", "rank", rank, "pid", m.join.PID, "host", m.join.Host)
+			c.log.Warn("removing a lost worker", "rank", rank, "pid", m.join.PID, "node", m.join.Host)
 			m.p.c.Close()
 			changed = true
 		case m.leaving.Load():

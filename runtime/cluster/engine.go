@@ -143,14 +143,14 @@ func (g *gate) greet(ctx context.Context, nc net.Conn) (*peer, joinMsg, error) {
 		if dm := (*data.DataMismatchError)(nil); errors.As(err, &dm) {
 			file = dm.File
 		}
-		g.log.Warn("refused a joiner: its training data differ", "remote", remote, "node", join.Host, "pid", join.PID, "file", file, "error", err)
+		g.log.Warn("refused a joiner: its training data differ", "peer", remote, "node", join.Host, "pid", join.PID, "file", file, "error", err)
 		_ = p.send(typeRefused, refusedMsg{Reason: err.Error(), File: file}, 0, nil)
 		nc.Close()
 		return nil, join, err
 	}
 	if g.check != nil {
 		if err := g.check(join.Engine); err != nil {
-			g.log.Warn("refused a joiner", "remote", remote, "node", join.Host, "pid", join.PID, "error", err)
+			g.log.Warn("refused a joiner", "peer", remote, "node", join.Host, "pid", join.PID, "error", err)
 			_ = p.send(typeRefused, refusedMsg{Reason: err.Error()}, 0, nil)
 			nc.Close()
 			return nil, join, err
@@ -231,7 +231,7 @@ func NewListener(o ListenerOptions) (*Listener, error) {
 	}
 	l := &Listener{dir: o.TokenDir, joiners: make(chan *Joiner, 64)}
 	l.g = gate{spec: o.Spec, data: o.Data, jobID: jobIDOf(o.Spec), ioTimeout: o.IOTimeout, joinTimeout: o.JoinTimeout,
-		log: o.Logger.Named("coordinator"), check: o.Check}
+		log: o.Logger.Named("coordinator").With("job_id", o.Spec.ShortID()), check: o.Check}
 	secret, err := ensureToken(o.TokenDir, l.g.jobID)
 	if err != nil {
 		return nil, err
@@ -255,16 +255,16 @@ func (l *Listener) accept() {
 		go func() {
 			p, join, err := l.g.greet(l.ctx, nc)
 			if err != nil {
-				l.g.log.Warn("refused a joiner", "remote", nc.RemoteAddr().String(), "error", err)
+				l.g.log.Warn("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
 				return
 			}
 			if err := p.send(typeQueued, struct{}{}, 0, nil); err != nil {
-				l.g.log.Warn("queueing a joiner", "remote", nc.RemoteAddr().String(), "error", err)
+				l.g.log.Warn("queueing a joiner", "peer", nc.RemoteAddr().String(), "error", err)
 				nc.Close()
 				return
 			}
 			j := &Joiner{Conn: p.c, Node: join.Host, PID: join.PID, Addr: nc.RemoteAddr().String(), LocalAddr: join.RingAddr, Engine: join.Engine}
-			l.g.log.Info("worker waiting for admission", "remote", j.Addr, "node", j.Node, "pid", j.PID)
+			l.g.log.Info("worker waiting for admission", "peer", j.Addr, "node", j.Node, "pid", j.PID)
 			select {
 			case l.joiners <- j:
 			case <-l.ctx.Done():

@@ -318,7 +318,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 		return err
 	}
 	markAdmitted()
-	o.Logger.Info("joined", "coordinator", o.Join, "job", s.spec.Name, "ring", s.ln.Addr().String())
+	o.Logger.Info("joined", "coordinator", o.Join, "job_name", s.spec.Name, "ring", s.ln.Addr().String())
 	stop := make(chan struct{})
 	defer close(stop)
 	s.p.c.Timeout = o.CoordinatorTimeout // reads; writes are short

@@ -536,3 +536,7 @@ func (s *Spec) ID() string {
 	sum := sha256.Sum256([]byte(s.Canonical()))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// ShortID is ID cut to "sha256:" and its first 12 hex digits: the job_id
+// every runtime log line about this job carries.
+func (s *Spec) ShortID() string { return s.ID()[:len("sha256:")+12] }

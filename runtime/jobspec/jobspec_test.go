@@ -83,6 +83,9 @@ func TestIDIgnoresDataDirButNotSemantics(t *testing.T) {
 	if !strings.HasPrefix(a.ID(), "sha256:") {
 		t.Errorf("ID %q lacks the sha256: prefix", a.ID())
 	}
+	if s := a.ShortID(); len(s) != len("sha256:")+12 || !strings.HasPrefix(a.ID(), s) {
+		t.Errorf("ShortID %q is not ID %q cut to sha256: and 12 hex digits", s, a.ID())
+	}
 }
 
 func TestDiffNamesTheChangedFields(t *testing.T) {

@@ -71,7 +71,7 @@ func (s *Status) Update(step, total int64, workers int, final bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if _, err := s.Runner.Output(ctx, "scontrol", "update", "JobId="+s.JobID, "Comment="+comment); err != nil && s.Log != nil {
-			s.Log.Warn("updating the job comment", "job_id", s.JobID, "error", err)
+			s.Log.Warn("updating the job comment", "slurm_job_id", s.JobID, "error", err)
 		}
 		s.mu.Lock()
 		s.busy = false

@@ -271,12 +271,12 @@ func (e *Engine) Boundary(_ context.Context, step int64) (bool, error) {
 	admitted := 0
 	for _, r := range pending {
 		if r.exited() {
-			e.log.Warn("a joiner left before its admission", "node", r.node, "remote", r.addr)
+			e.log.Warn("a joiner left before its admission", "node", r.node, "peer", r.addr)
 			continue
 		}
 		e.local.addRemote(r)
 		admitted++
-		e.log.Info("admitted", "rank", e.local.Workers()-1, "node", r.node, "remote", r.addr, "gloo", r.localAddr, "step", step)
+		e.log.Info("admitted", "rank", e.local.Workers()-1, "node", r.node, "peer", r.addr, "gloo", r.localAddr, "step", step)
 	}
 	return len(gone) > 0 || admitted > 0, nil
 }

@@ -130,7 +130,7 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {
 		return err
 	}
-	log.Info("queued for admission", "job", spec.Name, "pid", p.Pid(), "python", py, "gloo", s.LocalAddr)
+	log.Info("queued for admission", "job_name", spec.Name, "pid", p.Pid(), "python", py, "gloo", s.LocalAddr)
 	return relay(ctx, s, p, log)
 }
 
