@@ -32,101 +32,191 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
+// runCmd is `easyscale run`. It reads the command line (runFlags),
+// validates it into a job (runFlags.job: exit 2 for what the user can fix,
+// 1 for a workload that cannot be built), then runs the job in one of its
+// modes: a Slurm task that is not the coordinator joins the coordinator
+// (slurmRun.workerTask); every other mode trains here with the executor
+// its flags choose (runJob.setup) and reports (runJob.train).
 func runCmd(args []string, env Env) (code int) {
-	fs := newFlagSet("run", "run --config FILE [--workers SCHEDULE] [--steps N] [--seed S] [--state DIR] [--summary FILE]", env)
-	config := fs.String("config", os.Getenv("EASYSCALE_CONFIG"), "job file (TOML), e.g. examples/mnist/job.toml (env EASYSCALE_CONFIG)")
-	workers := fs.String("workers", "", "physical workers per step: N, or STEP:N[@S1/S2/...],... e.g. 0:1,20:3,35:8 (default: one per logical worker)")
-	envSteps, envStepsErr := envInt("EASYSCALE_STEPS")
-	steps := fs.Int64("steps", envSteps, "stop after this many steps (0: the job's horizon); the LR schedule still follows the horizon (env EASYSCALE_STEPS)")
-	seed := fs.Uint64("seed", 0, "override the job file's seed (a different seed is a different job)")
-	state := fs.String("state", os.Getenv("EASYSCALE_STATE"), "state directory (SQLite ledger + checkpoints); rerunning with it resumes (env EASYSCALE_STATE)")
-	summary := fs.String("summary", os.Getenv("EASYSCALE_SUMMARY"), "write the JSON summary to this file (env EASYSCALE_SUMMARY)")
-	threads := fs.Int("threads", 0, "cores to use in total (default: all)")
-	noEval := fs.Bool("no-eval", false, "skip the test-set evaluation at the end")
-	quiet := fs.Bool("quiet", false, "no progress display")
-	procs := fs.Bool("procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
-	listen := fs.String("listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
-	killAt := fs.String("kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step (needs --procs)")
-	termAt := fs.String("term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
-	allowNFS := fs.Bool("allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
-	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
-	var lf logFlags
-	lf.register(fs)
+	fs, f := runFlagSet(env)
 	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
+	j, err := f.job(fs)
+	if err != nil {
+		return runFailed(env, err)
+	}
+	ctx, caught, stop := j.catchSignals()
+	defer stop()
+	task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv)
+	if err != nil {
+		return runFailed(env, badRun(err))
+	}
+	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
+		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second}
+		if !task.IsCoordinator() {
+			return j.slurm.workerTask(ctx)
+		}
+		// The step's exit status is the coordinator's: tasks that Slurm
+		// kills when it shrinks the job make srun fail, so the batch script
+		// reads this file (see examples/slurm/mnist.sbatch).
+		defer func() { j.slurm.recordExit(code) }()
+	}
+	opts, finish, err := j.setup(ctx, env)
+	if err != nil {
+		return runFailed(env, err)
+	}
+	return j.train(ctx, env, opts, finish, caught)
+}
+
+// runFlags is easyscale run's command line.
+type runFlags struct {
+	config, workers, state, summary, listen, killAt, termAt string
+	steps                                                   int64
+	stepsEnvErr                                             error // EASYSCALE_STEPS is not a count
+	seed                                                    uint64
+	threads                                                 int
+	noEval, quiet, procs, allowNFS                          bool
+	hbTimeout                                               time.Duration
+	log                                                     logFlags
+}
+
+// runFlagSet defines easyscale run's flags, with their environment
+// defaults, on a new flag set.
+func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
+	f := &runFlags{}
+	fs := newFlagSet("run", "run --config FILE [--workers SCHEDULE] [--steps N] [--seed S] [--state DIR] [--summary FILE]", env)
+	fs.StringVar(&f.config, "config", os.Getenv("EASYSCALE_CONFIG"), "job file (TOML), e.g. examples/mnist/job.toml (env EASYSCALE_CONFIG)")
+	fs.StringVar(&f.workers, "workers", "", "physical workers per step: N, or STEP:N[@S1/S2/...],... e.g. 0:1,20:3,35:8 (default: one per logical worker)")
+	envSteps, envStepsErr := envInt("EASYSCALE_STEPS")
+	f.stepsEnvErr = envStepsErr
+	fs.Int64Var(&f.steps, "steps", envSteps, "stop after this many steps (0: the job's horizon); the LR schedule still follows the horizon (env EASYSCALE_STEPS)")
+	fs.Uint64Var(&f.seed, "seed", 0, "override the job file's seed (a different seed is a different job)")
+	fs.StringVar(&f.state, "state", os.Getenv("EASYSCALE_STATE"), "state directory (SQLite ledger + checkpoints); rerunning with it resumes (env EASYSCALE_STATE)")
+	fs.StringVar(&f.summary, "summary", os.Getenv("EASYSCALE_SUMMARY"), "write the JSON summary to this file (env EASYSCALE_SUMMARY)")
+	fs.IntVar(&f.threads, "threads", 0, "cores to use in total (default: all)")
+	fs.BoolVar(&f.noEval, "no-eval", false, "skip the test-set evaluation at the end")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
+	fs.BoolVar(&f.procs, "procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
+	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
+	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step (needs --procs)")
+	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
+	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
+	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
+	f.log.register(fs)
+	return fs, f
+}
+
+// runJob is a validated easyscale run: the job, its workload (nil for a
+// torch job), schedule and fault points, and the Slurm task it is when it
+// runs on Slurm (nil otherwise).
+type runJob struct {
+	f            *runFlags
+	spec         *jobspec.Spec
+	wl           workload.Workload
+	sched        schedule.Schedule
+	torch        bool
+	kills, terms []cluster.Fault
+	log          hclog.Logger
+	slurm        *slurmRun
+}
+
+// runError is an error with the exit status easyscale run returns for it.
+type runError struct {
+	code int
+	err  error
+}
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// badRun marks err as bad usage (exit 2): the command line, the job file
+// or the environment needs fixing.
+func badRun(err error) error { return &runError{code: cmdline.ExitUsage, err: err} }
+
+// runFailed prints err as easyscale run's error and returns its exit
+// status: a runError's, else 1.
+func runFailed(env Env, err error) int {
+	fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
+	var re *runError
+	if errors.As(err, &re) {
+		return re.code
+	}
+	return 1
+}
+
+// job validates the parsed flags and loads the job they name, in the
+// order a user fixes them: the command line, the job file, the schedule,
+// the engine's options, the fault points. Every error is bad usage
+// (badRun) except a workload that cannot be built (exit 1).
+func (f *runFlags) job(fs *pflag.FlagSet) (*runJob, error) {
 	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "easyscale run: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return nil, badRun(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if envStepsErr != nil && !fs.Changed("steps") {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", envStepsErr)
-		return 2
+	if f.stepsEnvErr != nil && !fs.Changed("steps") {
+		return nil, badRun(f.stepsEnvErr)
 	}
-	if err := checkRunFlags(fs, *workers, *threads, *steps); err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
+	if err := checkRunFlags(fs, f.workers, f.threads, f.steps); err != nil {
+		return nil, badRun(err)
 	}
-	if *summary != "" {
-		if err := checkWritableDir(filepath.Dir(*summary)); err != nil {
-			fmt.Fprintf(env.Stderr, "easyscale run: --summary %s: %v\n", *summary, err)
-			return 2
+	if f.summary != "" {
+		if err := checkWritableDir(filepath.Dir(f.summary)); err != nil {
+			return nil, badRun(fmt.Errorf("--summary %s: %w", f.summary, err))
 		}
 	}
-	if *config == "" {
-		fmt.Fprintln(env.Stderr, "easyscale run: --config is required (e.g. --config examples/mnist/job.toml)")
-		return 2
+	if f.config == "" {
+		return nil, badRun(errors.New("--config is required (e.g. --config examples/mnist/job.toml)"))
 	}
-	log, err := lf.logger("easyscale", env.Stderr)
+	log, err := f.log.logger("easyscale", fs.Output())
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
+		return nil, badRun(err)
 	}
-	spec, err := jobspec.Load(*config)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
+	j := &runJob{f: f, log: log}
+	if j.spec, err = jobspec.Load(f.config); err != nil {
+		return nil, badRun(err)
 	}
 	if fs.Changed("seed") {
-		spec.Seed = *seed
+		j.spec.Seed = f.seed
 	}
-	var sched schedule.Schedule
-	if *workers != "" {
-		if sched, err = schedule.Parse(*workers); err == nil {
-			err = sched.Validate(spec.LogicalWorkers)
+	if f.workers != "" {
+		if j.sched, err = schedule.Parse(f.workers); err == nil {
+			err = j.sched.Validate(j.spec.LogicalWorkers)
 		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-			return 2
+			return nil, badRun(err)
 		}
 	}
-	torch := spec.Engine == jobspec.EngineTorch
-	var wl workload.Workload
-	if torch {
-		if *procs {
-			fmt.Fprintln(env.Stderr, "easyscale run: engine \"torch\" runs every physical worker as a Python process already: drop --procs (--workers sets how many; --listen lets workers on other machines join)")
-			return 2
+	j.torch = j.spec.Engine == jobspec.EngineTorch
+	if j.torch {
+		if f.procs {
+			return nil, badRun(errors.New("engine \"torch\" runs every physical worker as a Python process already: drop --procs (--workers sets how many; --listen lets workers on other machines join)"))
 		}
-	} else if wl, err = workload.New(spec); err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 1
+	} else if j.wl, err = workload.New(j.spec); err != nil {
+		return nil, err
 	}
-	kills, terms, err := faultFlags(*killAt, *termAt, *procs || *listen != "" || torch, faultSchedule(sched, spec.LogicalWorkers, *procs || torch), runStop(spec, wl, *steps))
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
+	procs := f.procs || f.listen != "" || j.torch
+	sched := faultSchedule(j.sched, j.spec.LogicalWorkers, f.procs || j.torch)
+	if j.kills, j.terms, err = faultFlags(f.killAt, f.termAt, procs, sched, runStop(j.spec, j.wl, f.steps)); err != nil {
+		return nil, badRun(err)
 	}
+	return j, nil
+}
+
+// catchSignals cancels ctx on the first SIGINT or SIGTERM (the trainer
+// then checkpoints the last completed step and stops; caught holds the
+// signal, for the exit status) and exits at once on a second one. stop
+// ends the watch.
+func (j *runJob) catchSignals() (ctx context.Context, caught *atomic.Int32, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var caught atomic.Int32 // the signal that stopped the run, for the exit code
+	caught = new(atomic.Int32)
 	go func() {
 		select {
 		case s := <-sigs:
 			caught.Store(int32(s.(syscall.Signal)))
-			log.Warn("signal: abandoning the step in progress, checkpointing the last completed step and stopping", "signal", s.String())
+			j.log.Warn("signal: abandoning the step in progress, checkpointing the last completed step and stopping", "signal", s.String())
 			cancel()
 		case <-ctx.Done():
 			return
@@ -134,113 +224,130 @@ func runCmd(args []string, env Env) (code int) {
 		// A second signal means "now": the checkpoint files are written
 		// through a rename, so an exit mid-write keeps the previous one.
 		s := <-sigs
-		log.Warn("second signal: exiting without waiting for the checkpoint", "signal", s.String())
+		j.log.Warn("second signal: exiting without waiting for the checkpoint", "signal", s.String())
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
-	task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-		return 2
-	}
-	onSlurm = onSlurm && !*procs && *workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == ""
-	var sr *slurmRun
-	if onSlurm {
-		sr = &slurmRun{task: task, listen: *listen, hb: *hbTimeout, threads: *threads, log: log, joinWait: 120 * time.Second}
-		if !task.IsCoordinator() {
-			return sr.workerTask(ctx)
-		}
-		// The step's exit status is the coordinator's: tasks that Slurm
-		// kills when it shrinks the job make srun fail, so the batch script
-		// reads this file (see examples/slurm/mnist.sbatch).
-		defer func() { sr.recordExit(code) }()
-	}
-	opts := trainer.Options{Spec: spec, Workload: wl, Schedule: sched, StopAfter: *steps, StateDir: *state,
-		Threads: *threads, SkipEval: *noEval, Logger: log, AllowNetworkFS: *allowNFS}
-	if torch {
-		listenAddr := *listen
-		if onSlurm && listenAddr == "" {
-			// Task 0's processes are reached on this node's Slurm address.
-			listenAddr = net.JoinHostPort(sr.nodeAddr(ctx), "0")
-			sr.listen = listenAddr
-		}
-		eng, err := torchengine.New(ctx, torchengine.Options{Spec: spec, Stderr: env.Stderr,
-			HeartbeatTimeout: int(max(1, hbTimeout.Seconds())), KillAt: byStep(kills), TermAt: byStep(terms), Listen: listenAddr, Logger: log})
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-			return 1
-		}
-		opts.Engine = eng
-		if *listen != "" && !onSlurm {
-			// Workers on other machines join this engine; this machine
-			// keeps --workers processes (default one) of its own.
-			ln, err := listenTorch(eng, state, *listen, log)
-			if err != nil {
-				eng.Close()
-				fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-				return 2
-			}
-			opts.StateDir = *state
-			if opts.Schedule == nil {
-				opts.Schedule = schedule.Schedule{{Workers: 1}}
-			}
-			log.Info("waiting for workers", "join", ln.Addr(), "token_file", ln.TokenPath(), "workers", opts.Schedule[0].Workers)
+	return ctx, caught, func() { signal.Stop(sigs); cancel() }
+}
+
+// setup makes the trainer's options for the job's mode: a torch job gets
+// its engine (setupTorch); then the coordinator of a Slurm job
+// (slurmRun.coordinatorTask), or a native job with --procs or --listen
+// (setupProcs), gets its executor; a native job without them trains in
+// this process. finish, when not nil, is called with the summary.
+func (j *runJob) setup(ctx context.Context, env Env) (opts trainer.Options, finish func(*trainer.Summary), err error) {
+	f := j.f
+	opts = trainer.Options{Spec: j.spec, Workload: j.wl, Schedule: j.sched, StopAfter: f.steps, StateDir: f.state,
+		Threads: f.threads, SkipEval: f.noEval, Logger: j.log, AllowNetworkFS: f.allowNFS}
+	if j.torch {
+		if err := j.setupTorch(ctx, env, &opts); err != nil {
+			return opts, nil, err
 		}
 	}
-	var finish func(*trainer.Summary)
-	if onSlurm {
-		if finish, err = sr.coordinatorTask(ctx, &opts); err != nil {
-			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-			return 1
+	switch {
+	case j.slurm != nil:
+		if finish, err = j.slurm.coordinatorTask(ctx, &opts); err != nil {
+			return opts, nil, err
 		}
-	} else if !torch && (*procs || *listen != "") {
-		// --procs launches the schedule's workers here; --listen alone
-		// hosts the coordinator and one local worker, and waits for the
-		// others to join with `easyscale worker`.
-		coord, err := newCoordinator(spec, wl.Data(), state, *listen, kills, terms, *hbTimeout, *threads, *procs, log)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "easyscale run: %v\n", err)
-			return 2
-		}
-		opts.Executor, opts.StateDir = coord, *state
-		if !*procs {
-			finish = startLocalWorker(ctx, coord, *threads, log)
-			if opts.Schedule == nil {
-				opts.Schedule = schedule.Schedule{{Workers: 1}}
-			}
-			log.Info("waiting for workers", "join", coord.Addr(), "token_file", coord.TokenPath(), "workers", opts.Schedule[0].Workers)
+	case !j.torch && (f.procs || f.listen != ""):
+		if finish, err = j.setupProcs(ctx, &opts); err != nil {
+			return opts, nil, err
 		}
 	}
-	if !*quiet && !lf.json { // with --log-json, stderr carries JSON lines only
+	if !f.quiet && !f.log.json { // with --log-json, stderr carries JSON lines only
 		opts.Progress, opts.ProgressIsTerminal = env.Stderr, env.StderrIsTerminal
 	}
+	return opts, finish, nil
+}
+
+// setupTorch starts the torch engine of the job (on Slurm, listening on
+// this node's address) and, with --listen off Slurm, lets workers on
+// other machines join it.
+func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options) error {
+	f := j.f
+	listenAddr := f.listen
+	if j.slurm != nil && listenAddr == "" {
+		// Task 0's processes are reached on this node's Slurm address.
+		listenAddr = net.JoinHostPort(j.slurm.nodeAddr(ctx), "0")
+		j.slurm.listen = listenAddr
+	}
+	eng, err := torchengine.New(ctx, torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
+		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log})
+	if err != nil {
+		return err
+	}
+	opts.Engine = eng
+	if f.listen == "" || j.slurm != nil {
+		return nil
+	}
+	// Workers on other machines join this engine; this machine keeps
+	// --workers processes (default one) of its own.
+	ln, err := listenTorch(eng, &f.state, f.listen, j.log)
+	if err != nil {
+		eng.Close()
+		return badRun(err)
+	}
+	opts.StateDir = f.state
+	if opts.Schedule == nil {
+		opts.Schedule = schedule.Schedule{{Workers: 1}}
+	}
+	j.log.Info("waiting for workers", "join", ln.Addr(), "token_file", ln.TokenPath(), "workers", opts.Schedule[0].Workers)
+	return nil
+}
+
+// setupProcs hosts a native job's coordinator: --procs launches the
+// schedule's workers here; --listen alone hosts the coordinator and one
+// local worker, and waits for the others to join with `easyscale worker`.
+func (j *runJob) setupProcs(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
+	f := j.f
+	coord, err := newCoordinator(j.spec, j.wl.Data(), &f.state, f.listen, j.kills, j.terms, f.hbTimeout, f.threads, f.procs, j.log)
+	if err != nil {
+		return nil, badRun(err)
+	}
+	opts.Executor, opts.StateDir = coord, f.state
+	if f.procs {
+		return nil, nil
+	}
+	finish = startLocalWorker(ctx, coord, f.threads, j.log)
+	if opts.Schedule == nil {
+		opts.Schedule = schedule.Schedule{{Workers: 1}}
+	}
+	j.log.Info("waiting for workers", "join", coord.Addr(), "token_file", coord.TokenPath(), "workers", opts.Schedule[0].Workers)
+	return finish, nil
+}
+
+// train runs the trainer and reports: the result line on stdout and the
+// JSON summary (--summary). An interrupted run exits 128 plus the signal
+// (130 for SIGINT, 143 for SIGTERM: stopped on request, resumable).
+func (j *runJob) train(ctx context.Context, env Env, opts trainer.Options, finish func(*trainer.Summary), caught *atomic.Int32) int {
 	files := data.Manifest(nil)
-	if wl != nil {
-		files = wl.Data()
+	if j.wl != nil {
+		files = j.wl.Data()
 	} else if opts.Engine != nil {
 		files = opts.Engine.Data()
 	}
-	log.Info("starting", "job_name", spec.Name, "engine", engineName(spec), "job_id", spec.ShortID(), "data", files.Digest()[:19], "logical_workers", spec.LogicalWorkers,
-		"micro_batch", spec.MicroBatch, "schedule", scheduleLabel(sched, spec.LogicalWorkers), "state", *state)
+	j.log.Info("starting", "job_name", j.spec.Name, "engine", engineName(j.spec), "job_id", j.spec.ShortID(), "data", files.Digest()[:19], "logical_workers", j.spec.LogicalWorkers,
+		"micro_batch", j.spec.MicroBatch, "schedule", scheduleLabel(j.sched, j.spec.LogicalWorkers), "state", j.f.state)
 	sum, err := trainer.Run(ctx, opts)
 	if errors.Is(err, trainer.ErrInterrupted) {
 		// No finish: it waits for the local worker, which may still be
 		// computing the abandoned step.
-		log.Warn("interrupted by a signal; the state is checkpointed", "error", err)
-		return 128 + int(caught.Load()) // 130 for SIGINT, 143 for SIGTERM: stopped on request, resumable
+		j.log.Warn("interrupted by a signal; the state is checkpointed", "error", err)
+		return 128 + int(caught.Load())
 	}
 	if finish != nil {
 		finish(sum)
 	}
 	if err != nil {
-		log.Error("run failed", "error", err)
+		j.log.Error("run failed", "error", err)
 		return 1
 	}
 	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d%s\n",
 		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations, digestText(sum))
 	out, _ := json.MarshalIndent(sum, "", "  ")
-	if *summary != "" {
-		if err := writeFileAtomic(*summary, append(out, '\n')); err != nil {
-			log.Error("writing summary", "path", *summary, "error", err)
+	if j.f.summary != "" {
+		if err := writeFileAtomic(j.f.summary, append(out, '\n')); err != nil {
+			j.log.Error("writing summary", "path", j.f.summary, "error", err)
 			return 1
 		}
 	}
