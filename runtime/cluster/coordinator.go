@@ -445,9 +445,13 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 	return nil
 }
 
-// Step implements trainer.Executor. When ctx ends before every answer is
-// in, the workers are told to abort, the ring is closed, and Step returns
-// at once an error wrapping ctx.Err(); ests are left as they were.
+// Step implements trainer.Executor. It sends each member its share of the
+// step (sendStep), all-reduces grad over the ring, a new one when members
+// changed (reduce), waits for every answer (collect), then either fails
+// the step (failStep) or takes the members' cursors, buffers and losses
+// into ests and out (gather). When ctx ends before every answer is in, the
+// workers are told to abort, the ring is closed, and Step returns at once
+// an error wrapping ctx.Err(); ests are left as they were.
 func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan, ests []*trainer.ESTContext, grad []float32, out *trainer.StepOutput) error {
 	if c.abandoned {
 		return fmt.Errorf("step %d: the coordinator abandoned a step; only Close is allowed", step)
@@ -458,21 +462,44 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 	if len(plan) != len(c.members) {
 		return fmt.Errorf("placement for %d workers, %d members", len(plan), len(c.members))
 	}
-	n := len(ests)
 	c.attempt++
-	var ringMembers []ringMember
 	cur, gen := c.currentRing()
-	newRing := cur == nil
-	if newRing {
-		c.ringID++
-		for r, m := range c.members {
-			ringMembers = append(ringMembers, ringMember{Rank: r, Addr: m.join.RingAddr})
-		}
-		ringMembers = append(ringMembers, ringMember{Rank: len(c.members), Addr: c.ringLn.Addr().String()})
+	var ringMembers []ringMember // the ring to build; nil: keep cur
+	if cur == nil {
+		ringMembers = c.nextRing()
 	}
+	c.sendStep(step, plan, ests, ringMembers)
+	reduced := c.reduce(step, cur, gen, ringMembers, grad, len(ests))
+	results, lost, detected, ringErr := c.collect(ctx, step, reduced)
+	if results == nil { // ctx ended: grad may be half reduced
+		c.abandonStep(step)
+		return fmt.Errorf("step %d abandoned: %w", step, ctx.Err())
+	}
+	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
+		return c.failStep(step, lost, detected, ringErr)
+	}
+	c.failures = 0
+	return gather(step, plan, ests, results, out)
+}
+
+// nextRing starts a new ring generation: every member, then the
+// coordinator as the last rank.
+func (c *Coordinator) nextRing() []ringMember {
+	c.ringID++
+	var ms []ringMember
+	for r, m := range c.members {
+		ms = append(ms, ringMember{Rank: r, Addr: m.join.RingAddr})
+	}
+	return append(ms, ringMember{Rank: len(c.members), Addr: c.ringLn.Addr().String()})
+}
+
+// sendStep sends each member its step message (its ESTs' cursors, the
+// ring to build from members when not nil, the faults due) and its ESTs'
+// buffers. A member it cannot reach is marked dead (collect reports it).
+func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.ESTContext, members []ringMember) {
 	for r, m := range c.members {
 		rg := plan[r]
-		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: ringMembers, FirstEST: rg.First}
+		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: members, FirstEST: rg.First}
 		for e := rg.First; e < rg.First+rg.Count; e++ {
 			msg.ESTs = append(msg.ESTs, estState{ID: e, Epoch: ests[e].Cursor.Epoch, Pos: ests[e].Cursor.Pos})
 		}
@@ -488,8 +515,15 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 			m.dead.Store(true)
 		}
 	}
+}
+
+// reduce all-reduces grad (the mean over n ESTs) as the ring's last rank,
+// in the background: over cur, or over a ring built from members (of ring
+// generation gen) when members is not nil. The channel gets its error.
+func (c *Coordinator) reduce(step int64, cur ring, gen int64, members []ringMember, grad []float32, n int) <-chan error {
 	reduced := make(chan error, 1)
 	rank, ringID, lostAt := len(c.members), c.ringID, c.lostAt
+	newRing := members != nil
 	if newRing {
 		c.lostAt = time.Time{}
 	}
@@ -497,7 +531,7 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 		r := cur
 		if newRing {
 			var err error
-			if r, err = c.o.connectRing(c.ctx, rank, ringMembers, c.ringLn, ringID); err != nil {
+			if r, err = c.o.connectRing(c.ctx, rank, members, c.ringLn, ringID); err != nil {
 				reduced <- fmt.Errorf("connecting the ring: %w", err)
 				return
 			}
@@ -516,32 +550,38 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 		}
 		reduced <- r.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
 	}()
-	results, lost, detected, ringErr := c.collect(ctx, step, reduced)
-	if results == nil { // ctx ended: grad may be half reduced
-		c.abandonStep(step)
-		return fmt.Errorf("step %d abandoned: %w", step, ctx.Err())
-	}
-	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
-		c.invalidateRing()
-		for r, m := range c.members {
-			if !m.dead.Load() {
-				if err := m.p.send(typeAbort, abortMsg{Step: step}, 0, nil); err != nil {
-					m.dead.Store(true)
-					lost = append(lost, r)
-				}
+	return reduced
+}
+
+// failStep ends a step that lost workers or whose ring failed: the ring
+// is closed, the survivors told to abort, the lost removed. It returns a
+// trainer.LostError (the trainer redoes the step on the survivors), or a
+// plain error after more than 3 failures in a row that lost no worker.
+func (c *Coordinator) failStep(step int64, lost []int, detected time.Time, ringErr error) error {
+	c.invalidateRing()
+	for r, m := range c.members {
+		if !m.dead.Load() {
+			if err := m.p.send(typeAbort, abortMsg{Step: step}, 0, nil); err != nil {
+				m.dead.Store(true)
+				lost = append(lost, r)
 			}
 		}
-		c.failures++
-		if len(lost) == 0 && c.failures > 3 {
-			return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
-		}
-		c.removeGone(step)
-		if !detected.IsZero() {
-			c.lostAt = detected
-		}
-		return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed"), DetectedAt: detected}
 	}
-	c.failures = 0
+	c.failures++
+	if len(lost) == 0 && c.failures > 3 {
+		return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
+	}
+	c.removeGone(step)
+	if !detected.IsZero() {
+		c.lostAt = detected
+	}
+	return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed"), DetectedAt: detected}
+}
+
+// gather takes each rank's answer into its ESTs (plan): their buffers and
+// cursors into ests, their losses and sample hashes into out. An answer
+// for other ESTs, or buffers of the wrong size, is an error.
+func gather(step int64, plan placement.Plan, ests []*trainer.ESTContext, results map[int]result, out *trainer.StepOutput) error {
 	for r, res := range results {
 		rg := plan[r]
 		if len(res.done.ESTs) != rg.Count {
