@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 )
@@ -22,6 +25,21 @@ func testJob(t testing.TB) *auth.Config {
 		t.Fatal(err)
 	}
 	return &auth.Config{JobID: "job-test", Secret: s, Timeout: 5 * time.Second}
+}
+
+// logEvent is a log output that closes seen the first time a line
+// containing text is written.
+type logEvent struct {
+	text string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (e *logEvent) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(e.text)) {
+		e.once.Do(func() { close(e.seen) })
+	}
+	return len(p), nil
 }
 
 // listeners opens p listeners on 127.0.0.1 and returns them with the ring
@@ -443,6 +461,7 @@ func TestConnect(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			lns, members := listeners(t, 2)
+			refused := &logEvent{text: "refused ring connection", seen: make(chan struct{})}
 			if c.intruder != nil {
 				done := make(chan struct{})
 				go func() { defer close(done); c.intruder(t, members[1].Addr) }()
@@ -454,10 +473,18 @@ func TestConnect(t *testing.T) {
 			errs := make([]error, 2)
 			for r := range 2 {
 				wg.Go(func() {
-					if r == 0 && c.intruder != nil {
-						time.Sleep(50 * time.Millisecond)
+					o := c.opts(r)
+					if c.intruder != nil && r == 1 {
+						o.Logger = hclog.New(&hclog.LoggerOptions{Output: refused})
 					}
-					rings[r], errs[r] = Connect(context.Background(), r, members, lns[r], c.opts(r))
+					if c.intruder != nil && r == 0 { // dial only once rank 1 has refused the intruder
+						select {
+						case <-refused.seen:
+						case <-time.After(10 * time.Second):
+							t.Error("rank 1 did not refuse the intruder within 10 s")
+						}
+					}
+					rings[r], errs[r] = Connect(context.Background(), r, members, lns[r], o)
 				})
 			}
 			wg.Wait()
