@@ -601,8 +601,15 @@ func TestRunRefusesAMetricsAddressInUse(t *testing.T) {
 	done := make(chan struct{})
 	go func() { td.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	for td.MetricsAddr() == nil {
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); td.MetricsAddr() == nil; time.Sleep(5 * time.Millisecond) {
+		select {
+		case <-done:
+			t.Fatal("the first daemon stopped before serving metrics")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first daemon serves no metrics after 5 s")
+		}
 	}
 	td2 := newTestDaemon(t, "")
 	td2.cfg.MetricsAddress = td.MetricsAddr().String()
