@@ -25,6 +25,39 @@ func lastStep(dir string) int64 {
 	return s
 }
 
+// stepsOn counts the ledger's steps under state that ran on workers
+// physical workers (0 while there is no ledger).
+func stepsOn(state string, workers int) int {
+	db, err := statedb.OpenReadOnly(state)
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	rows, err := db.Ledger(0, 1<<62)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range rows {
+		if r.Workers == workers {
+			n++
+		}
+	}
+	return n
+}
+
+// waitStep waits until the ledger in the state directory has step, and
+// fails the test when it has not after within: a run that stopped or
+// stalled must not let a test go on without the event it waits for.
+func waitStep(t *testing.T, state string, step int64, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); lastStep(state) < step; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run in %s has not reached step %d after %v (last step %d)", state, step, within, lastStep(state))
+		}
+	}
+}
+
 // TestSIGKILLAtRandomStepsThenResume kills the training process with
 // SIGKILL at random steps (checkpointing every step, so kills also land
 // while a checkpoint is being written), reruns the same command each time,
@@ -42,7 +75,10 @@ func TestSIGKILLAtRandomStepsThenResume(t *testing.T) {
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for lastStep(state) < target && time.Now().Before(deadline) {
-			time.Sleep(time.Duration(2+r.Intn(20)) * time.Millisecond)
+			time.Sleep(time.Duration(2+r.Intn(20)) * time.Millisecond) // a random moment within the step
+		}
+		if s := lastStep(state); s < target {
+			t.Fatalf("the run has not reached step %d after 60 s (last step %d)", target, s)
 		}
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -113,9 +149,7 @@ func TestSIGTERMCheckpointsAndResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for lastStep(state) < 12 {
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitStep(t, state, 12, 60*time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	ee, ok := err.(*exec.ExitError)

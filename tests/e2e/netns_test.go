@@ -65,8 +65,8 @@ func TestTwoNodesAndACutLink(t *testing.T) {
 	cfg, _ := filepath.Abs(config())
 	job := exec.Command("ip", "netns", "exec", n1, easyscale, "run", "--config", cfg, "--steps", steps, "--no-eval",
 		"--procs", "--workers", "1", "--state", state, "--listen", "169.254.100.1:7711", "--heartbeat-timeout", "2s", "--summary", sum)
-	var jobErr strings.Builder
-	job.Stderr = &jobErr
+	jobErr := &syncBuffer{}
+	job.Stderr = jobErr
 	if err := job.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,12 @@ func TestTwoNodesAndACutLink(t *testing.T) {
 			t.Fatalf("the n2 worker never joined:\ncoordinator:\n%s\nworker:\n%s", jobErr.String(), remoteErr.String())
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // a few steps across both nodes
+	// A few steps across both nodes before the cut.
+	for deadline := time.Now().Add(30 * time.Second); stepsOn(state, 2) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 3 steps on 2 workers within 30 s of the join (%d):\n%s", stepsOn(state, 2), jobErr.String())
+		}
+	}
 	if out, err := exec.Command("ip", "-n", n1, "link", "set", link, "down").CombinedOutput(); err != nil {
 		t.Fatalf("cutting the link: %v\n%s", err, out)
 	}

@@ -171,10 +171,7 @@ func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for lastStep(state) < 17 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStep(t, state, 17, 60*time.Second)
 	cmd.Process.Kill()
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the coordinator finished before the SIGKILL")
@@ -216,9 +213,7 @@ func TestJoinersWithAWrongTokenOrJobAreRefused(t *testing.T) {
 	if err := job.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for lastStep(state) < 2 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStep(t, state, 2, 60*time.Second)
 	badToken := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(badToken, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
 		t.Fatal(err)
@@ -342,9 +337,7 @@ func TestExternalWorkerRejoinsARestartedCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer worker.Process.Kill()
-	for lastStep(state) < 40 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStep(t, state, 40, 60*time.Second)
 	first.Process.Kill()
 	if err := first.Wait(); err == nil {
 		t.Fatal("the coordinator finished before the SIGKILL")

@@ -140,13 +140,7 @@ func TestDeletedLockFileDoesNotAdmitASecondWriter(t *testing.T) {
 		first.Process.Kill()
 		first.Wait()
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for lastStep(state) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first run recorded no step within 60 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStep(t, state, 2, 60*time.Second)
 	if err := os.Remove(filepath.Join(state, "lock")); err != nil {
 		t.Fatal(err)
 	}

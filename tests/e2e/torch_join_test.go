@@ -13,7 +13,6 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
-	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // Torch workers on other machines: `easyscale run --listen` of a torch job
@@ -67,23 +66,7 @@ func (s *started) pythonPID(t *testing.T) int {
 
 // committedOn reports whether the ledger under state has a step that ran on
 // workers physical workers.
-func committedOn(state string, workers int) bool {
-	db, err := statedb.OpenReadOnly(state)
-	if err != nil {
-		return false
-	}
-	defer db.Close()
-	rows, err := db.Ledger(0, 1<<62)
-	if err != nil {
-		return false
-	}
-	for _, r := range rows {
-		if r.Workers == workers {
-			return true
-		}
-	}
-	return false
-}
+func committedOn(state string, workers int) bool { return stepsOn(state, workers) > 0 }
 
 // alive reports whether pid runs (a zombie has exited).
 func alive(pid int) bool {

@@ -112,10 +112,7 @@ func TestTorchCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for lastStep(state) < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitStep(t, state, 5, 90*time.Second)
 	cmd.Process.Kill()
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the run finished before the SIGKILL")
