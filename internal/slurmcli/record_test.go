@@ -95,7 +95,7 @@ func TestRecord(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	time.Sleep(3 * time.Second) // two backfill cycles (bf_interval=1) plan the pending jobs
+	waitPlanned(ctx, t, r, ids)
 	save := func(name string, args ...string) {
 		out, err := r.Output(ctx, args[0], args[1:]...)
 		if err != nil {
@@ -142,4 +142,32 @@ func TestRecord(t *testing.T) {
 	}
 	save("sinfo-drained.txt", append([]string{"sinfo"}, SinfoArgs(seps)...)...)
 	save("scontrol-node-drained.txt", "scontrol", "show", "node", "-o", "n4")
+}
+
+// waitPlanned waits until the backfill scheduler (bf_interval=1) has
+// planned every pending job of ids: a start time and the nodes it plans
+// (SchedNodes), as the recordings of pending jobs need. It fails the test
+// after 60 s.
+func waitPlanned(ctx context.Context, t *testing.T, r Runner, ids []string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		pending, err := r.SqueueStart(ctx, "--jobs="+strings.Join(ids, ","))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var unplanned []string
+		for _, j := range pending {
+			if j.StartTime == "" || j.SchedNodes == "" {
+				unplanned = append(unplanned, j.ID)
+			}
+		}
+		if len(unplanned) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backfill has not planned pending jobs %v after 60 s", unplanned)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
