@@ -122,13 +122,13 @@ func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) 
 	// the middle of its cycles (the second grow may be in flight).
 	d1 := startDaemon(t, l, s, "first")
 	waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
-	time.Sleep(1200 * time.Millisecond)
+	waitCycles(t, d1, countLog(t, d1.log, "cycle done")+1, 10*time.Second) // the cycle after the first grow
 	d1.stop(syscall.SIGKILL)
 	before := extrasOf(t, l, e.ID)
 	// 2. Restart while the job runs: every extra job is kept (recorded or
 	// adopted), none is cancelled.
 	d2 := startDaemon(t, l, s, "second")
-	time.Sleep(3 * pollInterval)
+	waitCycles(t, d2, 3, 20*time.Second)
 	d2.stop(syscall.SIGKILL)
 	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
@@ -192,13 +192,15 @@ func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t 
 	}
 	db.Close()
 	d := startDaemon(t, l, s, "backfilld")
-	time.Sleep(8 * time.Second)
+	waitFor(t, 30*time.Second, "5 probes of the unreachable slurmctld", func() bool { return countLog(t, d.log, "slurmctld still unreachable") >= 5 })
 	d.stop(syscall.SIGTERM)
 	var failed, probes int
+	var failedAt, fifthProbeAt time.Time
 	for _, line := range logLines(t, d.log) {
 		switch line["@message"] {
 		case "cycle failed; state kept, retrying":
 			failed++
+			failedAt = logTime(t, line)
 			msg, _ := line["error"].(string)
 			if !strings.Contains(msg, "slurmctld is unreachable") {
 				t.Errorf("error %q does not say slurmctld is unreachable", msg)
@@ -208,16 +210,22 @@ func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t 
 			}
 		case "slurmctld still unreachable":
 			probes++
+			if probes == 5 {
+				fifthProbeAt = logTime(t, line)
+			}
 			if line["retry_in"] != "1s" {
 				t.Errorf("probe retry_in=%v, want the 1s poll interval whatever max_backoff is", line["retry_in"])
 			}
 		}
 	}
-	// 8 s with poll_interval 1s: one failed cycle, then a cheap `scontrol
-	// ping` every second (no backoff, so the first good cycle comes one
-	// poll interval after slurmctld answers).
+	// With poll_interval 1s: one failed cycle, then a cheap `scontrol ping`
+	// every second (no backoff, so the first good cycle comes one poll
+	// interval after slurmctld answers): 5 probes within 8 s of the failure
+	// by the daemon's own clock (backoff to max_backoff would take 14 s).
 	if failed != 1 || probes < 5 {
-		t.Errorf("%d failed cycles and %d probes in 8 s, want 1 and at least 5", failed, probes)
+		t.Errorf("%d failed cycles and %d probes, want 1 and at least 5", failed, probes)
+	} else if gap := fifthProbeAt.Sub(failedAt); gap > 8*time.Second {
+		t.Errorf("the 5th probe came %v after the failed cycle, want within 8 s: probes back off", gap)
 	}
 	db, err = statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
@@ -227,6 +235,44 @@ func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t 
 	if x, err := db.Extra(context.Background(), kept.ID); err != nil || x.State != statedb.ExtraSubmitted {
 		t.Errorf("recorded extra job after the outage: %+v, %v; want it kept as submitted", x, err)
 	}
+}
+
+// countLog counts the lines of the daemon log at path whose message is msg.
+func countLog(t *testing.T, path, msg string) int {
+	t.Helper()
+	n := 0
+	for _, line := range logLines(t, path) {
+		if line["@message"] == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// waitCycles waits until daemon d has logged n cycles ("cycle done", at
+// the debug level the tests' configuration sets) and fails the test when it
+// has not after within, or has stopped.
+func waitCycles(t *testing.T, d *daemonProc, n int, within time.Duration) {
+	t.Helper()
+	waitFor(t, within, fmt.Sprintf("%d cycles of the daemon", n), func() bool {
+		select {
+		case <-d.done:
+			t.Fatalf("the daemon stopped after %d of %d cycles", countLog(t, d.log, "cycle done"), n)
+		default:
+		}
+		return countLog(t, d.log, "cycle done") >= n
+	})
+}
+
+// logTime is the time a daemon log line was written (@timestamp).
+func logTime(t *testing.T, line map[string]any) time.Time {
+	t.Helper()
+	s, _ := line["@timestamp"].(string)
+	at, err := time.Parse("2006-01-02T15:04:05.000Z07:00", s)
+	if err != nil {
+		t.Fatalf("log line %v: @timestamp: %v", line, err)
+	}
+	return at
 }
 
 func logLines(t *testing.T, path string) []map[string]any {
@@ -278,7 +324,7 @@ func TestAUsersJobBorrowingTheExtraCommentIsNeverCancelled(t *testing.T) {
 	}
 	s := settings{dir: t.TempDir(), nodes: []string{"n3"}}
 	d := startDaemon(t, l, s, "backfilld")
-	time.Sleep(4 * pollInterval)
+	waitCycles(t, d, 4, 20*time.Second)
 	d.stop(syscall.SIGTERM)
 	if j, err := l.CLI.Job(context.Background(), id); err != nil || j.State != "RUNNING" {
 		t.Fatalf("job %s is %s (%v) after 4 cycles, want RUNNING: the daemon acted on a job it does not own", id, j.State, err)
