@@ -249,13 +249,14 @@ func TestLabWrapperSubmitsAndRecordsTheRequest(t *testing.T) {
 	if !strings.HasPrefix(comment, "es-req min=1 max=4 lw=8 d1|1") {
 		t.Errorf("squeue comment|nodes = %q, want the request at 1 node", comment)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 		state, _ := command(t, 10*time.Second, nil, "squeue", "-h", "-j", id, "-o", "%T")
-		if strings.TrimSpace(state) == "" || time.Now().After(deadline) {
+		if strings.TrimSpace(state) == "" { // gone from the queue: ended
 			break
 		}
-		time.Sleep(300 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after 60 s", id, strings.TrimSpace(state))
+		}
 	}
 	got, err := os.ReadFile(outFile)
 	if err != nil {
