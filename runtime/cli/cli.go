@@ -1,6 +1,13 @@
 // Package cli implements the `easyscale` command: its subcommands parse
-// flags with spf13/pflag, log with hashicorp/go-hclog and return a process
-// exit code (0 success, 1 failure, 2 bad usage).
+// flags with spf13/pflag (internal/cmdline), log with hashicorp/go-hclog
+// and return a process exit code (0 success, 1 failure, 2 bad usage).
+//
+// The runtime's log keys mean one thing each: job_id is the job's id, its
+// spec digest cut short (jobspec.Spec.ShortID), which the coordinator's
+// logger carries on every line; job_name is the job file's name;
+// slurm_job_id is Slurm's id of the job; node is a machine (a Slurm node,
+// or a joiner's host name); peer a connection's remote address; step,
+// rank and world_size as in the trainer.
 package cli
 
 import (
