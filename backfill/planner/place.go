@@ -1,8 +1,9 @@
 package planner
 
 import (
-	"container/heap"
 	"math"
+
+	"github.com/easyscale/easyscale-slurm/runtime/placement"
 )
 
 // GPU is one GPU a job may run ESTs on.
@@ -31,7 +32,8 @@ type Placement struct {
 // the step's compute time max_i(load_i/speed_i) is as small as possible
 // (EasyScale §4.2, intra-job scheduling over heterogeneous GPUs).
 //
-// Algorithm: give each EST in turn to the GPU whose finish time
+// Algorithm: runtime/placement.Counts, the one implementation of the
+// greedy: give each EST in turn to the GPU whose finish time
 // (load_i+1)/speed_i would be smallest, lower index on ties; a heap makes it
 // O(L log k) for L ESTs on k GPUs.
 //
@@ -41,26 +43,14 @@ type Placement struct {
 // element of each GPU's chain. Any placement with makespan M puts load_i ≤
 // M·speed_i ESTs on GPU i, so V has at least Σ load_i = L elements ≤ M;
 // hence M ≥ the L-th smallest element of V, which is the greedy's makespan.
-// It is the same greedy as runtime/placement.Compute, so the planner and the
-// runtime agree on every placement.
+// The runtime places with the same function (placement.Compute), so the
+// planner and the runtime agree on every placement.
 func Place(logicalWorkers int, gpus []GPU) Placement {
-	p := Placement{Loads: make([]int, len(gpus)), StepTime: math.Inf(1), Waste: 1}
-	h := &finishHeap{}
+	speeds := make([]float64, len(gpus))
 	for i, g := range gpus {
-		if g.Speed > 0 && !math.IsInf(g.Speed, 1) {
-			h.items = append(h.items, finish{t: 1 / g.Speed, i: i})
-		}
+		speeds[i] = g.Speed
 	}
-	if len(h.items) == 0 || logicalWorkers <= 0 {
-		return p
-	}
-	heap.Init(h)
-	for range logicalWorkers {
-		top := &h.items[0]
-		p.Loads[top.i]++
-		top.t = float64(p.Loads[top.i]+1) / gpus[top.i].Speed
-		heap.Fix(h, 0)
-	}
+	p := Placement{Loads: placement.Counts(logicalWorkers, speeds), StepTime: math.Inf(1), Waste: 1}
 	busy, worst := 0.0, 0.0
 	for i, g := range gpus {
 		if p.Loads[i] == 0 {
@@ -70,29 +60,10 @@ func Place(logicalWorkers int, gpus []GPU) Placement {
 		busy += t
 		worst = max(worst, t)
 	}
+	if worst == 0 {
+		return p
+	}
 	p.StepTime = worst
 	p.Waste = 1 - busy/(float64(len(gpus))*worst)
 	return p
-}
-
-type finish struct {
-	t float64
-	i int
-}
-
-type finishHeap struct{ items []finish }
-
-func (h *finishHeap) Len() int { return len(h.items) }
-func (h *finishHeap) Less(a, b int) bool {
-	if h.items[a].t != h.items[b].t {
-		return h.items[a].t < h.items[b].t
-	}
-	return h.items[a].i < h.items[b].i
-}
-func (h *finishHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *finishHeap) Push(x any)    { h.items = append(h.items, x.(finish)) }
-func (h *finishHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
 }

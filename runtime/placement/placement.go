@@ -19,7 +19,9 @@
 package placement
 
 import (
+	"container/heap"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -62,15 +64,7 @@ func Compute(logicalWorkers, workers int, speeds []float64) (Plan, error) {
 			}
 		}
 	} else {
-		for e := 0; e < logicalWorkers; e++ {
-			best := 0
-			for w := 1; w < workers; w++ {
-				if float64(counts[w]+1)/speeds[w] < float64(counts[best]+1)/speeds[best] {
-					best = w
-				}
-			}
-			counts[best]++
-		}
+		counts = Counts(logicalWorkers, speeds)
 	}
 	plan := make(Plan, workers)
 	first := 0
@@ -79,6 +73,60 @@ func Compute(logicalWorkers, workers int, speeds []float64) (Plan, error) {
 		first += c
 	}
 	return plan, nil
+}
+
+// Counts is the greedy of the package doc: the number of ESTs of
+// logicalWorkers on each of len(speeds) workers, each EST in turn to the
+// worker whose finish time (c_w+1)/s_w would be smallest, the lower index
+// on ties. A worker whose speed is not a positive finite number gets none;
+// when no worker has one, every count is 0. O(L log k) for L ESTs on k
+// workers (a heap of the finish times). This is the one implementation:
+// Compute (the runtime's placement) and backfill/planner's Place (the
+// daemon's and the simulator's step-time model) both call it, so the
+// planner and the runtime agree on every placement.
+func Counts(logicalWorkers int, speeds []float64) []int {
+	counts := make([]int, len(speeds))
+	h := &finishHeap{}
+	for i, s := range speeds {
+		if s > 0 && !math.IsInf(s, 1) {
+			h.items = append(h.items, finish{t: 1 / s, i: i})
+		}
+	}
+	if len(h.items) == 0 || logicalWorkers <= 0 {
+		return counts
+	}
+	heap.Init(h)
+	for range logicalWorkers {
+		top := &h.items[0]
+		counts[top.i]++
+		top.t = float64(counts[top.i]+1) / speeds[top.i]
+		heap.Fix(h, 0)
+	}
+	return counts
+}
+
+// finish is a worker's finish time should it take one more EST.
+type finish struct {
+	t float64
+	i int
+}
+
+// finishHeap orders finish times, the lower worker index first on ties.
+type finishHeap struct{ items []finish }
+
+func (h *finishHeap) Len() int { return len(h.items) }
+func (h *finishHeap) Less(a, b int) bool {
+	if h.items[a].t != h.items[b].t {
+		return h.items[a].t < h.items[b].t
+	}
+	return h.items[a].i < h.items[b].i
+}
+func (h *finishHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *finishHeap) Push(x any)    { h.items = append(h.items, x.(finish)) }
+func (h *finishHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
 
 // Owner returns the rank holding logical worker est, or -1 if none does.

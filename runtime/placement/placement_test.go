@@ -2,7 +2,9 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -140,4 +142,26 @@ func ExampleCompute() {
 	p, _ := Compute(8, 3, []float64{3.1, 2.4, 1})
 	fmt.Println(p)
 	// Output: 0-3|4-6|7
+}
+
+func TestCountsGivesUnusableWorkersNothing(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name   string
+		l      int
+		speeds []float64
+		want   []int
+	}{
+		{"proportional to speed", 8, []float64{3, 1}, []int{6, 2}},
+		{"ties go to the lower index", 3, []float64{1, 1}, []int{2, 1}},
+		{"a zero, negative, NaN or infinite speed gets none", 4, []float64{0, 1, -1, math.NaN(), inf, 1}, []int{0, 2, 0, 0, 0, 2}},
+		{"fewer ESTs than workers", 1, []float64{1, 2}, []int{0, 1}},
+		{"no usable worker", 5, []float64{0, inf}, []int{0, 0}},
+		{"no EST", 0, []float64{1}, []int{0}},
+		{"no worker", 3, nil, []int{}},
+	} {
+		if got := Counts(c.l, c.speeds); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Counts(%d, %v) = %v, want %v", c.name, c.l, c.speeds, got, c.want)
+		}
+	}
 }
