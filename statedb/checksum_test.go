@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // cursor is an EST context blob as the trainer writes it.
@@ -219,7 +221,7 @@ func TestMigrationToChecksumsCoversExistingRows(t *testing.T) {
 		t.Fatalf("migrating: %v", err)
 	}
 	defer db.Close()
-	if v, _ := schemaVersion(db.sql); v != len(migrations) {
+	if v, _ := sqlitefile.SchemaVersion(db.sql); v != len(migrations) {
 		t.Fatalf("schema version %d after Open, want %d", v, len(migrations))
 	}
 	rows, err := db.Ledger(0, 10)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
+
 	"golang.org/x/sys/unix"
 
 	// The only package of the module allowed to link SQLite.
@@ -27,11 +29,6 @@ const (
 // DefaultKeepCheckpoints is how many of the newest checkpoints SaveCheckpoint
 // keeps when Options.KeepCheckpoints is zero.
 const DefaultKeepCheckpoints = 3
-
-// busyTimeoutMS is how long a connection waits for another connection's
-// lock before failing with SQLITE_BUSY (readers vs. the writer's
-// checkpointing).
-const busyTimeoutMS = 5000
 
 // Options tunes OpenWith. The zero value gives Open's behaviour.
 type Options struct {
@@ -87,7 +84,7 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
 	if !opts.AllowNetworkFS {
-		if err := checkLocalFS(abs, statfsType); err != nil {
+		if err := sqlitefile.CheckLocalFS(abs, sqlitefile.StatfsType); err != nil {
 			return nil, err
 		}
 	}
@@ -119,7 +116,7 @@ func refuseOrphanCheckpoints(dir string) error {
 }
 
 func (db *DB) openWriter() error {
-	dsn := dsn(filepath.Join(db.dir, DBFile), url.Values{
+	dsn := sqlitefile.DSN(filepath.Join(db.dir, DBFile), url.Values{
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_txlock":       {"immediate"},
@@ -184,12 +181,12 @@ func OpenReadOnly(dir string) (*DB, error) {
 		// checkpointed, which a cleanly closed state never has.
 		params.Set("immutable", "1")
 	}
-	s, err := sql.Open("sqlite3", dsn(path, params))
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, params))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s read-only: %w", path, err)
 	}
 	s.SetMaxOpenConns(1)
-	v, err := schemaVersion(s)
+	v, err := sqlitefile.SchemaVersion(s)
 	if err == nil && v > len(migrations) {
 		err = fmt.Errorf("%w: version %d, this binary knows up to %d", ErrSchemaTooNew, v, len(migrations))
 	}
@@ -201,13 +198,6 @@ func OpenReadOnly(dir string) (*DB, error) {
 		return nil, fmt.Errorf("opening %s read-only: %w", path, err)
 	}
 	return &DB{dir: abs, sql: s, readOnly: true, keep: DefaultKeepCheckpoints}, nil
-}
-
-func dsn(path string, params url.Values) string {
-	params.Set("_busy_timeout", fmt.Sprint(busyTimeoutMS))
-	// SQLite URI filenames treat '?' and '#' as delimiters and decode %XX.
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	return "file:" + esc + "?" + params.Encode()
 }
 
 // Dir returns the absolute path of the state directory.

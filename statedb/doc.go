@@ -1,8 +1,11 @@
 // Package statedb stores a training job's consistency state: the job's
 // identity, a per-step ledger of parameter digests, the allocation history,
 // and checkpoints (safetensors files plus the logical workers' (ESTs')
-// contexts at the checkpoint's step). It is the only package that links
-// SQLite (github.com/mattn/go-sqlite3).
+// contexts at the checkpoint's step). The backfill daemon's store is the
+// sibling package statedb/backfillstore; what the two share about a SQLite
+// file (connection string, schema version, network-filesystem refusal, the
+// lock holder, the errors that report them) is statedb/internal/sqlitefile.
+// Only packages under statedb/ link SQLite (github.com/mattn/go-sqlite3).
 //
 // # Layout of a state directory
 //

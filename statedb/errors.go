@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // Sentinel errors. Every error statedb returns that matches one of these
@@ -24,10 +26,10 @@ var (
 	ErrDivergence = errors.New("re-executed step diverged from the ledger")
 	// ErrLocked: another process holds the state directory's writer lock
 	// (see LockedError).
-	ErrLocked = errors.New("state directory is locked by another writer")
+	ErrLocked = sqlitefile.ErrLocked
 	// ErrNetworkFS: the state directory is on a network filesystem where
 	// SQLite locking and WAL shared memory are unsafe (see NetworkFSError).
-	ErrNetworkFS = errors.New("state directory is on a network filesystem")
+	ErrNetworkFS = sqlitefile.ErrNetworkFS
 	// ErrChecksumMismatch: a checkpoint file's SHA-256 differs from the one
 	// recorded when it was written (see CheckpointError).
 	ErrChecksumMismatch = errors.New("checkpoint checksum mismatch")
@@ -35,10 +37,10 @@ var (
 	ErrNoState = errors.New("no state database")
 	// ErrSchemaTooNew: the database was written by a newer binary whose
 	// schema this one does not know.
-	ErrSchemaTooNew = errors.New("state database schema is newer than this binary")
+	ErrSchemaTooNew = sqlitefile.ErrSchemaTooNew
 	// ErrInvalid: an argument failed validation (the message names the
 	// field).
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = sqlitefile.ErrInvalid
 	// ErrCorruptRow: a row of state.db does not match the checksum stored
 	// beside it; it was changed outside statedb (see CorruptRowError,
 	// CorruptLedgerError).
@@ -135,22 +137,8 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // NetworkFSError reports that the state directory lives on a network or
 // cluster filesystem (FS names it, e.g. "nfs", "lustre"), where SQLite's
-// POSIX locks and WAL shared memory are unreliable
-// (https://www.sqlite.org/wal.html, "WAL does not work over a network
-// filesystem"). It matches ErrNetworkFS.
-type NetworkFSError struct {
-	Dir string
-	FS  string
-}
-
-func (e *NetworkFSError) Error() string {
-	return fmt.Sprintf("state directory %s is on a %s filesystem, where SQLite can corrupt its database: "+
-		"choose a --state directory on a node-local disk (e.g. under /tmp or $SLURM_TMPDIR), "+
-		"or pass --allow-network-fs (Options.AllowNetworkFS) if you are sure only this node writes it", e.Dir, e.FS)
-}
-
-// Unwrap returns ErrNetworkFS.
-func (e *NetworkFSError) Unwrap() error { return ErrNetworkFS }
+// POSIX locks and WAL shared memory are unreliable. It matches ErrNetworkFS.
+type NetworkFSError = sqlitefile.NetworkFSError
 
 // CheckpointError reports a checkpoint that LatestCheckpoint skipped: its
 // rows in state.db do not match their checksum (Err is then a

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 func TestInitJob(t *testing.T) {
@@ -130,7 +132,7 @@ func TestInitJobComparesTheTrainingData(t *testing.T) {
 func TestAJobStoredBeforeDataWasRecordedAdoptsTheData(t *testing.T) {
 	// A state directory written by a binary of schema version 1.
 	dir := t.TempDir()
-	raw, err := sql.Open("sqlite3", dsn(filepath.Join(dir, DBFile), url.Values{}))
+	raw, err := sql.Open("sqlite3", sqlitefile.DSN(filepath.Join(dir, DBFile), url.Values{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,12 @@
 package statedb
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,17 +55,16 @@ func lockDir(dir string) (*dirLock, error) {
 		return nil, fmt.Errorf("opening writer lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder := readHolder(f)
+		pid, host := sqlitefile.ReadHolder(f)
 		f.Close()
 		l.release()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder.Dir = dir
-			return nil, holder
+			return nil, &LockedError{Dir: dir, PID: pid, Host: host}
 		}
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	l.file = f
-	if err := writeHolder(f); err != nil {
+	if err := sqlitefile.WriteHolder(f); err != nil {
 		l.release()
 		return nil, fmt.Errorf("recording writer in %s: %w", path, err)
 	}
@@ -90,7 +87,7 @@ func cannotLockDirectories(err error) bool {
 // the writer runs in another PID namespace or on another host it returns
 // nil.
 func Writer(dir string) *LockedError {
-	if flockHolder(dir) == 0 && flockHolder(filepath.Join(dir, LockFile)) == 0 {
+	if sqlitefile.FlockHolder(dir) == 0 && sqlitefile.FlockHolder(filepath.Join(dir, LockFile)) == 0 {
 		return nil
 	}
 	return holderOf(dir)
@@ -100,99 +97,8 @@ func Writer(dir string) *LockedError {
 // believed over DIR/lock, which anyone who can write the directory may
 // delete or rewrite.
 func holderOf(dir string) *LockedError {
-	e := holder(dir, filepath.Join(dir, LockFile))
-	e.Dir = dir
-	return e
-}
-
-// holder names the process holding the flock on locked: the PID /proc/locks
-// lists for it (on this host), else the "pid=<pid> host=<host>" of
-// lockFile.
-func holder(locked, lockFile string) *LockedError {
-	e := &LockedError{}
-	if f, err := os.Open(lockFile); err == nil {
-		e = readHolder(f)
-		f.Close()
-	}
-	if pid := flockHolder(locked); pid > 0 && pid != e.PID {
-		host, _ := os.Hostname()
-		e.PID, e.Host = pid, host
-	}
-	return e
-}
-
-// flockHolder returns the PID that /proc/locks lists as holding a flock on
-// path, or 0 when none is listed (no procfs, or the holder is outside this
-// PID namespace).
-func flockHolder(path string) int {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0
-	}
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	return parseProcLocks(f, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
-}
-
-// parseProcLocks finds the holder of a FLOCK on the file (major:minor:ino)
-// in the /proc/locks format of proc(5), e.g.
-//
-//	1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF
-//
-// where major and minor are hex. Waiters ("1: -> FLOCK ...") and malformed
-// lines are skipped; it returns 0 when no line matches.
-func parseProcLocks(r io.Reader, major, minor uint32, ino uint64) int {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || f[1] != "FLOCK" {
-			continue
-		}
-		id := strings.Split(f[5], ":")
-		if len(id) != 3 {
-			continue
-		}
-		maj, err1 := strconv.ParseUint(id[0], 16, 32)
-		mnr, err2 := strconv.ParseUint(id[1], 16, 32)
-		in, err3 := strconv.ParseUint(id[2], 10, 64)
-		pid, err4 := strconv.Atoi(f[4])
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-			continue
-		}
-		if uint32(maj) == major && uint32(mnr) == minor && in == ino && pid > 0 {
-			return pid
-		}
-	}
-	return 0
-}
-
-func writeHolder(f *os.File) error {
-	host, _ := os.Hostname()
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
-	_, err := f.WriteAt([]byte(fmt.Sprintf("pid=%d host=%s\n", os.Getpid(), host)), 0)
-	return err
-}
-
-// readHolder parses what writeHolder wrote; unreadable content gives a
-// LockedError without PID and host.
-func readHolder(f *os.File) *LockedError {
-	b, _ := io.ReadAll(io.LimitReader(f, 512))
-	e := &LockedError{}
-	for _, field := range strings.Fields(string(b)) {
-		k, v, _ := strings.Cut(field, "=")
-		switch k {
-		case "pid":
-			fmt.Sscanf(v, "%d", &e.PID)
-		case "host":
-			e.Host = v
-		}
-	}
-	return e
+	pid, host := sqlitefile.Holder(dir, filepath.Join(dir, LockFile))
+	return &LockedError{Dir: dir, PID: pid, Host: host}
 }
 
 // release drops the locks by closing the files. DIR/lock itself stays:

@@ -3,6 +3,8 @@ package statedb
 import (
 	"database/sql"
 	"fmt"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // migrations[i] brings the schema from user_version i to i+1. Append only:
@@ -80,7 +82,7 @@ var migrationFills = map[int]func(*sql.Tx) error{
 // migrate applies the migrations the database has not seen yet, each in its
 // own immediate transaction together with its user_version bump.
 func migrate(s *sql.DB) error {
-	v, err := schemaVersion(s)
+	v, err := sqlitefile.SchemaVersion(s)
 	if err != nil {
 		return err
 	}
@@ -117,12 +119,4 @@ func applyMigration(s *sql.DB, i int) error {
 		return fmt.Errorf("committing migration %d: %w", i+1, err)
 	}
 	return nil
-}
-
-func schemaVersion(s *sql.DB) (int, error) {
-	var v int
-	if err := s.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("reading schema version: %w", err)
-	}
-	return v, nil
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // unhashedEntry is entry(step) for a step whose digest was not computed.
@@ -132,7 +134,7 @@ func TestMigrationToUnhashedKeepsChangedRowsCorrupt(t *testing.T) {
 		t.Fatalf("migrating: %v", err)
 	}
 	defer db.Close()
-	if v, _ := schemaVersion(db.sql); v != 5 || len(migrations) != 5 {
+	if v, _ := sqlitefile.SchemaVersion(db.sql); v != 5 || len(migrations) != 5 {
 		t.Fatalf("schema version %d after Open (binary knows %d), want 5", v, len(migrations))
 	}
 	if bad, err := db.CheckLedger(); err != nil || !slices.Equal(bad, []int64{2}) {

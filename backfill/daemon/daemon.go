@@ -18,7 +18,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // Options are what New needs. Config, DB and Logger are required.
@@ -27,9 +27,9 @@ type Options struct {
 	// Slurm runs the client commands (the zero Runner: PATH and this
 	// process's environment, so SLURM_CONF is inherited).
 	Slurm slurmcli.Runner
-	// DB is the daemon's own store (statedb.OpenBackfill); New does not
+	// DB is the daemon's own store (backfillstore.Open); New does not
 	// close it.
-	DB     *statedb.BackfillDB
+	DB     *backfillstore.DB
 	Logger hclog.Logger
 	// Actuator applies decisions; nil: a SlurmActuator over Slurm, with
 	// --uid when the daemon runs as root.
@@ -47,7 +47,7 @@ type Options struct {
 // planner.Plan → shrink → grow (see the package documentation).
 type Daemon struct {
 	cfg     *config.Config
-	db      *statedb.BackfillDB
+	db      *backfillstore.DB
 	log     hclog.Logger
 	act     Actuator
 	now     func() time.Time
@@ -328,7 +328,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 // decide records a decision; a database error is returned (the cycle stops
 // and is retried).
 func (d *Daemon) decide(ctx context.Context, kind, job, extra, node string, gpus int, detail string) error {
-	return d.db.RecordDecision(ctx, statedb.Decision{Time: d.now(), Kind: kind, Job: job, Extra: extra,
+	return d.db.RecordDecision(ctx, backfillstore.Decision{Time: d.now(), Kind: kind, Job: job, Extra: extra,
 		Node: node, GPUs: gpus, DryRun: d.cfg.DryRun, Detail: detail})
 }
 
@@ -367,7 +367,7 @@ func (d *Daemon) warnUnreadable(v *View) {
 // their parent is expected). It returns gone=true when Slurm no longer
 // knows the id, and a non-empty mismatch naming the first difference; err
 // is a failed squeue.
-func (d *Daemon) verify(ctx context.Context, rec statedb.ExtraJob) (gone bool, mismatch string, err error) {
+func (d *Daemon) verify(ctx context.Context, rec backfillstore.ExtraJob) (gone bool, mismatch string, err error) {
 	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+rec.ID, "--states=all")
 	if noSuchJob(err) {
 		return true, "", nil
@@ -404,7 +404,7 @@ func (d *Daemon) verify(ctx context.Context, rec statedb.ExtraJob) (gone bool, m
 // checkOwned runs verify and says whether the daemon may act on rec now:
 // a job Slurm no longer knows, or one that is not what was submitted (a
 // mismatch, logged once as an error), is not acted on.
-func (d *Daemon) checkOwned(ctx context.Context, rec statedb.ExtraJob, action string) (ok, gone bool, err error) {
+func (d *Daemon) checkOwned(ctx context.Context, rec backfillstore.ExtraJob, action string) (ok, gone bool, err error) {
 	gone, mismatch, err := d.verify(ctx, rec)
 	if err != nil || gone {
 		return false, gone, err
@@ -424,7 +424,7 @@ func (d *Daemon) checkOwned(ctx context.Context, rec statedb.ExtraJob, action st
 // Slurm that the job of that id is still the one submitted (checkOwned),
 // and records why; ended marks the record ended at once (for jobs that
 // never ran or whose parent is gone), also when Slurm no longer knows it.
-func (d *Daemon) cancel(ctx context.Context, rec statedb.ExtraJob, reason string, ended bool) error {
+func (d *Daemon) cancel(ctx context.Context, rec backfillstore.ExtraJob, reason string, ended bool) error {
 	id := rec.ID
 	log := d.log.Named("actuator").With("extra_id", id, "job_id", rec.Parent, "node", rec.Node)
 	log.Info("cancelling extra job", "reason", reason, "dry_run", d.cfg.DryRun)
@@ -446,7 +446,7 @@ func (d *Daemon) cancel(ctx context.Context, rec statedb.ExtraJob, reason string
 		}
 	}
 	if ended && (ok || gone) {
-		if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, statedb.ErrNoExtra) {
+		if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, backfillstore.ErrNoExtra) {
 			return err
 		}
 	}
@@ -470,7 +470,7 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 		reason := fmt.Sprintf("reservation at %s needs node %s", time.Unix(sh.Reservation, 0).Format(time.RFC3339), sh.Node)
 		log := d.log.Named("actuator").With("extra_id", sh.Extra, "job_id", sh.Job, "node", sh.Node)
 		switch {
-		case l.rec.State == statedb.ExtraSignalled:
+		case l.rec.State == backfillstore.ExtraSignalled:
 			if v.Now.Before(l.rec.Signalled.Add(grace)) && v.Now.Before(deadline) {
 				continue
 			}
@@ -529,7 +529,7 @@ func (d *Daemon) shrinkDue(shrinks []planner.Shrink, live map[string]*lent) time
 		}
 		deadline := time.Unix(sh.Deadline, 0)
 		t := deadline.Add(-grace - 2*poll)
-		if l.rec.State == statedb.ExtraSignalled {
+		if l.rec.State == backfillstore.ExtraSignalled {
 			t = minTime(deadline, l.rec.Signalled.Add(grace))
 		}
 		if due.IsZero() || t.Before(due) {
@@ -559,7 +559,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 			log.Info("would grow (dry run)", "time_limit_min", o.timeLimitMinute)
 			continue
 		}
-		intent := statedb.Intent{Parent: e.Job.ID, User: e.User, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
+		intent := backfillstore.Intent{Parent: e.Job.ID, User: e.User, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
 			Partition: d.cfg.Extra.Partition, Node: o.node, Time: d.now()}
 		seq, err := d.db.RecordIntent(ctx, intent)
 		if err != nil {
@@ -577,9 +577,9 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 			continue
 		}
 		now := d.now()
-		rec := statedb.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
+		rec := backfillstore.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
 			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now,
-			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: statedb.ExtraSubmitted,
+			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: backfillstore.ExtraSubmitted,
 			Name: intent.Name, Comment: intent.Comment}
 		if err := d.db.RecordExtra(ctx, rec); err != nil {
 			return fmt.Errorf("recording extra job %s (it runs; the next cycle adopts it from its submission intent): %w", id, err)

@@ -20,7 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 const elasticComment = "es-req min=1 max=3 lw=4 d1"
@@ -29,7 +29,7 @@ const elasticComment = "es-req min=1 max=3 lw=4 d1"
 type testDaemon struct {
 	*Daemon
 	fake *fakeSlurm
-	db   *statedb.BackfillDB
+	db   *backfillstore.DB
 	now  time.Time
 }
 
@@ -47,7 +47,7 @@ func (td *testDaemon) cycle(t *testing.T) Report {
 	return r
 }
 
-func (td *testDaemon) active(t *testing.T) []statedb.ExtraJob {
+func (td *testDaemon) active(t *testing.T) []backfillstore.ExtraJob {
 	t.Helper()
 	xs, err := td.db.ActiveExtras(context.Background())
 	if err != nil {
@@ -80,7 +80,7 @@ state_db = "` + filepath.Join(dir, "backfill.db") + `"
 
 func newTestDaemonWith(t *testing.T, fake *fakeSlurm, cfg *config.Config) *testDaemon {
 	t.Helper()
-	db, err := statedb.OpenBackfill(cfg.StateDB)
+	db, err := backfillstore.Open(cfg.StateDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestExtraJobsAreSignalledThenCancelledBeforeAReservedStart(t *testing.T) {
 				if !slices.Contains(r.Signalled, id) {
 					t.Errorf("report signalled %v, want %s", r.Signalled, id)
 				}
-				if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraSignalled || !x.Signalled.Equal(td.now) {
+				if x, _ := td.db.Extra(context.Background(), id); x.State != backfillstore.ExtraSignalled || !x.Signalled.Equal(td.now) {
 					t.Errorf("record %+v, want signalled at %v", x, td.now)
 				}
 			case c == "scancel "+id && cancelled.IsZero():
@@ -284,7 +284,7 @@ func TestExtraJobsAreSignalledThenCancelledBeforeAReservedStart(t *testing.T) {
 	case !cancelled.Before(deadline):
 		t.Errorf("cancelled at %v, not before the deadline %v", cancelled, deadline)
 	}
-	if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraEnded || x.Reason != "CANCELLED" {
+	if x, _ := td.db.Extra(context.Background(), id); x.State != backfillstore.ExtraEnded || x.Reason != "CANCELLED" {
 		t.Errorf("record %+v, want ended CANCELLED", x)
 	}
 	if got := value(td.Metrics().Shrinks.WithLabelValues("signal")); got != float64(len(extras)) {
@@ -324,7 +324,7 @@ func TestAPendingExtraJobIsCountedAndCancelledAfterPendingTimeout(t *testing.T) 
 	if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+id {
 		t.Fatalf("%v, want scancel %s", got, id)
 	}
-	if x, _ := td.db.Extra(context.Background(), id); x.State != statedb.ExtraEnded || !strings.Contains(x.Reason, "pending_timeout") {
+	if x, _ := td.db.Extra(context.Background(), id); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, "pending_timeout") {
 		t.Errorf("record %+v, want ended for pending_timeout", x)
 	}
 }
@@ -340,7 +340,7 @@ func TestExtraJobsOfAParentThatEndedAreCancelled(t *testing.T) {
 	if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+r.Submitted[0] {
 		t.Fatalf("%v, want scancel of %v", got, r.Submitted)
 	}
-	if x, _ := td.db.Extra(context.Background(), r.Submitted[0]); x.State != statedb.ExtraEnded || !strings.Contains(x.Reason, "parent job 10") {
+	if x, _ := td.db.Extra(context.Background(), r.Submitted[0]); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, "parent job 10") {
 		t.Errorf("record %+v, want ended because parent 10 is not running", x)
 	}
 }
@@ -352,7 +352,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 		// daemon left them; it returns the extra job's id.
 		setup       func(t *testing.T, td *testDaemon) string
 		wantScancel string // "" none, "hard", "term"
-		wantState   statedb.ExtraState
+		wantState   backfillstore.ExtraState
 		wantReason  string
 	}{
 		{"an unrecorded running extra job of its submission intent is adopted, not cancelled",
@@ -360,7 +360,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
-			}, "", statedb.ExtraSubmitted, "adopted"},
+			}, "", backfillstore.ExtraSubmitted, "adopted"},
 		{"an unrecorded extra-form job without a submission intent is neither adopted nor cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
@@ -370,7 +370,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 			func(t *testing.T, td *testDaemon) string {
 				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
-			}, "hard", statedb.ExtraEnded, "parent job 10"},
+			}, "hard", backfillstore.ExtraEnded, "parent job 10"},
 		{"an unrecorded extra job whose parent is gone and that no intent matches is left alone",
 			func(t *testing.T, td *testDaemon) string {
 				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
@@ -380,35 +380,35 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "", 0, 20*time.Minute).id
-			}, "", statedb.ExtraSubmitted, "adopted"},
+			}, "", backfillstore.ExtraSubmitted, "adopted"},
 		{"an extra job signalled before the restart is cancelled once its grace period is over",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, State: statedb.ExtraSignalled,
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, State: backfillstore.ExtraSignalled,
 					Submitted: td.now.Add(-time.Minute), End: td.now.Add(19 * time.Minute), Signalled: td.now.Add(-20 * time.Second)})
 				return j.id
-			}, "hard", statedb.ExtraSignalled, ""},
+			}, "hard", backfillstore.ExtraSignalled, ""},
 		{"a recorded extra job Slurm shows PREEMPTED is marked ended PREEMPTED",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 				td.fake.set(func() { j.state = "PREEMPTED" })
-				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return j.id
-			}, "", statedb.ExtraEnded, "PREEMPTED"},
+			}, "", backfillstore.ExtraEnded, "PREEMPTED"},
 		{"a recorded extra job Slurm no longer lists is marked gone",
 			func(t *testing.T, td *testDaemon) string {
-				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return "11"
-			}, "", statedb.ExtraEnded, "gone"},
+			}, "", backfillstore.ExtraEnded, "gone"},
 		{"a recorded running extra job of a running parent is kept",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
 				td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-				record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return "11"
-			}, "", statedb.ExtraSubmitted, ""},
+			}, "", backfillstore.ExtraSubmitted, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -446,7 +446,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 // record writes x as the daemon would have recorded its submission: user
 // alice (the fake's), partition low, and the extra job form of its parent
 // unless x says otherwise.
-func record(t *testing.T, td *testDaemon, x statedb.ExtraJob) {
+func record(t *testing.T, td *testDaemon, x backfillstore.ExtraJob) {
 	t.Helper()
 	if x.User == "" {
 		x.User = "alice"
@@ -466,7 +466,7 @@ func record(t *testing.T, td *testDaemon, x statedb.ExtraJob) {
 // an extra job of parent on node at time at (user alice, partition low).
 func intend(t *testing.T, td *testDaemon, parent, node string, at time.Time) {
 	t.Helper()
-	in := statedb.Intent{Parent: parent, User: "alice", Name: ExtraJobName(parent), Comment: ExtraComment(parent),
+	in := backfillstore.Intent{Parent: parent, User: "alice", Name: ExtraJobName(parent), Comment: ExtraComment(parent),
 		Partition: "low", Node: node, Time: at}
 	if _, err := td.db.RecordIntent(context.Background(), in); err != nil {
 		t.Fatal(err)
@@ -496,7 +496,7 @@ func TestUnreachableSlurmctldChangesNothing(t *testing.T) {
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
 		t.Fatalf("cycle error %v, want ErrUnreachable with Slurm's message", err)
 	}
-	if xs := td.active(t); len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].State != statedb.ExtraSubmitted {
+	if xs := td.active(t); len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].State != backfillstore.ExtraSubmitted {
 		t.Errorf("state changed while Slurm was down: %+v", xs)
 	}
 	if got := value(td.Metrics().SlurmFailures); got != 1 {
@@ -938,7 +938,7 @@ func TestAJobWhoseRecordCannotBeReadIsSkippedWithOneWarningAndTheCycleGoesOn(t *
 	td.fake.running("20", elasticComment, "n4", 1, time.Hour, rendezvous(t, "20"))
 	x := td.fake.extra("21", "20", "n4", 1, 20*time.Minute)
 	td.fake.set(func() { x.unreadable = true })
-	record(t, td, statedb.ExtraJob{ID: "21", Parent: "20", Node: "n4", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+	record(t, td, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n4", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 	td.fake.running("10", "es-req min=1 max=2 lw=8 d1", "n1", 4, time.Hour, rendezvous(t, "10"))
 	r := td.cycle(t)
 	if len(r.Submitted) == 0 {
@@ -968,7 +968,7 @@ func TestAJobWhoseRecordCannotBeReadIsSkippedWithOneWarningAndTheCycleGoesOn(t *
 			t.Errorf("job %s: %d warnings in 3 cycles, want one", id, n)
 		}
 	}
-	if rec, err := td.db.Extra(context.Background(), "21"); err != nil || rec.State != statedb.ExtraSubmitted {
+	if rec, err := td.db.Extra(context.Background(), "21"); err != nil || rec.State != backfillstore.ExtraSubmitted {
 		t.Errorf("record of the unreadable extra job 21: %+v, %v; want it kept as submitted", rec, err)
 	}
 }
@@ -996,7 +996,7 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 			td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
 			// Job 11 was submitted for parent 10, which is gone: it is to be cancelled.
 			j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-			record(t, td, statedb.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
+			record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 			// Slurm's job 11 changes between the snapshot and the re-read.
 			td.fake.set(func() {
 				td.fake.onJobs = func() {
@@ -1019,7 +1019,7 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 				if n := countLogs(t, &logs, "not cancelling: Slurm's job 11 is not the extra job this daemon submitted", "11"); n != 1 {
 					t.Errorf("%d error lines about job 11 in 2 cycles, want one:\n%s", n, logs.String())
 				}
-				if rec, _ := td.db.Extra(context.Background(), "11"); tc.kept && rec.State == statedb.ExtraEnded {
+				if rec, _ := td.db.Extra(context.Background(), "11"); tc.kept && rec.State == backfillstore.ExtraEnded {
 					t.Errorf("record %+v marked ended though nothing was cancelled", rec)
 				}
 			}

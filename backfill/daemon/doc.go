@@ -103,7 +103,7 @@
 // # State, restarts and reconciliation
 //
 // Every decision and every submitted extra job is written to the daemon's
-// SQLite file (statedb.OpenBackfill; one daemon per file, enforced by flock
+// SQLite file (backfillstore.Open; one daemon per file, enforced by flock
 // on the file itself, so deleting state_db's .lock file lets no second
 // daemon in; the refusal names the running daemon's PID).
 // Reconciliation runs at the start of every cycle, so a restart after

@@ -11,7 +11,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // Version is stamped by the build (-ldflags -X).
@@ -25,7 +25,7 @@ var Version = "dev"
 // state database, and runs until ctx is done (--once: one cycle, logged in
 // one line at info, whatever it did). A dry run (--dry-run or dry_run) has no
 // side effect but its logs: it never calls sbatch or scancel and works on an
-// in-memory copy of state_db (statedb.OpenBackfillDryRun), creating nothing
+// in-memory copy of state_db (backfillstore.OpenDryRun), creating nothing
 // on disk. --record FILE (with --once) writes the cycle's planner snapshot
 // and decisions to FILE as a [Recording]. It returns the exit code: 0, 1 for a runtime error, 2 for bad
 // flags or config.
@@ -64,9 +64,9 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	}
 	cfg.DryRun = cfg.DryRun || *dryRun
 	log := NewLogger(cfg.Log, stderr)
-	open := statedb.OpenBackfill
+	open := backfillstore.Open
 	if cfg.DryRun {
-		open = statedb.OpenBackfillDryRun
+		open = backfillstore.OpenDryRun
 	}
 	db, err := open(cfg.StateDB)
 	if err != nil {

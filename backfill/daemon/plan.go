@@ -9,13 +9,13 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // lent is one live extra job as the planner and the actuator need it: the
 // view of Slurm merged with the daemon's record.
 type lent struct {
-	rec     statedb.ExtraJob
+	rec     backfillstore.ExtraJob
 	view    *ExtraView
 	pending bool
 	end     time.Time // when its GPUs are back (time limit, or signal + grace)

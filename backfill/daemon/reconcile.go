@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // reconciled is what reconcile hands to planning: the live extra jobs this
@@ -94,7 +94,7 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 	log.Info("leaving job alone: "+why, "dry_run", d.cfg.DryRun)
 }
 
-func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
+func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
 	log := d.log.Named("reconcile").With("extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node)
 	if why := unreadable(v, rec); why != nil {
 		log.Debug("leaving recorded extra job as it is this cycle: squeue printed a record that cannot be read", "error", why)
@@ -125,7 +125,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJ
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
 		return d.cancel(ctx, rec, fmt.Sprintf("still pending (%s) after pending_timeout %v", x.Job.Reason, d.cfg.PendingTimeout), true)
-	case rec.State == statedb.ExtraSignalled && !v.Now.Before(rec.Signalled.Add(grace)):
+	case rec.State == backfillstore.ExtraSignalled && !v.Now.Before(rec.Signalled.Add(grace)):
 		d.metrics.Shrinks.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
 		return d.cancel(ctx, rec, "still running after the grace period: "+rec.Reason, false)
@@ -134,7 +134,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJ
 	if pending || l.end.IsZero() {
 		l.end = v.Now.Add(rec.End.Sub(rec.Submitted))
 	}
-	if rec.State == statedb.ExtraSignalled {
+	if rec.State == backfillstore.ExtraSignalled {
 		l.end = minTime(l.end, rec.Signalled.Add(grace))
 	}
 	rc.live[rec.ID] = l
@@ -144,7 +144,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec statedb.ExtraJ
 // unreadable returns why rec's job or its parent is missing from the view
 // because squeue printed a record the snapshot could not read (nil when
 // neither is).
-func unreadable(v *View, rec statedb.ExtraJob) error {
+func unreadable(v *View, rec backfillstore.ExtraJob) error {
 	if err := v.Unreadable[rec.ID]; err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func unreadable(v *View, rec statedb.ExtraJob) error {
 // logged once, and counted as GPUs lent to its user when its parent is a
 // running elastic job of the same user (another daemon's extra job), or
 // planned as an ordinary job.
-func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, running map[string]bool, intents *[]statedb.Intent,
+func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, running map[string]bool, intents *[]backfillstore.Intent,
 	rc *reconciled, r *Report) error {
 	x := v.Extras[id]
 	if x.Job.State == "COMPLETING" {
@@ -169,7 +169,7 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 	}
 	if _, err := d.db.Extra(ctx, id); err == nil {
 		return nil // recorded as ended (we cancelled it); Slurm has not caught up
-	} else if !errors.Is(err, statedb.ErrNoExtra) {
+	} else if !errors.Is(err, backfillstore.ErrNoExtra) {
 		return err
 	}
 	if k := matchIntent(*intents, x); k >= 0 {
@@ -189,7 +189,7 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 
 // matchIntent returns the index of the submission intent x was submitted
 // from (same parent, user, job name, comment, partition and node), or -1.
-func matchIntent(intents []statedb.Intent, x *ExtraView) int {
+func matchIntent(intents []backfillstore.Intent, x *ExtraView) int {
 	for k, in := range intents {
 		onNode := in.Node == x.Node || in.Node == x.Job.NodeList || in.Node == x.Job.ReqNodes
 		if in.Parent == x.Parent && in.User == x.Job.User && in.Name == x.Job.Name && in.Comment == x.Job.Comment &&
@@ -206,7 +206,7 @@ func matchIntent(intents []statedb.Intent, x *ExtraView) int {
 const intentTTL = 10 * time.Minute
 
 // expireIntents deletes the submission intents left unmatched for intentTTL.
-func (d *Daemon) expireIntents(ctx context.Context, v *View, left []statedb.Intent) error {
+func (d *Daemon) expireIntents(ctx context.Context, v *View, left []backfillstore.Intent) error {
 	for _, in := range left {
 		if v.Now.Sub(in.Time) < intentTTL || d.cfg.DryRun {
 			continue
@@ -222,7 +222,7 @@ func (d *Daemon) expireIntents(ctx context.Context, v *View, left []statedb.Inte
 
 // adopt records an unrecorded extra job submitted from intent in, then
 // reconciles it as a recorded one.
-func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in statedb.Intent, running map[string]bool,
+func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in backfillstore.Intent, running map[string]bool,
 	rc *reconciled, r *Report) error {
 	gpus := x.GPUs
 	if gpus == 0 {
@@ -230,8 +230,8 @@ func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in
 			gpus = slurmcli.GPUs(g)
 		}
 	}
-	rec := statedb.ExtraJob{ID: id, Parent: in.Parent, User: in.User, Partition: in.Partition, Node: in.Node,
-		GPUType: nodeType(v, in.Node), GPUs: gpus, Submitted: in.Time, End: x.End, State: statedb.ExtraSubmitted,
+	rec := backfillstore.ExtraJob{ID: id, Parent: in.Parent, User: in.User, Partition: in.Partition, Node: in.Node,
+		GPUType: nodeType(v, in.Node), GPUs: gpus, Submitted: in.Time, End: x.End, State: backfillstore.ExtraSubmitted,
 		Reason: "adopted after a restart", Adopted: true, Name: in.Name, Comment: in.Comment}
 	if rec.End.IsZero() {
 		rec.End = v.Now

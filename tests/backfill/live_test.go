@@ -14,7 +14,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 const pollInterval = time.Second
@@ -130,7 +130,7 @@ func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) 
 	d2 := startDaemon(t, l, s, "second")
 	waitCycles(t, d2, 3, 20*time.Second)
 	d2.stop(syscall.SIGKILL)
-	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +182,11 @@ func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t 
 	if err := os.WriteFile(s.conf, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := statedb.ExtraJob{ID: "999999", Parent: "999998", Node: "n1", GPUs: 1, Submitted: time.Now(), End: time.Now().Add(time.Hour)}
+	kept := backfillstore.ExtraJob{ID: "999999", Parent: "999998", Node: "n1", GPUs: 1, Submitted: time.Now(), End: time.Now().Add(time.Hour)}
 	if err := db.RecordExtra(context.Background(), kept); err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +227,12 @@ func TestUnreachableSlurmctldIsReportedAndProbedEveryPollIntervalKeepingState(t 
 	} else if gap := fifthProbeAt.Sub(failedAt); gap > 8*time.Second {
 		t.Errorf("the 5th probe came %v after the failed cycle, want within 8 s: probes back off", gap)
 	}
-	db, err = statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	db, err = backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if x, err := db.Extra(context.Background(), kept.ID); err != nil || x.State != statedb.ExtraSubmitted {
+	if x, err := db.Extra(context.Background(), kept.ID); err != nil || x.State != backfillstore.ExtraSubmitted {
 		t.Errorf("recorded extra job after the outage: %+v, %v; want it kept as submitted", x, err)
 	}
 }
@@ -295,7 +295,7 @@ func logLines(t *testing.T, path string) []map[string]any {
 
 func countDecisions(t *testing.T, s settings, kind string) int {
 	t.Helper()
-	db, err := statedb.OpenBackfill(filepath.Join(s.dir, "backfill.db"))
+	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package statedb
+package sqlitefile
 
 import (
 	"fmt"
@@ -25,8 +25,8 @@ var networkFS = map[int64]string{
 	0x20030528: "orangefs",
 }
 
-// statfsType returns the filesystem magic of path.
-func statfsType(path string) (int64, error) {
+// StatfsType returns the filesystem magic of path (statfs(2) f_type).
+func StatfsType(path string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, err
@@ -35,9 +35,10 @@ func statfsType(path string) (int64, error) {
 	return int64(uint32(st.Type)), nil
 }
 
-// checkLocalFS refuses dir when it is on a network filesystem; statfs is a
-// parameter so tests can pretend to be on NFS.
-func checkLocalFS(dir string, statfs func(string) (int64, error)) error {
+// CheckLocalFS refuses dir, with a *NetworkFSError, when it is on a network
+// filesystem; statfs is a parameter (StatfsType) so tests can pretend to be
+// on NFS.
+func CheckLocalFS(dir string, statfs func(string) (int64, error)) error {
 	magic, err := statfs(dir)
 	if err != nil {
 		return fmt.Errorf("checking filesystem of state directory %s: %w", dir, err)

@@ -1,4 +1,4 @@
-package statedb
+package backfillstore
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
-func openBackfillTest(t *testing.T) *BackfillDB {
+func openBackfillTest(t *testing.T) *DB {
 	t.Helper()
-	db, err := OpenBackfill(filepath.Join(t.TempDir(), "sub", "backfill.db"))
+	db, err := Open(filepath.Join(t.TempDir(), "sub", "backfill.db"))
 	if err != nil {
-		t.Fatalf("OpenBackfill: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
@@ -26,7 +28,7 @@ func openBackfillTest(t *testing.T) *BackfillDB {
 func TestBackfillExtraRoundTripsAndSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "backfill.db")
-	db, err := OpenBackfill(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestBackfillExtraRoundTripsAndSurvivesReopen(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("database file mode %v (%v), want 0600", st.Mode().Perm(), err)
 	}
-	db, err = OpenBackfill(path)
+	db, err = Open(path)
 	if err != nil {
 		t.Fatalf("reopening: %v", err)
 	}
@@ -129,7 +131,7 @@ func TestBackfillErrors(t *testing.T) {
 
 // TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn: the daemon's
 // lock is held on the database file itself. With PATH.lock deleted, emptied
-// or overwritten, a second OpenBackfill is refused naming the first holder
+// or overwritten, a second Open is refused naming the first holder
 // (this process), and the first still writes.
 func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 	host, _ := os.Hostname()
@@ -151,7 +153,7 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "backfill.db")
-			first, err := OpenBackfill(path)
+			first, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,12 +161,12 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 			if err := c.tamper(path + ".lock"); err != nil {
 				t.Fatal(err)
 			}
-			second, err := OpenBackfill(path)
+			second, err := Open(path)
 			if !errors.Is(err, ErrLocked) {
 				if second != nil {
 					second.Close()
 				}
-				t.Fatalf("second OpenBackfill after %s: err = %v, want ErrLocked", c.name, err)
+				t.Fatalf("second Open after %s: err = %v, want ErrLocked", c.name, err)
 			}
 			if want := fmt.Sprintf("process %d on host %q", os.Getpid(), host); !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not name the holder: %s", err, want)
@@ -173,9 +175,9 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 				t.Fatalf("first daemon after the refusal: %v", err)
 			}
 			first.Close()
-			third, err := OpenBackfill(path)
+			third, err := Open(path)
 			if err != nil {
-				t.Fatalf("OpenBackfill after the first closed: %v", err)
+				t.Fatalf("Open after the first closed: %v", err)
 			}
 			third.Close()
 		})
@@ -184,16 +186,16 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 
 func TestBackfillSecondOpenIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "backfill.db")
-	db, err := OpenBackfill(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenBackfill(path)
+	_, err = Open(path)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open: %v, want ErrLocked", err)
 	}
 	db.Close()
-	db2, err := OpenBackfill(path)
+	db2, err := Open(path)
 	if err != nil {
 		t.Fatalf("open after the first closed: %v", err)
 	}
@@ -202,7 +204,7 @@ func TestBackfillSecondOpenIsRefusedWhileTheFirstHoldsTheLock(t *testing.T) {
 
 func TestBackfillNewerSchemaIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "backfill.db")
-	db, err := OpenBackfill(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestBackfillNewerSchemaIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenBackfill(path); !errors.Is(err, ErrSchemaTooNew) {
+	if _, err := Open(path); !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("open: %v, want ErrSchemaTooNew", err)
 	}
 }
@@ -273,7 +275,7 @@ func TestADryRunStoreLeavesTheDiskAlone(t *testing.T) {
 		}, false},
 		{"an existing database is read, not written", func(t *testing.T, dir string) (string, []string) {
 			path := filepath.Join(dir, "backfill.db")
-			db, err := OpenBackfill(path)
+			db, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +291,7 @@ func TestADryRunStoreLeavesTheDiskAlone(t *testing.T) {
 			dir := t.TempDir()
 			path, want := tc.setup(t, dir)
 			before := dirState(t, filepath.Dir(path))
-			db, err := OpenBackfillDryRun(path)
+			db, err := OpenDryRun(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +328,7 @@ func TestADryRunStoreLeavesTheDiskAlone(t *testing.T) {
 func TestADryRunStoreReadsTheFileOfARunningDaemon(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "backfill.db")
-	live, err := OpenBackfill(path)
+	live, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +336,7 @@ func TestADryRunStoreReadsTheFileOfARunningDaemon(t *testing.T) {
 	if err := live.RecordExtra(ctx, ExtraJob{ID: "12", Parent: "7", Node: "n2", GPUs: 1}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenBackfillDryRun(path)
+	db, err := OpenDryRun(path)
 	if err != nil {
 		t.Fatalf("dry run beside the lock holder: %v", err)
 	}
@@ -377,7 +379,7 @@ func TestBackfillIntentsAreKeptUntilDeleted(t *testing.T) {
 func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "backfill.db")
-	s, err := sql.Open("sqlite3", dsn(path, url.Values{}))
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +390,7 @@ func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 		}
 	}
 	s.Close()
-	dry, err := OpenBackfillDryRun(path)
+	dry, err := OpenDryRun(path)
 	if err != nil {
 		t.Fatalf("dry run of a version 1 file: %v", err)
 	}
@@ -396,7 +398,7 @@ func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 		t.Errorf("dry-run copy of a version 1 row: %+v, %v", x, err)
 	}
 	dry.Close()
-	db, err := OpenBackfill(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package statedb
+package backfillstore
 
 import (
 	"context"
@@ -11,34 +11,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
+
 	"golang.org/x/sys/unix"
+
+	// Only packages under statedb/ link SQLite.
+	_ "github.com/mattn/go-sqlite3"
 )
 
-// The backfill daemon's own store, separate from a job's state.db.
-//
-// # Schema of the backfill database (PRAGMA user_version = 2)
-//
-//	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
-//	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
-//	       job_name, comment)
-//	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
-//	          dry_run, detail)
-//	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
-//	        partition, node, time_ns)
-//
-// extras holds every extra Slurm job the daemon submitted (or adopted after a
-// restart), with its lifecycle state and what it was submitted as (user, job
-// name, comment, partition: the daemon checks these against Slurm before it
-// signals or cancels the job; rows of version 1 have "" name and comment);
-// intents holds each submission from just before sbatch until its extra job
-// is recorded, so a daemon killed in between can tell its own job from a
-// look-alike; decisions is an append-only log of what each cycle decided
-// (grows, shrinks, cancels, adoptions). Times are Unix
-// nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
-// writes a few rows per cycle, and a row for a submitted extra job must survive
-// a power cut so that the next start reconciles it.
+// Errors a store returns besides ErrNoExtra: the same values as statedb's,
+// so errors.Is matches either.
+var (
+	// ErrLocked: another easyscale-backfilld holds the database (the
+	// message names its PID and host).
+	ErrLocked = sqlitefile.ErrLocked
+	// ErrNetworkFS: the database's directory is on a network filesystem.
+	ErrNetworkFS = sqlitefile.ErrNetworkFS
+	// ErrSchemaTooNew: the database was written by a newer binary.
+	ErrSchemaTooNew = sqlitefile.ErrSchemaTooNew
+	// ErrInvalid: a record failed validation (the message names the field).
+	ErrInvalid = sqlitefile.ErrInvalid
+)
 
-// ErrNoExtra is returned by [BackfillDB.Extra] for an extra job the database
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// ErrNoExtra is returned by [DB.Extra] for an extra job the database
 // does not record.
 var ErrNoExtra = errors.New("no such extra job in the backfill database")
 
@@ -111,10 +110,10 @@ type Decision struct {
 	Detail string
 }
 
-// BackfillDB is easyscale-backfilld's SQLite store. It is opened by one
+// DB is easyscale-backfilld's SQLite store. It is opened by one
 // daemon at a time (flocks on the database file and on PATH.lock, see
 // backfillLock) and is safe for concurrent use by several goroutines.
-type BackfillDB struct {
+type DB struct {
 	path string
 	sql  *sql.DB
 	lock *backfillLock // nil for a dry run
@@ -163,14 +162,14 @@ var backfillMigrations = []string{
 	);`,
 }
 
-// OpenBackfill opens (creating if needed, mode 0600, parent directory 0700)
+// Open opens (creating if needed, mode 0600, parent directory 0700)
 // the backfill daemon's database at path and takes exclusive, non-blocking
 // flocks on the file itself and on path+".lock" (deleting the latter lets
 // no second daemon in). Errors wrap ErrLocked when another daemon holds the
 // lock (the message names its PID and host), ErrNetworkFS
 // when the directory is on a network filesystem, ErrSchemaTooNew for a
 // database written by a newer binary, or the filesystem/SQLite error.
-func OpenBackfill(path string) (*BackfillDB, error) {
+func Open(path string) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("resolving backfill database path %q: %w", path, err)
@@ -178,14 +177,14 @@ func OpenBackfill(path string) (*BackfillDB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory of backfill database: %w", err)
 	}
-	if err := checkLocalFS(filepath.Dir(abs), statfsType); err != nil {
+	if err := sqlitefile.CheckLocalFS(filepath.Dir(abs), sqlitefile.StatfsType); err != nil {
 		return nil, fmt.Errorf("opening backfill database %s: %w", abs, err)
 	}
 	lock, err := lockBackfill(abs + ".lock")
 	if err != nil {
 		return nil, err
 	}
-	db := &BackfillDB{path: abs, lock: lock}
+	db := &DB{path: abs, lock: lock}
 	if err := db.open(); err != nil {
 		lock.release()
 		return nil, err
@@ -193,7 +192,7 @@ func OpenBackfill(path string) (*BackfillDB, error) {
 	return db, nil
 }
 
-// OpenBackfillDryRun opens an in-memory backfill database for a dry run
+// OpenDryRun opens an in-memory backfill database for a dry run
 // (easyscale-backfilld --dry-run): nothing is created or written on disk and
 // no lock is taken, so a dry run may run beside the daemon that owns path.
 // When the file at path exists, its extra jobs are copied in through a
@@ -201,12 +200,12 @@ func OpenBackfill(path string) (*BackfillDB, error) {
 // recorded); a missing file gives an empty store. Path returns path with
 // " (dry run: in-memory copy)". Errors wrap ErrSchemaTooNew for a file
 // written by a newer binary, or the SQLite error.
-func OpenBackfillDryRun(path string) (*BackfillDB, error) {
+func OpenDryRun(path string) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("resolving backfill database path %q: %w", path, err)
 	}
-	s, err := sql.Open("sqlite3", "file::memory:?"+url.Values{"_busy_timeout": {fmt.Sprint(busyTimeoutMS)}}.Encode())
+	s, err := sql.Open("sqlite3", "file::memory:?"+url.Values{"_busy_timeout": {fmt.Sprint(sqlitefile.BusyTimeoutMS)}}.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("opening in-memory backfill database: %w", err)
 	}
@@ -228,7 +227,7 @@ func OpenBackfillDryRun(path string) (*BackfillDB, error) {
 		s.Close()
 		return nil, fmt.Errorf("reading backfill database %s for a dry run: %w", abs, err)
 	}
-	return &BackfillDB{path: abs + " (dry run: in-memory copy)", sql: s}, nil
+	return &DB{path: abs + " (dry run: in-memory copy)", sql: s}, nil
 }
 
 // copyExtrasReadOnly copies the extras table of the file at path into s.
@@ -270,14 +269,14 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 	return nil
 }
 
-func (db *BackfillDB) open() error {
+func (db *DB) open() error {
 	// Create the file first so that it gets mode 0600, not SQLite's 0644.
 	f, err := os.OpenFile(db.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating backfill database: %w", err)
 	}
 	f.Close()
-	s, err := sql.Open("sqlite3", dsn(db.path, url.Values{
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(db.path, url.Values{
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"FULL"},
 		"_txlock":       {"immediate"},
@@ -295,7 +294,7 @@ func (db *BackfillDB) open() error {
 }
 
 func migrateBackfill(s *sql.DB) error {
-	v, err := schemaVersion(s)
+	v, err := sqlitefile.SchemaVersion(s)
 	if err != nil {
 		return err
 	}
@@ -331,7 +330,7 @@ func migrateBackfill(s *sql.DB) error {
 // may hold other daemons' stores (several state_db files side by side), and
 // any user who can read it could take a flock on it and keep the daemon
 // from starting. flock and SQLite's POSIX locks do not interact on a local
-// filesystem (OpenBackfill refuses network ones); db stays open until the
+// filesystem (Open refuses network ones); db stays open until the
 // SQLite connection is closed, as closing any descriptor of the file drops
 // the process's POSIX locks on it.
 type backfillLock struct {
@@ -359,8 +358,8 @@ func lockBackfill(path string) (*backfillLock, error) {
 			l.release()
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				who := "another process"
-				if h := holder(path, lockPath); h.PID > 0 {
-					who = fmt.Sprintf("process %d on host %q", h.PID, h.Host)
+				if pid, host := sqlitefile.Holder(path, lockPath); pid > 0 {
+					who = fmt.Sprintf("process %d on host %q", pid, host)
 				}
 				return nil, fmt.Errorf("backfill database %s is locked by %s: only one easyscale-backfilld may use a database "+
 					"(stop it, or set another state_db): %w", path, who, ErrLocked)
@@ -373,7 +372,7 @@ func lockBackfill(path string) (*backfillLock, error) {
 			l.file = f
 		}
 	}
-	if err := writeHolder(l.file); err != nil {
+	if err := sqlitefile.WriteHolder(l.file); err != nil {
 		l.release()
 		return nil, fmt.Errorf("recording holder in %s: %w", lockPath, err)
 	}
@@ -399,11 +398,11 @@ func (l *backfillLock) release() error {
 }
 
 // Path returns the absolute path of the database file.
-func (db *BackfillDB) Path() string { return db.path }
+func (db *DB) Path() string { return db.path }
 
 // Close closes the database and releases the lock (a dry-run store has
 // none). Call it once.
-func (db *BackfillDB) Close() error {
+func (db *DB) Close() error {
 	err := db.sql.Close()
 	if db.lock != nil {
 		if lerr := db.lock.release(); err == nil {
@@ -434,7 +433,7 @@ func fromNano(ns int64) time.Time {
 // (a requeued id reused by Slurm). ID, Parent and Node must be non-empty and
 // GPUs ≥ 0; State defaults to ExtraSubmitted. Errors wrap ErrInvalid or the
 // SQLite error.
-func (db *BackfillDB) RecordExtra(ctx context.Context, x ExtraJob) error {
+func (db *DB) RecordExtra(ctx context.Context, x ExtraJob) error {
 	if x.ID == "" || x.Parent == "" || x.Node == "" || x.GPUs < 0 {
 		return invalidf("extra job %q of parent %q on node %q with %d GPUs: id, parent and node are required, GPUs ≥ 0", x.ID, x.Parent, x.Node, x.GPUs)
 	}
@@ -468,7 +467,7 @@ func scanExtra(sc interface{ Scan(...any) error }) (ExtraJob, error) {
 }
 
 // Extra returns the record of extra job id, or an error wrapping ErrNoExtra.
-func (db *BackfillDB) Extra(ctx context.Context, id string) (ExtraJob, error) {
+func (db *DB) Extra(ctx context.Context, id string) (ExtraJob, error) {
 	row := db.sql.QueryRowContext(ctx, `SELECT `+extraColumns+` FROM extras WHERE job_id = ?`, id)
 	x, err := scanExtra(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -481,16 +480,16 @@ func (db *BackfillDB) Extra(ctx context.Context, id string) (ExtraJob, error) {
 }
 
 // ActiveExtras returns the extra jobs not yet ExtraEnded, by job id.
-func (db *BackfillDB) ActiveExtras(ctx context.Context) ([]ExtraJob, error) {
+func (db *DB) ActiveExtras(ctx context.Context) ([]ExtraJob, error) {
 	return db.queryExtras(ctx, `SELECT `+extraColumns+` FROM extras WHERE state != ? ORDER BY length(job_id), job_id`, string(ExtraEnded))
 }
 
 // Extras returns every recorded extra job, by job id.
-func (db *BackfillDB) Extras(ctx context.Context) ([]ExtraJob, error) {
+func (db *DB) Extras(ctx context.Context) ([]ExtraJob, error) {
 	return db.queryExtras(ctx, `SELECT `+extraColumns+` FROM extras ORDER BY length(job_id), job_id`)
 }
 
-func (db *BackfillDB) queryExtras(ctx context.Context, q string, args ...any) ([]ExtraJob, error) {
+func (db *DB) queryExtras(ctx context.Context, q string, args ...any) ([]ExtraJob, error) {
 	rows, err := db.sql.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing extra jobs: %w", err)
@@ -513,7 +512,7 @@ func (db *BackfillDB) queryExtras(ctx context.Context, q string, args ...any) ([
 // MarkSignalled records that extra job id was sent SIGTERM at t because of
 // reason. It keeps the first signal time when called again. Errors wrap
 // ErrNoExtra for an unknown id.
-func (db *BackfillDB) MarkSignalled(ctx context.Context, id string, t time.Time, reason string) error {
+func (db *DB) MarkSignalled(ctx context.Context, id string, t time.Time, reason string) error {
 	return db.update(ctx, id, "marking extra job signalled",
 		`UPDATE extras SET state = ?, signalled_ns = CASE WHEN signalled_ns = 0 THEN ? ELSE signalled_ns END,
 		 reason = ? WHERE job_id = ? AND state != ?`,
@@ -523,13 +522,13 @@ func (db *BackfillDB) MarkSignalled(ctx context.Context, id string, t time.Time,
 // MarkEnded records that extra job id ended at t (reason: its final Slurm
 // state or why the daemon cancelled it). Errors wrap ErrNoExtra for an
 // unknown id.
-func (db *BackfillDB) MarkEnded(ctx context.Context, id string, t time.Time, reason string) error {
+func (db *DB) MarkEnded(ctx context.Context, id string, t time.Time, reason string) error {
 	return db.update(ctx, id, "marking extra job ended",
 		`UPDATE extras SET state = ?, ended_ns = ?, reason = ? WHERE job_id = ?`,
 		string(ExtraEnded), unixNano(t), reason, id)
 }
 
-func (db *BackfillDB) update(ctx context.Context, id, what, q string, args ...any) error {
+func (db *DB) update(ctx context.Context, id, what, q string, args ...any) error {
 	res, err := db.sql.ExecContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, id, err)
@@ -544,7 +543,7 @@ func (db *BackfillDB) update(ctx context.Context, id, what, q string, args ...an
 
 // RecordDecision appends d to the decision log (Seq is assigned). Kind must
 // be non-empty; errors wrap ErrInvalid or the SQLite error.
-func (db *BackfillDB) RecordDecision(ctx context.Context, d Decision) error {
+func (db *DB) RecordDecision(ctx context.Context, d Decision) error {
 	if d.Kind == "" {
 		return invalidf("decision without a kind")
 	}
@@ -559,7 +558,7 @@ func (db *BackfillDB) RecordDecision(ctx context.Context, d Decision) error {
 
 // Decisions returns the decisions with Seq > after, oldest first, at most
 // limit of them (limit ≤ 0: all).
-func (db *BackfillDB) Decisions(ctx context.Context, after int64, limit int) ([]Decision, error) {
+func (db *DB) Decisions(ctx context.Context, after int64, limit int) ([]Decision, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -588,7 +587,7 @@ func (db *BackfillDB) Decisions(ctx context.Context, after int64, limit int) ([]
 // RecordIntent records a submission about to be made and returns its Seq.
 // Parent, User, Name, Comment, Partition and Node must be non-empty. Errors
 // wrap ErrInvalid or the SQLite error.
-func (db *BackfillDB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
+func (db *DB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
 	if in.Parent == "" || in.User == "" || in.Name == "" || in.Comment == "" || in.Partition == "" || in.Node == "" {
 		return 0, invalidf("submission intent %+v: parent, user, name, comment, partition and node are required", in)
 	}
@@ -605,7 +604,7 @@ func (db *BackfillDB) RecordIntent(ctx context.Context, in Intent) (int64, error
 }
 
 // Intents returns the recorded submission intents, oldest first.
-func (db *BackfillDB) Intents(ctx context.Context) ([]Intent, error) {
+func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT seq, parent_id, user_name, job_name, comment, partition, node, time_ns
 		FROM intents ORDER BY seq`)
 	if err != nil {
@@ -630,7 +629,7 @@ func (db *BackfillDB) Intents(ctx context.Context) ([]Intent, error) {
 
 // DeleteIntent removes intent seq (its job was recorded, or sbatch failed,
 // or it is too old to match); deleting one that is gone is not an error.
-func (db *BackfillDB) DeleteIntent(ctx context.Context, seq int64) error {
+func (db *DB) DeleteIntent(ctx context.Context, seq int64) error {
 	if _, err := db.sql.ExecContext(ctx, `DELETE FROM intents WHERE seq = ?`, seq); err != nil {
 		return fmt.Errorf("deleting submission intent %d: %w", seq, err)
 	}

@@ -1,4 +1,4 @@
-package statedb_test
+package backfillstore_test
 
 import (
 	"context"
@@ -8,21 +8,21 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
-func ExampleOpenBackfill() {
+func ExampleOpen() {
 	dir, _ := os.MkdirTemp("", "backfill")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	db, err := statedb.OpenBackfill(filepath.Join(dir, "backfill.db"))
+	db, err := backfillstore.Open(filepath.Join(dir, "backfill.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
 	now := time.Unix(1700000000, 0)
-	x := statedb.ExtraJob{ID: "43", Parent: "42", User: "alice", Partition: "low", Node: "n2",
+	x := backfillstore.ExtraJob{ID: "43", Parent: "42", User: "alice", Partition: "low", Node: "n2",
 		GPUType: "v100", GPUs: 4, Submitted: now, End: now.Add(20 * time.Minute)}
 	if err := db.RecordExtra(ctx, x); err != nil {
 		log.Fatal(err)

@@ -1,0 +1,27 @@
+// Package backfillstore is the backfill daemon's own SQLite store
+// (easyscale-backfilld's state_db), separate from a job's state.db
+// (package statedb): the extra jobs it submitted, its submission intents
+// and its decisions.
+//
+// # Schema of the backfill database (PRAGMA user_version = 2)
+//
+//	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
+//	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
+//	       job_name, comment)
+//	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
+//	          dry_run, detail)
+//	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
+//	        partition, node, time_ns)
+//
+// extras holds every extra Slurm job the daemon submitted (or adopted after a
+// restart), with its lifecycle state and what it was submitted as (user, job
+// name, comment, partition: the daemon checks these against Slurm before it
+// signals or cancels the job; rows of version 1 have "" name and comment);
+// intents holds each submission from just before sbatch until its extra job
+// is recorded, so a daemon killed in between can tell its own job from a
+// look-alike; decisions is an append-only log of what each cycle decided
+// (grows, shrinks, cancels, adoptions). Times are Unix
+// nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
+// writes a few rows per cycle, and a row for a submitted extra job must survive
+// a power cut so that the next start reconciles it.
+package backfillstore
