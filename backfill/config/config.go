@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/easyscale/easyscale-slurm/internal/gpuspeed"
 )
 
 // DefaultPath is where the daemon looks for its configuration.
@@ -35,27 +37,18 @@ const DefaultPath = "/etc/easyscale/backfill.toml"
 const DefaultWorkerCommand = `srun easyscale worker --join "$(cat {coordinator_file})" --token-file {token_file}`
 
 // DefaultSpeeds are the relative training speeds per GRES type used when the
-// config has no [speeds] entry for a type. They are the one table of the
-// project, spank/gpuctx.DefaultSpeeds (peak dense FP32 throughput from the
-// vendor data sheets divided by the V100's 15.7 TFLOPS), keyed by GRES type
-// in lower case; they are the same priors the runtime's logical-worker
-// placement reads from easyscale-gpuctx, so the planner's imbalance and
-// waste estimates agree with how the job will really place its workers.
-// The daemon cannot import gpuctx (it links go-nvml, which only the GPU
-// helper may), so a test checks every entry against it. "H100 PCIe" has no
-// GRES spelling (a type name has no spaces); other types, e.g. k80 or a10,
-// have no default: add them under [speeds] or they are not lent. These are
-// coarse priors, not measurements of this project's workloads: measure yours
-// (e.g. `easyscale run` step times on one GPU of each type) and override.
-var DefaultSpeeds = map[string]float64{
-	"p100": 0.68,
-	"v100": 1.0,
-	"t4":   0.52,
-	"a30":  0.66,
-	"a100": 1.24,
-	"h100": 4.27,
-	"h200": 4.27,
-}
+// config has no [speeds] entry for a type: the project's one table,
+// internal/gpuspeed (peak dense FP32 throughput from the vendor data sheets
+// divided by the V100's 15.7 TFLOPS), keyed by GRES type in lower case
+// (gpuspeed.GRESTypes). They are the same priors the runtime's
+// logical-worker placement reads from easyscale-gpuctx, so the planner's
+// imbalance and waste estimates agree with how the job will really place
+// its workers. "H100 PCIe" has no GRES spelling (a type name has no
+// spaces); other types, e.g. k80 or a10, have no default: add them under
+// [speeds] or they are not lent. These are coarse priors, not measurements
+// of this project's workloads: measure yours (e.g. `easyscale run` step
+// times on one GPU of each type) and override.
+var DefaultSpeeds = gpuspeed.GRESTypes()
 
 // Duration is a time.Duration written in TOML as a Go duration string
 // ("90s", "5m", "1h30m").
