@@ -252,9 +252,13 @@ wait_ready() {
 	shift 3
 	local end=$((SECONDS + LAB_TIMEOUT))
 	until "$@" >/dev/null 2>&1; do
-		# a daemon just spawned may still be setsid or setpriv (seen on a loaded machine)
-		if ! alive "$name" "$pid" && ! starting "$pid"; then
-			log "$name (pid $pid) died; last lines of $logf and $LOG/$name.out:"
+		# The daemon is this shell's child: until it is reaped its PID cannot
+		# be reused, so "exists and is no zombie" is the whole liveness test
+		# (its comm is bash, setsid or setpriv for a while after spawn).
+		if ! kill -0 "$pid" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; then
+			local rc=0
+			wait "$pid" 2>/dev/null || rc=$?
+			log "$name (pid $pid) died (exit status $rc); last lines of $logf and $LOG/$name.out:"
 			tail -n 8 "$logf" "$LOG/$name.out" >&2 2>/dev/null || true
 			return 1
 		fi
