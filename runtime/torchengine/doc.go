@@ -23,16 +23,17 @@
 // trains a job file with engine = "torch" with the same schedule, ledger,
 // checkpoints, resume and SIGTERM handling as the native engine.
 //
-// One step on P processes holding contiguous ranges of the N logical workers:
+// One step on P processes holding contiguous ranges of the N logical workers,
+// in three requests:
 //
-//	Go:      step s ──► every process                       commit s ──► every process
-//	process r:  for each logical worker l it holds, in order:       apply G (optimizer,
-//	              swap l's buffers in, seed(seed, l, s), l's next    scheduler), reply with
-//	              micro-batch, forward, loss, backward                the digest (rank 0)
-//	            chain: recv partial from r-1, add own gradients in
-//	            order, send to r+1; rank P-1 scales by float32(1/N)
-//	            and broadcasts G; reply with losses, sample hashes
-//	            and the advanced contexts
+//	Go:      step s ──► every process      reduce s ──► every process      commit s ──► every process
+//	process r:  for each logical worker l     chain: recv partial from r-1,    apply G (optimizer,
+//	            it holds, in order: swap l's  add own gradients in order,      scheduler), reply with
+//	            buffers in, seed(seed, l, s), send to r+1; rank P-1 scales     the digest (rank 0)
+//	            l's next micro-batch,         by float32(1/N) and broadcasts G
+//	            forward, loss, backward;
+//	            reply with losses, sample
+//	            hashes, advanced contexts
 //
 // The digest (sha256 of every parameter and logical worker 0's buffers)
 // is computed by process 0 alone, and only for the steps the trainer asks
@@ -43,12 +44,24 @@
 // digest for the file's metadata. The examples are hashed every step on the
 // CPU (0.2-0.4 % of a step, BENCHMARKS.md).
 //
-// A lost process (killed, or silent past the heartbeat timeout, which also
-// bounds every collective) fails the step on every process; nothing was
-// applied, so the survivors redo it from the contexts Go holds. SIGTERM of
-// the run abandons the step at once: a control thread in process 0 answers
-// the checkpoint request while the main thread is still computing
-// (parameters and optimizer state change only in commit).
+// No collective waits for a peer's computation: reduce starts only once
+// every process has answered step, so a slow process is waited for as long
+// as it heartbeats, however long its step, and the collective bound
+// (Group.TimeoutSeconds, the heartbeat timeout, at least 5 s) covers
+// transfers only. A lost process (killed, or silent past the heartbeat
+// timeout) fails the step on every process; nothing was applied, so the
+// survivors redo it from the contexts Go holds. SIGTERM of the run abandons
+// the step at once: a control thread in process 0 answers the checkpoint
+// request while the main thread is still computing (parameters and
+// optimizer state change only in commit).
+//
+// Each membership change builds a new gloo group (a generation) in the
+// surviving processes, which are not restarted. Its members first meet at
+// an arrival barrier in the generation's store that Python polls
+// (python/easyscale/rendezvous.py); a member lost before it arrives makes
+// Go cancel the generation on the others (a cancel request their control
+// thread answers at once), so they return within a poll and the group is
+// formed again without it.
 //
 // Workers on other machines (remote.go, join.go): `easyscale run --listen`
 // accepts them through cluster.Listener (the native join's token, HMAC
@@ -63,12 +76,6 @@
 //	coordinator                                worker (other machine)
 //	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)
 //	      ◄─ reply (id) ──────────── ══════ ◄──────── ◄── reply; gloo ◄──► other processes
-//
-// A worker lost while a generation's process group forms (between its
-// admission and its first step) is noticed by the survivors only when
-// their rendezvous times out (Group.TimeoutSeconds, 20 s or 4 heartbeat
-// timeouts with --listen; seen at 80-100 s on a loaded machine), not at
-// once as during a step.
 //
 // Under `srun easyscale run` task 0 is such a coordinator and the other
 // tasks join it (runtime/cli's slurm.go); so do the workers of the extra

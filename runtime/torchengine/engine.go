@@ -138,15 +138,13 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if host != "" && !net.ParseIP(host).IsUnspecified() {
 		e.local.Host = host
 	}
-	if o.Listen != "" {
-		// A worker on another machine cut off by the network closes no
-		// socket: its hung peers are killed (Group.Step), but the
-		// survivors' collectives with it end only at this bound, so it is
-		// kept near the heartbeat timeout (a chain wait for a peer's
-		// computation must stay below it: raise --heartbeat-timeout for
-		// steps that take longer).
-		e.local.group.TimeoutSeconds = max(20, 4*float64(hb))
-	}
+	// A collective waits only for transfers (Group.TimeoutSeconds): a step's
+	// computation, however long, is outside it, and a peer lost during it
+	// is found by its heartbeats. The bound matters where a peer's loss
+	// closes no socket (a worker on another machine cut off by the
+	// network while the gradients travel): its peers' collectives fail
+	// after it.
+	e.local.group.TimeoutSeconds = max(5, float64(hb))
 	if err := e.local.Resize(ctx, 1); err != nil {
 		return nil, err
 	}

@@ -32,10 +32,15 @@ type Group struct {
 	// Host is the address the processes reach this generation's store on
 	// (127.0.0.1 for processes on one node).
 	Host string
-	// TimeoutSeconds bounds every collective of the processes (default
-	// 600). A hung peer is found sooner, by its missing heartbeats (see
-	// Process): Step kills it, and its peers' collectives fail at once. The
-	// bound only has to exceed the longest wait for a peer's computation.
+	// TimeoutSeconds bounds every collective of the processes and the
+	// connection setup of each generation's group (default 600; the
+	// engine sets the heartbeat timeout). No collective waits for a peer's
+	// computation: a step is computed by every member first, then reduced
+	// (see Step), and a group forms only once every member has arrived
+	// (python/easyscale/rendezvous.py), so the bound covers transfers only.
+	// A slow peer is waited for as long as it heartbeats; a hung one is
+	// found by its missing heartbeats (see Process) and killed, a lost one
+	// cancels the rendezvous of the others at once.
 	TimeoutSeconds float64
 	// SkipDigest makes Step leave the digest uncomputed (StepResult.Digest
 	// ""): the ledger hashes every K steps when hashing costs more than 1 %
@@ -47,8 +52,12 @@ type Group struct {
 	members    []Member
 	ranges     [][2]int // [first, end) logical workers per member
 	generation int
-	contexts   map[int][]byte // logical worker -> context after the last committed step
-	pending    map[int][]byte // contexts reported by the step in progress
+	// trained is set by the first committed step (or a checkpoint loaded):
+	// from then on a member new to the job needs a trained member's
+	// replica; before, every member holds the initial one.
+	trained  bool
+	contexts map[int][]byte // logical worker -> context after the last committed step
+	pending  map[int][]byte // contexts reported by the step in progress
 }
 
 // NewGroup returns a Group for a job of world logical workers.
@@ -104,13 +113,18 @@ func (g *Group) Assign(ctx context.Context, members []Member, sizes []int, src M
 		ranges[r] = [2]int{first, first + s}
 		first += s
 	}
-	// Every member joins the process group at once: init_process_group blocks until all have.
+	// Every member joins the process group at once: the group forms when all
+	// have arrived. A member that fails (lost, hung, or refused) cancels the
+	// generation on the others, which would otherwise wait for it.
 	errs := make(chan error, len(members))
 	for r, m := range members {
 		fields, payload := g.groupRequest(r, len(members), listen.Port, ranges[r])
 		go func() {
 			if _, err := m.Call(ctx, "group", fields, payload, nil); err != nil {
-				errs <- fmt.Errorf("member %d: joining generation %d: %w", r, g.generation, err)
+				if errors.Is(err, ErrHung) {
+					m.Kill()
+				}
+				errs <- &MemberError{Rank: r, Err: fmt.Errorf("joining generation %d: %w", g.generation, err)}
 				return
 			}
 			errs <- nil
@@ -118,13 +132,30 @@ func (g *Group) Assign(ctx context.Context, members []Member, sizes []int, src M
 	}
 	var err error
 	for range members {
-		err = errors.Join(err, <-errs)
+		e := <-errs
+		if e != nil && err == nil {
+			g.cancel(ctx, members, e)
+		}
+		err = errors.Join(err, e)
 	}
 	if err != nil {
 		return err
 	}
 	g.members, g.ranges = members, ranges
 	return nil
+}
+
+// cancel tells every member but the failed one that this generation's
+// group will not form (answered at once, even during the rendezvous).
+func (g *Group) cancel(ctx context.Context, members []Member, failed error) {
+	var me *MemberError
+	errors.As(failed, &me)
+	for r, m := range members {
+		if me != nil && me.Rank == r {
+			continue
+		}
+		go func() { _, _ = m.Call(ctx, "cancel", map[string]any{"generation": g.generation}, nil, nil) }()
+	}
 }
 
 func (g *Group) groupRequest(rank, size, port int, lws [2]int) (map[string]any, []byte) {
@@ -177,7 +208,14 @@ type StepResult struct {
 	Leaving []int
 }
 
-// Step runs step on every member and commits it. On error nothing is
+// Step runs step on every member and commits it, in three phases: every
+// member computes its logical workers' gradients ("step": no collective, so
+// a slow member is waited for as long as it heartbeats, however long its
+// step takes), then, once all have, they reduce them among themselves
+// ("reduce": the chain, whose collectives wait only for transfers, bounded
+// by TimeoutSeconds), then each applies the result ("commit"). A member
+// lost while the others compute is never waited for in a collective: the
+// reduce is not started. On error nothing is
 // committed anywhere it matters: members that computed are told to abort,
 // the contexts stay those of the last committed step, and the caller may
 // Assign again (with the lost member left out) and redo the step.
@@ -209,7 +247,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		go func() {
 			payloads[r], errs[r] = m.Call(ctx, "step", fields, nil, &outs[r])
 			if errors.Is(errs[r], ErrHung) {
-				m.Kill() // its peers are blocked in the chain with it: let them fail now
+				m.Kill() // it is stuck: no later request could reach it
 			}
 			done <- r
 		}()
@@ -222,6 +260,25 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		return nil, fmt.Errorf("step %d abandoned: %w", step, err)
 	}
 	if err := g.failed("step", step, errs); err != nil {
+		return nil, err
+	}
+	for r, m := range g.members {
+		go func() {
+			_, errs[r] = m.Call(ctx, "reduce", map[string]any{"step": step}, nil, nil)
+			if errors.Is(errs[r], ErrHung) {
+				m.Kill()
+			}
+			done <- r
+		}()
+	}
+	for range g.members {
+		<-done
+	}
+	if err := ctx.Err(); err != nil {
+		g.pending = nil
+		return nil, fmt.Errorf("step %d abandoned: %w", step, err)
+	}
+	if err := g.failed("reduce", step, errs); err != nil {
 		return nil, err
 	}
 	for r := range g.members {
@@ -273,6 +330,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	// committed ones even when another member was lost during the commit: the
 	// caller reassigns the survivors and goes on with the next step.
 	g.contexts, g.pending = g.pending, nil
+	g.trained = true
 	res.Digest, res.HashSeconds = digests[0].Digest, digests[0].HashS
 	var lost error
 	for r, err := range errs {

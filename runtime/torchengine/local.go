@@ -385,7 +385,7 @@ func (l *Local) assign(ctx context.Context, sizes []int) error {
 	var src Member
 	for r, p := range l.procs {
 		members[r] = p.w
-		joining[r] = p.joining && l.group.generation > 0
+		joining[r] = p.joining && l.group.trained
 		if !p.joining && src == nil {
 			src = p.w
 		}
@@ -405,7 +405,8 @@ func (l *Local) assign(ctx context.Context, sizes []int) error {
 			joining[r] = false
 		}
 		src, l.restore = nil, nil
-	} else if src == nil && l.group.generation > 0 {
+		l.group.trained = true // a member new to the job later needs this replica, not its initial one
+	} else if src == nil && l.group.trained {
 		return ErrReplicaLost
 	}
 	if err := l.group.Assign(ctx, members, sizes, src, joining); err != nil {

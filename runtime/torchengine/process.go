@@ -17,7 +17,7 @@ import (
 
 // ProtocolVersion is the version of the control protocol this binary speaks
 // (python/easyscale/protocol.py VERSION); a process reporting another is refused.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Frame limits, as in python/easyscale/protocol.py.
 const (

@@ -25,8 +25,9 @@ from typing import Any, BinaryIO
 
 __all__ = ["VERSION", "MAX_HEADER", "MAX_PAYLOAD", "ProtocolError", "Channel"]
 
-#: Version of the message set; bumped on any incompatible change.
-VERSION = 2
+#: Version of the message set; bumped on any incompatible change (2: a digest request; 3: a step is step,
+#: reduce, commit, and cancel).
+VERSION = 3
 #: Largest JSON header accepted, bytes.
 MAX_HEADER = 16 << 20
 #: Largest payload accepted, bytes (a replica of a few billion parameters).

@@ -9,11 +9,13 @@ Requests and their replies:
     listen  {host, timeout_s}                   -> {port}     host this generation's TCPStore
     group   {generation, rank, size, host, port, timeout_s, logical_workers, fresh}
             + contexts index, payload: contexts of logical workers new to this process
-                                                -> {}
+                                                -> {}         (easyscale.rendezvous)
+    cancel  {generation}                        -> {}         the group of that generation will not form
     replica_get {}                              -> {digest}, payload: replica state
     replica_set {}  payload: replica state      -> {digest}
     checkpoint {step}                           -> {digest}, payload: replica state as a checkpoint file
     step    {step}                              -> {losses, samples, contexts index, leaving}, payload: advanced contexts
+    reduce  {step}                              -> {}         the chain over the group (easyscale.reduce)
     commit  {step, digest}                      -> {digest, hash_s}  digest "" unless asked (default: asked)
     digest  {}                                  -> {digest, hash_s}  of the committed replica and logical
                                                    worker 0's buffers (the process must hold it)
@@ -21,11 +23,18 @@ Requests and their replies:
     evaluate {}                                 -> {test_loss, test_accuracy, test_samples}
     exit    {}                                  -> (process exits 0)
 
-Requests are served in order by the main thread, except ``checkpoint``, which
-a control thread answers at once even during a step (SIGTERM must checkpoint
-the last committed step within seconds, whatever the step's length): it reads
-only the parameters and optimizer state, which change only inside ``commit``,
-and the two take one lock. Every reply has the request's ``id``; a failed request is answered
+A step is three requests: ``step`` computes (forward and backward of every
+logical worker this process holds; no collective, so a slow peer costs no
+timeout: the Go side sees that it is alive by its heartbeats), ``reduce``
+runs the chain once every member has computed (its collectives wait only
+for transfers, bounded by the group's timeout), ``commit`` applies.
+
+Requests are served in order by the main thread, except ``checkpoint`` and
+``cancel``, which a control thread answers at once even during a step or a
+rendezvous (SIGTERM must checkpoint the last committed step within seconds,
+whatever the step's length): ``checkpoint`` reads only the parameters and
+optimizer state, which change only inside ``commit``, and the two take one
+lock; ``cancel`` only marks the generation cancelled. Every reply has the request's ``id``; a failed request is answered
 ``{"type": "error", "kind": ..., "message": ...}`` and the process stays up
 (``kind`` "peer" means a collective failed: the Go side rebuilds the group).
 A thread sends ``{"type": "heartbeat"}`` every ``EASYSCALE_HEARTBEAT_S``
@@ -48,7 +57,7 @@ from typing import Any, BinaryIO
 import torch
 import torch.distributed as dist
 
-from . import numerics, protocol, reduce, state
+from . import numerics, protocol, reduce, rendezvous, state
 from .job import Config, JobError, load_module
 from .replica import NonFiniteLoss, Replica
 from .streams import ForbiddenSeedError
@@ -79,6 +88,11 @@ class Worker:
         self.pending_step = -1
         #: Fault injection of tests: SIGKILL this process inside the next commit, after applying the step.
         self.kill_at_commit = False
+        #: The step computed and not yet reduced, and its gradients (Replica.compute's result).
+        self.computed: Any = None
+        self.computed_step = -1
+        #: The newest generation the Go side cancelled (set by the control thread; -1: none).
+        self.cancelled_generation = -1
         self._apply_lock = threading.Lock()
         #: Set by SIGTERM: the process asks to leave at the next step boundary (step replies say so).
         self.leaving = threading.Event()
@@ -140,19 +154,20 @@ class Worker:
         self.rank, self.size, self.generation = int(req["rank"]), int(req["size"]), int(req["generation"])
         r.physical_rank = self.rank
         if self.size > 1:
-            timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 5)))
+            timeout_s = float(req.get("timeout_s", 5))
             if self.rank == 0 and self.stores:
                 store = self.stores[-1]
             else:
-                store = dist.TCPStore(req["host"], int(req["port"]), None, False, timeout=timeout)
+                store = dist.TCPStore(req["host"], int(req["port"]), None, False,
+                                      timeout=datetime.timedelta(seconds=timeout_s))
                 self.stores.append(store)
             self.stores = self.stores[-1:]
-            prefixed = dist.PrefixStore(f"generation-{self.generation}", store)
+            generation = self.generation
             try:
-                dist.init_process_group("gloo", store=prefixed, rank=self.rank, world_size=self.size,
-                                        timeout=timeout)
-            except RuntimeError as e:
-                raise RequestError("peer", f"building process group {self.generation}: {e}") from e
+                rendezvous.form(store, generation, self.rank, self.size, timeout_s,
+                                lambda: self.cancelled_generation >= generation)
+            except (RuntimeError, rendezvous.Cancelled) as e:
+                raise RequestError("peer", f"building process group {generation}: {e}") from e
         return {}, b""
 
     def replica_get(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
@@ -182,7 +197,22 @@ class Worker:
             # Fault injection (--kill-at / --term-at): signal this process once its step has started.
             sig = signal.SIGKILL if fault == "kill" else signal.SIGTERM
             threading.Timer(0.0, os.kill, (os.getpid(), sig)).start()
+        self.pending, self.computed = None, None
         res = r.compute(s, first_in_chain=(self.rank == 0))
+        self.computed, self.computed_step = res, s
+        index, blob = state.pack({lw: state.encode_context(lw, r.cursors[lw], r.bank.buffers(lw))
+                                  for lw in r.logical_workers()})
+        return {"losses": {str(k): v for k, v in res.losses.items()},
+                "samples": {str(k): v for k, v in res.samples.items()}, "contexts": index,
+                "leaving": self.leaving.is_set()}, blob
+
+    def reduce(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        r = self._replica()
+        s = int(req["step"])
+        res = self.computed
+        if res is None or self.computed_step != s:
+            raise RequestError("request", f"reduce of step {s}, but the step computed is {self.computed_step}")
+        self.computed = None
         try:
             self.pending = reduce.chain(res.local, res.slots, self.world)
         except RuntimeError as e:
@@ -190,11 +220,12 @@ class Worker:
             raise RequestError("peer", f"step {s}: reducing gradients over process group {self.generation}: {e}") \
                 from e
         self.pending_step = s
-        index, blob = state.pack({lw: state.encode_context(lw, r.cursors[lw], r.bank.buffers(lw))
-                                  for lw in r.logical_workers()})
-        return {"losses": {str(k): v for k, v in res.losses.items()},
-                "samples": {str(k): v for k, v in res.samples.items()}, "contexts": index,
-                "leaving": self.leaving.is_set()}, blob
+        return {}, b""
+
+    def cancel(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
+        """Mark generation ``generation`` cancelled: a rendezvous of it in progress gives up (control thread)."""
+        self.cancelled_generation = max(self.cancelled_generation, int(req["generation"]))
+        return {}, b""
 
     def commit(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         r = self._replica()
@@ -228,7 +259,7 @@ class Worker:
     def abort(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         if self.replica is not None:
             self.replica.abort()
-        self.pending = None
+        self.pending, self.computed = None, None
         return {}, b""
 
     def _replica(self) -> Replica:
@@ -240,7 +271,7 @@ class Worker:
 
     #: Requests a reader thread answers at once, even while the main thread computes a step: they only read
     #: the parameters and optimizer state, which change only inside commit (under ``_apply_lock``).
-    URGENT = ("checkpoint",)
+    URGENT = ("checkpoint", "cancel")
 
     def _handle(self, handlers: dict[str, Any], req: dict[str, Any], payload: bytes) -> None:
         kind = req["type"]
@@ -266,8 +297,9 @@ class Worker:
         """Answer requests until exit or the channel closes; returns the exit status."""
         handlers = {"hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
                     "replica_get": self.replica_get, "checkpoint": self._locked(self.checkpoint),
-                    "replica_set": self.replica_set, "step": self.step, "commit": self._locked(self.commit),
-                    "digest": self._locked(self.digest), "abort": self.abort, "evaluate": self.evaluate}
+                    "replica_set": self.replica_set, "step": self.step, "reduce": self.reduce,
+                    "commit": self._locked(self.commit), "digest": self._locked(self.digest), "cancel": self.cancel,
+                    "abort": self.abort, "evaluate": self.evaluate}
         work: queue.Queue[tuple[dict[str, Any], bytes] | int] = queue.Queue()
 
         def read() -> None:
@@ -276,6 +308,7 @@ class Worker:
                     req, payload = self.ch.recv()
                 except protocol.ProtocolError as e:
                     print(f"easyscale worker: {e}; exiting", file=sys.stderr)
+                    self.cancelled_generation = 1 << 62  # no rendezvous waits for a Go side that is gone
                     work.put(0 if isinstance(e.__cause__, EOFError) else 2)
                     return
                 if req["type"] == "exit":

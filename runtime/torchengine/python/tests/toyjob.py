@@ -38,18 +38,34 @@ def setup(config: easyscale.Config) -> easyscale.Job:
         model.register_parameter("frozen", nn.Parameter(torch.zeros(frozen), requires_grad=False))
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9, nesterov=True)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
-    # Tests of a slow step: TOYJOB_SLOW=AFTER:SECONDS makes every forward of this process after the first AFTER
-    # sleep SECONDS (an environment variable, so the job's identity does not change).
-    after, _, seconds = os.environ.get("TOYJOB_SLOW", "").partition(":")
+    # Tests of a slow step: TOYJOB_SLOW=AFTER:SECONDS[:COUNT] makes every forward of this process after the first
+    # AFTER (only the COUNT next ones, when given) sleep SECONDS (an environment variable, so the job's identity
+    # does not change).
+    after, _, rest = os.environ.get("TOYJOB_SLOW", "").partition(":")
+    seconds, _, count = rest.partition(":")
     if after:
         forward, calls = model.forward, [0]
 
         def slow_forward(x: torch.Tensor) -> torch.Tensor:
             calls[0] += 1
-            if calls[0] > int(after):
+            if calls[0] > int(after) and (not count or calls[0] <= int(after) + int(count)):
                 print(f"toyjob: slow forward {calls[0]}", file=sys.stderr, flush=True)
                 time.sleep(float(seconds or 2))
             return forward(x)
         model.forward = slow_forward  # type: ignore[method-assign]
+    hold = os.environ.get("TOYJOB_HOLD_GROUP")
+    if hold:
+        # Tests of a member lost while a process group forms: TOYJOB_HOLD_GROUP=SECONDS holds this process
+        # SECONDS before it arrives at its first rendezvous (the others wait for it there).
+        import easyscale.rendezvous as rendezvous
+        arrive, held = rendezvous.arrive, [False]
+
+        def held_arrive(store, rank: int, size: int) -> None:
+            if not held[0]:
+                held[0] = True
+                print(f"toyjob: holding rank {rank} of {size} before the rendezvous", file=sys.stderr, flush=True)
+                time.sleep(float(hold))
+            arrive(store, rank, size)
+        rendezvous.arrive = held_arrive
     return easyscale.Job(model=model, optimizer=opt, train_set=Images(int(config.params.get("samples", 50))),
                          loss=nn.functional.cross_entropy, transform=flip, lr_scheduler=sched)
