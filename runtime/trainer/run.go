@@ -345,14 +345,21 @@ func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
 
 // noteAllocation appends a to the run's allocation history (what the
 // summary reports as schedule and reallocations): a change at the same
-// step replaces the previous entry, an unchanged allocation adds nothing.
+// step replaces the previous entry (no step ran on it), and an allocation
+// equal to the one before adds nothing, also after such a replacement (a
+// joiner admitted and lost before its first step leaves no span).
 func (j *job) noteAllocation(a schedule.Allocation) {
 	h := j.history
-	if n := len(h); n > 0 && h[n-1].Workers == a.Workers && equalSpeeds(h[n-1].Speeds, a.Speeds) {
+	same := func(b schedule.Allocation) bool { return b.Workers == a.Workers && equalSpeeds(b.Speeds, a.Speeds) }
+	if n := len(h); n > 0 && same(h[n-1]) {
 		return
 	}
 	if n := len(h); n > 0 && h[n-1].FromStep == a.FromStep {
 		h = h[:n-1]
+	}
+	if n := len(h); n > 0 && same(h[n-1]) {
+		j.history = h
+		return
 	}
 	j.history = append(h, a)
 }
@@ -428,7 +435,7 @@ func (j *job) record(wall time.Duration) error {
 	}
 	err := j.db.AppendLedger(statedb.LedgerEntry{
 		Step: j.step, Digest: digest, Unhashed: digest == "", TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
-		Workers: j.eng.Workers(), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
+		Workers: len(j.plan), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
 	})
 	if errors.Is(err, statedb.ErrDivergence) {
 		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)
