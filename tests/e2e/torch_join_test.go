@@ -99,9 +99,9 @@ func TestTorchWorkersJoinAndAKilledOneIsSurvived(t *testing.T) {
 	w2 := startTorchWorker(t, addr, state, nil)
 	coord.waitLine(t, state, "admitted: rank=2", 120*time.Second)
 	coord.waitLine(t, state, "world_size=3", 30*time.Second)
-	// Kill once a step has committed on the three: a worker lost while
-	// the process group forms is noticed only at the rendezvous timeout
-	// (runtime/torchengine/doc.go), which this test is not about.
+	// Kill once a step has committed on the three: this test is about a
+	// worker lost mid-run (one lost while the process group forms is
+	// TestTorchAJoinerLostWhileTheGroupFormsIsNoticedAtOnce's).
 	for deadline := time.Now().Add(120 * time.Second); !committedOn(state, 3); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no step committed on 3 workers within 2 min:\n%s", coord.stderr)
@@ -134,6 +134,9 @@ func TestTorchWorkersJoinAndAKilledOneIsSurvived(t *testing.T) {
 	sum := readFile(t, filepath.Join(state, "summary.json"))
 	if !strings.Contains(sum, ref) {
 		t.Fatalf("summary %s: want the digest %s of one process per logical worker\ncoordinator:\n%s", sum, ref, coord.stderr)
+	}
+	if got, want := summarySchedule(t, sum), ledgerSchedule(t, state); got != want {
+		t.Errorf("summary schedule %q, the ledger's world sizes %q", got, want)
 	}
 	log := coord.stderr.String()
 	if !strings.Contains(log, "lost") {
