@@ -55,10 +55,12 @@ func summarySchedule(t *testing.T, text string) string {
 }
 
 // TestTorchASlowJoinedWorkerIsWaitedFor: the joined worker's first step
-// takes 22 s (2 logical workers, 11 s a forward), longer than any bound on a
-// collective the run has (the heartbeat timeout is 5 s; the bound was once
-// max(20 s, 4 heartbeat timeouts)). It heartbeats throughout, so the step
-// must not fail: no step is redone and the digest is the fixed run's.
+// takes 30 s (2 logical workers, 15 s a forward); the coordinator's process
+// computes its half in 3 s and then waits 27 s for it, longer than any
+// bound on a collective the run has (the heartbeat timeout is 5 s; the
+// bound was once max(20 s, 4 heartbeat timeouts)). The joiner heartbeats
+// throughout, so the step must not fail: no step is redone and the digest
+// is the fixed run's.
 func TestTorchASlowJoinedWorkerIsWaitedFor(t *testing.T) {
 	requireTorch(t)
 	job := toyJob(t)
@@ -67,7 +69,7 @@ func TestTorchASlowJoinedWorkerIsWaitedFor(t *testing.T) {
 	// The coordinator's process is slow too (1.5 s a forward: 6 s a step
 	// alone), so the joiner arrives mid-run.
 	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=0:1.5"}, "--heartbeat-timeout", "5s")
-	w := startTorchWorker(t, addr, state, []string{"TOYJOB_SLOW=0:11:2"})
+	w := startTorchWorker(t, addr, state, []string{"TOYJOB_SLOW=0:15:2"})
 	coord.waitLine(t, state, "admitted: rank=1", 120*time.Second)
 	if code, _ := coord.exitCode(t, 240*time.Second); code != 0 {
 		t.Fatalf("the run exited %d:\n%s\nworker:\n%s", code, coord.stderr, w.stderr)
@@ -85,7 +87,7 @@ func TestTorchASlowJoinedWorkerIsWaitedFor(t *testing.T) {
 			slowest = e.WallSeconds
 		}
 	}
-	if slowest < 21 {
+	if slowest < 29 {
 		t.Fatalf("the slowest step on 2 workers took %.1f s: the joiner's slow step did not run on 2, the test shows nothing", slowest)
 	}
 	t.Logf("slowest step on 2 workers: %.1f s", slowest)
