@@ -53,8 +53,8 @@ func (e *RemoteError) Error() string {
 
 // Process is one Python worker process (python3 -m easyscale.worker) and its
 // control channel. Calls may overlap: replies are matched to requests by id
-// (the process serves them in order, except checkpoint, which it answers at
-// once even during a step).
+// (the process serves them in order, except checkpoint and cancel, which it
+// answers at once even during a step or a rendezvous).
 type Process struct {
 	cmd *exec.Cmd
 	tx  io.WriteCloser
