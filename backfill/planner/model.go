@@ -11,13 +11,26 @@ import (
 //
 //	T_iter = (T_compute^γ + T_sync^γ)^(1/γ)
 //
-// with EasyScale's fixed global batch: the job always runs LogicalWorkers
-// ESTs per step, so T_compute is the bottleneck max_i(load_i/speed_i) of the
-// placement (in units of one EST's compute time on a reference GPU) and
-// T_sync(k) = 0 for k = 1 GPU, (SyncAlpha + SyncBeta·(k−2))·C_ref for k ≥ 2,
+// with EasyScale's fixed global batch (EasyScale, arXiv 2208.14228, §4): the
+// job always runs LogicalWorkers ESTs per step, so T_compute is the
+// bottleneck max_i(load_i/speed_i) of the placement (in units of one EST's
+// compute time on a reference GPU) and
+//
+//	T_sync(k) = 0                                   for k = 1 GPU,
+//	T_sync(k) = (SyncAlpha + SyncBeta·(k−2))·C_ref / s_min   for k ≥ 2,
+//
 // where C_ref = ceil(LogicalWorkers/RefGPUs) is the compute time at the
-// reference size. Throughput is reported in reference-GPU equivalents:
-// RefGPUs reference GPUs give exactly RefGPUs.
+// reference size and s_min the speed of the slowest GPU the job runs on.
+// Pollux fits T_sync per job and per placement; we express it as a fraction
+// of the job's own compute time, which is what a relative speed scales: a
+// job whose steps take half as long on a type (speed 2) also spends half as
+// long in each step's synchronisation (its gradients are ready sooner and
+// the all-reduce of a faster GPU generation runs over a faster link), so on
+// k GPUs of one type of speed s the job runs exactly s times as fast as on k
+// reference GPUs, the ratio the speed table (or the job's own speeds) says.
+// On a mix of types the all-reduce waits for the slowest participant, hence
+// s_min. Throughput is reported in reference-GPU equivalents: RefGPUs
+// reference GPUs give exactly RefGPUs.
 type Model struct {
 	// LogicalWorkers is the job's EST count (≥ 1), fixed for its life.
 	LogicalWorkers int
@@ -68,20 +81,42 @@ func (m Model) Throughput(gpus []SpeedCount) (throughput, waste float64) {
 		return 0, 1
 	}
 	ref := m.stepTime(float64((m.LogicalWorkers+m.RefGPUs-1)/m.RefGPUs), m.RefGPUs)
-	step := m.stepTime(bottleneck, k)
+	step := m.stepTimeAt(bottleneck, k, slowest(gpus))
 	return float64(m.RefGPUs) * ref / step, 1 - busy/(float64(k)*bottleneck)
 }
 
-func (m Model) stepTime(compute float64, k int) float64 {
+// stepTime is the step time on k reference-speed GPUs whose bottleneck
+// compute time is compute.
+func (m Model) stepTime(compute float64, k int) float64 { return m.stepTimeAt(compute, k, 1) }
+
+// stepTimeAt is the step time on k GPUs whose bottleneck compute time is
+// compute and whose slowest GPU has speed syncSpeed (> 0): the
+// synchronisation term is the reference one divided by syncSpeed.
+func (m Model) stepTimeAt(compute float64, k int, syncSpeed float64) float64 {
 	if k <= 1 {
 		return compute
 	}
 	cref := float64((m.LogicalWorkers + m.RefGPUs - 1) / m.RefGPUs)
-	sync := (m.SyncAlpha + m.SyncBeta*float64(k-2)) * cref
+	sync := (m.SyncAlpha + m.SyncBeta*float64(k-2)) * cref / syncSpeed
 	if m.Gamma == 1 {
 		return compute + sync
 	}
 	return math.Pow(math.Pow(compute, m.Gamma)+math.Pow(sync, m.Gamma), 1/m.Gamma)
+}
+
+// slowest returns the smallest positive speed among gpus with a GPU (1
+// when there is none).
+func slowest(gpus []SpeedCount) float64 {
+	s := math.Inf(1)
+	for _, g := range gpus {
+		if g.N > 0 && g.Speed > 0 {
+			s = min(s, g.Speed)
+		}
+	}
+	if math.IsInf(s, 1) {
+		return 1
+	}
+	return s
 }
 
 // bottleneck places L unit ESTs on the GPUs grouped by speed, returning the
