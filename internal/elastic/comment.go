@@ -38,7 +38,10 @@ type Comment struct {
 //
 // Fields the request does not set are left out (min/max/req= for a job that
 // is not elastic, lw= for unset logical workers; workers=W/L then reads
-// workers=W). The output always parses back with ParseComment.
+// workers=W; speeds= for a job without its own speeds). The optional
+// speeds=TYPE:SPEED,... field ([ParseSpeeds]) comes last in either form:
+// an older reader skips it as an unknown key=value token. The output always
+// parses back with ParseComment.
 func (c Comment) String() string {
 	r := c.Request
 	var b strings.Builder
@@ -51,6 +54,7 @@ func (c Comment) String() string {
 			fmt.Fprintf(&b, " lw=%d", r.LogicalWorkers)
 		}
 		fmt.Fprintf(&b, " %s", r.determinism())
+		writeSpeeds(&b, r.Speeds)
 		return b.String()
 	}
 	p := c.Progress
@@ -62,7 +66,18 @@ func (c Comment) String() string {
 	if r.Elastic() {
 		fmt.Fprintf(&b, " req=%d-%d", r.MinNodes, r.MaxNodes)
 	}
+	writeSpeeds(&b, r.Speeds)
 	return b.String()
+}
+
+// writeSpeeds appends the optional speeds= field (nothing for no speeds).
+// It comes last, so a reader that predates it skips an unknown key=value
+// token and reads the rest as before.
+func writeSpeeds(b *strings.Builder, speeds map[string]float64) {
+	if len(speeds) > 0 {
+		b.WriteString(" speeds=")
+		b.WriteString(FormatSpeeds(speeds))
+	}
 }
 
 // CommentError reports a job comment that is not in either EasyScale form.
@@ -136,6 +151,13 @@ func (d *commentDecoder) field(f string) error {
 	case key == "determinism":
 		det, err := ParseDeterminism(val)
 		d.c.Request.Determinism = det
+		return err
+	case key == "speeds":
+		var err error
+		d.c.Request.Speeds, err = ParseSpeeds(val)
+		if err == nil && d.c.Request.Speeds == nil {
+			err = fmt.Errorf("%w: empty: leave the field out for the site's speeds", ErrBadSpeeds)
+		}
 		return err
 	case d.status:
 		return d.statusField(key, val)

@@ -99,7 +99,8 @@ func TestParseCommentTellsForeignCommentsApart(t *testing.T) {
 
 func FuzzParseComment(f *testing.F) {
 	for _, s := range []string{"es-req min=1 max=4 lw=8 d1", "es step=1200/5000 workers=6/8 d1 req=1-4",
-		"es step=0/0 workers=1 d2", "es-req d2", "es x=y d1", "es-req min=0 max=1 d1"} {
+		"es step=0/0 workers=1 d2", "es-req d2", "es x=y d1", "es-req min=0 max=1 d1",
+		"es-req min=1 max=2 lw=4 d1 speeds=t4:0.4,v100:1", "es step=1/2 workers=1/4 d2 req=1-2 speeds=a100:2.1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

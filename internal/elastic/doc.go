@@ -34,7 +34,12 @@
 //	es step=1200/5000 workers=6/8 d1 req=1-4
 //
 // Here workers=W/L carries the logical workers L and req=MIN-MAX the node
-// range. [ParseComment] reads both forms; [Comment.String] writes them. The
+// range. Either form may end with the optional speeds=TYPE:SPEED,... field,
+// the job's own throughput per GPU type relative to the reference type
+// ([ParseSpeeds]; e.g. speeds=t4:0.4,v100:1), which the backfill planner
+// prefers to the site's speed table; a reader that predates it skips it as
+// an unknown key=value token. The runtime's status writer keeps it only if
+// its Request carries it (the environment twins do not set it yet). [ParseComment] reads both forms; [Comment.String] writes them. The
 // alternatives were rejected: the job name belongs to the user, --wckey
 // collides with site accounting policies and is dropped when TrackWCKey is
 // off, and AdminComment can only be set by operators. The backfill daemon

@@ -50,6 +50,10 @@ type Request struct {
 	MaxNodes       int         // largest node count the job can use, 0 if not elastic
 	LogicalWorkers int         // logical workers (ESTs), 0 if unset
 	Determinism    Determinism // d1 or d2, never empty
+	// Speeds is the job's own throughput per GPU type relative to the
+	// reference type (the comment's optional speeds= field, [ParseSpeeds]);
+	// nil: the job does not say and the site's speed table applies.
+	Speeds map[string]float64
 }
 
 // Elastic reports whether the request names a node range.
@@ -90,7 +94,7 @@ func (r Request) determinism() Determinism {
 }
 
 // Validate checks the relations between the fields (each count in range, MIN
-// <= MAX, MAX <= logical workers) and returns an *OptionError naming the
+// <= MAX, MAX <= logical workers, each speed as [ParseSpeeds] accepts it) and returns an *OptionError naming the
 // option at fault.
 func (r Request) Validate() error {
 	if r.Elastic() || r.MaxNodes != 0 {
@@ -105,6 +109,11 @@ func (r Request) Validate() error {
 	}
 	if _, err := ParseDeterminism(string(r.determinism())); err != nil {
 		return &OptionError{Option: OptionDeterminism, Value: string(r.Determinism), Err: err}
+	}
+	if len(r.Speeds) > 0 {
+		if _, err := ParseSpeeds(FormatSpeeds(r.Speeds)); err != nil {
+			return &OptionError{Option: "speeds", Value: FormatSpeeds(r.Speeds), Err: err}
+		}
 	}
 	if r.Elastic() && r.LogicalWorkers > 0 && r.MaxNodes > r.LogicalWorkers {
 		return &OptionError{Option: OptionElastic, Value: r.Range(),

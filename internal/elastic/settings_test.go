@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ func TestMergeGivesTheFlagPrecedenceOverTheEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Request: %v", err)
 			}
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -185,7 +186,7 @@ func FuzzSettingsRequest(f *testing.F) {
 			env[k] = v
 		}
 		back, err := FromEnv(envLookup(env)).Request()
-		if err != nil || back != r {
+		if err != nil || !reflect.DeepEqual(back, r) {
 			t.Fatalf("environ round trip of %+v gave %+v, %v", r, back, err)
 		}
 	})
