@@ -98,6 +98,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.MinGPUs = min(r.MaxGPUs, max(1, e.Request.MinNodes*perNode))
 	r.Model = planner.DefaultModel(lw, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
+	r.Speeds = e.Request.Speeds // the job's own speeds= (nil: the [speeds] table)
 	return r
 }
 

@@ -291,7 +291,7 @@ func (p *planning) grant() []Grow {
 		}
 		userLent[j.User] += js.lent
 		js.cap = min(j.MaxGPUs, 2*js.total)
-		js.eff, _ = j.Model.Throughput(p.speedCounts(js.byType, "", 0))
+		js.eff, _ = j.Model.Throughput(p.speedCounts(&p.s.Running[ji], js.byType, "", 0))
 		jobs = append(jobs, js)
 	}
 	startLent := maps.Clone(userLent)
@@ -322,7 +322,7 @@ func (p *planning) grant() []Grow {
 		js.total += c.n
 		js.lent += c.n
 		userLent[p.s.Running[js.ji].User] += c.n
-		js.eff, _ = p.s.Running[js.ji].Model.Throughput(p.speedCounts(js.byType, "", 0))
+		js.eff, _ = p.s.Running[js.ji].Model.Throughput(p.speedCounts(&p.s.Running[js.ji], js.byType, "", 0))
 		js.version++
 		if nc, ok := p.best(js, types, userLent, startLent); ok {
 			heap.Push(h, nc)
@@ -367,7 +367,7 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 			continue // d1: never onto another GPU type
 		}
 		for n := 1; n <= min(room, p.avail[t]); n++ {
-			eff, waste := j.Model.Throughput(p.speedCounts(js.byType, t, n))
+			eff, waste := j.Model.Throughput(p.speedCounts(&p.s.Running[js.ji], js.byType, t, n))
 			if waste > p.lim.WasteCap+1e-12 {
 				continue
 			}
@@ -384,16 +384,18 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 	return bestC, found
 }
 
-func (p *planning) speedCounts(byType map[string]int, addType string, add int) []SpeedCount {
+// speedCounts groups job j's GPUs (byType, plus add of addType) by j's
+// speed on each type (RunningJob.SpeedOf).
+func (p *planning) speedCounts(j *RunningJob, byType map[string]int, addType string, add int) []SpeedCount {
 	out := make([]SpeedCount, 0, len(byType)+1)
 	for t, n := range byType {
 		if t == addType {
 			n += add
 		}
-		out = append(out, SpeedCount{Speed: p.s.Speeds[t], N: n})
+		out = append(out, SpeedCount{Speed: j.SpeedOf(t, p.s.Speeds), N: n})
 	}
 	if _, ok := byType[addType]; !ok && add > 0 {
-		out = append(out, SpeedCount{Speed: p.s.Speeds[addType], N: add})
+		out = append(out, SpeedCount{Speed: j.SpeedOf(addType, p.s.Speeds), N: add})
 	}
 	// Merge equal speeds so the result does not depend on map order.
 	slices.SortFunc(out, func(a, b SpeedCount) int { return cmp.Compare(b.Speed, a.Speed) })

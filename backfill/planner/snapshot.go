@@ -105,6 +105,20 @@ type RunningJob struct {
 	// type(s) of its own allocation, a d2 job leaves it nil
 	// ([AllowedTypes] makes the list from the job's determinism level).
 	GPUTypes []string
+	// Speeds optionally gives the job's own throughput per GPU type relative
+	// to the reference type (1.0), as the job declared it (the comment's
+	// speeds= field, a trace's speeds column); a type it does not list runs
+	// at the snapshot's Speeds. Each value > 0 and ≤ 100.
+	Speeds map[string]float64 `json:",omitempty"`
+}
+
+// SpeedOf is job j's speed on GPU type t: its own Speeds[t] when it lists
+// t, else site[t] (the configuration's speed table).
+func (j *RunningJob) SpeedOf(t string, site map[string]float64) float64 {
+	if v, ok := j.Speeds[t]; ok {
+		return v
+	}
+	return site[t]
 }
 
 // PendingJob is a waiting job and, if Slurm's backfill planned one, its
@@ -208,6 +222,11 @@ func validateJob(j RunningJob, idx map[string]int) error {
 	}
 	if !j.Elastic {
 		return nil
+	}
+	for t, v := range j.Speeds {
+		if !(v > 0 && v <= 100) {
+			return fmt.Errorf("speed %v on GPU type %q: need > 0 and ≤ 100: %w", v, t, ErrInvalidSnapshot)
+		}
 	}
 	if j.MinGPUs < 1 || j.MinGPUs > j.MaxGPUs {
 		return fmt.Errorf("min %d and max %d GPUs: need 1 ≤ min ≤ max: %w", j.MinGPUs, j.MaxGPUs, ErrInvalidSnapshot)
