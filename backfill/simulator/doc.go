@@ -28,7 +28,10 @@
 // [planner.DefaultModel](L, R); the trace's duration is its runtime on R
 // reference GPUs. Its progress rate on any set of GPUs is Throughput/R; an
 // extra GPU that would slow the job is left idle by the runtime, so the
-// rate never falls below that of the base allocation. A job that names a
+// rate never falls below that of the base allocation. A job's speed on a
+// GPU type is its own (the optional column speeds, TYPE:SPEED,...) where it
+// lists the type, else Config.Speeds' (the daemon's: a job's comment
+// speeds= over the [speeds] table). A job that names a
 // GPU type (gpu_type) runs only on that type; a job naming a type the
 // cluster lacks can never start. Policies:
 //

@@ -590,11 +590,16 @@ func (s *sim) advance(r *run) {
 	r.last = s.now
 }
 
-// speedCounts groups r's GPUs (base, plus extras when withExtras) by speed.
+// speedCounts groups r's GPUs (base, plus extras when withExtras) by r's
+// speed on them: its own (trace.Job.Speeds) where it lists the type, else
+// the cluster's.
 func (s *sim) speedCounts(r *run, withExtras bool) []planner.SpeedCount {
 	var sc []planner.SpeedCount
 	add := func(nd int, g int) {
 		sp := s.nodes[nd].speed
+		if v, ok := r.j.Speeds[s.nodes[nd].typ]; ok {
+			sp = v // the job's own speed on this type (trace column speeds)
+		}
 		for i := range sc {
 			if sc[i].Speed == sp {
 				sc[i].N += g

@@ -11,7 +11,7 @@
 //     documented rule that supplies one.
 //
 // Either layout may add the [OptionalColumns] (logical_workers, min_gpus,
-// max_gpus, determinism) for what the trace knows of a job's elastic
+// max_gpus, determinism, speeds) for what the trace knows of a job's elastic
 // request; [Job.Elastic] documents the defaults for what it does not.
 //
 // Parse errors are [*ParseError] values carrying the line and column.
@@ -27,6 +27,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
 )
 
 // Job is one job of a trace.
@@ -54,6 +56,11 @@ type Job struct {
 	MinGPUs        int    `json:",omitempty"`
 	MaxGPUs        int    `json:",omitempty"`
 	Determinism    string `json:",omitempty"`
+	// Speeds is the optional column speeds: the job's own throughput per
+	// GPU type relative to the reference type, as TYPE:SPEED,... (the job
+	// comment's speeds= form, elastic.ParseSpeeds); nil: the simulator's
+	// speed table applies.
+	Speeds map[string]float64 `json:",omitempty"`
 }
 
 // OptionalColumns are the columns either layout may add, in any position
@@ -61,7 +68,9 @@ type Job struct {
 // trace does not say. Rules (checked on reading, errors name the column):
 // logical_workers ≥ num_gpus (a job needs a logical worker per GPU);
 // 1 ≤ min_gpus ≤ num_gpus ≤ max_gpus; determinism is d1 or d2.
-var OptionalColumns = []string{"logical_workers", "min_gpus", "max_gpus", "determinism"}
+// speeds is TYPE:SPEED,... (a cell with commas is quoted, as encoding/csv
+// writes it), each type once, each speed in (0, 100].
+var OptionalColumns = []string{"logical_workers", "min_gpus", "max_gpus", "determinism", "speeds"}
 
 // Request is a job's elastic request in GPUs, with the defaults applied.
 type Request struct {
@@ -101,11 +110,11 @@ func (j Job) Elastic() Request {
 
 // optional holds the indices of the optional columns in a header (-1:
 // absent).
-type optional struct{ lw, min, max, det int }
+type optional struct{ lw, min, max, det, speeds int }
 
 func optionalColumns(head []string) optional {
 	return optional{slices.Index(head, "logical_workers"), slices.Index(head, "min_gpus"),
-		slices.Index(head, "max_gpus"), slices.Index(head, "determinism")}
+		slices.Index(head, "max_gpus"), slices.Index(head, "determinism"), slices.Index(head, "speeds")}
 }
 
 // read fills j's optional fields from rec and checks them against j.GPUs.
@@ -150,6 +159,11 @@ func (o optional) read(j *Job, rec, head []string, line int) error {
 	default:
 		return bad(o.det, "%q: use d1 or d2", d)
 	}
+	sp, err := elastic.ParseSpeeds(cell(o.speeds))
+	if err != nil {
+		return bad(o.speeds, "%w", err)
+	}
+	j.Speeds = sp
 	return nil
 }
 
@@ -412,7 +426,7 @@ func Write(w io.Writer, jobs []Job) error {
 			return strconv.Itoa(n)
 		}
 		rec := []string{j.ID, strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs), j.GPUType, "", tr, j.User,
-			count(j.LogicalWorkers), count(j.MinGPUs), count(j.MaxGPUs), j.Determinism}
+			count(j.LogicalWorkers), count(j.MinGPUs), count(j.MaxGPUs), j.Determinism, elastic.FormatSpeeds(j.Speeds)}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("trace: writing job %q: %w", j.ID, err)
 		}

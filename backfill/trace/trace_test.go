@@ -52,7 +52,7 @@ func TestReadGolden(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\n"
-	const opt = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+	const opt = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism,speeds\n"
 	tests := []struct {
 		name         string
 		in           string
@@ -72,12 +72,14 @@ func TestReadErrors(t *testing.T) {
 		{"a negative Pollux batch size names its column", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,-1\n", 2, 5, "batch_size"},
 		{"a zero Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,0\n", 2, 5, "batch_size"},
 		{"a fractional Pollux batch size is refused", "name,time,application,num_replicas,batch_size\nx,1,ncf,2,3.5\n", 2, 5, "batch_size"},
-		{"fewer logical workers than GPUs are refused", opt + "a,0,5,4,,,1,2,,,\n", 2, 8, "logical_workers"},
-		{"a minimum above the request is refused", opt + "a,0,5,2,,,1,,3,,\n", 2, 9, "min_gpus"},
-		{"a maximum below the request is refused", opt + "a,0,5,2,,,1,,,1,\n", 2, 10, "max_gpus"},
-		{"a maximum above the logical workers is refused", opt + "a,0,5,2,,,1,4,,8,\n", 2, 10, "max_gpus"},
-		{"a zero logical worker count is refused with the fix", opt + "a,0,5,2,,,1,0,,,\n", 2, 8, "logical_workers"},
-		{"an unknown determinism level is refused", opt + "a,0,5,2,,,1,,,,d3\n", 2, 11, "determinism"},
+		{"fewer logical workers than GPUs are refused", opt + "a,0,5,4,,,1,2,,,,\n", 2, 8, "logical_workers"},
+		{"a minimum above the request is refused", opt + "a,0,5,2,,,1,,3,,,\n", 2, 9, "min_gpus"},
+		{"a maximum below the request is refused", opt + "a,0,5,2,,,1,,,1,,\n", 2, 10, "max_gpus"},
+		{"a maximum above the logical workers is refused", opt + "a,0,5,2,,,1,4,,8,,\n", 2, 10, "max_gpus"},
+		{"a zero logical worker count is refused with the fix", opt + "a,0,5,2,,,1,0,,,,\n", 2, 8, "logical_workers"},
+		{"an unknown determinism level is refused", opt + "a,0,5,2,,,1,,,,d3,\n", 2, 11, "determinism"},
+		{"a bad per-type speed is refused", opt + "a,0,5,2,,,1,,,,,t4:0\n", 2, 12, "speeds"},
+		{"a speeds cell without TYPE:SPEED is refused", opt + "a,0,5,2,,,1,,,,,fast\n", 2, 12, "speeds"},
 		{"a Pollux workload's optional column is checked too", "name,time,application,num_replicas,batch_size,max_gpus\nx,1,ncf,2,32,1\n", 2, 6, "max_gpus"},
 		{"an unknown header is rejected on line 1", "a,b,c\n1,2,3\n", 1, 0, ""},
 		{"an empty file is rejected", "", 1, 0, ""},
@@ -102,7 +104,8 @@ func TestReadErrors(t *testing.T) {
 func TestWriteReadRoundTrip(t *testing.T) {
 	jobs := []Job{{ID: "a,b", Submit: 3, Duration: 9, GPUs: 2, GPUType: "v100", User: "vc\"1", Training: true},
 		{ID: "z", Submit: 4, Duration: 1, GPUs: 0, Training: false},
-		{ID: "e", Submit: 5, Duration: 7, GPUs: 4, Training: true, LogicalWorkers: 8, MinGPUs: 2, MaxGPUs: 6, Determinism: "d2"}}
+		{ID: "e", Submit: 5, Duration: 7, GPUs: 4, Training: true, LogicalWorkers: 8, MinGPUs: 2, MaxGPUs: 6, Determinism: "d2"},
+		{ID: "s", Submit: 6, Duration: 7, GPUs: 1, Training: true, Speeds: map[string]float64{"t4": 0.4, "v100": 1}}}
 	var buf bytes.Buffer
 	if err := Write(&buf, jobs); err != nil {
 		t.Fatal(err)
@@ -125,6 +128,7 @@ func FuzzRead(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\n\"a\nb\",1,2,3,,,1\n"))
+	f.Add([]byte("job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,speeds\na,1,2,3,,,1,\"t4:0.4,v100:1\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		jobs, err := Read(bytes.NewReader(data))
 		if err != nil {
