@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 )
@@ -69,6 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
 	admit := fs.Bool("shrink-to-admit", false, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs (easyscale-backfilld does not do this yet)")
+	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
 	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }
@@ -87,6 +90,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return badFlags(err)
 	}
 	cfg.ShrinkToAdmit = *admit
+	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
+		return badFlags(fmt.Errorf("--start-small: %w", err))
+	}
 	lo, hi, err := parseWindow(*window)
 	if err != nil {
 		return badFlags(fmt.Errorf("--window: %w", err))

@@ -17,11 +17,19 @@ type reservation struct {
 	nodes  map[int]bool // the nodes of allocs
 }
 
-// schedule is one FIFO + EASY-backfill pass at s.now.
+// schedule runs FIFO + EASY-backfill passes at s.now: one, and another
+// after each queue head started small (the next job becomes the head).
 func (s *sim) schedule() {
+	for s.pass() {
+	}
+}
+
+// pass is one FIFO + EASY-backfill pass; it reports whether the queue head
+// started small at its end (startSmall).
+func (s *sim) pass() bool {
 	s.resv = reservation{}
 	if len(s.queue) == 0 {
-		return
+		return false
 	}
 	avail := s.availNow()
 	if s.cfg.Policy != Rigid {
@@ -42,7 +50,7 @@ func (s *sim) schedule() {
 	}
 	s.queue = s.queue[i:]
 	if len(s.queue) == 0 {
-		return
+		return false
 	}
 	head := s.queue[0]
 	x, resAllocs, spare := s.reserve(head, avail)
@@ -69,6 +77,45 @@ func (s *sim) schedule() {
 		kept = append(kept, r)
 	}
 	s.queue = kept
+	if s.startSmall(head, avail, x, resAllocs) {
+		s.queue = s.queue[1:]
+		return true
+	}
+	return false
+}
+
+// startSmall starts the queue head now on fewer GPUs than it asked for,
+// as planner.StartSmall decides under Config.StartSmall, with GPUs left
+// after the backfill pass (the most that fit, at least its minimum). It
+// reports whether it did; the caller takes it off the queue.
+func (s *sim) startSmall(head *run, avail []int, x int64, resAllocs []alloc) bool {
+	if s.cfg.StartSmall == planner.StartSmallOff || s.cfg.Policy == Rigid || head.min >= head.j.GPUs || s.availTotal < head.min {
+		return false
+	}
+	var small []alloc
+	for m := min(head.j.GPUs-1, s.availTotal); m >= head.min && small == nil; m-- {
+		small = s.cluster.Fit(avail, m, head.rule)
+	}
+	if small == nil {
+		return false
+	}
+	q := planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: head.model, Work: head.rem, Now: s.now, ReservedStart: x,
+		AtRequest: s.speedsOn(head, resAllocs), Small: s.speedsOn(head, small)}
+	if _, ok := planner.StartSmall(q); !ok {
+		return false
+	}
+	s.res.SmallStarts++
+	s.start(head, small, avail)
+	return true
+}
+
+// speedsOn groups allocs by r's speed on them (see speedCounts).
+func (s *sim) speedsOn(r *run, allocs []alloc) []planner.SpeedCount {
+	saved := r.base
+	r.base = allocs
+	sc := s.speedCounts(r, false)
+	r.base = saved
+	return sc
 }
 
 // availNow is each node's GPUs a starting job may take: free ones and those
@@ -101,10 +148,7 @@ func (s *sim) fit(r *run, avail []int) []alloc {
 // baseLimit is the time limit end of r started now on allocs: its
 // remaining work at that size (planner.RunTime).
 func (s *sim) baseLimit(r *run, allocs []alloc) int64 {
-	saved := r.base
-	r.base = allocs
-	sc := s.speedCounts(r, false)
-	r.base = saved
+	sc := s.speedsOn(r, allocs)
 	return s.now + int64(math.Ceil(planner.RunTime(r.model, sc, r.rem)))
 }
 

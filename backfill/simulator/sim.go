@@ -76,6 +76,10 @@ type Config struct {
 	// easyscale-backfilld does not apply such decisions yet (issue 10,
 	// item 6), so its policy is ShrinkToAdmit false.
 	ShrinkToAdmit bool
+	// StartSmall lets the elastic policies start the queue head on fewer
+	// GPUs than it asked for (never below its minimum), as
+	// planner.StartSmall decides under this rule; zero: never.
+	StartSmall planner.StartSmallRule
 	// Limits are passed to the planner; zero Limits: DefaultLimits(), the
 	// daemon's.
 	Limits planner.Limits
@@ -126,7 +130,14 @@ type Result struct {
 	// AdmitShrinks counts queued jobs started by shrinking running elastic
 	// jobs' base allocations (shrink-to-admit).
 	AdmitShrinks int `json:"admit_shrinks"`
-	Shrinks      int `json:"shrinks"`
+	// Rescales is the total of JobRecord.Rescales; MeanRescales the mean
+	// per completed job.
+	Rescales     int     `json:"rescales"`
+	MeanRescales float64 `json:"mean_rescales_per_job"`
+	// SmallStarts counts jobs started on fewer GPUs than they asked for
+	// (Config.StartSmall).
+	SmallStarts int `json:"small_starts"`
+	Shrinks     int `json:"shrinks"`
 	// Series is the allocation over time, one sample per change.
 	Series []Sample `json:"-"`
 	// PerJob holds one record per completed job, in completion order.
@@ -147,6 +158,11 @@ type JobRecord struct {
 	Duration int64
 	// StartTypes are the GPU types it started on, sorted, comma-separated.
 	StartTypes string
+	// Rescales counts the changes of its GPU count after its start (extra
+	// jobs granted or ended, base GPUs shrunk; the grows of one planning
+	// cycle count once, as the runtime rescales once): each costs a real
+	// job a checkpoint-free restart of its workers, seconds.
+	Rescales int
 }
 
 // alloc is GPUs on one node, by index in sim.nodes (= the planner
@@ -185,6 +201,8 @@ type run struct {
 	idx        int   // index in sim.runs (submit order)
 	snapBase   []planner.NodeGPUs
 	peak       int // most GPUs held at once
+	held       int // GPUs held after the last reschedule
+	rescales   int // changes of the GPUs held while running (JobRecord.Rescales)
 	started    bool
 	finished   bool
 }
@@ -551,7 +569,9 @@ func (s *sim) complete(r *run) {
 		startGPUs += a.GPUs
 	}
 	s.res.PerJob = append(s.res.PerJob, JobRecord{ID: r.id, Submit: r.j.Submit, Start: r.start, End: s.now,
-		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration, StartTypes: r.startTypes})
+		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration, StartTypes: r.startTypes,
+		Rescales: r.rescales})
+	s.res.Rescales += r.rescales
 	s.res.Makespan = max(s.res.Makespan, s.now)
 }
 
@@ -639,6 +659,10 @@ func (s *sim) reschedule(r *run) {
 		held += x.gpus
 	}
 	r.peak = max(r.peak, held)
+	if r.held != 0 && held != r.held {
+		r.rescales++
+	}
+	r.held = held
 	r.rate = s.rateOf(r, true)
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
@@ -673,6 +697,7 @@ func (s *sim) finish() Result {
 	sort.Float64s(sorted)
 	res.P95JCT = sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
 	res.MeanQueue = s.sumQueue / float64(len(s.jcts))
+	res.MeanRescales = float64(res.Rescales) / float64(len(s.jcts))
 	first := s.runs[0].j.Submit
 	res.Makespan -= first
 	var used, cap, usedW, capW float64

@@ -1,0 +1,46 @@
+package planner
+
+import "testing"
+
+func TestStartSmall(t *testing.T) {
+	// L = R = 2: on 2 reference GPUs the step is 1 + 0.1 = 1.1 (throughput
+	// 2), on 1 GPU 2 (throughput 1.1), so 100 s of work takes 100 s at the
+	// request and 100·2/1.1 = 181.8 s on one GPU.
+	m := DefaultModel(2, 2)
+	two, one := []SpeedCount{{Speed: 1, N: 2}}, []SpeedCount{{Speed: 1, N: 1}}
+	tests := []struct {
+		name     string
+		rule     StartSmallRule
+		work     float64
+		reserved int64
+		want     bool
+		wantEnd  int64
+	}{
+		{"off never starts small", StartSmallOff, 100, 1000, false, 0},
+		{"before-reservation: ends small (at 192 s) before the reservation at 1000 s", StartSmallBeforeReservation, 100, 1000, true, 192},
+		{"before-reservation: would hold GPUs past its reservation", StartSmallBeforeReservation, 100, 150, false, 192},
+		{"ends-earlier: ends at 192 s, waiting ends at 250 s", StartSmallEndsEarlier, 100, 150, true, 192},
+		{"ends-earlier: 1000 s of work ends at 1829 s small, at 1800 s by waiting", StartSmallEndsEarlier, 1000, 800, false, 1829},
+		{"no reservation in the future: nothing to gain", StartSmallEndsEarlier, 100, 10, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			end, ok := StartSmall(StartSmallRequest{Rule: tc.rule, Model: m, Work: tc.work, Now: 10, ReservedStart: tc.reserved,
+				AtRequest: two, Small: one})
+			if ok != tc.want || (ok && end != tc.wantEnd) {
+				t.Errorf("StartSmall = %d, %v; want %d, %v", end, ok, tc.wantEnd, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseStartSmallRule(t *testing.T) {
+	for _, r := range []StartSmallRule{StartSmallOff, StartSmallBeforeReservation, StartSmallEndsEarlier} {
+		if got, err := ParseStartSmallRule(r.String()); err != nil || got != r {
+			t.Errorf("ParseStartSmallRule(%q) = %v, %v", r.String(), got, err)
+		}
+	}
+	if _, err := ParseStartSmallRule("always"); err == nil {
+		t.Error("ParseStartSmallRule accepted an unknown rule")
+	}
+}
