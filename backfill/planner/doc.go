@@ -43,6 +43,25 @@
 // argument; [Model] turns a placement into a throughput with Pollux's
 // sub-linear iteration-time model (Qiao et al., OSDI'21, §3.1).
 //
+// # Speeds
+//
+// A job's speed on a GPU type, relative to the reference type (1.0), is its
+// own when it declares one (RunningJob.Speeds: the job comment's optional
+// speeds=TYPE:SPEED,... field, internal/elastic.ParseSpeeds, or a trace's
+// speeds column) and otherwise the site's table (Snapshot.Speeds: the
+// configuration's [speeds], spank/gpuctx's peak-FP32 defaults). Per-job
+// speeds matter because the speed-up of a GPU generation depends on the
+// model (EasyScale, arXiv 2208.14228, §4: its inter-job scheduler profiles
+// each job's throughput per device type). In [Model] the step's compute
+// time is the placement's bottleneck load/speed and the synchronisation
+// term is the reference one divided by the slowest GPU's speed, so on k
+// GPUs of one type a job runs exactly speed times as fast as on k
+// reference GPUs: the configured ratio (before, a 32-GPU job on V100 at
+// 3.1× a T4 ran 2.18× faster, the sync term being fixed in reference
+// units). Pollux (OSDI'21, §3.1) fits T_sync per job and placement; we
+// scale it with the job's compute speed, which is the assumption a single
+// relative speed per type can carry.
+//
 // # Inter-job allocation
 //
 // Following EasyScale's inter-job scheduler (§4.3), GPUs are granted one
@@ -88,6 +107,18 @@
 // per-user limit bounds what one user can take; a job never loses its own
 // (base) allocation to the planner, so lending is work-conserving without
 // ever taking from a rigid job.
+//
+// # Starting small
+//
+// [StartSmall] decides whether a queued elastic job starts now on fewer
+// GPUs than it asked for (never below its minimum) and grows later. Rules
+// ([StartSmallRule]): before-reservation, it ends at the smaller size,
+// without counting on growth, no later than its own reserved start, so it
+// holds nothing any reservation needs (EASY backfill's test, Lifka 1995,
+// applied to the smaller job); ends-earlier, it ends earlier than by
+// waiting, which lets a long job hold GPUs that short jobs behind it
+// would have been backfilled into (Pollux workload 2: mean JCT 2.1× rigid's,
+// BENCHMARKS.md). Both are options; neither is the daemon's default.
 //
 // # Starting and shrink-to-admit
 //

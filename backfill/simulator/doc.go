@@ -65,10 +65,17 @@
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //
-// Starting the queue head smaller than R when R GPUs are not free was
-// tried and dropped: a long job started small holds GPUs for longer, and
-// the short jobs behind it, which EASY backfill would have run in that
-// time, wait (Pollux workload 2: mean JCT 2× rigid's).
+// Start small (Config.StartSmall, --start-small RULE, elastic policies,
+// default off): after the EASY backfill pass, a queue head that still
+// waits may start now on the most GPUs left that fit it (at least its
+// minimum, fewer than R) when planner.StartSmall says so under the rule;
+// the pass then runs again for the new head. before-reservation starts it
+// only when it ends at that size before its reserved start, so no
+// reservation moves; ends-earlier whenever it ends earlier than by waiting,
+// which on Pollux workload 2 starts a long job small that then holds GPUs
+// the short jobs behind it would have been backfilled into (mean JCT 2.1×
+// rigid's). easyscale-backfilld does not apply either rule yet, so the
+// default is off.
 //
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
@@ -105,5 +112,8 @@
 // total GPUs × (last completion − first submit); max_reservation_delay_s is
 // the largest (start − earliest reserved start) over all jobs that ever held
 // a reservation, which must be 0. Result.PerJob keeps every job's submit,
-// start, end and GPU counts for per-job comparisons between policies.
+// start, end, GPU counts and rescales (changes of its GPU count after its
+// start: extra jobs granted or ended, base GPUs shrunk) for per-job
+// comparisons between policies; rescales and mean_rescales_per_job sum
+// them in the JSON, small_starts counts jobs started small.
 package simulator
