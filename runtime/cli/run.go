@@ -100,7 +100,7 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.procs, "procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
 	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
-	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step (needs --procs)")
+	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (needs --procs)")
 	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
 	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")

@@ -85,8 +85,11 @@ func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 			return
 		}
 		startWorker(t, c)
-		for deadline := time.Now().Add(10 * time.Second); len(c.joiners) == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); len(c.joiners) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the late joiner was not waiting for admission 10 s after it started")
+				return
+			}
 		}
 	}
 	sum, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true,
