@@ -242,7 +242,7 @@ func TestShapeErrorsPanicNamingTheOp(t *testing.T) {
 }
 
 func TestReusedTapeGivesTheSameGradientsAsAFreshOne(t *testing.T) {
-	c := opCases[len(opCases)-2] // the small conv net: pooled grads, columns and normalised activations
+	c := opCaseNamed(t, "small conv net: conv, batch norm, relu, pool, linear, cross-entropy") // pooled grads, columns and normalised activations
 	run := func(tp *Tape) []float32 {
 		leaves, fwd := c.setup(newRand(9), false)
 		loss := fwd(tp)
@@ -266,4 +266,15 @@ func TestReusedTapeGivesTheSameGradientsAsAFreshOne(t *testing.T) {
 	if !bitsEqual(first, fresh) || !bitsEqual(second, fresh) {
 		t.Error("gradients from a reused tape differ from a fresh tape's")
 	}
+}
+
+// opCaseNamed returns the op case of that name.
+func opCaseNamed(t *testing.T, name string) opCase {
+	for _, c := range opCases {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no op case %q", name)
+	return opCase{}
 }

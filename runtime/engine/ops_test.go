@@ -162,6 +162,30 @@ var opCases = []opCase{
 			return tp.SoftmaxCrossEntropy(tp.Linear(tp.GELU(h), wout, nil), tg)
 		}
 	}},
+	// The shapes of the examples' layers that the kernels special-case
+	// (stride 1, channel counts that are no multiple of the kernels' width).
+	{"conv2d 5x5 with stride 1, no padding and no bias, as LeNet's second layer", func(r *rand.Rand, big bool) ([]*Tensor, func(*Tape) *Tensor) {
+		x, w := randParam(r, pick(big, 2, 8), pick(big, 2, 4), pick(big, 6, 12), pick(big, 7, 12)), randParam(r, pick(big, 3, 16), pick(big, 2, 4), 5, 5)
+		return []*Tensor{x, w}, func(tp *Tape) *Tensor { return tp.Conv2d(x, w, nil, 1, 0) }
+	}},
+	{"conv2d with padding 2 on a constant input differentiates w and b only", func(r *rand.Rand, big bool) ([]*Tensor, func(*Tape) *Tensor) {
+		x, w, b := randConst(r, pick(big, 2, 8), 1, pick(big, 5, 14), pick(big, 4, 14)), randParam(r, pick(big, 3, 8), 1, 3, 3), randParam(r, pick(big, 3, 8))
+		return []*Tensor{x, w, b}, func(tp *Tape) *Tensor { return tp.Conv2d(x, w, b, 1, 2) }
+	}},
+	{"max pool with 2x2 windows on an odd-sized input", func(r *rand.Rand, big bool) ([]*Tensor, func(*Tape) *Tensor) {
+		x := distinctValues(r, NewParam(pick(big, 2, 8), pick(big, 3, 8), pick(big, 5, 25), pick(big, 7, 27)), 0.05)
+		return []*Tensor{x}, func(tp *Tape) *Tensor { return tp.MaxPool2d(x, 2, 2) }
+	}},
+	{"batch norm training on [B,C,H,W] with 7 channels", func(r *rand.Rand, big bool) ([]*Tensor, func(*Tape) *Tensor) {
+		x, g, b := randParam(r, pick(big, 3, 16), 7, pick(big, 2, 12), pick(big, 3, 12)), randParam(r, 7), randParam(r, 7)
+		rm, rv := NewTensor(7), NewTensor(7)
+		fill(rv.Data, 1)
+		return []*Tensor{x, g, b, rm, rv}, func(tp *Tape) *Tensor { return tp.BatchNorm(x, g, b, rm, rv, 0.1, 1e-5, true) }
+	}},
+	{"batch norm training on [B,C] with 5 channels", func(r *rand.Rand, big bool) ([]*Tensor, func(*Tape) *Tensor) {
+		x, g, b := randParam(r, pick(big, 6, 256), 5), randParam(r, 5), randParam(r, 5)
+		return []*Tensor{x, g, b}, func(tp *Tape) *Tensor { return tp.BatchNorm(x, g, b, nil, nil, 0.1, 1e-5, true) }
+	}},
 }
 
 // gradCheck compares the analytic gradient of L = Σ out·w (w fixed random
