@@ -11,8 +11,9 @@ import "fmt"
 // calls Gemm, so every output element is b[o] + Σ over (c,kh,kw) in
 // increasing order. The forward pass runs samples in parallel. Backward:
 // dx by Gemm and col2im per sample (in parallel over samples); dw summed
-// over samples in increasing order, then over output positions (in parallel
-// over output channels only); db likewise.
+// over samples in increasing order, then over output positions, as one
+// Gemm over all samples' columns (split by output elements only); db
+// likewise, in parallel over output channels.
 //
 // It panics on mismatched shapes, stride < 1, pad < 0 or an empty output.
 func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
@@ -39,9 +40,13 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 	y := tp.output(rec, batch, outC, g.oh, g.ow)
 	ckk, p := g.rows(), g.oh*g.ow
 	inSize, outSize := ch*h*wd, outC*p
-	var cols []float32 // every sample's im2col, kept for dw
+	// cols holds every sample's column matrix side by side, [C·KH·KW,
+	// B·OH·OW] (sample n in columns [n·P, (n+1)·P)), kept for dw: then dw
+	// is one product over all samples without transposing the columns.
+	var cols []float32
+	ld := p // row stride of the column matrices
 	if rec && w.needsGrad() {
-		cols = tp.alloc(batch * ckk * p)
+		cols, ld = tp.alloc(ckk*batch*p), batch*p
 	}
 	work := batch * outC * ckk * p
 	inner := innerThreads(tp.threads, batch, work, outC*ckk*p)
@@ -53,16 +58,16 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 		for n := lo; n < hi; n++ {
 			col := scratch
 			if cols != nil {
-				col = cols[n*ckk*p : (n+1)*ckk*p]
+				col = cols[n*p:]
 			}
-			g.im2col(x.Data[n*inSize:(n+1)*inSize], col)
+			g.im2col(x.Data[n*inSize:(n+1)*inSize], col, ld)
 			yn := y.Data[n*outSize : (n+1)*outSize]
 			if b != nil {
 				for o := range outC {
 					fill(yn[o*p:(o+1)*p], b.Data[o])
 				}
 			}
-			Gemm(false, false, outC, p, ckk, w.Data, ckk, col, p, yn, p, b != nil, inner)
+			Gemm(false, false, outC, p, ckk, w.Data, ckk, col, ld, yn, p, b != nil, inner)
 		}
 	})
 	if !rec {
@@ -79,11 +84,7 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 			})
 		}
 		if w.needsGrad() {
-			parallelFor(tp.threads, outC, work, func(lo, hi int) {
-				for n := range batch {
-					Gemm(false, true, hi-lo, ckk, p, y.Grad[n*outSize+lo*p:], p, cols[n*ckk*p:], p, w.Grad[lo*ckk:], ckk, true, 1)
-				}
-			})
+			tp.convWeightGrad(w.Grad, y.Grad, cols, outC, ckk, batch, p)
 		}
 		if b.needsGrad() {
 			parallelFor(tp.threads, outC, batch*outC*p, func(lo, hi int) {
@@ -102,6 +103,39 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 	return y
 }
 
+// convWeightGrad adds dw[o,r] += Σ_n Σ_q dy[n,o,q]·cols[r, n·P+q] (summed
+// over n, then q, in increasing order, from dw's value) for dw [O, R],
+// dy [B, O, P] and cols [R, B·P]. It runs as one product
+// dwᵀ[R,O] += cols · dyᵀ, whose k runs over (n, q) in that same order, on
+// dy transposed to [B·P, O] (O times smaller than transposing the columns);
+// dwᵀ starts as the transpose of dw and is transposed back.
+func (tp *Tape) convWeightGrad(dw, dy, cols []float32, outC, ckk, batch, p int) {
+	k := batch * p
+	dyT := tp.alloc(k * outC)
+	for n := range batch {
+		blk := dy[n*outC*p : (n+1)*outC*p]
+		dst := dyT[n*p*outC : (n+1)*p*outC]
+		for o := range outC {
+			for q, v := range blk[o*p : (o+1)*p] {
+				dst[q*outC+o] = v
+			}
+		}
+	}
+	dwT := tp.alloc(ckk * outC)
+	for o := range outC {
+		for r, v := range dw[o*ckk : (o+1)*ckk] {
+			dwT[r*outC+o] = v
+		}
+	}
+	Gemm(false, false, ckk, outC, k, cols, k, dyT, outC, dwT, outC, true, gemmThreads(tp.threads, ckk*outC*k))
+	for o := range outC {
+		row := dw[o*ckk : (o+1)*ckk]
+		for r := range row {
+			row[r] = dwT[r*outC+o]
+		}
+	}
+}
+
 // convGeom is the geometry of one convolution: input channels and size,
 // kernel size, stride, zero padding and output size.
 type convGeom struct {
@@ -111,16 +145,18 @@ type convGeom struct {
 // rows is the number of rows of the column matrix, C·KH·KW.
 func (g convGeom) rows() int { return g.c * g.kh * g.kw }
 
-// im2col writes the column matrix of one sample x [C,H,W] into col
-// [C·KH·KW, OH·OW]: col[(c·KH+i)·KW+j][oy·OW+ox] = x[c][oy·s-pad+i][ox·s-pad+j],
-// zero outside the input.
-func (g convGeom) im2col(x, col []float32) {
+// im2col writes the column matrix of one sample x [C,H,W] into col, whose
+// rows are ld elements apart (ld ≥ OH·OW):
+// col[(c·KH+i)·KW+j][oy·OW+ox] = x[c][oy·s-pad+i][ox·s-pad+j], zero outside
+// the input. With stride 1 each output row is one copy of an input row.
+func (g convGeom) im2col(x, col []float32, ld int) {
 	p := g.oh * g.ow
 	for c := range g.c {
 		plane := x[c*g.h*g.w : (c+1)*g.h*g.w]
 		for i := range g.kh {
 			for j := range g.kw {
-				row := col[((c*g.kh+i)*g.kw+j)*p:][:p]
+				row := col[((c*g.kh+i)*g.kw+j)*ld:][:p]
+				lo, hi := g.validCols(j)
 				for oy := range g.oh {
 					iy := oy*g.stride - g.pad + i
 					dst := row[oy*g.ow : (oy+1)*g.ow]
@@ -129,6 +165,14 @@ func (g convGeom) im2col(x, col []float32) {
 						continue
 					}
 					src := plane[iy*g.w : (iy+1)*g.w]
+					if g.stride == 1 {
+						clear(dst[:lo])
+						if lo < hi {
+							copy(dst[lo:hi], src[lo-g.pad+j:hi-g.pad+j])
+						}
+						clear(dst[hi:])
+						continue
+					}
 					for ox := range dst {
 						ix := ox*g.stride - g.pad + j
 						if ix < 0 || ix >= g.w {
@@ -143,8 +187,17 @@ func (g convGeom) im2col(x, col []float32) {
 	}
 }
 
-// col2imAdd is the adjoint of im2col: it adds every element of col to the
-// input position it was read from, visiting col in row-major order.
+// validCols returns, for stride 1 and kernel column j, the output columns
+// [lo, hi) whose input column ox-pad+j lies inside the input.
+func (g convGeom) validCols(j int) (lo, hi int) {
+	lo = min(max(g.pad-j, 0), g.ow)
+	hi = max(min(g.ow, g.w+g.pad-j), lo)
+	return lo, hi
+}
+
+// col2imAdd is the adjoint of im2col (col with rows OH·OW apart): it adds
+// every element of col to the input position it was read from, visiting
+// col in row-major order.
 func (g convGeom) col2imAdd(col, dx []float32) {
 	p := g.oh * g.ow
 	for c := range g.c {
@@ -152,12 +205,19 @@ func (g convGeom) col2imAdd(col, dx []float32) {
 		for i := range g.kh {
 			for j := range g.kw {
 				row := col[((c*g.kh+i)*g.kw+j)*p:][:p]
+				lo, hi := g.validCols(j)
 				for oy := range g.oh {
 					iy := oy*g.stride - g.pad + i
 					if iy < 0 || iy >= g.h {
 						continue
 					}
 					dst := plane[iy*g.w : (iy+1)*g.w]
+					if g.stride == 1 {
+						if lo < hi {
+							addTo(dst[lo-g.pad+j:hi-g.pad+j], row[oy*g.ow+lo:oy*g.ow+hi])
+						}
+						continue
+					}
 					for ox, v := range row[oy*g.ow : (oy+1)*g.ow] {
 						if ix := ox*g.stride - g.pad + j; ix >= 0 && ix < g.w {
 							dst[ix] += v
@@ -166,6 +226,14 @@ func (g convGeom) col2imAdd(col, dx []float32) {
 				}
 			}
 		}
+	}
+}
+
+// addTo adds src to dst elementwise (len(src) elements).
+func addTo(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] += v
 	}
 }
 

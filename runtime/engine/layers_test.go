@@ -278,3 +278,31 @@ func opCaseNamed(t *testing.T, name string) opCase {
 	t.Fatalf("no op case %q", name)
 	return opCase{}
 }
+
+// TestConv2dPaddingWiderThanTheInput covers kernel columns whose every
+// output column reads padding (stride 1, pad 2 on a 1-pixel-wide input).
+func TestConv2dPaddingWiderThanTheInput(t *testing.T) {
+	x, w := randParam(newRand(3), 2, 1, 3, 1), randParam(newRand(4), 2, 1, 5, 5)
+	tp := NewTape(1)
+	y := tp.Conv2d(x, w, nil, 1, 2)
+	if !sameShape(y.Shape, []int{2, 2, 3, 1}) {
+		t.Fatalf("shape %v, want [2 2 3 1]", y.Shape)
+	}
+	// y[n,o,oy,0] = Σ_{i} x[n,0,oy-2+i,0]·w[o,0,i,2]: only the centre column sees the input.
+	for n := range 2 {
+		for o := range 2 {
+			for oy := range 3 {
+				var want float32
+				for i := range 5 {
+					if iy := oy - 2 + i; iy >= 0 && iy < 3 {
+						want += float32(x.Data[n*3+iy] * w.Data[o*25+i*5+2])
+					}
+				}
+				if got := y.Data[(n*2+o)*3+oy]; got != want {
+					t.Errorf("y[%d,%d,%d] = %v, want %v", n, o, oy, got, want)
+				}
+			}
+		}
+	}
+	tp.Backward(tp.SoftmaxCrossEntropy(tp.Reshape(y, 6, 2), make([]int32, 6))) // col2im over the same padding
+}
