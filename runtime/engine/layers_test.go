@@ -306,3 +306,56 @@ func TestConv2dPaddingWiderThanTheInput(t *testing.T) {
 	}
 	tp.Backward(tp.SoftmaxCrossEntropy(tp.Reshape(y, 6, 2), make([]int32, 6))) // col2im over the same padding
 }
+
+// TestMaxPool2x2KeepsTheFirstMaximum checks the 2×2 stride-2 kernel against
+// the window loop `if v > best` on ties, signed zeros and NaNs: the value's
+// bits and which input receives the gradient.
+func TestMaxPool2x2KeepsTheFirstMaximum(t *testing.T) {
+	nan, negZero := float32(math.NaN()), float32(math.Copysign(0, -1))
+	for _, c := range []struct {
+		name   string
+		window [4]float32 // row-major: (0,0), (0,1), (1,0), (1,1)
+	}{
+		{"a tie goes to the first of the equal values", [4]float32{1, 3, 3, 2}},
+		{"all equal keeps the first", [4]float32{2, 2, 2, 2}},
+		{"+0 after −0 does not replace it", [4]float32{negZero, 0, -1, -2}},
+		{"a NaN in front is never replaced", [4]float32{nan, 5, 6, 7}},
+		{"a NaN later is never taken", [4]float32{1, nan, 0, nan}},
+		{"the last element can win", [4]float32{-4, -3, -2, -1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A 3×5 plane: one full window at columns 2..3 of rows 0..1, the
+			// odd row and column left out as MaxPool2d drops them.
+			x := NewParam(1, 1, 3, 5)
+			for i := range x.Data {
+				x.Data[i] = -100
+			}
+			x.Data[2], x.Data[3], x.Data[7], x.Data[8] = c.window[0], c.window[1], c.window[2], c.window[3]
+			best, bi := c.window[0], 0
+			for i, v := range c.window {
+				if v > best {
+					best, bi = v, i
+				}
+			}
+			tp := NewTape(1)
+			y := tp.MaxPool2d(x, 2, 2)
+			if got := y.Data[1]; math.Float32bits(got) != math.Float32bits(best) {
+				t.Fatalf("max bits %#x, want %#x", math.Float32bits(got), math.Float32bits(best))
+			}
+			y.Grad[1] = 1
+			tp.ops[0]()
+			for i, at := range []int{2, 3, 7, 8} {
+				if want := float32(b2f(i == bi)); x.Grad[at] != want {
+					t.Errorf("grad of window element %d = %v, want %v", i, x.Grad[at], want)
+				}
+			}
+		})
+	}
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}

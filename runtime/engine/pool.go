@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // MaxPool2d returns the maximum over k×k windows moved by stride, without
 // padding (torch.nn.functional.max_pool2d with padding 0, ceil_mode false).
@@ -21,12 +24,19 @@ func (tp *Tape) MaxPool2d(x *Tensor, k, stride int) *Tensor {
 	y := tp.output(rec, batch, ch, oh, ow)
 	var arg []int32 // index within the input plane of each output's maximum
 	if rec {
+		arg = tp.allocIndex(len(y.Data))
+	} else {
 		arg = make([]int32, len(y.Data))
 	}
 	planes, in, out := batch*ch, h*w, oh*ow
 	parallelFor(tp.threads, planes, len(y.Data)*k*k, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x.Data[pl*in : (pl+1)*in]
+			yp, ap := y.Data[pl*out:(pl+1)*out], arg[pl*out:(pl+1)*out]
+			if k == 2 && stride == 2 {
+				maxPool2x2(yp, ap, xp, w, oh, ow)
+				continue
+			}
 			for oy := range oh {
 				for ox := range ow {
 					y0, x0 := oy*stride, ox*stride
@@ -38,11 +48,7 @@ func (tp *Tape) MaxPool2d(x *Tensor, k, stride int) *Tensor {
 							}
 						}
 					}
-					o := pl*out + oy*ow + ox
-					y.Data[o] = best
-					if arg != nil {
-						arg[o] = int32(bi)
-					}
+					yp[oy*ow+ox], ap[oy*ow+ox] = best, int32(bi)
 				}
 			}
 		}
@@ -54,11 +60,45 @@ func (tp *Tape) MaxPool2d(x *Tensor, k, stride int) *Tensor {
 		parallelFor(tp.threads, planes, len(y.Data), func(lo, hi int) {
 			for pl := lo; pl < hi; pl++ {
 				gp := x.Grad[pl*in : (pl+1)*in]
-				for o := pl * out; o < (pl+1)*out; o++ {
-					gp[arg[o]] += y.Grad[o]
+				for o, i := range arg[pl*out : (pl+1)*out] {
+					gp[i] += y.Grad[pl*out+o]
 				}
 			}
 		})
 	})
 	return y
+}
+
+// maxPool2x2 is MaxPool2d's plane loop for 2×2 windows with stride 2:
+// y [oh·ow] and arg get the maximum of each window of x (a plane w wide)
+// and its index, visiting the window in row-major order and keeping the
+// first maximum (v > best), without branches on the data: each comparison
+// becomes a 0/1 that selects bits.
+func maxPool2x2(y []float32, arg []int32, x []float32, w, oh, ow int) {
+	for oy := range oh {
+		r0 := x[2*oy*w : 2*oy*w+2*ow]
+		r1 := x[(2*oy+1)*w : (2*oy+1)*w+2*ow]
+		yr, ar := y[oy*ow:(oy+1)*ow], arg[oy*ow:(oy+1)*ow]
+		base := int32(2 * oy * w)
+		for ox := range yr {
+			j := 2 * ox
+			best, bi := r0[j], base+int32(j)
+			best, bi = selectGreater(r0[j+1], base+int32(j+1), best, bi)
+			best, bi = selectGreater(r1[j], base+int32(w+j), best, bi)
+			best, bi = selectGreater(r1[j+1], base+int32(w+j+1), best, bi)
+			yr[ox], ar[ox] = best, bi
+		}
+	}
+}
+
+// selectGreater returns (v, vi) when v > best, else (best, bi), choosing
+// by masks so that the compiler emits no branch on the comparison.
+func selectGreater(v float32, vi int32, best float32, bi int32) (float32, int32) {
+	var gt uint32
+	if v > best {
+		gt = 1
+	}
+	m := -gt // all ones when v > best
+	b := math.Float32bits(v)&m | math.Float32bits(best)&^m
+	return math.Float32frombits(b), int32(uint32(vi)&m | uint32(bi)&^m)
 }

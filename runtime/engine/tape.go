@@ -26,6 +26,9 @@ type Tape struct {
 	free  map[int][][]float32
 	taken [][]float32
 	outs  []*Tensor // op outputs whose Grad came from the pool
+	// Index buffers (MaxPool2d's argmax) are pooled the same way.
+	freeIdx  map[int][][]int32
+	takenIdx [][]int32
 }
 
 // NewTape returns an empty tape whose ops use up to threads goroutines
@@ -80,6 +83,14 @@ func (tp *Tape) Reset() {
 	}
 	clear(tp.taken)
 	tp.taken = tp.taken[:0]
+	if tp.freeIdx == nil {
+		tp.freeIdx = map[int][][]int32{}
+	}
+	for _, b := range tp.takenIdx {
+		tp.freeIdx[len(b)] = append(tp.freeIdx[len(b)], b)
+	}
+	clear(tp.takenIdx)
+	tp.takenIdx = tp.takenIdx[:0]
 }
 
 // alloc returns a zeroed buffer of n elements that belongs to the tape until
@@ -96,6 +107,22 @@ func (tp *Tape) alloc(n int) []float32 {
 		b = make([]float32, n)
 	}
 	tp.taken = append(tp.taken, b)
+	return b
+}
+
+// allocIndex returns an index buffer of n elements (contents unspecified:
+// the caller writes every element) that belongs to the tape until the next
+// Reset, for a recording op's backward closure.
+func (tp *Tape) allocIndex(n int) []int32 {
+	var b []int32
+	if l := tp.freeIdx[n]; len(l) > 0 {
+		b = l[len(l)-1]
+		l[len(l)-1] = nil
+		tp.freeIdx[n] = l[:len(l)-1]
+	} else {
+		b = make([]int32, n)
+	}
+	tp.takenIdx = append(tp.takenIdx, b)
 	return b
 }
 
