@@ -49,7 +49,7 @@ func (tp *Tape) BatchNorm(x, gamma, beta, runMean, runVar *Tensor, momentum, eps
 	cnt := batch * sp
 	var xhat []float32
 	if rec {
-		xhat = tp.alloc(len(x.Data))
+		xhat, _ = tp.allocRaw(len(x.Data)) // every element is written below
 	} else {
 		xhat = y.Data // normalise in place, then apply the affine map
 	}

@@ -46,7 +46,8 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 	var cols []float32
 	ld := p // row stride of the column matrices
 	if rec && w.needsGrad() {
-		cols, ld = tp.alloc(ckk*batch*p), batch*p
+		cols, _ = tp.allocRaw(ckk * batch * p) // im2col writes every element
+		ld = batch * p
 	}
 	work := batch * outC * ckk * p
 	inner := innerThreads(tp.threads, batch, work, outC*ckk*p)
@@ -111,7 +112,7 @@ func (tp *Tape) Conv2d(x, w, b *Tensor, stride, pad int) *Tensor {
 // dwᵀ starts as the transpose of dw and is transposed back.
 func (tp *Tape) convWeightGrad(dw, dy, cols []float32, outC, ckk, batch, p int) {
 	k := batch * p
-	dyT := tp.alloc(k * outC)
+	dyT, _ := tp.allocRaw(k * outC)
 	for n := range batch {
 		blk := dy[n*outC*p : (n+1)*outC*p]
 		dst := dyT[n*p*outC : (n+1)*p*outC]
@@ -121,7 +122,7 @@ func (tp *Tape) convWeightGrad(dw, dy, cols []float32, outC, ckk, batch, p int) 
 			}
 		}
 	}
-	dwT := tp.alloc(ckk * outC)
+	dwT, _ := tp.allocRaw(ckk * outC)
 	for o := range outC {
 		for r, v := range dw[o*ckk : (o+1)*ckk] {
 			dwT[r*outC+o] = v

@@ -30,7 +30,7 @@ func (tp *Tape) LayerNorm(x, gamma, beta *Tensor, eps float32) *Tensor {
 	y := tp.output(rec, x.Shape...)
 	xhat, invstd := y.Data, make([]float32, rows)
 	if rec {
-		xhat = tp.alloc(len(x.Data))
+		xhat, _ = tp.allocRaw(len(x.Data)) // every element is written below
 	}
 	parallelFor(tp.threads, rows, len(x.Data)*4, func(lo, hi int) {
 		for r := lo; r < hi; r++ {

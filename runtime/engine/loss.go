@@ -30,7 +30,7 @@ func (tp *Tape) SoftmaxCrossEntropy(logits *Tensor, targets []int32) *Tensor {
 	rec := tp.recording(logits)
 	var probs []float32 // softmax of every row, kept for backward
 	if rec {
-		probs = tp.alloc(len(logits.Data))
+		probs, _ = tp.allocRaw(len(logits.Data)) // every row is written below
 	} else {
 		probs = make([]float32, len(logits.Data))
 	}

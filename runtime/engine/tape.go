@@ -97,17 +97,26 @@ func (tp *Tape) Reset() {
 // the next Reset. Only ops that record a backward closure use it (a tape
 // that records is Reset by its owner), for buffers the closure reads.
 func (tp *Tape) alloc(n int) []float32 {
-	var b []float32
+	b, reused := tp.allocRaw(n)
+	if reused {
+		clear(b)
+	}
+	return b
+}
+
+// allocRaw is alloc without clearing a reused buffer (it reports whether it
+// reused one), for buffers the op overwrites in full before reading them.
+func (tp *Tape) allocRaw(n int) (b []float32, reused bool) {
 	if l := tp.free[n]; len(l) > 0 {
 		b = l[len(l)-1]
 		l[len(l)-1] = nil
 		tp.free[n] = l[:len(l)-1]
-		clear(b)
+		reused = true
 	} else {
 		b = make([]float32, n)
 	}
 	tp.taken = append(tp.taken, b)
-	return b
+	return b, reused
 }
 
 // allocIndex returns an index buffer of n elements (contents unspecified:
