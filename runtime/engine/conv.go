@@ -149,15 +149,18 @@ func (g convGeom) rows() int { return g.c * g.kh * g.kw }
 // im2col writes the column matrix of one sample x [C,H,W] into col, whose
 // rows are ld elements apart (ld ≥ OH·OW):
 // col[(c·KH+i)·KW+j][oy·OW+ox] = x[c][oy·s-pad+i][ox·s-pad+j], zero outside
-// the input. With stride 1 each output row is one copy of an input row.
+// the input.
 func (g convGeom) im2col(x, col []float32, ld int) {
+	if g.stride == 1 {
+		g.im2colStride1(x, col, ld)
+		return
+	}
 	p := g.oh * g.ow
 	for c := range g.c {
 		plane := x[c*g.h*g.w : (c+1)*g.h*g.w]
 		for i := range g.kh {
 			for j := range g.kw {
 				row := col[((c*g.kh+i)*g.kw+j)*ld:][:p]
-				lo, hi := g.validCols(j)
 				for oy := range g.oh {
 					iy := oy*g.stride - g.pad + i
 					dst := row[oy*g.ow : (oy+1)*g.ow]
@@ -166,14 +169,6 @@ func (g convGeom) im2col(x, col []float32, ld int) {
 						continue
 					}
 					src := plane[iy*g.w : (iy+1)*g.w]
-					if g.stride == 1 {
-						clear(dst[:lo])
-						if lo < hi {
-							copy(dst[lo:hi], src[lo-g.pad+j:hi-g.pad+j])
-						}
-						clear(dst[hi:])
-						continue
-					}
 					for ox := range dst {
 						ix := ox*g.stride - g.pad + j
 						if ix < 0 || ix >= g.w {
@@ -181,6 +176,44 @@ func (g convGeom) im2col(x, col []float32, ld int) {
 						} else {
 							dst[ox] = src[ix]
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// im2colStride1 is im2col for stride 1: each output row of a column-matrix
+// row is a run of one input row between the valid columns [lo, hi). Runs
+// of 8 (LeNet's second layer) are copied as one array, which costs less
+// than a call to memmove.
+func (g convGeom) im2colStride1(x, col []float32, ld int) {
+	h, w, oh, ow, pad := g.h, g.w, g.oh, g.ow, g.pad
+	for c := range g.c {
+		plane := x[c*h*w : (c+1)*h*w]
+		for i := range g.kh {
+			for j := range g.kw {
+				row := col[((c*g.kh+i)*g.kw+j)*ld:][:oh*ow]
+				lo, hi := g.validCols(j)
+				for oy := range oh {
+					dst := row[oy*ow : oy*ow+ow]
+					iy := oy - pad + i
+					if iy < 0 || iy >= h || lo == hi {
+						clear(dst)
+						continue
+					}
+					if lo > 0 {
+						clear(dst[:lo])
+					}
+					d := dst[lo:hi]
+					s := plane[iy*w+lo-pad+j:][:len(d)]
+					if len(d) == 8 {
+						*(*[8]float32)(d) = *(*[8]float32)(s)
+					} else {
+						copy(d, s)
+					}
+					if hi < ow {
+						clear(dst[hi:])
 					}
 				}
 			}
