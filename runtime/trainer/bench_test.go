@@ -7,9 +7,12 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/engine"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
+	"github.com/easyscale/easyscale-slurm/runtime/optim"
 	"github.com/easyscale/easyscale-slurm/runtime/rng"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
+	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
 // benchJob is the real MNIST example's configuration (examples/mnist/job.toml).
@@ -124,6 +127,32 @@ func benchSteps(b *testing.B, text string) {
 // benchPlain is plain gradient accumulation of the job's N micro-batches on
 // one tape, then the job's optimizer.
 func benchPlain(b *testing.B, text string) {
+	p := newPlainStepper(b, text)
+	var t stepTimer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t.start()
+		p.step(int64(i))
+		t.stop()
+	}
+	t.report(b)
+}
+
+// plainStepper is the baseline without EST contexts: one net, one tape,
+// one sampler cursor, the job's optimizer.
+type plainStepper struct {
+	spec    *jobspec.Spec
+	wl      workload.Workload
+	net     models.Net
+	params  []models.Named
+	buffers []models.Named
+	opt     optim.Optimizer
+	sampler *data.Sampler
+	cursor  data.Cursor
+	tp      *engine.Tape
+}
+
+func newPlainStepper(b *testing.B, text string) *plainStepper {
 	spec, wl := loadJob(b, text)
 	net := wl.NewNet()
 	wl.InitNet(net, spec.Seed)
@@ -132,37 +161,37 @@ func benchPlain(b *testing.B, text string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	buffers := net.NewBuffers()
-	sampler, _ := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed)
-	cursor := data.Cursor{}
-	tp := engine.NewTape(1)
-	scale := 1 / float32(spec.LogicalWorkers)
-	var t stepTimer
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t.start()
-		for _, p := range params {
-			p.T.ZeroGrad()
-		}
-		for e := 0; e < spec.LogicalWorkers; e++ {
-			idx := sampler.Next(&cursor, 0, spec.MicroBatch)
-			mb := wl.TrainBatch(idx, spec.Seed, 0, int64(i))
-			tp.Reset()
-			seed, step := spec.Seed, uint64(i)
-			loss, _ := net.Forward(tp, buffers, mb, func(l int) engine.Uniform {
-				return rng.NewStream(rng.StreamKey{Seed: seed, Step: step, Purpose: rng.Dropout, Sub: uint16(l)})
-			}, true)
-			tp.Backward(loss)
-		}
-		for _, p := range params {
-			for k := range p.T.Grad {
-				p.T.Grad[k] *= scale
-			}
-		}
-		opt.Step(models.Tensors(params), 0.05)
-		t.stop()
+	sampler, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed)
+	if err != nil {
+		b.Fatal(err)
 	}
-	t.report(b)
+	return &plainStepper{spec: spec, wl: wl, net: net, params: params, buffers: net.NewBuffers(), opt: opt,
+		sampler: sampler, tp: engine.NewTape(1)}
+}
+
+// step accumulates the N micro-batches of step i and applies the optimizer.
+func (p *plainStepper) step(i int64) {
+	spec := p.spec
+	for _, q := range p.params {
+		q.T.ZeroGrad()
+	}
+	for range spec.LogicalWorkers {
+		idx := p.sampler.Next(&p.cursor, 0, spec.MicroBatch)
+		mb := p.wl.TrainBatch(idx, spec.Seed, 0, i)
+		p.tp.Reset()
+		seed, step := spec.Seed, uint64(i)
+		loss, _ := p.net.Forward(p.tp, p.buffers, mb, func(l int) engine.Uniform {
+			return rng.NewStream(rng.StreamKey{Seed: seed, Step: step, Purpose: rng.Dropout, Sub: uint16(l)})
+		}, true)
+		p.tp.Backward(loss)
+	}
+	scale := 1 / float32(spec.LogicalWorkers)
+	for _, q := range p.params {
+		for k := range q.T.Grad {
+			q.T.Grad[k] *= scale
+		}
+	}
+	p.opt.Step(models.Tensors(p.params), 0.05)
 }
 
 // BenchmarkStep measures one training step of the MNIST example (LeNet,
@@ -173,6 +202,42 @@ func BenchmarkStep(b *testing.B) { benchSteps(b, benchJob) }
 // BenchmarkStepCharLM measures one training step of the LM example with 8
 // ESTs × 8 sequences of 64 characters (AdamW).
 func BenchmarkStepCharLM(b *testing.B) { benchSteps(b, benchCharLMJob) }
+
+// BenchmarkStepSwitch runs a step of 8 ESTs on one physical worker and a
+// plain step of the same job in every iteration, alternating which goes
+// first, and reports the fastest of each by the process CPU clock and
+// est_switch_overhead_pct = est/plain - 1 from those (EasyScale reports
+// -0.5..+2 % on V100). Measuring both arms side by side keeps a spell of
+// load on a shared machine from falling on one arm only.
+func BenchmarkStepSwitch(b *testing.B) {
+	j := newBenchJob(b, benchJob, 1)
+	p := newPlainStepper(b, benchJob)
+	var est, plain stepTimer
+	runEST := func() {
+		est.start()
+		j.runStep(context.Background())
+		est.stop()
+		j.step++
+	}
+	runPlain := func(i int) {
+		plain.start()
+		p.step(int64(i))
+		plain.stop()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			runEST()
+			runPlain(i)
+		} else {
+			runPlain(i)
+			runEST()
+		}
+	}
+	b.ReportMetric(float64(est.cpu.Nanoseconds()), "est-min-cpu-ns/step")
+	b.ReportMetric(float64(plain.cpu.Nanoseconds()), "plain-min-cpu-ns/step")
+	b.ReportMetric(100*(float64(est.cpu)/float64(plain.cpu)-1), "est-overhead-%")
+}
 
 // BenchmarkRescale measures one in-process reallocation between 2 and 8
 // physical workers (workers join with a copy of rank 0's replica and

@@ -167,9 +167,24 @@ func nativeRatios(native, torch stepTimes) ([]figure, error) {
 
 // parseBenchMetrics reads `go test -bench` output into benchmark name
 // (without the -GOMAXPROCS suffix) → unit → value, for every `value unit`
-// pair after the iteration count. Other lines are skipped.
+// pair after the iteration count; a later line of the same name replaces an
+// earlier one. Other lines are skipped.
 func parseBenchMetrics(r io.Reader) (map[string]map[string]float64, error) {
+	runs, err := parseBenchRuns(r)
+	if err != nil {
+		return nil, err
+	}
 	res := map[string]map[string]float64{}
+	for name, ms := range runs {
+		res[name] = ms[len(ms)-1]
+	}
+	return res, nil
+}
+
+// parseBenchRuns is parseBenchMetrics keeping every line (one per -count
+// run) of each benchmark, in order.
+func parseBenchRuns(r io.Reader) (map[string][]map[string]float64, error) {
+	res := map[string][]map[string]float64{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -190,7 +205,7 @@ func parseBenchMetrics(r io.Reader) (map[string]map[string]float64, error) {
 			}
 			m[f[i+1]] = v
 		}
-		res[name] = m
+		res[name] = append(res[name], m)
 	}
 	return res, sc.Err()
 }

@@ -38,6 +38,18 @@ func TestParseBenchMetrics(t *testing.T) {
 	}
 }
 
+func TestParseBenchRunsKeepsEveryCountRun(t *testing.T) {
+	in := "BenchmarkStepSwitch   40  1 ns/op  300 est-min-cpu-ns/step\nBenchmarkStepSwitch   40  1 ns/op  200 est-min-cpu-ns/step\n"
+	runs, err := parseBenchRuns(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runs["BenchmarkStepSwitch"]
+	if len(got) != 2 || got[0]["est-min-cpu-ns/step"] != 300 || got[1]["est-min-cpu-ns/step"] != 200 {
+		t.Fatalf("runs %v, want the two lines in order", runs)
+	}
+}
+
 func TestNativeRatiosTakeTheLargerModelRatio(t *testing.T) {
 	native := stepTimes{cpu: map[string]float64{"lenet": 30, "charlm": 100}, wall: map[string]float64{"lenet": 40, "charlm": 120}}
 	torch := stepTimes{cpu: map[string]float64{"lenet": 20, "charlm": 400}, wall: map[string]float64{"lenet": 20, "charlm": 400}}
