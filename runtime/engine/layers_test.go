@@ -359,3 +359,22 @@ func b2f(b bool) float32 {
 	}
 	return 0
 }
+
+// TestTapeReusingOutputsGivesTheSameBits runs every op case three times on
+// one tape with SetReuseOutputs on (outputs and internal buffers recycled
+// across cases of different sizes) and compares output, state and
+// gradients with a fresh tape's.
+func TestTapeReusingOutputsGivesTheSameBits(t *testing.T) {
+	shared := NewTape(3)
+	shared.SetReuseOutputs(true)
+	for round := range 3 {
+		for _, c := range opCases {
+			wantOut, wantState, wantGrads := runCase(c, 3, false)
+			out, state, grads := runCaseOn(c, shared, false)
+			shared.Reset()
+			if !bitsEqual(out, wantOut) || !bitsEqual(state, wantState) || !bitsEqual(grads, wantGrads) {
+				t.Errorf("round %d, %s: a tape reusing its outputs gives other bits than a fresh one", round, c.name)
+			}
+		}
+	}
+}

@@ -266,6 +266,11 @@ func TestGradCheckCatchesAWrongBackward(t *testing.T) {
 // thread count and returns the output, every leaf's data after the step
 // (running buffers change) and every leaf's gradient, concatenated.
 func runCase(c opCase, threads int, misalign bool) (out, state, grads []float32) {
+	return runCaseOn(c, NewTape(threads), misalign)
+}
+
+// runCaseOn is runCase on a given tape (which it leaves un-Reset).
+func runCaseOn(c opCase, tp *Tape, misalign bool) (out, state, grads []float32) {
 	r := newRand(42)
 	leaves, fwd := c.setup(r, true)
 	if misalign {
@@ -276,7 +281,6 @@ func runCase(c opCase, threads int, misalign bool) (out, state, grads []float32)
 			}
 		}
 	}
-	tp := NewTape(threads)
 	y := fwd(tp)
 	w := make([]float32, y.Len())
 	for i := range w {

@@ -18,6 +18,7 @@ type Tape struct {
 	threads  int
 	ops      []func()
 	disabled bool
+	reuse    bool // op outputs' Data come from the pool too (SetReuseOutputs)
 
 	// Buffers that only recorded backward closures read (saved
 	// activations, intermediate gradients) come from a pool keyed by
@@ -45,6 +46,14 @@ func (tp *Tape) Threads() int { return tp.threads }
 // which saves memory and time in evaluation (like torch.no_grad).
 func (tp *Tape) SetGradEnabled(enabled bool) { tp.disabled = !enabled }
 
+// SetReuseOutputs turns on (or off) pooling of the Data of op outputs on a
+// recording tape: they come zeroed from the tape's pool like the internal
+// buffers and are reused after Reset, so a training loop with stable shapes
+// stops allocating (and the garbage collector stops running) per
+// micro-batch. With it on, a tensor returned by an op is valid only until
+// the next Reset: read the loss and logits before it. Off by default.
+func (tp *Tape) SetReuseOutputs(on bool) { tp.reuse = on }
+
 // Backward propagates gradients from loss, which must have exactly one
 // element, through every recorded op in reverse order. It seeds
 // d(loss)/d(loss) = 1 and ACCUMULATES (+=) into the Grad of every parameter
@@ -65,8 +74,9 @@ func (tp *Tape) Backward(loss *Tensor) {
 }
 
 // Reset forgets every recorded op so the tape can be reused for the next
-// micro-batch. Tensors returned earlier keep their Shape and Data; the Grad
-// of op outputs (internal) is set to nil and its memory reused.
+// micro-batch. Tensors returned earlier keep their Shape and Data (unless
+// SetReuseOutputs is on: then their Data is reused too); the Grad of op
+// outputs (internal) is set to nil and its memory reused.
 func (tp *Tape) Reset() {
 	clear(tp.ops)
 	tp.ops = tp.ops[:0]
@@ -152,10 +162,16 @@ func (tp *Tape) recording(inputs ...*Tensor) bool {
 // record appends a backward closure.
 func (tp *Tape) record(back func()) { tp.ops = append(tp.ops, back) }
 
-// output allocates an op result of the given shape, with a zero Grad from
-// the tape's pool when withGrad is true.
+// output allocates a zero op result of the given shape, with a zero Grad
+// from the tape's pool when withGrad is true, and its Data from the pool
+// as well when SetReuseOutputs is on and the op records.
 func (tp *Tape) output(withGrad bool, shape ...int) *Tensor {
-	t := NewTensor(shape...)
+	var t *Tensor
+	if withGrad && tp.reuse {
+		t = &Tensor{Shape: cloneShape(shape), Data: tp.alloc(shapeLen("output", shape))}
+	} else {
+		t = NewTensor(shape...)
+	}
 	if withGrad {
 		t.Grad = tp.alloc(len(t.Data))
 		tp.outs = append(tp.outs, t)

@@ -166,7 +166,7 @@ func newPlainStepper(b *testing.B, text string) *plainStepper {
 		b.Fatal(err)
 	}
 	return &plainStepper{spec: spec, wl: wl, net: net, params: params, buffers: net.NewBuffers(), opt: opt,
-		sampler: sampler, tp: engine.NewTape(1)}
+		sampler: sampler, tp: newTrainTape(1)}
 }
 
 // step accumulates the N micro-batches of step i and applies the optimizer.

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
-	"github.com/easyscale/easyscale-slurm/runtime/engine"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
@@ -110,7 +109,7 @@ func (x *localExecutor) Resize(_ context.Context, n int, src *Replica) error {
 	}
 	per := max(1, x.threads/n)
 	for _, w := range x.workers {
-		w.rep.Tape = engine.NewTape(per)
+		w.rep.Tape = newTrainTape(per)
 	}
 	return nil
 }

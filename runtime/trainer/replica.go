@@ -30,7 +30,15 @@ func NewReplica(spec *jobspec.Spec, wl workload.Workload, threads int) (*Replica
 	if err != nil {
 		return nil, err
 	}
-	return &Replica{Net: net, Params: net.Params(), Opt: opt, Tape: engine.NewTape(threads)}, nil
+	return &Replica{Net: net, Params: net.Params(), Opt: opt, Tape: newTrainTape(threads)}, nil
+}
+
+// newTrainTape is a replica's tape: ComputeEST reads the loss before the
+// next micro-batch's Reset, so op outputs can be pooled across micro-batches.
+func newTrainTape(threads int) *engine.Tape {
+	tp := engine.NewTape(threads)
+	tp.SetReuseOutputs(true)
+	return tp
 }
 
 // newOptimizer builds the optimizer the job file names for params.
