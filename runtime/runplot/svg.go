@@ -341,15 +341,44 @@ func (c *canvas) legend(runs []Run) {
 		longest = max(longest, len([]rune(e.text)))
 	}
 	wBox := 40 + float64(longest)*6.6
-	x0 := float64(left+plotW) - wBox - 8
-	y0 := c.lossTop + 10
+	hBox := float64(len(entries))*18 + 8
+	x0, y0 := c.legendCorner(runs, wBox, hBox)
 	fmt.Fprintf(&c.b, `<g class="legend"><rect x="%s" y="%s" width="%s" height="%s" fill="#fff" fill-opacity="0.85" stroke="#ccc"/>`+"\n",
-		num(x0), num(y0), num(wBox), num(float64(len(entries))*18+8))
+		num(x0), num(y0), num(wBox), num(hBox))
 	for k, e := range entries {
 		y := y0 + 16 + float64(k)*18
 		fmt.Fprintf(&c.b, `<g transform="translate(%s %s)">%s<text x="30" y="4">%s</text></g>`+"\n", num(x0+8), num(y), e.swatch, esc(e.text))
 	}
 	c.b.WriteString("</g>\n")
+}
+
+// legendCorner returns the top left of a w×h legend box inside the loss
+// panel: the corner (top right, bottom left, top left, bottom right, in
+// that order of preference) whose box covers the fewest drawn loss points,
+// so that a short run's curves and redo marks stay visible.
+func (c *canvas) legendCorner(runs []Run, w, h float64) (float64, float64) {
+	right, leftX := float64(left+plotW)-w-8, float64(left)+8
+	top, bottom := c.lossTop+10, c.lossBot-h-10
+	corners := [][2]float64{{right, top}, {leftX, bottom}, {leftX, top}, {right, bottom}}
+	best, bestN := corners[0], -1
+	for _, k := range corners {
+		n := 0
+		for _, r := range runs {
+			for _, st := range r.Steps {
+				if math.IsNaN(st.Loss) {
+					continue
+				}
+				x, y := c.x(float64(st.Step)), c.yLoss(st.Loss)
+				if x >= k[0]-6 && x <= k[0]+w+6 && y >= k[1]-6 && y <= k[1]+h+6 {
+					n++
+				}
+			}
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = k, n
+		}
+	}
+	return best[0], best[1]
 }
 
 // caption writes, under the picture, how each later run's digests compare

@@ -409,3 +409,24 @@ func TestTicksAreRoundAndCoverTheRange(t *testing.T) {
 		})
 	}
 }
+
+// TestTheLegendAvoidsTheCurves: a run whose loss stays high to its last
+// step (a short run) would be hidden under a legend at the top right; the
+// legend goes to the corner that covers the fewest loss points.
+func TestTheLegendAvoidsTheCurves(t *testing.T) {
+	flat := Run{Label: "short", JobID: "sha256:aa", JobName: "j", LogicalWorkers: 8, Steps: series(12, 8)}
+	for i := range flat.Steps {
+		flat.Steps[i].Loss = 2.3 - 0.001*float64(i) // stays at the top of the panel
+	}
+	c := newCanvas([]Run{flat})
+	x, y := c.legendCorner([]Run{flat}, 200, 60)
+	if x > float64(left+plotW)/2 && y < (c.lossTop+c.lossBot)/2 {
+		t.Errorf("legend at the top right (%v, %v), over a loss curve that stays at the top", x, y)
+	}
+	for _, st := range flat.Steps {
+		px, py := c.x(float64(st.Step)), c.yLoss(st.Loss)
+		if px >= x && px <= x+200 && py >= y && py <= y+60 {
+			t.Errorf("step %d's loss point (%v, %v) is under the legend at (%v, %v)", st.Step, px, py, x, y)
+		}
+	}
+}
