@@ -124,6 +124,8 @@ type Config struct {
 	Extra Extra `toml:"extra"`
 	// Limits caps what is lent [limits].
 	Limits Limits `toml:"limits"`
+	// Admit configures shrink-to-admit [admit].
+	Admit Admit `toml:"admit"`
 	// Log configures logging [log].
 	Log Log `toml:"log"`
 }
@@ -157,6 +159,27 @@ type Limits struct {
 	// WasteCap is the largest fraction of a grown job's GPU time lost to
 	// imbalance [limits.waste_cap], in (0, 1), default 0.30 (EasyScale §4.3).
 	WasteCap float64 `toml:"waste_cap"`
+}
+
+// Admit configures shrink-to-admit: when a queued job cannot start, the
+// daemon shrinks running elastic jobs by whole nodes (`scontrol update
+// NumNodes=`) and raises their time limits so that it can (see the daemon
+// package documentation, "Shrink-to-admit").
+type Admit struct {
+	// Enabled turns shrink-to-admit on [admit.enabled], default false (the
+	// policy easyscale-simulate runs as --policy elastic has no
+	// shrink-to-admit; --shrink-to-admit measures it).
+	Enabled bool `toml:"enabled"`
+	// OffPartitions lists partitions where it is off [admit.off_partitions]:
+	// a running job in one is never shrunk, and a queued job in one never
+	// makes another job shrink.
+	OffPartitions []string `toml:"off_partitions"`
+	// MaxLoss caps what one job may lose over its life
+	// [admit.max_loss], in (0, 1], default 0.5: the fraction of the nodes
+	// it had before its first shrink-to-admit (rounded down; a job whose cap
+	// rounds to zero nodes is never shrunk). A job never goes below the
+	// minimum of its request either.
+	MaxLoss float64 `toml:"max_loss"`
 }
 
 // Log configures the hclog logger.
@@ -302,6 +325,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}
+	if !defined("admit", "max_loss") {
+		c.Admit.MaxLoss = 0.5
+	}
 	speeds := make(map[string]float64, len(DefaultSpeeds)+len(c.Speeds))
 	for t, s := range DefaultSpeeds {
 		speeds[t] = s
@@ -372,6 +398,9 @@ func (c *Config) Validate() error {
 	if w := c.Limits.WasteCap; !(w > 0 && w < 1) {
 		bad("limits.waste_cap", w, "must be in (0, 1); EasyScale uses 0.30")
 	}
+	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
+		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
+	}
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -415,6 +444,7 @@ func (c *Config) validateNames(bad func(string, any, string, ...any)) {
 	check("partitions", c.Partitions)
 	check("nodes", c.Nodes)
 	check("gpu_types", c.GPUTypes)
+	check("admit.off_partitions", c.Admit.OffPartitions)
 	if !slurmName.MatchString(c.Extra.Partition) {
 		bad("extra.partition", c.Extra.Partition, "not a Slurm partition name; e.g. \"low\"")
 	}
@@ -435,4 +465,10 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// AdmitOn reports whether shrink-to-admit may act in partition p: it is
+// enabled and p is not in admit.off_partitions.
+func (c *Config) AdmitOn(p string) bool {
+	return c.Admit.Enabled && !slices.Contains(c.Admit.OffPartitions, p)
 }

@@ -1,9 +1,9 @@
 // Package backfillstore is the backfill daemon's own SQLite store
 // (easyscale-backfilld's state_db), separate from a job's state.db
 // (package statedb): the extra jobs it submitted, its submission intents
-// and its decisions.
+// its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 2)
+// # Schema of the backfill database (PRAGMA user_version = 3)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
@@ -12,6 +12,9 @@
 //	          dry_run, detail)
 //	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
 //	        partition, node, time_ns)
+//	admit_shrinks(seq PK AUTOINCREMENT, job_id, queued_id, user_name, partition,
+//	              orig_nodes, from_nodes, to_nodes, old_limit_s, new_limit_s,
+//	              state, time_ns, detail)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -20,7 +23,11 @@
 // intents holds each submission from just before sbatch until its extra job
 // is recorded, so a daemon killed in between can tell its own job from a
 // look-alike; decisions is an append-only log of what each cycle decided
-// (grows, shrinks, cancels, adoptions). Times are Unix
+// (grows, shrinks, cancels, adoptions); admit_shrinks holds each
+// shrink-to-admit of a running elastic job, written before its first
+// scontrol update and marked done or abandoned afterwards, so a restarted
+// daemon finishes or undoes a half-applied one and counts what each job has
+// lost against admit.max_loss. Times are Unix
 // nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
 // writes a few rows per cycle, and a row for a submitted extra job must survive
 // a power cut so that the next start reconciles it.

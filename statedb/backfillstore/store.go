@@ -160,6 +160,22 @@ var backfillMigrations = []string{
 		node      TEXT    NOT NULL,
 		time_ns   INTEGER NOT NULL
 	);`,
+	`CREATE TABLE admit_shrinks (
+		seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+		job_id       TEXT    NOT NULL,
+		queued_id    TEXT    NOT NULL,
+		user_name    TEXT    NOT NULL,
+		partition    TEXT    NOT NULL,
+		orig_nodes   INTEGER NOT NULL,
+		from_nodes   INTEGER NOT NULL,
+		to_nodes     INTEGER NOT NULL,
+		old_limit_s  INTEGER NOT NULL,
+		new_limit_s  INTEGER NOT NULL,
+		state        TEXT    NOT NULL,
+		time_ns      INTEGER NOT NULL,
+		detail       TEXT    NOT NULL DEFAULT ''
+	);
+	CREATE INDEX admit_shrinks_job ON admit_shrinks(job_id);`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)
@@ -264,6 +280,11 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 	if v >= 2 {
 		if _, err := s.Exec(`INSERT INTO intents SELECT * FROM src.intents`); err != nil {
 			return fmt.Errorf("copying submission intents: %w", err)
+		}
+	}
+	if v >= 3 {
+		if _, err := s.Exec(`INSERT INTO admit_shrinks SELECT * FROM src.admit_shrinks`); err != nil {
+			return fmt.Errorf("copying shrink-to-admit records: %w", err)
 		}
 	}
 	return nil
