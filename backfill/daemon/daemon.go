@@ -34,6 +34,9 @@ type Options struct {
 	// Actuator applies decisions; nil: a SlurmActuator over Slurm, with
 	// --uid when the daemon runs as root.
 	Actuator Actuator
+	// Resizer shrinks running elastic jobs for shrink-to-admit; nil: a
+	// SlurmResizer over Slurm.
+	Resizer Resizer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
@@ -44,12 +47,14 @@ type Options struct {
 }
 
 // Daemon is easyscale-backfilld: it runs cycles of snapshot → reconcile →
-// planner.Plan → shrink → grow (see the package documentation).
+// planner.Plan → shrink → shrink-to-admit → grow (see the package
+// documentation).
 type Daemon struct {
 	cfg     *config.Config
 	db      *backfillstore.DB
 	log     hclog.Logger
 	act     Actuator
+	resize  Resizer
 	now     func() time.Time
 	metrics *Metrics
 	snap    *Snapshotter
@@ -80,6 +85,9 @@ func New(o Options) (*Daemon, error) {
 		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}, noted: map[string]string{}, unreadable: map[string]string{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
+	}
+	if d.resize = o.Resizer; d.resize == nil {
+		d.resize = &SlurmResizer{Slurm: o.Slurm}
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -236,6 +244,9 @@ type Report struct {
 	// Signalled and Cancelled list extra jobs ended by shrinks or
 	// reconciliation; Adopted those taken over.
 	Signalled, Cancelled, Adopted []string
+	// Admitted lists the queued jobs shrink-to-admit made room for;
+	// AdmitShrunk the running elastic jobs it shrank for them.
+	Admitted, AdmitShrunk []string
 	// Snapshot is what the planner was given (the cluster as this cycle
 	// read it); Planned is the planner's output, which the cycle applied as
 	// it is.
@@ -250,7 +261,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -312,7 +323,14 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return err
 	}
 	d.nextShrink = d.shrinkDue(acts.Shrinks, rc.live)
-	if err := d.grow(ctx, v, acts.Grows, rc.live, r); err != nil {
+	admitted, err := d.admit(ctx, v, r)
+	if err != nil {
+		return fmt.Errorf("shrink-to-admit: %w", err)
+	}
+	if admitted {
+		r.Planned.Grows = nil // allocations changed: lend on the next cycle's reading
+	}
+	if err := d.grow(ctx, v, r.Planned.Grows, rc.live, r); err != nil {
 		return err
 	}
 	lentGPUs := 0

@@ -6,11 +6,11 @@
 //
 //	         ┌──────────── every poll_interval (backoff while Slurm is down) ───────────┐
 //	         ▼                                                                           │
-//	Snapshotter ──► reconcile ──► planner.Plan ──► shrink ──► grow ──► metrics, decisions┘
-//	scontrol ping   Slurm vs.      pure: gaps,      re-read     intent, sbatch
-//	sinfo, squeue   the SQLite     shrinks,         by id, then extra jobs
-//	                store          grants           SIGTERM,    (Actuator)
-//	                                                scancel
+//	Snapshotter ──► reconcile ──► planner.Plan ──► shrink ──► admit ──► grow ──► metrics┘
+//	scontrol ping   Slurm vs.      pure: gaps,      re-read    re-read    intent, sbatch
+//	sinfo, squeue   the SQLite     shrinks,         by id,     by id,     extra jobs
+//	                store          grants           SIGTERM,   scontrol   (Actuator)
+//	                                                scancel    update
 //
 // The snapshot reads `scontrol ping` (a down controller answers in
 // milliseconds, while sinfo would retry for ~9 s), `sinfo` (GPUs per node
@@ -100,10 +100,68 @@
 // preempted one ends (state PREEMPTED, recorded) instead of coming back
 // later, and the runtime goes on at its own size.
 //
+// # Shrink-to-admit
+//
+// With admit.enabled (default off: the policy easyscale-simulate runs as
+// --policy elastic has none; --shrink-to-admit measures it), when a queued
+// job cannot start the daemon shrinks running elastic jobs' own (base)
+// allocations so that it can, at once (planner.Cluster.Admit with
+// WholeNodes; EasyScale and Pollux reallocate on arrivals). Each cycle,
+// after the planner's shrinks and before any grow, it considers the
+// pending jobs squeue shows waiting for resources (Reason "Resources") in
+// partitions where it is on, earliest planned start first, and applies at
+// most one admission:
+//
+//   - Donors are running jobs whose comment parses as an elastic EasyScale
+//     request (the job's id and squeue record, never its name; a job whose
+//     request cannot be read is never a donor), whose coordinator is up,
+//     on two or more nodes all managed by this daemon, with a readable
+//     start and time limit, and not in admit.off_partitions. A donor gives
+//     up whole nodes only (`scontrol update JobId=ID NumNodes=N`, which
+//     keeps the first N nodes of its node list and releases the last ones,
+//     so its batch host stays), never below its request's minimum nor below
+//     orig − ⌊admit.max_loss · orig⌋ nodes, orig being its node count
+//     before its first shrink-to-admit (from the store).
+//   - A donor yields only if its remaining time is longer than the queued
+//     job's time limit (shortest remaining time first), and never when any
+//     node of it is one another pending job's reservation (squeue --start
+//     nodes) names: its longer time limit would move that reservation. The
+//     queued job goes only onto GPUs that are idle or that the donors
+//     release, never onto another reservation's nodes, and only in the
+//     layout it asked for (its node count, GPUs per node, GPU type and
+//     --nodelist); so it starts now and no reservation moves.
+//   - Remaining work: with a progress report in the comment (`es step=S/T
+//     ...`, 0 < S ≤ T) the elapsed time scaled by the steps left,
+//     (now − start)·(T − S)/S, but at most the time left of its limit;
+//     without one, the time left of its limit (End − now). At the smaller
+//     size it takes remaining · from/to (proportional rule: throughput grows
+//     at most linearly with nodes, so this never falls short), and the new
+//     time limit is elapsed + that + safety_margin, whole minutes rounded
+//     up, never below the old limit. The daemon runs as root or a Slurm
+//     operator, who may raise limits.
+//
+// Applying one donor: re-read it by id (`squeue --jobs=ID`, fresh
+// separators) and go on only when it is still RUNNING with the user,
+// partition, node list and time limit the snapshot read and an elastic
+// request with the same node range (else one error, "admit-skip" logged,
+// nothing done); record the shrink in the store (admit_shrinks, state
+// intent) and the decision log ("admit-shrink"); `scontrol update
+// TimeLimit=` first (on Slurm without slurmdbd a resized job accepts no
+// further update, NOTES.md §4), then `NumNodes=`; mark the record done. If
+// the shrink is refused the old limit is put back and the record
+// abandoned. The EasyScale runtime takes the released node's killed task as
+// a membership change and goes on, bit-identically, on the rest. Slurm then
+// starts the queued job on the released node. After a restart, a record
+// still in state intent is finished (the job is on the smaller node count:
+// the raised limit is set again) or undone (still on the old count: the old
+// limit is put back) before anything new is decided; the cycle that
+// applied or finished a shrink lends nothing (it read the cluster before).
+//
 // # State, restarts and reconciliation
 //
-// Every decision and every submitted extra job is written to the daemon's
-// SQLite file (backfillstore.Open; one daemon per file, enforced by flock
+// Every decision, every shrink-to-admit and every submitted extra job is
+// written to the daemon's SQLite file (backfillstore.Open; one daemon per
+// file, enforced by flock
 // on the file itself, so deleting state_db's .lock file lets no second
 // daemon in; the refusal names the running daemon's PID).
 // Reconciliation runs at the start of every cycle, so a restart after

@@ -64,6 +64,8 @@ type fakeJob struct {
 	// unreadable makes squeue print a record slurmcli cannot read (NumNodes
 	// "garbled").
 	unreadable bool
+	// reason is squeue's Reason ("" prints "None").
+	reason string
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -202,6 +204,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
 		return f.scancel(args)
+	case name == "scontrol" && len(args) == 3 && args[0] == "update":
+		f.calls = append(f.calls, cmdline)
+		return f.update(args[1], args[2])
 	}
 	return nil, fmt.Errorf("fake slurm: unexpected command %q", cmdline)
 }
@@ -291,7 +296,7 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 		}
 		rows = append(rows, map[string]string{"JobID": j.id, "Name": j.name, "State": j.state, "Partition": j.partition,
 			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": "N/A",
-			"NodeList": j.nodeList, "Reason": "None", "StartTime": slurmTime(j.start), "EndTime": slurmTime(j.end),
+			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": slurmTime(j.start), "EndTime": slurmTime(j.end),
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
 			"BatchHost": "n/a", "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode})
@@ -301,6 +306,41 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			Stderr: "slurm_load_jobs error: Invalid job id specified"}
 	}
 	return printFormat(format, rows)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "None"
+	}
+	return s
+}
+
+// update applies `scontrol update JobId=ID NumNodes=N` (keeps the first N
+// nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job.
+func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
+	id, _ := strings.CutPrefix(jobArg, "JobId=")
+	key, val, _ := strings.Cut(kv, "=")
+	n, err := strconv.Atoi(val)
+	for _, j := range f.jobs {
+		if j.id != id || j.state != "RUNNING" || err != nil {
+			continue
+		}
+		switch key {
+		case "NumNodes":
+			names, _ := expandHostlist(j.nodeList)
+			if n < 1 || n > len(names) {
+				break
+			}
+			j.nodeList, j.nodes = strings.Join(names[:n], ","), n
+			return nil, nil
+		case "TimeLimit":
+			j.timeLimit = time.Duration(n) * time.Minute
+			j.end = j.start.Add(j.timeLimit)
+			return nil, nil
+		}
+	}
+	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+		Stderr: "scontrol: error: Invalid job id specified for job " + id}
 }
 
 func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {

@@ -60,13 +60,18 @@ type NodeView struct {
 	Total, Used int
 	// Managed: the node is in the configured partitions and node list and
 	// its GPU type may be lent. Lendable: managed, up, with an idle CPU.
-	Managed, Lendable bool
+	// Schedulable: Slurm may start jobs on it (idle, mixed, allocated or
+	// planned; not down, drained or not responding).
+	Managed, Lendable, Schedulable bool
 }
 
 // ElasticJob is a running job whose comment is an EasyScale request.
 type ElasticJob struct {
 	Job     slurmcli.Job
 	Request elastic.Request
+	// Progress is the runtime's report in the status comment (`es
+	// step=S/T workers=W/L ...`); nil before the runtime wrote one.
+	Progress *elastic.Progress
 	// User, Account and WorkDir come from squeue (the same record as Job).
 	User, Account, WorkDir string
 	// Rendezvous is WorkDir/.easyscale/JOBID; Ready is true once its
@@ -220,6 +225,7 @@ func (s *Snapshotter) nodes(in []slurmcli.Node) []NodeView {
 		nv.Managed = anyIn(n.Partitions, c.Partitions) && (len(c.Nodes) == 0 || in1(n.Name, c.Nodes)) &&
 			(len(c.GPUTypes) == 0 || in1(typ, c.GPUTypes))
 		nv.Lendable = nv.Managed && usableState(n.State) && idleCPUs(n.CPUs) > 0
+		nv.Schedulable = schedulable(n.State)
 		out = append(out, nv)
 	}
 	return out
@@ -302,7 +308,7 @@ func (s *Snapshotter) addJob(v *View, j slurmcli.Job) error {
 		c, err := elastic.ParseComment(j.Comment)
 		switch {
 		case err == nil:
-			if err := s.addElastic(v, j, c.Request); err != nil {
+			if err := s.addElastic(v, j, c); err != nil {
 				return err
 			}
 		case !errors.Is(err, elastic.ErrNotEasyScale):
@@ -333,12 +339,12 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 	return nil
 }
 
-func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, req elastic.Request) error {
+func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) error {
 	base, err := allocation(j)
 	if err != nil {
 		return err
 	}
-	e := &ElasticJob{Job: j, Request: req, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
+	e := &ElasticJob{Job: j, Request: c.Request, Progress: c.Progress, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
 	e.End, _ = parseTime(j.EndTime, s.loc())
 	if j.WorkDir != "" {
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)

@@ -131,6 +131,7 @@
 // never below their minimum and never on nodes a reservation needs, until
 // Fit finds the queued job an allocation; WholeNodes restricts shrinks to
 // whole nodes, as `scontrol update NumNodes=` can apply them. The daemon
-// does not apply Admit yet (issue 10, item 6); the simulator does only with
-// its ShrinkToAdmit option.
+// applies it with WholeNodes when its config has admit.enabled (see the
+// daemon package, "Shrink-to-admit"); the simulator does only with its
+// ShrinkToAdmit option.
 package planner

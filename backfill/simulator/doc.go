@@ -60,8 +60,8 @@
 //     extra jobs when GPUs are idle. On Slurm this needs the job's own
 //     allocation shrunk (scontrol update, which the EasyScale runtime
 //     survives) and its time limit raised (an operator's right);
-//     easyscale-backfilld does not do this yet (issue 10, item 6), so it is
-//     off by default;
+//     easyscale-backfilld does this only with admit.enabled, which is off
+//     by default, so it is off here by default too;
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //

@@ -73,8 +73,8 @@ type Config struct {
 	Policy Policy
 	// ShrinkToAdmit lets the elastic policies start a queued job that does
 	// not fit by shrinking running elastic jobs (planner.Cluster.Admit).
-	// easyscale-backfilld does not apply such decisions yet (issue 10,
-	// item 6), so its policy is ShrinkToAdmit false.
+	// easyscale-backfilld applies them only with admit.enabled, off by
+	// default, so its default policy is ShrinkToAdmit false.
 	ShrinkToAdmit bool
 	// StartSmall lets the elastic policies start the queue head on fewer
 	// GPUs than it asked for (never below its minimum), as

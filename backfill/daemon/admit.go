@@ -1,0 +1,391 @@
+package daemon
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// admission is one shrink-to-admit the daemon applies: queued starts once
+// every donor is shrunk to its ToNodes with its raised time limit.
+type admission struct {
+	queued slurmcli.Job
+	// alloc is where the planner expects the queued job to start (node, GPUs).
+	alloc  []NodeAlloc
+	donors []donorShrink
+}
+
+// donorShrink is one running elastic job to shrink: from its current nodes
+// to its first toNodes (Slurm's `scontrol update NumNodes=` keeps the
+// first nodes of the node list and releases the last ones), its time limit
+// from oldLimit to newLimit (whole minutes).
+type donorShrink struct {
+	job                *ElasticJob
+	origNodes, toNodes int
+	oldLimit, newLimit time.Duration
+	released           []string
+	remaining, atSmall time.Duration
+}
+
+// queuedRequest is what a pending job asks for, as squeue prints it.
+type queuedRequest struct {
+	nodes, perNode int
+	gpuType        string
+	limit          time.Duration
+}
+
+// readQueued returns what pending job j asks for: its node count (squeue's
+// NumNodes, the minimum requested), GPUs per node (TRES-per-node, else the
+// TRES-per-job count split evenly) with their type, and its time limit.
+// ok is false for a job asking no GPUs, an unreadable request, or no
+// finite time limit (shrink-to-admit then does not consider it).
+func readQueued(j slurmcli.Job) (queuedRequest, bool) {
+	limit, ok := parseTimeLimit(j.TimeLimit)
+	if !ok || j.Nodes < 1 {
+		return queuedRequest{}, false
+	}
+	q := queuedRequest{nodes: j.Nodes, limit: limit}
+	perNode, err := slurmcli.ParseGRES(j.TRESPerNode)
+	if err != nil {
+		return queuedRequest{}, false
+	}
+	if g := slurmcli.GPUs(perNode); g > 0 {
+		q.perNode = g
+		for _, r := range perNode {
+			if r.Name == "gpu" && r.Type != "" {
+				q.gpuType = r.Type
+			}
+		}
+		return q, true
+	}
+	total, err := j.GPUs()
+	if err != nil || total < 1 || total%j.Nodes != 0 {
+		return queuedRequest{}, false
+	}
+	q.perNode = total / j.Nodes
+	return q, true
+}
+
+// maxTimeLimit bounds the limits parseTimeLimit accepts (Slurm's own
+// limits are far shorter; a longer one is treated as unlimited).
+const maxTimeLimit = 366 * 24 * time.Hour
+
+// parseTimeLimit reads a time limit as squeue prints it (%l): "MM",
+// "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM" or "D-HH:MM:SS". "UNLIMITED",
+// "INFINITE", "NOT_SET", "", a limit above a year and anything else give
+// ok=false.
+func parseTimeLimit(s string) (time.Duration, bool) {
+	days := 0
+	rest := s
+	if d, r, found := strings.Cut(s, "-"); found {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || !digits(d) {
+			return 0, false
+		}
+		days, rest = n, r
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) > 3 {
+		return 0, false
+	}
+	vals := make([]int, len(parts))
+	for i, p := range parts {
+		if !digits(p) || len(p) > 6 {
+			return 0, false
+		}
+		vals[i], _ = strconv.Atoi(p)
+	}
+	var h, m, sec int
+	switch {
+	case s != rest && len(vals) == 1: // D-HH
+		h = vals[0]
+	case s != rest && len(vals) == 2: // D-HH:MM
+		h, m = vals[0], vals[1]
+	case len(vals) == 1: // MM
+		m = vals[0]
+	case len(vals) == 2: // MM:SS
+		m, sec = vals[0], vals[1]
+	default: // [D-]HH:MM:SS
+		h, m, sec = vals[0], vals[1], vals[2]
+	}
+	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute +
+		time.Duration(sec)*time.Second
+	if days > 366 || d > maxTimeLimit {
+		return 0, false
+	}
+	return d, true
+}
+
+// remainingAtCurrentSize is how long job e still needs at its current size:
+// its time left (End − now), or, when its runtime reports progress
+// (`es step=S/T ...` with 0 < S ≤ T), the elapsed time scaled by the steps
+// left, (now − start) · (T − S) / S, whichever is smaller (a job past its
+// limit is ended by Slurm anyway, and a report cannot raise the limit more
+// than the proportional rule allows).
+func remainingAtCurrentSize(e *ElasticJob, start, now time.Time) time.Duration {
+	left := e.End.Sub(now)
+	if p := e.Progress; p != nil && p.Step > 0 && p.TotalSteps >= p.Step && now.After(start) {
+		est := time.Duration(float64(now.Sub(start)) * float64(p.TotalSteps-p.Step) / float64(p.Step))
+		left = min(left, est)
+	}
+	return max(left, 0)
+}
+
+// raisedLimit is the time limit (from the job's start, whole minutes
+// rounded up) that covers remaining at from nodes once the job runs on to
+// nodes, by the proportional rule remaining · from / to (a job's
+// throughput grows at most linearly with its nodes, so this never falls
+// short), plus margin; never below the old limit.
+func raisedLimit(old time.Duration, start, now time.Time, remaining time.Duration, from, to int, margin time.Duration) (time.Duration, time.Duration) {
+	atSmall := time.Duration(math.Ceil(float64(remaining) * float64(from) / float64(to)))
+	need := now.Sub(start) + atSmall + margin
+	mins := time.Duration(math.Ceil(need.Minutes())) * time.Minute
+	return max(old, mins), atSmall
+}
+
+// origNodes returns job id's node count before its first shrink-to-admit
+// (from the store), or cur when it was never shrunk.
+func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
+	for _, r := range records {
+		if r.Job == id && r.State != backfillstore.AdmitAbandoned {
+			return r.OrigNodes
+		}
+	}
+	return cur
+}
+
+// keepNodes is the fewest nodes shrink-to-admit may leave job e, which had
+// orig nodes before its first shrink: its request's minimum, and at least
+// orig − ⌊max_loss · orig⌋.
+func keepNodes(e *ElasticJob, orig int, maxLoss float64) int {
+	return max(e.Request.MinNodes, orig-int(math.Floor(maxLoss*float64(orig)+1e-9)), 1)
+}
+
+// planAdmission decides shrink-to-admit for this cycle: the first pending
+// job waiting for resources (squeue Reason "Resources") in a partition
+// where shrink-to-admit is on, by earliest planned start then id, that
+// planner.Cluster.Admit can start now by shrinking donors by whole nodes
+// (WholeNodes). Donors are running elastic EasyScale jobs of this daemon's
+// managed nodes whose request was read, whose coordinator is up, on ≥ 2
+// nodes, with a known end, in partitions where it is on, never below
+// keepNodes and never on nodes another pending job's reservation names
+// (their time limits grow). Because NumNodes= releases the last nodes of a
+// job's node list, each donor's shrink is then turned into "keep the first
+// N nodes" and the queued job's allocation is checked again on exactly the
+// nodes that releases; the queued job's allocation must also be the layout
+// it asked for (its node count, its GPUs per node). ok is false when no
+// queued job can be admitted.
+func (d *Daemon) planAdmission(v *View, records []backfillstore.AdmitShrink) (a admission, ok bool, why []string) {
+	c := d.cfg
+	var nodes []planner.Node
+	idx := map[string]int{}
+	for _, n := range v.Nodes {
+		if n.Managed && n.Schedulable {
+			idx[n.Name] = len(nodes)
+			nodes = append(nodes, planner.Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total})
+		}
+	}
+	if len(nodes) == 0 {
+		return a, false, nil
+	}
+	cluster := planner.NewCluster(nodes, c.Speeds)
+	baseAvail := make([]int, len(nodes))
+	for i, n := range nodes {
+		nv := v.node(n.Name)
+		baseAvail[i] = max(0, nv.Total-nv.Used)
+	}
+	queued := slices.Clone(v.Pending)
+	plannedAt := func(j slurmcli.Job) int64 {
+		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
+			return t.Unix()
+		}
+		return math.MaxInt64 // no planned start: after every planned one
+	}
+	slices.SortStableFunc(queued, func(x, y slurmcli.Job) int {
+		if c := cmp.Compare(plannedAt(x), plannedAt(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(jobOrder(x.ID), jobOrder(y.ID))
+	})
+	for _, q := range queued {
+		if q.Reason != "Resources" || !c.AdmitOn(q.Partition) {
+			continue
+		}
+		req, readable := readQueued(q)
+		if !readable {
+			why = append(why, "queued job "+q.ID+": request or time limit not readable")
+			continue
+		}
+		if a, ok := d.admitOne(v, records, cluster, idx, baseAvail, q, req); ok {
+			return a, true, why
+		}
+		why = append(why, "queued job "+q.ID+": no donor can make room without moving a reservation")
+	}
+	return a, false, why
+}
+
+func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster *planner.Cluster, idx map[string]int,
+	baseAvail []int, q slurmcli.Job, req queuedRequest) (admission, bool) {
+	c := d.cfg
+	keepOff := map[int]bool{}
+	for _, p := range v.Pending {
+		if p.ID == q.ID {
+			continue
+		}
+		if pj, ok := pendingJob(p, d.snap.loc()); ok {
+			for _, ng := range pj.PlannedNodes {
+				if i, ok := idx[ng.Node]; ok {
+					keepOff[i] = true
+				}
+			}
+		}
+	}
+	allowed := map[int]bool{} // the queued job's --nodelist, when it gave one
+	if q.ReqNodes != "" {
+		names, err := expandHostlist(q.ReqNodes)
+		if err != nil {
+			return admission{}, false
+		}
+		for _, n := range names {
+			i, ok := idx[n]
+			if !ok {
+				return admission{}, false // asks for a node this daemon does not manage
+			}
+			allowed[i] = true
+		}
+	}
+	avail := slices.Clone(baseAvail)
+	for i := range avail {
+		if keepOff[i] || (len(allowed) > 0 && !allowed[i]) {
+			avail[i] = 0
+		}
+	}
+	type cand struct {
+		e         *ElasticJob
+		orig      int
+		keep      int
+		start     time.Time
+		remaining time.Duration
+		limit     time.Duration
+	}
+	var cands []cand
+	var donors []planner.Donor
+	for _, id := range sortedIDs(v.Elastic) {
+		e := v.Elastic[id]
+		if !e.Request.Elastic() || !e.Ready || !e.Managed || !c.AdmitOn(e.Job.Partition) || len(e.Base) < 2 || e.End.IsZero() {
+			continue
+		}
+		start, okStart := parseTime(e.Job.StartTime, d.snap.loc())
+		limit, okLimit := parseTimeLimit(e.Job.TimeLimit)
+		if !okStart || !okLimit {
+			continue
+		}
+		orig := origNodes(records, id, len(e.Base))
+		keep := keepNodes(e, orig, c.Admit.MaxLoss)
+		if keep >= len(e.Base) {
+			continue
+		}
+		perNode := baseGPUs(e) / len(e.Base)
+		var base []planner.Alloc
+		known := true
+		for i := len(e.Base) - 1; i >= 0; i-- { // last node first: NumNodes= releases from the end
+			n, ok := idx[e.Base[i].Node]
+			if !ok {
+				known = false
+				break
+			}
+			base = append(base, planner.Alloc{Node: n, GPUs: e.Base[i].GPUs})
+		}
+		if !known || perNode < 1 {
+			continue
+		}
+		remaining := remainingAtCurrentSize(e, start, v.Now)
+		cands = append(cands, cand{e: e, orig: orig, keep: keep, start: start, remaining: remaining, limit: limit})
+		donors = append(donors, planner.Donor{Base: base, Min: keep * perNode, TimeLeft: remaining.Seconds()})
+	}
+	if len(donors) == 0 {
+		return admission{}, false
+	}
+	rule := planner.FitRule{}
+	if req.gpuType != "" {
+		rule.Types = []string{req.gpuType}
+	}
+	want := req.nodes * req.perNode
+	adm, ok := cluster.Admit(planner.AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: req.limit.Seconds(),
+		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true})
+	if !ok {
+		return admission{}, false
+	}
+	// Nodes each donor gives up, as counts: NumNodes= releases its last ones.
+	give := map[int]int{}
+	for _, sh := range adm.Shrinks {
+		give[sh.Donor]++
+	}
+	tent := slices.Clone(avail)
+	out := admission{queued: slurmJobCopy(v, q)}
+	for di, k := range give {
+		cd := cands[di]
+		to := len(cd.e.Base) - k
+		if to < cd.keep {
+			return admission{}, false
+		}
+		ds := donorShrink{job: cd.e, origNodes: cd.orig, toNodes: to, oldLimit: cd.limit, remaining: cd.remaining}
+		for _, b := range cd.e.Base[to:] {
+			i := idx[b.Node]
+			if len(allowed) == 0 || allowed[i] {
+				tent[i] += b.GPUs
+			}
+			ds.released = append(ds.released, b.Node)
+		}
+		ds.newLimit, ds.atSmall = raisedLimit(cd.limit, cd.start, v.Now, cd.remaining, len(cd.e.Base), to, c.SafetyMargin.Duration)
+		out.donors = append(out.donors, ds)
+	}
+	slices.SortFunc(out.donors, func(x, y donorShrink) int { return cmp.Compare(x.job.Job.ID, y.job.Job.ID) })
+	alloc := cluster.Fit(tent, want, rule)
+	if len(alloc) != req.nodes {
+		return admission{}, false
+	}
+	for _, al := range alloc {
+		if al.GPUs != req.perNode {
+			return admission{}, false
+		}
+		out.alloc = append(out.alloc, NodeAlloc{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
+	}
+	return out, true
+}
+
+// slurmJobCopy returns the queued job as the view read it.
+func slurmJobCopy(v *View, q slurmcli.Job) slurmcli.Job {
+	if j, ok := v.All[q.ID]; ok {
+		return j
+	}
+	return q
+}
+
+// schedulable: a node Slurm may start jobs on (idle, mixed, allocated or
+// planned; not down, drained, failing or not responding).
+func schedulable(state string) bool {
+	switch strings.TrimRight(state, "*~#!%$@^-+") {
+	case "idle", "mixed", "planned", "allocated":
+		return !strings.HasSuffix(state, "*")
+	}
+	return false
+}
+
+// admitDetail describes a shrink for the decision log.
+func admitDetail(ds donorShrink, queued string) string {
+	return fmt.Sprintf("for job %s: %d -> %d nodes (releases %s), time limit %v -> %v (remaining %v at %d nodes is %v at %d)",
+		queued, len(ds.job.Base), ds.toNodes, strings.Join(ds.released, ","), ds.oldLimit, ds.newLimit,
+		ds.remaining.Round(time.Second), len(ds.job.Base), ds.atSmall.Round(time.Second), ds.toNodes)
+}
+
+// jobOrder orders numeric job ids numerically ("9" before "10").
+func jobOrder(id string) string { return fmt.Sprintf("%020s", id) }

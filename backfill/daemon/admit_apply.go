@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// Resizer changes a running job's allocation and time limit
+// (shrink-to-admit).
+type Resizer interface {
+	// SetTimeLimit sets job id's time limit (from its start) to whole
+	// minutes: `scontrol update JobId=ID TimeLimit=MINUTES` (the daemon
+	// runs as root or a Slurm operator, who may raise it).
+	SetTimeLimit(ctx context.Context, id string, minutes int64) error
+	// SetNodes shrinks job id to its first nodes nodes: `scontrol update
+	// JobId=ID NumNodes=N` (Slurm releases the last nodes of its node list
+	// and kills the tasks of running steps there; the EasyScale runtime
+	// takes that as a membership change).
+	SetNodes(ctx context.Context, id string, nodes int) error
+}
+
+// SlurmResizer is the Resizer over scontrol.
+type SlurmResizer struct{ Slurm slurmcli.Runner }
+
+var _ Resizer = (*SlurmResizer)(nil)
+
+// SetTimeLimit runs `scontrol update JobId=ID TimeLimit=MINUTES`.
+func (s *SlurmResizer) SetTimeLimit(ctx context.Context, id string, minutes int64) error {
+	if _, err := s.Slurm.Output(ctx, "scontrol", "update", "JobId="+id, "TimeLimit="+strconv.FormatInt(minutes, 10)); err != nil {
+		return fmt.Errorf("setting the time limit of job %s to %d min: %w", id, minutes, err)
+	}
+	return nil
+}
+
+// SetNodes runs `scontrol update JobId=ID NumNodes=N`.
+func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error {
+	if _, err := s.Slurm.Output(ctx, "scontrol", "update", "JobId="+id, "NumNodes="+strconv.Itoa(nodes)); err != nil {
+		return fmt.Errorf("shrinking job %s to %d nodes: %w", id, nodes, err)
+	}
+	return nil
+}
+
+// admit runs shrink-to-admit for this cycle (when admit.enabled): it first
+// finishes or undoes shrinks a previous run recorded but did not finish
+// (resumeAdmits), then applies at most one admission (planAdmission). It
+// returns true when it changed an allocation, so that the cycle lends
+// nothing on the state it read before.
+func (d *Daemon) admit(ctx context.Context, v *View, r *Report) (bool, error) {
+	if !d.cfg.Admit.Enabled {
+		return false, nil
+	}
+	records, err := d.db.AdmitShrinks(ctx)
+	if err != nil {
+		return false, err
+	}
+	resumed, err := d.resumeAdmits(ctx, v, records)
+	if err != nil || resumed {
+		return resumed, err
+	}
+	a, ok, why := d.planAdmission(v, records)
+	for _, w := range why {
+		d.log.Named("admit").Debug("not admitting", "why", w)
+	}
+	if !ok {
+		return false, nil
+	}
+	log := d.log.Named("admit").With("queued_id", a.queued.ID)
+	changed := false
+	for _, ds := range a.donors {
+		applied, err := d.applyShrink(ctx, v, a.queued.ID, ds, log.With("job_id", ds.job.Job.ID))
+		if err != nil {
+			return changed, err
+		}
+		if applied {
+			changed = true
+			r.AdmitShrunk = append(r.AdmitShrunk, ds.job.Job.ID)
+		}
+	}
+	if changed {
+		r.Admitted = append(r.Admitted, a.queued.ID)
+		log.Info("shrunk running elastic jobs so that a queued job can start", "donors", r.AdmitShrunk, "on", a.alloc)
+	}
+	return changed, nil
+}
+
+// applyShrink re-reads the donor by id (verifyDonor), records the shrink
+// in the store (state intent) and the decision log, raises the time limit,
+// then shrinks the node count, and marks the record done. If Slurm refuses
+// the shrink the old time limit is put back and the record abandoned. In
+// a dry run only the decision is logged.
+func (d *Daemon) applyShrink(ctx context.Context, v *View, queued string, ds donorShrink, log hclog.Logger) (bool, error) {
+	e := ds.job
+	detail := admitDetail(ds, queued)
+	if d.cfg.DryRun {
+		log.Info("would shrink to admit (dry run)", "detail", detail)
+		return false, d.decide(ctx, "admit-shrink", e.Job.ID, "", "", 0, detail+" (dry run)")
+	}
+	if why, err := d.verifyDonor(ctx, e); err != nil || why != "" {
+		if err != nil {
+			log.Error("re-reading the job before shrinking it failed; not shrinking", "error", err)
+			return false, nil
+		}
+		log.Error("not shrinking: Slurm's job is not the elastic job the snapshot read", "why", why)
+		return false, d.decide(ctx, "admit-skip", e.Job.ID, "", "", 0, why)
+	}
+	rec := backfillstore.AdmitShrink{Job: e.Job.ID, Queued: queued, User: e.User, Partition: e.Job.Partition,
+		OrigNodes: ds.origNodes, FromNodes: len(e.Base), ToNodes: ds.toNodes, OldLimit: ds.oldLimit,
+		NewLimit: ds.newLimit, Time: d.now()}
+	seq, err := d.db.RecordAdmitShrink(ctx, rec)
+	if err != nil {
+		return false, err
+	}
+	if err := d.decide(ctx, "admit-shrink", e.Job.ID, "", "", 0, detail); err != nil {
+		return false, err
+	}
+	if ds.newLimit > ds.oldLimit {
+		if err := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.newLimit)); err != nil {
+			log.Error("raising the time limit failed; not shrinking", "error", err)
+			return false, d.db.MarkAdmitShrink(ctx, seq, backfillstore.AdmitAbandoned, err.Error())
+		}
+	}
+	if err := d.resize.SetNodes(ctx, e.Job.ID, ds.toNodes); err != nil {
+		log.Error("shrinking failed; putting the time limit back", "error", err)
+		if ds.newLimit > ds.oldLimit {
+			if rerr := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.oldLimit)); rerr != nil {
+				log.Error("putting the time limit back failed", "error", rerr)
+			}
+		}
+		return false, d.db.MarkAdmitShrink(ctx, seq, backfillstore.AdmitAbandoned, err.Error())
+	}
+	if err := d.db.MarkAdmitShrink(ctx, seq, backfillstore.AdmitDone, ""); err != nil {
+		return true, err
+	}
+	d.metrics.Shrinks.WithLabelValues("admit").Inc()
+	log.Info("shrunk to admit", "detail", detail)
+	return true, nil
+}
+
+func minutes(d time.Duration) int64 { return int64((d + time.Minute - 1) / time.Minute) }
+
+// verifyDonor re-reads elastic job e by id (squeue --jobs=ID, fresh random
+// separators) right before it is shrunk and returns why it must not be
+// ("" when it may): Slurm's job of that id must still be running with the
+// user, partition, node list and time limit the snapshot read, and its
+// comment must still parse as an elastic EasyScale request with the same
+// node range. err is a failed squeue.
+func (d *Daemon) verifyDonor(ctx context.Context, e *ElasticJob) (string, error) {
+	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+e.Job.ID, "--states=all")
+	if noSuchJob(err) {
+		return "Slurm no longer knows the job", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("re-reading job %s before shrinking it: %w", e.Job.ID, err)
+	}
+	for _, pe := range skipped {
+		if pe.ID == e.Job.ID {
+			return fmt.Sprintf("its squeue record cannot be read: %v", pe), nil
+		}
+	}
+	for _, j := range jobs {
+		if j.ID != e.Job.ID {
+			continue
+		}
+		for _, f := range []struct{ what, got, want string }{
+			{"state", j.State, "RUNNING"}, {"user", j.User, e.Job.User}, {"partition", j.Partition, e.Job.Partition},
+			{"node list", j.NodeList, e.Job.NodeList}, {"time limit", j.TimeLimit, e.Job.TimeLimit},
+		} {
+			if f.got != f.want {
+				return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
+			}
+		}
+		c, err := elastic.ParseComment(j.Comment)
+		if err != nil {
+			return fmt.Sprintf("its comment is not an EasyScale request: %v", err), nil
+		}
+		if !c.Request.Elastic() || c.Request.MinNodes != e.Request.MinNodes || c.Request.MaxNodes != e.Request.MaxNodes {
+			return fmt.Sprintf("its request is now %s, the snapshot read %s", c.Request.Range(), e.Request.Range()), nil
+		}
+		return "", nil
+	}
+	return "Slurm no longer knows the job", nil
+}
+
+// resumeAdmits finishes or undoes the shrinks a previous run recorded as
+// intents (it was killed between the record and its last scontrol
+// update): a job now on the recorded smaller node count gets the raised
+// time limit (set again; setting it twice is harmless) and the record is
+// marked done; a job still on its old node count whose limit was already
+// raised gets the old limit back, and the record is abandoned, as it is
+// for a job that ended or changed otherwise. Each job is re-read by id
+// first. It returns true when it changed something in Slurm.
+func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillstore.AdmitShrink) (bool, error) {
+	changed := false
+	for _, rec := range records {
+		if rec.State != backfillstore.AdmitIntent {
+			continue
+		}
+		log := d.log.Named("admit").With("job_id", rec.Job, "queued_id", rec.Queued)
+		e := v.Elastic[rec.Job]
+		if e == nil || e.User != rec.User {
+			log.Info("a recorded shrink-to-admit was not finished and its job is gone; abandoned")
+			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned, "job no longer running at restart"); err != nil {
+				return changed, err
+			}
+			continue
+		}
+		if why, err := d.verifyDonor(ctx, e); err != nil || why != "" {
+			if err != nil {
+				return changed, err
+			}
+			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned, why); err != nil {
+				return changed, err
+			}
+			continue
+		}
+		limit, _ := parseTimeLimit(e.Job.TimeLimit)
+		switch len(e.Base) {
+		case rec.ToNodes:
+			if limit < rec.NewLimit {
+				if err := d.resize.SetTimeLimit(ctx, rec.Job, minutes(rec.NewLimit)); err != nil {
+					log.Error("raising the time limit of a shrunk job failed; retrying next cycle", "error", err)
+					continue
+				}
+				changed = true
+			}
+			log.Info("finished a shrink-to-admit recorded before a restart", "nodes", rec.ToNodes, "time_limit", rec.NewLimit)
+			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitDone, "finished after a restart"); err != nil {
+				return changed, err
+			}
+		case rec.FromNodes:
+			if limit == rec.NewLimit && rec.NewLimit > rec.OldLimit {
+				if err := d.resize.SetTimeLimit(ctx, rec.Job, minutes(rec.OldLimit)); err != nil {
+					log.Error("putting back the time limit of a job not shrunk failed; retrying next cycle", "error", err)
+					continue
+				}
+				changed = true
+			}
+			log.Info("undid a shrink-to-admit recorded before a restart but not applied")
+			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned, "not applied before a restart"); err != nil {
+				return changed, err
+			}
+		default:
+			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned,
+				fmt.Sprintf("job on %d nodes at restart, recorded %d -> %d", len(e.Base), rec.FromNodes, rec.ToNodes)); err != nil {
+				return changed, err
+			}
+		}
+	}
+	return changed, nil
+}

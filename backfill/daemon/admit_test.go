@@ -1,0 +1,235 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// admitCluster is the fake cluster of the shrink-to-admit tests: elastic
+// job 10 (alice, "normal") on n1 and n2 with 4 v100 each, 60 min limit,
+// coordinator up; job 20 (bob) queued for one whole v100 node for 30 min,
+// waiting for resources, with Slurm's reservation on n1 at job 10's end.
+// The t4 nodes n3 and n4 are idle but of the wrong type.
+func admitCluster(t *testing.T, toml, comment string) *testDaemon {
+	t.Helper()
+	td := newTestDaemon(t, toml)
+	td.fake.running("10", comment, "n1,n2", 4, time.Hour, rendezvous(t, "10"))
+	q := td.fake.pending("20", "n1", 4, td.now.Add(time.Hour))
+	td.fake.set(func() { q.gpuType, q.reason, q.timeLimit = "v100", "Resources", 30*time.Minute })
+	return td
+}
+
+func TestShrinkToAdmit(t *testing.T) {
+	const on = "[admit]\nenabled = true\n"
+	tests := []struct {
+		name, toml, comment string
+		// setup changes the cluster before the cycle.
+		setup func(t *testing.T, td *testDaemon)
+		// want lists the scontrol updates, in order; nil: none.
+		want []string
+	}{
+		{name: "a queued job that does not fit gets a whole node of a shrunk elastic job, whose limit covers its work on fewer nodes",
+			toml: on, comment: elasticComment,
+			// 60 min left on 2 nodes is 120 min on 1, plus the 60 s safety margin.
+			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "the remaining work comes from the job's progress report when it has one",
+			toml: on, comment: "es step=150/400 workers=8/8 d1 req=1-3",
+			setup: func(t *testing.T, td *testDaemon) {
+				// Started 20 min ago (40 min left of its limit), 150 of 400 steps
+				// done: 20·250/150 = 33.3 min left on 2 nodes, 66.7 on 1;
+				// 20 + 66.7 + 1 → 88 min from its start (101 by its limit alone).
+				td.fake.set(func() {
+					j := td.fake.jobs[0]
+					j.start, j.end = td.now.Add(-20*time.Minute), td.now.Add(40*time.Minute)
+				})
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=88", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nothing is shrunk while admit is not enabled (the default)", toml: "", comment: elasticComment},
+		{name: "a running job in a partition where admit is off is not shrunk for a queued job of another",
+			toml: on + "off_partitions = [\"normal\"]\n", comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "gpu" }) }},
+		{name: "a queued job in a partition where admit is off shrinks nobody",
+			toml: on + "off_partitions = [\"gpu-long\"]\n", comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "gpu-long" }) }},
+		{name: "the cap: a job may lose at most max_loss of its nodes (0.4 of 2 rounds down to none)",
+			toml: on + "max_loss = 0.4\n", comment: elasticComment},
+		{name: "the cap counts what earlier shrinks took: a job shrunk from 4 to 2 nodes has lost its half",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				if _, err := td.db.RecordAdmitShrink(context.Background(), backfillstore.AdmitShrink{Job: "10", Queued: "5",
+					User: "alice", OrigNodes: 4, FromNodes: 4, ToNodes: 2, State: backfillstore.AdmitDone}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "never below the request's minimum", toml: on, comment: "es-req min=2 max=3 lw=4 d1"},
+		{name: "a job whose time left is less than the queued job's work is not shrunk",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[0].end = td.now.Add(20 * time.Minute) })
+			}},
+		{name: "a donor on a node another job's reservation needs is not shrunk (its limit would move the reservation)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute)) }},
+		{name: "a user's non-elastic job with an es-req name is never shrunk",
+			toml: on, comment: "training run",
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[0].name = "es-req min=1 max=3 lw=4 d1" })
+			}},
+		{name: "a job whose request cannot be read is never shrunk",
+			toml: on, comment: "es-req min=1 max=x d1"},
+		{name: "a job whose comment stops being elastic before the re-read by id is not shrunk",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.onJobs = func() { td.fake.jobs[0].comment = "es-req d1" }
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			td := admitCluster(t, tt.toml, tt.comment)
+			if tt.setup != nil {
+				tt.setup(t, td)
+			}
+			r := td.cycle(t)
+			got := td.fake.commands("scontrol update")
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("scontrol updates %q, want %q", got, tt.want)
+			}
+			recs, err := td.db.AdmitShrinks(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done []backfillstore.AdmitShrink
+			for _, rec := range recs {
+				if rec.Queued == "20" && rec.State == backfillstore.AdmitDone {
+					done = append(done, rec)
+				}
+			}
+			if tt.want == nil {
+				if len(done) != 0 || len(r.Admitted) != 0 {
+					t.Fatalf("recorded %+v, admitted %v; want no shrink", done, r.Admitted)
+				}
+				if j := td.fake.job("10"); j.nodeList != "n1,n2" {
+					t.Fatalf("job 10 now on %s, want n1,n2 untouched", j.nodeList)
+				}
+				return
+			}
+			if len(done) != 1 || done[0].Job != "10" || done[0].FromNodes != 2 || done[0].ToNodes != 1 || done[0].OrigNodes != 2 {
+				t.Fatalf("store records %+v, want job 10 shrunk 2 -> 1 for job 20, done", recs)
+			}
+			if !slices.Equal(r.Admitted, []string{"20"}) || !slices.Equal(r.AdmitShrunk, []string{"10"}) {
+				t.Errorf("report admitted %v by shrinking %v, want 20 by 10", r.Admitted, r.AdmitShrunk)
+			}
+			ds, _ := td.db.Decisions(context.Background(), 0, 0)
+			if len(ds) != 1 || ds[0].Kind != "admit-shrink" || ds[0].Job != "10" || !strings.Contains(ds[0].Detail, "for job 20") {
+				t.Errorf("decisions %+v, want one admit-shrink of job 10 for job 20", ds)
+			}
+			// Idempotent: the next cycle finds job 10 at its minimum and does nothing.
+			td.advance(2 * time.Second)
+			td.cycle(t)
+			if again := td.fake.commands("scontrol update"); len(again) != len(tt.want) {
+				t.Errorf("a second cycle ran %q", again[len(tt.want):])
+			}
+		})
+	}
+}
+
+func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
+	tests := []struct {
+		name string
+		// nodes is job 10's node list at restart; limit its time limit.
+		nodes     string
+		limit     time.Duration
+		want      []string
+		wantState backfillstore.AdmitState
+	}{
+		{"shrunk before the daemon died: the raised limit is set and the record done",
+			"n1", time.Hour, []string{"scontrol update JobId=10 TimeLimit=121"}, backfillstore.AdmitDone},
+		{"limit raised but not shrunk: the old limit is put back and the record abandoned",
+			"n1,n2", 121 * time.Minute, []string{"scontrol update JobId=10 TimeLimit=60"}, backfillstore.AdmitAbandoned},
+		{"killed before any update: nothing to undo, the record abandoned",
+			"n1,n2", time.Hour, nil, backfillstore.AdmitAbandoned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+			td.fake.set(func() {
+				j := td.fake.jobs[0]
+				names, _ := expandHostlist(tt.nodes)
+				j.nodeList, j.nodes, j.timeLimit, j.end = tt.nodes, len(names), tt.limit, j.start.Add(tt.limit)
+				td.fake.jobs[1].reason = "Priority" // nothing else to admit this cycle
+			})
+			ctx := context.Background()
+			if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice",
+				Partition: "normal", OrigNodes: 2, FromNodes: 2, ToNodes: 1, OldLimit: time.Hour, NewLimit: 121 * time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			td.cycle(t)
+			if got := td.fake.commands("scontrol update"); !slices.Equal(got, tt.want) {
+				t.Fatalf("scontrol updates %q, want %q", got, tt.want)
+			}
+			recs, _ := td.db.AdmitShrinks(ctx)
+			if len(recs) != 1 || recs[0].State != tt.wantState {
+				t.Fatalf("records %+v, want one in state %s", recs, tt.wantState)
+			}
+			td.cycle(t) // and a second cycle has nothing left to finish
+			if got := td.fake.commands("scontrol update"); len(got) != len(tt.want) {
+				t.Errorf("second cycle ran %q", got)
+			}
+		})
+	}
+}
+
+func TestParseTimeLimitReadsSqueuesForms(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30", 30 * time.Minute, true},
+		{"30:00", 30 * time.Minute, true},
+		{"1:00:00", time.Hour, true},
+		{"1-00:00:00", 24 * time.Hour, true},
+		{"2-03", 51 * time.Hour, true},
+		{"2-03:04", 51*time.Hour + 4*time.Minute, true},
+		{"UNLIMITED", 0, false},
+		{"INFINITE", 0, false},
+		{"NOT_SET", 0, false},
+		{"", 0, false},
+		{"1:2:3:4", 0, false},
+		{"-5", 0, false},
+		{"1--2", 0, false},
+		{"9999999999", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseTimeLimit(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseTimeLimit(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseTimeLimit(f *testing.F) {
+	for _, s := range []string{"30", "30:00", "1:00:00", "1-00:00:00", "UNLIMITED", "2-03:04"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseTimeLimit(s)
+		if !ok {
+			return
+		}
+		if d < 0 || d > 400*24*time.Hour {
+			t.Fatalf("parseTimeLimit(%q) = %v: out of range", s, d)
+		}
+		// What minutes() turns it into reads back as at least the limit.
+		back, ok := parseTimeLimit(strconv.FormatInt(minutes(d), 10))
+		if !ok || back < d {
+			t.Fatalf("%q = %v; %d minutes read back as %v, %v", s, d, minutes(d), back, ok)
+		}
+	})
+}
