@@ -182,8 +182,10 @@ func keepNodes(e *ElasticJob, orig int, maxLoss float64) int {
 // N nodes" and the queued job's allocation is checked again on exactly the
 // nodes that releases; the queued job's allocation must also be the layout
 // it asked for (its node count, its GPUs per node). ok is false when no
-// queued job can be admitted.
-func (d *Daemon) planAdmission(v *View, records []backfillstore.AdmitShrink) (a admission, ok bool, why []string) {
+// queued job can be admitted. GPUs of this daemon's running extra jobs
+// count as free for the queued job: extra.partition is preemptible, and
+// Slurm preempts them when it starts it.
+func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (a admission, ok bool, why []string) {
 	c := d.cfg
 	var nodes []planner.Node
 	idx := map[string]int{}
@@ -198,9 +200,15 @@ func (d *Daemon) planAdmission(v *View, records []backfillstore.AdmitShrink) (a 
 	}
 	cluster := planner.NewCluster(nodes, c.Speeds)
 	baseAvail := make([]int, len(nodes))
+	lentOn := map[string]int{} // GPUs of this daemon's running extra jobs, by node
+	for _, l := range live {
+		if !l.pending {
+			lentOn[l.rec.Node] += l.rec.GPUs
+		}
+	}
 	for i, n := range nodes {
 		nv := v.node(n.Name)
-		baseAvail[i] = max(0, nv.Total-nv.Used)
+		baseAvail[i] = min(nv.Total, max(0, nv.Total-nv.Used)+lentOn[n.Name])
 	}
 	queued := slices.Clone(v.Pending)
 	plannedAt := func(j slurmcli.Job) int64 {

@@ -53,7 +53,7 @@ func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error
 // (resumeAdmits), then applies at most one admission (planAdmission). It
 // returns true when it changed an allocation, so that the cycle lends
 // nothing on the state it read before.
-func (d *Daemon) admit(ctx context.Context, v *View, r *Report) (bool, error) {
+func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *Report) (bool, error) {
 	if !d.cfg.Admit.Enabled {
 		return false, nil
 	}
@@ -65,7 +65,7 @@ func (d *Daemon) admit(ctx context.Context, v *View, r *Report) (bool, error) {
 	if err != nil || resumed {
 		return resumed, err
 	}
-	a, ok, why := d.planAdmission(v, records)
+	a, ok, why := d.planAdmission(v, live, records)
 	for _, w := range why {
 		d.log.Named("admit").Debug("not admitting", "why", w)
 	}

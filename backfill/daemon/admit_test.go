@@ -50,6 +50,20 @@ func TestShrinkToAdmit(t *testing.T) {
 				})
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=88", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "GPUs of this daemon's extra jobs count as free for the queued job (Slurm preempts them)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				// Job 10 holds 3 GPUs on each node and an extra job 1 more on n2:
+				// only with the extra job's GPU does n2 hold the queued job's 4.
+				td.fake.set(func() { td.fake.jobs[0].gpusPerNode = 3 })
+				td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
+				if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
+					Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
+					Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "nothing is shrunk while admit is not enabled (the default)", toml: "", comment: elasticComment},
 		{name: "a running job in a partition where admit is off is not shrunk for a queued job of another",
 			toml: on + "off_partitions = [\"normal\"]\n", comment: elasticComment,

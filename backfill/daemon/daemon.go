@@ -323,7 +323,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return err
 	}
 	d.nextShrink = d.shrinkDue(acts.Shrinks, rc.live)
-	admitted, err := d.admit(ctx, v, r)
+	admitted, err := d.admit(ctx, v, rc.live, r)
 	if err != nil {
 		return fmt.Errorf("shrink-to-admit: %w", err)
 	}

@@ -127,9 +127,11 @@
 //     node of it is one another pending job's reservation (squeue --start
 //     nodes) names: its longer time limit would move that reservation. The
 //     queued job goes only onto GPUs that are idle or that the donors
-//     release, never onto another reservation's nodes, and only in the
-//     layout it asked for (its node count, GPUs per node, GPU type and
-//     --nodelist); so it starts now and no reservation moves.
+//     release (GPUs of this daemon's extra jobs count as idle: Slurm
+//     preempts extra.partition for it), never onto another reservation's
+//     nodes, and only in the layout it asked for (its node count, GPUs per
+//     node, GPU type and --nodelist); so it starts now and no reservation
+//     moves.
 //   - Remaining work: with a progress report in the comment (`es step=S/T
 //     ...`, 0 < S ≤ T) the elapsed time scaled by the steps left,
 //     (now − start)·(T − S)/S, but at most the time left of its limit;
