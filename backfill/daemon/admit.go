@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
@@ -232,16 +233,17 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 			why = append(why, "queued job "+q.ID+": request or time limit not readable")
 			continue
 		}
-		if a, ok := d.admitOne(v, records, cluster, idx, baseAvail, q, req); ok {
+		a, no := d.admitOne(v, records, cluster, idx, baseAvail, q, req)
+		if no == "" {
 			return a, true, why
 		}
-		why = append(why, "queued job "+q.ID+": no donor can make room without moving a reservation")
+		why = append(why, "queued job "+q.ID+": "+no)
 	}
 	return a, false, why
 }
 
 func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster *planner.Cluster, idx map[string]int,
-	baseAvail []int, q slurmcli.Job, req queuedRequest) (admission, bool) {
+	baseAvail []int, q slurmcli.Job, req queuedRequest) (admission, string) {
 	c := d.cfg
 	keepOff := map[int]bool{}
 	for _, p := range v.Pending {
@@ -260,12 +262,12 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	if q.ReqNodes != "" {
 		names, err := expandHostlist(q.ReqNodes)
 		if err != nil {
-			return admission{}, false
+			return admission{}, "its --nodelist does not parse"
 		}
 		for _, n := range names {
 			i, ok := idx[n]
 			if !ok {
-				return admission{}, false // asks for a node this daemon does not manage
+				return admission{}, "it asks for node " + n + ", which this daemon does not manage"
 			}
 			allowed[i] = true
 		}
@@ -286,19 +288,23 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	}
 	var cands []cand
 	var donors []planner.Donor
+	var skipped []string
 	for _, id := range sortedIDs(v.Elastic) {
 		e := v.Elastic[id]
-		if !e.Request.Elastic() || !e.Ready || !e.Managed || !c.AdmitOn(e.Job.Partition) || len(e.Base) < 2 || e.End.IsZero() {
+		if no := notDonor(e, c); no != "" {
+			skipped = append(skipped, id+": "+no)
 			continue
 		}
 		start, okStart := parseTime(e.Job.StartTime, d.snap.loc())
 		limit, okLimit := parseTimeLimit(e.Job.TimeLimit)
 		if !okStart || !okLimit {
+			skipped = append(skipped, id+": start or time limit not readable")
 			continue
 		}
 		orig := origNodes(records, id, len(e.Base))
 		keep := keepNodes(e, orig, c.Admit.MaxLoss)
 		if keep >= len(e.Base) {
+			skipped = append(skipped, fmt.Sprintf("%s: at the fewest nodes it may keep (%d: its minimum, admit.max_loss of %d)", id, keep, orig))
 			continue
 		}
 		perNode := baseGPUs(e) / len(e.Base)
@@ -313,14 +319,18 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			base = append(base, planner.Alloc{Node: n, GPUs: e.Base[i].GPUs})
 		}
 		if !known || perNode < 1 {
+			skipped = append(skipped, id+": a node unknown to the planner")
 			continue
 		}
 		remaining := remainingAtCurrentSize(e, start, v.Now)
+		if remaining.Seconds() <= req.limit.Seconds() {
+			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", id, remaining.Round(time.Second), req.limit))
+		}
 		cands = append(cands, cand{e: e, orig: orig, keep: keep, start: start, remaining: remaining, limit: limit})
 		donors = append(donors, planner.Donor{Base: base, Min: keep * perNode, TimeLeft: remaining.Seconds()})
 	}
 	if len(donors) == 0 {
-		return admission{}, false
+		return admission{}, "no donor: " + strings.Join(skipped, "; ")
 	}
 	rule := planner.FitRule{}
 	if req.gpuType != "" {
@@ -330,7 +340,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	adm, ok := cluster.Admit(planner.AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: req.limit.Seconds(),
 		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true})
 	if !ok {
-		return admission{}, false
+		return admission{}, "planner.Admit found no admission (reservations, time left, type, layout)" + strings.Join(append([]string{""}, skipped...), "; ")
 	}
 	// Nodes each donor gives up, as counts: NumNodes= releases its last ones.
 	give := map[int]int{}
@@ -343,7 +353,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 		cd := cands[di]
 		to := len(cd.e.Base) - k
 		if to < cd.keep {
-			return admission{}, false
+			return admission{}, fmt.Sprintf("job %s would go below %d nodes", cd.e.Job.ID, cd.keep)
 		}
 		ds := donorShrink{job: cd.e, origNodes: cd.orig, toNodes: to, oldLimit: cd.limit, remaining: cd.remaining}
 		for _, b := range cd.e.Base[to:] {
@@ -359,15 +369,15 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	slices.SortFunc(out.donors, func(x, y donorShrink) int { return cmp.Compare(x.job.Job.ID, y.job.Job.ID) })
 	alloc := cluster.Fit(tent, want, rule)
 	if len(alloc) != req.nodes {
-		return admission{}, false
+		return admission{}, "the released nodes do not hold it in the layout it asked for"
 	}
 	for _, al := range alloc {
 		if al.GPUs != req.perNode {
-			return admission{}, false
+			return admission{}, "the released nodes do not hold it in the layout it asked for"
 		}
 		out.alloc = append(out.alloc, NodeAlloc{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
 	}
-	return out, true
+	return out, ""
 }
 
 // slurmJobCopy returns the queued job as the view read it.
@@ -397,3 +407,23 @@ func admitDetail(ds donorShrink, queued string) string {
 
 // jobOrder orders numeric job ids numerically ("9" before "10").
 func jobOrder(id string) string { return fmt.Sprintf("%020s", id) }
+
+// notDonor says why running job e can never give up nodes for
+// shrink-to-admit ("" when it may).
+func notDonor(e *ElasticJob, c *config.Config) string {
+	switch {
+	case !e.Request.Elastic():
+		return "no elastic node range"
+	case !e.Ready:
+		return "its coordinator is not up (no coordinator and token in " + e.Rendezvous + ")"
+	case !e.Managed:
+		return "not all of its nodes are managed by this daemon"
+	case !c.AdmitOn(e.Job.Partition):
+		return "admit is off in its partition " + e.Job.Partition
+	case len(e.Base) < 2:
+		return "it runs on one node (never shrunk below one)"
+	case e.End.IsZero():
+		return "no end time"
+	}
+	return ""
+}

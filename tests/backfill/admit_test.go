@@ -1,0 +1,228 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt runs
+// examples/slurm/mnist.sbatch as an elastic job (min 1, max 2 nodes) on n3
+// and n4, one t4 GPU each, under easyscale-backfilld with [admit] enabled.
+// A rigid job then asks for all four t4 GPUs of n4, which it cannot get
+// while the elastic job holds one. The daemon shrinks the elastic job to n3
+// (scontrol update NumNodes=1, its time limit raised first), the rigid job
+// starts at once, long before the reservation Slurm planned for it (the
+// elastic job's end) and before every planned start seen, and the
+// elastic job still trains to the fixed run's digest.
+func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
+	l := slurmlab.Require(t)
+	if err := slurmlab.Build(); err != nil {
+		t.Fatal(err)
+	}
+	// Four epochs of examples/mnist/job.toml (936 steps, about 80 s on two
+	// nodes of the lab): long enough that its remaining work exceeds the
+	// rigid job's one-minute limit when the rigid job queues.
+	const steps = 936
+	job := mnistJobFile(t, l, 4)
+	want, err := l.LocalDigest(job, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"}, worker: config.DefaultWorkerCommand,
+		extra: "[admit]\nenabled = true\nmax_loss = 0.5\n"}
+	d := startDaemon(t, l, s, "backfilld")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	// easyscale-sbatch submits an elastic job at --nodes=MIN, and Slurm
+	// refuses -w with more nodes than that, so this submits what it would
+	// (request comment and environment, --no-kill, SLURM_NO_KILL) with
+	// sbatch itself, on both nodes: a 2-node job that may shrink to 1.
+	req := elastic.Request{MinNodes: 1, MaxNodes: 2, LogicalWorkers: 8, Determinism: elastic.D1}
+	script := mnistScriptWithoutWrapperDirectives(t, l)
+	cmd := l.Command(ctx, "sbatch", "--parsable", "-N2", "-w", "n[3-4]", "--gres=gpu:t4:1", "--no-kill",
+		"--comment="+elastic.Comment{Request: req}.String(), script)
+	cmd.Dir = l.Root // the submit directory holds the rendezvous directory and the job's output
+	cmd.Env = append(append(cmd.Env, req.Environ()...), "SLURM_NO_KILL=set", fmt.Sprintf("EASYSCALE_STEPS=%d", steps),
+		"EASYSCALE_SUMMARY="+summary, "EASYSCALE_CONFIG="+job)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	jobOut := filepath.Join(l.Root, "es-mnist-"+id+".out")
+	t.Cleanup(func() {
+		l.CLI.Output(context.Background(), "scancel", id)
+		os.RemoveAll(filepath.Join(l.Root, ".easyscale", id))
+		os.Remove(jobOut)
+	})
+	cancelExtrasAtEnd(t, l, id)
+	dump := func() string { b, _ := os.ReadFile(jobOut); return tail(string(b), 40) }
+
+	// Wait until it trains on both nodes (its status comment reports steps).
+	var before slurmcli.Job
+	waitFor(t, 90*time.Second, "job "+id+" training on n3 and n4", func() bool {
+		j, err := l.CLI.Job(ctx, id)
+		if err != nil || j.State != "RUNNING" {
+			return false
+		}
+		c, cerr := elastic.ParseComment(j.Comment)
+		before = j
+		return cerr == nil && c.Progress != nil && c.Progress.Step > 0 && j.Nodes == 2
+	})
+	origEnd, err := time.ParseInLocation(slurmcli.TimeLayout, before.EndTime, time.Local)
+	if err != nil {
+		t.Fatalf("job %s end time %q: %v", id, before.EndTime, err)
+	}
+
+	rigid := l.Submit(t, "#!/bin/sh\nsleep 5\n", "-w", "n4", "--gres=gpu:t4:4", "-t", "1")
+	submitted := time.Now()
+	planned := map[string]time.Time{} // earliest planned start seen of every pending job
+	var r slurmcli.Job
+	waitFor(t, 40*time.Second, "rigid job "+rigid+" starting", func() bool {
+		jobs, err := l.CLI.Squeue(ctx)
+		if err != nil {
+			return false
+		}
+		for _, j := range jobs {
+			if j.State != "PENDING" {
+				continue
+			}
+			if st, ok, _ := j.Start(time.Local); ok && !st.IsZero() && (planned[j.ID].IsZero() || st.Before(planned[j.ID])) {
+				planned[j.ID] = st
+			}
+		}
+		r, err = l.CLI.Job(ctx, rigid)
+		return err == nil && (r.State == "RUNNING" || r.State == "COMPLETING" || r.State == "COMPLETED")
+	})
+	started, _, _ := r.Start(time.Local)
+	t.Logf("rigid job %s submitted %s, started %s on %s; elastic job %s ended at %s before the shrink; planned starts seen %v",
+		rigid, submitted.Format(time.TimeOnly), started.Format(time.TimeOnly), r.NodeList, id, origEnd.Format(time.TimeOnly), planned)
+	if r.NodeList != "n4" {
+		t.Errorf("rigid job ran on %q, want n4", r.NodeList)
+	}
+	if !started.Before(origEnd) {
+		t.Errorf("rigid job started %s, not before the elastic job's end %s: nothing was shrunk for it", started, origEnd)
+	}
+	for job, p := range planned {
+		if j, err := l.CLI.Job(ctx, job); err == nil {
+			if st, ok, _ := j.Start(time.Local); ok && j.State != "PENDING" && st.After(p.Add(time.Second)) {
+				t.Errorf("job %s started %s, after its reservation at %s", job, st.Format(time.TimeOnly), p.Format(time.TimeOnly))
+			}
+		}
+	}
+
+	after, err := l.CLI.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.NodeList != "n3" || after.Nodes != 1 {
+		t.Errorf("elastic job %s on %s (%d nodes) after the shrink, want n3 only", id, after.NodeList, after.Nodes)
+	}
+	if end, err := time.ParseInLocation(slurmcli.TimeLayout, after.EndTime, time.Local); err != nil || !end.After(origEnd) {
+		t.Errorf("elastic job %s now ends %s (time limit %s), want later than %s (its limit raised for 1 node)",
+			id, after.EndTime, after.TimeLimit, origEnd.Format(time.TimeOnly))
+	}
+
+	for {
+		j, err := l.CLI.Job(ctx, id)
+		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
+			if j.State != "COMPLETED" {
+				t.Errorf("elastic job %s ended %s, want COMPLETED\n%s", id, j.State, dump())
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s did not finish in time:\n%s", id, dump())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, dump())
+	}
+	var sum struct {
+		Digest string `json:"digest"`
+		Steps  int64  `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != steps || sum.Digest != want {
+		t.Errorf("shrunk job: %d steps, digest %s; the fixed run: %d steps, digest %s\n%s", sum.Steps, sum.Digest, steps, want, dump())
+	}
+
+	d.stop(syscall.SIGTERM)
+	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := db.AdmitShrinks(context.Background())
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Job != id || recs[0].Queued != rigid || recs[0].ToNodes != 1 || recs[0].State != backfillstore.AdmitDone {
+		t.Errorf("shrink-to-admit records %+v, want one: job %s 2 -> 1 node for job %s, done", recs, id, rigid)
+	}
+	if n := countDecisions(t, s, "admit-shrink"); n != 1 {
+		t.Errorf("%d admit-shrink decisions, want 1", n)
+	}
+}
+
+// mnistScriptWithoutWrapperDirectives writes examples/slurm/mnist.sbatch
+// without the #SBATCH lines only easyscale-sbatch understands (--elastic,
+// --logical-workers) and returns its path.
+func mnistScriptWithoutWrapperDirectives(t *testing.T, l *slurmlab.Lab) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(l.Root, "examples", "slurm", "mnist.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "#SBATCH --elastic") || strings.HasPrefix(line, "#SBATCH --logical-workers") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	path := filepath.Join(t.TempDir(), "mnist.sbatch")
+	if err := os.WriteFile(path, []byte(strings.Join(keep, "\n")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// mnistJobFile writes examples/mnist/job.toml with epochs epochs and
+// returns its path.
+func mnistJobFile(t *testing.T, l *slurmlab.Lab, epochs int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(l.Root, "examples", "mnist", "job.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	const one = "epochs = 1 "
+	if !strings.Contains(text, one) {
+		t.Fatalf("examples/mnist/job.toml has no %q line to change", one)
+	}
+	path := filepath.Join(t.TempDir(), "job.toml")
+	if err := os.WriteFile(path, []byte(strings.Replace(text, one, fmt.Sprintf("epochs = %d ", epochs), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
