@@ -130,6 +130,7 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("elastic job %s after the shrink: %s, time limit %s -> %s, comment %q", id, after.NodeList, before.TimeLimit, after.TimeLimit, after.Comment)
 	if after.NodeList != "n3" || after.Nodes != 1 {
 		t.Errorf("elastic job %s on %s (%d nodes) after the shrink, want n3 only", id, after.NodeList, after.Nodes)
 	}
