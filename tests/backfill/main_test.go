@@ -11,12 +11,13 @@
 // worker (extra.worker_command) that logs "joined" with the coordinator it
 // read and leaves with exit 0 on SIGTERM, as `easyscale worker` does.
 //
-// Each daemon manages only its test's nodes (config key nodes): the grow,
-// restart, foreign-job (a user's job borrowing the extra comment is never
-// cancelled) and torch MNIST tests run first, on n3 and n4; then the
+// Each daemon manages only its test's nodes (config key nodes): the
+// shrink-to-admit (a rigid job starts once an elastic MNIST job is shrunk),
+// grow, restart, foreign-job (a user's job borrowing the extra comment is
+// never cancelled) and torch MNIST tests run first, on n3 and n4; then the
 // reservation test (n1, n2), the elastic MNIST test (n3, n4) and the
 // unreachable-slurmctld test run in parallel, so the package takes about
-// two and a half minutes.
+// three and a half minutes.
 package backfill
 
 import (
