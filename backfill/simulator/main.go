@@ -21,6 +21,7 @@ import (
 // usageText is printed by --help and after a bad flag; the flag list is
 // appended.
 const usageText = `Usage: easyscale-simulate --trace FILE --gpus TYPE:COUNT[,TYPE:COUNT...] --gpus-per-node N
+                          (or --nodes FILE)
                           --policy rigid|elastic|elastic-capped --json OUT [--plot FILE]
 
 Replays a GPU-cluster job trace (a job table such as shared/traces/philly/philly_busy_week.csv,
@@ -63,6 +64,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "job table to replay, common or Pollux layout (required)")
 	gpus := fs.String("gpus", "", fmt.Sprintf("cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768; at most %d in all (required)", MaxGPUs))
 	perNode := fs.Int("gpus-per-node", defaultPerNode, fmt.Sprintf("GPUs per node: 1 to the cluster's GPUs, making at most %d nodes; lowered to a smaller cluster's GPUs when not given (the last node of a type may be smaller)", MaxNodes))
+	nodesPath := fs.String("nodes", "", "cluster node by node instead of --gpus: a CSV node list with columns gpu and model, e.g. shared/traces/alibaba_v2023_openb/openb_node_list_all_node.csv; each model in lower case is a GPU type (V100M16: v100m16)")
 	policy := fs.String("policy", "", "rigid, elastic or elastic-capped (required)")
 	jsonOut := fs.String("json", "", "file for the metrics as JSON, - for stdout (required)")
 	plotOut := fs.String("plot", "", "GPU-allocation step chart, FILE.svg or FILE.png (default: no chart)")
@@ -85,9 +87,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return badFlags(fmt.Errorf("unexpected argument %q: every input is a flag", fs.Arg(0)))
 	}
+	var nodes []NodeSpec
+	if *nodesPath != "" {
+		if *gpus != "" || fs.Changed("gpus-per-node") {
+			return badFlags(errors.New("--nodes: the node list gives the cluster: leave out --gpus and --gpus-per-node"))
+		}
+		var err error
+		if nodes, err = ReadNodesFile(*nodesPath); err != nil {
+			return badFlags(fmt.Errorf("--nodes: %w", err))
+		}
+		*gpus = formatGPUs(GroupNodes(nodes))
+	}
 	cfg, err := flagsToConfig(*tracePath, *gpus, *perNode, fs.Changed("gpus-per-node"), *policy, *jsonOut, *plotOut, *maxJobs, *speeds, *margin)
 	if err != nil {
 		return badFlags(err)
+	}
+	if nodes != nil {
+		cfg.GPUs, cfg.GPUsPerNode, cfg.Nodes = nil, 0, nodes
 	}
 	cfg.ShrinkToAdmit = *admit
 	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
@@ -187,6 +203,15 @@ func flagsToConfig(tracePath, gpus string, perNode int, perNodeGiven bool, polic
 	cfg.Limits = DefaultLimits()
 	cfg.Limits.MarginSeconds = margin
 	return cfg, nil
+}
+
+// formatGPUs writes groups as ParseGPUs reads them.
+func formatGPUs(groups []GPUGroup) string {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g.Type + ":" + strconv.Itoa(g.Count)
+	}
+	return strings.Join(parts, ",")
 }
 
 // ParseGPUs parses TYPE:COUNT[,TYPE:COUNT...] (e.g. "v100:64,p100:32").

@@ -67,6 +67,11 @@ type Config struct {
 	// node of a type, or every node of a type with fewer GPUs, is smaller).
 	GPUs        []GPUGroup
 	GPUsPerNode int
+	// Nodes, when not empty, is the cluster node by node instead (nodes of
+	// different sizes, as a real node list has them, e.g. ReadNodes); GPUs
+	// must then be empty and GPUsPerNode is not used. At most MaxNodes
+	// nodes and MaxGPUs GPUs.
+	Nodes []NodeSpec
 	// Speeds gives each type's speed relative to the reference (1.0 for a
 	// type not listed); every key must be a type of GPUs.
 	Speeds map[string]float64
@@ -305,7 +310,9 @@ var ErrConfig = errors.New("invalid simulator configuration")
 // Jobs asking for 0 GPUs or more than the cluster holds can never start:
 // they are skipped and counted in Result.Skipped. Errors: an invalid cfg
 // (wrapping ErrConfig: a GPU group without a type or with a count outside
-// [1, MaxGPUs], a type listed twice, more than MaxGPUs GPUs in all,
+// [1, MaxGPUs], a type listed twice, more than MaxGPUs GPUs in all, both
+// GPU groups and Nodes, a node without a type or GPUs, more than MaxNodes
+// Nodes,
 // GPUsPerNode below 1 or making more than MaxNodes nodes, a speed for a type the cluster does
 // not have or a speed that is not positive and finite), checked before
 // anything is allocated; a repeated job id or an unsorted trace; a planner
@@ -342,9 +349,24 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 // validate checks cfg (see Run) without allocating anything per GPU, and
 // returns the cluster's GPU count.
 func validate(cfg Config) (int, error) {
+	groups := cfg.GPUs
+	if len(cfg.Nodes) > 0 {
+		if len(cfg.GPUs) > 0 {
+			return 0, fmt.Errorf("both GPU groups and a node list: give one: %w", ErrConfig)
+		}
+		if len(cfg.Nodes) > MaxNodes {
+			return 0, fmt.Errorf("%d nodes: at most %d: %w", len(cfg.Nodes), MaxNodes, ErrConfig)
+		}
+		for i, nd := range cfg.Nodes {
+			if nd.Type == "" || nd.GPUs < 1 || nd.GPUs > MaxGPUs {
+				return 0, fmt.Errorf("node %d (%q:%d): need a type name and 1 to %d GPUs: %w", i, nd.Type, nd.GPUs, MaxGPUs, ErrConfig)
+			}
+		}
+		groups = GroupNodes(cfg.Nodes)
+	}
 	total := 0
-	types := make(map[string]bool, len(cfg.GPUs))
-	for _, g := range cfg.GPUs {
+	types := make(map[string]bool, len(groups))
+	for _, g := range groups {
 		switch {
 		case g.Type == "" || g.Count < 1:
 			return 0, fmt.Errorf("GPU group %q:%d: need a type name and a positive count: %w", g.Type, g.Count, ErrConfig)
@@ -362,11 +384,13 @@ func validate(cfg Config) (int, error) {
 	if total == 0 {
 		return 0, fmt.Errorf("the cluster has no GPUs: %w", ErrConfig)
 	}
-	if cfg.GPUsPerNode < 1 {
-		return 0, fmt.Errorf("%d GPUs per node: need at least 1: %w", cfg.GPUsPerNode, ErrConfig)
-	}
-	if n := NodeCount(cfg.GPUs, cfg.GPUsPerNode); n > MaxNodes {
-		return 0, fmt.Errorf("%d GPUs per node make %d nodes: at most %d: %w", cfg.GPUsPerNode, n, MaxNodes, ErrConfig)
+	if len(cfg.Nodes) == 0 {
+		if cfg.GPUsPerNode < 1 {
+			return 0, fmt.Errorf("%d GPUs per node: need at least 1: %w", cfg.GPUsPerNode, ErrConfig)
+		}
+		if n := NodeCount(cfg.GPUs, cfg.GPUsPerNode); n > MaxNodes {
+			return 0, fmt.Errorf("%d GPUs per node make %d nodes: at most %d: %w", cfg.GPUsPerNode, n, MaxNodes, ErrConfig)
+		}
 	}
 	for _, typ := range slices.Sorted(maps.Keys(cfg.Speeds)) {
 		sp := cfg.Speeds[typ]
@@ -378,6 +402,21 @@ func validate(cfg Config) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// nodeList is the cluster node by node: cfg.Nodes, or else each GPU group
+// cut into nodes of GPUsPerNode (the last one smaller).
+func nodeList(cfg Config) []NodeSpec {
+	if len(cfg.Nodes) > 0 {
+		return cfg.Nodes
+	}
+	var out []NodeSpec
+	for _, g := range cfg.GPUs {
+		for left := g.Count; left > 0; left -= cfg.GPUsPerNode {
+			out = append(out, NodeSpec{Type: g.Type, GPUs: min(left, cfg.GPUsPerNode)})
+		}
+	}
+	return out
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -393,17 +432,16 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	s := &sim{cfg: cfg, total: total}
 	speeds := map[string]float64{}
-	for _, g := range cfg.GPUs {
+	perType := map[string]int{} // nodes of each type so far, for the node names
+	for _, nd := range nodeList(cfg) {
 		sp := 1.0
-		if v, ok := cfg.Speeds[g.Type]; ok {
+		if v, ok := cfg.Speeds[nd.Type]; ok {
 			sp = v
 		}
-		speeds[g.Type] = sp
-		for left, k := g.Count, 0; left > 0; k++ {
-			n := min(left, cfg.GPUsPerNode)
-			s.nodes = append(s.nodes, node{name: g.Type + "-" + strconv.Itoa(k), typ: g.Type, speed: sp, total: n, free: n})
-			left -= n
-		}
+		speeds[nd.Type] = sp
+		k := perType[nd.Type]
+		perType[nd.Type]++
+		s.nodes = append(s.nodes, node{name: nd.Type + "-" + strconv.Itoa(k), typ: nd.Type, speed: sp, total: nd.GPUs, free: nd.GPUs})
 	}
 	s.cfg.Speeds = speeds
 	s.nodeIdx = map[string]int{}
