@@ -48,10 +48,10 @@ func ReadNodes(r io.Reader) ([]NodeSpec, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
+		if err != nil { // a *csv.ParseError names the line
 			return nil, fmt.Errorf("reading the node list: %w", err)
 		}
+		line, _ := cr.FieldPos(0)
 		if gpuCol >= len(rec) || modelCol >= len(rec) {
 			return nil, fmt.Errorf("line %d: %d cells, the gpu and model columns need %d", line, len(rec), max(gpuCol, modelCol)+1)
 		}
