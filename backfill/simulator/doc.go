@@ -98,6 +98,15 @@
 // note on stderr). Compare runs only when their skip counts agree: a small
 // cluster that skips the big jobs looks fast.
 //
+// # Cluster
+//
+// Config.GPUs cuts each GPU type into nodes of GPUsPerNode (--gpus,
+// --gpus-per-node); Config.Nodes gives the cluster node by node instead, for
+// real node lists with nodes of several sizes (--nodes FILE, read by
+// ReadNodes: a CSV with columns gpu and model, such as the Alibaba v2023
+// openb openb_node_list_all_node.csv; each model in lower case is a GPU
+// type). BENCHMARKS.md maps openb's models to speeds.
+//
 // # Limits
 //
 // A cluster holds at most MaxGPUs GPUs (types together) cut into at most

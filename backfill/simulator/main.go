@@ -62,7 +62,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	tracePath := fs.String("trace", "", "job table to replay, common or Pollux layout (required)")
-	gpus := fs.String("gpus", "", fmt.Sprintf("cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768; at most %d in all (required)", MaxGPUs))
+	gpus := fs.String("gpus", "", fmt.Sprintf("cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768; at most %d in all (required unless --nodes)", MaxGPUs))
 	perNode := fs.Int("gpus-per-node", defaultPerNode, fmt.Sprintf("GPUs per node: 1 to the cluster's GPUs, making at most %d nodes; lowered to a smaller cluster's GPUs when not given (the last node of a type may be smaller)", MaxNodes))
 	nodesPath := fs.String("nodes", "", "cluster node by node instead of --gpus: a CSV node list with columns gpu and model, e.g. shared/traces/alibaba_v2023_openb/openb_node_list_all_node.csv; each model in lower case is a GPU type (V100M16: v100m16)")
 	policy := fs.String("policy", "", "rigid, elastic or elastic-capped (required)")
