@@ -73,7 +73,10 @@ func hostnames(ctx context.Context, t *testing.T, lab *slurmlab.Lab, list string
 func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	lab := slurmlab.Require(t)
 	start := time.Now()
-	config := longMNIST(t, lab, "4") // 936 steps
+	// 2340 steps: the job must outlast the ~40 s Slurm takes to declare the
+	// node down (936 steps ended before that once the native engine's step
+	// got faster, issue 12)
+	config := longMNIST(t, lab, "10")
 	type result struct {
 		digest string
 		err    error
@@ -144,7 +147,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 936 steps on a shared 2-core machine
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 2340 steps on a shared 2-core machine
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
