@@ -133,23 +133,30 @@ type memberEvent struct {
 	dead bool
 }
 
+// listenDefaults fills the options NewCoordinator and NewListener share:
+// listen address 127.0.0.1:0 (any free port), I/O timeout 10 s, join
+// timeout 60 s, and a logger that discards.
+func listenDefaults(listen *string, io, join *time.Duration, logger *hclog.Logger) {
+	if *listen == "" {
+		*listen = "127.0.0.1:0"
+	}
+	if *io == 0 {
+		*io = 10 * time.Second
+	}
+	if *join == 0 {
+		*join = 60 * time.Second
+	}
+	if *logger == nil {
+		*logger = hclog.NewNullLogger()
+	}
+}
+
 // NewCoordinator writes the job's token and id files (0600) into
 // o.StateDir, listens on o.Listen and starts accepting joiners.
 func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
-	if o.Listen == "" {
-		o.Listen = "127.0.0.1:0"
-	}
+	listenDefaults(&o.Listen, &o.IOTimeout, &o.JoinTimeout, &o.Logger)
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = 5 * time.Second
-	}
-	if o.IOTimeout == 0 {
-		o.IOTimeout = 10 * time.Second
-	}
-	if o.JoinTimeout == 0 {
-		o.JoinTimeout = 60 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
 	}
 	if len(o.Data) == 0 {
 		return nil, errors.New("starting the coordinator: CoordinatorOptions.Data is empty: pass the workload's Data(), so joiners with other training data are refused")

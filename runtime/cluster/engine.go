@@ -214,18 +214,7 @@ type Listener struct {
 // directory, listens on o.Listen and starts accepting joiners. Errors name
 // the address or the file.
 func NewListener(o ListenerOptions) (*Listener, error) {
-	if o.Listen == "" {
-		o.Listen = "127.0.0.1:0"
-	}
-	if o.IOTimeout == 0 {
-		o.IOTimeout = 10 * time.Second
-	}
-	if o.JoinTimeout == 0 {
-		o.JoinTimeout = 60 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
+	listenDefaults(&o.Listen, &o.IOTimeout, &o.JoinTimeout, &o.Logger)
 	if o.TokenDir == "" {
 		o.TokenDir = o.StateDir
 	}
