@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,9 +51,6 @@ type CoordinatorOptions struct {
 	// Listen is the control address workers join (default 127.0.0.1:0:
 	// loopback only; give a cluster-facing address explicitly).
 	Listen string
-	// RingListen is the coordinator's all-reduce endpoint (default: the
-	// host of Listen, any port).
-	RingListen string
 	// HeartbeatTimeout declares a silent worker lost (default 5 s);
 	// IOTimeout bounds network I/O without progress (default 10 s);
 	// JoinTimeout bounds waiting for launched workers (default 60 s).
@@ -66,7 +62,6 @@ type CoordinatorOptions struct {
 	// that rank when it reaches that step.
 	KillAt, TermAt []Fault
 	Logger         hclog.Logger
-	connectRing    ringConnector
 }
 
 // Coordinator is the trainer.Executor whose physical workers are processes
@@ -77,28 +72,32 @@ type Coordinator struct {
 	jobID  string
 	secret auth.Secret
 	ln     net.Listener
-	ringLn net.Listener
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	joiners chan *member
 	members []*member
-	// ringMu guards ring and ringGen, which the step's reduce goroutine
-	// and collect (on a lost worker) both touch.
-	ringMu  sync.Mutex
-	ringGen int64
 	// events carries members' answers and deaths to collect.
 	events chan memberEvent
-	ring   ring
-	ringID int64
-	fired  map[Fault]bool
-	// failures counts consecutive failed attempts of one step.
-	failures int
+	// ringID names the members' current all-reduce ring; ringValid is
+	// false when the next step must build a new one (membership changed,
+	// or the last ring failed).
+	ringID    int64
+	ringValid bool
+	// pending is the last step's commit, which travels in the next step
+	// message to every member whose stale flag is set.
+	pending *commitMsg
+	fired   map[Fault]bool
+	// failures counts consecutive failed attempts of one step;
+	// lastStepError is the last error a worker reported for one.
+	failures      int
+	lastStepError string
 	// attempt numbers step messages (see stepMsg.Attempt).
 	attempt int64
 	// lostAt is when the last lost worker was detected, until the ring is
-	// rebuilt on the survivors (crash_recovery_ms).
-	lostAt time.Time
+	// rebuilt on the survivors (crash_recovery_ms); redoSent is when the
+	// step message asking for that rebuild went out.
+	lostAt, redoSent time.Time
 	// abandoned is set when a Step or Resize gave up on its context
 	// (SIGTERM of the coordinator): the workers may still be computing or
 	// starting, so Close releases them without waiting.
@@ -116,6 +115,10 @@ type member struct {
 	leaving  atomic.Bool
 	dead     atomic.Bool
 	gone     chan struct{}
+	// stale is set when the coordinator committed a step this member has
+	// not been told of yet (see Coordinator.pending). Only the trainer's
+	// goroutine touches it.
+	stale bool
 }
 
 // result is a worker's answer to a step.
@@ -171,25 +174,12 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 		return nil, err
 	}
 	c.secret = secret
-	if o.connectRing == nil {
-		o.connectRing = connectCollective(o.IOTimeout, secret, c.jobID)
-		c.o.connectRing = o.connectRing
-	}
 	if c.ln, err = net.Listen("tcp", o.Listen); err != nil {
 		return nil, fmt.Errorf("listening for workers on %s (--listen): %w", o.Listen, err)
 	}
-	rl := o.RingListen
-	if rl == "" {
-		h, _, _ := net.SplitHostPort(c.ln.Addr().String())
-		rl = net.JoinHostPort(h, "0")
-	}
-	if c.ringLn, err = net.Listen("tcp", rl); err != nil {
-		c.ln.Close()
-		return nil, fmt.Errorf("listening for the all-reduce ring on %s: %w", rl, err)
-	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.accept()
-	c.log.Info("listening", "addr", c.ln.Addr().String(), "ring", c.ringLn.Addr().String(), "token", filepath.Join(o.TokenDir, TokenFile))
+	c.log.Info("listening", "addr", c.ln.Addr().String(), "token", filepath.Join(o.TokenDir, TokenFile))
 	return c, nil
 }
 
@@ -339,28 +329,11 @@ func (c *Coordinator) beat(m *member) {
 	}
 }
 
-// invalidateRing closes the current ring (so every member's all-reduce
-// fails fast) and makes the next step build a new one. It may run while the
-// step's reduce goroutine is connecting: the generation tells that
-// goroutine its new ring is already obsolete.
-func (c *Coordinator) invalidateRing() {
-	c.ringMu.Lock()
-	defer c.ringMu.Unlock()
-	if c.ring != nil {
-		c.ring.Close()
-		c.ring = nil
-	}
-	c.ringGen++
-}
+// invalidateRing makes the next step build a new all-reduce ring on the
+// members (membership changed, or the ring failed). The members close the
+// old one themselves: on the new ring id, on an Abort, or on a link error.
+func (c *Coordinator) invalidateRing() { c.ringValid = false }
 
-// currentRing returns the ring and its generation.
-func (c *Coordinator) currentRing() (ring, int64) {
-	c.ringMu.Lock()
-	defer c.ringMu.Unlock()
-	return c.ring, c.ringGen
-}
-
-// Workers implements trainer.Executor.
 func (c *Coordinator) Workers() int { return len(c.members) }
 
 // Boundary releases members that asked to leave or died and admits
@@ -470,43 +443,69 @@ func (c *Coordinator) Step(ctx context.Context, step int64, plan placement.Plan,
 		return fmt.Errorf("placement for %d workers, %d members", len(plan), len(c.members))
 	}
 	c.attempt++
-	cur, gen := c.currentRing()
-	var ringMembers []ringMember // the ring to build; nil: keep cur
-	if cur == nil {
+	var ringMembers []ringMember // the ring to build; nil: keep the members' current one
+	if !c.ringValid {
 		ringMembers = c.nextRing()
+		c.ringValid = true
+		if !c.lostAt.IsZero() {
+			c.redoSent = time.Now()
+		}
 	}
 	c.sendStep(step, plan, ests, ringMembers)
-	reduced := c.reduce(step, cur, gen, ringMembers, grad, len(ests))
-	results, lost, detected, ringErr := c.collect(ctx, step, reduced)
-	if results == nil { // ctx ended: grad may be half reduced
+	results, lost, detected := c.collect(ctx, step)
+	if results == nil { // ctx ended
 		c.abandonStep(step)
 		return fmt.Errorf("step %d abandoned: %w", step, ctx.Err())
 	}
-	if len(lost) > 0 || ringErr != nil || len(results) < len(c.members) {
-		return c.failStep(step, lost, detected, ringErr)
+	if len(lost) > 0 || len(results) < len(c.members) {
+		return c.failStep(step, lost, detected)
 	}
 	c.failures = 0
-	return gather(step, plan, ests, results, out)
+	if err := gather(step, plan, ests, results, grad, out); err != nil {
+		return err
+	}
+	c.logRecovery(step, results)
+	return nil
 }
 
-// nextRing starts a new ring generation: every member, then the
-// coordinator as the last rank.
+// logRecovery logs crash_recovery_ms once the first step after a lost
+// worker has succeeded: from the loss's detection to the survivors' new
+// ring, that is until the redo's step message was sent plus the longest
+// time a survivor then took to connect the ring.
+func (c *Coordinator) logRecovery(step int64, results map[int]result) {
+	if c.lostAt.IsZero() || c.redoSent.IsZero() {
+		return
+	}
+	var connect float64
+	for _, r := range results {
+		connect = max(connect, r.done.RingConnectMs)
+	}
+	ms := float64(c.redoSent.Sub(c.lostAt).Microseconds())/1000 + connect
+	c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", ms)
+	c.lostAt, c.redoSent = time.Time{}, time.Time{}
+}
+
+// nextRing starts a new ring generation over the members, in rank order.
 func (c *Coordinator) nextRing() []ringMember {
 	c.ringID++
-	var ms []ringMember
+	ms := make([]ringMember, len(c.members))
 	for r, m := range c.members {
-		ms = append(ms, ringMember{Rank: r, Addr: m.join.RingAddr})
+		ms[r] = ringMember{Rank: r, Addr: m.join.RingAddr}
 	}
-	return append(ms, ringMember{Rank: len(c.members), Addr: c.ringLn.Addr().String()})
+	return ms
 }
 
-// sendStep sends each member its step message (its ESTs' cursors, the
-// ring to build from members when not nil, the faults due) and its ESTs'
-// buffers. A member it cannot reach is marked dead (collect reports it).
+// sendStep sends each member its step message (the last step's commit
+// when the member has not had it, its ESTs' cursors, the ring to build
+// from members when not nil, the faults due) and its ESTs' buffers. A
+// member it cannot reach is marked dead (collect reports it).
 func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.ESTContext, members []ringMember) {
 	for r, m := range c.members {
 		rg := plan[r]
 		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: members, FirstEST: rg.First}
+		if m.stale {
+			msg.Commit = c.pending
+		}
 		for e := rg.First; e < rg.First+rg.Count; e++ {
 			msg.ESTs = append(msg.ESTs, estState{ID: e, Epoch: ests[e].Cursor.Epoch, Pos: ests[e].Cursor.Pos})
 		}
@@ -521,50 +520,16 @@ func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.
 		if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
 			m.dead.Store(true)
 		}
+		m.stale = false
 	}
 }
 
-// reduce all-reduces grad (the mean over n ESTs) as the ring's last rank,
-// in the background: over cur, or over a ring built from members (of ring
-// generation gen) when members is not nil. The channel gets its error.
-func (c *Coordinator) reduce(step int64, cur ring, gen int64, members []ringMember, grad []float32, n int) <-chan error {
-	reduced := make(chan error, 1)
-	rank, ringID, lostAt := len(c.members), c.ringID, c.lostAt
-	newRing := members != nil
-	if newRing {
-		c.lostAt = time.Time{}
-	}
-	go func() {
-		r := cur
-		if newRing {
-			var err error
-			if r, err = c.o.connectRing(c.ctx, rank, members, c.ringLn, ringID); err != nil {
-				reduced <- fmt.Errorf("connecting the ring: %w", err)
-				return
-			}
-			c.ringMu.Lock()
-			if c.ringGen != gen { // a worker was lost while connecting
-				c.ringMu.Unlock()
-				r.Close()
-				reduced <- errors.New("the ring was invalidated while it was being built")
-				return
-			}
-			c.ring = r
-			c.ringMu.Unlock()
-			if !lostAt.IsZero() {
-				c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", float64(time.Since(lostAt).Microseconds())/1000)
-			}
-		}
-		reduced <- r.AllReduce(c.ctx, grad, nil, n, float32(1)/float32(n))
-	}()
-	return reduced
-}
-
-// failStep ends a step that lost workers or whose ring failed: the ring
-// is closed, the survivors told to abort, the lost removed. It returns a
-// trainer.LostError (the trainer redoes the step on the survivors), or a
-// plain error after more than 3 failures in a row that lost no worker.
-func (c *Coordinator) failStep(step int64, lost []int, detected time.Time, ringErr error) error {
+// failStep ends a step that lost workers or that a worker reported
+// failed (its ring broke): the survivors are told to abort, the ring is
+// rebuilt for the redo, the lost removed. It returns a trainer.LostError
+// (the trainer redoes the step on the survivors), or a plain error after
+// more than 3 failures in a row that lost no worker.
+func (c *Coordinator) failStep(step int64, lost []int, detected time.Time) error {
 	c.invalidateRing()
 	for r, m := range c.members {
 		if !m.dead.Load() {
@@ -576,32 +541,45 @@ func (c *Coordinator) failStep(step int64, lost []int, detected time.Time, ringE
 	}
 	c.failures++
 	if len(lost) == 0 && c.failures > 3 {
-		return fmt.Errorf("step %d failed %d times without a lost worker: %v", step, c.failures, ringErr)
+		return fmt.Errorf("step %d failed %d times without a lost worker: %s", step, c.failures, c.lastStepError)
 	}
 	c.removeGone(step)
 	if !detected.IsZero() {
 		c.lostAt = detected
 	}
-	return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(ringErr, "a worker failed"), DetectedAt: detected}
+	return &trainer.LostError{Step: step, Ranks: lost, Err: orErr(c.lastStepError, "a worker failed"), DetectedAt: detected}
 }
 
 // gather takes each rank's answer into its ESTs (plan): their buffers and
-// cursors into ests, their losses and sample hashes into out. An answer
-// for other ESTs, or buffers of the wrong size, is an error.
-func gather(step int64, plan placement.Plan, ests []*trainer.ESTContext, results map[int]result, out *trainer.StepOutput) error {
+// cursors into ests, their losses and sample hashes into out, and the
+// reduced gradient the last rank returns into grad. An answer for other
+// ESTs, buffers of the wrong size, or a last rank without the gradient is
+// an error.
+func gather(step int64, plan placement.Plan, ests []*trainer.ESTContext, results map[int]result, grad []float32, out *trainer.StepOutput) error {
+	last := len(plan) - 1
 	for r, res := range results {
 		rg := plan[r]
 		if len(res.done.ESTs) != rg.Count {
 			return fmt.Errorf("step %d: rank %d returned %d ESTs, holds %d", step, r, len(res.done.ESTs), rg.Count)
+		}
+		if res.done.Grad != (r == last) {
+			return fmt.Errorf("step %d: rank %d of %d returned the gradient: %v (only the last rank does)", step, r, len(plan), res.done.Grad)
 		}
 		sub := ests[rg.First : rg.First+rg.Count]
 		nb := 0
 		for _, e := range sub {
 			nb += bufferLen(e)
 		}
+		if res.done.Grad {
+			nb += len(grad)
+		}
 		bufs := make([]float32, nb)
 		if err := decodeFloats(typeBuffers, typeBuffers, res.bufs, bufs); err != nil {
 			return fmt.Errorf("step %d: buffers from rank %d: %w", step, r, err)
+		}
+		if res.done.Grad {
+			copy(grad, bufs[nb-len(grad):])
+			bufs = bufs[:nb-len(grad)]
 		}
 		scatterBuffers(sub, bufs)
 		for i, e := range res.done.ESTs {
@@ -630,11 +608,11 @@ func (c *Coordinator) abandonStep(step int64) {
 	c.log.Warn("abandoned the step in progress", "step", step, "world_size", len(c.members))
 }
 
-func orErr(err error, msg string) error {
-	if err != nil {
-		return err
+func orErr(msg, fallback string) error {
+	if msg != "" {
+		return errors.New(msg)
 	}
-	return errors.New(msg)
+	return errors.New(fallback)
 }
 
 // fire reports whether a fault is due for (step, rank), once.
@@ -648,22 +626,20 @@ func (c *Coordinator) fire(faults []Fault, step int64, rank int) bool {
 	return false
 }
 
-// collect waits for every member's answer to step and for the
-// coordinator's own all-reduce, or until ctx ends. A member that dies or
-// stays silent past the heartbeat timeout is lost; once one is lost the
-// ring is closed so every survivor's all-reduce fails fast. It returns the
-// answers by rank, the lost ranks, the ring's error and when the first
-// loss was detected; results is nil when ctx ended first.
-func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan error) (results map[int]result, lost []int, detected time.Time, ringErr error) {
+// collect waits for every member's answer to step, or until ctx ends. A
+// member that dies or stays silent past the heartbeat timeout is lost; once
+// one is lost the survivors are told to abort, which closes their ring so
+// no all-reduce waits on the lost member. A member's step error is kept in
+// c.lastStepError. It returns the answers by rank, the lost ranks and when
+// the first loss was detected; results is nil when ctx ended first.
+func (c *Coordinator) collect(ctx context.Context, step int64) (results map[int]result, lost []int, detected time.Time) {
 	results = map[int]result{}
 	rankOf := make(map[*member]int, len(c.members))
 	for r, m := range c.members {
 		rankOf[m] = r
 	}
-	var (
-		ringDone bool
-		answered = map[int]bool{}
-	)
+	answered := map[int]bool{}
+	c.lastStepError = ""
 	markLost := func(r int) {
 		answered[r] = true
 		lost = append(lost, r)
@@ -683,15 +659,10 @@ func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan er
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for !ringDone || len(answered) < len(c.members) {
+	for len(answered) < len(c.members) {
 		select {
 		case <-ctx.Done():
-			return nil, lost, detected, ringErr
-		case err := <-reduced:
-			ringDone, ringErr = true, err
-			if err != nil {
-				c.invalidateRing()
-			}
+			return nil, lost, detected
 		case ev := <-c.events:
 			r, ok := rankOf[ev.m]
 			if !ok || answered[r] {
@@ -707,6 +678,7 @@ func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan er
 				results[r] = ev.res
 			default:
 				answered[r] = true
+				c.lastStepError = fmt.Sprintf("rank %d: %s", r, ev.res.err)
 				c.log.Warn("worker reports a failed step", "rank", r, "step", step, "error", ev.res.err)
 			}
 		case <-tick.C:
@@ -726,15 +698,18 @@ func (c *Coordinator) collect(ctx context.Context, step int64, reduced <-chan er
 			}
 		}
 	}
-	return results, lost, detected, ringErr
+	return results, lost, detected
 }
 
-// Commit implements trainer.Executor.
+// Commit implements trainer.Executor. The workers apply the update when
+// the next step's message, which carries it, reaches them: a separate
+// message would cost a round of wake-ups per step for nothing, since a
+// worker's replica is read only by its next step. Members admitted before
+// then receive the coordinator's replica, which already holds the update.
 func (c *Coordinator) Commit(step int64, _ []float32, lr float32) error {
+	c.pending = &commitMsg{Step: step, LR: lr}
 	for _, m := range c.members {
-		if err := m.p.send(typeCommit, commitMsg{Step: step, LR: lr}, 0, nil); err != nil {
-			m.dead.Store(true)
-		}
+		m.stale = true
 	}
 	return nil
 }
@@ -766,7 +741,6 @@ func (c *Coordinator) Close() error {
 	c.cancel()
 	c.ln.Close()
 	c.dropJoiners()
-	c.ringLn.Close()
 	if c.o.Launcher != nil {
 		wait := 5 * time.Second
 		if c.abandoned {

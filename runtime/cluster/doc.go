@@ -7,27 +7,35 @@
 //	│ coordinator  │◄───────────────┐            │
 //	│ (trainer,    │                │            │
 //	│  statedb)    │            ┌───┴────┐   ┌───┴────┐
-//	└──────┬───────┘            │worker 0│──►│worker 1│──► … ring
-//	       ▲                    └────────┘   └────────┘      │
-//	       └──────────── all-reduce ring (runtime/collective)─┘
+//	└──────────────┘            │worker 0│──►│worker 1│──► … ring
+//	                            └────────┘   └────────┘      │
+//	                                ▲   all-reduce ring      │
+//	                                └── (runtime/collective) ┘
 //
 // The coordinator implements trainer.Executor. It owns membership, the
 // placement of logical workers (ESTs) and the authoritative state (its own
 // replica, the EST contexts, the state database); workers are stateless
-// apart from their replica. One step:
+// apart from their replica. One step S:
 //
-//  1. coordinator → each worker: Step{step, its ESTs' contexts, ring}
-//  2. workers compute their ESTs' gradients, then all-reduce them along the
-//     ring; the coordinator is the ring's last member (holding no EST), so
-//     it receives the reduced gradient like everyone else;
-//  3. each worker → coordinator: StepDone{advanced contexts, losses};
-//  4. coordinator applies the optimizer to its replica, records the step,
-//     then → workers: Commit, and they apply the same update.
+//  1. coordinator → each worker: Step{S, step S-1's commit, its ESTs'
+//     contexts, ring}; the worker first applies step S-1's reduced
+//     gradient to its replica (the commit), then computes;
+//  2. workers compute their ESTs' gradients, then all-reduce them along
+//     their ring (the coordinator is not a member: protocol 3);
+//  3. each worker → coordinator: StepDone{advanced contexts, losses}; the
+//     ring's last rank, which holds the reduced gradient first, sends it
+//     with its answer;
+//  4. the coordinator applies the optimizer to its replica and records the
+//     step; its commit to the workers rides on step S+1's message.
 //
-// Nothing changes on any replica before Commit, so when a worker is lost
-// during a step (its process killed, its connection cut, or silent past the
-// heartbeat timeout), the survivors are told to Abort and the step is redone
-// on them from the same state: nothing is lost or repeated.
+// So a step costs each worker one message in and one out, and no ring hop
+// through the coordinator. Nothing changes on any replica before the
+// commit, so when a worker is lost during a step (its process killed, its
+// connection cut, or silent past the heartbeat timeout), the survivors are
+// told to Abort (which closes their ring) and the step is redone on them
+// from the same state, without the commit they already applied: nothing
+// is lost or repeated. A worker checks that every step it is asked for is
+// the one its replica is at.
 //
 // Signals. A worker that receives SIGTERM (Slurm's preemption, shrink and
 // time-limit signal) asks to leave and is released at the next step

@@ -9,8 +9,12 @@ import (
 
 // ProtocolVersion is the coordinator protocol's version; a worker of
 // another version is refused at join. Version 2: the join reports the
-// worker's training data, and a refusal is sent as typeRefused.
-const ProtocolVersion = 2
+// worker's training data, and a refusal is sent as typeRefused. Version
+// 3: the coordinator is no longer a member of the all-reduce ring (the
+// ring's last rank returns the reduced gradient with its StepDone), and
+// step S-1's commit travels in step S's message (there is no Commit
+// message any more; type 38 is unused).
+const ProtocolVersion = 3
 
 // Coordinator protocol message types (wire registry range 32 and up).
 const (
@@ -20,7 +24,6 @@ const (
 	typeStep      wire.Type = 35 // coordinator → worker, JSON stepMsg, then typeBuffers
 	typeBuffers   wire.Type = 36 // either way, float32: the ESTs' BatchNorm buffers, concatenated
 	typeStepDone  wire.Type = 37 // worker → coordinator, JSON stepDoneMsg, then typeBuffers
-	typeCommit    wire.Type = 38 // coordinator → worker, JSON commitMsg
 	typeAbort     wire.Type = 39 // coordinator → worker, JSON abortMsg
 	typeLeave     wire.Type = 40 // worker → coordinator, JSON leaveMsg (after SIGTERM)
 	typeBye       wire.Type = 41 // coordinator → worker, JSON byeMsg: exit 0
@@ -32,7 +35,7 @@ const (
 
 func init() {
 	for t, n := range map[wire.Type]string{typeJoin: "join", typeWelcome: "welcome", typeState: "state", typeStep: "step",
-		typeBuffers: "buffers", typeStepDone: "step-done", typeCommit: "commit", typeAbort: "abort", typeLeave: "leave",
+		typeBuffers: "buffers", typeStepDone: "step-done", typeAbort: "abort", typeLeave: "leave",
 		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused", typeQueued: "queued"} {
 		wire.RegisterName(t, n)
 	}
@@ -115,13 +118,23 @@ type stepMsg struct {
 	// SIGKILL yourself in the middle of this step, or SIGTERM yourself.
 	KillSelf bool `json:"kill_self,omitempty"`
 	TermSelf bool `json:"term_self,omitempty"`
+	// Commit, when set, is the previous step's commit: the worker applies
+	// its reduced gradient of step Commit.Step before it computes this
+	// step. It is sent once per member; a redo of this step omits it.
+	Commit *commitMsg `json:"commit,omitempty"`
 }
 
-// stepDoneMsg returns the advanced contexts of the worker's ESTs.
+// stepDoneMsg returns the advanced contexts of the worker's ESTs. The
+// typeBuffers frame after it holds their buffers and, when Grad is set
+// (the ring's last rank), then the reduced gradient (NumParams values).
 type stepDoneMsg struct {
 	Step    int64      `json:"step"`
 	Attempt int64      `json:"attempt"`
 	ESTs    []estState `json:"ests"`
+	Grad    bool       `json:"grad,omitempty"`
+	// RingConnectMs is how long building a new ring took in this step
+	// (milliseconds; 0 when the ring was kept): crash_recovery_ms.
+	RingConnectMs float64 `json:"ring_connect_ms,omitempty"`
 }
 
 type stepErrorMsg struct {
@@ -130,6 +143,8 @@ type stepErrorMsg struct {
 	Error   string `json:"error"`
 }
 
+// commitMsg tells a worker to apply step Step's reduced gradient with
+// learning rate LR (carried in the next stepMsg).
 type commitMsg struct {
 	Step int64   `json:"step"`
 	LR   float32 `json:"lr"`

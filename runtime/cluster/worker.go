@@ -200,8 +200,14 @@ type session struct {
 	ln      net.Listener
 	ring    ring
 	ringID  int64
-	grads   [][]float32
-	reduced []float32
+	// ringSize is the number of ranks of ring.
+	ringSize int
+	grads    [][]float32
+	reduced  []float32
+	// at is the step this worker's replica is ready for: it holds the
+	// updates of every earlier step (-1: unknown until the first step
+	// message, for a worker admitted outside a step boundary).
+	at int64
 	// msgs carries the coordinator's frames from the reader goroutine, so
 	// an Abort can reach a step blocked in the all-reduce.
 	msgs chan frame
@@ -435,6 +441,7 @@ func (s *session) admit() error {
 	if got := stateChecksum(state); got != m.StateSHA256 {
 		return fmt.Errorf("model state checksum %s, the coordinator sent %s", got, m.StateSHA256)
 	}
+	s.at = m.Step
 	return loadState(s.rep, state, m.OptimNames, m.OptimLens)
 }
 
@@ -469,12 +476,6 @@ func (s *session) loop(ctx context.Context) error {
 			if err := s.step(ctx, &m); err != nil {
 				return err
 			}
-		case typeCommit:
-			var m commitMsg
-			if err := json.Unmarshal(f.b, &m); err != nil {
-				return fmt.Errorf("decoding a commit: %w", err)
-			}
-			s.rep.Apply(s.reduced, m.LR)
 		case typeAbort:
 			// Nothing was applied; the redo comes as a new step message.
 		case typeBye:
@@ -492,8 +493,30 @@ func (s *session) bye(b []byte) error {
 	return ErrLeft
 }
 
-// step computes this worker's ESTs and joins the all-reduce.
+// commit applies the previous step's update when m carries it, and checks
+// that the replica is then at m's step.
+func (s *session) commit(m *stepMsg) error {
+	if c := m.Commit; c != nil {
+		if s.at >= 0 && c.Step != s.at {
+			return fmt.Errorf("step %d: the coordinator commits step %d, this replica is at step %d", m.Step, c.Step, s.at)
+		}
+		s.rep.Apply(s.reduced, c.LR)
+		s.at = c.Step + 1
+	}
+	if s.at >= 0 && m.Step != s.at {
+		return fmt.Errorf("step %d asked of a replica at step %d (a commit was lost)", m.Step, s.at)
+	}
+	s.at = m.Step
+	return nil
+}
+
+// step applies the previous step's commit, computes this worker's ESTs,
+// joins the all-reduce and answers; the ring's last rank returns the
+// reduced gradient with its answer.
 func (s *session) step(ctx context.Context, m *stepMsg) error {
+	if err := s.commit(m); err != nil {
+		return err
+	}
 	ests := make([]*trainer.ESTContext, len(m.ESTs))
 	nbuf := 0
 	for i, e := range m.ESTs {
@@ -516,16 +539,19 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	if m.TermSelf {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}
+	var connectMs float64
 	if m.RingID != s.ringID {
 		if s.ring != nil {
 			s.ring.Close()
 			s.ring = nil
 		}
+		t0 := time.Now()
 		r, err := s.o.connectRing(ctx, m.Rank, m.Ring, s.ln, m.RingID)
 		if err != nil {
 			return s.stepFailed(m, fmt.Errorf("connecting the ring: %w", err))
 		}
-		s.ring, s.ringID = r, m.RingID
+		s.ring, s.ringID, s.ringSize = r, m.RingID, len(m.Ring)
+		connectMs = float64(time.Since(t0).Microseconds()) / 1000
 	}
 	for len(s.grads) < len(ests) {
 		s.grads = append(s.grads, make([]float32, s.rep.NumParams()))
@@ -558,7 +584,12 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		return s.stepFailed(m, err)
 	}
 	gatherBuffers(bufs, ests)
-	if err := s.p.send(typeStepDone, stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs}, typeBuffers, bufs); err != nil {
+	done := stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs, RingConnectMs: connectMs}
+	if m.Rank == s.ringSize-1 {
+		done.Grad = true
+		bufs = append(bufs, s.reduced...)
+	}
+	if err := s.p.send(typeStepDone, done, typeBuffers, bufs); err != nil {
 		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
 	}
 	return nil

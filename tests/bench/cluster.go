@@ -14,9 +14,9 @@ import (
 
 func init() { register("cluster", clusterFigures) }
 
-// clusterFigures runs the real binary: the MNIST example on 2 physical
-// workers in-process and as processes (multiproc_step_overhead_pct from
-// the median step times in the ledgers), and a small job whose worker
+// clusterFigures measures the MNIST example on 2 physical workers
+// in-process and as processes, in lockstep (multiproc_step_overhead_pct,
+// see lockstepOverhead), and runs the real binary on a small job whose worker
 // processes are killed and joined (crash_recovery_ms, join_ms from the
 // coordinator's log).
 func clusterFigures() ([]figure, error) {
@@ -29,20 +29,7 @@ func clusterFigures() ([]figure, error) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./runtime/cmd/easyscale").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building easyscale: %v\n%s", err, out)
 	}
-	step := func(name string, extra ...string) (float64, error) {
-		state := filepath.Join(dir, name)
-		args := append([]string{"run", "--config", "examples/mnist/job.toml", "--steps", "40", "--no-eval", "--quiet",
-			"--log-level", "warn", "--workers", "2", "--state", state}, extra...)
-		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("%s run: %v\n%s", name, err, out)
-		}
-		return medianStep(state, 6)
-	}
-	inproc, err := step("inproc")
-	if err != nil {
-		return nil, err
-	}
-	procs, err := step("procs", "--procs")
+	inproc, procs, ratio, err := lockstepOverhead(bin, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -59,32 +46,32 @@ func clusterFigures() ([]figure, error) {
 	return []figure{
 		{"mnist_step_ms_inproc_2w", inproc * 1000, "ms"},
 		{"mnist_step_ms_procs_2w", procs * 1000, "ms"},
-		{"multiproc_step_overhead_pct", 100 * (procs/inproc - 1), "%"},
+		{"multiproc_step_overhead_pct", 100 * (ratio - 1), "%"},
 		{"crash_recovery_ms", median(recovery), "ms"},
 		{"join_ms", median(joins), "ms"},
 	}, nil
 }
 
-// medianStep is the median step wall time (seconds) of a state
-// directory's ledger, skipping the first skip steps (warm-up).
-func medianStep(state string, skip int64) (float64, error) {
+// ledgerStepTimes are the step wall times (seconds) of a state directory's
+// ledger in step order, skipping the first skip steps (warm-up).
+func ledgerStepTimes(state string, skip int64) ([]float64, error) {
 	db, err := statedb.OpenReadOnly(state)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer db.Close()
 	l, err := db.Ledger(skip+1, 1<<40)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var v []float64
 	for _, e := range l {
 		v = append(v, e.WallSeconds)
 	}
 	if len(v) == 0 {
-		return 0, fmt.Errorf("%s: empty ledger", state)
+		return nil, fmt.Errorf("%s: empty ledger", state)
 	}
-	return median(v), nil
+	return v, nil
 }
 
 func logValues(log []byte, key string) []float64 {
