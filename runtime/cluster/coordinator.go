@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -497,9 +498,13 @@ func (c *Coordinator) nextRing() []ringMember {
 
 // sendStep sends each member its step message (the last step's commit
 // when the member has not had it, its ESTs' cursors, the ring to build
-// from members when not nil, the faults due) and its ESTs' buffers. A
-// member it cannot reach is marked dead (collect reports it).
+// from members when not nil, the faults due) and its ESTs' buffers. The
+// messages go out concurrently: on loopback a TCP write runs the
+// receiver's side of the stack too, so one after the other would start
+// the last rank later than the first by P-1 writes, and the ring waits for
+// the last. A member it cannot reach is marked dead (collect reports it).
 func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.ESTContext, members []ringMember) {
+	var wg sync.WaitGroup
 	for r, m := range c.members {
 		rg := plan[r]
 		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: members, FirstEST: rg.First}
@@ -517,11 +522,14 @@ func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.
 				bufs = append(bufs, b.T.Data...)
 			}
 		}
-		if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
-			m.dead.Store(true)
-		}
 		m.stale = false
+		wg.Go(func() {
+			if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
+				m.dead.Store(true)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // failStep ends a step that lost workers or that a worker reported

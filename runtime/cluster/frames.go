@@ -23,13 +23,10 @@ type peer struct {
 func (p *peer) send(t wire.Type, v any, floatType wire.Type, floats []float32) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if err := p.c.WriteJSON(t, v); err != nil {
-		return err
-	}
 	if floats != nil {
-		return p.c.WriteFloat32Frame(floatType, nil, floats)
+		return p.c.WriteJSONThenFloats(t, v, floatType, floats)
 	}
-	return nil
+	return p.c.WriteJSON(t, v)
 }
 
 // recv reads the next frame of any type: its type and payload.

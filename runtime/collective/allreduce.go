@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/easyscale/easyscale-slurm/runtime/vecf32"
 	"github.com/easyscale/easyscale-slurm/runtime/wire"
 )
 
@@ -258,8 +259,9 @@ func (o *op) computeAll() {
 }
 
 // reduceChunk adds this rank's ESTs to out[lo:hi] in EST order (starting
-// from g_0 on the rank holding EST 0) and scales on the last rank. Each
-// element sees exactly the canonical sequence of float32 operations.
+// from g_0 on the rank holding EST 0) and scales on the last rank, the last
+// add and the scale in one pass (vecf32.AddScale rounds each). Each element
+// sees exactly the canonical sequence of float32 operations.
 func (o *op) reduceChunk(lo, hi int) {
 	if o.zeroCopy {
 		return
@@ -272,42 +274,18 @@ func (o *op) reduceChunk(lo, hi int) {
 	}
 	if !o.last {
 		for _, g := range gs {
-			addInto(dst, g[lo:hi])
+			vecf32.Add(dst, g[lo:hi])
 		}
 		return
 	}
 	if len(gs) == 0 {
-		scaleInto(dst, o.scale)
+		vecf32.Scale(dst, o.scale)
 		return
 	}
 	for _, g := range gs[:len(gs)-1] {
-		addInto(dst, g[lo:hi])
+		vecf32.Add(dst, g[lo:hi])
 	}
-	addScaleInto(dst, gs[len(gs)-1][lo:hi], o.scale)
-}
-
-// addInto sets dst[j] = dst[j] + g[j], one float32 rounding per element.
-func addInto(dst, g []float32) {
-	g = g[:len(dst)]
-	for j := range dst {
-		dst[j] = dst[j] + g[j]
-	}
-}
-
-// addScaleInto sets dst[j] = float32(dst[j]+g[j]) * scale: the last add and
-// the scale in one pass, each rounded to float32 (the explicit conversion
-// keeps the compiler from fusing them).
-func addScaleInto(dst, g []float32, scale float32) {
-	g = g[:len(dst)]
-	for j := range dst {
-		dst[j] = float32(dst[j]+g[j]) * scale
-	}
-}
-
-func scaleInto(dst []float32, scale float32) {
-	for j := range dst {
-		dst[j] = dst[j] * scale
-	}
+	vecf32.AddScale(dst, gs[len(gs)-1][lo:hi], o.scale)
 }
 
 // send writes this rank's reduce frames, then its broadcast frames, to rank+1.

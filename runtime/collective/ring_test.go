@@ -555,3 +555,28 @@ func BenchmarkAllReduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAllReduceSmall is the MNIST example's step on 2 processes: 8
+// ESTs' gradients of 37,514 floats (150 kB) over P = 2, 4 ESTs each, with
+// the chunk size that decides how far the chain is pipelined.
+func BenchmarkAllReduceSmall(b *testing.B) {
+	for _, chunk := range []int{8 << 10, 32 << 10, 64 << 10, DefaultChunkBytes} {
+		b.Run(fmt.Sprintf("chunk=%dKiB", chunk>>10), func(b *testing.B) {
+			const m, p = 37514, 2
+			rings := connectRing(b, p, Options{Insecure: true, ChunkBytes: chunk})
+			grads := make([][]float32, 8)
+			for i := range grads {
+				grads[i] = make([]float32, m)
+				for j := range grads[i] {
+					grads[i][j] = float32(j%97) * 0.01
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, errs := allReduce(context.Background(), rings, grads, []int{4, 4}); errors.Join(errs...) != nil {
+					b.Fatal(errors.Join(errs...))
+				}
+			}
+		})
+	}
+}

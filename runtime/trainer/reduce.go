@@ -1,5 +1,7 @@
 package trainer
 
+import "github.com/easyscale/easyscale-slurm/runtime/vecf32"
+
 // Reducer combines the gradients of all logical workers into the one
 // gradient every replica applies.
 //
@@ -38,13 +40,9 @@ func (canonicalReduce) Reduce(dst []float32, grads [][]float32, parts int) {
 			d := dst[b:e]
 			copy(d, grads[0][b:e])
 			for _, g := range grads[1:] {
-				for j, v := range g[b:e:e] {
-					d[j] = d[j] + v
-				}
+				vecf32.Add(d, g[b:e])
 			}
-			for j := range d {
-				d[j] = d[j] * scale
-			}
+			vecf32.Scale(d, scale)
 		}
 	})
 }

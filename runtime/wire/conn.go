@@ -27,6 +27,7 @@ type Conn struct {
 	Max uint64
 
 	whdr    []byte
+	lead    []byte
 	wbufs   [2][]byte
 	scratch []byte
 }
@@ -153,7 +154,7 @@ func (c *Conn) ReadJSON(want Type, v any) error {
 
 // WriteFrame writes one frame with the given payload.
 func (c *Conn) WriteFrame(t Type, payload []byte) error {
-	return c.writeFrame(t, nil, payload)
+	return c.writeFrame(nil, t, nil, payload)
 }
 
 // WriteJSON writes v as the JSON payload of a frame of type t.
@@ -162,25 +163,49 @@ func (c *Conn) WriteJSON(t Type, v any) error {
 	if err != nil {
 		return fmt.Errorf("wire: encoding %v message: %w", t, err)
 	}
-	return c.writeFrame(t, nil, p)
+	return c.writeFrame(nil, t, nil, p)
+}
+
+// WriteJSONThenFloats writes v as the JSON payload of a frame of type t and
+// then a frame of type ft holding the little-endian bytes of floats, both in
+// one writev when floats take at most 1 MiB: the reader is woken once for
+// the pair (a step message and its buffers, say), not once per frame.
+func (c *Conn) WriteJSONThenFloats(t Type, v any, ft Type, floats []float32) error {
+	p, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("wire: encoding %v message: %w", t, err)
+	}
+	c.lead = append(c.lead[:0], make([]byte, HeaderSize)...)
+	if err := PutHeader(c.lead, t, len(p)); err != nil {
+		return err
+	}
+	c.lead = append(c.lead, p...)
+	return c.writeFrame(c.lead, ft, nil, c.floatBytes(floats))
 }
 
 // WriteFloat32Frame writes one frame whose payload is prefix followed by the
 // little-endian bytes of v. On little-endian machines v is written from its
 // own memory (one writev per frame up to 1 MiB, no copy).
 func (c *Conn) WriteFloat32Frame(t Type, prefix []byte, v []float32) error {
-	if littleEndian {
-		return c.writeFrame(t, prefix, float32Bytes(v))
-	}
-	c.scratch = appendFloat32sPortable(c.scratch[:0], v)
-	return c.writeFrame(t, prefix, c.scratch)
+	return c.writeFrame(nil, t, prefix, c.floatBytes(v))
 }
 
-// writeFrame writes header+prefix and body, the first ioStep bytes of body
-// in the same writev as the header.
-func (c *Conn) writeFrame(t Type, prefix, body []byte) error {
-	c.whdr = append(c.whdr[:0], make([]byte, HeaderSize)...)
-	if err := PutHeader(c.whdr, t, len(prefix)+len(body)); err != nil {
+// floatBytes is v's little-endian bytes: v's own memory on little-endian
+// machines, else a copy in c.scratch.
+func (c *Conn) floatBytes(v []float32) []byte {
+	if littleEndian {
+		return float32Bytes(v)
+	}
+	c.scratch = appendFloat32sPortable(c.scratch[:0], v)
+	return c.scratch
+}
+
+// writeFrame writes lead (whole frames already encoded, may be nil), the
+// header, prefix and body, the first ioStep bytes of body in the same
+// writev as the header.
+func (c *Conn) writeFrame(lead []byte, t Type, prefix, body []byte) error {
+	c.whdr = append(append(c.whdr[:0], lead...), make([]byte, HeaderSize)...)
+	if err := PutHeader(c.whdr[len(lead):], t, len(prefix)+len(body)); err != nil {
 		return err
 	}
 	c.whdr = append(c.whdr, prefix...)

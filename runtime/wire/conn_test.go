@@ -151,3 +151,39 @@ func TestSetTimeoutZeroClearsAnEarlierDeadline(t *testing.T) {
 		t.Fatalf("read with Timeout 0 failed: %v (the earlier deadline was not cleared)", err)
 	}
 }
+
+// TestWriteJSONThenFloatsIsTwoFrames reads what WriteJSONThenFloats wrote
+// as the two ordinary frames it stands for, with a float body that fits in
+// the first writev and one that does not.
+func TestWriteJSONThenFloatsIsTwoFrames(t *testing.T) {
+	for _, n := range []int{0, 37, 3<<18 + 5} {
+		a, b := loopbackPair(t)
+		w, r := NewConn(a, time.Second, MaxTensor), NewConn(b, time.Second, MaxTensor)
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i) - 0.5
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- w.WriteJSONThenFloats(TypeRingHello, map[string]int{"n": n}, TypeBroadcastChunk, v) }()
+		var m map[string]int
+		if err := r.ReadJSON(TypeRingHello, &m); err != nil || m["n"] != n {
+			t.Fatalf("n=%d: JSON frame %v, %v", n, m, err)
+		}
+		h, err := r.ReadHeader()
+		if err != nil || h.Type != TypeBroadcastChunk || int(h.Len) != 4*n {
+			t.Fatalf("n=%d: float frame header %+v, %v", n, h, err)
+		}
+		got := make([]float32, n)
+		if err := r.ReadFloat32s(got); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			if got[i] != v[i] {
+				t.Fatalf("n=%d: element %d = %v, want %v", n, i, got[i], v[i])
+			}
+		}
+	}
+}
