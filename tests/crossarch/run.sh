@@ -6,7 +6,8 @@
 # script runs them as amd64 GOAMD64=v1, amd64 GOAMD64=v3 (AVX2+FMA code
 # generation: catches any multiply-add the compiler could fuse) and arm64
 # under qemu user emulation (arm64 always fuses x*y+z unless a conversion
-# rounds the product). It also scans the compiled code of both packages for
+# rounds the product). It also scans the compiled code of these packages (and
+# runtime/vecf32, the reduction kernels) for
 # fused multiply-add instructions.
 #
 # Usage: tests/crossarch/run.sh [check|fma|golden|build-arm64]...
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-PKGS=(./runtime/detmath/ ./runtime/engine/)
+PKGS=(./runtime/detmath/ ./runtime/engine/ ./runtime/vecf32/)
 
 log() { echo "crossarch: $*" >&2; }
 
