@@ -166,9 +166,12 @@ type Limits struct {
 // NumNodes=`) and raises their time limits so that it can (see the daemon
 // package documentation, "Shrink-to-admit").
 type Admit struct {
-	// Enabled turns shrink-to-admit on [admit.enabled], default false (the
-	// policy easyscale-simulate runs as --policy elastic has no
-	// shrink-to-admit; --shrink-to-admit measures it).
+	// Enabled turns shrink-to-admit on [admit.enabled], default true:
+	// without it, queued jobs wait behind elastic jobs that hold GPUs they
+	// could give up, and elastic loses to rigid on mean JCT on Pollux
+	// workloads 2, 4 and 8 (BENCHMARKS.md, issue 10). easyscale-simulate's
+	// --policy elastic runs it too; --shrink-to-admit=false measures gap
+	// filling alone.
 	Enabled bool `toml:"enabled"`
 	// OffPartitions lists partitions where it is off [admit.off_partitions]:
 	// a running job in one is never shrunk, and a queued job in one never
@@ -327,6 +330,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	}
 	if !defined("admit", "max_loss") {
 		c.Admit.MaxLoss = 0.5
+	}
+	if !defined("admit", "enabled") {
+		c.Admit.Enabled = true
 	}
 	speeds := make(map[string]float64, len(DefaultSpeeds)+len(c.Speeds))
 	for t, s := range DefaultSpeeds {

@@ -30,7 +30,7 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"extra.partition", c.Extra.Partition, "low"},
 		{"extra.worker_command", c.Extra.WorkerCommand, DefaultWorkerCommand},
 		{"limits.waste_cap", c.Limits.WasteCap, 0.30},
-		{"admit.enabled", c.Admit.Enabled, false},
+		{"admit.enabled", c.Admit.Enabled, true},
 		{"admit.max_loss", c.Admit.MaxLoss, 0.5},
 		{"log.level", c.Log.Level, "info"},
 		{"speeds.v100", c.Speeds["v100"], 1.0},

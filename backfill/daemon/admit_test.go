@@ -64,7 +64,9 @@ func TestShrinkToAdmit(t *testing.T) {
 				}
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
-		{name: "nothing is shrunk while admit is not enabled (the default)", toml: "", comment: elasticComment},
+		{name: "admit is on by default", toml: "", comment: elasticComment,
+			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nothing is shrunk with admit switched off", toml: "[admit]\nenabled = false\n", comment: elasticComment},
 		{name: "a running job in a partition where admit is off is not shrunk for a queued job of another",
 			toml: on + "off_partitions = [\"normal\"]\n", comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "gpu" }) }},

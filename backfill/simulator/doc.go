@@ -37,15 +37,17 @@
 //
 //   - rigid: every job starts at exactly R GPUs and never changes; an
 //     untyped job may span GPU types, as Slurm's --gres=gpu:N does;
-//   - elastic: the policy easyscale-backfilld runs with its default
-//     configuration. Every job starts at R GPUs and grows through extra jobs
+//   - elastic (Config.ShrinkToAdmit false: gap filling alone, the daemon
+//     with [admit] enabled = false). Every job starts at R GPUs and grows through extra jobs
 //     up to its maximum (never past L: each GPU needs a logical worker), as
 //     the planner decides with the daemon's default limits (DefaultLimits:
 //     the safety margin, 2 min to 1 h lends, time limits in whole minutes,
 //     an extra job ending the margin before its job). A d1 job (bit-identical on one
 //     GPU type, the default) starts on one type and grows only on it; a d2
 //     job may start across types and grow onto any;
-//   - elastic with Config.ShrinkToAdmit (--shrink-to-admit): as elastic,
+//   - elastic with Config.ShrinkToAdmit: the policy easyscale-backfilld
+//     runs with its default configuration, and easyscale-simulate's
+//     --policy elastic (its --shrink-to-admit defaults to true). As elastic,
 //     and when a queued job does not fit, the scheduler may start it at R by
 //     shrinking the base allocations of running elastic jobs, never below
 //     their minimum, as planner.Cluster.Admit decides (EasyScale's and
@@ -59,9 +61,10 @@
 //     that must not delay the reservation. A shrunk job grows back through
 //     extra jobs when GPUs are idle. On Slurm this needs the job's own
 //     allocation shrunk (scontrol update, which the EasyScale runtime
-//     survives) and its time limit raised (an operator's right);
-//     easyscale-backfilld does this only with admit.enabled, which is off
-//     by default, so it is off here by default too;
+//     survives) and its time limit raised (an operator's right), which
+//     easyscale-backfilld does by default (admit.enabled). A job never
+//     loses more than Config.AdmitMaxLoss (the daemon's admit.max_loss,
+//     0.5) of the GPUs it started with;
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //

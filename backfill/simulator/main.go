@@ -32,8 +32,8 @@ once per --policy on the same trace and cluster.
 
 --policy elastic is the policy easyscale-backfilld runs with its default configuration (its
 limits, d1 jobs grown only on their own GPU type, each job capped at its declared maximum and
-logical workers); --shrink-to-admit adds the shrinking of running jobs that the daemon does only
-with [admit] enabled = true. Optional trace columns logical_workers, min_gpus, max_gpus and determinism say what a
+logical workers, shrinking running elastic jobs to admit queued ones as the daemon's default
+[admit] enabled = true does); --shrink-to-admit=false measures gap filling alone. Optional trace columns logical_workers, min_gpus, max_gpus and determinism say what a
 job declared; without them a job asking for R GPUs runs ceil(R/2) to 2R GPUs with 2R logical
 workers, d1.
 
@@ -72,7 +72,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
-	admit := fs.Bool("shrink-to-admit", false, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs (easyscale-backfilld: only with [admit] enabled = true)")
+	admit := fs.Bool("shrink-to-admit", true, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
 	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }

@@ -261,6 +261,10 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		s.availTotal -= a.GPUs
 	}
 	r.base = allocs
+	r.orig = 0
+	for _, a := range allocs {
+		r.orig += a.GPUs
+	}
 	types := make([]string, 0, 1)
 	for _, a := range allocs {
 		types = append(types, s.nodes[a.Node].typ)
@@ -291,7 +295,8 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
 	donors := s.donors[:0]
 	for _, d := range s.running {
-		donors = append(donors, planner.Donor{Base: d.base, Min: d.min, TimeLeft: d.rem / d.rate})
+		keep := d.orig - int(math.Floor(s.cfg.AdmitMaxLoss*float64(d.orig)+1e-9))
+		donors = append(donors, planner.Donor{Base: d.base, Min: max(d.min, keep, 1), TimeLeft: d.rem / d.rate})
 	}
 	s.donors = donors
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}

@@ -77,10 +77,16 @@ type Config struct {
 	Speeds map[string]float64
 	Policy Policy
 	// ShrinkToAdmit lets the elastic policies start a queued job that does
-	// not fit by shrinking running elastic jobs (planner.Cluster.Admit).
-	// easyscale-backfilld applies them only with admit.enabled, off by
-	// default, so its default policy is ShrinkToAdmit false.
+	// not fit by shrinking running elastic jobs (planner.Cluster.Admit), as
+	// easyscale-backfilld does with its default admit.enabled = true: the
+	// daemon's default policy is Elastic with ShrinkToAdmit (what
+	// easyscale-simulate --policy elastic runs). False is gap filling alone.
 	ShrinkToAdmit bool
+	// AdmitMaxLoss caps what shrink-to-admit may take from one job over its
+	// life, as a fraction of the GPUs it started with (rounded down; never
+	// below its minimum either): the daemon's admit.max_loss, whose default
+	// (0.5) zero means.
+	AdmitMaxLoss float64
 	// StartSmall lets the elastic policies start the queue head on fewer
 	// GPUs than it asked for (never below its minimum), as
 	// planner.StartSmall decides under this rule; zero: never.
@@ -194,6 +200,7 @@ type run struct {
 	startTypes string          // the types it started on (JobRecord.StartTypes)
 	rigid      bool            // never grows (only in a replayed snapshot)
 	base       []alloc
+	orig       int // GPUs of base when it started (shrink-to-admit's max loss)
 	extras     []*extra
 	rem        float64 // seconds of work at the reference size left
 	rate       float64
@@ -429,6 +436,12 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	if cfg.Limits == (planner.Limits{}) {
 		cfg.Limits = DefaultLimits()
+	}
+	if cfg.AdmitMaxLoss == 0 {
+		cfg.AdmitMaxLoss = config.Default().Admit.MaxLoss
+	}
+	if !(cfg.AdmitMaxLoss > 0 && cfg.AdmitMaxLoss <= 1) {
+		return nil, fmt.Errorf("simulator: AdmitMaxLoss %v: use a fraction in (0, 1], like the daemon's admit.max_loss", cfg.AdmitMaxLoss)
 	}
 	s := &sim{cfg: cfg, total: total}
 	speeds := map[string]float64{}

@@ -32,7 +32,8 @@ func TestRunHandChecked(t *testing.T) {
 		jobs         []trace.Job
 		gpus         int
 		policy       Policy
-		admit        bool // Config.ShrinkToAdmit
+		admit        bool    // Config.ShrinkToAdmit
+		maxLoss      float64 // Config.AdmitMaxLoss (0: the daemon's 0.5)
 		wantMeanJCT  float64
 		wantMakespan int64
 		wantQueue    float64
@@ -78,9 +79,15 @@ func TestRunHandChecked(t *testing.T) {
 			gpus: 4, policy: Elastic, admit: true, wantMeanJCT: (10031 + 100) / 2.0, wantMakespan: 10031,
 		},
 		{
-			// The daemon's policy: no shrink-to-admit, so B waits as in rigid.
+			// Gap filling alone ([admit] enabled = false): B waits as in rigid.
 			name: "elastic without shrink-to-admit: the short job waits for the long one", jobs: shrinkTrace,
 			gpus: 4, policy: Elastic, wantMeanJCT: (10000 + 9990 + 100) / 2.0, wantMakespan: 10100, wantQueue: 9990 / 2.0,
+		},
+		{
+			// The daemon's admit.max_loss: A started on 4 GPUs may lose
+			// floor(0.2·4) = 0 of them, so B waits as in rigid.
+			name: "elastic: shrink-to-admit never takes more than max_loss of what a job started with", jobs: shrinkTrace,
+			gpus: 4, policy: Elastic, admit: true, maxLoss: 0.2, wantMeanJCT: (10000 + 9990 + 100) / 2.0, wantMakespan: 10100, wantQueue: 9990 / 2.0,
 		},
 		{
 			// B has more work left than A, so A keeps its GPUs; B starts at
@@ -97,7 +104,7 @@ func TestRunHandChecked(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(tc.jobs, Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: 8, Policy: tc.policy, ShrinkToAdmit: tc.admit})
+			res, err := Run(tc.jobs, Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: 8, Policy: tc.policy, ShrinkToAdmit: tc.admit, AdmitMaxLoss: tc.maxLoss})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,11 @@
 //	--logical-workers=N   EASYSCALE_LOGICAL_WORKERS  logical workers (EasyScaleThreads, ESTs)
 //	--determinism=d1|d2   EASYSCALE_DETERMINISM      determinism level, default d1
 //
+// and a fourth that easyscale-sbatch and the runtime read (the SPANK plugin
+// does not register it; its environment twin reaches the job all the same):
+//
+//	--speeds=TYPE:SPEED,...  EASYSCALE_SPEEDS  the job's throughput per GPU type ([ParseSpeeds])
+//
 // d1 asks for bitwise-identical training results whatever the number of
 // physical workers on one GPU type; d2 also across GPU types (the
 // heterogeneous level of the EasyScale paper, arXiv 2208.14228, which rules out

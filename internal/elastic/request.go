@@ -13,6 +13,7 @@ const (
 	OptionElastic        = "elastic"
 	OptionLogicalWorkers = "logical-workers"
 	OptionDeterminism    = "determinism"
+	OptionSpeeds         = "speeds"
 )
 
 // Environment twins of the options; a flag given on the command line wins.
@@ -20,6 +21,7 @@ const (
 	EnvElastic        = "EASYSCALE_ELASTIC"
 	EnvLogicalWorkers = "EASYSCALE_LOGICAL_WORKERS"
 	EnvDeterminism    = "EASYSCALE_DETERMINISM"
+	EnvSpeeds         = "EASYSCALE_SPEEDS"
 )
 
 // MaxCount is the largest node count or logical-worker count accepted
@@ -83,7 +85,11 @@ func (r Request) Environ() []string {
 	if r.LogicalWorkers > 0 {
 		env = append(env, EnvLogicalWorkers+"="+strconv.Itoa(r.LogicalWorkers))
 	}
-	return append(env, EnvDeterminism+"="+string(r.determinism()))
+	env = append(env, EnvDeterminism+"="+string(r.determinism()))
+	if len(r.Speeds) > 0 {
+		env = append(env, EnvSpeeds+"="+FormatSpeeds(r.Speeds))
+	}
+	return env
 }
 
 func (r Request) determinism() Determinism {

@@ -10,16 +10,22 @@ type Setting struct {
 	Origin string // where it came from, for error messages: "--elastic", "EASYSCALE_ELASTIC", "job.sbatch:3"
 }
 
-// Settings holds the three options of one source (command line, script
+// Settings holds the options of one source (command line, script
 // directives or environment) before validation.
 type Settings struct {
 	Elastic        Setting
 	LogicalWorkers Setting
 	Determinism    Setting
+	// Speeds is the job's own throughput per GPU type (--speeds,
+	// EASYSCALE_SPEEDS: TYPE:SPEED,..., [ParseSpeeds]), which the backfill
+	// planner prefers to the site's speed table. Alone it does not make a
+	// job an EasyScale job.
+	Speeds Setting
 }
 
-// Any reports whether any option is set, that is whether the job asks to be
-// an EasyScale job at all.
+// Any reports whether any of --elastic, --logical-workers and
+// --determinism is set, that is whether the job asks to be an EasyScale
+// job at all.
 func (s Settings) Any() bool {
 	return s.Elastic.Set || s.LogicalWorkers.Set || s.Determinism.Set
 }
@@ -36,6 +42,7 @@ func FromEnv(lookup func(string) (string, bool)) Settings {
 		Elastic:        get(EnvElastic),
 		LogicalWorkers: get(EnvLogicalWorkers),
 		Determinism:    get(EnvDeterminism),
+		Speeds:         get(EnvSpeeds),
 	}
 }
 
@@ -48,6 +55,7 @@ func Merge(layers ...Settings) Settings {
 		out.Elastic = first(out.Elastic, l.Elastic)
 		out.LogicalWorkers = first(out.LogicalWorkers, l.LogicalWorkers)
 		out.Determinism = first(out.Determinism, l.Determinism)
+		out.Speeds = first(out.Speeds, l.Speeds)
 	}
 	return out
 }
@@ -80,6 +88,11 @@ func (s Settings) Request() (Request, error) {
 			return Request{}, s.Determinism.fail(OptionDeterminism, err)
 		}
 	}
+	if s.Speeds.Set {
+		if r.Speeds, err = ParseSpeeds(s.Speeds.Value); err != nil {
+			return Request{}, s.Speeds.fail(OptionSpeeds, err)
+		}
+	}
 	if err := r.Validate(); err != nil {
 		var oe *OptionError
 		if errors.As(err, &oe) {
@@ -100,6 +113,8 @@ func (s Settings) origin(option string) string {
 		return s.Elastic.Origin
 	case OptionLogicalWorkers:
 		return s.LogicalWorkers.Origin
+	case OptionSpeeds:
+		return s.Speeds.Origin
 	default:
 		return s.Determinism.Origin
 	}

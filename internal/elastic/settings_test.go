@@ -131,6 +131,8 @@ func TestRequestEnvironListsOnlyWhatIsSet(t *testing.T) {
 			"EASYSCALE_ELASTIC=3 EASYSCALE_DETERMINISM=d1"},
 		{"a fixed-size request lists no range", Request{LogicalWorkers: 2, Determinism: D1},
 			"EASYSCALE_LOGICAL_WORKERS=2 EASYSCALE_DETERMINISM=d1"},
+		{"the job's own speeds come last", Request{MinNodes: 1, MaxNodes: 2, Speeds: map[string]float64{"v100": 1, "t4": 0.4}},
+			"EASYSCALE_ELASTIC=1-2 EASYSCALE_DETERMINISM=d1 EASYSCALE_SPEEDS=t4:0.4,v100:1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +140,31 @@ func TestRequestEnvironListsOnlyWhatIsSet(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStatusCommentFromTheEnvironmentKeepsTheJobsSpeeds is the runtime's
+// path: easyscale-sbatch exports the request (Environ), the runtime reads it
+// back (FromEnv) and rewrites the comment in the status form, which must
+// still carry the job's speeds for easyscale-backfilld.
+func TestStatusCommentFromTheEnvironmentKeepsTheJobsSpeeds(t *testing.T) {
+	sent := Request{MinNodes: 1, MaxNodes: 4, LogicalWorkers: 8, Determinism: D1, Speeds: map[string]float64{"v100": 1, "t4": 0.4}}
+	env := map[string]string{}
+	for _, kv := range sent.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	got, err := FromEnv(envLookup(env)).Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := Comment{Request: got, Progress: &Progress{Step: 10, TotalSteps: 100, Workers: 2}}.String()
+	back, err := ParseComment(comment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(comment, " speeds=t4:0.4,v100:1") || back.Request.Speeds["t4"] != 0.4 || back.Request.Speeds["v100"] != 1 {
+		t.Fatalf("status comment %q (speeds read back %v) lost the job's speeds", comment, back.Request.Speeds)
 	}
 }
 

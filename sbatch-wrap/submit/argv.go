@@ -49,7 +49,7 @@ var longOptions = map[string]argKind{
 	"wait": noArg, "wait-all-nodes": requiredArg, "wckey": requiredArg, "wrap": requiredArg,
 
 	elastic.OptionElastic: requiredArg, elastic.OptionLogicalWorkers: requiredArg,
-	elastic.OptionDeterminism: requiredArg,
+	elastic.OptionDeterminism: requiredArg, elastic.OptionSpeeds: requiredArg,
 }
 
 // shortWithArg are sbatch's short options that take an argument.
@@ -186,6 +186,8 @@ func (a *Args) owned(full string) *elastic.Setting {
 		return &a.Owned.LogicalWorkers
 	case elastic.OptionDeterminism:
 		return &a.Owned.Determinism
+	case elastic.OptionSpeeds:
+		return &a.Owned.Speeds
 	}
 	return nil
 }

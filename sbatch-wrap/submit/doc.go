@@ -1,8 +1,8 @@
 // Package submit turns an sbatch command line into the submission of an
 // EasyScale job; it is the logic of the easyscale-sbatch drop-in wrapper.
 //
-// The wrapper owns three options, --elastic, --logical-workers and
-// --determinism (internal/elastic). It finds them on the command line, in
+// The wrapper owns four options, --elastic, --logical-workers,
+// --determinism and --speeds (internal/elastic). It finds them on the command line, in
 // the script's #SBATCH directives (read like sbatch does: up to the first
 // line that is neither blank nor a comment) and in their EASYSCALE_*
 // environment twins; the command line wins over a directive, a directive

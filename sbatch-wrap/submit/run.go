@@ -161,10 +161,11 @@ func Usage() string {
 	fs.String(elastic.OptionElastic, "", "run the job elastically on MIN to MAX nodes, MIN[-MAX] (MAX defaults to MIN); env "+elastic.EnvElastic)
 	fs.String(elastic.OptionLogicalWorkers, "", "logical workers (EasyScaleThreads, ESTs), at least MAX; env "+elastic.EnvLogicalWorkers+" (default: set at the first start)")
 	fs.String(elastic.OptionDeterminism, string(elastic.DefaultDeterminism), "d1: bitwise-identical results on one GPU type; d2: also across GPU types; env "+elastic.EnvDeterminism)
+	fs.String(elastic.OptionSpeeds, "", "the job's throughput per GPU type relative to the reference type, TYPE:SPEED[,TYPE:SPEED...], e.g. t4:0.4,v100:1; easyscale-backfilld prefers it to the site's [speeds] table; env "+elastic.EnvSpeeds+" (default: the site's table)")
 	return `Usage: easyscale-sbatch [EASYSCALE OPTIONS] [SBATCH OPTIONS] [SCRIPT [ARGS...]]
 
 A drop-in for sbatch that submits EasyScale jobs: elastic, accuracy-consistent training whose
-result does not depend on how many physical workers run it. It takes three options of its own,
+result does not depend on how many physical workers run it. It takes four options of its own,
 validates them, and passes every other argument to the real sbatch unchanged and in order;
 sbatch's output and exit status are the wrapper's. A job without EasyScale options is passed
 through untouched.

@@ -101,6 +101,7 @@ func (s *Script) directive(rest, origin string) (bool, error) {
 		{&a.Owned.Elastic, &s.Owned.Elastic},
 		{&a.Owned.LogicalWorkers, &s.Owned.LogicalWorkers},
 		{&a.Owned.Determinism, &s.Owned.Determinism},
+		{&a.Owned.Speeds, &s.Owned.Speeds},
 	} {
 		if p.from.Set {
 			owned++
@@ -108,7 +109,7 @@ func (s *Script) directive(rest, origin string) (bool, error) {
 		}
 	}
 	if owned > 0 && len(a.Passed) > 0 {
-		return false, fmt.Errorf("put --elastic, --logical-workers and --determinism on #SBATCH lines of their own (found %q)",
+		return false, fmt.Errorf("put --elastic, --logical-workers, --determinism and --speeds on #SBATCH lines of their own (found %q)",
 			strings.Join(a.Passed, " "))
 	}
 	return owned > 0, nil

@@ -55,6 +55,12 @@ func TestPrepareBuildsTheSubmission(t *testing.T) {
 			wantEnv: []string{"EASYSCALE_ELASTIC=2-3", "EASYSCALE_LOGICAL_WORKERS=8", "EASYSCALE_DETERMINISM=d2", "SLURM_NO_KILL=set"},
 		},
 		{
+			name:    "the job's own speeds go into the comment and the environment",
+			args:    []string{"--elastic=1-2", "--logical-workers=4", "--speeds=v100:1,t4:0.4", "--wrap", "srun true"},
+			want:    []string{"--nodes=1", "--no-kill", "--comment=es-req min=1 max=2 lw=4 d1 speeds=t4:0.4,v100:1", "--wrap", "srun true"},
+			wantEnv: []string{"EASYSCALE_ELASTIC=1-2", "EASYSCALE_LOGICAL_WORKERS=4", "EASYSCALE_DETERMINISM=d1", "EASYSCALE_SPEEDS=t4:0.4,v100:1", "SLURM_NO_KILL=set"},
+		},
+		{
 			name:  "a job without EasyScale options passes through untouched",
 			args:  []string{"-N", "2", "--comment", "mine", "testdata/plain.sbatch"},
 			want:  []string{"-N", "2", "--comment", "mine", "testdata/plain.sbatch"},
@@ -170,6 +176,10 @@ func TestPrepareRefusesBadRequests(t *testing.T) {
 			"invalid --logical-workers=0", elastic.ErrOutOfRange},
 		{"a bad environment twin names where it came from", []string{"--wrap", "true"},
 			map[string]string{"EASYSCALE_DETERMINISM": "d7"}, "from EASYSCALE_DETERMINISM", elastic.ErrDeterminism},
+		{"a bad speed names --speeds", []string{"--elastic=1", "--speeds=v100:fast", "--wrap", "true"}, nil,
+			"invalid --speeds=v100:fast", nil},
+		{"a bad speeds twin names where it came from", []string{"--elastic=1", "--wrap", "true"},
+			map[string]string{"EASYSCALE_SPEEDS": "v100"}, "from EASYSCALE_SPEEDS", nil},
 		{"a node count conflicts with --elastic", []string{"--elastic=1-2", "-N", "2", "--wrap", "true"}, nil,
 			"--nodes/-N", ErrConflict},
 		{"a node count in the script conflicts with --elastic", []string{"--elastic=1-2", "testdata/plain.sbatch"}, nil,
@@ -184,7 +194,7 @@ func TestPrepareRefusesBadRequests(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Prepare(tc.args, input(tc.env, nil, ""))
-			if !errors.Is(err, tc.cause) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || (tc.cause != nil && !errors.Is(err, tc.cause)) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want %q wrapping %v", err, tc.want, tc.cause)
 			}
 		})

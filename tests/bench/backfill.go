@@ -64,38 +64,42 @@ func backfillSuite() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The daemon's default limits (simulator.DefaultLimits); elastic is the
-	// daemon's policy, elastic_admit adds shrink-to-admit (issue 10 item 6).
-	cfg := simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: busyWeekGPUs}}, GPUsPerNode: 8}
-	rigid, err := simulator.Run(week, cfg)
-	if err != nil {
-		return nil, err
+	// The daemon's default policy: its limits (simulator.DefaultLimits) and
+	// shrink-to-admit ([admit] enabled, on by default). elastic_gap_only is
+	// the daemon with [admit] enabled = false.
+	run := func(gpus int, p simulator.Policy, admit bool) (simulator.Result, error) {
+		return simulator.Run(week, simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: gpus}}, GPUsPerNode: 8,
+			Policy: p, ShrinkToAdmit: admit})
 	}
-	cfg.Policy = simulator.Elastic
-	el, err := simulator.Run(week, cfg)
-	if err != nil {
-		return nil, err
+	res := map[string]simulator.Result{}
+	for _, c := range []struct {
+		name  string
+		gpus  int
+		p     simulator.Policy
+		admit bool
+	}{
+		{"rigid", busyWeekGPUs, simulator.Rigid, false}, {"elastic", busyWeekGPUs, simulator.Elastic, true},
+		{"gap", busyWeekGPUs, simulator.Elastic, false}, {"capped", busyWeekGPUs, simulator.ElasticCapped, true},
+		{"rigid896", 896, simulator.Rigid, false}, {"elastic896", 896, simulator.Elastic, true},
+	} {
+		r, err := run(c.gpus, c.p, c.admit)
+		if err != nil {
+			return nil, err
+		}
+		res[c.name] = r
 	}
-	cfg.Policy = simulator.ElasticCapped
-	capped, err := simulator.Run(week, cfg)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Policy, cfg.ShrinkToAdmit = simulator.Elastic, true
-	admit, err := simulator.Run(week, cfg)
-	if err != nil {
-		return nil, err
-	}
+	rigid, el := res["rigid"], res["elastic"]
 	figs = append(figs,
-		figure{"elastic_vs_rigid_jct_ratio", el.MeanJCT / rigid.MeanJCT, "ratio"},
-		figure{"elastic_capped_vs_rigid_jct_ratio", capped.MeanJCT / rigid.MeanJCT, "ratio"},
-		figure{"elastic_gpu_alloc_pct", el.GPUAllocPct, "%"},
-		figure{"elastic_gpu_alloc_while_waiting_pct", el.GPUAllocWaitingPct, "%"},
-		figure{"rigid_gpu_alloc_pct", rigid.GPUAllocPct, "%"},
-		figure{"elastic_max_reservation_delay_s", float64(el.MaxReservationDelay), "s"},
-		figure{"elastic_admit_vs_rigid_jct_ratio", admit.MeanJCT / rigid.MeanJCT, "ratio"},
-		figure{"elastic_admit_gpu_alloc_while_waiting_pct", admit.GPUAllocWaitingPct, "%"},
-		figure{"elastic_admit_max_reservation_delay_s", float64(admit.MaxReservationDelay), "s"})
+		figure{"elastic_vs_rigid_jct_ratio", res["elastic896"].MeanJCT / res["rigid896"].MeanJCT, "ratio"},
+		figure{"elastic_max_reservation_delay_s", float64(res["elastic896"].MaxReservationDelay), "s"},
+		figure{"rigid_mean_queue_s_896", res["rigid896"].MeanQueue, "s"},
+		figure{"elastic_vs_rigid_jct_ratio_512", el.MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_gap_only_vs_rigid_jct_ratio_512", res["gap"].MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_capped_vs_rigid_jct_ratio_512", res["capped"].MeanJCT / rigid.MeanJCT, "ratio"},
+		figure{"elastic_gpu_alloc_pct_512", el.GPUAllocPct, "%"},
+		figure{"elastic_gpu_alloc_while_waiting_pct_512", el.GPUAllocWaitingPct, "%"},
+		figure{"rigid_gpu_alloc_pct_512", rigid.GPUAllocPct, "%"},
+		figure{"elastic_max_reservation_delay_s_512", float64(el.MaxReservationDelay), "s"})
 	return figs, nil
 }
 

@@ -1,5 +1,5 @@
 // Command easyscale-sbatch is a drop-in for sbatch that understands the
-// EasyScale options --elastic, --logical-workers and --determinism (also as
+// EasyScale options --elastic, --logical-workers, --determinism and --speeds (also as
 // #SBATCH directives), validates them, submits the job at its minimum size
 // and records the request in the job comment. See package sbatch-wrap/submit.
 package main
