@@ -62,6 +62,7 @@ type Args struct {
 	Script   int              // index in Passed of the script path, -1 when none (stdin or --wrap)
 	Wrap     bool             // --wrap given
 	Nodes    bool             // -N/--nodes given
+	NodesArg string           // its value (the last one given)
 	Comment  bool             // --comment given
 	HetJob   bool             // a ":" component separator
 	Help     bool             // -h/--help given
@@ -115,6 +116,9 @@ func (a *Args) long(args []string, i int) int {
 		return last
 	}
 	a.note(full)
+	if full == "nodes" {
+		a.NodesArg = value
+	}
 	if full == "no-kill" {
 		a.NoKill = noKillValue(value, hasValue)
 	}
@@ -151,8 +155,13 @@ func (a *Args) short(args []string, i int) int {
 		c := arg[j]
 		a.note(map[byte]string{'N': "nodes", 'h': "help", 'k': "no-kill"}[c])
 		if strings.IndexByte(shortWithArg, c) >= 0 {
+			value := arg[j+1:]
 			if j == len(arg)-1 && i+1 < len(args) {
 				last = i + 1
+				value = args[i+1]
+			}
+			if c == 'N' {
+				a.NodesArg = value
 			}
 			break
 		}

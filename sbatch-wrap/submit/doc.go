@@ -13,7 +13,10 @@
 // For an EasyScale job the wrapper
 //   - validates the request (errors name the option and where it came from);
 //   - prepends --nodes=MIN (the core allocation is submitted at the minimum
-//     size; the backfill daemon grows it) and --no-kill for an elastic
+//     size; the backfill daemon grows it) unless the user gave -N/--nodes
+//     with one count in the --elastic range, the size to start at (the
+//     backfill planner's request R: shrink-to-admit may take the job down to
+//     MIN, extra jobs grow it to MAX), and --no-kill for an elastic
 //     request, and --comment=<request> in the encoding of elastic.Comment;
 //   - sets the resolved EASYSCALE_* twins in sbatch's environment, where the
 //     SPANK plugin (when installed on the submit host) reads and checks them
@@ -68,7 +71,8 @@
 // kill and resumed from its checkpoint on other nodes
 // (TestBatchHostFailureRequeuesTheJob).
 //
-// It refuses, for an EasyScale job: --nodes/-N (the wrapper sets it),
+// It refuses, for an EasyScale job: --nodes/-N outside the --elastic range
+// or as a range (the range is --elastic's),
 // --comment (the wrapper records the request there), heterogeneous jobs, and
 // #SBATCH lines mixing its options with others. A job without any EasyScale
 // option is passed through untouched.

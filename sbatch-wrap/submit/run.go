@@ -174,7 +174,8 @@ EasyScale options, also accepted as #SBATCH directives in the script and as envi
 variables (the command line wins over a directive, a directive over the environment):
 ` + fs.FlagUsages() + `
 For an EasyScale job the wrapper adds, before your arguments:
-  --nodes=MIN        elastic jobs start at their minimum; the backfill daemon grows them
+  --nodes=MIN        elastic jobs start at their minimum, unless you give -N/--nodes with one count
+                     from MIN to MAX, the size to start at; the backfill daemon grows them
   --no-kill          elastic jobs only, unless you set -k/--no-kill or SBATCH_NO_KILL: when a
                      node fails Slurm removes it from the job instead of requeuing the job
   --comment=REQUEST  the request, for the backfill daemon, encoded as
@@ -185,7 +186,7 @@ and sets the ` + elastic.EnvElastic + `, ` + elastic.EnvLogicalWorkers + ` and `
 sbatch's environment, and for an elastic job ` + EnvStepNoKill + `=` + stepNoKillOn + ` unless it is set or you turned
 --no-kill off (--no-kill=off, SBATCH_NO_KILL=off or the directive: then a node failure ends the job) (srun --no-kill: the
 step's tasks on the other nodes survive a node failure, which the job treats as a shrink). Its own #SBATCH lines are hidden from sbatch in a private copy of the
-script ("# easyscale-sbatch: ..."), removed when sbatch exits. It refuses --nodes/-N, --comment,
+script ("# easyscale-sbatch: ..."), removed when sbatch exits. It refuses --nodes/-N outside the --elastic range, --comment,
 heterogeneous jobs, and #SBATCH lines mixing its options with sbatch's.
 
 Environment:

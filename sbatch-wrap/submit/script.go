@@ -16,12 +16,13 @@ const hiddenPrefix = "# easyscale-sbatch:"
 
 // Script is what the wrapper learns from a batch script's directives.
 type Script struct {
-	Owned   elastic.Settings // the wrapper's options, Origin "FILE:LINE"
-	Nodes   bool             // a directive sets -N/--nodes
-	Comment bool             // a directive sets --comment
-	NoKill  NoKill           // a directive sets -k/--no-kill[=off] (the last one wins)
-	HetJob  bool             // "#SBATCH hetjob" (or packjob)
-	Hidden  []byte           // the script with the wrapper's directive lines commented out; nil if none
+	Owned    elastic.Settings // the wrapper's options, Origin "FILE:LINE"
+	Nodes    bool             // a directive sets -N/--nodes
+	NodesArg string           // its value (the last directive's)
+	Comment  bool             // a directive sets --comment
+	NoKill   NoKill           // a directive sets -k/--no-kill[=off] (the last one wins)
+	HetJob   bool             // "#SBATCH hetjob" (or packjob)
+	Hidden   []byte           // the script with the wrapper's directive lines commented out; nil if none
 }
 
 // DirectiveError reports a directive the wrapper cannot handle.
@@ -92,6 +93,9 @@ func (s *Script) directive(rest, origin string) (bool, error) {
 	}
 	a := ScanArgs(words)
 	s.Nodes = s.Nodes || a.Nodes
+	if a.Nodes {
+		s.NodesArg = a.NodesArg
+	}
 	s.Comment = s.Comment || a.Comment
 	if a.NoKill != NoKillUnset {
 		s.NoKill = a.NoKill

@@ -81,7 +81,9 @@ func Prepare(args []string, in Input) (Plan, error) {
 	p.Env = req.Environ()
 	var pre []string
 	if req.Elastic() {
-		pre = append(pre, "--nodes="+strconv.Itoa(req.MinNodes))
+		if !a.Nodes && !script.Nodes { // else the user's -N, in the range, is the start size
+			pre = append(pre, "--nodes="+strconv.Itoa(req.MinNodes))
+		}
 		pre, p.Env = survivesNodeFailure(a, script, in.Lookup, pre, p.Env)
 	}
 	pre = append(pre, "--comment="+elastic.Comment{Request: req}.String())
@@ -142,11 +144,29 @@ func readScript(a Args, in Input, p *Plan) (Script, error) {
 func conflicts(a Args, s Script, req elastic.Request) error {
 	switch {
 	case req.Elastic() && (a.Nodes || s.Nodes):
-		return fmt.Errorf("--nodes/-N %w: easyscale-sbatch submits at the --elastic minimum (%d)", ErrConflict, req.MinNodes)
+		return startNodes(a, s, req)
 	case a.Comment || s.Comment:
 		return fmt.Errorf("--comment %w: easyscale-sbatch records the request in the job comment", ErrConflict)
 	case a.HetJob || s.HetJob:
 		return fmt.Errorf("a heterogeneous job %w: EasyScale jobs have one component", ErrConflict)
+	}
+	return nil
+}
+
+// startNodes checks the -N/--nodes of an elastic job (the command line's,
+// else the script's): one node count from the --elastic minimum to its
+// maximum, the size the job starts at and the backfill planner's request R
+// (it can shrink to the minimum and grow to the maximum). Without -N the
+// job starts at its minimum.
+func startNodes(a Args, s Script, req elastic.Request) error {
+	v := s.NodesArg
+	if a.Nodes {
+		v = a.NodesArg
+	}
+	n, err := elastic.ParseCount(v)
+	if err != nil || n < req.MinNodes || n > req.MaxNodes {
+		return fmt.Errorf("--nodes/-N %q %w: give one node count from the --elastic minimum %d to its maximum %d (the size to start at), or leave it out to start at %d",
+			v, ErrConflict, req.MinNodes, req.MaxNodes, req.MinNodes)
 	}
 	return nil
 }

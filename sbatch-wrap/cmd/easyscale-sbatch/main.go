@@ -1,6 +1,6 @@
 // Command easyscale-sbatch is a drop-in for sbatch that understands the
 // EasyScale options --elastic, --logical-workers, --determinism and --speeds (also as
-// #SBATCH directives), validates them, submits the job at its minimum size
+// #SBATCH directives), validates them, submits the job at its minimum size (or at its -N within the range)
 // and records the request in the job comment. See package sbatch-wrap/submit.
 package main
 
