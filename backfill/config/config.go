@@ -23,6 +23,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+
 	"github.com/easyscale/easyscale-slurm/internal/gpuspeed"
 )
 
@@ -126,6 +128,9 @@ type Config struct {
 	Limits Limits `toml:"limits"`
 	// Admit configures shrink-to-admit [admit].
 	Admit Admit `toml:"admit"`
+	// StartSmall configures starting a queued elastic job on fewer nodes
+	// than it asked for [start_small].
+	StartSmall StartSmall `toml:"start_small"`
 	// Log configures logging [log].
 	Log Log `toml:"log"`
 }
@@ -183,6 +188,38 @@ type Admit struct {
 	// rounds to zero nodes is never shrunk). A job never goes below the
 	// minimum of its request either.
 	MaxLoss float64 `toml:"max_loss"`
+}
+
+// StartSmall configures start-small: the queue head, when it is an
+// elastic EasyScale job waiting for resources, may start now on fewer
+// nodes than it asked for (never below its --elastic minimum) when
+// planner.StartSmall says so under Rule; the daemon then lowers its node
+// count and raises its time limit to the run time at that size (`scontrol
+// update JobId=… NumNodes=… TimeLimit=…`, an operator's right), on whole
+// idle nodes that no other job's reservation names. The trade-off of each
+// rule is measured in BENCHMARKS.md (issue 10): no rule wins on every
+// workload, hence off by default and per partition.
+type StartSmall struct {
+	// Rule is off, before-reservation (it must end at the smaller size
+	// before its own reserved start: nothing can move) or ends-earlier (it
+	// ends earlier than by waiting) [start_small.rule], default off.
+	Rule string `toml:"rule"`
+	// Partitions lists where it applies [start_small.partitions]; empty:
+	// every partition.
+	Partitions []string `toml:"partitions"`
+}
+
+// StartSmallRule is Rule parsed (Validate has checked it).
+func (c *Config) StartSmallRule() planner.StartSmallRule {
+	r, _ := planner.ParseStartSmallRule(c.StartSmall.Rule)
+	return r
+}
+
+// StartSmallOn reports whether start-small may act for a queued job in
+// partition p.
+func (c *Config) StartSmallOn(p string) bool {
+	return c.StartSmallRule() != planner.StartSmallOff &&
+		(len(c.StartSmall.Partitions) == 0 || slices.Contains(c.StartSmall.Partitions, p))
 }
 
 // Log configures the hclog logger.
@@ -325,6 +362,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.Extra.Partition, "low", "extra", "partition")
 	str(&c.Extra.WorkerCommand, DefaultWorkerCommand, "extra", "worker_command")
 	str(&c.Log.Level, "info", "log", "level")
+	str(&c.StartSmall.Rule, "off", "start_small", "rule")
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}
@@ -407,6 +445,9 @@ func (c *Config) Validate() error {
 	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
 	}
+	if _, err := planner.ParseStartSmallRule(c.StartSmall.Rule); err != nil {
+		bad("start_small.rule", c.StartSmall.Rule, "must be off, before-reservation or ends-earlier")
+	}
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -451,6 +492,7 @@ func (c *Config) validateNames(bad func(string, any, string, ...any)) {
 	check("nodes", c.Nodes)
 	check("gpu_types", c.GPUTypes)
 	check("admit.off_partitions", c.Admit.OffPartitions)
+	check("start_small.partitions", c.StartSmall.Partitions)
 	if !slurmName.MatchString(c.Extra.Partition) {
 		bad("extra.partition", c.Extra.Partition, "not a Slurm partition name; e.g. \"low\"")
 	}

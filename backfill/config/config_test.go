@@ -32,6 +32,8 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"limits.waste_cap", c.Limits.WasteCap, 0.30},
 		{"admit.enabled", c.Admit.Enabled, true},
 		{"admit.max_loss", c.Admit.MaxLoss, 0.5},
+		{"start_small.rule", c.StartSmall.Rule, "off"},
+		{"start-small acts nowhere by default", c.StartSmallOn("normal"), false},
 		{"log.level", c.Log.Level, "info"},
 		{"speeds.v100", c.Speeds["v100"], 1.0},
 		{"speeds.t4", c.Speeds["t4"], 0.52},
@@ -94,6 +96,8 @@ func TestBadConfigIsRefusedWithTheKeyAndTheFix(t *testing.T) {
 		{"a zero admit cap is refused", "[admit]\nmax_loss = 0.0", "admit.max_loss", "(0, 1]"},
 		{"an admit cap above 1 is refused", "[admit]\nmax_loss = 1.5", "admit.max_loss", "(0, 1]"},
 		{"an off partition that is no Slurm name is refused", "[admit]\noff_partitions = [\"a b\"]", "admit.off_partitions", "not a Slurm name"},
+		{"an unknown start-small rule is refused", "[start_small]\nrule = \"always\"", "start_small.rule", "off, before-reservation or ends-earlier"},
+		{"a start-small partition that is no Slurm name is refused", "[start_small]\nrule = \"before-reservation\"\npartitions = [\"a;b\"]", "start_small.partitions", "not a Slurm name"},
 		{"an unknown log level is refused", "[log]\nlevel = \"loud\"", "log.level", "one of trace"},
 		{"a metrics address without a port is refused", `metrics_address = "localhost"`, "metrics_address", "HOST:PORT"},
 		{"a relative state database path is refused", `state_db = "backfill.db"`, "state_db", "absolute path"},
@@ -224,4 +228,26 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted out-of-range values: %+v", c)
 		}
 	})
+}
+
+func TestStartSmallActsInTheListedPartitionsOnly(t *testing.T) {
+	cases := []struct {
+		toml      string
+		partition string
+		want      bool
+	}{
+		{"[start_small]\nrule = \"before-reservation\"\n", "normal", true},
+		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\"]\n", "gpu", true},
+		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\"]\n", "normal", false},
+		{"[start_small]\nrule = \"off\"\npartitions = [\"gpu\"]\n", "gpu", false},
+	}
+	for _, tc := range cases {
+		c, err := Parse(tc.toml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.StartSmallOn(tc.partition); got != tc.want {
+			t.Errorf("%q in partition %s: StartSmallOn %v, want %v", tc.toml, tc.partition, got, tc.want)
+		}
+	}
 }

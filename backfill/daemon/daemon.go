@@ -247,6 +247,9 @@ type Report struct {
 	// Admitted lists the queued jobs shrink-to-admit made room for;
 	// AdmitShrunk the running elastic jobs it shrank for them.
 	Admitted, AdmitShrunk []string
+	// StartedSmall lists the queued elastic jobs start-small lowered to
+	// the nodes idle now ([start_small]).
+	StartedSmall []string
 	// Snapshot is what the planner was given (the cluster as this cycle
 	// read it); Planned is the planner's output, which the cycle applied as
 	// it is.
@@ -261,7 +264,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -326,6 +329,11 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	admitted, err := d.admit(ctx, v, rc.live, r)
 	if err != nil {
 		return fmt.Errorf("shrink-to-admit: %w", err)
+	}
+	if !admitted {
+		if admitted, err = d.startSmall(ctx, v, rc.live, r); err != nil {
+			return fmt.Errorf("start-small: %w", err)
+		}
 	}
 	if admitted {
 		r.Planned.Grows = nil // allocations changed: lend on the next cycle's reading

@@ -322,7 +322,23 @@ func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
 	key, val, _ := strings.Cut(kv, "=")
 	n, err := strconv.Atoi(val)
 	for _, j := range f.jobs {
-		if j.id != id || j.state != "RUNNING" || err != nil {
+		if j.id != id || err != nil {
+			continue
+		}
+		if j.state == "PENDING" { // an operator may change a pending job's request
+			switch key {
+			case "NumNodes":
+				if n < 1 {
+					break
+				}
+				j.nodes = n
+				return nil, nil
+			case "TimeLimit":
+				j.timeLimit = time.Duration(n) * time.Minute
+				return nil, nil
+			}
+		}
+		if j.state != "RUNNING" {
 			continue
 		}
 		switch key {

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// smallCluster is the fake cluster of the start-small tests: rigid job 10
+// (alice) runs on v100 node n2 for 2 h; job 20 (bob, elastic: es-req
+// min=1 max=2) is the queue head, asking for both v100 nodes for 30 min,
+// planned by Slurm on n1,n2 when job 10 ends. n1 is idle now; the t4 nodes
+// n3 and n4 are idle but of another type.
+func smallCluster(t *testing.T, toml, comment string) *testDaemon {
+	t.Helper()
+	td := newTestDaemon(t, toml)
+	td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
+	q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
+	td.fake.set(func() {
+		q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 30*time.Minute, comment
+	})
+	return td
+}
+
+func TestStartSmall(t *testing.T) {
+	const before = "[start_small]\nrule = \"before-reservation\"\n"
+	const earlier = "[start_small]\nrule = \"ends-earlier\"\n"
+	const elastic = "es-req min=1 max=2 lw=8 d1"
+	// Under planner.DefaultModel(8, 8) a step takes 1 + 0.10 + 0.005·6 =
+	// 1.13 on 8 GPUs and 2 + 0.10 + 0.005·2 = 2.11 on 4, so 30 min of work
+	// takes 30 · 2.11/1.13 = 56.0 min on one node; plus the 60 s safety
+	// margin, rounded up: 58 min.
+	started := []string{"scontrol update JobId=20 TimeLimit=58", "scontrol update JobId=20 NumNodes=1"}
+	tests := []struct {
+		name, toml, comment string
+		setup               func(t *testing.T, td *testDaemon)
+		want                []string
+		skipped             bool // a start-small-skip decision is recorded
+	}{
+		{name: "off by default: the queue head waits for the nodes it asked for", toml: "", comment: elastic},
+		{name: "before-reservation starts the head now on the idle node when it ends there before its reserved start",
+			toml: before, comment: elastic, want: started},
+		{name: "before-reservation leaves the head waiting when it would not end before its reserved start",
+			toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.start = td.now.Add(40 * time.Minute) })
+			}},
+		{name: "ends-earlier starts it then: 58 min on one node ends before 40 + 30 min by waiting",
+			toml: earlier, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.start = td.now.Add(40 * time.Minute) })
+			},
+			want: started},
+		{name: "only in the partitions listed", toml: before + "partitions = [\"gpu\"]\n", comment: elastic},
+		{name: "never below the request's minimum", toml: before, comment: "es-req min=2 max=2 lw=8 d1"},
+		{name: "a head that is not an elastic EasyScale job is never touched", toml: before, comment: "my training run"},
+		{name: "a head with a fixed-size EasyScale request is never touched", toml: before, comment: "es-req lw=8 d1"},
+		{name: "a node another job's reservation names is not idle for it", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				p := td.fake.pending("30", "n1", 4, td.now.Add(time.Hour))
+				td.fake.set(func() { p.reason = "Priority" })
+			}},
+		{name: "a head whose comment changes before the re-read by id is not changed", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.onJobs = func() { q.comment = "es-req d1" }
+			}, skipped: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			td := smallCluster(t, tt.toml, tt.comment)
+			if tt.setup != nil {
+				tt.setup(t, td)
+			}
+			r := td.cycle(t)
+			got := td.fake.commands("scontrol update")
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("scontrol updates %q, want %q", got, tt.want)
+			}
+			ds, _ := td.db.Decisions(context.Background(), 0, 0)
+			if got := slices.ContainsFunc(ds, func(d backfillstore.Decision) bool { return d.Kind == "start-small-skip" }); got != tt.skipped {
+				t.Errorf("a start-small-skip decision recorded: %v, want %v (%+v)", got, tt.skipped, ds)
+			}
+			if tt.want == nil {
+				if len(r.StartedSmall) != 0 || td.fake.job("20").nodes != 2 {
+					t.Fatalf("started small %v, job 20 on %d nodes; want it untouched at 2", r.StartedSmall, td.fake.job("20").nodes)
+				}
+				return
+			}
+			if !slices.Equal(r.StartedSmall, []string{"20"}) || td.fake.job("20").nodes != 1 {
+				t.Fatalf("started small %v, job 20 asks %d nodes; want 20 on 1", r.StartedSmall, td.fake.job("20").nodes)
+			}
+			if len(r.Submitted) != 0 {
+				t.Errorf("the cycle also lent %v on the state it read before starting a job small", r.Submitted)
+			}
+			if !slices.ContainsFunc(ds, func(d backfillstore.Decision) bool {
+				return d.Kind == "start-small" && d.Job == "20" && strings.Contains(d.Detail, "1 of its 2 nodes")
+			}) {
+				t.Errorf("decisions %+v, want a start-small of job 20", ds)
+			}
+		})
+	}
+}
