@@ -102,8 +102,8 @@
 //
 // # Shrink-to-admit
 //
-// With admit.enabled (default off: the policy easyscale-simulate runs as
-// --policy elastic has none; --shrink-to-admit measures it), when a queued
+// With admit.enabled (the default; easyscale-simulate's --policy elastic
+// runs it too, --shrink-to-admit=false measures gap filling alone), when a queued
 // job cannot start the daemon shrinks running elastic jobs' own (base)
 // allocations so that it can, at once (planner.Cluster.Admit with
 // WholeNodes; EasyScale and Pollux reallocate on arrivals). Each cycle,
@@ -158,6 +158,34 @@
 // the raised limit is set again) or undone (still on the old count: the old
 // limit is put back) before anything new is decided; the cycle that
 // applied or finished a shrink lends nothing (it read the cluster before).
+//
+// # Start-small
+//
+// With [start_small] rule other than off (default off), when no
+// shrink-to-admit was applied in the cycle, the queue head (the pending job
+// waiting for resources with the earliest planned start) may start now on
+// fewer nodes than it asked for: only when it is an elastic EasyScale job
+// (its comment an es-req with a node range, e.g. submitted with
+// easyscale-sbatch --elastic=1-4 -N 4) in a partition listed in
+// start_small.partitions (empty: all), without --nodelist, asking more
+// than its minimum. It goes onto whole idle nodes of its GPU type that no
+// other pending job's reservation names (GPUs of this daemon's extra jobs
+// count as idle), at most one fewer than it asked for and never below its
+// minimum, when planner.StartSmall allows it under the rule
+// (before-reservation: it ends at that size before its own reserved start;
+// ends-earlier: it ends earlier than by waiting). Its work is its time
+// limit at the requested size under planner.DefaultModel. The daemon
+// re-reads it by id (still pending for the same user, partition, node
+// count, time limit and request, else "start-small-skip"), logs the
+// decision ("start-small"), raises its time limit to the run time at the
+// smaller size plus safety_margin (whole minutes), then lowers its node
+// count (`scontrol update JobId=ID NumNodes=K`, which Slurm 22.05 accepts
+// for a pending job: lab test TestAnElasticJobStartsSmallOnTheIdleNodeInsteadOfWaiting),
+// putting the limit back if Slurm refuses. Slurm then starts it on the
+// idle nodes; extra jobs grow it later like any running elastic job. A
+// user's comment decides only about that user's own job, which gets at most
+// the node-hours it asked for plus the margin (run time grows at most in
+// proportion to the nodes taken away).
 //
 // # State, restarts and reconciliation
 //

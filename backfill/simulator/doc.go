@@ -77,8 +77,8 @@
 // reservation moves; ends-earlier whenever it ends earlier than by waiting,
 // which on Pollux workload 2 starts a long job small that then holds GPUs
 // the short jobs behind it would have been backfilled into (mean JCT 2.1×
-// rigid's). easyscale-backfilld does not apply either rule yet, so the
-// default is off.
+// rigid's). easyscale-backfilld applies the same rule per partition with
+// [start_small] (default off, as here).
 //
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,

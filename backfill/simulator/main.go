@@ -73,7 +73,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
 	admit := fs.Bool("shrink-to-admit", true, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
-	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting)")
+	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting); easyscale-backfilld: [start_small] rule, per partition")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
 	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }
