@@ -16,6 +16,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
 	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
@@ -127,7 +128,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	}()
 	opts.Executor = coord
 	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
-	req := s.request(opts.Spec.LogicalWorkers)
+	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
@@ -162,7 +163,7 @@ func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.
 		return nil, err
 	}
 	opts.Schedule = schedule.Schedule{{Workers: 1}}
-	req := s.request(opts.Spec.LogicalWorkers)
+	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
@@ -175,15 +176,18 @@ func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.
 
 // request is the job's elastic request from the environment twins the
 // SPANK plugin or easyscale-sbatch set (EASYSCALE_ELASTIC, ...), with the
-// job file's logical workers when they are unset.
-func (s *slurmRun) request(logical int) elastic.Request {
+// job file's logical workers and [speeds] when those are unset.
+func (s *slurmRun) request(spec *jobspec.Spec) elastic.Request {
 	req, err := elastic.FromEnv(os.LookupEnv).Request()
 	if err != nil {
 		s.log.Warn("ignoring a malformed elastic request in the environment", "error", err)
 		req = elastic.Request{}
 	}
 	if req.LogicalWorkers == 0 {
-		req.LogicalWorkers = logical
+		req.LogicalWorkers = spec.LogicalWorkers
+	}
+	if len(req.Speeds) == 0 && len(spec.Speeds) > 0 {
+		req.Speeds = spec.Speeds
 	}
 	return req
 }

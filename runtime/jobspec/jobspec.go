@@ -25,6 +25,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
 )
 
 // Spec is a parsed job file. Zero values are replaced by defaults in Load.
@@ -52,6 +54,13 @@ type Spec struct {
 	// CheckpointEvery is the checkpoint period in steps (default 50).
 	// Not part of the job's identity: changing it does not make another job.
 	CheckpointEvery int `toml:"checkpoint_every" json:"-"`
+	// Speeds is the job's throughput per GPU type relative to the reference
+	// type ([speeds] table, e.g. t4 = 0.4, v100 = 1; internal/elastic's
+	// ParseSpeeds rules), for easyscale-backfilld, which prefers it to the
+	// site's table: the runtime writes it into the job's status comment
+	// when the submission (easyscale-sbatch --speeds, EASYSCALE_SPEEDS) did
+	// not give one. A scheduling hint, not part of the job's identity.
+	Speeds map[string]float64 `toml:"speeds" json:"-"`
 
 	// Engine computes the job: "native" (the default: the built-in Go
 	// engine, Task names the model) or "torch" (a PyTorch module, see Torch).
@@ -316,6 +325,11 @@ func (s *Spec) applyDefaults() {
 func (s *Spec) Validate() error {
 	fe := func(field, format string, a ...any) error {
 		return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	if len(s.Speeds) > 0 {
+		if _, err := elastic.ParseSpeeds(elastic.FormatSpeeds(s.Speeds)); err != nil {
+			return fe("speeds", "%v; e.g. [speeds] t4 = 0.4, v100 = 1", err)
+		}
 	}
 	switch s.Engine {
 	case "", EngineNative:

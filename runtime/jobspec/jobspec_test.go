@@ -50,6 +50,8 @@ func TestParseRejects(t *testing.T) {
 		{"a negative seed", "seed = -1\n" + minimal, "seed:"},
 		{"huge epochs", strings.Replace(minimal, "epochs = 1", "epochs = 9223372036854775807", 1), "epochs:"},
 		{"both steps and epochs", strings.Replace(minimal, "epochs = 1", "epochs = 1\nsteps = 10", 1), "either steps or epochs"},
+		{"a speed that is not positive", minimal + "\n[speeds]\nt4 = -0.4\n", "speeds:"},
+		{"a speed that is not a number", minimal + "\n[speeds]\nt4 = \"fast\"\n", "parsing TOML"},
 		{"a charlm key in an mnist job", minimal + "\n[model]\nheads = 2\n", "model.heads: does not apply"},
 		{"heads not dividing d_model", "task=\"charlm\"\nlogical_workers=2\nmicro_batch=2\nsteps=3\n[model]\nd_model=10\nheads=3\n[optimizer]\nlr=0.001\nkind=\"adamw\"\n", "model.heads:"},
 	}
@@ -79,6 +81,13 @@ func TestIDIgnoresDataDirButNotSemantics(t *testing.T) {
 	}
 	if a.ID() == c.ID() {
 		t.Error("a different micro-batch kept the same identity")
+	}
+	d, err := Parse(minimal + "\n[speeds]\nt4 = 0.4\nv100 = 1.0\n")
+	if err != nil || d.Speeds["t4"] != 0.4 || d.Speeds["v100"] != 1 {
+		t.Fatalf("[speeds] read as %v, %v", d.Speeds, err)
+	}
+	if d.ID() != a.ID() {
+		t.Error("the job's [speeds], a scheduling hint, changed the job identity")
 	}
 	if !strings.HasPrefix(a.ID(), "sha256:") {
 		t.Errorf("ID %q lacks the sha256: prefix", a.ID())
