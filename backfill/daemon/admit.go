@@ -258,23 +258,25 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			}
 		}
 	}
-	allowed := map[int]bool{} // the queued job's --nodelist, when it gave one
+	may, why := d.queuedNodes(v, q)
+	if why != "" {
+		return admission{}, why
+	}
 	if q.ReqNodes != "" {
-		names, err := expandHostlist(q.ReqNodes)
-		if err != nil {
-			return admission{}, "its --nodelist does not parse"
-		}
+		names, _ := expandHostlist(q.ReqNodes) // queuedNodes parsed it
 		for _, n := range names {
-			i, ok := idx[n]
-			if !ok {
+			if _, ok := idx[n]; !ok {
 				return admission{}, "it asks for node " + n + ", which this daemon does not manage"
 			}
-			allowed[i] = true
 		}
+	}
+	allowed := map[int]bool{} // the nodes the queued job may run on (partition, --exclude, --nodelist)
+	for name, i := range idx {
+		allowed[i] = may(name)
 	}
 	avail := slices.Clone(baseAvail)
 	for i := range avail {
-		if keepOff[i] || (len(allowed) > 0 && !allowed[i]) {
+		if keepOff[i] || !allowed[i] {
 			avail[i] = 0
 		}
 	}
@@ -358,7 +360,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 		ds := donorShrink{job: cd.e, origNodes: cd.orig, toNodes: to, oldLimit: cd.limit, remaining: cd.remaining}
 		for _, b := range cd.e.Base[to:] {
 			i := idx[b.Node]
-			if len(allowed) == 0 || allowed[i] {
+			if allowed[i] {
 				tent[i] += b.GPUs
 			}
 			ds.released = append(ds.released, b.Node)

@@ -184,8 +184,18 @@
 // putting the limit back if Slurm refuses. Slurm then starts it on the
 // idle nodes; extra jobs grow it later like any running elastic job. A
 // user's comment decides only about that user's own job, which gets at most
-// the node-hours it asked for plus the margin (run time grows at most in
-// proportion to the nodes taken away).
+// the node-hours it asked for plus the margin and the rounding of its limit
+// up to whole minutes, per node (run time grows at most in proportion to
+// the nodes taken away).
+//
+// Where a queued job may go (shrink-to-admit and start-small alike): only
+// nodes of one of its partitions, none of its --exclude, only its
+// --nodelist when it named one. The excluded nodes and --constraint come
+// from `squeue -o %i|%x|%f` (slurmcli.PendingPlacements: 22.05's --Format
+// has no excluded-nodes field), read when a job waits for resources. A job
+// whose placement could not be read, that asks for node features (which
+// the daemon does not check), or that waits in extra.partition (preemptible
+// work) makes no other job shrink and is never started small.
 //
 // # State, restarts and reconciliation
 //

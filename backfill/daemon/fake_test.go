@@ -66,6 +66,8 @@ type fakeJob struct {
 	unreadable bool
 	// reason is squeue's Reason ("" prints "None").
 	reason string
+	// excNodes and features are a pending job's --exclude and --constraint.
+	excNodes, features string
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -196,6 +198,8 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
 		return printFormat(format, f.sinfo())
+	case name == "squeue" && slices.Contains(args, slurmcli.PlacementFormat):
+		return f.placements(), nil
 	case name == "squeue":
 		return f.squeue(envValue(env, "SQUEUE_FORMAT2"), args)
 	case name == "sbatch":
@@ -258,6 +262,22 @@ func slurmTime(t time.Time) string {
 		return "N/A"
 	}
 	return t.In(time.Local).Format(slurmcli.TimeLayout)
+}
+
+// placements prints the pending jobs' excluded nodes and features as
+// `squeue -o slurmcli.PlacementFormat` does ("" and "(null)" when none).
+func (f *fakeSlurm) placements() []byte {
+	var b strings.Builder
+	for _, j := range f.jobs {
+		if j.state == "PENDING" {
+			features := j.features
+			if features == "" {
+				features = "(null)"
+			}
+			fmt.Fprintf(&b, "%s|%s|%s\n", j.id, j.excNodes, features)
+		}
+	}
+	return []byte(b.String())
 }
 
 // squeue prints the jobs (only job ID with --jobs=ID, which fails as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,8 @@ type NodeView struct {
 	// Schedulable: Slurm may start jobs on it (idle, mixed, allocated or
 	// planned; not down, drained or not responding).
 	Managed, Lendable, Schedulable bool
+	// Partitions are the partitions the node is in (sinfo).
+	Partitions []string
 }
 
 // ElasticJob is a running job whose comment is an EasyScale request.
@@ -122,6 +125,11 @@ type View struct {
 	Lookalikes map[string]*ExtraView
 	// All holds every job squeue listed and the snapshot could read, by id.
 	All map[string]slurmcli.Job
+	// Placements are the pending jobs' --exclude and --constraint, by id,
+	// read when a job waits for resources; a job without an entry (or a
+	// nil map: squeue failed) is one whose placement cannot be checked, so
+	// shrink-to-admit and start-small leave it alone.
+	Placements map[string]slurmcli.Placement
 	// Unreadable are the jobs left out of this view because their record
 	// could not be read (by job id; "line N" when squeue's record had no
 	// readable id), with why. Reconciliation leaves records of these ids
@@ -186,6 +194,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 		v.All[j.ID] = j
 	}
+	if slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" }) {
+		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
+			v.Placements = nil // not fatal: nothing is admitted or started small this cycle
+		}
+	}
 	return v, nil
 }
 
@@ -221,7 +234,7 @@ func (s *Snapshotter) nodes(in []slurmcli.Node) []NodeView {
 		if _, hasSpeed := c.Speeds[typ]; !hasSpeed || total == 0 {
 			continue
 		}
-		nv := NodeView{Name: n.Name, GPUType: typ, Total: total, Used: min(used, total)}
+		nv := NodeView{Name: n.Name, GPUType: typ, Total: total, Used: min(used, total), Partitions: n.Partitions}
 		nv.Managed = anyIn(n.Partitions, c.Partitions) && (len(c.Nodes) == 0 || in1(n.Name, c.Nodes)) &&
 			(len(c.GPUTypes) == 0 || in1(typ, c.GPUTypes))
 		nv.Lendable = nv.Managed && usableState(n.State) && idleCPUs(n.CPUs) > 0

@@ -69,6 +69,10 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, o
 	case q.ReqNodes != "":
 		return s, false, "queue head " + q.ID + ": it names its nodes (--nodelist)"
 	}
+	may, no := d.queuedNodes(v, q)
+	if no != "" {
+		return s, false, "queue head " + q.ID + ": " + no
+	}
 	req, readable := readQueued(q)
 	if !readable {
 		return s, false, "queue head " + q.ID + ": request or time limit not readable"
@@ -100,7 +104,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, o
 	var idle []string
 	for _, n := range v.Nodes {
 		free := min(n.Total, max(0, n.Total-n.Used)+lentOn[n.Name])
-		if n.Managed && n.Schedulable && !reserved[n.Name] && free == n.Total && n.Total >= req.perNode &&
+		if n.Managed && n.Schedulable && may(n.Name) && !reserved[n.Name] && free == n.Total && n.Total >= req.perNode &&
 			(req.gpuType == "" || n.GPUType == req.gpuType) {
 			idle = append(idle, n.Name)
 		}

@@ -61,6 +61,20 @@ func TestStartSmall(t *testing.T) {
 		{name: "never below the request's minimum", toml: before, comment: "es-req min=2 max=2 lw=8 d1"},
 		{name: "a head that is not an elastic EasyScale job is never touched", toml: before, comment: "my training run"},
 		{name: "a head with a fixed-size EasyScale request is never touched", toml: before, comment: "es-req lw=8 d1"},
+		{name: "a head that excludes the idle node is not started small (it could not start there)", toml: earlier, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) { q := td.fake.job("20"); td.fake.set(func() { q.excNodes = "n1" }) }},
+		{name: "a head asking node features is not started small", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) { q := td.fake.job("20"); td.fake.set(func() { q.features = "ib" }) }},
+		{name: "a head in a partition without the idle node is not started small", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.partition = "debug" })
+			}},
+		{name: "a head in the preemptible extra partition is not started small", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.partition = "low" })
+			}},
 		{name: "a node another job's reservation names is not idle for it", toml: before, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {
 				p := td.fake.pending("30", "n1", 4, td.now.Add(time.Hour))

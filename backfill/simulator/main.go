@@ -72,6 +72,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
+	maxLoss := fs.Float64("admit-max-loss", 0.5, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
 	admit := fs.Bool("shrink-to-admit", true, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
 	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting); easyscale-backfilld: [start_small] rule, per partition")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -106,6 +107,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.GPUs, cfg.GPUsPerNode, cfg.Nodes = nil, 0, nodes
 	}
 	cfg.ShrinkToAdmit = *admit
+	if !(*maxLoss > 0 && *maxLoss <= 1) {
+		return badFlags(fmt.Errorf("--admit-max-loss %v: use a fraction in (0, 1], e.g. 0.5", *maxLoss))
+	}
+	cfg.AdmitMaxLoss = *maxLoss
 	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
 		return badFlags(fmt.Errorf("--start-small: %w", err))
 	}

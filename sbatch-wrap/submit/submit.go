@@ -61,6 +61,11 @@ func Prepare(args []string, in Input) (Plan, error) {
 	}
 	settings := elastic.Merge(a.Owned, script.Owned, elastic.FromEnv(in.Lookup))
 	if !settings.Any() {
+		for _, sp := range []elastic.Setting{a.Owned.Speeds, script.Owned.Speeds} {
+			if sp.Set { // sbatch has no --speeds: it would refuse it, or the job lose it
+				return Plan{}, fmt.Errorf("%s %w: --speeds describes an EasyScale job; add --elastic or --logical-workers, or remove it", sp.Origin, ErrConflict)
+			}
+		}
 		return p, nil
 	}
 	req, err := settings.Request()
@@ -143,12 +148,12 @@ func readScript(a Args, in Input, p *Plan) (Script, error) {
 
 func conflicts(a Args, s Script, req elastic.Request) error {
 	switch {
-	case req.Elastic() && (a.Nodes || s.Nodes):
-		return startNodes(a, s, req)
 	case a.Comment || s.Comment:
 		return fmt.Errorf("--comment %w: easyscale-sbatch records the request in the job comment", ErrConflict)
 	case a.HetJob || s.HetJob:
 		return fmt.Errorf("a heterogeneous job %w: EasyScale jobs have one component", ErrConflict)
+	case req.Elastic() && (a.Nodes || s.Nodes):
+		return startNodes(a, s, req)
 	}
 	return nil
 }

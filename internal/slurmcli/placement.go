@@ -1,0 +1,69 @@
+package slurmcli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Placement is what a pending job asks of the nodes it may run on beyond
+// its partition and --nodelist: its --exclude and its --constraint.
+// squeue's --Format (the one this package reads with random separators)
+// has no field for excluded nodes in Slurm 22.05 (measured on the lab:
+// "Invalid job format specification" for every spelling), so they are read
+// with the old -o format, whose fields here cannot carry user text.
+type Placement struct {
+	// ExcNodes is the job's --exclude as squeue prints it ("n[3-4]"), ""
+	// when it excludes none.
+	ExcNodes string `json:"exc_nodes,omitempty"`
+	// Features is its --constraint expression ("a100&ib"), "" for none.
+	Features string `json:"features,omitempty"`
+}
+
+// PlacementFormat is the squeue -o format ParsePlacements reads: job id,
+// excluded nodes, features. A job id and a host list cannot contain '|';
+// the features come last, so an expression with '|' (OR) stays whole.
+const PlacementFormat = "%i|%x|%f"
+
+// PendingPlacements runs `squeue --noheader --states=PENDING -o
+// PlacementFormat` and returns each pending job's Placement by id. A line
+// that does not read (see ParsePlacements) is left out: a caller must treat
+// a job without an entry as one whose placement it cannot check.
+func (r Runner) PendingPlacements(ctx context.Context) (map[string]Placement, error) {
+	out, err := r.Output(ctx, "squeue", "--noheader", "--states=PENDING", "-o", PlacementFormat)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pending jobs' excluded nodes and features: %w", err)
+	}
+	return ParsePlacements(out), nil
+}
+
+// ParsePlacements reads squeue -o PlacementFormat output: one line per job,
+// "ID|EXCLUDED|FEATURES". A line whose id is not a job id, or whose
+// excluded nodes hold anything but a host list's characters, is skipped;
+// "(null)" reads as "".
+func ParsePlacements(out []byte) map[string]Placement {
+	ps := map[string]Placement{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 3)
+		if len(f) != 3 || !isJobID(f[0]) || !isHostList(f[1]) {
+			continue
+		}
+		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Features: optional(strings.TrimSpace(f[2]))}
+	}
+	return ps
+}
+
+// isHostList reports whether s is empty, "(null)" or made only of the
+// characters of a Slurm host list (names, digits, "[", "]", "-", ",", ".",
+// "_").
+func isHostList(s string) bool {
+	if s == "(null)" {
+		return true
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("[]-,._", c)) {
+			return false
+		}
+	}
+	return true
+}
