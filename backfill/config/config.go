@@ -216,10 +216,18 @@ func (c *Config) StartSmallRule() planner.StartSmallRule {
 }
 
 // StartSmallOn reports whether start-small may act for a queued job in
-// partition p.
+// partition p (a comma-separated list for a job queued in several: each
+// must be one start_small.partitions lists, when it lists any).
 func (c *Config) StartSmallOn(p string) bool {
-	return c.StartSmallRule() != planner.StartSmallOff &&
-		(len(c.StartSmall.Partitions) == 0 || slices.Contains(c.StartSmall.Partitions, p))
+	if c.StartSmallRule() == planner.StartSmallOff {
+		return false
+	}
+	for _, one := range strings.Split(p, ",") { // a job queued in several: every one must allow it
+		if len(c.StartSmall.Partitions) > 0 && !slices.Contains(c.StartSmall.Partitions, one) {
+			return false
+		}
+	}
+	return true
 }
 
 // Log configures the hclog logger.
@@ -515,8 +523,17 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-// AdmitOn reports whether shrink-to-admit may act in partition p: it is
-// enabled and p is not in admit.off_partitions.
+// AdmitOn reports whether shrink-to-admit may act in partition p (a
+// comma-separated list for a job queued in several, as squeue prints it):
+// it is enabled and none of them is in admit.off_partitions.
 func (c *Config) AdmitOn(p string) bool {
-	return c.Admit.Enabled && !slices.Contains(c.Admit.OffPartitions, p)
+	if !c.Admit.Enabled {
+		return false
+	}
+	for _, one := range strings.Split(p, ",") { // a job queued in several: every one must allow it
+		if slices.Contains(c.Admit.OffPartitions, one) {
+			return false
+		}
+	}
+	return true
 }

@@ -240,6 +240,8 @@ func TestStartSmallActsInTheListedPartitionsOnly(t *testing.T) {
 		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\"]\n", "gpu", true},
 		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\"]\n", "normal", false},
 		{"[start_small]\nrule = \"off\"\npartitions = [\"gpu\"]\n", "gpu", false},
+		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\", \"normal\"]\n", "gpu,normal", true},
+		{"[start_small]\nrule = \"ends-earlier\"\npartitions = [\"gpu\"]\n", "gpu,normal", false},
 	}
 	for _, tc := range cases {
 		c, err := Parse(tc.toml)
@@ -248,6 +250,18 @@ func TestStartSmallActsInTheListedPartitionsOnly(t *testing.T) {
 		}
 		if got := c.StartSmallOn(tc.partition); got != tc.want {
 			t.Errorf("%q in partition %s: StartSmallOn %v, want %v", tc.toml, tc.partition, got, tc.want)
+		}
+	}
+}
+
+func TestAdmitIsOffForAJobQueuedInSeveralPartitionsWhenOneIsOff(t *testing.T) {
+	c, err := Parse("[admit]\noff_partitions = [\"gpu\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{"normal": true, "gpu": false, "debug,gpu": false, "gpu,debug": false, "debug,normal": true} {
+		if got := c.AdmitOn(p); got != want {
+			t.Errorf("AdmitOn(%q) = %v, want %v", p, got, want)
 		}
 	}
 }

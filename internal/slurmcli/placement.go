@@ -39,16 +39,24 @@ func (r Runner) PendingPlacements(ctx context.Context) (map[string]Placement, er
 
 // ParsePlacements reads squeue -o PlacementFormat output: one line per job,
 // "ID|EXCLUDED|FEATURES". A line whose id is not a job id, or whose
-// excluded nodes hold anything but a host list's characters, is skipped;
-// "(null)" reads as "".
+// excluded nodes hold anything but a host list's characters, is skipped,
+// and so is every line of an id that appears twice (which of them is the
+// job's cannot be told); "(null)" reads as "".
 func ParsePlacements(out []byte) map[string]Placement {
 	ps := map[string]Placement{}
+	twice := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 3)
 		if len(f) != 3 || !isJobID(f[0]) || !isHostList(f[1]) {
 			continue
 		}
+		if _, seen := ps[f[0]]; seen {
+			twice[f[0]] = true
+		}
 		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Features: optional(strings.TrimSpace(f[2]))}
+	}
+	for id := range twice {
+		delete(ps, id)
 	}
 	return ps
 }

@@ -9,7 +9,8 @@ import (
 // a job without --exclude, and a job with -C 'a|b' (recorded by hand:
 // squeue --noheader --states=PENDING -o '%i|%x|%f').
 func TestParsePlacementsReadsExcludedNodesAndFeatures(t *testing.T) {
-	out := "5||(null)\n4|n3|(null)\n7|n[1-2],n4|a|b\n8|n3 x|(null)\nnot-a-job|n1|(null)\n9|n1\n"
+	out := "5||(null)\n4|n3|(null)\n7|n[1-2],n4|a|b\n8|n3 x|(null)\nnot-a-job|n1|(null)\n9|n1\n" +
+		"10|n2|(null)\n10|(null)|(null)\n" // an id twice: neither line is kept
 	want := map[string]Placement{
 		"5": {},
 		"4": {ExcNodes: "n3"},
