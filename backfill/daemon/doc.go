@@ -195,7 +195,11 @@
 // has no excluded-nodes field), read when a job waits for resources. A job
 // whose placement could not be read, that asks for node features (which
 // the daemon does not check), or that waits in extra.partition (preemptible
-// work) makes no other job shrink and is never started small.
+// work) makes no other job shrink and is never started small. Not checked:
+// CPUs, memory, licenses and QOS or association limits. A queued job that
+// a freed node still cannot hold for one of those stays pending. The
+// shrunk job then grows back through extra jobs, and over its life it
+// loses at most admit.max_loss of its nodes.
 //
 // # State, restarts and reconciliation
 //
