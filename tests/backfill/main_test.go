@@ -62,13 +62,19 @@ exec sleep 300
 `
 
 // workerScript stands in for `easyscale worker --join ... --token-file ...`:
-// $1 is the coordinator file. It logs to workers.log next to it.
+// $1 is the coordinator file. It logs to workers.log next to it. It waits
+// in a loop of short foreground sleeps, not on one background sleep: with
+// "sleep 600 & wait", Slurm's SIGTERM could kill the sleep and end the wait
+// and the script before the shell ran its own trap, and "left" went
+// unlogged (the flake of
+// TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime, about
+// 1 run in 4). A trapped signal now runs its trap once the sleep in
+// progress ends, within a second.
 const workerScript = `#!/bin/sh
 log="$(dirname "$1")/workers.log"
 trap 'echo "left $SLURM_JOB_ID" >> "$log"; exit 0' TERM
 echo "joined $SLURM_JOB_ID $(cat "$1")" >> "$log"
-sleep 600 &
-wait
+while :; do sleep 1; done
 `
 
 // daemonProc is one running easyscale-backfilld.
