@@ -201,31 +201,12 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 	}
 	cluster := planner.NewCluster(nodes, c.Speeds)
 	baseAvail := make([]int, len(nodes))
-	lentOn := map[string]int{} // GPUs of this daemon's running extra jobs, by node
-	for _, l := range live {
-		if !l.pending {
-			lentOn[l.rec.Node] += l.rec.GPUs
-		}
-	}
+	lentOn := lentByNode(live)
 	for i, n := range nodes {
-		nv := v.node(n.Name)
-		baseAvail[i] = min(nv.Total, max(0, nv.Total-nv.Used)+lentOn[n.Name])
+		baseAvail[i] = freeGPUs(*v.node(n.Name), lentOn)
 	}
-	queued := slices.Clone(v.Pending)
-	plannedAt := func(j slurmcli.Job) int64 {
-		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
-			return t.Unix()
-		}
-		return math.MaxInt64 // no planned start: after every planned one
-	}
-	slices.SortStableFunc(queued, func(x, y slurmcli.Job) int {
-		if c := cmp.Compare(plannedAt(x), plannedAt(y)); c != 0 {
-			return c
-		}
-		return cmp.Compare(jobOrder(x.ID), jobOrder(y.ID))
-	})
-	for _, q := range queued {
-		if q.Reason != "Resources" || !c.AdmitOn(q.Partition) {
+	for _, q := range d.waitingForResources(v) {
+		if !c.AdmitOn(q.Partition) {
 			continue
 		}
 		req, readable := readQueued(q)
@@ -246,16 +227,9 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	baseAvail []int, q slurmcli.Job, req queuedRequest) (admission, string) {
 	c := d.cfg
 	keepOff := map[int]bool{}
-	for _, p := range v.Pending {
-		if p.ID == q.ID {
-			continue
-		}
-		if pj, ok := pendingJob(p, d.snap.loc()); ok {
-			for _, ng := range pj.PlannedNodes {
-				if i, ok := idx[ng.Node]; ok {
-					keepOff[i] = true
-				}
-			}
+	for name := range d.reservedNodes(v, q.ID) {
+		if i, ok := idx[name]; ok {
+			keepOff[i] = true
 		}
 	}
 	may, why := d.queuedNodes(v, q)

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -48,4 +50,62 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	return func(node string) bool {
 		return inPartition[node] && !slices.Contains(excluded, node) && (only == nil || slices.Contains(only, node))
 	}, ""
+}
+
+// waitingForResources are the pending jobs squeue shows waiting for
+// resources (Reason "Resources"), in queue order: earliest planned start
+// first (none planned: after every planned one), then lowest id. The
+// first is the queue head.
+func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
+	var out []slurmcli.Job
+	for _, j := range v.Pending {
+		if j.Reason == "Resources" {
+			out = append(out, j)
+		}
+	}
+	plannedAt := func(j slurmcli.Job) int64 {
+		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
+			return t.Unix()
+		}
+		return math.MaxInt64
+	}
+	slices.SortStableFunc(out, func(x, y slurmcli.Job) int {
+		return cmp.Or(cmp.Compare(plannedAt(x), plannedAt(y)), cmp.Compare(jobOrder(x.ID), jobOrder(y.ID)))
+	})
+	return out
+}
+
+// reservedNodes are the nodes the reservation of a pending job other than
+// except names (squeue's planned nodes).
+func (d *Daemon) reservedNodes(v *View, except string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range v.Pending {
+		if p.ID == except {
+			continue
+		}
+		if pj, ok := pendingJob(p, d.snap.loc()); ok {
+			for _, ng := range pj.PlannedNodes {
+				out[ng.Node] = true
+			}
+		}
+	}
+	return out
+}
+
+// lentByNode counts the GPUs of this daemon's running extra jobs by node:
+// idle for a queued job, since Slurm preempts extra.partition for it.
+func lentByNode(live map[string]*lent) map[string]int {
+	out := map[string]int{}
+	for _, l := range live {
+		if !l.pending {
+			out[l.rec.Node] += l.rec.GPUs
+		}
+	}
+	return out
+}
+
+// freeGPUs are node n's GPUs a queued job may have: idle ones plus those
+// of this daemon's extra jobs there (lentOn, lentByNode).
+func freeGPUs(n NodeView, lentOn map[string]int) int {
+	return min(n.Total, max(0, n.Total-n.Used)+lentOn[n.Name])
 }

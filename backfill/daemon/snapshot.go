@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
@@ -194,7 +195,10 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 		v.All[j.ID] = j
 	}
-	if slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" }) {
+	// Only shrink-to-admit and start-small read placements: no extra squeue
+	// per cycle when both are off or no job waits for resources.
+	acts := s.Config.Admit.Enabled || s.Config.StartSmallRule() != planner.StartSmallOff
+	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" }) {
 		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
 			v.Placements = nil // not fatal: nothing is admitted or started small this cycle
 		}

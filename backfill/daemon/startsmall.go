@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -40,26 +39,11 @@ type smallStart struct {
 // speeds cancel. ok is false with why when it does not.
 func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, ok bool, why string) {
 	c := d.cfg
-	var head *slurmcli.Job
-	plannedAt := func(j slurmcli.Job) int64 {
-		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
-			return t.Unix()
-		}
-		return math.MaxInt64
-	}
-	for i := range v.Pending {
-		q := &v.Pending[i]
-		if q.Reason != "Resources" {
-			continue
-		}
-		if head == nil || cmp.Or(cmp.Compare(plannedAt(*q), plannedAt(*head)), cmp.Compare(jobOrder(q.ID), jobOrder(head.ID))) < 0 {
-			head = q
-		}
-	}
-	if head == nil {
+	queue := d.waitingForResources(v)
+	if len(queue) == 0 {
 		return s, false, "no job waits for resources"
 	}
-	q := *head
+	q := queue[0]
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
 	case !c.StartSmallOn(q.Partition):
@@ -84,27 +68,11 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, o
 	if !okAt || !reservedAt.After(v.Now) {
 		return s, false, "queue head " + q.ID + ": no planned start in the future"
 	}
-	reserved := map[string]bool{} // nodes another pending job's reservation names
-	for _, p := range v.Pending {
-		if p.ID == q.ID {
-			continue
-		}
-		if pj, ok := pendingJob(p, d.snap.loc()); ok {
-			for _, ng := range pj.PlannedNodes {
-				reserved[ng.Node] = true
-			}
-		}
-	}
-	lentOn := map[string]int{}
-	for _, l := range live {
-		if !l.pending {
-			lentOn[l.rec.Node] += l.rec.GPUs
-		}
-	}
+	reserved := d.reservedNodes(v, q.ID)
+	lentOn := lentByNode(live)
 	var idle []string
 	for _, n := range v.Nodes {
-		free := min(n.Total, max(0, n.Total-n.Used)+lentOn[n.Name])
-		if n.Managed && n.Schedulable && may(n.Name) && !reserved[n.Name] && free == n.Total && n.Total >= req.perNode &&
+		if n.Managed && n.Schedulable && may(n.Name) && !reserved[n.Name] && freeGPUs(n, lentOn) == n.Total && n.Total >= req.perNode &&
 			(req.gpuType == "" || n.GPUType == req.gpuType) {
 			idle = append(idle, n.Name)
 		}
