@@ -21,7 +21,9 @@
 //	    float32, then scaled by 1/N. The result is therefore the same for any
 //	    placement and any number of physical workers.
 //	  - Every physical worker holds a full replica of the parameters and the
-//	    optimizer state and applies the identical update, as DDP does.
+//	    optimizer state and applies the identical update, as DDP does. In
+//	    one process, rank 0 computes on the coordinator's replica itself
+//	    rather than on a copy of it (local.go).
 //	  - When the allocation changes (only at step boundaries) ESTs move with
 //	    their contexts; joining workers copy the parameters and optimizer
 //	    state of rank 0; no restart.

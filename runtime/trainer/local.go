@@ -9,6 +9,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
+	"github.com/easyscale/easyscale-slurm/runtime/vecf32"
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
@@ -24,8 +25,11 @@ type localExecutor struct {
 	ablate  Ablation
 
 	workers []*worker
-	grads   [][]float32 // per EST, flattened
-	plan    placement.Plan
+	// master is the coordinator's replica, the src of Resize: rank 0
+	// computes on it directly (see Resize), so Commit skips it.
+	master *Replica
+	grads  [][]float32 // per EST, flattened
+	plan   placement.Plan
 	// abandoned is set when a Step gave up on ctx: its goroutines may
 	// still be computing, so Close must not wait for them.
 	abandoned bool
@@ -91,13 +95,25 @@ func onAll(ws []*worker, f func(w *worker)) {
 
 func (x *localExecutor) Workers() int { return len(x.workers) }
 
+// Resize starts or stops workers; a new worker of rank 1 or above copies
+// src (the coordinator's replica). Rank 0 computes on src itself: in one
+// process its replica would be a second copy of src that only costs an
+// optimizer step per step to keep equal (the replica self-check then
+// compares ranks 1 and above). Computing on src is safe because a step
+// only reads the parameters and writes gradients; the parameters and
+// optimizer state change in the coordinator's Apply, between steps.
 func (x *localExecutor) Resize(_ context.Context, n int, src *Replica) error {
 	for len(x.workers) > n {
 		last := x.workers[len(x.workers)-1]
 		last.stop()
 		x.workers = x.workers[:len(x.workers)-1]
 	}
+	x.master = src
 	for len(x.workers) < n {
+		if len(x.workers) == 0 {
+			x.workers = append(x.workers, startWorker(0, src, src.Net.NewBuffers()))
+			continue
+		}
 		rep, err := NewReplica(x.spec, x.wl, 1)
 		if err != nil {
 			return err
@@ -130,9 +146,13 @@ func (x *localExecutor) Step(ctx context.Context, step int64, plan placement.Pla
 	}
 	x.plan = plan
 	computed := make(chan struct{})
+	lead := -1 // the worker holding EST 0, which sums its ESTs into grad as it goes
+	if !x.ablate.GroupedReduction {
+		lead = plan.Owner(0)
+	}
 	go func() {
 		defer close(computed)
-		x.computeAll(step, plan, ests, out)
+		x.computeAll(step, plan, ests, out, lead, grad)
 	}()
 	select {
 	case <-computed:
@@ -145,7 +165,6 @@ func (x *localExecutor) Step(ctx context.Context, step int64, plan placement.Pla
 	if x.ablate.BuffersPerWorker { // the saved model then holds rank 0's buffers
 		models.CopyData(ests[0].Buffers, x.workers[0].buffers)
 	}
-	var red Reducer = canonicalReduce{}
 	if x.ablate.GroupedReduction {
 		groups := make([][]int, len(plan))
 		for w, r := range plan {
@@ -153,15 +172,22 @@ func (x *localExecutor) Step(ctx context.Context, step int64, plan placement.Pla
 				groups[w] = append(groups[w], e)
 			}
 		}
-		red = groupedReduce{groups: groups}
+		groupedReduce{groups: groups}.Reduce(grad, x.grads, x.threads)
+		return nil
 	}
-	red.Reduce(grad, x.grads, x.threads)
+	prefix := 0
+	if lead >= 0 {
+		prefix = plan[lead].Count
+	}
+	reduceRest(grad, prefix, x.grads, x.threads)
 	return nil
 }
 
 // computeAll runs every EST of step on the worker plan assigns it to and
-// waits for all.
-func (x *localExecutor) computeAll(step int64, plan placement.Plan, ests []*ESTContext, out *StepOutput) {
+// waits for all. Worker lead (the one holding EST 0; -1 for none) sums
+// its ESTs' gradients into sum in EST order (AccumulateEST), the others
+// write theirs to x.grads.
+func (x *localExecutor) computeAll(step int64, plan placement.Plan, ests []*ESTContext, out *StepOutput, lead int, sum []float32) {
 	onAll(x.workers, func(w *worker) {
 		r := plan[w.rank]
 		for e := r.First; e < r.First+r.Count; e++ {
@@ -173,13 +199,21 @@ func (x *localExecutor) computeAll(step int64, plan placement.Plan, ests []*ESTC
 			if x.ablate.BuffersPerWorker {
 				in.Buffers = w.buffers
 			}
+			if w.rank == lead {
+				out.Losses[e], out.Samples[e] = w.rep.AccumulateEST(ests[e], in, sum, e == 0)
+				continue
+			}
 			out.Losses[e], out.Samples[e] = w.rep.ComputeEST(ests[e], in, x.grads[e])
 		}
 	})
 }
 
 func (x *localExecutor) Commit(_ int64, grad []float32, lr float32) error {
-	onAll(x.workers, func(w *worker) { w.rep.Apply(grad, lr) })
+	onAll(x.workers, func(w *worker) {
+		if w.rep != x.master {
+			w.rep.Apply(grad, lr)
+		}
+	})
 	return nil
 }
 
@@ -209,6 +243,15 @@ func flattenGrads(dst []float32, params []models.Named) {
 	off := 0
 	for _, p := range params {
 		off += copy(dst[off:], p.T.Grad)
+	}
+}
+
+// addGrads adds the gradients of params, in order, into dst (float32 adds).
+func addGrads(dst []float32, params []models.Named) {
+	off := 0
+	for _, p := range params {
+		vecf32.Add(dst[off:off+len(p.T.Grad)], p.T.Grad)
+		off += len(p.T.Grad)
 	}
 }
 

@@ -47,6 +47,29 @@ func (canonicalReduce) Reduce(dst []float32, grads [][]float32, parts int) {
 	})
 }
 
+// reduceRest finishes canonicalReduce's sum when dst already holds its
+// first prefix terms, g_0 + ... + g_{prefix-1} unscaled (as
+// Replica.AccumulateEST leaves them): it adds grads[prefix:] in EST order
+// and scales by 1/len(grads), giving canonicalReduce's bits. It may use up
+// to parts goroutines.
+func reduceRest(dst []float32, prefix int, grads [][]float32, parts int) {
+	if prefix == 0 {
+		canonicalReduce{}.Reduce(dst, grads, parts)
+		return
+	}
+	scale := float32(1) / float32(len(grads))
+	parallelRanges(len(dst), parts, func(lo, hi int) {
+		for b := lo; b < hi; b += reduceBlock {
+			e := min(b+reduceBlock, hi)
+			d := dst[b:e]
+			for _, g := range grads[prefix:] {
+				vecf32.Add(d, g[b:e])
+			}
+			vecf32.Scale(d, scale)
+		}
+	})
+}
+
 // reduceBlock is the number of gradient elements canonicalReduce sums
 // over all logical workers at a time (8 KiB of float32).
 const reduceBlock = 2048

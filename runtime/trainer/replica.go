@@ -104,6 +104,30 @@ type ESTInput struct {
 // gradient into grad. It returns the micro-batch loss and a hash of the
 // sample indices consumed.
 func (r *Replica) ComputeEST(c *ESTContext, in ESTInput, grad []float32) (loss float32, samples string) {
+	loss, samples = r.backward(c, in)
+	flattenGrads(grad, r.Params)
+	return loss, samples
+}
+
+// AccumulateEST is ComputeEST that adds the gradient into sum instead of
+// writing it to a buffer of its own: sum = g when first, else sum = sum + g
+// (float32 adds). Called for logical workers 0, 1, ..., k in turn, it
+// leaves in sum the first k+1 terms of canonicalReduce's sequential sum,
+// bit for bit, while the gradient is still in the cache, and saves a
+// buffer, a copy and a pass of the reduction per logical worker.
+func (r *Replica) AccumulateEST(c *ESTContext, in ESTInput, sum []float32, first bool) (loss float32, samples string) {
+	loss, samples = r.backward(c, in)
+	if first {
+		flattenGrads(sum, r.Params)
+	} else {
+		addGrads(sum, r.Params)
+	}
+	return loss, samples
+}
+
+// backward runs c's micro-batch forward and backward, leaving its gradient
+// in r's parameters.
+func (r *Replica) backward(c *ESTContext, in ESTInput) (loss float32, samples string) {
 	idx := in.Sampler.Next(&c.Cursor, c.ID, in.MicroBatch)
 	mb := in.Workload.TrainBatch(idx, in.Seed, in.StreamKey, in.Step)
 	r.Tape.Reset()
@@ -112,7 +136,6 @@ func (r *Replica) ComputeEST(c *ESTContext, in ESTInput, grad []float32) (loss f
 	}
 	l, _ := r.Net.Forward(r.Tape, in.Buffers, mb, dropoutSource(in.Seed, in.StreamKey, in.Step), true)
 	r.Tape.Backward(l)
-	flattenGrads(grad, r.Params)
 	slowIfDue(in.Step)
 	return l.Data[0], hashIndices(idx)
 }
