@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,12 +87,14 @@ type stepTimer struct {
 	wall, cpu time.Duration
 	t0        time.Time
 	c0        time.Duration
+	last      time.Duration // CPU time of the last step
 }
 
 func (s *stepTimer) start() { s.t0, s.c0 = time.Now(), processCPU() }
 
 func (s *stepTimer) stop() {
 	w, c := time.Since(s.t0), processCPU()-s.c0
+	s.last = c
 	if s.wall == 0 || w < s.wall {
 		s.wall = w
 	}
@@ -148,7 +151,8 @@ type plainStepper struct {
 	buffers []models.Named
 	opt     optim.Optimizer
 	sampler *data.Sampler
-	cursor  data.Cursor
+	cursors []data.Cursor // one per logical worker, as the ESTs' contexts
+	horizon int64
 	tp      *engine.Tape
 }
 
@@ -161,27 +165,42 @@ func newPlainStepper(b *testing.B, text string) *plainStepper {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return plainStepperOn(b, spec, wl, &Replica{Net: net, Params: params, Opt: opt, Tape: newTrainTape(1)})
+}
+
+// plainStepperOn is a plain stepper that trains rep's network with rep's
+// optimizer and tape.
+func plainStepperOn(b *testing.B, spec *jobspec.Spec, wl workload.Workload, rep *Replica) *plainStepper {
 	sampler, err := data.NewSampler(wl.TrainLen(), spec.LogicalWorkers, spec.Seed)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &plainStepper{spec: spec, wl: wl, net: net, params: params, buffers: net.NewBuffers(), opt: opt,
-		sampler: sampler, tp: newTrainTape(1)}
+	horizon, err := spec.Horizon(sampler.StepsPerEpoch(spec.MicroBatch))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &plainStepper{spec: spec, wl: wl, net: rep.Net, params: rep.Params, buffers: rep.Net.NewBuffers(), opt: rep.Opt,
+		sampler: sampler, cursors: make([]data.Cursor, spec.LogicalWorkers), horizon: horizon, tp: rep.Tape}
 }
 
-// step accumulates the N micro-batches of step i and applies the optimizer.
+// step accumulates the N micro-batches of step i and applies the
+// optimizer. It trains on the samples, dropout masks and learning rate the
+// ESTs of the same step use (logical worker e's shard and streams for
+// micro-batch e), so both arms of a comparison follow the same trajectory:
+// the speed of a step depends on the values it computes (subnormal floats
+// are slow), and two models trained apart run at different speeds.
 func (p *plainStepper) step(i int64) {
 	spec := p.spec
 	for _, q := range p.params {
 		q.T.ZeroGrad()
 	}
-	for range spec.LogicalWorkers {
-		idx := p.sampler.Next(&p.cursor, 0, spec.MicroBatch)
-		mb := p.wl.TrainBatch(idx, spec.Seed, 0, i)
+	for e := range spec.LogicalWorkers {
+		idx := p.sampler.Next(&p.cursors[e], e, spec.MicroBatch)
+		mb := p.wl.TrainBatch(idx, spec.Seed, e, i)
 		p.tp.Reset()
 		seed, step := spec.Seed, uint64(i)
 		loss, _ := p.net.Forward(p.tp, p.buffers, mb, func(l int) engine.Uniform {
-			return rng.NewStream(rng.StreamKey{Seed: seed, Step: step, Purpose: rng.Dropout, Sub: uint16(l)})
+			return rng.NewStream(rng.StreamKey{Seed: seed, Worker: uint32(e), Step: step, Purpose: rng.Dropout, Sub: uint16(l)})
 		}, true)
 		p.tp.Backward(loss)
 	}
@@ -191,7 +210,8 @@ func (p *plainStepper) step(i int64) {
 			q.T.Grad[k] *= scale
 		}
 	}
-	p.opt.Step(models.Tensors(p.params), 0.05)
+	lr := optim.WarmupCosine(int(i), spec.LR.WarmupSteps, int(p.horizon), spec.Optimizer.LR, spec.LR.MinLR)
+	p.opt.Step(models.Tensors(p.params), lr)
 }
 
 // BenchmarkStep measures one training step of the MNIST example (LeNet,
@@ -203,15 +223,22 @@ func BenchmarkStep(b *testing.B) { benchSteps(b, benchJob) }
 // ESTs × 8 sequences of 64 characters (AdamW).
 func BenchmarkStepCharLM(b *testing.B) { benchSteps(b, benchCharLMJob) }
 
-// BenchmarkStepSwitch runs a step of 8 ESTs on one physical worker and a
-// plain step of the same job in every iteration, alternating which goes
-// first, and reports the fastest of each by the process CPU clock and
-// est_switch_overhead_pct = est/plain - 1 from those (EasyScale reports
-// -0.5..+2 % on V100). Measuring both arms side by side keeps a spell of
-// load on a shared machine from falling on one arm only.
+// BenchmarkStepSwitch runs step i of 8 ESTs on one physical worker and
+// step i of the plain job (the same samples, masks and learning rate) in
+// iteration i, alternating which goes first, and reports the fastest of
+// each by the process CPU clock and est_switch_overhead_pct, the median
+// over iterations of est_i/plain_i - 1 (EasyScale reports -0.5..+2 % on
+// V100). Pairing the two arms step by step keeps a spell of load on a
+// shared machine, and the step's own data, from falling on one arm only;
+// the median of the pairs is steadier than the ratio of the two minima.
+// Both arms train the same network (the job's replica, with its optimizer
+// and tape), so they compute on the same memory: two separate copies of
+// the model differ in speed by up to 2 % by their addresses alone
+// (measured with two plain steppers side by side), more than the overhead
+// measured.
 func BenchmarkStepSwitch(b *testing.B) {
 	j := newBenchJob(b, benchJob, 1)
-	p := newPlainStepper(b, benchJob)
+	p := plainStepperOn(b, j.opts.Spec, j.opts.Workload, j.eng.(*nativeEngine).master)
 	var est, plain stepTimer
 	runEST := func() {
 		est.start()
@@ -224,6 +251,7 @@ func BenchmarkStepSwitch(b *testing.B) {
 		p.step(int64(i))
 		plain.stop()
 	}
+	ratios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
@@ -233,10 +261,13 @@ func BenchmarkStepSwitch(b *testing.B) {
 			runPlain(i)
 			runEST()
 		}
+		ratios = append(ratios, float64(est.last)/float64(plain.last))
 	}
+	slices.Sort(ratios)
 	b.ReportMetric(float64(est.cpu.Nanoseconds()), "est-min-cpu-ns/step")
 	b.ReportMetric(float64(plain.cpu.Nanoseconds()), "plain-min-cpu-ns/step")
-	b.ReportMetric(100*(float64(est.cpu)/float64(plain.cpu)-1), "est-overhead-%")
+	b.ReportMetric(100*(ratios[len(ratios)/2]-1), "est-overhead-%")
+
 }
 
 // BenchmarkRescale measures one in-process reallocation between 2 and 8
