@@ -75,6 +75,18 @@ func parseChunkHeader(b []byte) chunkHeader {
 // ctx's error when it ends; ErrClosed on a closed ring. Any error breaks the
 // ring (see Ring).
 func (r *Ring) AllReduce(ctx context.Context, out []float32, local [][]float32, firstEST int, scale float32) error {
+	return r.AllReduceNotify(ctx, out, local, firstEST, scale, nil)
+}
+
+// AllReduceNotify is AllReduce that also calls contributed (when not nil)
+// once this rank's part is written to the ring: from then on the reduction
+// no longer reads local, and what is left is the result arriving in out,
+// which the call still waits for. A rank other than the last can so
+// report the rest of its step (its losses, its logical workers' contexts)
+// while the result is on its way. contributed runs on another goroutine,
+// at most once, and never on the last rank (whose part is the result) or
+// when the reduction fails first; it must not block.
+func (r *Ring) AllReduceNotify(ctx context.Context, out []float32, local [][]float32, firstEST int, scale float32, contributed func()) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p := r.broken.Load(); p != nil {
@@ -85,6 +97,7 @@ func (r *Ring) AllReduce(ctx context.Context, out []float32, local [][]float32, 
 		return err
 	}
 	o := r.newOp(out, local, firstEST, scale)
+	o.contributed = contributed
 	r.seq++
 	if r.size == 1 || len(out) == 0 {
 		o.computeAll()
@@ -145,6 +158,10 @@ type op struct {
 	failOnce sync.Once
 	err      error
 
+	// contributed is called once this rank's reduce frames are written
+	// (AllReduceNotify); nil for none.
+	contributed func()
+
 	prefix [prefixSize]byte // receiver's
 	wpre   [prefixSize]byte // sender's
 }
@@ -192,6 +209,9 @@ func (o *op) run(ctx context.Context) error {
 		o.fail(fmt.Errorf("collective: rank %d: all-reduce %d: %w", o.r.rank, o.seq, ctx.Err()))
 	})
 	defer stop()
+	if !o.sendReduce && !o.last && o.contributed != nil {
+		o.contributed() // no EST up to this rank: nothing of its own to send
+	}
 	var wg sync.WaitGroup
 	if o.sendReduce || o.sendBcast {
 		wg.Go(func() {
@@ -306,6 +326,9 @@ func (o *op) send() error {
 				return err
 			}
 			o.reduceSent <- k
+		}
+		if o.contributed != nil {
+			o.contributed()
 		}
 	}
 	if o.sendBcast {

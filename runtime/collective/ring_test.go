@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -575,6 +576,78 @@ func BenchmarkAllReduceSmall(b *testing.B) {
 			for b.Loop() {
 				if _, errs := allReduce(context.Background(), rings, grads, []int{4, 4}); errors.Join(errs...) != nil {
 					b.Fatal(errors.Join(errs...))
+				}
+			}
+		})
+	}
+}
+
+// TestContributedComesOnceOnEveryRankButTheLastAndLocalIsThenFree checks
+// AllReduceNotify: every rank but the last is told once, and from then on
+// its gradients may be overwritten (here with NaN) without changing the
+// result; the last rank is never told.
+func TestContributedComesOnceOnEveryRankButTheLastAndLocalIsThenFree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []struct {
+		name       string
+		counts     []int
+		chunkBytes int
+	}{
+		{"two ranks, one chunk", []int{4, 4}, 0},
+		{"two ranks, many chunks", []int{4, 4}, 64},
+		{"one EST on rank 0 (sent without a copy)", []int{1, 3}, 64},
+		{"three ranks, the first holding none", []int{0, 3, 2}, 64},
+		{"four ranks, the middle ones holding none", []int{2, 0, 0, 3}, 128},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := len(c.counts)
+			rings := connectRing(t, p, Options{ChunkBytes: c.chunkBytes, Timeout: 5 * time.Second, Auth: testJob(t)})
+			n := 0
+			for _, k := range c.counts {
+				n += k
+			}
+			grads := mixedGrads(rng, n, 1003)
+			scale := float32(1) / float32(n)
+			want := reference(grads, scale)
+			outs := make([][]float32, p)
+			errs := make([]error, p)
+			told := make([]atomic.Int32, p)
+			var wg sync.WaitGroup
+			first := 0
+			for r := range rings {
+				lo, hi := first, first+c.counts[r]
+				first = hi
+				outs[r] = make([]float32, 1003)
+				local := make([][]float32, hi-lo)
+				for i := range local {
+					local[i] = append([]float32(nil), grads[lo+i]...)
+				}
+				wg.Go(func() {
+					errs[r] = rings[r].AllReduceNotify(context.Background(), outs[r], local, lo, scale, func() {
+						told[r].Add(1)
+						for _, g := range local {
+							for j := range g {
+								g[j] = float32(math.NaN())
+							}
+						}
+					})
+				})
+			}
+			wg.Wait()
+			for r := range rings {
+				if errs[r] != nil {
+					t.Fatalf("rank %d: %v", r, errs[r])
+				}
+				if j := firstDiff(outs[r], want); j >= 0 {
+					t.Fatalf("rank %d element %d = %v, canonical %v", r, j, outs[r][j], want[j])
+				}
+				wantTold := int32(1)
+				if r == p-1 {
+					wantTold = 0
+				}
+				if got := told[r].Load(); got != wantTold {
+					t.Errorf("rank %d was told %d times that its part is sent, want %d", r, got, wantTold)
 				}
 			}
 		})
