@@ -18,24 +18,33 @@
 // apart from their replica. One step S:
 //
 //  1. coordinator → each worker: Step{S, step S-1's commit, its ESTs'
-//     contexts, ring}; the worker first applies step S-1's reduced
-//     gradient to its replica (the commit), then computes;
+//     contexts, ring}; the worker checks the commit against the update
+//     of step S-1 it applied ahead (4), then computes;
 //  2. workers compute their ESTs' gradients, then all-reduce them along
 //     their ring (the coordinator is not a member: protocol 3);
-//  3. each worker → coordinator: StepDone{advanced contexts, losses}; the
-//     ring's last rank, which holds the reduced gradient first, sends it
-//     with its answer;
+//  3. each worker → coordinator: StepDone{advanced contexts, losses}. A
+//     rank other than the last sends it as soon as its part of the
+//     all-reduce is written, while the result is still on its way to it;
+//     the ring's last rank, which holds the result first, sends it with
+//     its answer;
 //  4. the coordinator applies the optimizer to its replica and records the
-//     step; its commit to the workers rides on step S+1's message.
+//     step; its commit to the workers rides on step S+1's message. Each
+//     worker, idle until then, applies step S's update as soon as the
+//     result is in, at the rate the coordinator will commit
+//     (trainer.LearningRate), keeping its replica as it was.
 //
-// So a step costs each worker one message in and one out, and no ring hop
-// through the coordinator. Nothing changes on any replica before the
-// commit, so when a worker is lost during a step (its process killed, its
-// connection cut, or silent past the heartbeat timeout), the survivors are
-// told to Abort (which closes their ring) and the step is redone on them
-// from the same state, without the commit they already applied: nothing
-// is lost or repeated. A worker checks that every step it is asked for is
-// the one its replica is at.
+// So a step costs each worker one message in and one out, no ring hop
+// through the coordinator, and no wait for the update at the start of the
+// next step. Nothing is committed on any replica before the coordinator's
+// commit: an update applied ahead is undone (the copy kept is restored)
+// when the next message is not the commit of that step at that rate. So
+// when a worker is lost during a step (its process killed, its connection
+// cut, or silent past the heartbeat timeout), the survivors are told to
+// Abort (which closes their ring) and the step is redone on them from the
+// same state: nothing is lost or repeated. A worker checks that every step
+// it is asked for is the one its replica is at, and one that reported
+// before its all-reduce failed (so it lacks the result) ends its session
+// at the commit and rejoins.
 //
 // Signals. A worker that receives SIGTERM (Slurm's preemption, shrink and
 // time-limit signal) asks to leave and is released at the next step

@@ -12,9 +12,11 @@ import (
 
 // ring is the all-reduce the cluster uses (runtime/collective's Ring).
 type ring interface {
-	// AllReduce leaves in out the canonical reduction of every member's
-	// local gradients (this member holds ESTs firstEST.. in order).
-	AllReduce(ctx context.Context, out []float32, local [][]float32, firstEST int, scale float32) error
+	// AllReduceNotify leaves in out the canonical reduction of every
+	// member's local gradients (this member holds ESTs firstEST.. in
+	// order), calling contributed (on a member other than the last) once
+	// this member's part is sent (collective.Ring.AllReduceNotify).
+	AllReduceNotify(ctx context.Context, out []float32, local [][]float32, firstEST int, scale float32, contributed func()) error
 	Close() error
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -204,6 +205,25 @@ type session struct {
 	ringSize int
 	grads    [][]float32
 	reduced  []float32
+	// reducedAt is the step whose all-reduce result reduced holds (-1:
+	// none). A rank other than the last reports its step before that
+	// result has arrived; the commit of a step whose result never came
+	// cannot be applied, and the session ends (the worker rejoins).
+	reducedAt int64
+	// ahead is the step whose update this worker applied as soon as its
+	// result was here, before the coordinator's commit (-1: none), at
+	// rate aheadLR; backup is the replica as it was before, restored when
+	// the commit does not come (a redo of that step) or has another rate.
+	ahead   int64
+	aheadLR float32
+	backup  *trainer.Replica
+	// horizon is the job's number of steps, for the learning rate
+	// (trainer.LearningRate).
+	horizon int64
+	// stash holds the next step's frames when they arrive while this
+	// worker still receives the previous step's result; next returns
+	// them first.
+	stash []frame
 	// at is the step this worker's replica is ready for: it holds the
 	// updates of every earlier step (-1: unknown until the first step
 	// message, for a worker admitted outside a step boundary).
@@ -245,8 +265,14 @@ func (s *session) readControl(stop <-chan struct{}) {
 	}
 }
 
-// next returns the next frame that is not a heartbeat, or the quit error.
+// next returns the next frame that is not a heartbeat (stashed frames
+// first), or the quit error.
 func (s *session) next() (frame, error) {
+	if len(s.stash) > 0 {
+		f := s.stash[0]
+		s.stash = s.stash[1:]
+		return f, nil
+	}
 	for {
 		select {
 		case <-s.quit:
@@ -398,8 +424,17 @@ func (s *session) prepare(spec *jobspec.Spec) error {
 	if err != nil {
 		return err
 	}
-	s.spec, s.wl, s.rep, s.sampler = spec, wl, rep, sampler
+	horizon, err := spec.Horizon(sampler.StepsPerEpoch(spec.MicroBatch))
+	if err != nil {
+		return err
+	}
+	backup, err := trainer.NewReplica(spec, wl, 1)
+	if err != nil {
+		return err
+	}
+	s.spec, s.wl, s.rep, s.sampler, s.backup, s.horizon = spec, wl, rep, sampler, backup, horizon
 	s.reduced = make([]float32, rep.NumParams())
+	s.reducedAt, s.ahead = -1, -1
 	return nil
 }
 
@@ -494,11 +529,27 @@ func (s *session) bye(b []byte) error {
 }
 
 // commit applies the previous step's update when m carries it, and checks
-// that the replica is then at m's step.
+// that the replica is then at m's step. An update applied ahead
+// (applyAhead) stands when m commits that step at the same rate, and is
+// undone otherwise.
 func (s *session) commit(m *stepMsg) error {
-	if c := m.Commit; c != nil {
+	c := m.Commit
+	if s.ahead >= 0 {
+		ahead := s.ahead
+		s.ahead = -1
+		if c != nil && c.Step == ahead && math.Float32bits(c.LR) == math.Float32bits(s.aheadLR) {
+			c = nil
+			s.at = ahead + 1
+		} else if err := s.rep.CopyFrom(s.backup); err != nil {
+			return fmt.Errorf("step %d: undoing the update of step %d applied ahead: %w", m.Step, ahead, err)
+		}
+	}
+	if c != nil {
 		if s.at >= 0 && c.Step != s.at {
 			return fmt.Errorf("step %d: the coordinator commits step %d, this replica is at step %d", m.Step, c.Step, s.at)
+		}
+		if s.reducedAt != c.Step {
+			return fmt.Errorf("step %d: the coordinator commits step %d, whose all-reduce result never reached this worker (it had reported its part): rejoining", m.Step, c.Step)
 		}
 		s.rep.Apply(s.reduced, c.LR)
 		s.at = c.Step + 1
@@ -508,6 +559,22 @@ func (s *session) commit(m *stepMsg) error {
 	}
 	s.at = m.Step
 	return nil
+}
+
+// applyAhead applies step's update, whose all-reduce result is in
+// s.reduced, at the rate the coordinator will commit it
+// (trainer.LearningRate), keeping the replica as it was in s.backup: the
+// worker is idle until the next step's message, which would otherwise
+// start with this update. commit keeps it or undoes it.
+func (s *session) applyAhead(step int64) {
+	if s.backup == nil || s.reducedAt != step {
+		return
+	}
+	if err := s.backup.CopyFrom(s.rep); err != nil {
+		return // the commit applies it then
+	}
+	s.ahead, s.aheadLR = step, trainer.LearningRate(s.spec, s.horizon, step)
+	s.rep.Apply(s.reduced, s.aheadLR)
 }
 
 // step applies the previous step's commit, computes this worker's ESTs,
@@ -577,23 +644,51 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		return s.stepFailed(m, err)
 	}
 	scale := float32(1) / float32(s.spec.LogicalWorkers)
-	if err := s.allReduce(ctx, m.Step, local, m.FirstEST, scale); err != nil {
-		if errors.Is(err, ErrLeft) {
+	done := stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs, RingConnectMs: connectMs}
+	last := m.Rank == s.ringSize-1
+	// A rank other than the last reports as soon as its part of the
+	// all-reduce is sent: the coordinator needs only the last rank's
+	// answer (which carries the result) after the all-reduce, and this
+	// rank needs the result only for the next step's commit.
+	reported := false
+	var report func() error
+	if !last {
+		report = func() error {
+			reported = true
+			gatherBuffers(bufs, ests)
+			if err := s.p.send(typeStepDone, done, typeBuffers, bufs); err != nil {
+				return fmt.Errorf("step %d: reporting: %w", m.Step, err)
+			}
+			return nil
+		}
+	}
+	s.reducedAt = -1
+	if err := s.allReduce(ctx, m.Step, local, m.FirstEST, scale, report); err != nil {
+		if errors.Is(err, ErrLeft) || (reported && errors.Is(err, errReporting)) {
 			return err
 		}
 		return s.stepFailed(m, err)
 	}
+	s.reducedAt = m.Step
+	if reported {
+		s.applyAhead(m.Step)
+		return nil
+	}
 	gatherBuffers(bufs, ests)
-	done := stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs, RingConnectMs: connectMs}
-	if m.Rank == s.ringSize-1 {
+	if last {
 		done.Grad = true
 		bufs = append(bufs, s.reduced...)
 	}
 	if err := s.p.send(typeStepDone, done, typeBuffers, bufs); err != nil {
 		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
 	}
+	s.applyAhead(m.Step)
 	return nil
 }
+
+// errReporting marks a failure to send a step's answer to the
+// coordinator: the connection is gone and the session ends.
+var errReporting = errors.New("reporting to the coordinator")
 
 // awaitCompute waits for this worker's ESTs of step to be computed (done
 // closed) while serving the coordinator's frames. The session ends at once,
@@ -635,15 +730,33 @@ func (s *session) awaitCompute(step int64, done <-chan struct{}) (over bool, err
 // allReduce runs the ring's all-reduce while serving the coordinator: an
 // Abort (another member was lost) or a Bye closes the ring, so a step
 // blocked on a dead or cut-off neighbour ends at once instead of after
-// the ring's I/O timeout. Any failure leaves the ring closed.
-func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32) error {
+// the ring's I/O timeout. Any failure leaves the ring closed. When report
+// is not nil it is called once this rank's part is sent; after it, the
+// next step's frames may arrive before the result, and are stashed. A
+// report error (wrapping errReporting) fails the all-reduce. Once it
+// fails, the frames that follow are left for the session's loop (the
+// redo's step message among them).
+func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32, report func() error) error {
 	done := make(chan error, 1)
 	r := s.ring
-	go func() { done <- r.AllReduce(ctx, s.reduced, local, first, scale) }()
+	sent := make(chan struct{}, 1)
+	var contributed func()
+	if report != nil {
+		contributed = func() { sent <- struct{}{} }
+	}
+	go func() { done <- r.AllReduceNotify(ctx, s.reduced, local, first, scale, contributed) }()
 	var stopErr error
-	quit := s.quit
+	quit, msgs := s.quit, s.msgs
+	reported := false
 	for {
 		select {
+		case <-sent:
+			reported = true
+			if err := report(); err != nil {
+				stopErr = fmt.Errorf("%w: %w", errReporting, err)
+				r.Close() // AllReduce returns promptly
+			}
+			continue
 		case <-quit:
 			stopErr, quit = s.quitErr, nil
 			r.Close() // AllReduce returns promptly
@@ -657,7 +770,7 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				return stopErr
 			}
 			return fmt.Errorf("all-reduce: %w", err)
-		case f, ok := <-s.msgs:
+		case f, ok := <-msgs:
 			switch {
 			case !ok:
 				stopErr = errors.New("the connection to the coordinator is gone")
@@ -669,9 +782,13 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				stopErr = s.bye(f.b)
 			case f.t == typeHeartbeat:
 				continue
+			case reported && (f.t == typeStep || f.t == typeBuffers):
+				s.stash = append(s.stash, f) // the next step, sent on this rank's report
+				continue
 			default:
 				stopErr = fmt.Errorf("unexpected %v message during the all-reduce", f.t)
 			}
+			msgs = nil
 			r.Close() // AllReduce returns promptly
 		}
 	}

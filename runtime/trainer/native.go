@@ -126,7 +126,7 @@ func (e *nativeEngine) Boundary(_ context.Context, step int64) (bool, error) {
 // replace them. The replica and optimizer state change only in Apply, so
 // they hold the last committed step either way.
 func (e *nativeEngine) Step(ctx context.Context, step int64, plan placement.Plan) (StepReport, error) {
-	lr := optim.WarmupCosine(int(step), e.spec.LR.WarmupSteps, int(e.horizon), e.spec.Optimizer.LR, e.spec.LR.MinLR)
+	lr := LearningRate(e.spec, e.horizon, step)
 	saved := make([]*ESTContext, e.n)
 	for i, c := range e.ests {
 		saved[i] = c.Clone()
@@ -155,6 +155,15 @@ func (e *nativeEngine) Step(ctx context.Context, step int64, plan placement.Plan
 		}
 	}
 	return StepReport{Losses: append([]float32(nil), e.out.Losses...), Samples: append([]string(nil), e.out.Samples...)}, nil
+}
+
+// LearningRate is the rate of step's update for a job of horizon steps
+// (spec.Horizon): the job's linear warm-up then cosine decay
+// (optim.WarmupCosine). The coordinator commits every step at this rate;
+// a worker computes it too, to apply a step's update before the commit
+// arrives (runtime/cluster).
+func LearningRate(spec *jobspec.Spec, horizon, step int64) float32 {
+	return optim.WarmupCosine(int(step), spec.LR.WarmupSteps, int(horizon), spec.Optimizer.LR, spec.LR.MinLR)
 }
 
 // modelTensors is the model DDP would save: the parameters and logical
