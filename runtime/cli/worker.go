@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func workerCmd(args []string, env Env) int {
 	jobID := fs.String("job-id", os.Getenv("EASYSCALE_JOB_ID"), "job id to authenticate as (default: the job-id file next to the token file)")
 	listen := fs.String("listen", "", "address of this worker's all-reduce endpoint (default: the interface that reaches the coordinator, any port)")
 	dataDir := fs.String("data-dir", os.Getenv("EASYSCALE_DATA_DIR"), "dataset folder on this machine (default: the coordinator's data.dir, else auto-locate)")
-	threads := fs.Int("threads", 0, "cores to compute on (default: all)")
+	threads := fs.Int("threads", 0, "cores to compute on, and the process's GOMAXPROCS (default: all)")
 	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
 	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
 	leaveGrace := fs.Duration("leave-grace", cluster.DefaultLeaveGrace, "after SIGTERM, how long to wait for the step boundary before abandoning the step in progress and leaving (keep it under Slurm's KillWait)")
@@ -53,6 +54,13 @@ func workerCmd(args []string, env Env) int {
 	if fs.Changed("threads") && *threads < 1 {
 		fmt.Fprintf(env.Stderr, "easyscale worker: --threads %d: give a positive number of cores, or leave the flag out to use all\n", *threads)
 		return 2
+	}
+	if fs.Changed("threads") {
+		// The worker computes on that many cores; more Ps would let the
+		// Go runtime's idle-time GC workers and spinning threads take
+		// cores the job's other workers compute on (easyscale run --procs
+		// starts them side by side on one machine).
+		runtime.GOMAXPROCS(*threads)
 	}
 	if *leaveGrace < 0 || *leaveGrace > time.Hour {
 		fmt.Fprintf(env.Stderr, "easyscale worker: --leave-grace %v: use a duration between 0s and 1h, e.g. 5s\n", *leaveGrace)
