@@ -71,7 +71,7 @@ func TestWorkerAppliesEachCommitOnceAndChecksTheStep(t *testing.T) {
 					}
 					sm.Commit = &commitMsg{Step: m.commit, LR: lr}
 				}
-				if got = s.commit(sm); got != nil {
+				if _, got = s.commit(sm); got != nil {
 					break
 				}
 				if sm.Commit != nil {

@@ -33,9 +33,15 @@
 //     result is in, at the rate the coordinator will commit
 //     (trainer.LearningRate), keeping its replica as it was.
 //
-// So a step costs each worker one message in and one out, no ring hop
-// through the coordinator, and no wait for the update at the start of the
-// next step. Nothing is committed on any replica before the coordinator's
+// Then each worker starts step S+1 on its own (a guess, guess.go): the
+// same logical workers from the contexts step S left them in, on the
+// replica with step S's update. Step S+1's message confirms the guess when
+// it asks for exactly that (the commit of S at that rate, the same ring,
+// logical workers, cursors and buffer bits); otherwise the guess is
+// dropped and the step computed from the message. So a step costs each
+// worker one message in and one out, no ring hop through the coordinator,
+// and no wait for the coordinator between steps: the workers compute while
+// it gathers, commits and records the last step. Nothing is committed on any replica before the coordinator's
 // commit: an update applied ahead is undone (the copy kept is restored)
 // when the next message is not the commit of that step at that rate. So
 // when a worker is lost during a step (its process killed, its connection

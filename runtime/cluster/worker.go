@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -220,6 +221,10 @@ type session struct {
 	// horizon is the job's number of steps, for the learning rate
 	// (trainer.LearningRate).
 	horizon int64
+	// guess is the next step, which this worker computes on its own as
+	// soon as its update of the last one is applied ahead, expecting the
+	// same logical workers on the same ring (nil: none).
+	guess *guess
 	// stash holds the next step's frames when they arrive while this
 	// worker still receives the previous step's result; next returns
 	// them first.
@@ -497,6 +502,7 @@ func (s *session) heartbeat(stop <-chan struct{}) {
 
 // loop serves the coordinator's messages.
 func (s *session) loop(ctx context.Context) error {
+	defer func() { s.guess.stopSoon() }()
 	for {
 		f, err := s.next()
 		if err != nil {
@@ -512,7 +518,7 @@ func (s *session) loop(ctx context.Context) error {
 				return err
 			}
 		case typeAbort:
-			// Nothing was applied; the redo comes as a new step message.
+			// Nothing was committed; the redo comes as a new step message.
 		case typeBye:
 			return s.bye(f.b)
 		default:
@@ -530,35 +536,35 @@ func (s *session) bye(b []byte) error {
 
 // commit applies the previous step's update when m carries it, and checks
 // that the replica is then at m's step. An update applied ahead
-// (applyAhead) stands when m commits that step at the same rate, and is
-// undone otherwise.
-func (s *session) commit(m *stepMsg) error {
+// (applyAhead) stands when m commits that step at the same rate (kept
+// reports it), and is undone otherwise.
+func (s *session) commit(m *stepMsg) (kept bool, err error) {
 	c := m.Commit
 	if s.ahead >= 0 {
 		ahead := s.ahead
 		s.ahead = -1
 		if c != nil && c.Step == ahead && math.Float32bits(c.LR) == math.Float32bits(s.aheadLR) {
-			c = nil
+			c, kept = nil, true
 			s.at = ahead + 1
 		} else if err := s.rep.CopyFrom(s.backup); err != nil {
-			return fmt.Errorf("step %d: undoing the update of step %d applied ahead: %w", m.Step, ahead, err)
+			return false, fmt.Errorf("step %d: undoing the update of step %d applied ahead: %w", m.Step, ahead, err)
 		}
 	}
 	if c != nil {
 		if s.at >= 0 && c.Step != s.at {
-			return fmt.Errorf("step %d: the coordinator commits step %d, this replica is at step %d", m.Step, c.Step, s.at)
+			return false, fmt.Errorf("step %d: the coordinator commits step %d, this replica is at step %d", m.Step, c.Step, s.at)
 		}
 		if s.reducedAt != c.Step {
-			return fmt.Errorf("step %d: the coordinator commits step %d, whose all-reduce result never reached this worker (it had reported its part): rejoining", m.Step, c.Step)
+			return false, fmt.Errorf("step %d: the coordinator commits step %d, whose all-reduce result never reached this worker (it had reported its part): rejoining", m.Step, c.Step)
 		}
 		s.rep.Apply(s.reduced, c.LR)
 		s.at = c.Step + 1
 	}
 	if s.at >= 0 && m.Step != s.at {
-		return fmt.Errorf("step %d asked of a replica at step %d (a commit was lost)", m.Step, s.at)
+		return false, fmt.Errorf("step %d asked of a replica at step %d (a commit was lost)", m.Step, s.at)
 	}
 	s.at = m.Step
-	return nil
+	return kept, nil
 }
 
 // applyAhead applies step's update, whose all-reduce result is in
@@ -581,7 +587,16 @@ func (s *session) applyAhead(step int64) {
 // joins the all-reduce and answers; the ring's last rank returns the
 // reduced gradient with its answer.
 func (s *session) step(ctx context.Context, m *stepMsg) error {
-	if err := s.commit(m); err != nil {
+	g := s.guess // the step this worker may have started on its own
+	s.guess = nil
+	adopted := false
+	defer func() {
+		if !adopted {
+			g.cancel() // free the gradient buffers on every way out
+		}
+	}()
+	kept, err := s.commit(m)
+	if err != nil {
 		return err
 	}
 	ests := make([]*trainer.ESTContext, len(m.ESTs))
@@ -624,24 +639,21 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		s.grads = append(s.grads, make([]float32, s.rep.NumParams()))
 	}
 	local := s.grads[:len(ests)]
-	computed := make(chan struct{})
-	go func() {
-		defer close(computed)
-		for i, c := range ests {
-			in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: m.Step,
-				MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
-			m.ESTs[i].Loss, m.ESTs[i].Hash = s.rep.ComputeEST(c, in, local[i])
-			m.ESTs[i].Epoch, m.ESTs[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
-			if m.KillSelf {
-				s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", m.Step)
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
-		}
-	}()
+	var computed <-chan struct{}
+	adopted = kept && !m.KillSelf && !m.TermSelf && g.matches(m, s.ringID, bufs)
+	if adopted {
+		ests, computed = g.ests, g.done // the step this worker started on its own
+	} else {
+		g.cancel()
+		computed = s.compute(m.Step, ests, local, m.ESTs, m.KillSelf, nil)
+	}
 	if over, err := s.awaitCompute(m.Step, computed); over {
 		return err
 	} else if err != nil {
 		return s.stepFailed(m, err)
+	}
+	if adopted {
+		copy(m.ESTs, g.results)
 	}
 	scale := float32(1) / float32(s.spec.LogicalWorkers)
 	done := stepDoneMsg{Step: m.Step, Attempt: m.Attempt, ESTs: m.ESTs, RingConnectMs: connectMs}
@@ -672,6 +684,7 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	s.reducedAt = m.Step
 	if reported {
 		s.applyAhead(m.Step)
+		s.startGuess(m, ests)
 		return nil
 	}
 	gatherBuffers(bufs, ests)
@@ -683,7 +696,34 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
 	}
 	s.applyAhead(m.Step)
+	s.startGuess(m, ests)
 	return nil
+}
+
+// compute runs ests' micro-batches of step on the replica in a goroutine,
+// writing each gradient to local and its loss, sample hash and advanced
+// cursor to results; the channel is closed when it is done, or when stop
+// (if not nil) is set, checked before each EST. kill SIGKILLs the process
+// after the first EST (fault injection).
+func (s *session) compute(step int64, ests []*trainer.ESTContext, local [][]float32, results []estState, kill bool, stop *atomic.Bool) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, c := range ests {
+			if stop != nil && stop.Load() {
+				return
+			}
+			in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: step,
+				MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
+			results[i].Loss, results[i].Hash = s.rep.ComputeEST(c, in, local[i])
+			results[i].Epoch, results[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
+			if kill {
+				s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", step)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}()
+	return done
 }
 
 // errReporting marks a failure to send a step's answer to the

@@ -8,14 +8,12 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-
-	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 func init() { register("cluster", clusterFigures) }
 
 // clusterFigures measures the MNIST example on 2 physical workers
-// in-process and as processes, in lockstep (multiproc_step_overhead_pct,
+// in-process and as processes, in turns (multiproc_step_overhead_pct,
 // see lockstepOverhead), and runs the real binary on a small job whose worker
 // processes are killed and joined (crash_recovery_ms, join_ms from the
 // coordinator's log).
@@ -50,28 +48,6 @@ func clusterFigures() ([]figure, error) {
 		{"crash_recovery_ms", median(recovery), "ms"},
 		{"join_ms", median(joins), "ms"},
 	}, nil
-}
-
-// ledgerStepTimes are the step wall times (seconds) of a state directory's
-// ledger in step order, skipping the first skip steps (warm-up).
-func ledgerStepTimes(state string, skip int64) ([]float64, error) {
-	db, err := statedb.OpenReadOnly(state)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	l, err := db.Ledger(skip+1, 1<<40)
-	if err != nil {
-		return nil, err
-	}
-	var v []float64
-	for _, e := range l {
-		v = append(v, e.WallSeconds)
-	}
-	if len(v) == 0 {
-		return nil, fmt.Errorf("%s: empty ledger", state)
-	}
-	return v, nil
 }
 
 func logValues(log []byte, key string) []float64 {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
@@ -15,22 +16,29 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
-// lockstepSteps is how many steps each arm of lockstepOverhead trains; the
-// first lockstepSkip of them (warm-up, and the arms' first steps, which
-// overlap) are not measured.
+// lockstepBlock is how many steps an arm of lockstepOverhead takes per
+// turn, and lockstepSteps how many it trains in all. The first block
+// (warm-up, and the arms' first steps, which overlap) is not measured.
 const (
-	lockstepSteps = 120
-	lockstepSkip  = 6
+	lockstepBlock = 8
+	lockstepSteps = 40 * lockstepBlock
 )
 
 // lockstepOverhead trains the MNIST example on 2 physical workers twice at
 // once, in-process and as 2 worker processes of bin (the coordinator runs
-// in this process, as `easyscale run --procs` does), taking one step each
-// in turn: while one arm steps the other waits, so both see the machine in
-// the same state to within a step. That matters on a shared VM, whose speed
-// drifts by more than the overhead between runs a few seconds apart. It
-// returns the median step times (seconds) of each arm from their ledgers,
-// and the median ratio of adjacent steps (procs over in-process).
+// in this process, as `easyscale run --procs` does), taking turns of
+// lockstepBlock steps: while one arm steps the other waits, so both see
+// the machine in the same state to within a turn. That matters on a
+// shared VM, whose speed drifts by more than the overhead between runs a
+// few seconds apart. A turn's time per step is taken from the end of its
+// second step to the end of its last, by the wall clock at each step's
+// end: the worker processes compute a step before the coordinator asks
+// for it (runtime/cluster's guess), so the first step of a turn was partly
+// computed in the other arm's turn, and that arm's first step shared the
+// cores with it; for the same reason a step's ledger time no longer
+// measures what it costs. It returns the median time per step (seconds)
+// of each arm's turns, and the median ratio of adjacent turns (procs over
+// in-process).
 func lockstepOverhead(bin, dir string) (inproc, procs, ratio float64, err error) {
 	spec, err := jobspec.Load("examples/mnist/job.toml")
 	if err != nil {
@@ -51,6 +59,7 @@ func lockstepOverhead(bin, dir string) (inproc, procs, ratio float64, err error)
 		return 0, 0, 0, err
 	}
 	turns := newTurns()
+	ends := [2][]time.Time{} // each arm's step end times, by step
 	arms := []struct {
 		dir  string
 		exec trainer.Executor
@@ -64,7 +73,12 @@ func lockstepOverhead(bin, dir string) (inproc, procs, ratio float64, err error)
 			defer turns.finish(i)
 			_, errs[i] = trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: lockstepSteps,
 				StateDir: a.dir, Threads: threads, SkipEval: true, Executor: a.exec, Schedule: schedule.Schedule{{Workers: 2}},
-				OnStep: func(step, stop int64, _ int) { turns.pass(i) }})
+				OnStep: func(step, stop int64, _ int) {
+					ends[i] = append(ends[i], time.Now())
+					if step%lockstepBlock == 0 {
+						turns.pass(i)
+					}
+				}})
 		}()
 	}
 	wg.Wait()
@@ -73,19 +87,27 @@ func lockstepOverhead(bin, dir string) (inproc, procs, ratio float64, err error)
 			return 0, 0, 0, fmt.Errorf("lockstep arm %d: %w", i, err)
 		}
 	}
-	in, err := ledgerStepTimes(arms[0].dir, lockstepSkip)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	pr, err := ledgerStepTimes(arms[1].dir, lockstepSkip)
-	if err != nil {
-		return 0, 0, 0, err
+	in, pr := turnStepTimes(ends[0]), turnStepTimes(ends[1])
+	if len(in) == 0 || len(pr) == 0 {
+		return 0, 0, 0, fmt.Errorf("lockstep: %d and %d steps, too few to measure a turn", len(ends[0]), len(ends[1]))
 	}
 	var ratios []float64
 	for k := range min(len(in), len(pr)) {
 		ratios = append(ratios, pr[k]/in[k])
 	}
 	return median(in), median(pr), median(ratios), nil
+}
+
+// turnStepTimes returns, for every turn of lockstepBlock steps after the
+// first, its time per step (seconds) from the end of its second step to
+// the end of its last; ends[k] is when step k+1 ended.
+func turnStepTimes(ends []time.Time) []float64 {
+	var out []float64
+	for b := 1; (b+1)*lockstepBlock <= len(ends); b++ {
+		from, to := ends[b*lockstepBlock+1], ends[(b+1)*lockstepBlock-1]
+		out = append(out, to.Sub(from).Seconds()/float64(lockstepBlock-2))
+	}
+	return out
 }
 
 // turns makes two goroutines alternate: pass(i) hands the turn to the
