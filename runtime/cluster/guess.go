@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/easyscale/easyscale-slurm/runtime/models"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
@@ -12,11 +13,14 @@ import (
 // same logical workers, from the contexts step S left them in, is what the
 // coordinator sends next unless the membership, the placement or the
 // ring changes. The step message confirms the guess (matches) or the
-// guess is dropped (cancel) and the step computed from the message; the
-// guess changes nothing but the worker's gradient buffers and the
-// contexts it owns, so dropping it loses only its time. A worker thus
-// computes while the coordinator gathers, commits and records the last
-// step and sends the next, instead of waiting for it.
+// guess is dropped (stopSoon) and the step computed from the message. The
+// guess computes on a replica of its own (a copy of the parameters) into
+// gradient buffers of its own, from contexts nothing else uses, so a
+// dropped guess holds nothing the step needs and loses only its time: it
+// ends after the logical worker it is computing, which matters when that
+// takes long (the worker must still leave within its grace on SIGTERM).
+// A worker thus computes while the coordinator gathers, commits and
+// records the last step and sends the next, instead of waiting for it.
 type guess struct {
 	step         int64
 	rank, first  int
@@ -25,16 +29,37 @@ type guess struct {
 	epochs, poss []int
 	bufs         []float32 // the contexts' BatchNorm buffers, flattened, before the step
 	ests         []*trainer.ESTContext
+	local        [][]float32 // the gradients, one per logical worker
 	results      []estState
 	done         <-chan struct{}
 	stop         atomic.Bool
 }
 
 // startGuess starts computing the step after m on ests, the contexts m's
-// step advanced, when this worker applied m's update ahead and has a ring.
+// step advanced, when this worker applied m's update ahead, has a ring,
+// and no dropped guess is still computing.
 func (s *session) startGuess(m *stepMsg, ests []*trainer.ESTContext) {
 	if s.ahead != m.Step || s.ring == nil || len(ests) == 0 {
 		return
+	}
+	if s.stale != nil {
+		select {
+		case <-s.stale.done:
+			s.stale = nil
+		default:
+			return
+		}
+	}
+	if s.guessRep == nil {
+		rep, err := trainer.NewReplica(s.spec, s.wl, s.rep.Tape.Threads())
+		if err != nil {
+			return
+		}
+		s.guessRep = rep
+	}
+	models.CopyData(s.guessRep.Params, s.rep.Params)
+	for len(s.guessGrads) < len(ests) {
+		s.guessGrads = append(s.guessGrads, make([]float32, s.rep.NumParams()))
 	}
 	g := &guess{step: m.Step + 1, rank: m.Rank, first: m.FirstEST, ringID: s.ringID, ests: ests,
 		results: make([]estState, len(ests))}
@@ -47,7 +72,8 @@ func (s *session) startGuess(m *stepMsg, ests []*trainer.ESTContext) {
 	}
 	g.bufs = make([]float32, n)
 	gatherBuffers(g.bufs, ests)
-	g.done = s.compute(g.step, ests, s.grads[:len(ests)], g.results, false, &g.stop)
+	g.local = s.guessGrads[:len(ests)]
+	g.done = s.compute(s.guessRep, g.step, ests, g.local, g.results, false, &g.stop)
 	s.guess = g
 }
 
@@ -70,16 +96,6 @@ func (g *guess) matches(m *stepMsg, ringID int64, bufs []float32) bool {
 		}
 	}
 	return true
-}
-
-// cancel stops the guess after the logical worker it is computing and
-// waits for that, so the gradient buffers are free again.
-func (g *guess) cancel() {
-	if g == nil {
-		return
-	}
-	g.stop.Store(true)
-	<-g.done
 }
 
 // stopSoon asks the guess to stop without waiting (the session ends).

@@ -223,8 +223,14 @@ type session struct {
 	horizon int64
 	// guess is the next step, which this worker computes on its own as
 	// soon as its update of the last one is applied ahead, expecting the
-	// same logical workers on the same ring (nil: none).
-	guess *guess
+	// same logical workers on the same ring (nil: none); it computes on
+	// guessRep into guessGrads, so a dropped guess runs on without
+	// holding anything the step needs. stale is the last dropped guess,
+	// which may still be computing (no new guess starts until it ends).
+	guess      *guess
+	stale      *guess
+	guessRep   *trainer.Replica
+	guessGrads [][]float32
 	// stash holds the next step's frames when they arrive while this
 	// worker still receives the previous step's result; next returns
 	// them first.
@@ -502,7 +508,10 @@ func (s *session) heartbeat(stop <-chan struct{}) {
 
 // loop serves the coordinator's messages.
 func (s *session) loop(ctx context.Context) error {
-	defer func() { s.guess.stopSoon() }()
+	defer func() {
+		s.guess.stopSoon()
+		s.stale.stopSoon()
+	}()
 	for {
 		f, err := s.next()
 		if err != nil {
@@ -591,8 +600,9 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	s.guess = nil
 	adopted := false
 	defer func() {
-		if !adopted {
-			g.cancel() // free the gradient buffers on every way out
+		if g != nil && !adopted {
+			g.stopSoon() // it ends after the logical worker it computes
+			s.stale = g
 		}
 	}()
 	kept, err := s.commit(m)
@@ -641,11 +651,11 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	local := s.grads[:len(ests)]
 	var computed <-chan struct{}
 	adopted = kept && !m.KillSelf && !m.TermSelf && g.matches(m, s.ringID, bufs)
-	if adopted {
-		ests, computed = g.ests, g.done // the step this worker started on its own
+	if adopted { // the step this worker started on its own
+		ests, computed, local = g.ests, g.done, g.local
+		s.grads, s.guessGrads = s.guessGrads, s.grads
 	} else {
-		g.cancel()
-		computed = s.compute(m.Step, ests, local, m.ESTs, m.KillSelf, nil)
+		computed = s.compute(s.rep, m.Step, ests, local, m.ESTs, m.KillSelf, nil)
 	}
 	if over, err := s.awaitCompute(m.Step, computed); over {
 		return err
@@ -700,12 +710,12 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	return nil
 }
 
-// compute runs ests' micro-batches of step on the replica in a goroutine,
-// writing each gradient to local and its loss, sample hash and advanced
-// cursor to results; the channel is closed when it is done, or when stop
-// (if not nil) is set, checked before each EST. kill SIGKILLs the process
-// after the first EST (fault injection).
-func (s *session) compute(step int64, ests []*trainer.ESTContext, local [][]float32, results []estState, kill bool, stop *atomic.Bool) <-chan struct{} {
+// compute runs ests' micro-batches of step on rep in a goroutine, writing
+// each gradient to local and its loss, sample hash and advanced cursor to
+// results; the channel is closed when it is done, or when stop (if not
+// nil) is set, checked before each EST. kill SIGKILLs the process after
+// the first EST (fault injection).
+func (s *session) compute(rep *trainer.Replica, step int64, ests []*trainer.ESTContext, local [][]float32, results []estState, kill bool, stop *atomic.Bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -715,7 +725,7 @@ func (s *session) compute(step int64, ests []*trainer.ESTContext, local [][]floa
 			}
 			in := trainer.ESTInput{Workload: s.wl, Sampler: s.sampler, Seed: s.spec.Seed, Step: step,
 				MicroBatch: s.spec.MicroBatch, StreamKey: c.ID, Buffers: c.Buffers}
-			results[i].Loss, results[i].Hash = s.rep.ComputeEST(c, in, local[i])
+			results[i].Loss, results[i].Hash = rep.ComputeEST(c, in, local[i])
 			results[i].Epoch, results[i].Pos = c.Cursor.Epoch, c.Cursor.Pos
 			if kill {
 				s.o.Logger.Warn("fault injection: SIGKILL myself mid-step", "step", step)
