@@ -39,6 +39,9 @@ func TestRunRefusesFlagValuesThatWouldMeanSomethingElse(t *testing.T) {
 		{"a malformed slow-step fault", base, "soon", []string{"EASYSCALE_FAULT_SLOW_STEP", "STEP:DURATION"}},
 		{"a negative --threads of a worker", append(worker, "--threads", "-4"), "", []string{"--threads -4", "positive number of cores"}},
 		{"a negative --leave-grace", append(worker, "--leave-grace", "-1s"), "", []string{"--leave-grace -1s", "between 0s and 1h"}},
+		{"a malformed --cpus", append(worker, "--cpus", "0-x"), "", []string{"--cpus", `"0-x"`, "want a CPU number"}},
+		{"a --cpus range backwards", append(worker, "--cpus", "3-1"), "", []string{"--cpus", "ends below its start"}},
+		{"a --cpus this machine lacks", append(worker, "--cpus", "1000"), "", []string{"--cpus", "binding to CPUs 1000", "among the CPUs this job may use"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

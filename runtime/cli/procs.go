@@ -22,7 +22,7 @@ import (
 
 // newCoordinator builds the process executor of `run --procs`. A missing
 // --state gets a fresh temporary directory (the token lives there).
-func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, listen string, kills, terms []cluster.Fault, hb time.Duration, threads int, launch bool, log hclog.Logger) (*cluster.Coordinator, error) {
+func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, listen string, kills, terms []cluster.Fault, hb time.Duration, threads int, launch, bind bool, log hclog.Logger) (*cluster.Coordinator, error) {
 	if hb < 100*time.Millisecond || hb > time.Hour {
 		return nil, fmt.Errorf("--heartbeat-timeout %v: use a duration between 100ms and 1h, e.g. 5s", hb)
 	}
@@ -44,7 +44,7 @@ func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, list
 	}
 	var launcher *cluster.ProcLauncher
 	if launch {
-		launcher = &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads}
+		launcher = &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads, BindCores: bind}
 		if spec.Data.Dir != "" {
 			launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
 		}

@@ -77,7 +77,7 @@ type runFlags struct {
 	stepsEnvErr                                             error // EASYSCALE_STEPS is not a count
 	seed                                                    uint64
 	threads                                                 int
-	noEval, quiet, procs, allowNFS                          bool
+	noEval, quiet, procs, cpuBind, allowNFS                 bool
 	hbTimeout                                               time.Duration
 	log                                                     logFlags
 }
@@ -99,6 +99,7 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.BoolVar(&f.noEval, "no-eval", false, "skip the test-set evaluation at the end")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.procs, "procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
+	fs.BoolVar(&f.cpuBind, "cpu-bind", true, "with --procs: bind each worker process to its own share of this process's CPUs (false: let them float)")
 	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
 	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (needs --procs)")
 	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
@@ -300,7 +301,7 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 // local worker, and waits for the others to join with `easyscale worker`.
 func (j *runJob) setupProcs(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
 	f := j.f
-	coord, err := newCoordinator(j.spec, j.wl.Data(), &f.state, f.listen, j.kills, j.terms, f.hbTimeout, f.threads, f.procs, j.log)
+	coord, err := newCoordinator(j.spec, j.wl.Data(), &f.state, f.listen, j.kills, j.terms, f.hbTimeout, f.threads, f.procs, f.cpuBind, j.log)
 	if err != nil {
 		return nil, badRun(err)
 	}

@@ -38,6 +38,7 @@ func workerCmd(args []string, env Env) int {
 	listen := fs.String("listen", "", "address of this worker's all-reduce endpoint (default: the interface that reaches the coordinator, any port)")
 	dataDir := fs.String("data-dir", os.Getenv("EASYSCALE_DATA_DIR"), "dataset folder on this machine (default: the coordinator's data.dir, else auto-locate)")
 	threads := fs.Int("threads", 0, "cores to compute on, and the process's GOMAXPROCS (default: all)")
+	cpuList := fs.String("cpus", "", "bind this worker to these CPUs, e.g. 0-3,8 (Linux; easyscale run --procs gives each worker it starts its own)")
 	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
 	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
 	leaveGrace := fs.Duration("leave-grace", cluster.DefaultLeaveGrace, "after SIGTERM, how long to wait for the step boundary before abandoning the step in progress and leaving (keep it under Slurm's KillWait)")
@@ -54,6 +55,16 @@ func workerCmd(args []string, env Env) int {
 	if fs.Changed("threads") && *threads < 1 {
 		fmt.Fprintf(env.Stderr, "easyscale worker: --threads %d: give a positive number of cores, or leave the flag out to use all\n", *threads)
 		return 2
+	}
+	if *cpuList != "" {
+		cpus, err := cluster.ParseCPUList(*cpuList)
+		if err == nil {
+			err = cluster.BindCPUs(cpus) // re-executes this command bound to cpus
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale worker: --cpus: %v\n", err)
+			return 2
+		}
 	}
 	if fs.Changed("threads") {
 		// The worker computes on that many cores; more Ps would let the
@@ -78,6 +89,9 @@ func workerCmd(args []string, env Env) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
 		return 2
+	}
+	if *cpuList != "" {
+		log.Info("bound to CPUs", "cpus", *cpuList)
 	}
 	secret, err := auth.LoadSecret(*tokenFile)
 	if err != nil {

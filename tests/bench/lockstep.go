@@ -54,7 +54,7 @@ func lockstepOverhead(bin, dir string) (inproc, procs, ratio float64, err error)
 		return 0, 0, 0, err
 	}
 	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: procDir,
-		Launcher: &cluster.ProcLauncher{Command: bin, LogDir: filepath.Join(procDir, "workers"), Cores: threads}})
+		Launcher: &cluster.ProcLauncher{Command: bin, LogDir: filepath.Join(procDir, "workers"), Cores: threads, BindCores: true}})
 	if err != nil {
 		return 0, 0, 0, err
 	}

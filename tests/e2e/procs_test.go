@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -383,5 +385,39 @@ func TestProcessWorkersSurviveAStepLongerThanTheIOTimeout(t *testing.T) {
 	}
 	if got.Digest != ref {
 		t.Fatalf("digest %s, in-process %s", got.Digest, ref)
+	}
+}
+
+// TestProcessWorkersAreBoundToTheirOwnCPUs: `run --procs` gives each
+// worker process its own CPUs (worker --cpus, logged by the worker), and
+// --cpu-bind=false leaves them unbound; the digest is the same either way.
+func TestProcessWorkersAreBoundToTheirOwnCPUs(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("binding two workers apart needs 2 CPUs")
+	}
+	_, ref := reference(t)
+	for _, bind := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cpu-bind=%v", bind), func(t *testing.T) {
+			state := t.TempDir()
+			got := procRun(t, state, "--workers", "2", "--threads", "2", fmt.Sprintf("--cpu-bind=%v", bind))
+			if digest(got) != ref {
+				t.Fatalf("digest %s, in-process fixed run %s", digest(got), ref)
+			}
+			seen := map[string]bool{}
+			for k := range 2 {
+				log := readFile(t, filepath.Join(state, "workers", fmt.Sprintf("worker-%d.log", k)))
+				m := regexp.MustCompile(`bound to CPUs: cpus=(\S+)`).FindStringSubmatch(log)
+				switch {
+				case bind && m == nil:
+					t.Fatalf("worker %d was not bound:\n%s", k, log)
+				case !bind && m != nil:
+					t.Fatalf("worker %d was bound to CPUs %s with --cpu-bind=false", k, m[1])
+				case bind && seen[m[1]]:
+					t.Fatalf("two workers bound to CPUs %s", m[1])
+				case bind:
+					seen[m[1]] = true
+				}
+			}
+		})
 	}
 }
