@@ -21,6 +21,9 @@ import (
 // takes long (the worker must still leave within its grace on SIGTERM).
 // A worker thus computes while the coordinator gathers, commits and
 // records the last step and sends the next, instead of waiting for it.
+// The price is memory: the guess's replica and gradient buffers, and the
+// copy applyAhead keeps, hold about 2 + (logical workers on this worker)
+// more copies of the parameters than a worker needed before.
 type guess struct {
 	step         int64
 	rank, first  int
