@@ -90,8 +90,8 @@ func workerCmd(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
 		return 2
 	}
-	if *cpuList != "" {
-		log.Info("bound to CPUs", "cpus", *cpuList)
+	if *cpuList != "" { // the CPUs the kernel granted, which may be fewer than asked
+		log.Info("bound to CPUs", "cpus", cluster.FormatCPUList(cluster.AllowedCPUs()), "asked", *cpuList)
 	}
 	secret, err := auth.LoadSecret(*tokenFile)
 	if err != nil {

@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// boundEnv records, in a re-executed worker's environment, the CPU list
-// BindCPUs bound it to, so it binds and re-executes once only.
+// boundEnv records, in a re-executed worker's environment, its process
+// id and the CPU list BindCPUs bound it to ("PID:LIST"), so it binds and
+// re-executes once only, even when the kernel narrows the binding (CPUs
+// the machine lacks); exec keeps the process id, which a value set
+// beforehand cannot know.
 const boundEnv = "EASYSCALE_CPUS_BOUND"
 
 // BindCPUs binds this process, all its threads, to cpus (Linux
@@ -23,8 +27,9 @@ const boundEnv = "EASYSCALE_CPUS_BOUND"
 // use (outside its cgroup's cpuset), the binary not found again.
 func BindCPUs(cpus []int) error {
 	list := FormatCPUList(cpus)
-	if os.Getenv(boundEnv) == list {
-		return nil
+	guard := fmt.Sprintf("%d:%s", os.Getpid(), list)
+	if os.Getenv(boundEnv) == guard {
+		return nil // re-executed below: bound as far as the kernel allows
 	}
 	var want unix.CPUSet
 	for _, c := range cpus {
@@ -46,13 +51,19 @@ func BindCPUs(cpus []int) error {
 	if err := unix.SchedSetaffinity(0, &want); err != nil {
 		return fmt.Errorf("binding to CPUs %s: %w (are they among the CPUs this job may use?)", list, err)
 	}
-	err = syscall.Exec(exe, os.Args, append(os.Environ(), boundEnv+"="+list))
+	env := []string{boundEnv + "=" + guard}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, boundEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	err = syscall.Exec(exe, os.Args, env)
 	return fmt.Errorf("binding to CPUs %s: re-executing %s: %w", list, exe, err)
 }
 
-// allowedCPUs returns the CPUs this process may run on (its affinity:
+// AllowedCPUs returns the CPUs this process may run on (its affinity:
 // under Slurm, the job's), in increasing order; nil when unknown.
-func allowedCPUs() []int {
+func AllowedCPUs() []int {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil

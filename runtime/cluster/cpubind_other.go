@@ -9,5 +9,5 @@ func BindCPUs(cpus []int) error {
 	return errors.New("binding a worker to CPUs needs Linux's sched_setaffinity")
 }
 
-// allowedCPUs is unknown off Linux: workers are not bound.
-func allowedCPUs() []int { return nil }
+// AllowedCPUs is unknown off Linux (nil): workers are not bound.
+func AllowedCPUs() []int { return nil }

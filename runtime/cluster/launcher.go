@@ -96,7 +96,7 @@ func (l *ProcLauncher) takeCPUs(n int) []int {
 		l.busy = map[int]bool{}
 	}
 	var cpus []int
-	for _, c := range allowedCPUs() {
+	for _, c := range AllowedCPUs() {
 		if len(cpus) < n && !l.busy[c] {
 			cpus = append(cpus, c)
 		}

@@ -599,12 +599,13 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	g := s.guess // the step this worker may have started on its own
 	s.guess = nil
 	adopted := false
-	defer func() {
+	drop := func() { // the guess ends after the logical worker it computes
 		if g != nil && !adopted {
-			g.stopSoon() // it ends after the logical worker it computes
-			s.stale = g
+			g.stopSoon()
+			s.stale, g = g, nil // startGuess waits for it to end
 		}
-	}()
+	}
+	defer drop()
 	kept, err := s.commit(m)
 	if err != nil {
 		return err
@@ -655,6 +656,7 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		ests, computed, local = g.ests, g.done, g.local
 		s.grads, s.guessGrads = s.guessGrads, s.grads
 	} else {
+		drop()
 		computed = s.compute(s.rep, m.Step, ests, local, m.ESTs, m.KillSelf, nil)
 	}
 	if over, err := s.awaitCompute(m.Step, computed); over {

@@ -421,3 +421,76 @@ func TestProcessWorkersAreBoundToTheirOwnCPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestAWorkerJoiningMidRunLeavesTheOthersComputing: a worker that joins a
+// --procs run changes the placement, so the running worker's guess of the
+// next step is dropped while it computes, and the next guess must wait
+// for it (two guesses on one replica crashed the worker, and the whole
+// run when the worker ran in the coordinator's process: 6 runs in 7 with
+// the MNIST example, whose logical workers take milliseconds each). The
+// run ends with the fixed run's digest, on both workers.
+func TestAWorkerJoiningMidRunLeavesTheOthersComputing(t *testing.T) {
+	job := filepath.Join("..", "..", "examples", "mnist", "job.toml")
+	const steps = 40
+	ref := digest(mustRun(t, "run", "--config", job, "--steps", fmt.Sprint(steps), "--no-eval"))
+	for _, procs := range []bool{true, false} {
+		t.Run(fmt.Sprintf("procs=%v", procs), func(t *testing.T) {
+			state, addr := t.TempDir(), freePort(t)
+			sum := filepath.Join(state, "summary.json")
+			args := []string{"run", "--config", job, "--steps", fmt.Sprint(steps), "--no-eval", "--quiet",
+				"--listen", addr, "--workers", "1", "--state", state, "--summary", sum}
+			if procs {
+				args = append(args, "--procs")
+			}
+			run := start(t, nil, args...)
+			waitStep(t, state, 3, time.Minute)
+			joiner := start(t, nil, "worker", "--join", addr, "--token-file", filepath.Join(state, "token"))
+			if code, _ := run.exitCode(t, 3*time.Minute); code != 0 {
+				t.Fatalf("the run exited %d:\n%s\njoiner:\n%s", code, run.stderr, joiner.stderr)
+			}
+			if code, _ := joiner.exitCode(t, time.Minute); code != 0 {
+				t.Fatalf("the joiner exited %d:\n%s", code, joiner.stderr)
+			}
+			logs, _ := filepath.Glob(filepath.Join(state, "workers", "worker-*.log"))
+			for _, p := range logs {
+				if s := readFile(t, p); strings.Contains(s, "panic") {
+					t.Fatalf("%s:\n%s", p, s)
+				}
+			}
+			if s := readFile(t, sum); !strings.Contains(s, ref) {
+				t.Fatalf("summary %s: want digest %s", s, ref)
+			}
+			if stepsOn(state, 2) == 0 {
+				t.Fatalf("no step ran on 2 workers:\n%s", run.stderr)
+			}
+		})
+	}
+}
+
+// TestWorkerCPUBindingCannotBeFooledByItsEnvironment: the re-exec guard of
+// worker --cpus is not taken from a value the user set beforehand (which
+// made the worker skip the binding, or re-execute forever when the kernel
+// narrowed the CPUs asked for), and the worker logs the CPUs it got.
+func TestWorkerCPUBindingCannotBeFooledByItsEnvironment(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("telling a bound worker from a floating one needs 2 CPUs")
+	}
+	all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	cases := []struct{ preset, cpus, want string }{
+		{"0", "0", "cpus=0 asked=0"},
+		{"junk", "0-1000", "cpus=" + all + " asked=0-1000"},
+		{fmt.Sprintf("%d:0", os.Getpid()), "0", "cpus=0 asked=0"},
+	}
+	for _, c := range cases {
+		t.Run(c.preset+" "+c.cpus, func(t *testing.T) {
+			w := start(t, []string{"EASYSCALE_CPUS_BOUND=" + c.preset}, "worker", "--join", "127.0.0.1:1",
+				"--token-file", writeFile(t, "token", strings.Repeat("ab", 32)), "--join-timeout", "1s", "--cpus", c.cpus)
+			if code, _ := w.exitCode(t, 30*time.Second); code == 0 {
+				t.Fatalf("a worker with no coordinator exited 0:\n%s", w.stderr)
+			}
+			if !strings.Contains(w.stderr.String(), "bound to CPUs: "+c.want) {
+				t.Fatalf("stderr does not say %q:\n%s", "bound to CPUs: "+c.want, w.stderr)
+			}
+		})
+	}
+}
