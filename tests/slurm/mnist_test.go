@@ -156,8 +156,13 @@ func TestShrinkByScontrolKeepsTheDigest(t *testing.T) {
 	if s["digest"] != want {
 		t.Fatalf("digest after the shrink %v, local run %s\n%s", s["digest"], want, jobOutput(lab, id))
 	}
-	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") && !strings.Contains(jobOutput(lab, id), "released a worker") {
-		t.Fatalf("no worker left after the shrink:\n%s", jobOutput(lab, id))
+	// The released node's worker is lost during a step (the step is
+	// redone), or between its answer and the next step (the coordinator
+	// drops it at the boundary: workers report and start the next step
+	// early, so this is common), or it leaves on Slurm's SIGTERM.
+	if o := jobOutput(lab, id); !strings.Contains(o, "workers lost; redoing the step") && !strings.Contains(o, "removing a lost worker") &&
+		!strings.Contains(o, "released a worker") {
+		t.Fatalf("no worker left after the shrink:\n%s", o)
 	}
 	// srun fails because Slurm killed the released node's task; the job's
 	// state must still say it completed (the script returns the
