@@ -25,17 +25,16 @@ import (
 // copy applyAhead keeps, hold about 2 + (logical workers on this worker)
 // more copies of the parameters than a worker needed before.
 type guess struct {
-	step         int64
-	rank, first  int
-	ringID       int64
-	ids          []int
-	epochs, poss []int
-	bufs         []float32 // the contexts' BatchNorm buffers, flattened, before the step
-	ests         []*trainer.ESTContext
-	local        [][]float32 // the gradients, one per logical worker
-	results      []estState
-	done         <-chan struct{}
-	stop         atomic.Bool
+	step        int64
+	rank, first int
+	ringID      int64
+	inputs      []estState // the logical workers and their cursors before the step
+	bufs        []float32  // the contexts' BatchNorm buffers, flattened, before the step
+	ests        []*trainer.ESTContext
+	local       [][]float32 // the gradients, one per logical worker
+	results     []estState
+	done        <-chan struct{}
+	stop        atomic.Bool
 }
 
 // startGuess starts computing the step after m on ests, the contexts m's
@@ -68,8 +67,7 @@ func (s *session) startGuess(m *stepMsg, ests []*trainer.ESTContext) {
 		results: make([]estState, len(ests))}
 	n := 0
 	for i, c := range ests {
-		g.ids = append(g.ids, c.ID)
-		g.epochs, g.poss = append(g.epochs, c.Cursor.Epoch), append(g.poss, c.Cursor.Pos)
+		g.inputs = append(g.inputs, estState{ID: c.ID, Epoch: c.Cursor.Epoch, Pos: c.Cursor.Pos})
 		g.results[i].ID = c.ID
 		n += bufferLen(c)
 	}
@@ -85,11 +83,11 @@ func (s *session) startGuess(m *stepMsg, ests []*trainer.ESTContext) {
 // step, rank, ring, logical workers, cursors and buffer bits.
 func (g *guess) matches(m *stepMsg, ringID int64, bufs []float32) bool {
 	if g == nil || m.Step != g.step || m.Rank != g.rank || m.FirstEST != g.first || m.RingID != ringID || ringID != g.ringID ||
-		len(m.ESTs) != len(g.ids) || len(bufs) != len(g.bufs) {
+		len(m.ESTs) != len(g.inputs) || len(bufs) != len(g.bufs) {
 		return false
 	}
 	for i, e := range m.ESTs {
-		if e.ID != g.ids[i] || e.Epoch != g.epochs[i] || e.Pos != g.poss[i] {
+		if in := g.inputs[i]; e.ID != in.ID || e.Epoch != in.Epoch || e.Pos != in.Pos {
 			return false
 		}
 	}

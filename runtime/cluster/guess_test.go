@@ -9,7 +9,7 @@ import (
 // any difference between the step message and the guess's inputs (step,
 // rank, ring, logical workers, cursors, a buffer's bits) drops the guess.
 func TestAGuessIsTakenOnlyForExactlyTheStepItComputed(t *testing.T) {
-	g := &guess{step: 7, rank: 1, first: 4, ringID: 3, ids: []int{4, 5}, epochs: []int{0, 0}, poss: []int{64, 64},
+	g := &guess{step: 7, rank: 1, first: 4, ringID: 3, inputs: []estState{{ID: 4, Pos: 64}, {ID: 5, Pos: 64}},
 		bufs: []float32{1, 2, float32(math.Copysign(0, -1))}}
 	msg := func() *stepMsg {
 		return &stepMsg{Step: 7, Rank: 1, FirstEST: 4, RingID: 3, ESTs: []estState{{ID: 4, Pos: 64}, {ID: 5, Pos: 64}}}

@@ -694,18 +694,15 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 		return s.stepFailed(m, err)
 	}
 	s.reducedAt = m.Step
-	if reported {
-		s.applyAhead(m.Step)
-		s.startGuess(m, ests)
-		return nil
-	}
-	gatherBuffers(bufs, ests)
-	if last {
-		done.Grad = true
-		bufs = append(bufs, s.reduced...)
-	}
-	if err := s.p.send(typeStepDone, done, typeBuffers, bufs); err != nil {
-		return fmt.Errorf("step %d: reporting: %w", m.Step, err)
+	if !reported {
+		gatherBuffers(bufs, ests)
+		if last {
+			done.Grad = true
+			bufs = append(bufs, s.reduced...)
+		}
+		if err := s.p.send(typeStepDone, done, typeBuffers, bufs); err != nil {
+			return fmt.Errorf("step %d: reporting: %w", m.Step, err)
+		}
 	}
 	s.applyAhead(m.Step)
 	s.startGuess(m, ests)

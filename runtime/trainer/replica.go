@@ -58,18 +58,10 @@ func newOptimizer(spec *jobspec.Spec, params []models.Named) (optim.Optimizer, e
 // (what a joining worker receives).
 func (r *Replica) CopyFrom(src *Replica) error {
 	models.CopyData(r.Params, src.Params)
-	if err := r.Opt.LoadState(cloneState(src.Opt.State())); err != nil {
+	if err := r.Opt.LoadState(src.Opt.State()); err != nil { // LoadState copies
 		return fmt.Errorf("copying optimizer state: %w", err)
 	}
 	return nil
-}
-
-func cloneState(s []optim.NamedSlice) []optim.NamedSlice {
-	out := make([]optim.NamedSlice, len(s))
-	for i, n := range s {
-		out[i] = optim.NamedSlice{Name: n.Name, Data: append([]float32(nil), n.Data...)}
-	}
-	return out
 }
 
 // NumParams is the number of parameter elements: the length of a
