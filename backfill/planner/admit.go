@@ -47,6 +47,10 @@ func NewCluster(nodes []Node, speeds map[string]float64) *Cluster {
 	return c
 }
 
+// Types returns the cluster's GPU types, fastest first (ties in the order
+// of each type's first node). The slice is the cluster's: do not change it.
+func (c *Cluster) Types() []string { return c.types }
+
 // FitRule says which GPUs a job may start on.
 type FitRule struct {
 	// Types lists the GPU types it may run on; empty: any type. A rigid
@@ -147,6 +151,11 @@ type Donor struct {
 	Min  int
 	// TimeLeft is its remaining run time at its current GPUs, in seconds.
 	TimeLeft float64
+	// Loss, when set, is how much later (seconds) the donor finishes if it
+	// gives up gpus of its own GPUs now, the cost of its restart included
+	// ([ShrinkLoss]); it switches Admit to the objective rule (see
+	// [Cluster.Admit]). nil: the longest-time-left rule.
+	Loss func(gpus int) float64
 }
 
 // Admission is the planner's decision to start a queued job by shrinking
@@ -187,28 +196,79 @@ type AdmitRequest struct {
 	// never its last node (Slurm shrinks a running job by nodes:
 	// scontrol update NumNodes=).
 	WholeNodes bool
+	// Gain is how much sooner (seconds) the queued job finishes when it
+	// starts now instead of waiting: its wait, e.g. its reserved start −
+	// now (a lower bound for a job behind the queue head). Used with donors'
+	// Loss: the admission must cut the sum of completion times.
+	Gain float64
+	// Horizon bounds, with donors' Loss, the time left (seconds) a donor
+	// may end with after its shrink: the latest expected end among the
+	// running jobs, so shrink-to-admit never lengthens the longest job and
+	// with it the makespan. 0: no bound.
+	Horizon float64
 }
 
 // Admit decides whether the queued job of q can start now at q.Want GPUs
 // by shrinking the base allocations of donors, never below their minimum
 // (shrink-to-admit; EasyScale's and Pollux's schedulers reallocate on
-// arrivals, Pollux OSDI'21 §4.2). Donors with more time left than q.Work
-// yield, longest first, until Fit finds an allocation in q.Avail plus the
-// GPUs they can free; only GPUs on the allocation's nodes are taken, from
-// the longest-running donors first. ok is false, with nothing to apply,
-// when no such admission exists. Pure: it changes none of its inputs.
+// arrivals, Pollux OSDI'21 §4.2). ok is false, with nothing to apply, when
+// no such admission exists. Pure: it changes none of its inputs.
+//
+// With donors' Loss set (the daemon's and the simulator's policy), the
+// rule is the planner's one objective, the sum of expected completion
+// times: donors yield in order of least loss per GPU freed, each only as
+// far as it still ends within q.Horizon, until Fit finds an allocation in
+// q.Avail plus the GPUs they free; only GPUs on the allocation's nodes are
+// taken, least loss first, and the admission stands only when the donors'
+// summed loss is below q.Gain, the wait the queued job saves. Without Loss
+// (the rule before issue 17, kept for the simulator's Legacy mode) donors
+// with more time left than q.Work yield, longest first.
 func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
+	objective := slices.ContainsFunc(q.Donors, func(d Donor) bool { return d.Loss != nil })
 	var donors []int
+	limit := map[int]int{} // objective: the most GPUs each donor may give
+	perGPU := map[int]float64{}
 	for i, d := range q.Donors {
-		if d.TimeLeft <= q.Work || math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min || onNodes(d.Base, q.KeepOff) {
+		if math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min || onNodes(d.Base, q.KeepOff) {
 			continue
 		}
+		if !objective {
+			if d.TimeLeft <= q.Work {
+				continue
+			}
+			donors = append(donors, i)
+			continue
+		}
+		if d.Loss == nil {
+			continue
+		}
+		most := sum(d.Base) - d.Min
+		if q.Horizon > 0 && d.TimeLeft+d.Loss(most) > q.Horizon {
+			// Loss grows with the GPUs given: the most within the horizon.
+			lo, hi := 0, most
+			for lo < hi {
+				if mid := (lo + hi + 1) / 2; d.TimeLeft+d.Loss(mid) <= q.Horizon {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
+			}
+			most = lo
+		}
+		if most <= 0 {
+			continue
+		}
+		limit[i], perGPU[i] = most, d.Loss(most)/float64(most)
 		donors = append(donors, i)
 	}
 	if len(donors) == 0 {
 		return a, false
 	}
-	slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(q.Donors[y].TimeLeft, q.Donors[x].TimeLeft) })
+	if objective {
+		slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(perGPU[x], perGPU[y]) })
+	} else {
+		slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(q.Donors[y].TimeLeft, q.Donors[x].TimeLeft) })
+	}
 	tent := slices.Clone(q.Avail)
 	total := 0
 	for _, v := range q.Avail {
@@ -216,7 +276,11 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	}
 	var gives []DonorShrink // what each donor can free, node by node
 	for _, di := range donors {
-		for _, g := range gifts(q.Donors[di], q.WholeNodes) {
+		d := q.Donors[di]
+		if objective {
+			d.Min = max(d.Min, sum(d.Base)-limit[di])
+		}
+		for _, g := range gifts(d, q.WholeNodes) {
 			gives = append(gives, DonorShrink{Donor: di, Node: g.Node, GPUs: g.GPUs})
 			tent[g.Node] += g.GPUs
 			total += g.GPUs
@@ -231,6 +295,7 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	if a.Alloc == nil {
 		return Admission{}, false
 	}
+	taken := map[int]int{}
 	for _, al := range a.Alloc {
 		short := al.GPUs - q.Avail[al.Node]
 		for _, g := range gives {
@@ -245,10 +310,29 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 				take = g.GPUs
 			}
 			a.Shrinks = append(a.Shrinks, DonorShrink{Donor: g.Donor, Node: g.Node, GPUs: take})
+			taken[g.Donor] += take
 			short -= take
 		}
 	}
+	if objective {
+		loss := 0.0
+		for di, g := range taken {
+			loss += q.Donors[di].Loss(g)
+		}
+		if !(loss < q.Gain) {
+			return Admission{}, false
+		}
+	}
 	return a, true
+}
+
+// ShrinkLoss is how much later (seconds) a job with work seconds of work
+// left (measured at m.RefGPUs reference GPUs) finishes when it moves from
+// GPUs from to GPUs to and pays restart seconds for the move:
+// RunTime(to) − RunTime(from) + restart. It assumes the job never grows
+// back, so it bounds the loss from above. +Inf when to has no usable GPU.
+func ShrinkLoss(m Model, from, to []SpeedCount, work, restart float64) float64 {
+	return RunTime(m, to, work) - RunTime(m, from, work) + restart
 }
 
 // gifts lists what donor d can give up, node by node in base order, never

@@ -73,7 +73,9 @@
 //   - the job stays within its maximum GPU count and per-job and per-user
 //     limits on lent GPUs,
 //   - the job's GPUs after the round are at most twice its GPUs at the start
-//     of the round (at most doubling per round),
+//     of the round (at most doubling per round) while a job waits for
+//     resources; when none does (Snapshot.NothingQueued) a job grows back
+//     to its maximum at once, since no queued job wants the idle GPUs,
 //   - the resulting placement wastes at most WasteCap (default 0.30) of the
 //     job's GPU time to imbalance, and
 //   - the marginal throughput is positive.

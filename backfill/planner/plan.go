@@ -291,6 +291,9 @@ func (p *planning) grant() []Grow {
 		}
 		userLent[j.User] += js.lent
 		js.cap = min(j.MaxGPUs, 2*js.total)
+		if p.s.NothingQueued {
+			js.cap = j.MaxGPUs
+		}
 		js.eff, _ = j.Model.Throughput(p.speedCounts(&p.s.Running[ji], js.byType, "", 0))
 		jobs = append(jobs, js)
 	}

@@ -32,6 +32,11 @@ type Snapshot struct {
 	Speeds map[string]float64
 	// Limits holds the admin's limits and margins.
 	Limits Limits
+	// NothingQueued says no job waits for resources: then no queued job
+	// wants the idle GPUs, and a job may grow back to its maximum in one
+	// round instead of at most doubling (see the package documentation,
+	// "Inter-job allocation").
+	NothingQueued bool `json:",omitempty"`
 	// NodeIndex optionally maps each node name to its index in Nodes, as
 	// [IndexNodes] builds it, for a caller that plans many snapshots over
 	// the same nodes (the simulator); nil: Plan builds it. Plan checks that

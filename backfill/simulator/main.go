@@ -75,6 +75,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	maxLoss := fs.Float64("admit-max-loss", 0.5, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
 	admit := fs.Bool("shrink-to-admit", true, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
 	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting); easyscale-backfilld: [start_small] rule, per partition")
+	objective := fs.Bool("objective", false, "elastic policies: decide by the planner's one objective, the sum of expected completion times (issue 17, in progress: easyscale-backfilld does not apply it yet); with --start-small any waiting elastic job may start small")
+	rescaleCost := fs.Float64("rescale-cost", 0, fmt.Sprintf("seconds of progress a job loses at each change of its GPU count (default 0: none; the benchmarks use %d)", DefaultRescaleCost))
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
 	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }
@@ -111,6 +113,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return badFlags(fmt.Errorf("--admit-max-loss %v: use a fraction in (0, 1], e.g. 0.5", *maxLoss))
 	}
 	cfg.AdmitMaxLoss = *maxLoss
+	cfg.Objective = *objective
+	if !(*rescaleCost >= 0 && *rescaleCost <= 86400) {
+		return badFlags(fmt.Errorf("--rescale-cost %v: use 0 to 86400 seconds, e.g. %d", *rescaleCost, DefaultRescaleCost))
+	}
+	cfg.RescaleCost = *rescaleCost
 	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
 		return badFlags(fmt.Errorf("--start-small: %w", err))
 	}

@@ -9,11 +9,13 @@ import (
 
 // plan runs one planner cycle on the simulated cluster and applies it.
 func (s *sim) plan() error {
+	s.lastActs = planner.Actions{}
 	idle := s.total - s.allocated
 	if idle == 0 && ((s.resv.r == nil && len(s.replayPending) == 0) || s.lent == 0) {
 		return nil // nothing to lend and nothing to take back
 	}
-	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits}
+	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits,
+		NothingQueued: s.objective() && len(s.queue) == 0 && len(s.replayPending) == 0}
 	if s.snapNodes == nil {
 		for _, nd := range s.nodes {
 			s.snapNodes = append(s.snapNodes, planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total})

@@ -34,12 +34,18 @@ func (s *sim) pass() bool {
 	avail := s.availNow()
 	if s.cfg.Policy != Rigid {
 		s.donorLeft = s.longestDonor()
+		s.horizonLeft = s.horizon()
 	}
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
 		allocs := s.fit(r, avail)
 		if allocs == nil && s.mayAdmit(r) {
+			s.gain = 0
+			if s.objective() {
+				x, _, _ := s.reserve(r, avail)
+				s.gain = float64(x - s.now)
+			}
 			allocs = s.shrinkToAdmit(r, avail, nil)
 		}
 		if allocs == nil {
@@ -65,6 +71,7 @@ func (s *sim) pass() bool {
 	for n := range avail {
 		ravail[n] = min(avail[n], spare[n])
 	}
+	s.gain = float64(x - s.now) // a job behind the head waits at least that long
 	kept := s.queue[:1]
 	for k, r := range s.queue[1:] {
 		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
@@ -77,6 +84,13 @@ func (s *sim) pass() bool {
 		kept = append(kept, r)
 	}
 	s.queue = kept
+	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
+		if s.startSmallAny(head, avail, ravail, spare, x, true) {
+			s.queue = s.queue[1:]
+			return true
+		}
+		return false
+	}
 	if s.startSmall(head, avail, x, resAllocs) {
 		s.queue = s.queue[1:]
 		return true
@@ -142,7 +156,11 @@ func (s *sim) fit(r *run, avail []int) []alloc {
 	if s.availTotal < r.j.GPUs {
 		return nil
 	}
-	return s.cluster.Fit(avail, r.j.GPUs, r.rule)
+	a := s.cluster.Fit(avail, r.j.GPUs, r.rule)
+	if a != nil && s.objective() {
+		a = s.placeOffPinned(r, avail, a)
+	}
+	return a
 }
 
 // baseLimit is the time limit end of r started now on allocs: its
@@ -209,6 +227,9 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	if a == nil && s.mayAdmit(r) {
 		a = s.shrinkToAdmit(r, ravail, s.resv.nodes, avail, spare)
 	}
+	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
+		return s.startSmallAny(r, avail, ravail, spare, x, false)
+	}
 	if a == nil {
 		return false
 	}
@@ -223,6 +244,9 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 // mayAdmit is a cheap pre-check for shrinkToAdmit: the policy is elastic
 // and some running job that could shrink has more work left than r.
 func (s *sim) mayAdmit(r *run) bool {
+	if s.objective() {
+		return s.cfg.ShrinkToAdmit && s.donorLeft > 0
+	}
 	return s.cfg.ShrinkToAdmit && s.cfg.Policy != Rigid && r.rem < s.donorLeft
 }
 
@@ -294,12 +318,20 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // allocation, or nil having shrunk nothing.
 func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
 	donors := s.donors[:0]
+	objective := s.objective()
 	for _, d := range s.running {
 		keep := d.orig - int(math.Floor(s.cfg.AdmitMaxLoss*float64(d.orig)+1e-9))
-		donors = append(donors, planner.Donor{Base: d.base, Min: max(d.min, keep, 1), TimeLeft: d.rem / d.rate})
+		dn := planner.Donor{Base: d.base, Min: max(d.min, keep, 1), TimeLeft: d.rem / d.rate}
+		if objective {
+			dn.TimeLeft, dn.Loss = s.timeLeft(d), s.donorLoss(d)
+		}
+		donors = append(donors, dn)
 	}
 	s.donors = donors
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
+	if objective {
+		q.Gain, q.Horizon = s.gain, s.horizonLeft
+	}
 	if keepOff != nil {
 		q.KeepOff = func(n int) bool { return keepOff[n] }
 	}

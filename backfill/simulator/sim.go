@@ -91,6 +91,28 @@ type Config struct {
 	// GPUs than it asked for (never below its minimum), as
 	// planner.StartSmall decides under this rule; zero: never.
 	StartSmall planner.StartSmallRule
+	// Objective runs the elastic policies by the planner's one objective,
+	// the sum of expected completion times (issue 17, objective.go): a
+	// job that may run on several GPU types is kept off a type a waiting
+	// pinned job needs when another serves it nearly as well;
+	// shrink-to-admit takes from the donors that lose least, only as far as
+	// they still end before the longest running job, and only when the
+	// queued job's saved wait exceeds the donors' summed loss; with
+	// StartSmall, any waiting elastic job (not only the queue head) may
+	// start small at the size and type that end it soonest; a job grows
+	// back to its maximum at once when nothing waits; rounds also run on a
+	// timer (RoundInterval). easyscale-backfilld does not apply it yet, so
+	// the daemon's default policy is Elastic without it.
+	Objective bool
+	// RescaleCost is the seconds of progress a job loses at each change of
+	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
+	// the figure the benchmarks use.
+	RescaleCost float64
+	// RoundInterval is the seconds between two planning rounds when no
+	// event comes (the daemon's poll_interval); 0: DefaultRoundInterval. A
+	// round with nothing to change is skipped, so the simulated timer only
+	// runs while a round may still grant GPUs.
+	RoundInterval int64
 	// Limits are passed to the planner; zero Limits: DefaultLimits(), the
 	// daemon's.
 	Limits planner.Limits
@@ -122,6 +144,11 @@ type Result struct {
 	// MeanJCT and P95JCT summarise completion − submit.
 	MeanJCT float64 `json:"mean_jct_s"`
 	P95JCT  float64 `json:"p95_jct_s"`
+	// LowerBoundMeanJCT is a lower bound on the mean JCT of any policy on
+	// this trace and cluster (ComputeLowerBound); JCTOverLowerBound is
+	// MeanJCT over it.
+	LowerBoundMeanJCT float64 `json:"lower_bound_mean_jct_s"`
+	JCTOverLowerBound float64 `json:"jct_over_lower_bound"`
 	// MeanQueue is the mean of first start − submit.
 	MeanQueue float64 `json:"mean_queue_s"`
 	// GPUAllocPct is allocated GPU-time over capacity, in percent;
@@ -279,7 +306,11 @@ type sim struct {
 	resv       reservation
 	extraByID  map[string]*extra
 	donorLeft  float64 // longestDonor at the start of the pass
-	lastActs   planner.Actions
+	// horizonLeft is the longest time left of a running job at the start
+	// of the pass, gain the wait a queued job being admitted saves (the
+	// objective's shrink-to-admit, objective.go).
+	horizonLeft, gain float64
+	lastActs          planner.Actions
 	// replayPending and replayLent are the reservations and other lent
 	// GPUs of a replayed snapshot (Replay); nil in a trace replay.
 	replayPending []planner.PendingJob
@@ -350,7 +381,16 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 	if err := s.loop(); err != nil {
 		return Result{}, err
 	}
-	return s.finish(), nil
+	res := s.finish()
+	lb, err := ComputeLowerBound(jobs, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	res.LowerBoundMeanJCT = lb.MeanJCT
+	if lb.MeanJCT > 0 {
+		res.JCTOverLowerBound = res.MeanJCT / lb.MeanJCT
+	}
+	return res, nil
 }
 
 // validate checks cfg (see Run) without allocating anything per GPU, and
@@ -544,6 +584,11 @@ func (s *sim) loop() error {
 			if err := s.plan(); err != nil {
 				return err
 			}
+			if s.objective() && len(s.lastActs.Grows) > 0 && s.total > s.allocated {
+				// Rounds on a timer: the next round may grant what this
+				// one could not (a job at most doubles while jobs wait).
+				s.push(event{t: s.now + s.roundInterval()})
+			}
 		}
 		s.sample()
 		if checkEachPass {
@@ -713,8 +758,12 @@ func (s *sim) reschedule(r *run) {
 	if r.held != 0 && held != r.held {
 		r.rescales++
 	}
+	rescaled := r.held != 0 && held != r.held
 	r.held = held
 	r.rate = s.rateOf(r, true)
+	if rescaled && s.cfg.RescaleCost > 0 {
+		r.rem += s.cfg.RescaleCost * r.rate // the seconds the restart costs, at the new rate
+	}
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
 	end = min(end, r.limit)

@@ -91,6 +91,8 @@ func backfillSuite() ([]figure, error) {
 	rigid, el := res["rigid"], res["elastic"]
 	figs = append(figs,
 		figure{"elastic_vs_rigid_jct_ratio", res["elastic896"].MeanJCT / res["rigid896"].MeanJCT, "ratio"},
+		figure{"philly896_vs_lower_bound", res["elastic896"].JCTOverLowerBound, "ratio"},
+		figure{"philly896_rigid_vs_lower_bound", res["rigid896"].JCTOverLowerBound, "ratio"},
 		figure{"elastic_max_reservation_delay_s", float64(res["elastic896"].MaxReservationDelay), "s"},
 		figure{"rigid_mean_queue_s_896", res["rigid896"].MeanQueue, "s"},
 		figure{"elastic_vs_rigid_jct_ratio_512", el.MeanJCT / rigid.MeanJCT, "ratio"},

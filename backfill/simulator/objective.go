@@ -1,0 +1,223 @@
+package simulator
+
+import (
+	"math"
+	"slices"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
+
+// This file holds the simulator's side of the planner's one objective
+// (issue 17, Config.Objective): every elastic decision is judged by its
+// effect on the sum of the jobs' expected completion times, from each
+// job's remaining work and its throughput on the GPUs it would hold
+// (planner.Model).
+
+// DefaultRescaleCost is the seconds of progress a job loses per change of
+// its GPU count in the benchmarks (Config.RescaleCost): a grow on Slurm is an extra
+// job submitted, scheduled and started (seconds on the lab, its launch
+// through slurmstepd) plus the joining worker's start and admission at a
+// step boundary (torch_rescale_fresh_s 3.3 s, join_ms below a millisecond
+// for the native engine; BENCHMARKS.md); a shrink is a leave at a step
+// boundary. 30 s is a conservative sum.
+const DefaultRescaleCost = 30
+
+// DefaultRoundInterval is the seconds between two planning rounds when
+// nothing else happens, the daemon's default poll_interval (10 s).
+const DefaultRoundInterval = 10
+
+// NearlyAsWell is the fraction of its best throughput a job that may run
+// on several GPU types accepts on a type no waiting job is pinned to,
+// rather than take GPUs of a type a waiting pinned (d1 or gpu_type) job
+// needs.
+const NearlyAsWell = 0.75
+
+// objective reports whether the elastic policy's one objective decides
+// (Config.Objective, not rigid).
+func (s *sim) objective() bool { return s.cfg.Objective && s.cfg.Policy != Rigid }
+
+// timeLeft is r's expected remaining run time on its own allocation, in
+// seconds: extra jobs are lent for a while, so they are not counted on.
+func (s *sim) timeLeft(r *run) float64 { return max(r.rem, 0) / s.rateOf(r, false) }
+
+// horizon is the longest expected time left of any running job: shrinking
+// a donor past it would lengthen the schedule's longest job.
+func (s *sim) horizon() float64 {
+	most := 0.0
+	for _, d := range s.running {
+		most = max(most, s.timeLeft(d))
+	}
+	return most
+}
+
+// donorLoss is how much later d finishes when it gives up g GPUs of its
+// own allocation now (planner.ShrinkLoss, the restart included), on its
+// own allocation without the GPUs lent to it. The GPUs given are taken as
+// its fastest, the worst case: the admission picks them by node, and giving
+// up its slowest could even look like a gain (its all-reduce waits for the
+// slowest GPU).
+func (s *sim) donorLoss(d *run) func(g int) float64 {
+	now := s.speedCounts(d, false)
+	slices.SortFunc(now, func(a, b planner.SpeedCount) int {
+		switch {
+		case a.Speed > b.Speed:
+			return -1
+		case a.Speed < b.Speed:
+			return 1
+		}
+		return 0
+	})
+	return func(g int) float64 {
+		after := slices.Clone(now)
+		for i := range after {
+			take := min(g, after[i].N)
+			after[i].N -= take
+			g -= take
+		}
+		return planner.ShrinkLoss(d.model, now, after, max(d.rem, 0), s.rescaleCost())
+	}
+}
+
+func (s *sim) roundInterval() int64 {
+	if s.cfg.RoundInterval > 0 {
+		return s.cfg.RoundInterval
+	}
+	return DefaultRoundInterval
+}
+
+func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
+
+// pinnedWaiting counts, per GPU type, the queued jobs that may run on that
+// type alone (gpu_type, or a d1 job allowed one type), skipping r.
+func (s *sim) pinnedWaiting(r *run) map[string]int {
+	out := map[string]int{}
+	for _, q := range s.queue {
+		if q != r && len(q.rule.Types) == 1 {
+			out[q.rule.Types[0]]++
+		}
+	}
+	return out
+}
+
+// placeOffPinned returns r's allocation: a, or, when a takes GPUs of a
+// type a waiting pinned job needs and r may run elsewhere, an allocation
+// off those types on which r runs at least NearlyAsWell as fast.
+func (s *sim) placeOffPinned(r *run, avail []int, a []alloc) []alloc {
+	if len(s.queue) < 2 {
+		return a
+	}
+	pinned := s.pinnedWaiting(r)
+	if len(pinned) == 0 {
+		return a
+	}
+	hit := false
+	for _, al := range a {
+		if pinned[s.nodes[al.Node].typ] > 0 {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return a
+	}
+	rule := r.rule
+	rule.Types = nil
+	for _, typ := range s.cluster.Types() {
+		if pinned[typ] == 0 && (len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, typ)) {
+			rule.Types = append(rule.Types, typ)
+		}
+	}
+	if len(rule.Types) == 0 {
+		return a
+	}
+	alt := s.cluster.Fit(avail, r.j.GPUs, rule)
+	if alt == nil {
+		return a
+	}
+	best := planner.RunTime(r.model, s.speedsOn(r, a), r.rem)
+	if planner.RunTime(r.model, s.speedsOn(r, alt), r.rem)*NearlyAsWell <= best {
+		return alt
+	}
+	return a
+}
+
+// startSmallAny starts a waiting elastic job r now on fewer GPUs than it
+// asked for (never below its minimum) when that ends it earlier than
+// waiting: its run time at the smaller size is below its wait (at least
+// x − now, the queue head's reserved start x) plus its run time at its
+// request. Of the sizes and GPU types that fit, it takes the one with the
+// shortest run time (a few fast GPUs can beat more GPUs that include slow
+// ones, whose all-reduce the slowest sets). Only GPUs that do not delay
+// the reservation are used: a job other than the head ends before x at the
+// smaller size, or fits in ravail (the GPUs the reservation does not
+// need). Nor may it end later than the running job that ends last (or, when
+// that is sooner, than its run time at its request): a job started small
+// that ends after every other would decide the makespan. It reports whether
+// r started.
+func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bool) bool {
+	if r.min >= r.j.GPUs || s.availTotal < r.min {
+		return false
+	}
+	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: r.j.GPUs}}, r.rem)
+	wait := float64(x - s.now)
+	var best []alloc
+	// It must beat waiting, and must not become the longest job: a small
+	// start that ends after every running job would decide the makespan.
+	bestRun := min(wait+full, max(s.horizonLeft, full))
+	try := func(a []alloc) {
+		if a == nil {
+			return
+		}
+		run := planner.RunTime(r.model, s.speedsOn(r, a), r.rem)
+		if run < bestRun-1e-9 {
+			best, bestRun = a, run
+		}
+	}
+	rules := []planner.FitRule{r.rule}
+	if !r.rule.OneType || len(r.rule.Types) != 1 {
+		for _, typ := range s.cluster.Types() {
+			if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, typ) {
+				rules = append(rules, planner.FitRule{Types: []string{typ}, OneType: true})
+			}
+		}
+	}
+	for m := min(r.j.GPUs-1, s.availTotal); m >= r.min; m-- {
+		for _, rule := range rules {
+			a := s.cluster.Fit(avail, m, rule)
+			if a == nil {
+				continue
+			}
+			if !head && s.now+int64(math.Ceil(planner.RunTime(r.model, s.speedsOn(r, a), r.rem))) > x {
+				a = s.cluster.Fit(ravail, m, rule)
+			}
+			try(a)
+		}
+	}
+	if best == nil {
+		return false
+	}
+	s.res.SmallStarts++
+	s.start(r, best, avail)
+	for _, al := range best {
+		if !head {
+			spare[al.Node] -= min(al.GPUs, spare[al.Node])
+		}
+		ravail[al.Node] = min(avail[al.Node], spare[al.Node])
+	}
+	return true
+}
+
+// bestSpeed is r's speed on the fastest type it may run on.
+func (s *sim) bestSpeed(r *run) float64 {
+	best := 0.0
+	for _, nd := range s.nodes {
+		if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, nd.typ) {
+			sp := nd.speed
+			if v, ok := r.j.Speeds[nd.typ]; ok {
+				sp = v
+			}
+			best = max(best, sp)
+		}
+	}
+	return best
+}

@@ -1,0 +1,193 @@
+package simulator
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
+)
+
+const objectiveHead = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+
+func readJobs(t *testing.T, rows string) []trace.Job {
+	t.Helper()
+	jobs, err := trace.Read(strings.NewReader(objectiveHead + rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func startOf(t *testing.T, res Result, id string) JobRecord {
+	t.Helper()
+	for _, r := range res.PerJob {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("job %s did not complete", id)
+	return JobRecord{}
+}
+
+// TestAJobBehindTheQueueHeadStartsSmall: A holds 4 of 6 GPUs until
+// 10,000 s; B (4 GPUs, rigid) is the queue head, reserved at 10,000 s; C
+// (3 GPUs, min 1) behind it does not fit. Under the objective with
+// start-small on, C starts at once on the 2 idle GPUs (it ends long
+// before B's reservation); before issue 17 only the head could start
+// small, so C waited for B.
+func TestAJobBehindTheQueueHeadStartsSmall(t *testing.T) {
+	jobs := readJobs(t, "A,0,10000,4,,,1,4,4,4,d1\nB,1,1000,4,,,1,4,4,4,d1\nC,2,100,3,,,1,3,1,3,d1\n")
+	for _, tc := range []struct {
+		name      string
+		objective bool
+		wantStart int64
+		wantGPUs  int
+	}{{"the objective starts C small at once", true, 2, 2}, {"the old rule leaves C waiting", false, 10000, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true,
+				Objective: tc.objective, StartSmall: planner.StartSmallEndsEarlier})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := startOf(t, res, "C")
+			if c.Start != tc.wantStart || (tc.wantGPUs > 0 && c.StartGPUs != tc.wantGPUs) {
+				t.Errorf("C started at %d s on %d GPUs, want %d s on %d", c.Start, c.StartGPUs, tc.wantStart, tc.wantGPUs)
+			}
+			if res.MaxReservationDelay != 0 {
+				t.Errorf("a reservation moved by %d s", res.MaxReservationDelay)
+			}
+		})
+	}
+}
+
+// TestAJobThatMayRunAnywhereLeavesAPinnedJobsType: the cluster has 8 fast
+// (v100) and 8 nearly as fast (p100, 0.9) GPUs. X holds 4 v100 GPUs until
+// 1000 s; D (4 GPUs, d2, first in the queue) and P (pinned to v100,
+// needing 8) arrive together. The old rule put D on the fastest type, the
+// v100s P waits for, so P waited for D too; the objective puts D on the
+// p100s, so P starts when X ends.
+func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
+	jobs := readJobs(t, "X,0,1000,4,v100,,1,4,4,4,d1\nD,2,5000,4,,,1,4,4,4,d2\nP,2,1000,8,v100,,1,8,8,8,d1\n")
+	cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},
+		Policy: Elastic, ShrinkToAdmit: true}
+	for _, tc := range []struct {
+		name      string
+		objective bool
+		wantType  string
+	}{{"the objective keeps D off the pinned job's type", true, "p100"}, {"the old rule takes the fastest type", false, "v100"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg.Objective = tc.objective
+			res, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := startOf(t, res, "D"); d.StartTypes != tc.wantType {
+				t.Errorf("D started on %q, want %q", d.StartTypes, tc.wantType)
+			}
+			if tc.objective {
+				if p := startOf(t, res, "P"); p.Start != 1000 {
+					t.Errorf("P started at %d s, want 1000 (when X ends)", p.Start)
+				}
+			}
+		})
+	}
+}
+
+func TestLowerBoundHandChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		rows           string
+		gpus           int
+		alone, capac   float64
+		rigidJCTEquals bool
+	}{
+		// One 1-GPU job of 1000 s, default range (up to 2 GPUs, 2 logical
+		// workers): on 2 GPUs its step takes 1 + 0.1·2 = 1.2 against 2 on
+		// one, so it runs 600 s; its least area is 1000 GPU-s of 4.
+		{"one job alone at its best size", "A,0,1000,1,,,1,,,,\n", 4, 600, 250, false},
+		// Eight 4-GPU jobs that cannot resize, 100 s each, all at 0 on 4
+		// GPUs: one at a time, completions 100, 200, ..., 800: mean 450,
+		// which is also what FIFO gives.
+		{"jobs that queue: the capacity bound", strings.Repeat("", 0) +
+			"A,0,100,4,,,1,4,4,4,\nB,0,100,4,,,1,4,4,4,\nC,0,100,4,,,1,4,4,4,\nD,0,100,4,,,1,4,4,4,\n" +
+			"E,0,100,4,,,1,4,4,4,\nF,0,100,4,,,1,4,4,4,\nG,0,100,4,,,1,4,4,4,\nH,0,100,4,,,1,4,4,4,\n", 4, 100, 450, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := readJobs(t, tc.rows)
+			cfg := Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: tc.gpus, Policy: Rigid}
+			lb, err := ComputeLowerBound(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(lb.Alone-tc.alone) > 1e-6 || math.Abs(lb.Capacity-tc.capac) > 1e-6 || lb.MeanJCT != max(lb.Alone, lb.Capacity) {
+				t.Errorf("lower bound %+v, want alone %v, capacity %v", lb, tc.alone, tc.capac)
+			}
+			res, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.LowerBoundMeanJCT != lb.MeanJCT || (tc.rigidJCTEquals && res.MeanJCT != lb.MeanJCT) {
+				t.Errorf("rigid run: mean JCT %v, lower bound %v; want the bound %v", res.MeanJCT, res.LowerBoundMeanJCT, lb.MeanJCT)
+			}
+		})
+	}
+}
+
+// TestNoPolicyBeatsTheLowerBound replays Pollux workload 1 on a mixed
+// cluster under every policy: each mean JCT is at least the bound.
+func TestNoPolicyBeatsTheLowerBound(t *testing.T) {
+	jobs, err := trace.ReadFile(filepath.Join("testdata", "pollux_workload-1.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		if i%3 == 0 {
+			jobs[i].Determinism = "d2"
+		}
+	}
+	base := Config{GPUs: []GPUGroup{{"v100", 32}, {"p100", 16}, {"t4", 16}}, GPUsPerNode: 8,
+		Speeds: map[string]float64{"v100": 1, "p100": 0.77, "t4": 0.32}, RescaleCost: DefaultRescaleCost}
+	for _, cfg := range []Config{
+		{Policy: Rigid}, {Policy: Elastic, ShrinkToAdmit: true}, {Policy: ElasticCapped},
+		{Policy: Elastic, ShrinkToAdmit: true, Objective: true, StartSmall: planner.StartSmallEndsEarlier},
+	} {
+		cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds, cfg.RescaleCost = base.GPUs, base.GPUsPerNode, base.Speeds, base.RescaleCost
+		res, err := Run(jobs, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(res.LowerBoundMeanJCT > 0) || res.MeanJCT < res.LowerBoundMeanJCT || res.JCTOverLowerBound < 1 {
+			t.Errorf("%s (objective %v): mean JCT %.0f s below the lower bound %.0f s", res.Policy, cfg.Objective, res.MeanJCT, res.LowerBoundMeanJCT)
+		}
+	}
+}
+
+// TestRoundsRunOnATimer: a job that may grow 1 → 8 GPUs while another
+// waits (W, reserved when A and B end) at most doubles per round; with
+// rounds only on events it would stay at 2 GPUs until its extra job ends,
+// with rounds on a timer it reaches 8 within three round intervals.
+func TestRoundsRunOnATimer(t *testing.T) {
+	jobs := readJobs(t, "A,0,100000,1,,,1,8,1,8,d1\nB,0,100000,3,,,1,3,3,3,d1\nW,0,100,16,,,1,16,16,16,d1\n")
+	res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 16}}, GPUsPerNode: 16, Policy: Elastic, Objective: true,
+		RoundInterval: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startOf(t, res, "A")
+	if a.PeakGPUs != 8 {
+		t.Errorf("A peaked at %d GPUs, want 8", a.PeakGPUs)
+	}
+	reached := int64(-1)
+	for _, smp := range res.Series {
+		if smp.Lent >= 7 {
+			reached = smp.T
+			break
+		}
+	}
+	if reached < 0 || reached > 3*10 {
+		t.Errorf("A held 8 GPUs from %d s, want within three 10 s rounds", reached)
+	}
+}
