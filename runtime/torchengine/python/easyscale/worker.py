@@ -124,7 +124,7 @@ class Worker:
         # The store's own waits (rank 0's rendezvous) are bounded like every collective: a member lost while the
         # group forms fails the assignment within the heartbeat timeout, not a minute later.
         timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 60)))
-        store = dist.TCPStore(req["host"], 0, None, True, timeout=timeout, wait_for_workers=False)
+        store = rendezvous.tcp_store(req["host"], 0, True, timeout, wait_for_workers=False)
         self.stores.append(store)
         return {"port": store.port}, b""
 
@@ -158,8 +158,8 @@ class Worker:
             if self.rank == 0 and self.stores:
                 store = self.stores[-1]
             else:
-                store = dist.TCPStore(req["host"], int(req["port"]), None, False,
-                                      timeout=datetime.timedelta(seconds=timeout_s))
+                store = rendezvous.tcp_store(req["host"], int(req["port"]), False,
+                                             datetime.timedelta(seconds=timeout_s))
                 self.stores.append(store)
             self.stores = self.stores[-1:]
             generation = self.generation
