@@ -18,8 +18,8 @@
 // stdin and fd 3, heartbeats, Pdeathsig), drives them through steps and
 // reallocations (group.go: contiguous logical-worker ranges in rank order, a
 // gloo group rebuilt for every membership, the authoritative per-logical-
-// worker contexts of the last committed step), admits each by its numerics
-// (local.go) and implements trainer.Engine (engine.go), so `easyscale run`
+// worker contexts of the last committed step), admits each by its torch
+// and Python versions and its numerics (local.go) and implements trainer.Engine (engine.go), so `easyscale run`
 // trains a job file with engine = "torch" with the same schedule, ledger,
 // checkpoints, resume and SIGTERM handling as the native engine.
 //
@@ -57,7 +57,9 @@
 //
 // Each membership change builds a new gloo group (a generation) in the
 // surviving processes, which are not restarted. Its members first meet at
-// an arrival barrier in the generation's store that Python polls
+// an arrival barrier in the generation's store (a TCPStore on the legacy
+// server on every torch version: use_libuv=False where torch takes it, as
+// torch 2.4+ builds without libuv need) that Python polls
 // (python/easyscale/rendezvous.py); a member lost before it arrives makes
 // Go cancel the generation on the others (a cancel request their control
 // thread answers at once), so they return within a poll and the group is
@@ -66,7 +68,9 @@
 // Workers on other machines (remote.go, join.go): `easyscale run --listen`
 // accepts them through cluster.Listener (the native join's token, HMAC
 // handshake, welcome and data comparison; the join also carries the
-// Python process's numerics, checked with Admit). Each `easyscale worker
+// Python process's versions and numerics, checked with Admit: a joiner on
+// another torch or Python is refused naming both versions, since a job's
+// digests hold for one torch version). Each `easyscale worker
 // --join` starts its own Python process and relays the coordinator's
 // requests to it as runtime/wire frames on its one connection, matched by
 // id, several in flight, heartbeats both ways; to the Group it is one more

@@ -224,8 +224,9 @@ func (e *Engine) Prepare(ctx context.Context, workers int) { e.local.Prestart(ct
 // Listen accepts workers of this job from other machines (`easyscale
 // worker --join`) on o.Listen: the token and job-id files go into
 // o.StateDir (or o.TokenDir), joiners pass cluster's handshake and data
-// check and this engine's numerics check (Admit against the first
-// process, and the Python package's version), and wait for the next
+// check and this engine's check (the Python package's version, then
+// Admit against the first process: torch and Python versions, numerics),
+// and wait for the next
 // Boundary. o.Spec, o.Data and o.Check are set here.
 func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
 	ref := *e.local.ref

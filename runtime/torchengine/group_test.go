@@ -138,6 +138,33 @@ func TestAWorkerWithOtherNumericsIsRefused(t *testing.T) {
 	}
 }
 
+// TestAProcessOnAnotherTorchIsRefusedNamingBothVersions starts the second
+// process reporting torch 2.6.0 (toyjob's TOYJOB_TORCH_VERSION sets
+// torch.__version__ in setup, before load reports it): it must be refused
+// with a *VersionError naming its version and the first process's.
+func TestAProcessOnAnotherTorchIsRefusedNamingBothVersions(t *testing.T) {
+	l, ctx := newLocal(t)
+	l.EnvOf = func(rank int) []string {
+		if rank == 1 {
+			return []string{"TOYJOB_TORCH_VERSION=2.6.0"}
+		}
+		return nil
+	}
+	err := l.Resize(ctx, 2)
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Worker.Torch != "2.6.0" || ve.Group.Torch == "2.6.0" || ve.Group.Torch == "" ||
+		!strings.Contains(err.Error(), "torch 2.6.0 on the joining worker, the group runs torch "+ve.Group.Torch) {
+		t.Fatalf("Resize with a worker on another torch: %v; want a VersionError naming torch 2.6.0 and the group's", err)
+	}
+	if ve.Group.Python == "" || ve.Worker.Python != ve.Group.Python || strings.Contains(err.Error(), "Python") {
+		t.Fatalf("worker %+v, group %+v (%v): want the same Python, reported and not named", ve.Worker, ve.Group, err)
+	}
+	t.Log(err)
+	if l.Workers() != 1 {
+		t.Fatalf("%d workers after the refusal, want the first one only", l.Workers())
+	}
+}
+
 // TestCheckpointRestoreContinuesTheSameRun checkpoints after step 3, then
 // restores the file and contexts into new processes on another allocation:
 // the following digests are the uninterrupted run's.

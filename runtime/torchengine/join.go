@@ -17,14 +17,17 @@ import (
 )
 
 // joinReport is what a torch worker reports when it joins (the join
-// message's engine field): the numerics of its loaded Python process and
-// the version of its Python package.
+// message's engine field): the torch and Python versions and the numerics
+// of its loaded Python process, and the version of its Python package.
 type joinReport struct {
 	Package string `json:"package"`
 	Loaded  Loaded `json:"loaded"`
 }
 
-// checkJoin refuses a joiner of another package version or numerics than ref.
+// checkJoin refuses a joiner of another package version, torch or Python
+// version (a *VersionError naming both), job or numerics than ref, the
+// coordinator's first process: the coordinator admits every joiner, so the
+// check is authoritative here.
 func checkJoin(ref Loaded, raw json.RawMessage) error {
 	var j joinReport
 	if err := json.Unmarshal(raw, &j); err != nil || j.Package == "" {
@@ -32,6 +35,9 @@ func checkJoin(ref Loaded, raw json.RawMessage) error {
 	}
 	if j.Package != PackageDigest() {
 		return fmt.Errorf("the worker's easyscale Python package is %.16s, the coordinator's %.16s: run one easyscale build everywhere", j.Package, PackageDigest())
+	}
+	if err := checkVersions(ref, j.Loaded); err != nil {
+		return err
 	}
 	if j.Loaded.Parameters != ref.Parameters || j.Loaded.TrainSamples != ref.TrainSamples {
 		return fmt.Errorf("the worker's job has %d parameters and %d training samples, the coordinator's %d and %d",
@@ -64,8 +70,9 @@ func Worker(o WorkerOptions) func(context.Context, *cluster.EngineSession) error
 // job's digest, starts a Python process ($EASYSCALE_PYTHON, else
 // o.Python, else DefaultPython; gloo on the interface of the
 // connection's local address), loads the job, joins (the coordinator
-// refuses other data or numerics: a *cluster.RefusedError naming the file
-// or the setting) and then relays the coordinator's requests to the
+// refuses other data, another torch or Python version or other numerics: a
+// *cluster.RefusedError naming the file, both versions or the setting; the
+// worker exits non-zero) and then relays the coordinator's requests to the
 // process until released (cluster.ErrLeft), the coordinator is gone or
 // silent for s.CoordinatorTimeout, or the process dies. The Python process
 // never outlives it. SIGTERM (s.LeaveReq) is passed on to the process,
@@ -130,7 +137,7 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {
 		return err
 	}
-	log.Info("queued for admission", "job_name", spec.Name, "pid", p.Pid(), "python", py, "gloo", s.LocalAddr)
+	log.Info("queued for admission", "job_name", spec.Name, "pid", p.Pid(), "python", py, "torch", loaded.Torch, "gloo", s.LocalAddr)
 	return relay(ctx, s, p, log)
 }
 

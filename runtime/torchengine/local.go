@@ -32,13 +32,61 @@ func (c JobConfig) loadRequest() map[string]any {
 			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": params}}
 }
 
-// Loaded is a process's answer to load: its numerics.
+// Loaded is a process's answer to load: its versions and numerics.
 type Loaded struct {
-	Parameters   int            `json:"parameters"`
-	TrainSamples int            `json:"train_samples"` // len(train_set)
-	Digest       string         `json:"digest"`        // of the initial parameters
-	Fingerprint  map[string]any `json:"fingerprint"`
-	Canary       string         `json:"canary"`
+	Parameters   int    `json:"parameters"`
+	TrainSamples int    `json:"train_samples"` // len(train_set)
+	Digest       string `json:"digest"`        // of the initial parameters
+	Versions
+	Fingerprint map[string]any `json:"fingerprint"`
+	Canary      string         `json:"canary"`
+}
+
+// Versions are what a Python process runs on (easyscale.numerics.versions):
+// every process of a job must run the same, because a kernel's bits may
+// change between torch releases, so a job's digests hold for one torch
+// version only.
+type Versions struct {
+	Torch  string `json:"torch"`  // torch.__version__, e.g. "1.13.0a0" (Debian 12), "2.6.0"
+	Python string `json:"python"` // the interpreter's major.minor, e.g. "3.11"
+}
+
+// VersionError refuses a process whose torch or Python version differs
+// from the group's (the job's first process); its message names both
+// versions of each that differs.
+type VersionError struct {
+	Worker, Group Versions
+}
+
+func (e *VersionError) Error() string {
+	var worker, group []string
+	if e.Worker.Torch != e.Group.Torch {
+		worker = append(worker, "torch "+orUnknown(e.Worker.Torch))
+		group = append(group, "torch "+orUnknown(e.Group.Torch))
+	}
+	if e.Worker.Python != e.Group.Python {
+		worker = append(worker, "Python "+orUnknown(e.Worker.Python))
+		group = append(group, "Python "+orUnknown(e.Group.Python))
+	}
+	return fmt.Sprintf("%s on the joining worker, the group runs %s: a job's digests hold for one torch version "+
+		"(a kernel's bits may change between releases); install the group's versions on every worker",
+		strings.Join(worker, " and "), strings.Join(group, " and "))
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "(unknown)"
+	}
+	return v
+}
+
+// checkVersions returns a *VersionError when got's torch or Python version
+// differs from ref's, else nil.
+func checkVersions(ref, got Loaded) error {
+	if got.Versions != ref.Versions {
+		return &VersionError{Worker: got.Versions, Group: ref.Versions}
+	}
+	return nil
 }
 
 // NumericsError refuses a process that would compute other bits than the
@@ -51,11 +99,15 @@ func (e *NumericsError) Error() string {
 	return "python worker computes other bits than the job's first worker: " + strings.Join(e.Differences, "; ")
 }
 
-// Admit compares a joining process's numerics with the reference's and
-// returns a *NumericsError naming every setting that differs (the canary
-// digest last: a differing canary with equal settings means other hardware
-// or libraries).
+// Admit compares a joining process's versions and numerics with the
+// reference's: it returns a *VersionError naming both versions when its
+// torch or Python differs, else a *NumericsError naming every setting that
+// differs (the canary digest last: a differing canary with equal settings
+// means other hardware or libraries).
 func Admit(ref, got Loaded) error {
+	if err := checkVersions(ref, got); err != nil {
+		return err
+	}
 	var diffs []string
 	keys := map[string]bool{}
 	for k := range ref.Fingerprint {
@@ -164,8 +216,8 @@ func (l *Local) locals() []int {
 // Resize starts or stops processes on this machine until there are
 // workers of them (workers on other machines come and go on their own:
 // AddRemote, and SIGTERM). Joining processes load the job, are admitted by
-// their numerics (a *NumericsError otherwise), and receive the replica of
-// a trained worker at the next Step.
+// their versions and numerics (a *VersionError or *NumericsError
+// otherwise), and receive the replica of a trained worker at the next Step.
 func (l *Local) Resize(ctx context.Context, workers int) error {
 	if workers < 1 {
 		return fmt.Errorf("resizing to %d python workers: want at least 1", workers)

@@ -3,6 +3,7 @@ package torchengine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -71,10 +72,11 @@ func FuzzDecodeRelay(f *testing.F) {
 }
 
 func TestJoinersAreCheckedAgainstTheFirstProcess(t *testing.T) {
-	ref := Loaded{Parameters: 10, TrainSamples: 50, Fingerprint: map[string]any{"threads": 1, "env.ATEN_CPU_CAPABILITY": ""}, Canary: "sha256:a"}
+	ref := Loaded{Parameters: 10, TrainSamples: 50, Versions: Versions{Torch: "1.13.0a0", Python: "3.11"},
+		Fingerprint: map[string]any{"torch": "1.13.0a0", "threads": 1, "env.ATEN_CPU_CAPABILITY": ""}, Canary: "sha256:a"}
 	report := func(edit func(*joinReport)) json.RawMessage {
 		j := joinReport{Package: PackageDigest(), Loaded: ref}
-		j.Loaded.Fingerprint = map[string]any{"threads": 1, "env.ATEN_CPU_CAPABILITY": ""}
+		j.Loaded.Fingerprint = map[string]any{"torch": "1.13.0a0", "threads": 1, "env.ATEN_CPU_CAPABILITY": ""}
 		edit(&j)
 		b, _ := json.Marshal(j)
 		return b
@@ -87,6 +89,17 @@ func TestJoinersAreCheckedAgainstTheFirstProcess(t *testing.T) {
 		{"the same numerics are admitted", report(func(*joinReport) {}), ""},
 		{"another ISA setting is refused naming it", report(func(j *joinReport) { j.Loaded.Fingerprint["env.ATEN_CPU_CAPABILITY"] = "default" }), "env.ATEN_CPU_CAPABILITY: want , got default"},
 		{"another canary is refused", report(func(j *joinReport) { j.Loaded.Canary = "sha256:b" }), "canary digest"},
+		{"another torch version is refused naming both", report(func(j *joinReport) {
+			j.Loaded.Torch, j.Loaded.Fingerprint["torch"], j.Loaded.Canary = "2.6.0", "2.6.0", "sha256:b"
+		}), "torch 2.6.0 on the joining worker, the group runs torch 1.13.0a0: "},
+		{"another Python is refused naming both", report(func(j *joinReport) { j.Loaded.Python = "3.13" }),
+			"Python 3.13 on the joining worker, the group runs Python 3.11: "},
+		{"another torch and Python are refused naming all four", report(func(j *joinReport) { j.Loaded.Versions = Versions{"2.6.0", "3.13"} }),
+			"torch 2.6.0 and Python 3.13 on the joining worker, the group runs torch 1.13.0a0 and Python 3.11: "},
+		{"a report without versions is refused", report(func(j *joinReport) { j.Loaded.Versions = Versions{} }),
+			"torch (unknown) and Python (unknown) on the joining worker"},
+		{"another torch version is refused before another model", report(func(j *joinReport) { j.Loaded.Torch, j.Loaded.Parameters = "2.6.0", 11 }),
+			"torch 2.6.0 on the joining worker, the group runs torch 1.13.0a0"},
 		{"another package version is refused", report(func(j *joinReport) { j.Package = "0123" }), "Python package"},
 		{"another model is refused", report(func(j *joinReport) { j.Loaded.Parameters = 11 }), "11 parameters"},
 		{"a join without a torch report is refused", json.RawMessage(`null`), "no torch report"},
@@ -102,6 +115,10 @@ func TestJoinersAreCheckedAgainstTheFirstProcess(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one naming %q", err, c.want)
+			}
+			var ve *VersionError
+			if want := strings.Contains(c.want, "on the joining worker"); errors.As(err, &ve) != want {
+				t.Fatalf("error %T %v: a *VersionError is %v, want %v", err, err, !want, want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 )
 
 // Torch workers on other machines: `easyscale run --listen` of a torch job
@@ -161,6 +162,37 @@ func TestTorchWorkerWithOtherNumericsIsRefusedNamingTheSetting(t *testing.T) {
 	}
 	t.Log(lastLine(w.stderr.String()))
 	coord.waitLine(t, state, "refused a joiner", 10*time.Second)
+	if strings.Contains(coord.stderr.String(), "admitted") {
+		t.Fatalf("the coordinator admitted the worker:\n%s", coord.stderr)
+	}
+}
+
+// TestTorchWorkerOnAnotherTorchVersionIsRefusedNamingBoth joins a worker
+// whose Python process reports torch 2.6.0 (the toy job's
+// TOYJOB_TORCH_VERSION, as a node with Debian 13's python3-torch would):
+// the coordinator refuses it naming its torch version and the group's, and
+// the worker exits non-zero.
+func TestTorchWorkerOnAnotherTorchVersionIsRefusedNamingBoth(t *testing.T) {
+	requireTorch(t)
+	_, group, err := torchengine.Python(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if group == "2.6.0" {
+		t.Skip("the installed torch is 2.6.0, the version this test makes the joiner report")
+	}
+	job := toyJob(t)
+	state, addr := t.TempDir(), freePort(t)
+	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=0:1"})
+	w := startTorchWorker(t, addr, state, []string{"TOYJOB_TORCH_VERSION=2.6.0"})
+	code, _ := w.exitCode(t, 120*time.Second)
+	want := "refused this worker: torch 2.6.0 on the joining worker, the group runs torch " + group + ":"
+	if code == 0 || !strings.Contains(w.stderr.String(), want) {
+		t.Fatalf("exit %d, want a non-zero exit and %q:\n%s", code, want, w.stderr)
+	}
+	t.Log(lastLine(w.stderr.String()))
+	coord.waitLine(t, state, "refused a joiner", 10*time.Second)
+	coord.waitLine(t, state, "torch 2.6.0 on the joining worker, the group runs torch "+group, 10*time.Second)
 	if strings.Contains(coord.stderr.String(), "admitted") {
 		t.Fatalf("the coordinator admitted the worker:\n%s", coord.stderr)
 	}

@@ -7,9 +7,10 @@ intra-op thread count, the instruction-set dispatch of ATen
 algorithms, ``CUBLAS_WORKSPACE_CONFIG``, cudnn.benchmark) and the torch build.
 The Go worker sets the environment variables before it starts Python
 (:data:`PINNED_ENV`); :func:`pin` sets the rest in-process. Before a worker is
-admitted it reports :func:`fingerprint` and :func:`canary_digest`; the
-coordinator refuses one whose fingerprint or canary differs from the job's,
-naming the setting.
+admitted it reports :func:`versions`, :func:`fingerprint` and
+:func:`canary_digest`; the coordinator refuses one whose torch or Python
+version differs from the group's, naming both versions, and one whose
+fingerprint or canary differs from the job's, naming the setting.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from typing import Any
 
 import torch
 
-__all__ = ["PINNED_ENV", "pin", "fingerprint", "canary_digest", "differences"]
+__all__ = ["PINNED_ENV", "pin", "versions", "fingerprint", "canary_digest", "differences"]
 
 #: Environment variables that change bits; the Go side gives every worker of a job the same values.
 PINNED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY",
@@ -37,6 +39,16 @@ def pin(threads: int) -> None:
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+
+
+def versions() -> dict[str, str]:
+    """``{"torch": torch.__version__, "python": "MAJOR.MINOR"}``: what every process of a group must share.
+
+    A kernel's bits may change between torch releases, so a job's digests hold
+    for one torch version; the coordinator refuses a joiner whose versions
+    differ from the group's (``runtime/torchengine.VersionError``).
+    """
+    return {"torch": str(torch.__version__), "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
 
 
 def _cpu_capability() -> str:

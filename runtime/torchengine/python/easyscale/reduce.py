@@ -110,7 +110,11 @@ def chain(local: torch.Tensor, slots: Sequence[torch.Tensor], world: int,
 
 
 def _global(group: dist.ProcessGroup | None, rank: int) -> int:
-    """The global rank of ``rank`` in ``group`` (point-to-point calls take global ranks)."""
+    """The global rank of ``rank`` in ``group`` (point-to-point calls take global ranks).
+
+    ``dist.get_global_rank`` is public in torch 1.13 and 2.x; the private
+    ``_get_global_rank`` this called before warns in 2.x that it is deprecated.
+    """
     if group is None:
         return rank
-    return dist.distributed_c10d._get_global_rank(group, rank)  # type: ignore[attr-defined]
+    return dist.get_global_rank(group, rank)

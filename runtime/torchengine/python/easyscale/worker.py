@@ -5,7 +5,8 @@ to it over :mod:`easyscale.protocol` (requests on stdin, replies on fd 3).
 Requests and their replies:
 
     hello   {}                                  -> {protocol, package, fingerprint, canary}
-    load    {module, config, threads, device}   -> {parameters}
+    load    {module, config, threads, device}   -> {parameters, train_samples, digest, torch, python,
+                                                    fingerprint, canary}
     listen  {host, timeout_s}                   -> {port}     host this generation's TCPStore
     group   {generation, rank, size, host, port, timeout_s, logical_workers, fresh}
             + contexts index, payload: contexts of logical workers new to this process
@@ -117,14 +118,14 @@ class Worker:
         self.replica = Replica(job, cfg, [], device)
         self.world = cfg.logical_workers
         return {"parameters": self.replica.numel, "train_samples": len(job.train_set),
-                "digest": self.replica.digest(None), "fingerprint": numerics.fingerprint(device),
-                "canary": numerics.canary_digest(device)}, b""
+                "digest": self.replica.digest(None), **numerics.versions(),
+                "fingerprint": numerics.fingerprint(device), "canary": numerics.canary_digest(device)}, b""
 
     def listen(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         # The store's own waits (rank 0's rendezvous) are bounded like every collective: a member lost while the
         # group forms fails the assignment within the heartbeat timeout, not a minute later.
         timeout = datetime.timedelta(seconds=float(req.get("timeout_s", 60)))
-        store = dist.TCPStore(req["host"], 0, None, True, timeout=timeout, wait_for_workers=False)
+        store = rendezvous.tcp_store(req["host"], 0, True, timeout, wait_for_workers=False)
         self.stores.append(store)
         return {"port": store.port}, b""
 
@@ -158,8 +159,8 @@ class Worker:
             if self.rank == 0 and self.stores:
                 store = self.stores[-1]
             else:
-                store = dist.TCPStore(req["host"], int(req["port"]), None, False,
-                                      timeout=datetime.timedelta(seconds=timeout_s))
+                store = rendezvous.tcp_store(req["host"], int(req["port"]), False,
+                                             datetime.timedelta(seconds=timeout_s))
                 self.stores.append(store)
             self.stores = self.stores[-1:]
             generation = self.generation

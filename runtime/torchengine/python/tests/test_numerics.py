@@ -1,7 +1,10 @@
+import json
 import os
 import subprocess
 import sys
 import unittest
+
+import torch
 
 from easyscale import numerics
 
@@ -16,6 +19,14 @@ def _probe(env: dict[str, str], threads: int) -> tuple[dict, str]:
     import json
     fp, digest = json.loads(out)
     return fp, digest
+
+
+class Versions(unittest.TestCase):
+    def test_versions_are_torch_s_own_and_the_interpreter_s_major_minor(self) -> None:
+        v = numerics.versions()
+        self.assertEqual(v, {"torch": str(torch.__version__),
+                             "python": f"{sys.version_info.major}.{sys.version_info.minor}"})
+        self.assertEqual(json.loads(json.dumps(v)), v)  # plain strings: torch.__version__ is a str subclass
 
 
 class Canary(unittest.TestCase):

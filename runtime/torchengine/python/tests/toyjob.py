@@ -53,6 +53,11 @@ def setup(config: easyscale.Config) -> easyscale.Job:
                 time.sleep(float(seconds or 2))
             return forward(x)
         model.forward = slow_forward  # type: ignore[method-assign]
+    version = os.environ.get("TOYJOB_TORCH_VERSION")
+    if version:
+        # Tests of a worker on another torch: TOYJOB_TORCH_VERSION=V makes this process report torch V (load
+        # reads torch.__version__ after setup), as a node with another python3-torch would.
+        torch.__version__ = version  # type: ignore[assignment]
     hold = os.environ.get("TOYJOB_HOLD_GROUP")
     if hold:
         # Tests of a member lost while a process group forms: TOYJOB_HOLD_GROUP=SECONDS holds this process
