@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +48,8 @@ type queuedRequest struct {
 // ok is false for a job asking no GPUs, an unreadable request, or no
 // finite time limit (shrink-to-admit then does not consider it).
 func readQueued(j slurmcli.Job) (queuedRequest, bool) {
-	limit, ok := parseTimeLimit(j.TimeLimit)
-	if !ok || j.Nodes < 1 {
+	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
+	if err != nil || j.Nodes < 1 {
 		return queuedRequest{}, false
 	}
 	q := queuedRequest{nodes: j.Nodes, limit: limit}
@@ -73,56 +72,6 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	}
 	q.perNode = total / j.Nodes
 	return q, true
-}
-
-// maxTimeLimit bounds the limits parseTimeLimit accepts (Slurm's own
-// limits are far shorter; a longer one is treated as unlimited).
-const maxTimeLimit = 366 * 24 * time.Hour
-
-// parseTimeLimit reads a time limit as squeue prints it (%l): "MM",
-// "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM" or "D-HH:MM:SS". "UNLIMITED",
-// "INFINITE", "NOT_SET", "", a limit above a year and anything else give
-// ok=false.
-func parseTimeLimit(s string) (time.Duration, bool) {
-	days := 0
-	rest := s
-	if d, r, found := strings.Cut(s, "-"); found {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || !digits(d) {
-			return 0, false
-		}
-		days, rest = n, r
-	}
-	parts := strings.Split(rest, ":")
-	if len(parts) > 3 {
-		return 0, false
-	}
-	vals := make([]int, len(parts))
-	for i, p := range parts {
-		if !digits(p) || len(p) > 6 {
-			return 0, false
-		}
-		vals[i], _ = strconv.Atoi(p)
-	}
-	var h, m, sec int
-	switch {
-	case s != rest && len(vals) == 1: // D-HH
-		h = vals[0]
-	case s != rest && len(vals) == 2: // D-HH:MM
-		h, m = vals[0], vals[1]
-	case len(vals) == 1: // MM
-		m = vals[0]
-	case len(vals) == 2: // MM:SS
-		m, sec = vals[0], vals[1]
-	default: // [D-]HH:MM:SS
-		h, m, sec = vals[0], vals[1], vals[2]
-	}
-	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute +
-		time.Duration(sec)*time.Second
-	if days > 366 || d > maxTimeLimit {
-		return 0, false
-	}
-	return d, true
 }
 
 // remainingAtCurrentSize is how long job e still needs at its current size:
@@ -237,7 +186,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 		return admission{}, why
 	}
 	if q.ReqNodes != "" {
-		names, _ := expandHostlist(q.ReqNodes) // queuedNodes parsed it
+		names, _ := slurmcli.ExpandHostlist(q.ReqNodes) // queuedNodes parsed it
 		for _, n := range names {
 			if _, ok := idx[n]; !ok {
 				return admission{}, "it asks for node " + n + ", which this daemon does not manage"
@@ -271,9 +220,9 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			skipped = append(skipped, id+": "+no)
 			continue
 		}
-		start, okStart := parseTime(e.Job.StartTime, d.snap.loc())
-		limit, okLimit := parseTimeLimit(e.Job.TimeLimit)
-		if !okStart || !okLimit {
+		start, errStart := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc())
+		limit, errLimit := slurmcli.ParseTimeLimit(e.Job.TimeLimit)
+		if errStart != nil || errLimit != nil {
 			skipped = append(skipped, id+": start or time limit not readable")
 			continue
 		}

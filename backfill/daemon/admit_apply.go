@@ -221,7 +221,7 @@ func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillst
 			}
 			continue
 		}
-		limit, _ := parseTimeLimit(e.Job.TimeLimit)
+		limit, _ := slurmcli.ParseTimeLimit(e.Job.TimeLimit)
 		switch len(e.Base) {
 		case rec.ToNodes:
 			if limit < rec.NewLimit {

@@ -3,11 +3,11 @@ package daemon
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
@@ -192,7 +192,7 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 			td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
 			td.fake.set(func() {
 				j := td.fake.jobs[0]
-				names, _ := expandHostlist(tt.nodes)
+				names, _ := slurmcli.ExpandHostlist(tt.nodes)
 				j.nodeList, j.nodes, j.timeLimit, j.end = tt.nodes, len(names), tt.limit, j.start.Add(tt.limit)
 				td.fake.jobs[1].reason = "Priority" // nothing else to admit this cycle
 			})
@@ -215,53 +215,4 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestParseTimeLimitReadsSqueuesForms(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30", 30 * time.Minute, true},
-		{"30:00", 30 * time.Minute, true},
-		{"1:00:00", time.Hour, true},
-		{"1-00:00:00", 24 * time.Hour, true},
-		{"2-03", 51 * time.Hour, true},
-		{"2-03:04", 51*time.Hour + 4*time.Minute, true},
-		{"UNLIMITED", 0, false},
-		{"INFINITE", 0, false},
-		{"NOT_SET", 0, false},
-		{"", 0, false},
-		{"1:2:3:4", 0, false},
-		{"-5", 0, false},
-		{"1--2", 0, false},
-		{"9999999999", 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := parseTimeLimit(tt.in)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseTimeLimit(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
-func FuzzParseTimeLimit(f *testing.F) {
-	for _, s := range []string{"30", "30:00", "1:00:00", "1-00:00:00", "UNLIMITED", "2-03:04"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseTimeLimit(s)
-		if !ok {
-			return
-		}
-		if d < 0 || d > 400*24*time.Hour {
-			t.Fatalf("parseTimeLimit(%q) = %v: out of range", s, d)
-		}
-		// What minutes() turns it into reads back as at least the limit.
-		back, ok := parseTimeLimit(strconv.FormatInt(minutes(d), 10))
-		if !ok || back < d {
-			t.Fatalf("%q = %v; %d minutes read back as %v, %v", s, d, minutes(d), back, ok)
-		}
-	})
 }

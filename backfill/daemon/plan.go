@@ -64,7 +64,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapsho
 func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, known map[string]bool) planner.RunningJob {
 	slices.SortFunc(extras, func(a, b planner.Extra) int { return cmp.Compare(a.ID, b.ID) })
 	r := planner.RunningJob{ID: j.ID, Extras: extras}
-	if end, ok := parseTime(j.EndTime, d.snap.loc()); ok {
+	if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
 		r.End = end.Unix()
 	}
 	e := v.Elastic[j.ID]
@@ -154,11 +154,11 @@ func (d *Daemon) growable(e *ElasticJob, known map[string]bool) bool {
 // node. Jobs without a planned start or nodes, or asking no GPUs, reserve
 // nothing the planner could lend.
 func pendingJob(j slurmcli.Job, loc *time.Location) (planner.PendingJob, bool) {
-	start, ok := parseTime(j.StartTime, loc)
-	if !ok || j.SchedNodes == "" {
+	start, err := slurmcli.ParseTime(j.StartTime, loc)
+	if err != nil || j.SchedNodes == "" {
 		return planner.PendingJob{}, false
 	}
-	names, err := expandHostlist(j.SchedNodes)
+	names, err := slurmcli.ExpandHostlist(j.SchedNodes)
 	if err != nil || len(names) == 0 {
 		return planner.PendingJob{}, false
 	}

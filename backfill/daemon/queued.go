@@ -31,13 +31,13 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	if p.Features != "" {
 		return nil, "it asks for node features (--constraint " + p.Features + "), which this daemon does not check"
 	}
-	excluded, err := expandHostlist(p.ExcNodes)
+	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
 	if err != nil {
 		return nil, "its --exclude does not parse"
 	}
 	var only []string
 	if q.ReqNodes != "" {
-		if only, err = expandHostlist(q.ReqNodes); err != nil {
+		if only, err = slurmcli.ExpandHostlist(q.ReqNodes); err != nil {
 			return nil, "its --nodelist does not parse"
 		}
 	}
@@ -64,7 +64,7 @@ func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 		}
 	}
 	plannedAt := func(j slurmcli.Job) int64 {
-		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
+		if t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc()); err == nil {
 			return t.Unix()
 		}
 		return math.MaxInt64

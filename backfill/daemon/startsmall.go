@@ -64,8 +64,8 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, o
 	if req.nodes <= com.Request.MinNodes {
 		return s, false, fmt.Sprintf("queue head %s: asks %d nodes, its minimum is %d", q.ID, req.nodes, com.Request.MinNodes)
 	}
-	reservedAt, okAt := parseTime(q.StartTime, d.snap.loc())
-	if !okAt || !reservedAt.After(v.Now) {
+	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
+	if errAt != nil || !reservedAt.After(v.Now) {
 		return s, false, "queue head " + q.ID + ": no planned start in the future"
 	}
 	reserved := d.reservedNodes(v, q.ID)
