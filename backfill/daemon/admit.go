@@ -3,7 +3,6 @@ package daemon
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -74,33 +73,6 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	return q, true
 }
 
-// remainingAtCurrentSize is how long job e still needs at its current size:
-// its time left (End − now), or, when its runtime reports progress
-// (`es step=S/T ...` with 0 < S ≤ T), the elapsed time scaled by the steps
-// left, (now − start) · (T − S) / S, whichever is smaller (a job past its
-// limit is ended by Slurm anyway, and a report cannot raise the limit more
-// than the proportional rule allows).
-func remainingAtCurrentSize(e *ElasticJob, start, now time.Time) time.Duration {
-	left := e.End.Sub(now)
-	if p := e.Progress; p != nil && p.Step > 0 && p.TotalSteps >= p.Step && now.After(start) {
-		est := time.Duration(float64(now.Sub(start)) * float64(p.TotalSteps-p.Step) / float64(p.Step))
-		left = min(left, est)
-	}
-	return max(left, 0)
-}
-
-// raisedLimit is the time limit (from the job's start, whole minutes
-// rounded up) that covers remaining at from nodes once the job runs on to
-// nodes, by the proportional rule remaining · from / to (a job's
-// throughput grows at most linearly with its nodes, so this never falls
-// short), plus margin; never below the old limit.
-func raisedLimit(old time.Duration, start, now time.Time, remaining time.Duration, from, to int, margin time.Duration) (time.Duration, time.Duration) {
-	atSmall := time.Duration(math.Ceil(float64(remaining) * float64(from) / float64(to)))
-	need := now.Sub(start) + atSmall + margin
-	mins := time.Duration(math.Ceil(need.Minutes())) * time.Minute
-	return max(old, mins), atSmall
-}
-
 // origNodes returns job id's node count before its first shrink-to-admit
 // (from the store), or cur when it was never shrunk.
 func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
@@ -110,13 +82,6 @@ func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
 		}
 	}
 	return cur
-}
-
-// keepNodes is the fewest nodes shrink-to-admit may leave job e, which had
-// orig nodes before its first shrink: its request's minimum, and at least
-// orig − ⌊max_loss · orig⌋.
-func keepNodes(e *ElasticJob, orig int, maxLoss float64) int {
-	return max(e.Request.MinNodes, orig-int(math.Floor(maxLoss*float64(orig)+1e-9)), 1)
 }
 
 // planAdmission decides shrink-to-admit for this cycle: the first pending
@@ -216,7 +181,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 	var skipped []string
 	for _, id := range sortedIDs(v.Elastic) {
 		e := v.Elastic[id]
-		if no := notDonor(e, c); no != "" {
+		if no := planner.NotDonor(donorFacts(e, c)); no != "" {
 			skipped = append(skipped, id+": "+no)
 			continue
 		}
@@ -227,7 +192,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			continue
 		}
 		orig := origNodes(records, id, len(e.Base))
-		keep := keepNodes(e, orig, c.Admit.MaxLoss)
+		keep := planner.KeepAfterLoss(orig, e.Request.MinNodes, c.Admit.MaxLoss)
 		if keep >= len(e.Base) {
 			skipped = append(skipped, fmt.Sprintf("%s: at the fewest nodes it may keep (%d: its minimum, admit.max_loss of %d)", id, keep, orig))
 			continue
@@ -247,7 +212,11 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			skipped = append(skipped, id+": a node unknown to the planner")
 			continue
 		}
-		remaining := remainingAtCurrentSize(e, start, v.Now)
+		step, total := 0, 0
+		if p := e.Progress; p != nil {
+			step, total = p.Step, p.TotalSteps
+		}
+		remaining := planner.RemainingAtCurrentSize(e.End.Sub(v.Now), v.Now.Sub(start), step, total)
 		if remaining.Seconds() <= req.limit.Seconds() {
 			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", id, remaining.Round(time.Second), req.limit))
 		}
@@ -288,7 +257,7 @@ func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster 
 			}
 			ds.released = append(ds.released, b.Node)
 		}
-		ds.newLimit, ds.atSmall = raisedLimit(cd.limit, cd.start, v.Now, cd.remaining, len(cd.e.Base), to, c.SafetyMargin.Duration)
+		ds.newLimit, ds.atSmall = planner.RaisedTimeLimit(cd.limit, v.Now.Sub(cd.start), cd.remaining, len(cd.e.Base), to, c.TimeLimitRule())
 		out.donors = append(out.donors, ds)
 	}
 	slices.SortFunc(out.donors, func(x, y donorShrink) int { return cmp.Compare(x.job.Job.ID, y.job.Job.ID) })
@@ -333,22 +302,8 @@ func admitDetail(ds donorShrink, queued string) string {
 // jobOrder orders numeric job ids numerically ("9" before "10").
 func jobOrder(id string) string { return fmt.Sprintf("%020s", id) }
 
-// notDonor says why running job e can never give up nodes for
-// shrink-to-admit ("" when it may).
-func notDonor(e *ElasticJob, c *config.Config) string {
-	switch {
-	case !e.Request.Elastic():
-		return "no elastic node range"
-	case !e.Ready:
-		return "its coordinator is not up (no coordinator and token in " + e.Rendezvous + ")"
-	case !e.Managed:
-		return "not all of its nodes are managed by this daemon"
-	case !c.AdmitOn(e.Job.Partition):
-		return "admit is off in its partition " + e.Job.Partition
-	case len(e.Base) < 2:
-		return "it runs on one node (never shrunk below one)"
-	case e.End.IsZero():
-		return "no end time"
-	}
-	return ""
+// donorFacts are what the view says of running job e for planner.NotDonor.
+func donorFacts(e *ElasticJob, c *config.Config) planner.DonorFacts {
+	return planner.DonorFacts{Elastic: e.Request.Elastic(), Ready: e.Ready, Rendezvous: e.Rendezvous, Managed: e.Managed,
+		AdmitOn: c.AdmitOn(e.Job.Partition), Partition: e.Job.Partition, Nodes: len(e.Base), HasEnd: !e.End.IsZero()}
 }

@@ -295,8 +295,8 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
 	donors := s.donors[:0]
 	for _, d := range s.running {
-		keep := d.orig - int(math.Floor(s.cfg.AdmitMaxLoss*float64(d.orig)+1e-9))
-		donors = append(donors, planner.Donor{Base: d.base, Min: max(d.min, keep, 1), TimeLeft: d.rem / d.rate})
+		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
+		donors = append(donors, planner.Donor{Base: d.base, Min: keep, TimeLeft: d.rem / d.rate})
 	}
 	s.donors = donors
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
