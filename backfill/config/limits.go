@@ -28,8 +28,9 @@ func (c *Config) PlannerLimits() planner.Limits {
 }
 
 // TimeLimitRule returns how start-small and shrink-to-admit raise a
-// resized job's time limit (planner.RaisedTimeLimit): at least the safety
-// margin added, rounded up to Slurm's whole minutes.
+// resized job's time limit (planner.RaisedTimeLimit): the remaining run
+// time at the smaller size plus max(safety_margin, time_limit_margin × that
+// run time), rounded up to Slurm's whole minutes.
 func (c *Config) TimeLimitRule() planner.TimeLimitRule {
-	return planner.TimeLimitRule{Margin: c.SafetyMargin.Duration, Unit: SlurmTimeUnit * time.Second}
+	return planner.TimeLimitRule{Margin: c.SafetyMargin.Duration, MarginFraction: c.TimeLimitMargin, Unit: SlurmTimeUnit * time.Second}
 }

@@ -36,20 +36,22 @@ func TestShrinkToAdmit(t *testing.T) {
 	}{
 		{name: "a queued job that does not fit gets a whole node of a shrunk elastic job, whose limit covers its work on fewer nodes",
 			toml: on, comment: elasticComment,
-			// 60 min left on 2 nodes is 120 min on 1, plus the 60 s safety margin.
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			// 60 min left on 2 nodes is 120 min on 1, plus max(60 s safety
+			// margin, 10 % time_limit_margin) = 12 min.
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "the remaining work comes from the job's progress report when it has one",
 			toml: on, comment: "es step=150/400 workers=8/8 d1 req=1-3",
 			setup: func(t *testing.T, td *testDaemon) {
 				// Started 20 min ago (40 min left of its limit), 150 of 400 steps
 				// done: 20·250/150 = 33.3 min left on 2 nodes, 66.7 on 1;
-				// 20 + 66.7 + 1 → 88 min from its start (101 by its limit alone).
+				// 20 + 66.7 + 6.7 (10 %) → 94 min from its start (108 by its
+				// limit alone).
 				td.fake.set(func() {
 					j := td.fake.jobs[0]
 					j.start, j.end = td.now.Add(-20*time.Minute), td.now.Add(40*time.Minute)
 				})
 			},
-			want: []string{"scontrol update JobId=10 TimeLimit=88", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=94", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "GPUs of this daemon's extra jobs count as free for the queued job (Slurm preempts them)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -63,9 +65,9 @@ func TestShrinkToAdmit(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "admit is on by default", toml: "", comment: elasticComment,
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "nothing is shrunk with admit switched off", toml: "[admit]\nenabled = false\n", comment: elasticComment},
 		{name: "a running job in a partition where admit is off is not shrunk for a queued job of another",
 			toml: on + "off_partitions = [\"normal\"]\n", comment: elasticComment,
@@ -99,7 +101,7 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "a queued job submitted to several partitions may use the nodes of any",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "debug,normal" }) },
-			want:  []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "a job whose time left is less than the queued job's work is not shrunk",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -138,9 +138,10 @@
 //     without one, the time left of its limit (End − now). At the smaller
 //     size it takes remaining · from/to (proportional rule: throughput grows
 //     at most linearly with nodes, so this never falls short), and the new
-//     time limit is elapsed + that + safety_margin, whole minutes rounded
-//     up, never below the old limit. The daemon runs as root or a Slurm
-//     operator, who may raise limits.
+//     time limit is elapsed + that + max(safety_margin, time_limit_margin ×
+//     that), whole minutes rounded up, never below the old limit
+//     (planner.RaisedTimeLimit, the one rule start-small uses too). The
+//     daemon runs as root or a Slurm operator, who may raise limits.
 //
 // Applying one donor: re-read it by id (`squeue --jobs=ID`, fresh
 // separators) and go on only when it is still RUNNING with the user,
@@ -177,8 +178,10 @@
 // limit at the requested size under planner.DefaultModel. The daemon
 // re-reads it by id (still pending for the same user, partition, node
 // count, time limit and request, else "start-small-skip"), logs the
-// decision ("start-small"), raises its time limit to the run time at the
-// smaller size plus safety_margin (whole minutes), then lowers its node
+// decision ("start-small"), raises its time limit by shrink-to-admit's
+// rule (planner.RaisedTimeLimit: its limit × asked/started nodes, the run
+// time of a job that scales linearly, plus max(safety_margin,
+// time_limit_margin × that), whole minutes rounded up), then lowers its node
 // count (`scontrol update JobId=ID NumNodes=K`, which Slurm 22.05 accepts
 // for a pending job: lab test TestAnElasticJobStartsSmallOnTheIdleNodeInsteadOfWaiting),
 // putting the limit back if Slurm refuses. Slurm then starts it on the

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -93,8 +92,10 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, o
 		return s, false, fmt.Sprintf("queue head %s: on %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",
 			q.ID, k, req.nodes, time.Unix(end, 0).UTC().Format(time.RFC3339), c.StartSmall.Rule, reservedAt.UTC().Format(time.RFC3339))
 	}
-	need := time.Duration(end-v.Now.Unix())*time.Second + c.SafetyMargin.Duration
-	newLimit := max(req.limit, time.Duration(math.Ceil(need.Minutes()))*time.Minute)
+	// The job has not started: its remaining work is its whole limit at
+	// the size it asked for (planner.RaisedTimeLimit, the rule
+	// shrink-to-admit uses too).
+	newLimit, _ := planner.RaisedTimeLimit(req.limit, 0, req.limit, req.nodes, k, c.TimeLimitRule())
 	return smallStart{job: q, request: com.Request, fromNodes: req.nodes, toNodes: k, oldLimit: req.limit, newLimit: newLimit,
 		reservedAt: reservedAt}, true, ""
 }
