@@ -250,6 +250,18 @@ type Report struct {
 	// StartedSmall lists the queued elastic jobs start-small lowered to
 	// the nodes idle now ([start_small]).
 	StartedSmall []string
+	// AdmitAsked is the shrink-to-admit question the cycle put to the
+	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
+	// job waiting for resources where it is on, or a shrink recorded before
+	// a restart was finished); AdmitDecided the planner's answer, nil for
+	// no admission. StartSmallAsked and StartSmallDecided are the same for
+	// start-small (planner.StartSmallOnNodes). A recording carries them,
+	// and the simulator replays them (simulator.ReplayAdmit,
+	// ReplayStartSmall).
+	AdmitAsked        *planner.NodeAdmitInput
+	AdmitDecided      *planner.NodeAdmission
+	StartSmallAsked   *planner.NodeStartSmallInput
+	StartSmallDecided *planner.NodeStartSmall
 	// Snapshot is what the planner was given (the cluster as this cycle
 	// read it); Planned is the planner's output, which the cycle applied as
 	// it is.

@@ -77,7 +77,8 @@
 // planner lends GPUs).
 //
 // Every decision is the planner's (package planner, the same code the
-// simulator runs): the type rule, the worker cap, merging one job's grows on
+// simulator runs): the type rule, the worker cap and minimum
+// (planner.GPUBounds), merging one job's grows on
 // one node into one extra job, ending an extra job safety_margin before its
 // parent (its time limit runs from its start, a little after the cycle),
 // rounding time limits down to whole minutes (config.SlurmTimeUnit) and
@@ -105,8 +106,10 @@
 // With admit.enabled (the default; easyscale-simulate's --policy elastic
 // runs it too, --shrink-to-admit=false measures gap filling alone), when a queued
 // job cannot start the daemon shrinks running elastic jobs' own (base)
-// allocations so that it can, at once (planner.Cluster.Admit with
-// WholeNodes; EasyScale and Pollux reallocate on arrivals). Each cycle,
+// allocations so that it can, at once (planner.AdmitOnNodes, which holds
+// every rule below, over planner.Cluster.Admit with WholeNodes; EasyScale
+// and Pollux reallocate on arrivals; the daemon only reads the facts it
+// needs from Slurm and applies the answer). Each cycle,
 // after the planner's shrinks and before any grow, it considers the
 // pending jobs squeue shows waiting for resources (Reason "Resources") in
 // partitions where it is on, earliest planned start first, and applies at
@@ -174,7 +177,9 @@
 // count as idle), at most one fewer than it asked for and never below its
 // minimum, when planner.StartSmall allows it under the rule
 // (before-reservation: it ends at that size before its own reserved start;
-// ends-earlier: it ends earlier than by waiting). Its work is its time
+// ends-earlier: it ends earlier than by waiting). These choices, which size
+// and which time limit, are planner.StartSmallOnNodes's; the daemon reads
+// the facts from Slurm and applies the answer. Its work is its time
 // limit at the requested size under planner.DefaultModel. The daemon
 // re-reads it by id (still pending for the same user, partition, node
 // count, time limit and request, else "start-small-skip"), logs the

@@ -1,11 +1,10 @@
 package daemon
 
 import (
-	"cmp"
-	"math"
 	"slices"
 	"strings"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
@@ -53,9 +52,9 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 }
 
 // waitingForResources are the pending jobs squeue shows waiting for
-// resources (Reason "Resources"), in queue order: earliest planned start
-// first (none planned: after every planned one), then lowest id. The
-// first is the queue head.
+// resources (Reason "Resources"), in queue order (planner.QueueOrder:
+// earliest planned start first, none planned after every planned one,
+// then lowest id). The first is the queue head.
 func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 	var out []slurmcli.Job
 	for _, j := range v.Pending {
@@ -67,11 +66,9 @@ func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 		if t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc()); err == nil {
 			return t.Unix()
 		}
-		return math.MaxInt64
+		return 0
 	}
-	slices.SortStableFunc(out, func(x, y slurmcli.Job) int {
-		return cmp.Or(cmp.Compare(plannedAt(x), plannedAt(y)), cmp.Compare(jobOrder(x.ID), jobOrder(y.ID)))
-	})
+	slices.SortStableFunc(out, func(x, y slurmcli.Job) int { return planner.QueueOrder(plannedAt(x), x.ID, plannedAt(y), y.ID) })
 	return out
 }
 

@@ -22,9 +22,10 @@ type DonorFacts struct {
 	// from the job's id and squeue record, never its name).
 	Elastic bool
 	// Ready: its coordinator is up (Rendezvous holds the coordinator and
-	// token files), so it can take a membership change.
+	// token files), so it can take a membership change. Rendezvous, a
+	// path, is only for the reason's text and is left out of recordings.
 	Ready      bool
-	Rendezvous string
+	Rendezvous string `json:"-"`
 	// Managed: all of its nodes are managed by this daemon.
 	Managed bool
 	// AdmitOn: shrink-to-admit is on in its partition Partition.
