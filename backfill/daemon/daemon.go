@@ -264,9 +264,12 @@ type Report struct {
 	StartSmallDecided *planner.NodeStartSmall
 	// Snapshot is what the planner was given (the cluster as this cycle
 	// read it); Planned is the planner's output, which the cycle applied as
-	// it is.
+	// it is, except that a cycle that applied a shrink-to-admit or a
+	// start-small lends nothing (it read the cluster before): the grows
+	// are then moved to Withheld.
 	Snapshot planner.Snapshot
 	Planned  planner.Actions
+	Withheld []planner.Grow
 	// ElasticJobs counts the running elastic jobs; LentGPUs the GPUs of
 	// this daemon's live extra jobs.
 	ElasticJobs, LentGPUs int
@@ -348,7 +351,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		}
 	}
 	if admitted {
-		r.Planned.Grows = nil // allocations changed: lend on the next cycle's reading
+		r.Withheld, r.Planned.Grows = r.Planned.Grows, nil // allocations changed: lend on the next cycle's reading
 	}
 	if err := d.grow(ctx, v, r.Planned.Grows, rc.live, r); err != nil {
 		return err

@@ -100,15 +100,6 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	return r
 }
 
-// baseGPUs is the GPU count of job e's own allocation.
-func baseGPUs(e *ElasticJob) int {
-	n := 0
-	for _, a := range e.Base {
-		n += a.GPUs
-	}
-	return n
-}
-
 // growable: an elastic request, coordinator ready, every base node managed
 // and known to the planner.
 func (d *Daemon) growable(e *ElasticJob, known map[string]bool) bool {

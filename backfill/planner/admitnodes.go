@@ -61,7 +61,8 @@ type NodeAdmitDonor struct {
 }
 
 // NodeAdmitInput is one cycle's shrink-to-admit question, in plain values
-// ([AdmitOnNodes]).
+// ([AdmitOnNodes]). A daemon recording carries it as JSON (durations in
+// nanoseconds, as time.Duration encodes).
 type NodeAdmitInput struct {
 	// Nodes are the nodes the daemon manages and Slurm may start jobs on.
 	Nodes []AdmitNode
