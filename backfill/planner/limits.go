@@ -53,8 +53,8 @@ func LogicalWorkers(declared, baseGPUs int) int {
 // WorkerCap is the most physical workers a job may have, which is the most
 // GPUs it may hold (a physical worker is one task on one GPU, own or lent):
 // its node range's maximum times its GPUs per node, and at most its logical
-// workers, since each physical worker needs at least one (EasyScale, arXiv
-// 2208.14228, §3: ESTs are spread over the physical workers).
+// workers, since each physical worker runs at least one (EasyScale, arXiv
+// 2208.14228: a job's ESTs are spread over its physical workers).
 func WorkerCap(maxNodes, gpusPerNode, logicalWorkers int) int {
 	return min(maxNodes*gpusPerNode, logicalWorkers)
 }

@@ -44,9 +44,10 @@ type TimeLimitRule struct {
 //
 //	atSmall = ⌈remaining · from / to⌉
 //
-// because a job's throughput grows at most linearly with its nodes (the
-// proportional rule; sub-linear scaling only shortens the run, EasyScale,
-// arXiv 2208.14228, §4), and the new limit is
+// because a data-parallel job's throughput grows at most linearly with its
+// nodes (the proportional rule: under Pollux's iteration-time model, Qiao
+// et al., OSDI'21, §3.1, which [Model] follows, scaling is sub-linear, and
+// that only shortens the run at the smaller size), and the new limit is
 //
 //	elapsed + atSmall + max(rule.Margin, rule.MarginFraction · atSmall)
 //
