@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -119,9 +117,10 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)})
 		}
 	}
+	resv := d.reservations(v)
 	for _, q := range d.waitingForResources(v) {
 		if c.AdmitOn(q.Partition) {
-			in.Queue = append(in.Queue, d.admitQueued(v, q))
+			in.Queue = append(in.Queue, d.admitQueued(v, q, resv))
 		}
 	}
 	for _, id := range sortedIDs(v.Elastic) {
@@ -132,9 +131,9 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 
 // admitQueued is pending job q as shrink-to-admit sees it: what it asks
 // (readQueued), where it may run (queuedNodes: its partitions, --exclude,
-// --nodelist) and the nodes other pending jobs' reservations name. Refused
-// says why the daemon cannot act for it.
-func (d *Daemon) admitQueued(v *View, q slurmcli.Job) planner.NodeAdmitQueued {
+// --nodelist) and the nodes other pending jobs' reservations name (resv,
+// reservations). Refused says why the daemon cannot act for it.
+func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) planner.NodeAdmitQueued {
 	out := planner.NodeAdmitQueued{ID: q.ID}
 	req, readable := readQueued(q)
 	if !readable {
@@ -153,7 +152,7 @@ func (d *Daemon) admitQueued(v *View, q slurmcli.Job) planner.NodeAdmitQueued {
 			out.Allowed = append(out.Allowed, n.Name)
 		}
 	}
-	out.Reserved = slices.Sorted(maps.Keys(d.reservedNodes(v, q.ID)))
+	out.Reserved = resv.others(q.ID)
 	return out
 }
 

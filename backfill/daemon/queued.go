@@ -89,6 +89,51 @@ func (d *Daemon) reservedNodes(v *View, except string) map[string]bool {
 	return out
 }
 
+// reservationIndex is every pending job's reservation (squeue --start
+// nodes): the nodes by job id, and how many jobs name each node.
+type reservationIndex struct {
+	nodes  map[string][]string
+	naming map[string]int
+}
+
+// reservations indexes the reservations of v's pending jobs once, so that
+// each queued job's "nodes other jobs reserve" costs one pass over the
+// nodes rather than over the queue.
+func (d *Daemon) reservations(v *View) reservationIndex {
+	ri := reservationIndex{nodes: map[string][]string{}, naming: map[string]int{}}
+	for _, p := range v.Pending {
+		pj, ok := pendingJob(p, d.snap.loc())
+		if !ok {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ng := range pj.PlannedNodes {
+			if !seen[ng.Node] {
+				seen[ng.Node] = true
+				ri.nodes[p.ID] = append(ri.nodes[p.ID], ng.Node)
+				ri.naming[ng.Node]++
+			}
+		}
+	}
+	return ri
+}
+
+// others are the nodes, sorted, that the reservation of a pending job
+// other than id names (reservedNodes(v, id) as a list).
+func (ri reservationIndex) others(id string) []string {
+	var out []string
+	for node, n := range ri.naming {
+		if slices.Contains(ri.nodes[id], node) {
+			n--
+		}
+		if n > 0 {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // lentByNode counts the GPUs of this daemon's running extra jobs by node:
 // idle for a queued job, since Slurm preempts extra.partition for it.
 func lentByNode(live map[string]*lent) map[string]int {
