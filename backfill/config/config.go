@@ -98,6 +98,13 @@ type Config struct {
 	// free [safety_margin], 0..1h, default 60s. Keep it above Slurm's
 	// KillWait so that an extra job killed at its time limit is gone in time.
 	SafetyMargin Duration `toml:"safety_margin"`
+	// TimeLimitMargin is the margin start-small and shrink-to-admit add to
+	// a resized job's raised time limit, as a fraction of its remaining
+	// run time at the smaller size [time_limit_margin], in [0, 1], default
+	// 0.1; the margin added is at least safety_margin
+	// (planner.RaisedTimeLimit). It covers the resize itself and the steps
+	// a job redoes, which the proportional rule does not.
+	TimeLimitMargin float64 `toml:"time_limit_margin"`
 	// GracePeriod is how long an extra job has, after SIGTERM, to hand its
 	// logical workers back before it is cancelled [grace_period], 1s..30m,
 	// default 30s.
@@ -194,8 +201,9 @@ type Admit struct {
 // elastic EasyScale job waiting for resources, may start now on fewer
 // nodes than it asked for (never below its --elastic minimum) when
 // planner.StartSmall says so under Rule; the daemon then lowers its node
-// count and raises its time limit to the run time at that size (`scontrol
-// update JobId=… NumNodes=… TimeLimit=…`, an operator's right), on whole
+// count and raises its time limit to cover its work at that size plus a
+// margin (TimeLimitMargin; `scontrol update JobId=… NumNodes=…
+// TimeLimit=…`, an operator's right), on whole
 // idle nodes that no other job's reservation names. The trade-off of each
 // rule is measured in BENCHMARKS.md (issue 10): no rule wins on every
 // workload, hence off by default and per partition.
@@ -374,6 +382,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}
+	if !defined("time_limit_margin") {
+		c.TimeLimitMargin = 0.1
+	}
 	if !defined("admit", "max_loss") {
 		c.Admit.MaxLoss = 0.5
 	}
@@ -449,6 +460,9 @@ func (c *Config) Validate() error {
 	}
 	if w := c.Limits.WasteCap; !(w > 0 && w < 1) {
 		bad("limits.waste_cap", w, "must be in (0, 1); EasyScale uses 0.30")
+	}
+	if m := c.TimeLimitMargin; !(m >= 0 && m <= 1) {
+		bad("time_limit_margin", m, "must be in [0, 1]: the fraction of a resized job's remaining run time added to its raised time limit; e.g. time_limit_margin = 0.1")
 	}
 	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 )
 
 func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
@@ -21,6 +23,7 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"poll_interval", c.PollInterval.Duration, 10 * time.Second},
 		{"max_backoff", c.MaxBackoff.Duration, 5 * time.Minute},
 		{"safety_margin", c.SafetyMargin.Duration, 60 * time.Second},
+		{"time_limit_margin", c.TimeLimitMargin, 0.1},
 		{"grace_period", c.GracePeriod.Duration, 30 * time.Second},
 		{"min_lend", c.MinLend.Duration, 2 * time.Minute},
 		{"max_lend", c.MaxLend.Duration, time.Hour},
@@ -93,6 +96,8 @@ func TestBadConfigIsRefusedWithTheKeyAndTheFix(t *testing.T) {
 		{"a negative per-user cap is refused", "[limits]\nmax_extra_gpus_per_user = -2", "limits.max_extra_gpus_per_user", "≥ 0"},
 		{"a waste cap of 1 is refused", "[limits]\nwaste_cap = 1.0", "limits.waste_cap", "(0, 1)"},
 		{"an explicit zero waste cap is refused", "[limits]\nwaste_cap = 0.0", "limits.waste_cap", "(0, 1)"},
+		{"a negative time-limit margin is refused", "time_limit_margin = -0.1", "time_limit_margin", "[0, 1]"},
+		{"a time-limit margin above 1 is refused", "time_limit_margin = 2.0", "time_limit_margin", "[0, 1]"},
 		{"a zero admit cap is refused", "[admit]\nmax_loss = 0.0", "admit.max_loss", "(0, 1]"},
 		{"an admit cap above 1 is refused", "[admit]\nmax_loss = 1.5", "admit.max_loss", "(0, 1]"},
 		{"an off partition that is no Slurm name is refused", "[admit]\noff_partitions = [\"a b\"]", "admit.off_partitions", "not a Slurm name"},
@@ -263,5 +268,19 @@ func TestAdmitIsOffForAJobQueuedInSeveralPartitionsWhenOneIsOff(t *testing.T) {
 		if got := c.AdmitOn(p); got != want {
 			t.Errorf("AdmitOn(%q) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+func TestTheTimeLimitRuleIsTheSafetyMarginAndTheTimeLimitMargin(t *testing.T) {
+	c, err := Parse("safety_margin = \"90s\"\ntime_limit_margin = 0.0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := planner.TimeLimitRule{Margin: 90 * time.Second, MarginFraction: 0, Unit: time.Minute}
+	if got := c.TimeLimitRule(); got != want {
+		t.Errorf("TimeLimitRule() = %+v with an explicit zero time_limit_margin, want %+v", got, want)
+	}
+	if got := Default().TimeLimitRule(); got.MarginFraction != 0.1 || got.Margin != time.Minute {
+		t.Errorf("default TimeLimitRule() = %+v, want 10 %% and at least 60 s", got)
 	}
 }

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/easyscale/easyscale-slurm/backfill/planner"
+import (
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
 
 // SlurmTimeUnit is the granularity of a Slurm time limit in seconds:
 // sbatch --time counts whole minutes.
@@ -21,4 +25,12 @@ func (c *Config) PlannerLimits() planner.Limits {
 		WasteCap:            c.Limits.WasteCap,
 		TimeLimitUnit:       SlurmTimeUnit,
 	}
+}
+
+// TimeLimitRule returns how start-small and shrink-to-admit raise a
+// resized job's time limit (planner.RaisedTimeLimit): the remaining run
+// time at the smaller size plus max(safety_margin, time_limit_margin × that
+// run time), rounded up to Slurm's whole minutes.
+func (c *Config) TimeLimitRule() planner.TimeLimitRule {
+	return planner.TimeLimitRule{Margin: c.SafetyMargin.Duration, MarginFraction: c.TimeLimitMargin, Unit: SlurmTimeUnit * time.Second}
 }

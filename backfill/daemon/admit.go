@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"cmp"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,25 +11,24 @@ import (
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
-// admission is one shrink-to-admit the daemon applies: queued starts once
-// every donor is shrunk to its ToNodes with its raised time limit.
+// admission is one shrink-to-admit the daemon applies, the planner's
+// decision (planner.AdmitOnNodes) with the jobs it names: queued starts
+// once every donor is shrunk to its ToNodes with its raised time limit.
 type admission struct {
 	queued slurmcli.Job
-	// alloc is where the planner expects the queued job to start (node, GPUs).
-	alloc  []NodeAlloc
-	donors []donorShrink
+	// decision is the planner's; its Alloc is where the queued job is
+	// expected to start (node, GPUs).
+	decision planner.NodeAdmission
+	donors   []donorShrink
 }
 
-// donorShrink is one running elastic job to shrink: from its current nodes
-// to its first toNodes (Slurm's `scontrol update NumNodes=` keeps the
-// first nodes of the node list and releases the last ones), its time limit
-// from oldLimit to newLimit (whole minutes).
+// donorShrink is one running elastic job to shrink as the planner decided:
+// from its current nodes to its first ToNodes (Slurm's `scontrol update
+// NumNodes=` keeps the first nodes of the node list and releases the last
+// ones), its time limit from OldLimit to NewLimit (whole minutes).
 type donorShrink struct {
-	job                *ElasticJob
-	origNodes, toNodes int
-	oldLimit, newLimit time.Duration
-	released           []string
-	remaining, atSmall time.Duration
+	job *ElasticJob
+	planner.NodeShrink
 }
 
 // queuedRequest is what a pending job asks for, as squeue prints it.
@@ -49,8 +44,8 @@ type queuedRequest struct {
 // ok is false for a job asking no GPUs, an unreadable request, or no
 // finite time limit (shrink-to-admit then does not consider it).
 func readQueued(j slurmcli.Job) (queuedRequest, bool) {
-	limit, ok := parseTimeLimit(j.TimeLimit)
-	if !ok || j.Nodes < 1 {
+	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
+	if err != nil || j.Nodes < 1 {
 		return queuedRequest{}, false
 	}
 	q := queuedRequest{nodes: j.Nodes, limit: limit}
@@ -75,83 +70,6 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	return q, true
 }
 
-// maxTimeLimit bounds the limits parseTimeLimit accepts (Slurm's own
-// limits are far shorter; a longer one is treated as unlimited).
-const maxTimeLimit = 366 * 24 * time.Hour
-
-// parseTimeLimit reads a time limit as squeue prints it (%l): "MM",
-// "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM" or "D-HH:MM:SS". "UNLIMITED",
-// "INFINITE", "NOT_SET", "", a limit above a year and anything else give
-// ok=false.
-func parseTimeLimit(s string) (time.Duration, bool) {
-	days := 0
-	rest := s
-	if d, r, found := strings.Cut(s, "-"); found {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || !digits(d) {
-			return 0, false
-		}
-		days, rest = n, r
-	}
-	parts := strings.Split(rest, ":")
-	if len(parts) > 3 {
-		return 0, false
-	}
-	vals := make([]int, len(parts))
-	for i, p := range parts {
-		if !digits(p) || len(p) > 6 {
-			return 0, false
-		}
-		vals[i], _ = strconv.Atoi(p)
-	}
-	var h, m, sec int
-	switch {
-	case s != rest && len(vals) == 1: // D-HH
-		h = vals[0]
-	case s != rest && len(vals) == 2: // D-HH:MM
-		h, m = vals[0], vals[1]
-	case len(vals) == 1: // MM
-		m = vals[0]
-	case len(vals) == 2: // MM:SS
-		m, sec = vals[0], vals[1]
-	default: // [D-]HH:MM:SS
-		h, m, sec = vals[0], vals[1], vals[2]
-	}
-	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute +
-		time.Duration(sec)*time.Second
-	if days > 366 || d > maxTimeLimit {
-		return 0, false
-	}
-	return d, true
-}
-
-// remainingAtCurrentSize is how long job e still needs at its current size:
-// its time left (End − now), or, when its runtime reports progress
-// (`es step=S/T ...` with 0 < S ≤ T), the elapsed time scaled by the steps
-// left, (now − start) · (T − S) / S, whichever is smaller (a job past its
-// limit is ended by Slurm anyway, and a report cannot raise the limit more
-// than the proportional rule allows).
-func remainingAtCurrentSize(e *ElasticJob, start, now time.Time) time.Duration {
-	left := e.End.Sub(now)
-	if p := e.Progress; p != nil && p.Step > 0 && p.TotalSteps >= p.Step && now.After(start) {
-		est := time.Duration(float64(now.Sub(start)) * float64(p.TotalSteps-p.Step) / float64(p.Step))
-		left = min(left, est)
-	}
-	return max(left, 0)
-}
-
-// raisedLimit is the time limit (from the job's start, whole minutes
-// rounded up) that covers remaining at from nodes once the job runs on to
-// nodes, by the proportional rule remaining · from / to (a job's
-// throughput grows at most linearly with its nodes, so this never falls
-// short), plus margin; never below the old limit.
-func raisedLimit(old time.Duration, start, now time.Time, remaining time.Duration, from, to int, margin time.Duration) (time.Duration, time.Duration) {
-	atSmall := time.Duration(math.Ceil(float64(remaining) * float64(from) / float64(to)))
-	need := now.Sub(start) + atSmall + margin
-	mins := time.Duration(math.Ceil(need.Minutes())) * time.Minute
-	return max(old, mins), atSmall
-}
-
 // origNodes returns job id's node count before its first shrink-to-admit
 // (from the store), or cur when it was never shrunk.
 func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
@@ -163,205 +81,115 @@ func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
 	return cur
 }
 
-// keepNodes is the fewest nodes shrink-to-admit may leave job e, which had
-// orig nodes before its first shrink: its request's minimum, and at least
-// orig − ⌊max_loss · orig⌋.
-func keepNodes(e *ElasticJob, orig int, maxLoss float64) int {
-	return max(e.Request.MinNodes, orig-int(math.Floor(maxLoss*float64(orig)+1e-9)), 1)
+// planAdmission decides shrink-to-admit for this cycle: it translates the
+// view into the planner's question (admitInput) and the planner's answer
+// (planner.AdmitOnNodes, which holds every rule: the queue order, who may
+// give up nodes and how many, whole nodes released from the end of the
+// node list, the layout the queued job asked for, the raised time limits)
+// into the jobs to change. in is the question, for the cycle's report; ok
+// is false when no queued job can be admitted, with why per queued job.
+func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (in planner.NodeAdmitInput, a admission, ok bool, why []string) {
+	in = d.admitInput(v, live, records)
+	dec, ok, why := planner.AdmitOnNodes(in)
+	if !ok {
+		return in, a, false, why
+	}
+	a.queued, a.decision = slurmJobCopy(v, dec.Queued), dec
+	for _, sh := range dec.Shrinks {
+		a.donors = append(a.donors, donorShrink{job: v.Elastic[sh.Job], NodeShrink: sh})
+	}
+	return in, a, true, why
 }
 
-// planAdmission decides shrink-to-admit for this cycle: the first pending
-// job waiting for resources (squeue Reason "Resources") in a partition
-// where shrink-to-admit is on, by earliest planned start then id, that
-// planner.Cluster.Admit can start now by shrinking donors by whole nodes
-// (WholeNodes). Donors are running elastic EasyScale jobs of this daemon's
-// managed nodes whose request was read, whose coordinator is up, on ≥ 2
-// nodes, with a known end, in partitions where it is on, never below
-// keepNodes and never on nodes another pending job's reservation names
-// (their time limits grow). Because NumNodes= releases the last nodes of a
-// job's node list, each donor's shrink is then turned into "keep the first
-// N nodes" and the queued job's allocation is checked again on exactly the
-// nodes that releases; the queued job's allocation must also be the layout
-// it asked for (its node count, its GPUs per node). ok is false when no
-// queued job can be admitted. GPUs of this daemon's running extra jobs
-// count as free for the queued job: extra.partition is preemptible, and
-// Slurm preempts them when it starts it.
-func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (a admission, ok bool, why []string) {
+// admitInput is the shrink-to-admit question this view asks: the nodes
+// this daemon manages that Slurm may start jobs on, with the GPUs a
+// starting job may take (GPUs of this daemon's running extra jobs count as
+// free: extra.partition is preemptible, and Slurm preempts them when it
+// starts the queued job); the pending jobs waiting for resources (squeue
+// Reason "Resources") in partitions where shrink-to-admit is on, in queue
+// order; and every running elastic job as a possible donor.
+func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) planner.NodeAdmitInput {
 	c := d.cfg
-	var nodes []planner.Node
-	idx := map[string]int{}
+	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
+	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
 		if n.Managed && n.Schedulable {
-			idx[n.Name] = len(nodes)
-			nodes = append(nodes, planner.Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total})
+			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)})
 		}
 	}
-	if len(nodes) == 0 {
-		return a, false, nil
-	}
-	cluster := planner.NewCluster(nodes, c.Speeds)
-	baseAvail := make([]int, len(nodes))
-	lentOn := lentByNode(live)
-	for i, n := range nodes {
-		baseAvail[i] = freeGPUs(*v.node(n.Name), lentOn)
-	}
+	resv := d.reservations(v)
 	for _, q := range d.waitingForResources(v) {
-		if !c.AdmitOn(q.Partition) {
-			continue
+		if c.AdmitOn(q.Partition) {
+			in.Queue = append(in.Queue, d.admitQueued(v, q, resv))
 		}
-		req, readable := readQueued(q)
-		if !readable {
-			why = append(why, "queued job "+q.ID+": request or time limit not readable")
-			continue
-		}
-		a, no := d.admitOne(v, records, cluster, idx, baseAvail, q, req)
-		if no == "" {
-			return a, true, why
-		}
-		why = append(why, "queued job "+q.ID+": "+no)
 	}
-	return a, false, why
+	for _, id := range sortedIDs(v.Elastic) {
+		in.Donors = append(in.Donors, d.admitDonor(v, v.Elastic[id], records))
+	}
+	return in
 }
 
-func (d *Daemon) admitOne(v *View, records []backfillstore.AdmitShrink, cluster *planner.Cluster, idx map[string]int,
-	baseAvail []int, q slurmcli.Job, req queuedRequest) (admission, string) {
-	c := d.cfg
-	keepOff := map[int]bool{}
-	for name := range d.reservedNodes(v, q.ID) {
-		if i, ok := idx[name]; ok {
-			keepOff[i] = true
-		}
+// admitQueued is pending job q as shrink-to-admit sees it: what it asks
+// (readQueued), where it may run (queuedNodes: its partitions, --exclude,
+// --nodelist) and the nodes other pending jobs' reservations name (resv,
+// reservations). Refused says why the daemon cannot act for it.
+func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) planner.NodeAdmitQueued {
+	out := planner.NodeAdmitQueued{ID: q.ID}
+	req, readable := readQueued(q)
+	if !readable {
+		out.Refused = "request or time limit not readable"
+		return out
 	}
+	out.Nodes, out.GPUsPerNode, out.GPUType, out.Limit = req.nodes, req.perNode, req.gpuType, req.limit
 	may, why := d.queuedNodes(v, q)
 	if why != "" {
-		return admission{}, why
+		out.Refused = why
+		return out
 	}
-	if q.ReqNodes != "" {
-		names, _ := expandHostlist(q.ReqNodes) // queuedNodes parsed it
-		for _, n := range names {
-			if _, ok := idx[n]; !ok {
-				return admission{}, "it asks for node " + n + ", which this daemon does not manage"
-			}
+	out.OnlyNodes, _ = slurmcli.ExpandHostlist(q.ReqNodes) // queuedNodes parsed it
+	for _, n := range v.Nodes {
+		if may(n.Name) {
+			out.Allowed = append(out.Allowed, n.Name)
 		}
 	}
-	allowed := map[int]bool{} // the nodes the queued job may run on (partition, --exclude, --nodelist)
-	for name, i := range idx {
-		allowed[i] = may(name)
-	}
-	avail := slices.Clone(baseAvail)
-	for i := range avail {
-		if keepOff[i] || !allowed[i] {
-			avail[i] = 0
-		}
-	}
-	type cand struct {
-		e         *ElasticJob
-		orig      int
-		keep      int
-		start     time.Time
-		remaining time.Duration
-		limit     time.Duration
-	}
-	var cands []cand
-	var donors []planner.Donor
-	var skipped []string
-	for _, id := range sortedIDs(v.Elastic) {
-		e := v.Elastic[id]
-		if no := notDonor(e, c); no != "" {
-			skipped = append(skipped, id+": "+no)
-			continue
-		}
-		start, okStart := parseTime(e.Job.StartTime, d.snap.loc())
-		limit, okLimit := parseTimeLimit(e.Job.TimeLimit)
-		if !okStart || !okLimit {
-			skipped = append(skipped, id+": start or time limit not readable")
-			continue
-		}
-		orig := origNodes(records, id, len(e.Base))
-		keep := keepNodes(e, orig, c.Admit.MaxLoss)
-		if keep >= len(e.Base) {
-			skipped = append(skipped, fmt.Sprintf("%s: at the fewest nodes it may keep (%d: its minimum, admit.max_loss of %d)", id, keep, orig))
-			continue
-		}
-		perNode := baseGPUs(e) / len(e.Base)
-		var base []planner.Alloc
-		known := true
-		for i := len(e.Base) - 1; i >= 0; i-- { // last node first: NumNodes= releases from the end
-			n, ok := idx[e.Base[i].Node]
-			if !ok {
-				known = false
-				break
-			}
-			base = append(base, planner.Alloc{Node: n, GPUs: e.Base[i].GPUs})
-		}
-		if !known || perNode < 1 {
-			skipped = append(skipped, id+": a node unknown to the planner")
-			continue
-		}
-		remaining := remainingAtCurrentSize(e, start, v.Now)
-		if remaining.Seconds() <= req.limit.Seconds() {
-			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", id, remaining.Round(time.Second), req.limit))
-		}
-		cands = append(cands, cand{e: e, orig: orig, keep: keep, start: start, remaining: remaining, limit: limit})
-		donors = append(donors, planner.Donor{Base: base, Min: keep * perNode, TimeLeft: remaining.Seconds()})
-	}
-	if len(donors) == 0 {
-		return admission{}, "no donor: " + strings.Join(skipped, "; ")
-	}
-	rule := planner.FitRule{}
-	if req.gpuType != "" {
-		rule.Types = []string{req.gpuType}
-	}
-	want := req.nodes * req.perNode
-	adm, ok := cluster.Admit(planner.AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: req.limit.Seconds(),
-		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true})
-	if !ok {
-		return admission{}, "planner.Admit found no admission (reservations, time left, type, layout)" + strings.Join(append([]string{""}, skipped...), "; ")
-	}
-	// Nodes each donor gives up, as counts: NumNodes= releases its last ones.
-	give := map[int]int{}
-	for _, sh := range adm.Shrinks {
-		give[sh.Donor]++
-	}
-	tent := slices.Clone(avail)
-	out := admission{queued: slurmJobCopy(v, q)}
-	for di, k := range give {
-		cd := cands[di]
-		to := len(cd.e.Base) - k
-		if to < cd.keep {
-			return admission{}, fmt.Sprintf("job %s would go below %d nodes", cd.e.Job.ID, cd.keep)
-		}
-		ds := donorShrink{job: cd.e, origNodes: cd.orig, toNodes: to, oldLimit: cd.limit, remaining: cd.remaining}
-		for _, b := range cd.e.Base[to:] {
-			i := idx[b.Node]
-			if allowed[i] {
-				tent[i] += b.GPUs
-			}
-			ds.released = append(ds.released, b.Node)
-		}
-		ds.newLimit, ds.atSmall = raisedLimit(cd.limit, cd.start, v.Now, cd.remaining, len(cd.e.Base), to, c.SafetyMargin.Duration)
-		out.donors = append(out.donors, ds)
-	}
-	slices.SortFunc(out.donors, func(x, y donorShrink) int { return cmp.Compare(x.job.Job.ID, y.job.Job.ID) })
-	alloc := cluster.Fit(tent, want, rule)
-	if len(alloc) != req.nodes {
-		return admission{}, "the released nodes do not hold it in the layout it asked for"
-	}
-	for _, al := range alloc {
-		if al.GPUs != req.perNode {
-			return admission{}, "the released nodes do not hold it in the layout it asked for"
-		}
-		out.alloc = append(out.alloc, NodeAlloc{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
-	}
-	return out, ""
+	out.Reserved = resv.others(q.ID)
+	return out
 }
 
-// slurmJobCopy returns the queued job as the view read it.
-func slurmJobCopy(v *View, q slurmcli.Job) slurmcli.Job {
-	if j, ok := v.All[q.ID]; ok {
+// admitDonor is running elastic job e as a possible donor: the facts
+// planner.NotDonor checks, its node list in Slurm's order, its request's
+// minimum, its node count before its first shrink-to-admit (the store),
+// its start, time limit and progress report.
+func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
+	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: donorFacts(e, d.cfg), MinNodes: e.Request.MinNodes,
+		OrigNodes: origNodes(records, e.Job.ID, len(e.Base))}
+	for _, b := range e.Base {
+		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
+	}
+	start, errStart := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc())
+	limit, errLimit := slurmcli.ParseTimeLimit(e.Job.TimeLimit)
+	if errStart != nil || errLimit != nil {
+		out.Unreadable = true
+		return out
+	}
+	out.Elapsed, out.TimeLeft, out.Limit = v.Now.Sub(start), e.End.Sub(v.Now), limit
+	if p := e.Progress; p != nil {
+		out.Step, out.TotalSteps = p.Step, p.TotalSteps
+	}
+	return out
+}
+
+// slurmJobCopy returns pending job id as the view read it.
+func slurmJobCopy(v *View, id string) slurmcli.Job {
+	if j, ok := v.All[id]; ok {
 		return j
 	}
-	return q
+	for _, j := range v.Pending {
+		if j.ID == id {
+			return j
+		}
+	}
+	return slurmcli.Job{ID: id}
 }
 
 // schedulable: a node Slurm may start jobs on (idle, mixed, allocated or
@@ -377,29 +205,12 @@ func schedulable(state string) bool {
 // admitDetail describes a shrink for the decision log.
 func admitDetail(ds donorShrink, queued string) string {
 	return fmt.Sprintf("for job %s: %d -> %d nodes (releases %s), time limit %v -> %v (remaining %v at %d nodes is %v at %d)",
-		queued, len(ds.job.Base), ds.toNodes, strings.Join(ds.released, ","), ds.oldLimit, ds.newLimit,
-		ds.remaining.Round(time.Second), len(ds.job.Base), ds.atSmall.Round(time.Second), ds.toNodes)
+		queued, ds.FromNodes, ds.ToNodes, strings.Join(ds.Released, ","), ds.OldLimit, ds.NewLimit,
+		ds.Remaining.Round(time.Second), ds.FromNodes, ds.AtSmall.Round(time.Second), ds.ToNodes)
 }
 
-// jobOrder orders numeric job ids numerically ("9" before "10").
-func jobOrder(id string) string { return fmt.Sprintf("%020s", id) }
-
-// notDonor says why running job e can never give up nodes for
-// shrink-to-admit ("" when it may).
-func notDonor(e *ElasticJob, c *config.Config) string {
-	switch {
-	case !e.Request.Elastic():
-		return "no elastic node range"
-	case !e.Ready:
-		return "its coordinator is not up (no coordinator and token in " + e.Rendezvous + ")"
-	case !e.Managed:
-		return "not all of its nodes are managed by this daemon"
-	case !c.AdmitOn(e.Job.Partition):
-		return "admit is off in its partition " + e.Job.Partition
-	case len(e.Base) < 2:
-		return "it runs on one node (never shrunk below one)"
-	case e.End.IsZero():
-		return "no end time"
-	}
-	return ""
+// donorFacts are what the view says of running job e for planner.NotDonor.
+func donorFacts(e *ElasticJob, c *config.Config) planner.DonorFacts {
+	return planner.DonorFacts{Elastic: e.Request.Elastic(), Ready: e.Ready, Rendezvous: e.Rendezvous, Managed: e.Managed,
+		AdmitOn: c.AdmitOn(e.Job.Partition), Partition: e.Job.Partition, Nodes: len(e.Base), HasEnd: !e.End.IsZero()}
 }

@@ -65,7 +65,13 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *R
 	if err != nil || resumed {
 		return resumed, err
 	}
-	a, ok, why := d.planAdmission(v, live, records)
+	in, a, ok, why := d.planAdmission(v, live, records)
+	if len(in.Nodes) > 0 && len(in.Queue) > 0 {
+		r.AdmitAsked = &in
+		if ok {
+			r.AdmitDecided = &a.decision
+		}
+	}
 	for _, w := range why {
 		d.log.Named("admit").Debug("not admitting", "why", w)
 	}
@@ -86,7 +92,7 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *R
 	}
 	if changed {
 		r.Admitted = append(r.Admitted, a.queued.ID)
-		log.Info("shrunk running elastic jobs so that a queued job can start", "donors", r.AdmitShrunk, "on", a.alloc)
+		log.Info("shrunk running elastic jobs so that a queued job can start", "donors", r.AdmitShrunk, "on", a.decision.Alloc)
 	}
 	return changed, nil
 }
@@ -112,8 +118,8 @@ func (d *Daemon) applyShrink(ctx context.Context, v *View, queued string, ds don
 		return false, d.decide(ctx, "admit-skip", e.Job.ID, "", "", 0, why)
 	}
 	rec := backfillstore.AdmitShrink{Job: e.Job.ID, Queued: queued, User: e.User, Partition: e.Job.Partition,
-		OrigNodes: ds.origNodes, FromNodes: len(e.Base), ToNodes: ds.toNodes, OldLimit: ds.oldLimit,
-		NewLimit: ds.newLimit, Time: d.now()}
+		OrigNodes: ds.OrigNodes, FromNodes: ds.FromNodes, ToNodes: ds.ToNodes, OldLimit: ds.OldLimit,
+		NewLimit: ds.NewLimit, Time: d.now()}
 	seq, err := d.db.RecordAdmitShrink(ctx, rec)
 	if err != nil {
 		return false, err
@@ -121,16 +127,16 @@ func (d *Daemon) applyShrink(ctx context.Context, v *View, queued string, ds don
 	if err := d.decide(ctx, "admit-shrink", e.Job.ID, "", "", 0, detail); err != nil {
 		return false, err
 	}
-	if ds.newLimit > ds.oldLimit {
-		if err := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.newLimit)); err != nil {
+	if ds.NewLimit > ds.OldLimit {
+		if err := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.NewLimit)); err != nil {
 			log.Error("raising the time limit failed; not shrinking", "error", err)
 			return false, d.db.MarkAdmitShrink(ctx, seq, backfillstore.AdmitAbandoned, err.Error())
 		}
 	}
-	if err := d.resize.SetNodes(ctx, e.Job.ID, ds.toNodes); err != nil {
+	if err := d.resize.SetNodes(ctx, e.Job.ID, ds.ToNodes); err != nil {
 		log.Error("shrinking failed; putting the time limit back", "error", err)
-		if ds.newLimit > ds.oldLimit {
-			if rerr := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.oldLimit)); rerr != nil {
+		if ds.NewLimit > ds.OldLimit {
+			if rerr := d.resize.SetTimeLimit(ctx, e.Job.ID, minutes(ds.OldLimit)); rerr != nil {
 				log.Error("putting the time limit back failed", "error", rerr)
 			}
 		}
@@ -221,7 +227,7 @@ func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillst
 			}
 			continue
 		}
-		limit, _ := parseTimeLimit(e.Job.TimeLimit)
+		limit, _ := slurmcli.ParseTimeLimit(e.Job.TimeLimit)
 		switch len(e.Base) {
 		case rec.ToNodes:
 			if limit < rec.NewLimit {

@@ -3,11 +3,11 @@ package daemon
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
@@ -36,20 +36,22 @@ func TestShrinkToAdmit(t *testing.T) {
 	}{
 		{name: "a queued job that does not fit gets a whole node of a shrunk elastic job, whose limit covers its work on fewer nodes",
 			toml: on, comment: elasticComment,
-			// 60 min left on 2 nodes is 120 min on 1, plus the 60 s safety margin.
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			// 60 min left on 2 nodes is 120 min on 1, plus max(60 s safety
+			// margin, 10 % time_limit_margin) = 12 min.
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "the remaining work comes from the job's progress report when it has one",
 			toml: on, comment: "es step=150/400 workers=8/8 d1 req=1-3",
 			setup: func(t *testing.T, td *testDaemon) {
 				// Started 20 min ago (40 min left of its limit), 150 of 400 steps
 				// done: 20·250/150 = 33.3 min left on 2 nodes, 66.7 on 1;
-				// 20 + 66.7 + 1 → 88 min from its start (101 by its limit alone).
+				// 20 + 66.7 + 6.7 (10 %) → 94 min from its start (108 by its
+				// limit alone).
 				td.fake.set(func() {
 					j := td.fake.jobs[0]
 					j.start, j.end = td.now.Add(-20*time.Minute), td.now.Add(40*time.Minute)
 				})
 			},
-			want: []string{"scontrol update JobId=10 TimeLimit=88", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=94", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "GPUs of this daemon's extra jobs count as free for the queued job (Slurm preempts them)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -63,9 +65,9 @@ func TestShrinkToAdmit(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "admit is on by default", toml: "", comment: elasticComment,
-			want: []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "nothing is shrunk with admit switched off", toml: "[admit]\nenabled = false\n", comment: elasticComment},
 		{name: "a running job in a partition where admit is off is not shrunk for a queued job of another",
 			toml: on + "off_partitions = [\"normal\"]\n", comment: elasticComment,
@@ -99,7 +101,7 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "a queued job submitted to several partitions may use the nodes of any",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "debug,normal" }) },
-			want:  []string{"scontrol update JobId=10 TimeLimit=121", "scontrol update JobId=10 NumNodes=1"}},
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "a job whose time left is less than the queued job's work is not shrunk",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -192,7 +194,7 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 			td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
 			td.fake.set(func() {
 				j := td.fake.jobs[0]
-				names, _ := expandHostlist(tt.nodes)
+				names, _ := slurmcli.ExpandHostlist(tt.nodes)
 				j.nodeList, j.nodes, j.timeLimit, j.end = tt.nodes, len(names), tt.limit, j.start.Add(tt.limit)
 				td.fake.jobs[1].reason = "Priority" // nothing else to admit this cycle
 			})
@@ -215,53 +217,4 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestParseTimeLimitReadsSqueuesForms(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30", 30 * time.Minute, true},
-		{"30:00", 30 * time.Minute, true},
-		{"1:00:00", time.Hour, true},
-		{"1-00:00:00", 24 * time.Hour, true},
-		{"2-03", 51 * time.Hour, true},
-		{"2-03:04", 51*time.Hour + 4*time.Minute, true},
-		{"UNLIMITED", 0, false},
-		{"INFINITE", 0, false},
-		{"NOT_SET", 0, false},
-		{"", 0, false},
-		{"1:2:3:4", 0, false},
-		{"-5", 0, false},
-		{"1--2", 0, false},
-		{"9999999999", 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := parseTimeLimit(tt.in)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseTimeLimit(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
-func FuzzParseTimeLimit(f *testing.F) {
-	for _, s := range []string{"30", "30:00", "1:00:00", "1-00:00:00", "UNLIMITED", "2-03:04"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseTimeLimit(s)
-		if !ok {
-			return
-		}
-		if d < 0 || d > 400*24*time.Hour {
-			t.Fatalf("parseTimeLimit(%q) = %v: out of range", s, d)
-		}
-		// What minutes() turns it into reads back as at least the limit.
-		back, ok := parseTimeLimit(strconv.FormatInt(minutes(d), 10))
-		if !ok || back < d {
-			t.Fatalf("%q = %v; %d minutes read back as %v, %v", s, d, minutes(d), back, ok)
-		}
-	})
 }

@@ -250,11 +250,26 @@ type Report struct {
 	// StartedSmall lists the queued elastic jobs start-small lowered to
 	// the nodes idle now ([start_small]).
 	StartedSmall []string
+	// AdmitAsked is the shrink-to-admit question the cycle put to the
+	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
+	// job waiting for resources where it is on, or a shrink recorded before
+	// a restart was finished); AdmitDecided the planner's answer, nil for
+	// no admission. StartSmallAsked and StartSmallDecided are the same for
+	// start-small (planner.StartSmallOnNodes). A recording carries them,
+	// and the simulator replays them (simulator.ReplayAdmit,
+	// ReplayStartSmall).
+	AdmitAsked        *planner.NodeAdmitInput
+	AdmitDecided      *planner.NodeAdmission
+	StartSmallAsked   *planner.NodeStartSmallInput
+	StartSmallDecided *planner.NodeStartSmall
 	// Snapshot is what the planner was given (the cluster as this cycle
 	// read it); Planned is the planner's output, which the cycle applied as
-	// it is.
+	// it is, except that a cycle that applied a shrink-to-admit or a
+	// start-small lends nothing (it read the cluster before): the grows
+	// are then moved to Withheld.
 	Snapshot planner.Snapshot
 	Planned  planner.Actions
+	Withheld []planner.Grow
 	// ElasticJobs counts the running elastic jobs; LentGPUs the GPUs of
 	// this daemon's live extra jobs.
 	ElasticJobs, LentGPUs int
@@ -336,7 +351,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		}
 	}
 	if admitted {
-		r.Planned.Grows = nil // allocations changed: lend on the next cycle's reading
+		r.Withheld, r.Planned.Grows = r.Planned.Grows, nil // allocations changed: lend on the next cycle's reading
 	}
 	if err := d.grow(ctx, v, r.Planned.Grows, rc.live, r); err != nil {
 		return err

@@ -77,7 +77,8 @@
 // planner lends GPUs).
 //
 // Every decision is the planner's (package planner, the same code the
-// simulator runs): the type rule, the worker cap, merging one job's grows on
+// simulator runs): the type rule, the worker cap and minimum
+// (planner.GPUBounds), merging one job's grows on
 // one node into one extra job, ending an extra job safety_margin before its
 // parent (its time limit runs from its start, a little after the cycle),
 // rounding time limits down to whole minutes (config.SlurmTimeUnit) and
@@ -105,8 +106,10 @@
 // With admit.enabled (the default; easyscale-simulate's --policy elastic
 // runs it too, --shrink-to-admit=false measures gap filling alone), when a queued
 // job cannot start the daemon shrinks running elastic jobs' own (base)
-// allocations so that it can, at once (planner.Cluster.Admit with
-// WholeNodes; EasyScale and Pollux reallocate on arrivals). Each cycle,
+// allocations so that it can, at once (planner.AdmitOnNodes, which holds
+// every rule below, over planner.Cluster.Admit with WholeNodes; EasyScale
+// and Pollux reallocate on arrivals; the daemon only reads the facts it
+// needs from Slurm and applies the answer). Each cycle,
 // after the planner's shrinks and before any grow, it considers the
 // pending jobs squeue shows waiting for resources (Reason "Resources") in
 // partitions where it is on, earliest planned start first, and applies at
@@ -138,9 +141,10 @@
 //     without one, the time left of its limit (End − now). At the smaller
 //     size it takes remaining · from/to (proportional rule: throughput grows
 //     at most linearly with nodes, so this never falls short), and the new
-//     time limit is elapsed + that + safety_margin, whole minutes rounded
-//     up, never below the old limit. The daemon runs as root or a Slurm
-//     operator, who may raise limits.
+//     time limit is elapsed + that + max(safety_margin, time_limit_margin ×
+//     that), whole minutes rounded up, never below the old limit
+//     (planner.RaisedTimeLimit, the one rule start-small uses too). The
+//     daemon runs as root or a Slurm operator, who may raise limits.
 //
 // Applying one donor: re-read it by id (`squeue --jobs=ID`, fresh
 // separators) and go on only when it is still RUNNING with the user,
@@ -173,12 +177,16 @@
 // count as idle), at most one fewer than it asked for and never below its
 // minimum, when planner.StartSmall allows it under the rule
 // (before-reservation: it ends at that size before its own reserved start;
-// ends-earlier: it ends earlier than by waiting). Its work is its time
+// ends-earlier: it ends earlier than by waiting). These choices, which size
+// and which time limit, are planner.StartSmallOnNodes's; the daemon reads
+// the facts from Slurm and applies the answer. Its work is its time
 // limit at the requested size under planner.DefaultModel. The daemon
 // re-reads it by id (still pending for the same user, partition, node
 // count, time limit and request, else "start-small-skip"), logs the
-// decision ("start-small"), raises its time limit to the run time at the
-// smaller size plus safety_margin (whole minutes), then lowers its node
+// decision ("start-small"), raises its time limit by shrink-to-admit's
+// rule (planner.RaisedTimeLimit: its limit × asked/started nodes, the run
+// time of a job that scales linearly, plus max(safety_margin,
+// time_limit_margin × that), whole minutes rounded up), then lowers its node
 // count (`scontrol update JobId=ID NumNodes=K`, which Slurm 22.05 accepts
 // for a pending job: lab test TestAnElasticJobStartsSmallOnTheIdleNodeInsteadOfWaiting),
 // putting the limit back if Slurm refuses. Slurm then starts it on the

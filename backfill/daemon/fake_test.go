@@ -85,7 +85,7 @@ func (f *fakeSlurm) runner() slurmcli.Runner { return slurmcli.Runner{Exec: f.ex
 func (f *fakeSlurm) running(id, comment, nodeList string, gpusPerNode int, limit time.Duration, workDir string) *fakeJob {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	names, _ := expandHostlist(nodeList)
+	names, _ := slurmcli.ExpandHostlist(nodeList)
 	j := &fakeJob{id: id, name: "job" + id, state: "RUNNING", partition: "normal", comment: comment, user: "alice",
 		account: "proj", workDir: workDir, nodeList: nodeList, gpusPerNode: gpusPerNode, nodes: len(names),
 		start: f.now, end: f.now.Add(limit), timeLimit: limit}
@@ -111,7 +111,7 @@ func (f *fakeSlurm) extra(id, parent, node string, gpus int, limit time.Duration
 func (f *fakeSlurm) pending(id, schedNodes string, gpusPerNode int, start time.Time) *fakeJob {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	names, _ := expandHostlist(schedNodes)
+	names, _ := slurmcli.ExpandHostlist(schedNodes)
 	j := &fakeJob{id: id, name: "wait" + id, state: "PENDING", partition: "normal", user: "bob", schedNodes: schedNodes,
 		gpusPerNode: gpusPerNode, nodes: len(names), start: start, end: start.Add(time.Hour), timeLimit: time.Hour}
 	f.jobs = append(f.jobs, j)
@@ -221,7 +221,7 @@ func (f *fakeSlurm) used(node string) int {
 		if j.state != "RUNNING" && j.state != "COMPLETING" {
 			continue
 		}
-		names, _ := expandHostlist(j.nodeList)
+		names, _ := slurmcli.ExpandHostlist(j.nodeList)
 		if slices.Contains(names, node) {
 			n += j.gpusPerNode
 		}
@@ -363,7 +363,7 @@ func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
 		}
 		switch key {
 		case "NumNodes":
-			names, _ := expandHostlist(j.nodeList)
+			names, _ := slurmcli.ExpandHostlist(j.nodeList)
 			if n < 1 || n > len(names) {
 				break
 			}

@@ -64,7 +64,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapsho
 func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, known map[string]bool) planner.RunningJob {
 	slices.SortFunc(extras, func(a, b planner.Extra) int { return cmp.Compare(a.ID, b.ID) })
 	r := planner.RunningJob{ID: j.ID, Extras: extras}
-	if end, ok := parseTime(j.EndTime, d.snap.loc()); ok {
+	if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
 		r.End = end.Unix()
 	}
 	e := v.Elastic[j.ID]
@@ -89,50 +89,15 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	if !d.growable(e, known) || baseGPUs == 0 {
 		return r
 	}
-	perNode := max(1, baseGPUs/len(e.Base))
-	lw := logicalWorkers(e)
+	// The worker cap and minimum are the planner's (planner.GPUBounds).
+	bounds := planner.GPUBounds(planner.ElasticShape{MinNodes: e.Request.MinNodes, MaxNodes: e.Request.MaxNodes,
+		LogicalWorkers: e.Request.LogicalWorkers, BaseGPUs: baseGPUs, BaseNodes: len(e.Base)})
 	r.Elastic = true
-	// One physical worker per GPU (own and lent: one task per GPU), at
-	// most workerCap of them.
-	r.MaxGPUs = max(baseGPUs, workerCap(e))
-	r.MinGPUs = min(r.MaxGPUs, max(1, e.Request.MinNodes*perNode))
-	r.Model = planner.DefaultModel(lw, baseGPUs)
+	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
+	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
 	r.Speeds = e.Request.Speeds // the job's own speeds= (nil: the [speeds] table)
 	return r
-}
-
-// baseGPUs is the GPU count of job e's own allocation.
-func baseGPUs(e *ElasticJob) int {
-	n := 0
-	for _, a := range e.Base {
-		n += a.GPUs
-	}
-	return n
-}
-
-// logicalWorkers is the logical worker (EST) count job e runs: the lw= it
-// declared, or the one its runtime reported (workers=P/L in the comment);
-// with neither, the runtime fixes it at the first start to the physical
-// workers it started with (elastic.Request), one per GPU of its own
-// allocation, which is what the daemon sees.
-func logicalWorkers(e *ElasticJob) int {
-	if lw := e.Request.LogicalWorkers; lw > 0 {
-		return lw
-	}
-	return max(1, baseGPUs(e))
-}
-
-// workerCap is the most physical workers job e may have: its node range's
-// maximum times its GPUs per node g (a physical worker is one task on one
-// GPU; the request counts nodes of g GPUs), and at most its logical
-// workers (each physical worker needs at least one).
-func workerCap(e *ElasticJob) int {
-	perNode := 1
-	if len(e.Base) > 0 {
-		perNode = max(1, baseGPUs(e)/len(e.Base))
-	}
-	return min(e.Request.MaxNodes*perNode, logicalWorkers(e))
 }
 
 // growable: an elastic request, coordinator ready, every base node managed
@@ -154,11 +119,11 @@ func (d *Daemon) growable(e *ElasticJob, known map[string]bool) bool {
 // node. Jobs without a planned start or nodes, or asking no GPUs, reserve
 // nothing the planner could lend.
 func pendingJob(j slurmcli.Job, loc *time.Location) (planner.PendingJob, bool) {
-	start, ok := parseTime(j.StartTime, loc)
-	if !ok || j.SchedNodes == "" {
+	start, err := slurmcli.ParseTime(j.StartTime, loc)
+	if err != nil || j.SchedNodes == "" {
 		return planner.PendingJob{}, false
 	}
-	names, err := expandHostlist(j.SchedNodes)
+	names, err := slurmcli.ExpandHostlist(j.SchedNodes)
 	if err != nil || len(names) == 0 {
 		return planner.PendingJob{}, false
 	}

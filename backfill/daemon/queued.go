@@ -1,11 +1,10 @@
 package daemon
 
 import (
-	"cmp"
-	"math"
 	"slices"
 	"strings"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
@@ -31,13 +30,13 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	if p.Features != "" {
 		return nil, "it asks for node features (--constraint " + p.Features + "), which this daemon does not check"
 	}
-	excluded, err := expandHostlist(p.ExcNodes)
+	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
 	if err != nil {
 		return nil, "its --exclude does not parse"
 	}
 	var only []string
 	if q.ReqNodes != "" {
-		if only, err = expandHostlist(q.ReqNodes); err != nil {
+		if only, err = slurmcli.ExpandHostlist(q.ReqNodes); err != nil {
 			return nil, "its --nodelist does not parse"
 		}
 	}
@@ -53,9 +52,9 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 }
 
 // waitingForResources are the pending jobs squeue shows waiting for
-// resources (Reason "Resources"), in queue order: earliest planned start
-// first (none planned: after every planned one), then lowest id. The
-// first is the queue head.
+// resources (Reason "Resources"), in queue order (planner.QueueOrder:
+// earliest planned start first, none planned after every planned one,
+// then lowest id). The first is the queue head.
 func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 	var out []slurmcli.Job
 	for _, j := range v.Pending {
@@ -64,14 +63,12 @@ func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 		}
 	}
 	plannedAt := func(j slurmcli.Job) int64 {
-		if t, ok := parseTime(j.StartTime, d.snap.loc()); ok {
+		if t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc()); err == nil {
 			return t.Unix()
 		}
-		return math.MaxInt64
+		return 0
 	}
-	slices.SortStableFunc(out, func(x, y slurmcli.Job) int {
-		return cmp.Or(cmp.Compare(plannedAt(x), plannedAt(y)), cmp.Compare(jobOrder(x.ID), jobOrder(y.ID)))
-	})
+	slices.SortStableFunc(out, func(x, y slurmcli.Job) int { return planner.QueueOrder(plannedAt(x), x.ID, plannedAt(y), y.ID) })
 	return out
 }
 
@@ -89,6 +86,51 @@ func (d *Daemon) reservedNodes(v *View, except string) map[string]bool {
 			}
 		}
 	}
+	return out
+}
+
+// reservationIndex is every pending job's reservation (squeue --start
+// nodes): the nodes by job id, and how many jobs name each node.
+type reservationIndex struct {
+	nodes  map[string][]string
+	naming map[string]int
+}
+
+// reservations indexes the reservations of v's pending jobs once, so that
+// each queued job's "nodes other jobs reserve" costs one pass over the
+// nodes rather than over the queue.
+func (d *Daemon) reservations(v *View) reservationIndex {
+	ri := reservationIndex{nodes: map[string][]string{}, naming: map[string]int{}}
+	for _, p := range v.Pending {
+		pj, ok := pendingJob(p, d.snap.loc())
+		if !ok {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ng := range pj.PlannedNodes {
+			if !seen[ng.Node] {
+				seen[ng.Node] = true
+				ri.nodes[p.ID] = append(ri.nodes[p.ID], ng.Node)
+				ri.naming[ng.Node]++
+			}
+		}
+	}
+	return ri
+}
+
+// others are the nodes, sorted, that the reservation of a pending job
+// other than id names (reservedNodes(v, id) as a list).
+func (ri reservationIndex) others(id string) []string {
+	var out []string
+	for node, n := range ri.naming {
+		if slices.Contains(ri.nodes[id], node) {
+			n--
+		}
+		if n > 0 {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,14 +27,20 @@ const replayDir = "../testdata/replay"
 // Snapshotter) on scenarios that exercise every planner rule the daemon
 // relies on: d1 and d2 type rules, the worker cap of lw=, spreading,
 // capping at the job's end and whole-minute time limits, shrinks before a
-// reservation. Each cycle's snapshot and decisions must match the
-// recording in ../testdata/replay (go test -update rewrites it), and every
-// extra job it submits must be exactly one of the planner's grows: the
-// daemon applies decisions, it does not make them.
+// reservation, shrink-to-admit (whole nodes from the end of a donor's node
+// list, max_loss, a donor refused for its single node, the raised time
+// limit) and start-small (the size, the rule, the raised time limit).
+// Each cycle's snapshot, questions and decisions must match the recording
+// in ../testdata/replay (go test -update rewrites it), and every extra job
+// it submits and every scontrol update it runs must be exactly one of the
+// planner's decisions: the daemon applies decisions, it does not make
+// them.
 func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 	scenarios := []struct {
-		name  string
-		setup func(td *testDaemon, t *testing.T)
+		name string
+		// config changes the default configuration (nil: none).
+		config func(c *config.Config)
+		setup  func(td *testDaemon, t *testing.T)
 		// between runs before cycle k (k ≥ 1).
 		between func(td *testDaemon, k int)
 		cycles  int
@@ -64,20 +71,51 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 			},
 			cycles: 1,
 		},
+		{
+			// Elastic job 10 holds both v100 nodes; job 20 waits for one of
+			// them; elastic job 11 on one t4 node can give nothing. Cycle 1
+			// shrinks 10 to n1 for 20; in cycle 2 (20 still queued in the
+			// fake) 10 is on one node and nobody can give anything.
+			name: "shrink-to-admit",
+			setup: func(td *testDaemon, t *testing.T) {
+				td.fake.running("10", "es-req min=1 max=3 lw=8 d1", "n1,n2", 4, time.Hour, rendezvous(t, "10"))
+				td.fake.running("11", "es-req min=1 max=2 lw=4 d1", "n3", 4, 2*time.Hour, rendezvous(t, "11"))
+				q := td.fake.pending("20", "n1", 4, td.now.Add(time.Hour))
+				td.fake.set(func() { q.gpuType, q.reason, q.timeLimit = "v100", "Resources", 30*time.Minute })
+			},
+			between: func(td *testDaemon, k int) { td.advance(2 * time.Second) },
+			cycles:  2,
+		},
+		{
+			// A rigid job holds v100 node n2 for 2 h; elastic job 20 (es-req
+			// min=1 max=2) waits for both v100 nodes for 30 min: it starts
+			// now on n1 with its limit raised to 60 min plus 10 %.
+			name:   "start-small",
+			config: func(c *config.Config) { c.StartSmall.Rule = "before-reservation" },
+			setup: func(td *testDaemon, t *testing.T) {
+				td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
+				q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
+				td.fake.set(func() {
+					q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 30*time.Minute, "es-req min=1 max=2 lw=8 d1"
+				})
+			},
+			cycles: 1,
+		},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			td := replayDaemon(t)
+			td := replayDaemon(t, sc.config)
 			sc.setup(td, t)
 			for k := range sc.cycles {
 				if k > 0 && sc.between != nil {
 					sc.between(td, k)
 				}
 				before := len(td.fake.commands("sbatch"))
+				updates := len(td.fake.commands("scontrol update"))
 				r := td.cycle(t)
 				checkAppliedAsPlanned(t, r, td.fake.commands("sbatch")[before:])
-				rec := Recording{Scenario: sc.name, Snapshot: r.Snapshot, Actions: r.Planned}
-				checkRecording(t, filepath.Join(replayDir, sc.name+"-"+strconv.Itoa(k+1)+".json"), rec)
+				checkAppliedAsDecided(t, r, td.fake.commands("scontrol update")[updates:])
+				checkRecording(t, filepath.Join(replayDir, sc.name+"-"+strconv.Itoa(k+1)+".json"), NewRecording(sc.name, r))
 			}
 		})
 	}
@@ -85,11 +123,14 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 
 // replayDaemon is a test daemon at a fixed UTC instant whose Snapshotter
 // reads Slurm's times in UTC, so the recordings do not depend on the
-// machine's time zone.
-func replayDaemon(t *testing.T) *testDaemon {
+// machine's time zone. change, when not nil, changes its configuration.
+func replayDaemon(t *testing.T, change func(*config.Config)) *testDaemon {
 	t.Helper()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cfg := config.Default()
+	if change != nil {
+		change(cfg)
+	}
 	cfg.StateDB = filepath.Join(t.TempDir(), "backfill.db")
 	cfg.MetricsAddress = "off"
 	cfg.PollInterval = config.Duration{Duration: 2 * time.Second}
@@ -113,6 +154,32 @@ func checkAppliedAsPlanned(t *testing.T, r Report, sbatch []string) {
 		if argValue(c, "nodelist") != g.Node || argValue(c, "gres") != wantGRES || argValue(c, "time") != strconv.FormatInt(g.TimeLimit/60, 10) {
 			t.Errorf("grow %+v submitted as %s: want --nodelist=%s --gres=%s --time=%d", g, c, g.Node, wantGRES, g.TimeLimit/60)
 		}
+	}
+}
+
+// checkAppliedAsDecided checks that the scontrol updates a cycle ran are
+// the planner's shrink-to-admit and start-small decisions one for one: for
+// each job, the raised time limit in whole minutes (when it is raised),
+// then the node count.
+func checkAppliedAsDecided(t *testing.T, r Report, updates []string) {
+	t.Helper()
+	var want []string
+	resize := func(job string, oldLimit, newLimit time.Duration, nodes int) {
+		if newLimit > oldLimit {
+			want = append(want, "scontrol update JobId="+job+" TimeLimit="+strconv.FormatInt(minutes(newLimit), 10))
+		}
+		want = append(want, "scontrol update JobId="+job+" NumNodes="+strconv.Itoa(nodes))
+	}
+	if a := r.AdmitDecided; a != nil {
+		for _, sh := range a.Shrinks {
+			resize(sh.Job, sh.OldLimit, sh.NewLimit, sh.ToNodes)
+		}
+	}
+	if s := r.StartSmallDecided; s != nil {
+		resize(s.Job, s.OldLimit, s.NewLimit, s.ToNodes)
+	}
+	if !slices.Equal(updates, want) {
+		t.Fatalf("the cycle ran %q; the planner decided %q", updates, want)
 	}
 }
 

@@ -350,7 +350,7 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 		if len(alloc) == 1 {
 			x.Node, x.GPUs = alloc[0].Node, alloc[0].GPUs
 		}
-		x.End, _ = parseTime(j.EndTime, s.loc())
+		x.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	}
 	v.Extras[j.ID] = x
 	return nil
@@ -362,7 +362,7 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 		return err
 	}
 	e := &ElasticJob{Job: j, Request: c.Request, Progress: c.Progress, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
-	e.End, _ = parseTime(j.EndTime, s.loc())
+	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	if j.WorkDir != "" {
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
 		e.Ready = exists(filepath.Join(e.Rendezvous, "coordinator")) && exists(filepath.Join(e.Rendezvous, "token"))
@@ -385,7 +385,7 @@ func exists(path string) bool {
 // GPUs on every node, or a TRES-per-job count split evenly (the first nodes
 // get the remainder; exact for single-node jobs).
 func allocation(j slurmcli.Job) ([]NodeAlloc, error) {
-	names, err := expandHostlist(j.NodeList)
+	names, err := slurmcli.ExpandHostlist(j.NodeList)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: node list: %w", j.ID, err)
 	}
@@ -416,11 +416,16 @@ func allocation(j slurmcli.Job) ([]NodeAlloc, error) {
 	return out, nil
 }
 
-// parseTime reads a Slurm time ("" gives ok=false).
-func parseTime(s string, loc *time.Location) (time.Time, bool) {
-	if s == "" {
-		return time.Time{}, false
+// digits reports whether s is 1 to 9 decimal digits (a job id or Unix
+// group id this daemon writes or compares).
+func digits(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
 	}
-	t, err := time.ParseInLocation(slurmcli.TimeLayout, s, loc)
-	return t, err == nil
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -12,91 +11,72 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
-// smallStart is one start-small the daemon applies: queued job job, which
-// asked for fromNodes, starts on toNodes idle nodes with its time limit
-// raised from oldLimit to newLimit (whole minutes).
+// smallStart is one start-small the daemon applies, the planner's
+// decision (planner.StartSmallOnNodes) with the job it names: queued job
+// job, which asked for FromNodes, starts on ToNodes idle nodes with its
+// time limit raised from OldLimit to NewLimit (whole minutes).
 type smallStart struct {
-	job                slurmcli.Job
-	request            elastic.Request
-	fromNodes, toNodes int
-	oldLimit, newLimit time.Duration
-	reservedAt         time.Time
+	job        slurmcli.Job
+	request    elastic.Request
+	reservedAt time.Time
+	planner.NodeStartSmall
 }
 
 // planStartSmall decides start-small for this cycle ([start_small]): the
-// queue head (the pending job waiting for resources with the earliest
-// planned start, then the lowest id, as planAdmission orders them) when it
-// is an elastic EasyScale job (its comment an es-req with a node range)
-// in a partition where start-small is on, asking more nodes than its
-// minimum, with a readable request and time limit, no --nodelist, and a
-// planned start in the future. It may start on whole idle nodes of its
-// GPU type (GPUs of this daemon's extra jobs count as idle, Slurm preempts
-// them) that no other pending job's reservation names, as many as there
-// are up to one fewer than it asked for, never below its minimum, when
-// planner.StartSmall says so under the configured rule: the job's work is
-// its time limit at the size it asked for, its model the planner's
-// default for its logical workers (planner.DefaultModel), one GPU type so
-// speeds cancel. ok is false with why when it does not.
-func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (s smallStart, ok bool, why string) {
+// queue head (the first pending job waiting for resources in
+// planner.QueueOrder) when it is an elastic EasyScale job (its comment an
+// es-req with a node range) in a partition where start-small is on, with
+// a readable request and time limit and no --nodelist, whose placement
+// (partitions, --exclude, --constraint) the daemon can check. The rest is
+// the planner's (planner.StartSmallOnNodes: more nodes asked than its
+// minimum, a planned start in the future, how many whole idle nodes of its
+// GPU type no other reservation names, the rule, the raised time limit);
+// GPUs of this daemon's extra jobs count as idle (Slurm preempts them).
+// in is the question put to the planner (nil when the head was refused
+// before); ok is false with why when it does not start small.
+func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	c := d.cfg
 	queue := d.waitingForResources(v)
 	if len(queue) == 0 {
-		return s, false, "no job waits for resources"
+		return nil, s, false, "no job waits for resources"
 	}
 	q := queue[0]
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
 	case !c.StartSmallOn(q.Partition):
-		return s, false, "queue head " + q.ID + ": start_small is off in its partition " + q.Partition
+		return nil, s, false, "queue head " + q.ID + ": start_small is off in its partition " + q.Partition
 	case err != nil || com.Progress != nil || !com.Request.Elastic():
-		return s, false, "queue head " + q.ID + ": not an elastic EasyScale request (es-req min= max=)"
+		return nil, s, false, "queue head " + q.ID + ": not an elastic EasyScale request (es-req min= max=)"
 	case q.ReqNodes != "":
-		return s, false, "queue head " + q.ID + ": it names its nodes (--nodelist)"
+		return nil, s, false, "queue head " + q.ID + ": it names its nodes (--nodelist)"
 	}
 	may, no := d.queuedNodes(v, q)
 	if no != "" {
-		return s, false, "queue head " + q.ID + ": " + no
+		return nil, s, false, "queue head " + q.ID + ": " + no
 	}
 	req, readable := readQueued(q)
 	if !readable {
-		return s, false, "queue head " + q.ID + ": request or time limit not readable"
+		return nil, s, false, "queue head " + q.ID + ": request or time limit not readable"
 	}
-	if req.nodes <= com.Request.MinNodes {
-		return s, false, fmt.Sprintf("queue head %s: asks %d nodes, its minimum is %d", q.ID, req.nodes, com.Request.MinNodes)
-	}
-	reservedAt, okAt := parseTime(q.StartTime, d.snap.loc())
-	if !okAt || !reservedAt.After(v.Now) {
-		return s, false, "queue head " + q.ID + ": no planned start in the future"
+	in = &planner.NodeStartSmallInput{Rule: c.StartSmallRule(), Job: q.ID, AskedNodes: req.nodes, GPUsPerNode: req.perNode,
+		GPUType: req.gpuType, Limit: req.limit, MinNodes: com.Request.MinNodes, MaxNodes: com.Request.MaxNodes,
+		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule()}
+	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
+	if errAt == nil {
+		in.ReservedStart = reservedAt.Unix()
 	}
 	reserved := d.reservedNodes(v, q.ID)
 	lentOn := lentByNode(live)
-	var idle []string
 	for _, n := range v.Nodes {
-		if n.Managed && n.Schedulable && may(n.Name) && !reserved[n.Name] && freeGPUs(n, lentOn) == n.Total && n.Total >= req.perNode &&
-			(req.gpuType == "" || n.GPUType == req.gpuType) {
-			idle = append(idle, n.Name)
-		}
+		in.Nodes = append(in.Nodes, planner.StartSmallNode{
+			AdmitNode: planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)},
+			Usable:    n.Managed && n.Schedulable && may(n.Name), Reserved: reserved[n.Name]})
 	}
-	k := min(len(idle), req.nodes-1)
-	if k < com.Request.MinNodes {
-		return s, false, fmt.Sprintf("queue head %s: %d whole idle nodes for it, its minimum is %d", q.ID, len(idle), com.Request.MinNodes)
+	dec, ok, why := planner.StartSmallOnNodes(*in)
+	if !ok {
+		return in, s, false, why
 	}
-	lw := com.Request.LogicalWorkers
-	if lw == 0 {
-		lw = com.Request.MaxNodes * req.perNode
-	}
-	sq := planner.StartSmallRequest{Rule: c.StartSmallRule(), Model: planner.DefaultModel(lw, req.nodes*req.perNode),
-		Work: req.limit.Seconds(), Now: v.Now.Unix(), ReservedStart: reservedAt.Unix(),
-		AtRequest: []planner.SpeedCount{{Speed: 1, N: req.nodes * req.perNode}}, Small: []planner.SpeedCount{{Speed: 1, N: k * req.perNode}}}
-	end, yes := planner.StartSmall(sq)
-	if !yes {
-		return s, false, fmt.Sprintf("queue head %s: on %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",
-			q.ID, k, req.nodes, time.Unix(end, 0).UTC().Format(time.RFC3339), c.StartSmall.Rule, reservedAt.UTC().Format(time.RFC3339))
-	}
-	need := time.Duration(end-v.Now.Unix())*time.Second + c.SafetyMargin.Duration
-	newLimit := max(req.limit, time.Duration(math.Ceil(need.Minutes()))*time.Minute)
-	return smallStart{job: q, request: com.Request, fromNodes: req.nodes, toNodes: k, oldLimit: req.limit, newLimit: newLimit,
-		reservedAt: reservedAt}, true, ""
+	return in, smallStart{job: q, request: com.Request, reservedAt: reservedAt, NodeStartSmall: dec}, true, ""
 }
 
 // startSmall applies this cycle's start-small (planStartSmall), when
@@ -109,7 +89,13 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	if d.cfg.StartSmallRule() == planner.StartSmallOff {
 		return false, nil
 	}
-	s, ok, why := d.planStartSmall(v, live)
+	in, s, ok, why := d.planStartSmall(v, live)
+	if in != nil {
+		r.StartSmallAsked = in
+		if ok {
+			r.StartSmallDecided = &s.NodeStartSmall
+		}
+	}
 	log := d.log.Named("start_small")
 	if !ok {
 		log.Debug("not starting small", "why", why)
@@ -117,7 +103,7 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	}
 	log = log.With("job_id", s.job.ID)
 	detail := fmt.Sprintf("start on %d of its %d nodes (minimum %d) now instead of at %s; time limit %d -> %d min (rule %s)",
-		s.toNodes, s.fromNodes, s.request.MinNodes, s.reservedAt.UTC().Format(time.RFC3339), minutes(s.oldLimit), minutes(s.newLimit), d.cfg.StartSmall.Rule)
+		s.ToNodes, s.FromNodes, s.request.MinNodes, s.reservedAt.UTC().Format(time.RFC3339), minutes(s.OldLimit), minutes(s.NewLimit), d.cfg.StartSmall.Rule)
 	if d.cfg.DryRun {
 		log.Info("would start small (dry run)", "detail", detail)
 		return false, d.decide(ctx, "start-small", s.job.ID, "", "", 0, detail+" (dry run)")
@@ -133,16 +119,16 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	if err := d.decide(ctx, "start-small", s.job.ID, "", "", 0, detail); err != nil {
 		return false, err
 	}
-	if s.newLimit > s.oldLimit {
-		if err := d.resize.SetTimeLimit(ctx, s.job.ID, minutes(s.newLimit)); err != nil {
+	if s.NewLimit > s.OldLimit {
+		if err := d.resize.SetTimeLimit(ctx, s.job.ID, minutes(s.NewLimit)); err != nil {
 			log.Error("raising the time limit failed; not starting small", "error", err)
 			return false, nil
 		}
 	}
-	if err := d.resize.SetNodes(ctx, s.job.ID, s.toNodes); err != nil {
+	if err := d.resize.SetNodes(ctx, s.job.ID, s.ToNodes); err != nil {
 		log.Error("lowering the node count failed; putting the time limit back", "error", err)
-		if s.newLimit > s.oldLimit {
-			if rerr := d.resize.SetTimeLimit(ctx, s.job.ID, minutes(s.oldLimit)); rerr != nil {
+		if s.NewLimit > s.OldLimit {
+			if rerr := d.resize.SetTimeLimit(ctx, s.job.ID, minutes(s.OldLimit)); rerr != nil {
 				log.Error("putting the time limit back failed", "error", rerr)
 			}
 		}
@@ -175,7 +161,7 @@ func (d *Daemon) verifyQueued(ctx context.Context, s smallStart) (string, error)
 		}
 		for _, f := range []struct{ what, got, want string }{
 			{"state", j.State, "PENDING"}, {"user", j.User, s.job.User}, {"partition", j.Partition, s.job.Partition},
-			{"time limit", j.TimeLimit, s.job.TimeLimit}, {"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.fromNodes)},
+			{"time limit", j.TimeLimit, s.job.TimeLimit}, {"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.FromNodes)},
 		} {
 			if f.got != f.want {
 				return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil

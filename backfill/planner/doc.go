@@ -136,4 +136,29 @@
 // applies it with WholeNodes when its config has admit.enabled (see the
 // daemon package, "Shrink-to-admit"); the simulator does only with its
 // ShrinkToAdmit option.
+//
+// # Where each rule lives
+//
+// Every policy rule of the daemon is a function here over plain values;
+// the daemon (package daemon) only translates Slurm's text into them and
+// applies the result, and the simulator calls the same functions:
+//
+//   - limits.go: the worker cap and minimum of an elastic job ([GPUBounds],
+//     [WorkerCap], [LogicalWorkers], [GPUsPerNode]);
+//   - keep.go: shrink-to-admit's admit.max_loss ([KeepAfterLoss], nodes in
+//     the daemon, GPUs in the simulator) and who may give up nodes
+//     ([NotDonor]);
+//   - timelimit.go: the one time-limit rule of start-small and
+//     shrink-to-admit ([RemainingAtCurrentSize], [RaisedTimeLimit]: the
+//     remaining work at the smaller size by the proportional rule plus a
+//     margin);
+//   - queue.go: the queue order ([QueueOrder]);
+//   - admitnodes.go, startnodes.go: shrink-to-admit and start-small by
+//     whole nodes, as Slurm applies them ([AdmitOnNodes] over
+//     [Cluster.Admit]; [StartSmallOnNodes] over [StartSmallSize] and
+//     [StartSmall]). Their inputs and answers are what a daemon recording
+//     carries; simulator.ReplayAdmit and ReplayStartSmall replay them.
+//
+// Slurm's text (host lists, times, time limits) is parsed only in
+// internal/slurmcli.
 package planner

@@ -84,9 +84,17 @@
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
 // the worker cap, merging, rounding and spreading), where a job starts
 // (planner.Cluster.Fit, the model of Slurm's node selection), shrink-to-admit
-// (planner.Cluster.Admit) and time limits (planner.RunTime). [Replay] runs a
-// snapshot the daemon recorded through the simulator's path; the test
-// expects the daemon's decisions. A shrink takes effect at its deadline
+// (planner.Cluster.Admit, with planner.KeepAfterLoss for max_loss),
+// start-small (planner.StartSmallSize, planner.StartSmall) and time limits
+// (planner.RunTime). [Replay] runs a snapshot the daemon recorded through
+// the simulator's path; the test expects the daemon's decisions. The
+// daemon decides shrink-to-admit and start-small by whole nodes, as Slurm
+// applies them (planner.AdmitOnNodes, planner.StartSmallOnNodes, over the
+// same Cluster.Admit, StartSmall and a time limit of planner.RaisedTimeLimit),
+// while the trace simulation works in GPUs with exact limits;
+// [ReplayAdmit] and [ReplayStartSmall] run the daemon's recorded questions
+// through those planner functions, apply the answers to a simulated
+// cluster, and the test expects the daemon's answers. A shrink takes effect at its deadline
 // (EasyScale hands ESTs back at the next step boundary, seconds, far below
 // the trace's time scale).
 //

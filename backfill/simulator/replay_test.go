@@ -15,13 +15,17 @@ import (
 // `easyscale-backfilld --once --dry-run --record` on the Slurm 22.05 lab;
 // the others by backfill/daemon's TestDaemonSnapshotsAreRecordedForReplay
 // from its real Snapshotter over 22.05-format output) through the
-// simulator's path and expects exactly the decisions the daemon made.
+// simulator's path and expects exactly the decisions the daemon made: its
+// grows and shrinks (Replay), and, where the cycle asked them, its
+// shrink-to-admit (ReplayAdmit) and start-small (ReplayStartSmall)
+// decisions, a "no" included. The recordings must hold at least one
+// admission and one start-small, or the test compares nothing there.
 func TestDaemonSnapshotsReplayToTheSameDecisions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "replay", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recordings in ../testdata/replay (err %v)", err)
 	}
-	decided := 0
+	decided, admitted, startedSmall := 0, 0, 0
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			b, err := os.ReadFile(f)
@@ -31,6 +35,14 @@ func TestDaemonSnapshotsReplayToTheSameDecisions(t *testing.T) {
 			var rec struct {
 				Snapshot planner.Snapshot `json:"snapshot"`
 				Actions  planner.Actions  `json:"actions"`
+				Admit    *struct {
+					Input    planner.NodeAdmitInput `json:"input"`
+					Decision *planner.NodeAdmission `json:"decision"`
+				} `json:"admit"`
+				StartSmall *struct {
+					Input    planner.NodeStartSmallInput `json:"input"`
+					Decision *planner.NodeStartSmall     `json:"decision"`
+				} `json:"start_small"`
 			}
 			if err := json.Unmarshal(b, &rec); err != nil {
 				t.Fatal(err)
@@ -43,9 +55,34 @@ func TestDaemonSnapshotsReplayToTheSameDecisions(t *testing.T) {
 				t.Errorf("the simulator decided\n  %+v\nthe daemon\n  %+v", got, rec.Actions)
 			}
 			decided += len(got.Grows) + len(got.Shrinks)
+			if rec.Admit != nil {
+				a, err := ReplayAdmit(rec.Admit.Input)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(a, rec.Admit.Decision) {
+					t.Errorf("shrink-to-admit: the simulator decided\n  %+v\nthe daemon\n  %+v", a, rec.Admit.Decision)
+				}
+				if a != nil {
+					admitted++
+				}
+			}
+			if rec.StartSmall != nil {
+				s, err := ReplayStartSmall(rec.StartSmall.Input)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(s, rec.StartSmall.Decision) {
+					t.Errorf("start-small: the simulator decided\n  %+v\nthe daemon\n  %+v", s, rec.StartSmall.Decision)
+				}
+				if s != nil {
+					startedSmall++
+				}
+			}
 		})
 	}
-	if decided == 0 {
-		t.Fatal("the recordings hold no decision: the test compares nothing")
+	if decided == 0 || admitted == 0 || startedSmall == 0 {
+		t.Fatalf("the recordings hold %d grows and shrinks, %d admissions and %d start-smalls: the test compares nothing where one is 0",
+			decided, admitted, startedSmall)
 	}
 }

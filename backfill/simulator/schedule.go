@@ -103,11 +103,15 @@ func (s *sim) pass() bool {
 // after the backfill pass (the most that fit, at least its minimum). It
 // reports whether it did; the caller takes it off the queue.
 func (s *sim) startSmall(head *run, avail []int, x int64, resAllocs []alloc) bool {
-	if s.cfg.StartSmall == planner.StartSmallOff || s.cfg.Policy == Rigid || head.min >= head.j.GPUs || s.availTotal < head.min {
+	if s.cfg.StartSmall == planner.StartSmallOff || s.cfg.Policy == Rigid {
+		return false
+	}
+	most, ok := planner.StartSmallSize(head.j.GPUs, head.min, s.availTotal) // in GPUs
+	if !ok {
 		return false
 	}
 	var small []alloc
-	for m := min(head.j.GPUs-1, s.availTotal); m >= head.min && small == nil; m-- {
+	for m := most; m >= head.min && small == nil; m-- {
 		small = s.cluster.Fit(avail, m, head.rule)
 	}
 	if small == nil {
@@ -320,8 +324,8 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	donors := s.donors[:0]
 	objective := s.objective()
 	for _, d := range s.running {
-		keep := d.orig - int(math.Floor(s.cfg.AdmitMaxLoss*float64(d.orig)+1e-9))
-		dn := planner.Donor{Base: d.base, Min: max(d.min, keep, 1), TimeLeft: d.rem / d.rate}
+		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
+		dn := planner.Donor{Base: d.base, Min: keep, TimeLeft: d.rem / d.rate}
 		if objective {
 			dn.TimeLeft, dn.Loss = s.timeLeft(d), s.donorLoss(d)
 		}

@@ -36,6 +36,11 @@
 // "gpu:v100:3(IDX:0-2)"), see [ParseGRES]: without slurmdbd the TRES field has no
 // gres/gpu (NOTES.md §2).
 //
+// The values squeue prints inside its fields have their own parsers, the only ones
+// in the project: host lists ([ExpandHostlist]: NodeList, SchedNodes, ReqNodes,
+// ExcNodes), times ([ParseTime]: StartTime, EndTime) and time limits
+// ([ParseTimeLimit]: TimeLimit, every form of sbatch's --time). Each is fuzzed.
+//
 // Parsers never panic on input; they return a [*ParseError] naming the source command,
 // the 1-based line, the job id or node when known, and the field. Golden files in
 // testdata were recorded from Slurm 22.05.8 (Debian 12) with the lab cluster of

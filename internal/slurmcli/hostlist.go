@@ -1,4 +1,4 @@
-package daemon
+package slurmcli
 
 import (
 	"errors"
@@ -7,19 +7,24 @@ import (
 	"strings"
 )
 
-// maxHosts bounds what expandHostlist produces, so a hostile range such as
+// MaxHosts bounds what [ExpandHostlist] produces, so a hostile range such as
 // "n[0-999999999]" cannot exhaust memory.
-const maxHosts = 65536
+const MaxHosts = 65536
 
-// errHostlist is wrapped by every expandHostlist error.
-var errHostlist = errors.New("bad Slurm hostlist")
+// ErrHostlist is wrapped by every [ExpandHostlist] error.
+var ErrHostlist = errors.New("bad Slurm hostlist")
 
-// expandHostlist expands a Slurm hostlist as squeue and sinfo print it
-// ("n[1-3,7],gpu[01-02]x,login") into names, in order. Zero padding of a
-// range's start is kept ("gpu[08-10]" gives gpu08 gpu09 gpu10). One bracket
-// group per name is supported, which is what Slurm prints for one-dimensional
-// node names (slurm.conf(5), "NodeName" ranges). "" and "(null)" give none.
-func expandHostlist(list string) ([]string, error) {
+// ExpandHostlist expands a Slurm hostlist as squeue and sinfo print it
+// (NodeList, SchedNodes, ReqNodes, ExcNodes: "n[1-3,7],gpu[01-02]x,login")
+// into node names, in order. Zero padding of a range's start is kept
+// ("gpu[08-10]" gives gpu08 gpu09 gpu10). One bracket group per name is
+// supported, which is what Slurm prints for one-dimensional node names
+// (slurm.conf(5), "NodeName" ranges; hostlist_expand in Slurm's
+// src/common/hostlist.c). "", "(null)" and "None assigned" give none.
+// Errors wrap [ErrHostlist] and quote the list: an empty name, brackets
+// that do not form one [..] group, a range that is not N or N-M with
+// N ≤ M (at most 9 digits), or more than [MaxHosts] names.
+func ExpandHostlist(list string) ([]string, error) {
 	list = strings.TrimSpace(list)
 	if list == "" || list == "(null)" || list == "None assigned" {
 		return nil, nil
@@ -27,11 +32,11 @@ func expandHostlist(list string) ([]string, error) {
 	var out []string
 	for _, item := range splitHostlist(list) {
 		if item == "" {
-			return nil, fmt.Errorf("%w %q: empty name", errHostlist, list)
+			return nil, fmt.Errorf("%w %q: empty name", ErrHostlist, list)
 		}
-		names, err := expandItem(item, maxHosts-len(out))
+		names, err := expandItem(item, MaxHosts-len(out))
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %v", errHostlist, list, err)
+			return nil, fmt.Errorf("%w %q: %v", ErrHostlist, list, err)
 		}
 		out = append(out, names...)
 	}
@@ -78,7 +83,7 @@ func expandItem(item string, room int) ([]string, error) {
 			return nil, err
 		}
 		if hi-lo >= room-len(out) {
-			return nil, fmt.Errorf("more than %d names", maxHosts)
+			return nil, fmt.Errorf("more than %d names", MaxHosts)
 		}
 		for n := lo; n <= hi; n++ {
 			out = append(out, fmt.Sprintf("%s%0*d%s", prefix, width, n, suffix))
@@ -93,7 +98,7 @@ func parseRange(r string) (lo, hi, width int, err error) {
 	if !isRange {
 		b = a
 	}
-	if !digits(a) || !digits(b) {
+	if !shortDigits(a) || !shortDigits(b) {
 		return 0, 0, 0, fmt.Errorf("range %q is not N or N-M", r)
 	}
 	lo, err1 := strconv.Atoi(a)
@@ -108,7 +113,9 @@ func parseRange(r string) (lo, hi, width int, err error) {
 	return lo, hi, width, nil
 }
 
-func digits(s string) bool {
+// shortDigits reports whether s is 1 to 9 decimal digits (so that it fits
+// an int on every platform).
+func shortDigits(s string) bool {
 	if s == "" || len(s) > 9 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package daemon
+package slurmcli
 
 import (
 	"errors"
@@ -29,15 +29,15 @@ func TestExpandHostlist(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := expandHostlist(tc.in)
+			got, err := ExpandHostlist(tc.in)
 			if tc.want == "ERR" {
-				if !errors.Is(err, errHostlist) {
-					t.Fatalf("expandHostlist(%q) = %v, %v; want an error wrapping errHostlist", tc.in, got, err)
+				if !errors.Is(err, ErrHostlist) {
+					t.Fatalf("ExpandHostlist(%q) = %v, %v; want an error wrapping ErrHostlist", tc.in, got, err)
 				}
 				return
 			}
 			if err != nil || strings.Join(got, " ") != tc.want {
-				t.Fatalf("expandHostlist(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+				t.Fatalf("ExpandHostlist(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 			}
 		})
 	}
@@ -48,11 +48,11 @@ func FuzzExpandHostlist(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		names, err := expandHostlist(s)
+		names, err := ExpandHostlist(s)
 		if err != nil {
 			return
 		}
-		if len(names) > maxHosts {
+		if len(names) > MaxHosts {
 			t.Fatalf("%q gave %d names, over the cap", s, len(names))
 		}
 		for _, n := range names {

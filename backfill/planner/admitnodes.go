@@ -1,0 +1,283 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// AdmitNode is one node a queued job could start on, as [AdmitOnNodes]
+// and [StartSmallOnNodes] see it.
+type AdmitNode struct {
+	Name, GPUType string
+	// Total GPUs; Free are those a starting job may take now: idle ones
+	// and those of the daemon's running extra jobs (Slurm preempts the
+	// extra jobs' partition for it), at most Total.
+	Total, Free int
+}
+
+// NodeAdmitQueued is a pending job waiting for resources, as
+// shrink-to-admit sees it.
+type NodeAdmitQueued struct {
+	ID string
+	// Refused says why the daemon cannot act for it ("" when it can): its
+	// request or time limit could not be read, or where it may run (its
+	// --exclude, --constraint, partition) is unknown or unchecked.
+	Refused string
+	// Nodes, GPUsPerNode, GPUType ("": any) and Limit are what it asks
+	// (squeue NumNodes, TRES per node, TimeLimit): it starts only in
+	// exactly that layout.
+	Nodes, GPUsPerNode int
+	GPUType            string
+	Limit              time.Duration
+	// OnlyNodes is its --nodelist (none: any node); Allowed are the nodes
+	// it may run on (its partitions, not its --exclude, within OnlyNodes).
+	OnlyNodes, Allowed []string
+	// Reserved are the nodes other pending jobs' reservations name
+	// (squeue --start): it does not go there, and no donor holding one
+	// shrinks (its longer time limit would move the reservation).
+	Reserved []string
+}
+
+// NodeAdmitDonor is a running job that might give up whole nodes.
+type NodeAdmitDonor struct {
+	ID    string
+	Facts DonorFacts
+	// Unreadable: its start or time limit could not be read.
+	Unreadable bool
+	// Nodes is its own allocation in Slurm's node-list order: `scontrol
+	// update NumNodes=N` keeps the first N nodes and releases the others.
+	Nodes []NodeGPUs
+	// MinNodes is its request's minimum; OrigNodes its node count before
+	// its first shrink-to-admit (the daemon's store), for [KeepAfterLoss].
+	MinNodes, OrigNodes int
+	// Elapsed is how long it has run, TimeLeft how long until its time
+	// limit ends, Limit its time limit; Step and TotalSteps its runtime's
+	// progress report (0, 0: none), for [RemainingAtCurrentSize].
+	Elapsed, TimeLeft, Limit time.Duration
+	Step, TotalSteps         int
+}
+
+// NodeAdmitInput is one cycle's shrink-to-admit question, in plain values
+// ([AdmitOnNodes]). A daemon recording carries it as JSON (durations in
+// nanoseconds, as time.Duration encodes).
+type NodeAdmitInput struct {
+	// Nodes are the nodes the daemon manages and Slurm may start jobs on.
+	Nodes []AdmitNode
+	// Speeds are the site's relative speeds by GPU type (Cluster.Fit
+	// prefers faster types).
+	Speeds map[string]float64
+	// Queue lists the jobs waiting for resources in partitions where
+	// shrink-to-admit is on, in [QueueOrder].
+	Queue []NodeAdmitQueued
+	// Donors lists the running elastic jobs, in a fixed order (ties in time
+	// left go to the earlier one).
+	Donors []NodeAdmitDonor
+	// MaxLoss is admit.max_loss; TimeLimit how a donor's limit is raised.
+	MaxLoss   float64
+	TimeLimit TimeLimitRule
+}
+
+// NodeShrink is one donor of a [NodeAdmission]: job Job goes from
+// FromNodes to its first ToNodes nodes, releasing Released, and its time
+// limit from OldLimit to NewLimit ([RaisedTimeLimit]: Remaining at
+// FromNodes is AtSmall at ToNodes).
+type NodeShrink struct {
+	Job                           string
+	OrigNodes, FromNodes, ToNodes int
+	Released                      []string
+	OldLimit, NewLimit            time.Duration
+	Remaining, AtSmall            time.Duration
+}
+
+// NodeAdmission is the decision to start queued job Queued on Alloc once
+// every Shrinks entry (by job id) is applied.
+type NodeAdmission struct {
+	Queued  string
+	Alloc   []NodeGPUs
+	Shrinks []NodeShrink
+}
+
+// donorCand is a donor that passed the rules of every queued job alike.
+type donorCand struct {
+	d         *NodeAdmitDonor
+	keep      int // nodes
+	perNode   int
+	base      []Alloc // last node first
+	remaining time.Duration
+}
+
+// AdmitOnNodes decides shrink-to-admit by whole nodes, as Slurm applies
+// it: the first queued job of in.Queue that [Cluster.Admit] (with
+// WholeNodes) can start now by shrinking donors, at most one per cycle.
+// Donors are the jobs [NotDonor] allows, with a readable start and time
+// limit, above the fewest nodes they may keep ([KeepAfterLoss] of
+// OrigNodes, never below MinNodes), on nodes of in.Nodes, and with their
+// remaining time ([RemainingAtCurrentSize]) as the time left Admit
+// compares with the queued job's limit. Because NumNodes= releases the
+// last nodes of a job's node list, each donor's shrink is then turned into
+// "keep the first N nodes", and the queued job must fit on exactly the
+// nodes that releases plus the free ones, in the layout it asked for (its
+// node count, its GPUs per node), else the job is passed over. Each
+// donor's time limit is raised by [RaisedTimeLimit]. why lists, per queued
+// job passed over, the reason (for the daemon's debug log). Pure.
+func AdmitOnNodes(in NodeAdmitInput) (a NodeAdmission, ok bool, why []string) {
+	if len(in.Nodes) == 0 {
+		return a, false, nil
+	}
+	nodes := make([]Node, len(in.Nodes))
+	idx := make(map[string]int, len(in.Nodes))
+	baseAvail := make([]int, len(in.Nodes))
+	for i, n := range in.Nodes {
+		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total}
+		idx[n.Name] = i
+		baseAvail[i] = n.Free
+	}
+	cluster := NewCluster(nodes, in.Speeds)
+	cands, skipped := admitDonors(in, idx)
+	for _, q := range in.Queue {
+		if q.Refused != "" {
+			why = append(why, "queued job "+q.ID+": "+q.Refused)
+			continue
+		}
+		a, no := admitOne(in, cluster, idx, baseAvail, cands, skipped, q)
+		if no == "" {
+			return a, true, why
+		}
+		why = append(why, "queued job "+q.ID+": "+no)
+	}
+	return NodeAdmission{}, false, why
+}
+
+// admitDonors applies the rules that hold for every queued job alike; the
+// reasons for the others are returned as skipped.
+func admitDonors(in NodeAdmitInput, idx map[string]int) (cands []donorCand, skipped []string) {
+	for i := range in.Donors {
+		d := &in.Donors[i]
+		if no := NotDonor(d.Facts); no != "" {
+			skipped = append(skipped, d.ID+": "+no)
+			continue
+		}
+		if d.Unreadable {
+			skipped = append(skipped, d.ID+": start or time limit not readable")
+			continue
+		}
+		keep := KeepAfterLoss(d.OrigNodes, d.MinNodes, in.MaxLoss)
+		if keep >= len(d.Nodes) {
+			skipped = append(skipped, fmt.Sprintf("%s: at the fewest nodes it may keep (%d: its minimum, admit.max_loss of %d)", d.ID, keep, d.OrigNodes))
+			continue
+		}
+		gpus := 0
+		for _, n := range d.Nodes {
+			gpus += n.GPUs
+		}
+		c := donorCand{d: d, keep: keep, perNode: gpus / len(d.Nodes),
+			remaining: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps)}
+		known := true
+		for i := len(d.Nodes) - 1; i >= 0; i-- { // last node first: NumNodes= releases from the end
+			n, ok := idx[d.Nodes[i].Node]
+			if !ok {
+				known = false
+				break
+			}
+			c.base = append(c.base, Alloc{Node: n, GPUs: d.Nodes[i].GPUs})
+		}
+		if !known || c.perNode < 1 {
+			skipped = append(skipped, d.ID+": a node unknown to the planner")
+			continue
+		}
+		cands = append(cands, c)
+	}
+	return cands, skipped
+}
+
+// admitOne decides for queued job q; no says why it cannot be admitted
+// ("" when it can).
+func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail []int, cands []donorCand,
+	skipped []string, q NodeAdmitQueued) (a NodeAdmission, no string) {
+	keepOff := map[int]bool{}
+	for _, name := range q.Reserved {
+		if i, ok := idx[name]; ok {
+			keepOff[i] = true
+		}
+	}
+	for _, n := range q.OnlyNodes {
+		if _, ok := idx[n]; !ok {
+			return a, "it asks for node " + n + ", which this daemon does not manage"
+		}
+	}
+	allowed := map[int]bool{} // the nodes the queued job may run on (partition, --exclude, --nodelist)
+	for _, name := range q.Allowed {
+		if i, ok := idx[name]; ok {
+			allowed[i] = true
+		}
+	}
+	avail := slices.Clone(baseAvail)
+	for i := range avail {
+		if keepOff[i] || !allowed[i] {
+			avail[i] = 0
+		}
+	}
+	skipped = slices.Clone(skipped)
+	donors := make([]Donor, len(cands))
+	for i, c := range cands {
+		if c.remaining.Seconds() <= q.Limit.Seconds() {
+			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", c.d.ID, c.remaining.Round(time.Second), q.Limit))
+		}
+		donors[i] = Donor{Base: c.base, Min: c.keep * c.perNode, TimeLeft: c.remaining.Seconds()}
+	}
+	if len(donors) == 0 {
+		return a, "no donor: " + strings.Join(skipped, "; ")
+	}
+	rule := FitRule{}
+	if q.GPUType != "" {
+		rule.Types = []string{q.GPUType}
+	}
+	want := q.Nodes * q.GPUsPerNode
+	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: q.Limit.Seconds(),
+		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true})
+	if !ok {
+		return a, "planner.Admit found no admission (reservations, time left, type, layout)" + strings.Join(append([]string{""}, skipped...), "; ")
+	}
+	// Nodes each donor gives up, as counts: NumNodes= releases its last ones.
+	give := make([]int, len(cands))
+	for _, sh := range adm.Shrinks {
+		give[sh.Donor]++
+	}
+	tent := slices.Clone(avail)
+	a.Queued = q.ID
+	for di, k := range give {
+		if k == 0 {
+			continue
+		}
+		c := cands[di]
+		from := len(c.d.Nodes)
+		to := from - k
+		if to < c.keep {
+			return NodeAdmission{}, fmt.Sprintf("job %s would go below %d nodes", c.d.ID, c.keep)
+		}
+		sh := NodeShrink{Job: c.d.ID, OrigNodes: c.d.OrigNodes, FromNodes: from, ToNodes: to, OldLimit: c.d.Limit, Remaining: c.remaining}
+		for _, b := range c.d.Nodes[to:] {
+			if i := idx[b.Node]; allowed[i] {
+				tent[i] += b.GPUs
+			}
+			sh.Released = append(sh.Released, b.Node)
+		}
+		sh.NewLimit, sh.AtSmall = RaisedTimeLimit(c.d.Limit, c.d.Elapsed, c.remaining, from, to, in.TimeLimit)
+		a.Shrinks = append(a.Shrinks, sh)
+	}
+	slices.SortFunc(a.Shrinks, func(x, y NodeShrink) int { return cmp.Compare(x.Job, y.Job) })
+	alloc := cluster.Fit(tent, want, rule)
+	if len(alloc) != q.Nodes {
+		return NodeAdmission{}, "the released nodes do not hold it in the layout it asked for"
+	}
+	for _, al := range alloc {
+		if al.GPUs != q.GPUsPerNode {
+			return NodeAdmission{}, "the released nodes do not hold it in the layout it asked for"
+		}
+		a.Alloc = append(a.Alloc, NodeGPUs{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
+	}
+	return a, ""
+}

@@ -1,0 +1,185 @@
+package planner
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// admitFixture is the daemon's shrink-to-admit test cluster in plain
+// values: elastic job 10 holds all of v100 nodes n1 and n2 (4 GPUs each)
+// with 60 min left of a 60 min limit; job 20 waits for one whole v100 node
+// for 30 min; the t4 nodes n3 and n4 are idle but of the wrong type.
+func admitFixture() NodeAdmitInput {
+	return NodeAdmitInput{
+		Nodes: []AdmitNode{{"n1", "v100", 4, 0}, {"n2", "v100", 4, 0}, {"n3", "t4", 4, 4}, {"n4", "t4", 4, 4}},
+		Queue: []NodeAdmitQueued{{ID: "20", Nodes: 1, GPUsPerNode: 4, GPUType: "v100", Limit: 30 * time.Minute,
+			Allowed: []string{"n1", "n2", "n3", "n4"}}},
+		Donors: []NodeAdmitDonor{{ID: "10", Facts: DonorFacts{Elastic: true, Ready: true, Managed: true, AdmitOn: true, Nodes: 2, HasEnd: true},
+			Nodes: []NodeGPUs{{"n1", 4}, {"n2", 4}}, MinNodes: 1, OrigNodes: 2, TimeLeft: time.Hour, Limit: time.Hour}},
+		MaxLoss:   0.5,
+		TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute},
+	}
+}
+
+func TestAdmitOnNodes(t *testing.T) {
+	const min = time.Minute
+	admitted := &NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n2", 4}}, Shrinks: []NodeShrink{{Job: "10", OrigNodes: 2, FromNodes: 2,
+		ToNodes: 1, Released: []string{"n2"}, OldLimit: time.Hour, NewLimit: 132 * min, Remaining: time.Hour, AtSmall: 2 * time.Hour}}}
+	tests := []struct {
+		name   string
+		change func(in *NodeAdmitInput)
+		want   *NodeAdmission // nil: none
+		why    string         // a part of the reasons, when none
+	}{
+		{"the queued job gets the donor's last node; its limit covers its work on fewer nodes plus 10 %",
+			func(*NodeAdmitInput) {}, admitted, ""},
+		{"the remaining work comes from the donor's progress report: 20·250/150 min, doubled, plus 10 %",
+			func(in *NodeAdmitInput) {
+				d := &in.Donors[0]
+				d.Elapsed, d.TimeLeft, d.Step, d.TotalSteps = 20*min, 40*min, 150, 400
+			},
+			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n2", 4}}, Shrinks: []NodeShrink{{Job: "10", OrigNodes: 2, FromNodes: 2,
+				ToNodes: 1, Released: []string{"n2"}, OldLimit: time.Hour, NewLimit: 94 * min, Remaining: 20 * min * 250 / 150,
+				AtSmall: 2 * 20 * min * 250 / 150}}}, ""},
+		{"the cap: 0.4 of 2 nodes rounds down to none", func(in *NodeAdmitInput) { in.MaxLoss = 0.4 }, nil, "at the fewest nodes it may keep"},
+		{"the cap counts earlier shrinks: a job that had 4 nodes has lost its half",
+			func(in *NodeAdmitInput) { in.Donors[0].OrigNodes = 4 }, nil, "at the fewest nodes it may keep"},
+		{"never below the request's minimum", func(in *NodeAdmitInput) { in.Donors[0].MinNodes = 2 }, nil, "at the fewest nodes"},
+		{"a job NotDonor refuses gives nothing", func(in *NodeAdmitInput) { in.Donors[0].Facts.Ready = false }, nil, "coordinator is not up"},
+		{"a donor whose start or limit is unreadable gives nothing", func(in *NodeAdmitInput) { in.Donors[0].Unreadable = true }, nil, "not readable"},
+		{"a donor with less time left than the queued job's work gives nothing",
+			func(in *NodeAdmitInput) { in.Donors[0].TimeLeft = 20 * min }, nil, "less than the queued job's"},
+		{"a donor on a node another reservation names gives nothing (its limit would move it)",
+			func(in *NodeAdmitInput) { in.Queue[0].Reserved = []string{"n2"} }, nil, "found no admission"},
+		{"a queued job that excludes the node a shrink would free makes nobody shrink",
+			func(in *NodeAdmitInput) { in.Queue[0].Allowed = []string{"n1", "n3", "n4"} }, nil, "do not hold it"},
+		{"only the layout asked for: two nodes of 2 GPUs do not fit on one released node",
+			func(in *NodeAdmitInput) { in.Queue[0].Nodes, in.Queue[0].GPUsPerNode = 2, 2 }, nil, ""},
+		{"a queued job naming a node the daemon does not manage makes nobody shrink",
+			func(in *NodeAdmitInput) { in.Queue[0].OnlyNodes = []string{"n9"} }, nil, "does not manage"},
+		{"a refused queued job is passed over for the next in the queue",
+			func(in *NodeAdmitInput) {
+				in.Queue = append([]NodeAdmitQueued{{ID: "19", Refused: "request or time limit not readable"}}, in.Queue...)
+			}, admitted, ""},
+		{"without nodes nothing is decided", func(in *NodeAdmitInput) { in.Nodes = nil }, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := admitFixture()
+			tc.change(&in)
+			a, ok, why := AdmitOnNodes(in)
+			if tc.want == nil {
+				if ok {
+					t.Fatalf("admitted %+v, want none", a)
+				}
+				if !strings.Contains(strings.Join(why, "\n"), tc.why) {
+					t.Errorf("reasons %q, want one with %q", why, tc.why)
+				}
+				return
+			}
+			if !ok || !reflect.DeepEqual(a, *tc.want) {
+				t.Fatalf("AdmitOnNodes = %+v, %v (%q); want %+v", a, ok, why, *tc.want)
+			}
+		})
+	}
+}
+
+// TestAdmitOnNodesHoldsItsInvariants: on random clusters every admission
+// shrinks each donor to its first nodes and never below what it may keep,
+// raises no limit below the old one, and starts the queued job in exactly
+// the layout it asked for on nodes it may use, none reserved, which hold
+// its GPUs once the donors' nodes are released.
+func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 1))
+	admitted := 0
+	for range 3000 {
+		in := randomAdmit(rng)
+		a, ok, _ := AdmitOnNodes(in)
+		if !ok {
+			continue
+		}
+		admitted++
+		free := map[string]int{}
+		for _, n := range in.Nodes {
+			free[n.Name] = n.Free
+		}
+		for _, sh := range a.Shrinks {
+			i := slices.IndexFunc(in.Donors, func(d NodeAdmitDonor) bool { return d.ID == sh.Job })
+			d := in.Donors[i]
+			if sh.ToNodes < KeepAfterLoss(d.OrigNodes, d.MinNodes, in.MaxLoss) || sh.ToNodes >= len(d.Nodes) || sh.NewLimit < d.Limit {
+				t.Fatalf("%+v: shrink %+v of donor %+v", in, sh, d)
+			}
+			for k, n := range d.Nodes[sh.ToNodes:] {
+				if sh.Released[k] != n.Node {
+					t.Fatalf("%+v: shrink %+v does not release the donor's last nodes %v", in, sh, d.Nodes)
+				}
+				free[n.Node] += n.GPUs
+			}
+		}
+		q := in.Queue[slices.IndexFunc(in.Queue, func(q NodeAdmitQueued) bool { return q.ID == a.Queued })]
+		if len(a.Alloc) != q.Nodes {
+			t.Fatalf("%+v: %s starts on %v, asked %d nodes", in, q.ID, a.Alloc, q.Nodes)
+		}
+		for _, al := range a.Alloc {
+			if al.GPUs != q.GPUsPerNode || !slices.Contains(q.Allowed, al.Node) || slices.Contains(q.Reserved, al.Node) || free[al.Node] < al.GPUs {
+				t.Fatalf("%+v: %s starts on %v (free after the shrinks %v)", in, q.ID, a.Alloc, free)
+			}
+			free[al.Node] -= al.GPUs
+		}
+	}
+	t.Logf("%d of 3000 random clusters admitted a job", admitted)
+	if admitted < 100 {
+		t.Fatalf("only %d of 3000 random clusters admitted a job: the property is barely exercised", admitted)
+	}
+}
+
+func randomAdmit(rng *rand.Rand) NodeAdmitInput {
+	in := NodeAdmitInput{MaxLoss: []float64{0.25, 0.5, 1}[rng.IntN(3)], TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
+	nodes := 3 + rng.IntN(6)
+	used := make([]int, nodes)
+	for i := range nodes {
+		in.Nodes = append(in.Nodes, AdmitNode{Name: "n" + string(rune('a'+i)), GPUType: []string{"v100", "t4"}[rng.IntN(2)], Total: 4})
+	}
+	next := 0
+	for d := range 1 + rng.IntN(3) {
+		k := 1 + rng.IntN(3)
+		if next+k > nodes {
+			break
+		}
+		donor := NodeAdmitDonor{ID: string(rune('A' + d)), Facts: DonorFacts{Elastic: true, Ready: true, Managed: true, AdmitOn: true, Nodes: k, HasEnd: true},
+			MinNodes: 1 + rng.IntN(2), TimeLeft: time.Duration(10+rng.IntN(120)) * time.Minute, Limit: 3 * time.Hour}
+		donor.OrigNodes = k + rng.IntN(2)
+		for range k {
+			donor.Nodes = append(donor.Nodes, NodeGPUs{Node: in.Nodes[next].Name, GPUs: 4})
+			used[next] = 4
+			next++
+		}
+		in.Donors = append(in.Donors, donor)
+	}
+	for i := range in.Nodes {
+		if used[i] == 0 {
+			in.Nodes[i].Free = rng.IntN(5)
+		}
+	}
+	for q := range 1 + rng.IntN(2) {
+		queued := NodeAdmitQueued{ID: string(rune('0' + q)), Nodes: 1 + rng.IntN(2), GPUsPerNode: []int{2, 4}[rng.IntN(2)],
+			Limit: time.Duration(5+rng.IntN(60)) * time.Minute}
+		if rng.IntN(2) == 0 {
+			queued.GPUType = "v100"
+		}
+		for _, n := range in.Nodes {
+			if rng.IntN(5) > 0 {
+				queued.Allowed = append(queued.Allowed, n.Name)
+			}
+			if rng.IntN(8) == 0 {
+				queued.Reserved = append(queued.Reserved, n.Name)
+			}
+		}
+		in.Queue = append(in.Queue, queued)
+	}
+	return in
+}

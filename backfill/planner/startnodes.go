@@ -1,0 +1,110 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+)
+
+// StartSmallSize is how many units a queued job that asked for asked
+// units, and accepts no fewer than minimum, starts small on when avail
+// units are free now: all of them, but at most one fewer than it asked
+// for (at its full request it is not small). ok is false when that is
+// below minimum (or below 1). The units are whole nodes in the daemon
+// ([StartSmallOnNodes]) and GPUs in the simulator, which then takes the
+// largest size at most this that Cluster.Fit can place.
+func StartSmallSize(asked, minimum, avail int) (size int, ok bool) {
+	size = min(avail, asked-1)
+	return size, size >= max(minimum, 1)
+}
+
+// StartSmallNode is one node the queue head might start small on.
+type StartSmallNode struct {
+	AdmitNode
+	// Usable: the daemon manages it, Slurm may start jobs on it, and the
+	// queued job may run there (its partitions, not its --exclude).
+	Usable bool
+	// Reserved: another pending job's reservation (squeue --start) names it.
+	Reserved bool
+}
+
+// NodeStartSmallInput is one cycle's start-small question for the queue
+// head, an elastic EasyScale job, in plain values ([StartSmallOnNodes]).
+type NodeStartSmallInput struct {
+	Rule StartSmallRule
+	// Job is the queue head's id.
+	Job string
+	// AskedNodes, GPUsPerNode, GPUType ("": any) and Limit are what it asks
+	// (squeue NumNodes, TRES per node, TimeLimit).
+	AskedNodes, GPUsPerNode int
+	GPUType                 string
+	Limit                   time.Duration
+	// MinNodes, MaxNodes and LogicalWorkers are its elastic request
+	// (es-req min= max= lw=; LogicalWorkers 0: none declared).
+	MinNodes, MaxNodes, LogicalWorkers int
+	// Now and ReservedStart are Unix seconds: ReservedStart is when
+	// Slurm's backfill plans to start it at its request (0: none planned
+	// or unreadable).
+	Now, ReservedStart int64
+	// Nodes are the cluster's nodes.
+	Nodes []StartSmallNode
+	// TimeLimit is how its limit is raised.
+	TimeLimit TimeLimitRule
+}
+
+// NodeStartSmall is the decision to start job Job now on ToNodes whole idle
+// nodes instead of FromNodes later: its time limit goes from OldLimit to
+// NewLimit ([RaisedTimeLimit]); by the rule's model it ends at End (Unix
+// seconds). Slurm picks the nodes among the idle ones.
+type NodeStartSmall struct {
+	Job                string
+	FromNodes, ToNodes int
+	End                int64
+	OldLimit, NewLimit time.Duration
+}
+
+// StartSmallOnNodes decides start-small for the queue head by whole nodes,
+// as Slurm applies it (`scontrol update JobId=… NumNodes=K` of the pending
+// job): it must ask more nodes than its minimum and have a planned start
+// in the future; it may go onto the whole idle nodes (every GPU Free, at
+// least GPUsPerNode of them) of its GPU type that are Usable and that no
+// other reservation names, [StartSmallSize] of them; and [StartSmall] must
+// allow that under in.Rule, the job's work being its time limit at the
+// size it asked for, its model [DefaultModel] of its logical workers (the
+// declared ones, else MaxNodes × GPUsPerNode) at that size, and one GPU
+// type so that speeds cancel. Its new time limit is [RaisedTimeLimit] of
+// its whole limit from AskedNodes to ToNodes: the run time of a job that
+// scales linearly, plus the margin. why says why not ("" when ok), naming
+// the job as "queue head ID". Pure.
+func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why string) {
+	head := "queue head " + in.Job + ": "
+	if in.AskedNodes <= in.MinNodes {
+		return s, false, fmt.Sprintf("%sasks %d nodes, its minimum is %d", head, in.AskedNodes, in.MinNodes)
+	}
+	if in.ReservedStart <= in.Now {
+		return s, false, head + "no planned start in the future"
+	}
+	idle := 0
+	for _, n := range in.Nodes {
+		if n.Usable && !n.Reserved && n.Free == n.Total && n.Total >= in.GPUsPerNode && (in.GPUType == "" || n.GPUType == in.GPUType) {
+			idle++
+		}
+	}
+	k, enough := StartSmallSize(in.AskedNodes, in.MinNodes, idle)
+	if !enough {
+		return s, false, fmt.Sprintf("%s%d whole idle nodes for it, its minimum is %d", head, idle, in.MinNodes)
+	}
+	lw := in.LogicalWorkers
+	if lw == 0 {
+		lw = in.MaxNodes * in.GPUsPerNode
+	}
+	asked := in.AskedNodes * in.GPUsPerNode
+	end, yes := StartSmall(StartSmallRequest{Rule: in.Rule, Model: DefaultModel(lw, asked), Work: in.Limit.Seconds(),
+		Now: in.Now, ReservedStart: in.ReservedStart,
+		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}})
+	if !yes {
+		return s, false, fmt.Sprintf("%son %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",
+			head, k, in.AskedNodes, time.Unix(end, 0).UTC().Format(time.RFC3339), in.Rule, time.Unix(in.ReservedStart, 0).UTC().Format(time.RFC3339))
+	}
+	limit, _ := RaisedTimeLimit(in.Limit, 0, in.Limit, in.AskedNodes, k, in.TimeLimit)
+	return NodeStartSmall{Job: in.Job, FromNodes: in.AskedNodes, ToNodes: k, End: end, OldLimit: in.Limit, NewLimit: limit}, true, ""
+}

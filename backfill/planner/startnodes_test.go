@@ -1,0 +1,94 @@
+package planner
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStartSmallSize(t *testing.T) {
+	tests := []struct {
+		name                  string
+		asked, minimum, avail int
+		want                  int
+		ok                    bool
+	}{
+		{"all that is free, when it is less than asked", 4, 1, 2, 2, true},
+		{"one fewer than asked when more is free (at its request it is not small)", 4, 1, 9, 3, true},
+		{"never below the minimum", 4, 3, 2, 2, false},
+		{"a job whose minimum is its request never starts small", 2, 2, 8, 1, false},
+		{"nothing free, nothing started", 4, 1, 0, 0, false},
+		{"a minimum of 0 still needs one", 4, 0, 0, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := StartSmallSize(tc.asked, tc.minimum, tc.avail)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("StartSmallSize(%d, %d, %d) = %d, %v; want %d, %v", tc.asked, tc.minimum, tc.avail, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// startFixture is the daemon's start-small test cluster in plain values:
+// job 20 (es-req min=1 max=2 lw=8) asks both v100 nodes (4 GPUs each) for
+// 30 min, reserved 2 h from now; n1 is idle, n2 busy, the t4 nodes idle
+// but of another type.
+func startFixture() NodeStartSmallInput {
+	node := func(name, typ string, free int) StartSmallNode {
+		return StartSmallNode{AdmitNode: AdmitNode{Name: name, GPUType: typ, Total: 4, Free: free}, Usable: true}
+	}
+	return NodeStartSmallInput{Rule: StartSmallBeforeReservation, Job: "20", AskedNodes: 2, GPUsPerNode: 4, GPUType: "v100",
+		Limit: 30 * time.Minute, MinNodes: 1, MaxNodes: 2, LogicalWorkers: 8, Now: 1_000_000, ReservedStart: 1_000_000 + 7200,
+		Nodes:     []StartSmallNode{node("n1", "v100", 4), node("n2", "v100", 0), node("n3", "t4", 4), node("n4", "t4", 4)},
+		TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
+}
+
+func TestStartSmallOnNodes(t *testing.T) {
+	const min = time.Minute
+	tests := []struct {
+		name   string
+		change func(in *NodeStartSmallInput)
+		to     int           // 0: not started small
+		limit  time.Duration // its raised limit
+		why    string        // a part of the reason, when not
+	}{
+		{"before-reservation starts it on the idle node: 30 min on 2 nodes is 60 on 1, plus 10 %", func(*NodeStartSmallInput) {}, 1, 66 * min, ""},
+		{"before-reservation leaves it waiting when it would not end before its reserved start (56 min by the model)",
+			func(in *NodeStartSmallInput) { in.ReservedStart = in.Now + 40*60 }, 0, 0, "which rule before-reservation does not allow"},
+		{"ends-earlier starts it then: 56 min small ends before 40 + 30 min by waiting",
+			func(in *NodeStartSmallInput) { in.Rule, in.ReservedStart = StartSmallEndsEarlier, in.Now+40*60 }, 1, 66 * min, ""},
+		{"never below the request's minimum", func(in *NodeStartSmallInput) { in.MinNodes = 2 }, 0, 0, "its minimum is 2"},
+		{"a node another reservation names is not idle for it", func(in *NodeStartSmallInput) { in.Nodes[0].Reserved = true }, 0, 0, "0 whole idle nodes"},
+		{"a node it may not use is not idle for it", func(in *NodeStartSmallInput) { in.Nodes[0].Usable = false }, 0, 0, "0 whole idle nodes"},
+		{"a partly used node is not idle for it", func(in *NodeStartSmallInput) { in.Nodes[0].Free = 3 }, 0, 0, "0 whole idle nodes"},
+		{"no planned start in the future, nothing to gain", func(in *NodeStartSmallInput) { in.ReservedStart = 0 }, 0, 0, "no planned start"},
+		{"off never starts small", func(in *NodeStartSmallInput) { in.Rule = StartSmallOff }, 0, 0, "rule off"},
+		// Issue 20 item 5, the lab's case: 5 min on 2 nodes became 10 min on
+		// 1 (the model's 9.3 min plus a 10 s safety margin, rounded up), and
+		// a job that scales linearly and uses its whole limit needs exactly
+		// 10 min there: it was killed at its end. Now 10 min + max(10 s, 1 min).
+		{"a job that scales linearly and uses its whole limit ends inside the raised one",
+			func(in *NodeStartSmallInput) { in.Limit, in.TimeLimit.Margin = 5*min, 10*time.Second }, 1, 11 * min, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := startFixture()
+			tc.change(&in)
+			s, ok, why := StartSmallOnNodes(in)
+			if tc.to == 0 {
+				if ok || !strings.Contains(why, tc.why) || !strings.HasPrefix(why, "queue head 20: ") {
+					t.Fatalf("StartSmallOnNodes = %+v, %v, %q; want no start-small because %q", s, ok, why, tc.why)
+				}
+				return
+			}
+			want := NodeStartSmall{Job: "20", FromNodes: 2, ToNodes: tc.to, End: s.End, OldLimit: in.Limit, NewLimit: tc.limit}
+			if !ok || s != want || s.End <= in.Now {
+				t.Fatalf("StartSmallOnNodes = %+v, %v, %q; want %+v", s, ok, why, want)
+			}
+			if linear := in.Limit * time.Duration(s.FromNodes) / time.Duration(s.ToNodes); s.NewLimit <= linear {
+				t.Errorf("limit %v: a job that scales linearly needs %v on %d of its %d nodes, and more for the resize", s.NewLimit, linear, s.ToNodes, s.FromNodes)
+			}
+		})
+	}
+}
