@@ -156,6 +156,33 @@ func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *te
 	}
 }
 
+// TestAJobGrowsBackToItsMaximumAtOnceWhenNothingIsQueued: with no pending
+// job, one cycle grows a 1-GPU job to its maximum of 4 (issue 17: grow-back
+// to idle GPUs at once); with a pending job it at most doubles.
+func TestAJobGrowsBackToItsMaximumAtOnceWhenNothingIsQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending bool
+		want    int
+	}{{"nothing queued", false, 3}, {"a job queued", true, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, `nodes = ["n1"]`)
+			td.fake.running("10", "es-req min=1 max=4 lw=8 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+			if tc.pending {
+				td.fake.pending("20", "", 1, time.Time{})
+			}
+			td.cycle(t)
+			got := 0
+			for _, x := range td.active(t) {
+				got += x.GPUs
+			}
+			if got != tc.want {
+				t.Errorf("lent %d GPUs in one cycle, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestGrowthStopsAtTheRequestedMaximumOfPhysicalWorkers(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -797,6 +824,9 @@ func TestAJobsExtraJobsSpreadOverIdleNodesInsteadOfStacking(t *testing.T) {
 func TestAnExtraJobStaysOnItsNodeWhenNoOtherNodeCanTakeIt(t *testing.T) {
 	td := newTestDaemon(t, `nodes = ["n1"]`)
 	td.fake.running("10", "es-req min=1 max=4 lw=8 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+	// A queued job (no planned nodes) keeps growth at doubling per round, so
+	// the job grows in two extra jobs.
+	td.fake.pending("20", "", 1, time.Time{})
 	for range 2 {
 		td.cycle(t)
 		td.advance(2 * time.Second)

@@ -45,6 +45,11 @@
 //
 // # Growing: extra jobs
 //
+// How much a job grows per cycle is the planner's: at most doubling while
+// any job is pending, to its maximum at once when none is
+// (planner.Snapshot.NothingQueued, issue 17: a shrunk job grows back as
+// soon as GPUs are idle and nobody waits for them).
+//
 // Slurm 22.05 cannot grow a running GPU job: `--dependency=expand` fails with
 // "has allocated GRES" and leaves the expand job stuck (NOTES.md §4). So a
 // job grows by one extra job per lent node: same user (root submits with

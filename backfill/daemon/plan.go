@@ -25,7 +25,9 @@ type lent struct {
 // input. Units: seconds since the Unix epoch.
 func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapshot {
 	c := d.cfg
-	s := planner.Snapshot{Now: v.Now.Unix(), Speeds: c.Speeds, Limits: c.PlannerLimits()}
+	// No queued job wants GPUs: a job may grow back to its maximum in one
+	// round (planner.Snapshot.NothingQueued).
+	s := planner.Snapshot{Now: v.Now.Unix(), Speeds: c.Speeds, Limits: c.PlannerLimits(), NothingQueued: len(v.Pending) == 0}
 	pendingOn := map[string]int{} // GPUs of extra jobs submitted but not started, by node
 	for _, l := range live {
 		if l.pending {

@@ -40,7 +40,9 @@
 //   - elastic (Config.ShrinkToAdmit false: gap filling alone, the daemon
 //     with [admit] enabled = false). Every job starts at R GPUs and grows through extra jobs
 //     up to its maximum (never past L: each GPU needs a logical worker), as
-//     the planner decides with the daemon's default limits (DefaultLimits:
+//     the planner decides with the daemon's default limits (at most
+//     doubling per round while a job is queued, to its maximum at once
+//     when none is) (DefaultLimits:
 //     the safety margin, 2 min to 1 h lends, time limits in whole minutes,
 //     an extra job ending the margin before its job). A d1 job (bit-identical on one
 //     GPU type, the default) starts on one type and grows only on it; a d2

@@ -221,3 +221,32 @@ func (s *sim) bestSpeed(r *run) float64 {
 	}
 	return best
 }
+
+// admitAtSomeSize is shrink-to-admit under the objective: the queued job
+// r starts now at its request, or else at a smaller size (halving, never
+// below its minimum: a queued job's first GPUs remove its whole wait),
+// whichever the donors can make room for with less loss than r gains. Its
+// gain at m GPUs is its wait (s.gain) less what running on m instead of
+// its request costs it.
+func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission, bool) {
+	q.Horizon = s.horizonLeft
+	sp := s.bestSpeed(r)
+	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: r.j.GPUs}}, r.rem)
+	for m := r.j.GPUs; m >= max(r.min, 1); m /= 2 {
+		if m < r.j.GPUs && s.cfg.StartSmall == planner.StartSmallOff {
+			break
+		}
+		q.Want = m
+		q.Gain = s.gain - (planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem) - full)
+		if q.Gain <= 0 {
+			break
+		}
+		if adm, ok := s.cluster.Admit(q); ok {
+			return adm, true
+		}
+		if m > r.min && m/2 < r.min {
+			m = 2 * r.min // try the minimum itself last
+		}
+	}
+	return planner.Admission{}, false
+}

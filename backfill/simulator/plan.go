@@ -14,8 +14,12 @@ func (s *sim) plan() error {
 	if idle == 0 && ((s.resv.r == nil && len(s.replayPending) == 0) || s.lent == 0) {
 		return nil // nothing to lend and nothing to take back
 	}
-	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits,
-		NothingQueued: s.objective() && len(s.queue) == 0 && len(s.replayPending) == 0}
+	// As the daemon: no queued job, so a job may grow back to its maximum
+	// in one round.
+	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits, NothingQueued: len(s.queue) == 0}
+	if s.replayNothingQueued != nil {
+		snap.NothingQueued = *s.replayNothingQueued
+	}
 	if s.snapNodes == nil {
 		for _, nd := range s.nodes {
 			s.snapNodes = append(s.snapNodes, planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total})

@@ -20,7 +20,8 @@ import (
 // actions the simulated cluster cannot hold.
 func Replay(snap planner.Snapshot) (planner.Actions, error) {
 	s := &sim{cfg: Config{Speeds: snap.Speeds, Limits: snap.Limits, Policy: Elastic}, now: snap.Now,
-		nodeIdx: map[string]int{}, extraByID: map[string]*extra{}, replayPending: snap.Pending, replayLent: snap.OtherLent}
+		nodeIdx: map[string]int{}, extraByID: map[string]*extra{}, replayPending: snap.Pending, replayLent: snap.OtherLent,
+		replayNothingQueued: &snap.NothingQueued}
 	for i, n := range snap.Nodes {
 		if _, dup := s.nodeIdx[n.Name]; dup {
 			return planner.Actions{}, fmt.Errorf("simulator: replay: node %q listed twice: %w", n.Name, planner.ErrInvalidSnapshot)

@@ -333,14 +333,17 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	}
 	s.donors = donors
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
-	if objective {
-		q.Gain, q.Horizon = s.gain, s.horizonLeft
-	}
 	if keepOff != nil {
 		q.KeepOff = func(n int) bool { return keepOff[n] }
 	}
 	saved := s.availTotal
-	adm, ok := s.cluster.Admit(q)
+	var adm planner.Admission
+	ok := false
+	if objective {
+		adm, ok = s.admitAtSomeSize(r, q)
+	} else {
+		adm, ok = s.cluster.Admit(q)
+	}
 	s.availTotal = saved
 	if !ok {
 		return nil

@@ -99,9 +99,9 @@ type Config struct {
 	// they still end before the longest running job, and only when the
 	// queued job's saved wait exceeds the donors' summed loss; with
 	// StartSmall, any waiting elastic job (not only the queue head) may
-	// start small at the size and type that end it soonest; a job grows
-	// back to its maximum at once when nothing waits; rounds also run on a
-	// timer (RoundInterval). easyscale-backfilld does not apply it yet, so
+	// start small at the size and type that end it soonest (halving its
+	// request down to its minimum also when shrinking donors to admit it);
+	// rounds also run on a timer (RoundInterval). easyscale-backfilld does not apply it yet, so
 	// the daemon's default policy is Elastic without it.
 	Objective bool
 	// RescaleCost is the seconds of progress a job loses at each change of
@@ -315,6 +315,10 @@ type sim struct {
 	// GPUs of a replayed snapshot (Replay); nil in a trace replay.
 	replayPending []planner.PendingJob
 	replayLent    map[string]int
+	// replayNothingQueued is the replayed snapshot's NothingQueued (the
+	// daemon saw no pending job); nil in a trace replay, where it is
+	// whether the queue is empty.
+	replayNothingQueued *bool
 }
 
 // MaxGPUs bounds the simulated cluster: at most MaxGPUs GPUs in all, and so
