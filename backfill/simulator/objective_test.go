@@ -191,3 +191,33 @@ func TestRoundsRunOnATimer(t *testing.T) {
 		t.Errorf("A held 8 GPUs from %d s, want within three 10 s rounds", reached)
 	}
 }
+
+// TestAQueuedJobIsAdmittedBelowItsRequest: C (rigid, 4 GPUs, 20,000 s)
+// and A (elastic, 8 GPUs, may lose half) fill 12 GPUs; B asks for 8 (min
+// 2, 100 s of work). A can free only 4, so admitting B at 8 is impossible
+// and the old rule leaves it waiting for A's end; the objective admits it
+// at 4 at once (its saved wait far exceeds A's loss; A is not the longest
+// job, so the horizon allows it).
+func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
+	jobs := readJobs(t, "C,0,20000,4,,,1,4,4,4,d1\nA,0,10000,8,,,1,8,1,8,d1\nB,10,100,8,,,1,8,2,8,d1\n")
+	for _, tc := range []struct {
+		name      string
+		objective bool
+		wantStart int64
+	}{{"the objective admits B at 4 GPUs at once", true, 10}, {"the old rule leaves B waiting for A", false, 10000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 12}}, GPUsPerNode: 4, Policy: Elastic, ShrinkToAdmit: true,
+				Objective: tc.objective, StartSmall: planner.StartSmallEndsEarlier})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := startOf(t, res, "B")
+			if b.Start != tc.wantStart {
+				t.Errorf("B started at %d s, want %d", b.Start, tc.wantStart)
+			}
+			if tc.objective && (res.AdmitShrinks != 1 || b.StartGPUs != 4) {
+				t.Errorf("%d admissions, B started on %d GPUs; want 1 admission at 4 GPUs", res.AdmitShrinks, b.StartGPUs)
+			}
+		})
+	}
+}

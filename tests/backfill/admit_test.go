@@ -25,8 +25,9 @@ import (
 // while the elastic job holds one. The daemon shrinks the elastic job to n3
 // (scontrol update NumNodes=1, its time limit raised first), the rigid job
 // starts at once, long before the reservation Slurm planned for it (the
-// elastic job's end) and before every planned start seen, and the
-// elastic job still trains to the fixed run's digest.
+// elastic job's end) and before every planned start seen; when it is done
+// the elastic job grows back onto n4 within a round, and it still trains
+// to the fixed run's digest.
 func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
@@ -137,6 +138,27 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	if end, err := time.ParseInLocation(slurmcli.TimeLayout, after.EndTime, time.Local); err != nil || !end.After(origEnd) {
 		t.Errorf("elastic job %s now ends %s (time limit %s), want later than %s (its limit raised for 1 node)",
 			id, after.EndTime, after.TimeLimit, origEnd.Format(time.TimeOnly))
+	}
+
+	// Once the rigid job is done, n4's GPUs idle and nothing is queued: the
+	// shrunk job grows back onto n4 within a round (poll_interval 1 s: an
+	// extra job submitted, issue 17 item 6).
+	waitFor(t, 40*time.Second, "rigid job "+rigid+" done", func() bool {
+		j, err := l.CLI.Job(ctx, rigid)
+		return err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING"
+	})
+	doneAt := time.Now()
+	grewIn := waitFor(t, 30*time.Second, "an extra job of "+id+" on n4", func() bool {
+		for _, x := range extrasOf(t, l, id) {
+			if x.NodeList == "n4" {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("job %s grew back onto n4 %v after the rigid job ended", id, grewIn)
+	if grewIn > 3*time.Second {
+		t.Errorf("job %s grew back onto the idle n4 %v after it idled (at %s), want within a round (1 s) and the submission", id, grewIn, doneAt.Format(time.TimeOnly))
 	}
 
 	for {
