@@ -137,6 +137,28 @@
 // daemon package, "Shrink-to-admit"); the simulator does only with its
 // ShrinkToAdmit option.
 //
+// # One objective (issue 17, in progress)
+//
+// The decisions are being moved onto one estimate: the sum of the jobs'
+// expected completion times, each from its remaining work and its
+// throughput on the GPUs it would hold ([Model], [RunTime]), with the
+// cost of a restart. What uses it so far:
+//
+//   - [Cluster.Admit] with donors' Loss ([ShrinkLoss]): donors yield in
+//     order of least loss per GPU, each only as far as it still ends
+//     within AdmitRequest.Horizon (the latest expected end of a running
+//     job, so the longest job, which sets the makespan, never yields), and
+//     the admission stands only when the donors' summed loss is below the
+//     wait the queued job saves (AdmitRequest.Gain);
+//   - Snapshot.NothingQueued: with no job waiting, a job grows back to its
+//     maximum in one round (the daemon and the simulator by default);
+//   - in the simulator (Config.Objective): start-small for any waiting
+//     job at the size and GPU type that end it soonest, admission below a
+//     job's request, d2 jobs kept off a GPU type a waiting pinned job
+//     needs when another serves them at least 0.75 as fast, rounds on a
+//     timer. easyscale-backfilld does not apply these yet: its admissions
+//     use the longest-time-left rule (Donor.Loss nil).
+//
 // # Where each rule lives
 //
 // Every policy rule of the daemon is a function here over plain values;

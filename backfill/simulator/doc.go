@@ -127,6 +127,15 @@
 // returns an error wrapping ErrConfig. Job ids must be unique (package
 // trace refuses a repeated one with line and id).
 //
+// # Lower bound
+//
+// Run also reports a lower bound on the mean JCT any policy could reach
+// on the trace and cluster (ComputeLowerBound; lower_bound_mean_jct_s and
+// jct_over_lower_bound in the JSON): the larger of every job alone at its
+// best size from its submission, and the preemptive single-machine
+// relaxation of the cluster's capacity solved by shortest remaining
+// processing time first.
+//
 // # Metrics
 //
 // JCT is completion − submit; queueing delay is first start − submit;
