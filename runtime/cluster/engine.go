@@ -87,6 +87,7 @@ func (s *session) engineSession(ctx context.Context, spec *jobspec.Spec, nc net.
 		}
 		switch t {
 		case typeQueued:
+			s.joined = true
 			return nil
 		case typeRefused:
 			var r refusedMsg
