@@ -18,6 +18,10 @@ type Task struct {
 	// RestartCount is SLURM_RESTART_COUNT: how often the job was requeued
 	// (0 on its first run).
 	RestartCount int
+	// Start is SLURM_JOB_START_TIME, when this run of the job started
+	// (Unix seconds); 0 where the environment lacks it (not every Slurm
+	// version sets it).
+	Start int64
 	// Rendezvous is $EASYSCALE_RENDEZVOUS_DIR, else SubmitDir/.easyscale/JobID.
 	Rendezvous string
 }
@@ -57,6 +61,13 @@ func FromEnv(lookup func(string) (string, bool)) (*Task, bool, error) {
 			return nil, true, err
 		}
 	}
+	if v, ok := lookup("SLURM_JOB_START_TIME"); ok && v != "" {
+		start, err := atoiVar("SLURM_JOB_START_TIME", v)
+		if err != nil {
+			return nil, true, err
+		}
+		t.Start = int64(start)
+	}
 	if dir, ok := lookup("EASYSCALE_RENDEZVOUS_DIR"); ok && dir != "" {
 		t.Rendezvous = dir
 	} else {
@@ -79,3 +90,7 @@ func atoiVar(name, v string) (int, error) {
 // IsCoordinator reports whether this task hosts the coordinator (rank 0,
 // which Slurm places on the first node of the allocation).
 func (t *Task) IsCoordinator() bool { return t.ProcID == 0 }
+
+// Run is the run of the job this task belongs to, as its rendezvous files
+// name it; Start is 0 when the environment does not say (see [Run]).
+func (t *Task) Run() Run { return Run{JobID: t.JobID, Restart: t.RestartCount, Start: t.Start} }
