@@ -11,8 +11,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/runtime/workload"
 )
 
 // slurmTask is the task of job 7 that the Slurm environment env (plus the
@@ -103,6 +107,73 @@ func TestAWorkerTaskIgnoresTheRendezvousOfAnEarlierJobWithItsID(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the worker task still waits 10 s after its coordinator recorded its exit:\n%s", logs.String())
+	}
+}
+
+const elasticJob = `
+task = "mnist"
+logical_workers = 4
+micro_batch = 4
+steps = 100
+seed = 11
+[model]
+channels = [2, 4]
+hidden = 16
+[optimizer]
+lr = 0.05
+momentum = 0.9
+`
+
+// An elastic job (minimum 1 node of 2) whose second task never joins (it
+// exited, or its node is slow) starts on the task that did once the join
+// wait is over, instead of failing: the other task would join at a step
+// boundary. A job that is not elastic still needs all its tasks.
+func TestAnElasticSlurmJobStartsOnTheTasksThatJoined(t *testing.T) {
+	spec, err := jobspec.Parse(elasticJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := workload.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const steps = 6
+	ref, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		elastic string // EASYSCALE_ELASTIC
+		wantErr string // "" for a run with the reference digest
+	}{
+		{"an elastic job starts on the one task that joined", "1-2", ""},
+		{"an elastic job whose minimum did not join fails", "2", "only 1 of 2 workers joined"},
+		{"a job that is not elastic needs all its tasks", "", "only 1 of 2 workers joined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(elastic.EnvElastic, tc.elastic)
+			dir := filepath.Join(t.TempDir(), ".easyscale", "7")
+			task := slurmTask(t, dir, map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NUM_NODES": "2"})
+			s := &slurmRun{task: task, listen: "127.0.0.1:0", threads: 1, log: hclog.NewNullLogger(),
+				runner: newSqueueWatch("2025-06-01T10:00:00").runner(), joinWait: time.Second}
+			opts := &trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true}
+			finish, err := s.coordinatorTask(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := trainer.Run(context.Background(), *opts)
+			finish(sum)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("the job did not start on the task that joined: %v", err)
+			case tc.wantErr == "" && sum.Digest != ref.Digest:
+				t.Fatalf("digest %s on the task that joined, %s on the fixed allocation", sum.Digest, ref.Digest)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("trainer.Run = %v, want an error saying %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 

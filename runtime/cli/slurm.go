@@ -159,8 +159,11 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if eng, ok := opts.Engine.(*torchengine.Engine); ok {
 		return s.torchCoordinatorTask(ctx, opts, eng, listen)
 	}
+	// An elastic job starts on the tasks that joined within the join
+	// wait when they make its minimum; the others join at step boundaries.
+	req := s.request(opts.Spec)
 	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, Data: opts.Workload.Data(), StateDir: opts.StateDir, TokenDir: t.Rendezvous,
-		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, Logger: s.log})
+		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, MinWorkers: t.MinTasks(req.MinNodes), Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +184,6 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	}()
 	opts.Executor = coord
 	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
-	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)

@@ -56,6 +56,11 @@ type CoordinatorOptions struct {
 	// IOTimeout bounds network I/O without progress (default 10 s);
 	// JoinTimeout bounds waiting for launched workers (default 60 s).
 	HeartbeatTimeout, IOTimeout, JoinTimeout time.Duration
+	// MinWorkers, when positive, lets Resize go on with the workers that
+	// joined within JoinTimeout when they are at least MinWorkers and
+	// fewer than asked (an elastic job's minimum: the others are admitted
+	// at step boundaries when they come). 0: Resize needs all it asks for.
+	MinWorkers int
 	// Launcher starts local worker processes for Resize; nil means
 	// workers join from outside (e.g. started by srun).
 	Launcher *ProcLauncher
@@ -391,7 +396,9 @@ func (c *Coordinator) removeGone(step int64) bool {
 }
 
 // Resize implements trainer.Executor: it launches or releases local
-// worker processes until n are admitted, or until ctx ends.
+// worker processes until n are admitted, or until ctx ends. When
+// JoinTimeout passes first it fails, unless at least MinWorkers (when
+// set) were admitted: it then goes on with those.
 func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
 		return err
@@ -417,6 +424,14 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 				c.log.Warn("admission failed", "error", err)
 			}
 		case <-deadline:
+			if c.o.MinWorkers > 0 && len(c.members) >= c.o.MinWorkers {
+				c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
+					"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
+				return nil
+			}
+			if c.o.MinWorkers > 0 {
+				return fmt.Errorf("only %d of %d workers joined within %v, fewer than the job's minimum of %d", len(c.members), n, c.o.JoinTimeout, c.o.MinWorkers)
+			}
 			return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
 		case <-ctx.Done():
 			c.abandoned = true

@@ -30,9 +30,12 @@
 // its run's coordinator.R, and stops with exit status 0 as soon as its
 // run's exit-code.R exists (before joining, or when it cannot reach or lost
 // the coordinator): a finished job that is requeued resumes at its last
-// step and its step ends COMPLETED in seconds. Batch scripts return
-// exit-code (see examples/slurm/mnist.sbatch); extra jobs of the backfill
-// daemon join with `easyscale worker --join $(cat DIR/coordinator)
+// step and its step ends COMPLETED in seconds. Task 0 waits up to 120 s for
+// the step's other tasks; an elastic job then starts on those that joined
+// when they make its minimum (Task.MinTasks: its minimum nodes' tasks),
+// and the others join at a step boundary when they come. Batch scripts
+// return exit-code (see examples/slurm/mnist.sbatch); extra jobs of the
+// backfill daemon join with `easyscale worker --join $(cat DIR/coordinator)
 // --token-file DIR/token`.
 //
 // A node that fails (its slurmd, slurmstepd and tasks gone) is a shrink: the

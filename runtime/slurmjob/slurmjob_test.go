@@ -210,3 +210,43 @@ func TestRendezvousFilesOfAnEarlierJobWithTheSameIDAreIgnored(t *testing.T) {
 		})
 	}
 }
+
+func TestTaskRunAndMinimumFromTheEnvironment(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		minNodes int
+		wantMin  int
+		wantRun  Run
+	}{
+		{"one task per node: the minimum nodes' tasks", map[string]string{"SLURM_NTASKS": "4", "SLURM_JOB_NUM_NODES": "4", "SLURM_JOB_START_TIME": "1750000000"}, 1, 1,
+			Run{JobID: "42", Start: 1_750_000_000}},
+		{"the step's nodes win over the job's", map[string]string{"SLURM_NTASKS": "8", "SLURM_STEP_NUM_NODES": "2", "SLURM_JOB_NUM_NODES": "4", "SLURM_RESTART_COUNT": "1"}, 1, 4,
+			Run{JobID: "42", Restart: 1}},
+		{"a job that is not elastic needs every task", map[string]string{"SLURM_NTASKS": "4", "SLURM_NNODES": "2"}, 0, 4, Run{JobID: "42"}},
+		{"without a node count every task", map[string]string{"SLURM_NTASKS": "4"}, 1, 4, Run{JobID: "42"}},
+		{"a minimum above the step's nodes is every task", map[string]string{"SLURM_NTASKS": "2", "SLURM_JOB_NUM_NODES": "2"}, 3, 2, Run{JobID: "42"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]string{"SLURM_JOB_ID": "42", "SLURM_PROCID": "0", "SLURM_SUBMIT_DIR": "/home/u"}
+			for k, v := range tc.env {
+				m[k] = v
+			}
+			task, ok, err := FromEnv(env(m))
+			if err != nil || !ok {
+				t.Fatalf("FromEnv = %v, %v", ok, err)
+			}
+			if got := task.MinTasks(tc.minNodes); got != tc.wantMin {
+				t.Errorf("MinTasks(%d) = %d, want %d", tc.minNodes, got, tc.wantMin)
+			}
+			if got := task.Run(); got != tc.wantRun {
+				t.Errorf("Run() = %+v, want %+v", got, tc.wantRun)
+			}
+		})
+	}
+	if _, _, err := FromEnv(env(map[string]string{"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_SUBMIT_DIR": "/", "SLURM_JOB_START_TIME": "soon"})); err == nil ||
+		!strings.Contains(err.Error(), "SLURM_JOB_START_TIME") {
+		t.Fatalf("a malformed SLURM_JOB_START_TIME was accepted: %v", err)
+	}
+}
