@@ -27,8 +27,8 @@ func TestADroppedWorkerRejoinsHoweverLongItWasConnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
-	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}})
+	var logs logBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs})
 	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
