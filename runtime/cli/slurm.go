@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,16 +35,68 @@ type slurmRun struct {
 	log      hclog.Logger
 	runner   slurmcli.Runner
 	joinWait time.Duration
+
+	runOnce sync.Once
+	run     slurmjob.Run // rendezvousRun's answer
+}
+
+// rendezvousRun is the run of the job this task belongs to, which its
+// rendezvous files are stamped with: its start is SLURM_JOB_START_TIME, or
+// where Slurm does not set it the StartTime squeue reports
+// (jobStart). It is asked once and kept.
+func (s *slurmRun) rendezvousRun(ctx context.Context) slurmjob.Run {
+	s.runOnce.Do(func() {
+		s.run = s.task.Run()
+		if s.run.Start == 0 {
+			s.run.Start = s.jobStart(ctx)
+		}
+	})
+	return s.run
+}
+
+// jobStart asks Slurm when this run of the job started (squeue's
+// StartTime, in Unix seconds), trying up to 5 times 2 s apart. It returns
+// 0, and logs why, when Slurm cannot say: the rendezvous files are then
+// read without checking that they are this job's.
+func (s *slurmRun) jobStart(ctx context.Context) int64 {
+	var err error
+	for try := range 5 {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				err = fmt.Errorf("%w (after %v)", ctx.Err(), err)
+			case <-time.After(2 * time.Second):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		var job slurmcli.Job
+		if job, err = s.runner.Job(ctx, s.task.JobID); err != nil {
+			continue
+		}
+		start, ok, perr := job.Start(time.Local)
+		if perr == nil && ok {
+			return start.Unix()
+		}
+		if err = perr; err == nil {
+			err = fmt.Errorf("squeue shows job %s without a start time", s.task.JobID)
+		}
+		break
+	}
+	s.log.Warn("cannot tell this job's rendezvous files from those of an earlier job with its id: Slurm did not say when it started",
+		"slurm_job_id", s.task.JobID, "error", err)
+	return 0
 }
 
 // workerTask joins the coordinator of the job as one of its workers.
 func (s *slurmRun) workerTask(ctx context.Context) int {
+	dir, run := s.task.Rendezvous, s.rendezvousRun(ctx)
 	wctx, cancel := context.WithTimeout(ctx, s.joinWait)
-	dir, run := s.task.Rendezvous, s.task.RestartCount
 	addr, err := slurmjob.WaitCoordinator(wctx, dir, run, time.Now().Add(-30*time.Second))
 	cancel()
 	if errors.Is(err, slurmjob.ErrEnded) {
-		s.log.Info("the job's coordinator has ended; nothing to do", "slurm_job_id", s.task.JobID, "restart", run, "detail", err)
+		s.log.Info("the job's coordinator has ended; nothing to do", "slurm_job_id", s.task.JobID, "restart", run.Restart, "detail", err)
 		return 0
 	}
 	if err != nil {
@@ -104,14 +157,17 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 		listen = net.JoinHostPort(s.nodeAddr(ctx), "0")
 	}
 	if eng, ok := opts.Engine.(*torchengine.Engine); ok {
-		return s.torchCoordinatorTask(opts, eng, listen)
+		return s.torchCoordinatorTask(ctx, opts, eng, listen)
 	}
+	// An elastic job starts on the tasks that joined within the join
+	// wait when they make its minimum; the others join at step boundaries.
+	req := s.request(opts.Spec)
 	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, Data: opts.Workload.Data(), StateDir: opts.StateDir, TokenDir: t.Rendezvous,
-		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, Logger: s.log})
+		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, MinWorkers: t.MinTasks(req.MinNodes), Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
-	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr(), t.RestartCount); err != nil {
+	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr(), s.rendezvousRun(ctx)); err != nil {
 		coord.Close()
 		return nil, err
 	}
@@ -128,7 +184,6 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	}()
 	opts.Executor = coord
 	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
-	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
@@ -148,7 +203,7 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 // own Python process trains from the start, and the other tasks' workers
 // join at step boundaries as they come up (and leave when Slurm kills them
 // on a shrink), through the engine's listener in the rendezvous directory.
-func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.Engine, listen string) (func(*trainer.Summary), error) {
+func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Options, eng *torchengine.Engine, listen string) (func(*trainer.Summary), error) {
 	t := s.task
 	ln, err := eng.Listen(cluster.ListenerOptions{StateDir: opts.StateDir, TokenDir: t.Rendezvous, Listen: listen, JoinTimeout: s.joinWait, Logger: s.log})
 	if err != nil {
@@ -159,7 +214,7 @@ func (s *slurmRun) torchCoordinatorTask(opts *trainer.Options, eng *torchengine.
 	if err := slurmjob.PublishPython(t.Rendezvous, eng.Python()); err != nil {
 		return nil, err
 	}
-	if err := slurmjob.PublishCoordinator(t.Rendezvous, ln.Addr(), t.RestartCount); err != nil {
+	if err := slurmjob.PublishCoordinator(t.Rendezvous, ln.Addr(), s.rendezvousRun(ctx)); err != nil {
 		return nil, err
 	}
 	opts.Schedule = schedule.Schedule{{Workers: 1}}
@@ -218,7 +273,9 @@ func (s *slurmRun) nodeAddr(ctx context.Context) string {
 // directory's exit-code files, which also tell the run's workers that it
 // has ended.
 func (s *slurmRun) recordExit(code int) {
-	if err := slurmjob.RecordExit(s.task.Rendezvous, s.task.RestartCount, code); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := slurmjob.RecordExit(s.task.Rendezvous, s.rendezvousRun(ctx), code); err != nil {
 		s.log.Warn("recording the exit status", "rendezvous", s.task.Rendezvous, "error", err)
 	}
 }

@@ -76,7 +76,7 @@ func squeueValues(j slurmcli.Job) []string {
 		return s
 	}
 	return []string{j.ID, j.Name, j.State, j.Partition, "1", "1", "N/A", "N/A", or(j.NodeList, ""), "None",
-		"N/A", "N/A", "5:00", "(null)", or(j.BatchHost, ""), or(j.Comment, "(null)"), j.User, or(j.Account, "(null)"),
+		or(j.StartTime, "N/A"), "N/A", "5:00", "(null)", or(j.BatchHost, ""), or(j.Comment, "(null)"), j.User, or(j.Account, "(null)"),
 		j.WorkDir, "(null)"}
 }
 

@@ -40,7 +40,7 @@ func workerCmd(args []string, env Env) int {
 	threads := fs.Int("threads", 0, "cores to compute on, and the process's GOMAXPROCS (default: all)")
 	cpuList := fs.String("cpus", "", "bind this worker to these CPUs, e.g. 0-3,8 (Linux; easyscale run --procs gives each worker it starts its own)")
 	ioTimeout := fs.Duration("io-timeout", 10*time.Second, "network I/O stall that counts as a failure")
-	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator")
+	joinTimeout := fs.Duration("join-timeout", 60*time.Second, "how long to keep trying to reach the coordinator, at start and from each loss of it")
 	leaveGrace := fs.Duration("leave-grace", cluster.DefaultLeaveGrace, "after SIGTERM, how long to wait for the step boundary before abandoning the step in progress and leaving (keep it under Slurm's KillWait)")
 	hbTimeout := fs.Duration("heartbeat-timeout", 5*time.Second, "torch jobs: the Python process silent this long is declared hung")
 	var lf logFlags

@@ -56,6 +56,11 @@ type CoordinatorOptions struct {
 	// IOTimeout bounds network I/O without progress (default 10 s);
 	// JoinTimeout bounds waiting for launched workers (default 60 s).
 	HeartbeatTimeout, IOTimeout, JoinTimeout time.Duration
+	// MinWorkers, when positive, lets Resize go on with the workers that
+	// joined within JoinTimeout when they are at least MinWorkers and
+	// fewer than asked (an elastic job's minimum: the others are admitted
+	// at step boundaries when they come). 0: Resize needs all it asks for.
+	MinWorkers int
 	// Launcher starts local worker processes for Resize; nil means
 	// workers join from outside (e.g. started by srun).
 	Launcher *ProcLauncher
@@ -99,6 +104,8 @@ type Coordinator struct {
 	// rebuilt on the survivors (crash_recovery_ms); redoSent is when the
 	// step message asking for that rebuild went out.
 	lostAt, redoSent time.Time
+	// refusals counts refused connections and logs them at a bounded rate.
+	refusals *refusalLog
 	// abandoned is set when a Step or Resize gave up on its context
 	// (SIGTERM of the coordinator): the workers may still be computing or
 	// starting, so Close releases them without waiting.
@@ -166,6 +173,7 @@ func NewCoordinator(o CoordinatorOptions) (*Coordinator, error) {
 		return nil, errors.New("starting the coordinator: CoordinatorOptions.Data is empty: pass the workload's Data(), so joiners with other training data are refused")
 	}
 	c := &Coordinator{o: o, log: o.Logger.Named("coordinator").With("job_id", o.Spec.ShortID()), jobID: jobIDOf(o.Spec), joiners: make(chan *member, 64), events: make(chan memberEvent, 256), fired: map[Fault]bool{}}
+	c.refusals = newRefusalLog(c.log)
 	if o.TokenDir == "" {
 		o.TokenDir = o.StateDir
 		c.o.TokenDir = o.StateDir
@@ -218,9 +226,14 @@ func (c *Coordinator) Addr() string { return c.ln.Addr().String() }
 // TokenPath returns the path of the job's token file.
 func (c *Coordinator) TokenPath() string { return filepath.Join(c.o.TokenDir, TokenFile) }
 
+// Refused returns how many connections the coordinator has refused (failed
+// authentication, another job or protocol version, other training data),
+// including those its rate-limited log left out.
+func (c *Coordinator) Refused() uint64 { return c.refusals.Total() }
+
 // accept authenticates joiners and queues them for admission at the next
-// step boundary. A joiner with a wrong token, job or version is refused
-// and logged; the job goes on.
+// step boundary. A joiner with a wrong token, job or version is refused,
+// counted and logged at a bounded rate (refusalLog); the job goes on.
 func (c *Coordinator) accept() {
 	g := &gate{spec: c.o.Spec, data: c.o.Data, jobID: c.jobID, secret: c.secret, ioTimeout: c.o.IOTimeout, joinTimeout: c.o.JoinTimeout, log: c.log}
 	for {
@@ -231,7 +244,7 @@ func (c *Coordinator) accept() {
 		go func() {
 			p, join, err := g.greet(c.ctx, nc)
 			if err != nil {
-				c.log.Warn("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
+				c.refusals.refused("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
 				return
 			}
 			m := &member{p: p, join: join, gone: make(chan struct{}), addr: nc.RemoteAddr().String()}
@@ -391,7 +404,9 @@ func (c *Coordinator) removeGone(step int64) bool {
 }
 
 // Resize implements trainer.Executor: it launches or releases local
-// worker processes until n are admitted, or until ctx ends.
+// worker processes until n are admitted, or until ctx ends. When
+// JoinTimeout passes first it fails, unless at least MinWorkers (when
+// set) were admitted: it then goes on with those.
 func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
 		return err
@@ -417,6 +432,14 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 				c.log.Warn("admission failed", "error", err)
 			}
 		case <-deadline:
+			if c.o.MinWorkers > 0 && len(c.members) >= c.o.MinWorkers {
+				c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
+					"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
+				return nil
+			}
+			if c.o.MinWorkers > 0 {
+				return fmt.Errorf("only %d of %d workers joined within %v, fewer than the job's minimum of %d", len(c.members), n, c.o.JoinTimeout, c.o.MinWorkers)
+			}
 			return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
 		case <-ctx.Done():
 			c.abandoned = true
@@ -748,6 +771,7 @@ func (c *Coordinator) Close() error {
 	c.invalidateRing()
 	c.cancel()
 	c.ln.Close()
+	c.refusals.close()
 	c.dropJoiners()
 	if c.o.Launcher != nil {
 		wait := 5 * time.Second

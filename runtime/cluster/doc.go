@@ -68,5 +68,10 @@
 // state, verified by sha256. A joiner reports the size and SHA-256 of every
 // training data file it loaded (data.Manifest); one whose data differ from
 // the coordinator's is refused (typeRefused, naming the first file that
-// differs) and does not retry, and the job goes on without it.
+// differs) and does not retry, and the job goes on without it. Connections
+// the coordinator refuses (no token, another job or protocol version,
+// other data) are counted (Coordinator.Refused, Listener.Refused) and
+// logged at a bounded rate, since anyone who reaches its port can cause
+// them: the first 5 a minute one line each, the rest in one summary line
+// at the minute's end (refusals.go).
 package cluster

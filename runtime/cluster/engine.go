@@ -87,6 +87,7 @@ func (s *session) engineSession(ctx context.Context, spec *jobspec.Spec, nc net.
 		}
 		switch t {
 		case typeQueued:
+			s.joined = true
 			return nil
 		case typeRefused:
 			var r refusedMsg
@@ -202,12 +203,13 @@ type ListenerOptions struct {
 // welcomes them, checks their data and engine report, and queues those
 // that pass on Joiners.
 type Listener struct {
-	g       gate
-	dir     string
-	ln      net.Listener
-	ctx     context.Context
-	cancel  context.CancelFunc
-	joiners chan *Joiner
+	g        gate
+	refusals *refusalLog
+	dir      string
+	ln       net.Listener
+	ctx      context.Context
+	cancel   context.CancelFunc
+	joiners  chan *Joiner
 }
 
 // NewListener writes the job's token and id files into the token
@@ -221,6 +223,7 @@ func NewListener(o ListenerOptions) (*Listener, error) {
 	l := &Listener{dir: o.TokenDir, joiners: make(chan *Joiner, 64)}
 	l.g = gate{spec: o.Spec, data: o.Data, jobID: jobIDOf(o.Spec), ioTimeout: o.IOTimeout, joinTimeout: o.JoinTimeout,
 		log: o.Logger.Named("coordinator").With("job_id", o.Spec.ShortID()), check: o.Check}
+	l.refusals = newRefusalLog(l.g.log)
 	secret, err := ensureToken(o.TokenDir, l.g.jobID)
 	if err != nil {
 		return nil, err
@@ -244,7 +247,7 @@ func (l *Listener) accept() {
 		go func() {
 			p, join, err := l.g.greet(l.ctx, nc)
 			if err != nil {
-				l.g.log.Warn("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
+				l.refusals.refused("refused a joiner", "peer", nc.RemoteAddr().String(), "error", err)
 				return
 			}
 			if err := p.send(typeQueued, struct{}{}, 0, nil); err != nil {
@@ -275,10 +278,16 @@ func (l *Listener) TokenPath() string { return filepath.Join(l.dir, TokenFile) }
 // JobID returns the id workers authenticate as.
 func (l *Listener) JobID() string { return l.g.jobID }
 
+// Refused returns how many connections the listener has refused (failed
+// authentication, another job or protocol version, other data or
+// numerics), including those its rate-limited log left out.
+func (l *Listener) Refused() uint64 { return l.refusals.Total() }
+
 // Close stops accepting; joiners not yet taken from Joiners are closed.
 func (l *Listener) Close() error {
 	l.cancel()
 	err := l.ln.Close()
+	l.refusals.close()
 	for {
 		select {
 		case j := <-l.joiners:

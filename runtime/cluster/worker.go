@@ -43,7 +43,9 @@ type WorkerOptions struct {
 	// (default 10 s); Heartbeat is the heartbeat period (default 1 s).
 	IOTimeout, Heartbeat time.Duration
 	// JoinTimeout bounds how long the worker retries reaching the
-	// coordinator, at start and after losing it (default 60 s).
+	// coordinator, counted from its start and again from each loss of a
+	// coordinator that had accepted it, however long it was connected
+	// (default 60 s).
 	JoinTimeout time.Duration
 	// CoordinatorTimeout declares the coordinator lost when nothing, not
 	// even its heartbeat, arrives for this long (default 15 s).
@@ -116,7 +118,8 @@ func (e *RefusedError) Error() string {
 }
 
 // ErrUnreachable is wrapped by RunWorker's error when the coordinator
-// stayed unreachable for JoinTimeout.
+// stayed unreachable for JoinTimeout (from the worker's start, or from the
+// loss of the coordinator); the error says for how long and since when.
 var ErrUnreachable = errors.New("unreachable")
 
 // ErrJobEnded is returned by RunWorker when WorkerOptions.Ended says the
@@ -125,7 +128,8 @@ var ErrJobEnded = errors.New("the job has ended")
 
 // RunWorker joins the coordinator and executes steps until released
 // (returns ErrLeft), ctx ends, or the coordinator stays unreachable for
-// JoinTimeout. A lost coordinator (killed and restarted) is rejoined.
+// JoinTimeout. A lost coordinator (killed and restarted, or one that
+// dropped this worker) is rejoined, with JoinTimeout counted from the loss.
 //
 // SIGTERM (or SIGUSR1) asks the coordinator to release this worker at the
 // next step boundary; if that boundary has not come LeaveGrace later, the
@@ -136,28 +140,11 @@ var ErrJobEnded = errors.New("the job has ended")
 // leaves.
 func RunWorker(ctx context.Context, o WorkerOptions) error {
 	o.defaults()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
-	var leaving sync.Once
-	leaveReq, leaveNow := make(chan struct{}), make(chan struct{})
-	go func() {
-		select {
-		case s := <-sigs:
-			o.Logger.Info("signal: leaving at the next step boundary", "signal", s.String(), "leave_grace", o.LeaveGrace.String())
-			leaving.Do(func() { close(leaveReq) })
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-time.After(max(0, o.LeaveGrace)):
-			close(leaveNow)
-		case <-ctx.Done():
-		}
-	}()
-	deadline := time.Now().Add(o.JoinTimeout)
+	leaveReq, leaveNow, stop := watchLeaveSignals(o.LeaveGrace, o.Logger)
+	defer stop()
+	retry := rejoin{timeout: o.JoinTimeout, since: time.Now()}
 	for {
-		err := runSession(ctx, o, leaveReq, leaveNow)
+		joined, err := runSession(ctx, o, leaveReq, leaveNow)
 		if errors.Is(err, ErrLeft) || ctx.Err() != nil {
 			return err
 		}
@@ -178,23 +165,91 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			o.Logger.Info("the job has ended; not rejoining", "join", o.Join, "error", err)
 			return ErrJobEnded
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("coordinator %s %w for %v: %w", o.Join, ErrUnreachable, o.JoinTimeout, err)
+		if err := retry.ended(time.Now(), joined, o.Join, err); err != nil {
+			return err
 		}
 		o.Logger.Warn("lost the coordinator; rejoining", "join", o.Join, "error", err)
-		time.Sleep(500 * time.Millisecond)
-		if err == nil || !errors.Is(err, errNeverJoined) {
-			deadline = time.Now().Add(o.JoinTimeout)
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-leaveReq:
+			return ErrLeft
+		case <-ctx.Done():
+			return fmt.Errorf("rejoining %s: %w", o.Join, ctx.Err())
 		}
 	}
+}
+
+// watchLeaveSignals turns SIGTERM (or SIGUSR1) into a leave request:
+// leaveReq is closed at the signal, leaveNow grace later (at once when
+// grace is negative). stop ends the watch and gives the signals back to
+// their default handling; neither channel is closed after it.
+func watchLeaveSignals(grace time.Duration, log hclog.Logger) (leaveReq, leaveNow <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
+	req, now, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("signal: leaving at the next step boundary", "signal", s.String(), "leave_grace", grace.String())
+			close(req)
+		case <-done:
+			return
+		}
+		select {
+		case <-time.After(max(0, grace)):
+			close(now)
+		case <-done:
+		}
+	}()
+	return req, now, func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+// rejoin is RunWorker's deadline for reaching the coordinator: JoinTimeout
+// from the worker's start, and again from each loss of a coordinator that
+// had accepted it, however long it was connected before. The session that
+// lost it is always followed by at least one attempt to rejoin.
+type rejoin struct {
+	timeout time.Duration
+	// since is the worker's start, or (lost) the moment it last lost a
+	// coordinator that had accepted it.
+	since time.Time
+	lost  bool
+}
+
+// ended records a session that ended at now with cause; joined says the
+// coordinator had accepted the worker in it (admitted it, or queued it for
+// an engine session), so the coordinator was lost at now. It returns an
+// error wrapping ErrUnreachable and cause when the worker must give up,
+// nil when it should try again.
+func (r *rejoin) ended(now time.Time, joined bool, join string, cause error) error {
+	if joined {
+		r.since, r.lost = now, true
+		return nil
+	}
+	waited := now.Sub(r.since)
+	if waited < r.timeout {
+		return nil
+	}
+	from := "since the worker started"
+	if r.lost {
+		from = "since it was lost"
+	}
+	return fmt.Errorf("coordinator %s %w for %v %s (join timeout %v): %w", join, ErrUnreachable, waited.Round(time.Millisecond), from, r.timeout, cause)
 }
 
 var errNeverJoined = errors.New("not admitted")
 
 // session is one admission to a coordinator.
 type session struct {
-	o       WorkerOptions
-	p       *peer
+	o WorkerOptions
+	p *peer
+	// joined is set once the coordinator accepted this worker: admitted
+	// it (native), or queued it for admission (engine session). Losing
+	// the coordinator after that restarts RunWorker's join deadline.
+	joined  bool
 	spec    *jobspec.Spec
 	wl      workload.Workload
 	sampler *data.Sampler
@@ -302,7 +357,19 @@ func (s *session) next() (frame, error) {
 	}
 }
 
-func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) error {
+// runSession is one attempt to join the coordinator and work for it. joined
+// reports whether the coordinator accepted this worker (see session.joined)
+// before the session ended with err.
+func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) (joined bool, err error) {
+	s := &session{o: o}
+	err = s.run(ctx, leaveReq, leaveNow)
+	return s.joined, err
+}
+
+// run dials the coordinator, authenticates, is welcomed and admitted, and
+// serves the coordinator's messages until the session ends.
+func (s *session) run(ctx context.Context, leaveReq, leaveNow <-chan struct{}) error {
+	o := s.o
 	nc, err := net.DialTimeout("tcp", o.Join, o.IOTimeout)
 	if err != nil {
 		return fmt.Errorf("%w: dialing %s: %w", errNeverJoined, o.Join, err)
@@ -311,7 +378,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 	if _, err := auth.Client(ctx, nc, auth.Config{JobID: o.JobID, Secret: o.Secret}, "worker"); err != nil {
 		return err
 	}
-	s := &session{o: o, p: &peer{c: wire.NewConn(nc, o.IOTimeout, wire.MaxTensor)}}
+	s.p = &peer{c: wire.NewConn(nc, o.IOTimeout, wire.MaxTensor)}
 	host := o.RingListen
 	if host == "" {
 		h, _, _ := net.SplitHostPort(nc.LocalAddr().String())
@@ -360,6 +427,7 @@ func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan 
 	if err := s.admit(); err != nil {
 		return err
 	}
+	s.joined = true
 	markAdmitted()
 	o.Logger.Info("joined", "coordinator", o.Join, "job_name", s.spec.Name, "ring", s.ln.Addr().String())
 	stop := make(chan struct{})

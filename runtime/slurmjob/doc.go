@@ -13,19 +13,30 @@
 //	  job-id         the id workers authenticate as
 //	  coordinator.R  HOST:PORT, written once the coordinator of run R listens
 //	  exit-code.R    the coordinator's exit status, written when run R ends
-//	  coordinator, exit-code   copies of the newest run's
+//	                 (both with a second line, the run's stamp:
+//	                 "job ID run R started UNIX-SECONDS")
+//	  coordinator, exit-code   copies of the newest run's (the value alone)
 //	  state/         the SQLite state and checkpoints
 //
 // which must be on a filesystem every node sees (the submit directory
 // usually is). R is the run, SLURM_RESTART_COUNT (0, then 1 after the first
 // requeue, ...): a requeued job keeps its directory, and with it the files
-// of its earlier runs, so a task reads only its own run's files. A worker
-// task waits for coordinator.R, and stops with exit status 0 as soon as
-// exit-code.R exists (before joining, or when it cannot reach or lost the
-// coordinator): a finished job that is requeued resumes at its last step
-// and its step ends COMPLETED in seconds. Batch scripts return exit-code
-// (see examples/slurm/mnist.sbatch); extra jobs of the backfill daemon join
-// with `easyscale worker --join $(cat DIR/coordinator) --token-file DIR/token`.
+// of its earlier runs, so a task reads only its own run's files. A job that
+// reuses an earlier job's id (slurmctld lost its state, or the ids wrapped)
+// finds that job's directory until its task 0 moves it aside (RetireStale);
+// the stamp's start time, SLURM_JOB_START_TIME or, where Slurm does not set
+// it, the StartTime squeue reports, keeps a task that looks first from
+// taking the earlier job's files for its own. A worker task waits for
+// its run's coordinator.R, and stops with exit status 0 as soon as its
+// run's exit-code.R exists (before joining, or when it cannot reach or lost
+// the coordinator): a finished job that is requeued resumes at its last
+// step and its step ends COMPLETED in seconds. Task 0 waits up to 120 s for
+// the step's other tasks; an elastic job then starts on those that joined
+// when they make its minimum (Task.MinTasks: its minimum nodes' tasks),
+// and the others join at a step boundary when they come. Batch scripts
+// return exit-code (see examples/slurm/mnist.sbatch); extra jobs of the
+// backfill daemon join with `easyscale worker --join $(cat DIR/coordinator)
+// --token-file DIR/token`.
 //
 // A node that fails (its slurmd, slurmstepd and tasks gone) is a shrink: the
 // coordinator loses that worker (at once when its connections close, after

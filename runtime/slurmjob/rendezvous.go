@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,52 +21,102 @@ import (
 // [RunFile] for the run (SLURM_RESTART_COUNT) that wrote it, which is what
 // the tasks of a step read: a requeued job's directory still holds the
 // files of its earlier runs, and only the run's own name tells them apart
-// without trusting clocks.
+// without trusting clocks. The run's file also carries the [Run]'s stamp on
+// a second line, so that the files of an earlier job with the same id (the
+// ids restart when slurmctld loses its state, or wrap) are not taken for
+// this job's before its task 0 moves them aside ([RetireStale]).
 const (
 	CoordinatorFile = "coordinator"
 	ExitCodeFile    = "exit-code"
 )
+
+// Run is one run of a Slurm job, as its rendezvous files name it: the
+// job's id, its restart count (SLURM_RESTART_COUNT) and its start. A job
+// that reuses an earlier job's id starts at another time, and a requeued
+// run has another restart count, so neither reads the other's files.
+type Run struct {
+	JobID   string
+	Restart int
+	// Start is when Slurm started this run of the job, in Unix seconds
+	// (SLURM_JOB_START_TIME, or the StartTime squeue reports on Slurm
+	// versions that do not set it). 0 means unknown: the files are then
+	// read without checking their stamp, and a coordinator address only
+	// when its file is no older than the reader accepts.
+	Start int64
+}
+
+// stamp is the line a run writes under the value of its rendezvous files.
+func (r Run) stamp() string {
+	return fmt.Sprintf("job %s run %d started %d", r.JobID, r.Restart, r.Start)
+}
 
 // RunFile is the name of rendezvous file name as written by run restart
 // of the job: "coordinator.2" for the coordinator of the job's second
 // requeue.
 func RunFile(name string, restart int) string { return fmt.Sprintf("%s.%d", name, restart) }
 
-// PublishCoordinator writes addr into dir/coordinator.RESTART and
-// dir/coordinator, each atomically (temp file and rename), so a reader
-// never sees a partial address.
-func PublishCoordinator(dir, addr string, restart int) error {
+// PublishCoordinator writes addr into dir/coordinator.RESTART (with run's
+// stamp) and dir/coordinator (the address alone), each atomically (temp
+// file and rename), so a reader never sees a partial address.
+func PublishCoordinator(dir, addr string, run Run) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the rendezvous directory: %w", err)
 	}
-	for _, name := range []string{RunFile(CoordinatorFile, restart), CoordinatorFile} {
-		if err := writeAtomic(filepath.Join(dir, name), addr+"\n"); err != nil {
-			return fmt.Errorf("publishing the coordinator address: %w", err)
-		}
+	if err := writeRunFile(dir, CoordinatorFile, run, addr); err != nil {
+		return fmt.Errorf("publishing the coordinator address: %w", err)
 	}
 	return nil
 }
 
 // RecordExit writes the coordinator's exit status code into
-// dir/exit-code.RESTART and dir/exit-code: the job's run restart has
-// ended, and its workers, which poll [Ended], stop.
-func RecordExit(dir string, restart, code int) error {
-	for _, name := range []string{RunFile(ExitCodeFile, restart), ExitCodeFile} {
-		if err := writeAtomic(filepath.Join(dir, name), fmt.Sprintf("%d\n", code)); err != nil {
-			return fmt.Errorf("recording the exit status: %w", err)
-		}
+// dir/exit-code.RESTART (with run's stamp) and dir/exit-code (the number
+// alone, for the batch script): the job's run has ended, and its workers,
+// which poll [Ended], stop.
+func RecordExit(dir string, run Run, code int) error {
+	if err := writeRunFile(dir, ExitCodeFile, run, strconv.Itoa(code)); err != nil {
+		return fmt.Errorf("recording the exit status: %w", err)
 	}
 	return nil
 }
 
-// Ended reports whether the coordinator of run restart has ended, and
-// with which exit status (-1 when the file does not hold a number).
-func Ended(dir string, restart int) (code int, ended bool) {
-	b, err := os.ReadFile(filepath.Join(dir, RunFile(ExitCodeFile, restart)))
+// writeRunFile writes value and run's stamp into dir/name.RESTART, then
+// value alone into dir/name.
+func writeRunFile(dir, name string, run Run, value string) error {
+	if err := writeAtomic(filepath.Join(dir, RunFile(name, run.Restart)), value+"\n"+run.stamp()+"\n"); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, name), value+"\n")
+}
+
+// readRunFile returns the value of dir/name.RESTART when the file is run's.
+// stale describes a file that exists but belongs to another job or run
+// (its stamp differs, or it has none: an earlier version's), "" otherwise.
+func readRunFile(dir, name string, run Run) (value string, ok bool, stale string) {
+	path := filepath.Join(dir, RunFile(name, run.Restart))
+	b, err := os.ReadFile(path)
 	if err != nil {
+		return "", false, ""
+	}
+	value, stamp, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	value, stamp = strings.TrimSpace(value), strings.TrimSpace(stamp)
+	if run.Start != 0 && stamp != run.stamp() {
+		if stamp == "" {
+			stamp = "no stamp"
+		}
+		return "", false, fmt.Sprintf("%s (%s) is not this run's (%s)", path, stamp, run.stamp())
+	}
+	return value, true, ""
+}
+
+// Ended reports whether the coordinator of run has ended, and with which
+// exit status (-1 when the file does not hold a number). The exit status
+// of another job or run (see [Run]) is not run's.
+func Ended(dir string, run Run) (code int, ended bool) {
+	v, ok, _ := readRunFile(dir, ExitCodeFile, run)
+	if !ok {
 		return 0, false
 	}
-	code, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	code, err := strconv.Atoi(v)
 	if err != nil {
 		return -1, true
 	}
@@ -87,29 +138,47 @@ var ErrStale = errors.New("stale coordinator address")
 // run already ended (a requeued job that had finished ends at once).
 var ErrEnded = errors.New("the coordinator of this run has ended")
 
-// WaitCoordinator polls dir/coordinator.RESTART until it holds a HOST:PORT
-// written no earlier than notBefore (a file of an earlier job with the same
-// id is ignored), the run's coordinator has ended (an error wrapping
-// ErrEnded), or ctx ends.
-func WaitCoordinator(ctx context.Context, dir string, restart int, notBefore time.Time) (string, error) {
-	path := filepath.Join(dir, RunFile(CoordinatorFile, restart))
-	for {
-		if code, ended := Ended(dir, restart); ended {
-			return "", fmt.Errorf("%w (exit status %d in %s)", ErrEnded, code, filepath.Join(dir, RunFile(ExitCodeFile, restart)))
+// WaitCoordinator polls dir/coordinator.RESTART until it holds run's
+// HOST:PORT, the run's coordinator has ended (an error wrapping ErrEnded),
+// or ctx ends. Files of another job with the same id, or of another run,
+// are ignored (see [Run]); when run.Start is unknown, an address written
+// before notBefore is ignored instead. The error after ctx ends names the
+// files it ignored.
+func WaitCoordinator(ctx context.Context, dir string, run Run, notBefore time.Time) (string, error) {
+	path := filepath.Join(dir, RunFile(CoordinatorFile, run.Restart))
+	var ignored []string
+	note := func(stale string) {
+		if stale != "" && !slices.Contains(ignored, stale) {
+			ignored = append(ignored, stale)
 		}
-		if fi, err := os.Stat(path); err == nil && !fi.ModTime().Before(notBefore) {
-			b, err := os.ReadFile(path)
-			if err == nil {
-				addr := strings.TrimSpace(string(b))
-				if _, _, err := net.SplitHostPort(addr); err != nil {
-					return "", fmt.Errorf("%s holds %q, not HOST:PORT: %w", path, addr, err)
-				}
-				return addr, nil
+	}
+	for {
+		code, ended := Ended(dir, run)
+		if ended {
+			return "", fmt.Errorf("%w (exit status %d in %s)", ErrEnded, code, filepath.Join(dir, RunFile(ExitCodeFile, run.Restart)))
+		}
+		_, _, stale := readRunFile(dir, ExitCodeFile, run)
+		note(stale)
+		addr, ok, stale := readRunFile(dir, CoordinatorFile, run)
+		note(stale)
+		if ok && run.Start == 0 {
+			if fi, err := os.Stat(path); err != nil || fi.ModTime().Before(notBefore) {
+				ok = false
 			}
+		}
+		if ok {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return "", fmt.Errorf("%s holds %q, not HOST:PORT: %w", path, addr, err)
+			}
+			return addr, nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for the coordinator address in %s: %w", path, ctx.Err())
+			err := fmt.Errorf("waiting for the coordinator address in %s: %w", path, ctx.Err())
+			if len(ignored) > 0 {
+				err = fmt.Errorf("%w; ignored %s", err, strings.Join(ignored, "; "))
+			}
+			return "", err
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
