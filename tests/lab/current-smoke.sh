@@ -4,7 +4,8 @@
 # versions (prints "slurm 24.11" and "torch 2.6"), 4 nodes with typed GPU GRES (v100 on n1,
 # n2; t4 on n3, n4), a GPU job's CUDA_VISIBLE_DEVICES, a shrink with
 # `scontrol update JobId=X NumNodes=1`, a second shrink and a comment update (slurmdbd),
-# and a reservation that `squeue --start` shows for a job that must wait.
+# a reservation that `squeue --start` shows for a job that must wait, and the SPANK plugin
+# built against 24.11's spank.h (bin/slurm-24.11) loaded by sbatch and srun.
 # Ends with "N passed, M failed"; exit status 1 when a check failed. A lab that was down
 # is taken down again at the end; one that was up is left up (its jobs are not touched,
 # the checks cancel only their own).
@@ -43,6 +44,18 @@ echo "torch ${torch%.*} ($torch, python $python)"
 check "scontrol --version is 24.11" [ "${slurm%.*}" = 24.11 ]
 check "sinfo --version is 24.11" [ "$("$X" sinfo --version | awk '{print $2}')" = "$slurm" ]
 check "torch is 2.6" [ "${torch%.*}" = 2.6 ]
+
+# ---------------------------------------------------------------- the SPANK plugin
+# built against 24.11's spank.h in the root (bin/slurm-24.11, the current lab's default
+# plugin path), then hooked by lab-up (plugstack.conf is read anew by every srun/sbatch)
+so=bin/slurm-24.11/easyscale_spank.so
+if "$X" make -s BIN=bin/slurm-24.11 spank-plugin >/dev/null && bash tests/lab/lab-up.sh >/dev/null 2>&1; then
+	check "sbatch --help lists --elastic (the plugin built against 24.11 is loaded)" \
+		grep -q -- '--elastic' <("$X" sbatch --help)
+	check "srun runs a step with the plugin loaded" [ "$("$X" srun -N1 -t 1 echo ok 2>&1)" = ok ]
+else
+	bad "building $so in the root"
+fi
 
 # ---------------------------------------------------------------- nodes and GRES
 nodes=$("$X" sinfo -h -N -o '%N %G %T' | sort -u)
