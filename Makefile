@@ -14,7 +14,7 @@ GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
-.PHONY: help build install test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down
+.PHONY: help build install test test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down lab-current-smoke
 
 help: ## list targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -131,11 +131,14 @@ fuzz: ## run every fuzz test for 10 s each
 chaos: build ## SIGKILL worker processes 50 times at random steps; the digest must not change
 	EASYSCALE_CHAOS_KILLS=50 $(GO) test -count=1 -run 'TestSIGKILLedWorkersAreSurvived' -v -timeout 20m ./tests/e2e
 
-lab-up: ## start the Slurm lab cluster (installs packages if missing); prints export lines
+lab-up: ## start the Slurm lab cluster (installs packages if missing); prints export lines (EASYSCALE_LAB_CURRENT=1: the Slurm 24.11 lab)
 	@bash tests/lab/lab-up.sh
 
-lab-down: ## stop the Slurm lab cluster
+lab-down: ## stop the Slurm lab cluster (EASYSCALE_LAB_CURRENT=1: the Slurm 24.11 lab)
 	@bash tests/lab/lab-down.sh
+
+lab-current-smoke: ## bring up the current lab (Slurm 24.11, torch 2.6 in a cached Debian 13 root) and check GRES, a GPU job, shrink, squeue --start
+	@bash tests/lab/current-smoke.sh
 
 clean: ## remove build outputs
 	rm -rf $(BIN)

@@ -46,7 +46,9 @@
 // testdata were recorded from Slurm 22.05.8 (Debian 12) with the lab cluster of
 // tests/lab, including hostile jobs of the user nobody (names and comments with 0x1F
 // and newlines, a name forging a whole record); testdata/separators.txt holds the
-// separators the squeue and sinfo recordings were made with. Refresh the
+// separators the squeue and sinfo recordings were made with; testdata/slurm-24.11
+// holds the same recordings from Slurm 24.11.5 (Debian 13, the current lab), whose
+// README lists what 24.11 prints differently. Refresh the
 // .golden.json files with `go test ./internal/slurmcli -update` and the recordings
 // with `go test ./internal/slurmcli -run TestRecord -record` (as root) against a
 // running lab; -record-scontrol=false keeps the scontrol recordings.

@@ -103,7 +103,7 @@ func FuzzParseScontrol(f *testing.F) {
 // FuzzParseGRES: no panic; counts are never negative; an accepted list re-parses to
 // the same entries when printed back in Slurm's sinfo spelling.
 func FuzzParseGRES(f *testing.F) {
-	for _, s := range []string{"gres:gpu:v100:2", "gpu:t4:4(S:0)", "cpu=1,gres/gpu=3", "gpu:v100:3(IDX:0-2),mps:100", "N/A"} {
+	for _, s := range []string{"gres:gpu:v100:2", "gres/gpu:v100:2", "gpu:t4:4(S:0)", "cpu=1,gres/gpu=3", "gpu:v100:3(IDX:0-2),mps:100", "N/A"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

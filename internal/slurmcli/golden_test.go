@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,18 +13,30 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the parsers' output")
 
-// recordedSeps returns the separators the squeue and sinfo recordings were
-// made with (testdata/separators.txt: the field separator, then the record
-// separator, one per line; TestRecord writes it).
-func recordedSeps(t testing.TB) Separators {
+// Where the recordings of each Slurm release are: Slurm 22.05.8 (Debian 12)
+// in testdata itself, Slurm 24.11.5 (Debian 13, the current lab of
+// tests/lab) in testdata/slurm-24.11, with the same file names.
+const (
+	recordings2205 = "testdata"
+	recordings2411 = "testdata/slurm-24.11"
+)
+
+// recordedSeps returns the separators the 22.05 squeue and sinfo recordings
+// were made with (see [recordedSepsIn]).
+func recordedSeps(t testing.TB) Separators { return recordedSepsIn(t, recordings2205) }
+
+// recordedSepsIn returns the separators the squeue and sinfo recordings in
+// dir were made with (dir/separators.txt: the field separator, then the
+// record separator, one per line; TestRecord writes it).
+func recordedSepsIn(t testing.TB, dir string) Separators {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "separators.txt"))
+	b, err := os.ReadFile(filepath.Join(dir, "separators.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {
-		t.Fatalf("testdata/separators.txt holds %q, want two lines", b)
+		t.Fatalf("%s/separators.txt holds %q, want two lines", dir, b)
 	}
 	return Separators{Field: f[0], Record: f[1]}
 }
@@ -34,18 +47,18 @@ type squeueGolden struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
-// parseRecording parses one recorded file by its name's prefix.
-func parseRecording(t testing.TB, name string, data []byte) (any, error) {
+// parseRecording parses one recorded file of dir by its name's prefix.
+func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 	switch {
 	case strings.HasPrefix(name, "squeue"):
-		jobs, skipped, err := ParseSqueue(data, recordedSeps(t))
+		jobs, skipped, err := ParseSqueue(data, recordedSepsIn(t, dir))
 		g := squeueGolden{Jobs: jobs}
 		for _, s := range skipped {
 			g.Skipped = append(g.Skipped, s.Error())
 		}
 		return g, err
 	case strings.HasPrefix(name, "sinfo"):
-		return ParseSinfo(data, recordedSeps(t))
+		return ParseSinfo(data, recordedSepsIn(t, dir))
 	case strings.HasPrefix(name, "scontrol-job"):
 		recs, err := ParseScontrol(data, KindJob)
 		if err != nil {
@@ -78,10 +91,19 @@ func parseRecording(t testing.TB, name string, data []byte) (any, error) {
 	return nil, nil
 }
 
-func TestGoldenFilesRecordedFromSlurm2205(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+func TestGoldenFilesRecordedFromSlurm2205(t *testing.T) { checkGoldenFiles(t, recordings2205) }
+
+// The parsers read Slurm 24.11's output as they read 22.05's: same commands,
+// same --Format fields and scontrol keys (recorded from the current lab:
+// EASYSCALE_LAB_CURRENT=1, see testdata/slurm-24.11/README.md).
+func TestGoldenFilesRecordedFromSlurm2411(t *testing.T) { checkGoldenFiles(t, recordings2411) }
+
+// checkGoldenFiles parses every recording dir/*.txt and compares the result
+// with dir/*.golden.json (rewritten with -update).
+func checkGoldenFiles(t *testing.T, dir string) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no recordings in testdata (err %v)", err)
+		t.Fatalf("no recordings in %s (err %v)", dir, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -89,7 +111,7 @@ func TestGoldenFilesRecordedFromSlurm2205(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := parseRecording(t, filepath.Base(f), data)
+			v, err := parseRecording(t, dir, filepath.Base(f), data)
 			if err != nil {
 				t.Fatalf("parsing a real recording: %v", err)
 			}
@@ -113,5 +135,101 @@ func TestGoldenFilesRecordedFromSlurm2205(t *testing.T) {
 				t.Errorf("%s differs from the parse of %s; got:\n%s", golden, f, got)
 			}
 		})
+	}
+}
+
+// TestRecord submits the same jobs to each release: read from either
+// release's recordings, they ask for the same GPUs (squeue and scontrol show
+// job), and the nodes have the same GRES (sinfo and scontrol show node). 22.05
+// spells a GPU request "gres:gpu:v100:2", 24.11 "gres/gpu:v100:2".
+func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	squeueGPUs := func(dir string) map[string]int {
+		jobs, _, err := ParseSqueue(read(dir, "squeue.txt"), recordedSepsIn(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int{}
+		for _, j := range jobs {
+			n, err := j.GPUs()
+			if err != nil {
+				t.Errorf("%s: squeue job %s (%q): %v", dir, j.ID, j.Name, err)
+			}
+			m[j.Name] = n
+		}
+		return m
+	}
+	scontrolGPUs := func(dir string) map[string]int {
+		recs, err := ParseScontrol(read(dir, "scontrol-job.txt"), KindJob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int{}
+		for _, r := range recs {
+			d, err := JobDetailOf(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := d.GPUs()
+			if err != nil {
+				t.Errorf("%s: scontrol job %s (%q): %v", dir, d.ID, d.Name, err)
+			}
+			if d.TRES == "" {
+				t.Errorf("%s: scontrol job %s (%q): no TRES", dir, d.ID, d.Name)
+			}
+			m[d.Name] = n
+		}
+		return m
+	}
+	sinfoGRES := func(dir string) map[string]string {
+		nodes, err := ParseSinfo(read(dir, "sinfo.txt"), recordedSepsIn(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, n := range nodes {
+			m[n.Name] = fmt.Sprint(n.GRES)
+		}
+		recs, err := ParseScontrol(read(dir, "scontrol-node.txt"), KindNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			d, err := NodeDetailOf(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(d.GRES); got != m[d.Name] {
+				t.Errorf("%s: node %s: scontrol says GRES %s, sinfo %s", dir, d.Name, got, m[d.Name])
+			}
+		}
+		return m
+	}
+	want := map[string]int{"plain": 4, "my training job": 3, "tab\there|pipe x=y Foo=bar": 1, "low prio": 1, "waits for all": 0}
+	for _, c := range []struct {
+		what string
+		read func(dir string) map[string]int
+	}{{"squeue", squeueGPUs}, {"scontrol show job", scontrolGPUs}} {
+		old, cur := c.read(recordings2205), c.read(recordings2411)
+		for name, n := range want {
+			if old[name] != n || cur[name] != n {
+				t.Errorf("%s: job %q asks for %d GPUs in 22.05 and %d in 24.11, want %d", c.what, name, old[name], cur[name], n)
+			}
+		}
+		for name, n := range old {
+			if m, ok := cur[name]; ok && m != n {
+				t.Errorf("%s: job %q asks for %d GPUs in 22.05 and %d in 24.11", c.what, name, n, m)
+			}
+		}
+	}
+	old, cur := sinfoGRES(recordings2205), sinfoGRES(recordings2411)
+	if fmt.Sprint(old) != fmt.Sprint(cur) {
+		t.Errorf("node GRES differ:\n22.05 %v\n24.11 %v", old, cur)
 	}
 }

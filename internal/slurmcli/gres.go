@@ -22,9 +22,10 @@ type GRES struct {
 var ErrBadCount = errors.New("count is not a non-negative integer")
 
 // ParseGRES parses a comma-separated GRES or TRES list in any of the spellings
-// Slurm 22.05 prints:
+// Slurm 22.05 and 24.11 print:
 //
-//	gres:gpu:v100:2          squeue tres-per-node, scontrol TresPerNode/TresPerJob
+//	gres:gpu:v100:2          squeue tres-per-node, scontrol TresPerNode/TresPerJob (22.05)
+//	gres/gpu:v100:2          the same in 24.11 (testdata/slurm-24.11)
 //	gres:gpu:3               the same without a type
 //	gpu:t4:4(S:0)            sinfo Gres
 //	gpu:v100:3(IDX:0-2)      sinfo GresUsed
@@ -96,7 +97,12 @@ func parseGRESItem(item string) (g GRES, ok bool, err error) {
 		g.Detail = item[open+1 : len(item)-1]
 		item = item[:open]
 	}
-	item = strings.TrimPrefix(item, "gres:")
+	// "gres:gpu:2" in 22.05, "gres/gpu:2" in 24.11 (squeue tres-per-node, TresPerNode)
+	if rest, found := strings.CutPrefix(item, "gres:"); found {
+		item = rest
+	} else {
+		item = strings.TrimPrefix(item, "gres/")
+	}
 	parts := strings.Split(item, ":")
 	if parts[0] == "" || len(parts) > 3 {
 		return GRES{}, false, fmt.Errorf("want name[:type][:count], got %q", item)

@@ -13,6 +13,7 @@ import (
 var (
 	record         = flag.Bool("record", false, "record testdata/*.txt from the running lab cluster (needs SLURM_CONF; see tests/lab)")
 	recordScontrol = flag.Bool("record-scontrol", true, "with -record, also record the scontrol-*.txt files")
+	recordDir      = flag.String("record-dir", recordings2205, "with -record, the folder the recordings go to (testdata/slurm-24.11 for the current lab)")
 )
 
 // TestRecord records the Slurm output the golden tests parse, from a real cluster:
@@ -28,7 +29,15 @@ var (
 // newline. The squeue and sinfo recordings use one [NewSeparators] pair, saved in
 // testdata/separators.txt. -record-scontrol=false keeps the scontrol recordings
 // (their job list has no hostile jobs: scontrol's one-line format cannot hold a
-// newline in a name, and the daemon does not read it).
+// newline in a name, and the daemon does not read it). versions holds what
+// `scontrol --version` and `sinfo --version` printed.
+//
+// -record-dir testdata/slurm-24.11 records Slurm 24.11 from the current lab; the
+// test binary runs in its Debian 13 root, where the 24.11 clients are:
+//
+//	eval "$(EASYSCALE_LAB_CURRENT=1 make -s lab-up)" && go test -c -o /tmp/slurmcli.test ./internal/slurmcli
+//	cd internal/slurmcli && $EASYSCALE_LAB_DIR/bin/lab-exec /tmp/slurmcli.test -test.run '^TestRecord$' \
+//	    -record -record-dir testdata/slurm-24.11 && go test . -update
 func TestRecord(t *testing.T) {
 	if !*record {
 		t.Skip("recording needs -record and a running lab cluster")
@@ -58,7 +67,7 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("testdata", "separators.txt"), []byte(seps.Field+"\n"+seps.Record+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*recordDir, "separators.txt"), []byte(seps.Field+"\n"+seps.Record+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -96,12 +105,23 @@ func TestRecord(t *testing.T) {
 		ids = append(ids, id)
 	}
 	waitPlanned(ctx, t, r, ids)
+	var versions []byte
+	for _, c := range []string{"scontrol", "sinfo"} {
+		out, err := r.Output(ctx, c, "--version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, out...)
+	}
+	if err := os.WriteFile(filepath.Join(*recordDir, "versions"), versions, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	save := func(name string, args ...string) {
 		out, err := r.Output(ctx, args[0], args[1:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", name), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*recordDir, name), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +131,7 @@ func TestRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", name), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*recordDir, name), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +154,7 @@ func TestRecord(t *testing.T) {
 		}
 		all = append(all, out...)
 	}
-	if err := os.WriteFile(filepath.Join("testdata", "scontrol-job.txt"), all, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*recordDir, "scontrol-job.txt"), all, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Output(ctx, "scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=lab test: drained by TestRecord"); err != nil {

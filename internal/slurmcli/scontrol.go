@@ -37,7 +37,10 @@ const (
 )
 
 // jobKeys and nodeKeys are the keys Slurm 22.05.8 prints (recorded from the lab;
-// see testdata). Inside a free-text value only these start a new field.
+// see testdata). Inside a free-text value only these start a new field. Slurm
+// 24.11.5 (testdata/slurm-24.11) prints none that 22.05 did not print right after
+// a free-text key; it prints ReqTRES and AllocTRES instead of TRES, no Power,
+// and, for nodes, no CapWatts and ExtSensors*.
 var jobKeys = keySet(`JobId JobName UserId GroupId MCS_label Priority Nice Account QOS
 JobState Reason Dependency Requeue Restarts BatchFlag Reboot ExitCode DerivedExitCode
 RunTime TimeLimit TimeMin SubmitTime EligibleTime AccrueTime StartTime EndTime Deadline
@@ -191,6 +194,12 @@ func JobDetailOf(r Record) (JobDetail, error) {
 		Partition: get("Partition"), NodeList: optional(get("NodeList")), BatchHost: optional(get("BatchHost")),
 		TRES: get("TRES"), TRESPerNode: get("TresPerNode"), TRESPerJob: get("TresPerJob"),
 		Comment: optional(get("Comment")), WorkDir: optional(get("WorkDir")),
+	}
+	if _, ok := r.Get("TRES"); !ok {
+		// 24.11 prints ReqTRES and AllocTRES where 22.05 printed TRES (allocated, once running)
+		if d.TRES = optional(get("AllocTRES")); d.TRES == "" {
+			d.TRES = get("ReqTRES")
+		}
 	}
 	if d.ID == "" {
 		return JobDetail{}, fmt.Errorf("job record: no JobId")

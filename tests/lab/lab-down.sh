@@ -16,6 +16,8 @@ if [ ! -d "$LAB_DIR" ]; then
 fi
 lab_lock
 export SLURM_CONF=$CONF
+# the current lab: its daemons' clients are in the Debian 13 root (current-lib.sh)
+if [ "$LAB_CURRENT" = 1 ] && ! in_current_root; then current_lab_down; fi
 
 # stop NAME PID [NAME PID...]: SIGTERM, wait up to 10 s, then SIGKILL what is left
 stop() {

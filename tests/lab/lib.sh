@@ -1,12 +1,16 @@
 # lib.sh - settings and helpers shared by lab-up.sh and lab-down.sh. Sourced, not run.
 #
 # Settings (environment), all optional:
+#   EASYSCALE_LAB_CURRENT    0                   1: the current lab, Slurm 24.11 in a Debian 13 root
+#                                                (current-root.sh, current-lib.sh); its own defaults below
 #   EASYSCALE_LAB_DIR        /tmp/easyscale-lab  configs, state, logs, pidfiles of the lab
+#                            (current lab: /tmp/easyscale-lab-current)
 #   EASYSCALE_LAB_NODES      4                   slurmd instances n1..nN (one Port each)
 #   EASYSCALE_LAB_GPUS       4                   emulated GPUs per node (character devices)
 #   EASYSCALE_LAB_GPU_TYPES  "v100 v100 t4 t4"   GPU type per node, cycled
 #   EASYSCALE_LAB_CPUS       8                   CPUs each node advertises
 #   EASYSCALE_LAB_PORT_BASE  16800               slurmctld=+0 slurmdbd=+1 mariadb=+2 node nI=+10+I
+#                            (current lab: 17800, so that both labs can run at once)
 #   EASYSCALE_LAB_TIMEOUT    60                  seconds to wait for each daemon
 #   EASYSCALE_LAB_INSTALL    1                   0: never run apt-get (fail when packages are missing)
 #   EASYSCALE_SPANK_SO       <repo>/bin/easyscale_spank.so   SPANK plugin loaded if the file exists
@@ -20,12 +24,19 @@
 # run next to another Slurm or munged on the same machine, and lab-down.sh stops only
 # what lab-up.sh started.
 
-LAB_DIR=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab}
+LAB_CURRENT=${EASYSCALE_LAB_CURRENT:-0}
+[[ "$LAB_CURRENT" =~ ^[01]$ ]] || { echo "EASYSCALE_LAB_CURRENT must be 0 or 1, not $LAB_CURRENT" >&2; exit 1; }
+if [ "$LAB_CURRENT" = 1 ]; then
+	LAB_DIR=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab-current}
+	LAB_PORT_BASE=${EASYSCALE_LAB_PORT_BASE:-17800}
+else
+	LAB_DIR=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab}
+	LAB_PORT_BASE=${EASYSCALE_LAB_PORT_BASE:-16800}
+fi
 LAB_NODES=${EASYSCALE_LAB_NODES:-4}
 LAB_GPUS=${EASYSCALE_LAB_GPUS:-4}
 LAB_GPU_TYPES=${EASYSCALE_LAB_GPU_TYPES:-"v100 v100 t4 t4"}
 LAB_CPUS=${EASYSCALE_LAB_CPUS:-8}
-LAB_PORT_BASE=${EASYSCALE_LAB_PORT_BASE:-16800}
 LAB_TIMEOUT=${EASYSCALE_LAB_TIMEOUT:-60}
 LAB_INSTALL=${EASYSCALE_LAB_INSTALL:-1}
 LAB_OWNER=${EASYSCALE_LAB_OWNER:-manual}
@@ -99,3 +110,7 @@ ctld_up() { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 nodes_in() {
 	timeout 10 sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | awk -v re="$1" '$2 ~ re {c++} END {print c+0}'
 }
+
+# The current lab's root and mount namespace (EASYSCALE_LAB_CURRENT=1): see current-lib.sh.
+# shellcheck source=tests/lab/current-lib.sh
+[ "$LAB_CURRENT" != 1 ] || . "$LAB_ROOT/tests/lab/current-lib.sh"
