@@ -31,7 +31,7 @@
 // daemon finishes or undoes a half-applied one and counts what each job has
 // lost against admit.max_loss; lend_failures holds, per elastic job, its
 // consecutive failed lends (extra jobs that ended on their own long before
-// their time limit), job-wide in the row with node ” (with the job's
+// their time limit), job-wide in the row whose node is empty (with the job's
 // status key then and when the daemon announced it stopped growing the
 // job) and per node in the others, so that a restarted daemon keeps
 // backing off. [DB.Prune] keeps the file bounded: decisions and ended extra
