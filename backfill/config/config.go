@@ -138,6 +138,11 @@ type Config struct {
 	// StartSmall configures starting a queued elastic job on fewer nodes
 	// than it asked for [start_small].
 	StartSmall StartSmall `toml:"start_small"`
+	// Retry bounds how often an elastic job whose extra jobs fail is grown
+	// again [retry].
+	Retry Retry `toml:"retry"`
+	// Retention bounds the rows state_db keeps [retention].
+	Retention Retention `toml:"retention"`
 	// Log configures logging [log].
 	Log Log `toml:"log"`
 }
@@ -236,6 +241,48 @@ func (c *Config) StartSmallOn(p string) bool {
 		}
 	}
 	return true
+}
+
+// Retry bounds the retries of failing lends: an extra job that ends on
+// its own well before its time limit while its elastic job runs has failed
+// (planner.LendEnd.Outcome), and the job is grown again only after a wait
+// that doubles with each consecutive failure, job-wide and on the failed
+// node, and not at all after StopAfter of them until its status changes
+// (planner.RetryPolicy.MayLend; see the daemon package documentation,
+// "Failing extra jobs").
+type Retry struct {
+	// Base is the wait after one failed lend [retry.base], 1s..24h,
+	// default 1m; it doubles with each further consecutive failure.
+	Base Duration `toml:"base"`
+	// Max caps the wait [retry.max], base..24h, default 1h.
+	Max Duration `toml:"max"`
+	// StopAfter is how many consecutive failed lends stop growing a job
+	// until its status changes [retry.stop_after], 0..1000, default 5;
+	// 0: never stop (the waits still apply).
+	StopAfter int `toml:"stop_after"`
+}
+
+// Retention bounds what state_db keeps, so that it does not grow without
+// bound: ended extra jobs and decisions beyond the newest count, or older
+// than MaxAge, are deleted every cycle (an ended extra job Slurm still
+// lists is kept, so that it is still known as this daemon's).
+type Retention struct {
+	// Decisions is how many of the newest decisions are kept
+	// [retention.decisions], 100..10000000, default 10000.
+	Decisions int `toml:"decisions"`
+	// EndedExtras is how many of the newest ended extra jobs are kept
+	// [retention.ended_extras], 100..10000000, default 1000.
+	EndedExtras int `toml:"ended_extras"`
+	// MaxAge is how long an ended extra job or a decision is kept at most
+	// [retention.max_age], 1h..8760h, default 168h (a week); finished
+	// shrink-to-admit records of jobs no longer running go at this age too.
+	MaxAge Duration `toml:"max_age"`
+}
+
+// RetryPolicy returns the planner's retry rule for this configuration.
+func (c *Config) RetryPolicy() planner.RetryPolicy {
+	return planner.RetryPolicy{BaseSeconds: int64(c.Retry.Base.Seconds()), MaxSeconds: int64(c.Retry.Max.Seconds()),
+		StopAfter: c.Retry.StopAfter}
 }
 
 // Log configures the hclog logger.
@@ -368,6 +415,24 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("max_lend", &c.MaxLend, time.Hour)
 	dur("pending_timeout", &c.PendingTimeout, 30*time.Second)
 	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
+	if !defined("retry", "base") {
+		c.Retry.Base.Duration = time.Minute
+	}
+	if !defined("retry", "max") {
+		c.Retry.Max.Duration = time.Hour
+	}
+	if !defined("retry", "stop_after") {
+		c.Retry.StopAfter = 5
+	}
+	if !defined("retention", "decisions") {
+		c.Retention.Decisions = 10000
+	}
+	if !defined("retention", "ended_extras") {
+		c.Retention.EndedExtras = 1000
+	}
+	if !defined("retention", "max_age") {
+		c.Retention.MaxAge.Duration = 7 * 24 * time.Hour
+	}
 	str := func(dst *string, v string, key ...string) {
 		if !defined(key...) {
 			*dst = v
@@ -467,6 +532,7 @@ func (c *Config) Validate() error {
 	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
 	}
+	c.validateRetry(bad)
 	if _, err := planner.ParseStartSmallRule(c.StartSmall.Rule); err != nil {
 		bad("start_small.rule", c.StartSmall.Rule, "must be off, before-reservation or ends-earlier")
 	}
@@ -495,6 +561,29 @@ func (c *Config) Validate() error {
 			"without srun only one worker runs and the other GPUs idle); e.g. %q", DefaultWorkerCommand)
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateRetry(bad func(string, any, string, ...any)) {
+	r := c.Retry
+	if r.Base.Duration < time.Second || r.Base.Duration > 24*time.Hour {
+		bad("retry.base", r.Base, "must be between 1s and 24h0m0s: the wait after one failed extra job, doubled per further failure; e.g. retry.base = \"1m\"")
+	}
+	if r.Max.Duration < r.Base.Duration || r.Max.Duration > 24*time.Hour {
+		bad("retry.max", r.Max, "must be between retry.base (%v) and 24h0m0s: the longest wait between failing extra jobs; e.g. retry.max = \"1h\"", r.Base)
+	}
+	if r.StopAfter < 0 || r.StopAfter > 1000 {
+		bad("retry.stop_after", r.StopAfter, "must be between 0 (never stop) and 1000: consecutive failed extra jobs after which a job is not grown until its status changes; e.g. retry.stop_after = 5")
+	}
+	k := c.Retention
+	if k.Decisions < 100 || k.Decisions > 10_000_000 {
+		bad("retention.decisions", k.Decisions, "must be between 100 and 10000000: the newest decisions state_db keeps; e.g. retention.decisions = 10000")
+	}
+	if k.EndedExtras < 100 || k.EndedExtras > 10_000_000 {
+		bad("retention.ended_extras", k.EndedExtras, "must be between 100 and 10000000: the newest ended extra jobs state_db keeps; e.g. retention.ended_extras = 1000")
+	}
+	if k.MaxAge.Duration < time.Hour || k.MaxAge.Duration > 365*24*time.Hour {
+		bad("retention.max_age", k.MaxAge, "must be between 1h0m0s and 8760h0m0s: how long state_db keeps an ended extra job or a decision; e.g. retention.max_age = \"168h\"")
+	}
 }
 
 func (c *Config) validateNames(bad func(string, any, string, ...any)) {

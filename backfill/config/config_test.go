@@ -42,6 +42,13 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"speeds.t4", c.Speeds["t4"], 0.52},
 		{"speeds.a100", c.Speeds["a100"], 1.24},
 		{"dry_run", c.DryRun, false},
+		{"retry.base", c.Retry.Base.Duration, time.Minute},
+		{"retry.max", c.Retry.Max.Duration, time.Hour},
+		{"retry.stop_after", c.Retry.StopAfter, 5},
+		{"retention.decisions", c.Retention.Decisions, 10000},
+		{"retention.ended_extras", c.Retention.EndedExtras, 1000},
+		{"retention.max_age", c.Retention.MaxAge.Duration, 7 * 24 * time.Hour},
+		{"the retry rule", c.RetryPolicy(), planner.RetryPolicy{BaseSeconds: 60, MaxSeconds: 3600, StopAfter: 5}},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -103,6 +110,16 @@ func TestBadConfigIsRefusedWithTheKeyAndTheFix(t *testing.T) {
 		{"an off partition that is no Slurm name is refused", "[admit]\noff_partitions = [\"a b\"]", "admit.off_partitions", "not a Slurm name"},
 		{"an unknown start-small rule is refused", "[start_small]\nrule = \"always\"", "start_small.rule", "off, before-reservation or ends-earlier"},
 		{"a start-small partition that is no Slurm name is refused", "[start_small]\nrule = \"before-reservation\"\npartitions = [\"a;b\"]", "start_small.partitions", "not a Slurm name"},
+		{"a zero retry wait is refused", "[retry]\nbase = \"0s\"", "retry.base", "between 1s and 24h0m0s"},
+		{"a retry wait that is not a duration is refused", "[retry]\nbase = \"soon\"", "retry.base", `like "30s"`},
+		{"a retry cap below the first wait is refused", "[retry]\nbase = \"10m\"\nmax = \"5m\"", "retry.max", "between retry.base (10m0s)"},
+		{"a retry cap over a day is refused", "[retry]\nmax = \"48h\"", "retry.max", "and 24h0m0s"},
+		{"a negative stop count is refused", "[retry]\nstop_after = -1", "retry.stop_after", "between 0 (never stop) and 1000"},
+		{"fewer than 100 kept decisions are refused", "[retention]\ndecisions = 10", "retention.decisions", "between 100 and 10000000"},
+		{"a zero count of kept extra jobs is refused", "[retention]\nended_extras = 0", "retention.ended_extras", "between 100 and 10000000"},
+		{"a retention age under an hour is refused", "[retention]\nmax_age = \"10m\"", "retention.max_age", "between 1h0m0s and 8760h0m0s"},
+		{"a retry key at the top level says it belongs under [retry]", "stop_after = 3", "stop_after",
+			"stop_after (it belongs under [retry]: retry.stop_after)"},
 		{"an unknown log level is refused", "[log]\nlevel = \"loud\"", "log.level", "one of trace"},
 		{"a metrics address without a port is refused", `metrics_address = "localhost"`, "metrics_address", "HOST:PORT"},
 		{"a relative state database path is refused", `state_db = "backfill.db"`, "state_db", "absolute path"},
@@ -172,6 +189,14 @@ worker_command = "srun sleep 600 # {job_id} {rendezvous}"
 max_extra_gpus_per_job = 4
 max_extra_gpus_per_user = 8
 waste_cap = 0.2
+[retry]
+base = "30s"
+max = "2h"
+stop_after = 0
+[retention]
+decisions = 500
+ended_extras = 200
+max_age = "24h"
 [log]
 level = "debug"
 json = true
@@ -184,6 +209,12 @@ json = true
 		c.Limits.MaxExtraGPUsPerUser != 8 || c.Limits.WasteCap != 0.2 || c.Log.Level != "debug" || !c.Log.JSON ||
 		len(c.Nodes) != 2 || len(c.Partitions) != 2 || c.GPUTypes[0] != "v100" {
 		t.Errorf("explicit values not kept: %+v", c)
+	}
+	if want := (planner.RetryPolicy{BaseSeconds: 30, MaxSeconds: 7200, StopAfter: 0}); c.RetryPolicy() != want {
+		t.Errorf("retry rule %+v, want %+v (an explicit stop_after = 0: never stop)", c.RetryPolicy(), want)
+	}
+	if c.Retention != (Retention{Decisions: 500, EndedExtras: 200, MaxAge: Duration{24 * time.Hour}}) {
+		t.Errorf("retention %+v not kept", c.Retention)
 	}
 }
 
@@ -200,6 +231,9 @@ func TestTheShippedExampleConfigLoads(t *testing.T) {
 		if DefaultSpeeds[typ] != speed {
 			t.Errorf("example speeds.%s = %v, the default is %v", typ, speed, DefaultSpeeds[typ])
 		}
+	}
+	if d := Default(); c.Retry != d.Retry || c.Retention != d.Retention {
+		t.Errorf("example [retry] %+v and [retention] %+v, the defaults are %+v and %+v", c.Retry, c.Retention, d.Retry, d.Retention)
 	}
 }
 

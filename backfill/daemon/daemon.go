@@ -250,6 +250,10 @@ type Report struct {
 	// StartedSmall lists the queued elastic jobs start-small lowered to
 	// the nodes idle now ([start_small]).
 	StartedSmall []string
+	// Held lists the running elastic jobs not grown this cycle because
+	// their extra jobs failed ([retry]: waiting out a backoff, or stopped
+	// until their status changes).
+	Held []string
 	// AdmitAsked is the shrink-to-admit question the cycle put to the
 	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
 	// job waiting for resources where it is on, or a shrink recorded before
@@ -279,7 +283,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -320,7 +324,16 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 			v.Pending = append(v.Pending, j)
 		}
 	}
-	ps := d.plannerSnapshot(v, rc.live)
+	verdicts, err := d.lendVerdicts(ctx, v, rc.hist)
+	if err != nil {
+		return fmt.Errorf("applying the retry rule to failed extra jobs: %w", err)
+	}
+	for _, job := range sortedIDs(verdicts) {
+		if verdicts[job].Held(v.Now.Unix()) {
+			r.Held = append(r.Held, job)
+		}
+	}
+	ps := d.plannerSnapshot(v, rc.live, verdicts)
 	ps.OtherLent = rc.otherLent
 	for _, n := range ps.Nodes {
 		if n.Idle > 0 {
@@ -362,6 +375,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	}
 	d.metrics.GPUsLent.Set(float64(lentGPUs))
 	r.LentGPUs, r.ElasticJobs = lentGPUs, len(v.Elastic)
+	if err := d.prune(ctx, v); err != nil {
+		return fmt.Errorf("pruning state_db ([retention]): %w", err)
+	}
 	d.log.Debug("cycle done", r.fields(d.cfg.DryRun)...)
 	return nil
 }

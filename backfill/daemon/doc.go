@@ -6,11 +6,11 @@
 //
 //	         ┌──────────── every poll_interval (backoff while Slurm is down) ───────────┐
 //	         ▼                                                                           │
-//	Snapshotter ──► reconcile ──► planner.Plan ──► shrink ──► admit ──► grow ──► metrics┘
-//	scontrol ping   Slurm vs.      pure: gaps,      re-read    re-read    intent, sbatch
-//	sinfo, squeue   the SQLite     shrinks,         by id,     by id,     extra jobs
-//	                store          grants           SIGTERM,   scontrol   (Actuator)
-//	                                                scancel    update
+//	Snapshotter ──► reconcile ──► planner.Plan ──► shrink ──► admit ──► grow ──► prune ─┘
+//	scontrol ping   Slurm vs.      pure: gaps,      re-read    re-read    intent,   [retention]
+//	sinfo, squeue   the SQLite     shrinks,         by id,     by id,     sbatch    metrics
+//	                store, failed  grants, retry    SIGTERM,   scontrol   extra jobs
+//	                lends          holds            scancel    update     (Actuator)
 //
 // The snapshot reads `scontrol ping` (a down controller answers in
 // milliseconds, while sinfo would retry for ~9 s), `sinfo` (GPUs per node
@@ -214,6 +214,62 @@
 // shrunk job then grows back through extra jobs, and over its life it
 // loses at most admit.max_loss of its nodes.
 //
+// # Failing extra jobs
+//
+// An extra job can fail at once; the daemon used to submit another every
+// cycle (issue 20: 25 extra jobs in 47 s, about 8,600 failed Slurm jobs a
+// day at the default poll, loading slurmctld and the accounting database
+// for everyone): the job's rendezvous files point at a dead or hung
+// coordinator, its token is broken, or a joiner is refused on the lent
+// node. Any user can cause it for their own job. Each rule below is the
+// planner's (planner.LendEnd.Outcome, planner.LendHistory.Record,
+// planner.RetryPolicy.MayLend); the daemon reads the facts and applies the
+// answer.
+//
+//   - How the daemon learns a lend failed: reconciliation sees a recorded
+//     extra job end (squeue lists it in a final state, or no longer lists
+//     it: squeue forgets ended jobs after MinJobAge and sacct is not
+//     always there, so the state is not needed). The end is a failure when
+//     it was seen at least a minute (planner.FailureSlackSeconds) before
+//     the end of the extra job's time limit as recorded at sbatch, while
+//     its parent still ran, and the daemon had not signalled it (recorded
+//     state signalled); it says nothing when the parent no longer runs,
+//     the daemon cancelled it, or Slurm preempted it (PREEMPTED); it is a
+//     success otherwise (it ran to its limit). An extra job cancelled by
+//     its user is a failure too.
+//   - Backoff: after k consecutive failed lends of a job (on any node),
+//     the job is not grown before the newest failure + min(retry.base ·
+//     2^(k−1), retry.max); after k_n consecutive failed lends on node n,
+//     it is not grown onto n before that node's newest failure + the same
+//     wait for k_n. A lend that succeeds clears the job's count and its
+//     node's, so one broken node backs off alone.
+//   - Stop: after retry.stop_after consecutive failed lends the job is not
+//     grown at all until its status changes. Its status is its run (the
+//     start time squeue reports: a requeue or restart), its request (the
+//     es-req part of its comment, not the progress its runtime writes)
+//     and its rendezvous coordinator and token files (device, inode, size,
+//     modification time: a new coordinator publishes them again), hashed;
+//     the files are not read. The stop is said once: one warning
+//     "not growing job: ..." with job_id and node (the node of the failure
+//     that stopped it), a "stop-growing" decision, growth_stops_total and
+//     the jobs_not_grown gauge; a restarted daemon does not say it again.
+//     A status change lifts the stop ("growing job again" at info) but not
+//     the backoff: the status is the user's to change, and a changed file
+//     must not buy a lend a cycle. With the defaults (1m, 1h, 5) a job
+//     whose lends all fail gets 5 extra jobs within about 20 minutes, then
+//     none while its status stands still, and at most one round of lends
+//     an hour however often it changes. A lend of a stopped job that still
+//     runs and reaches its limit lifts the stop too.
+//
+// The failures are kept in state_db (lend_failures), per job and node, so
+// a restarted daemon keeps backing off; a job's are deleted once squeue no
+// longer lists the job. A held job's extra jobs stay and are shrunk like
+// any other; the planner skips it (planner.RunningJob.NoGrow) or the nodes
+// it backs off from (NoGrowNodes), and the cycle's Report lists it in
+// Held. Not covered: an sbatch that fails (recorded as "grow-failed", no
+// Slurm job is made) and an extra job cancelled after pending_timeout are
+// retried the next cycle as before.
+//
 // # State, restarts and reconciliation
 //
 // Every decision, every shrink-to-admit and every submitted extra job is
@@ -227,6 +283,18 @@
 // stayed pending past pending_timeout, or that outlived their grace period
 // are cancelled. When slurmctld is unreachable the cycle stops before
 // reconciling, so nothing is marked ended or cancelled on stale information.
+//
+// The file stays bounded ([retention], backfillstore.DB.Prune, at the end
+// of every cycle): decisions beyond the newest retention.decisions (default
+// 10,000) or older than retention.max_age (a week) are deleted, and so are
+// ended extra jobs beyond the newest retention.ended_extras (1,000) or
+// older than max_age, but never an extra job Slurm still lists (it must
+// stay known as this daemon's); finished shrink-to-admit records older
+// than max_age go once their job no longer runs. SQLite reuses the freed
+// pages: 10,000 cycles that submit an extra job every other cycle, each
+// failing at once, leave the file under 256 KiB
+// (TestTenThousandCyclesLeaveTheDatabaseBounded), where it grew by about
+// 240 bytes a cycle before.
 //
 // # When slurmctld is down
 //
@@ -281,5 +349,7 @@
 // /metrics on metrics_address serves easyscale_backfill_{cycles_total,
 // gaps_found_total, idle_gpus, gpus_lent, gpus_granted_total, grows_total,
 // shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
-// cycle_seconds, slurm_failures_total} and the Go/process collectors.
+// cycle_seconds, slurm_failures_total, lend_failures_total,
+// growth_stops_total, jobs_not_grown, jobs_backing_off,
+// pruned_rows_total} and the Go/process collectors.
 package daemon

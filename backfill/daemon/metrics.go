@@ -11,18 +11,23 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	Cycles        *prometheus.CounterVec // result="ok"|"error"
-	GapsFound     prometheus.Counter     // nodes with lendable idle GPUs, summed over cycles
-	IdleGPUs      prometheus.Gauge       // lendable idle GPUs in the last snapshot
-	GPUsLent      prometheus.Gauge       // GPUs held by live extra jobs now
-	GPUsGranted   prometheus.Counter     // GPUs in extra jobs submitted, summed
-	Grows         prometheus.Counter     // extra jobs submitted
-	Shrinks       *prometheus.CounterVec // action="signal"|"cancel"
-	Reconciled    *prometheus.CounterVec // action="adopt"|"cancel"|"ended"
-	ExtraEnds     *prometheus.CounterVec // state= final Slurm state of extra jobs
-	PlanSeconds   prometheus.Histogram   // planner.Plan wall time
-	CycleSeconds  prometheus.Histogram   // whole cycle wall time
-	SlurmFailures prometheus.Counter     // cycles that failed because Slurm did not answer
+	Cycles         *prometheus.CounterVec // result="ok"|"error"
+	GapsFound      prometheus.Counter     // nodes with lendable idle GPUs, summed over cycles
+	IdleGPUs       prometheus.Gauge       // lendable idle GPUs in the last snapshot
+	GPUsLent       prometheus.Gauge       // GPUs held by live extra jobs now
+	GPUsGranted    prometheus.Counter     // GPUs in extra jobs submitted, summed
+	Grows          prometheus.Counter     // extra jobs submitted
+	Shrinks        *prometheus.CounterVec // action="signal"|"cancel"
+	Reconciled     *prometheus.CounterVec // action="adopt"|"cancel"|"ended"
+	ExtraEnds      *prometheus.CounterVec // state= final Slurm state of extra jobs
+	PlanSeconds    prometheus.Histogram   // planner.Plan wall time
+	CycleSeconds   prometheus.Histogram   // whole cycle wall time
+	SlurmFailures  prometheus.Counter     // cycles that failed because Slurm did not answer
+	LendFailures   prometheus.Counter     // extra jobs that failed (planner.LendEnd.Outcome)
+	GrowthStops    prometheus.Counter     // times a job was stopped after retry.stop_after failures
+	JobsNotGrown   prometheus.Gauge       // running elastic jobs stopped until their status changes
+	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
+	Pruned         *prometheus.CounterVec // table="decisions"|"extras"|"admit_shrinks": rows deleted by retention
 }
 
 // NewMetrics creates the series in a fresh registry.
@@ -68,5 +73,14 @@ func NewMetrics() *Metrics {
 		PlanSeconds:   hist("planning_seconds", "Wall time of one planner.Plan call.", prometheus.ExponentialBuckets(1e-5, 4, 10)),
 		CycleSeconds:  hist("cycle_seconds", "Wall time of one cycle (snapshot, plan, act).", prometheus.ExponentialBuckets(1e-3, 3, 10)),
 		SlurmFailures: counter("slurm_failures_total", "Cycles that failed because Slurm did not answer."),
+		LendFailures: counter("lend_failures_total",
+			"Extra jobs that failed: ended on their own well before their time limit while their job ran."),
+		GrowthStops: counter("growth_stops_total",
+			"Times an elastic job was no longer grown after retry.stop_after consecutive failed extra jobs."),
+		JobsNotGrown: gauge("jobs_not_grown",
+			"Running elastic jobs not grown because their extra jobs keep failing, until their status changes."),
+		JobsBackingOff: gauge("jobs_backing_off",
+			"Running elastic jobs waiting out the backoff after failed extra jobs."),
+		Pruned: vec("pruned_rows_total", "Rows of state_db deleted by [retention], by table.", "table"),
 	}
 }

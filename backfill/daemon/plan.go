@@ -21,9 +21,10 @@ type lent struct {
 	end     time.Time // when its GPUs are back (time limit, or signal + grace)
 }
 
-// plannerSnapshot turns the view and the live extra jobs into the planner's
-// input. Units: seconds since the Unix epoch.
-func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapshot {
+// plannerSnapshot turns the view, the live extra jobs and the retry
+// verdicts of jobs with failed lends (by job id) into the planner's input.
+// Units: seconds since the Unix epoch.
+func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[string]planner.LendVerdict) planner.Snapshot {
 	c := d.cfg
 	// No queued job wants GPUs: a job may grow back to its maximum in one
 	// round (planner.Snapshot.NothingQueued).
@@ -52,7 +53,15 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent) planner.Snapsho
 			planner.Extra{ID: id, Node: l.rec.Node, GPUs: l.rec.GPUs, End: l.end.Unix()})
 	}
 	for _, j := range v.Running {
-		s.Running = append(s.Running, d.runningJob(v, j, extrasOf[j.ID], known))
+		r := d.runningJob(v, j, extrasOf[j.ID], known)
+		if vd, ok := verdicts[j.ID]; ok && r.Elastic {
+			// Its lends keep failing: the planner's rule said where it may grow.
+			r.NoGrow = vd.Held(s.Now)
+			if !r.NoGrow {
+				r.NoGrowNodes = vd.Nodes
+			}
+		}
+		s.Running = append(s.Running, r)
 	}
 	slices.SortFunc(s.Running, func(a, b planner.RunningJob) int { return cmp.Compare(a.ID, b.ID) })
 	for _, j := range v.Pending {

@@ -18,13 +18,19 @@ type reconciled struct {
 	live      map[string]*lent
 	otherLent map[string]int
 	foreign   []slurmcli.Job
+	// hist holds the elastic jobs' failed lends, by job id, updated with
+	// the extra jobs seen ended in this cycle.
+	hist map[string]backfillstore.LendHistory
 }
 
 // reconcile brings the database in line with Slurm, every cycle (so a
 // restart after SIGKILL needs no special path):
 //
 //   - a recorded extra job Slurm no longer lists, or lists in a final state,
-//     is marked ended with that state (PREEMPTED, COMPLETED, TIMEOUT, ...);
+//     is marked ended with that state (PREEMPTED, COMPLETED, TIMEOUT, ...),
+//     and what its end says of lending to its job is recorded (lendEnded:
+//     a failure when it ended on its own well before its time limit while
+//     its job ran);
 //   - a recorded extra job whose parent is not running is cancelled;
 //   - a recorded extra job still pending after pending_timeout is cancelled
 //     (the gap it was meant for is gone);
@@ -39,6 +45,9 @@ func (d *Daemon) reconcile(ctx context.Context, v *View, r *Report) (reconciled,
 	rc := reconciled{live: map[string]*lent{}, otherLent: map[string]int{}}
 	recs, err := d.db.ActiveExtras(ctx)
 	if err != nil {
+		return rc, err
+	}
+	if rc.hist, err = d.db.LendHistories(ctx); err != nil {
 		return rc, err
 	}
 	intents, err := d.db.Intents(ctx)
@@ -112,7 +121,11 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		if d.cfg.DryRun {
 			return nil
 		}
-		return d.db.MarkEnded(ctx, rec.ID, v.Now, state)
+		if err := d.db.MarkEnded(ctx, rec.ID, v.Now, state); err != nil {
+			return err
+		}
+		_, err := d.lendEnded(ctx, v, rec, v.Ended[rec.ID], running[rec.Parent], rc.hist)
+		return err
 	}
 	grace := d.cfg.GracePeriod.Duration
 	pending := x.Job.State == "PENDING"

@@ -102,6 +102,28 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 			cycles: 1,
 		},
 	}
+	scenarios = append(scenarios, struct {
+		name    string
+		config  func(c *config.Config)
+		setup   func(td *testDaemon, t *testing.T)
+		between func(td *testDaemon, k int)
+		cycles  int
+	}{
+		// Job 10's extra job fails at once (its coordinator is dead): in
+		// cycle 2 it waits out its backoff (NoGrow) and job 11 alone may
+		// grow; retry is the planner's rule, replayed with the snapshot.
+		name: "a-job-whose-extra-jobs-fail",
+		setup: func(td *testDaemon, t *testing.T) {
+			td.fake.running("10", "es-req min=1 max=2 lw=2 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
+			td.fake.running("11", "es-req min=1 max=4 lw=4 d1", "n3", 1, time.Hour, rendezvous(t, "11"))
+			td.fake.pending("20", "", 1, time.Time{}) // someone waits: jobs at most double
+		},
+		between: func(td *testDaemon, k int) {
+			td.advance(2 * time.Second)
+			failExtras(td.fake, "10", true)
+		},
+		cycles: 2,
+	})
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			td := replayDaemon(t, sc.config)

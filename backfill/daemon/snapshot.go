@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
@@ -82,6 +85,10 @@ type ElasticJob struct {
 	// coordinator and token files exist.
 	Rendezvous string
 	Ready      bool
+	// Status is the job's status as far as failing lends go
+	// ([statusKey]): a change lifts a stop of its growth
+	// (planner.RetryPolicy.MayLend).
+	Status string
 	// End is when its time limit ends (zero: unlimited or unknown).
 	End time.Time
 	// Base is its own allocation: GPUs by node.
@@ -363,10 +370,13 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 	}
 	e := &ElasticJob{Job: j, Request: c.Request, Progress: c.Progress, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
 	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
+	var coord, token os.FileInfo
 	if j.WorkDir != "" {
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
-		e.Ready = exists(filepath.Join(e.Rendezvous, "coordinator")) && exists(filepath.Join(e.Rendezvous, "token"))
+		coord, token = stat(filepath.Join(e.Rendezvous, "coordinator")), stat(filepath.Join(e.Rendezvous, "token"))
+		e.Ready = coord != nil && token != nil
 	}
+	e.Status = statusKey(j, c.Request, coord, token)
 	for _, b := range base {
 		if n := v.node(b.Node); n == nil || !n.Managed {
 			e.Managed = false
@@ -376,9 +386,41 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 	return nil
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// stat returns the file's metadata (following links, as the worker's
+// `cat` does), nil when it cannot be read.
+func stat(path string) os.FileInfo {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return fi
+}
+
+// statusKey is an elastic job's status as far as its failing lends go:
+// what could make its lends work again. It covers the job's run (its start
+// time: a requeue or restart starts another run), its request (the es-req
+// part of its comment; the progress its runtime writes there is left out,
+// since a job that trains does not make lends work), and the identity of
+// its rendezvous coordinator and token files (device, inode, size and
+// modification time: a new coordinator publishes them again, by rename).
+// Files are not read: they are the user's, and the daemon runs as root.
+// The key is a SHA-256 in hex, whatever the user wrote; it only ever
+// compares equal or not, and it is stored under the job's id.
+func statusKey(j slurmcli.Job, req elastic.Request, files ...os.FileInfo) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "start %q\nrequest %q\n", j.StartTime, elastic.Comment{Request: req}.String()) // canonical: defaults filled
+	for _, fi := range files {
+		if fi == nil {
+			fmt.Fprintf(h, "file none\n")
+			continue
+		}
+		var dev, ino uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			dev, ino = uint64(st.Dev), st.Ino
+		}
+		fmt.Fprintf(h, "file %d %d %d %d\n", dev, ino, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // allocation spreads a running job's GPUs over its nodes: TRES-per-node

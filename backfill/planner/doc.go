@@ -175,6 +175,12 @@
 //     remaining work at the smaller size by the proportional rule plus a
 //     margin);
 //   - queue.go: the queue order ([QueueOrder]);
+//   - retry.go: failing lends — when an ended extra job failed
+//     ([LendEnd.Outcome]), the consecutive failures per job and node
+//     ([LendHistory.Record]) and where a job may still be grown
+//     ([RetryPolicy.MayLend]: exponential backoff to a cap, and a stop
+//     after StopAfter failures until the job's status changes), applied
+//     by [Plan] through RunningJob.NoGrow and NoGrowNodes;
 //   - admitnodes.go, startnodes.go: shrink-to-admit and start-small by
 //     whole nodes, as Slurm applies them ([AdmitOnNodes] over
 //     [Cluster.Admit]; [StartSmallOnNodes] over [StartSmallSize] and

@@ -235,6 +235,7 @@ type jobState struct {
 	eff     float64
 	version int
 	has     map[int]bool // nodes holding one of its extra jobs (spreading)
+	blocked map[int]bool // nodes it is not grown onto (RunningJob.NoGrowNodes)
 }
 
 type candidate struct {
@@ -275,6 +276,14 @@ func (p *planning) grant() []Grow {
 			continue
 		}
 		js := &jobState{ji: ji, byType: map[string]int{}}
+		for _, n := range j.NoGrowNodes {
+			if ni, ok := p.idx[n]; ok {
+				if js.blocked == nil {
+					js.blocked = map[int]bool{}
+				}
+				js.blocked[ni] = true
+			}
+		}
 		for _, b := range j.Base {
 			js.byType[p.s.Nodes[p.idx[b.Node]].GPUType] += b.GPUs
 			js.total += b.GPUs
@@ -334,11 +343,14 @@ func (p *planning) grant() []Grow {
 	return grows
 }
 
-// mayGrow is a cheap pre-check: job ji holds GPUs and is below its
-// maximum, counting extra jobs being shrunk (they hold their GPUs until
-// their deadline).
+// mayGrow is a cheap pre-check: job ji is not held (NoGrow), holds GPUs
+// and is below its maximum, counting extra jobs being shrunk (they hold
+// their GPUs until their deadline).
 func (p *planning) mayGrow(ji int) bool {
 	j := p.s.Running[ji]
+	if j.NoGrow {
+		return false
+	}
 	base, total := 0, 0
 	for _, b := range j.Base {
 		base += b.GPUs
@@ -369,7 +381,7 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, t) {
 			continue // d1: never onto another GPU type
 		}
-		for n := 1; n <= min(room, p.avail[t]); n++ {
+		for n := 1; n <= min(room, p.availFor(js, t)); n++ {
 			eff, waste := j.Model.Throughput(p.speedCounts(&p.s.Running[js.ji], js.byType, t, n))
 			if waste > p.lim.WasteCap+1e-12 {
 				continue
@@ -385,6 +397,21 @@ func (p *planning) best(js *jobState, types []string, userLent, startLent map[st
 		}
 	}
 	return bestC, found
+}
+
+// availFor returns the GPUs of type t left in slots on nodes job js may
+// be grown onto.
+func (p *planning) availFor(js *jobState, t string) int {
+	if len(js.blocked) == 0 {
+		return p.avail[t]
+	}
+	n := 0
+	for _, sl := range p.byType[t] {
+		if !js.blocked[sl.node] {
+			n += sl.n
+		}
+	}
+	return n
 }
 
 // speedCounts groups job j's GPUs (byType, plus add of addType) by j's
@@ -425,8 +452,11 @@ func (p *planning) take(c candidate) []Grow {
 	sl := p.byType[c.typ]
 	left := c.n
 	var out []Grow
-	for left > 0 && len(sl) > 0 {
+	for left > 0 {
 		i := p.pickSlot(sl, c.js, left)
+		if i < 0 {
+			break // best never asks for more than availFor holds
+		}
 		s := &sl[i]
 		k := min(left, s.n)
 		out = append(out, Grow{Job: p.s.Running[c.js.ji].ID, Node: p.s.Nodes[s.node].Name, GPUType: c.typ,
@@ -439,15 +469,25 @@ func (p *planning) take(c candidate) []Grow {
 		}
 	}
 	p.byType[c.typ] = sl
-	p.avail[c.typ] -= c.n
+	p.avail[c.typ] -= c.n - left
 	return out
 }
 
 // pickSlot returns the index in sl (sorted longest lend first) of the slot
-// take uses next for job js wanting left GPUs.
+// take uses next for job js wanting left GPUs, among the slots on nodes js
+// may be grown onto (-1: none).
 func (p *planning) pickSlot(sl []slot, js *jobState, left int) int {
-	free := -1
-	for i := 0; i < len(sl) && sl[i].end == sl[0].end; i++ {
+	first, free := -1, -1
+	for i := range sl {
+		if js.blocked[sl[i].node] {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if sl[i].end != sl[first].end {
+			break
+		}
 		if js.has[sl[i].node] {
 			continue
 		}
@@ -458,7 +498,10 @@ func (p *planning) pickSlot(sl []slot, js *jobState, left int) int {
 			free = i
 		}
 	}
-	return max(free, 0)
+	if free >= 0 {
+		return free
+	}
+	return first
 }
 
 func (p *planning) markHas(js *jobState, node int) {

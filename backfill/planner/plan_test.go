@@ -220,6 +220,50 @@ func TestPlanTable(t *testing.T) {
 				Speeds:  speeds, Limits: lim},
 			want: Actions{Grows: []Grow{{Job: "1", Node: "a", GPUType: "v100", GPUs: 2, End: 1970, TimeLimit: 1970}}},
 		},
+		{
+			name: "a job whose lends keep failing (NoGrow) is not grown and the GPUs go to another job",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 2)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 1}}, 1, 4, 4, 1)
+					j.NoGrow = true
+					return j
+				}(), elastic("2", "w", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1)},
+				Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "2", Node: "a", GPUType: "v100", GPUs: 1, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "a held job's extra jobs are still shrunk before a reservation",
+			snap: Snapshot{Now: 1000, Nodes: []Node{node("a", "v100", 2, 0)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 1}}, 1, 2, 2, 1)
+					j.Extras = []Extra{{ID: "x1", Node: "a", GPUs: 1, End: 5000}}
+					j.NoGrow = true
+					return j
+				}()},
+				Pending: []PendingJob{{ID: "9", PlannedStart: 2000, PlannedNodes: []NodeGPUs{{"a", 1}}}},
+				Speeds:  speeds, Limits: lim},
+			want: Actions{Shrinks: []Shrink{{Job: "1", Extra: "x1", Node: "a", Deadline: 1970, Reservation: 2000}}},
+		},
+		{
+			name: "a job is not grown onto a node in backoff (NoGrowNodes) but onto another",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 4), node("c", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 4}}, 1, 8, 8, 4)
+					j.NoGrowNodes = []string{"b", "gone"}
+					return j
+				}()}, Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "v100", GPUs: 4, End: 3600, TimeLimit: 3600}}},
+		},
+		{
+			name: "a job whose only idle node is in backoff is not grown",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 4}}, 1, 8, 8, 4)
+					j.NoGrowNodes = []string{"b"}
+					return j
+				}()}, Speeds: speeds, Limits: lim},
+			want: Actions{},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -325,6 +369,12 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 				job.GPUTypes = AllowedTypes(false, types)
 			}
 		}
+		if job.Elastic && r.IntN(6) == 0 {
+			job.NoGrow = true
+		}
+		if job.Elastic && r.IntN(4) == 0 {
+			job.NoGrowNodes = []string{s.Nodes[r.IntN(nNodes)].Name}
+		}
 		s.Running = append(s.Running, job)
 	}
 	for i := range s.Nodes {
@@ -381,6 +431,9 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 	onNode := map[[2]string]bool{}
 	for _, g := range a.Grows {
 		j := jobOf[g.Job]
+		if j.NoGrow || slices.Contains(j.NoGrowNodes, g.Node) {
+			t.Errorf("snapshot %d: grow %+v of a job held (%v) or onto a node it is held from (%v)", iter, g, j.NoGrow, j.NoGrowNodes)
+		}
 		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, g.GPUType) {
 			t.Errorf("snapshot %d: grow %+v onto a type job %s may not use (%v)", iter, g, j.ID, j.GPUTypes)
 		}

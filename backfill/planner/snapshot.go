@@ -115,6 +115,13 @@ type RunningJob struct {
 	// speeds= field, a trace's speeds column); a type it does not list runs
 	// at the snapshot's Speeds. Each value > 0 and ≤ 100.
 	Speeds map[string]float64 `json:",omitempty"`
+	// NoGrow: the job is not grown this plan, and NoGrowNodes lists nodes
+	// it is not grown onto (names the snapshot does not list are
+	// ignored): its lends keep failing ([RetryPolicy.MayLend]; the daemon
+	// sets them from the job's [LendHistory]). Its extra jobs stay and
+	// count as before.
+	NoGrow      bool     `json:",omitempty"`
+	NoGrowNodes []string `json:",omitempty"`
 }
 
 // SpeedOf is job j's speed on GPU type t: its own Speeds[t] when it lists

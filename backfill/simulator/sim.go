@@ -226,24 +226,29 @@ type run struct {
 	d2         bool            // determinism d2: may mix GPU types
 	startTypes string          // the types it started on (JobRecord.StartTypes)
 	rigid      bool            // never grows (only in a replayed snapshot)
-	base       []alloc
-	orig       int // GPUs of base when it started (shrink-to-admit's max loss)
-	extras     []*extra
-	rem        float64 // seconds of work at the reference size left
-	rate       float64
-	last       int64
-	limit      int64
-	version    int
-	start      int64
-	planned    int64 // earliest reserved start, 0: never reserved
-	pos        int   // index in sim.running
-	idx        int   // index in sim.runs (submit order)
-	snapBase   []planner.NodeGPUs
-	peak       int // most GPUs held at once
-	held       int // GPUs held after the last reschedule
-	rescales   int // changes of the GPUs held while running (JobRecord.Rescales)
-	started    bool
-	finished   bool
+	// noGrow and noGrowNodes hold a job whose lends keep failing
+	// (planner.RunningJob.NoGrow, NoGrowNodes; only in a replayed snapshot:
+	// simulated lends do not fail).
+	noGrow      bool
+	noGrowNodes []string
+	base        []alloc
+	orig        int // GPUs of base when it started (shrink-to-admit's max loss)
+	extras      []*extra
+	rem         float64 // seconds of work at the reference size left
+	rate        float64
+	last        int64
+	limit       int64
+	version     int
+	start       int64
+	planned     int64 // earliest reserved start, 0: never reserved
+	pos         int   // index in sim.running
+	idx         int   // index in sim.runs (submit order)
+	snapBase    []planner.NodeGPUs
+	peak        int // most GPUs held at once
+	held        int // GPUs held after the last reschedule
+	rescales    int // changes of the GPUs held while running (JobRecord.Rescales)
+	started     bool
+	finished    bool
 }
 
 type event struct {

@@ -3,7 +3,7 @@
 // (package statedb): the extra jobs it submitted, its submission intents
 // its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 3)
+// # Schema of the backfill database (PRAGMA user_version = 4)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
@@ -15,6 +15,8 @@
 //	admit_shrinks(seq PK AUTOINCREMENT, job_id, queued_id, user_name, partition,
 //	              orig_nodes, from_nodes, to_nodes, old_limit_s, new_limit_s,
 //	              state, time_ns, detail)
+//	lend_failures(job_id, node, failures, last_ns, status, stopped_ns;
+//	              PK (job_id, node))
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -27,7 +29,15 @@
 // shrink-to-admit of a running elastic job, written before its first
 // scontrol update and marked done or abandoned afterwards, so a restarted
 // daemon finishes or undoes a half-applied one and counts what each job has
-// lost against admit.max_loss. Times are Unix
+// lost against admit.max_loss; lend_failures holds, per elastic job, its
+// consecutive failed lends (extra jobs that ended on their own long before
+// their time limit), job-wide in the row whose node is empty (with the job's
+// status key then and when the daemon announced it stopped growing the
+// job) and per node in the others, so that a restarted daemon keeps
+// backing off. [DB.Prune] keeps the file bounded: decisions and ended extra
+// jobs beyond the newest counts or older than an age, and old finished
+// shrink-to-admit records of jobs no longer running, are deleted, and
+// SQLite reuses their pages. Times are Unix
 // nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
 // writes a few rows per cycle, and a row for a submitted extra job must survive
 // a power cut so that the next start reconciles it.

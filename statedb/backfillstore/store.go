@@ -176,6 +176,17 @@ var backfillMigrations = []string{
 		detail       TEXT    NOT NULL DEFAULT ''
 	);
 	CREATE INDEX admit_shrinks_job ON admit_shrinks(job_id);`,
+	`CREATE TABLE lend_failures (
+		job_id     TEXT    NOT NULL,
+		node       TEXT    NOT NULL,
+		failures   INTEGER NOT NULL,
+		last_ns    INTEGER NOT NULL,
+		status     TEXT    NOT NULL DEFAULT '',
+		stopped_ns INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (job_id, node)
+	);
+	CREATE INDEX decisions_time ON decisions(time_ns);
+	CREATE INDEX extras_ended ON extras(state, ended_ns);`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)
@@ -285,6 +296,11 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 	if v >= 3 {
 		if _, err := s.Exec(`INSERT INTO admit_shrinks SELECT * FROM src.admit_shrinks`); err != nil {
 			return fmt.Errorf("copying shrink-to-admit records: %w", err)
+		}
+	}
+	if v >= 4 {
+		if _, err := s.Exec(`INSERT INTO lend_failures SELECT * FROM src.lend_failures`); err != nil {
+			return fmt.Errorf("copying failed lends: %w", err)
 		}
 	}
 	return nil
