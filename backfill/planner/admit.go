@@ -156,6 +156,10 @@ type Donor struct {
 	// ([ShrinkLoss]); it switches Admit to the objective rule (see
 	// [Cluster.Admit]). nil: the longest-time-left rule.
 	Loss func(gpus int) float64
+	// Delay, when set, is how much later (seconds) the donor ends if it
+	// never gets those GPUs back ([ShrinkLoss]), what AdmitRequest.Horizon
+	// bounds; nil: Loss.
+	Delay func(gpus int) float64
 }
 
 // Admission is the planner's decision to start a queued job by shrinking
@@ -226,8 +230,11 @@ type AdmitRequest struct {
 func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	objective := slices.ContainsFunc(q.Donors, func(d Donor) bool { return d.Loss != nil })
 	var donors []int
-	limit := map[int]int{} // objective: the most GPUs each donor may give
-	perGPU := map[int]float64{}
+	var limit []int      // objective: the most GPUs each donor may give
+	var perGPU []float64 // objective: its loss per GPU given
+	if objective {
+		limit, perGPU = make([]int, len(q.Donors)), make([]float64, len(q.Donors))
+	}
 	for i, d := range q.Donors {
 		if math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min || onNodes(d.Base, q.KeepOff) {
 			continue
@@ -242,12 +249,16 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		if d.Loss == nil {
 			continue
 		}
+		delay := d.Delay
+		if delay == nil {
+			delay = d.Loss
+		}
 		most := sum(d.Base) - d.Min
-		if q.Horizon > 0 && d.TimeLeft+d.Loss(most) > q.Horizon {
+		if q.Horizon > 0 && d.TimeLeft+delay(most) > q.Horizon {
 			// Loss grows with the GPUs given: the most within the horizon.
 			lo, hi := 0, most
 			for lo < hi {
-				if mid := (lo + hi + 1) / 2; d.TimeLeft+d.Loss(mid) <= q.Horizon {
+				if mid := (lo + hi + 1) / 2; d.TimeLeft+delay(mid) <= q.Horizon {
 					lo = mid
 				} else {
 					hi = mid - 1
@@ -295,7 +306,7 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	if a.Alloc == nil {
 		return Admission{}, false
 	}
-	taken := map[int]int{}
+	taken := map[int]int{} // few entries: the donors on the allocation's nodes
 	for _, al := range a.Alloc {
 		short := al.GPUs - q.Avail[al.Node]
 		for _, g := range gives {
@@ -324,6 +335,25 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		}
 	}
 	return a, true
+}
+
+// BorrowLoss is how much later (seconds) a job with work seconds of work
+// left finishes when GPUs from shrink to GPUs to for borrow seconds and are
+// then given back: the work it misses meanwhile, borrow · (1 −
+// Throughput(to)/Throughput(from)), over its rate, but never more than
+// [ShrinkLoss] without the restarts (never given back), plus two restarts
+// (the shrink and the grow back). The GPUs a queued job borrows serve it
+// for its run time only; after that they go back to the pool, so charging
+// the donor's whole remaining run (ShrinkLoss) would count the same GPUs
+// against every later admission too. +Inf when to has no usable GPU.
+func BorrowLoss(m Model, from, to []SpeedCount, work, borrow, restart float64) float64 {
+	tpFrom, _ := m.Throughput(from)
+	tpTo, _ := m.Throughput(to)
+	if tpTo <= 0 || tpFrom <= 0 {
+		return math.Inf(1)
+	}
+	never := RunTime(m, to, work) - RunTime(m, from, work)
+	return min(max(borrow, 0)*(1-tpTo/tpFrom), never) + 2*restart
 }
 
 // ShrinkLoss is how much later (seconds) a job with work seconds of work

@@ -108,3 +108,42 @@ func TestAJobGrowsBackAtOnceWhenNothingIsQueued(t *testing.T) {
 		})
 	}
 }
+
+func TestBorrowLoss(t *testing.T) {
+	m := DefaultModel(8, 8)
+	eight := []SpeedCount{{Speed: 1, N: 8}}
+	four := []SpeedCount{{Speed: 1, N: 4}}
+	work := 10000.0
+	never := ShrinkLoss(m, eight, four, work, 0)
+	t8, _ := m.Throughput(eight)
+	t4, _ := m.Throughput(four)
+	for _, tc := range []struct {
+		name   string
+		borrow float64
+		want   float64
+	}{
+		{"a short borrow costs the work missed meanwhile", 100, 100*(1-t4/t8) + 2*30},
+		{"a borrow past the donor's end costs no more than never getting them back", 1e9, never + 2*30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BorrowLoss(m, eight, four, work, tc.borrow, 30); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("BorrowLoss = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheHorizonBoundsADonorsDelayNotItsLoss(t *testing.T) {
+	c := NewCluster([]Node{{Name: "n0", GPUType: "v100", Total: 4}}, nil)
+	// Lending 2 GPUs costs little while borrowed (Loss) but would end the
+	// donor past the horizon if never given back (Delay).
+	d := Donor{Base: []Alloc{{0, 4}}, Min: 1, TimeLeft: 1000, Loss: linearLoss(1), Delay: linearLoss(400)}
+	q := AdmitRequest{Avail: []int{0}, Want: 2, Gain: 100, Horizon: 1500, Donors: []Donor{d}}
+	if _, ok := c.Admit(q); ok {
+		t.Errorf("admitted although the donor would end at 1800 s, past the 1500 s horizon")
+	}
+	q.Horizon = 2000
+	if _, ok := c.Admit(q); !ok {
+		t.Errorf("not admitted although the delay stays within the horizon and the loss is below the gain")
+	}
+}

@@ -50,13 +50,16 @@ func (s *sim) horizon() float64 {
 	return most
 }
 
-// donorLoss is how much later d finishes when it gives up g GPUs of its
-// own allocation now (planner.ShrinkLoss, the restart included), on its
-// own allocation without the GPUs lent to it. The GPUs given are taken as
-// its fastest, the worst case: the admission picks them by node, and giving
-// up its slowest could even look like a gain (its all-reduce waits for the
-// slowest GPU).
-func (s *sim) donorLoss(d *run) func(g int) float64 {
+// donorLoss returns d's Loss and Delay as a donor (planner.Donor): how
+// much later it ends when it gives up g GPUs of its own allocation for the
+// queued job's run time, s.borrow seconds, and gets them back after
+// (planner.BorrowLoss, the restarts included), and how much later if it
+// never gets them back (planner.ShrinkLoss, which the horizon bounds). Its
+// GPUs are counted without those lent to it, and the GPUs given are taken
+// as its fastest, the worst case: the admission picks them by node, and
+// giving up its slowest could even look like a gain (its all-reduce waits
+// for the slowest GPU).
+func (s *sim) donorLoss(d *run) (loss, delay func(g int) float64) {
 	now := s.speedCounts(d, false)
 	slices.SortFunc(now, func(a, b planner.SpeedCount) int {
 		switch {
@@ -67,15 +70,33 @@ func (s *sim) donorLoss(d *run) func(g int) float64 {
 		}
 		return 0
 	})
-	return func(g int) float64 {
-		after := slices.Clone(now)
-		for i := range after {
-			take := min(g, after[i].N)
-			after[i].N -= take
-			g -= take
+	memos := map[int][]planner.SpeedCount{}
+	afterOf := func(g int) []planner.SpeedCount {
+		if a, ok := memos[g]; ok {
+			return a
 		}
-		return planner.ShrinkLoss(d.model, now, after, max(d.rem, 0), s.rescaleCost())
+		after, left := slices.Clone(now), g
+		for i := range after {
+			take := min(left, after[i].N)
+			after[i].N -= take
+			left -= take
+		}
+		memos[g] = after
+		return after
 	}
+	delays := map[int]float64{}
+	delay = func(g int) float64 {
+		if v, ok := delays[g]; ok {
+			return v
+		}
+		v := planner.ShrinkLoss(d.model, now, afterOf(g), max(d.rem, 0), s.rescaleCost())
+		delays[g] = v
+		return v
+	}
+	loss = func(g int) float64 {
+		return planner.BorrowLoss(d.model, now, afterOf(g), max(d.rem, 0), s.borrow, s.rescaleCost())
+	}
+	return loss, delay
 }
 
 func (s *sim) roundInterval() int64 {
@@ -237,7 +258,9 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 			break
 		}
 		q.Want = m
-		q.Gain = s.gain - (planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem) - full)
+		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem)
+		q.Gain = s.gain - (run - full)
+		s.borrow = run // how long the donors' GPUs serve it
 		if q.Gain <= 0 {
 			break
 		}
@@ -249,4 +272,19 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 		}
 	}
 	return planner.Admission{}, false
+}
+
+// queuedWork is r's remaining work in reference GPU-seconds: its request
+// times its run time at that size on reference GPUs.
+func (s *sim) queuedWork(r *run) float64 { return float64(r.j.GPUs) * max(r.rem, 0) }
+
+// capacity is the cluster's GPUs weighted by their speed: reference
+// GPU-seconds per second.
+func (s *sim) capacity() float64 {
+	if s.speedSum == 0 {
+		for _, nd := range s.nodes {
+			s.speedSum += float64(nd.total) * nd.speed
+		}
+	}
+	return s.speedSum
 }

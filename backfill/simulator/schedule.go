@@ -28,6 +28,7 @@ func (s *sim) schedule() {
 // started small at its end (startSmall).
 func (s *sim) pass() bool {
 	s.resv = reservation{}
+	s.donorsFresh = false
 	if len(s.queue) == 0 {
 		return false
 	}
@@ -71,16 +72,21 @@ func (s *sim) pass() bool {
 	for n := range avail {
 		ravail[n] = min(avail[n], spare[n])
 	}
-	s.gain = float64(x - s.now) // a job behind the head waits at least that long
+	ahead := s.queuedWork(head) // reference GPU-seconds queued ahead of the job considered
 	kept := s.queue[:1]
 	for k, r := range s.queue[1:] {
 		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
 			kept = append(kept, s.queue[1+k:]...)
 			break
 		}
+		// A job behind the head waits at least until the head's reserved
+		// start, and about as long as the cluster takes to run the work
+		// queued ahead of it.
+		s.gain = max(float64(x-s.now), ahead/s.capacity())
 		if s.backfill(r, avail, ravail, spare, x) {
 			continue
 		}
+		ahead += s.queuedWork(r)
 		kept = append(kept, r)
 	}
 	s.queue = kept
@@ -289,6 +295,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		s.availTotal -= a.GPUs
 	}
 	r.base = allocs
+	s.donorsFresh = false
 	r.orig = 0
 	for _, a := range allocs {
 		r.orig += a.GPUs
@@ -321,17 +328,14 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // node n is added to from[n] and to each of also[n]. It returns r's
 // allocation, or nil having shrunk nothing.
 func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
-	donors := s.donors[:0]
 	objective := s.objective()
-	for _, d := range s.running {
-		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
-		dn := planner.Donor{Base: d.base, Min: keep, TimeLeft: d.rem / d.rate}
-		if objective {
-			dn.TimeLeft, dn.Loss = s.timeLeft(d), s.donorLoss(d)
-		}
-		donors = append(donors, dn)
+	if !s.donorsFresh {
+		s.buildDonors(objective)
 	}
-	s.donors = donors
+	donors := s.donors
+	if len(donors) == 0 {
+		return nil
+	}
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
 	if keepOff != nil {
 		q.KeepOff = func(n int) bool { return keepOff[n] }
@@ -348,8 +352,8 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	if !ok {
 		return nil
 	}
-	for _, sh := range adm.Shrinks { // shrinkBase leaves s.running's order alone
-		took := s.shrinkBase(s.running[sh.Donor], sh.Node, sh.GPUs)
+	for _, sh := range adm.Shrinks {
+		took := s.shrinkBase(s.donorRuns[sh.Donor], sh.Node, sh.GPUs)
 		from[sh.Node] += took
 		for _, o := range also {
 			o[sh.Node] += took
@@ -357,6 +361,27 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	}
 	s.res.AdmitShrinks++
 	return adm.Alloc
+}
+
+// buildDonors lists the running jobs that may give GPUs to a queued job
+// (above the fewest they may keep), as planner donors, with s.donorRuns
+// their runs; it stays valid until a job starts or shrinks.
+func (s *sim) buildDonors(objective bool) {
+	s.donors, s.donorRuns = s.donors[:0], s.donorRuns[:0]
+	for _, d := range s.running {
+		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
+		if baseGPUs(d) <= keep {
+			continue
+		}
+		dn := planner.Donor{Base: d.base, Min: keep, TimeLeft: d.rem / d.rate}
+		if objective {
+			dn.TimeLeft = s.timeLeft(d)
+			dn.Loss, dn.Delay = s.donorLoss(d)
+		}
+		s.donors = append(s.donors, dn)
+		s.donorRuns = append(s.donorRuns, d)
+	}
+	s.donorsFresh = true
 }
 
 // baseGPUs is the size of r's base allocation.
@@ -384,6 +409,7 @@ func (s *sim) shrinkBase(d *run, n, want int) int {
 		d.base = slices.Delete(d.base, i, i+1)
 	}
 	d.snapBase = nil
+	s.donorsFresh = false
 	s.nodes[n].free += g
 	s.allocated -= g
 	s.availTotal += g

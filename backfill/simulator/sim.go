@@ -287,30 +287,36 @@ type node struct {
 }
 
 type sim struct {
-	cfg        Config
-	nodes      []node
-	cluster    *planner.Cluster // the same nodes, for the planner's Fit and Admit
-	donors     []planner.Donor  // reused by shrinkToAdmit
-	total      int
-	runs       []*run
-	queue      []*run
-	running    []*run
-	seq        uint64
-	events     eventHeap
-	now        int64
-	res        Result
-	nextX      int
-	allocated  int
-	lent       int
-	jcts       []float64
-	sumQueue   float64
-	snapNodes  []planner.Node
-	nodeIdx    map[string]int
-	avail      []int
-	availTotal int
-	resv       reservation
-	extraByID  map[string]*extra
-	donorLeft  float64 // longestDonor at the start of the pass
+	cfg       Config
+	nodes     []node
+	cluster   *planner.Cluster // the same nodes, for the planner's Fit and Admit
+	donors    []planner.Donor  // shrinkToAdmit's donors (buildDonors)
+	donorRuns []*run           // the run of each of donors
+	// donorsFresh says donors still describe the running jobs (no start
+	// or shrink since buildDonors).
+	donorsFresh bool
+	speedSum    float64 // capacity(): GPUs weighted by speed
+	borrow      float64 // the admitted job's run time, for donors' Loss
+	total       int
+	runs        []*run
+	queue       []*run
+	running     []*run
+	seq         uint64
+	events      eventHeap
+	now         int64
+	res         Result
+	nextX       int
+	allocated   int
+	lent        int
+	jcts        []float64
+	sumQueue    float64
+	snapNodes   []planner.Node
+	nodeIdx     map[string]int
+	avail       []int
+	availTotal  int
+	resv        reservation
+	extraByID   map[string]*extra
+	donorLeft   float64 // longestDonor at the start of the pass
 	// horizonLeft is the longest time left of a running job at the start
 	// of the pass, gain the wait a queued job being admitted saves (the
 	// objective's shrink-to-admit, objective.go).
