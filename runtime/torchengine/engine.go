@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,6 +122,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if start.Stderr == nil {
 		start.Stderr = os.Stderr
 	}
+	start.Stdout = start.Stderr // the training script's prints (its logging) show with the run's log
 	var host string
 	if o.Listen != "" {
 		if host, _, err = net.SplitHostPort(o.Listen); err != nil {
@@ -155,8 +157,25 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 // jobConfig is what every Python process of spec loads; params are the
 // job file's [torch.params] with the located datasets' paths.
 func jobConfig(spec *jobspec.Spec, params map[string]any) JobConfig {
-	return JobConfig{Module: spec.Torch.ModulePath, Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers,
-		MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps), Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+	return JobConfig{Module: spec.Torch.ModulePath, Script: spec.Torch.IsScript, Args: scriptArgs(spec.Torch.Args, params),
+		Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers, MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps),
+		Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+}
+
+// scriptArgs replaces "{data_dir}" and "{text}" in a script's arguments by
+// the located datasets' paths (params' "data_dir" and "text"; a
+// placeholder of a dataset the job does not list stays as written).
+func scriptArgs(args []string, params map[string]any) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, key := range []string{"data_dir", "text"} {
+			if v, ok := params[key].(string); ok {
+				a = strings.ReplaceAll(a, "{"+key+"}", v)
+			}
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // locateDatasets finds the job's datasets, adds their paths to params and
@@ -374,9 +393,15 @@ func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	return nil
 }
 
-// Evaluate runs the module's test set on process 0 with logical worker 0's buffers.
+// Evaluate runs the module's test set on process 0 with logical worker 0's
+// buffers; trainer.ErrNoTestSet when the job has none (a training script
+// evaluates in its own loop).
 func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
-	return e.local.Evaluate(ctx)
+	loss, acc, n, err := e.local.Evaluate(ctx)
+	if err == nil && n == 0 {
+		return 0, 0, 0, trainer.ErrNoTestSet
+	}
+	return loss, acc, n, err
 }
 
 // Close stops every Python process and releases the remote workers.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // Member is one physical worker of a Group: a Python process behind the
@@ -48,7 +50,10 @@ type Group struct {
 	// logical worker 0's buffers, ever computes it.
 	SkipDigest bool
 
-	world      int
+	world int
+	// next is the step the next Step runs (the start of an assignment: a
+	// process new to the job starts its training loop there).
+	next       int64
 	members    []Member
 	ranges     [][2]int // [first, end) logical workers per member
 	generation int
@@ -173,7 +178,7 @@ func (g *Group) groupRequest(rank, size, port int, lws [2]int) (map[string]any, 
 	index, payload := pack(parts)
 	return map[string]any{
 		"generation": g.generation, "rank": rank, "size": size, "host": g.Host, "port": port,
-		"timeout_s": g.TimeoutSeconds, "logical_workers": list, "fresh": fresh, "contexts": index,
+		"timeout_s": g.TimeoutSeconds, "logical_workers": list, "fresh": fresh, "contexts": index, "step": g.next,
 	}, payload
 }
 
@@ -316,21 +321,35 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		Digest string  `json:"digest"`
 		HashS  float64 `json:"hash_s"`
 	}, len(g.members))
+	// The commit is the training loop's own code (clipping, the optimizer
+	// and scheduler steps, its logging) up to its next step: once asked,
+	// it is waited for CommitGrace past a cancellation (SIGTERM), so the
+	// step is committed everywhere or, past the grace, abandoned.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CommitGrace, cancel) })
+	defer stop()
+	loss := meanLoss(res.Losses, g.world)
 	for r, m := range g.members {
 		go func() {
-			fields := map[string]any{"step": step, "digest": r == 0 && !g.SkipDigest}
-			_, errs[r] = m.Call(ctx, "commit", fields, nil, &digests[r])
+			fields := map[string]any{"step": step, "digest": r == 0 && !g.SkipDigest, "loss": loss}
+			_, errs[r] = m.Call(cctx, "commit", fields, nil, &digests[r])
 			done <- r
 		}()
 	}
 	for range g.members {
 		<-done
 	}
+	if ctx.Err() != nil && slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, context.Canceled) }) {
+		g.pending = nil
+		return nil, fmt.Errorf("step %d abandoned during its commit: %w", step, ctx.Err())
+	}
 	// Members that committed are at step+1 now, so the step's contexts are the
 	// committed ones even when another member was lost during the commit: the
 	// caller reassigns the survivors and goes on with the next step.
 	g.contexts, g.pending = g.pending, nil
 	g.trained = true
+	g.next = step + 1
 	res.Digest, res.HashSeconds = digests[0].Digest, digests[0].HashS
 	var lost error
 	for r, err := range errs {
@@ -339,6 +358,23 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		}
 	}
 	return res, lost
+}
+
+// CommitGrace is how long a commit already asked for is waited for after
+// the step's context ends (SIGTERM): the training loop's code after its
+// reduction (clipping, optimizer, scheduler, logging) usually takes
+// milliseconds, and the run must exit within 2 s of SIGTERM.
+const CommitGrace = time.Second
+
+// meanLoss is the step's loss as the ledger records it: every logical
+// worker's loss rounded to float32, summed in logical-worker order, / n
+// (python/easyscale/loop.py mean_loss; what batch.loss holds).
+func meanLoss(losses map[int]float64, n int) float64 {
+	var sum float64
+	for lw := range n {
+		sum += float64(float32(losses[lw]))
+	}
+	return sum / float64(n)
 }
 
 // Digest asks member 0, which holds logical worker 0, for the digest of the

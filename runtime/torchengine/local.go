@@ -12,7 +12,9 @@ import (
 
 // JobConfig is what every Python process of a job loads.
 type JobConfig struct {
-	Module         string         // the user's module (absolute path)
+	Module         string         // the user's module or script (absolute path)
+	Script         bool           // Module is a training script of the loop API, run as __main__
+	Args           []string       // the script's command line, placeholders replaced
 	Seed           uint64         // job seed
 	LogicalWorkers int            // N
 	MicroBatch     int            // b, samples per logical worker per step
@@ -22,14 +24,21 @@ type JobConfig struct {
 	Params         map[string]any // the job file's [torch.params], plus data_dir
 }
 
-func (c JobConfig) loadRequest() map[string]any {
+// loadRequest is the load request of a process started as physical rank
+// rank (what dist.get_rank() answers until its first assignment).
+func (c JobConfig) loadRequest(rank int) map[string]any {
 	params := c.Params
 	if params == nil {
 		params = map[string]any{}
 	}
-	return map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device,
+	req := map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device, "rank": rank,
 		"config": map[string]any{"seed": c.Seed, "logical_workers": c.LogicalWorkers,
 			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": params}}
+	if c.Script {
+		delete(req, "module")
+		req["script"], req["args"] = c.Module, append([]string{}, c.Args...)
+	}
+	return req
 }
 
 // Loaded is a process's answer to load: its versions and numerics.
@@ -326,7 +335,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 		return nil, err
 	}
 	var loaded Loaded
-	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(), nil, &loaded); err != nil {
+	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(rank), nil, &loaded); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
 	}
@@ -344,6 +353,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 // reported as a *LostError naming its rank; the caller re-places the
 // logical workers on the survivors and redoes the step.
 func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[int]string) (*StepResult, error) {
+	l.group.next = step
 	if !equalInts(sizes, l.sizes) {
 		if err := l.assign(ctx, sizes); err != nil {
 			return nil, err
@@ -553,7 +563,8 @@ func (l *Local) Processes() []*Process {
 }
 
 // Evaluate returns the test-set loss and accuracy of the model with
-// logical worker 0's buffers, computed by process 0.
+// logical worker 0's buffers, computed by process 0; samples is 0 when the
+// job has no test set (a script evaluates itself, a Job may have none).
 func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples int, err error) {
 	if len(l.procs) == 0 {
 		return 0, 0, 0, errors.New("evaluating: no python worker")

@@ -90,11 +90,15 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if !opts.SkipEval {
 		loss, acc, n, err := j.eng.Evaluate(ctx)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNoTestSet):
+			j.log.Info("no final evaluation: the job has no test set")
+		case err != nil:
 			return nil, fmt.Errorf("evaluating the trained model: %w", err)
+		default:
+			sum.TestLoss, sum.TestAccuracy, sum.TestSamples = &loss, &acc, n
+			j.log.Info("evaluated", "test_loss", loss, "test_accuracy", acc)
 		}
-		sum.TestLoss, sum.TestAccuracy, sum.TestSamples = &loss, &acc, n
-		j.log.Info("evaluated", "test_loss", loss, "test_accuracy", acc)
 	}
 	return sum, nil
 }
