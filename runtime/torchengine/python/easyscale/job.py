@@ -1,4 +1,4 @@
-"""What a user's module gives the runtime: the model, its optimizer and its data.
+"""The Job API: a module's ``setup(config) -> Job`` gives the model, its optimizer and its data.
 
 A user's training module defines one function, ``setup(config) -> Job``:
 
@@ -11,12 +11,16 @@ A user's training module defines one function, ``setup(config) -> Job``:
         return easyscale.Job(model=model, optimizer=opt, train_set=train, loss=nn.functional.cross_entropy,
                              transform=augment, test_set=test)
 
+:func:`run` trains it with the loop API (:mod:`easyscale.loop`): the Job
+API is that loop written by the runtime, so the two share one engine.
 Compared with a plain PyTorch script, the training loop, the DataLoader, the
 DistributedSampler, ``set_epoch``, DDP and ``manual_seed`` calls go away: the
 runtime runs them for N logical workers. ``transform(sample, generator)`` draws
 only from ``generator`` (keyed by seed, epoch and sample index); the model may
 use stock ``nn.Dropout`` (the global generator is keyed per logical worker and
-step before each micro-batch).
+step before each micro-batch). The LR scheduler is stepped every step; a job
+that clips, steps a scheduler per epoch or does anything else between
+backward and the optimizer step keeps its own loop (the loop API).
 """
 
 from __future__ import annotations
