@@ -18,6 +18,7 @@
 // (../shared/pytorch/NOTES.md):
 //
 //	easyscale.loop         the loop API: DataLoader, DistributedSampler, DDP drop-ins, register, Batch
+//	easyscale.selfcheck    two steps run twice under two placements, compared bit for bit
 //	easyscale.streams      random streams keyed by (seed, logical worker, step, purpose)
 //	easyscale.sampler      DistributedSampler order over N logical workers, a cursor per worker
 //	easyscale.context      per-logical-worker buffers (BatchNorm) swapped into one replica
@@ -80,6 +81,14 @@
 // Go cancel the generation on the others (a cancel request their control
 // thread answers at once), so they return within a poll and the group is
 // formed again without it.
+//
+// Before the first step of a run (Local.CheckSteps, unless run
+// --no-self-check) and for `easyscale check JOBFILE` (Engine.Check),
+// process 0 takes every logical worker's context from Go's copy and runs
+// the self-check inside the training loop; a failure is a *SelfCheckError
+// naming the first tensor or attribute that differed and the likely cause.
+// Every registered object is saved and loaded back when a process loads the
+// job, so a job never dies at its first checkpoint.
 //
 // Workers on other machines (remote.go, join.go): `easyscale run --listen`
 // accepts them through cluster.Listener (the native join's token, HMAC

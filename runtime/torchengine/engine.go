@@ -57,7 +57,13 @@ type Options struct {
 	Listen string
 	// Logger logs admissions and releases (a null logger when nil).
 	Logger hclog.Logger
+	// NoSelfCheck skips the self-check before the first step (run
+	// --no-self-check); the summary says it was skipped.
+	NoSelfCheck bool
 }
+
+// CheckSteps is how many steps the self-check runs in each placement.
+const CheckSteps = 2
 
 // Engine is the PyTorch engine: trainer.Engine over local Python processes.
 type Engine struct {
@@ -80,6 +86,7 @@ type Engine struct {
 var (
 	_ trainer.SparseDigester = (*Engine)(nil)
 	_ trainer.Preparer       = (*Engine)(nil)
+	_ trainer.SelfChecker    = (*Engine)(nil)
 )
 
 // New extracts the Python package, locates and hashes the job's datasets,
@@ -147,6 +154,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	// network while the gradients travel): its peers' collectives fail
 	// after it.
 	e.local.group.TimeoutSeconds = max(5, float64(hb))
+	if !o.NoSelfCheck {
+		e.local.CheckSteps = CheckSteps
+	}
 	if err := e.local.Resize(ctx, 1); err != nil {
 		return nil, err
 	}
@@ -402,6 +412,39 @@ func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
 		return 0, 0, 0, trainer.ErrNoTestSet
 	}
 	return loss, acc, n, err
+}
+
+// SelfCheck says how the self-check before the first step went: "passed",
+// "skipped (--no-self-check)", "skipped: <why>" or "" when no step ran, and
+// its seconds.
+func (e *Engine) SelfCheck() (string, float64) {
+	switch c := e.local.checked; {
+	case e.opts.NoSelfCheck:
+		return "skipped (--no-self-check)", 0
+	case c == nil:
+		return "", 0
+	case c.Result == "skipped":
+		return "skipped: " + c.Message, c.Seconds
+	default:
+		return c.Result, c.Seconds
+	}
+}
+
+// Check runs the self-check of the job from its start on the first
+// process, which takes every logical worker (easyscale check): a
+// *SelfCheckError when it fails. The save and load round trip of every
+// registered object ran when the process loaded the job.
+func (e *Engine) Check(ctx context.Context) (*CheckResult, error) {
+	e.local.group.next = 0
+	if err := e.local.assign(ctx, []int{e.opts.Spec.LogicalWorkers}); err != nil {
+		return nil, err
+	}
+	steps := e.local.CheckSteps
+	if steps == 0 {
+		steps = CheckSteps
+	}
+	e.local.CheckSteps = steps
+	return e.local.selfCheck(ctx, 0)
 }
 
 // Close stops every Python process and releases the remote workers.

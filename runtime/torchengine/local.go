@@ -169,6 +169,51 @@ type Local struct {
 	// Resize takes them: each channel delivers one started, loaded and
 	// admitted process (or why it failed).
 	spares []chan launched
+	// CheckSteps is how many steps the self-check runs in each of its two
+	// placements before the first step (python/easyscale/selfcheck.py);
+	// 0: no self-check.
+	CheckSteps int
+	// checked is the self-check's answer, once it ran.
+	checked *CheckResult
+}
+
+// CheckResult is the self-check's answer (python/easyscale/selfcheck.py):
+// Result "passed", "failed" or "skipped" (no room in the epoch or the job
+// where it was asked), the steps run in each placement, how long it took
+// in seconds, and a message naming what differed and the likely cause.
+type CheckResult struct {
+	Result  string  `json:"result"`
+	Steps   int     `json:"steps"`
+	Seconds float64 `json:"seconds"`
+	Message string  `json:"message"`
+}
+
+// SelfCheckError refuses a job whose bits depend on the placement of its
+// logical workers: its message names the first tensor or attribute that
+// differed between the two placements and the likely cause.
+type SelfCheckError struct {
+	Message string
+}
+
+func (e *SelfCheckError) Error() string { return "job refused: " + e.Message }
+
+// selfCheck asks process 0 to run the self-check from step with every
+// logical worker's committed context (fresh ones at the start of a job).
+// A failed check is a *SelfCheckError.
+func (l *Local) selfCheck(ctx context.Context, step int64) (*CheckResult, error) {
+	if len(l.procs) == 0 {
+		return nil, errors.New("self-check: no python worker")
+	}
+	index, payload := pack(l.group.Contexts())
+	var res CheckResult
+	if _, err := l.procs[0].w.Call(ctx, "check", map[string]any{"step": step, "steps": l.CheckSteps, "contexts": index}, payload, &res); err != nil {
+		return nil, fmt.Errorf("self-check at step %d: %w", step, err)
+	}
+	l.checked = &res
+	if res.Result == "failed" {
+		return &res, &SelfCheckError{Message: res.Message}
+	}
+	return &res, nil
 }
 
 // launched is the outcome of starting one process.
@@ -356,6 +401,14 @@ func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[in
 	l.group.next = step
 	if !equalInts(sizes, l.sizes) {
 		if err := l.assign(ctx, sizes); err != nil {
+			return nil, err
+		}
+	}
+	if l.CheckSteps > 0 && l.checked == nil {
+		if _, err := l.selfCheck(ctx, step); err != nil {
+			if lost := l.dropLost(err); lost != nil {
+				return nil, lost
+			}
 			return nil, err
 		}
 	}

@@ -104,3 +104,12 @@ type Preparer interface {
 // (a torch job whose training script evaluates in its own loop, or a Job
 // without test_set): the run skips the final evaluation, without a flag.
 var ErrNoTestSet = errors.New("the job has no test set")
+
+// SelfChecker is an Engine that checks, before the first step, that the
+// job's bits do not depend on the placement (the torch engine's
+// self-check): SelfCheck reports "passed", "skipped ..." or "" (not run)
+// and its seconds, for the summary. A failed check fails Step.
+type SelfChecker interface {
+	Engine
+	SelfCheck() (status string, seconds float64)
+}

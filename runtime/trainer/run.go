@@ -85,6 +85,14 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		pct := 100 * ratio
 		sum.DigestSeconds, sum.DigestCostPct = &h, &pct
 	}
+	if sc, ok := j.eng.(SelfChecker); ok {
+		if status, secs := sc.SelfCheck(); status != "" {
+			sum.SelfCheck = status
+			if secs > 0 {
+				sum.SelfCheckSeconds = &secs
+			}
+		}
+	}
 	if ran := j.step - startStep; ran > 0 && wall > 0 {
 		sum.SamplesPerSec = float64(ran) * float64(j.n*j.b) / wall
 	}

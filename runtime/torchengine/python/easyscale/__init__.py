@@ -19,6 +19,7 @@ Modules:
     loop         the loop API: the step's micro-batch loop, registration, the drop-ins
     distributed  the part of torch.distributed a DDP script calls
     job          the Job API and its loop
+    selfcheck    the consistency self-check: two placements compared bit for bit
     replica      a process's replica: logical workers, their contexts, one step's micro-batch loop
     safetensors  bit-exact reader/writer of the safetensors format (every dtype)
     state        registered state and logical-worker contexts as safetensors bytes

@@ -131,9 +131,12 @@ class LocalDriver:
     """
 
     def __init__(self, order: list[int] | None = None, start: int = 0, stop: int | None = None,
-                 replica: bytes | None = None, contexts: dict[int, dict[str, Any]] | None = None) -> None:
+                 replica: bytes | None = None, contexts: dict[int, dict[str, Any]] | None = None,
+                 check: int = 0) -> None:
         self.order, self.start, self.stop = order, start, stop
         self.replica, self.contexts = replica, contexts or {}
+        #: Steps of the self-check before the first step (0: none) and its result once run.
+        self.check, self.check_result = check, None
 
     def attach(self, s: Session) -> int:
         assert s.replica is not None
@@ -147,6 +150,16 @@ class LocalDriver:
     def next_step(self, s: Session) -> StepOrder:
         if self.stop is not None and s.next_step >= self.stop:
             raise Exit(0)
+        if self.check and self.check_result is None:
+            from .selfcheck import SelfCheck  # the check builds on this module
+
+            def done(result: dict[str, Any]) -> None:
+                self.check_result = result
+            check = SelfCheck(s, s.next_step, self.check, None, self, done)
+            first = check.begin()
+            if first is not None:
+                s.driver = check
+                return first
         return StepOrder(s.next_step, self.order, True)
 
     def reduce(self, s: Session, run: StepRun) -> Reduced | StepOrder:

@@ -21,6 +21,9 @@ Requests and their replies:
     commit  {step, digest, loss}                -> {digest, hash_s}  digest "" unless asked (default: asked)
     digest  {}                                  -> {digest, hash_s}  of the committed replica and logical
                                                    worker 0's buffers (the process must hold it)
+    check   {step, steps, contexts index, fresh}, payload: every logical worker's context
+                                                -> {result, steps, seconds, message}  the self-check
+                                                   (easyscale.selfcheck), run by the training loop
     abort   {}                                  -> {}
     evaluate {}                                 -> {test_loss, test_accuracy, test_samples}; test_samples 0:
                                                    the job has no test set
@@ -82,6 +85,7 @@ from . import job as jobmod
 from . import loop, numerics, protocol, reduce, rendezvous, state
 from .job import Config, JobError, load_module
 from .replica import NonFiniteLoss, Replica, StepRun
+from .selfcheck import DEFAULT_STEPS, SelfCheck
 from .streams import ForbiddenSeedError
 
 __all__ = ["main", "Worker", "GoDriver"]
@@ -126,6 +130,11 @@ class GoDriver:
         w = self.w
         while True:
             req, payload = w.next_request()
+            if req["type"] == "check":
+                first = self._check(s, req, payload)
+                if first is not None:
+                    return first
+                continue
             if req["type"] == "step":
                 if int(req["step"]) != s.next_step:
                     w.reply_error(req, "request", f"step {req['step']} asked, the training loop is at step "
@@ -133,6 +142,25 @@ class GoDriver:
                     continue
                 return self._take_step(req)
             w.handle(req, payload)
+
+    def _check(self, s: loop.Session, req: dict[str, Any], payload: bytes) -> loop.StepOrder | None:
+        """Start the self-check asked for: its first step, or None when it was answered at once."""
+        w = self.w
+        if int(req["step"]) != s.next_step:
+            w.reply_error(req, "request", f"check at step {req['step']}, the training loop is at step {s.next_step}")
+            return None
+        contexts = dict(state.decode_context(b) for b in state.unpack(req.get("contexts") or [], payload).values())
+        w.inflight = req
+        check = SelfCheck(s, s.next_step, int(req.get("steps", DEFAULT_STEPS)), contexts, self,
+                          lambda result: self._checked(req, result))
+        first = check.begin()
+        if first is not None:
+            s.driver = check
+        return first
+
+    def _checked(self, req: dict[str, Any], result: dict[str, Any]) -> None:
+        self.w.reply(req, result)
+        self.w.inflight = None
 
     def _take_step(self, req: dict[str, Any]) -> loop.StepOrder:
         w = self.w
@@ -254,7 +282,7 @@ class Worker:
             "hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
             "replica_get": self.replica_get, "checkpoint": self._locked(self.checkpoint),
             "replica_set": self.replica_set, "step": self.not_waiting, "reduce": self.not_waiting,
-            "commit": self.not_waiting, "digest": self.digest, "cancel": self.cancel,
+            "commit": self.not_waiting, "check": self.not_waiting, "digest": self.digest, "cancel": self.cancel,
             "abort": self.abort, "evaluate": self.evaluate}
 
     # --- replies ----------------------------------------------------------------------------------------------
