@@ -102,8 +102,8 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.BoolVar(&f.procs, "procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
 	fs.BoolVar(&f.cpuBind, "cpu-bind", true, "with --procs: bind each worker process to its own share of this process's CPUs (false: let them float)")
 	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
-	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (needs --procs)")
-	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
+	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (a native job needs --procs; a torch job's workers are processes already)")
+	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (a native job needs --procs; a torch job's workers are processes already)")
 	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	f.log.register(fs)
@@ -393,7 +393,7 @@ func faultFlags(killAt, termAt string, procs bool, sched schedule.Schedule, stop
 		return nil, nil, nil
 	}
 	if !procs {
-		return nil, nil, errors.New("--kill-at and --term-at need worker processes: add --procs")
+		return nil, nil, errors.New("--kill-at and --term-at need worker processes: add --procs (a torch job has them without it)")
 	}
 	if err := checkFaults("--kill-at", kills, sched, stop); err != nil {
 		return nil, nil, err

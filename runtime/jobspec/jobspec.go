@@ -107,7 +107,7 @@ type Torch struct {
 	// part of the job's identity, its path is not (Load).
 	ModuleSHA256 string `toml:"-" json:"module_sha256"`
 	// Threads is the intra-op thread count of every Python process (default
-	// 1): it changes the bits (../shared/pytorch/NOTES.md §2), so it is part
+	// 1): it changes the bits (docs/pytorch-bits.md §2), so it is part
 	// of the job.
 	Threads int `toml:"threads" json:"threads"`
 	// Device is "cpu" (default) or "cuda" (one GPU per process).

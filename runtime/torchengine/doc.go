@@ -15,7 +15,7 @@
 // request for a step answers commit: the step boundary.
 //
 // The Python side holds what decides the bits of a torch job
-// (../shared/pytorch/NOTES.md):
+// (measured facts: docs/pytorch-bits.md):
 //
 //	easyscale.loop         the loop API: DataLoader, DistributedSampler, DDP drop-ins, register, Batch
 //	easyscale.selfcheck    two steps run twice under two placements, compared bit for bit

@@ -74,6 +74,7 @@ type Engine struct {
 	samples int
 	digest  string
 	hashS   float64
+	tensors []statedb.TensorDigest
 	log     hclog.Logger
 
 	ln      *cluster.Listener
@@ -343,15 +344,16 @@ func (e *Engine) Step(ctx context.Context, step int64, plan placement.Plan) (tra
 	for lw := range n {
 		rep.Losses[lw], rep.Samples[lw] = float32(res.Losses[lw]), res.Samples[lw]
 	}
-	e.digest, e.hashS = res.Digest, res.HashSeconds
+	e.digest, e.hashS, e.tensors = res.Digest, res.HashSeconds, res.Tensors
 	return rep, nil
 }
 
 // Digest is the digest process 0 computed after the last committed step
 // (sha256 over the parameters and logical worker 0's buffers, in the torch
-// engine's own encoding: it does not equal the native engine's); "" when
-// HashNext(false) skipped it. No per-tensor digests.
-func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, nil }
+// engine's own encoding: it does not equal the native engine's) and each of
+// those tensors' digests (so `easyscale verify` names the tensors two runs
+// differ in); "" and nil when HashNext(false) skipped it.
+func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, e.tensors }
 
 // HashNext says whether the next Step computes the digest (on process 0 only).
 func (e *Engine) HashNext(hash bool) { e.local.group.SkipDigest = !hash }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // Member is one physical worker of a Group: a Python process behind the
@@ -208,6 +210,11 @@ type StepResult struct {
 	Digest  string          // sha256 of parameters and logical worker 0's buffers after the step; "" when skipped
 	// HashSeconds is how long member 0 took to compute Digest (0 when skipped).
 	HashSeconds float64
+	// Tensors are the digests of each tensor Digest covers (the first 8
+	// bytes of its data's sha256, in hex, as the native engine's), so that
+	// `easyscale verify` names the tensors two runs differ in; nil when
+	// Digest is "".
+	Tensors []statedb.TensorDigest
 	// Leaving lists the members that received SIGTERM and ask to be
 	// released now that the step is committed.
 	Leaving []int
@@ -317,10 +324,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		g.abort(ctx)
 		return nil, fmt.Errorf("step %d: contexts of %d logical workers reported, want %d", step, len(g.pending), g.world)
 	}
-	var digests = make([]struct {
-		Digest string  `json:"digest"`
-		HashS  float64 `json:"hash_s"`
-	}, len(g.members))
+	var digests = make([]digestReply, len(g.members))
 	// The commit is the training loop's own code (clipping, the optimizer
 	// and scheduler steps, its logging) up to its next step: once asked,
 	// it is waited for CommitGrace past a cancellation (SIGTERM), so the
@@ -350,7 +354,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	g.contexts, g.pending = g.pending, nil
 	g.trained = true
 	g.next = step + 1
-	res.Digest, res.HashSeconds = digests[0].Digest, digests[0].HashS
+	res.Digest, res.HashSeconds, res.Tensors = digests[0].Digest, digests[0].HashS, digests[0].tensors()
 	var lost error
 	for r, err := range errs {
 		if err != nil {
@@ -381,18 +385,34 @@ func meanLoss(losses map[int]float64, n int) float64 {
 // committed replica (parameters and logical worker 0's buffers) and the
 // seconds hashing took: what commit reports when asked, taken again after
 // member 0 was lost inside a commit and the survivors were reassigned.
-func (g *Group) Digest(ctx context.Context) (string, float64, error) {
+func (g *Group) Digest(ctx context.Context) (string, float64, []statedb.TensorDigest, error) {
 	if len(g.members) == 0 {
-		return "", 0, errors.New("digest: no member")
+		return "", 0, nil, errors.New("digest: no member")
 	}
-	var out struct {
-		Digest string  `json:"digest"`
-		HashS  float64 `json:"hash_s"`
-	}
+	var out digestReply
 	if _, err := g.members[0].Call(ctx, "digest", nil, nil, &out); err != nil {
-		return "", 0, &MemberError{Rank: 0, Committed: true, Err: fmt.Errorf("digest: %w", err)}
+		return "", 0, nil, &MemberError{Rank: 0, Committed: true, Err: fmt.Errorf("digest: %w", err)}
 	}
-	return out.Digest, out.HashS, nil
+	return out.Digest, out.HashS, out.tensors(), nil
+}
+
+// digestReply is a commit's or digest request's answer: the digest, the
+// seconds hashing took and each tensor's digest as [name, digest] pairs.
+type digestReply struct {
+	Digest  string      `json:"digest"`
+	HashS   float64     `json:"hash_s"`
+	Tensors [][2]string `json:"tensors"`
+}
+
+func (d digestReply) tensors() []statedb.TensorDigest {
+	if len(d.Tensors) == 0 {
+		return nil
+	}
+	out := make([]statedb.TensorDigest, len(d.Tensors))
+	for i, t := range d.Tensors {
+		out[i] = statedb.TensorDigest{Name: t[0], Digest: t[1]}
+	}
+	return out
 }
 
 // failed joins the members' errors of one phase; when any failed it tells

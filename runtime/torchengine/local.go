@@ -446,7 +446,7 @@ func (l *Local) redigest(ctx context.Context, res *StepResult) (*StepResult, err
 		}
 		err := l.assign(ctx, evenSizes(l.group.world, len(l.procs)))
 		if err == nil {
-			res.Digest, res.HashSeconds, err = l.group.Digest(ctx)
+			res.Digest, res.HashSeconds, res.Tensors, err = l.group.Digest(ctx)
 			if err == nil {
 				return res, nil
 			}

@@ -57,3 +57,18 @@ func TestTorchSelfCheckRefusesPlacementDependentJobsAndPassesConsistentOnes(t *t
 		t.Errorf("the self-check changed the run: digest %s, unchecked %s", digest(checked), digest(unchecked))
 	}
 }
+
+func TestTorchVerifyNamesTheDivergentTensors(t *testing.T) {
+	requireTorch(t)
+	job := toyLoopJob(t, "job.toml")
+	a, b := t.TempDir(), t.TempDir()
+	mustRun(t, "run", "--config", job, "--workers", "2", "--state", a, "--no-self-check")
+	r := start(t, []string{"TOYLOOP_INIT_SEED=8"}, "run", "--config", job, "--workers", "2", "--state", b, "--no-self-check", "--quiet")
+	if err := <-r.done; err != nil {
+		t.Fatalf("the second run: %v\n%s", err, r.stderr)
+	}
+	v := easy(t, "verify", a, b)
+	if v.code != 1 || !strings.Contains(v.stdout, "DIVERGED at step 1") || !strings.Contains(v.stdout, "tensors: conv.weight, conv.bias") {
+		t.Fatalf("verify of runs from other initial weights: exit %d, stdout %q: want the first step and its tensors named", v.code, v.stdout)
+	}
+}

@@ -291,14 +291,23 @@ class Replica:
         ``committed`` the buffers are those of the last boundary even while a step changes them (a
         checkpoint taken during a step).
         """
+        return self._digest(buffers_of, committed, None)
+
+    def digests(self, buffers_of: int = 0) -> tuple[str, list[list[str]]]:
+        """:meth:`digest` and each tensor's: [name, first 8 bytes of the sha256 of its data in hex], in the
+        digest's order (the native engine's per-tensor digests, which `easyscale verify` names)."""
+        per: list[list[str]] = []
+        return self._digest(buffers_of, False, per), per
+
+    def _digest(self, buffers_of: int | None, committed: bool, per: list[list[str]] | None) -> str:
         h = hashlib.sha256()
         for name, p in self.model.named_parameters():
-            _hash_tensor(h, name, p)
+            _hash_tensor(h, name, p, per)
         if buffers_of is not None and buffers_of in self.cursors:
             snap = self._snap
             bufs = snap[0][buffers_of] if committed and snap is not None else self.bank.buffers(buffers_of)
             for name, t in bufs.items():
-                _hash_tensor(h, name, t)
+                _hash_tensor(h, name, t, per)
         return "sha256:" + h.hexdigest()
 
     def cursors_json(self) -> str:
@@ -387,9 +396,12 @@ class StepRun:
         return StepResult(torch.empty(r.numel, device=r.device), slots, self.losses, self.samples)
 
 
-def _hash_tensor(h: "hashlib._Hash", name: str, t: torch.Tensor) -> None:
+def _hash_tensor(h: "hashlib._Hash", name: str, t: torch.Tensor, per: list[list[str]] | None = None) -> None:
     t = t.detach().to("cpu").contiguous().reshape(-1)
     h.update(f"{name}\x00{t.dtype}\x00{t.numel()}\x00".encode())
     if t.dtype == torch.bool:
         t = t.to(torch.uint8)
-    h.update(t.view(torch.uint8).numpy().tobytes())
+    data = t.view(torch.uint8).numpy()
+    h.update(data)
+    if per is not None:
+        per.append([name, hashlib.sha256(data).hexdigest()[:16]])

@@ -3,7 +3,7 @@
 Every random draw a logical worker makes (dropout masks, augmentation, any
 ``torch.rand*`` in the user's model) must depend on (seed, logical worker,
 step, purpose) only, never on which process runs the logical worker or what ran
-before it there (../shared/pytorch/NOTES.md §2 "Dropout"; EasyScale §3.2). The
+before it there (docs/pytorch-bits.md §2 "Dropout"; EasyScale §3.2). The
 runtime therefore re-seeds torch's global generators from such a key before
 each micro-batch, which covers stock ``nn.Dropout`` without any change to the
 model, and hands augmentation a generator keyed by (seed, epoch, sample index),

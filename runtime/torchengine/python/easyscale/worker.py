@@ -18,9 +18,10 @@ Requests and their replies:
     checkpoint {step}                           -> {digest}, payload: replica state as a checkpoint file
     step    {step}                              -> {losses, samples, contexts index, leaving}, payload: advanced contexts
     reduce  {step}                              -> {}         the chain over the group (easyscale.reduce)
-    commit  {step, digest, loss}                -> {digest, hash_s}  digest "" unless asked (default: asked)
-    digest  {}                                  -> {digest, hash_s}  of the committed replica and logical
-                                                   worker 0's buffers (the process must hold it)
+    commit  {step, digest, loss}                -> {digest, hash_s, tensors}  digest "" unless asked (default:
+                                                   asked); tensors: [name, digest] of each tensor hashed
+    digest  {}                                  -> {digest, hash_s, tensors}  of the committed replica and
+                                                   logical worker 0's buffers (the process must hold it)
     check   {step, steps, contexts index, fresh}, payload: every logical worker's context
                                                 -> {result, steps, seconds, message}  the self-check
                                                    (easyscale.selfcheck), run by the training loop
@@ -243,8 +244,8 @@ class GoDriver:
             w.reply(req, {"digest": "", "hash_s": 0.0})
             return
         t0 = time.perf_counter()
-        digest = r.digest(0)
-        w.reply(req, {"digest": digest, "hash_s": time.perf_counter() - t0})
+        digest, tensors = r.digests(0)
+        w.reply(req, {"digest": digest, "hash_s": time.perf_counter() - t0, "tensors": tensors})
 
 
 class Worker:
@@ -469,8 +470,8 @@ class Worker:
         if 0 not in r.logical_workers():
             raise RequestError("request", "digest asked of a process that does not hold logical worker 0")
         t0 = time.perf_counter()
-        digest = r.digest(0)
-        return {"digest": digest, "hash_s": time.perf_counter() - t0}, b""
+        digest, tensors = r.digests(0)
+        return {"digest": digest, "hash_s": time.perf_counter() - t0, "tensors": tensors}, b""
 
     def evaluate(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
         r = self._replica()
