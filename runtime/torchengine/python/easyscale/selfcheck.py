@@ -89,6 +89,14 @@ class SelfCheck:
         self.phase, self.i = 0, 0
         self.results: list[dict[str, Any]] = []
         self.initial = _Snapshot(s)
+        #: The digest the job had when the check began (a checkpoint taken during the check is of that state).
+        self.digest = r.digest(0)
+
+    def checkpoint(self, metadata: dict[str, str]) -> bytes:
+        """The registered state the check began from, as a checkpoint (SIGTERM during the check): the live
+        objects hold the check's steps. ``metadata`` gets "easyscale.digest" here."""
+        tensors, meta = safetensors.loads(self.initial.registry)
+        return safetensors.dumps(tensors, {**meta, **metadata, "easyscale.digest": self.digest})
 
     def begin(self) -> StepOrder | None:
         """The first step of the check, or None (and the result given) when it cannot run here."""

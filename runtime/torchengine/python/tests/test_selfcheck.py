@@ -76,6 +76,45 @@ class Kept(unittest.TestCase):
         self.assertIn("1 step(s) left", driver.check_result["message"])
 
 
+class DuringTheCheck(unittest.TestCase):
+    def test_a_checkpoint_taken_during_the_check_holds_the_state_the_check_began_from(self) -> None:
+        from easyscale import safetensors
+        from easyscale.selfcheck import SelfCheck
+        driver = loop.LocalDriver(check=2)
+        s = loop.Session(Config(seed=7, logical_workers=N, micro_batch=3, steps=STEPS), driver)
+        loop.install(s)
+        try:
+            torch.manual_seed(7)
+            model = loop.DistributedDataParallel(toyloop.Net())
+            train = toyloop.Images(48)
+            ld = loop.DataLoader(train, batch_size=3, sampler=loop.DistributedSampler(train, seed=7), drop_last=True)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            loop.register(opt)
+            before = s.registry.encode() if s.attached else None
+            taken: list[bytes] = []
+            for batch in ld:
+                if before is None:
+                    before = s.registry.encode()
+                for x, y in batch:
+                    batch.backward(F.cross_entropy(model(x), y))
+                opt.step()
+                if isinstance(s.driver, SelfCheck) and batch.step == 1:
+                    taken.append(s.driver.checkpoint({"easyscale.step": "0"}))
+                if batch.step >= 2 and not isinstance(s.driver, SelfCheck):
+                    break
+        finally:
+            loop.install(None)
+        self.assertEqual(len(taken), 2, "no checkpoint was taken during the check's two placements")
+        assert before is not None
+        want, _ = safetensors.loads(before)
+        for data in taken:
+            got, meta = safetensors.loads(data)
+            self.assertEqual(meta["easyscale.step"], "0")
+            self.assertEqual(set(got), set(want))
+            for k in want:
+                self.assertTrue(torch.equal(got[k], want[k]), k)
+
+
 class RoundTrip(unittest.TestCase):
     def test_state_that_cannot_be_saved_is_refused_before_the_first_step(self) -> None:
         class Bad:
