@@ -78,7 +78,7 @@ import torch
 from torch import nn
 from torch.utils.data import default_collate
 
-from . import reduce, streams
+from . import reduce
 from .job import Config, JobError
 from .replica import Data, Replica, StepRun
 from .state import Registry, StateError
@@ -195,7 +195,7 @@ class Session:
         self.batch: Batch | None = None
         #: The rank the process was started for, until its first assignment (dist.get_rank()).
         self.rank_hint = 0
-        #: What the main thread does when the program stops unexpectedly: set by the worker.
+        #: A standalone session whose N is not set yet: the first DistributedSampler's num_replicas sets it.
         self.standalone = False
 
     # --- registration ----------------------------------------------------------------------------------------
