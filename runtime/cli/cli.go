@@ -43,6 +43,7 @@ func commands() []command {
 	return []command{
 		{"run", "train a job on a (changing) set of physical workers", runCmd},
 		{"worker", "join a coordinator as a physical worker process", workerCmd},
+		{"check", "run a torch job's consistency self-check (exit 0 only when it passes)", checkCmd},
 		{"verify", "compare the step ledgers of two state directories", verifyCmd},
 		{"status", "show a job's state directory: allocations, ledger tail, checkpoints", statusCmd},
 		{"version", "print the version", func(_ []string, env Env) int { fmt.Fprintln(env.Stdout, Version); return 0 }},

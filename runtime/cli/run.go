@@ -77,7 +77,7 @@ type runFlags struct {
 	stepsEnvErr                                             error // EASYSCALE_STEPS is not a count
 	seed                                                    uint64
 	threads                                                 int
-	noEval, quiet, procs, cpuBind, allowNFS                 bool
+	noEval, quiet, procs, cpuBind, allowNFS, noSelfCheck    bool
 	hbTimeout                                               time.Duration
 	log                                                     logFlags
 }
@@ -96,13 +96,14 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.StringVar(&f.state, "state", os.Getenv("EASYSCALE_STATE"), "state directory (SQLite ledger + checkpoints); rerunning with it resumes (env EASYSCALE_STATE)")
 	fs.StringVar(&f.summary, "summary", os.Getenv("EASYSCALE_SUMMARY"), "write the JSON summary to this file (env EASYSCALE_SUMMARY)")
 	fs.IntVar(&f.threads, "threads", 0, "cores to use in total (default: all)")
-	fs.BoolVar(&f.noEval, "no-eval", false, "skip the test-set evaluation at the end")
+	fs.BoolVar(&f.noEval, "no-eval", false, "skip the test-set evaluation at the end (a job without a test set skips it anyway)")
+	fs.BoolVar(&f.noSelfCheck, "no-self-check", false, "torch jobs: skip the consistency self-check before the first step (the summary says so)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.procs, "procs", false, "run the --workers schedule as real worker processes on this machine (else goroutines)")
 	fs.BoolVar(&f.cpuBind, "cpu-bind", true, "with --procs: bind each worker process to its own share of this process's CPUs (false: let them float)")
 	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
-	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (needs --procs)")
-	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (needs --procs)")
+	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (a native job needs --procs; a torch job's workers are processes already)")
+	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (a native job needs --procs; a torch job's workers are processes already)")
 	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	f.log.register(fs)
@@ -273,7 +274,8 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 		j.slurm.listen = listenAddr
 	}
 	eng, err := torchengine.New(ctx, torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
-		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log})
+		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log,
+		NoSelfCheck: f.noSelfCheck})
 	if err != nil {
 		return err
 	}
@@ -343,8 +345,8 @@ func (j *runJob) train(ctx context.Context, env Env, opts trainer.Options, finis
 		j.log.Error("run failed", "error", err)
 		return 1
 	}
-	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d%s\n",
-		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations, digestText(sum))
+	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d%s%s\n",
+		sum.Steps, sum.Digest, sum.TrainLoss, accuracyText(sum), sum.Reallocations, digestText(sum), selfCheckText(sum))
 	out, _ := json.MarshalIndent(sum, "", "  ")
 	if j.f.summary != "" {
 		if err := writeFileAtomic(j.f.summary, append(out, '\n')); err != nil {
@@ -391,7 +393,7 @@ func faultFlags(killAt, termAt string, procs bool, sched schedule.Schedule, stop
 		return nil, nil, nil
 	}
 	if !procs {
-		return nil, nil, errors.New("--kill-at and --term-at need worker processes: add --procs")
+		return nil, nil, errors.New("--kill-at and --term-at need worker processes: add --procs (a torch job has them without it)")
 	}
 	if err := checkFaults("--kill-at", kills, sched, stop); err != nil {
 		return nil, nil, err
@@ -440,6 +442,14 @@ func digestText(s *trainer.Summary) string {
 		cost = fmt.Sprintf(", hashing %.1f %% of a step", *s.DigestCostPct)
 	}
 	return fmt.Sprintf("  ledger digest every %d steps (%d hashed%s)", s.DigestEvery, s.HashedSteps, cost)
+}
+
+// selfCheckText says how the torch engine's self-check went, when it ran or was skipped.
+func selfCheckText(s *trainer.Summary) string {
+	if s.SelfCheck == "" {
+		return ""
+	}
+	return "  self-check " + s.SelfCheck
 }
 
 func accuracyText(s *trainer.Summary) string {

@@ -57,8 +57,7 @@ func verifyCmd(args []string, env Env) int {
 		}
 		common++
 		if ea.Digest != eb.Digest {
-			diff := statedb.DivergentTensors(ea.TensorDigests, eb.TensorDigests)
-			fmt.Fprintf(env.Stdout, "DIVERGED at step %d: %s vs %s\ntensors: %s\n", ea.Step, ea.Digest, eb.Digest, strings.Join(diff, ", "))
+			fmt.Fprintf(env.Stdout, "DIVERGED at step %d: %s vs %s\ntensors: %s\n", ea.Step, ea.Digest, eb.Digest, tensorsText(ea, eb))
 			return 1
 		}
 	}
@@ -76,6 +75,20 @@ func verifyCmd(args []string, env Env) int {
 	}
 	fmt.Fprintf(env.Stdout, "OK: %d common steps agree (last %d%s)\n", common, lastCommon(a, byStep), skipped)
 	return 0
+}
+
+// tensorsText names the tensors whose digests differ between two ledger
+// rows of one step, or says why none can be named (a run recorded no
+// per-tensor digests: a torch run of a version before they were recorded).
+func tensorsText(a, b statedb.LedgerEntry) string {
+	if len(a.TensorDigests) == 0 || len(b.TensorDigests) == 0 {
+		return "not recorded in both runs (torch runs record them since issue 18; rerun the older one to compare tensors)"
+	}
+	diff := statedb.DivergentTensors(a.TensorDigests, b.TensorDigests)
+	if len(diff) == 0 {
+		return "none differs: the runs encode their tensors in another order or format (another engine or version)"
+	}
+	return strings.Join(diff, ", ")
 }
 
 // lastCommon is the last step hashed in both ledgers.

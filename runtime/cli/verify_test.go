@@ -70,3 +70,35 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestVerifyNamesNoTensorsItCannotCompare(t *testing.T) {
+	a, b := state(t, "a", "b"), t.TempDir()
+	db, err := statedb.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InitJob(statedb.Job{ID: "sha256:" + strings.Repeat("1", 64), Name: "j", Spec: `{"seed":1}`, LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []string{"a", "c"} { // a run that recorded no per-tensor digests (torch before issue 18)
+		if err := db.AppendLedger(statedb.LedgerEntry{Step: int64(i + 1), Digest: "sha256:" + strings.Repeat(d, 64), Workers: 1, Time: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	code, out, _ := run("verify", a, b)
+	if code != 1 || !strings.Contains(out, "DIVERGED at step 2") || !strings.Contains(out, "tensors: not recorded in both runs") {
+		t.Fatalf("exit %d, output %q: want the divergence and why no tensor is named, not an empty tensors: line", code, out)
+	}
+}
+
+func TestKillAtHelpDoesNotAskATorchJobForProcs(t *testing.T) {
+	_, _, help := run("help", "run")
+	for _, line := range strings.Split(help, "\n") {
+		if strings.Contains(line, "--kill-at") || strings.Contains(line, "--term-at") {
+			if strings.HasSuffix(strings.TrimSpace(line), "(needs --procs)") || !strings.Contains(line, "a torch job's workers are processes already") {
+				t.Errorf("%s: the help must not say a torch job needs --procs", strings.TrimSpace(line))
+			}
+		}
+	}
+}

@@ -81,18 +81,33 @@ const (
 )
 
 // Torch is the [torch] table of a job whose engine is "torch": the user's
-// module builds the model, optimizer, LR scheduler and data set
-// (runtime/torchengine; setup(config) -> easyscale.Job).
+// Python program builds the model, optimizer, LR schedulers and data set,
+// either a training script that keeps its own loop (Script, the loop API:
+// python/easyscale/loop.py) or a module whose setup(config) returns an
+// easyscale.Job (Module; runtime/torchengine).
 type Torch struct {
-	// Module is the Python file, relative to the job file (as written).
+	// Module is the Python file, relative to the job file (as written): the
+	// module with setup(config) -> easyscale.Job, or the script when
+	// Script is set (Parse copies it here).
 	Module string `toml:"module" json:"-"`
+	// Script is a training script of the loop API, relative to the job file
+	// (as written); run as __main__ with Args as its command line. Set
+	// module or script, not both.
+	Script string `toml:"script" json:"-"`
+	// IsScript says Module is a script (the job file gave script): part of
+	// the job's identity, so a joiner runs it the same way.
+	IsScript bool `toml:"-" json:"script,omitempty"`
+	// Args is the script's command line (sys.argv[1:]); "{data_dir}" and
+	// "{text}" in an argument are replaced by the located datasets' paths
+	// (Datasets). Part of the job's identity as written.
+	Args []string `toml:"args" json:"args,omitempty"`
 	// ModulePath is Module resolved against the job file's directory (Load).
 	ModulePath string `toml:"-" json:"-"`
 	// ModuleSHA256 is the hex sha256 of the module's content: the module is
 	// part of the job's identity, its path is not (Load).
 	ModuleSHA256 string `toml:"-" json:"module_sha256"`
 	// Threads is the intra-op thread count of every Python process (default
-	// 1): it changes the bits (../shared/pytorch/NOTES.md §2), so it is part
+	// 1): it changes the bits (docs/pytorch-bits.md §2), so it is part
 	// of the job.
 	Threads int `toml:"threads" json:"threads"`
 	// Device is "cpu" (default) or "cuda" (one GPU per process).
@@ -209,7 +224,11 @@ func (t *Torch) resolve(dir string) error {
 	t.ModulePath = abs
 	b, err := os.ReadFile(abs)
 	if err != nil {
-		return &FieldError{Field: "torch.module", Msg: fmt.Sprintf("%v; the path is relative to the job file", err)}
+		field := "torch.module"
+		if t.IsScript {
+			field = "torch.script"
+		}
+		return &FieldError{Field: field, Msg: fmt.Sprintf("%v; the path is relative to the job file", err)}
 	}
 	sum := sha256.Sum256(b)
 	t.ModuleSHA256 = hex.EncodeToString(sum[:])
@@ -239,6 +258,16 @@ func Parse(text string) (*Spec, error) {
 		}
 		sort.Strings(keys)
 		return nil, fmt.Errorf("%w %s; remove or rename them (see examples/mnist/job.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
+	}
+	if s.Engine == EngineTorch && s.Torch != nil {
+		switch t := s.Torch; {
+		case t.Module != "" && t.Script != "":
+			return nil, &FieldError{Field: "torch.script", Msg: "set torch.module (setup(config) -> easyscale.Job) or torch.script (a training script), not both"}
+		case t.Script != "":
+			t.Module, t.IsScript = t.Script, true
+		case len(t.Args) > 0:
+			return nil, &FieldError{Field: "torch.args", Msg: "applies only to torch.script (a module's setup reads [torch.params])"}
+		}
 	}
 	if s.Engine == EngineTorch {
 		// The module builds these: a value here would be silently ignored.
@@ -420,7 +449,9 @@ func (s *Spec) validateTorch() error {
 	}
 	switch {
 	case s.Torch == nil || s.Torch.Module == "":
-		return fe("torch.module", "engine \"torch\" needs [torch] module = \"model.py\" (relative to the job file)")
+		return fe("torch.module", "engine \"torch\" needs [torch] script = \"train.py\" (a training script) or module = \"model.py\" (setup(config) -> easyscale.Job), relative to the job file")
+	case len(s.Torch.Args) > 0 && !s.Torch.IsScript:
+		return fe("torch.args", "applies only to torch.script (a module's setup reads [torch.params])")
 	case s.LogicalWorkers < 1 || s.LogicalWorkers > 4096:
 		return fe("logical_workers", "%d must be between 1 and 4096", s.LogicalWorkers)
 	case s.MicroBatch < 1 || s.MicroBatch > 65536:

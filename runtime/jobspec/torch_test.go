@@ -66,6 +66,8 @@ func TestTorchJobFilesAreCheckedField(t *testing.T) {
 		{"a digest interval past the step bound", base + "[torch]\nmodule = \"m.py\"\ndigest_every_steps = 2000000000\n", "torch.digest_every_steps"},
 		{"an unknown engine", strings.Replace(base, "torch", "jax", 1), "engine"},
 		{"a torch table on the native engine", "task = \"mnist\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 1\n[torch]\nmodule = \"m.py\"\n", "torch"},
+		{"a module and a script", base + "[torch]\nmodule = \"m.py\"\nscript = \"t.py\"\n", "torch.script"},
+		{"args for a module", base + "[torch]\nmodule = \"m.py\"\nargs = [\"--lr\", \"0.1\"]\n", "torch.args"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,6 +90,32 @@ func TestTorchJobFilesAreCheckedField(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "job.toml")); err == nil || !strings.Contains(err.Error(), "torch.module") || !strings.Contains(err.Error(), "relative to the job file") {
 		t.Fatalf("a missing module: %v, want an error naming torch.module", err)
+	}
+}
+
+func TestTorchScriptAndItsArgumentsArePartOfTheIdentity(t *testing.T) {
+	base := "engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\n"
+	parse := func(text string) *Spec {
+		t.Helper()
+		s, err := Parse(base + text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	script := parse("script = \"train.py\"\nargs = [\"--data\", \"{data_dir}\"]\n")
+	if !script.Torch.IsScript || script.Torch.Module != "train.py" || len(script.Torch.Args) != 2 {
+		t.Fatalf("torch %+v: want the script as the program, with its two arguments", script.Torch)
+	}
+	module := parse("module = \"train.py\"\n")
+	if module.ID() == script.ID() {
+		t.Errorf("a script and a module of one file have one identity: a joiner would run it the other way")
+	}
+	if other := parse("script = \"train.py\"\nargs = [\"--data\", \"{data_dir}\", \"--epochs\", \"2\"]\n"); other.ID() == script.ID() {
+		t.Errorf("other script arguments keep the identity")
+	}
+	if d := Diff(script.Canonical(), module.Canonical()); strings.Join(d, ",") != "torch.args,torch.script" {
+		t.Errorf("Diff = %v, want [torch.args torch.script]", d)
 	}
 }
 

@@ -3,9 +3,22 @@
 // this package, so the Go and Python halves are always of one version) and
 // finds the Python interpreter that has torch.
 //
-// The Python side holds what decides the bits of a torch job
-// (../shared/pytorch/NOTES.md):
+// A job is a Python program: a training script that keeps its own loop
+// ([torch] script; the loop API, python/easyscale/loop.py) or a module's
+// setup(config) -> easyscale.Job ([torch] module), which easyscale.job.run
+// trains with that same loop API. Each process runs the program in its main
+// thread and answers this package's requests from inside the program's
+// calls: the request for a step returns the step to the loop, whose
+// micro-batch loop runs this process's logical workers; its end answers
+// step, serves reduce and waits for commit (the gradient then in .grad, the
+// loop clips and steps its optimizer and schedulers), and the loop's next
+// request for a step answers commit: the step boundary.
 //
+// The Python side holds what decides the bits of a torch job
+// (measured facts: docs/pytorch-bits.md):
+//
+//	easyscale.loop         the loop API: DataLoader, DistributedSampler, DDP drop-ins, register, Batch
+//	easyscale.selfcheck    two steps run twice under two placements, compared bit for bit
 //	easyscale.streams      random streams keyed by (seed, logical worker, step, purpose)
 //	easyscale.sampler      DistributedSampler order over N logical workers, a cursor per worker
 //	easyscale.context      per-logical-worker buffers (BatchNorm) swapped into one replica
@@ -27,13 +40,14 @@
 // in three requests:
 //
 //	Go:      step s ──► every process      reduce s ──► every process      commit s ──► every process
-//	process r:  for each logical worker l     chain: recv partial from r-1,    apply G (optimizer,
-//	            it holds, in order: swap l's  add own gradients in order,      scheduler), reply with
-//	            buffers in, seed(seed, l, s), send to r+1; rank P-1 scales     the digest (rank 0)
-//	            l's next micro-batch,         by float32(1/N) and broadcasts G
-//	            forward, loss, backward;
-//	            reply with losses, sample
-//	            hashes, advanced contexts
+//	process r:  for each logical worker l     chain: recv partial from r-1,    G into .grad; the loop
+//	            it holds, in order: swap l's  add own gradients in order,      clips, steps optimizer and
+//	            buffers in, seed(seed, l, s), send to r+1; rank P-1 scales     schedulers; at its next
+//	            l's next micro-batch; the     by float32(1/N) and broadcasts G request for a step reply
+//	            loop: forward, loss,                                           with the digest (rank 0)
+//	            batch.backward; reply with
+//	            losses, sample hashes,
+//	            advanced contexts
 //
 // The digest (sha256 of every parameter and logical worker 0's buffers)
 // is computed by process 0 alone, and only for the steps the trainer asks
@@ -53,7 +67,10 @@
 // survivors redo it from the contexts Go holds. SIGTERM of the run abandons
 // the step at once: a control thread in process 0 answers the checkpoint
 // request while the main thread is still computing (parameters and
-// optimizer state change only in commit).
+// optimizer state change only between a commit request and the loop's next
+// request for a step, under one lock; the other registered objects'
+// state is the copy taken at the last boundary). A commit already asked
+// for is waited for CommitGrace past SIGTERM, so it ends everywhere.
 //
 // Each membership change builds a new gloo group (a generation) in the
 // surviving processes, which are not restarted. Its members first meet at
@@ -64,6 +81,14 @@
 // Go cancel the generation on the others (a cancel request their control
 // thread answers at once), so they return within a poll and the group is
 // formed again without it.
+//
+// Before the first step of a run (Local.CheckSteps, unless run
+// --no-self-check) and for `easyscale check JOBFILE` (Engine.Check),
+// process 0 takes every logical worker's context from Go's copy and runs
+// the self-check inside the training loop; a failure is a *SelfCheckError
+// naming the first tensor or attribute that differed and the likely cause.
+// Every registered object is saved and loaded back when a process loads the
+// job, so a job never dies at its first checkpoint.
 //
 // Workers on other machines (remote.go, join.go): `easyscale run --listen`
 // accepts them through cluster.Listener (the native join's token, HMAC

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,13 @@ type Options struct {
 	Listen string
 	// Logger logs admissions and releases (a null logger when nil).
 	Logger hclog.Logger
+	// NoSelfCheck skips the self-check before the first step (run
+	// --no-self-check); the summary says it was skipped.
+	NoSelfCheck bool
 }
+
+// CheckSteps is how many steps the self-check runs in each placement.
+const CheckSteps = 2
 
 // Engine is the PyTorch engine: trainer.Engine over local Python processes.
 type Engine struct {
@@ -67,6 +74,7 @@ type Engine struct {
 	samples int
 	digest  string
 	hashS   float64
+	tensors []statedb.TensorDigest
 	log     hclog.Logger
 
 	ln      *cluster.Listener
@@ -79,6 +87,7 @@ type Engine struct {
 var (
 	_ trainer.SparseDigester = (*Engine)(nil)
 	_ trainer.Preparer       = (*Engine)(nil)
+	_ trainer.SelfChecker    = (*Engine)(nil)
 )
 
 // New extracts the Python package, locates and hashes the job's datasets,
@@ -121,6 +130,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if start.Stderr == nil {
 		start.Stderr = os.Stderr
 	}
+	start.Stdout = start.Stderr // the training script's prints (its logging) show with the run's log
 	var host string
 	if o.Listen != "" {
 		if host, _, err = net.SplitHostPort(o.Listen); err != nil {
@@ -145,6 +155,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	// network while the gradients travel): its peers' collectives fail
 	// after it.
 	e.local.group.TimeoutSeconds = max(5, float64(hb))
+	if !o.NoSelfCheck {
+		e.local.CheckSteps = CheckSteps
+	}
 	if err := e.local.Resize(ctx, 1); err != nil {
 		return nil, err
 	}
@@ -155,8 +168,25 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 // jobConfig is what every Python process of spec loads; params are the
 // job file's [torch.params] with the located datasets' paths.
 func jobConfig(spec *jobspec.Spec, params map[string]any) JobConfig {
-	return JobConfig{Module: spec.Torch.ModulePath, Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers,
-		MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps), Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+	return JobConfig{Module: spec.Torch.ModulePath, Script: spec.Torch.IsScript, Args: scriptArgs(spec.Torch.Args, params),
+		Seed: spec.Seed, LogicalWorkers: spec.LogicalWorkers, MicroBatch: spec.MicroBatch, Steps: int64(spec.Steps),
+		Threads: spec.Torch.Threads, Device: spec.Torch.Device, Params: params}
+}
+
+// scriptArgs replaces "{data_dir}" and "{text}" in a script's arguments by
+// the located datasets' paths (params' "data_dir" and "text"; a
+// placeholder of a dataset the job does not list stays as written).
+func scriptArgs(args []string, params map[string]any) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, key := range []string{"data_dir", "text"} {
+			if v, ok := params[key].(string); ok {
+				a = strings.ReplaceAll(a, "{"+key+"}", v)
+			}
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // locateDatasets finds the job's datasets, adds their paths to params and
@@ -314,15 +344,16 @@ func (e *Engine) Step(ctx context.Context, step int64, plan placement.Plan) (tra
 	for lw := range n {
 		rep.Losses[lw], rep.Samples[lw] = float32(res.Losses[lw]), res.Samples[lw]
 	}
-	e.digest, e.hashS = res.Digest, res.HashSeconds
+	e.digest, e.hashS, e.tensors = res.Digest, res.HashSeconds, res.Tensors
 	return rep, nil
 }
 
 // Digest is the digest process 0 computed after the last committed step
 // (sha256 over the parameters and logical worker 0's buffers, in the torch
-// engine's own encoding: it does not equal the native engine's); "" when
-// HashNext(false) skipped it. No per-tensor digests.
-func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, nil }
+// engine's own encoding: it does not equal the native engine's) and each of
+// those tensors' digests (so `easyscale verify` names the tensors two runs
+// differ in); "" and nil when HashNext(false) skipped it.
+func (e *Engine) Digest() (string, []statedb.TensorDigest) { return e.digest, e.tensors }
 
 // HashNext says whether the next Step computes the digest (on process 0 only).
 func (e *Engine) HashNext(hash bool) { e.local.group.SkipDigest = !hash }
@@ -374,9 +405,48 @@ func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	return nil
 }
 
-// Evaluate runs the module's test set on process 0 with logical worker 0's buffers.
+// Evaluate runs the module's test set on process 0 with logical worker 0's
+// buffers; trainer.ErrNoTestSet when the job has none (a training script
+// evaluates in its own loop).
 func (e *Engine) Evaluate(ctx context.Context) (float64, float64, int, error) {
-	return e.local.Evaluate(ctx)
+	loss, acc, n, err := e.local.Evaluate(ctx)
+	if err == nil && n == 0 {
+		return 0, 0, 0, trainer.ErrNoTestSet
+	}
+	return loss, acc, n, err
+}
+
+// SelfCheck says how the self-check before the first step went: "passed",
+// "skipped (--no-self-check)", "skipped: <why>" or "" when no step ran, and
+// its seconds.
+func (e *Engine) SelfCheck() (string, float64) {
+	switch c := e.local.checked; {
+	case e.opts.NoSelfCheck:
+		return "skipped (--no-self-check)", 0
+	case c == nil:
+		return "", 0
+	case c.Result == "skipped":
+		return "skipped: " + c.Message, c.Seconds
+	default:
+		return c.Result, c.Seconds
+	}
+}
+
+// Check runs the self-check of the job from its start on the first
+// process, which takes every logical worker (easyscale check): a
+// *SelfCheckError when it fails. The save and load round trip of every
+// registered object ran when the process loaded the job.
+func (e *Engine) Check(ctx context.Context) (*CheckResult, error) {
+	e.local.group.next = 0
+	if err := e.local.assign(ctx, []int{e.opts.Spec.LogicalWorkers}); err != nil {
+		return nil, err
+	}
+	steps := e.local.CheckSteps
+	if steps == 0 {
+		steps = CheckSteps
+	}
+	e.local.CheckSteps = steps
+	return e.local.selfCheck(ctx, 0)
 }
 
 // Close stops every Python process and releases the remote workers.

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // Member is one physical worker of a Group: a Python process behind the
@@ -48,7 +52,10 @@ type Group struct {
 	// logical worker 0's buffers, ever computes it.
 	SkipDigest bool
 
-	world      int
+	world int
+	// next is the step the next Step runs (the start of an assignment: a
+	// process new to the job starts its training loop there).
+	next       int64
 	members    []Member
 	ranges     [][2]int // [first, end) logical workers per member
 	generation int
@@ -173,7 +180,7 @@ func (g *Group) groupRequest(rank, size, port int, lws [2]int) (map[string]any, 
 	index, payload := pack(parts)
 	return map[string]any{
 		"generation": g.generation, "rank": rank, "size": size, "host": g.Host, "port": port,
-		"timeout_s": g.TimeoutSeconds, "logical_workers": list, "fresh": fresh, "contexts": index,
+		"timeout_s": g.TimeoutSeconds, "logical_workers": list, "fresh": fresh, "contexts": index, "step": g.next,
 	}, payload
 }
 
@@ -203,6 +210,11 @@ type StepResult struct {
 	Digest  string          // sha256 of parameters and logical worker 0's buffers after the step; "" when skipped
 	// HashSeconds is how long member 0 took to compute Digest (0 when skipped).
 	HashSeconds float64
+	// Tensors are the digests of each tensor Digest covers (the first 8
+	// bytes of its data's sha256, in hex, as the native engine's), so that
+	// `easyscale verify` names the tensors two runs differ in; nil when
+	// Digest is "".
+	Tensors []statedb.TensorDigest
 	// Leaving lists the members that received SIGTERM and ask to be
 	// released now that the step is committed.
 	Leaving []int
@@ -312,26 +324,37 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		g.abort(ctx)
 		return nil, fmt.Errorf("step %d: contexts of %d logical workers reported, want %d", step, len(g.pending), g.world)
 	}
-	var digests = make([]struct {
-		Digest string  `json:"digest"`
-		HashS  float64 `json:"hash_s"`
-	}, len(g.members))
+	var digests = make([]digestReply, len(g.members))
+	// The commit is the training loop's own code (clipping, the optimizer
+	// and scheduler steps, its logging) up to its next step: once asked,
+	// it is waited for CommitGrace past a cancellation (SIGTERM), so the
+	// step is committed everywhere or, past the grace, abandoned.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CommitGrace, cancel) })
+	defer stop()
+	loss := meanLoss(res.Losses, g.world)
 	for r, m := range g.members {
 		go func() {
-			fields := map[string]any{"step": step, "digest": r == 0 && !g.SkipDigest}
-			_, errs[r] = m.Call(ctx, "commit", fields, nil, &digests[r])
+			fields := map[string]any{"step": step, "digest": r == 0 && !g.SkipDigest, "loss": loss}
+			_, errs[r] = m.Call(cctx, "commit", fields, nil, &digests[r])
 			done <- r
 		}()
 	}
 	for range g.members {
 		<-done
 	}
+	if ctx.Err() != nil && slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, context.Canceled) }) {
+		g.pending = nil
+		return nil, fmt.Errorf("step %d abandoned during its commit: %w", step, ctx.Err())
+	}
 	// Members that committed are at step+1 now, so the step's contexts are the
 	// committed ones even when another member was lost during the commit: the
 	// caller reassigns the survivors and goes on with the next step.
 	g.contexts, g.pending = g.pending, nil
 	g.trained = true
-	res.Digest, res.HashSeconds = digests[0].Digest, digests[0].HashS
+	g.next = step + 1
+	res.Digest, res.HashSeconds, res.Tensors = digests[0].Digest, digests[0].HashS, digests[0].tensors()
 	var lost error
 	for r, err := range errs {
 		if err != nil {
@@ -341,22 +364,55 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	return res, lost
 }
 
+// CommitGrace is how long a commit already asked for is waited for after
+// the step's context ends (SIGTERM): the training loop's code after its
+// reduction (clipping, optimizer, scheduler, logging) usually takes
+// milliseconds, and the run must exit within 2 s of SIGTERM.
+const CommitGrace = time.Second
+
+// meanLoss is the step's loss as the ledger records it: every logical
+// worker's loss rounded to float32, summed in logical-worker order, / n
+// (python/easyscale/loop.py mean_loss; what batch.loss holds).
+func meanLoss(losses map[int]float64, n int) float64 {
+	var sum float64
+	for lw := range n {
+		sum += float64(float32(losses[lw]))
+	}
+	return sum / float64(n)
+}
+
 // Digest asks member 0, which holds logical worker 0, for the digest of the
 // committed replica (parameters and logical worker 0's buffers) and the
 // seconds hashing took: what commit reports when asked, taken again after
 // member 0 was lost inside a commit and the survivors were reassigned.
-func (g *Group) Digest(ctx context.Context) (string, float64, error) {
+func (g *Group) Digest(ctx context.Context) (string, float64, []statedb.TensorDigest, error) {
 	if len(g.members) == 0 {
-		return "", 0, errors.New("digest: no member")
+		return "", 0, nil, errors.New("digest: no member")
 	}
-	var out struct {
-		Digest string  `json:"digest"`
-		HashS  float64 `json:"hash_s"`
-	}
+	var out digestReply
 	if _, err := g.members[0].Call(ctx, "digest", nil, nil, &out); err != nil {
-		return "", 0, &MemberError{Rank: 0, Committed: true, Err: fmt.Errorf("digest: %w", err)}
+		return "", 0, nil, &MemberError{Rank: 0, Committed: true, Err: fmt.Errorf("digest: %w", err)}
 	}
-	return out.Digest, out.HashS, nil
+	return out.Digest, out.HashS, out.tensors(), nil
+}
+
+// digestReply is a commit's or digest request's answer: the digest, the
+// seconds hashing took and each tensor's digest as [name, digest] pairs.
+type digestReply struct {
+	Digest  string      `json:"digest"`
+	HashS   float64     `json:"hash_s"`
+	Tensors [][2]string `json:"tensors"`
+}
+
+func (d digestReply) tensors() []statedb.TensorDigest {
+	if len(d.Tensors) == 0 {
+		return nil
+	}
+	out := make([]statedb.TensorDigest, len(d.Tensors))
+	for i, t := range d.Tensors {
+		out[i] = statedb.TensorDigest{Name: t[0], Digest: t[1]}
+	}
+	return out
 }
 
 // failed joins the members' errors of one phase; when any failed it tells

@@ -131,7 +131,8 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	}
 	defer p.Kill()
 	var loaded Loaded
-	if _, err := p.Call(ctx, "load", jobConfig(spec, params).loadRequest(), nil, &loaded); err != nil {
+	// A joiner is admitted as a last rank, never 0.
+	if _, err := p.Call(ctx, "load", jobConfig(spec, params).loadRequest(1), nil, &loaded); err != nil {
 		return &cluster.RefusedError{Reason: fmt.Sprintf("loading %s: %v", spec.Torch.ModulePath, err)}
 	}
 	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {

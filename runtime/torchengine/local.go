@@ -12,7 +12,9 @@ import (
 
 // JobConfig is what every Python process of a job loads.
 type JobConfig struct {
-	Module         string         // the user's module (absolute path)
+	Module         string         // the user's module or script (absolute path)
+	Script         bool           // Module is a training script of the loop API, run as __main__
+	Args           []string       // the script's command line, placeholders replaced
 	Seed           uint64         // job seed
 	LogicalWorkers int            // N
 	MicroBatch     int            // b, samples per logical worker per step
@@ -22,14 +24,21 @@ type JobConfig struct {
 	Params         map[string]any // the job file's [torch.params], plus data_dir
 }
 
-func (c JobConfig) loadRequest() map[string]any {
+// loadRequest is the load request of a process started as physical rank
+// rank (what dist.get_rank() answers until its first assignment).
+func (c JobConfig) loadRequest(rank int) map[string]any {
 	params := c.Params
 	if params == nil {
 		params = map[string]any{}
 	}
-	return map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device,
+	req := map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device, "rank": rank,
 		"config": map[string]any{"seed": c.Seed, "logical_workers": c.LogicalWorkers,
 			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": params}}
+	if c.Script {
+		delete(req, "module")
+		req["script"], req["args"] = c.Module, append([]string{}, c.Args...)
+	}
+	return req
 }
 
 // Loaded is a process's answer to load: its versions and numerics.
@@ -160,6 +169,51 @@ type Local struct {
 	// Resize takes them: each channel delivers one started, loaded and
 	// admitted process (or why it failed).
 	spares []chan launched
+	// CheckSteps is how many steps the self-check runs in each of its two
+	// placements before the first step (python/easyscale/selfcheck.py);
+	// 0: no self-check.
+	CheckSteps int
+	// checked is the self-check's answer, once it ran.
+	checked *CheckResult
+}
+
+// CheckResult is the self-check's answer (python/easyscale/selfcheck.py):
+// Result "passed", "failed" or "skipped" (no room in the epoch or the job
+// where it was asked), the steps run in each placement, how long it took
+// in seconds, and a message naming what differed and the likely cause.
+type CheckResult struct {
+	Result  string  `json:"result"`
+	Steps   int     `json:"steps"`
+	Seconds float64 `json:"seconds"`
+	Message string  `json:"message"`
+}
+
+// SelfCheckError refuses a job whose bits depend on the placement of its
+// logical workers: its message names the first tensor or attribute that
+// differed between the two placements and the likely cause.
+type SelfCheckError struct {
+	Message string
+}
+
+func (e *SelfCheckError) Error() string { return "job refused: " + e.Message }
+
+// selfCheck asks process 0 to run the self-check from step with every
+// logical worker's committed context (fresh ones at the start of a job).
+// A failed check is a *SelfCheckError.
+func (l *Local) selfCheck(ctx context.Context, step int64) (*CheckResult, error) {
+	if len(l.procs) == 0 {
+		return nil, errors.New("self-check: no python worker")
+	}
+	index, payload := pack(l.group.Contexts())
+	var res CheckResult
+	if _, err := l.procs[0].w.Call(ctx, "check", map[string]any{"step": step, "steps": l.CheckSteps, "contexts": index}, payload, &res); err != nil {
+		return nil, fmt.Errorf("self-check at step %d: %w", step, err)
+	}
+	l.checked = &res
+	if res.Result == "failed" {
+		return &res, &SelfCheckError{Message: res.Message}
+	}
+	return &res, nil
 }
 
 // launched is the outcome of starting one process.
@@ -326,7 +380,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 		return nil, err
 	}
 	var loaded Loaded
-	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(), nil, &loaded); err != nil {
+	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(rank), nil, &loaded); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
 	}
@@ -344,8 +398,17 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
 // reported as a *LostError naming its rank; the caller re-places the
 // logical workers on the survivors and redoes the step.
 func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[int]string) (*StepResult, error) {
+	l.group.next = step
 	if !equalInts(sizes, l.sizes) {
 		if err := l.assign(ctx, sizes); err != nil {
+			return nil, err
+		}
+	}
+	if l.CheckSteps > 0 && l.checked == nil {
+		if _, err := l.selfCheck(ctx, step); err != nil {
+			if lost := l.dropLost(err); lost != nil {
+				return nil, lost
+			}
 			return nil, err
 		}
 	}
@@ -383,7 +446,7 @@ func (l *Local) redigest(ctx context.Context, res *StepResult) (*StepResult, err
 		}
 		err := l.assign(ctx, evenSizes(l.group.world, len(l.procs)))
 		if err == nil {
-			res.Digest, res.HashSeconds, err = l.group.Digest(ctx)
+			res.Digest, res.HashSeconds, res.Tensors, err = l.group.Digest(ctx)
 			if err == nil {
 				return res, nil
 			}
@@ -553,7 +616,8 @@ func (l *Local) Processes() []*Process {
 }
 
 // Evaluate returns the test-set loss and accuracy of the model with
-// logical worker 0's buffers, computed by process 0.
+// logical worker 0's buffers, computed by process 0; samples is 0 when the
+// job has no test set (a script evaluates itself, a Job may have none).
 func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples int, err error) {
 	if len(l.procs) == 0 {
 		return 0, 0, 0, errors.New("evaluating: no python worker")

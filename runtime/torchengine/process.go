@@ -26,7 +26,7 @@ const (
 )
 
 // PinnedEnv are the settings every Python process of a job starts with
-// (../shared/pytorch/NOTES.md §2): one BLAS/OpenMP thread per process (the
+// (docs/pytorch-bits.md §2): one BLAS/OpenMP thread per process (the
 // intra-op thread count is set by the load request), the CUDA determinism
 // workspace, and no bytecode files written next to the extracted package.
 var PinnedEnv = []string{

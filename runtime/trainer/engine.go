@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/placement"
@@ -62,7 +63,8 @@ type Engine interface {
 	// Restore makes a checkpoint the last committed step.
 	Restore(ck *statedb.Checkpoint) error
 	// Evaluate returns the test-set loss and accuracy of the saved model and
-	// the number of test samples.
+	// the number of test samples; ErrNoTestSet (wrapped) when the job has
+	// none, which is no failure: the summary then has no test figures.
 	Evaluate(ctx context.Context) (loss, accuracy float64, samples int, err error)
 	// Close stops every worker (at once after an abandoned step).
 	Close() error
@@ -96,4 +98,18 @@ type Snapshot struct {
 type Preparer interface {
 	Engine
 	Prepare(ctx context.Context, workers int)
+}
+
+// ErrNoTestSet is what Engine.Evaluate returns for a job without a test set
+// (a torch job whose training script evaluates in its own loop, or a Job
+// without test_set): the run skips the final evaluation, without a flag.
+var ErrNoTestSet = errors.New("the job has no test set")
+
+// SelfChecker is an Engine that checks, before the first step, that the
+// job's bits do not depend on the placement (the torch engine's
+// self-check): SelfCheck reports "passed", "skipped ..." or "" (not run)
+// and its seconds, for the summary. A failed check fails Step.
+type SelfChecker interface {
+	Engine
+	SelfCheck() (status string, seconds float64)
 }

@@ -110,4 +110,9 @@ type Summary struct {
 	// measured steps; absent for an engine that does not measure (native).
 	DigestSeconds *float64 `json:"digest_seconds,omitempty"`
 	DigestCostPct *float64 `json:"digest_cost_pct,omitempty"`
+	// SelfCheck is how the torch engine's consistency self-check before the
+	// first step went ("passed", "skipped (--no-self-check)", "skipped:
+	// ..."), SelfCheckSeconds what it took; absent for the native engine.
+	SelfCheck        string   `json:"self_check,omitempty"`
+	SelfCheckSeconds *float64 `json:"self_check_s,omitempty"`
 }

@@ -85,16 +85,28 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		pct := 100 * ratio
 		sum.DigestSeconds, sum.DigestCostPct = &h, &pct
 	}
+	if sc, ok := j.eng.(SelfChecker); ok {
+		if status, secs := sc.SelfCheck(); status != "" {
+			sum.SelfCheck = status
+			if secs > 0 {
+				sum.SelfCheckSeconds = &secs
+			}
+		}
+	}
 	if ran := j.step - startStep; ran > 0 && wall > 0 {
 		sum.SamplesPerSec = float64(ran) * float64(j.n*j.b) / wall
 	}
 	if !opts.SkipEval {
 		loss, acc, n, err := j.eng.Evaluate(ctx)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNoTestSet):
+			j.log.Info("no final evaluation: the job has no test set")
+		case err != nil:
 			return nil, fmt.Errorf("evaluating the trained model: %w", err)
+		default:
+			sum.TestLoss, sum.TestAccuracy, sum.TestSamples = &loss, &acc, n
+			j.log.Info("evaluated", "test_loss", loss, "test_accuracy", acc)
 		}
-		sum.TestLoss, sum.TestAccuracy, sum.TestSamples = &loss, &acc, n
-		j.log.Info("evaluated", "test_loss", loss, "test_accuracy", acc)
 	}
 	return sum, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,10 +55,16 @@ func torchFigures() ([]figure, error) {
 		return nil, err
 	}
 	defer cleanup()
-	figs, err := env.overhead(ctx)
+	port, err := portChangedLines(filepath.Join(env.examples, "torch-ddp", "ddp_mnist.py"),
+		filepath.Join(env.examples, "torch-ddp", "easyscale_mnist.py"))
 	if err != nil {
 		return nil, err
 	}
+	over, err := env.overhead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	figs := append([]figure{{"torch_port_changed_lines", float64(port), "lines"}}, over...)
 	ddp, err := env.versusDDP(ctx)
 	if err != nil {
 		return nil, err
@@ -489,4 +496,28 @@ func loadRequest(c torchengine.JobConfig) map[string]any {
 	return map[string]any{"module": c.Module, "threads": max(c.Threads, 1), "device": c.Device,
 		"config": map[string]any{"seed": c.Seed, "logical_workers": c.LogicalWorkers,
 			"micro_batch": c.MicroBatch, "steps": c.Steps, "params": c.Params}}
+}
+
+var diffHunk = regexp.MustCompile(`(?m)^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@`)
+
+// portChangedLines is what `diff -U0 ddp port` changes (issue 18's
+// torch_port_changed_lines, goal at most 12): the larger side of each hunk,
+// so a modified line counts once (tests/e2e/torch_port_test.go checks it).
+func portChangedLines(ddp, port string) (int, error) {
+	out, err := exec.Command("diff", "-U0", ddp, port).Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		return 0, fmt.Errorf("diff %s %s: %w", ddp, port, err)
+	}
+	n := 0
+	for _, m := range diffHunk.FindAllStringSubmatch(string(out), -1) {
+		side := func(s string) int {
+			if s == "" {
+				return 1
+			}
+			v, _ := strconv.Atoi(s)
+			return v
+		}
+		n += max(side(m[1]), side(m[2]))
+	}
+	return n, nil
 }

@@ -28,8 +28,9 @@ const joinHeartbeat = "20s"
 // startTorchListen starts `run --listen` of job and waits for its token file.
 func startTorchListen(t *testing.T, job, state, addr string, env []string, extra ...string) *started {
 	t.Helper()
+	// No self-check: its steps would count among TOYJOB_SLOW's forwards (the references run it).
 	args := append([]string{"run", "--config", job, "--no-eval", "--quiet", "--listen", addr, "--state", state,
-		"--heartbeat-timeout", joinHeartbeat, "--summary", filepath.Join(state, "summary.json")}, extra...)
+		"--heartbeat-timeout", joinHeartbeat, "--summary", filepath.Join(state, "summary.json"), "--no-self-check"}, extra...)
 	s := start(t, env, args...)
 	deadline := time.After(120 * time.Second)
 	for {
@@ -249,7 +250,7 @@ func TestTorchTwoNodesAndACutLink(t *testing.T) {
 	job := toyJob(t)
 	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
 	state := t.TempDir()
-	coord := startIn(t, n1, []string{"TOYJOB_SLOW=8:0.5"}, "run", "--config", job, "--no-eval", "--quiet",
+	coord := startIn(t, n1, []string{"TOYJOB_SLOW=8:0.5"}, "run", "--config", job, "--no-eval", "--quiet", "--no-self-check",
 		"--listen", "169.254.100.1:7712", "--state", state, "--heartbeat-timeout", "5s", "--summary", filepath.Join(state, "summary.json"))
 	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {

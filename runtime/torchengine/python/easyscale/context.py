@@ -8,7 +8,7 @@ its *context*:
 - every buffer of the model (BatchNorm's ``running_mean``, ``running_var`` and
   ``num_batches_tracked``, and any buffer a user module registers): a DDP rank
   updates its own, so sharing one would count N batches where logical worker 0
-  counted one (../shared/pytorch/NOTES.md §2 "BatchNorm");
+  counted one (docs/pytorch-bits.md §2 "BatchNorm");
 - its random streams, which need no state: they are re-derived from (seed,
   logical worker, step, purpose) before each micro-batch (:mod:`easyscale.streams`).
 

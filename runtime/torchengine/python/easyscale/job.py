@@ -1,4 +1,4 @@
-"""What a user's module gives the runtime: the model, its optimizer and its data.
+"""The Job API: a module's ``setup(config) -> Job`` gives the model, its optimizer and its data.
 
 A user's training module defines one function, ``setup(config) -> Job``:
 
@@ -11,12 +11,16 @@ A user's training module defines one function, ``setup(config) -> Job``:
         return easyscale.Job(model=model, optimizer=opt, train_set=train, loss=nn.functional.cross_entropy,
                              transform=augment, test_set=test)
 
+:func:`run` trains it with the loop API (:mod:`easyscale.loop`): the Job
+API is that loop written by the runtime, so the two share one engine.
 Compared with a plain PyTorch script, the training loop, the DataLoader, the
 DistributedSampler, ``set_epoch``, DDP and ``manual_seed`` calls go away: the
 runtime runs them for N logical workers. ``transform(sample, generator)`` draws
 only from ``generator`` (keyed by seed, epoch and sample index); the model may
 use stock ``nn.Dropout`` (the global generator is keyed per logical worker and
-step before each micro-batch).
+step before each micro-batch). The LR scheduler is stepped every step; a job
+that clips, steps a scheduler per epoch or does anything else between
+backward and the optimizer step keeps its own loop (the loop API).
 """
 
 from __future__ import annotations
@@ -125,3 +129,41 @@ def collate(samples: Sequence[tuple[torch.Tensor, Any]]) -> tuple[torch.Tensor, 
     ys = torch.as_tensor([s[1] for s in samples]) if not isinstance(samples[0][1], torch.Tensor) \
         else torch.stack([s[1] for s in samples])
     return xs, ys
+
+
+def run(job: Job, config: Config) -> None:
+    """Train ``job`` with the loop API: the Job API is this loop, one documented relation between the two.
+
+    The module's ``setup(config) -> Job`` gives the pieces; this is the loop a
+    script would write with them: the model, optimizer and LR scheduler
+    registered, DistributedSampler's order keyed by the job's seed, the
+    Job's transform per sample, and per step the micro-batches' forward,
+    loss and backward, then ``optimizer.step()``, ``lr_scheduler.step()``
+    (every step) and ``zero_grad``, until the job's steps. Go's evaluation
+    request uses the Job's test set.
+    """
+    from . import loop  # loop builds on this module's Config and JobError
+
+    job.check()
+    s = loop.session()
+    s.job = job
+    device = torch.device(s.device)
+    job.model.to(device)
+    named: dict[str, Any] = {"model": job.model, "optimizer": job.optimizer}
+    if job.lr_scheduler is not None:
+        named["lr_scheduler"] = job.lr_scheduler
+    loop.register(**named)
+    sampler = loop.DistributedSampler(job.train_set, seed=config.seed)
+    loader = loop.DataLoader(job.train_set, batch_size=config.micro_batch, sampler=sampler, drop_last=True,
+                             collate_fn=collate, transform=job.transform)
+    while loader.step < config.steps:
+        for batch in loader:
+            job.model.train()
+            for x, y in batch:
+                batch.backward(job.loss(job.model(x.to(device)), y.to(device)))
+            job.optimizer.step()
+            if job.lr_scheduler is not None:
+                job.lr_scheduler.step()
+            job.optimizer.zero_grad(set_to_none=True)
+            if loader.step >= config.steps:
+                break

@@ -1,6 +1,6 @@
 """The job's pinned numerics, a worker's fingerprint and the canary digest.
 
-What changes torch's bits on one input (../shared/pytorch/NOTES.md §2): the
+What changes torch's bits on one input (docs/pytorch-bits.md §2): the
 intra-op thread count, the instruction-set dispatch of ATen
 (``ATEN_CPU_CAPABILITY``), oneDNN (``ONEDNN_MAX_CPU_ISA``) and OpenBLAS
 (``OPENBLAS_CORETYPE``), nondeterministic CUDA kernels (deterministic

@@ -12,7 +12,7 @@ each runs, provided each process holds a *contiguous* range of logical workers
 and the processes are ranked by their ranges. gloo's and NCCL's own
 ``all_reduce`` do not have this property: a ring reduce-scatter adds an
 element's contributions in an order that depends on its chunk
-(../shared/pytorch/NOTES.md §3).
+(docs/pytorch-bits.md §3).
 
 The *chain* (NOTES §3, checked there with 0 of 262,144 elements differing):
 rank 0 folds its logical workers (autograd accumulation into ``.grad`` from

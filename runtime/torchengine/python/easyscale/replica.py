@@ -4,17 +4,20 @@ A step on a replica that holds logical workers L (a contiguous range):
 
 1. for each logical worker l in L, in increasing order: swap l's buffers in,
    seed the global generators from (seed, l, step), take l's next micro-batch
-   from its cursor, forward, loss (the micro-batch mean), backward;
+   from its cursor, and hand it to the training loop, which runs forward,
+   loss and :meth:`StepRun.backward` (:class:`StepRun`, the loop API's
+   micro-batch loop and the Job's alike);
 2. the gradients are folded in logical-worker order: on the replica that holds
    logical worker 0 autograd's accumulation into ``.grad`` is that fold, the
    others keep one flat slot per logical worker for the chain
    (:mod:`easyscale.reduce`);
-3. with the reduced gradient G every replica applies the identical optimizer
-   (and LR scheduler) step, as DDP does.
+3. the reduced gradient G is put into every parameter's ``.grad``
+   (:meth:`Replica.set_grads`) and the loop applies it: clipping, the
+   optimizer and scheduler steps, as after DDP's all-reduce.
 
 Nothing of a logical worker's context is lost if a step is aborted: buffers and
 cursors are snapshotted before step 1 and put back by :meth:`Replica.abort`;
-parameters and optimizer state change only in :meth:`Replica.apply`.
+parameters and optimizer state change only after the reduction.
 """
 
 from __future__ import annotations
@@ -24,16 +27,18 @@ import hashlib
 import json
 import math
 import struct
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import torch
+from torch import nn
 
 from . import reduce, streams
 from .context import BufferBank
 from .job import Config, Job, JobError, collate
 from .sampler import Cursor, LogicalSampler
+from .state import Registry
 
-__all__ = ["Replica", "StepResult", "NonFiniteLoss", "Ablation"]
+__all__ = ["Replica", "StepRun", "StepResult", "Data", "NonFiniteLoss", "Ablation"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +57,33 @@ class Ablation:
     grouped_reduction: bool = False  # each process pre-sums its logical workers before the chain
 
 
+@dataclasses.dataclass
+class Data:
+    """The training data of a job: what the loop API's DataLoader (or a Job) describes.
+
+    dataset: indexable and ``len()``-able; ``dataset[i]`` is one sample.
+    micro_batch: samples per logical worker per step.
+    seed: the DistributedSampler's seed (epoch e's order is ``randperm`` from ``seed + e``).
+    shuffle: False reads each shard in order.
+    collate: samples -> micro-batch (torch's default_collate for the loop API).
+    transform: optional ``transform(sample_input, generator)`` of the Job API, drawing from a generator
+        keyed by (stream seed, epoch, sample index).
+    """
+
+    dataset: Any
+    micro_batch: int
+    seed: int
+    shuffle: bool = True
+    collate: Callable[[list[Any]], Any] = collate
+    transform: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None
+
+
 class NonFiniteLoss(ArithmeticError):
     """A logical worker's loss is NaN or infinite; the message names the logical worker and step."""
 
 
 class StepResult:
-    """What :meth:`Replica.compute` returns: the flat gradient, the chain slots and the losses."""
+    """What a step's micro-batch loop leaves for the reduction: the flat gradient, the chain slots, the losses."""
 
     def __init__(self, local: torch.Tensor, slots: list[torch.Tensor], losses: dict[int, float],
                  samples: dict[int, str]) -> None:
@@ -70,21 +96,42 @@ def sample_hash(indices: list[int]) -> str:
 
 
 class Replica:
-    """A replica of ``job`` holding ``logical_workers`` (contiguous, increasing) for ``config``."""
+    """A replica of a job holding ``logical_workers`` (contiguous, increasing) for ``config``.
 
-    def __init__(self, job: Job, config: Config, logical_workers: list[int], device: str = "cpu",
-                 ablation: Ablation = Ablation()) -> None:
-        job.check()
+    Built from a Job (``Replica(job, config, ...)``: its model, optimizer and
+    LR scheduler are registered as "model", "optimizer" and "lr_scheduler")
+    or, for the loop API, from a ``registry`` of the program's stateful
+    objects and its ``data`` (then ``job`` is None).
+    """
+
+    def __init__(self, job: Job | None, config: Config, logical_workers: list[int] | tuple[int, ...] = (),
+                 device: str = "cpu", ablation: Ablation = Ablation(), *, registry: Registry | None = None,
+                 data: Data | None = None) -> None:
+        if job is not None:
+            job.check()
+            registry = Registry()
+            registry.add("model", job.model)
+            registry.add("optimizer", job.optimizer)
+            if job.lr_scheduler is not None:
+                registry.add("lr_scheduler", job.lr_scheduler)
+            data = Data(job.train_set, config.micro_batch, config.seed, transform=job.transform)
+        if registry is None or data is None:
+            raise ValueError("Replica needs a job, or a registry and data")
         self.ablation = ablation
         #: This replica's rank among the physical workers (set by the group); only ablations read it.
         self.physical_rank = 0
-        self.job, self.config = job, config
+        self.job, self.config, self.registry, self.data = job, config, registry, data
         self.device = torch.device(device)
-        job.model.to(self.device)
-        self.params = [(n, p) for n, p in job.model.named_parameters() if p.requires_grad]
+        modules = registry.modules()
+        if not modules:
+            raise JobError("no model is registered: register the torch.nn.Module you train")
+        self.model: nn.Module = next(iter(modules.values())) if len(modules) == 1 else nn.ModuleDict(modules)
+        if job is not None:
+            job.model.to(self.device)
+        self.params = [(n, p) for n, p in registry.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for _, p in self.params)
-        self.sampler = LogicalSampler(len(job.train_set), config.logical_workers, config.seed)
-        self.bank = BufferBank(job.model, [])
+        self.sampler = LogicalSampler(len(data.dataset), config.logical_workers, data.seed, data.shuffle)
+        self.bank = BufferBank(self.model, [])
         self._gen = torch.Generator()
         self.cursors: dict[int, Cursor] = {}
         for lw in logical_workers:
@@ -114,56 +161,49 @@ class Replica:
         """Give logical worker ``lw`` away; returns its context for :meth:`add` on another replica."""
         return {"cursor": self.cursors.pop(lw), "buffers": self.bank.remove(lw)}
 
+    def show(self) -> None:
+        """Swap the buffers of the lowest logical worker held into the model: between steps the model is that
+        logical worker's (on the process holding logical worker 0, the model DDP's rank 0 evaluates and saves)."""
+        lws = self.logical_workers()
+        if lws:
+            self.bank.activate(lws[0])
+
+    def epoch(self) -> int:
+        """The epoch of the next step (the held logical workers' cursors agree on it)."""
+        lws = self.logical_workers()
+        if not lws:
+            raise ValueError("the replica holds no logical worker")
+        return self.sampler.batch_epoch(self.cursors[lws[0]], self.data.micro_batch)
+
     # --- one step --------------------------------------------------------------------------------------------
 
     def compute(self, step: int, first_in_chain: bool) -> StepResult:
-        """Run every held logical worker's micro-batch of ``step``; see the module doc.
+        """Run every held logical worker's micro-batch of ``step`` with the Job's loss; see the module doc.
 
         ``first_in_chain`` says this replica holds the lowest logical workers of
         the step (its fold starts the chain). Raises NonFiniteLoss, or JobError
         when a parameter gets no gradient or user code re-seeds torch.
         """
-        lws = self.logical_workers()
-        if not lws:
-            raise ValueError("compute on a replica that holds no logical worker")
-        self._snap = (self.bank.snapshot(), dict(self.cursors))
-        model, b = self.job.model, self.config.micro_batch
+        if self.job is None:
+            raise ValueError("compute needs a Job's loss; the loop API runs the micro-batches itself")
+        model, loss = self.job.model, self.job.loss
         model.train()
-        slots: list[torch.Tensor] = []
-        losses: dict[int, float] = {}
-        samples: dict[int, str] = {}
-        with streams.GlobalSeedGuard():
-            for lw in lws:
-                self.bank.activate(lws[0] if self.ablation.buffers_per_worker else lw)
-                streams.seed_globals(self.config.seed, self.physical_rank if self.ablation.key_rng_by_worker else lw,
-                                     step)
-                epoch = self.sampler.batch_epoch(self.cursors[lw], b)
-                idx, self.cursors[lw] = self.sampler.next(self.cursors[lw], lw, b)
-                samples[lw] = sample_hash(idx)
-                x, y = collate([self._sample(i, epoch) for i in idx])
-                loss = self.job.loss(model(x.to(self.device)), y.to(self.device))
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise NonFiniteLoss(f"logical worker {lw} at step {step}: loss is {value}")
-                losses[lw] = value
-                loss.backward()
-                if not first_in_chain:
-                    slots.append(self._take_grads(lw))
-        local = self._take_grads(lws[0]) if first_in_chain else torch.empty(self.numel, device=self.device)
-        if self.ablation.grouped_reduction and len(slots) > 1:
-            slots = [reduce.fold(None, slots)]
-        return StepResult(local, slots, losses, samples)
+        run = StepRun(self, step, first_in_chain)
+        for x, y in run:
+            run.backward(loss(model(x.to(self.device)), y.to(self.device)))
+        return run.result()
 
-    def _sample(self, index: int, epoch: int) -> tuple[torch.Tensor, Any]:
-        x, y = self.job.train_set[index]
-        if self.job.transform is not None:
+    def _sample(self, index: int, epoch: int) -> Any:
+        sample = self.data.dataset[index]
+        if self.data.transform is not None:
             # One generator, re-seeded per sample: the same stream as a new one (streams.sample_generator)
             # for a quarter of the cost. The transform must not keep it past the call.
+            x, y = sample
             self._gen.manual_seed(streams.key(self.config.seed, epoch, index, streams.PURPOSE_AUGMENT))
-            x = self.job.transform(x, self._gen)
-        return x, y
+            sample = (self.data.transform(x, self._gen), y)
+        return sample
 
-    def _take_grads(self, lw: int) -> torch.Tensor:
+    def take_grads(self, lw: int) -> torch.Tensor:
         """Flatten the parameters' gradients into one float32 vector and clear them (set to None)."""
         flat = torch.empty(self.numel, device=self.device)
         at = 0
@@ -176,6 +216,10 @@ class Replica:
             p.grad = None
         return flat
 
+    def clear_grads(self) -> None:
+        for _, p in self.params:
+            p.grad = None
+
     def abort(self) -> None:
         """Undo the buffers and cursors of the step in progress (parameters were not changed)."""
         if self._snap is not None:
@@ -183,27 +227,33 @@ class Replica:
             self.bank.restore(bufs)
             self.cursors = dict(cursors)
             self._snap = None
-        for _, p in self.params:
-            p.grad = None
+        self.clear_grads()
 
-    def apply(self, reduced: torch.Tensor) -> None:
-        """Apply the reduced flat gradient: optimizer step, LR scheduler step, gradients cleared."""
+    def set_grads(self, reduced: torch.Tensor) -> None:
+        """Make every parameter's ``.grad`` its view of the reduced flat gradient G (what the loop then clips
+        and applies); the step can no longer be aborted."""
         at = 0
-        for _, p in self.params:  # views of the reduced buffer: the optimizer reads them, nothing writes them
+        for _, p in self.params:
             p.grad = reduced[at:at + p.numel()].view_as(p)
             at += p.numel()
+        self._snap = None
+
+    def apply(self, reduced: torch.Tensor) -> None:
+        """The Job's update: set the gradients, optimizer step, LR scheduler step, gradients cleared."""
+        if self.job is None:
+            raise ValueError("apply needs a Job; the loop API applies the gradient itself")
+        self.set_grads(reduced)
         self.job.optimizer.step()
         if self.job.lr_scheduler is not None:
             self.job.lr_scheduler.step()
         self.job.optimizer.zero_grad(set_to_none=True)
-        self._snap = None
 
     def evaluate(self, batch: int = 1000) -> dict[str, float]:
         """Test loss and accuracy of the model with logical worker 0's buffers (the model DDP would save).
 
         Raises ValueError when the job has no test set or this replica does not hold logical worker 0.
         """
-        if self.job.test_set is None:
+        if self.job is None or self.job.test_set is None:
             raise ValueError("the job defines no test_set")
         if 0 not in self.cursors:
             raise ValueError("evaluate on a replica without logical worker 0")
@@ -224,43 +274,134 @@ class Replica:
 
     # --- replica state ---------------------------------------------------------------------------------------
 
-    def replica_state(self) -> dict[str, Any]:
-        """Parameters, optimizer and LR-scheduler state (what a joining replica copies from rank 0)."""
-        return {"model": {n: p.detach().clone() for n, p in self.job.model.named_parameters()},
-                "optimizer": self.job.optimizer.state_dict(),
-                "lr_scheduler": self.job.lr_scheduler.state_dict() if self.job.lr_scheduler is not None else None}
+    def replica_state(self) -> bytes:
+        """Parameters and every registered object's state (what a joining replica copies from rank 0)."""
+        return self.registry.encode()
 
-    def load_replica_state(self, state: dict[str, Any]) -> None:
-        """Make this replica's parameters, optimizer and scheduler those of ``state`` (bit for bit)."""
-        with torch.no_grad():
-            for n, p in self.job.model.named_parameters():
-                p.copy_(state["model"][n])
-        self.job.optimizer.load_state_dict(state["optimizer"])
-        if self.job.lr_scheduler is not None and state["lr_scheduler"] is not None:
-            self.job.lr_scheduler.load_state_dict(state["lr_scheduler"])
+    def load_replica_state(self, state: bytes) -> None:
+        """Make this replica's parameters and registered objects those of ``state`` (bit for bit)."""
+        self.registry.decode(state)
 
     # --- identity --------------------------------------------------------------------------------------------
 
-    def digest(self, buffers_of: int | None = 0) -> str:
+    def digest(self, buffers_of: int | None = 0, committed: bool = False) -> str:
         """sha256 over the parameters (model order) and, when held, logical worker ``buffers_of``'s buffers.
 
-        This is the model DDP would save (rank 0's buffers); the ledger records it every step.
+        This is the model DDP would save (rank 0's buffers); the ledger records it every step. With
+        ``committed`` the buffers are those of the last boundary even while a step changes them (a
+        checkpoint taken during a step).
         """
+        return self._digest(buffers_of, committed, None)
+
+    def digests(self, buffers_of: int = 0) -> tuple[str, list[list[str]]]:
+        """:meth:`digest` and each tensor's: [name, first 8 bytes of the sha256 of its data in hex], in the
+        digest's order (the native engine's per-tensor digests, which `easyscale verify` names)."""
+        per: list[list[str]] = []
+        return self._digest(buffers_of, False, per), per
+
+    def _digest(self, buffers_of: int | None, committed: bool, per: list[list[str]] | None) -> str:
         h = hashlib.sha256()
-        for name, p in self.job.model.named_parameters():
-            _hash_tensor(h, name, p)
+        for name, p in self.model.named_parameters():
+            _hash_tensor(h, name, p, per)
         if buffers_of is not None and buffers_of in self.cursors:
-            for name, t in self.bank.buffers(buffers_of).items():
-                _hash_tensor(h, name, t)
+            snap = self._snap
+            bufs = snap[0][buffers_of] if committed and snap is not None else self.bank.buffers(buffers_of)
+            for name, t in bufs.items():
+                _hash_tensor(h, name, t, per)
         return "sha256:" + h.hexdigest()
 
     def cursors_json(self) -> str:
         return json.dumps({str(lw): c.to_json() for lw, c in sorted(self.cursors.items())})
 
 
-def _hash_tensor(h: "hashlib._Hash", name: str, t: torch.Tensor) -> None:
+class StepRun:
+    """One step's micro-batch loop on a replica: iterate it for the micro-batches, call :meth:`backward` on each.
+
+    Iterating yields, for each logical worker of ``order`` (default: the held
+    ones in increasing order), its next micro-batch with its context switched
+    in: its buffers in the model, the global generators seeded from (seed,
+    logical worker, step), and ``torch.manual_seed`` refused. After the
+    loop, :meth:`result` holds the gradient for the reduction: with
+    ``first_in_chain`` and the increasing order, autograd's accumulation
+    into ``.grad`` (the left fold); otherwise one flat slot per logical
+    worker, in logical-worker order.
+    """
+
+    def __init__(self, replica: Replica, step: int, first_in_chain: bool, order: list[int] | None = None) -> None:
+        lws = replica.logical_workers()
+        if not lws:
+            raise ValueError("a step on a replica that holds no logical worker")
+        self.order = list(order) if order is not None else lws
+        if sorted(self.order) != lws:
+            raise ValueError(f"order {self.order} is not a permutation of the logical workers held, {lws}")
+        self.replica, self.step = replica, step
+        self.accumulate = first_in_chain and self.order == lws
+        self.first_in_chain = first_in_chain
+        self.losses: dict[int, float] = {}
+        self.samples: dict[int, str] = {}
+        self.slots: dict[int, torch.Tensor] = {}
+        #: The logical worker whose micro-batch the loop holds (None outside the loop).
+        self.current: int | None = None
+        self._backward = False
+        self._done = False
+
+    def __iter__(self) -> Iterator[Any]:
+        r, ab = self.replica, self.replica.ablation
+        r._snap = (r.bank.snapshot(), dict(r.cursors))
+        r.clear_grads()
+        b = r.data.micro_batch
+        with streams.GlobalSeedGuard():
+            for lw in self.order:
+                r.bank.activate(self.order[0] if ab.buffers_per_worker else lw)
+                streams.seed_globals(r.config.seed, r.physical_rank if ab.key_rng_by_worker else lw, self.step)
+                epoch = r.sampler.batch_epoch(r.cursors[lw], b)
+                idx, r.cursors[lw] = r.sampler.next(r.cursors[lw], lw, b)
+                self.samples[lw] = sample_hash(idx)
+                batch = r.data.collate([r._sample(i, epoch) for i in idx])
+                self.current, self._backward = lw, False
+                yield batch
+                if not self._backward:
+                    raise JobError(f"the micro-batch of logical worker {lw} at step {self.step} ended without "
+                                   "backward: call batch.backward(loss) on each micro-batch")
+                if not self.accumulate:
+                    self.slots[lw] = r.take_grads(lw)
+        self.current = None
+        self._done = True
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Record this micro-batch's loss (the ledger's; NaN and infinity are refused) and run its backward."""
+        lw = self.current
+        if lw is None:
+            raise JobError("batch.backward(loss) outside the micro-batch loop: call it once per micro-batch")
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"logical worker {lw} at step {self.step}: loss is {value}")
+        self.losses[lw] = self.losses.get(lw, 0.0) + value
+        self._backward = True
+        loss.backward()
+
+    def result(self) -> StepResult:
+        """The gradient for the reduction; see the class doc. Raises ValueError before the loop ended."""
+        r = self.replica
+        if not self._done:
+            raise ValueError(f"step {self.step}: the micro-batch loop did not run to its end")
+        lws = r.logical_workers()
+        if self.accumulate:
+            return StepResult(r.take_grads(lws[0]), [], self.losses, self.samples)
+        slots = [self.slots[lw] for lw in lws]
+        if r.ablation.grouped_reduction and len(slots) > 1:
+            slots = [reduce.fold(None, slots)]
+        if self.first_in_chain:  # the chain's start: the fold of this replica's logical workers
+            return StepResult(reduce.fold(None, slots), [], self.losses, self.samples)
+        return StepResult(torch.empty(r.numel, device=r.device), slots, self.losses, self.samples)
+
+
+def _hash_tensor(h: "hashlib._Hash", name: str, t: torch.Tensor, per: list[list[str]] | None = None) -> None:
     t = t.detach().to("cpu").contiguous().reshape(-1)
     h.update(f"{name}\x00{t.dtype}\x00{t.numel()}\x00".encode())
     if t.dtype == torch.bool:
         t = t.to(torch.uint8)
-    h.update(t.view(torch.uint8).numpy().tobytes())
+    data = t.view(torch.uint8).numpy()
+    h.update(data)
+    if per is not None:
+        per.append([name, hashlib.sha256(data).hexdigest()[:16]])

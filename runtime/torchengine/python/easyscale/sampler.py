@@ -48,16 +48,18 @@ class Cursor:
 class LogicalSampler:
     """Splits ``n`` samples among ``world`` logical workers for the job ``seed``.
 
+    ``shuffle=False`` keeps the data set's order (DistributedSampler's shuffle=False).
+
     Raises ValueError unless n >= 1 and world >= 1. The permutations of the two
     most recent epochs are cached, so :meth:`next` costs O(micro_batch).
     """
 
-    def __init__(self, n: int, world: int, seed: int) -> None:
+    def __init__(self, n: int, world: int, seed: int, shuffle: bool = True) -> None:
         if n < 1:
             raise ValueError(f"data set has {n} samples, want at least 1")
         if world < 1:
             raise ValueError(f"{world} logical workers, want at least 1")
-        self.n, self.world, self.seed = n, world, seed
+        self.n, self.world, self.seed, self.shuffle = n, world, seed, shuffle
         self.shard_len = (n + world - 1) // world
         self._cache: dict[int, list[int]] = {}
 
@@ -78,7 +80,10 @@ class LogicalSampler:
     def permutation(self, epoch: int) -> list[int]:
         """Epoch ``epoch``'s permutation of 0..n-1, as DistributedSampler draws it."""
         perm = self._cache.get(epoch)
-        if perm is None:
+        if perm is None and not self.shuffle:
+            perm = list(range(self.n))
+            self._cache = {epoch: perm}
+        elif perm is None:
             g = torch.Generator()
             g.manual_seed(self.seed + epoch)
             perm = torch.randperm(self.n, generator=g).tolist()

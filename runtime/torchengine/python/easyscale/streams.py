@@ -3,7 +3,7 @@
 Every random draw a logical worker makes (dropout masks, augmentation, any
 ``torch.rand*`` in the user's model) must depend on (seed, logical worker,
 step, purpose) only, never on which process runs the logical worker or what ran
-before it there (../shared/pytorch/NOTES.md §2 "Dropout"; EasyScale §3.2). The
+before it there (docs/pytorch-bits.md §2 "Dropout"; EasyScale §3.2). The
 runtime therefore re-seeds torch's global generators from such a key before
 each micro-batch, which covers stock ``nn.Dropout`` without any change to the
 model, and hands augmentation a generator keyed by (seed, epoch, sample index),
@@ -17,12 +17,16 @@ positive for every torch version).
 from __future__ import annotations
 
 import hashlib
+import random
+import sys
 from typing import Iterable
 
 import torch
 
 __all__ = ["PURPOSE_MICRO_BATCH", "PURPOSE_AUGMENT", "key", "seed_globals", "sample_generator",
            "GlobalSeedGuard", "ForbiddenSeedError"]
+
+_seed_python = random.seed
 
 #: Purpose of the stream seeded before a logical worker's micro-batch.
 PURPOSE_MICRO_BATCH = "micro-batch"
@@ -37,12 +41,17 @@ def key(*fields: int | str) -> int:
 
 
 def seed_globals(seed: int, logical_worker: int, step: int, purpose: str = PURPOSE_MICRO_BATCH) -> int:
-    """Seed torch's global CPU generator (and every CUDA device's) for one micro-batch.
+    """Seed torch's global CPU generator (every CUDA device's, Python's ``random`` and, when imported, numpy's
+    global one) for one micro-batch.
 
     Returns the key used. Works while a GlobalSeedGuard is installed (it seeds
     the generators directly, not through ``torch.manual_seed``).
     """
     k = key(seed, logical_worker, step, purpose)
+    _seed_python(k)  # Python's and numpy's global generators too: a transform may draw from them
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(k & 0xFFFFFFFF)
     # torch.manual_seed(k) does exactly this, plus a lazy CUDA seeding call that records a stack trace:
     # 43-56 us in torch 1.13 against about 1 us here, paid once per micro-batch.
     torch.default_generator.manual_seed(k)
@@ -92,5 +101,6 @@ def _refuse(name: str):  # type: ignore[no-untyped-def]
         raise ForbiddenSeedError(
             f"torch.{name}() was called during training: easyscale seeds torch's generators per logical "
             "worker and step itself (so dropout and augmentation do not depend on the placement); "
-            "seed only in build_model/setup, or draw from a torch.Generator you own")
+            "seed only before the training loop, and draw from torch's global generator (a torch.Generator the "
+            "model owns would draw by process, not by logical worker)")
     return refuse

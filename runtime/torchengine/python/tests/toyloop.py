@@ -1,0 +1,182 @@
+"""A small training script of the loop API for the engine's tests: conv + BatchNorm + dropout, clipping,
+OneCycleLR per step, a registered counter, augmentation drawing from the global generators.
+
+Run by easyscale (job file [torch] script) or in a test with an installed session (:func:`main`).
+Variants for the self-check's cases come from the command line (``--case``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import easyscale
+import easyscale.distributed as dist
+from easyscale import DataLoader, DistributedDataParallel as DDP, DistributedSampler, register
+
+
+class Images(torch.utils.data.Dataset):
+    def __init__(self, n: int, jitter: bool = False) -> None:
+        g = torch.Generator().manual_seed(99)
+        self.x = torch.randn(n, 1, 8, 8, generator=g)
+        self.y = torch.randint(0, 3, (n,), generator=g)
+        self.jitter = jitter
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        x = self.x[i]
+        if self.jitter:  # a transform drawing from the global generators (torch's and Python's)
+            x = x + 0.05 * torch.randn(x.shape) + 0.01 * random.random()
+        return x, int(self.y[i])
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4)
+        self.drop, self.fc = nn.Dropout(0.3), nn.Linear(4 * 6 * 6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.drop(F.relu(self.bn(self.conv(x))).flatten(1)))
+
+
+class OwnedGeneratorNet(Net):
+    """Dropout drawn from a torch.Generator the model owns (what the issue found silently breaking)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gen = torch.Generator().manual_seed(5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.bn(self.conv(x))).flatten(1)
+        keep = (torch.rand(h.shape, generator=self.gen) > 0.3).to(h.dtype)
+        return self.fc(h * keep / 0.7)
+
+
+class RunningStatNet(Net):
+    """A running mean kept in a plain tensor attribute instead of a registered buffer, and used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = torch.zeros(())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.bn(self.conv(x))).flatten(1)
+        if self.training:
+            self.running = 0.9 * self.running + 0.1 * h.mean().detach()
+        return self.fc(self.drop(h - self.running))
+
+
+CALLS = [0]
+
+
+class GlobalCounterNet(Net):
+    """A module-level counter the forward reads: a global the runtime cannot see."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        CALLS[0] += 1
+        return super().forward(x) * (1 + 0.01 * (CALLS[0] % 3))
+
+
+class LSTMNet(nn.Module):
+    """An LSTM over the image's rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm, self.drop, self.fc = nn.LSTM(8, 12, batch_first=True), nn.Dropout(0.2), nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x.squeeze(1))
+        return self.fc(self.drop(out[:, -1]))
+
+
+class SoftClip(torch.autograd.Function):
+    """A custom autograd.Function: tanh with its own backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad * (1 - y * y)
+
+
+class FunctionNet(Net):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.drop(SoftClip.apply(self.bn(self.conv(x))).flatten(1)))
+
+
+CASES = {"plain": Net, "owned-generator": OwnedGeneratorNet, "running-stat": RunningStatNet,
+         "global-counter": GlobalCounterNet, "lstm": LSTMNet, "function": FunctionNet}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--samples", type=int, default=48)
+    p.add_argument("--batch-size", type=int, default=3)
+    p.add_argument("--clip", type=float, default=0.5)
+    p.add_argument("--jitter", action="store_true")
+    p.add_argument("--from-epoch-0", action="store_true", help="the resume mistake: the epoch loop starts at 0")
+    p.add_argument("--case", choices=sorted(CASES), default="plain")
+    p.add_argument("--sched", choices=["onecycle", "lambda", "plateau", "step"], default="onecycle")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    dist.init_process_group("gloo")
+    # TOYLOOP_INIT_SEED (tests of easyscale verify): other initial weights for the same job identity.
+    torch.manual_seed(int(os.environ.get("TOYLOOP_INIT_SEED", "7")))
+    model = DDP(CASES[args.case]())
+    train = Images(args.samples, args.jitter)
+    sampler = DistributedSampler(train, shuffle=True, seed=7)
+    loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    lr_sched = torch.optim.lr_scheduler
+    if args.sched == "onecycle":
+        sched = lr_sched.OneCycleLR(opt, max_lr=0.1, total_steps=args.epochs * len(loader))
+    elif args.sched == "lambda":
+        decay = 0.8
+        sched = lr_sched.LambdaLR(opt, lambda step: decay ** step)  # a closure: not in its state_dict
+    elif args.sched == "plateau":
+        sched = lr_sched.ReduceLROnPlateau(opt, factor=0.5, patience=0)
+    else:
+        sched = lr_sched.StepLR(opt, step_size=1, gamma=0.5)
+    progress = {"steps": 0, "norms": []}
+    register(opt, sched, progress)
+    for epoch in range(0 if args.from_epoch_0 else loader.epoch, args.epochs):
+        sampler.set_epoch(epoch)
+        model.train()
+        for batch in loader:
+            opt.zero_grad(set_to_none=True)
+            for x, y in batch:
+                batch.backward(F.cross_entropy(model(x), y))
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            if args.sched == "plateau":
+                sched.step(batch.loss)  # the mean loss over all logical workers: the same in every process
+            elif args.sched != "step":
+                sched.step()
+            progress["steps"] += 1
+            progress["norms"].append(float(norm))
+        if args.sched == "step":
+            sched.step()  # per epoch, at the epoch's end
+    return {"model": model, "progress": progress, "loader": loader}
+
+
+if __name__ == "__main__":
+    main()
