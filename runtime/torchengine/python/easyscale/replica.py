@@ -19,6 +19,7 @@ parameters and optimizer state change only in :meth:`Replica.apply`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -231,13 +232,20 @@ class Replica:
                 "lr_scheduler": self.job.lr_scheduler.state_dict() if self.job.lr_scheduler is not None else None}
 
     def load_replica_state(self, state: dict[str, Any]) -> None:
-        """Make this replica's parameters, optimizer and scheduler those of ``state`` (bit for bit)."""
+        """Make this replica's parameters, optimizer and scheduler those of ``state`` (bit for bit).
+
+        Nothing of ``state`` is kept: the replica gets copies, so a state taken from another replica in the
+        same process (:meth:`replica_state` returns its optimizer's own tensors) stays that replica's alone.
+        torch 2.x's ``Optimizer.load_state_dict`` keeps the tensors it is given when their dtype and device
+        match the parameters' (torch 1.13 deep-copied the state dict first); without the copy both replicas
+        would share one momentum buffer and each optimizer step would update it twice.
+        """
         with torch.no_grad():
             for n, p in self.job.model.named_parameters():
                 p.copy_(state["model"][n])
-        self.job.optimizer.load_state_dict(state["optimizer"])
+        self.job.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         if self.job.lr_scheduler is not None and state["lr_scheduler"] is not None:
-            self.job.lr_scheduler.load_state_dict(state["lr_scheduler"])
+            self.job.lr_scheduler.load_state_dict(copy.deepcopy(state["lr_scheduler"]))
 
     # --- identity --------------------------------------------------------------------------------------------
 
