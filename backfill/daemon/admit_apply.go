@@ -23,7 +23,8 @@ type Resizer interface {
 	// SetNodes shrinks job id to its first nodes nodes: `scontrol update
 	// JobId=ID NumNodes=N` (Slurm releases the last nodes of its node list
 	// and kills the tasks of running steps there; the EasyScale runtime
-	// takes that as a membership change).
+	// takes that as a membership change), with the running job's NumTasks
+	// on Slurm 23.02 and later (slurmcli.TaskCountKept).
 	SetNodes(ctx context.Context, id string, nodes int) error
 }
 
@@ -40,9 +41,12 @@ func (s *SlurmResizer) SetTimeLimit(ctx context.Context, id string, minutes int6
 	return nil
 }
 
-// SetNodes runs `scontrol update JobId=ID NumNodes=N`.
+// SetNodes runs `scontrol update JobId=ID NumNodes=N` as
+// slurmcli.Runner.SetNodes does for the running Slurm's release (a running
+// job keeps its task count from 23.02 on, where NumNodes alone is refused
+// for a job submitted with --ntasks-per-node).
 func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error {
-	if _, err := s.Slurm.Output(ctx, "scontrol", "update", "JobId="+id, "NumNodes="+strconv.Itoa(nodes)); err != nil {
+	if err := s.Slurm.SetNodes(ctx, id, nodes); err != nil {
 		return fmt.Errorf("shrinking job %s to %d nodes: %w", id, nodes, err)
 	}
 	return nil

@@ -40,6 +40,11 @@ type fakeSlurm struct {
 	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
 	// the controller is up again.
 	pings, upAtPing int
+	// release is what `scontrol --version` prints ("": "slurm-wlm
+	// 22.05.8"). From 23.02 on, the fake refuses NumNodes of a running job
+	// unless NumTasks keeps its task count, as slurmctld does for a job
+	// submitted with --ntasks-per-node (slurmcli.TaskCountKept).
+	release string
 }
 
 type fakeNode struct {
@@ -195,6 +200,13 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	switch {
 	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
+	case cmdline == "scontrol --version":
+		if f.release == "" {
+			return []byte("slurm-wlm 22.05.8\n"), nil
+		}
+		return []byte(f.release), nil
+	case name == "squeue" && slices.Contains(args, "--Format=State:0 ,NumTasks:0"):
+		return f.stateAndTasks(args), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
 		return printFormat(format, f.sinfo())
@@ -208,9 +220,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
 		return f.scancel(args)
-	case name == "scontrol" && len(args) == 3 && args[0] == "update":
+	case name == "scontrol" && (len(args) == 3 || len(args) == 4) && args[0] == "update":
 		f.calls = append(f.calls, cmdline)
-		return f.update(args[1], args[2])
+		return f.update(args[1], args[2], args[3:]...)
 	}
 	return nil, fmt.Errorf("fake slurm: unexpected command %q", cmdline)
 }
@@ -335,12 +347,37 @@ func orNone(s string) string {
 	return s
 }
 
+// stateAndTasks answers `squeue --noheader --jobs=ID --Format=State:0
+// ,NumTasks:0`: a job's state and its task count (one task per node).
+func (f *fakeSlurm) stateAndTasks(args []string) []byte {
+	for _, a := range args {
+		if id, ok := strings.CutPrefix(a, "--jobs="); ok {
+			for _, j := range f.jobs {
+				if j.id == id {
+					return []byte(fmt.Sprintf("%s %d\n", j.state, j.nodes))
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // update applies `scontrol update JobId=ID NumNodes=N` (keeps the first N
-// nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job.
-func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
+// nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job. more
+// is "NumTasks=T", which a running job's NumNodes needs from 23.02 on
+// (release): T must be its task count.
+func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	id, _ := strings.CutPrefix(jobArg, "JobId=")
 	key, val, _ := strings.Cut(kv, "=")
 	n, err := strconv.Atoi(val)
+	tasks := -1
+	if len(more) == 1 {
+		t, ok := strings.CutPrefix(more[0], "NumTasks=")
+		var terr error
+		if tasks, terr = strconv.Atoi(t); terr != nil || !ok || key != "NumNodes" {
+			return nil, fmt.Errorf("fake slurm: unexpected %q", more[0])
+		}
+	}
 	for _, j := range f.jobs {
 		if j.id != id || err != nil {
 			continue
@@ -360,6 +397,11 @@ func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
 		}
 		if j.state != "RUNNING" {
 			continue
+		}
+		if v, _ := slurmcli.ParseRelease([]byte(f.release)); tasks >= 0 && !v.AtLeast(23, 2) ||
+			key == "NumNodes" && v.AtLeast(23, 2) && tasks != j.nodes {
+			return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+				Stderr: "Job is no longer pending execution for job " + id}
 		}
 		switch key {
 		case "NumNodes":

@@ -41,6 +41,11 @@
 // ExcNodes), times ([ParseTime]: StartTime, EndTime) and time limits
 // ([ParseTimeLimit]: TimeLimit, every form of sbatch's --time). Each is fuzzed.
 //
+// Where Slurm releases behave differently the code asks `scontrol --version`
+// ([Runner.Release], [ParseRelease]) and decides on the series: from 23.02 on a
+// running job's node count is set with its task count kept ([Runner.SetNodes],
+// [TaskCountKept]); 22.05 refuses that and takes NumNodes alone.
+//
 // Parsers never panic on input; they return a [*ParseError] naming the source command,
 // the 1-based line, the job id or node when known, and the field. Golden files in
 // testdata were recorded from Slurm 22.05.8 (Debian 12) with the lab cluster of
