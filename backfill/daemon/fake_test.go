@@ -40,11 +40,13 @@ type fakeSlurm struct {
 	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
 	// the controller is up again.
 	pings, upAtPing int
-	// release is what `scontrol --version` prints ("": "slurm-wlm
-	// 22.05.8"). From 23.02 on, the fake refuses NumNodes of a running job
-	// unless NumTasks keeps its task count, as slurmctld does for a job
-	// submitted with --ntasks-per-node (slurmcli.TaskCountKept).
-	release string
+	// keepTasks makes the fake a Slurm 23.02 or later (24.11) with jobs
+	// submitted with --ntasks-per-node=1: an update of a running job that
+	// would change its task count (NumNodes, or any update once a shrink
+	// lowered the count) is refused with slurmcli.TaskCountRefusal unless
+	// NumTasks= keeps it. Without it the fake is 22.05, which refuses
+	// NumTasks on a running job.
+	keepTasks bool
 }
 
 type fakeNode struct {
@@ -73,6 +75,10 @@ type fakeJob struct {
 	reason string
 	// excNodes and features are a pending job's --exclude and --constraint.
 	excNodes, features string
+	// tasks is the task count a shrink left and recorded the node count
+	// slurmctld keeps for the job after it (keepTasks); 0: one task per
+	// node, and the node count.
+	tasks, recorded int
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -200,12 +206,7 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	switch {
 	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
-	case cmdline == "scontrol --version":
-		if f.release == "" {
-			return []byte("slurm-wlm 22.05.8\n"), nil
-		}
-		return []byte(f.release), nil
-	case name == "squeue" && slices.Contains(args, "--Format=State:0 ,NumTasks:0"):
+	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
@@ -354,7 +355,7 @@ func (f *fakeSlurm) stateAndTasks(args []string) []byte {
 		if id, ok := strings.CutPrefix(a, "--jobs="); ok {
 			for _, j := range f.jobs {
 				if j.id == id {
-					return []byte(fmt.Sprintf("%s %d\n", j.state, j.nodes))
+					return []byte(fmt.Sprintf("%s %d\n", j.state, j.taskCount()))
 				}
 			}
 		}
@@ -362,10 +363,19 @@ func (f *fakeSlurm) stateAndTasks(args []string) []byte {
 	return nil
 }
 
+// taskCount is a job's task count: one per node it was submitted on, or
+// what a shrink lowered it to.
+func (j *fakeJob) taskCount() int {
+	if j.tasks > 0 {
+		return j.tasks
+	}
+	return j.nodes
+}
+
 // update applies `scontrol update JobId=ID NumNodes=N` (keeps the first N
 // nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job. more
-// is "NumTasks=T", which a running job's NumNodes needs from 23.02 on
-// (release): T must be its task count.
+// is "NumTasks=T", which keepTasks needs where an update would change a
+// running job's task count: T must be that count.
 func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	id, _ := strings.CutPrefix(jobArg, "JobId=")
 	key, val, _ := strings.Cut(kv, "=")
@@ -374,7 +384,7 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	if len(more) == 1 {
 		t, ok := strings.CutPrefix(more[0], "NumTasks=")
 		var terr error
-		if tasks, terr = strconv.Atoi(t); terr != nil || !ok || key != "NumNodes" {
+		if tasks, terr = strconv.Atoi(t); terr != nil || !ok {
 			return nil, fmt.Errorf("fake slurm: unexpected %q", more[0])
 		}
 	}
@@ -398,10 +408,18 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 		if j.state != "RUNNING" {
 			continue
 		}
-		if v, _ := slurmcli.ParseRelease([]byte(f.release)); tasks >= 0 && !v.AtLeast(23, 2) ||
-			key == "NumNodes" && v.AtLeast(23, 2) && tasks != j.nodes {
+		// 23.02+ recomputes the task count as nodes × 1: the new count, else
+		// the recorded one (a shrink does not lower it)
+		implied := j.nodes
+		if j.recorded > 0 {
+			implied = j.recorded
+		}
+		if key == "NumNodes" {
+			implied = n
+		}
+		if tasks >= 0 && !f.keepTasks || f.keepTasks && (tasks >= 0 && tasks != j.taskCount() || tasks < 0 && implied != j.taskCount()) {
 			return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
-				Stderr: "Job is no longer pending execution for job " + id}
+				Stderr: slurmcli.TaskCountRefusal + " for job " + id}
 		}
 		switch key {
 		case "NumNodes":
@@ -409,7 +427,13 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 			if n < 1 || n > len(names) {
 				break
 			}
+			if f.keepTasks && j.recorded == 0 {
+				j.recorded = j.nodes // the count slurmctld keeps recording
+			}
 			j.nodeList, j.nodes = strings.Join(names[:n], ","), n
+			if f.keepTasks {
+				j.tasks = n // lowered to the CPUs left
+			}
 			return nil, nil
 		case "TimeLimit":
 			j.timeLimit = time.Duration(n) * time.Minute
