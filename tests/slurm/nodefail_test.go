@@ -152,6 +152,11 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	// the job and the local run are done: what is left asks Slurm twice, on a deadline of its own
+	// (the 6 min above also covered the local run, which alone took longer on a machine busy with
+	// another suite, and showJob failed with "context deadline exceeded" after the job had completed)
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after the node failure %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
