@@ -5,7 +5,8 @@
 #
 # The root is entered through a private mount namespace held by one process, the holder
 # (`sleep infinity`, chrooted into the root; its PID and root in $RUN/root.pid). In that
-# namespace, and only there, the root gets /proc, /sys, /dev, a /run of its own, the host's
+# namespace, and only there, the root is bound onto itself (a mount point, as ip netns needs)
+# and gets /proc, /sys, /dev, a /run of its own, the host's
 # /tmp and /etc/hosts, the lab dir and this work tree at their own paths: the lab's paths
 # (SLURM_CONF, EASYSCALE_LAB_DIR, the SPANK plugin) are the same inside and outside, and
 # nothing is mounted on the host, so no lab-down or rm -rf can reach the host's /tmp or the
@@ -46,6 +47,9 @@ current_holder_start() {
 	setsid unshare --mount --propagation private -- bash -c '
 		set -eu
 		root=$1 lab=$2 repo=$3
+		# the root a mount point of its own: "ip netns exec" and "ip -n" (tests/e2e) remount "/"
+		# as a slave in a new mount namespace, which fails with EINVAL when "/" is no mount point
+		mount --bind "$root" "$root"
 		mount -t proc proc "$root/proc"
 		mount --rbind /sys "$root/sys"
 		mount --rbind /dev "$root/dev"
