@@ -26,8 +26,8 @@ import (
 // (scontrol update NumNodes=1, its time limit raised first), the rigid job
 // starts at once, long before the reservation Slurm planned for it (the
 // elastic job's end) and before every planned start seen; when it is done
-// the elastic job grows back onto n4 within a round, and it still trains
-// to the fixed run's digest.
+// the elastic job is back at its maximum within a round, and it still
+// trains to the fixed run's digest.
 func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
@@ -140,25 +140,31 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 			id, after.EndTime, after.TimeLimit, origEnd.Format(time.TimeOnly))
 	}
 
-	// Once the rigid job is done, n4's GPUs idle and nothing is queued: the
-	// shrunk job grows back onto n4 within a round (poll_interval 1 s: an
-	// extra job submitted, issue 17 item 6).
+	// Once the rigid job is done nothing is queued: the shrunk job is back
+	// at its maximum, 2 GPUs of its own and lent (2 nodes × 1 GPU), within a
+	// round (poll_interval 1 s; issue 17 item 6, planner.Snapshot.NothingQueued).
+	// The daemon lends it one of n3's idle GPUs in the round right after the
+	// shrink already, so it is usually there before the rigid job ends, and
+	// n4 then stays idle: the test asked for an extra job on n4 and failed
+	// so on 22.05 and 24.11 alike (the extra job on n3 came 1 s after the shrink).
 	waitFor(t, 40*time.Second, "rigid job "+rigid+" done", func() bool {
 		j, err := l.CLI.Job(ctx, rigid)
 		return err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING"
 	})
 	doneAt := time.Now()
-	grewIn := waitFor(t, 30*time.Second, "an extra job of "+id+" on n4", func() bool {
+	held := 0
+	grewIn := waitFor(t, 30*time.Second, "job "+id+" back at 2 GPUs, its own and lent", func() bool {
+		held = after.Nodes // one GPU on each node of its own
 		for _, x := range extrasOf(t, l, id) {
-			if x.NodeList == "n4" {
-				return true
+			if g, err := slurmcli.ParseGRES(x.TRESPerNode); err == nil && x.State == "RUNNING" {
+				held += slurmcli.GPUs(g) * x.Nodes
 			}
 		}
-		return false
+		return held >= 2
 	})
-	t.Logf("job %s grew back onto n4 %v after the rigid job ended", id, grewIn)
+	t.Logf("job %s holds %d GPUs (own and lent) %v after the rigid job ended; extra jobs %+v", id, held, grewIn, extrasOf(t, l, id))
 	if grewIn > 3*time.Second {
-		t.Errorf("job %s grew back onto the idle n4 %v after it idled (at %s), want within a round (1 s) and the submission", id, grewIn, doneAt.Format(time.TimeOnly))
+		t.Errorf("job %s was back at its maximum %v after the rigid job ended (at %s), want within a round (1 s) and the submission", id, grewIn, doneAt.Format(time.TimeOnly))
 	}
 
 	for {
