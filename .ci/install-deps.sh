@@ -31,6 +31,8 @@ PKGS=(
 	make
 	# the PyTorch engine (runtime/torchengine): torch 1.13 for /usr/bin/python3, nothing from PyPI
 	python3-torch python3-torchvision python3-numpy
+	# make test-current: the current lab's Debian 13 root (tests/lab/current-root.sh)
+	debootstrap debian-archive-keyring
 )
 
 if [ $# -gt 0 ]; then PKGS=("$@"); fi

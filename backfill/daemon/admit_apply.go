@@ -23,7 +23,8 @@ type Resizer interface {
 	// SetNodes shrinks job id to its first nodes nodes: `scontrol update
 	// JobId=ID NumNodes=N` (Slurm releases the last nodes of its node list
 	// and kills the tasks of running steps there; the EasyScale runtime
-	// takes that as a membership change).
+	// takes that as a membership change), with the running job's NumTasks
+	// where Slurm 23.02 and later refuse it without (slurmcli.TaskCountRefusal).
 	SetNodes(ctx context.Context, id string, nodes int) error
 }
 
@@ -32,17 +33,22 @@ type SlurmResizer struct{ Slurm slurmcli.Runner }
 
 var _ Resizer = (*SlurmResizer)(nil)
 
-// SetTimeLimit runs `scontrol update JobId=ID TimeLimit=MINUTES`.
+// SetTimeLimit runs `scontrol update JobId=ID TimeLimit=MINUTES`
+// (slurmcli.Runner.UpdateJob: with the job's NumTasks where Slurm 24.11
+// refuses it without, after a shrink).
 func (s *SlurmResizer) SetTimeLimit(ctx context.Context, id string, minutes int64) error {
-	if _, err := s.Slurm.Output(ctx, "scontrol", "update", "JobId="+id, "TimeLimit="+strconv.FormatInt(minutes, 10)); err != nil {
+	if err := s.Slurm.UpdateJob(ctx, id, "TimeLimit="+strconv.FormatInt(minutes, 10)); err != nil {
 		return fmt.Errorf("setting the time limit of job %s to %d min: %w", id, minutes, err)
 	}
 	return nil
 }
 
-// SetNodes runs `scontrol update JobId=ID NumNodes=N`.
+// SetNodes runs `scontrol update JobId=ID NumNodes=N` as
+// slurmcli.Runner.SetNodes does (a running job submitted with
+// --ntasks-per-node keeps its task count on Slurm 23.02 and later, which
+// refuse NumNodes alone).
 func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error {
-	if _, err := s.Slurm.Output(ctx, "scontrol", "update", "JobId="+id, "NumNodes="+strconv.Itoa(nodes)); err != nil {
+	if err := s.Slurm.SetNodes(ctx, id, nodes); err != nil {
 		return fmt.Errorf("shrinking job %s to %d nodes: %w", id, nodes, err)
 	}
 	return nil

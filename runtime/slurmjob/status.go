@@ -70,7 +70,8 @@ func (s *Status) Update(step, total int64, workers int, final bool) {
 		comment := elastic.Comment{Request: s.Request, Progress: p}.String()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		if _, err := s.Runner.Output(ctx, "scontrol", "update", "JobId="+s.JobID, "Comment="+comment); err != nil && s.Log != nil {
+		// UpdateJob: after a shrink Slurm 24.11 refuses the comment unless the job's task count comes along
+		if err := s.Runner.UpdateJob(ctx, s.JobID, "Comment="+comment); err != nil && s.Log != nil {
 			s.Log.Warn("updating the job comment", "slurm_job_id", s.JobID, "error", err)
 		}
 		s.mu.Lock()

@@ -114,5 +114,17 @@
 // interpreter is the job's, which task 0 publishes in the rendezvous file
 // slurmjob.PythonFile (WorkerOptions.Python).
 //
+// Torch versions. The engine runs on torch 1.13 (Debian 12, Python 3.11:
+// make test) and 2.6 (Debian 13, Python 3.13: make test-current, in the
+// current lab's root). What differs between them and how the engine meets
+// it: torch 2.4+ asks TCPStore for a libuv server by default, which
+// Debian's 2.6 is built without (the stores pass use_libuv=False where
+// torch takes it); torch 2.x's Optimizer.load_state_dict keeps the tensors
+// it is given where dtype and device match, where 1.13 copied them
+// (Replica.load_replica_state copies the state itself, so two replicas in
+// one process never share a momentum buffer). A kernel's bits may differ
+// between torch releases, so digests are per torch version; on each one,
+// fixed, changing, killed and resumed runs agree (both suites check it).
+//
 // Not yet (issue 9's next slices): NCCL on GPUs.
 package torchengine

@@ -33,8 +33,11 @@ func TestElasticJobGrowsIntoIdleGPUsWithinTwoPollIntervals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.Name != "es-extra-"+e.ID || x.Partition != "low" || x.NodeList != "n3" || x.TRESPerNode != "gres:gpu:t4:1" {
-		t.Errorf("extra job %+v: want es-extra-%s in low on n3 with gres:gpu:t4:1", x, e.ID)
+	// squeue spells the request gres:gpu:t4:1 on 22.05, gres/gpu:t4:1 on 24.11: compare it parsed
+	gres, err := slurmcli.ParseGRES(x.TRESPerNode)
+	if x.Name != "es-extra-"+e.ID || x.Partition != "low" || x.NodeList != "n3" || err != nil ||
+		len(gres) != 1 || gres[0] != (slurmcli.GRES{Name: "gpu", Type: "t4", Count: 1}) {
+		t.Errorf("extra job %+v (GRES %v, %v): want es-extra-%s in low on n3 with gres:gpu:t4:1", x, gres, err, e.ID)
 	}
 	parentEnd, _ := time.ParseInLocation(slurmcli.TimeLayout, e.EndTime, time.Local)
 	xEnd, err := time.ParseInLocation(slurmcli.TimeLayout, x.EndTime, time.Local)

@@ -61,8 +61,9 @@ func TestTorchShrinkByScontrolKeepsTheLocalDigest(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out, err := lab.Command(ctx, "scontrol", "update", "JobId="+id, "NumNodes=2").CombinedOutput(); err != nil {
-		t.Fatalf("scontrol update: %v\n%s", err, out)
+	// scontrol update JobId=ID NumNodes=2 (with the job's NumTasks from Slurm 23.02 on: slurmcli.TaskCountKept)
+	if err := lab.CLI.SetNodes(ctx, id, 2); err != nil {
+		t.Fatalf("scontrol update: %v", err)
 	}
 	shrunkAt := lastStep(state)
 	for {

@@ -80,6 +80,21 @@ class Consistency(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(train(schedule), want)
 
+    def test_a_replica_loaded_from_anothers_state_shares_no_tensor_with_it(self) -> None:
+        # torch 2.x's Optimizer.load_state_dict keeps tensors whose dtype and device match (1.13 copied them):
+        # shared momentum buffers were updated by both replicas' steps ("changing" above failed on torch 2.6)
+        cfg = config()
+        a = Replica(toyjob.setup(cfg), cfg, [0])
+        a.apply(a.compute(0, True).local)
+        b = Replica(toyjob.setup(cfg), cfg, [])
+        b.load_replica_state(a.replica_state())
+        ptrs = {t.data_ptr() for s in a.job.optimizer.state.values() for t in s.values() if torch.is_tensor(t)}
+        self.assertTrue(ptrs, "the optimizer of the toy job keeps momentum buffers")
+        for s in b.job.optimizer.state.values():
+            for key, t in s.items():
+                if torch.is_tensor(t):
+                    self.assertNotIn(t.data_ptr(), ptrs, f"optimizer state {key} is the other replica's tensor")
+
     def test_another_seed_gives_other_digests(self) -> None:
         self.assertNotEqual(train({0: [4]}, seed=8), train({0: [4]}))
 

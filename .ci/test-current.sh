@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The current-package suites (make test-current; .ci/run after make test): the Slurm-facing
+# Go tests on the current lab, Slurm 24.11 with Python 3.13 and torch 2.6 in a cached Debian
+# 13 root (tests/lab/README.md, "The current lab"), and the torch engine's tests on that
+# Python and torch. Installs what it needs on the host (debootstrap, the C toolchain cgo
+# needs), makes or finds the root, builds bin/ and the test binaries here (the root has no
+# Go toolchain; the binaries need only glibc, and the root's is newer), brings the current
+# lab up, and runs each test binary in the root with the lab's lab-exec, in its package's
+# directory, as `go test` would. Prints "slurm X.Y" and "torch X.Y" as found in the root.
+# Exits 0 only when every suite passed.
+#
+#   bash .ci/test-current.sh               # every suite below
+#   bash .ci/test-current.sh slurm e2e     # only these (names from SUITES)
+#
+# EASYSCALE_LAB=1 turns the lab tests on, as in make test; CI set makes a lab that cannot
+# start fail them. A lab that was down is taken down at the end; one that was up (make
+# lab-up) is left up. Runs next to the 22.05 lab of make test (own directory and ports).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+export EASYSCALE_LAB=1 EASYSCALE_LAB_CURRENT=1
+start=$SECONDS
+step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
+
+# name, package, test binary flags: each runs in the root, in the package's directory
+SUITES=(
+	"slurm ./tests/slurm"
+	"backfill ./tests/backfill"
+	"e2e ./tests/e2e -test.run ^TestTorch"
+	"torchengine ./runtime/torchengine -test.run ^TestPythonPackage$"
+)
+want=("$@")
+selected() {
+	[ ${#want[@]} -eq 0 ] && return 0
+	local w
+	for w in "${want[@]}"; do [ "$w" = "$1" ] && return 0; done
+	return 1
+}
+
+step "installing host packages"
+# only what this needs on the host: the root (debootstrap), cgo (gcc), make, nsenter/unshare/flock
+bash .ci/install-deps.sh debootstrap debian-archive-keyring util-linux gcc libc6-dev make
+step "the Debian 13 root"
+bash tests/lab/current-root.sh >/dev/null
+step "downloading Go modules"
+go mod download
+step "building on the host"
+make -s build data
+TB=bin/test-current
+mkdir -p "$TB"
+for s in "${SUITES[@]}"; do
+	read -r name pkg _ <<<"$s"
+	selected "$name" || continue
+	go test -c -o "$TB/$name.test" "$pkg"
+done
+
+step "the current lab"
+lab=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab-current}
+was_up=0
+[ ! -s "$lab/run/lab.pids" ] || was_up=1
+eval "$(EASYSCALE_LAB_OWNER=harness bash tests/lab/lab-up.sh)"
+X=$EASYSCALE_LAB_DIR/bin/lab-exec
+finish() {
+	if [ "$was_up" = 0 ]; then bash tests/lab/lab-down.sh || true; fi
+}
+trap finish EXIT
+# the SPANK plugin built against the root's spank.h; lab-up hooks it (read by every srun/sbatch)
+slurm_series=$("$X" scontrol --version | awk '{print $2}' | cut -d. -f1,2)
+"$X" make -s BIN="bin/slurm-$slurm_series" spank-plugin
+bash tests/lab/lab-up.sh >/dev/null
+# this script is a user of the lab while the suites run (internal/slurmlab's users.lock):
+# each test process joins the lab, and none of them takes it down under the next suite
+exec 7>"$EASYSCALE_LAB_DIR/users.lock"
+flock -s 7
+
+slurm=$("$X" scontrol --version | awk '{print $2}')
+torch=$("$X" python3 -c 'import torch; print(torch.__version__)')
+python=$("$X" python3 -c 'import platform; print(platform.python_version())')
+echo "slurm ${slurm%.*} ($slurm)"
+echo "torch $(cut -d. -f1,2 <<<"$torch") ($torch, python $python)"
+
+passed=() failed=()
+for s in "${SUITES[@]}"; do
+	read -r name pkg flags <<<"$s"
+	selected "$name" || continue
+	step "go test $pkg in the root${flags:+ ($flags)}"
+	t0=$SECONDS
+	# shellcheck disable=SC2086 # flags are words
+	# the root has no Go: the binary under test, and the data sets that on the host are found
+	# in the Go module cache and GOROOT (runtime/datasets), are named
+	if (cd "$pkg" && "$X" env EASYSCALE_E2E_BINARY="$REPO/bin/easyscale" \
+		EASYSCALE_MNIST_DIR="$REPO/data/mnist" EASYSCALE_CHARLM_DIR="$REPO/data/charlm" \
+		"$REPO/$TB/$name.test" -test.count=1 -test.timeout=30m $flags); then
+		echo "ok   $pkg $((SECONDS - t0))s"
+		passed+=("$name")
+	else
+		echo "FAIL $pkg $((SECONDS - t0))s"
+		failed+=("$name")
+	fi
+done
+
+step "done"
+echo "slurm ${slurm%.*} torch $(cut -d. -f1,2 <<<"$torch"): ${#passed[@]} suites passed (${passed[*]}), ${#failed[@]} failed${failed[*]:+ (${failed[*]})}"
+[ ${#failed[@]} -eq 0 ]
