@@ -105,6 +105,12 @@ type Config struct {
 	// (planner.RaisedTimeLimit). It covers the resize itself and the steps
 	// a job redoes, which the proportional rule does not.
 	TimeLimitMargin float64 `toml:"time_limit_margin"`
+	// RescaleCost is what one resize (a grow, a shrink, a start on fewer
+	// nodes) costs a job in progress [rescale_cost], 0..1h, default 30s:
+	// the objective charges it to every resize it weighs (planner.BorrowLoss).
+	// 30 s covers an extra job scheduled and started on the lab plus the
+	// joining worker's start (torch_rescale_fresh_s 3.3 s, BENCHMARKS.md).
+	RescaleCost Duration `toml:"rescale_cost"`
 	// GracePeriod is how long an extra job has, after SIGTERM, to hand its
 	// logical workers back before it is cancelled [grace_period], 1s..30m,
 	// default 30s.
@@ -200,7 +206,21 @@ type Admit struct {
 	// rounds to zero nodes is never shrunk). A job never goes below the
 	// minimum of its request either.
 	MaxLoss float64 `toml:"max_loss"`
+	// Rule decides which jobs give up nodes and when [admit.rule],
+	// default "objective": the planner's one objective (the donors that
+	// lose least, only when they lose less than the queued job's wait,
+	// never ending after the longest running job or the queued job's own
+	// end by waiting: planner.AdmitOnNodes). "longest-left" is the rule
+	// before it: jobs with more time left than the queued job's limit,
+	// longest first.
+	Rule string `toml:"rule"`
 }
+
+// The admit.rule values.
+const (
+	AdmitObjective   = "objective"
+	AdmitLongestLeft = "longest-left"
+)
 
 // StartSmall configures start-small: the queue head, when it is an
 // elastic EasyScale job waiting for resources, may start now on fewer
@@ -415,6 +435,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("max_lend", &c.MaxLend, time.Hour)
 	dur("pending_timeout", &c.PendingTimeout, 30*time.Second)
 	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
+	dur("rescale_cost", &c.RescaleCost, 30*time.Second)
 	if !defined("retry", "base") {
 		c.Retry.Base.Duration = time.Minute
 	}
@@ -444,6 +465,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.Extra.WorkerCommand, DefaultWorkerCommand, "extra", "worker_command")
 	str(&c.Log.Level, "info", "log", "level")
 	str(&c.StartSmall.Rule, "off", "start_small", "rule")
+	str(&c.Admit.Rule, AdmitObjective, "admit", "rule")
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}
@@ -500,6 +522,7 @@ func (c *Config) Validate() error {
 	between("max_lend", c.MaxLend, time.Minute, 7*24*time.Hour, "1h")
 	between("pending_timeout", c.PendingTimeout, time.Second, time.Hour, "30s")
 	between("max_backoff", c.MaxBackoff, time.Second, 24*time.Hour, "5m")
+	between("rescale_cost", c.RescaleCost, 0, time.Hour, "30s")
 	if c.MaxLend.Duration < c.MinLend.Duration {
 		bad("max_lend", c.MaxLend, "must be at least min_lend (%v); raise max_lend or lower min_lend", c.MinLend)
 	}
@@ -531,6 +554,9 @@ func (c *Config) Validate() error {
 	}
 	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
+	}
+	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
+		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)
 	}
 	c.validateRetry(bad)
 	if _, err := planner.ParseStartSmallRule(c.StartSmall.Rule); err != nil {

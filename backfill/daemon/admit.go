@@ -111,6 +111,9 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) planner.NodeAdmitInput {
 	c := d.cfg
 	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
+	if c.Admit.Rule == config.AdmitObjective {
+		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Horizon: d.longestOther(v)}
+	}
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
 		if n.Managed && n.Schedulable {
@@ -153,7 +156,27 @@ func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) pla
 		}
 	}
 	out.Reserved = resv.others(q.ID)
+	if at, err := slurmcli.ParseTime(q.StartTime, d.snap.loc()); err == nil {
+		out.ReservedStart = at.Unix()
+	}
 	return out
+}
+
+// longestOther is the longest time left (the end of its time limit − now)
+// of a running job that is not an elastic one (those are the donors, whose
+// remaining time the planner computes), for the objective's horizon
+// (planner.NodeObjective). A job whose end cannot be read counts as none.
+func (d *Daemon) longestOther(v *View) time.Duration {
+	var most time.Duration
+	for _, j := range v.Running {
+		if _, elastic := v.Elastic[j.ID]; elastic {
+			continue
+		}
+		if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
+			most = max(most, end.Sub(v.Now))
+		}
+	}
+	return most
 }
 
 // admitDonor is running elastic job e as a possible donor: the facts
@@ -176,6 +199,7 @@ func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.Admi
 	if p := e.Progress; p != nil {
 		out.Step, out.TotalSteps = p.Step, p.TotalSteps
 	}
+	out.LogicalWorkers = e.Request.LogicalWorkers
 	return out
 }
 

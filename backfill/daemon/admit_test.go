@@ -57,7 +57,13 @@ func TestShrinkToAdmit(t *testing.T) {
 			setup: func(t *testing.T, td *testDaemon) {
 				// Job 10 holds 3 GPUs on each node and an extra job 1 more on n2:
 				// only with the extra job's GPU does n2 hold the queued job's 4.
-				td.fake.set(func() { td.fake.jobs[0].gpusPerNode = 3 })
+				// (With its 4 logical workers on 3 GPUs, half of them runs it at
+				// about half speed: it ends at 113 min, so the queued job's
+				// reservation is 2 h away, when it would end after that.)
+				td.fake.set(func() {
+					td.fake.jobs[0].gpusPerNode = 3
+					td.fake.jobs[1].start = td.now.Add(2 * time.Hour)
+				})
 				td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
 				if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
 					Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
@@ -107,8 +113,28 @@ func TestShrinkToAdmit(t *testing.T) {
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "debug,normal" }) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
-		{name: "a job whose time left is less than the queued job's work is not shrunk",
+		{name: "under the objective a job near its end gives a node when that costs it nothing (4 logical workers on 4 GPUs)",
 			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[0].end = td.now.Add(20 * time.Minute) })
+			},
+			// 20 min left is 40 at half size plus 4: its 60 min limit holds.
+			want: []string{"scontrol update JobId=10 NumNodes=1"}},
+		{name: "under the objective no job gives up nodes when it would lose more than the queued job waits",
+			toml: on, comment: "es-req min=1 max=3 lw=8 d1",
+			setup: func(t *testing.T, td *testDaemon) {
+				// 8 logical workers on half the GPUs: 30 min of the queued job
+				// cost job 10 about 14 min, and the queued job waits 5.
+				td.fake.set(func() { td.fake.jobs[1].start = td.now.Add(5 * time.Minute) })
+			}},
+		{name: "under the objective the job that ends last is not made to end later still",
+			toml: on, comment: "es-req min=1 max=3 lw=8 d1",
+			setup: func(t *testing.T, td *testDaemon) {
+				// On 1 node job 10 ends 53 min later, after the queued job's end
+				// by waiting (90 min) and no other job runs longer.
+			}},
+		{name: "the longest-left rule: a job whose time left is less than the queued job's work is not shrunk",
+			toml: on + "rule = \"longest-left\"\n", comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
 				td.fake.set(func() { td.fake.jobs[0].end = td.now.Add(20 * time.Minute) })
 			}},

@@ -132,8 +132,21 @@
 //     task count: slurmcli.TaskCountRefusal), never below its request's minimum nor below
 //     orig − ⌊admit.max_loss · orig⌋ nodes, orig being its node count
 //     before its first shrink-to-admit (from the store).
-//   - A donor yields only if its remaining time is longer than the queued
-//     job's time limit (shortest remaining time first), and never when any
+//   - Which donors yield is admit.rule's. Under "objective" (the default,
+//     the planner's one objective: the sum of the jobs' completion times)
+//     the queued job must have a planned start (squeue --start) in the
+//     future; donors yield in order of least loss per GPU given, each only
+//     as far as it still ends no later than the latest of the running
+//     jobs' ends and the queued job's own end by waiting (its planned start
+//     plus its time limit), so the makespan never grows; and the admission
+//     stands only when the donors' summed loss is below the queued job's
+//     wait. A donor's loss is planner.BorrowLoss: the work it misses while
+//     the queued job holds its nodes (at most its time limit), by
+//     planner.DefaultModel of its logical workers on its GPUs at their
+//     types' speeds, plus rescale_cost for the shrink and again for the
+//     grow back. Under "longest-left" (the rule before issue 17) a donor
+//     yields only if its remaining time is longer than the queued job's
+//     time limit, longest first. Either way no donor yields when any
 //     node of it is one another pending job's reservation (squeue --start
 //     nodes) names: its longer time limit would move that reservation. The
 //     queued job goes only onto GPUs that are idle or that the donors

@@ -208,7 +208,9 @@ type AdmitRequest struct {
 	// Horizon bounds, with donors' Loss, the time left (seconds) a donor
 	// may end with after its shrink: the latest expected end among the
 	// running jobs, so shrink-to-admit never lengthens the longest job and
-	// with it the makespan. 0: no bound.
+	// with it the makespan. Admit raises it to Gain + Work, when the
+	// queued job would end by waiting, which sets the makespan just as
+	// well. 0: no bound.
 	Horizon float64
 }
 
@@ -229,6 +231,11 @@ type AdmitRequest struct {
 // with more time left than q.Work yield, longest first.
 func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	objective := slices.ContainsFunc(q.Donors, func(d Donor) bool { return d.Loss != nil })
+	if objective && q.Horizon > 0 {
+		// Waiting, the queued job itself ends at Gain + Work at the
+		// earliest: a donor ending before that does not set the makespan.
+		q.Horizon = max(q.Horizon, q.Gain+q.Work)
+	}
 	var donors []int
 	var limit []int      // objective: the most GPUs each donor may give
 	var perGPU []float64 // objective: its loss per GPU given

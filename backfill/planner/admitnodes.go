@@ -39,6 +39,10 @@ type NodeAdmitQueued struct {
 	// (squeue --start): it does not go there, and no donor holding one
 	// shrinks (its longer time limit would move the reservation).
 	Reserved []string
+	// ReservedStart is when Slurm's backfill plans to start it (squeue
+	// --start), Unix seconds; 0: none planned or unreadable. Under the
+	// objective, its wait ReservedStart − Now is what an admission gains.
+	ReservedStart int64
 }
 
 // NodeAdmitDonor is a running job that might give up whole nodes.
@@ -58,6 +62,10 @@ type NodeAdmitDonor struct {
 	// progress report (0, 0: none), for [RemainingAtCurrentSize].
 	Elapsed, TimeLeft, Limit time.Duration
 	Step, TotalSteps         int
+	// LogicalWorkers is its request's logical worker count (es-req lw=;
+	// 0: none declared, then its GPUs now), for its throughput model under
+	// the objective.
+	LogicalWorkers int
 }
 
 // NodeAdmitInput is one cycle's shrink-to-admit question, in plain values
@@ -78,6 +86,25 @@ type NodeAdmitInput struct {
 	// MaxLoss is admit.max_loss; TimeLimit how a donor's limit is raised.
 	MaxLoss   float64
 	TimeLimit TimeLimitRule
+	// Objective, when set, decides by the planner's one objective
+	// (admit.rule "objective", see [AdmitOnNodes]); nil: the
+	// longest-time-left rule (admit.rule "longest-left").
+	Objective *NodeObjective `json:",omitempty"`
+}
+
+// NodeObjective is what the one objective needs beyond a
+// [NodeAdmitInput]'s nodes, queue and donors.
+type NodeObjective struct {
+	// Now is the cycle's time, Unix seconds.
+	Now int64
+	// RescaleCost is the progress one resize costs a job (rescale_cost):
+	// a shrink now and, when the lent nodes come back, a grow.
+	RescaleCost time.Duration
+	// Horizon is the longest time left (time limit end − now) of a running
+	// job that is not in Donors; the remaining times of Donors (every
+	// running elastic job) are added by AdmitOnNodes. No shrink may make a donor end
+	// after the latest of them: the makespan never grows.
+	Horizon time.Duration
 }
 
 // NodeShrink is one donor of a [NodeAdmission]: job Job goes from
@@ -223,7 +250,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 	skipped = slices.Clone(skipped)
 	donors := make([]Donor, len(cands))
 	for i, c := range cands {
-		if c.remaining.Seconds() <= q.Limit.Seconds() {
+		if in.Objective == nil && c.remaining.Seconds() <= q.Limit.Seconds() {
 			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", c.d.ID, c.remaining.Round(time.Second), q.Limit))
 		}
 		donors[i] = Donor{Base: c.base, Min: c.keep * c.perNode, TimeLeft: c.remaining.Seconds()}
@@ -231,15 +258,34 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 	if len(donors) == 0 {
 		return a, "no donor: " + strings.Join(skipped, "; ")
 	}
+	var gain, horizon float64
+	if o := in.Objective; o != nil {
+		if gain = float64(q.ReservedStart - o.Now); q.ReservedStart == 0 || gain <= 0 {
+			return a, "no planned start in the future (squeue --start) to weigh the donors' loss against"
+		}
+		horizon = o.Horizon.Seconds()
+		for _, d := range in.Donors { // every running elastic job, donor or not
+			if !d.Unreadable {
+				horizon = max(horizon, RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps).Seconds())
+			}
+		}
+		for i, c := range cands {
+			donors[i].Loss, donors[i].Delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
+		}
+	}
 	rule := FitRule{}
 	if q.GPUType != "" {
 		rule.Types = []string{q.GPUType}
 	}
 	want := q.Nodes * q.GPUsPerNode
 	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: q.Limit.Seconds(),
-		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true})
+		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true, Gain: gain, Horizon: horizon})
 	if !ok {
-		return a, "planner.Admit found no admission (reservations, time left, type, layout)" + strings.Join(append([]string{""}, skipped...), "; ")
+		what := "reservations, time left, type, layout"
+		if in.Objective != nil {
+			what = fmt.Sprintf("reservations, type, layout, or the donors would lose more than the %v it waits, or end after the longest running job", time.Duration(gain)*time.Second)
+		}
+		return a, "planner.Admit found no admission (" + what + ")" + strings.Join(append([]string{""}, skipped...), "; ")
 	}
 	// Nodes each donor gives up, as counts: NumNodes= releases its last ones.
 	give := make([]int, len(cands))
@@ -280,4 +326,42 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		a.Alloc = append(a.Alloc, NodeGPUs{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
 	}
 	return a, ""
+}
+
+// nodeDonorLoss returns donor c's Loss and Delay for [Cluster.Admit] under
+// the objective: how much later it ends when it gives up g GPUs of its
+// nodes, from the end of its node list as `scontrol update NumNodes=`
+// releases them, for borrow seconds (the queued job's time limit, the
+// longest it can hold them; [BorrowLoss]) and if it never gets them back
+// ([ShrinkLoss]), each with restart seconds per resize. Its throughput is
+// [DefaultModel] of its logical workers at its GPUs now, each GPU at its
+// type's speed (in.Speeds, 1 for a type not listed), and its remaining
+// work is its remaining time at its current size.
+func nodeDonorLoss(c donorCand, in NodeAdmitInput, cluster *Cluster, borrow, restart float64) (loss, delay func(g int) float64) {
+	now := 0
+	for _, b := range c.base {
+		now += b.GPUs
+	}
+	lw := c.d.LogicalWorkers
+	if lw < 1 {
+		lw = now
+	}
+	m := DefaultModel(lw, now)
+	speedsAfter := func(g int) []SpeedCount { // c.base is last node first: the first ones go
+		var out []SpeedCount
+		for _, b := range c.base {
+			take := min(g, b.GPUs)
+			g -= take
+			if b.GPUs > take {
+				out = append(out, SpeedCount{Speed: cluster.speed[b.Node], N: b.GPUs - take})
+			}
+		}
+		return out
+	}
+	from := speedsAfter(0)
+	tp, _ := m.Throughput(from)
+	work := c.remaining.Seconds() * tp / float64(m.RefGPUs) // RunTime(m, from, work) is its remaining time
+	loss = func(g int) float64 { return BorrowLoss(m, from, speedsAfter(g), work, borrow, restart) }
+	delay = func(g int) float64 { return ShrinkLoss(m, from, speedsAfter(g), work, restart) }
+	return loss, delay
 }

@@ -88,6 +88,60 @@ func TestAdmitOnNodes(t *testing.T) {
 	}
 }
 
+// TestAdmitOnNodesByTheObjective: under admit.rule "objective" the
+// fixture's donor (2 v100 nodes, 60 min left) gives its last node when
+// what it loses — 30 min of the queued job on half its GPUs, by
+// DefaultModel about 14 min, plus two 30 s resizes — is below the
+// queued job's wait, and never when it would then end after both the
+// longest running job and the queued job's own end by waiting.
+func TestAdmitOnNodesByTheObjective(t *testing.T) {
+	const min = time.Minute
+	now := int64(1_000_000)
+	objective := func(in *NodeAdmitInput, wait time.Duration) {
+		in.Objective = &NodeObjective{Now: now, RescaleCost: 30 * time.Second, Horizon: 2 * time.Hour}
+		in.Queue[0].ReservedStart = now + int64(wait.Seconds())
+	}
+	tests := []struct {
+		name   string
+		change func(in *NodeAdmitInput)
+		ok     bool
+		why    string
+	}{
+		{"a wait of an hour outweighs the donor's loss", func(in *NodeAdmitInput) { objective(in, time.Hour) }, true, ""},
+		{"a wait of 5 min does not", func(in *NodeAdmitInput) { objective(in, 5*min) }, false, "would lose more"},
+		{"no planned start: nothing to weigh the loss against", func(in *NodeAdmitInput) { objective(in, 0); in.Queue[0].ReservedStart = 0 },
+			false, "no planned start"},
+		{"the longest job does not yield when the queued job would end sooner by waiting", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+		}, false, "end after the longest"},
+		{"it yields when the queued job, waiting, would end after it anyway", func(in *NodeAdmitInput) {
+			objective(in, 90*min)
+			in.Objective.Horizon = 0
+		}, true, ""},
+		{"a donor with less time left than the queued job's limit may yield when it loses least", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Donors[0].TimeLeft = 20 * min
+		}, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := admitFixture()
+			tc.change(&in)
+			a, ok, why := AdmitOnNodes(in)
+			if ok != tc.ok {
+				t.Fatalf("AdmitOnNodes = %+v, %v (%q); want ok %v", a, ok, why, tc.ok)
+			}
+			if !ok && !strings.Contains(strings.Join(why, "\n"), tc.why) {
+				t.Errorf("reasons %q, want one with %q", why, tc.why)
+			}
+			if ok && (len(a.Shrinks) != 1 || a.Shrinks[0].ToNodes != 1 || a.Alloc[0].Node != "n2") {
+				t.Errorf("admission %+v, want donor 10 down to n1 and the queued job on n2", a)
+			}
+		})
+	}
+}
+
 // TestAdmitOnNodesHoldsItsInvariants: on random clusters every admission
 // shrinks each donor to its first nodes and never below what it may keep,
 // raises no limit below the old one, and starts the queued job in exactly
@@ -98,6 +152,12 @@ func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
 	admitted := 0
 	for range 3000 {
 		in := randomAdmit(rng)
+		if rng.IntN(2) == 0 { // the objective, with waits up to 3 h
+			in.Objective = &NodeObjective{Now: 1e6, RescaleCost: 30 * time.Second, Horizon: time.Duration(rng.IntN(180)) * time.Minute}
+			for i := range in.Queue {
+				in.Queue[i].ReservedStart = 1e6 + int64(rng.IntN(3*3600))
+			}
+		}
 		a, ok, _ := AdmitOnNodes(in)
 		if !ok {
 			continue

@@ -152,12 +152,16 @@
 //     wait the queued job saves (AdmitRequest.Gain);
 //   - Snapshot.NothingQueued: with no job waiting, a job grows back to its
 //     maximum in one round (the daemon and the simulator by default);
+//   - [AdmitOnNodes] with NodeAdmitInput.Objective: the daemon's
+//     shrink-to-admit by whole nodes under admit.rule "objective" (its
+//     default), the donors' Loss from [DefaultModel] of their logical
+//     workers at their GPU types' speeds, the gain the queued job's wait
+//     until its planned start, the horizon the longest running job's end;
 //   - in the simulator (Config.Objective): start-small for any waiting
 //     job at the size and GPU type that end it soonest, admission below a
 //     job's request, d2 jobs kept off a GPU type a waiting pinned job
 //     needs when another serves them at least 0.75 as fast, rounds on a
-//     timer. easyscale-backfilld does not apply these yet: its admissions
-//     use the longest-time-left rule (Donor.Loss nil).
+//     timer. easyscale-backfilld does not apply these yet.
 //
 // # Where each rule lives
 //

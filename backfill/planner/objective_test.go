@@ -35,16 +35,21 @@ func TestAdmitByTheObjective(t *testing.T) {
 		},
 		{
 			name: "a donor never ends after the horizon: the longest job keeps its GPUs",
-			req:  AdmitRequest{Avail: []int{0, 0}, Want: 2, Gain: 1e9, Horizon: 10000, Donors: []Donor{longCostly}},
+			req:  AdmitRequest{Avail: []int{0, 0}, Want: 2, Gain: 5000, Horizon: 10000, Donors: []Donor{longCostly}},
+		},
+		{
+			name: "unless the queued job, waiting, would end later still: Gain + Work raises the horizon",
+			req:  AdmitRequest{Avail: []int{0, 0}, Want: 2, Gain: 9500, Work: 2000, Horizon: 10000, Donors: []Donor{longCostly}},
+			want: Admission{Alloc: []Alloc{{0, 2}}, Shrinks: []DonorShrink{{Donor: 0, Node: 0, GPUs: 2}}}, wantOK: true,
 		},
 		{
 			name: "a donor gives only as much as keeps it within the horizon",
-			req: AdmitRequest{Avail: []int{0, 0}, Want: 3, Gain: 1e9, Horizon: 3250,
+			req: AdmitRequest{Avail: []int{0, 0}, Want: 3, Gain: 1000, Horizon: 3250,
 				Donors: []Donor{shortCheap}},
 		},
 		{
 			name: "within the horizon it yields",
-			req: AdmitRequest{Avail: []int{0, 0}, Want: 2, Gain: 1e9, Horizon: 3250,
+			req: AdmitRequest{Avail: []int{0, 0}, Want: 2, Gain: 1000, Horizon: 3250,
 				Donors: []Donor{shortCheap}},
 			want:   Admission{Alloc: []Alloc{{1, 2}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 2}}},
 			wantOK: true,
