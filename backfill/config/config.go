@@ -222,8 +222,9 @@ const (
 	AdmitLongestLeft = "longest-left"
 )
 
-// StartSmall configures start-small: the queue head, when it is an
-// elastic EasyScale job waiting for resources, may start now on fewer
+// StartSmall configures start-small: a queued job (any, in queue order,
+// one per cycle), when it is an elastic EasyScale job waiting for
+// resources, may start now on fewer
 // nodes than it asked for (never below its --elastic minimum) when
 // planner.StartSmall says so under Rule; the daemon then lowers its node
 // count and raises its time limit to cover its work at that size plus a

@@ -186,8 +186,9 @@
 // # Start-small
 //
 // With [start_small] rule other than off (default off), when no
-// shrink-to-admit was applied in the cycle, the queue head (the pending job
-// waiting for resources with the earliest planned start) may start now on
+// shrink-to-admit was applied in the cycle, a pending job waiting for
+// resources (tried in queue order, the earliest planned start first, at
+// most one per cycle; not only the queue head) may start now on
 // fewer nodes than it asked for: only when it is an elastic EasyScale job
 // (its comment an es-req with a node range, e.g. submitted with
 // easyscale-sbatch --elastic=1-4 -N 4) in a partition listed in
@@ -197,7 +198,11 @@
 // count as idle), at most one fewer than it asked for and never below its
 // minimum, when planner.StartSmall allows it under the rule
 // (before-reservation: it ends at that size before its own reserved start;
-// ends-earlier: it ends earlier than by waiting). These choices, which size
+// ends-earlier: it ends earlier than by waiting, and no later than the
+// running job that ends last, or its own run at its request when that is
+// later, so a job started small never sets the makespan). Because the
+// nodes it takes are named by no reservation, a job behind the head
+// cannot move the head's reserved start. These choices, which size
 // and which time limit, are planner.StartSmallOnNodes's; the daemon reads
 // the facts from Slurm and applies the answer. Its work is its time
 // limit at the requested size under planner.DefaultModel. The daemon

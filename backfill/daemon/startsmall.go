@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
@@ -23,44 +24,69 @@ type smallStart struct {
 }
 
 // planStartSmall decides start-small for this cycle ([start_small]): the
-// queue head (the first pending job waiting for resources in
-// planner.QueueOrder) when it is an elastic EasyScale job (its comment an
+// pending jobs waiting for resources, in planner.QueueOrder, are tried in
+// turn and the first that may start small does (at most one per cycle).
+// A job is tried when it is an elastic EasyScale job (its comment an
 // es-req with a node range) in a partition where start-small is on, with
 // a readable request and time limit and no --nodelist, whose placement
 // (partitions, --exclude, --constraint) the daemon can check. The rest is
 // the planner's (planner.StartSmallOnNodes: more nodes asked than its
 // minimum, a planned start in the future, how many whole idle nodes of its
-// GPU type no other reservation names, the rule, the raised time limit);
-// GPUs of this daemon's extra jobs count as idle (Slurm preempts them).
-// in is the question put to the planner (nil when the head was refused
-// before); ok is false with why when it does not start small.
+// GPU type no other job's reservation names, the rule, the raised time
+// limit); GPUs of this daemon's extra jobs count as idle (Slurm preempts
+// them). A job behind the queue head takes only nodes no reservation
+// names either, so the head's reserved start cannot move. in is the
+// question put to the planner for the job that started, else for the
+// last job asked (nil when every job was refused before); ok is false
+// with why (one reason per job) when none starts small.
 func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
-	c := d.cfg
 	queue := d.waitingForResources(v)
 	if len(queue) == 0 {
 		return nil, s, false, "no job waits for resources"
 	}
-	q := queue[0]
+	var whys []string
+	horizon := d.longestRunning(v)
+	for i, q := range queue {
+		who := "queued job " + q.ID
+		if i == 0 {
+			who = "queue head " + q.ID
+		}
+		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon)
+		if asked != nil {
+			in = asked
+		}
+		if ok {
+			return in, s, true, ""
+		}
+		whys = append(whys, why)
+	}
+	return in, s, false, strings.Join(whys, "; ")
+}
+
+// startSmallOne asks the planner whether pending job q starts small now;
+// who names it in the reasons.
+func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, who string, horizon time.Duration) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+	c := d.cfg
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
 	case !c.StartSmallOn(q.Partition):
-		return nil, s, false, "queue head " + q.ID + ": start_small is off in its partition " + q.Partition
+		return nil, s, false, who + ": start_small is off in its partition " + q.Partition
 	case err != nil || com.Progress != nil || !com.Request.Elastic():
-		return nil, s, false, "queue head " + q.ID + ": not an elastic EasyScale request (es-req min= max=)"
+		return nil, s, false, who + ": not an elastic EasyScale request (es-req min= max=)"
 	case q.ReqNodes != "":
-		return nil, s, false, "queue head " + q.ID + ": it names its nodes (--nodelist)"
+		return nil, s, false, who + ": it names its nodes (--nodelist)"
 	}
 	may, no := d.queuedNodes(v, q)
 	if no != "" {
-		return nil, s, false, "queue head " + q.ID + ": " + no
+		return nil, s, false, who + ": " + no
 	}
 	req, readable := readQueued(q)
 	if !readable {
-		return nil, s, false, "queue head " + q.ID + ": request or time limit not readable"
+		return nil, s, false, who + ": request or time limit not readable"
 	}
 	in = &planner.NodeStartSmallInput{Rule: c.StartSmallRule(), Job: q.ID, AskedNodes: req.nodes, GPUsPerNode: req.perNode,
 		GPUType: req.gpuType, Limit: req.limit, MinNodes: com.Request.MinNodes, MaxNodes: com.Request.MaxNodes,
-		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule()}
+		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule(), Horizon: horizon}
 	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
 	if errAt == nil {
 		in.ReservedStart = reservedAt.Unix()
@@ -77,6 +103,25 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 		return in, s, false, why
 	}
 	return in, smallStart{job: q, request: com.Request, reservedAt: reservedAt, NodeStartSmall: dec}, true, ""
+}
+
+// longestRunning is the longest time left of a running job: the end of
+// its time limit − now, for an elastic job its remaining time at its
+// current size (planner.RemainingAtCurrentSize, from its progress
+// report), for start-small's horizon (planner.NodeStartSmallInput).
+func (d *Daemon) longestRunning(v *View) time.Duration {
+	most := d.longestOther(v)
+	for _, e := range v.Elastic {
+		if e.End.IsZero() {
+			continue
+		}
+		left := e.End.Sub(v.Now)
+		if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
+			left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
+		}
+		most = max(most, left)
+	}
+	return most
 }
 
 // startSmall applies this cycle's start-small (planStartSmall), when

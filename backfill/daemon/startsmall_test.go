@@ -64,6 +64,22 @@ func TestStartSmall(t *testing.T) {
 				td.fake.set(func() { q.start = td.now.Add(40 * time.Minute) })
 			},
 			want: started},
+		{name: "ends-earlier never makes the job it starts small the one that ends last (56 min on one node, every other job ends in 40)",
+			toml: earlier, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q, r := td.fake.job("20"), td.fake.job("10")
+				td.fake.set(func() { q.start, r.end = td.now.Add(40*time.Minute), td.now.Add(40*time.Minute) })
+			}},
+		{name: "a job behind the queue head starts small on a node no reservation names",
+			toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				// Rigid job 16 holds t4 node n3 for 110 min; rigid job 15, the head,
+				// waits for n3 and n4 until then. Job 20 may take n1.
+				td.fake.running("16", "rigid", "n3", 4, 110*time.Minute, "")
+				h := td.fake.pending("15", "n3,n4", 4, td.now.Add(110*time.Minute))
+				td.fake.set(func() { h.gpuType, h.reason, h.timeLimit = "t4", "Resources", time.Hour })
+			},
+			want: started},
 		{name: "only in the partitions listed", toml: before + "partitions = [\"gpu\"]\n", comment: elastic},
 		{name: "never below the request's minimum", toml: before, comment: "es-req min=2 max=2 lw=8 d1"},
 		{name: "a head that is not an elastic EasyScale job is never touched", toml: before, comment: "my training run"},

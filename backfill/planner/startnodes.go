@@ -49,6 +49,8 @@ type NodeStartSmallInput struct {
 	Nodes []StartSmallNode
 	// TimeLimit is how its limit is raised.
 	TimeLimit TimeLimitRule
+	// Horizon is the longest time left of a running job (StartSmallRequest.Horizon).
+	Horizon time.Duration
 }
 
 // NodeStartSmall is the decision to start job Job now on ToNodes whole idle
@@ -62,7 +64,7 @@ type NodeStartSmall struct {
 	OldLimit, NewLimit time.Duration
 }
 
-// StartSmallOnNodes decides start-small for the queue head by whole nodes,
+// StartSmallOnNodes decides start-small for a queued job by whole nodes,
 // as Slurm applies it (`scontrol update JobId=… NumNodes=K` of the pending
 // job): it must ask more nodes than its minimum and have a planned start
 // in the future; it may go onto the whole idle nodes (every GPU Free, at
@@ -76,7 +78,7 @@ type NodeStartSmall struct {
 // scales linearly, plus the margin. why says why not ("" when ok), naming
 // the job as "queue head ID". Pure.
 func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why string) {
-	head := "queue head " + in.Job + ": "
+	head := "job " + in.Job + ": "
 	if in.AskedNodes <= in.MinNodes {
 		return s, false, fmt.Sprintf("%sasks %d nodes, its minimum is %d", head, in.AskedNodes, in.MinNodes)
 	}
@@ -99,7 +101,7 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	}
 	asked := in.AskedNodes * in.GPUsPerNode
 	end, yes := StartSmall(StartSmallRequest{Rule: in.Rule, Model: DefaultModel(lw, asked), Work: in.Limit.Seconds(),
-		Now: in.Now, ReservedStart: in.ReservedStart,
+		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(),
 		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}})
 	if !yes {
 		return s, false, fmt.Sprintf("%son %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",

@@ -77,7 +77,7 @@ func TestStartSmallOnNodes(t *testing.T) {
 			tc.change(&in)
 			s, ok, why := StartSmallOnNodes(in)
 			if tc.to == 0 {
-				if ok || !strings.Contains(why, tc.why) || !strings.HasPrefix(why, "queue head 20: ") {
+				if ok || !strings.Contains(why, tc.why) || !strings.HasPrefix(why, "job 20: ") {
 					t.Fatalf("StartSmallOnNodes = %+v, %v, %q; want no start-small because %q", s, ok, why, tc.why)
 				}
 				return

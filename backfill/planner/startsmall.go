@@ -64,6 +64,12 @@ type StartSmallRequest struct {
 	// AtRequest are the GPUs it would get at ReservedStart (by speed);
 	// Small are the fewer GPUs it could have now, at least its minimum.
 	AtRequest, Small []SpeedCount
+	// Horizon, with StartSmallEndsEarlier, is the longest time left
+	// (seconds) of any running job: at the smaller size the job must also
+	// end within max(Horizon, its run time at its request) from now, so a
+	// job started small never becomes the one that ends last and sets the
+	// makespan. 0: no bound.
+	Horizon float64
 }
 
 // StartSmall reports whether the job of q should start now on q.Small
@@ -88,6 +94,9 @@ func StartSmall(q StartSmallRequest) (end int64, ok bool) {
 		return end, end <= q.ReservedStart
 	case StartSmallEndsEarlier:
 		full := RunTime(q.Model, q.AtRequest, q.Work)
+		if q.Horizon > 0 && small >= max(q.Horizon, full) {
+			return end, false
+		}
 		return end, float64(end) < float64(q.ReservedStart)+full
 	}
 	return 0, false

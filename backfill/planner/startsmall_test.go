@@ -13,20 +13,24 @@ func TestStartSmall(t *testing.T) {
 		rule     StartSmallRule
 		work     float64
 		reserved int64
+		horizon  float64
 		want     bool
 		wantEnd  int64
 	}{
-		{"off never starts small", StartSmallOff, 100, 1000, false, 0},
-		{"before-reservation: ends small (at 192 s) before the reservation at 1000 s", StartSmallBeforeReservation, 100, 1000, true, 192},
-		{"before-reservation: would hold GPUs past its reservation", StartSmallBeforeReservation, 100, 150, false, 192},
-		{"ends-earlier: ends at 192 s, waiting ends at 250 s", StartSmallEndsEarlier, 100, 150, true, 192},
-		{"ends-earlier: 1000 s of work ends at 1829 s small, at 1800 s by waiting", StartSmallEndsEarlier, 1000, 800, false, 1829},
-		{"no reservation in the future: nothing to gain", StartSmallEndsEarlier, 100, 10, false, 0},
+		{"off never starts small", StartSmallOff, 100, 1000, 0, false, 0},
+		{"before-reservation: ends small (at 192 s) before the reservation at 1000 s", StartSmallBeforeReservation, 100, 1000, 0, true, 192},
+		{"before-reservation: would hold GPUs past its reservation", StartSmallBeforeReservation, 100, 150, 0, false, 192},
+		{"ends-earlier: ends at 192 s, waiting ends at 250 s", StartSmallEndsEarlier, 100, 150, 0, true, 192},
+		{"ends-earlier: 1000 s of work ends at 1829 s small, at 1800 s by waiting", StartSmallEndsEarlier, 1000, 800, 0, false, 1829},
+		{"no reservation in the future: nothing to gain", StartSmallEndsEarlier, 100, 10, 0, false, 0},
+		{"ends-earlier: within the longest running job's 200 s left", StartSmallEndsEarlier, 100, 150, 200, true, 192},
+		{"ends-earlier: not past the longest running job's 150 s left (it would end last)", StartSmallEndsEarlier, 100, 150, 150, false, 192},
+		{"ends-earlier: the horizon never bounds below the run at its request", StartSmallEndsEarlier, 100, 150, 50, false, 192},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			end, ok := StartSmall(StartSmallRequest{Rule: tc.rule, Model: m, Work: tc.work, Now: 10, ReservedStart: tc.reserved,
-				AtRequest: two, Small: one})
+				AtRequest: two, Small: one, Horizon: tc.horizon})
 			if ok != tc.want || (ok && end != tc.wantEnd) {
 				t.Errorf("StartSmall = %d, %v; want %d, %v", end, ok, tc.wantEnd, tc.want)
 			}

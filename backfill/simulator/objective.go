@@ -164,7 +164,8 @@ func (s *sim) placeOffPinned(r *run, avail []int, a []alloc) []alloc {
 
 // startSmallAny starts a waiting elastic job r now on fewer GPUs than it
 // asked for (never below its minimum) when that ends it earlier than
-// waiting: its run time at the smaller size is below its wait (at least
+// waiting (planner.StartSmall's ends-earlier rule with the horizon): its
+// run time at the smaller size is below its wait (at least
 // x − now, the queue head's reserved start x) plus its run time at its
 // request. Of the sizes and GPU types that fit, it takes the one with the
 // shortest run time (a few fast GPUs can beat more GPUs that include slow
@@ -179,18 +180,22 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 	if r.min >= r.j.GPUs || s.availTotal < r.min {
 		return false
 	}
-	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: r.j.GPUs}}, r.rem)
-	wait := float64(x - s.now)
+	atRequest := []planner.SpeedCount{{Speed: s.bestSpeed(r), N: r.j.GPUs}}
 	var best []alloc
+	bestRun := math.Inf(1)
 	// It must beat waiting, and must not become the longest job: a small
-	// start that ends after every running job would decide the makespan.
-	bestRun := min(wait+full, max(s.horizonLeft, full))
+	// start that ends after every running job would decide the makespan
+	// (planner.StartSmall, ends-earlier with the horizon).
 	try := func(a []alloc) {
 		if a == nil {
 			return
 		}
-		run := planner.RunTime(r.model, s.speedsOn(r, a), r.rem)
-		if run < bestRun-1e-9 {
+		small := s.speedsOn(r, a)
+		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: planner.StartSmallEndsEarlier, Model: r.model, Work: r.rem,
+			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonLeft}); !ok {
+			return
+		}
+		if run := planner.RunTime(r.model, small, r.rem); run < bestRun-1e-9 {
 			best, bestRun = a, run
 		}
 	}
