@@ -83,7 +83,7 @@ func TestAWorkerTaskIgnoresTheRendezvousOfAnEarlierJobWithItsID(t *testing.T) {
 	env["SLURM_PROCID"] = "0"
 	coordinator := &slurmRun{task: slurmTask(t, dir, env), log: log, runner: slurm.runner(), joinWait: 30 * time.Second}
 	codes := make(chan int, 1)
-	go func() { codes <- worker.workerTask(context.Background()) }()
+	go func() { code, _ := worker.workerTask(context.Background()); codes <- code }()
 	select {
 	case code := <-codes:
 		t.Fatalf("the worker task ended (exit %d) on the earlier job's rendezvous files:\n%s", code, logs.String())

@@ -54,14 +54,23 @@ func runCmd(args []string, env Env) (code int) {
 		return runFailed(env, badRun(err))
 	}
 	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
-		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second}
+		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second,
+			state: f.state, allowNFS: f.allowNFS}
 		if !task.IsCoordinator() {
-			return j.slurm.workerTask(ctx)
+			code, standby := j.slurm.workerTask(ctx)
+			if standby == nil {
+				return code
+			}
+			// This task took the lost coordinator's place: it trains on
+			// as the coordinator, and then ends the job (takeover.go).
+			j.slurm.standby = standby
+			defer func() { j.slurm.endAfterTakeover(ctx, code) }()
+		} else {
+			// The step's exit status is the coordinator's: tasks that Slurm
+			// kills when it shrinks the job make srun fail, so the batch script
+			// reads this file (see examples/slurm/mnist.sbatch).
+			defer func() { j.slurm.recordExit(code) }()
 		}
-		// The step's exit status is the coordinator's: tasks that Slurm
-		// kills when it shrinks the job make srun fail, so the batch script
-		// reads this file (see examples/slurm/mnist.sbatch).
-		defer func() { j.slurm.recordExit(code) }()
 	}
 	opts, finish, err := j.setup(ctx, env)
 	if err != nil {

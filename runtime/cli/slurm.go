@@ -35,6 +35,15 @@ type slurmRun struct {
 	log      hclog.Logger
 	runner   slurmcli.Runner
 	joinWait time.Duration
+	// state and allowNFS are --state and --allow-network-fs, which a
+	// standby that takes over opens as the coordinator would.
+	state    string
+	allowNFS bool
+	// standby is the committed state this worker task took over from
+	// (nil: task 0, or no takeover), takeoverAt when it lost the
+	// coordinator (takeover.go).
+	standby    *cluster.StandbyCopy
+	takeoverAt time.Time
 
 	runOnce sync.Once
 	run     slurmjob.Run // rendezvousRun's answer
@@ -89,41 +98,51 @@ func (s *slurmRun) jobStart(ctx context.Context) int64 {
 	return 0
 }
 
-// workerTask joins the coordinator of the job as one of its workers.
-func (s *slurmRun) workerTask(ctx context.Context) int {
+// workerTask joins the coordinator of the job as one of its workers. It
+// returns the process exit code, or, when this task was the coordinator's
+// standby and took its place (takeover.go), the copy it resumes from:
+// the caller then runs the job as its coordinator.
+func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 	dir, run := s.task.Rendezvous, s.rendezvousRun(ctx)
 	wctx, cancel := context.WithTimeout(ctx, s.joinWait)
 	addr, err := slurmjob.WaitCoordinator(wctx, dir, run, time.Now().Add(-30*time.Second))
 	cancel()
 	if errors.Is(err, slurmjob.ErrEnded) {
 		s.log.Info("the job's coordinator has ended; nothing to do", "slurm_job_id", s.task.JobID, "restart", run.Restart, "detail", err)
-		return 0
+		return 0, nil
 	}
 	if err != nil {
 		s.log.Error("no coordinator to join", "error", err)
-		return 1
+		return 1, nil
 	}
 	secret, err := auth.LoadSecret(filepath.Join(s.task.Rendezvous, cluster.TokenFile))
 	if err != nil {
 		s.log.Error("reading the job token", "error", err)
-		return 1
+		return 1, nil
 	}
 	id, err := os.ReadFile(filepath.Join(s.task.Rendezvous, cluster.JobIDFile))
 	if err != nil {
 		s.log.Error("reading the job id", "error", err)
-		return 1
+		return 1, nil
 	}
 	ended := func() bool { _, ok := slurmjob.Ended(dir, run); return ok }
-	err = cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log,
-		Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: s.hb})})
+	locate := func() string { a, _ := slurmjob.CoordinatorAddr(dir, run); return a }
+	cp, err := s.takeoverWorker(func() error {
+		return cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log,
+			Node: s.task.NodeName, Takeover: true, Locate: locate,
+			Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: s.hb})})
+	})
+	if cp != nil {
+		return 0, cp
+	}
 	if errors.Is(err, cluster.ErrLeft) || errors.Is(err, cluster.ErrJobEnded) {
-		return 0
+		return 0, nil
 	}
 	s.log.Error("worker stopped", "error", err)
 	if errors.Is(err, cluster.ErrUnreachable) && s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
-		return 0
+		return 0, nil
 	}
-	return 1
+	return 1, nil
 }
 
 func trimLine(b []byte) string {
@@ -138,7 +157,9 @@ func trimLine(b []byte) string {
 // calls finish.
 func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
 	t := s.task
-	if moved, err := slurmjob.RetireStale(t.Rendezvous, t.RestartCount, time.Now()); err != nil {
+	if s.standby != nil {
+		// a standby taking over: the directory is this run's
+	} else if moved, err := slurmjob.RetireStale(t.Rendezvous, t.RestartCount, time.Now()); err != nil {
 		return nil, err
 	} else if moved != "" {
 		s.log.Warn("the rendezvous directory belonged to an earlier job with this id; moved it aside", "moved_to", moved)
@@ -162,8 +183,14 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	// An elastic job starts on the tasks that joined within the join
 	// wait when they make its minimum; the others join at step boundaries.
 	req := s.request(opts.Spec)
+	workers, min := t.NTasks, t.MinTasks(req.MinNodes)
+	if s.standby != nil {
+		// the survivors: every worker but those of the lost node, and on
+		// with any that rejoined within the join wait
+		workers, min = s.standby.Survivors(), 1
+	}
 	coord, err := cluster.NewCoordinator(cluster.CoordinatorOptions{Spec: opts.Spec, Data: opts.Workload.Data(), StateDir: opts.StateDir, TokenDir: t.Rendezvous,
-		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, MinWorkers: t.MinTasks(req.MinNodes), Logger: s.log})
+		Listen: listen, HeartbeatTimeout: s.hb, JoinTimeout: s.joinWait, MinWorkers: min, Standby: true, Node: t.NodeName, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +207,15 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	var ended atomic.Bool // the trainer returned: the local worker must not wait for admission
 	go func() {
 		local <- cluster.RunWorker(ctx, cluster.WorkerOptions{Join: coord.Addr(), Secret: secret, JobID: coord.JobID(),
-			Threads: s.threads, Ended: ended.Load, Logger: s.log.Named("worker")})
+			Threads: s.threads, Ended: ended.Load, Node: t.NodeName, Logger: s.log.Named("worker")})
 	}()
 	opts.Executor = coord
-	opts.Schedule = schedule.Schedule{{Workers: t.NTasks}}
+	opts.Schedule = schedule.Schedule{{Workers: workers}}
+	if s.standby != nil {
+		s.recordTakeover(s.standby.Step)
+		s.log.Info("took over as the coordinator", "slurm_job_id", t.JobID, "step", s.standby.Step, "workers", workers,
+			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
+	}
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
 	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)

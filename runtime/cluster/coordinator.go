@@ -67,7 +67,13 @@ type CoordinatorOptions struct {
 	// KillAt and TermAt inject faults: SIGKILL, or SIGTERM, the worker of
 	// that rank when it reaches that step.
 	KillAt, TermAt []Fault
-	Logger         hclog.Logger
+	// Standby streams the committed state to a standby worker on another
+	// node with every step (standby.go), which can take over when this
+	// coordinator's node is lost; Node is this coordinator's Slurm node
+	// (SLURMD_NODENAME), which the standby must not share.
+	Standby bool
+	Node    string
+	Logger  hclog.Logger
 }
 
 // Coordinator is the trainer.Executor whose physical workers are processes
@@ -528,6 +534,12 @@ func (c *Coordinator) nextRing() []ringMember {
 // the last. A member it cannot reach is marked dead (collect reports it).
 func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.ESTContext, members []ringMember) {
 	var wg sync.WaitGroup
+	standby, lost := c.standbyRank()
+	var sbMsg standbyMsg
+	var sbBufs []float32
+	if standby >= 0 {
+		sbMsg, sbBufs = standbyState(step, ests, len(c.members), lost)
+	}
 	for r, m := range c.members {
 		rg := plan[r]
 		msg := stepMsg{Step: step, Attempt: c.attempt, Rank: r, RingID: c.ringID, Ring: members, FirstEST: rg.First}
@@ -547,6 +559,12 @@ func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.
 		}
 		m.stale = false
 		wg.Go(func() {
+			if r == standby {
+				if err := m.p.send(typeStandby, sbMsg, typeBuffers, sbBufs); err != nil {
+					m.dead.Store(true)
+					return
+				}
+			}
 			if err := m.p.send(typeStep, msg, typeBuffers, bufs); err != nil {
 				m.dead.Store(true)
 			}

@@ -68,7 +68,10 @@
 // state, verified by sha256. A joiner reports the size and SHA-256 of every
 // training data file it loaded (data.Manifest); one whose data differ from
 // the coordinator's is refused (typeRefused, naming the first file that
-// differs) and does not retry, and the job goes on without it. Connections
+// differs) and does not retry, and the job goes on without it. A coordinator
+// with CoordinatorOptions.Standby streams every EST's context to a standby
+// worker on another node, which can take its place when its node is lost
+// (standby.go). Connections
 // the coordinator refuses (no token, another job or protocol version,
 // other data) are counted (Coordinator.Refused, Listener.Refused) and
 // logged at a bounded rate, since anyone who reaches its port can cause

@@ -31,12 +31,13 @@ const (
 	typeStepError wire.Type = 43 // worker → coordinator, JSON stepErrorMsg
 	typeRefused   wire.Type = 44 // coordinator → joiner, JSON refusedMsg: not admitted, do not retry
 	typeQueued    wire.Type = 45 // coordinator → joiner of an engine session, empty JSON: checks passed, admitted at a step boundary
+	typeStandby   wire.Type = 46 // coordinator → standby, JSON standbyMsg then typeBuffers, just before its step message
 )
 
 func init() {
 	for t, n := range map[wire.Type]string{typeJoin: "join", typeWelcome: "welcome", typeState: "state", typeStep: "step",
 		typeBuffers: "buffers", typeStepDone: "step-done", typeAbort: "abort", typeLeave: "leave",
-		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused", typeQueued: "queued"} {
+		typeBye: "bye", typeHeartbeat: "heartbeat", typeStepError: "step-error", typeRefused: "refused", typeQueued: "queued", typeStandby: "standby"} {
 		wire.RegisterName(t, n)
 	}
 }
@@ -48,6 +49,10 @@ type joinMsg struct {
 	Host     string `json:"host"`
 	PID      int    `json:"pid"`
 	RingAddr string `json:"ring_addr"`
+	// Node is the worker's Slurm node (SLURMD_NODENAME; empty off
+	// Slurm): the coordinator picks its standby on another node than its
+	// own.
+	Node string `json:"node,omitempty"`
 	// Data is the digest of every file the worker's workload read, in
 	// load order; the coordinator refuses a worker whose data differ
 	// from its own.
@@ -160,4 +165,20 @@ type leaveMsg struct {
 
 type byeMsg struct {
 	Reason string `json:"reason"`
+}
+
+// standbyMsg makes its receiver the coordinator's standby for step Step:
+// it holds every EST's context at the start of that step (the committed
+// state of step Step-1; their buffers follow in a typeBuffers frame, in EST
+// order), which with the replica the step message leaves the standby at
+// is all a coordinator needs to resume at Step (standby.go).
+type standbyMsg struct {
+	Step int64      `json:"step"`
+	ESTs []estState `json:"ests"`
+	// Members is the number of workers in the step; Lost of them (the
+	// coordinator's own and any other on its node) go with the
+	// coordinator's node, so a standby that takes over waits for
+	// Members-Lost workers.
+	Members int `json:"members"`
+	Lost    int `json:"lost"`
 }

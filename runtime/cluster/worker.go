@@ -63,7 +63,18 @@ type WorkerOptions struct {
 	// meanwhile, e.g. the coordinator recorded its exit status in the
 	// rendezvous directory: RunWorker then returns ErrJobEnded at once
 	// instead of retrying for JoinTimeout.
-	Ended  func() bool
+	Ended func() bool
+	// Node is this worker's Slurm node (SLURMD_NODENAME), reported at
+	// join so that the coordinator picks its standby on another node.
+	Node string
+	// Takeover lets RunWorker return a *TakeoverError when this worker,
+	// the coordinator's standby, loses the coordinator (standby.go),
+	// instead of trying to rejoin it.
+	Takeover bool
+	// Locate, when set, is asked before each attempt to rejoin for the
+	// coordinator's address (the rendezvous directory's record, which a
+	// standby that took over rewrites); "" keeps Join.
+	Locate func() string
 	Logger hclog.Logger
 	// Torch runs this worker's part of a torch job (engine = "torch") on
 	// the authenticated, welcomed connection (torchengine.RunWorker); nil
@@ -144,7 +155,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	defer stop()
 	retry := rejoin{timeout: o.JoinTimeout, since: time.Now()}
 	for {
-		joined, err := runSession(ctx, o, leaveReq, leaveNow)
+		joined, standby, err := runSession(ctx, o, leaveReq, leaveNow)
 		if errors.Is(err, ErrLeft) || ctx.Err() != nil {
 			return err
 		}
@@ -165,10 +176,19 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			o.Logger.Info("the job has ended; not rejoining", "join", o.Join, "error", err)
 			return ErrJobEnded
 		}
+		if o.Takeover && standby != nil {
+			return &TakeoverError{Copy: standby, Cause: err}
+		}
 		if err := retry.ended(time.Now(), joined, o.Join, err); err != nil {
 			return err
 		}
 		o.Logger.Warn("lost the coordinator; rejoining", "join", o.Join, "error", err)
+		if o.Locate != nil {
+			if addr := o.Locate(); addr != "" && addr != o.Join {
+				o.Logger.Info("the coordinator moved", "from", o.Join, "to", addr)
+				o.Join = addr
+			}
+		}
 		select {
 		case <-time.After(500 * time.Millisecond):
 		case <-leaveReq:
@@ -302,6 +322,11 @@ type session struct {
 	// ended; quitErr says which.
 	quit    chan struct{}
 	quitErr error
+	// standbyNext is the standby message for the next step message, and
+	// standby the committed state kept as the coordinator's standby (nil:
+	// this worker is not its standby); standby.go.
+	standbyNext *pendingStandby
+	standby     *StandbyCopy
 }
 
 // frame is one message from the coordinator, or the read error that ended
@@ -360,10 +385,10 @@ func (s *session) next() (frame, error) {
 // runSession is one attempt to join the coordinator and work for it. joined
 // reports whether the coordinator accepted this worker (see session.joined)
 // before the session ended with err.
-func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) (joined bool, err error) {
+func runSession(ctx context.Context, o WorkerOptions, leaveReq, leaveNow <-chan struct{}) (joined bool, standby *StandbyCopy, err error) {
 	s := &session{o: o}
 	err = s.run(ctx, leaveReq, leaveNow)
-	return s.joined, err
+	return s.joined, s.standby, err
 }
 
 // run dials the coordinator, authenticates, is welcomed and admitted, and
@@ -420,7 +445,7 @@ func (s *session) run(ctx context.Context, leaveReq, leaveNow <-chan struct{}) e
 		return err
 	}
 	hn, _ := os.Hostname()
-	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String(),
+	if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: o.JobID, Host: hn, PID: os.Getpid(), RingAddr: s.ln.Addr().String(), Node: o.Node,
 		Data: s.wl.Data()}, 0, nil); err != nil {
 		return fmt.Errorf("%w: sending join: %w", errNeverJoined, err)
 	}
@@ -594,6 +619,10 @@ func (s *session) loop(ctx context.Context) error {
 			if err := s.step(ctx, &m); err != nil {
 				return err
 			}
+		case typeStandby:
+			if err := s.receiveStandby(f.b); err != nil {
+				return err
+			}
 		case typeAbort:
 			// Nothing was committed; the redo comes as a new step message.
 		case typeBye:
@@ -676,6 +705,9 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	defer drop()
 	kept, err := s.commit(m)
 	if err != nil {
+		return err
+	}
+	if err := s.keepStandby(m.Step); err != nil {
 		return err
 	}
 	ests := make([]*trainer.ESTContext, len(m.ESTs))
@@ -899,7 +931,7 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				stopErr = s.bye(f.b)
 			case f.t == typeHeartbeat:
 				continue
-			case reported && (f.t == typeStep || f.t == typeBuffers):
+			case reported && (f.t == typeStep || f.t == typeBuffers || f.t == typeStandby):
 				s.stash = append(s.stash, f) // the next step, sent on this rank's report
 				continue
 			default:

@@ -44,7 +44,14 @@
 // the step. Slurm keeps the job running on the other nodes only when the job
 // has --no-kill and its srun step too (SLURM_NO_KILL=set), which
 // easyscale-sbatch adds to elastic jobs; sbatch-wrap/submit's doc has what
-// was measured. The first node runs the batch script and task 0: its loss
-// ends the run, and once Slurm sets it DOWN a worker task requeues the job
-// (`scontrol requeue`), which resumes from its newest checkpoint.
+// was measured. The first node runs the batch script and task 0, the
+// coordinator: when it is lost, the coordinator's standby (a worker task on
+// another node holding the committed state, runtime/cluster standby.go)
+// takes over in place, publishes its address in coordinator.R and records
+// takeover.R; the other tasks rejoin it (CoordinatorAddr). With the batch
+// script gone, the new coordinator requeues the job after the training once
+// Slurm has set the first node DOWN, and the requeued run ends COMPLETED at
+// once (docs/first-node-loss.md). Without a standby (a torch job, or the
+// standby lost too) a worker task requeues the job once Slurm sets the node
+// DOWN (`scontrol requeue`), which resumes from its newest checkpoint.
 package slurmjob

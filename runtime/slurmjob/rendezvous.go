@@ -131,6 +131,37 @@ func writeAtomic(path, content string) error {
 	return os.Rename(tmp, path)
 }
 
+// CoordinatorAddr returns run's coordinator address as its rendezvous file
+// holds it now, without waiting ("", false when there is none of run's): a
+// worker that lost its coordinator reads it again, since a standby that
+// took over publishes its own address there (runtime/cluster standby.go).
+func CoordinatorAddr(dir string, run Run) (string, bool) {
+	addr, ok, _ := readRunFile(dir, CoordinatorFile, run)
+	if !ok {
+		return "", false
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", false
+	}
+	return addr, true
+}
+
+// TakeoverFile records that a standby took the coordinator's place in a
+// run: "step S node N at UNIX-SECONDS" (the step it resumed at), with the
+// run's stamp; the plain file holds the newest.
+const TakeoverFile = "takeover"
+
+// RecordTakeover writes dir/takeover.RESTART: the standby on node took over
+// run's coordination at time at, resuming at step. A job whose first node
+// was lost has no batch output from then on (its srun ran there), so this
+// file is where an operator, and the lab test, read that it happened.
+func RecordTakeover(dir string, run Run, step int64, node string, at time.Time) error {
+	if err := writeRunFile(dir, TakeoverFile, run, fmt.Sprintf("step %d node %s at %d", step, node, at.Unix())); err != nil {
+		return fmt.Errorf("recording the takeover: %w", err)
+	}
+	return nil
+}
+
 // ErrStale marks a rendezvous file older than the caller accepts.
 var ErrStale = errors.New("stale coordinator address")
 

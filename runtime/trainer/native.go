@@ -204,21 +204,39 @@ func f32bytes(s []float32) []byte {
 // Snapshot saves the coordinator's replica, its optimizer state and every
 // logical worker's context.
 func (e *nativeEngine) Snapshot(context.Context, int64) (Snapshot, error) {
+	return ReplicaSnapshot(e.master, e.ests), nil
+}
+
+// ReplicaSnapshot is the native engine's checkpoint of a replica at a step
+// boundary: its parameters and optimizer state, and every logical
+// worker's context (ests, indexed by EST id, all of the job's). It shares
+// the replica's and contexts' memory: save it before they change. A
+// standby coordinator (runtime/cluster) writes its copy of the committed
+// state with it, so that Restore reads it like the coordinator's own.
+func ReplicaSnapshot(rep *Replica, ests []*ESTContext) Snapshot {
 	var ts []statedb.Tensor
-	for _, p := range e.master.Params {
+	for _, p := range rep.Params {
 		ts = append(ts, statedb.Tensor{Name: paramPrefix + p.Name, Shape: p.T.Shape, Data: p.T.Data})
 	}
-	for _, s := range e.master.Opt.State() {
+	for _, s := range rep.Opt.State() {
 		ts = append(ts, statedb.Tensor{Name: optimPrefix + s.Name, Shape: []int{len(s.Data)}, Data: s.Data})
 	}
-	ctxs := make([]statedb.ESTContext, e.n)
-	for i, c := range e.ests {
+	ctxs := make([]statedb.ESTContext, len(ests))
+	for i, c := range ests {
 		ctxs[i] = statedb.ESTContext{EST: i, Blob: c.Marshal()}
 		for _, b := range c.Buffers {
 			ts = append(ts, statedb.Tensor{Name: estPrefix(i) + b.Name, Shape: b.T.Shape, Data: b.T.Data})
 		}
 	}
-	return Snapshot{Tensors: ts, Contexts: ctxs}, nil
+	return Snapshot{Tensors: ts, Contexts: ctxs}
+}
+
+// ReplicaDigest is the digest the ledger and checkpoints record for a
+// native replica at a step boundary: its parameters and logical worker
+// 0's buffers (est0), the model DDP would save.
+func ReplicaDigest(rep *Replica, est0 *ESTContext) string {
+	d, _ := Digest(append(append([]models.Named(nil), rep.Params...), est0.Buffers...))
+	return d
 }
 
 func estPrefix(id int) string { return "est" + strconv.Itoa(id) + "/" }

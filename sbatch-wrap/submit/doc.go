@@ -65,11 +65,11 @@
 // with --no-kill, slurmctld logs "Killing JobId=23 StepId=batch due to
 // failed node n1" and "StepId=0 on failed node n1", and leaves the job
 // RUNNING on n[2-3] (BatchHost=n1) with nothing to run, until its time
-// limit. So the worker tasks, once the coordinator stayed unreachable for
-// their join timeout (60 s) and Slurm set the batch host DOWN, requeue the
-// job (runtime/cli, requeueOrphan): on the lab it was requeued 61 s after the
-// kill and resumed from its checkpoint on other nodes
-// (TestBatchHostFailureRequeuesTheJob).
+// limit. The step's tasks on the other nodes live on, so the
+// coordinator's standby takes over there within a second and the job trains
+// on in place; after the training it requeues the job, whose batch script
+// is gone, to end it COMPLETED (docs/first-node-loss.md,
+// TestFirstNodeFailureIsTakenOverInPlace).
 //
 // It refuses, for an EasyScale job: --nodes/-N outside the --elastic range
 // or as a range (the range is --elastic's),

@@ -179,25 +179,24 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	}
 }
 
-// TestBatchHostFailureRequeuesTheJob makes the first node of an elastic
-// job fail: it runs the batch script and task 0, the coordinator, so the
-// job cannot go on as a shrink. With --no-kill Slurm would keep the job
-// RUNNING on the other nodes, idle, until its time limit; the workers
-// there, once the coordinator stayed unreachable and Slurm set the batch
-// host DOWN, requeue the job, which resumes from its checkpoint on other
-// nodes and ends with the fixed run's digest.
-func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
-	// Intermittent (2 of 7 runs, 2026-12-01): the worker tasks on the
-	// surviving nodes sometimes end about 1 s after the batch host is killed
-	// (slurmd: "Failed to send MESSAGE_TASK_EXIT: Connection refused"),
-	// instead of waiting for the coordinator and requeueing the job, so the
-	// job stays RUNNING with no tasks until its time limit. Not yet
-	// understood; until it is, the test runs only when asked.
-	if os.Getenv("EASYSCALE_LAB_BATCH_HOST_TEST") == "" {
-		t.Skip("intermittent (see the comment): set EASYSCALE_LAB_BATCH_HOST_TEST=1 to run it")
-	}
+// TestFirstNodeFailureIsTakenOverInPlace makes the first node of an
+// elastic native job fail mid-run: its slurmd, step daemons, the batch
+// script, srun and task 0 (the coordinator and its worker) are SIGKILLed.
+// The coordinator's standby, the lowest-ranked worker on another node,
+// holds the committed state of the last step (runtime/cluster standby.go):
+// it takes over in place, within the Slurm step that survives on the other
+// nodes (sbatch --no-kill, srun with SLURM_NO_KILL), and the job trains on
+// without going through the queue and without redoing more than a step.
+// With the batch script gone, nothing would end the job, which Slurm keeps
+// RUNNING until its time limit: once Slurm has set the node DOWN, the new
+// coordinator requeues it after training, and the requeued run finds the
+// training done and ends COMPLETED. The digest is the fixed run's.
+// It reports the time from the loss to training again and the steps
+// redone (issue 20's goals: 10 s, 1 step).
+func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	lab := slurmlab.Require(t)
-	config := longMNIST(t, lab, "4")
+	start := time.Now()
+	config := longMNIST(t, lab, "4") // 936 steps
 	type result struct {
 		digest string
 		err    error
@@ -208,7 +207,8 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 		local <- result{d, err}
 	}()
 	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--elastic=3-4")
-	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	rdv := filepath.Join(lab.Root, ".easyscale", id)
+	state := filepath.Join(rdv, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	for lastStep(state) < 20 {
@@ -221,32 +221,72 @@ func TestBatchHostFailureRequeuesTheJob(t *testing.T) {
 	if err != nil || job.BatchHost == "" {
 		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
 	}
+	if nodes := hostnames(ctx, t, lab, job.NodeList); len(nodes) != 3 {
+		t.Fatalf("job %s runs on %q, want 3 nodes", id, job.NodeList)
+	}
 	killedAt := time.Now()
-	lab.KillNode(t, job.BatchHost)
-	t.Logf("killed the batch host %s at step %d", job.BatchHost, lastStep(state))
+	lab.KillNode(t, job.BatchHost) // restores the node at cleanup, so the tests after this one find it idle
+	t.Logf("killed the batch host %s", job.BatchHost)
+
+	// The standby records the step it resumes at; the last step the dead
+	// coordinator recorded is the ledger's newest row until the new one
+	// records a step after it.
+	takeover := filepath.Join(rdv, "takeover.0")
+	var resumed int64
+	var lost int64 = -1
 	for {
-		j, err := showJob(ctx, lab, id)
-		if err == nil && j.Restarts == 1 {
-			t.Logf("job %s requeued %.1f s after the kill (%s)", id, time.Since(killedAt).Seconds(), j.State)
+		if lost < 0 {
+			// read before the new coordinator records anything
+			// this run's record only: written after the kill
+			if fi, err := os.Stat(takeover); err == nil && !fi.ModTime().Before(killedAt) {
+				b, err := os.ReadFile(takeover)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fmt.Sscanf(string(b), "step %d", &resumed); err != nil {
+					t.Fatalf("%s: %q: %v", takeover, b, err)
+				}
+				lost = lastStep(state)
+				t.Logf("the standby took over at step %d, %.2f s after the kill: %q; the dead coordinator had recorded step %d",
+					resumed, time.Since(killedAt).Seconds(), strings.SplitN(string(b), "\n", 2)[0], lost)
+			}
+		} else if s := lastStep(state); s > max(lost, resumed) {
+			t.Logf("training again %.2f s after the loss (step %d recorded); steps redone: %d", time.Since(killedAt).Seconds(), s, lost-resumed)
 			break
 		}
-		// Slurm sets the node DOWN ~35 s after the kill, the workers give
-		// the coordinator up 60 s after losing it (JoinTimeout).
-		if time.Since(killedAt) > 3*time.Minute {
-			t.Fatalf("job %s was not requeued 3 min after its batch host failed: %s on %s, restarts %d\n%s", id, j.State, j.NodeList, j.Restarts, jobOutput(lab, id))
+		if j, err := showJob(ctx, lab, id); err == nil && j.Restarts != 0 {
+			t.Fatalf("job %s was requeued (%s) before training went on after the loss of its first node (takeover at step %d)\n%s",
+				id, j.State, resumed, jobOutput(lab, id))
 		}
-		time.Sleep(500 * time.Millisecond)
+		if ctx.Err() != nil || time.Since(killedAt) > 3*time.Minute {
+			t.Fatalf("no training 3 min after the first node %s was lost (takeover record: step %d, ledger at %d)\n%s",
+				job.BatchHost, resumed, lastStep(state), jobOutput(lab, id))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 936 steps on a shared 2-core machine
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if s["digest"] != r.digest {
-		t.Fatalf("digest after the requeue %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
+		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
 	job, err = showJob(ctx, lab, id)
-	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
-		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED after 1\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	}
+	t.Logf("job %s %s %.1f s after the kill, restarts %d (a requeue after training ends a job whose batch script died)",
+		id, job.State, time.Since(killedAt).Seconds(), job.Restarts)
+	out, err := lab.CLI.Output(ctx, "sacct", "-n", "-X", "-D", "-j", id, "-S", start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "-o", "State")
+	if err != nil {
+		t.Fatalf("sacct: %v", err)
+	}
+	for _, st := range strings.Fields(string(out)) {
+		if st == "FAILED" || st == "TIMEOUT" || st == "NODE_FAIL" {
+			t.Fatalf("sacct shows job %s %s:\n%s", id, st, out)
+		}
 	}
 }

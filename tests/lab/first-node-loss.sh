@@ -1,0 +1,54 @@
+#!/bin/bash
+# first-node-loss.sh NAME [easyscale-sbatch args...] - the experiment of docs/first-node-loss.md, on a lab
+# that is up (eval "$(tests/lab/lab-up.sh)" first, with the lab's SLURM_CONF and EASYSCALE_LAB_DIR exported).
+# It submits examples/slurm/mnist.sbatch at epochs = 10 (2340 steps) on 3 nodes with easyscale-sbatch
+# --elastic=3-4, makes the batch host fail at step >= 20 as a crashed machine does (SIGKILL of its slurmd,
+# the slurmstepds holding its log open and every process below them, as internal/slurmlab KillNode does)
+# and writes the job's and the node's state, each time it changes (polled every second), with the time
+# since the kill, into /tmp/first-node-loss/NAME/timeline; MAXWAIT (default 300) seconds at most.
+# The node stays down: resume it with lab-up.sh and `scontrol update NodeName=n1 State=RESUME`.
+set -u
+name=$1; shift
+: "${SLURM_CONF:?run eval \"\$(tests/lab/lab-up.sh)\" first}" "${EASYSCALE_LAB_DIR:?}"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"; export PATH=$root/bin:$PATH
+out=/tmp/first-node-loss/$name; mkdir -p "$out"
+killnode() { # killnode NODE
+	local n=$1 lab=$EASYSCALE_LAB_DIR pids d fd
+	pids=$(awk -v k="slurmd-$n" '$1==k{print $2}' "$lab/run/lab.pids")
+	desc() { local p; for p in $(cat /proc/$1/task/*/children 2>/dev/null); do echo "$p"; desc "$p"; done; }
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = slurmstepd ] || continue
+		for fd in "$d"/fd/*; do
+			if [ "$(readlink "$fd" 2>/dev/null)" = "$lab/log/slurmd-$n.log" ]; then pids="$pids ${d#/proc/} $(desc "${d#/proc/}")"; break; fi
+		done
+	done
+	kill -9 $pids && echo "killed $n:" $pids
+}
+sed 's/^epochs = 1 .*/epochs = 10/' examples/mnist/job.toml > "$out/job.toml"
+id=$(EASYSCALE_CONFIG=$out/job.toml EASYSCALE_SUMMARY=$out/summary.json easyscale-sbatch --parsable "$@" --elastic=3-4 --time=8 examples/slurm/mnist.sbatch)
+echo "job $id args: $*" > "$out/timeline"
+st=.easyscale/$id/state
+step() { sqlite3 "$st/state.db" 'select max(step) from ledger' 2>/dev/null; }
+until [ "$(step)" -ge 20 ] 2>/dev/null; do sleep 0.2; done
+bh=$(scontrol show job -o "$id" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
+echo "step $(step) batch host $bh nodes $(squeue -h -j "$id" -o %N)" >> "$out/timeline"
+tk=$EPOCHREALTIME; killnode "$bh" >> "$out/timeline"
+last="" seen=""
+while :; do
+	el=$(echo "$EPOCHREALTIME - $tk" | bc)
+	j=$(scontrol show job -o "$id" 2>/dev/null | grep -o ' JobState=[^ ]*\| Restarts=[^ ]*\| NodeList=[^ ]*' | tr -d '\n')
+	cur="$j node:$(scontrol show node "$bh" | grep -o 'State=[^ ]*' | head -1)"
+	[ "$cur" != "$last" ] && { printf '%6.1fs %s step=%s\n' "$el" "$cur" "$(step)" >> "$out/timeline"; last=$cur; }
+	if [ -z "$seen" ] && [ -f ".easyscale/$id/takeover" ]; then
+		seen=1; printf '%6.1fs takeover: %s\n' "$el" "$(head -1 ".easyscale/$id/takeover")" >> "$out/timeline"
+	fi
+	case $j in *JobState=COMPLETED*|*JobState=FAILED*|*JobState=TIMEOUT*|*JobState=CANCELLED*|*JobState=NODE_FAIL*|"") break ;; esac
+	(( ${el%%.*} > ${MAXWAIT:-300} )) && { echo "gave up after $el s" >> "$out/timeline"; break; }
+	sleep 1
+done
+sacct -D -X -j "$id" -o JobID,State,ExitCode,Start,End,NodeList >> "$out/timeline" 2>&1
+grep -h "JobId=$id[ .]" "$EASYSCALE_LAB_DIR/log/slurmctld.log" | grep -v comment | tail -30 > "$out/slurmctld.log"
+cp "es-mnist-$id.out" "$out/" 2>/dev/null
+scancel "$id"
+cat "$out/timeline"
