@@ -230,13 +230,17 @@ const (
 // count and raises its time limit to cover its work at that size plus a
 // margin (TimeLimitMargin; `scontrol update JobId=… NumNodes=…
 // TimeLimit=…`, an operator's right), on whole
-// idle nodes that no other job's reservation names. The trade-off of each
-// rule is measured in BENCHMARKS.md (issue 10): no rule wins on every
-// workload, hence off by default and per partition.
+// idle nodes that no other job's reservation names. The default,
+// ends-earlier, is what easyscale-simulate's --policy elastic runs and
+// BENCHMARKS.md measures ("The backfill policy on a heterogeneous
+// cluster"); before issue 17 (no horizon, the queue head only) it was off
+// by default, because ends-earlier then doubled mean JCT on Pollux
+// workload 2.
 type StartSmall struct {
 	// Rule is off, before-reservation (it must end at the smaller size
 	// before its own reserved start: nothing can move) or ends-earlier (it
-	// ends earlier than by waiting) [start_small.rule], default off.
+	// ends earlier than by waiting, and never after the running job that
+	// ends last) [start_small.rule], default ends-earlier.
 	Rule string `toml:"rule"`
 	// Partitions lists where it applies [start_small.partitions]; empty:
 	// every partition.
@@ -465,7 +469,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.Extra.Partition, "low", "extra", "partition")
 	str(&c.Extra.WorkerCommand, DefaultWorkerCommand, "extra", "worker_command")
 	str(&c.Log.Level, "info", "log", "level")
-	str(&c.StartSmall.Rule, "off", "start_small", "rule")
+	str(&c.StartSmall.Rule, planner.StartSmallEndsEarlier.String(), "start_small", "rule")
 	str(&c.Admit.Rule, AdmitObjective, "admit", "rule")
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30

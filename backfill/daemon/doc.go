@@ -185,7 +185,7 @@
 //
 // # Start-small
 //
-// With [start_small] rule other than off (default off), when no
+// With [start_small] rule other than off (default ends-earlier), when no
 // shrink-to-admit was applied in the cycle, a pending job waiting for
 // resources (tried in queue order, the earliest planned start first, at
 // most one per cycle; not only the queue head) may start now on

@@ -44,7 +44,9 @@ func TestStartSmall(t *testing.T) {
 		want                []string
 		skipped             bool // a start-small-skip decision is recorded
 	}{
-		{name: "off by default: the queue head waits for the nodes it asked for", toml: "", comment: elastic},
+		{name: "on by default (ends-earlier): 56 min on the idle node ends before 120 + 30 min by waiting", toml: "", comment: elastic,
+			want: started},
+		{name: "off: the queue head waits for the nodes it asked for", toml: "[start_small]\nrule = \"off\"\n", comment: elastic},
 		{name: "before-reservation starts the head now on the idle node when it ends there before its reserved start",
 			toml: before, comment: elastic, want: started},
 		{name: "before-reservation leaves the head waiting when it would not end before its reserved start",

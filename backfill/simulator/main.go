@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
@@ -61,6 +62,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("easyscale-simulate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
+	daemon := config.Default() // --policy elastic's defaults are easyscale-backfilld's
 	tracePath := fs.String("trace", "", "job table to replay, common or Pollux layout (required)")
 	gpus := fs.String("gpus", "", fmt.Sprintf("cluster GPUs as TYPE:COUNT[,TYPE:COUNT...], e.g. v100:2048,p100:768; at most %d in all (required unless --nodes)", MaxGPUs))
 	perNode := fs.Int("gpus-per-node", defaultPerNode, fmt.Sprintf("GPUs per node: 1 to the cluster's GPUs, making at most %d nodes; lowered to a smaller cluster's GPUs when not given (the last node of a type may be smaller)", MaxNodes))
@@ -72,11 +74,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
-	maxLoss := fs.Float64("admit-max-loss", 0.5, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
-	admit := fs.Bool("shrink-to-admit", true, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
-	small := fs.String("start-small", "off", "elastic policies: when the queue head may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting); easyscale-backfilld: [start_small] rule, per partition")
-	objective := fs.Bool("objective", false, "elastic policies: decide by the planner's one objective, the sum of expected completion times (issue 17, in progress: easyscale-backfilld does not apply it yet); with --start-small any waiting elastic job may start small")
-	rescaleCost := fs.Float64("rescale-cost", 0, fmt.Sprintf("seconds of progress a job loses at each change of its GPU count (default 0: none; the benchmarks use %d)", DefaultRescaleCost))
+	maxLoss := fs.Float64("admit-max-loss", daemon.Admit.MaxLoss, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
+	admit := fs.Bool("shrink-to-admit", daemon.Admit.Enabled, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
+	small := fs.String("start-small", daemon.StartSmall.Rule, "elastic policies: when a waiting elastic job may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting, and no later than the running job that ends last); easyscale-backfilld: [start_small] rule, default ends-earlier")
+	objective := fs.Bool("objective", daemon.Admit.Rule == config.AdmitObjective, "elastic policies: decide by the planner's one objective, the sum of expected completion times, as easyscale-backfilld's default configuration does ([admit] rule = \"objective\"; any waiting elastic job may start small); =false: the rules before issue 17 (shrink-to-admit longest time left first, start-small for the queue head only)")
+	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
 	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }

@@ -164,7 +164,7 @@ func (s *sim) placeOffPinned(r *run, avail []int, a []alloc) []alloc {
 
 // startSmallAny starts a waiting elastic job r now on fewer GPUs than it
 // asked for (never below its minimum) when that ends it earlier than
-// waiting (planner.StartSmall's ends-earlier rule with the horizon): its
+// waiting (planner.StartSmall under Config.StartSmall; with ends-earlier, the horizon too): its
 // run time at the smaller size is below its wait (at least
 // x − now, the queue head's reserved start x) plus its run time at its
 // request. Of the sizes and GPU types that fit, it takes the one with the
@@ -191,7 +191,7 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 			return
 		}
 		small := s.speedsOn(r, a)
-		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: planner.StartSmallEndsEarlier, Model: r.model, Work: r.rem,
+		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: r.model, Work: r.rem,
 			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonLeft}); !ok {
 			return
 		}
@@ -259,7 +259,7 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 	sp := s.bestSpeed(r)
 	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: r.j.GPUs}}, r.rem)
 	for m := r.j.GPUs; m >= max(r.min, 1); m /= 2 {
-		if m < r.j.GPUs && s.cfg.StartSmall == planner.StartSmallOff {
+		if m < r.j.GPUs && (s.cfg.StartSmall == planner.StartSmallOff || !s.cfg.AdmitBelowRequest) {
 			break
 		}
 		q.Want = m

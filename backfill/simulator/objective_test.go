@@ -1,7 +1,10 @@
 package simulator
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,12 +75,12 @@ func TestAJobBehindTheQueueHeadStartsSmall(t *testing.T) {
 func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 	jobs := readJobs(t, "X,0,1000,4,v100,,1,4,4,4,d1\nD,2,5000,4,,,1,4,4,4,d2\nP,2,1000,8,v100,,1,8,8,8,d1\n")
 	cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},
-		Policy: Elastic, ShrinkToAdmit: true}
+		Policy: Elastic, ShrinkToAdmit: true, KeepOffPinned: true}
 	for _, tc := range []struct {
 		name      string
 		objective bool
 		wantType  string
-	}{{"the objective keeps D off the pinned job's type", true, "p100"}, {"the old rule takes the fastest type", false, "v100"}} {
+	}{{"the objective with KeepOffPinned keeps D off the pinned job's type", true, "p100"}, {"the old rule takes the fastest type", false, "v100"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg.Objective = tc.objective
 			res, err := Run(jobs, cfg)
@@ -207,7 +210,7 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 	}{{"the objective admits B at 4 GPUs at once", true, 10}, {"the old rule leaves B waiting for A", false, 10000}} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 12}}, GPUsPerNode: 4, Policy: Elastic, ShrinkToAdmit: true,
-				Objective: tc.objective, StartSmall: planner.StartSmallEndsEarlier})
+				Objective: tc.objective, StartSmall: planner.StartSmallEndsEarlier, AdmitBelowRequest: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,4 +223,67 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPolicyElasticIsTheDaemonsDefaultConfiguration: easyscale-simulate
+// --policy elastic, with no other flag, runs what easyscale-backfilld's
+// default configuration runs (config.Default(): admit.rule objective,
+// start_small.rule ends-earlier, rescale_cost 30 s, admit.max_loss 0.5),
+// and --objective=false the rules before issue 17.
+func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
+	rows := "A,0,10000,4,,,1,4,4,4,d1\nB,1,1000,4,,,1,4,4,4,d1\nC,2,100,3,,,1,3,1,3,d1\nD,3,3000,2,,,1,2,1,2,d2\n"
+	path := filepath.Join(t.TempDir(), "trace.csv")
+	if err := os.WriteFile(path, []byte(objectiveHead+rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs := readJobs(t, rows)
+	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
+		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30}
+	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
+		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost {
+		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
+	}
+	legacy := daemon
+	legacy.Objective = false
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		cfg   Config
+	}{{"defaults", nil, daemon}, {"--objective=false", []string{"--objective=false"}, legacy}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"--trace", path, "--gpus", "v100:6", "--gpus-per-node", "6", "--policy", "elastic", "--json", "-"}, tc.flags...)
+			if code := Main(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var got struct {
+				MeanJCT  float64 `json:"mean_jct_s"`
+				Makespan int64   `json:"makespan_s"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			want, err := Run(jobs, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MeanJCT != want.MeanJCT || got.Makespan != want.Makespan {
+				t.Errorf("--policy elastic %v: mean JCT %v, makespan %d; the configuration %+v gives %v, %d",
+					tc.flags, got.MeanJCT, got.Makespan, tc.cfg, want.MeanJCT, want.Makespan)
+			}
+		})
+	}
+	def, leg := mustRun(t, jobs, daemon), mustRun(t, jobs, legacy)
+	if def.MeanJCT == leg.MeanJCT {
+		t.Errorf("the objective and the old rules give the same mean JCT %v on this trace: the check above cannot tell them apart", def.MeanJCT)
+	}
+}
+
+func mustRun(t *testing.T, jobs []trace.Job, cfg Config) Result {
+	t.Helper()
+	res, err := Run(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -167,7 +167,7 @@ func (s *sim) fit(r *run, avail []int) []alloc {
 		return nil
 	}
 	a := s.cluster.Fit(avail, r.j.GPUs, r.rule)
-	if a != nil && s.objective() {
+	if a != nil && s.objective() && s.cfg.KeepOffPinned {
 		a = s.placeOffPinned(r, avail, a)
 	}
 	return a

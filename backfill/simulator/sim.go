@@ -21,6 +21,17 @@ import (
 // Config with zero Limits gets.
 func DefaultLimits() planner.Limits { return config.Default().PlannerLimits() }
 
+// DaemonDefaults returns the elastic policy of easyscale-backfilld's
+// default configuration (config.Default()), what easyscale-simulate
+// --policy elastic runs without other flags: shrink-to-admit on, by the
+// one objective when admit.rule is "objective", start_small.rule,
+// rescale_cost and admit.max_loss. The caller sets the cluster.
+func DaemonDefaults() Config {
+	d := config.Default()
+	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
+		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds()}
+}
+
 // Policy selects how jobs use GPUs (see the package documentation).
 type Policy int
 
@@ -92,18 +103,27 @@ type Config struct {
 	// planner.StartSmall decides under this rule; zero: never.
 	StartSmall planner.StartSmallRule
 	// Objective runs the elastic policies by the planner's one objective,
-	// the sum of expected completion times (issue 17, objective.go): a
-	// job that may run on several GPU types is kept off a type a waiting
-	// pinned job needs when another serves it nearly as well;
-	// shrink-to-admit takes from the donors that lose least, only as far as
-	// they still end before the longest running job, and only when the
-	// queued job's saved wait exceeds the donors' summed loss; with
-	// StartSmall, any waiting elastic job (not only the queue head) may
-	// start small at the size and type that end it soonest (halving its
-	// request down to its minimum also when shrinking donors to admit it);
-	// rounds also run on a timer (RoundInterval). easyscale-backfilld does not apply it yet, so
-	// the daemon's default policy is Elastic without it.
+	// the sum of expected completion times (issue 17, objective.go), as
+	// easyscale-backfilld's default configuration does: shrink-to-admit
+	// takes from the donors that lose least, only as far as they still end
+	// before the longest running job (or the queued job's own end by
+	// waiting), and only when the queued job's saved wait exceeds the
+	// donors' summed loss (admit.rule "objective"); with StartSmall, any
+	// waiting elastic job (not only the queue head) may start small
+	// (start_small applies to every queued job); rounds also run on a
+	// timer (RoundInterval, the daemon's poll_interval).
 	Objective bool
+	// AdmitBelowRequest, with Objective and StartSmall, lets
+	// shrink-to-admit start a queued elastic job below its request
+	// (halving it down to its minimum) when the donors cannot make room
+	// for all of it. The daemon does not do this (it admits a job at its
+	// request only): a simulator option, off by default.
+	AdmitBelowRequest bool
+	// KeepOffPinned, with Objective, starts a job that may run on several
+	// GPU types off a type a waiting pinned job needs when another serves
+	// it at least NearlyAsWell as fast. Slurm, not the daemon, places a
+	// starting job: a simulator option, off by default.
+	KeepOffPinned bool
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.

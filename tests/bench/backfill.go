@@ -64,12 +64,18 @@ func backfillSuite() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The daemon's default policy: its limits (simulator.DefaultLimits) and
-	// shrink-to-admit ([admit] enabled, on by default). elastic_gap_only is
-	// the daemon with [admit] enabled = false.
+	// The daemon's default policy (simulator.DaemonDefaults: its limits,
+	// shrink-to-admit by the one objective, start-small ends-earlier, 30 s
+	// per rescale). elastic_gap_only is the daemon with [admit] enabled =
+	// false; capped the same defaults with the per-job cap.
 	run := func(gpus int, p simulator.Policy, admit bool) (simulator.Result, error) {
-		return simulator.Run(week, simulator.Config{GPUs: []simulator.GPUGroup{{Type: "v100", Count: gpus}}, GPUsPerNode: 8,
-			Policy: p, ShrinkToAdmit: admit})
+		cfg := simulator.Config{Policy: p}
+		if p != simulator.Rigid {
+			cfg = simulator.DaemonDefaults()
+			cfg.Policy, cfg.ShrinkToAdmit = p, admit
+		}
+		cfg.GPUs, cfg.GPUsPerNode = []simulator.GPUGroup{{Type: "v100", Count: gpus}}, 8
+		return simulator.Run(week, cfg)
 	}
 	res := map[string]simulator.Result{}
 	for _, c := range []struct {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/backfill/simulator"
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
@@ -144,19 +143,21 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		cfg.Policy = simulator.Rigid
 	case "legacy":
 		cfg.Policy, cfg.ShrinkToAdmit = simulator.Elastic, true
-	case "elastic":
-		cfg.Policy, cfg.ShrinkToAdmit, cfg.Objective = simulator.Elastic, true, true
-		cfg.StartSmall = planner.StartSmallEndsEarlier
+	case "elastic": // the daemon's default configuration
+		d := simulator.DaemonDefaults()
+		d.GPUs, d.GPUsPerNode, d.Speeds = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds
+		cfg = d
 	}
 	return cfg
 }
 
 // heteroSuite runs the heterogeneous matrix (traces × d1 share × job
 // range × policy) and prints the worst elastic/rigid ratios of the
-// objective policy. Policies: rigid; legacy, the daemon's default today
-// (shrink-to-admit, gap filling); elastic, the planner's one objective
-// with start-small for any waiting job (simulator.Config.Objective, not
-// yet applied by the daemon). Every elastic run pays
+// objective policy. Policies: rigid; legacy, the daemon's default before
+// issue 17 (shrink-to-admit longest time left first, gap filling); elastic,
+// the daemon's default now: the planner's one objective with start-small
+// (ends-earlier) for any waiting job (easyscale-simulate --policy
+// elastic). Every elastic run pays
 // simulator.DefaultRescaleCost per rescale. The table goes to stderr (and
 // to $EASYSCALE_HETERO_TABLE when set); $EASYSCALE_HETERO_ONLY=PREFIX
 // keeps the cases whose name starts so (e.g. pollux).
