@@ -282,9 +282,15 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 		listenAddr = net.JoinHostPort(j.slurm.nodeAddr(ctx), "0")
 		j.slurm.listen = listenAddr
 	}
+	// The first allocation's processes start together (one on Slurm,
+	// where the other tasks bring their own).
+	workers := 1
+	if j.slurm == nil {
+		workers = faultSchedule(j.sched, j.spec.LogicalWorkers, f.listen == "").At(0).Workers
+	}
 	eng, err := torchengine.New(ctx, torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
 		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log,
-		NoSelfCheck: f.noSelfCheck})
+		NoSelfCheck: f.noSelfCheck, Workers: workers})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,16 @@
 // trains a job file with engine = "torch" with the same schedule, ledger,
 // checkpoints, resume and SIGTERM handling as the native engine.
 //
+// Start-up: the processes of a run's first allocation start at once
+// (Options.Workers: New prestarts them all and waits only for the first,
+// whose versions and numerics the others must match), and every grow
+// starts the processes it misses together (Local.Resize) before it waits
+// for any, then admits them in rank order. Each process imports torch
+// once, in its own interpreter; nothing else does (Python reads torch's
+// version from torch/version.py without importing torch). Started so, 8
+// processes on 2 cores are ready about when 8 `import torch` run side by
+// side would be (torch_start_s, BENCHMARKS.md).
+//
 // One step on P processes holding contiguous ranges of the N logical workers,
 // in three requests:
 //

@@ -60,6 +60,12 @@ type Options struct {
 	// NoSelfCheck skips the self-check before the first step (run
 	// --no-self-check); the summary says it was skipped.
 	NoSelfCheck bool
+	// Workers is how many processes of this machine the run's first
+	// allocation has (0 or 1: one): New starts them all at once, so they
+	// import torch and load the job alongside the first process, and the
+	// trainer's first Resize admits them (a Resize to fewer leaves the
+	// rest as spares for a later grow; Close stops them).
+	Workers int
 }
 
 // CheckSteps is how many steps the self-check runs in each placement.
@@ -91,8 +97,9 @@ var (
 )
 
 // New extracts the Python package, locates and hashes the job's datasets,
-// and starts the first Python process (it reports the training set's size
-// and the numerics every later process must match). Errors name the
+// starts the first allocation's Python processes at once (o.Workers) and
+// waits for the first (it reports the training set's size and the
+// numerics every later process must match). Errors name the
 // interpreter, the dataset or the module that failed.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	spec := o.Spec
@@ -158,7 +165,19 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if !o.NoSelfCheck {
 		e.local.CheckSteps = CheckSteps
 	}
+	started, ready := time.Now(), false
+	e.local.OnGroup = func(workers int, step int64, took time.Duration) {
+		if !ready { // the bench's torch_start_s ends at this line
+			ready = true
+			e.log.Info("python workers ready", "world_size", workers, "step", step,
+				"startup_s", fmt.Sprintf("%.2f", time.Since(started).Seconds()))
+			return
+		}
+		e.log.Debug("process group formed", "world_size", workers, "step", step, "ms", took.Milliseconds())
+	}
+	e.local.Prestart(ctx, max(1, o.Workers))
 	if err := e.local.Resize(ctx, 1); err != nil {
+		e.local.Close()
 		return nil, err
 	}
 	e.samples, e.digest = e.local.ref.TrainSamples, e.local.ref.Digest

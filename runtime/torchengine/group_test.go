@@ -471,3 +471,52 @@ func children(t *testing.T) []int {
 	}
 	return kids
 }
+
+// TestResizeStartsEveryMissingProcessBeforeWaitingForAny: a Resize from
+// none to 3 starts the 3 processes together (issue 18 item 5). Each
+// launch is held at its start (EnvOf, called just before the process is
+// started) until all three have reached it: a Resize that waited for one
+// process to load before starting the next would leave the first held,
+// and the three would never meet.
+func TestResizeStartsEveryMissingProcessBeforeWaitingForAny(t *testing.T) {
+	l, ctx := newLocal(t)
+	const n = 3
+	arrived := make(chan int, n)
+	all := make(chan struct{})
+	var met atomic.Bool
+	l.EnvOf = func(rank int) []string {
+		arrived <- rank
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+		}
+		return nil
+	}
+	go func() {
+		seen := map[int]bool{}
+		for len(seen) < n {
+			select {
+			case r := <-arrived:
+				seen[r] = true
+			case <-time.After(time.Minute):
+				close(all)
+				return
+			}
+		}
+		met.Store(true)
+		close(all)
+	}()
+	if err := l.Resize(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if !met.Load() {
+		t.Fatalf("the %d launches did not all start before the first was let through: processes start one after another", n)
+	}
+	if l.Workers() != n {
+		t.Fatalf("%d processes after Resize(%d)", l.Workers(), n)
+	}
+	res, err := l.Step(ctx, 0, []int{2, 1, 1}, nil)
+	if err != nil || res.Digest == "" {
+		t.Fatalf("step 0 on the 3 processes: %v (digest %q)", err, res.Digest)
+	}
+}

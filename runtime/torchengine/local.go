@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -175,6 +176,11 @@ type Local struct {
 	CheckSteps int
 	// checked is the self-check's answer, once it ran.
 	checked *CheckResult
+	// OnGroup, when set, is called after each assignment of the logical
+	// workers to the processes, when they are in their process group and
+	// ready to step: with the number of processes, the step the assignment
+	// starts at and how long the assignment took.
+	OnGroup func(workers int, step int64, took time.Duration)
 }
 
 // CheckResult is the self-check's answer (python/easyscale/selfcheck.py):
@@ -216,10 +222,14 @@ func (l *Local) selfCheck(ctx context.Context, step int64) (*CheckResult, error)
 	return &res, nil
 }
 
-// launched is the outcome of starting one process.
+// launched is the outcome of starting and loading the process of a
+// physical rank: the process and its answer to load, or why it failed
+// (p is then nil).
 type launched struct {
-	p   *Process
-	err error
+	p      *Process
+	loaded Loaded
+	rank   int
+	err    error
 }
 
 // physical is one physical worker a Local drives: a Python process it
@@ -269,9 +279,14 @@ func (l *Local) locals() []int {
 
 // Resize starts or stops processes on this machine until there are
 // workers of them (workers on other machines come and go on their own:
-// AddRemote, and SIGTERM). Joining processes load the job, are admitted by
-// their versions and numerics (a *VersionError or *NumericsError
-// otherwise), and receive the replica of a trained worker at the next Step.
+// AddRemote, and SIGTERM). The processes missing start at once, all of
+// them (Prestart), and are waited for together: each spends about a
+// second importing torch and loading the job, so started one after another
+// they would cost that many seconds, where on P cores P of them load at a
+// time. Joining processes are then admitted in rank order by their
+// versions and numerics against the job's first process (a *VersionError
+// or *NumericsError otherwise), and receive the replica of a trained
+// worker at the next Step.
 func (l *Local) Resize(ctx context.Context, workers int) error {
 	if workers < 1 {
 		return fmt.Errorf("resizing to %d python workers: want at least 1", workers)
@@ -285,17 +300,7 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 		}
 		l.sizes = nil
 	}
-	if len(l.locals()) < workers && l.ref == nil { // the first process sets the numerics the others must match
-		p, err := l.launch(ctx, 0)
-		if err != nil {
-			return err
-		}
-		l.procs, l.sizes = append(l.procs, &slot{w: p, joining: true}), nil
-	}
-	// The other processes start at once (each spends about a second
-	// importing torch and loading the job) and are admitted in rank order.
-	have := len(l.locals())
-	n := workers - have
+	n := workers - len(l.locals())
 	if n <= 0 {
 		return nil
 	}
@@ -304,14 +309,25 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 	l.Prestart(ctx, workers)
 	pending := l.spares[:n]
 	l.spares = l.spares[n:]
+	results := make([]launched, n)
+	for i, ch := range pending {
+		results[i] = <-ch
+	}
+	// The first failure in rank order is the answer (processes loading
+	// one job mostly fail alike); every process after it is stopped.
 	var failed error
-	for _, ch := range pending {
-		r := <-ch
+	for _, r := range results {
+		if r.err == nil && failed == nil {
+			r.err = l.admit(r)
+		}
 		switch {
-		case r.err != nil:
-			failed = errors.Join(failed, r.err)
-		case failed != nil:
-			r.p.Kill()
+		case failed != nil || r.err != nil:
+			if r.p != nil {
+				r.p.Kill()
+			}
+			if failed == nil {
+				failed = r.err
+			}
 		default:
 			l.procs, l.sizes = append(l.procs, &slot{w: r.p, joining: true}), nil
 		}
@@ -319,24 +335,34 @@ func (l *Local) Resize(ctx context.Context, workers int) error {
 	return failed
 }
 
+// admit checks a loaded process against the job's first one, or makes it
+// the first: the versions and numerics every later process must match.
+func (l *Local) admit(r launched) error {
+	if l.ref == nil {
+		l.ref = &r.loaded
+		return nil
+	}
+	if err := Admit(*l.ref, r.loaded); err != nil {
+		return fmt.Errorf("python worker %d refused: %w", r.rank, err)
+	}
+	return nil
+}
+
 // Prestart starts processes in the background until this machine has, or
 // is starting, workers of them (the ones running plus the spares), without
-// waiting: each imports torch, loads the job and is checked against the
-// first process's numerics (about a second on this machine's CPU), so that
-// a later Resize to workers admits them at once. The trainer calls it when
-// the run's --workers schedule announces a grow (trainer.Preparer). It
-// does nothing before the first process runs. A spare that fails to start
-// fails the Resize that takes it; Close stops the spares not taken.
+// waiting: each imports torch and loads the job (about a second on this
+// machine's CPU), so that a later Resize to workers admits them at once.
+// Engine.New calls it for the first allocation's processes, which so load
+// alongside the first one; the trainer calls it when the run's --workers
+// schedule announces a grow (trainer.Preparer). A spare that fails to
+// start fails the Resize that takes it; Close stops the spares not taken.
 func (l *Local) Prestart(ctx context.Context, workers int) {
-	if l.ref == nil {
-		return
-	}
 	for have := len(l.locals()) + len(l.spares); have < workers; have++ {
 		ch := make(chan launched, 1)
 		rank := have
 		go func() {
-			p, err := l.launch(ctx, rank)
-			ch <- launched{p, err}
+			p, loaded, err := l.launch(ctx, rank)
+			ch <- launched{p: p, loaded: loaded, rank: rank, err: err}
 		}()
 		l.spares = append(l.spares, ch)
 	}
@@ -370,27 +396,23 @@ func (l *Local) dropGone() []int {
 	return gone
 }
 
-func (l *Local) launch(ctx context.Context, rank int) (*Process, error) {
+// launch starts the process of physical rank rank and has it load the
+// job; admission is the caller's (admit), so processes launch concurrently.
+func (l *Local) launch(ctx context.Context, rank int) (*Process, Loaded, error) {
+	var loaded Loaded
 	o := l.start
 	if l.EnvOf != nil {
 		o.Env = append(append([]string(nil), o.Env...), l.EnvOf(rank)...)
 	}
 	p, err := Start(o)
 	if err != nil {
-		return nil, err
+		return nil, loaded, err
 	}
-	var loaded Loaded
 	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(rank), nil, &loaded); err != nil {
 		p.Kill()
-		return nil, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
+		return nil, loaded, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
 	}
-	if l.ref == nil {
-		l.ref = &loaded
-	} else if err := Admit(*l.ref, loaded); err != nil { // l.ref is set before joiners launch concurrently
-		p.Kill()
-		return nil, fmt.Errorf("python worker %d refused: %w", rank, err)
-	}
-	return p, nil
+	return p, loaded, nil
 }
 
 // Step runs step with sizes[r] logical workers on process r (contiguous
@@ -495,6 +517,7 @@ func (l *Local) release(ranks []int) {
 }
 
 func (l *Local) assign(ctx context.Context, sizes []int) error {
+	t0 := time.Now()
 	members := make([]Member, len(l.procs))
 	joining := make([]bool, len(l.procs))
 	var src Member
@@ -534,6 +557,9 @@ func (l *Local) assign(ctx context.Context, sizes []int) error {
 		p.joining = false
 	}
 	l.sizes = append([]int(nil), sizes...)
+	if l.OnGroup != nil {
+		l.OnGroup(len(sizes), l.group.next, time.Since(t0))
+	}
 	return nil
 }
 
@@ -633,11 +659,14 @@ func (l *Local) Evaluate(ctx context.Context) (loss, accuracy float64, samples i
 	return out.Loss, out.Accuracy, out.Samples, nil
 }
 
-// Close stops every process: asks each to exit, or kills it at once after
-// an abandoned step (remote workers are told goodbye and waited for at most 1 s).
+// Close stops every process: asks each to exit and waits for them
+// together (each takes a while to tear torch down), or kills them at once
+// after an abandoned step (remote workers are told goodbye and waited for
+// at most 1 s).
 func (l *Local) Close() error {
-	var err error
-	for _, p := range l.procs {
+	errs := make([]error, len(l.procs))
+	var wg sync.WaitGroup
+	for i, p := range l.procs {
 		if l.abandoned {
 			if p.remote != nil {
 				// Goodbye, a short wait: it holds nothing the checkpoint lacks.
@@ -647,8 +676,13 @@ func (l *Local) Close() error {
 			p.w.Kill()
 			continue
 		}
-		err = errors.Join(err, p.w.Close(10*time.Second))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.w.Close(10 * time.Second)
+		}()
 	}
+	wg.Wait()
 	l.procs = nil
 	for _, ch := range l.spares {
 		if r := <-ch; r.p != nil {
@@ -656,7 +690,7 @@ func (l *Local) Close() error {
 		}
 	}
 	l.spares = nil
-	return err
+	return errors.Join(errs...)
 }
 
 func equalInts(a, b []int) bool {

@@ -252,6 +252,13 @@ func (p *Process) await(ctx context.Context, typ string, id int64, reply chan fr
 		case f := <-reply:
 			return f, nil
 		case <-p.done:
+			p.beatMu.Lock()
+			heard := p.heard
+			p.beatMu.Unlock()
+			if !heard { // Python never started its worker: no torch, or a broken install
+				return frame{}, fmt.Errorf("%s: %w before its first message (%v): the interpreter could not start "+
+					"easyscale.worker (importing torch?); its stderr says why", typ, ErrExited, p.readErr)
+			}
 			return frame{}, fmt.Errorf("%s: %w (%v)", typ, ErrExited, p.readErr)
 		case <-ctx.Done():
 			return frame{}, fmt.Errorf("%s: %w", typ, ctx.Err())

@@ -43,10 +43,11 @@ type torchEnv struct {
 	opticks  string // Newton's Opticks, the LM example's text
 }
 
-// torchFigures measures the PyTorch engine (issue 9): the cost of logical
-// workers on one process (python/bench/torch_bench.py), our step on two
-// Python processes against PyTorch DDP on two, and the time a 2 -> 4
-// rescale takes, through the engine's own process supervision.
+// torchFigures measures the PyTorch engine (issues 9 and 18), with the
+// loop API: the cost of logical workers on one process
+// (python/bench/torch_bench.py), our step on two Python processes against
+// PyTorch DDP on two, and the time a 2 -> 4 rescale takes, through the
+// engine's own process supervision.
 func torchFigures() ([]figure, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -188,18 +189,29 @@ func (e *torchEnv) startOptions() torchengine.StartOptions {
 
 // ddpArm is the DDP baseline's two processes; rank 0 takes commands.
 type ddpArm struct {
+	arms    []string // the lines rank 0 prints per command: "ddp", and "est" for a Job
 	cmds    []*exec.Cmd
 	in      io.WriteCloser
 	out     *bufio.Scanner
 	stopped bool
 }
 
-func (e *torchEnv) startDDP(ctx context.Context, dir string, world int) (*ddpArm, error) {
-	arm := &ddpArm{}
+// startDDP starts the DDP baseline's world processes: of the stock DDP
+// script examples/torch-ddp/ddp_mnist.py when script is set, else of the
+// MNIST example's Job (with the easyscale step without the Go side beside it).
+func (e *torchEnv) startDDP(ctx context.Context, dir string, world int, script bool) (*ddpArm, error) {
+	arm := &ddpArm{arms: []string{"ddp", "est"}}
+	if script {
+		arm.arms = []string{"ddp"}
+	}
 	for rank := range world {
-		cmd := e.command(ctx, "ddp_bench.py", filepath.Join(e.examples, "torch-mnist", "model.py"),
-			filepath.Join(dir, "ddp-store"), strconv.Itoa(rank), strconv.Itoa(world),
+		args := []string{filepath.Join(e.examples, "torch-mnist", "model.py")}
+		if script {
+			args = []string{"--script", filepath.Join(e.examples, "torch-ddp", "ddp_mnist.py")}
+		}
+		args = append(args, filepath.Join(dir, fmt.Sprintf("ddp-store-%t", script)), strconv.Itoa(rank), strconv.Itoa(world),
 			strconv.Itoa(torchLogicalWorkers), strconv.Itoa(torchMicroBatch), "data_dir="+e.mnist)
+		cmd := e.command(ctx, "ddp_bench.py", args...)
 		if rank == 0 {
 			in, err := cmd.StdinPipe()
 			if err != nil {
@@ -220,13 +232,13 @@ func (e *torchEnv) startDDP(ctx context.Context, dir string, world int) (*ddpArm
 	return arm, nil
 }
 
-// steps runs k steps of DDP and k of the easyscale step without the Go
-// side, alternating, and returns rank 0's time of each.
+// steps runs k steps of DDP and, for a Job, k of the easyscale step
+// without the Go side, alternating, and returns rank 0's time of each.
 func (a *ddpArm) steps(k int) (ddp, est []time.Duration, err error) {
 	if _, err := fmt.Fprintf(a.in, "%d\n", k); err != nil {
 		return nil, nil, fmt.Errorf("DDP baseline: sending a command: %w", err)
 	}
-	for _, want := range []string{"ddp", "est"} {
+	for _, want := range a.arms {
 		if !a.out.Scan() {
 			return nil, nil, fmt.Errorf("DDP baseline: rank 0 exited: %v", a.out.Err())
 		}
@@ -267,28 +279,65 @@ func (a *ddpArm) stop() error {
 	return err
 }
 
-// versusDDP measures torch_vs_ddp_step_ratio: the step of the MNIST example
-// (8 logical workers × 32) on 2 Python processes of the engine (the control
-// protocol, the chain over gloo, the contexts reported and the commit)
-// against DDP with gloo on 2 processes with the same global batch by
-// gradient accumulation. Blocks of steps of each alternate; each figure is
-// the fastest step of its arm. The DDP processes also run the easyscale
-// step without the Go side (torch_python_step_ms_p2), which splits our
-// cost into the logical workers' share and the control protocol's.
+// versusDDP measures torch_vs_ddp_step_ratio with the loop API (issue
+// 18): the step of examples/torch-ddp/easyscale_mnist.py, the stock DDP
+// script ported to the loop API, on 8 logical workers × 32 and 2 Python
+// processes of the engine (the control protocol, the chain over gloo, the
+// contexts reported, the commit, the script's clipping, optimizer and
+// OneCycleLR step) against the stock script's step (ddp_mnist.py's pieces)
+// under PyTorch DDP with gloo on 2 processes with the same global batch by
+// gradient accumulation. The same comparison for the MNIST example's Job
+// (setup() -> Job, trained by easyscale.job.run, the loop API underneath)
+// gives the _job figures; its DDP processes also run the easyscale step
+// without the Go side (torch_python_step_ms_p2), which splits our cost
+// into the logical workers' share and the control protocol's. Blocks of
+// steps of each arm alternate; each figure is the fastest step of its arm.
 func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
+	script := e.mnistJob()
+	script.Module, script.Script = filepath.Join(e.examples, "torch-ddp", "easyscale_mnist.py"), true
+	script.Steps = 60000 / torchLogicalWorkers / torchMicroBatch // one epoch: the script's epochs × len(loader)
+	script.Args = []string{"--data", e.mnist, "--epochs", "1", "--batch-size", strconv.Itoa(torchMicroBatch),
+		"--log-every", "1000000", "--eval-every", "1000000"}
+	loop, err := e.versus(ctx, script, true)
+	if err != nil {
+		return nil, fmt.Errorf("the DDP script's port: %w", err)
+	}
+	job, err := e.versus(ctx, e.mnistJob(), false)
+	if err != nil {
+		return nil, fmt.Errorf("the MNIST example's Job: %w", err)
+	}
+	return []figure{
+		{"torch_vs_ddp_step_ratio", loop.ours.Seconds() / loop.ddp.Seconds(), "x"},
+		{"torch_step_ms_p2", ms(loop.ours), "ms"},
+		{"torch_ddp_step_ms_p2", ms(loop.ddp), "ms"},
+		{"torch_vs_ddp_step_ratio_job", job.ours.Seconds() / job.ddp.Seconds(), "x"},
+		{"torch_step_ms_p2_job", ms(job.ours), "ms"},
+		{"torch_ddp_step_ms_p2_job", ms(job.ddp), "ms"},
+		{"torch_python_step_ms_p2", ms(job.direct), "ms"},
+		{"torch_python_vs_ddp_step_ratio", job.direct.Seconds() / job.ddp.Seconds(), "x"},
+	}, nil
+}
+
+// versusResult is the fastest step of each arm of one comparison.
+type versusResult struct{ ours, ddp, direct time.Duration }
+
+// versus runs cfg on 2 engine processes against its DDP baseline (the
+// stock script's when script is set), blocks of steps alternating.
+func (e *torchEnv) versus(ctx context.Context, cfg torchengine.JobConfig, script bool) (versusResult, error) {
+	var res versusResult
 	dir, err := os.MkdirTemp("", "easyscale-bench-ddp-")
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer os.RemoveAll(dir)
-	l := torchengine.NewLocal(e.mnistJob(), e.startOptions())
+	l := torchengine.NewLocal(cfg, e.startOptions())
 	defer l.Close()
 	if err := l.Resize(ctx, 2); err != nil {
-		return nil, fmt.Errorf("starting 2 python workers: %w", err)
+		return res, fmt.Errorf("starting 2 python workers: %w", err)
 	}
-	ddp, err := e.startDDP(ctx, dir, 2)
+	ddp, err := e.startDDP(ctx, dir, 2, script)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer ddp.stop()
 	sizes := []int{torchLogicalWorkers / 2, torchLogicalWorkers / 2}
@@ -298,7 +347,7 @@ func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 		for range torchBlockSteps {
 			t := time.Now()
 			if _, err := l.Step(ctx, step, sizes, nil); err != nil {
-				return nil, fmt.Errorf("step %d on 2 python workers: %w", step, err)
+				return res, fmt.Errorf("step %d on 2 python workers: %w", step, err)
 			}
 			if round > 0 {
 				ours = append(ours, time.Since(t))
@@ -307,23 +356,20 @@ func (e *torchEnv) versusDDP(ctx context.Context) ([]figure, error) {
 		}
 		ds, es, err := ddp.steps(torchBlockSteps)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		if round > 0 {
 			theirs, direct = append(theirs, ds...), append(direct, es...)
 		}
 	}
 	if err := ddp.stop(); err != nil {
-		return nil, fmt.Errorf("the DDP baseline: %w", err)
+		return res, fmt.Errorf("the DDP baseline: %w", err)
 	}
-	o, d, x := slices.Min(ours), slices.Min(theirs), slices.Min(direct)
-	return []figure{
-		{"torch_vs_ddp_step_ratio", o.Seconds() / d.Seconds(), "x"},
-		{"torch_step_ms_p2", ms(o), "ms"},
-		{"torch_ddp_step_ms_p2", ms(d), "ms"},
-		{"torch_python_step_ms_p2", ms(x), "ms"},
-		{"torch_python_vs_ddp_step_ratio", x.Seconds() / d.Seconds(), "x"},
-	}, nil
+	res.ours, res.ddp = slices.Min(ours), slices.Min(theirs)
+	if len(direct) > 0 {
+		res.direct = slices.Min(direct)
+	}
+	return res, nil
 }
 
 // announceLead is how long before an announced grow the 2 processes keep

@@ -21,12 +21,9 @@ func torchCheckFigures() ([]figure, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bin := os.Getenv("EASYSCALE_BENCH_BIN")
-	if bin == "" {
-		bin = filepath.Join(dir, "easyscale")
-		if out, err := exec.Command("go", "build", "-o", bin, "./runtime/cmd/easyscale").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building easyscale: %v\n%s", err, out)
-		}
+	bin, err := easyscaleBinary(dir)
+	if err != nil {
+		return nil, err
 	}
 	sum := filepath.Join(dir, "summary.json")
 	out, err := exec.Command(bin, "run", "--config", "examples/torch-ddp/job.toml", "--workers", "2", "--quiet",
@@ -53,4 +50,16 @@ func torchCheckFigures() ([]figure, error) {
 		{"torch_selfcheck_s", *s.CheckS, "s"},
 		{"torch_selfcheck_pct", 100 * *s.CheckS / s.Wall, "%"},
 	}, nil
+}
+
+// easyscaleBinary is $EASYSCALE_BENCH_BIN, else easyscale built into dir.
+func easyscaleBinary(dir string) (string, error) {
+	if bin := os.Getenv("EASYSCALE_BENCH_BIN"); bin != "" {
+		return bin, nil
+	}
+	bin := filepath.Join(dir, "easyscale")
+	if out, err := exec.Command("go", "build", "-o", bin, "./runtime/cmd/easyscale").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building easyscale: %v\n%s", err, out)
+	}
+	return bin, nil
 }

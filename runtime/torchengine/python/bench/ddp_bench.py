@@ -1,6 +1,18 @@
 """The PyTorch DDP baseline of torch_vs_ddp_step_ratio (tests/bench/torch.go).
 
     python3 ddp_bench.py MODULE STORE_FILE RANK WORLD LOGICAL_WORKERS MICRO_BATCH [key=value params...]
+    python3 ddp_bench.py --script DDP_SCRIPT STORE_FILE RANK WORLD LOGICAL_WORKERS MICRO_BATCH data_dir=DIR
+
+With --script, the step is the one of a stock DDP training script
+(examples/torch-ddp/ddp_mnist.py, imported for its MNIST, LeNet and
+random_shift; its main() is not run) with gradient accumulation: torch's
+DistributedSampler and DataLoader of WORLD ranks, LOGICAL_WORKERS / WORLD
+micro-batches per rank and step (each augmented batch-wise from the global
+generator), ``no_sync()`` on all but the last, clipping, SGD and OneCycleLR
+per step, as the script sets them. The engine's arm is the same script
+ported to the loop API (examples/torch-ddp/easyscale_mnist.py). There is no
+easyscale arm without the Go side in this mode: rank 0 prints ``ddp`` lines
+only.
 
 WORLD processes train MODULE's job with torch.nn.parallel.DistributedDataParallel
 over gloo, with the global batch of LOGICAL_WORKERS micro-batches of
@@ -27,9 +39,12 @@ both ranks. The other ranks receive K from rank 0 over the process group.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import importlib.util
 import sys
 import time
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -42,16 +57,9 @@ from easyscale.replica import Replica
 from easyscale.sampler import Cursor, LogicalSampler
 
 
-def main() -> None:
-    module, store_file = sys.argv[1], sys.argv[2]
-    rank, world, n, b = (int(a) for a in sys.argv[3:7])
-    params: dict[str, object] = dict(a.split("=", 1) for a in sys.argv[7:])  # type: ignore[misc]
-    if n % world:
-        sys.exit(f"ddp_bench: {n} logical workers do not split evenly over {world} processes")
-    torch.set_num_threads(1)
-    store = dist.FileStore(store_file, world)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
-                            timeout=datetime.timedelta(minutes=10))
+def job_steps(module: str, rank: int, world: int, n: int, b: int,
+              params: dict[str, object]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The DDP step of MODULE's job with gradient accumulation, and the easyscale step without the Go side."""
     cfg = easyscale.Config(seed=1, logical_workers=n, micro_batch=b, steps=1000, params=params)
     job = load_module(module)(cfg)
     model = DistributedDataParallel(job.model, broadcast_buffers=False)
@@ -90,6 +98,60 @@ def main() -> None:
         replica.apply(chain(local, res.slots, n))
         est_step += 1
 
+    return step, est
+
+
+def script_step(path: str, rank: int, world: int, n: int, b: int, params: dict[str, object]) -> Callable[[], None]:
+    """The accumulating DDP step of the stock script at ``path`` (see the module doc)."""
+    spec = importlib.util.spec_from_file_location("easyscale_bench_ddp_script", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(1)
+    train = mod.MNIST(str(params["data_dir"]), "train")
+    sampler = torch.utils.data.DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=1)
+    loader = torch.utils.data.DataLoader(train, batch_size=b, sampler=sampler, drop_last=True)
+    model = DistributedDataParallel(mod.LeNet(), broadcast_buffers=False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    k = n // world
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=len(loader) // k)
+    batches = iter(loader)
+
+    def step() -> None:
+        nonlocal batches
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        for i in range(k):
+            try:
+                x, y = next(batches)
+            except StopIteration:
+                batches = iter(loader)
+                x, y = next(batches)
+            with model.no_sync() if i < k - 1 else contextlib.nullcontext():
+                (torch.nn.functional.cross_entropy(model(mod.random_shift(x, 2)), y) / k).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+    return step
+
+
+def main() -> None:
+    script = sys.argv[1] == "--script"
+    args = sys.argv[2:] if script else sys.argv[1:]
+    module, store_file = args[0], args[1]
+    rank, world, n, b = (int(a) for a in args[2:6])
+    params: dict[str, object] = dict(a.split("=", 1) for a in args[6:])  # type: ignore[misc]
+    if n % world:
+        sys.exit(f"ddp_bench: {n} logical workers do not split evenly over {world} processes")
+    torch.set_num_threads(1)
+    store = dist.FileStore(store_file, world)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(minutes=10))
+    arms: dict[str, Callable[[], None]] = {}
+    if script:
+        arms["ddp"] = script_step(module, rank, world, n, b, params)
+    else:
+        arms["ddp"], arms["est"] = job_steps(module, rank, world, n, b, params)
     count = torch.zeros(1, dtype=torch.int64)
     while True:
         if rank == 0:
@@ -98,9 +160,10 @@ def main() -> None:
         dist.broadcast(count, 0)
         if int(count) == 0:
             break
-        times: dict[str, list[float]] = {"ddp": [], "est": []}
+        times: dict[str, list[float]] = {name: [] for name in arms}
+        order = list(arms.items())
         for i in range(int(count)):
-            for name, f in ((("ddp", step), ("est", est)) if i % 2 == 0 else (("est", est), ("ddp", step))):
+            for name, f in (order if i % 2 == 0 else order[::-1]):
                 t = time.perf_counter()
                 f()
                 times[name].append(time.perf_counter() - t)

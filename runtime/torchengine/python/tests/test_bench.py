@@ -56,6 +56,21 @@ class SameWork(unittest.TestCase):
         self.assertEqual(len(pcalls), len(ecalls))
         self.assertEqual(len(pcalls), 6 * n * b)
 
+    def test_the_loop_api_arm_and_the_plain_arm_read_the_same_samples_in_turn(self) -> None:
+        n, b, warmup, repeats = 4, 3, 1, 3
+        reads: list[list[int]] = []
+
+        def setup(cfg: easyscale.Config) -> easyscale.Job:
+            job = toyjob.setup(cfg)
+            job.train_set = Recording(job.train_set)
+            reads.append(job.train_set.read)
+            return job
+        r = torch_bench.measure_job(setup, n, b, {}, repeats, warmup=warmup)
+        plain, looped = reads
+        self.assertEqual(len(plain), (warmup + repeats) * n * b)
+        self.assertEqual(plain, looped)
+        self.assertTrue(0 < r.plain < float("inf") and 0 < r.est < float("inf"), (r.plain, r.est))
+
     def test_the_cpu_clock_is_the_process_cpu_time(self) -> None:
         work, wall = torch_bench._clock(torch.device("cpu"))()
         self.assertLessEqual(abs(work - time.process_time()), 1.0)
