@@ -157,11 +157,22 @@
 //     default), the donors' Loss from [DefaultModel] of their logical
 //     workers at their GPU types' speeds, the gain the queued job's wait
 //     until its planned start, the horizon the longest running job's end;
-//   - in the simulator (Config.Objective): start-small for any waiting
-//     job at the size and GPU type that end it soonest, admission below a
-//     job's request, d2 jobs kept off a GPU type a waiting pinned job
-//     needs when another serves them at least 0.75 as fast, rounds on a
-//     timer. easyscale-backfilld does not apply these yet.
+//   - [StartSmall] with StartSmallRequest.Horizon: start-small's
+//     ends-earlier rule (the daemon's default) also keeps a job started
+//     small from ending after the running job that ends last; the daemon
+//     asks [StartSmallOnNodes] for every waiting elastic job in queue
+//     order, the simulator (Config.Objective) for every waiting job at
+//     the size and GPU type that end it soonest;
+//   - rounds on a timer: the daemon's poll_interval, the simulator's
+//     RoundInterval.
+//
+// What the objective does not decide yet: growth into idle GPUs is still
+// [Plan]'s gap filling (largest marginal gain per GPU, capped at
+// doubling per round while jobs wait), and two simulator options the
+// daemon cannot apply stay off by default (Config.AdmitBelowRequest:
+// admitting a queued job below its request; Config.KeepOffPinned:
+// starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
+// decides when it places a job).
 //
 // # Where each rule lives
 //
