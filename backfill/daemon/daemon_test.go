@@ -837,6 +837,38 @@ func TestAnExtraJobStaysOnItsNodeWhenNoOtherNodeCanTakeIt(t *testing.T) {
 	}
 }
 
+// TestGPUsAJobStartedOnBetweenSinfoAndSqueueAreNotLent: the daemon reads
+// sinfo, then squeue. A job pinned to both v100 nodes that starts between
+// the two (as on the lab, the moment the extra jobs it preempted are gone)
+// runs on GPUs sinfo still counted idle; the planner takes the smaller of
+// the two accounts (planner.FreeGPUs), so no extra job goes there.
+func TestGPUsAJobStartedOnBetweenSinfoAndSqueueAreNotLent(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", "es-req min=1 max=2 lw=8 d2", "n3", 4, time.Hour, rendezvous(t, "10"))
+	td.fake.running("11", "", "n4", 4, time.Hour, "") // the t4 nodes are full: only v100 is idle
+	pinned := td.fake.pending("20", "", 4, time.Time{})
+	td.fake.set(func() {
+		pinned.nodes = 2
+		td.fake.afterSinfo = func() {
+			pinned.state, pinned.nodeList, pinned.start, pinned.end = "RUNNING", "n[1-2]", td.fake.now, td.fake.now.Add(time.Hour)
+		}
+	})
+	td.cycle(t)
+	if subs := td.fake.commands("sbatch"); len(subs) != 0 {
+		t.Fatalf("submitted %v onto GPUs job 20 holds, want nothing", subs)
+	}
+	// Without the race the same cluster lends nothing either, and once job
+	// 20 ends its GPUs are lent.
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	td.fake.set(func() { pinned.state = "COMPLETED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if subs := td.fake.commands("sbatch"); len(subs) == 0 {
+		t.Fatal("no extra job once job 20 ended, want the v100 GPUs lent")
+	}
+}
+
 func TestAD1JobGrowsOnlyOntoTheGPUTypeItRunsOn(t *testing.T) {
 	tests := []struct {
 		name string

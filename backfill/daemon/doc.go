@@ -45,6 +45,13 @@
 //
 // # Growing: extra jobs
 //
+// The idle GPUs of a node are sinfo's (Gres less GresUsed, less the GPUs
+// of extra jobs submitted but not started), but never more than squeue's
+// running jobs leave free (planner.FreeGPUs): sinfo is read before squeue,
+// and a job that starts in between (a pinned job taking the nodes whose
+// extra jobs Slurm just preempted for it, seen on the lab) must not have
+// its GPUs lent again.
+//
 // How much a job grows per cycle is the planner's: at most doubling while
 // any job is pending, to its maximum at once when none is
 // (planner.Snapshot.NothingQueued, issue 17: a shrunk job grows back as

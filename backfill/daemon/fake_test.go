@@ -37,6 +37,10 @@ type fakeSlurm struct {
 	// onJobs, when set, runs before squeue --jobs=ID answers (a job that
 	// changes between the snapshot and the daemon's re-read by id).
 	onJobs func()
+	// afterSinfo, when set, runs once right after sinfo answers (with the
+	// lock held): the cluster changes between the daemon's sinfo and its
+	// squeue, as it does on a live cluster.
+	afterSinfo func()
 	// pings counts `scontrol ping` calls; once it reaches upAtPing (> 0)
 	// the controller is up again.
 	pings, upAtPing int
@@ -210,7 +214,12 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return f.stateAndTasks(args), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
-		return printFormat(format, f.sinfo())
+		out, err := printFormat(format, f.sinfo())
+		if f.afterSinfo != nil {
+			f.afterSinfo()
+			f.afterSinfo = nil
+		}
+		return out, err
 	case name == "squeue" && slices.Contains(args, slurmcli.PlacementFormat):
 		return f.placements(), nil
 	case name == "squeue":

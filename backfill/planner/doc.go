@@ -17,7 +17,10 @@
 //
 //	surplus_n(t) = idle_n + released_n(t) − reserved_n(t)
 //
-// where released_n(t) counts GPUs of running allocations on n whose time
+// where idle_n is the smaller of the node's own idle count and its GPUs
+// that no listed running job or extra job holds ([FreeGPUs]: the two
+// accounts differ when read at different instants), released_n(t) counts
+// GPUs of running allocations on n whose time
 // limit ends at or before t (an extra job counts only if it ends at least the
 // safety margin before t) and reserved_n(t) counts the GPUs that pending jobs
 // planned on n (squeue --start) need by t. A GPU lent until E must be back

@@ -91,6 +91,7 @@ type planning struct {
 	reserved [][]timed    // per node: reservations, sorted by start
 	extras   [][]extraRef // per node: extra jobs
 	extraEnd [][]int64    // per running job, per extra: its end after shrinks
+	idle     []int        // per node: idle GPUs by both accounts (FreeGPUs)
 	byType   map[string][]slot
 	avail    map[string]int
 }
@@ -99,7 +100,7 @@ func newPlanning(s *Snapshot, idx map[string]int) *planning {
 	n := len(s.Nodes)
 	p := &planning{s: s, lim: s.Limits.withDefaults(), idx: idx,
 		released: make([][]timed, n), reserved: make([][]timed, n), extras: make([][]extraRef, n),
-		extraEnd: make([][]int64, len(s.Running))}
+		extraEnd: make([][]int64, len(s.Running)), idle: FreeGPUs(s, idx)}
 	for ji, j := range s.Running {
 		for _, b := range j.Base {
 			if ni, ok := idx[b.Node]; ok && j.End > 0 && b.GPUs > 0 {
@@ -141,7 +142,7 @@ func (p *planning) end(r extraRef) int64 { return p.extraEnd[r.job][r.x] }
 // surplus returns idle + released(≤t) − reserved(≤t) on node ni, with
 // extras released margin seconds before their end.
 func (p *planning) surplus(ni int, t int64) int {
-	s := p.s.Nodes[ni].Idle
+	s := p.idle[ni]
 	for _, r := range p.released[ni] {
 		if r.t <= t {
 			s += r.gpus
@@ -201,10 +202,10 @@ func (p *planning) buildSlots() {
 	p.avail = map[string]int{}
 	now, margin := p.s.Now, p.lim.MarginSeconds
 	for ni, nd := range p.s.Nodes {
-		if nd.Idle == 0 {
+		if p.idle[ni] == 0 {
 			continue
 		}
-		level := nd.Idle
+		level := p.idle[ni]
 		add := func(end int64, n int) {
 			if n > 0 && end-now >= p.lim.MinLendSeconds {
 				p.byType[nd.GPUType] = append(p.byType[nd.GPUType], slot{ni, end, n})

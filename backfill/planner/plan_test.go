@@ -264,6 +264,14 @@ func TestPlanTable(t *testing.T) {
 				}()}, Speeds: speeds, Limits: lim},
 			want: Actions{},
 		},
+		{
+			name: "GPUs a running job holds are not lent though the node's own count, read earlier, says idle",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 4), node("c", "v100", 4, 4)},
+				Running: []RunningJob{elastic("1", "u", []NodeGPUs{{"a", 4}}, 1, 8, 8, 4),
+					{ID: "r", Base: []NodeGPUs{{"b", 4}}, End: 7200}},
+				Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "v100", GPUs: 4, End: 3600, TimeLimit: 3600}}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,6 +281,36 @@ func TestPlanTable(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Plan = %+v\nwant  %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFreeGPUsIsTheSmallerOfTheNodesCountAndWhatNoListedJobHolds(t *testing.T) {
+	nodes := []Node{{Name: "a", GPUType: "v100", Total: 4, Idle: 2}, {Name: "b", GPUType: "v100", Total: 4, Idle: 4}}
+	tests := []struct {
+		name    string
+		running []RunningJob
+		want    []int
+	}{
+		{"no job listed: the nodes' own counts", nil, []int{2, 4}},
+		{"accounts that agree are kept", []RunningJob{{ID: "r", Base: []NodeGPUs{{"a", 2}}}}, []int{2, 4}},
+		{"a job listed on GPUs the node counts idle takes them", []RunningJob{{ID: "r", Base: []NodeGPUs{{"a", 1}, {"b", 3}}}}, []int{2, 1}},
+		{"extra jobs, started or not, hold their GPUs",
+			[]RunningJob{{ID: "e", Base: []NodeGPUs{{"a", 1}}, Extras: []Extra{{ID: "x", Node: "b", GPUs: 2}}}}, []int{2, 2}},
+		{"more held than the node has gives 0, never less", []RunningJob{{ID: "r", Base: []NodeGPUs{{"b", 4}}},
+			{ID: "s", Base: []NodeGPUs{{"b", 2}}}}, []int{2, 0}},
+		{"nodes the snapshot does not list are ignored", []RunningJob{{ID: "r", Base: []NodeGPUs{{"z", 4}}}}, []int{2, 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Nodes: nodes, Running: tc.running}
+			idx, err := IndexNodes(nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := FreeGPUs(&s, idx); !slices.Equal(got, tc.want) {
+				t.Errorf("FreeGPUs = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -269,3 +269,37 @@ func AllowedTypes(d2 bool, baseTypes []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// FreeGPUs returns, per node of s (in the order of s.Nodes), the GPUs idle
+// by both of the snapshot's accounts: the node's own count (Node.Idle) and
+// its Total less the GPUs that the running jobs listed hold on it (their
+// base allocations and extra jobs, started or not), never below 0. The two
+// agree when they were read at one instant. A caller that reads them apart
+// (the daemon: sinfo, then squeue) may see a job that started in between
+// running on GPUs the node still counts as idle; lending those GPUs would
+// make an extra job that waits behind that job in the preemptible
+// partition, or one that Slurm preempts at once (seen on the lab: a pinned
+// job started on the v100 nodes the moment their extra jobs were
+// preempted, and the next cycle lent its GPUs again). idx is the node
+// index by name ([IndexNodes]); entries on nodes it does not list are
+// ignored.
+func FreeGPUs(s *Snapshot, idx map[string]int) []int {
+	held := make([]int, len(s.Nodes))
+	for _, j := range s.Running {
+		for _, b := range j.Base {
+			if ni, ok := idx[b.Node]; ok && b.GPUs > 0 {
+				held[ni] += b.GPUs
+			}
+		}
+		for _, x := range j.Extras {
+			if ni, ok := idx[x.Node]; ok && x.GPUs > 0 {
+				held[ni] += x.GPUs
+			}
+		}
+	}
+	free := make([]int, len(s.Nodes))
+	for ni, n := range s.Nodes {
+		free[ni] = max(0, min(n.Idle, n.Total-held[ni]))
+	}
+	return free
+}
