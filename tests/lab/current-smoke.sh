@@ -152,7 +152,8 @@ check "torch is 2.6" [ "${torch%.*}" = 2.6 ]
 # built against 24.11's spank.h in the root (bin/slurm-24.11, the current lab's default
 # plugin path), then hooked by lab-up (plugstack.conf is read anew by every srun/sbatch)
 so=bin/slurm-24.11/easyscale_spank.so
-if "$X" make -s BIN=bin/slurm-24.11 spank-plugin >/dev/null && bash tests/lab/lab-up.sh >/dev/null 2>&1; then
+if "$X" make -s BIN=bin/slurm-24.11 spank-plugin >/dev/null && make -s BIN=bin/slurm-24.11 spank-helper &&
+	bash tests/lab/lab-up.sh >/dev/null 2>&1; then
 	check "sbatch --help lists --elastic (the plugin built against 24.11 is loaded)" \
 		grep -q -- '--elastic' <("$X" sbatch --help)
 	check "srun runs a step with the plugin loaded" [ "$("$X" srun -N1 -t 1 echo ok 2>&1)" = ok ]
