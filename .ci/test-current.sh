@@ -30,6 +30,8 @@ step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
 # side by side they failed so (measured: the admit test's job never got both nodes, n3
 # drained under the hostile-job test); the torch suites want both CPUs.
 SUITES=(
+	"slurmlab ./internal/slurmlab"
+	"spank ./spank/plugintest"
 	"slurm ./tests/slurm"
 	"backfill ./tests/backfill"
 	"e2e ./tests/e2e -test.run ${EASYSCALE_CURRENT_E2E_RUN:-^TestTorch}"
@@ -73,6 +75,8 @@ trap finish EXIT
 # the SPANK plugin built against the root's spank.h; lab-up hooks it (read by every srun/sbatch)
 slurm_series=$("$X" scontrol --version | awk '{print $2}' | cut -d. -f1,2)
 "$X" make -s BIN="bin/slurm-$slurm_series" spank-plugin
+# and its helper next to it, where the plugin looks first (built here: the root has no Go)
+make -s BIN="bin/slurm-$slurm_series" spank-helper
 bash tests/lab/lab-up.sh >/dev/null
 # this script is a user of the lab while the suites run (internal/slurmlab's users.lock):
 # each test process joins the lab, and none of them takes it down under the next suite

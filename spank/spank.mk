@@ -12,6 +12,8 @@
 # full RELRO and immediate binding, position-independent code, and a linker
 # version script (spank/plugin/easyscale_spank.map) so that only the SPANK
 # symbols are exported. spank/plugintest checks the built file for each.
+# Next to the plugin, easyscale_spank.slurm-version records the Slurm version
+# of the spank.h it was built against (e.g. 24.11.5), for make deb.
 # SPANK_CFLAGS (keep -O2: FORTIFY_SOURCE needs optimisation) and SPANK_LDFLAGS
 # may be overridden; the hardening flags and the version script are always added.
 
@@ -39,6 +41,8 @@ $(BIN)/easyscale_spank.so: $(SPANK_SRC) $(SPANK_HDR) spank/plugin/easyscale_span
 	@test -f /usr/include/slurm/spank.h || { echo "spank.h missing: apt-get install -y --no-install-recommends libslurm-dev" >&2; exit 1; }
 	@mkdir -p $(BIN)
 	$(CC) $(SPANK_CFLAGS) $(SPANK_HARDEN_CFLAGS) $(SPANK_HARDEN_LDFLAGS) $(SPANK_LDFLAGS) -o $@ $(SPANK_SRC)
+	@num=$$(awk '$$2 == "SLURM_VERSION_NUMBER" {print $$3}' /usr/include/slurm/slurm_version.h); \
+	printf '%d.%02d.%d\n' $$((num >> 16 & 255)) $$((num >> 8 & 255)) $$((num & 255)) >$(BIN)/easyscale_spank.slurm-version
 
 $(BIN)/easyscale-gpuctx: FORCE_SPANK
 	@mkdir -p $(BIN)

@@ -18,6 +18,8 @@ import (
 // The lab tests run against the real Slurm lab (internal/slurmlab, started
 // by TestMain after `make build`), whose plugstack.conf loads
 // bin/easyscale_spank.so; the plugin finds bin/easyscale-gpuctx next to it.
+// On the current lab (make test-current) they run in its root, where the
+// plugin is bin/slurm-24.11's and its helper is built next to it.
 // They run only with EASYSCALE_LAB=1 (make test); without Slurm or root they
 // skip, except under CI, where they fail.
 
@@ -230,7 +232,14 @@ func TestLabWrapperSubmitsAndRecordsTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(dir, "easyscale-sbatch")
-	if out, err := exec.Command("go", "build", "-o", wrapper, "../../sbatch-wrap/cmd/easyscale-sbatch").CombinedOutput(); err != nil {
+	if slurmlab.InRoot() {
+		// the current lab's root has no Go: the wrapper make test-current built on the host
+		abs, err := filepath.Abs("../../bin/easyscale-sbatch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrapper = abs
+	} else if out, err := exec.Command("go", "build", "-o", wrapper, "../../sbatch-wrap/cmd/easyscale-sbatch").CombinedOutput(); err != nil {
 		t.Fatalf("build easyscale-sbatch: %v\n%s", err, out)
 	}
 	script := filepath.Join(dir, "es.sbatch")

@@ -133,8 +133,12 @@ func runDDP(t *testing.T, script string, n int, args []string) []string {
 	cmds := make([]*exec.Cmd, n)
 	for r := range n {
 		cmds[r] = exec.CommandContext(ctx, py, append([]string{script}, args...)...)
+		// USE_LIBUV=0: torch 2.4+'s env:// rendezvous asks for the libuv TCPStore unless told, and
+		// Debian 13's torch 2.6 is built without libuv ("use_libuv was requested but PyTorch was
+		// build without libuv support"); torchrun users there need it too. torch 1.13 ignores it.
 		cmds[r].Env = append(os.Environ(), "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MASTER_ADDR=127.0.0.1",
-			"MASTER_PORT="+port, "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n))
+			"MASTER_PORT="+port, "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
+			"USE_LIBUV=0")
 		cmds[r].Stdout, cmds[r].Stderr = &outs[r], &outs[r]
 		if err := cmds[r].Start(); err != nil {
 			t.Fatal(err)

@@ -4,9 +4,13 @@
 # 22.05 lab's. Sourced by lib.sh, not run.
 #
 # The root is entered through a private mount namespace held by one process, the holder
-# (`sleep infinity`, chrooted into the root; its PID and root in $RUN/root.pid). In that
-# namespace, and only there, the root is bound onto itself (a mount point, as ip netns needs)
-# and gets /proc, /sys, /dev, a /run of its own, the host's
+# (`sleep infinity`, chrooted into the root; its PID, the root it sees and the cached root in
+# $RUN/root.pid). In that namespace, and only there, the cached root is the lower layer of an
+# overlay whose upper layer is this lab's ($LAB_DIR/root/<cached root's name>/upper, kept
+# until a purge): what the lab writes in the root (the easyscale package that
+# lab-current-smoke installs, the daemons' files) stays in this lab, and the cached root,
+# which other labs and work trees run on at the same time, is never written. The overlay is a
+# mount point, as ip netns needs, and gets /proc, /sys, /dev, a /run of its own, the host's
 # /tmp and /etc/hosts, the lab dir and this work tree at their own paths: the lab's paths
 # (SLURM_CONF, EASYSCALE_LAB_DIR, the SPANK plugin) are the same inside and outside, and
 # nothing is mounted on the host, so no lab-down or rm -rf can reach the host's /tmp or the
@@ -25,31 +29,46 @@ ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # in_current_root: this script already runs inside the root
 in_current_root() { [ "${_EASYSCALE_LAB_IN_ROOT:-}" = 1 ]; }
 
-# current_holder [ROOT]: print the holder's PID when it runs (in ROOT, when given)
+# current_holder [ROOT]: print the holder's PID when it runs (on the cached root ROOT, when given)
 current_holder() {
-	local pid root
+	local pid root lower
 	[ -s "$ROOT_PIDFILE" ] || return 1
-	read -r pid root <"$ROOT_PIDFILE"
-	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
+	read -r pid root lower <"$ROOT_PIDFILE"
+	[ -n "$pid" ] && [ -n "$lower" ] && [ -r "/proc/$pid/status" ] || return 1
 	grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
 	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] || return 1
 	[ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$root" ] || return 1
-	[ -z "${1:-}" ] || [ "$root" = "$1" ] || return 1
+	[ -z "${1:-}" ] || [ "$lower" = "$1" ] || return 1
 	echo "$pid"
 }
 
-# current_holder_start ROOT: start the holder (setting up the namespace's mounts) and wait
-# until it has chrooted into ROOT
+# current_overlay ROOT: print the directory of this lab's overlay of the cached root ROOT
+# (upper/, work/, merged/), removing those of other cached roots (an older package list)
+current_overlay() {
+	local base=$LAB_DIR/root dir
+	dir=$base/$(basename "$1")
+	mkdir -p "$dir/upper" "$dir/work" "$dir/merged"
+	for old in "$base"/*; do
+		[ "$old" = "$dir" ] || rm -rf --one-file-system "$old"
+	done
+	echo "$dir"
+}
+
+# current_holder_start ROOT: start the holder (setting up the namespace's mounts: this
+# lab's overlay on the cached root ROOT) and wait until it has chrooted into the overlay
 current_holder_start() {
-	local root=$1 pid
+	local lower=$1 ovl root pid
 	mkdir -p "$RUN" "$LOG"
+	ovl=$(current_overlay "$lower")
+	root=$ovl/merged
 	# shellcheck disable=SC2016
 	setsid unshare --mount --propagation private -- bash -c '
 		set -eu
-		root=$1 lab=$2 repo=$3
-		# the root a mount point of its own: "ip netns exec" and "ip -n" (tests/e2e) remount "/"
-		# as a slave in a new mount namespace, which fails with EINVAL when "/" is no mount point
-		mount --bind "$root" "$root"
+		root=$1 lab=$2 repo=$3 lower=$4 ovl=$5
+		# the overlay is the root, and a mount point: "ip netns exec" and "ip -n" (tests/e2e)
+		# remount "/" as a slave in a new mount namespace, which fails with EINVAL when "/" is no
+		# mount point
+		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$ovl/upper,workdir=$ovl/work" "$root"
 		mount -t proc proc "$root/proc"
 		mount --rbind /sys "$root/sys"
 		mount --rbind /dev "$root/dev"
@@ -62,11 +81,11 @@ current_holder_start() {
 			mount --bind "$d" "$root$d"
 		done
 		exec chroot "$root" /bin/sleep infinity
-	' holder "$root" "$LAB_DIR" "$LAB_ROOT" </dev/null >>"$LOG/root-holder.out" 2>&1 9>&- &
+	' holder "$root" "$LAB_DIR" "$LAB_ROOT" "$lower" "$ovl" </dev/null >>"$LOG/root-holder.out" 2>&1 9>&- &
 	pid=$!
-	echo "$pid $root" >"$ROOT_PIDFILE"
+	echo "$pid $root $lower" >"$ROOT_PIDFILE"
 	local end=$((SECONDS + 10))
-	until current_holder "$root" >/dev/null; do
+	until current_holder "$lower" >/dev/null; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			tail -n 5 "$LOG/root-holder.out" >&2 || true
 			die "the root's namespace holder (pid $pid) died"
@@ -74,7 +93,7 @@ current_holder_start() {
 		[ "$SECONDS" -lt "$end" ] || die "the root's namespace holder (pid $pid) not ready in 10 s"
 		sleep 0.05
 	done
-	log "root namespace held by pid $pid ($root)"
+	log "root namespace held by pid $pid (this lab's overlay $root of $lower)"
 }
 
 # current_holder_stop: end the holder (the namespace goes when the last daemon in it has gone)
@@ -107,7 +126,7 @@ current_write_lab_exec() {
 # EASYSCALE_LAB_CURRENT=1 and _EASYSCALE_LAB_IN_ROOT=1 tell a test binary (internal/slurmlab)
 # and tests/lab's scripts that they run in the root
 [ \$# -gt 0 ] || { echo "usage: \$0 CMD [ARG...]" >&2; exit 2; }
-read -r pid root <"$ROOT_PIDFILE" || { echo "lab-exec: the current lab at $LAB_DIR is not up" >&2; exit 1; }
+read -r pid root _ <"$ROOT_PIDFILE" || { echo "lab-exec: the current lab at $LAB_DIR is not up" >&2; exit 1; }
 [ "\$(readlink "/proc/\$pid/root" 2>/dev/null)" = "\$root" ] || { echo "lab-exec: the current lab at $LAB_DIR is not up" >&2; exit 1; }
 exec nsenter --target "\$pid" --mount --root --wd -- /usr/bin/env -u LD_LIBRARY_PATH -u LD_PRELOAD \\
 	PATH="$ROOT_PATH" SLURM_CONF="$CONF" EASYSCALE_LAB_DIR="$LAB_DIR" EASYSCALE_LAB_PORT_BASE="$LAB_PORT_BASE" \\

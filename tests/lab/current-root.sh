@@ -127,10 +127,12 @@ mv "$TMP" "$ROOT"
 if [ "${EASYSCALE_LAB_CACHE_KEEP:-0}" != 1 ]; then
 	for old in "$CACHE/$SUITE"-*; do
 		[ "$old" != "$ROOT" ] && [ -d "$old" ] || continue
-		# a root a running lab still uses (a process chrooted into it): leave it
+		# a root a running lab still uses (a process chrooted into it, or a lab's overlay on it
+		# in some mount namespace): leave it
 		in_use=0
 		for p in /proc/[0-9]*; do
 			[ "$(readlink "$p/root" 2>/dev/null)" != "$old" ] || { in_use=1; break; }
+			! grep -qF "lowerdir=$old," "$p/mountinfo" 2>/dev/null || { in_use=1; break; }
 		done
 		[ "$in_use" = 0 ] || { log "older root still in use, kept: $old"; continue; }
 		log "removing the root of an older package list: $old"

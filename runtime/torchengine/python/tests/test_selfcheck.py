@@ -146,7 +146,10 @@ class RoundTrip(unittest.TestCase):
         other = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)  # anneal_func: cos
         reg.objects["lr_scheduler"] = other
         reg.decode(data)
-        self.assertEqual(other.anneal_func, other._annealing_linear)
+        if hasattr(other, "_anneal_func_type"):  # torch 2.x keeps the strategy by its name
+            self.assertEqual(other._anneal_func_type, "linear")
+        else:  # torch 1.13 keeps the bound method, which the registry saves by name
+            self.assertEqual(other.anneal_func, other._annealing_linear)
         self.assertEqual(reg.encode(), data)
 
 

@@ -1,0 +1,115 @@
+package manpage
+
+import (
+	"errors"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseReadsEachPartOfAHelpText(t *testing.T) {
+	tests := []struct {
+		name string
+		help string
+		want Help
+	}{
+		{
+			name: "usage, a paragraph and a flag table become synopsis, summary, text and options",
+			help: "Usage: prog [--out FILE] ARG\n\nDoes a thing. Then more.\n\nFlags:\n" +
+				"  -o, --out FILE            write to FILE (default: stdout)\n" +
+				"      --once[=true|false]   run once\n",
+			want: Help{Synopsis: "prog [--out FILE] ARG", Summary: "Does a thing", Blocks: []Block{
+				{Kind: Text, Text: "Does a thing. Then more."},
+				{Kind: Blankish},
+				{Kind: Heading, Text: "OPTIONS"},
+				{Kind: Entry, Term: "-o, --out FILE", Text: "write to FILE (default: stdout)", Section: "OPTIONS"},
+				{Kind: Entry, Term: "--once[=true|false]", Text: "run once", Section: "OPTIONS"},
+			}},
+		},
+		{
+			name: "usage continuation lines stay in the synopsis and a paragraph's lines are joined",
+			help: "Usage: prog --a A\n            --b B\n\nFirst line\nsecond line.\n",
+			want: Help{Synopsis: "prog --a A\n--b B", Summary: "First line second line", Blocks: []Block{
+				{Kind: Text, Text: "First line second line."},
+			}},
+		},
+		{
+			name: "commands and environment rows are definitions; other indented lines are preformatted",
+			help: "Usage: prog COMMAND\n\nCommands:\n  run    train\n  stop   halt\n\nEnvironment:\n  X   the x\n\n" +
+				"Adds:\n  --nodes=MIN   start small\n  --no-kill     keep going\n                when a node fails\n",
+			want: Help{Synopsis: "prog COMMAND", Blocks: []Block{
+				{Kind: Heading, Text: "COMMANDS"},
+				{Kind: Entry, Term: "run", Text: "train", Section: "COMMANDS"},
+				{Kind: Entry, Term: "stop", Text: "halt", Section: "COMMANDS"},
+				{Kind: Blankish},
+				{Kind: Heading, Text: "ENVIRONMENT"},
+				{Kind: Entry, Term: "X", Text: "the x", Section: "ENVIRONMENT"},
+				{Kind: Blankish},
+				{Kind: Text, Text: "Adds:"},
+				{Kind: Pre, Text: "  --nodes=MIN   start small\n  --no-kill     keep going\n                when a node fails"},
+			}},
+		},
+		{
+			name: "an exit status paragraph is its own section and an empty flag table is dropped",
+			help: "Usage: prog\n\nExit status: 0 ok,\n2 bad flags.\n\nFlags:\n",
+			want: Help{Synopsis: "prog", Blocks: []Block{
+				{Kind: Heading, Text: "EXIT STATUS"},
+				{Kind: Text, Text: "0 ok, 2 bad flags."},
+			}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.help)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Parse:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseRefusesTextWithoutAUsageLine(t *testing.T) {
+	for _, text := range []string{"", "\n\n", "prog: error: bad flag\n", "f690343\n"} {
+		_, err := Parse(text)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) = %v, want a *ParseError", text, err)
+		}
+	}
+}
+
+func TestRenderEscapesRoffAndKeepsEveryOption(t *testing.T) {
+	h, err := Parse("Usage: prog [-x]\n\nCopies C:\\dir. Uses …\n\nFlags:\n" +
+		"  -x, --exclude string   skip paths matching it\n      --dry-run[=true|false]   say, do nothing\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := Render(Page{Name: "prog", Section: 1, Version: "1.0", Date: "2026-01-02", Help: h,
+		Subs: []Sub{{Name: "run", Help: Help{Synopsis: ".run starts with a dot"}}}, SeeAlso: []string{"sbatch(1)"}})
+	for _, want := range []string{
+		`.TH "PROG" 1 "2026\-01\-02" "easyscale 1.0" "EasyScale for Slurm"`,
+		`prog \- Copies C:\edir`,
+		".TP\n.B \"\\-x, \\-\\-exclude string\"\nskip paths matching it\n",
+		".TP\n.B \"\\-\\-dry\\-run[=true|false]\"\n",
+		`Uses \[u2026]`,
+		".SH \"PROG RUN\"\n.nf\n\\&.run starts with a dot\n.fi\n",
+		".SH SEE ALSO\n.BR sbatch (1)\n",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff not installed: the page's roff is not checked")
+	}
+	cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z")
+	cmd.Stdin = strings.NewReader(page)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("groff -ww: %v\n%s", err, out)
+	}
+}
