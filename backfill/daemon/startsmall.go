@@ -46,12 +46,22 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	}
 	var whys []string
 	horizon := d.longestRunning(v)
+	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	for i, q := range queue {
 		who := "queued job " + q.ID
 		if i == 0 {
 			who = "queue head " + q.ID
 		}
-		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon)
+		if i > 0 {
+			// A job behind one whose reservation names no nodes (Slurm's
+			// backfill has not planned it yet) cannot tell which idle nodes
+			// that job will need: it waits.
+			if j := slices.IndexFunc(queue[:i], func(p slurmcli.Job) bool { return len(resv.nodes[p.ID]) == 0 }); j >= 0 {
+				whys = append(whys, who+": job "+queue[j].ID+" ahead of it has no planned nodes (squeue --start), so the nodes it will need are unknown")
+				continue
+			}
+		}
+		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon, resv)
 		if asked != nil {
 			in = asked
 		}
@@ -65,7 +75,8 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 
 // startSmallOne asks the planner whether pending job q starts small now;
 // who names it in the reasons.
-func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, who string, horizon time.Duration) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, who string, horizon time.Duration,
+	resv reservationIndex) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	c := d.cfg
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
@@ -91,7 +102,10 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	if errAt == nil {
 		in.ReservedStart = reservedAt.Unix()
 	}
-	reserved := d.reservedNodes(v, q.ID)
+	reserved := map[string]bool{}
+	for _, n := range resv.others(q.ID) {
+		reserved[n] = true
+	}
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
 		in.Nodes = append(in.Nodes, planner.StartSmallNode{

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,12 +32,11 @@ func TestStartSmall(t *testing.T) {
 	const before = "[start_small]\nrule = \"before-reservation\"\n"
 	const earlier = "[start_small]\nrule = \"ends-earlier\"\n"
 	const elastic = "es-req min=1 max=2 lw=8 d1"
-	// Under planner.DefaultModel(8, 8) a step takes 1 + 0.10 + 0.005·6 =
-	// 1.13 on 8 GPUs and 2 + 0.10 + 0.005·2 = 2.11 on 4, so 30 min of work
-	// takes 30 · 2.11/1.13 = 56.0 min on one node (what the rules decide
-	// on). Its time limit covers a job that scales linearly
-	// (planner.RaisedTimeLimit): 30 min on 2 nodes is 60 on 1, plus
-	// max(60 s safety margin, 10 % time_limit_margin): 66 min.
+	// The rules decide on the time the job may hold the node, what its
+	// raised limit allows for a job that scales linearly
+	// (planner.RaisedTimeLimit): 30 min on 2 nodes is 60 on 1; its limit
+	// adds max(60 s safety margin, 10 % time_limit_margin): 66 min. Its own
+	// lw= does not change that (TestStartSmallDecidesOnTheLimitNotTheJobsModel).
 	started := []string{"scontrol update JobId=20 TimeLimit=66", "scontrol update JobId=20 NumNodes=1"}
 	tests := []struct {
 		name, toml, comment string
@@ -44,7 +44,7 @@ func TestStartSmall(t *testing.T) {
 		want                []string
 		skipped             bool // a start-small-skip decision is recorded
 	}{
-		{name: "on by default (ends-earlier): 56 min on the idle node ends before 120 + 30 min by waiting", toml: "", comment: elastic,
+		{name: "on by default (ends-earlier): 60 min on the idle node ends before 120 + 30 min by waiting", toml: "", comment: elastic,
 			want: started},
 		{name: "off: the queue head waits for the nodes it asked for", toml: "[start_small]\nrule = \"off\"\n", comment: elastic},
 		{name: "before-reservation starts the head now on the idle node when it ends there before its reserved start",
@@ -59,14 +59,14 @@ func TestStartSmall(t *testing.T) {
 			toml: before, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },
 			want:  started},
-		{name: "ends-earlier starts it then: 56 min on one node ends before 40 + 30 min by waiting",
+		{name: "ends-earlier starts it then: 60 min on one node ends before 40 + 30 min by waiting",
 			toml: earlier, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {
 				q := td.fake.job("20")
 				td.fake.set(func() { q.start = td.now.Add(40 * time.Minute) })
 			},
 			want: started},
-		{name: "ends-earlier never makes the job it starts small the one that ends last (56 min on one node, every other job ends in 40)",
+		{name: "ends-earlier never makes the job it starts small the one that ends last (60 min on one node, every other job ends in 40)",
 			toml: earlier, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {
 				q, r := td.fake.job("20"), td.fake.job("10")
@@ -82,6 +82,14 @@ func TestStartSmall(t *testing.T) {
 				td.fake.set(func() { h.gpuType, h.reason, h.timeLimit = "t4", "Resources", time.Hour })
 			},
 			want: started},
+		{name: "a job behind one whose reservation names no nodes waits (the nodes that job needs are unknown)",
+			toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				// Rigid job 15, ahead of 20, waits for 2 v100 nodes from +1 h but
+				// Slurm's backfill has not planned its nodes yet.
+				h := td.fake.pending("15", "", 4, td.now.Add(time.Hour))
+				td.fake.set(func() { h.gpuType, h.reason, h.timeLimit, h.nodes = "v100", "Resources", time.Hour, 2 })
+			}},
 		{name: "only in the partitions listed", toml: before + "partitions = [\"gpu\"]\n", comment: elastic},
 		{name: "never below the request's minimum", toml: before, comment: "es-req min=2 max=2 lw=8 d1"},
 		{name: "a head that is not an elastic EasyScale job is never touched", toml: before, comment: "my training run"},
@@ -178,5 +186,28 @@ func TestAJobStartedSmallGetsALimitThatOutlastsLinearScaling(t *testing.T) {
 	}
 	if limit != 11 {
 		t.Errorf("raised time limit %d min, want 11 (10 min at the smaller size plus max(safety_margin 10 s, 10 %%), whole minutes)", limit)
+	}
+}
+
+// TestStartSmallDecidesOnTheLimitNotTheJobsModel: a job's own lw= must not
+// buy it a start-small the rule would refuse on the time it may hold the
+// nodes. With lw=4 on 2 nodes of 4 GPUs, the default model runs it as fast
+// on one node as on two, but its raised limit (linear scaling) lets it hold
+// the node 220 min: past the horizon (every running job ends by 120 min)
+// it must wait, whatever lw says.
+func TestStartSmallDecidesOnTheLimitNotTheJobsModel(t *testing.T) {
+	for _, lw := range []int{4, 8} {
+		t.Run(fmt.Sprintf("lw=%d", lw), func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
+			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
+			td.fake.set(func() {
+				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 100*time.Minute, fmt.Sprintf("es-req min=1 max=2 lw=%d d1", lw)
+			})
+			r := td.cycle(t)
+			if len(r.StartedSmall) != 0 {
+				t.Errorf("started small %v with limit %v, past every running job's end at +2h", r.StartedSmall, td.fake.job("20").timeLimit)
+			}
+		})
 	}
 }

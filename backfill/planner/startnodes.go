@@ -71,8 +71,9 @@ type NodeStartSmall struct {
 // least GPUsPerNode of them) of its GPU type that are Usable and that no
 // other reservation names, [StartSmallSize] of them; and [StartSmall] must
 // allow that under in.Rule, the job's work being its time limit at the
-// size it asked for, its model [DefaultModel] of its logical workers (the
-// declared ones, else MaxNodes × GPUsPerNode) at that size, and one GPU
+// size it asked for and its run time at the smaller size the proportional
+// one its raised limit allows for (its own lw= or any model could claim a
+// shorter run while it holds the nodes for the whole limit), on one GPU
 // type so that speeds cancel. Its new time limit is [RaisedTimeLimit] of
 // its whole limit from AskedNodes to ToNodes: the run time of a job that
 // scales linearly, plus the margin. why says why not ("" when ok), naming
@@ -95,12 +96,16 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	if !enough {
 		return s, false, fmt.Sprintf("%s%d whole idle nodes for it, its minimum is %d", head, idle, in.MinNodes)
 	}
-	lw := in.LogicalWorkers
-	if lw == 0 {
-		lw = in.MaxNodes * in.GPUsPerNode
-	}
 	asked := in.AskedNodes * in.GPUsPerNode
-	end, yes := StartSmall(StartSmallRequest{Rule: in.Rule, Model: DefaultModel(lw, asked), Work: in.Limit.Seconds(),
+	// The decision is made on the time the job may hold the nodes, its
+	// raised limit, which assumes linear scaling: a model from the job's
+	// own comment (lw=) could let it end "early" by the model while it holds
+	// the nodes for twice as long (the horizon and ends-earlier would not
+	// bind). A linear model (no synchronisation cost, a logical worker
+	// count divisible by both sizes) gives exactly that run time.
+	small := k * in.GPUsPerNode
+	linear := Model{LogicalWorkers: asked * small, RefGPUs: asked, Gamma: 1}
+	end, yes := StartSmall(StartSmallRequest{Rule: in.Rule, Model: linear, Work: in.Limit.Seconds(),
 		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(),
 		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}})
 	if !yes {

@@ -191,7 +191,16 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 			return
 		}
 		small := s.speedsOn(r, a)
-		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: r.model, Work: r.rem,
+		// As the daemon (planner.StartSmallOnNodes), decide on the time
+		// the job may hold the GPUs, its proportional run time, not on its
+		// model: a linear model (no synchronisation, a logical worker count
+		// divisible by both sizes).
+		m := 0
+		for _, al := range a {
+			m += al.GPUs
+		}
+		linear := planner.Model{LogicalWorkers: r.j.GPUs * m, RefGPUs: r.model.RefGPUs, Gamma: 1}
+		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: linear, Work: r.rem,
 			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonLeft}); !ok {
 			return
 		}
