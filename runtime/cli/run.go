@@ -55,7 +55,7 @@ func runCmd(args []string, env Env) (code int) {
 	}
 	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
 		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second,
-			state: f.state, allowNFS: f.allowNFS}
+			state: f.state, allowNFS: f.allowNFS, stop: runStop(j.spec, j.wl, f.steps)}
 		if !task.IsCoordinator() {
 			code, standby := j.slurm.workerTask(ctx)
 			if standby == nil {

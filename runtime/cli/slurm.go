@@ -44,6 +44,12 @@ type slurmRun struct {
 	// coordinator (takeover.go).
 	standby    *cluster.StandbyCopy
 	takeoverAt time.Time
+	// stop is the step the run stops at (runStop): a state directory
+	// with its checkpoint holds a finished training, which a standby
+	// does not take over (claimTakeover). endGrace is how long such a
+	// standby waits for the coordinator's exit status (0: defaultEndGrace).
+	stop     int64
+	endGrace time.Duration
 
 	runOnce sync.Once
 	run     slurmjob.Run // rendezvousRun's answer
@@ -127,7 +133,7 @@ func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 	}
 	ended := func() bool { _, ok := slurmjob.Ended(dir, run); return ok }
 	locate := func() string { a, _ := slurmjob.CoordinatorAddr(dir, run); return a }
-	cp, err := s.takeoverWorker(func() error {
+	cp, err := s.takeoverWorker(ctx, func() error {
 		return cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log,
 			Node: s.task.NodeName, Takeover: true, Locate: locate,
 			Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: s.hb})})

@@ -21,51 +21,117 @@ func (s *slurmRun) stateDir() string {
 	return filepath.Join(s.task.Rendezvous, "state")
 }
 
+// claim is what a standby that lost the coordinator does (claimTakeover).
+type claim int
+
+const (
+	// claimRejoin: the coordinator lives (it holds the state database's
+	// writer lock), or the state cannot be taken: rejoin it as a worker.
+	claimRejoin claim = iota
+	// claimTaken: the standby's copy is saved (or the directory has one
+	// as new); this task coordinates from it.
+	claimTaken
+	// claimFinished: the state directory holds the checkpoint of the
+	// run's last step: the training ended and the coordinator released
+	// its state, so the goodbye that would have told the standby so was
+	// lost (standbyFinished decides).
+	claimFinished
+)
+
 // claimTakeover makes this worker task, the coordinator's standby that
 // lost it, the job's coordinator (runtime/cluster standby.go): it opens
 // the state database as its writer, which fails while the coordinator
-// lives (it holds the writer lock; then false and nil: rejoin it), and
-// saves the standby's copy of the committed state there as the checkpoint
-// of its step unless the database has a checkpoint as new. The trainer
-// then resumes from it; a requeued run too, should Slurm end this one.
-func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (bool, error) {
+// lives (it holds the writer lock; then claimRejoin), and saves the
+// standby's copy of the committed state there as the checkpoint of its
+// step unless the database has a checkpoint as new (claimTaken). The
+// trainer then resumes from it; a requeued run too, should Slurm end this
+// one. A database whose newest checkpoint is of the run's last step
+// (s.stop) is a training that ended (claimFinished): the coordinator
+// writes that checkpoint, then says goodbye and releases the lock, so a
+// standby gets the lock on a finished job when the goodbye is lost (docs/
+// first-node-loss.md).
+func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 	dir := s.stateDir()
 	db, err := statedb.OpenWith(dir, statedb.Options{AllowNetworkFS: s.allowNFS})
 	var locked *statedb.LockedError
 	if errors.As(err, &locked) {
 		s.log.Info("the coordinator still holds the job's state: not taking over", "error", err)
-		return false, nil
+		return claimRejoin, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("taking over: opening the state directory %s: %w", dir, err)
+		return claimRejoin, fmt.Errorf("taking over: opening the state directory %s: %w", dir, err)
 	}
 	defer db.Close()
 	job, err := db.Job()
 	if err != nil {
-		return false, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
+		return claimRejoin, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
 	}
 	if job.ID != cp.Spec.ID() {
-		return false, fmt.Errorf("taking over: the state directory %s holds job %s, the standby's copy is of %s", dir, job.ID, cp.Spec.ID())
+		return claimRejoin, fmt.Errorf("taking over: the state directory %s holds job %s, the standby's copy is of %s", dir, job.ID, cp.Spec.ID())
 	}
 	ck, _, err := db.LatestCheckpoint()
 	if err != nil {
-		return false, fmt.Errorf("taking over: reading the checkpoints of %s: %w", dir, err)
+		return claimRejoin, fmt.Errorf("taking over: reading the checkpoints of %s: %w", dir, err)
+	}
+	if ck != nil && s.stop > 0 && ck.Step >= s.stop {
+		return claimFinished, nil
 	}
 	if ck != nil && ck.Step >= cp.Step {
 		s.log.Info("the state directory has a checkpoint as new as the standby's copy", "step", ck.Step, "standby_step", cp.Step)
-		return true, nil
+		return claimTaken, nil
 	}
 	snap := cp.Checkpoint()
 	if err := db.SaveCheckpoint(cp.Step, snap.Tensors, snap.Contexts, snap.Meta); err != nil {
-		return false, fmt.Errorf("taking over: saving the standby's copy: %w", err)
+		return claimRejoin, fmt.Errorf("taking over: saving the standby's copy: %w", err)
 	}
-	return true, nil
+	return claimTaken, nil
+}
+
+// defaultEndGrace is how long a standby that found the training finished
+// waits for the coordinator's exit status (standbyFinished). The
+// coordinator records it right after releasing the state: after its local
+// worker left (at most 5 s) and the summary is written.
+const defaultEndGrace = 15 * time.Second
+
+// standbyFinished decides for a standby that found the training finished
+// (claimFinished) whether the job ended normally: it waits up to
+// s.endGrace for the coordinator's exit status in the rendezvous
+// directory, and reports true (this task exits 0 at once, as a worker of
+// an ended job) when it comes. Without it the coordinator died between the
+// end of the training and its record, with the batch script perhaps: the
+// caller then takes over, and the takeover of a finished job trains
+// nothing, records the exit status and ends the job (endAfterTakeover).
+func (s *slurmRun) standbyFinished(ctx context.Context) bool {
+	grace := s.endGrace
+	if grace == 0 {
+		grace = defaultEndGrace
+	}
+	dir, run := s.task.Rendezvous, s.rendezvousRun(ctx)
+	deadline := time.Now().Add(grace)
+	for {
+		if code, ok := slurmjob.Ended(dir, run); ok {
+			s.log.Info("the training had ended and the coordinator recorded its exit status: not taking over",
+				"slurm_job_id", s.task.JobID, "exit_status", code)
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.log.Warn("the training had ended but the coordinator recorded no exit status: taking over to end the job",
+				"slurm_job_id", s.task.JobID, "waited", grace.String())
+			return false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // takeoverWorker runs this worker task until it ends, or until, as the
 // coordinator's standby, it lost the coordinator and claimed its place: it
-// then returns the copy it resumes from (and the caller coordinates).
-func (s *slurmRun) takeoverWorker(run func() error) (*cluster.StandbyCopy, error) {
+// then returns the copy it resumes from (and the caller coordinates). A
+// standby that lost the coordinator of a training that had ended
+// normally returns cluster.ErrJobEnded.
+func (s *slurmRun) takeoverWorker(ctx context.Context, run func() error) (*cluster.StandbyCopy, error) {
 	for {
 		err := run()
 		var te *cluster.TakeoverError
@@ -75,12 +141,15 @@ func (s *slurmRun) takeoverWorker(run func() error) (*cluster.StandbyCopy, error
 		lostAt := time.Now()
 		s.log.Warn("lost the coordinator as its standby: taking over", "slurm_job_id", s.task.JobID, "step", te.Copy.Step,
 			"node", s.task.NodeName, "error", te.Cause)
-		ok, err := s.claimTakeover(te.Copy)
+		c, err := s.claimTakeover(te.Copy)
 		if err != nil {
 			s.log.Error("cannot take over; rejoining", "error", err)
 			continue
 		}
-		if ok {
+		if c == claimFinished && s.standbyFinished(ctx) {
+			return nil, cluster.ErrJobEnded
+		}
+		if c != claimRejoin {
 			s.takeoverAt = lostAt
 			return te.Copy, nil
 		}
