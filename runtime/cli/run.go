@@ -57,12 +57,13 @@ func runCmd(args []string, env Env) (code int) {
 		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second,
 			state: f.state, allowNFS: f.allowNFS, stop: runStop(j.spec, j.wl, f.steps)}
 		if !task.IsCoordinator() {
-			code, standby := j.slurm.workerTask(ctx)
-			if standby == nil {
+			var standby *cluster.StandbyCopy
+			if code, standby = j.slurm.workerTask(ctx); standby == nil {
 				return code
 			}
 			// This task took the lost coordinator's place: it trains on
-			// as the coordinator, and then ends the job (takeover.go).
+			// as the coordinator, and then records the run's exit status
+			// (code, as returned) and ends the job (takeover.go).
 			j.slurm.standby = standby
 			defer func() { j.slurm.endAfterTakeover(ctx, code) }()
 		} else {
