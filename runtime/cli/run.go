@@ -54,8 +54,13 @@ func runCmd(args []string, env Env) (code int) {
 		return runFailed(env, badRun(err))
 	}
 	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
+		// A coordinator that finds another one took its place stops
+		// (slurmRun.watchSuperseded) through this context.
+		var supersede context.CancelFunc
+		ctx, supersede = context.WithCancel(ctx)
+		defer supersede()
 		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second,
-			state: f.state, allowNFS: f.allowNFS, stop: runStop(j.spec, j.wl, f.steps)}
+			state: f.state, allowNFS: f.allowNFS, stop: runStop(j.spec, j.wl, f.steps), supersede: supersede}
 		if !task.IsCoordinator() {
 			var standby *cluster.StandbyCopy
 			if code, standby = j.slurm.workerTask(ctx); standby == nil {
@@ -71,6 +76,10 @@ func runCmd(args []string, env Env) (code int) {
 			// kills when it shrinks the job make srun fail, so the batch script
 			// reads this file (see examples/slurm/mnist.sbatch).
 			defer func() { j.slurm.recordExit(code) }()
+			if why, done := j.slurm.trainedByTakeover(); done {
+				fmt.Fprintf(env.Stdout, "the training ended in the job's previous run, coordinated after a takeover (%s): nothing left to do\n", why)
+				return 0
+			}
 		}
 	}
 	opts, finish, err := j.setup(ctx, env)

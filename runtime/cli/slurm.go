@@ -50,6 +50,11 @@ type slurmRun struct {
 	// standby waits for the coordinator's exit status (0: defaultEndGrace).
 	stop     int64
 	endGrace time.Duration
+	// supersede stops this task's run when it coordinates and another
+	// task took its place (watchSuperseded); superseded is then set, and
+	// the run records no exit status.
+	supersede  context.CancelFunc
+	superseded atomic.Bool
 
 	runOnce sync.Once
 	run     slurmjob.Run // rendezvousRun's answer
@@ -223,9 +228,16 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
 	}
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
-	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	opts.OnStep = func(step, stop int64, workers int) {
+		status.Update(step, stop, workers, false)
+		if step == stop {
+			s.recordTrained(ctx, step)
+		}
+	}
+	stopWatch := s.watchSuperseded(ctx, time.Second)
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
+		stopWatch()
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
 		}
@@ -311,6 +323,10 @@ func (s *slurmRun) nodeAddr(ctx context.Context) string {
 // directory's exit-code files, which also tell the run's workers that it
 // has ended.
 func (s *slurmRun) recordExit(code int) {
+	if s.superseded.Load() {
+		s.log.Warn("not recording an exit status: another task coordinates this run", "slurm_job_id", s.task.JobID, "exit_status", code)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := slurmjob.RecordExit(s.task.Rendezvous, s.rendezvousRun(ctx), code); err != nil {
