@@ -292,9 +292,13 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 		listenAddr = net.JoinHostPort(j.slurm.nodeAddr(ctx), "0")
 		j.slurm.listen = listenAddr
 	}
-	eng, err := torchengine.New(ctx, torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
+	o := torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
 		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log,
-		NoSelfCheck: f.noSelfCheck})
+		NoSelfCheck: f.noSelfCheck}
+	if j.slurm != nil { // a standby on another node takes over should this one be lost
+		o.Node, o.Standby = j.slurm.task.NodeName, true
+	}
+	eng, err := torchengine.New(ctx, o)
 	if err != nil {
 		return err
 	}

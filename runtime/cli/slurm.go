@@ -268,11 +268,23 @@ func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Optio
 		return nil, err
 	}
 	opts.Schedule = schedule.Schedule{{Workers: 1}}
+	if s.standby != nil {
+		s.recordTakeover(s.standby.Step)
+		s.log.Info("took over as the coordinator", "slurm_job_id", t.JobID, "step", s.standby.Step, "engine", "torch",
+			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
+	}
 	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
-	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	opts.OnStep = func(step, stop int64, workers int) {
+		status.Update(step, stop, workers, false)
+		if step == stop {
+			s.recordTrained(ctx, step)
+		}
+	}
+	stopWatch := s.watchSuperseded(ctx, time.Second)
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
+		stopWatch()
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
 		}

@@ -112,8 +112,13 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 		s.log.Info("the state directory has a checkpoint as new as the standby's copy", "step", ck.Step, "standby_step", cp.Step)
 		return claimTaken, nil
 	}
-	snap := cp.Checkpoint()
-	if err := db.SaveCheckpoint(cp.Step, snap.Tensors, snap.Contexts, snap.Meta); err != nil {
+	if cp.File != nil { // an engine's copy: its process's checkpoint file (torch)
+		err = db.SaveCheckpointFile(cp.Step, cp.File, cp.Contexts)
+	} else {
+		snap := cp.Checkpoint()
+		err = db.SaveCheckpoint(cp.Step, snap.Tensors, snap.Contexts, snap.Meta)
+	}
+	if err != nil {
 		return claimRejoin, fmt.Errorf("taking over: saving the standby's copy: %w", err)
 	}
 	return claimTaken, nil

@@ -60,6 +60,12 @@ type Options struct {
 	// NoSelfCheck skips the self-check before the first step (run
 	// --no-self-check); the summary says it was skipped.
 	NoSelfCheck bool
+	// Node is this coordinator's Slurm node; with Standby, the lowest-ranked
+	// remote worker on another node receives every logical worker's
+	// context with each step, to take over when this node is lost
+	// (standby.go).
+	Node    string
+	Standby bool
 }
 
 // CheckSteps is how many steps the self-check runs in each placement.
@@ -145,6 +151,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		log = hclog.NewNullLogger()
 	}
 	e := &Engine{local: NewLocal(cfg, start), opts: o, python: py, files: files, log: log.Named("torch"), stop: make(chan struct{})}
+	if o.Standby {
+		e.local.group.Standby = e.sendStandby
+	}
 	if host != "" && !net.ParseIP(host).IsUnspecified() {
 		e.local.Host = host
 	}
@@ -273,6 +282,7 @@ func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
 			select {
 			case j := <-ln.Joiners():
 				r := newRemote(j.Conn, timeout, j.Node, j.Addr, j.LocalAddr)
+				r.slurmNode = j.SlurmNode
 				e.mu.Lock()
 				e.pending = append(e.pending, r)
 				e.mu.Unlock()

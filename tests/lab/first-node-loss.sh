@@ -10,6 +10,7 @@
 # SUBMIT=sbatch submits with plain sbatch (the SPANK plugin reads --elastic; no --no-kill) instead of
 # easyscale-sbatch; the extra arguments (e.g. --requeue) go to either. SCRIPT=examples/slurm/torch-mnist.sbatch
 # runs the torch example instead (its own job file, 234 steps; EASYSCALE_STEPS as set in the environment).
+# KILLSTEP=N kills at ledger step N instead of 20.
 set -u
 name=$1; shift
 : "${SLURM_CONF:?run eval \"\$(tests/lab/lab-up.sh)\" first}" "${EASYSCALE_LAB_DIR:?}"
@@ -35,7 +36,7 @@ echo "job $id of $script submitted by ${SUBMIT:-easyscale-sbatch} args: $*" > "$
 st=.easyscale/$id/state
 step() { sqlite3 "$st/state.db" 'select max(step) from ledger' 2>/dev/null; }
 bh=""
-until [ -n "$bh" ] && [ "$(step)" -ge 20 ] 2>/dev/null; do
+until [ -n "$bh" ] && [ "$(step)" -ge "${KILLSTEP:-20}" ] 2>/dev/null; do
 	sleep 0.2; bh=$(scontrol show job -o "$id" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
 done
 echo "step $(step) batch host $bh nodes $(squeue -h -j "$id" -o %N)" >> "$out/timeline"
