@@ -110,3 +110,22 @@ func checkpointMeta(file []byte) (map[string]string, error) {
 	}
 	return md.Metadata(), nil
 }
+
+// keep parses frames from the network: any bytes are kept or refused
+// with an error, never a panic, and at most two steps are kept.
+func FuzzStandbyFrame(f *testing.F) {
+	good, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 2}, {1, 1}}}, []byte{1, 2, 3})
+	f.Add(good)
+	f.Add([]byte{0, 0, 0, 2, '{', '}'})
+	bad, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 9}}}, []byte{1})
+	f.Add(bad)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sb := &standbyContexts{}
+		for range 3 {
+			_ = sb.keep(b)
+		}
+		if len(sb.steps) > 2 || len(sb.contexts) != len(sb.steps) {
+			t.Fatalf("kept steps %v and %d context sets", sb.steps, len(sb.contexts))
+		}
+	})
+}

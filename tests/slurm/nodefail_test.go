@@ -149,6 +149,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 2340 steps on a shared 2-core machine
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -164,7 +165,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") {
 		t.Fatalf("the runtime did not treat the lost node as a shrink:\n%s", jobOutput(lab, id))
 	}
-	job, err = showJob(ctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 0 {
 		t.Fatalf("job %s ended %q with %d restarts (%v), want COMPLETED, never requeued\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -231,6 +232,7 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 
 	awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, nil)
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -240,7 +242,7 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
-	job, err = showJob(ctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -370,6 +372,7 @@ func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -384,7 +387,7 @@ func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
 	t.Logf("the requeued run resumed from step %v: %d steps redone", s["resumed_from"], trained-int64(from))
 	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer qcancel()
-	job, err = showJob(qctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED after Slurm's one requeue\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -466,6 +469,7 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 		t.Fatalf("the standby resumed at step %d, the dead coordinator had recorded %d: %d steps redone", resumed, lost, lost-resumed)
 	}
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -487,9 +491,7 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 			return nil
 		}(), err, resumed)
 	}
-	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
-	defer qcancel()
-	job, err = showJob(qctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -498,4 +500,14 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	}
 	t.Logf("job %s %s %.1f s after the kill, restarts %d; the standby's ledger on %s: steps %d-%d", id, job.State,
 		time.Since(killedAt).Seconds(), job.Restarts, node, rows[0].Step, rows[len(rows)-1].Step)
+}
+
+// endedJob reads a job that has just left the queue with `scontrol show job`,
+// on a deadline of its own, before slurmctld forgets it (MinJobAge, 300 s
+// by default: a local fixed run beside the job can take longer on a busy
+// machine, and the job was then unknown to scontrol, though COMPLETED).
+func endedJob(lab *slurmlab.Lab, id string) (slurmcli.JobDetail, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return showJob(ctx, lab, id)
 }
