@@ -54,6 +54,12 @@ func runCmd(args []string, env Env) (code int) {
 		return runFailed(env, badRun(err))
 	}
 	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
+		// A task outlives its srun when the first node is lost (srun
+		// ran there): its stdout and stderr, which srun forwarded, may
+		// then be broken pipes, and a write to them must not end the
+		// task (Go exits on SIGPIPE for fd 1 and 2) while it takes over
+		// or trains on (docs/first-node-loss.md).
+		signal.Ignore(syscall.SIGPIPE)
 		// A coordinator that finds another one took its place stops
 		// (slurmRun.watchSuperseded) through this context.
 		var supersede context.CancelFunc
