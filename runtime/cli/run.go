@@ -54,15 +54,27 @@ func runCmd(args []string, env Env) (code int) {
 		return runFailed(env, badRun(err))
 	}
 	if onSlurm && !f.procs && f.workers == "" && os.Getenv("EASYSCALE_NO_SLURM") == "" {
+		// A task outlives its srun when the first node is lost (srun
+		// ran there): its stdout and stderr, which srun forwarded, may
+		// then be broken pipes, and a write to them must not end the
+		// task (Go exits on SIGPIPE for fd 1 and 2) while it takes over
+		// or trains on (docs/first-node-loss.md).
+		signal.Ignore(syscall.SIGPIPE)
+		// A coordinator that finds another one took its place stops
+		// (slurmRun.watchSuperseded) through this context.
+		var supersede context.CancelFunc
+		ctx, supersede = context.WithCancel(ctx)
+		defer supersede()
 		j.slurm = &slurmRun{task: task, listen: f.listen, hb: f.hbTimeout, threads: f.threads, log: j.log, joinWait: 120 * time.Second,
-			state: f.state, allowNFS: f.allowNFS}
+			state: f.state, allowNFS: f.allowNFS, stop: runStop(j.spec, j.wl, f.steps), supersede: supersede}
 		if !task.IsCoordinator() {
-			code, standby := j.slurm.workerTask(ctx)
-			if standby == nil {
+			var standby *cluster.StandbyCopy
+			if code, standby = j.slurm.workerTask(ctx); standby == nil {
 				return code
 			}
 			// This task took the lost coordinator's place: it trains on
-			// as the coordinator, and then ends the job (takeover.go).
+			// as the coordinator, and then records the run's exit status
+			// (code, as returned) and ends the job (takeover.go).
 			j.slurm.standby = standby
 			defer func() { j.slurm.endAfterTakeover(ctx, code) }()
 		} else {
@@ -70,6 +82,10 @@ func runCmd(args []string, env Env) (code int) {
 			// kills when it shrinks the job make srun fail, so the batch script
 			// reads this file (see examples/slurm/mnist.sbatch).
 			defer func() { j.slurm.recordExit(code) }()
+			if why, done := j.slurm.trainedByTakeover(); done {
+				fmt.Fprintf(env.Stdout, "the training ended in the job's previous run, coordinated after a takeover (%s): nothing left to do\n", why)
+				return 0
+			}
 		}
 	}
 	opts, finish, err := j.setup(ctx, env)
@@ -288,9 +304,13 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 	if j.slurm == nil {
 		workers = faultSchedule(j.sched, j.spec.LogicalWorkers, f.listen == "").At(0).Workers
 	}
-	eng, err := torchengine.New(ctx, torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
+	o := torchengine.Options{Spec: j.spec, Stderr: env.Stderr,
 		HeartbeatTimeout: int(max(1, f.hbTimeout.Seconds())), KillAt: byStep(j.kills), TermAt: byStep(j.terms), Listen: listenAddr, Logger: j.log,
-		NoSelfCheck: f.noSelfCheck, Workers: workers})
+		NoSelfCheck: f.noSelfCheck, Workers: workers}
+	if j.slurm != nil { // a standby on another node takes over should this one be lost
+		o.Node, o.Standby = j.slurm.task.NodeName, true
+	}
+	eng, err := torchengine.New(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,17 @@ type slurmRun struct {
 	// coordinator (takeover.go).
 	standby    *cluster.StandbyCopy
 	takeoverAt time.Time
+	// stop is the step the run stops at (runStop): a state directory
+	// with its checkpoint holds a finished training, which a standby
+	// does not take over (claimTakeover). endGrace is how long such a
+	// standby waits for the coordinator's exit status (0: defaultEndGrace).
+	stop     int64
+	endGrace time.Duration
+	// supersede stops this task's run when it coordinates and another
+	// task took its place (watchSuperseded); superseded is then set, and
+	// the run records no exit status.
+	supersede  context.CancelFunc
+	superseded atomic.Bool
 
 	runOnce sync.Once
 	run     slurmjob.Run // rendezvousRun's answer
@@ -127,7 +138,7 @@ func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 	}
 	ended := func() bool { _, ok := slurmjob.Ended(dir, run); return ok }
 	locate := func() string { a, _ := slurmjob.CoordinatorAddr(dir, run); return a }
-	cp, err := s.takeoverWorker(func() error {
+	cp, err := s.takeoverWorker(ctx, func() error {
 		return cluster.RunWorker(ctx, cluster.WorkerOptions{Join: addr, Secret: secret, JobID: trimLine(id), Threads: s.threads, Ended: ended, Logger: s.log,
 			Node: s.task.NodeName, Takeover: true, Locate: locate,
 			Torch: torchengine.Worker(torchengine.WorkerOptions{HeartbeatTimeout: s.hb})})
@@ -217,9 +228,16 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
 	}
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
-	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	opts.OnStep = func(step, stop int64, workers int) {
+		status.Update(step, stop, workers, false)
+		if step == stop {
+			s.recordTrained(ctx, step)
+		}
+	}
+	stopWatch := s.watchSuperseded(ctx, time.Second)
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "addr", coord.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
+		stopWatch()
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
 		}
@@ -250,11 +268,23 @@ func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Optio
 		return nil, err
 	}
 	opts.Schedule = schedule.Schedule{{Workers: 1}}
+	if s.standby != nil {
+		s.recordTakeover(s.standby.Step)
+		s.log.Info("took over as the coordinator", "slurm_job_id", t.JobID, "step", s.standby.Step, "engine", "torch",
+			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
+	}
 	req := s.request(opts.Spec)
 	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
-	opts.OnStep = func(step, stop int64, workers int) { status.Update(step, stop, workers, false) }
+	opts.OnStep = func(step, stop int64, workers int) {
+		status.Update(step, stop, workers, false)
+		if step == stop {
+			s.recordTrained(ctx, step)
+		}
+	}
+	stopWatch := s.watchSuperseded(ctx, time.Second)
 	s.log.Info("coordinating on Slurm", "slurm_job_id", t.JobID, "tasks", t.NTasks, "engine", "torch", "addr", ln.Addr(), "rendezvous", t.Rendezvous, "state", opts.StateDir)
 	return func(sum *trainer.Summary) {
+		stopWatch()
 		if sum != nil {
 			status.Update(sum.Steps, sum.Steps, 0, true)
 		}
@@ -305,6 +335,10 @@ func (s *slurmRun) nodeAddr(ctx context.Context) string {
 // directory's exit-code files, which also tell the run's workers that it
 // has ended.
 func (s *slurmRun) recordExit(code int) {
+	if s.superseded.Load() {
+		s.log.Warn("not recording an exit status: another task coordinates this run", "slurm_job_id", s.task.JobID, "exit_status", code)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := slurmjob.RecordExit(s.task.Rendezvous, s.rendezvousRun(ctx), code); err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
@@ -21,51 +24,151 @@ func (s *slurmRun) stateDir() string {
 	return filepath.Join(s.task.Rendezvous, "state")
 }
 
+// claim is what a standby that lost the coordinator does (claimTakeover).
+type claim int
+
+const (
+	// claimRejoin: the coordinator lives (it holds the state database's
+	// writer lock), or the state cannot be taken: rejoin it as a worker.
+	claimRejoin claim = iota
+	// claimTaken: the standby's copy is saved (or the directory has one
+	// as new); this task coordinates from it.
+	claimTaken
+	// claimFinished: the training reached its stop step (the run's
+	// trained record, or the state directory's checkpoint of that step)
+	// and the coordinator released its state, so the goodbye that would
+	// have told the standby so was lost (standbyFinished decides).
+	claimFinished
+)
+
 // claimTakeover makes this worker task, the coordinator's standby that
 // lost it, the job's coordinator (runtime/cluster standby.go): it opens
 // the state database as its writer, which fails while the coordinator
-// lives (it holds the writer lock; then false and nil: rejoin it), and
-// saves the standby's copy of the committed state there as the checkpoint
-// of its step unless the database has a checkpoint as new. The trainer
-// then resumes from it; a requeued run too, should Slurm end this one.
-func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (bool, error) {
+// lives (it holds the writer lock; then claimRejoin), and saves the
+// standby's copy of the committed state there as the checkpoint of its
+// step unless the database has a checkpoint as new (claimTaken). The
+// trainer then resumes from it; a requeued run too, should Slurm end this
+// one. A run whose trained record is written (slurmjob.RecordTrained), or
+// whose database's newest checkpoint is of its stop step, is a training
+// that ended (claimFinished): the coordinator writes both, then says
+// goodbye and releases the lock, so a standby gets the lock on a finished
+// job when the goodbye is lost (docs/first-node-loss.md).
+//
+// A directory that holds no job is this node's copy of a node-local state
+// directory (the coordinator's is out of reach): no lock fences the
+// standby there, so it takes over only when the coordinator's listener no
+// longer answers (coordinatorAnswers), creates the job from its copy (the
+// ledger then starts at the copy's step) and saves the copy; a
+// coordinator that lived on stops once it sees the takeover record
+// (watchSuperseded).
+func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 	dir := s.stateDir()
 	db, err := statedb.OpenWith(dir, statedb.Options{AllowNetworkFS: s.allowNFS})
 	var locked *statedb.LockedError
 	if errors.As(err, &locked) {
 		s.log.Info("the coordinator still holds the job's state: not taking over", "error", err)
-		return false, nil
+		return claimRejoin, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("taking over: opening the state directory %s: %w", dir, err)
+		return claimRejoin, fmt.Errorf("taking over: opening the state directory %s: %w", dir, err)
 	}
 	defer db.Close()
+	if slurmjob.Trained(s.task.Rendezvous, s.rendezvousRun(context.Background())) {
+		return claimFinished, nil
+	}
 	job, err := db.Job()
-	if err != nil {
-		return false, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
+	if errors.Is(err, statedb.ErrNoJob) {
+		// This node's copy of a node-local state directory: the
+		// coordinator's died with its node, or the coordinator lives on
+		// and its lock is out of sight. It must be gone, not only gone
+		// from this connection.
+		if addr, alive := s.coordinatorAnswers(); alive {
+			s.log.Info("the state directory holds no job on this node and the coordinator still answers: not taking over",
+				"state", dir, "coordinator", addr)
+			return claimRejoin, nil
+		}
+		spec := cp.Spec
+		if _, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: spec.LogicalWorkers,
+			Data: stateDataFiles(cp.Data)}); err != nil {
+			return claimRejoin, fmt.Errorf("taking over: creating the job in the state directory %s: %w", dir, err)
+		}
+		s.log.Warn("the state directory holds no job on this node (it is node-local): created it from the standby's copy; its ledger starts at the takeover",
+			"state", dir, "step", cp.Step)
+		job.ID = spec.ID()
+	} else if err != nil {
+		return claimRejoin, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
 	}
 	if job.ID != cp.Spec.ID() {
-		return false, fmt.Errorf("taking over: the state directory %s holds job %s, the standby's copy is of %s", dir, job.ID, cp.Spec.ID())
+		return claimRejoin, fmt.Errorf("taking over: the state directory %s holds job %s, the standby's copy is of %s", dir, job.ID, cp.Spec.ID())
 	}
 	ck, _, err := db.LatestCheckpoint()
 	if err != nil {
-		return false, fmt.Errorf("taking over: reading the checkpoints of %s: %w", dir, err)
+		return claimRejoin, fmt.Errorf("taking over: reading the checkpoints of %s: %w", dir, err)
+	}
+	if ck != nil && s.stop > 0 && ck.Step >= s.stop {
+		return claimFinished, nil
 	}
 	if ck != nil && ck.Step >= cp.Step {
 		s.log.Info("the state directory has a checkpoint as new as the standby's copy", "step", ck.Step, "standby_step", cp.Step)
-		return true, nil
+		return claimTaken, nil
 	}
-	snap := cp.Checkpoint()
-	if err := db.SaveCheckpoint(cp.Step, snap.Tensors, snap.Contexts, snap.Meta); err != nil {
-		return false, fmt.Errorf("taking over: saving the standby's copy: %w", err)
+	if cp.File != nil { // an engine's copy: its process's checkpoint file (torch)
+		err = db.SaveCheckpointFile(cp.Step, cp.File, cp.Contexts)
+	} else {
+		snap := cp.Checkpoint()
+		err = db.SaveCheckpoint(cp.Step, snap.Tensors, snap.Contexts, snap.Meta)
 	}
-	return true, nil
+	if err != nil {
+		return claimRejoin, fmt.Errorf("taking over: saving the standby's copy: %w", err)
+	}
+	return claimTaken, nil
+}
+
+// defaultEndGrace is how long a standby that found the training finished
+// waits for the coordinator's exit status (standbyFinished). The
+// coordinator records it right after releasing the state: after its local
+// worker left (at most 5 s) and the summary is written.
+const defaultEndGrace = 15 * time.Second
+
+// standbyFinished decides for a standby that found the training finished
+// (claimFinished) whether the job ended normally: it waits up to
+// s.endGrace for the coordinator's exit status in the rendezvous
+// directory, and reports true (this task exits 0 at once, as a worker of
+// an ended job) when it comes. Without it the coordinator died between the
+// end of the training and its record, with the batch script perhaps: the
+// caller then records a takeover and the exit status 0 and ends the job
+// (endAfterTakeover), training nothing.
+func (s *slurmRun) standbyFinished(ctx context.Context) bool {
+	grace := s.endGrace
+	if grace == 0 {
+		grace = defaultEndGrace
+	}
+	dir, run := s.task.Rendezvous, s.rendezvousRun(ctx)
+	deadline := time.Now().Add(grace)
+	for {
+		if code, ok := slurmjob.Ended(dir, run); ok {
+			s.log.Info("the training had ended and the coordinator recorded its exit status: not taking over",
+				"slurm_job_id", s.task.JobID, "exit_status", code)
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.log.Warn("the training had ended but the coordinator recorded no exit status: taking over to end the job",
+				"slurm_job_id", s.task.JobID, "waited", grace.String())
+			return false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // takeoverWorker runs this worker task until it ends, or until, as the
 // coordinator's standby, it lost the coordinator and claimed its place: it
-// then returns the copy it resumes from (and the caller coordinates).
-func (s *slurmRun) takeoverWorker(run func() error) (*cluster.StandbyCopy, error) {
+// then returns the copy it resumes from (and the caller coordinates). A
+// standby that lost the coordinator of a training that had ended
+// normally returns cluster.ErrJobEnded.
+func (s *slurmRun) takeoverWorker(ctx context.Context, run func() error) (*cluster.StandbyCopy, error) {
 	for {
 		err := run()
 		var te *cluster.TakeoverError
@@ -75,12 +178,24 @@ func (s *slurmRun) takeoverWorker(run func() error) (*cluster.StandbyCopy, error
 		lostAt := time.Now()
 		s.log.Warn("lost the coordinator as its standby: taking over", "slurm_job_id", s.task.JobID, "step", te.Copy.Step,
 			"node", s.task.NodeName, "error", te.Cause)
-		ok, err := s.claimTakeover(te.Copy)
+		c, err := s.claimTakeover(te.Copy)
 		if err != nil {
 			s.log.Error("cannot take over; rejoining", "error", err)
 			continue
 		}
-		if ok {
+		if c == claimFinished {
+			if !s.standbyFinished(ctx) {
+				// The coordinator died between the end of its training
+				// and its record, perhaps with the batch script: this
+				// task ends the job in its place, training nothing (a
+				// node-local state directory here may be empty).
+				s.takeoverAt = lostAt
+				s.recordTakeover(s.stop)
+				s.endAfterTakeover(ctx, 0)
+			}
+			return nil, cluster.ErrJobEnded
+		}
+		if c == claimTaken {
 			s.takeoverAt = lostAt
 			return te.Copy, nil
 		}
@@ -110,4 +225,101 @@ func (s *slurmRun) endAfterTakeover(ctx context.Context, code int) {
 	if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
 		s.log.Info("requeued the job to end it: its batch script ran on the lost node", "slurm_job_id", s.task.JobID)
 	}
+}
+
+// stateDataFiles is the job-identity form of the data manifest, as the
+// trainer stores it.
+func stateDataFiles(m data.Manifest) []statedb.DataFile {
+	out := make([]statedb.DataFile, len(m))
+	for i, f := range m {
+		out[i] = statedb.DataFile{Name: f.Name, Size: f.Size, SHA256: f.SHA256}
+	}
+	return out
+}
+
+// coordinatorAnswers dials the coordinator's address as the rendezvous
+// directory names it: a coordinator whose process lives accepts (its
+// listener is open until its run ends); a dead process's port refuses,
+// a dead node's times out (2 s).
+func (s *slurmRun) coordinatorAnswers() (string, bool) {
+	addr, ok := slurmjob.CoordinatorAddr(s.task.Rendezvous, s.rendezvousRun(context.Background()))
+	if !ok {
+		return "", false
+	}
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return addr, false
+	}
+	c.Close()
+	return addr, true
+}
+
+// recordTrained notes in the rendezvous directory that this run's
+// training reached its stop step, before the coordinator says goodbye
+// (slurmjob.RecordTrained; claimTakeover reads it).
+func (s *slurmRun) recordTrained(ctx context.Context, step int64) {
+	if err := slurmjob.RecordTrained(s.task.Rendezvous, s.rendezvousRun(ctx), step); err != nil {
+		s.log.Warn("recording the end of the training", "error", err)
+	}
+}
+
+// watchSuperseded checks every period, until the returned stop is called,
+// whether another task took over this run's coordination: the run's
+// takeover record names another takeover than this task's own (none for
+// task 0). That happens only where the state directory is node-local (no
+// shared writer lock fences the standby) and the standby lost this
+// coordinator while it lived. This task then stops coordinating: it sets
+// superseded and cancels its run (supersede), which records no exit
+// status; the taking-over task's training is the job's.
+func (s *slurmRun) watchSuperseded(ctx context.Context, period time.Duration) (stop func()) {
+	dir, run := s.task.Rendezvous, s.rendezvousRun(ctx)
+	own, _ := slurmjob.TakenOver(dir, run)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if rec, ok := slurmjob.TakenOver(dir, run); ok && rec != own {
+				s.log.Error("another task took over this run's coordination: stopping", "slurm_job_id", s.task.JobID, "takeover", rec)
+				s.superseded.Store(true)
+				if s.supersede != nil {
+					s.supersede()
+				}
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
+// trainedByTakeover reports whether the job's previous run (this one is a
+// requeue) was coordinated after a takeover and ended with exit status 0:
+// its training is done, and the requeue only ends the job, whose batch
+// script died with the lost first node (endAfterTakeover). This run's
+// task 0 then trains nothing, whatever its node's state directory holds (a
+// node-local one may be empty, or an old copy). why is the takeover
+// record.
+func (s *slurmRun) trainedByTakeover() (why string, done bool) {
+	if s.task.RestartCount < 1 {
+		return "", false
+	}
+	prev := slurmjob.Run{JobID: s.task.JobID, Restart: s.task.RestartCount - 1}
+	rec, ok := slurmjob.TakenOver(s.task.Rendezvous, prev)
+	if !ok {
+		return "", false
+	}
+	if code, ended := slurmjob.Ended(s.task.Rendezvous, prev); !ended || code != 0 {
+		return "", false
+	}
+	s.log.Info("the training ended in the previous run after a takeover: nothing to do", "slurm_job_id", s.task.JobID,
+		"restart", s.task.RestartCount, "takeover", rec)
+	return rec, true
 }

@@ -78,7 +78,7 @@ func (s *session) engineSession(ctx context.Context, spec *jobspec.Spec, nc net.
 		}
 		hn, _ := os.Hostname()
 		if err := s.p.send(typeJoin, joinMsg{Version: ProtocolVersion, JobID: s.o.JobID, Host: hn, PID: os.Getpid(), RingAddr: host,
-			Data: files, Engine: raw}, 0, nil); err != nil {
+			Node: s.o.Node, Data: files, Engine: raw}, 0, nil); err != nil {
 			return fmt.Errorf("%w: sending join: %w", errNeverJoined, err)
 		}
 		t, b, err := s.p.recv()
@@ -169,6 +169,9 @@ type Joiner struct {
 	// Node is the worker's hostname and PID its process id (logs).
 	Node string
 	PID  int
+	// SlurmNode is the worker's Slurm node (WorkerOptions.Node; "" off
+	// Slurm): the engine picks its standby on another node than its own.
+	SlurmNode string
 	// Addr is the worker's address as this machine sees it (HOST:PORT).
 	Addr string
 	// LocalAddr is the host the worker reaches the coordinator from: the
@@ -255,7 +258,7 @@ func (l *Listener) accept() {
 				nc.Close()
 				return
 			}
-			j := &Joiner{Conn: p.c, Node: join.Host, PID: join.PID, Addr: nc.RemoteAddr().String(), LocalAddr: join.RingAddr, Engine: join.Engine}
+			j := &Joiner{Conn: p.c, Node: join.Host, PID: join.PID, SlurmNode: join.Node, Addr: nc.RemoteAddr().String(), LocalAddr: join.RingAddr, Engine: join.Engine}
 			l.g.log.Info("worker waiting for admission", "peer", j.Addr, "node", j.Node, "pid", j.PID)
 			select {
 			case l.joiners <- j:

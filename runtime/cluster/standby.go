@@ -9,6 +9,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // A standby is the worker that can take the coordinator's place when the
@@ -44,6 +45,13 @@ type StandbyCopy struct {
 	Replica *trainer.Replica
 	// ESTs are all of the job's logical workers' contexts, indexed by id.
 	ESTs []*trainer.ESTContext
+	// File and Contexts are an engine's copy instead (Replica and ESTs
+	// nil): the checkpoint file of step Step its process wrote, and every
+	// logical worker's context as the engine checkpoints it
+	// (statedb.SaveCheckpointFile). A torch job's standby holds these
+	// (runtime/torchengine join.go).
+	File     []byte
+	Contexts []statedb.ESTContext
 	// Members is the number of workers in step Step; Lost of them ran on
 	// the coordinator's node.
 	Members, Lost int
@@ -53,7 +61,7 @@ type StandbyCopy struct {
 // coordinator's node is lost (at least 1: the standby).
 func (c *StandbyCopy) Survivors() int { return max(1, c.Members-c.Lost) }
 
-// Checkpoint is the copy as the native engine checkpoints it
+// Checkpoint is a native copy as the native engine checkpoints it
 // (trainer.ReplicaSnapshot) with the metadata its checkpoints carry.
 func (c *StandbyCopy) Checkpoint() trainer.Snapshot {
 	snap := trainer.ReplicaSnapshot(c.Replica, c.ESTs)

@@ -69,7 +69,9 @@ type WorkerOptions struct {
 	Node string
 	// Takeover lets RunWorker return a *TakeoverError when this worker,
 	// the coordinator's standby, loses the coordinator (standby.go),
-	// instead of trying to rejoin it.
+	// instead of trying to rejoin it; an engine session (Torch) returns
+	// its own *TakeoverError, with an engine's copy, which RunWorker then
+	// passes on.
 	Takeover bool
 	// Locate, when set, is asked before each attempt to rejoin for the
 	// coordinator's address (the rendezvous directory's record, which a
@@ -178,6 +180,10 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		}
 		if o.Takeover && standby != nil {
 			return &TakeoverError{Copy: standby, Cause: err}
+		}
+		var te *TakeoverError
+		if o.Takeover && errors.As(err, &te) { // an engine session's standby (Torch)
+			return te
 		}
 		if err := retry.ended(time.Now(), joined, o.Join, err); err != nil {
 			return err

@@ -241,3 +241,31 @@ func RetireStale(dir string, restartCount int, now time.Time) (string, error) {
 	}
 	return old, nil
 }
+
+// TrainedFile records that a run's training reached its stop step: "step
+// S", written by the coordinator before it says goodbye to its workers and
+// releases the state directory. A standby that lost the coordinator reads
+// it to tell a finished training from a lost coordinator where the state
+// directory cannot (a node-local one: runtime/cli takeover.go).
+const TrainedFile = "trained"
+
+// RecordTrained writes dir/trained.RESTART: run's training reached step.
+func RecordTrained(dir string, run Run, step int64) error {
+	if err := writeRunFile(dir, TrainedFile, run, fmt.Sprintf("step %d", step)); err != nil {
+		return fmt.Errorf("recording the end of the training: %w", err)
+	}
+	return nil
+}
+
+// Trained reports whether run's training reached its stop step (RecordTrained).
+func Trained(dir string, run Run) bool {
+	_, ok, _ := readRunFile(dir, TrainedFile, run)
+	return ok
+}
+
+// TakenOver returns run's takeover record (RecordTakeover's "step S node N
+// at T"), and whether there is one.
+func TakenOver(dir string, run Run) (string, bool) {
+	v, ok, _ := readRunFile(dir, TakeoverFile, run)
+	return v, ok
+}

@@ -116,6 +116,13 @@
 //	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)
 //	      ◄─ reply (id) ──────────── ══════ ◄──────── ◄── reply; gloo ◄──► other processes
 //
+// With Options.Standby (on Slurm) the coordinator streams every logical
+// worker's context to one remote worker on another node, whose relay
+// keeps them and, when the coordinator is lost, has its own Python process
+// write the checkpoint of the step it committed before it is closed
+// (standby.go): the copy a standby takes the coordinator's place from
+// (runtime/cli takeover.go, docs/first-node-loss.md).
+//
 // Under `srun easyscale run` task 0 is such a coordinator and the other
 // tasks join it (runtime/cli's slurm.go); so do the workers of the extra
 // jobs easyscale-backfilld lends the job. Those run with the daemon's

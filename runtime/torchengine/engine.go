@@ -66,6 +66,12 @@ type Options struct {
 	// trainer's first Resize admits them (a Resize to fewer leaves the
 	// rest as spares for a later grow; Close stops them).
 	Workers int
+	// Node is this coordinator's Slurm node; with Standby, the lowest-ranked
+	// remote worker on another node receives every logical worker's
+	// context with each step, to take over when this node is lost
+	// (standby.go).
+	Node    string
+	Standby bool
 }
 
 // CheckSteps is how many steps the self-check runs in each placement.
@@ -152,6 +158,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		log = hclog.NewNullLogger()
 	}
 	e := &Engine{local: NewLocal(cfg, start), opts: o, python: py, files: files, log: log.Named("torch"), stop: make(chan struct{})}
+	if o.Standby {
+		e.local.group.Standby = e.sendStandby
+	}
 	if host != "" && !net.ParseIP(host).IsUnspecified() {
 		e.local.Host = host
 	}
@@ -292,6 +301,7 @@ func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
 			select {
 			case j := <-ln.Joiners():
 				r := newRemote(j.Conn, timeout, j.Node, j.Addr, j.LocalAddr)
+				r.slurmNode = j.SlurmNode
 				e.mu.Lock()
 				e.pending = append(e.pending, r)
 				e.mu.Unlock()

@@ -51,6 +51,15 @@ type Group struct {
 	// of a step (trainer.SparseDigester). Only member 0, which holds
 	// logical worker 0's buffers, ever computes it.
 	SkipDigest bool
+	// Standby, when set, receives every logical worker's context as of
+	// the start of a step (the state a checkpoint of that step holds),
+	// at most once per step: the committed contexts before a step when
+	// it has not had them, and each step's new contexts before its commit
+	// is asked (so a standby whose process applied the commit has them:
+	// standby.go).
+	Standby func(step int64, contexts map[int][]byte)
+	// standbyAt is the step whose contexts Standby last received.
+	standbyAt int64
 
 	world int
 	// next is the step the next Step runs (the start of an assignment: a
@@ -246,6 +255,10 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 		Leaving  bool               `json:"leaving"`
 	}
 	res := &StepResult{Losses: map[int]float64{}, Samples: map[int]string{}}
+	if g.Standby != nil && g.standbyAt != step && len(g.contexts) == g.world {
+		g.Standby(step, g.contexts)
+		g.standbyAt = step
+	}
 	g.pending = map[int][]byte{}
 	outs := make([]stepped, len(g.members))
 	payloads := make([][]byte, len(g.members))
@@ -333,6 +346,10 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CommitGrace, cancel) })
 	defer stop()
+	if g.Standby != nil {
+		g.Standby(step+1, g.pending)
+		g.standbyAt = step + 1
+	}
 	loss := meanLoss(res.Losses, g.world)
 	for r, m := range g.members {
 		go func() {

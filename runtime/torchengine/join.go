@@ -139,8 +139,21 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 		return err
 	}
 	log.Info("queued for admission", "job_name", spec.Name, "pid", p.Pid(), "python", py, "torch", loaded.Torch, "gloo", s.LocalAddr)
-	return relay(ctx, s, p, log)
+	sb := &standbyContexts{}
+	err = relay(ctx, s, p, sb, log)
+	if errors.Is(err, errCoordinatorGone) {
+		// As the coordinator's standby: the copy, before the process is
+		// killed (standby.go).
+		if cp := sb.copyFrom(ctx, p, files, s, 10*time.Second, log); cp != nil {
+			return &cluster.TakeoverError{Copy: cp, Cause: err}
+		}
+	}
+	return err
 }
+
+// errCoordinatorGone marks relay's end by the loss of the coordinator (its
+// connection closed, or silent for the session's CoordinatorTimeout).
+var errCoordinatorGone = errors.New("the coordinator is gone")
 
 func fileSHA256(path string) (string, error) {
 	b, err := os.ReadFile(path)
@@ -151,8 +164,10 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// relay forwards the coordinator's requests to p and p's replies back.
-func relay(ctx context.Context, s *cluster.EngineSession, p *Process, log interface {
+// relay forwards the coordinator's requests to p and p's replies back,
+// keeping the standby frames in sb. An end by the coordinator's loss
+// wraps errCoordinatorGone.
+func relay(ctx context.Context, s *cluster.EngineSession, p *Process, sb *standbyContexts, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) error {
@@ -187,7 +202,7 @@ func relay(ctx context.Context, s *cluster.EngineSession, p *Process, log interf
 					return
 				}
 				if err := write(relayBeat, nil); err != nil {
-					end(fmt.Errorf("heartbeating to the coordinator: %w", err))
+					end(fmt.Errorf("%w: heartbeating to it: %w", errCoordinatorGone, err))
 					return
 				}
 			}
@@ -219,16 +234,22 @@ func relay(ctx context.Context, s *cluster.EngineSession, p *Process, log interf
 		for {
 			h, err := c.ReadHeader()
 			if err != nil {
-				end(fmt.Errorf("reading from the coordinator: %w", err))
+				end(fmt.Errorf("%w: reading from it: %w", errCoordinatorGone, err))
 				return
 			}
 			b := make([]byte, h.Len)
 			if err := c.ReadFull(b); err != nil {
-				end(fmt.Errorf("reading from the coordinator: %w", err))
+				end(fmt.Errorf("%w: reading from it: %w", errCoordinatorGone, err))
 				return
 			}
 			switch h.Type {
 			case relayBeat:
+				continue
+			case relayStandby:
+				if err := sb.keep(b); err != nil {
+					end(err)
+					return
+				}
 				continue
 			case relayBye:
 				log.Info("released by the coordinator")

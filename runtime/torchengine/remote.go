@@ -24,6 +24,7 @@ import (
 //	relayReply    worker → coordinator   its reply, the request's id echoed
 //	relayBeat     either way, every second, empty
 //	relayBye      coordinator → worker   released: close the Python process and exit 0
+//	relayStandby  coordinator → worker   the standby's contexts (standby.go); not forwarded
 //
 // A relay payload is the control protocol's frame without its lengths'
 // framing: 4 bytes big-endian length H, H bytes of the JSON header
@@ -39,10 +40,11 @@ const (
 	relayReply   wire.Type = 65
 	relayBeat    wire.Type = 66
 	relayBye     wire.Type = 67
+	relayStandby wire.Type = 68
 )
 
 func init() {
-	for t, n := range map[wire.Type]string{relayRequest: "torch-request", relayReply: "torch-reply", relayBeat: "torch-heartbeat", relayBye: "torch-bye"} {
+	for t, n := range map[wire.Type]string{relayRequest: "torch-request", relayReply: "torch-reply", relayBeat: "torch-heartbeat", relayBye: "torch-bye", relayStandby: "torch-standby"} {
 		wire.RegisterName(t, n)
 	}
 }
@@ -96,6 +98,7 @@ type remote struct {
 
 	node, addr string // hostname and HOST:PORT, for logs
 	localAddr  string // the host its gloo listens on
+	slurmNode  string // its Slurm node ("" off Slurm): standby.go
 }
 
 // newRemote starts reading c and heartbeating on it. A worker silent for

@@ -7,6 +7,10 @@
 # and writes the job's and the node's state, each time it changes (polled every second), with the time
 # since the kill, into /tmp/first-node-loss/NAME/timeline; MAXWAIT (default 300) seconds at most.
 # The node stays down: resume it with lab-up.sh and `scontrol update NodeName=n1 State=RESUME`.
+# SUBMIT=sbatch submits with plain sbatch (the SPANK plugin reads --elastic; no --no-kill) instead of
+# easyscale-sbatch; the extra arguments (e.g. --requeue) go to either. SCRIPT=examples/slurm/torch-mnist.sbatch
+# runs the torch example instead (its own job file, 234 steps; EASYSCALE_STEPS as set in the environment).
+# KILLSTEP=N kills at ledger step N instead of 20.
 set -u
 name=$1; shift
 : "${SLURM_CONF:?run eval \"\$(tests/lab/lab-up.sh)\" first}" "${EASYSCALE_LAB_DIR:?}"
@@ -26,12 +30,15 @@ killnode() { # killnode NODE
 	kill -9 $pids && echo "killed $n:" $pids
 }
 sed 's/^epochs = 1 .*/epochs = 10/' examples/mnist/job.toml > "$out/job.toml"
-id=$(EASYSCALE_CONFIG=$out/job.toml EASYSCALE_SUMMARY=$out/summary.json easyscale-sbatch --parsable "$@" --elastic=3-4 --time=8 examples/slurm/mnist.sbatch)
-echo "job $id args: $*" > "$out/timeline"
+script=${SCRIPT:-examples/slurm/mnist.sbatch}
+id=$(EASYSCALE_CONFIG=$out/job.toml EASYSCALE_SUMMARY=$out/summary.json "${SUBMIT:-easyscale-sbatch}" --parsable "$@" --elastic=3-4 --time=8 "$script")
+echo "job $id of $script submitted by ${SUBMIT:-easyscale-sbatch} args: $*" > "$out/timeline"
 st=.easyscale/$id/state
 step() { sqlite3 "$st/state.db" 'select max(step) from ledger' 2>/dev/null; }
-until [ "$(step)" -ge 20 ] 2>/dev/null; do sleep 0.2; done
-bh=$(scontrol show job -o "$id" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
+bh=""
+until [ -n "$bh" ] && [ "$(step)" -ge "${KILLSTEP:-20}" ] 2>/dev/null; do
+	sleep 0.2; bh=$(scontrol show job -o "$id" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
+done
 echo "step $(step) batch host $bh nodes $(squeue -h -j "$id" -o %N)" >> "$out/timeline"
 tk=$EPOCHREALTIME; killnode "$bh" >> "$out/timeline"
 last="" seen=""
@@ -49,6 +56,6 @@ while :; do
 done
 sacct -D -X -j "$id" -o JobID,State,ExitCode,Start,End,NodeList >> "$out/timeline" 2>&1
 grep -h "JobId=$id[ .]" "$EASYSCALE_LAB_DIR/log/slurmctld.log" | grep -v comment | tail -30 > "$out/slurmctld.log"
-cp "es-mnist-$id.out" "$out/" 2>/dev/null
+cp es-*-"$id.out" "$out/" 2>/dev/null
 scancel "$id"
 cat "$out/timeline"

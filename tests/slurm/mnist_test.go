@@ -26,17 +26,26 @@ func submit(t *testing.T, lab *slurmlab.Lab, steps int, args ...string) (id, sum
 // added to easyscale-sbatch's environment, which the job inherits.
 func submitEnv(t *testing.T, lab *slurmlab.Lab, env []string, args ...string) (id, summary string) {
 	t.Helper()
+	return submitWith(t, lab, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "examples/slurm/mnist.sbatch", env, args...)
+}
+
+// submitWith is submitEnv with another submitter than easyscale-sbatch
+// ("sbatch" submits the script as Slurm's own sbatch does: the SPANK plugin
+// reads its --elastic; no --no-kill) or another batch script than
+// examples/slurm/mnist.sbatch (its output file must be es-mnist-%j.out).
+func submitWith(t *testing.T, lab *slurmlab.Lab, submitter, script string, env []string, args ...string) (id, summary string) {
+	t.Helper()
 	summary = filepath.Join(t.TempDir(), "summary.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	all := append([]string{"--parsable"}, args...)
-	all = append(all, "examples/slurm/mnist.sbatch")
-	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), all...)
+	all = append(all, script)
+	cmd := lab.Command(ctx, submitter, all...)
 	cmd.Dir = lab.Root
 	cmd.Env = append(append(cmd.Env, env...), "EASYSCALE_SUMMARY="+summary)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", filepath.Base(submitter), err, out)
 	}
 	id = strings.TrimSpace(string(out))
 	t.Cleanup(func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // longMNIST writes examples/mnist/job.toml with epochs = n into a
@@ -148,6 +149,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 2340 steps on a shared 2-core machine
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -163,7 +165,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") {
 		t.Fatalf("the runtime did not treat the lost node as a shrink:\n%s", jobOutput(lab, id))
 	}
-	job, err = showJob(ctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts != 0 {
 		t.Fatalf("job %s ended %q with %d restarts (%v), want COMPLETED, never requeued\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -228,43 +230,9 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	lab.KillNode(t, job.BatchHost) // restores the node at cleanup, so the tests after this one find it idle
 	t.Logf("killed the batch host %s", job.BatchHost)
 
-	// The standby records the step it resumes at; the last step the dead
-	// coordinator recorded is the ledger's newest row until the new one
-	// records a step after it.
-	takeover := filepath.Join(rdv, "takeover.0")
-	var resumed int64
-	var lost int64 = -1
-	for {
-		if lost < 0 {
-			// read before the new coordinator records anything
-			// this run's record only: written after the kill
-			if fi, err := os.Stat(takeover); err == nil && !fi.ModTime().Before(killedAt) {
-				b, err := os.ReadFile(takeover)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := fmt.Sscanf(string(b), "step %d", &resumed); err != nil {
-					t.Fatalf("%s: %q: %v", takeover, b, err)
-				}
-				lost = lastStep(state)
-				t.Logf("the standby took over at step %d, %.2f s after the kill: %q; the dead coordinator had recorded step %d",
-					resumed, time.Since(killedAt).Seconds(), strings.SplitN(string(b), "\n", 2)[0], lost)
-			}
-		} else if s := lastStep(state); s > max(lost, resumed) {
-			t.Logf("training again %.2f s after the loss (step %d recorded); steps redone: %d", time.Since(killedAt).Seconds(), s, lost-resumed)
-			break
-		}
-		if j, err := showJob(ctx, lab, id); err == nil && j.Restarts != 0 {
-			t.Fatalf("job %s was requeued (%s) before training went on after the loss of its first node (takeover at step %d)\n%s",
-				id, j.State, resumed, jobOutput(lab, id))
-		}
-		if ctx.Err() != nil || time.Since(killedAt) > 3*time.Minute {
-			t.Fatalf("no training 3 min after the first node %s was lost (takeover record: step %d, ledger at %d)\n%s",
-				job.BatchHost, resumed, lastStep(state), jobOutput(lab, id))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, nil)
 	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -274,7 +242,7 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
-	job, err = showJob(ctx, lab, id)
+	job, err = final, ferr
 	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
 	}
@@ -289,4 +257,257 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 			t.Fatalf("sacct shows job %s %s:\n%s", id, st, out)
 		}
 	}
+}
+
+// awaitTakeover waits until the standby of job id has taken over after the
+// loss of its first node host at killedAt and the job trains again, and
+// returns the step it resumed at, the last step the dead coordinator had
+// recorded (their difference is the steps redone) and the standby's node.
+// A requeue before that fails the test: the takeover must not wait for
+// Slurm. stateOf is the state directory of the coordinator on a node (nil:
+// the rendezvous directory's state/, on every node).
+func awaitTakeover(ctx context.Context, t *testing.T, lab *slurmlab.Lab, id, host string, killedAt time.Time, stateOf func(node string) string) (resumed, lost int64, node string) {
+	t.Helper()
+	rdv := filepath.Join(lab.Root, ".easyscale", id)
+	if stateOf == nil {
+		stateOf = func(string) string { return filepath.Join(rdv, "state") }
+	}
+	state := stateOf(host)
+	// The standby records the step it resumes at; the last step the dead
+	// coordinator recorded is the ledger's newest row until the new one
+	// records a step after it.
+	takeover := filepath.Join(rdv, "takeover.0")
+	lost = -1
+	for {
+		if lost < 0 {
+			// read before the new coordinator records anything
+			// this run's record only: written after the kill
+			if fi, err := os.Stat(takeover); err == nil && !fi.ModTime().Before(killedAt) {
+				b, err := os.ReadFile(takeover)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fmt.Sscanf(string(b), "step %d node %s", &resumed, &node); err != nil {
+					t.Fatalf("%s: %q: %v", takeover, b, err)
+				}
+				lost = lastStep(state)
+				state = stateOf(node)
+				t.Logf("the standby took over at step %d, %.2f s after the kill: %q; the dead coordinator had recorded step %d",
+					resumed, time.Since(killedAt).Seconds(), strings.SplitN(string(b), "\n", 2)[0], lost)
+			}
+		} else if s := lastStep(state); s > max(lost, resumed) {
+			t.Logf("training again %.2f s after the loss (step %d recorded); steps redone: %d", time.Since(killedAt).Seconds(), s, lost-resumed)
+			return resumed, lost, node
+		}
+		if j, err := showJob(ctx, lab, id); err == nil && j.Restarts != 0 {
+			t.Fatalf("job %s was requeued (%s) before training went on after the loss of its first node (takeover at step %d)\n%s",
+				id, j.State, resumed, jobOutput(lab, id))
+		}
+		if ctx.Err() != nil || time.Since(killedAt) > 3*time.Minute {
+			t.Fatalf("no training 3 min after the first node %s was lost (takeover record: step %d, ledger at %d)\n%s",
+				host, resumed, lastStep(state), jobOutput(lab, id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Without --no-kill (the job submitted with Slurm's own sbatch, --requeue)
+// Slurm ends the job's steps when it sets the lost first node DOWN and
+// requeues the job. Until then the standby trains in place, as with
+// --no-kill; at the DOWN Slurm's SIGTERM makes it checkpoint its last
+// completed step, and the requeued run resumes there: at most one step
+// redone, COMPLETED with the fixed run's digest, never FAILED or TIMEOUT
+// (sacct keeps the requeued-away run as NODE_FAIL, Slurm's own record).
+func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
+	lab := slurmlab.Require(t)
+	start := time.Now()
+	config := longMNIST(t, lab, "6") // 1404 steps: training outlasts Slurm's DOWN (about 45 s)
+	type result struct {
+		digest string
+		err    error
+	}
+	local := make(chan result, 1)
+	go func() {
+		d, err := lab.LocalDigest(config, 0)
+		local <- result{d, err}
+	}()
+	id, summary := submitWith(t, lab, "sbatch", "examples/slurm/mnist.sbatch", []string{"EASYSCALE_CONFIG=" + config}, "--nodes=3", "--elastic=3-4", "--requeue")
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for lastStep(state) < 20 {
+		if ctx.Err() != nil {
+			t.Fatalf("the job never reached step 20:\n%s", jobOutput(lab, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	job, err := showJob(ctx, lab, id)
+	if err != nil || job.BatchHost == "" {
+		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
+	}
+	killedAt := time.Now()
+	lab.KillNode(t, job.BatchHost)
+	t.Logf("killed the batch host %s", job.BatchHost)
+	resumed, lost, _ := awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, nil)
+	if lost-resumed > 1 {
+		t.Fatalf("the standby resumed at step %d, the dead coordinator had recorded %d: %d steps redone", resumed, lost, lost-resumed)
+	}
+	// Slurm requeues the job at the DOWN; the ledger's newest row when the
+	// requeued run starts is the last step the takeover trained.
+	var trained int64
+	for {
+		j, err := showJob(ctx, lab, id)
+		if err == nil && j.Restarts > 0 && j.State == "RUNNING" {
+			t.Logf("requeued by Slurm; the requeued run started %.1f s after the kill, the takeover had trained to step %d",
+				time.Since(killedAt).Seconds(), trained)
+			break
+		}
+		if err == nil && (j.State == "COMPLETED" || j.State == "FAILED") {
+			t.Fatalf("job %s ended %s without the requeue Slurm does at a node failure without --no-kill\n%s", id, j.State, jobOutput(lab, id))
+		}
+		trained = lastStep(state)
+		if ctx.Err() != nil {
+			t.Fatalf("job %s not running again after a requeue (%s, restarts %d, %v)\n%s", id, j.State, j.Restarts, err, jobOutput(lab, id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
+	r := <-local
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	from, _ := s["resumed_from"].(float64)
+	switch {
+	case s["digest"] != r.digest:
+		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
+	case int64(from) > trained || trained-int64(from) > 1:
+		t.Fatalf("the requeued run resumed from step %v; the takeover had trained to step %d (want at most 1 step redone)", s["resumed_from"], trained)
+	}
+	t.Logf("the requeued run resumed from step %v: %d steps redone", s["resumed_from"], trained-int64(from))
+	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer qcancel()
+	job, err = final, ferr
+	if err != nil || job.State != "COMPLETED" || job.Restarts != 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED after Slurm's one requeue\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	}
+	t.Logf("job %s %s %.1f s after the kill", id, job.State, time.Since(killedAt).Seconds())
+	out, err := lab.CLI.Output(qctx, "sacct", "-n", "-X", "-D", "-j", id, "-S", start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "-o", "State")
+	if err != nil {
+		t.Fatalf("sacct: %v", err)
+	}
+	for _, st := range strings.Fields(string(out)) {
+		if st == "FAILED" || st == "TIMEOUT" {
+			t.Fatalf("sacct shows job %s %s:\n%s", id, st, out)
+		}
+	}
+	t.Logf("sacct: %s", strings.Join(strings.Fields(string(out)), ", "))
+}
+
+// nodeLocalScript is examples/slurm/mnist.sbatch with each node's own
+// state directory, $ES_LOCAL_STATE/NODE: a --state on a node-local disk,
+// as statedb recommends (SQLite on a network filesystem is unsafe).
+const nodeLocalScript = `#!/bin/bash
+#SBATCH --job-name=es-mnist
+#SBATCH --elastic=1-4
+#SBATCH --logical-workers=8
+#SBATCH --ntasks-per-node=1
+#SBATCH --time=00:20:00
+#SBATCH --output=es-mnist-%j.out
+srun bash -c 'exec easyscale run --config "$EASYSCALE_CONFIG" --state "$ES_LOCAL_STATE/$SLURMD_NODENAME"'
+rc=$?
+status=.easyscale/$SLURM_JOB_ID/exit-code
+[ -f "$status" ] && rc=$(cat "$status")
+exit "$rc"
+`
+
+// With a node-local state directory the first node's checkpoints die with
+// it, and the standby's node has no state of the job: the standby creates
+// the job's state there from its copy and trains on in place; the
+// requeue that ends the job (its batch script died with the node) trains
+// nothing on whichever node it starts. COMPLETED with the fixed run's
+// digest, the standby's ledger starting at the takeover.
+func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
+	lab := slurmlab.Require(t)
+	config := longMNIST(t, lab, "4") // 936 steps
+	type result struct {
+		digest string
+		err    error
+	}
+	local := make(chan result, 1)
+	go func() {
+		d, err := lab.LocalDigest(config, 0)
+		local <- result{d, err}
+	}()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "node-local.sbatch")
+	if err := os.WriteFile(script, []byte(nodeLocalScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	states := filepath.Join(dir, "local")
+	stateOf := func(node string) string { return filepath.Join(states, node) }
+	id, summary := submitWith(t, lab, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), script,
+		[]string{"EASYSCALE_CONFIG=" + config, "ES_LOCAL_STATE=" + states}, "--elastic=3-4")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var job slurmcli.JobDetail
+	for {
+		var err error
+		if job, err = showJob(ctx, lab, id); err == nil && job.BatchHost != "" && lastStep(stateOf(job.BatchHost)) >= 20 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the job never reached step 20 (batch host %q):\n%s", job.BatchHost, jobOutput(lab, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killedAt := time.Now()
+	lab.KillNode(t, job.BatchHost)
+	t.Logf("killed the batch host %s", job.BatchHost)
+	resumed, lost, node := awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, stateOf)
+	if lost-resumed > 1 {
+		t.Fatalf("the standby resumed at step %d, the dead coordinator had recorded %d: %d steps redone", resumed, lost, lost-resumed)
+	}
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
+	final, ferr := endedJob(lab, id)
+	r := <-local
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if s["digest"] != r.digest {
+		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
+	}
+	db, err := statedb.OpenReadOnly(stateOf(node))
+	if err != nil {
+		t.Fatalf("the standby's state directory on %s: %v", node, err)
+	}
+	rows, err := db.Ledger(0, 1<<40)
+	db.Close()
+	if err != nil || len(rows) == 0 || rows[0].Step != resumed+1 {
+		t.Fatalf("the standby's ledger on %s: %d rows from step %v (%v), want them from the takeover step %d + 1", node, len(rows), func() any {
+			if len(rows) > 0 {
+				return rows[0].Step
+			}
+			return nil
+		}(), err, resumed)
+	}
+	job, err = final, ferr
+	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	}
+	if job.Restarts == 1 && !strings.Contains(jobOutput(lab, id), "nothing left to do") {
+		t.Fatalf("the requeued run did not end at once as the training had ended after the takeover:\n%s", jobOutput(lab, id))
+	}
+	t.Logf("job %s %s %.1f s after the kill, restarts %d; the standby's ledger on %s: steps %d-%d", id, job.State,
+		time.Since(killedAt).Seconds(), job.Restarts, node, rows[0].Step, rows[len(rows)-1].Step)
+}
+
+// endedJob reads a job that has just left the queue with `scontrol show job`,
+// on a deadline of its own, before slurmctld forgets it (MinJobAge, 300 s
+// by default: a local fixed run beside the job can take longer on a busy
+// machine, and the job was then unknown to scontrol, though COMPLETED).
+func endedJob(lab *slurmlab.Lab, id string) (slurmcli.JobDetail, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return showJob(ctx, lab, id)
 }

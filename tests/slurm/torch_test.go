@@ -123,3 +123,95 @@ func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
 	t.Fatalf("no digest in %q", out)
 	return ""
 }
+
+// TestTorchFirstNodeFailureIsTakenOverInPlace kills the first node (its
+// slurmd, step daemons and processes, task 0's coordinator and Python
+// process among them) of examples/slurm/torch-mnist.sbatch on 3 nodes
+// mid-run: the coordinator's standby, the lowest-ranked worker on another
+// node, has its Python process write the checkpoint of the step it
+// committed and coordinates from it with a fresh engine; the other
+// worker rejoins it. At most one step is redone, there is no trip through
+// the queue before the training ended (the requeue that ends a job whose
+// batch script died trains nothing), and the job ends COMPLETED with the
+// digest of a local fixed run.
+func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
+	lab := slurmlab.Require(t)
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
+		t.Skip("no torch for /usr/bin/python3")
+	}
+	const steps = 150
+	want := localTorchDigest(t, lab, steps)
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=3-4", "examples/slurm/torch-mnist.sbatch")
+	cmd.Dir = lab.Root
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	output := func() string {
+		b, _ := os.ReadFile(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
+		return string(b)
+	}
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		os.RemoveAll(filepath.Join(lab.Root, ".easyscale", id))
+		os.Remove(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
+	})
+	// The other tasks' workers join as their Python processes come up
+	// (seconds on a busy machine): the kill comes 5 steps after the
+	// third joined, so the standby has had the contexts of a step.
+	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	var at3 int64 = -1
+	for at3 < 0 || lastStep(state) < at3+5 {
+		if at3 < 0 && strings.Contains(output(), "world_size=3") {
+			at3 = lastStep(state)
+		}
+		if ctx.Err() != nil || lastStep(state) > steps-40 {
+			t.Fatalf("the job did not run 5 steps on 3 workers in time (3 workers from step %d, at step %d):\n%s", at3, lastStep(state), output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	job, err := showJob(ctx, lab, id)
+	if err != nil || job.BatchHost == "" {
+		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
+	}
+	killedAt := time.Now()
+	lab.KillNode(t, job.BatchHost)
+	t.Logf("killed the batch host %s at ledger step %d", job.BatchHost, lastStep(state))
+	resumed, lost, _ := awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, nil)
+	if lost-resumed > 1 {
+		t.Fatalf("the standby resumed at step %d, the dead coordinator had recorded %d: %d steps redone", resumed, lost, lost-resumed)
+	}
+	for {
+		out, _ := lab.Command(ctx, "squeue", "-h", "-j", id, "-o", "%T").Output()
+		if strings.TrimSpace(string(out)) == "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s still queued:\n%s", id, output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("no summary (%v):\n%s", err, output())
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s["digest"] != want || s["engine"] != "torch" {
+		t.Fatalf("digest after losing the first node %v (engine %v), local fixed run %s\n%s", s["digest"], s["engine"], want, output())
+	}
+	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer qcancel()
+	job, err = showJob(qctx, lab, id)
+	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, output())
+	}
+	t.Logf("job %s %s %.1f s after the kill, restarts %d; digest %s", id, job.State, time.Since(killedAt).Seconds(), job.Restarts, want)
+}

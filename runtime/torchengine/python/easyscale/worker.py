@@ -448,7 +448,9 @@ class Worker:
         check = self.session.driver if self.session is not None else None
         if isinstance(check, SelfCheck):  # the live objects hold the check's steps, not the committed state
             return {"digest": check.digest}, check.checkpoint(meta)
-        data = r.registry.encode({**meta, "easyscale.digest": r.digest(0, committed=True)}, light=self._light)
+        if 0 in r.cursors:  # the digest covers logical worker 0's buffers, which only its holder has
+            meta["easyscale.digest"] = r.digest(0, committed=True)
+        data = r.registry.encode(meta, light=self._light)
         return {"digest": r.digest(None)}, data
 
     def replica_set(self, req: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:

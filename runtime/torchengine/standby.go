@@ -1,0 +1,146 @@
+package torchengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/data"
+	"github.com/easyscale/easyscale-slurm/statedb"
+)
+
+// A torch job's standby (issue 20 item 1; runtime/cluster standby.go for
+// the native engine, docs/first-node-loss.md). The committed replica is in
+// every Python process; what only the coordinator holds is every logical
+// worker's context (Group.contexts). With Options.Standby the engine sends
+// them to one remote worker, the lowest-ranked on another Slurm node than
+// its own, as a relayStandby frame: before a step when that worker has not
+// had the committed contexts of its start, and after each step's reduce,
+// before its commit is asked, the contexts the commit makes the committed
+// ones (labelled with the next step). The worker's relay keeps the last
+// two. When the coordinator's connection is lost, the relay asks its own
+// Python process for the checkpoint of the step the process committed
+// (its control thread answers during a step; it refuses any other step)
+// and returns a *cluster.TakeoverError carrying the file and the contexts
+// labelled with that step, before the process is closed. The caller (runtime/cli
+// takeover.go) saves them as the checkpoint of that step and coordinates;
+// a fresh engine resumes from it as from any checkpoint.
+
+// sendStandby sends contexts, those of the start of step, to the standby
+// (Group.Standby): the lowest-ranked remote worker on another Slurm node
+// than this engine's. Nothing is sent when there is none; a failed send
+// is the worker's loss, which the step finds.
+func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
+	var standby *remote
+	for _, s := range e.local.procs {
+		if s.remote != nil && s.remote.slurmNode != "" && s.remote.slurmNode != e.opts.Node && !s.remote.exited() {
+			standby = s.remote
+			break
+		}
+	}
+	if standby == nil {
+		return
+	}
+	index, payload := pack(contexts)
+	b, err := encodeRelay(map[string]any{"type": "standby", "step": step, "contexts": index}, payload)
+	if err == nil {
+		err = standby.write(relayStandby, b)
+	}
+	if err != nil {
+		e.log.Warn("sending the standby its contexts", "step", step, "node", standby.slurmNode, "error", err)
+	}
+}
+
+// standbyContexts is what a worker's relay keeps as the standby: the
+// contexts of the start of the last two steps it was sent.
+type standbyContexts struct {
+	steps    []int64 // newest last
+	contexts map[int64]map[int][]byte
+}
+
+// keep decodes a relayStandby frame and keeps its contexts, dropping all
+// but the newest two steps.
+func (s *standbyContexts) keep(b []byte) error {
+	f, err := decodeRelay(b)
+	if err != nil {
+		return fmt.Errorf("standby frame: %w", err)
+	}
+	step, ok := f.header["step"].(float64)
+	if !ok || step < 0 {
+		return fmt.Errorf("standby frame without a step: %v", f.header["step"])
+	}
+	raw, _ := f.header["contexts"].([]any)
+	index := make([][2]int, 0, len(raw))
+	for _, e := range raw {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return fmt.Errorf("standby frame of step %d: context index entry %v is not [logical worker, length]", int64(step), e)
+		}
+		lw, ok1 := pair[0].(float64)
+		n, ok2 := pair[1].(float64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("standby frame of step %d: context index entry %v is not numbers", int64(step), e)
+		}
+		index = append(index, [2]int{int(lw), int(n)})
+	}
+	parts, err := unpack(index, f.payload)
+	if err != nil {
+		return fmt.Errorf("standby frame of step %d: %w", int64(step), err)
+	}
+	if s.contexts == nil {
+		s.contexts = map[int64]map[int][]byte{}
+	}
+	k := int64(step)
+	if _, seen := s.contexts[k]; !seen {
+		s.steps = append(s.steps, k)
+	}
+	s.contexts[k] = parts
+	for len(s.steps) > 2 {
+		delete(s.contexts, s.steps[0])
+		s.steps = s.steps[1:]
+	}
+	return nil
+}
+
+// copyFrom asks p, this worker's Python process, for the checkpoint of
+// the newest kept step it committed and returns it with that step's
+// contexts as a standby copy (nil when none was kept, or the process
+// committed neither step, or cannot answer within timeout).
+func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.Manifest, sess *cluster.EngineSession, timeout time.Duration, log hclog.Logger) *cluster.StandbyCopy {
+	world := sess.Spec.LogicalWorkers
+	var errs error
+	for i := len(s.steps) - 1; i >= 0; i-- {
+		step := s.steps[i]
+		contexts := s.contexts[step]
+		if len(contexts) != world {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		file, err := p.Call(cctx, "checkpoint", map[string]any{"step": step}, nil, nil)
+		cancel()
+		if err != nil {
+			errs = errors.Join(errs, err)
+			continue
+		}
+		lws := make([]int, 0, world)
+		for lw := range contexts {
+			lws = append(lws, lw)
+		}
+		sort.Ints(lws)
+		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file}
+		for _, lw := range lws {
+			cp.Contexts = append(cp.Contexts, statedb.ESTContext{EST: lw, Blob: contexts[lw]})
+		}
+		return cp
+	}
+	if len(s.steps) > 0 {
+		log.Warn("lost the coordinator as its standby but its python process wrote no checkpoint of a step it holds the contexts of",
+			"steps", s.steps, "error", errs)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package torchengine
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nlpodyssey/safetensors"
+
+	"github.com/easyscale/easyscale-slurm/runtime/cluster"
+	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+)
+
+// A standby's copy is a checkpoint its own Python process (rank 1, not
+// holding logical worker 0) writes of the step it committed, with the
+// contexts the coordinator streamed to it as relayStandby frames: a run
+// resumed from that copy trains on to the digests of the run that was not
+// interrupted.
+func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
+	const cut, end = 5, 8
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	sb := &standbyContexts{}
+	var sent []int64
+	l.group.Standby = func(step int64, contexts map[int][]byte) {
+		index, payload := pack(contexts)
+		b, err := encodeRelay(map[string]any{"type": "standby", "step": step, "contexts": index}, payload)
+		if err == nil {
+			err = sb.keep(b)
+		}
+		if err != nil {
+			t.Errorf("standby frame of step %d: %v", step, err)
+		}
+		sent = append(sent, step)
+	}
+	digests := map[int64]string{}
+	for step := range int64(end) {
+		res, err := l.Step(ctx, step, split(4, 2), nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		digests[step] = res.Digest
+		if step != cut-1 {
+			continue
+		}
+		// The coordinator is lost here: the standby's process writes its copy.
+		sess := &cluster.EngineSession{Spec: &jobspec.Spec{Name: "toy", LogicalWorkers: 4}}
+		cp := sb.copyFrom(ctx, l.Processes()[1], nil, sess, 30*time.Second, hclog.NewNullLogger())
+		if cp == nil {
+			t.Fatalf("no copy after step %d (standby frames of steps %v, kept %v)", step, sent, sb.steps)
+		}
+		if cp.Step != cut || len(cp.Contexts) != 4 {
+			t.Fatalf("copy of step %d with %d contexts, want step %d and 4", cp.Step, len(cp.Contexts), cut)
+		}
+		for _, c := range cp.Contexts {
+			if want := l.group.Contexts()[c.EST]; !bytes.Equal(c.Blob, want) {
+				t.Fatalf("the copy's context of logical worker %d differs from the coordinator's", c.EST)
+			}
+		}
+		if len(sb.steps) > 2 {
+			t.Fatalf("the standby keeps %d steps' contexts, want the last 2", len(sb.steps))
+		}
+		resumed(t, cp, cut, end, digests)
+	}
+	t.Logf("standby frames of steps %v", sent)
+}
+
+// resumed trains a new Local from the copy cp (step from) to end and
+// compares its digests with those of the run that was not interrupted,
+// which are still to come into want: it checks them once that run is done.
+func resumed(t *testing.T, cp *cluster.StandbyCopy, from, end int64, want map[int64]string) {
+	t.Helper()
+	if meta, err := checkpointMeta(cp.File); err != nil || meta["easyscale.digest"] != "" {
+		t.Fatalf("the copy's metadata %v (%v): a process without logical worker 0's buffers must not write a digest", meta, err)
+	}
+	l2, ctx := newLocal(t)
+	if err := l2.Resize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	contexts := map[int][]byte{}
+	for _, c := range cp.Contexts {
+		contexts[c.EST] = c.Blob
+	}
+	l2.Restore(cp.File, contexts)
+	got := map[int64]string{}
+	for step := from; step < end; step++ {
+		res, err := l2.Step(ctx, step, split(4, 2), nil)
+		if err != nil {
+			t.Fatalf("resumed step %d: %v", step, err)
+		}
+		got[step] = res.Digest
+	}
+	t.Cleanup(func() {
+		for step := from; step < end; step++ {
+			if got[step] != want[step] || want[step] == "" {
+				t.Errorf("step %d: digest %s resumed from the standby's copy, %s uninterrupted", step, got[step], want[step])
+			}
+		}
+	})
+}
+
+// checkpointMeta reads a checkpoint file's metadata.
+func checkpointMeta(file []byte) (map[string]string, error) {
+	_, md, err := safetensors.ReadMetadata(file)
+	if err != nil {
+		return nil, err
+	}
+	return md.Metadata(), nil
+}
+
+// keep parses frames from the network: any bytes are kept or refused
+// with an error, never a panic, and at most two steps are kept.
+func FuzzStandbyFrame(f *testing.F) {
+	good, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 2}, {1, 1}}}, []byte{1, 2, 3})
+	f.Add(good)
+	f.Add([]byte{0, 0, 0, 2, '{', '}'})
+	bad, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 9}}}, []byte{1})
+	f.Add(bad)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sb := &standbyContexts{}
+		for range 3 {
+			_ = sb.keep(b)
+		}
+		if len(sb.steps) > 2 || len(sb.contexts) != len(sb.steps) {
+			t.Fatalf("kept steps %v and %d context sets", sb.steps, len(sb.contexts))
+		}
+	})
+}
