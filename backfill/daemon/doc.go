@@ -155,7 +155,10 @@
 //     yields only if its remaining time is longer than the queued job's
 //     time limit, longest first. Either way no donor yields when any
 //     node of it is one another pending job's reservation (squeue --start
-//     nodes) names: its longer time limit would move that reservation. The
+//     nodes) names, whatever GPUs that job asks (one whose GPUs squeue
+//     does not show per node or per job, e.g. --gpus-per-task, reserves
+//     its whole nodes; see pendingJob): its longer time limit would move
+//     that reservation. The
 //     queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
 //     preempts extra.partition for it), never onto another reservation's
