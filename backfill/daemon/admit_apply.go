@@ -56,9 +56,13 @@ func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error
 
 // admit runs shrink-to-admit for this cycle (when admit.enabled): it first
 // finishes or undoes shrinks a previous run recorded but did not finish
-// (resumeAdmits), then applies at most one admission (planAdmission). It
-// returns true when it changed an allocation, so that the cycle lends
-// nothing on the state it read before.
+// (resumeAdmits), then applies at most one admission (planAdmission):
+// the queued job and every donor are re-read by id before any donor is
+// changed (verifyAdmission; an "admit-skip" decision when one changed),
+// then the donors are shrunk in turn; a donor Slurm refuses after others
+// were shrunk is handled by undoAdmission. It returns true when it
+// changed an allocation, so that the cycle lends nothing on the state it
+// read before.
 func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *Report) (bool, error) {
 	if !d.cfg.Admit.Enabled {
 		return false, nil
@@ -85,44 +89,73 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *R
 		return false, nil
 	}
 	log := d.log.Named("admit").With("queued_id", a.queued.ID)
-	changed := false
-	for _, ds := range a.donors {
-		applied, err := d.applyShrink(ctx, v, a.queued.ID, ds, log.With("job_id", ds.job.Job.ID))
-		if err != nil {
-			return changed, err
-		}
-		if applied {
-			changed = true
-			r.AdmitShrunk = append(r.AdmitShrunk, ds.job.Job.ID)
-		}
-	}
-	if changed {
-		r.Admitted = append(r.Admitted, a.queued.ID)
-		log.Info("shrunk running elastic jobs so that a queued job can start", "donors", r.AdmitShrunk, "on", a.decision.Alloc)
-	}
-	return changed, nil
-}
-
-// applyShrink re-reads the donor by id (verifyDonor), records the shrink
-// in the store (state intent) and the decision log, raises the time limit,
-// then shrinks the node count, and marks the record done. If Slurm refuses
-// the shrink the old time limit is put back and the record abandoned. In
-// a dry run only the decision is logged.
-func (d *Daemon) applyShrink(ctx context.Context, v *View, queued string, ds donorShrink, log hclog.Logger) (bool, error) {
-	e := ds.job
-	detail := admitDetail(ds, queued)
 	if d.cfg.DryRun {
-		log.Info("would shrink to admit (dry run)", "detail", detail)
-		return false, d.decide(ctx, "admit-shrink", e.Job.ID, "", "", 0, detail+" (dry run)")
+		for _, ds := range a.donors {
+			detail := admitDetail(ds, a.queued.ID)
+			log.Info("would shrink to admit (dry run)", "job_id", ds.job.Job.ID, "detail", detail)
+			if err := d.decide(ctx, "admit-shrink", ds.job.Job.ID, "", "", 0, detail+" (dry run)"); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	}
-	if why, err := d.verifyDonor(ctx, e); err != nil || why != "" {
+	if job, why, err := d.verifyAdmission(ctx, v, a); err != nil || why != "" {
 		if err != nil {
-			log.Error("re-reading the job before shrinking it failed; not shrinking", "error", err)
+			log.Error("re-reading the jobs before shrinking failed; not admitting", "error", err)
 			return false, nil
 		}
-		log.Error("not shrinking: Slurm's job is not the elastic job the snapshot read", "why", why)
-		return false, d.decide(ctx, "admit-skip", e.Job.ID, "", "", 0, why)
+		log.Error("not admitting: Slurm's jobs are not those the snapshot read", "job_id", job, "why", why)
+		return false, d.decide(ctx, "admit-skip", job, "", "", 0, why)
 	}
+	var applied []donorShrink
+	for _, ds := range a.donors {
+		ok, err := d.applyShrink(ctx, a.queued.ID, ds, log.With("job_id", ds.job.Job.ID))
+		if ok {
+			applied = append(applied, ds)
+			r.AdmitShrunk = append(r.AdmitShrunk, ds.job.Job.ID)
+		}
+		if err != nil {
+			return len(applied) > 0, err
+		}
+		if !ok {
+			return len(applied) > 0, d.undoAdmission(ctx, a.queued.ID, ds.job.Job.ID, applied, log)
+		}
+	}
+	r.Admitted = append(r.Admitted, a.queued.ID)
+	log.Info("shrunk running elastic jobs so that a queued job can start", "donors", r.AdmitShrunk, "on", a.decision.Alloc)
+	return true, nil
+}
+
+// undoAdmission handles an admission Slurm refused part of: donor failed
+// (applyShrink already put its own time limit back and abandoned its
+// record) after the donors in applied were shrunk, so the queued job does
+// not fit. A node count cannot grow back by scontrol (Slurm only lowers a
+// running job's NumNodes), and a shrunk donor keeps its raised time limit,
+// which covers its work on fewer nodes (lowering it would end the job
+// before its work is done). Each such donor is recorded as an "admit-undo"
+// decision; its store record stays done, so its node count before the
+// shrink still caps later shrinks, and lending grows it back with extra
+// jobs on the nodes it released like any elastic job below its maximum.
+func (d *Daemon) undoAdmission(ctx context.Context, queued, failed string, applied []donorShrink, log hclog.Logger) error {
+	for _, ds := range applied {
+		detail := fmt.Sprintf("for job %s: donor %s was refused, so job %s stays on %d nodes with its time limit %v (a node count cannot grow back by scontrol; extra jobs may grow it)",
+			queued, failed, ds.job.Job.ID, ds.ToNodes, ds.NewLimit)
+		log.Warn("an admission was only partly applied; a shrunk donor cannot be grown back by scontrol", "job_id", ds.job.Job.ID, "failed", failed)
+		if err := d.decide(ctx, "admit-undo", ds.job.Job.ID, "", "", 0, detail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyShrink records the shrink of donor ds (verifyAdmission re-read it)
+// in the store (state intent) and the decision log, raises the time limit,
+// then shrinks the node count, and marks the record done. If Slurm refuses
+// the shrink the old time limit is put back and the record abandoned; ok
+// is then false.
+func (d *Daemon) applyShrink(ctx context.Context, queued string, ds donorShrink, log hclog.Logger) (bool, error) {
+	e := ds.job
+	detail := admitDetail(ds, queued)
 	rec := backfillstore.AdmitShrink{Job: e.Job.ID, Queued: queued, User: e.User, Partition: e.Job.Partition,
 		OrigNodes: ds.OrigNodes, FromNodes: ds.FromNodes, ToNodes: ds.ToNodes, OldLimit: ds.OldLimit,
 		NewLimit: ds.NewLimit, Time: d.now()}

@@ -141,6 +141,12 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "a donor on a node another job's reservation needs is not shrunk (its limit would move the reservation)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute)) }},
+		{name: "a donor on a node reserved for a job whose GPUs squeue does not show (--gpus-per-task, or none) is not shrunk (the whole node counts as reserved)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n1", 0, td.now.Add(time.Hour))
+				td.fake.set(func() { c.user, c.reason = "carol", "Priority" })
+			}},
 		{name: "a user's non-elastic job with an es-req name is never shrunk",
 			toml: on, comment: "training run",
 			setup: func(t *testing.T, td *testDaemon) {

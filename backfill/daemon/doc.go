@@ -155,7 +155,10 @@
 //     yields only if its remaining time is longer than the queued job's
 //     time limit, longest first. Either way no donor yields when any
 //     node of it is one another pending job's reservation (squeue --start
-//     nodes) names: its longer time limit would move that reservation. The
+//     nodes) names, whatever GPUs that job asks (one whose GPUs squeue
+//     does not show per node or per job, e.g. --gpus-per-task, reserves
+//     its whole nodes; see pendingJob): its longer time limit would move
+//     that reservation. The
 //     queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
 //     preempts extra.partition for it), never onto another reservation's
@@ -173,16 +176,27 @@
 //     (planner.RaisedTimeLimit, the one rule start-small uses too). The
 //     daemon runs as root or a Slurm operator, who may raise limits.
 //
-// Applying one donor: re-read it by id (`squeue --jobs=ID`, fresh
-// separators) and go on only when it is still RUNNING with the user,
-// partition, node list and time limit the snapshot read and an elastic
-// request with the same node range (else one error, "admit-skip" logged,
-// nothing done); record the shrink in the store (admit_shrinks, state
+// Applying an admission: before any donor is changed, re-read the queued
+// job by id (`squeue --jobs=ID`, then the pending jobs' --exclude and
+// --constraint) and go on only when it is still PENDING with Reason
+// Resources and the user, partition, node count, time limit, GPU request,
+// --nodelist, --exclude and --constraint the snapshot read; then re-read
+// every donor by id and go on only when each is still RUNNING with the
+// user, partition, node list and time limit the snapshot read and an
+// elastic request with the same node range. Any change: one error, one
+// "admit-skip" decision naming the job, nothing done. Then, donor by
+// donor: record the shrink in the store (admit_shrinks, state
 // intent) and the decision log ("admit-shrink"); `scontrol update
 // TimeLimit=` first (on Slurm without slurmdbd a resized job accepts no
 // further update, NOTES.md §4), then `NumNodes=`; mark the record done. If
 // the shrink is refused the old limit is put back and the record
-// abandoned. The EasyScale runtime takes the released node's killed task as
+// abandoned; when that happens after earlier donors of the same admission
+// were shrunk, nothing is admitted and each of those is recorded as an
+// "admit-undo" decision: Slurm cannot grow a running job's node count
+// back, so it keeps its raised limit (which covers its work on fewer
+// nodes) and its store record (done: its node count before the shrink
+// still caps later shrinks), and lending grows it back with extra jobs
+// like any elastic job below its maximum. The EasyScale runtime takes the released node's killed task as
 // a membership change and goes on, bit-identically, on the rest. Slurm then
 // starts the queued job on the released node. After a restart, a record
 // still in state intent is finished (the job is on the smaller node count:

@@ -51,6 +51,9 @@ type fakeSlurm struct {
 	// NumTasks= keeps it. Without it the fake is 22.05, which refuses
 	// NumTasks on a running job.
 	keepTasks bool
+	// refuse maps an `scontrol update` command line to the stderr Slurm
+	// refuses it with (exit status 1), leaving the job unchanged.
+	refuse map[string]string
 }
 
 type fakeNode struct {
@@ -232,6 +235,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return f.scancel(args)
 	case name == "scontrol" && (len(args) == 3 || len(args) == 4) && args[0] == "update":
 		f.calls = append(f.calls, cmdline)
+		if stderr, ok := f.refuse[cmdline]; ok {
+			return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"), Stderr: stderr}
+		}
 		return f.update(args[1], args[2], args[3:]...)
 	}
 	return nil, fmt.Errorf("fake slurm: unexpected command %q", cmdline)

@@ -65,7 +65,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 	}
 	slices.SortFunc(s.Running, func(a, b planner.RunningJob) int { return cmp.Compare(a.ID, b.ID) })
 	for _, j := range v.Pending {
-		if p, ok := pendingJob(j, d.snap.loc()); ok {
+		if p, ok := pendingJob(j, d.snap.loc(), v.wholeNode); ok {
 			s.Pending = append(s.Pending, p)
 		}
 	}
@@ -127,9 +127,14 @@ func (d *Daemon) growable(e *ElasticJob, known map[string]bool) bool {
 
 // pendingJob returns the reservation Slurm's backfill planned for j: its
 // expected start and, per planned node (SchedNodes), the GPUs it asks per
-// node. Jobs without a planned start or nodes, or asking no GPUs, reserve
-// nothing the planner could lend.
-func pendingJob(j slurmcli.Job, loc *time.Location) (planner.PendingJob, bool) {
+// node (TRES per node, else the TRES per job spread over the planned
+// nodes, rounded up). A job whose GPUs per node cannot be worked out from
+// those (squeue shows neither: a job asking GPUs per task, which the
+// squeue fields slurmcli reads do not carry, or no GPUs at all, or an
+// unreadable request) reserves its whole planned nodes: whole(node) GPUs
+// each, so that no lend, shrink-to-admit or start-small takes GPUs its
+// start may need. Jobs without a planned start or nodes reserve nothing.
+func pendingJob(j slurmcli.Job, loc *time.Location, whole func(node string) int) (planner.PendingJob, bool) {
 	start, err := slurmcli.ParseTime(j.StartTime, loc)
 	if err != nil || j.SchedNodes == "" {
 		return planner.PendingJob{}, false
@@ -138,23 +143,33 @@ func pendingJob(j slurmcli.Job, loc *time.Location) (planner.PendingJob, bool) {
 	if err != nil || len(names) == 0 {
 		return planner.PendingJob{}, false
 	}
-	perNode, err := slurmcli.ParseGRES(j.TRESPerNode)
-	if err != nil {
-		return planner.PendingJob{}, false
+	g := 0
+	if perNode, err := slurmcli.ParseGRES(j.TRESPerNode); err == nil {
+		g = slurmcli.GPUs(perNode)
 	}
-	g := slurmcli.GPUs(perNode)
 	if g == 0 {
-		total, err := j.GPUs()
-		if err != nil || total == 0 {
-			return planner.PendingJob{}, false
+		if total, err := j.GPUs(); err == nil && total > 0 {
+			g = (total + len(names) - 1) / len(names)
 		}
-		g = (total + len(names) - 1) / len(names)
 	}
 	p := planner.PendingJob{ID: j.ID, PlannedStart: start.Unix()}
 	for _, n := range names {
-		p.PlannedNodes = append(p.PlannedNodes, planner.NodeGPUs{Node: n, GPUs: g})
+		gpus := g
+		if gpus == 0 {
+			gpus = whole(n)
+		}
+		p.PlannedNodes = append(p.PlannedNodes, planner.NodeGPUs{Node: n, GPUs: gpus})
 	}
 	return p, true
+}
+
+// wholeNode returns the GPUs of node name in v (0 for a node v does not
+// hold), for pendingJob.
+func (v *View) wholeNode(name string) int {
+	if n := v.node(name); n != nil {
+		return n.Total
+	}
+	return 0
 }
 
 // growOrder is one extra job to submit: one planner grow (the planner has

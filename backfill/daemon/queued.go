@@ -80,7 +80,7 @@ func (d *Daemon) reservedNodes(v *View, except string) map[string]bool {
 		if p.ID == except {
 			continue
 		}
-		if pj, ok := pendingJob(p, d.snap.loc()); ok {
+		if pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode); ok {
 			for _, ng := range pj.PlannedNodes {
 				out[ng.Node] = true
 			}
@@ -102,7 +102,7 @@ type reservationIndex struct {
 func (d *Daemon) reservations(v *View) reservationIndex {
 	ri := reservationIndex{nodes: map[string][]string{}, naming: map[string]int{}}
 	for _, p := range v.Pending {
-		pj, ok := pendingJob(p, d.snap.loc())
+		pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode)
 		if !ok {
 			continue
 		}

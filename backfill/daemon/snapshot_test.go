@@ -71,12 +71,15 @@ func TestPendingJobsBecomeReservationsOnlyWithAPlan(t *testing.T) {
 			slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[1-2]", TRESPerJob: "gres:gpu:3", Nodes: 2}, true, 2, 2},
 		{"a job without planned nodes reserves nothing", slurmcli.Job{ID: "5", StartTime: at, TRESPerNode: "gres:gpu:1"}, false, 0, 0},
 		{"a job without a start reserves nothing", slurmcli.Job{ID: "5", SchedNodes: "n1", TRESPerNode: "gres:gpu:1"}, false, 0, 0},
-		{"a job asking no GPUs reserves none", slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n1", Nodes: 1}, false, 0, 0},
+		{"a job whose GPUs squeue does not show (per task, or none) reserves its whole planned nodes",
+			slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[1-2]", Nodes: 2}, true, 2, 4},
+		{"a job whose GPU request does not read reserves its whole planned nodes",
+			slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n1", TRESPerNode: "gres:gpu:v100:2x", Nodes: 1}, true, 1, 4},
 		{"a bad node list reserves nothing", slurmcli.Job{ID: "5", StartTime: at, SchedNodes: "n[2-1]", TRESPerNode: "gres:gpu:1"}, false, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, ok := pendingJob(tc.job, time.Local)
+			p, ok := pendingJob(tc.job, time.Local, func(string) int { return 4 })
 			if ok != tc.ok {
 				t.Fatalf("ok=%v, want %v (%+v)", ok, tc.ok, p)
 			}

@@ -113,6 +113,12 @@ func TestStartSmall(t *testing.T) {
 				p := td.fake.pending("30", "n1", 4, td.now.Add(time.Hour))
 				td.fake.set(func() { p.reason = "Priority" })
 			}},
+		{name: "a node reserved for a job whose GPUs squeue does not show (--gpus-per-task, or none) is not idle for it",
+			toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				p := td.fake.pending("30", "n1", 0, td.now.Add(time.Hour))
+				td.fake.set(func() { p.reason = "Priority" })
+			}},
 		{name: "a head whose comment changes before the re-read by id is not changed", toml: before, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {
 				q := td.fake.job("20")
