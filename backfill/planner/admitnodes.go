@@ -66,6 +66,9 @@ type NodeAdmitDonor struct {
 	// 0: none declared, then its GPUs now), for its throughput model under
 	// the objective.
 	LogicalWorkers int
+	// Cap is the longest limit it may be given (its partitions' MaxTime):
+	// it gives up no more nodes than leave its raised limit within it.
+	Cap LimitCap `json:",omitzero"`
 }
 
 // NodeAdmitInput is one cycle's shrink-to-admit question, in plain values
@@ -196,12 +199,18 @@ func admitDonors(in NodeAdmitInput, idx map[string]int) (cands []donorCand, skip
 			skipped = append(skipped, fmt.Sprintf("%s: at the fewest nodes it may keep (%d: its minimum, admit.max_loss of %d)", d.ID, keep, d.OrigNodes))
 			continue
 		}
+		remaining := RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps)
+		capped, no := capKeep(d, keep, remaining, in.TimeLimit)
+		if no != "" {
+			skipped = append(skipped, d.ID+": "+no)
+			continue
+		}
+		keep = capped
 		gpus := 0
 		for _, n := range d.Nodes {
 			gpus += n.GPUs
 		}
-		c := donorCand{d: d, keep: keep, perNode: gpus / len(d.Nodes),
-			remaining: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps)}
+		c := donorCand{d: d, keep: keep, perNode: gpus / len(d.Nodes), remaining: remaining}
 		known := true
 		for i := len(d.Nodes) - 1; i >= 0; i-- { // last node first: NumNodes= releases from the end
 			n, ok := idx[d.Nodes[i].Node]
@@ -218,6 +227,25 @@ func admitDonors(in NodeAdmitInput, idx map[string]int) (cands []donorCand, skip
 		cands = append(cands, c)
 	}
 	return cands, skipped
+}
+
+// capKeep is the fewest nodes, at least keep, donor d may go to with its
+// raised limit ([RaisedTimeLimit] of remaining) within d.Cap; no says why
+// it may give up none ("" when it may). The raised limit only grows as it
+// gives up more nodes.
+func capKeep(d *NodeAdmitDonor, keep int, remaining time.Duration, rule TimeLimitRule) (int, string) {
+	if d.Cap == (LimitCap{}) {
+		return keep, ""
+	}
+	from := len(d.Nodes)
+	for to := max(keep, 1); to < from; to++ {
+		limit, _ := RaisedTimeLimit(d.Limit, d.Elapsed, remaining, from, to, rule)
+		if d.Cap.Refuses(limit) == "" {
+			return to, ""
+		}
+	}
+	limit, _ := RaisedTimeLimit(d.Limit, d.Elapsed, remaining, from, from-1, rule)
+	return from, fmt.Sprintf("it gives up no node: at %d nodes %s", from-1, d.Cap.Refuses(limit))
 }
 
 // admitOne decides for queued job q; no says why it cannot be admitted

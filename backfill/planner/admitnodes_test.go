@@ -66,6 +66,13 @@ func TestAdmitOnNodes(t *testing.T) {
 				in.Queue = append([]NodeAdmitQueued{{ID: "19", Refused: "request or time limit not readable"}}, in.Queue...)
 			}, admitted, ""},
 		{"without nodes nothing is decided", func(in *NodeAdmitInput) { in.Nodes = nil }, nil, ""},
+		{"a donor whose raised limit (132 min) would pass its partition's MaxTime gives nothing",
+			func(in *NodeAdmitInput) { in.Donors[0].Cap = LimitCap{Max: 2 * time.Hour, Partition: "normal"} }, nil,
+			"gives up no node: at 1 nodes the time limit it would need, 2h12m0s, exceeds the MaxTime 2h0m0s of its partition normal"},
+		{"a donor whose partition's MaxTime is unknown gives nothing",
+			func(in *NodeAdmitInput) { in.Donors[0].Cap = LimitCap{Unknown: true, Partition: "normal"} }, nil, "is unknown"},
+		{"a donor within its partition's MaxTime gives its node", func(in *NodeAdmitInput) { in.Donors[0].Cap = LimitCap{Max: 132 * min, Partition: "normal"} },
+			admitted, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,4 +249,35 @@ func randomAdmit(rng *rand.Rand) NodeAdmitInput {
 		in.Queue = append(in.Queue, queued)
 	}
 	return in
+}
+
+// TestCapKeepGivesUpOnlyWhatTheCapAllows: a donor on 4 nodes with 60 min
+// left may go to 3 (80 + 8 = 88 min), 2 (120 + 12 = 132) or 1 (240 + 24 =
+// 264) by its raised limit; a MaxTime keeps it at the fewest nodes whose
+// limit fits.
+func TestCapKeepGivesUpOnlyWhatTheCapAllows(t *testing.T) {
+	const min = time.Minute
+	rule := TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}
+	nodes := []NodeGPUs{{"n1", 4}, {"n2", 4}, {"n3", 4}, {"n4", 4}}
+	tests := []struct {
+		name string
+		cap  LimitCap
+		keep int
+		no   string
+	}{
+		{"no cap: its own keep", LimitCap{}, 1, ""},
+		{"MaxTime 132 min: down to 2 nodes", LimitCap{Max: 132 * min, Partition: "p"}, 2, ""},
+		{"MaxTime 131 min: down to 3 nodes", LimitCap{Max: 131 * min, Partition: "p"}, 3, ""},
+		{"MaxTime 87 min: none", LimitCap{Max: 87 * min, Partition: "p"}, 4, "exceeds the MaxTime 1h27m0s of its partition p"},
+		{"unknown: none", LimitCap{Unknown: true, Partition: "p"}, 4, "unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &NodeAdmitDonor{ID: "10", Nodes: nodes, Limit: time.Hour, TimeLeft: time.Hour, Cap: tc.cap}
+			keep, no := capKeep(d, 1, time.Hour, rule)
+			if keep != tc.keep || (tc.no == "") != (no == "") || !strings.Contains(no, tc.no) {
+				t.Errorf("capKeep = %d, %q; want %d, %q", keep, no, tc.keep, tc.no)
+			}
+		})
+	}
 }

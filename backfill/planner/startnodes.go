@@ -51,6 +51,9 @@ type NodeStartSmallInput struct {
 	TimeLimit TimeLimitRule
 	// Horizon is the longest time left of a running job (StartSmallRequest.Horizon).
 	Horizon time.Duration
+	// Cap is the longest limit it may be given (its partitions' MaxTime);
+	// a raised limit past it refuses the start.
+	Cap LimitCap `json:",omitzero"`
 }
 
 // NodeStartSmall is the decision to start job Job now on ToNodes whole idle
@@ -76,7 +79,7 @@ type NodeStartSmall struct {
 // shorter run while it holds the nodes for the whole limit), on one GPU
 // type so that speeds cancel. Its new time limit is [RaisedTimeLimit] of
 // its whole limit from AskedNodes to ToNodes: the run time of a job that
-// scales linearly, plus the margin. why says why not ("" when ok), naming
+// scales linearly, plus the margin, and in.Cap must allow it. why says why not ("" when ok), naming
 // the job as "queue head ID". Pure.
 func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why string) {
 	head := "job " + in.Job + ": "
@@ -113,5 +116,8 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 			head, k, in.AskedNodes, time.Unix(end, 0).UTC().Format(time.RFC3339), in.Rule, time.Unix(in.ReservedStart, 0).UTC().Format(time.RFC3339))
 	}
 	limit, _ := RaisedTimeLimit(in.Limit, 0, in.Limit, in.AskedNodes, k, in.TimeLimit)
+	if no := in.Cap.Refuses(limit); no != "" {
+		return s, false, fmt.Sprintf("%son %d of its %d nodes %s", head, k, in.AskedNodes, no)
+	}
 	return NodeStartSmall{Job: in.Job, FromNodes: in.AskedNodes, ToNodes: k, End: end, OldLimit: in.Limit, NewLimit: limit}, true, ""
 }

@@ -70,6 +70,15 @@ func TestStartSmallOnNodes(t *testing.T) {
 		// 10 min there: it was killed at its end. Now 10 min + max(10 s, 1 min).
 		{"a job that scales linearly and uses its whole limit ends inside the raised one",
 			func(in *NodeStartSmallInput) { in.Limit, in.TimeLimit.Margin = 5*min, 10*time.Second }, 1, 11 * min, ""},
+		// Hostile finding: a user refused TimeLimit=25 by MaxTime=10 asked k
+		// nodes and got k × MaxTime × 1.1 on one. The cap is its partition's.
+		{"a raised limit past the partition's MaxTime refuses the start (66 min > 60 min)",
+			func(in *NodeStartSmallInput) { in.Cap = LimitCap{Max: time.Hour, Partition: "normal"} }, 0, 0,
+			"exceeds the MaxTime 1h0m0s of its partition normal"},
+		{"a raised limit exactly at MaxTime is allowed", func(in *NodeStartSmallInput) { in.Cap = LimitCap{Max: 66 * min, Partition: "normal"} }, 1, 66 * min, ""},
+		{"an unknown MaxTime refuses the start", func(in *NodeStartSmallInput) { in.Cap = LimitCap{Unknown: true, Partition: "normal"} }, 0, 0,
+			"MaxTime of its partition normal is unknown"},
+		{"UNLIMITED (no cap) starts it", func(in *NodeStartSmallInput) { in.Cap = LimitCap{Partition: "normal"} }, 1, 66 * min, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -66,4 +67,31 @@ func RaisedTimeLimit(old, elapsed, remaining time.Duration, from, to int, rule T
 		need = (need + u - 1) / u * u
 	}
 	return max(old, need), atSmall
+}
+
+// LimitCap is the longest time limit Slurm lets a job have: the smallest
+// MaxTime of the partitions it is in (sinfo %l; the daemon reads no QOS
+// MaxWall). start-small and shrink-to-admit raise a limit as root, past
+// any such check, so they never raise one past the cap: a job whose
+// raised limit ([RaisedTimeLimit]) would exceed it is not resized at all,
+// rather than given a shorter limit than its work needs.
+type LimitCap struct {
+	// Max is the cap; 0: none (UNLIMITED).
+	Max time.Duration `json:",omitempty"`
+	// Partition is the partition whose MaxTime Max is, for the reason.
+	Partition string `json:",omitempty"`
+	// Unknown: the MaxTime of a partition of the job could not be read
+	// (Partition names it); every raise is refused.
+	Unknown bool `json:",omitempty"`
+}
+
+// Refuses says why limit is not allowed under c, "" when it is.
+func (c LimitCap) Refuses(limit time.Duration) string {
+	switch {
+	case c.Unknown:
+		return "the MaxTime of its partition " + c.Partition + " is unknown"
+	case c.Max > 0 && limit > c.Max:
+		return fmt.Sprintf("the time limit it would need, %v, exceeds the MaxTime %v of its partition %s", limit, c.Max, c.Partition)
+	}
+	return ""
 }
