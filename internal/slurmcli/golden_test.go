@@ -50,6 +50,11 @@ type squeueGolden struct {
 // parseRecording parses one recorded file of dir by its name's prefix.
 func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 	switch {
+	case strings.HasPrefix(name, "partitions"):
+		// sinfo -o PartitionFormat on the 22.05 lab after `scontrol update
+		// PartitionName=low MaxTime=10` and normal MaxTime=1-12:00:00, with
+		// n4 drained (one line per partition all the same).
+		return ParsePartitionMaxTimes(data), nil
 	case strings.HasPrefix(name, "squeue"):
 		jobs, skipped, err := ParseSqueue(data, recordedSepsIn(t, dir))
 		g := squeueGolden{Jobs: jobs}
