@@ -185,7 +185,7 @@ func (d *Daemon) longestOther(v *View) time.Duration {
 // its start, time limit and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: donorFacts(e, d.cfg), MinNodes: e.Request.MinNodes,
-		OrigNodes: origNodes(records, e.Job.ID, len(e.Base))}
+		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition)}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
 	}

@@ -174,7 +174,17 @@
 //     time limit is elapsed + that + max(safety_margin, time_limit_margin ×
 //     that), whole minutes rounded up, never below the old limit
 //     (planner.RaisedTimeLimit, the one rule start-small uses too). The
-//     daemon runs as root or a Slurm operator, who may raise limits.
+//     daemon runs as root or a Slurm operator, who may raise limits past
+//     the checks Slurm makes for a user, so it caps them itself: each
+//     partition's MaxTime is read with the placements (`sinfo --noheader
+//     -o %R|%l`, slurmcli.PartitionMaxTimes), a job's cap is the smallest
+//     MaxTime of its partitions (UNLIMITED: none), and a donor gives up
+//     only as many nodes as keep its raised limit within it, none when
+//     even one would not (planner.LimitCap; an unread MaxTime: none). A
+//     shorter limit than the work needs is never set. QOS MaxWall (and an
+//     association's MaxWall) is not read: a site that caps run time only
+//     by QOS should turn start_small and admit off, or set the partition's
+//     MaxTime too.
 //
 // Applying an admission: before any donor is changed, re-read the queued
 // job by id (`squeue --jobs=ID`, then the pending jobs' --exclude and
@@ -232,7 +242,9 @@
 // decision ("start-small"), raises its time limit by shrink-to-admit's
 // rule (planner.RaisedTimeLimit: its limit × asked/started nodes, the run
 // time of a job that scales linearly, plus max(safety_margin,
-// time_limit_margin × that), whole minutes rounded up), then lowers its node
+// time_limit_margin × that), whole minutes rounded up; a job whose raised
+// limit would pass the smallest MaxTime of its partitions is not started
+// small at all, see planner.LimitCap above), then lowers its node
 // count (`scontrol update JobId=ID NumNodes=K`, which Slurm 22.05 accepts
 // for a pending job: lab test TestAnElasticJobStartsSmallOnTheIdleNodeInsteadOfWaiting),
 // putting the limit back if Slurm refuses. Slurm then starts it on the

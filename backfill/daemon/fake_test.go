@@ -54,6 +54,9 @@ type fakeSlurm struct {
 	// refuse maps an `scontrol update` command line to the stderr Slurm
 	// refuses it with (exit status 1), leaving the job unchanged.
 	refuse map[string]string
+	// maxTime maps a partition to its MaxTime as sinfo %l prints it
+	// ("12:00:00"); a partition of a node without an entry is "infinite".
+	maxTime map[string]string
 }
 
 type fakeNode struct {
@@ -215,6 +218,8 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
+	case name == "sinfo" && slices.Contains(args, slurmcli.PartitionFormat):
+		return f.partitions(), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
 		out, err := printFormat(format, f.sinfo())
@@ -255,6 +260,27 @@ func (f *fakeSlurm) used(node string) int {
 		}
 	}
 	return n
+}
+
+// partitions prints sinfo -o PartitionFormat: each partition of a node
+// once, with its MaxTime.
+func (f *fakeSlurm) partitions() []byte {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, n := range f.nodes {
+		for _, p := range n.partitions {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			t, ok := f.maxTime[p]
+			if !ok {
+				t = "infinite"
+			}
+			b.WriteString(p + "|" + t + "\n")
+		}
+	}
+	return []byte(b.String())
 }
 
 func (f *fakeSlurm) sinfo() []map[string]string {

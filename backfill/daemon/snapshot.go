@@ -138,6 +138,11 @@ type View struct {
 	// nil map: squeue failed) is one whose placement cannot be checked, so
 	// shrink-to-admit and start-small leave it alone.
 	Placements map[string]slurmcli.Placement
+	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
+	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
+	// without an entry (or a nil map: sinfo failed) has an unknown
+	// MaxTime, so no limit in it is raised ([limitCap]).
+	MaxTimes map[string]time.Duration
 	// Unreadable are the jobs left out of this view because their record
 	// could not be read (by job id; "line N" when squeue's record had no
 	// readable id), with why. Reconciliation leaves records of these ids
@@ -148,6 +153,25 @@ type View struct {
 	// `scontrol update Comment=`), by job id, with why: they are not
 	// elastic jobs to the planner (never grown), and the daemon warns once.
 	BadRequests map[string]error
+}
+
+// limitCap is the cap on the time limit of a job in partitions (squeue's
+// comma-separated list): the smallest MaxTime among them (v.MaxTimes),
+// none when all are UNLIMITED, unknown when one was not read. The daemon
+// raises limits as root, past Slurm's own check of MaxTime; it reads no
+// QOS MaxWall.
+func limitCap(v *View, partitions string) planner.LimitCap {
+	var c planner.LimitCap
+	for _, p := range strings.Split(partitions, ",") {
+		d, ok := v.MaxTimes[p]
+		switch {
+		case !ok:
+			return planner.LimitCap{Unknown: true, Partition: p}
+		case d > 0 && (c.Max == 0 || d < c.Max):
+			c = planner.LimitCap{Max: d, Partition: p}
+		}
+	}
+	return c
 }
 
 func (v *View) node(name string) *NodeView {
@@ -208,6 +232,9 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" }) {
 		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
 			v.Placements = nil // not fatal: nothing is admitted or started small this cycle
+		}
+		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
+			v.MaxTimes = nil // not fatal: no limit is raised this cycle
 		}
 	}
 	return v, nil

@@ -97,7 +97,8 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	}
 	in = &planner.NodeStartSmallInput{Rule: c.StartSmallRule(), Job: q.ID, AskedNodes: req.nodes, GPUsPerNode: req.perNode,
 		GPUType: req.gpuType, Limit: req.limit, MinNodes: com.Request.MinNodes, MaxNodes: com.Request.MaxNodes,
-		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule(), Horizon: horizon}
+		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule(), Horizon: horizon,
+		Cap: limitCap(v, q.Partition)}
 	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
 	if errAt == nil {
 		in.ReservedStart = reservedAt.Unix()

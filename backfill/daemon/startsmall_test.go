@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+	"github.com/hashicorp/go-hclog"
 )
 
 // smallCluster is the fake cluster of the start-small tests: rigid job 10
@@ -213,6 +215,56 @@ func TestStartSmallDecidesOnTheLimitNotTheJobsModel(t *testing.T) {
 			r := td.cycle(t)
 			if len(r.StartedSmall) != 0 {
 				t.Errorf("started small %v with limit %v, past every running job's end at +2h", r.StartedSmall, td.fake.job("20").timeLimit)
+			}
+		})
+	}
+}
+
+// TestStartSmallNeverRaisesALimitPastThePartitionsMaxTime: the hostile
+// finding. The daemon raises limits as root, past Slurm's check of the
+// partition's MaxTime; a job asking 2 nodes for 12 h would get 26.4 h on
+// one (24 h at the smaller size plus 10 %), so with MaxTime 12 h it waits,
+// and with an UNLIMITED partition, or a MaxTime above 26.4 h, it starts
+// small. Job 10 runs 30 h, so the horizon and the ends-earlier rule allow
+// it (26.4 h < 30 h + 12 h).
+func TestStartSmallNeverRaisesALimitPastThePartitionsMaxTime(t *testing.T) {
+	tests := []struct {
+		name    string
+		maxTime map[string]string
+		started bool
+		why     string // in the debug log, when not started
+	}{
+		{"MaxTime 12 h: not started small", map[string]string{"normal": "12:00:00"}, false,
+			"the time limit it would need, 26h24m0s, exceeds the MaxTime 12h0m0s of its partition normal"},
+		{"UNLIMITED: started small", nil, true, ""},
+		{"MaxTime 1-06:00:00 (30 h): started small", map[string]string{"normal": "1-06:00:00"}, true, ""},
+		{"MaxTime unreadable: not started small", map[string]string{"normal": "NOT_SET"}, false, "the MaxTime of its partition normal is unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", "rigid", "n2", 4, 30*time.Hour, "")
+			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(30*time.Hour))
+			td.fake.set(func() {
+				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 12*time.Hour, "es-req min=1 max=2 d1"
+				td.fake.maxTime = tc.maxTime
+			})
+			var logs bytes.Buffer
+			td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+			r := td.cycle(t)
+			got := td.fake.commands("scontrol update")
+			if !tc.started {
+				if len(r.StartedSmall) != 0 || len(got) != 0 {
+					t.Fatalf("started small %v with %q, past MaxTime %v", r.StartedSmall, got, tc.maxTime)
+				}
+				if !strings.Contains(logs.String(), tc.why) {
+					t.Errorf("log does not say %q:\n%s", tc.why, logs.String())
+				}
+				return
+			}
+			want := []string{"scontrol update JobId=20 TimeLimit=1584", "scontrol update JobId=20 NumNodes=1"}
+			if !slices.Equal(r.StartedSmall, []string{"20"}) || !slices.Equal(got, want) {
+				t.Fatalf("started small %v with %q, want job 20 with %q", r.StartedSmall, got, want)
 			}
 		})
 	}

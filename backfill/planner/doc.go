@@ -191,7 +191,7 @@
 //   - timelimit.go: the one time-limit rule of start-small and
 //     shrink-to-admit ([RemainingAtCurrentSize], [RaisedTimeLimit]: the
 //     remaining work at the smaller size by the proportional rule plus a
-//     margin);
+//     margin; [LimitCap]: never past the partition's MaxTime);
 //   - queue.go: the queue order ([QueueOrder]);
 //   - retry.go: failing lends — when an ended extra job failed
 //     ([LendEnd.Outcome]), the consecutive failures per job and node
