@@ -52,6 +52,17 @@ func TestShrinkToAdmit(t *testing.T) {
 				})
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=94", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "a donor whose raised limit (132 min) would pass its partition's MaxTime (2 h) does not shrink",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.maxTime = map[string]string{"normal": "2:00:00"} })
+			}},
+		{name: "a donor within its partition's MaxTime (1-00:00:00) shrinks",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.maxTime = map[string]string{"normal": "1-00:00:00"} })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "GPUs of this daemon's extra jobs count as free for the queued job (Slurm preempts them)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
