@@ -72,23 +72,6 @@ func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
 	return out
 }
 
-// reservedNodes are the nodes the reservation of a pending job other than
-// except names (squeue's planned nodes).
-func (d *Daemon) reservedNodes(v *View, except string) map[string]bool {
-	out := map[string]bool{}
-	for _, p := range v.Pending {
-		if p.ID == except {
-			continue
-		}
-		if pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode); ok {
-			for _, ng := range pj.PlannedNodes {
-				out[ng.Node] = true
-			}
-		}
-	}
-	return out
-}
-
 // reservationIndex is every pending job's reservation (squeue --start
 // nodes): the nodes by job id, and how many jobs name each node.
 type reservationIndex struct {
@@ -119,7 +102,7 @@ func (d *Daemon) reservations(v *View) reservationIndex {
 }
 
 // others are the nodes, sorted, that the reservation of a pending job
-// other than id names (reservedNodes(v, id) as a list).
+// other than id names.
 func (ri reservationIndex) others(id string) []string {
 	var out []string
 	for node, n := range ri.naming {
