@@ -87,12 +87,15 @@ func TestHelperProcess(t *testing.T) {
 		if err := db.SaveCheckpoint(step, stepTensors(step, helperFloats), helperContexts(step), nil); err != nil {
 			fail(err)
 		}
+		fmt.Println("saved")
 	}
 }
 
 // runAndKill starts the helper on dir, waits until it has opened the
-// database, lets it run for delay and SIGKILLs it.
-func runAndKill(t *testing.T, dir string, delay time.Duration) {
+// database (and, with afterSave, until it has saved one checkpoint: on a
+// loaded machine the random delays alone can all end before a first save),
+// lets it run for delay and SIGKILLs it.
+func runAndKill(t *testing.T, dir string, delay time.Duration, afterSave bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
@@ -105,10 +108,19 @@ func runAndKill(t *testing.T, dir string, delay time.Duration) {
 		t.Fatal(err)
 	}
 	ready := make(chan bool, 1)
+	saved := make(chan struct{}, 1)
 	drained := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
 		ready <- sc.Scan() && sc.Text() == "ready"
+		for sc.Scan() {
+			if sc.Text() == "saved" {
+				select {
+				case saved <- struct{}{}:
+				default:
+				}
+			}
+		}
 		io.Copy(io.Discard, out)
 		close(drained)
 	}()
@@ -123,6 +135,15 @@ func runAndKill(t *testing.T, dir string, delay time.Duration) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal("helper not ready after 30 s")
+	}
+	if afterSave {
+		select {
+		case <-saved:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("helper saved no checkpoint in 60 s")
+		}
 	}
 	time.Sleep(delay)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -157,7 +178,7 @@ func TestSIGKILLWhileCheckpointing(t *testing.T) {
 	midWrite := 0
 	var steps []int64
 	for i := range kills {
-		runAndKill(t, dir, time.Duration(20+rng.IntN(120))*time.Millisecond)
+		runAndKill(t, dir, time.Duration(20+rng.IntN(120))*time.Millisecond, i == kills-1)
 		tmps, _ := filepath.Glob(filepath.Join(dir, CheckpointDir, "*.tmp"))
 		if len(tmps) > 0 {
 			midWrite++
