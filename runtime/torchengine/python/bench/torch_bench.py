@@ -2,7 +2,7 @@
 
     python3 torch_bench.py EXAMPLES_DIR MNIST_DIR OPTICKS_PATH [REPEATS [ARMS]]
 
-REPEATS (default 60) timed steps of each arm after 2 untimed (charlm: REPEATS / 4);
+REPEATS (default 100) timed steps of each arm after 2 untimed (charlm: REPEATS / 4);
 ARMS a comma-separated subset of ddp,lenet,charlm.
 
 torch_est_overhead_pct_{ddp,lenet,charlm}: one step of a training program run
@@ -346,7 +346,7 @@ def report(name: str, r: Result) -> None:
 
 def main() -> None:
     examples, mnist, opticks = sys.argv[1:4]
-    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 60
+    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 100
     arms = sys.argv[5].split(",") if len(sys.argv) > 5 else ["ddp", "lenet", "charlm"]
     torch.set_num_threads(1)
     run = {
