@@ -130,7 +130,8 @@ class SameWork(unittest.TestCase):
         self.assertEqual(len(plain), (steps + 1) * n * b)
         self.assertEqual(r.plain_samples[:steps], r.est_samples)
         self.assertEqual(len(r.plain_samples), steps + 1)
-        self.assertEqual(sorted(count.per_model()), [(steps * n,) * 2 + (steps,), ((steps + 1) * n,) * 2 + (steps + 1,)])
+        self.assertEqual(sorted(count.per_model()),
+                         [(steps * n,) * 2 + (steps,), ((steps + 1) * n,) * 2 + (steps + 1,)])
         self.assertEqual((len(r.plain), len(r.est), len(r.ratios())), (repeats + 1, repeats, repeats))
         self.assertTrue(all(0 < t < float("inf") for t in r.plain + r.est), (r.plain, r.est))
 
@@ -147,7 +148,8 @@ class SameWork(unittest.TestCase):
         self.assertEqual(r.plain_samples[:steps], r.est_samples)
         self.assertEqual(len(r.plain_samples), steps + 1)
         self.assertEqual(len({h for hs in r.est_samples for h in hs}), steps * n, "every micro-batch differs")
-        self.assertEqual(sorted(count.per_model()), [(steps * n,) * 2 + (steps,), ((steps + 1) * n,) * 2 + (steps + 1,)])
+        self.assertEqual(sorted(count.per_model()),
+                         [(steps * n,) * 2 + (steps,), ((steps + 1) * n,) * 2 + (steps + 1,)])
         self.assertEqual((len(r.plain), len(r.est)), (repeats + 1, repeats))
 
     def test_each_loop_step_is_paired_with_the_plain_steps_around_it(self) -> None:
