@@ -64,7 +64,6 @@ def config(a: argparse.Namespace):  # -> easyscale.Config
 
 def train(a: argparse.Namespace) -> None:
     from easyscale import numerics
-    from easyscale.job import load_module
     from easyscale.reduce import chain, scale
     from easyscale.replica import Replica
     numerics.pin(1)
@@ -124,11 +123,10 @@ def overhead(a: argparse.Namespace) -> None:
     sys.path.insert(0, os.path.join(HERE, "..", "..", "runtime", "torchengine", "python", "bench"))
     import torch_bench
     from easyscale import numerics
+    from easyscale.job import load_module
     numerics.pin(1)
-    r = torch_bench.measure(MODEL, N, a.micro_batch, config(a).params, a.repeats, a.device)
-    print(f"torch_est_overhead_pct_resnet {r.overhead_pct():.2f} %")
-    print(f"torch_step_ms_plain_resnet {1e3 * r.plain:.2f} ms")
-    print(f"torch_step_ms_est_resnet {1e3 * r.est:.2f} ms")
+    r = torch_bench.measure_job(load_module(MODEL), N, a.micro_batch, config(a).params, a.repeats, a.device)
+    torch_bench.report("resnet", r)
 
 
 def main() -> None:

@@ -144,7 +144,9 @@ func (e *torchEnv) command(ctx context.Context, script string, args ...string) *
 	return cmd
 }
 
-// overhead runs torch_bench.py: torch_est_overhead_pct{,_lenet,_charlm}.
+// overhead runs torch_bench.py: torch_est_overhead_pct (the largest arm's) and,
+// per arm (_ddp, _lenet, _charlm), the median of 100 paired CPU-time ratios,
+// their quartiles, the median's 95 % interval and the arms' median step times.
 func (e *torchEnv) overhead(ctx context.Context) ([]figure, error) {
 	out, err := e.command(ctx, "torch_bench.py", e.examples, e.mnist, e.opticks).Output()
 	if err != nil {

@@ -1,6 +1,9 @@
 """Benchmarks of the torch engine; prints `name value unit` lines (run by `make bench`, tests/bench/torch.go).
 
-    python3 torch_bench.py EXAMPLES_DIR MNIST_DIR OPTICKS_PATH [REPEATS]
+    python3 torch_bench.py EXAMPLES_DIR MNIST_DIR OPTICKS_PATH [REPEATS [ARMS]]
+
+REPEATS (default 100) timed steps of each arm after 2 untimed (charlm: REPEATS / 4);
+ARMS a comma-separated subset of ddp,lenet,charlm.
 
 torch_est_overhead_pct_{ddp,lenet,charlm}: one step of a training program run
 through the loop API (easyscale.loop) with every logical worker on this process
@@ -18,13 +21,21 @@ on a twin of the same model, optimizer and scheduler:
   charlm  examples/torch-charlm/model.py's Job the same way, 4 x 8.
 
 The arms alternate step by step (a plain step at every step boundary of the
-loop), and the figure compares the minimum of each over the repeats. Time is the process's
-CPU time (time.process_time) on the CPU: on this shared 2-core machine a
-wall-clock step includes whatever time the process spent descheduled, so
-under heavy load wall-clock minima of a few repeats differ by tens of percent
-for identical work (the -25 % once seen for charlm; BENCHMARKS.md). Both
-arms run one intra-op thread, so CPU time is the work done. On CUDA the
-clock is the wall clock after torch.cuda.synchronize().
+loop: plain, loop, plain, ..., loop, plain), the garbage collector runs,
+untimed, before every step of either arm, and each loop step is paired with
+the mean of the two plain steps around it. The figure is the median of
+these ratios, minus 1, in percent; the 25th and 75th percentiles and a 95 %
+interval of the median (the sign test's order statistics) show the spread.
+Time is the process's CPU time (time.process_time) on the CPU: on this
+shared 2-core machine a wall-clock step includes whatever time the process
+spent descheduled, and even CPU time varies by tens of percent from step to
+step under load (cache and TLB refills after every switch, the other
+processes' memory traffic), so neither arm's minimum is a stable figure
+(the -25 % once seen for charlm, -12 % for lenet; BENCHMARKS.md), while a
+ratio of neighbours sees the same load on both sides and its median ignores
+the pairs a burst of load hit. Both arms run one intra-op thread, so CPU
+time is the work done. On CUDA the clock is the wall clock after
+torch.cuda.synchronize().
 
 torch_est_overhead_pct is the largest of the three. Goal <= 2 (issues 9 and 18).
 """
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import math
 import os
 import runpy
 import sys
@@ -48,6 +60,7 @@ from easyscale import job as jobmod
 from easyscale import loop
 from easyscale.job import collate, load_module
 from easyscale.loop import LocalDriver
+from easyscale.replica import sample_hash
 from easyscale.sampler import Cursor, LogicalSampler
 
 
@@ -97,50 +110,127 @@ def step_batches(sampler: LogicalSampler, cursors: list[Cursor], b: int) -> list
     return out
 
 
+def quantile(xs: list[float], q: float) -> float:
+    """The q-quantile of ``xs`` (linear interpolation between order statistics, as numpy's default)."""
+    ys = sorted(xs)
+    at = q * (len(ys) - 1)
+    lo = int(at)
+    hi = min(lo + 1, len(ys) - 1)
+    return ys[lo] + (ys[hi] - ys[lo]) * (at - lo)
+
+
+def median_ci(xs: list[float]) -> tuple[float, float]:
+    """A distribution-free 95 % confidence interval of the median of ``xs``: the order statistics
+    x(k), x(n-k+1) with k the largest for which P(Binomial(n, 1/2) < k) <= 2.5 % (the sign test's interval)."""
+    ys, n = sorted(xs), len(xs)
+    k, tail = 0, 0.0
+    while True:
+        nxt = tail + math.comb(n, k) / 2 ** n
+        if nxt > 0.025:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return ys[0], ys[-1]
+    return ys[k - 1], ys[n - k]
+
+
 class Result:
-    """Minimum step times (s) of both arms, by the work clock and by the wall clock."""
+    """Step times (s) of both arms, in the order they ran: plain[0], est[0], plain[1], est[1], ..., plain[-1].
+
+    Each loop step k is paired with the plain steps just before and just
+    after it: its ratio is est[k] / ((plain[k] + plain[k+1]) / 2). Pairs
+    are adjacent in time, so a slow stretch of the machine (cache and TLB
+    refills after being descheduled, another process's memory traffic) slows
+    both sides of a pair alike, and the mean of the two neighbours cancels
+    any cost of running first or second. The figure is the median of the
+    ratios; one pair hit by a burst of load moves the median by at most one
+    rank, where it would move a mean or a minimum of either arm alone.
+    """
 
     def __init__(self) -> None:
-        self.plain = self.est = self.plain_wall = self.est_wall = float("inf")
+        self.plain: list[float] = []
+        self.est: list[float] = []
+        self.plain_wall: list[float] = []
+        self.est_wall: list[float] = []
+        #: Per step of each arm (warm-up included), the sample hashes of its micro-batches in logical-worker order
+        #: (replica.sample_hash): what a test compares to show that both arms read the same samples.
+        self.plain_samples: list[list[str]] = []
+        self.est_samples: list[list[str]] = []
 
-    def add(self, plain: tuple[float, float], est: tuple[float, float]) -> None:
-        self.plain, self.est = min(self.plain, plain[0]), min(self.est, est[0])
-        self.plain_wall, self.est_wall = min(self.plain_wall, plain[1]), min(self.est_wall, est[1])
+    def add_plain(self, t: tuple[float, float]) -> None:
+        self.plain.append(t[0])
+        self.plain_wall.append(t[1])
+
+    def add_est(self, t: tuple[float, float]) -> None:
+        self.est.append(t[0])
+        self.est_wall.append(t[1])
+
+    @staticmethod
+    def _ratios(plain: list[float], est: list[float]) -> list[float]:
+        return [e / ((plain[k] + plain[k + 1]) / 2) for k, e in enumerate(est) if k + 1 < len(plain)]
+
+    def ratios(self) -> list[float]:
+        """est / plain of every pair (work clock)."""
+        return self._ratios(self.plain, self.est)
 
     def overhead_pct(self) -> float:
-        return 100 * (self.est / self.plain - 1)
+        """100 x (median ratio - 1): the figure."""
+        return 100 * (quantile(self.ratios(), 0.5) - 1)
+
+    def spread_pct(self) -> tuple[float, float, float, float]:
+        """The ratios' 25th and 75th percentiles and the median's 95 % interval, as overheads in percent."""
+        r = self.ratios()
+        lo, hi = median_ci(r)
+        return tuple(100 * (v - 1) for v in (quantile(r, 0.25), quantile(r, 0.75), lo, hi))  # type: ignore
+
+    def overhead_min_pct(self) -> float:
+        """100 x (fastest loop step / fastest plain step - 1): the figure's earlier definition, for comparison."""
+        return 100 * (min(self.est) / min(self.plain) - 1)
 
     def overhead_wall_pct(self) -> float:
-        return 100 * (self.est_wall / self.plain_wall - 1)
+        """The median ratio by the wall clock (on a loaded machine mostly the other load)."""
+        return 100 * (quantile(self._ratios(self.plain_wall, self.est_wall), 0.5) - 1)
+
+    def step_ms(self) -> tuple[float, float]:
+        """Median step time of each arm (work clock), in ms."""
+        return 1e3 * quantile(self.plain, 0.5), 1e3 * quantile(self.est, 0.5)
 
 
 class Interleaved(LocalDriver):
     """Drives a training program through the loop API with every logical worker in this process, timing each
     step (from one step boundary to the next) and running one step of the plain arm at every boundary.
 
-    The plain arm's steps and the loop's alternate: plain, loop, plain, loop, ... after ``warmup`` of each.
+    The arms alternate: plain, loop, plain, loop, ..., plain, after ``warmup``
+    of each; the garbage collector runs (untimed) before every step of either arm.
     """
 
     def __init__(self, plain: Callable[[int], tuple[float, float]], clock: Callable[[], tuple[float, float]],
-                 warmup: int, repeats: int) -> None:
+                 warmup: int, repeats: int, plain_hashes: Callable[[], list[str]]) -> None:
         super().__init__()
         self.plain, self.clock, self.warmup, self.repeats = plain, clock, warmup, repeats
+        self.plain_hashes = plain_hashes
         self.result = Result()
         self._t: tuple[float, float] | None = None
-        self._plain: tuple[float, float] | None = None
 
     def next_step(self, s: loop.Session) -> loop.StepOrder:
         now = self.clock()
         step = s.next_step
         if self._t is not None and step - 1 >= self.warmup:
-            assert self._plain is not None
-            self.result.add(self._plain, (now[0] - self._t[0], now[1] - self._t[1]))
+            self.result.add_est((now[0] - self._t[0], now[1] - self._t[1]))
+        gc.collect()
+        p = self.plain(step)
+        self.result.plain_samples.append(self.plain_hashes())
+        if step >= self.warmup:
+            self.result.add_plain(p)
         if step >= self.warmup + self.repeats:
             raise loop.Exit(0)
         gc.collect()
-        self._plain = self.plain(step)
         self._t = self.clock()
         return super().next_step(s)
+
+    def finalize(self, s: loop.Session, batch: loop.Batch) -> None:
+        assert batch.run is not None
+        self.result.est_samples.append([h for _, h in sorted(batch.run.samples.items())])
 
 
 def run_program(program: Callable[[], None], cfg: easyscale.Config, driver: Interleaved, device: str) -> Result:
@@ -167,16 +257,22 @@ def measure_job(setup: Callable[[easyscale.Config], easyscale.Job], n: int, b: i
     sampler = LogicalSampler(len(plain.job.train_set), n, cfg.seed)  # the loop's own order, for plain
     cursors = [Cursor() for _ in range(n)]
     clock = _clock(dev)
+    last: list[list[int]] = []
+
+    def hashes() -> list[str]:
+        return [sample_hash(idx) for idx in last]
 
     def run_plain(step: int) -> tuple[float, float]:
         batches = step_batches(sampler, cursors, b)  # index lists, as a DataLoader's sampler hands them out
+        last[:] = batches
         t0 = clock()
         plain.step(batches)
         t1 = clock()
         return t1[0] - t0[0], t1[1] - t0[1]
 
     job = setup(cfg)
-    return run_program(lambda: jobmod.run(job, cfg), cfg, Interleaved(run_plain, clock, warmup, repeats), device)
+    driver = Interleaved(run_plain, clock, warmup, repeats, hashes)
+    return run_program(lambda: jobmod.run(job, cfg), cfg, driver, device)
 
 
 def measure_script(script: str, n: int, b: int, data_dir: str, repeats: int, warmup: int = 2) -> Result:
@@ -189,17 +285,22 @@ def measure_script(script: str, n: int, b: int, data_dir: str, repeats: int, war
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # defines MNIST, LeNet, random_shift; main() is not run
-    cfg = easyscale.Config(seed=1, logical_workers=n, micro_batch=b, steps=60000 // n // b, params={})
     train = mod.MNIST(data_dir, "train")
+    cfg = easyscale.Config(seed=1, logical_workers=n, micro_batch=b, steps=math.ceil(len(train) / n) // b, params={})
     model = mod.LeNet()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=cfg.steps)
     sampler = LogicalSampler(len(train), n, cfg.seed)
     cursors = [Cursor() for _ in range(n)]
     clock = _clock(torch.device("cpu"))
+    last: list[list[int]] = []
+
+    def hashes() -> list[str]:
+        return [sample_hash(idx) for idx in last]
 
     def run_plain(step: int) -> tuple[float, float]:
         batches = step_batches(sampler, cursors, b)
+        last[:] = batches
         t0 = clock()
         model.train()
         opt.zero_grad(set_to_none=True)
@@ -224,24 +325,41 @@ def measure_script(script: str, n: int, b: int, data_dir: str, repeats: int, war
         finally:
             sys.argv = argv
 
-    return run_program(program, cfg, Interleaved(run_plain, clock, warmup, repeats), "cpu")
+    return run_program(program, cfg, Interleaved(run_plain, clock, warmup, repeats, hashes), "cpu")
+
+
+def report(name: str, r: Result) -> None:
+    """Print one arm's figures: the median overhead, its spread, the earlier minimum-based figure, step times."""
+    p25, p75, lo, hi = r.spread_pct()
+    plain_ms, est_ms = r.step_ms()
+    print(f"torch_est_overhead_pct_{name} {r.overhead_pct():.2f} %")
+    print(f"torch_est_overhead_p25_pct_{name} {p25:.2f} %")
+    print(f"torch_est_overhead_p75_pct_{name} {p75:.2f} %")
+    print(f"torch_est_overhead_ci95_lo_pct_{name} {lo:.2f} %")
+    print(f"torch_est_overhead_ci95_hi_pct_{name} {hi:.2f} %")
+    print(f"torch_est_overhead_min_pct_{name} {r.overhead_min_pct():.2f} %")
+    print(f"torch_est_overhead_wall_pct_{name} {r.overhead_wall_pct():.2f} %")
+    print(f"torch_est_pairs_{name} {len(r.ratios())} pairs")
+    print(f"torch_step_ms_plain_{name} {plain_ms:.2f} ms")
+    print(f"torch_step_ms_est_{name} {est_ms:.2f} ms")
 
 
 def main() -> None:
     examples, mnist, opticks = sys.argv[1:4]
-    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 60
+    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    arms = sys.argv[5].split(",") if len(sys.argv) > 5 else ["ddp", "lenet", "charlm"]
     torch.set_num_threads(1)
-    ddp = measure_script(os.path.join(examples, "torch-ddp", "easyscale_mnist.py"), 8, 32, mnist, repeats)
-    lenet = measure_job(load_module(os.path.join(examples, "torch-mnist", "model.py")), 8, 32, {"data_dir": mnist},
-                        repeats)
-    charlm = measure_job(load_module(os.path.join(examples, "torch-charlm", "model.py")), 4, 8, {"text": opticks},
-                         max(repeats // 4, 4))
-    results = (("ddp", ddp), ("lenet", lenet), ("charlm", charlm))
+    run = {
+        "ddp": lambda: measure_script(os.path.join(examples, "torch-ddp", "easyscale_mnist.py"), 8, 32, mnist,
+                                      repeats),
+        "lenet": lambda: measure_job(load_module(os.path.join(examples, "torch-mnist", "model.py")), 8, 32,
+                                     {"data_dir": mnist}, repeats),
+        "charlm": lambda: measure_job(load_module(os.path.join(examples, "torch-charlm", "model.py")), 4, 8,
+                                      {"text": opticks}, max(repeats // 4, 4)),
+    }
+    results = [(name, run[name]()) for name in arms]
     for name, r in results:
-        print(f"torch_est_overhead_pct_{name} {r.overhead_pct():.2f} %")
-        print(f"torch_step_ms_plain_{name} {1e3 * r.plain:.2f} ms")
-        print(f"torch_step_ms_est_{name} {1e3 * r.est:.2f} ms")
-        print(f"torch_est_overhead_wall_pct_{name} {r.overhead_wall_pct():.2f} %")
+        report(name, r)
     print(f"torch_est_overhead_pct {max(r.overhead_pct() for _, r in results):.2f} %")
 
 

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from . import reduce, streams
-from .context import BufferBank
+from .context import BufferBank, BufferSnapshot
 from .job import Config, Job, JobError, collate
 from .sampler import Cursor, LogicalSampler
 from .state import Registry
@@ -136,7 +136,7 @@ class Replica:
         self.cursors: dict[int, Cursor] = {}
         for lw in logical_workers:
             self.add(lw)
-        self._snap: tuple[dict[int, dict[str, torch.Tensor]], dict[int, Cursor]] | None = None
+        self._snap: tuple[BufferSnapshot, dict[int, Cursor]] | None = None
 
     # --- logical workers -------------------------------------------------------------------------------------
 
@@ -193,27 +193,45 @@ class Replica:
             run.backward(loss(model(x.to(self.device)), y.to(self.device)))
         return run.result()
 
-    def _sample(self, index: int, epoch: int) -> Any:
-        sample = self.data.dataset[index]
-        if self.data.transform is not None:
-            # One generator, re-seeded per sample: the same stream as a new one (streams.sample_generator)
-            # for a quarter of the cost. The transform must not keep it past the call.
-            x, y = sample
-            self._gen.manual_seed(streams.key(self.config.seed, epoch, index, streams.PURPOSE_AUGMENT))
-            sample = (self.data.transform(x, self._gen), y)
-        return sample
+    def _samples(self, indices: list[int], epoch: int) -> list[Any]:
+        """The samples ``indices`` of ``epoch``, each through the Job's transform with its keyed generator.
+
+        One generator, re-seeded per sample: the same stream as a new one
+        (streams.sample_generator) for a quarter of the cost. The transform
+        must not keep it past the call. Each sample is read before its
+        generator is seeded, then transformed.
+        """
+        dataset, transform = self.data.dataset, self.data.transform
+        if transform is None:
+            return [dataset[i] for i in indices]
+        g = self._gen
+        seed = g.manual_seed
+        out = []
+        for i, k in zip(indices, streams.sample_keys(self.config.seed, epoch, indices)):
+            x, y = dataset[i]
+            seed(k)
+            out.append((transform(x, g), y))
+        return out
 
     def take_grads(self, lw: int) -> torch.Tensor:
         """Flatten the parameters' gradients into one float32 vector and clear them (set to None)."""
-        flat = torch.empty(self.numel, device=self.device)
-        at = 0
+        grads, same = [], True
+        f32, device = torch.float32, self.device
         for name, p in self.params:
-            if p.grad is None:
+            g = p.grad
+            if g is None:
                 raise JobError(f"parameter {name} received no gradient in logical worker {lw}'s micro-batch: "
                                "every trainable parameter must take part in the loss (or set requires_grad=False)")
-            flat[at:at + p.numel()].copy_(p.grad.reshape(-1))
-            at += p.numel()
+            same = same and g.dtype == f32 and g.device == device
+            grads.append(g.reshape(-1))
             p.grad = None
+        if same and grads:
+            return torch.cat(grads)  # one copy of each, the same bits as copying them one by one
+        flat = torch.empty(self.numel, device=self.device)
+        at = 0
+        for g in grads:
+            flat[at:at + g.numel()].copy_(g)
+            at += g.numel()
         return flat
 
     def clear_grads(self) -> None:
@@ -357,7 +375,7 @@ class StepRun:
                 epoch = r.sampler.batch_epoch(r.cursors[lw], b)
                 idx, r.cursors[lw] = r.sampler.next(r.cursors[lw], lw, b)
                 self.samples[lw] = sample_hash(idx)
-                batch = r.data.collate([r._sample(i, epoch) for i in idx])
+                batch = r.data.collate(r._samples(idx, epoch))
                 self.current, self._backward = lw, False
                 yield batch
                 if not self._backward:

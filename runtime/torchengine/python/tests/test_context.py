@@ -39,6 +39,39 @@ class Buffers(unittest.TestCase):
         self.assertTrue(torch.equal(live, before))
         self.assertIs(bank.buffers(0)["1.running_mean"], live)
 
+    def test_a_snapshot_holds_every_logical_workers_buffers_bit_for_bit_after_moves(self) -> None:
+        m = _model().train()
+        m.register_buffer("grid", torch.arange(6.0).reshape(2, 3).t())  # not contiguous
+        bank = BufferBank(m, [0, 1, 2])
+        for lw in (0, 1, 2):
+            bank.activate(lw)
+            for _ in range(lw + 1):
+                m(torch.randn(8, 3))
+            bank.buffers(lw)["grid"].add_(lw)
+        bank.buffers(2)["1.running_mean"][0] = -0.0
+        bank.add(5, bank.remove(1))  # the layout changes with the logical workers held
+        want = {lw: {k: t.clone() for k, t in bank.buffers(lw).items()} for lw in bank}
+        snap = bank.snapshot()
+        for lw in (0, 2, 5):
+            bank.activate(lw)
+            m(torch.randn(8, 3))
+            bank.buffers(lw)["grid"].mul_(7)
+        self.assertEqual(sorted(lw for lw, _ in snap.items()), [0, 2, 5])
+        for lw, bufs in want.items():
+            self.assertEqual(list(snap[lw]), list(bufs))
+            for k, t in bufs.items():
+                got = snap[lw][k]
+                self.assertEqual((got.dtype, got.shape), (t.dtype, t.shape), (lw, k))
+                self.assertTrue(torch.equal(got.reshape(-1).view(torch.uint8) if got.dim() else got,
+                                            t.reshape(-1).view(torch.uint8) if t.dim() else t), (lw, k))
+        live = bank.buffers(2)["1.running_mean"]
+        bank.restore(snap)
+        self.assertIs(bank.buffers(2)["1.running_mean"], live)
+        self.assertEqual(torch.signbit(live[0]).item(), True)  # -0.0 came back as -0.0
+        for lw, bufs in want.items():
+            for k, t in bufs.items():
+                self.assertTrue(torch.equal(bank.buffers(lw)[k], t), (lw, k))
+
     def test_moving_a_logical_worker_keeps_its_buffers(self) -> None:
         m1, m2 = _model().train(), _model().train()
         a, b = BufferBank(m1, [0, 1]), BufferBank(m2, [])

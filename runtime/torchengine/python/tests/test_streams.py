@@ -1,3 +1,4 @@
+import hashlib
 import unittest
 
 import torch
@@ -13,6 +14,17 @@ class Keys(unittest.TestCase):
         for other in [(2, 2, 3, "p"), (1, 3, 3, "p"), (1, 2, 4, "p"), (1, 2, 3, "q"), (12, 3, "p")]:
             self.assertNotEqual(base, streams.key(*other), other)
         self.assertLess(base, 1 << 63)
+
+    def test_keys_are_the_first_bytes_of_the_sha256_of_the_joined_fields(self) -> None:
+        raw = hashlib.sha256(b"1\x1f2\x1f3\x1fp").digest()
+        self.assertEqual(streams.key(1, 2, 3, "p"), int.from_bytes(raw[:8], "little") & ((1 << 63) - 1))
+
+    def test_sample_keys_are_the_keys_of_each_index(self) -> None:
+        indices = [0, 7, 59999, 123456789012, -1, 7]
+        for seed, epoch, purpose in [(1, 0, streams.PURPOSE_AUGMENT), (2**40, 3, "x")]:
+            self.assertEqual(streams.sample_keys(seed, epoch, indices, purpose),
+                             [streams.key(seed, epoch, i, purpose) for i in indices])
+        self.assertEqual(streams.sample_keys(1, 2, []), [])
 
     def test_dropout_mask_depends_on_the_logical_worker_not_on_what_ran_before(self) -> None:
         drop = nn.Dropout(0.5)
