@@ -20,6 +20,7 @@ help: ## list targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
 build: ## build every binary into bin/ (and the SPANK plugin when Slurm's spank.h is installed)
+	@if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then echo "make: cgo is off (no C compiler found?): SQLite is built with cgo; install one (apt-get install gcc) or set CGO_ENABLED=1" >&2; exit 1; fi
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ $(CMDS)
 	@if [ -f /usr/include/slurm/spank.h ]; then $(MAKE) --no-print-directory spank-plugin; \
