@@ -142,28 +142,15 @@ func (s *session) receiveStandby(b []byte) error {
 	if len(m.ESTs) != s.spec.LogicalWorkers {
 		return fmt.Errorf("standby message of step %d: %d contexts, the job has %d logical workers", m.Step, len(m.ESTs), s.spec.LogicalWorkers)
 	}
-	ests := make([]*trainer.ESTContext, len(m.ESTs))
-	nbuf := 0
 	for i, e := range m.ESTs {
-		c := &trainer.ESTContext{ID: i, Cursor: data.Cursor{Epoch: e.Epoch, Pos: e.Pos}, Buffers: s.rep.Net.NewBuffers()}
 		if e.ID != i {
 			return fmt.Errorf("standby message of step %d: context %d is EST %d's", m.Step, i, e.ID)
 		}
-		if err := s.sampler.Check(c.Cursor, c.ID, s.spec.MicroBatch); err != nil {
-			return fmt.Errorf("standby message of step %d: context of EST %d: %w", m.Step, i, err)
-		}
-		ests[i] = c
-		nbuf += bufferLen(c)
 	}
-	bufs := make([]float32, nbuf)
-	bf, err := s.next()
-	if err == nil {
-		err = decodeFloats(bf.t, typeBuffers, bf.b, bufs)
-	}
+	ests, _, err := s.receiveContexts(m.ESTs)
 	if err != nil {
-		return fmt.Errorf("standby message of step %d: receiving EST buffers: %w", m.Step, err)
+		return fmt.Errorf("standby message of step %d: %w", m.Step, err)
 	}
-	scatterBuffers(ests, bufs)
 	s.standbyNext = &pendingStandby{msg: m, ests: ests}
 	return nil
 }

@@ -716,25 +716,10 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	if err := s.keepStandby(m.Step); err != nil {
 		return err
 	}
-	ests := make([]*trainer.ESTContext, len(m.ESTs))
-	nbuf := 0
-	for i, e := range m.ESTs {
-		c := &trainer.ESTContext{ID: e.ID, Cursor: data.Cursor{Epoch: e.Epoch, Pos: e.Pos}, Buffers: s.rep.Net.NewBuffers()}
-		if err := s.sampler.Check(c.Cursor, c.ID, s.spec.MicroBatch); err != nil {
-			return fmt.Errorf("step %d: context of EST %d: %w", m.Step, e.ID, err)
-		}
-		ests[i] = c
-		nbuf += bufferLen(c)
-	}
-	bufs := make([]float32, nbuf)
-	bf, err := s.next()
-	if err == nil {
-		err = decodeFloats(bf.t, typeBuffers, bf.b, bufs)
-	}
+	ests, bufs, err := s.receiveContexts(m.ESTs)
 	if err != nil {
-		return fmt.Errorf("step %d: receiving EST buffers: %w", m.Step, err)
+		return fmt.Errorf("step %d: %w", m.Step, err)
 	}
-	scatterBuffers(ests, bufs)
 	if m.TermSelf {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}
@@ -957,4 +942,31 @@ func (s *session) stepFailed(m *stepMsg, err error) error {
 		return fmt.Errorf("step %d: %v; reporting it: %w", m.Step, err, serr)
 	}
 	return nil
+}
+
+// receiveContexts builds the EST contexts a message lists (cursors checked
+// against the sampler) and fills their buffers from the buffers frame that
+// follows it, in the listed order; bufs is that frame's data, all the
+// contexts' buffers concatenated.
+func (s *session) receiveContexts(states []estState) (ests []*trainer.ESTContext, bufs []float32, err error) {
+	ests = make([]*trainer.ESTContext, len(states))
+	nbuf := 0
+	for i, e := range states {
+		c := &trainer.ESTContext{ID: e.ID, Cursor: data.Cursor{Epoch: e.Epoch, Pos: e.Pos}, Buffers: s.rep.Net.NewBuffers()}
+		if err := s.sampler.Check(c.Cursor, c.ID, s.spec.MicroBatch); err != nil {
+			return nil, nil, fmt.Errorf("context of EST %d: %w", e.ID, err)
+		}
+		ests[i] = c
+		nbuf += bufferLen(c)
+	}
+	bufs = make([]float32, nbuf)
+	bf, err := s.next()
+	if err == nil {
+		err = decodeFloats(bf.t, typeBuffers, bf.b, bufs)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("receiving EST buffers: %w", err)
+	}
+	scatterBuffers(ests, bufs)
+	return ests, bufs, nil
 }
