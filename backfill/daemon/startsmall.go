@@ -47,19 +47,21 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	var whys []string
 	horizon := d.longestRunning(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
+	unplanned := "" // the first job so far whose reservation names no nodes
 	for i, q := range queue {
 		who := "queued job " + q.ID
 		if i == 0 {
 			who = "queue head " + q.ID
 		}
-		if i > 0 {
-			// A job behind one whose reservation names no nodes (Slurm's
-			// backfill has not planned it yet) cannot tell which idle nodes
-			// that job will need: it waits.
-			if j := slices.IndexFunc(queue[:i], func(p slurmcli.Job) bool { return len(resv.nodes[p.ID]) == 0 }); j >= 0 {
-				whys = append(whys, who+": job "+queue[j].ID+" ahead of it has no planned nodes (squeue --start), so the nodes it will need are unknown")
-				continue
-			}
+		// A job behind one whose reservation names no nodes (Slurm's
+		// backfill has not planned it yet) cannot tell which idle nodes
+		// that job will need: it waits.
+		if unplanned != "" {
+			whys = append(whys, who+": job "+unplanned+" ahead of it has no planned nodes (squeue --start), so the nodes it will need are unknown")
+			continue
+		}
+		if len(resv.nodes[q.ID]) == 0 {
+			unplanned = q.ID
 		}
 		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon, resv)
 		if asked != nil {
