@@ -38,7 +38,7 @@ func (td *testDaemon) advance(d time.Duration) {
 	td.fake.set(func() { td.fake.now = td.now })
 }
 
-func (td *testDaemon) cycle(t *testing.T) Report {
+func (td *testDaemon) cycle(t testing.TB) Report {
 	t.Helper()
 	r, err := td.Cycle(context.Background())
 	if err != nil {
@@ -57,7 +57,7 @@ func (td *testDaemon) active(t *testing.T) []backfillstore.ExtraJob {
 }
 
 // newTestDaemon starts at a whole minute so time limits are easy to read.
-func newTestDaemon(t *testing.T, extraTOML string) *testDaemon {
+func newTestDaemon(t testing.TB, extraTOML string) *testDaemon {
 	t.Helper()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.Local)
 	fake := newFake(now)
@@ -78,7 +78,7 @@ state_db = "` + filepath.Join(dir, "backfill.db") + `"
 	return newTestDaemonWith(t, fake, cfg)
 }
 
-func newTestDaemonWith(t *testing.T, fake *fakeSlurm, cfg *config.Config) *testDaemon {
+func newTestDaemonWith(t testing.TB, fake *fakeSlurm, cfg *config.Config) *testDaemon {
 	t.Helper()
 	db, err := backfillstore.Open(cfg.StateDB)
 	if err != nil {

@@ -549,7 +549,7 @@ func (f *fakeSlurm) scancel(args []string) ([]byte, error) {
 
 // rendezvous creates WORK/.easyscale/ID with coordinator and token files and
 // returns WORK.
-func rendezvous(t *testing.T, id string) string {
+func rendezvous(t testing.TB, id string) string {
 	t.Helper()
 	work := t.TempDir()
 	dir := filepath.Join(work, ".easyscale", id)
