@@ -47,7 +47,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	var whys []string
 	horizon := d.longestRunning(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
-	unplanned := "" // the first job so far whose reservation names no nodes
+	unplanned := ""           // the first job so far whose reservation names no nodes
 	for i, q := range queue {
 		who := "queued job " + q.ID
 		if i == 0 {
