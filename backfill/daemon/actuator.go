@@ -160,7 +160,7 @@ func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, err
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	if !digits(id) {
-		return "", fmt.Errorf("submitting extra job for %s: sbatch printed %q, not a job id", spec.Parent, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("submitting extra job for %s: %w: %q", spec.Parent, errNoJobID, strings.TrimSpace(string(out)))
 	}
 	return id, nil
 }
