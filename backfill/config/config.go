@@ -122,7 +122,8 @@ type Config struct {
 	// [max_lend], ≥ min_lend, ≤ 7 days, default 1h.
 	MaxLend Duration `toml:"max_lend"`
 	// PendingTimeout is how long a submitted extra job may stay pending
-	// before it is cancelled (the gap it was meant for is gone)
+	// before it is cancelled (the gap it was meant for is gone), which
+	// counts as a failed lend on its node ([retry])
 	// [pending_timeout], ≥ 1s, default 30s.
 	PendingTimeout Duration `toml:"pending_timeout"`
 	// DryRun logs decisions without calling sbatch or scancel [dry_run];
@@ -270,7 +271,9 @@ func (c *Config) StartSmallOn(p string) bool {
 
 // Retry bounds the retries of failing lends: an extra job that ends on
 // its own well before its time limit while its elastic job runs has failed
-// (planner.LendEnd.Outcome), and the job is grown again only after a wait
+// (planner.LendEnd.Outcome), and so has one whose sbatch Slurm refused
+// (planner.SubmitFailure.Outcome) or, on its node only, one cancelled
+// after pending_timeout (planner.PendingLend.Outcome); the job is grown again only after a wait
 // that doubles with each consecutive failure, job-wide and on the failed
 // node, and not at all after StopAfter of them until its status changes
 // (planner.RetryPolicy.MayLend; see the daemon package documentation,

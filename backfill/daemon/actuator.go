@@ -141,7 +141,9 @@ var _ Actuator = (*SlurmActuator)(nil)
 // Submit runs `sbatch ARGS` (see [ExtraSpec.Args]) and returns the job id
 // sbatch --parsable printed. As root, a spec without Group gets the user's
 // primary group from the password database (getpwnam); a user it does not
-// know is an error, and nothing is submitted.
+// know is an error, and nothing is submitted. A failed sbatch is an error
+// wrapping its *slurmcli.CommandError (stderr, exit status), which the
+// daemon classifies as the job's or Slurm's (planner.SubmitFailure).
 func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, error) {
 	if a.AsRoot && spec.Group == "" && spec.User != "" && spec.User != "root" {
 		u, err := user.Lookup(spec.User)
@@ -160,7 +162,7 @@ func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, err
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	if !digits(id) {
-		return "", fmt.Errorf("submitting extra job for %s: sbatch printed %q, not a job id", spec.Parent, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("submitting extra job for %s: %w: %q", spec.Parent, errNoJobID, strings.TrimSpace(string(out)))
 	}
 	return id, nil
 }

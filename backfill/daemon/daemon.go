@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -366,7 +367,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if admitted {
 		r.Withheld, r.Planned.Grows = r.Planned.Grows, nil // allocations changed: lend on the next cycle's reading
 	}
-	if err := d.grow(ctx, v, r.Planned.Grows, rc.live, r); err != nil {
+	if err := d.grow(ctx, v, r.Planned.Grows, rc, r); err != nil {
 		return err
 	}
 	lentGPUs := 0
@@ -482,32 +483,41 @@ func (d *Daemon) checkOwned(ctx context.Context, rec backfillstore.ExtraJob, act
 // and records why; ended marks the record ended at once (for jobs that
 // never ran or whose parent is gone), also when Slurm no longer knows it.
 func (d *Daemon) cancel(ctx context.Context, rec backfillstore.ExtraJob, reason string, ended bool) error {
+	_, err := d.cancelled(ctx, rec, reason, ended)
+	return err
+}
+
+// cancelled is cancel, also reporting whether the extra job is now
+// recorded as ended (false in a dry run, when ended is false, or when the
+// cancel failed and is retried next cycle).
+func (d *Daemon) cancelled(ctx context.Context, rec backfillstore.ExtraJob, reason string, ended bool) (bool, error) {
 	id := rec.ID
 	log := d.log.Named("actuator").With("extra_id", id, "job_id", rec.Parent, "node", rec.Node)
 	log.Info("cancelling extra job", "reason", reason, "dry_run", d.cfg.DryRun)
 	if err := d.decide(ctx, "cancel", rec.Parent, id, rec.Node, 0, reason); err != nil {
-		return err
+		return false, err
 	}
 	if d.cfg.DryRun {
-		return nil
+		return false, nil
 	}
 	ok, gone, err := d.checkOwned(ctx, rec, "cancelling")
 	if err != nil {
 		log.Error("cancel failed; retrying next cycle", "error", err)
-		return nil
+		return false, nil
 	}
 	if ok {
 		if err := d.act.Cancel(ctx, id); err != nil {
 			log.Error("cancel failed; retrying next cycle", "error", err)
-			return nil
+			return false, nil
 		}
 	}
-	if ended && (ok || gone) {
-		if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, backfillstore.ErrNoExtra) {
-			return err
-		}
+	if !ended || (!ok && !gone) {
+		return false, nil
 	}
-	return nil
+	if err := d.db.MarkEnded(ctx, id, d.now(), "cancelled: "+reason); err != nil && !errors.Is(err, backfillstore.ErrNoExtra) {
+		return false, err
+	}
+	return true, nil
 }
 
 // shrink applies the planner's shrinks: SIGTERM once now + grace_period +
@@ -596,15 +606,26 @@ func (d *Daemon) shrinkDue(shrinks []planner.Shrink, live map[string]*lent) time
 	return due
 }
 
-// grow submits the extra jobs of the planner's grows (see orders).
-func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live map[string]*lent, r *Report) error {
+// grow submits the extra jobs of the planner's grows (see orders). A
+// failed sbatch is classified by the planner (planner.SubmitFailure): one
+// that Slurm answered counts as a failed lend of the job on the node
+// (recordLend), and the job's further grows of the cycle that the retry
+// rule now holds are skipped; one that says nothing of the request
+// (slurmctld unreachable or overloaded, a timeout) is not counted and
+// ends the cycle with an error, so the daemon backs off (Run).
+func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc reconciled, r *Report) error {
 	todo, skipped := orders(v, grows)
 	for _, s := range skipped {
 		d.log.Debug("grow skipped", "why", s)
 	}
+	held := map[string]planner.LendVerdict{} // jobs refused in this cycle
 	for _, o := range todo {
 		e := o.job
 		log := d.log.Named("actuator").With("job_id", e.Job.ID, "node", o.node, "gpus", o.gpus)
+		if vd, ok := held[e.Job.ID]; ok && (vd.Held(v.Now.Unix()) || slices.Contains(vd.Nodes, o.node)) {
+			log.Debug("grow skipped: an extra job of the job was refused in this cycle and it backs off")
+			continue
+		}
 		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,
 			QOS: d.cfg.Extra.QOS, Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, TimeLimitMinutes: o.timeLimitMinute,
 			WorkDir: e.WorkDir, Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
@@ -624,13 +645,25 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 		}
 		id, err := d.act.Submit(ctx, spec)
 		if err != nil {
-			log.Error("submitting extra job failed", "error", err)
 			if derr := d.db.DeleteIntent(ctx, seq); derr != nil {
 				return derr
 			}
-			if derr := d.decide(ctx, "grow-failed", e.Job.ID, "", o.node, o.gpus, err.Error()); derr != nil {
-				return derr
+			f := submitFailure(ctx, err)
+			lf := lendFailure{job: e.Job.ID, node: o.node, gpus: o.gpus, outcome: f.Outcome(), reason: "sbatch", kind: "grow-failed",
+				what: "submitting extra job failed", detail: err.Error()}
+			if lf.outcome == planner.LendNeutral {
+				log.Error("submitting extra job failed; Slurm did not answer the request (not counted against the job): "+
+					"no more extra jobs in this cycle, backing off", "error", err)
+				if derr := d.decide(ctx, "grow-failed", lf.job, "", lf.node, lf.gpus, err.Error()+" (not counted against the job)"); derr != nil {
+					return derr
+				}
+				return fmt.Errorf("submitting an extra job for %s on %s, which Slurm did not answer: %w", lf.job, lf.node, err)
 			}
+			vd, rerr := d.recordLend(ctx, v, lf, rc.hist)
+			if rerr != nil {
+				return rerr
+			}
+			held[e.Job.ID] = vd
 			continue
 		}
 		now := d.now()
@@ -644,7 +677,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, live m
 		if err := d.db.DeleteIntent(ctx, seq); err != nil {
 			return err
 		}
-		live[id] = &lent{rec: rec, pending: true, end: rec.End}
+		rc.live[id] = &lent{rec: rec, pending: true, end: rec.End}
 		r.Submitted = append(r.Submitted, id)
 		d.metrics.Grows.Inc()
 		d.metrics.GPUsGranted.Add(float64(o.gpus))

@@ -592,9 +592,10 @@ func TestRunServesMetricsAndStopsWithTheContext(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- td.Run(ctx) }()
 	deadline := time.Now().Add(5 * time.Second)
-	for value(td.Metrics().Grows) < 1 || td.MetricsAddr() == nil {
+	// The cycle counts itself ok after its grows: wait for both.
+	for value(td.Metrics().Grows) < 1 || value(td.Metrics().Cycles.WithLabelValues("ok")) < 1 || td.MetricsAddr() == nil {
 		if time.Now().After(deadline) {
-			t.Fatal("no grow within 5 s")
+			t.Fatal("no grow and whole cycle within 5 s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

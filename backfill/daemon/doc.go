@@ -274,10 +274,12 @@
 // day at the default poll, loading slurmctld and the accounting database
 // for everyone): the job's rendezvous files point at a dead or hung
 // coordinator, its token is broken, or a joiner is refused on the lent
-// node. Any user can cause it for their own job. Each rule below is the
-// planner's (planner.LendEnd.Outcome, planner.LendHistory.Record,
-// planner.RetryPolicy.MayLend); the daemon reads the facts and applies the
-// answer.
+// node. Any user can cause it for their own job. A lend can also fail
+// before it runs: sbatch refuses it, or Slurm keeps it pending. Each rule
+// below is the planner's (planner.LendEnd.Outcome,
+// planner.SubmitFailure.Outcome, planner.PendingLend.Outcome,
+// planner.LendHistory.Record, planner.RetryPolicy.MayLend); the daemon
+// reads the facts and applies the answer.
 //
 //   - How the daemon learns a lend failed: reconciliation sees a recorded
 //     extra job end (squeue lists it in a final state, or no longer lists
@@ -290,6 +292,28 @@
 //     the daemon cancelled it, or Slurm preempted it (PREEMPTED); it is a
 //     success otherwise (it ran to its limit). An extra job cancelled by
 //     its user is a failure too.
+//   - A refused sbatch (no Slurm job is made; a "grow-failed" decision)
+//     is a failed lend of the job on the node when Slurm answered the
+//     request: sbatch exited with a message such as "Invalid partition
+//     name specified", "Requested node configuration is not available",
+//     an invalid account or a QOS policy, a job_submit plugin's refusal,
+//     or the daemon could not form the request for the job's user. It is
+//     not counted when the answer says slurmctld could not take requests
+//     (unreachable, socket timeout, munge, standby, "temporarily unable to
+//     accept job") or when sbatch gave no answer (could not be run, killed
+//     at its timeout, no job id printed): that is Slurm's or the daemon's
+//     fault, so the cycle ends there with an error and the daemon backs
+//     off (see "When slurmctld is down"), and no one's growth is ever
+//     stopped by an outage. A refused job's other grows of that cycle
+//     are not submitted. A partition or QOS in [extra] that Slurm does
+//     not know is refused for every job: each backs off and stops.
+//   - An extra job cancelled because it stayed PENDING past
+//     pending_timeout is a failed lend on its node only (the node's count
+//     and wait; the job is not held elsewhere and never stopped by it):
+//     the GPUs the snapshot saw idle were not free after all. When
+//     Slurm's pending reason is a limit of the job's user, account or QOS
+//     (Assoc..., QOS...), which holds on every node, it counts against the
+//     job too, like any failed lend.
 //   - Backoff: after k consecutive failed lends of a job (on any node),
 //     the job is not grown before the newest failure + min(retry.base ·
 //     2^(k−1), retry.max); after k_n consecutive failed lends on node n,
@@ -319,9 +343,9 @@
 // longer lists the job. A held job's extra jobs stay and are shrunk like
 // any other; the planner skips it (planner.RunningJob.NoGrow) or the nodes
 // it backs off from (NoGrowNodes), and the cycle's Report lists it in
-// Held. Not covered: an sbatch that fails (recorded as "grow-failed", no
-// Slurm job is made) and an extra job cancelled after pending_timeout are
-// retried the next cycle as before.
+// Held. Each failed lend is a "lend-failed" decision (a refused sbatch:
+// "grow-failed") and counts in lend_failures_total by reason (ended,
+// sbatch, pending).
 //
 // # State, restarts and reconciliation
 //
@@ -344,10 +368,11 @@
 // older than max_age, but never an extra job Slurm still lists (it must
 // stay known as this daemon's); finished shrink-to-admit records older
 // than max_age go once their job no longer runs. SQLite reuses the freed
-// pages: 10,000 cycles that submit an extra job every other cycle, each
-// failing at once, leave the file under 256 KiB
-// (TestTenThousandCyclesLeaveTheDatabaseBounded), where it grew by about
-// 240 bytes a cycle before.
+// pages: 10,000 cycles that lend every cycle or two, each lend failing
+// (at once, refused by sbatch, or pending past pending_timeout), leave the
+// file under 256 KiB (TestTenThousandCyclesLeaveTheDatabaseBounded;
+// measured 78 to 98 KiB), where it grew by about 240 bytes a cycle before;
+// lend_failures holds one row per job and node that failed.
 //
 // # When slurmctld is down
 //
@@ -402,7 +427,7 @@
 // /metrics on metrics_address serves easyscale_backfill_{cycles_total,
 // gaps_found_total, idle_gpus, gpus_lent, gpus_granted_total, grows_total,
 // shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
-// cycle_seconds, slurm_failures_total, lend_failures_total,
-// growth_stops_total, jobs_not_grown, jobs_backing_off,
-// pruned_rows_total} and the Go/process collectors.
+// cycle_seconds, slurm_failures_total, lend_failures_total{reason=
+// ended|sbatch|pending}, growth_stops_total, jobs_not_grown,
+// jobs_backing_off, pruned_rows_total} and the Go/process collectors.
 package daemon

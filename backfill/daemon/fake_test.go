@@ -30,10 +30,14 @@ type fakeSlurm struct {
 	jobs  []*fakeJob
 	next  int
 	calls []string // "sbatch ...", "scancel ..." in order
-	// startPending leaves submitted jobs pending (no resources).
-	startPending bool
-	// sbatchFails makes sbatch fail with this stderr.
+	// startPending leaves submitted jobs pending, with Reason
+	// pendingReason ("" prints "None").
+	startPending  bool
+	pendingReason string
+	// sbatchFails makes sbatch fail with this stderr, and sbatchErr (nil:
+	// exit status 1) as the command's error.
 	sbatchFails string
+	sbatchErr   error
 	// onJobs, when set, runs before squeue --jobs=ID answers (a job that
 	// changes between the snapshot and the daemon's re-read by id).
 	onJobs func()
@@ -487,8 +491,12 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 }
 
 func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {
-	if f.sbatchFails != "" {
-		return nil, &slurmcli.CommandError{Command: "sbatch", Err: errors.New("exit status 1"), Stderr: f.sbatchFails}
+	if f.sbatchFails != "" || f.sbatchErr != nil {
+		err := f.sbatchErr
+		if err == nil {
+			err = errors.New("exit status 1")
+		}
+		return nil, &slurmcli.CommandError{Command: "sbatch", Err: err, Stderr: f.sbatchFails}
 	}
 	f.next++
 	j := &fakeJob{id: strconv.Itoa(f.next), state: "RUNNING", start: f.now, user: "alice", args: args, nodes: 1}
@@ -518,7 +526,7 @@ func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {
 	}
 	j.end = f.now.Add(j.timeLimit)
 	if f.startPending {
-		j.state, j.start, j.end = "PENDING", time.Time{}, time.Time{}
+		j.state, j.start, j.end, j.reason = "PENDING", time.Time{}, time.Time{}, f.pendingReason
 	} else {
 		j.nodeList = j.reqNode
 	}

@@ -23,7 +23,7 @@ type Metrics struct {
 	PlanSeconds    prometheus.Histogram   // planner.Plan wall time
 	CycleSeconds   prometheus.Histogram   // whole cycle wall time
 	SlurmFailures  prometheus.Counter     // cycles that failed because Slurm did not answer
-	LendFailures   prometheus.Counter     // extra jobs that failed (planner.LendEnd.Outcome)
+	LendFailures   *prometheus.CounterVec // reason="ended"|"sbatch"|"pending": failed lends (see lendFailure)
 	GrowthStops    prometheus.Counter     // times a job was stopped after retry.stop_after failures
 	JobsNotGrown   prometheus.Gauge       // running elastic jobs stopped until their status changes
 	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
@@ -59,7 +59,7 @@ func NewMetrics() *Metrics {
 		r.MustRegister(h)
 		return h
 	}
-	return &Metrics{
+	m := &Metrics{
 		Registry:      r,
 		Cycles:        vec("cycles_total", "Daemon cycles by result.", "result"),
 		GapsFound:     counter("gaps_found_total", "Nodes with lendable idle GPUs seen, summed over cycles."),
@@ -73,8 +73,9 @@ func NewMetrics() *Metrics {
 		PlanSeconds:   hist("planning_seconds", "Wall time of one planner.Plan call.", prometheus.ExponentialBuckets(1e-5, 4, 10)),
 		CycleSeconds:  hist("cycle_seconds", "Wall time of one cycle (snapshot, plan, act).", prometheus.ExponentialBuckets(1e-3, 3, 10)),
 		SlurmFailures: counter("slurm_failures_total", "Cycles that failed because Slurm did not answer."),
-		LendFailures: counter("lend_failures_total",
-			"Extra jobs that failed: ended on their own well before their time limit while their job ran."),
+		LendFailures: vec("lend_failures_total",
+			"Failed extra jobs, by reason: ended on their own well before their time limit while their job ran (ended), "+
+				"refused by sbatch (sbatch), cancelled after pending_timeout (pending).", "reason"),
 		GrowthStops: counter("growth_stops_total",
 			"Times an elastic job was no longer grown after retry.stop_after consecutive failed extra jobs."),
 		JobsNotGrown: gauge("jobs_not_grown",
@@ -83,4 +84,8 @@ func NewMetrics() *Metrics {
 			"Running elastic jobs waiting out the backoff after failed extra jobs."),
 		Pruned: vec("pruned_rows_total", "Rows of state_db deleted by [retention], by table.", "table"),
 	}
+	for _, reason := range []string{"ended", "sbatch", "pending"} {
+		m.LendFailures.WithLabelValues(reason) // every reason exported from the start, at 0
+	}
+	return m
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
@@ -33,7 +34,9 @@ type reconciled struct {
 //     its job ran);
 //   - a recorded extra job whose parent is not running is cancelled;
 //   - a recorded extra job still pending after pending_timeout is cancelled
-//     (the gap it was meant for is gone);
+//     (the gap it was meant for is gone), and counted as a failed lend on
+//     its node, or of its job too when Slurm held it for a limit of the
+//     job's user, account or QOS (planner.PendingLend.Outcome);
 //   - a signalled extra job still there after grace_period is cancelled;
 //   - an extra job Slurm lists but the database does not is handled by
 //     reconcileUnknown: it is adopted only when it matches a submission
@@ -137,7 +140,14 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	case pending && v.Now.Sub(rec.Submitted) > d.cfg.PendingTimeout.Duration:
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
-		return d.cancel(ctx, rec, fmt.Sprintf("still pending (%s) after pending_timeout %v", x.Job.Reason, d.cfg.PendingTimeout), true)
+		why := fmt.Sprintf("still pending (%s) after pending_timeout %v", x.Job.Reason, d.cfg.PendingTimeout)
+		if ended, err := d.cancelled(ctx, rec, why, true); err != nil || !ended {
+			return err
+		}
+		_, err := d.recordLend(ctx, v, lendFailure{job: rec.Parent, node: rec.Node, extra: rec.ID, gpus: rec.GPUs,
+			outcome: planner.PendingLend{Reason: x.Job.Reason}.Outcome(), reason: "pending", kind: "lend-failed",
+			what: "extra job cancelled pending", detail: why}, rc.hist)
+		return err
 	case rec.State == backfillstore.ExtraSignalled && !v.Now.Before(rec.Signalled.Add(grace)):
 		d.metrics.Shrinks.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)

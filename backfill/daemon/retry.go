@@ -2,14 +2,18 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // Failing lends: the rules are the planner's (planner.LendEnd.Outcome,
+// planner.SubmitFailure.Outcome, planner.PendingLend.Outcome,
 // planner.LendHistory.Record, planner.RetryPolicy.MayLend); this file only
 // translates the store's records and Slurm's view into them and applies
 // the answers (see the package documentation, "Failing extra jobs").
@@ -50,57 +54,134 @@ func unix(t time.Time) int64 {
 // lendEnded records what recorded extra job rec, seen ended in this cycle
 // with Slurm's final state ("" when squeue no longer lists it), says of
 // lending to its job (planner.LendEnd.Outcome): a failure adds to the job's
-// and the node's counts, a success clears them. The failure that stops the
-// job's growth is announced once, in the log (job_id, node) and the
-// metrics. It returns the outcome; err is a database error.
+// and the node's counts, a success clears them (recordLend). It returns
+// the outcome; err is a database error.
 func (d *Daemon) lendEnded(ctx context.Context, v *View, rec backfillstore.ExtraJob, state string, parentRunning bool,
 	hist map[string]backfillstore.LendHistory) (planner.LendOutcome, error) {
 	o := planner.LendEnd{State: state, Seen: v.Now.Unix(), End: rec.End.Unix(), Shrunk: rec.State == backfillstore.ExtraSignalled,
 		ParentRunning: parentRunning}.Outcome()
-	old := hist[rec.Parent]
-	if o == planner.LendNeutral || (o == planner.LendSucceeded && toPlanner(old).Empty()) {
-		return o, nil
-	}
+	_, err := d.recordLend(ctx, v, lendFailure{job: rec.Parent, node: rec.Node, extra: rec.ID, gpus: rec.GPUs, outcome: o,
+		reason: "ended", kind: "lend-failed", what: "extra job failed",
+		detail: fmt.Sprintf("ended (%s) %s before its time limit while its job runs", stateOrGone(state),
+			rec.End.Sub(v.Now).Round(time.Second))}, hist)
+	return o, err
+}
+
+// lendFailure is one lend whose end, refusal or cancellation says
+// something of lending to its job: its outcome (planner.LendEnd.Outcome,
+// planner.SubmitFailure.Outcome or planner.PendingLend.Outcome) and how
+// it is told.
+type lendFailure struct {
+	// job, node and extra (its Slurm job id; "" when sbatch made none)
+	// and the GPUs it lent.
+	job, node, extra string
+	gpus             int
+	outcome          planner.LendOutcome
+	// reason labels lend_failures_total: "ended", "sbatch" or "pending".
+	reason string
+	// kind is the decision recorded for a failure ("lend-failed",
+	// "grow-failed"); what opens the log line and detail says what
+	// happened.
+	kind, what, detail string
+}
+
+// recordLend records f in job f.job's history of failed lends (planner
+// LendHistory.Record) and returns the verdict of the retry rule after it
+// (planner.RetryPolicy.MayLend). A failure is recorded as a decision of
+// f.kind, logged (job_id, node) and counted in lend_failures_total; the
+// failure that stops the job's growth is announced once, in the log and
+// the metrics. err is a database error.
+func (d *Daemon) recordLend(ctx context.Context, v *View, f lendFailure, hist map[string]backfillstore.LendHistory) (planner.LendVerdict, error) {
+	old := hist[f.job]
 	status := old.Status
-	if e := v.Elastic[rec.Parent]; e != nil {
+	if e := v.Elastic[f.job]; e != nil {
 		status = e.Status
 	}
-	ph := toPlanner(old).Record(rec.Node, o, v.Now.Unix(), status)
-	stopped := old.Stopped
 	policy := d.cfg.RetryPolicy()
-	verdict := policy.MayLend(ph, status, v.Now.Unix())
+	now := v.Now.Unix()
+	if f.outcome == planner.LendNeutral || (f.outcome == planner.LendSucceeded && toPlanner(old).Empty()) {
+		return policy.MayLend(toPlanner(old), status, now), nil
+	}
+	ph := toPlanner(old).Record(f.node, f.outcome, now, status)
+	stopped := old.Stopped
+	verdict := policy.MayLend(ph, status, now)
 	if !verdict.Stopped {
 		stopped = time.Time{}
 	}
-	if o == planner.LendFailed {
-		d.metrics.LendFailures.Inc()
-		log := d.log.Named("retry").With("job_id", rec.Parent, "node", rec.Node, "extra_id", rec.ID)
-		next := time.Unix(max(verdict.Until, v.Now.Unix()), 0)
-		detail := fmt.Sprintf("ended (%s) %s before its time limit while its job runs: %d consecutive failed extra jobs",
-			stateOrGone(state), rec.End.Sub(v.Now).Round(time.Second), ph.Failures)
-		if err := d.decide(ctx, "lend-failed", rec.Parent, rec.ID, rec.Node, rec.GPUs, detail); err != nil {
-			return o, err
+	if f.outcome == planner.LendFailed || f.outcome == planner.LendNodeFailed {
+		d.metrics.LendFailures.WithLabelValues(f.reason).Inc()
+		log := d.log.Named("retry").With("job_id", f.job, "node", f.node)
+		if f.extra != "" {
+			log = log.With("extra_id", f.extra)
 		}
-		log.Info("extra job failed: "+detail+"; backing off", "failures", ph.Failures, "next_lend", next)
+		until := verdict.Until
+		count := fmt.Sprintf("%d consecutive failed extra jobs", ph.Failures)
+		if f.outcome == planner.LendNodeFailed {
+			k := 0
+			for _, n := range ph.Nodes {
+				if n.Node == f.node {
+					k, until = n.Failures, n.Last+policy.Backoff(n.Failures)
+				}
+			}
+			count = fmt.Sprintf("%d consecutive failed extra jobs on node %s (counted on the node only)", k, f.node)
+		}
+		next := time.Unix(max(until, now), 0)
+		detail := f.detail + ": " + count
+		if err := d.decide(ctx, f.kind, f.job, f.extra, f.node, f.gpus, detail); err != nil {
+			return verdict, err
+		}
+		logf := log.Info
+		if f.reason == "sbatch" {
+			logf = log.Warn // a refusal may be the daemon's settings: the operator should see it
+		}
+		logf(f.what+": "+detail+"; backing off", "failures", ph.Failures, "next_lend", next)
 		if verdict.Stopped && stopped.IsZero() {
 			stopped = v.Now
 			d.metrics.GrowthStops.Inc()
-			why := fmt.Sprintf("its last %d extra jobs failed (retry.stop_after = %d); growing it again once its status changes "+
+			why := fmt.Sprintf("its last %d extra jobs failed or were refused (retry.stop_after = %d); growing it again once its status changes "+
 				"(requeued or restarted, coordinator or token file rewritten, request changed) or a lend of it succeeds",
 				ph.Failures, policy.StopAfter)
-			if err := d.decide(ctx, "stop-growing", rec.Parent, rec.ID, rec.Node, 0, why); err != nil {
-				return o, err
+			if err := d.decide(ctx, "stop-growing", f.job, f.extra, f.node, 0, why); err != nil {
+				return verdict, err
 			}
 			log.Warn("not growing job: "+why, "failures", ph.Failures)
 		}
 	}
-	if o == planner.LendSucceeded && !old.Stopped.IsZero() && stopped.IsZero() {
+	if f.outcome == planner.LendSucceeded && !old.Stopped.IsZero() && stopped.IsZero() {
 		d.log.Named("retry").Info("growing job again: an extra job of it ran to its time limit",
-			"job_id", rec.Parent, "node", rec.Node, "extra_id", rec.ID)
+			"job_id", f.job, "node", f.node, "extra_id", f.extra)
 	}
-	h := fromPlanner(rec.Parent, ph, stopped)
-	hist[rec.Parent] = h
-	return o, d.db.PutLendHistory(ctx, h)
+	h := fromPlanner(f.job, ph, stopped)
+	hist[f.job] = h
+	return verdict, d.db.PutLendHistory(ctx, h)
+}
+
+// errNoJobID is wrapped by Submit's error when sbatch exited 0 without
+// printing a job id.
+var errNoJobID = errors.New("sbatch printed no job id")
+
+// submitFailure turns the error of a failed Submit into the planner's
+// planner.SubmitFailure. The request was answered when sbatch ran and
+// exited with a non-zero status and a message on stderr (the message is
+// its stderr), or when Submit refused to form the request (no
+// *slurmcli.CommandError in err: ExtraSpec.Args, the user's group); it
+// was not when sbatch could not be run, was killed (a signal, its
+// timeout), ctx ended, or it printed no job id.
+func submitFailure(ctx context.Context, err error) planner.SubmitFailure {
+	var ce *slurmcli.CommandError
+	if !errors.As(err, &ce) {
+		return planner.SubmitFailure{Answered: ctx.Err() == nil && !errors.Is(err, errNoJobID), Message: err.Error()}
+	}
+	var ee *exec.ExitError
+	var xe *exec.Error
+	unanswered := ctx.Err() != nil || ce.Stderr == "" || errors.As(ce.Err, &xe) ||
+		(errors.As(ce.Err, &ee) && !ee.Exited()) ||
+		errors.Is(ce.Err, context.DeadlineExceeded) || errors.Is(ce.Err, context.Canceled)
+	msg := ce.Stderr
+	if msg == "" {
+		msg = fmt.Sprint(ce.Err)
+	}
+	return planner.SubmitFailure{Answered: !unanswered, Message: msg}
 }
 
 func stateOrGone(state string) string {

@@ -226,16 +226,47 @@ func TestAnExtraJobThatRunsToItsLimitIsNoFailure(t *testing.T) {
 }
 
 // TestTenThousandCyclesLeaveTheDatabaseBounded runs 10,000 cycles in which
-// a job's extra job fails every cycle ([retry] at its shortest wait and
-// never stopping: the most rows a cycle writes, a grow and a failure
-// decision and an extra job each time, none of them ever shrunk) and
-// checks that state_db stays under a fixed size: [retention] prunes ended
-// extra jobs and decisions every cycle and SQLite reuses their pages.
-// Without pruning the file grew by about 240 bytes a cycle (2.4 MB here).
+// a job's lend fails every cycle ([retry] at its shortest wait and never
+// stopping: the most rows a cycle writes) and checks that state_db stays
+// under a fixed size: [retention] prunes ended extra jobs and decisions
+// every cycle, SQLite reuses their pages, and the failed lends are one
+// row per job and node. Each way a lend fails is run: an extra job that
+// fails at once (a grow and a failure decision and an extra job each
+// time, none of them ever shrunk), an sbatch that Slurm refuses (a grow
+// and a grow-failed decision, no extra job), and an extra job cancelled
+// after pending_timeout (a grow, a cancel and a failure decision and an
+// extra job). Without pruning the file grew by about 240 bytes a cycle
+// (2.4 MB here).
 func TestTenThousandCyclesLeaveTheDatabaseBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 daemon cycles")
 	}
+	tests := []struct {
+		name  string
+		setup func(td *testDaemon)
+		fail  func(td *testDaemon)
+	}{
+		{name: "extra jobs fail at once", fail: func(td *testDaemon) { failExtras(td.fake, "10", true) }},
+		{name: "sbatch refuses them", setup: func(td *testDaemon) {
+			td.fake.sbatchFails = "sbatch: error: Batch job submission failed: Invalid partition name specified"
+		}},
+		{name: "they stay pending past pending_timeout", setup: func(td *testDaemon) {
+			td.fake.startPending, td.fake.pendingReason = true, "Resources"
+			td.cfg.PendingTimeout.Duration = time.Second
+		}, fail: func(td *testDaemon) {
+			td.fake.set(func() { // Slurm forgets the cancelled ones
+				td.fake.jobs = slices.DeleteFunc(td.fake.jobs, func(j *fakeJob) bool { return j.state == "CANCELLED" })
+			})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tenThousandCycles(t, tc.setup, tc.fail)
+		})
+	}
+}
+
+func tenThousandCycles(t *testing.T, setup, fail func(td *testDaemon)) {
 	// The file's size, not its durability, is under test: on tmpfs the
 	// fsyncs of synchronous=FULL cost nothing, and 10,000 cycles take
 	// seconds instead of a minute.
@@ -266,27 +297,30 @@ ended_extras = 100
 	}
 	td := newTestDaemonWith(t, fake, cfg)
 	td.fake.running("10", "es-req min=1 max=2 lw=2 d1", "n1", 1, 30*24*time.Hour, rendezvous(t, "10"))
+	if setup != nil {
+		setup(td)
+	}
 	const cycles = 10000
 	const limit = 256 << 10 // the fixed size: what 100 decisions and 100 extra jobs take, with room
 	ctx := context.Background()
-	subs := 0
 	start := time.Now()
 	for k := range cycles {
-		r, err := td.Cycle(ctx)
-		if err != nil {
+		if _, err := td.Cycle(ctx); err != nil {
 			t.Fatalf("cycle %d: %v", k, err)
 		}
-		subs += len(r.Submitted)
 		td.advance(2 * time.Second)
-		failExtras(td.fake, "10", true)
+		if fail != nil {
+			fail(td)
+		}
 		if k%1000 == 999 {
 			if st, err := os.Stat(cfg.StateDB); err != nil || st.Size() > limit {
 				t.Fatalf("after %d cycles state_db is %d bytes (%v), want at most %d", k+1, st.Size(), err, limit)
 			}
 		}
 	}
-	if subs < cycles/2 {
-		t.Fatalf("only %d extra jobs in %d cycles: the test wants a row-heavy cycle", subs, cycles)
+	lends := len(td.fake.commands("sbatch"))
+	if lends < cycles/2 {
+		t.Fatalf("only %d extra jobs submitted in %d cycles: the test wants a row-heavy cycle", lends, cycles)
 	}
 	st, err := os.Stat(cfg.StateDB)
 	if err != nil {
@@ -294,10 +328,20 @@ ended_extras = 100
 	}
 	ds, _ := td.db.Decisions(ctx, 0, 0)
 	xs, _ := td.db.Extras(ctx)
-	t.Logf("%d cycles, %d extra jobs in %v: state_db %d bytes, %d decisions and %d extra jobs kept",
-		cycles, subs, time.Since(start).Round(time.Millisecond), st.Size(), len(ds), len(xs))
-	if len(ds) > 100 || len(xs) > 101 {
-		t.Errorf("%d decisions and %d extra jobs kept, want at most 100 of each (and the live one)", len(ds), len(xs))
+	hs, _ := td.db.LendHistories(ctx)
+	rows := 0
+	for _, h := range hs {
+		rows += 1 + len(h.Nodes)
+	}
+	t.Logf("%d cycles, %d sbatch runs, %v failed lends in %v: state_db %d bytes, %d decisions, %d extra jobs and %d lend_failures rows kept",
+		cycles, lends, metricValue(t, td, "easyscale_backfill_lend_failures_total"), time.Since(start).Round(time.Millisecond),
+		st.Size(), len(ds), len(xs), rows)
+	if got := metricValue(t, td, "easyscale_backfill_lend_failures_total"); got < cycles/2 {
+		t.Errorf("%v failed lends counted in %d cycles, want one every cycle or two", got, cycles)
+	}
+	if len(ds) > 100 || len(xs) > 101 || rows > 3 {
+		t.Errorf("%d decisions, %d extra jobs and %d lend_failures rows kept, want at most 100, 100 (and the live one) and 3 (the job and its 2 nodes)",
+			len(ds), len(xs), rows)
 	}
 	if wal, err := os.Stat(cfg.StateDB + "-wal"); err == nil && wal.Size() > 8<<20 {
 		t.Errorf("the write-ahead log is %d bytes: checkpoints do not keep up", wal.Size())

@@ -199,6 +199,11 @@
 //     ([RetryPolicy.MayLend]: exponential backoff to a cap, and a stop
 //     after StopAfter failures until the job's status changes), applied
 //     by [Plan] through RunningJob.NoGrow and NoGrowNodes;
+//   - lendfail.go: lends that fail before they run — which refused
+//     submissions count against the job and which are Slurm's or the
+//     daemon's fault ([SubmitFailure.Outcome], [SlurmUnavailable]), and a
+//     lend cancelled pending, counted on its node or, for a limit of the
+//     job's user, account or QOS, against the job ([PendingLend.Outcome]);
 //   - admitnodes.go, startnodes.go: shrink-to-admit and start-small by
 //     whole nodes, as Slurm applies them ([AdmitOnNodes] over
 //     [Cluster.Admit]; [StartSmallOnNodes] over [StartSmallSize] and

@@ -13,7 +13,9 @@ import (
 // lends are retried with exponential backoff, per job and per node, and a
 // job whose lends keep failing is not grown again until its status
 // changes (issue 20 item 2). The daemon classifies each ended lend with
-// [LendEnd.Outcome], keeps each job's [LendHistory] with
+// [LendEnd.Outcome] (a refused submission with [SubmitFailure.Outcome],
+// one cancelled pending with [PendingLend.Outcome]), keeps each job's
+// [LendHistory] with
 // [LendHistory.Record], and asks [RetryPolicy.MayLend] before every plan;
 // [Plan] leaves out what the verdict forbids ([RunningJob.NoGrow] and
 // [RunningJob.NoGrowNodes]).
@@ -36,17 +38,27 @@ const (
 	// LendSucceeded: it ran to its time limit.
 	LendSucceeded
 	// LendFailed: it ended on its own well before its time limit while its
-	// job still ran.
+	// job still ran, or Slurm refused its submission ([SubmitFailure]), or
+	// it stayed pending under a limit of its job's user, account or QOS
+	// ([PendingLend]). It counts against the job and the node.
 	LendFailed
+	// LendNodeFailed: it stayed pending on its node past the daemon's
+	// pending_timeout for a reason of the node ([PendingLend]: the GPUs
+	// the snapshot saw idle were not free after all). It counts against
+	// the node only: the job backs off that node, not everywhere, and is
+	// never stopped by it.
+	LendNodeFailed
 )
 
-// String returns "neutral", "succeeded" or "failed".
+// String returns "neutral", "succeeded", "failed" or "node-failed".
 func (o LendOutcome) String() string {
 	switch o {
 	case LendSucceeded:
 		return "succeeded"
 	case LendFailed:
 		return "failed"
+	case LendNodeFailed:
+		return "node-failed"
 	}
 	return "neutral"
 }
@@ -114,17 +126,20 @@ func (h LendHistory) Empty() bool { return h.Failures == 0 && len(h.Nodes) == 0 
 // Record returns the history after a lend of the job on node ended with
 // outcome o, seen at time at while the job's status was status: a failure
 // adds one to the job's count and to the node's and sets Last and Status;
-// a success clears the job's count and the node's (the job's lends work;
-// other nodes keep theirs); a neutral end changes nothing. h is not
-// modified.
+// a node's failure ([LendNodeFailed]) adds one to the node's count only
+// and sets its Last; a success clears the job's count and the node's (the
+// job's lends work; other nodes keep theirs); a neutral end changes
+// nothing. h is not modified.
 func (h LendHistory) Record(node string, o LendOutcome, at int64, status string) LendHistory {
 	out := h
 	out.Nodes = slices.Clone(h.Nodes)
 	i := slices.IndexFunc(out.Nodes, func(n NodeFailures) bool { return n.Node == node })
 	switch o {
-	case LendFailed:
-		out.Failures++
-		out.Last, out.Status = at, status
+	case LendFailed, LendNodeFailed:
+		if o == LendFailed {
+			out.Failures++
+			out.Last, out.Status = at, status
+		}
 		if i < 0 {
 			out.Nodes = append(out.Nodes, NodeFailures{Node: node})
 			i = len(out.Nodes) - 1

@@ -95,6 +95,8 @@ type settings struct {
 	extra  string // more TOML (top-level keys)
 	conf   string // SLURM_CONF for the daemon ("": the lab's)
 	worker string // extra.worker_command ("": the stand-in worker.sh)
+	// partition is extra.partition ("": low).
+	partition string
 }
 
 func (s settings) write(t *testing.T) string {
@@ -105,6 +107,9 @@ func (s settings) write(t *testing.T) string {
 	}
 	if s.worker == "" {
 		s.worker = "srun sh " + worker + " {coordinator_file} {job_id}"
+	}
+	if s.partition == "" {
+		s.partition = "low"
 	}
 	quoted := make([]string, len(s.nodes))
 	for i, n := range s.nodes {
@@ -122,12 +127,12 @@ state_db = %q
 nodes = [%s]
 %s
 [extra]
-partition = "low"
+partition = %q
 worker_command = %q
 [log]
 level = "debug"
 json = true
-`, filepath.Join(s.dir, "backfill.db"), strings.Join(quoted, ", "), s.extra, s.worker)
+`, filepath.Join(s.dir, "backfill.db"), strings.Join(quoted, ", "), s.extra, s.partition, s.worker)
 	path := filepath.Join(s.dir, "backfill.toml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
