@@ -175,7 +175,15 @@
 // daemon cannot apply stay off by default (Config.AdmitBelowRequest:
 // admitting a queued job below its request; Config.KeepOffPinned:
 // starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
-// decides when it places a job).
+// decides when it places a job). An admission's gain is the queued job's
+// wait, its run priced on its fastest type: a d2 job admitted onto a mix
+// that includes a slow type runs at that type's pace and can end later
+// than by waiting (the worst makespan cells of BENCHMARKS.md's hetero
+// matrix). Subtracting that slowdown from the gain fixed those cells but
+// raised mean JCT elsewhere, since the gain leaves out the jobs queued
+// behind an admitted head (BENCHMARKS.md, "Rules tried against them").
+// Growth by completion time cut per GPU instead of throughput per GPU was
+// measured there too and not adopted.
 //
 // # Where each rule lives
 //

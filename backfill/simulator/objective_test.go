@@ -221,6 +221,11 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 			if tc.objective && (res.AdmitShrinks != 1 || b.StartGPUs != 4) {
 				t.Errorf("%d admissions, B started on %d GPUs; want 1 admission at 4 GPUs", res.AdmitShrinks, b.StartGPUs)
 			}
+			// The donor's record keeps the GPUs it started with and the
+			// base it ended with.
+			if a := startOf(t, res, "A"); tc.objective && (a.StartGPUs != 8 || a.EndBaseGPUs != 4) {
+				t.Errorf("A's record: started on %d GPUs, ended with a base of %d; want 8 and 4", a.StartGPUs, a.EndBaseGPUs)
+			}
 		})
 	}
 }

@@ -209,9 +209,10 @@ type JobRecord struct {
 	// Submit, Start and End are submission, first start and completion.
 	Submit, Start, End int64
 	// Request is the trace's GPU count, StartGPUs the base allocation it
-	// started with and PeakGPUs the most GPUs (base plus extra jobs) it
-	// held at once.
-	Request, StartGPUs, PeakGPUs int
+	// started with, EndBaseGPUs its base allocation when it ended (fewer
+	// after shrink-to-admit took GPUs from it) and PeakGPUs the most GPUs
+	// (base plus extra jobs) it held at once.
+	Request, StartGPUs, EndBaseGPUs, PeakGPUs int
 	// Duration is the trace's runtime at the requested size.
 	Duration int64
 	// StartTypes are the GPU types it started on, sorted, comma-separated.
@@ -695,12 +696,8 @@ func (s *sim) complete(r *run) {
 	}
 	jct := float64(s.now - r.j.Submit)
 	s.jcts = append(s.jcts, jct)
-	startGPUs := 0
-	for _, a := range r.base {
-		startGPUs += a.GPUs
-	}
 	s.res.PerJob = append(s.res.PerJob, JobRecord{ID: r.id, Submit: r.j.Submit, Start: r.start, End: s.now,
-		Request: r.j.GPUs, StartGPUs: startGPUs, PeakGPUs: r.peak, Duration: r.j.Duration, StartTypes: r.startTypes,
+		Request: r.j.GPUs, StartGPUs: r.orig, EndBaseGPUs: baseGPUs(r), PeakGPUs: r.peak, Duration: r.j.Duration, StartTypes: r.startTypes,
 		Rescales: r.rescales})
 	s.res.Rescales += r.rescales
 	s.res.Makespan = max(s.res.Makespan, s.now)
