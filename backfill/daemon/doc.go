@@ -325,8 +325,10 @@
 //     start time squeue reports: a requeue or restart), its request (the
 //     es-req part of its comment, not the progress its runtime writes)
 //     and its rendezvous coordinator and token files (device, inode, size,
-//     modification time: a new coordinator publishes them again), hashed;
-//     the files are not read. The stop is said once: one warning
+//     modification time: a new coordinator publishes them again), and the
+//     daemon's [extra] settings (partition, qos, worker_command: an admin
+//     who fixes the partition sbatch refused and restarts the daemon lifts
+//     the stops it caused), hashed; the files are not read. The stop is said once: one warning
 //     "not growing job: ..." with job_id and node (the node of the failure
 //     that stopped it), a "stop-growing" decision, growth_stops_total and
 //     the jobs_not_grown gauge; a restarted daemon does not say it again.

@@ -355,15 +355,30 @@ ended_extras = 100
 func TestAJobsStatusIsItsRunRequestAndRendezvousNotItsProgress(t *testing.T) {
 	work := rendezvous(t, "10")
 	dir := filepath.Join(work, ".easyscale", "10")
+	extra := config.Default().Extra
 	key := func(start, comment string) string {
 		c, err := elastic.ParseComment(comment)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return statusKey(slurmcli.Job{ID: "10", StartTime: start, Comment: comment}, c.Request,
+		return statusKey(slurmcli.Job{ID: "10", StartTime: start, Comment: comment}, c.Request, extra,
 			stat(filepath.Join(dir, "coordinator")), stat(filepath.Join(dir, "token")))
 	}
 	base := key("2026-03-01T12:00:00", "es-req min=1 max=2 lw=4 d1")
+	// The daemon's [extra] settings are part of it: an admin's fix of the
+	// partition that sbatch refused lifts the stops the refusals caused.
+	for _, change := range []func(*config.Extra){
+		func(e *config.Extra) { e.Partition = "scavenger" },
+		func(e *config.Extra) { e.QOS = "lend" },
+		func(e *config.Extra) { e.WorkerCommand += " --verbose" },
+	} {
+		saved := extra
+		change(&extra)
+		if key("2026-03-01T12:00:00", "es-req min=1 max=2 lw=4 d1") == base {
+			t.Errorf("[extra] %+v changed but the status did not", extra)
+		}
+		extra = saved
+	}
 	for _, tc := range []struct {
 		name, start, comment string
 		same                 bool

@@ -403,7 +403,7 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 		coord, token = stat(filepath.Join(e.Rendezvous, "coordinator")), stat(filepath.Join(e.Rendezvous, "token"))
 		e.Ready = coord != nil && token != nil
 	}
-	e.Status = statusKey(j, c.Request, coord, token)
+	e.Status = statusKey(j, c.Request, s.Config.Extra, coord, token)
 	for _, b := range base {
 		if n := v.node(b.Node); n == nil || !n.Managed {
 			e.Managed = false
@@ -429,13 +429,17 @@ func stat(path string) os.FileInfo {
 // part of its comment; the progress its runtime writes there is left out,
 // since a job that trains does not make lends work), and the identity of
 // its rendezvous coordinator and token files (device, inode, size and
-// modification time: a new coordinator publishes them again, by rename).
+// modification time: a new coordinator publishes them again, by rename),
+// and the daemon's own [extra] settings (partition, QOS, worker command):
+// an admin who fixes a setting that made sbatch refuse every extra job
+// (an unknown partition) and restarts the daemon lifts the stops it caused.
 // Files are not read: they are the user's, and the daemon runs as root.
 // The key is a SHA-256 in hex, whatever the user wrote; it only ever
 // compares equal or not, and it is stored under the job's id.
-func statusKey(j slurmcli.Job, req elastic.Request, files ...os.FileInfo) string {
+func statusKey(j slurmcli.Job, req elastic.Request, extra config.Extra, files ...os.FileInfo) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "start %q\nrequest %q\n", j.StartTime, elastic.Comment{Request: req}.String()) // canonical: defaults filled
+	fmt.Fprintf(h, "extra %q %q %q\n", extra.Partition, extra.QOS, extra.WorkerCommand)
 	for _, fi := range files {
 		if fi == nil {
 			fmt.Fprintf(h, "file none\n")
