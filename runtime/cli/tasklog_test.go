@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/runtime/slurmjob"
+)
+
+// brokenPipe is a task's stderr after srun died: every write fails.
+type brokenPipe struct{}
+
+func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// A Slurm task's log copy keeps every line, with the task's start and
+// exit status, whether its stderr (through srun) works or is a broken pipe.
+func TestTheTaskLogKeepsTheLinesAStderrThroughADeadSrunLoses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stderr func() (w io.Writer, got func() string)
+	}{
+		{"stderr works", func() (io.Writer, func() string) {
+			var b bytes.Buffer
+			return &b, b.String
+		}},
+		{"stderr is a broken pipe", func() (io.Writer, func() string) {
+			return brokenPipe{}, func() string { return "" }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "logs")
+			task := &slurmjob.Task{JobID: "42", ProcID: 2, NTasks: 3, NodeName: "n3"}
+			l, err := openTaskLog(dir, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderr, got := tc.stderr()
+			w := l.tee(stderr)
+			l.start(task)
+			if n, err := w.Write([]byte("lost the coordinator\n")); err != nil || n != 21 {
+				t.Fatalf("write through the tee: %d, %v; want 21, nil", n, err)
+			}
+			l.exit(3)
+			b, err := os.ReadFile(filepath.Join(dir, "easyscale-42.2.n3.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if len(lines) != 3 || !strings.Contains(lines[0], "task start: slurm_job_id=42 rank=2/3 node=n3 pid=") ||
+				lines[1] != "lost the coordinator" || !strings.HasSuffix(lines[2], "task exit: exit_status=3") {
+				t.Fatalf("task log:\n%s", b)
+			}
+			if s := got(); s != "" && s != "lost the coordinator\n" {
+				t.Fatalf("stderr got %q", s)
+			}
+		})
+	}
+}
