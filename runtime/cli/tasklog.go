@@ -20,9 +20,10 @@ import (
 // it); its last line is the task's exit status, or nothing when a signal
 // killed it (slurmd's log then says which).
 type taskLog struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
+	mu        sync.Mutex
+	f         *os.File
+	path      string
+	stderrErr bool // a write to stderr failed (recorded once)
 }
 
 // openTaskLog creates dir (mode 0700) and opens the task's log file there.
@@ -40,8 +41,9 @@ func openTaskLog(dir string, task *slurmjob.Task) (*taskLog, error) {
 }
 
 // tee returns a writer that writes to the task log and to w (the task's
-// stderr). A failed write to w (a broken pipe to a dead srun) is ignored:
-// the copy in the file is what counts then.
+// stderr). A failed write to w (a broken pipe to a dead srun) is recorded
+// in the file once and otherwise ignored: the copy in the file is what
+// counts then.
 func (l *taskLog) tee(w io.Writer) io.Writer {
 	return teeWriter{l: l, w: w}
 }
@@ -55,7 +57,15 @@ func (t teeWriter) Write(p []byte) (int, error) {
 	t.l.mu.Lock()
 	_, err := t.l.f.Write(p)
 	t.l.mu.Unlock()
-	t.w.Write(p) //nolint:errcheck // see tee
+	if _, werr := t.w.Write(p); werr != nil {
+		t.l.mu.Lock()
+		first := !t.l.stderrErr
+		t.l.stderrErr = true
+		t.l.mu.Unlock()
+		if first {
+			t.l.line(fmt.Sprintf("task stderr: %v (the log goes on here only)", werr))
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("writing the task log %s: %w", t.l.path, err)
 	}
