@@ -49,10 +49,11 @@ func (l *Lab) KillNode(t testing.TB, name string) []int {
 			t.Errorf("slurmlab: %v", err)
 		}
 	})
-	pids, err := crash(roots, nil)
+	pids, names, err := crash(roots, nil)
 	if err != nil {
 		t.Fatalf("slurmlab: killing node %s: %v", name, err)
 	}
+	t.Logf("slurmlab: node %s killed: %s", name, strings.Join(names, " "))
 	return pids
 }
 
@@ -60,11 +61,12 @@ func (l *Lab) KillNode(t testing.TB, name string) []int {
 // loses them: together, none seeing another die. It first stops each
 // process (SIGSTOP), a parent before its children are listed (a stopped
 // process forks no more), then kills them all; a stopped process dies of
-// SIGKILL as a running one does. It returns the PIDs, parents first. A
+// SIGKILL as a running one does. It returns the PIDs, parents first, and
+// each as "PID:COMM" (read while it was stopped). A
 // process that is gone already is skipped. between, when not nil, runs
 // between two signals (a test's stand-in for a loaded machine that
 // preempts the caller there).
-func crash(roots []int, between func()) ([]int, error) {
+func crash(roots []int, between func()) ([]int, []string, error) {
 	signal := func(p int, sig syscall.Signal) error {
 		if between != nil {
 			between()
@@ -75,22 +77,25 @@ func crash(roots []int, between func()) ([]int, error) {
 		return nil
 	}
 	var pids []int
+	var names []string
 	queue := append([]int(nil), roots...)
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		if err := signal(p, syscall.SIGSTOP); err != nil {
-			return pids, err
+			return pids, names, err
 		}
 		pids = append(pids, p)
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		names = append(names, fmt.Sprintf("%d:%s", p, strings.TrimSpace(string(comm))))
 		queue = append(queue, children(p)...)
 	}
 	for _, p := range pids {
 		if err := signal(p, syscall.SIGKILL); err != nil {
-			return pids, err
+			return pids, names, err
 		}
 	}
-	return pids, nil
+	return pids, names, nil
 }
 
 // RestoreNode brings a node killed by [Lab.KillNode] back: unless its

@@ -80,7 +80,7 @@ exec sleep 1000`
 	}
 	// preempted for 200 ms before each signal: ample time for the child to
 	// see the parent die, were the parent killed while the child runs
-	pids, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
+	pids, _, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
 	if err != nil {
 		t.Fatal(err)
 	}
