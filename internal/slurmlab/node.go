@@ -24,6 +24,13 @@ import (
 // its next ping goes unanswered: the node is set DOWN ("Not responding")
 // about SlurmdTimeout (30 s in the lab) later. It returns the PIDs killed.
 //
+// "All at once" is [crash]: every process is stopped before any is killed,
+// as no process of a crashed machine outlives another. Killed one by one,
+// srun's shepherd (a child of srun that, when srun dies without telling
+// it, kills the step with SIGKILL through slurmctld) ran between srun's
+// kill and its own on a loaded machine and killed the step's tasks on
+// every surviving node (docs/first-node-loss.md).
+//
 // It registers a cleanup on t, which must come after [Require]'s, that
 // restores the node with [Lab.RestoreNode], so the drained-node check of
 // Require passes and later tests find it idle. It fails t when the node's
@@ -34,11 +41,7 @@ func (l *Lab) KillNode(t testing.TB, name string) []int {
 	if err != nil {
 		t.Fatalf("slurmlab: killing node %s: %v", name, err)
 	}
-	pids := []int{slurmd}
-	for _, s := range l.stepDaemons(name) {
-		pids = append(pids, s)
-		pids = append(pids, descendants(s)...)
-	}
+	roots := append([]int{slurmd}, l.stepDaemons(name)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
@@ -46,12 +49,53 @@ func (l *Lab) KillNode(t testing.TB, name string) []int {
 			t.Errorf("slurmlab: %v", err)
 		}
 	})
+	pids, names, err := crash(roots, nil)
+	if err != nil {
+		t.Fatalf("slurmlab: killing node %s: %v", name, err)
+	}
+	t.Logf("slurmlab: node %s killed: %s", name, strings.Join(names, " "))
+	return pids
+}
+
+// crash SIGKILLs roots and every process below them as a crashed machine
+// loses them: together, none seeing another die. It first stops each
+// process (SIGSTOP), a parent before its children are listed (a stopped
+// process forks no more), then kills them all; a stopped process dies of
+// SIGKILL as a running one does. It returns the PIDs, parents first, and
+// each as "PID:COMM" (read while it was stopped). A
+// process that is gone already is skipped. between, when not nil, runs
+// between two signals (a test's stand-in for a loaded machine that
+// preempts the caller there).
+func crash(roots []int, between func()) ([]int, []string, error) {
+	signal := func(p int, sig syscall.Signal) error {
+		if between != nil {
+			between()
+		}
+		if err := syscall.Kill(p, sig); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("%v to %d: %w", sig, p, err)
+		}
+		return nil
+	}
+	var pids []int
+	var names []string
+	queue := append([]int(nil), roots...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if err := signal(p, syscall.SIGSTOP); err != nil {
+			return pids, names, err
+		}
+		pids = append(pids, p)
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		names = append(names, fmt.Sprintf("%d:%s", p, strings.TrimSpace(string(comm))))
+		queue = append(queue, children(p)...)
+	}
 	for _, p := range pids {
-		if err := syscall.Kill(p, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-			t.Fatalf("slurmlab: killing node %s: SIGKILL %d: %v", name, p, err)
+		if err := signal(p, syscall.SIGKILL); err != nil {
+			return pids, names, err
 		}
 	}
-	return pids
+	return pids, names, nil
 }
 
 // RestoreNode brings a node killed by [Lab.KillNode] back: unless its
@@ -228,9 +272,9 @@ func running(pid int, comm string) bool {
 	return false
 }
 
-// descendants returns every process below pid (children of all its
-// threads, recursively).
-func descendants(pid int) []int {
+// children returns the processes whose parent is pid (the children of all
+// its threads).
+func children(pid int) []int {
 	var out []int
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range files {
@@ -243,7 +287,6 @@ func descendants(pid int) []int {
 		for sc.Scan() {
 			if c, err := strconv.Atoi(sc.Text()); err == nil {
 				out = append(out, c)
-				out = append(out, descendants(c)...)
 			}
 		}
 	}

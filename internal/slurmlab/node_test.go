@@ -1,9 +1,13 @@
 package slurmlab
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestReplacePIDRewritesOnlyThatDaemonsLine(t *testing.T) {
@@ -27,5 +31,72 @@ func TestReplacePIDRewritesOnlyThatDaemonsLine(t *testing.T) {
 				t.Fatalf("lab.pids:\n%s\nwant:\n%s", b, tc.want)
 			}
 		})
+	}
+}
+
+// gone reports whether process pid has exited (no such process, or a
+// zombie not reaped yet).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// "PID (COMM) STATE ...": the state follows the last ')'
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
+}
+
+// A crash leaves no process of the tree time to act on another's death,
+// even when the caller is preempted between two signals. The tree is
+// srun's in miniature: a parent and a child (srun's shepherd) that acts
+// when the parent dies (here: EOF on a FIFO only the parent holds open;
+// the shepherd kills the step through slurmctld). Killed one by one with
+// a pause between, the child acted; with crash it does not.
+func TestACrashLeavesNoProcessTimeToActOnAnothersDeath(t *testing.T) {
+	dir := t.TempDir()
+	script := `mkfifo "$D/p"
+sh -c 'cat <"$D/p" >/dev/null; echo acted >"$D/mark"' &
+exec 3>"$D/p"
+echo ready >"$D/ready"
+exec sleep 1000`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "D="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the process tree did not get ready in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// preempted for 200 ms before each signal: ample time for the child to
+	// see the parent die, were the parent killed while the child runs
+	pids, _, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) < 3 { // sh (then sleep), the child sh, its cat
+		t.Fatalf("crash signalled %v, want the parent, the child and the child's cat", pids)
+	}
+	<-waited
+	for _, p := range pids {
+		for !gone(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of %v still runs after the crash", p, pids)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "mark")); err == nil {
+		t.Fatalf("a process acted on another's death during the crash: mark %q", b)
 	}
 }

@@ -43,6 +43,17 @@ func runCmd(args []string, env Env) (code int) {
 	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
+	if task, onSlurm, err := slurmjob.FromEnv(os.LookupEnv); err == nil && onSlurm && f.taskLog != "" {
+		// the task's own copy of its log, on its node (tasklog.go)
+		if tl, err := openTaskLog(f.taskLog, task); err != nil {
+			fmt.Fprintf(env.Stderr, "easyscale run: --task-log: %v (going on without it)\n", err)
+		} else {
+			env.Stderr = tl.tee(env.Stderr)
+			fs.SetOutput(env.Stderr)
+			tl.start(task)
+			defer func() { tl.exit(code) }()
+		}
+	}
 	j, err := f.job(fs)
 	if err != nil {
 		return runFailed(env, err)
@@ -98,6 +109,7 @@ func runCmd(args []string, env Env) (code int) {
 // runFlags is easyscale run's command line.
 type runFlags struct {
 	config, workers, state, summary, listen, killAt, termAt string
+	taskLog                                                 string
 	steps                                                   int64
 	stepsEnvErr                                             error // EASYSCALE_STEPS is not a count
 	seed                                                    uint64
@@ -129,6 +141,7 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.StringVar(&f.listen, "listen", "", "with --procs or external workers: the coordinator's address (default 127.0.0.1:0)")
 	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (a native job needs --procs; a torch job's workers are processes already)")
 	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (a native job needs --procs; a torch job's workers are processes already)")
+	fs.StringVar(&f.taskLog, "task-log", os.Getenv("EASYSCALE_TASK_LOG"), "as a Slurm task: also write the log to DIR/easyscale-JOBID.RANK.NODE.log on the task's node, with its exit status (its stderr goes through srun, which dies with the job's first node) (env EASYSCALE_TASK_LOG)")
 	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	f.log.register(fs)

@@ -50,6 +50,10 @@ type slurmRun struct {
 	// standby waits for the coordinator's exit status (0: defaultEndGrace).
 	stop     int64
 	endGrace time.Duration
+	// lockGrace is how long a standby that lost the coordinator waits
+	// for the state database's writer lock while the coordinator does not
+	// answer (openToTakeOver); 0: defaultLockGrace.
+	lockGrace time.Duration
 	// supersede stops this task's run when it coordinates and another
 	// task took its place (watchSuperseded); superseded is then set, and
 	// the run records no exit status.

@@ -63,7 +63,7 @@ const (
 // (watchSuperseded).
 func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 	dir := s.stateDir()
-	db, err := statedb.OpenWith(dir, statedb.Options{AllowNetworkFS: s.allowNFS})
+	db, err := s.openToTakeOver(dir)
 	var locked *statedb.LockedError
 	if errors.As(err, &locked) {
 		s.log.Info("the coordinator still holds the job's state: not taking over", "error", err)
@@ -122,6 +122,40 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 		return claimRejoin, fmt.Errorf("taking over: saving the standby's copy: %w", err)
 	}
 	return claimTaken, nil
+}
+
+// defaultLockGrace is how long a standby that lost the coordinator waits
+// for the state database's writer lock while the coordinator's address
+// does not answer. A dying process closes its files one by one: its
+// connection to the standby can close before its lock is released (lab,
+// 2026-12-02, load 33 on 2 cores: the standby found the lock still held by
+// the SIGKILLed coordinator's process 6 ms after losing it, rejoined a
+// dead coordinator and nothing trained until the requeue).
+const defaultLockGrace = 5 * time.Second
+
+// openToTakeOver opens the state directory dir as its writer for a
+// standby's takeover. While the writer lock is held and the coordinator
+// does not answer at its address (coordinatorAnswers), it tries again
+// every 50 ms for s.lockGrace; it returns the *statedb.LockedError at once
+// when the coordinator answers (it lives: the standby rejoins it), and
+// after the grace otherwise.
+func (s *slurmRun) openToTakeOver(dir string) (*statedb.DB, error) {
+	grace := s.lockGrace
+	if grace == 0 {
+		grace = defaultLockGrace
+	}
+	deadline := time.Now().Add(grace)
+	for {
+		db, err := statedb.OpenWith(dir, statedb.Options{AllowNetworkFS: s.allowNFS})
+		var locked *statedb.LockedError
+		if !errors.As(err, &locked) || time.Now().After(deadline) {
+			return db, err
+		}
+		if _, alive := s.coordinatorAnswers(); alive {
+			return db, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // defaultEndGrace is how long a standby that found the training finished

@@ -3,7 +3,8 @@
 # that is up (eval "$(tests/lab/lab-up.sh)" first, with the lab's SLURM_CONF and EASYSCALE_LAB_DIR exported).
 # It submits examples/slurm/mnist.sbatch at epochs = 10 (2340 steps) on 3 nodes with easyscale-sbatch
 # --elastic=3-4, makes the batch host fail at step >= 20 as a crashed machine does (SIGKILL of its slurmd,
-# the slurmstepds holding its log open and every process below them, as internal/slurmlab KillNode does)
+# the slurmstepds holding its log open and every process below them, all stopped first, as internal/slurmlab
+# KillNode does)
 # and writes the job's and the node's state, each time it changes (polled every second), with the time
 # since the kill, into /tmp/first-node-loss/NAME/timeline; MAXWAIT (default 300) seconds at most.
 # The node stays down: resume it with lab-up.sh and `scontrol update NodeName=n1 State=RESUME`.
@@ -19,14 +20,18 @@ cd "$root"; export PATH=$root/bin:$PATH
 out=/tmp/first-node-loss/$name; mkdir -p "$out"
 killnode() { # killnode NODE
 	local n=$1 lab=$EASYSCALE_LAB_DIR pids d fd
-	pids=$(awk -v k="slurmd-$n" '$1==k{print $2}' "$lab/run/lab.pids")
-	desc() { local p; for p in $(cat /proc/$1/task/*/children 2>/dev/null); do echo "$p"; desc "$p"; done; }
+	roots=$(awk -v k="slurmd-$n" '$1==k{print $2}' "$lab/run/lab.pids")
+	# a stopped process forks no more: stop each before listing its children
+	desc() { local p; for p in $(cat /proc/$1/task/*/children 2>/dev/null); do kill -STOP "$p"; echo "$p"; desc "$p"; done; }
 	for d in /proc/[0-9]*; do
 		[ "$(cat "$d/comm" 2>/dev/null)" = slurmstepd ] || continue
 		for fd in "$d"/fd/*; do
-			if [ "$(readlink "$fd" 2>/dev/null)" = "$lab/log/slurmd-$n.log" ]; then pids="$pids ${d#/proc/} $(desc "${d#/proc/}")"; break; fi
+			if [ "$(readlink "$fd" 2>/dev/null)" = "$lab/log/slurmd-$n.log" ]; then roots="$roots ${d#/proc/}"; break; fi
 		done
 	done
+	# all at once, as KillNode does: stopped first, then killed, so that no process (srun's shepherd)
+	# acts on another's death (docs/first-node-loss.md)
+	kill -STOP $roots; pids="$roots $(for r in $roots; do desc "$r"; done)"
 	kill -9 $pids && echo "killed $n:" $pids
 }
 sed 's/^epochs = 1 .*/epochs = 10/' examples/mnist/job.toml > "$out/job.toml"

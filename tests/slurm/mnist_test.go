@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,12 +43,16 @@ func submitWith(t *testing.T, lab *slurmlab.Lab, submitter, script string, env [
 	all = append(all, script)
 	cmd := lab.Command(ctx, submitter, all...)
 	cmd.Dir = lab.Root
-	cmd.Env = append(append(cmd.Env, env...), "EASYSCALE_SUMMARY="+summary)
+	// each task's own log on its node (easyscale run --task-log): what a
+	// task did after srun died with the first node is only there
+	tasks := filepath.Join(lab.Dir, "task-logs", fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
+	cmd.Env = append(append(cmd.Env, env...), "EASYSCALE_SUMMARY="+summary, "EASYSCALE_TASK_LOG="+tasks)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", filepath.Base(submitter), err, out)
 	}
 	id = strings.TrimSpace(string(out))
+	taskLogDirs.Store(id, tasks)
 	t.Cleanup(func() {
 		// in the lab's environment: without its SLURM_CONF scancel fails
 		// and the job runs on, holding nodes, after the test
@@ -58,9 +63,22 @@ func submitWith(t *testing.T, lab *slurmlab.Lab, submitter, script string, env [
 	return id, summary
 }
 
+// taskLogDirs is each submitted job's --task-log directory, by job id.
+var taskLogDirs sync.Map
+
+// jobOutput is the job's output file, then each task's own log (the part
+// after the loss of the first node is only there).
 func jobOutput(lab *slurmlab.Lab, id string) string {
 	b, _ := os.ReadFile(filepath.Join(lab.Root, "es-mnist-"+id+".out"))
-	return string(b)
+	out := string(b)
+	if dir, ok := taskLogDirs.Load(id); ok {
+		files, _ := filepath.Glob(filepath.Join(dir.(string), "easyscale-"+id+".*.log"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			out += fmt.Sprintf("\n--- %s (the task's own log on its node)\n%s", f, b)
+		}
+	}
+	return out
 }
 
 // waitDone waits until the job has left the queue and returns its summary.
