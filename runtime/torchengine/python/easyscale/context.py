@@ -33,7 +33,10 @@ class BufferBank:
 
     ``logical_workers`` lists the logical worker ids this process holds; each
     starts from a copy of the model's current buffers (as every DDP rank starts
-    from the same module).
+    from the same module). The buffers of all held logical workers live in one
+    flat tensor per dtype and device (each buffer a contiguous view of it), so
+    a snapshot is one copy of each; adding or removing a logical worker moves
+    them into new flat tensors (new views, the same values).
     """
 
     def __init__(self, model: nn.Module, logical_workers: list[int]) -> None:
@@ -43,16 +46,17 @@ class BufferBank:
                 if buf is not None:
                     full = f"{mod_name}.{name}" if mod_name else name
                     self._slots.append((module, name, full))
+        # (the module's _buffers dict, buffer name) of each slot: activate() assigns through these.
+        self._dst = [(module._buffers, name) for module, name, _ in self._slots]
         self._initial = {full: module._buffers[name].detach().clone() for module, name, full in self._slots}
         self._bank: dict[int, dict[str, torch.Tensor]] = {}
-        # Each logical worker's buffers as flat views of the same storage (bank order), for snapshot().
-        self._flat: dict[int, list[tuple[str, torch.Tensor]]] = {}
-        self._layout: tuple[dict[tuple[torch.dtype, torch.device], list[torch.Tensor]],
-                            list[tuple[int, str, tuple[torch.dtype, torch.device]]],
-                            dict[int, dict[str, torch.Size]]] | None = None
+        self._order: dict[int, list[torch.Tensor]] = {}  # each logical worker's buffers in slot order
+        self._flat: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        self._keys: list[tuple[int, str, tuple[torch.dtype, torch.device]]] = []
+        self._shapes: dict[int, dict[str, torch.Size]] = {}
+        self._active: int | None = None
         for lw in logical_workers:
             self.add(lw)
-        self._active: int | None = None
 
     def names(self) -> list[str]:
         """Full names of the model's buffers, in module order."""
@@ -66,7 +70,7 @@ class BufferBank:
         """Hold logical worker ``lw``, with ``buffers`` (full name -> tensor) or the initial ones.
 
         Raises KeyError naming a buffer that is missing or unknown, and ValueError
-        for a shape or dtype that differs from the model's.
+        for a shape or dtype that differs from the model's or a tensor that is not dense.
         """
         src = self._initial if buffers is None else buffers
         missing = [full for _, _, full in self._slots if full not in src]
@@ -79,25 +83,47 @@ class BufferBank:
             if t.shape != ref.shape or t.dtype != ref.dtype:
                 raise ValueError(f"logical worker {lw}: buffer {full} is {t.dtype}{list(t.shape)}, "
                                  f"the model has {ref.dtype}{list(ref.shape)}")
-            bank[full] = t.detach().to(ref.device).clone()
+            if t.layout != torch.strided:
+                raise ValueError(f"logical worker {lw}: buffer {full} is {t.layout}, want a dense tensor")
+            bank[full] = t.detach().to(ref.device)
         self._bank[lw] = bank
-        # A non-contiguous buffer has no flat view: snapshot() flattens it (a copy) when it runs.
-        self._flat[lw] = [(full, t.view(-1) if t.is_contiguous() else t) for full, t in bank.items()]
-        self._layout = None
+        self._relayout()
 
     def remove(self, lw: int) -> dict[str, torch.Tensor]:
         """Stop holding ``lw`` and return its buffers (to send to the process that takes it)."""
         if self._active == lw:
             self._active = None
-        del self._flat[lw]
-        self._layout = None
-        return self._bank.pop(lw)
+        out = {full: t.clone() for full, t in self._bank.pop(lw).items()}
+        self._relayout()
+        return out
+
+    def _relayout(self) -> None:
+        """Copy every held logical worker's buffers into new flat tensors, one per dtype and device (logical
+        workers in increasing order, buffers in slot order), and make each buffer its view of them."""
+        groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+        keys = []
+        for lw in sorted(self._bank):
+            for full, t in self._bank[lw].items():
+                g = (t.dtype, t.device)
+                groups.setdefault(g, []).append(t.reshape(-1))
+                keys.append((lw, full, g))
+        self._flat = {g: torch.cat(ts) for g, ts in groups.items()}
+        at = {g: 0 for g in self._flat}
+        for lw, full, g in keys:
+            t = self._bank[lw][full]
+            n = t.numel()
+            self._bank[lw][full] = self._flat[g][at[g]:at[g] + n].view(t.shape)
+            at[g] += n
+        self._keys = keys
+        self._shapes = {lw: {k: t.shape for k, t in b.items()} for lw, b in self._bank.items()}
+        self._order = {lw: [b[full] for _, _, full in self._slots] for lw, b in self._bank.items()}
+        if self._active is not None:
+            self.activate(self._active)  # the model's buffers are the new views
 
     def activate(self, lw: int) -> None:
         """Swap logical worker ``lw``'s buffers into the model (a pointer swap per buffer)."""
-        bank = self._bank[lw]
-        for module, name, full in self._slots:
-            module._buffers[name] = bank[full]
+        for (bufs, name), t in zip(self._dst, self._order[lw]):
+            bufs[name] = t
         self._active = lw
 
     def buffers(self, lw: int) -> dict[str, torch.Tensor]:
@@ -107,29 +133,19 @@ class BufferBank:
     def snapshot(self) -> BufferSnapshot:
         """A copy of every held logical worker's buffers, for :meth:`restore` after an aborted step.
 
-        One concatenation per dtype and device of all of them (a step takes one
-        snapshot; a copy per buffer cost about 130 us for 8 logical workers
-        of a LeNet with two BatchNorms, the concatenation about 20 us).
+        One copy of each flat tensor (a step takes one snapshot; a copy per
+        buffer cost about 130 us for 8 logical workers of a LeNet with two
+        BatchNorms, a concatenation of them 20 us quiet and 300 us between
+        training steps).
         """
-        if self._layout is None:
-            self._layout = self._plan()
-        groups, keys, shapes = self._layout
-        return BufferSnapshot({g: torch.cat([t if t.dim() == 1 else t.reshape(-1) for t in ts])
-                               for g, ts in groups.items()}, keys, shapes)
-
-    def _plan(self) -> tuple[dict[tuple[torch.dtype, torch.device], list[torch.Tensor]],
-                             list[tuple[int, str, tuple[torch.dtype, torch.device]]], dict[int, dict[str, torch.Size]]]:
-        """snapshot()'s layout for the logical workers held now: the flat views grouped by dtype and device."""
-        groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
-        keys = []
-        for lw in sorted(self._flat):
-            for full, t in self._flat[lw]:
-                groups.setdefault((t.dtype, t.device), []).append(t)
-                keys.append((lw, full, (t.dtype, t.device)))
-        return groups, keys, {lw: {k: t.shape for k, t in b.items()} for lw, b in self._bank.items()}
+        return BufferSnapshot({g: t.clone() for g, t in self._flat.items()}, self._keys, self._shapes)
 
     def restore(self, snap: BufferSnapshot | dict[int, dict[str, torch.Tensor]]) -> None:
         """Put back the buffers of :meth:`snapshot` in place (the live tensors keep their identity)."""
+        if isinstance(snap, BufferSnapshot) and snap._keys is self._keys:
+            for g, t in snap._flat.items():
+                self._flat[g].copy_(t)
+            return
         for lw, b in snap.items():
             live = self._bank[lw]
             for k, t in b.items():

@@ -16,7 +16,8 @@ API is that loop written by the runtime, so the two share one engine.
 Compared with a plain PyTorch script, the training loop, the DataLoader, the
 DistributedSampler, ``set_epoch``, DDP and ``manual_seed`` calls go away: the
 runtime runs them for N logical workers. ``transform(sample, generator)`` draws
-only from ``generator`` (keyed by seed, epoch and sample index); the model may
+only from ``generator`` (seeded once per micro-batch from seed, logical worker
+and step, and drawn by the micro-batch's samples in order); the model may
 use stock ``nn.Dropout`` (the global generator is keyed per logical worker and
 step before each micro-batch). The LR scheduler is stepped every step; a job
 that clips, steps a scheduler per epoch or does anything else between
@@ -56,7 +57,8 @@ class Job:
     train_set: indexable, ``len()``-able; ``train_set[i]`` returns (input tensor, target).
     loss: ``loss(output, target) -> scalar tensor``, the micro-batch mean as in plain PyTorch.
     transform: optional ``transform(input, generator) -> input`` applied per sample; it draws only from
-        ``generator`` (keyed by seed, epoch and sample index) and does not keep it after the call.
+        ``generator`` (seeded once per micro-batch from seed, logical worker and step, then drawn by the
+        micro-batch's samples in order) and does not keep it after the call.
     lr_scheduler: optional, stepped once per step after the optimizer.
     test_set: optional, evaluated with logical worker 0's buffers (the model DDP would save).
     """

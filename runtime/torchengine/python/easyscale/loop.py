@@ -419,7 +419,8 @@ class DataLoader:
     ``drop_last=True`` is required; ``num_workers`` and ``pin_memory`` are
     ignored (samples are read in this process, after the logical worker's
     generators are seeded). ``transform(input, generator)`` is the Job API's
-    per-sample augmentation. Without such a sampler it *is* torch's
+    per-sample augmentation (one generator per micro-batch, seeded from the job's
+    seed, the logical worker and the step, drawn by its samples in order). Without such a sampler it *is* torch's
     DataLoader (evaluation loaders keep working unchanged).
     """
 

@@ -2,11 +2,13 @@
 
 A step on a replica that holds logical workers L (a contiguous range):
 
-1. for each logical worker l in L, in increasing order: swap l's buffers in,
-   seed the global generators from (seed, l, step), take l's next micro-batch
-   from its cursor, and hand it to the training loop, which runs forward,
-   loss and :meth:`StepRun.backward` (:class:`StepRun`, the loop API's
-   micro-batch loop and the Job's alike);
+1. every logical worker's next micro-batch is taken from its cursor (the
+   sample indices) and the step's stream keys computed; then for each logical
+   worker l in L, in increasing order: swap l's buffers in, seed the global
+   generators from (seed, l, step), read l's samples (the Job's transform
+   drawing from l's augmentation stream of the step), and hand the micro-batch
+   to the training loop, which runs forward, loss and :meth:`StepRun.backward`
+   (:class:`StepRun`, the loop API's micro-batch loop and the Job's alike);
 2. the gradients are folded in logical-worker order: on the replica that holds
    logical worker 0 autograd's accumulation into ``.grad`` is that fold, the
    others keep one flat slot per logical worker for the chain
@@ -67,7 +69,7 @@ class Data:
     shuffle: False reads each shard in order.
     collate: samples -> micro-batch (torch's default_collate for the loop API).
     transform: optional ``transform(sample_input, generator)`` of the Job API, drawing from a generator
-        keyed by (stream seed, epoch, sample index).
+        seeded once per micro-batch from (job seed, logical worker, step, "augment").
     """
 
     dataset: Any
@@ -193,23 +195,22 @@ class Replica:
             run.backward(loss(model(x.to(self.device)), y.to(self.device)))
         return run.result()
 
-    def _samples(self, indices: list[int], epoch: int) -> list[Any]:
-        """The samples ``indices`` of ``epoch``, each through the Job's transform with its keyed generator.
+    def _samples(self, indices: list[int], key: int) -> list[Any]:
+        """The samples ``indices``, in order, each through the Job's transform, which draws from one generator
+        seeded with ``key`` once for the micro-batch (the logical worker's augmentation stream of the step).
 
-        One generator, re-seeded per sample: the same stream as a new one
-        (streams.sample_generator) for a quarter of the cost. The transform
-        must not keep it past the call. Each sample is read before its
-        generator is seeded, then transformed.
+        The transform must not keep the generator past the call. The
+        micro-batch of a logical worker at a step is the same on every
+        placement, and so are its samples' order and draws.
         """
         dataset, transform = self.data.dataset, self.data.transform
         if transform is None:
             return [dataset[i] for i in indices]
         g = self._gen
-        seed = g.manual_seed
+        g.manual_seed(key)
         out = []
-        for i, k in zip(indices, streams.sample_keys(self.config.seed, epoch, indices)):
+        for i in indices:
             x, y = dataset[i]
-            seed(k)
             out.append((transform(x, g), y))
         return out
 
@@ -356,7 +357,8 @@ class StepRun:
         self.accumulate = first_in_chain and self.order == lws
         self.first_in_chain = first_in_chain
         self.losses: dict[int, float] = {}
-        self.samples: dict[int, str] = {}
+        self._indices: dict[int, list[int]] = {}
+        self._samples: dict[int, str] | None = None
         self.slots: dict[int, torch.Tensor] = {}
         #: The logical worker whose micro-batch the loop holds (None outside the loop).
         self.current: int | None = None
@@ -367,15 +369,25 @@ class StepRun:
         r, ab = self.replica, self.replica.ablation
         r._snap = (r.bank.snapshot(), dict(r.cursors))
         r.clear_grads()
-        b = r.data.micro_batch
+        b, sampler, cursors = r.data.micro_batch, r.sampler, r.cursors
+        # Everything of the step that needs no micro-batch to have run, for all its logical workers together
+        # (sample indices, cursors, stream keys): done one micro-batch at a time, between forward and backward
+        # passes, the same work took several times longer (cold caches).
+        plan = []
+        for lw in self.order:
+            idx, cursors[lw] = sampler.next(cursors[lw], lw, b)
+            plan.append((lw, idx))
+        self._indices = dict(plan)
+        keyed = [r.physical_rank if ab.key_rng_by_worker else lw for lw in self.order]
+        keys = streams.worker_keys(r.config.seed, keyed, self.step)
+        augment = streams.worker_keys(r.config.seed, keyed, self.step, streams.PURPOSE_AUGMENT) \
+            if r.data.transform is not None else keys
+        seed_globals, activate = streams.seed_globals_key, r.bank.activate
         with streams.GlobalSeedGuard():
-            for lw in self.order:
-                r.bank.activate(self.order[0] if ab.buffers_per_worker else lw)
-                streams.seed_globals(r.config.seed, r.physical_rank if ab.key_rng_by_worker else lw, self.step)
-                epoch = r.sampler.batch_epoch(r.cursors[lw], b)
-                idx, r.cursors[lw] = r.sampler.next(r.cursors[lw], lw, b)
-                self.samples[lw] = sample_hash(idx)
-                batch = r.data.collate(r._samples(idx, epoch))
+            for (lw, idx), k, ka in zip(plan, keys, augment):
+                activate(self.order[0] if ab.buffers_per_worker else lw)
+                seed_globals(k)
+                batch = r.data.collate(r._samples(idx, ka))
                 self.current, self._backward = lw, False
                 yield batch
                 if not self._backward:
@@ -385,6 +397,13 @@ class StepRun:
                     self.slots[lw] = r.take_grads(lw)
         self.current = None
         self._done = True
+
+    @property
+    def samples(self) -> dict[int, str]:
+        """The sample hash (:func:`sample_hash`) of each logical worker's micro-batch of the step (the ledger's)."""
+        if self._samples is None or len(self._samples) != len(self._indices):
+            self._samples = {lw: sample_hash(idx) for lw, idx in self._indices.items()}
+        return self._samples
 
     def backward(self, loss: torch.Tensor) -> None:
         """Record this micro-batch's loss (the ledger's; NaN and infinity are refused) and run its backward."""

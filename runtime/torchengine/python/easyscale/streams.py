@@ -6,8 +6,13 @@ step, purpose) only, never on which process runs the logical worker or what ran
 before it there (docs/pytorch-bits.md §2 "Dropout"; EasyScale §3.2). The
 runtime therefore re-seeds torch's global generators from such a key before
 each micro-batch, which covers stock ``nn.Dropout`` without any change to the
-model, and hands augmentation a generator keyed by (seed, epoch, sample index),
-which makes it independent of DataLoader workers and batch composition.
+model, and hands the Job API's transform a generator seeded once per
+micro-batch from (seed, logical worker, step, "augment"), drawn by the
+micro-batch's samples in order (as the native engine's rng.Augment stream).
+A logical worker's micro-batch at a step is the same on every placement, so
+are its draws. (Until December 2026 that generator was re-seeded per sample
+from (seed, epoch, sample index); 256 seedings a step cost about 1 % of a
+LeNet step, and the digests of jobs with a transform changed with it.)
 
 Keys are the first 8 bytes of SHA-256 over the decimal fields, masked to 63
 bits (``torch.manual_seed`` takes any int below 2**64; 63 bits keeps them
@@ -16,21 +21,26 @@ positive for every torch version).
 
 from __future__ import annotations
 
+import _random
 import hashlib
 import random
 import sys
 from typing import Iterable
 
 import torch
+import torch.random as _trandom
 
-__all__ = ["PURPOSE_MICRO_BATCH", "PURPOSE_AUGMENT", "key", "sample_keys", "seed_globals", "sample_generator",
+__all__ = ["PURPOSE_MICRO_BATCH", "PURPOSE_AUGMENT", "key", "worker_keys", "seed_globals", "seed_globals_key",
            "GlobalSeedGuard", "ForbiddenSeedError"]
 
-_seed_python = random.seed
+# random.seed(k) for an int k is Random.seed's type checks, then _random.Random.seed(k) and gauss_next = None;
+# calling those two directly gives the same state on a shorter path (it runs once per micro-batch, with cold caches).
+_python_random = random._inst  # type: ignore[attr-defined]
+_seed_python_c = _random.Random.seed
 
 #: Purpose of the stream seeded before a logical worker's micro-batch.
 PURPOSE_MICRO_BATCH = "micro-batch"
-#: Purpose of the per-sample augmentation stream.
+#: Purpose of the Job API transform's stream (seeded once per micro-batch).
 PURPOSE_AUGMENT = "augment"
 
 
@@ -44,14 +54,17 @@ def key(*fields: int | str) -> int:
     return _from_bytes(_sha256("\x1f".join(map(str, fields)).encode()).digest()[:8], "little") & _MASK
 
 
-def sample_keys(seed: int, epoch: int, indices: Iterable[int], purpose: str = PURPOSE_AUGMENT) -> list[int]:
-    """``[key(seed, epoch, i, purpose) for i in indices]``, the keys of one micro-batch's samples.
+def worker_keys(seed: int, logical_workers: Iterable[int], step: int, purpose: str = PURPOSE_MICRO_BATCH) -> list[int]:
+    """``[key(seed, lw, step, purpose) for lw in logical_workers]``: one step's keys, computed together.
 
-    The same bits as :func:`key` for a quarter less of its cost (about 1 us a
-    sample instead of 2.4 here): the fields around the index are joined once.
+    The same bits as :func:`key`. A step computes its keys before its first
+    micro-batch: one call per micro-batch, between forward and backward
+    passes that evict the caches, cost about 50 us each, the batch about
+    1 us a key.
     """
-    head, tail = f"{seed}\x1f{epoch}\x1f", f"\x1f{purpose}"
-    return [_from_bytes(_sha256((head + str(i) + tail).encode()).digest()[:8], "little") & _MASK for i in indices]
+    head, tail = f"{seed}\x1f", f"\x1f{step}\x1f{purpose}"
+    return [_from_bytes(_sha256((head + str(lw) + tail).encode()).digest()[:8], "little") & _MASK
+            for lw in logical_workers]
 
 
 def seed_globals(seed: int, logical_worker: int, step: int, purpose: str = PURPOSE_MICRO_BATCH) -> int:
@@ -62,7 +75,14 @@ def seed_globals(seed: int, logical_worker: int, step: int, purpose: str = PURPO
     the generators directly, not through ``torch.manual_seed``).
     """
     k = key(seed, logical_worker, step, purpose)
-    _seed_python(k)  # Python's and numpy's global generators too: a transform may draw from them
+    seed_globals_key(k)
+    return k
+
+
+def seed_globals_key(k: int) -> None:
+    """:func:`seed_globals` from its key ``k`` (a 63-bit key of :func:`key` or :func:`worker_keys`)."""
+    _seed_python_c(_python_random, k)  # Python's and numpy's global generators too: a transform may draw from them
+    _python_random.gauss_next = None
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed(k & 0xFFFFFFFF)
@@ -72,14 +92,6 @@ def seed_globals(seed: int, logical_worker: int, step: int, purpose: str = PURPO
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         for g in torch.cuda.default_generators:
             g.manual_seed(k)
-    return k
-
-
-def sample_generator(seed: int, epoch: int, index: int, purpose: str = PURPOSE_AUGMENT) -> torch.Generator:
-    """A CPU generator for one sample's augmentation, keyed by (seed, epoch, sample index)."""
-    g = torch.Generator()
-    g.manual_seed(key(seed, epoch, index, purpose))
-    return g
 
 
 class ForbiddenSeedError(RuntimeError):
@@ -98,7 +110,7 @@ class GlobalSeedGuard:
     _names: Iterable[tuple[object, str]] = ()
 
     def __enter__(self) -> "GlobalSeedGuard":
-        import torch.random as trandom
+        trandom = _trandom
         self._saved = [(torch, "manual_seed", torch.manual_seed), (trandom, "manual_seed", trandom.manual_seed),
                        (torch, "seed", torch.seed), (trandom, "seed", trandom.seed)]
         for mod, name, _ in self._saved:

@@ -112,6 +112,20 @@ class Consistency(unittest.TestCase):
             got.append(r.digest())
         self.assertEqual(got, want)
 
+    def test_the_transform_draws_one_stream_per_micro_batch_keyed_by_logical_worker_and_step(self) -> None:
+        cfg = config()
+        job = toyjob.setup(cfg)
+        draws: list[float] = []
+        job.transform = lambda x, g: (draws.append(float(torch.rand((), generator=g))), x)[1]
+        r = Replica(job, cfg, [2, 3])
+        r.compute(5, False)
+        want = []
+        for lw in (2, 3):
+            g = torch.Generator()
+            g.manual_seed(easyscale.streams.key(cfg.seed, lw, 5, easyscale.streams.PURPOSE_AUGMENT))
+            want += [float(x) for x in torch.rand(B, generator=g)]  # the micro-batch's samples in order
+        self.assertEqual(draws, want)
+
 
 class Refusals(unittest.TestCase):
     def test_a_nan_loss_names_the_logical_worker_and_step(self) -> None:
