@@ -323,6 +323,17 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 	if j.slurm != nil { // a standby on another node takes over should this one be lost
 		o.Node, o.Standby = j.slurm.task.NodeName, true
 	}
+	if j.slurm != nil && j.slurm.standby != nil {
+		// This task took over: its spare Python process (started
+		// while it was the standby) becomes the engine's first, and the
+		// self-check, which the lost coordinator ran before this run's
+		// first step, is not run again (docs/first-node-loss.md).
+		if sp, ok := j.slurm.standby.Warm.(*torchengine.Spare); ok {
+			o.Spare = sp
+			j.slurm.standby.Warm = nil
+		}
+		o.CheckedBefore = "ran before this run's first step on the coordinator this standby took over from"
+	}
 	eng, err := torchengine.New(ctx, o)
 	if err != nil {
 		return err

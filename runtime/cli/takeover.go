@@ -214,8 +214,12 @@ func (s *slurmRun) takeoverWorker(ctx context.Context, run func() error) (*clust
 			"node", s.task.NodeName, "error", te.Cause)
 		c, err := s.claimTakeover(te.Copy)
 		if err != nil {
+			te.Copy.Release()
 			s.log.Error("cannot take over; rejoining", "error", err)
 			continue
+		}
+		if c != claimTaken {
+			te.Copy.Release()
 		}
 		if c == claimFinished {
 			if !s.standbyFinished(ctx) {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -55,6 +56,20 @@ type StandbyCopy struct {
 	// Members is the number of workers in step Step; Lost of them ran on
 	// the coordinator's node.
 	Members, Lost int
+	// Warm is what an engine's standby started ahead for the coordinator
+	// it becomes (a torch standby's spare Python process,
+	// *torchengine.Spare), or nil. Whoever does not hand it on closes it
+	// (Release).
+	Warm io.Closer
+}
+
+// Release closes c.Warm, when there is one, and forgets it: for a copy
+// that is not taken over from, or whose engine will not adopt it.
+func (c *StandbyCopy) Release() {
+	if c != nil && c.Warm != nil {
+		_ = c.Warm.Close()
+		c.Warm = nil
+	}
 }
 
 // Survivors is the number of workers expected to remain when the

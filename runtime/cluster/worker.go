@@ -158,6 +158,14 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	retry := rejoin{timeout: o.JoinTimeout, since: time.Now()}
 	for {
 		joined, standby, err := runSession(ctx, o, leaveReq, leaveNow)
+		var te *TakeoverError
+		if errors.As(err, &te) && !o.Takeover {
+			// An engine session's standby copy that is not handed on
+			// (this worker rejoins): what it keeps warm for a takeover
+			// (a torch spare process) is released now, not when this
+			// worker exits.
+			te.Copy.Release()
+		}
 		if errors.Is(err, ErrLeft) || ctx.Err() != nil {
 			return err
 		}
@@ -181,8 +189,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		if o.Takeover && standby != nil {
 			return &TakeoverError{Copy: standby, Cause: err}
 		}
-		var te *TakeoverError
-		if o.Takeover && errors.As(err, &te) { // an engine session's standby (Torch)
+		if o.Takeover && te != nil { // an engine session's standby (Torch)
 			return te
 		}
 		if err := retry.ended(time.Now(), joined, o.Join, err); err != nil {

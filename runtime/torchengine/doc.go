@@ -121,7 +121,10 @@
 // keeps them and, when the coordinator is lost, has its own Python process
 // write the checkpoint of the step it committed before it is closed
 // (standby.go): the copy a standby takes the coordinator's place from
-// (runtime/cli takeover.go, docs/first-node-loss.md).
+// (runtime/cli takeover.go, docs/first-node-loss.md). The standby also
+// keeps a spare Python process, loaded as an engine's first, which the
+// engine it then coordinates with adopts (Options.Spare, spare.go), so
+// the takeover starts no interpreter and imports no torch.
 //
 // Under `srun easyscale run` task 0 is such a coordinator and the other
 // tasks join it (runtime/cli's slurm.go); so do the workers of the extra

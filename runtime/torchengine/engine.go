@@ -60,6 +60,12 @@ type Options struct {
 	// NoSelfCheck skips the self-check before the first step (run
 	// --no-self-check); the summary says it was skipped.
 	NoSelfCheck bool
+	// CheckedBefore, when set, says why the self-check is not run again:
+	// a standby taking over coordinates a run whose lost coordinator ran
+	// it before the first step (a failed check would have refused the
+	// job), on processes whose versions and numerics its admission
+	// matched. The summary says "skipped: " and this.
+	CheckedBefore string
 	// Workers is how many processes of this machine the run's first
 	// allocation has (0 or 1: one): New starts them all at once, so they
 	// import torch and load the job alongside the first process, and the
@@ -72,6 +78,10 @@ type Options struct {
 	// (standby.go).
 	Node    string
 	Standby bool
+	// Spare is a Python process a standby started ahead of this takeover
+	// (spare.go): New adopts it as its first process when it was started
+	// and loaded as New would start that one, and closes it otherwise.
+	Spare *Spare
 }
 
 // CheckSteps is how many steps the self-check runs in each placement.
@@ -109,6 +119,12 @@ var (
 // interpreter, the dataset or the module that failed.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	spec := o.Spec
+	adopted := false
+	defer func() {
+		if !adopted {
+			_ = o.Spare.Close()
+		}
+	}()
 	if spec.Engine != jobspec.EngineTorch || spec.Torch == nil {
 		return nil, fmt.Errorf("job %q is not a torch job (engine = %q)", spec.Name, spec.Engine)
 	}
@@ -171,7 +187,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	// network while the gradients travel): its peers' collectives fail
 	// after it.
 	e.local.group.TimeoutSeconds = max(5, float64(hb))
-	if !o.NoSelfCheck {
+	if !o.NoSelfCheck && o.CheckedBefore == "" {
 		e.local.CheckSteps = CheckSteps
 	}
 	started, ready := time.Now(), false
@@ -183,6 +199,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			return
 		}
 		e.log.Debug("process group formed", "world_size", workers, "step", step, "ms", took.Milliseconds())
+	}
+	if o.Spare != nil {
+		adopted = e.local.adoptSpare(ctx, o.Spare, e.log)
 	}
 	e.local.Prestart(ctx, max(1, o.Workers))
 	if err := e.local.Resize(ctx, 1); err != nil {
@@ -452,6 +471,8 @@ func (e *Engine) SelfCheck() (string, float64) {
 	switch c := e.local.checked; {
 	case e.opts.NoSelfCheck:
 		return "skipped (--no-self-check)", 0
+	case e.opts.CheckedBefore != "":
+		return "skipped: " + e.opts.CheckedBefore, 0
 	case c == nil:
 		return "", 0
 	case c.Result == "skipped":

@@ -139,15 +139,47 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 		return err
 	}
 	log.Info("queued for admission", "job_name", spec.Name, "pid", p.Pid(), "python", py, "torch", loaded.Torch, "gloo", s.LocalAddr)
-	sb := &standbyContexts{}
+	// As the standby, a spare process loaded as a fresh engine's first
+	// (rank 0, on this node's interface), for the engine this worker's
+	// task coordinates with should it take over (spare.go).
+	var spareMu sync.Mutex
+	var spare *Spare
+	relayed := false // relay returned: a late first frame starts no spare
+	sb := &standbyContexts{onFirst: func() {
+		spareMu.Lock()
+		defer spareMu.Unlock()
+		if relayed {
+			return
+		}
+		so := start
+		so.Stdout = so.Stderr // as New starts its processes
+		started := time.Now()
+		spare = startSpare(ctx, so, jobConfig(spec, params), &loaded)
+		log.Info("the coordinator's standby: starting a spare python process for a takeover")
+		go func(sp *Spare) {
+			<-sp.done
+			if sp.res.err != nil {
+				log.Warn("the standby's spare python process failed", "error", sp.res.err)
+				return
+			}
+			log.Info("the standby's spare python process is ready", "startup_s", fmt.Sprintf("%.2f", time.Since(started).Seconds()))
+		}(spare)
+	}}
 	err = relay(ctx, s, p, sb, log)
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	relayed = true
 	if errors.Is(err, errCoordinatorGone) {
 		// As the coordinator's standby: the copy, before the process is
 		// killed (standby.go).
 		if cp := sb.copyFrom(ctx, p, files, s, 10*time.Second, log); cp != nil {
+			if spare != nil {
+				cp.Warm = spare
+			}
 			return &cluster.TakeoverError{Copy: cp, Cause: err}
 		}
 	}
+	_ = spare.Close()
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -61,6 +62,10 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 type standbyContexts struct {
 	steps    []int64 // newest last
 	contexts map[int64]map[int][]byte
+	// onFirst, when set, is called once, on the first frame kept: this
+	// worker is the standby (RunWorker starts its spare there).
+	onFirst func()
+	first   sync.Once
 }
 
 // keep decodes a relayStandby frame and keeps its contexts, dropping all
@@ -103,6 +108,9 @@ func (s *standbyContexts) keep(b []byte) error {
 	for len(s.steps) > 2 {
 		delete(s.contexts, s.steps[0])
 		s.steps = s.steps[1:]
+	}
+	if s.onFirst != nil {
+		s.first.Do(s.onFirst)
 	}
 	return nil
 }

@@ -129,3 +129,67 @@ func FuzzStandbyFrame(f *testing.F) {
 		}
 	})
 }
+
+// A standby's spare process (spare.go) becomes the first process of the
+// engine it coordinates with after a takeover, so that engine starts no
+// Python process: unless the spare was started otherwise (then it is
+// stopped), or its numerics differ from the standby's own process (then a
+// fresh process takes its place).
+func TestATakeoverEngineAdoptsTheStandbysSpare(t *testing.T) {
+	cases := []struct {
+		name         string
+		env          []string // the spare's extra environment
+		otherCanary  bool     // the standby's own process reported another canary digest
+		adopted      bool     // adoptSpare took it
+		sameProcess  bool     // the engine's first process is the spare's
+		spareStopped bool
+	}{
+		{name: "started as the engine starts its first", adopted: true, sameProcess: true},
+		{name: "another environment", env: []string{"EASYSCALE_TEST_OTHER=1"}, spareStopped: true},
+		{name: "other numerics than the standby's own process", otherCanary: true, adopted: true, spareStopped: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, ctx := newLocal(t)
+			start := l.start
+			start.Env = append(append([]string(nil), start.Env...), tc.env...)
+			var want *Loaded
+			if tc.otherCanary {
+				want = &Loaded{Canary: "other"}
+			}
+			sp := startSpare(ctx, start, l.cfg, want)
+			t.Cleanup(func() { _ = sp.Close() })
+			adopted := l.adoptSpare(ctx, sp, hclog.NewNullLogger())
+			if adopted != tc.adopted {
+				t.Fatalf("adopted %v, want %v", adopted, tc.adopted)
+			}
+			if !adopted {
+				_ = sp.Close()
+			}
+			if err := l.Resize(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			<-sp.done
+			if sp.res.err != nil {
+				t.Fatalf("the spare failed: %v", sp.res.err)
+			}
+			same := l.Processes()[0] == sp.res.p
+			if same != tc.sameProcess {
+				t.Fatalf("the engine's first process is the spare's: %v, want %v", same, tc.sameProcess)
+			}
+			select {
+			case <-sp.res.p.done:
+				if !tc.spareStopped {
+					t.Fatal("the spare's process exited")
+				}
+			case <-time.After(10 * time.Second):
+				if tc.spareStopped {
+					t.Fatal("the spare's process still runs 10 s after it was refused")
+				}
+			}
+			if _, err := l.Step(ctx, 0, split(4, 1), nil); err != nil {
+				t.Fatalf("a step on the adopted process: %v", err)
+			}
+		})
+	}
+}

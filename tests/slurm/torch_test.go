@@ -140,14 +140,33 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
 		t.Skip("no torch for /usr/bin/python3")
 	}
-	const steps = 150
-	want := localTorchDigest(t, lab, steps)
+	// EASYSCALE_LAB_TASK_LOGS=DIR sends each task's output to its own
+	// file there (srun --output through SLURM_STDOUTMODE, appended across
+	// the requeue), written on the task's node, so the survivors' logs (the
+	// takeover's timeline) outlive the lost node's srun; the kill then also
+	// waits until the standby's spare Python process is ready (a node is
+	// lost at any time of a job's life; under load the spare's start takes
+	// tens of seconds), with more steps to leave room for it. Off by
+	// default: the tasks' output then goes through srun, as in production,
+	// and the kill may come while the spare still starts.
+	taskLogs := os.Getenv("EASYSCALE_LAB_TASK_LOGS")
+	steps := int64(150)
+	if taskLogs != "" {
+		steps = 234 // the job's horizon, one epoch
+	}
+	want := localTorchDigest(t, lab, int(steps))
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=3-4", "examples/slurm/torch-mnist.sbatch")
 	cmd.Dir = lab.Root
 	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	if taskLogs != "" {
+		if err := os.MkdirAll(taskLogs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "SLURM_STDOUTMODE="+filepath.Join(taskLogs, "task-%j-%t.log"), "SLURM_OPEN_MODE=append")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
@@ -155,6 +174,13 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	id := strings.TrimSpace(string(out))
 	output := func() string {
 		b, _ := os.ReadFile(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
+		if taskLogs != "" {
+			logs, _ := filepath.Glob(filepath.Join(taskLogs, "task-"+id+"-*.log"))
+			for _, l := range logs {
+				tb, _ := os.ReadFile(l)
+				b = append(b, tb...)
+			}
+		}
 		return string(b)
 	}
 	t.Cleanup(func() {
@@ -167,7 +193,8 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	// third joined, so the standby has had the contexts of a step.
 	state := filepath.Join(lab.Root, ".easyscale", id, "state")
 	var at3 int64 = -1
-	for at3 < 0 || lastStep(state) < at3+5 {
+	spareReady := func() bool { return taskLogs == "" || strings.Contains(output(), "spare python process is ready") }
+	for at3 < 0 || lastStep(state) < at3+5 || !spareReady() {
 		if at3 < 0 && strings.Contains(output(), "world_size=3") {
 			at3 = lastStep(state)
 		}
