@@ -106,7 +106,13 @@ func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *test
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, worker: config.DefaultWorkerCommand}
 	d := startDaemon(t, l, s, "backfilld")
 	var onV100 []slurmcli.Job // running extra jobs on n1 or n2
-	waitFor(t, 90*time.Second, "extra jobs of the d2 jobs running on the v100 nodes, joined", func() bool {
+	// Extra jobs of the d2 jobs hold v100 GPUs: Slurm must preempt them for
+	// the pinned job, which is what is measured. Their workers' joining is
+	// not waited for: on a quiet machine the d2 jobs (468 steps, about 40 s)
+	// ended 20 s after their extra jobs started, before the joined workers
+	// showed in their progress, and the planner may lend every v100 GPU to
+	// one of them; joining is tested by the growth tests.
+	waitFor(t, 90*time.Second, "extra jobs of the d2 jobs running on the v100 nodes", func() bool {
 		onV100 = nil
 		for _, j := range d2 {
 			for _, x := range extrasOf(t, l, j.id) {
@@ -115,12 +121,7 @@ func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *test
 				}
 			}
 		}
-		joined := true
-		for _, j := range d2 {
-			p, ok := j.progress(ctx, l)
-			joined = joined && ok && p.Workers > 1
-		}
-		return len(onV100) > 0 && joined
+		return len(onV100) > 0
 	})
 	lentBefore := lentGPUs(t, onV100)
 	for _, j := range d2 {
