@@ -29,7 +29,11 @@ import (
 // srun's shepherd (a child of srun that, when srun dies without telling
 // it, kills the step with SIGKILL through slurmctld) ran between srun's
 // kill and its own on a loaded machine and killed the step's tasks on
-// every surviving node (docs/first-node-loss.md).
+// every surviving node (docs/first-node-loss.md). Killed parents first
+// after being stopped, the batch script's death orphaned the process group
+// of srun and its shepherd, stopped, and the kernel woke it with SIGHUP and
+// SIGCONT: the step was killed again, 0.1-0.5 s after the loss. crash kills
+// children first.
 //
 // It registers a cleanup on t, which must come after [Require]'s, that
 // restores the node with [Lab.RestoreNode], so the drained-node check of
@@ -60,8 +64,10 @@ func (l *Lab) KillNode(t testing.TB, name string) []int {
 // crash SIGKILLs roots and every process below them as a crashed machine
 // loses them: together, none seeing another die. It first stops each
 // process (SIGSTOP), a parent before its children are listed (a stopped
-// process forks no more), then kills them all; a stopped process dies of
-// SIGKILL as a running one does. It returns the PIDs, parents first, and
+// process forks no more), then kills them all, children before parents (so
+// that no stopped process group is orphaned, which would wake it with
+// SIGHUP and SIGCONT); a stopped process dies of SIGKILL as a running one
+// does. It returns the PIDs, parents first, and
 // each as "PID:COMM" (read while it was stopped). A
 // process that is gone already is skipped. between, when not nil, runs
 // between two signals (a test's stand-in for a loaded machine that
@@ -90,8 +96,18 @@ func crash(roots []int, between func()) ([]int, []string, error) {
 		names = append(names, fmt.Sprintf("%d:%s", p, strings.TrimSpace(string(comm))))
 		queue = append(queue, children(p)...)
 	}
-	for _, p := range pids {
-		if err := signal(p, syscall.SIGKILL); err != nil {
+	// Children before parents: a process that exits while a process group
+	// below it (a child's, in the same session) still has a stopped member
+	// orphans that group, and the kernel then sends the group SIGHUP and
+	// SIGCONT (POSIX orphaned process groups): the stopped processes would
+	// run again. Killed parents first, the batch script's death so woke
+	// srun and its shepherd; srun forwarded the SIGHUP to the step as a
+	// SIGKILL, the shepherd cancelled the step through slurmctld. A
+	// SIGKILLed process no longer counts as stopped, so with its
+	// descendants killed first no stopped group is left to orphan. pids
+	// is breadth-first, so every process's descendants come after it.
+	for i := len(pids) - 1; i >= 0; i-- {
+		if err := signal(pids[i], syscall.SIGKILL); err != nil {
 			return pids, names, err
 		}
 	}

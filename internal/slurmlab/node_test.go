@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -98,5 +99,58 @@ exec sleep 1000`
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "mark")); err == nil {
 		t.Fatalf("a process acted on another's death during the crash: mark %q", b)
+	}
+}
+
+// A crash wakes no stopped process by orphaning its process group. The
+// tree is the batch step's in miniature: a process leading its own process
+// group (the batch script, srun in its group) whose parent is in another
+// group of the same session (slurmstepd), and a child that acts on SIGHUP
+// (srun: "forcing job termination", the step's tasks SIGKILLed). Killed
+// parent first, the leader's death orphaned the group with a stopped member
+// and the kernel sent it SIGHUP and SIGCONT: the child ran and acted
+// (docs/first-node-loss.md, lab run of 2026-12-02 08:22). With crash it
+// does not.
+func TestACrashWakesNoStoppedProcessByOrphaningItsGroup(t *testing.T) {
+	dir := t.TempDir()
+	script := `sh -c 'trap "echo acted >\"\$D/mark\"; exit 0" HUP; echo ready >"$D/ready"; while :; do sleep 1; done' &
+exec sleep 1000`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "D="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group, this process's session
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil && len(children(cmd.Process.Pid)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the process tree did not get ready in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pids, names, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) < 2 {
+		t.Fatalf("crash signalled %v, want the leader and its child", names)
+	}
+	<-waited
+	for _, p := range pids {
+		for !gone(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of %v still runs after the crash", p, names)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "mark")); err == nil {
+		t.Fatalf("a stopped process ran during the crash (SIGHUP of its orphaned group): mark %q; signalled %v", b, names)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/wire"
@@ -224,7 +225,11 @@ func (s *session) ioError(doing string, err error) error {
 	reason := ErrMalformed
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		reason = ErrTimeout
-	} else if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+	} else if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		// a lost connection, not a refusal: a peer that died or closed
+		// mid-handshake (a SIGKILLed coordinator's socket resets the
+		// connections its kernel accepted); the caller may retry
 		return fmt.Errorf("auth: %s %v: connection closed: %w", doing, s.conn.RemoteAddr(), err)
 	}
 	return &Error{Reason: reason, Peer: s.conn.RemoteAddr().String(), Detail: doing, Err: err}

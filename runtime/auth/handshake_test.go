@@ -180,3 +180,23 @@ func TestConfigWithoutSecretIsRefused(t *testing.T) {
 		t.Fatal("a config without a secret was accepted")
 	}
 }
+
+// A connection reset mid-handshake is a lost connection, not a refusal: a
+// SIGKILLed coordinator's kernel accepted a rejoining worker's connect and
+// reset it when the socket closed, and the worker, taking the reset for a
+// malformed handshake (an *Error: retrying cannot help), exited instead of
+// rejoining (lab, 2026-12-02 08:21).
+func TestAResetMidHandshakeIsNoRefusal(t *testing.T) {
+	job := Config{JobID: "j", Secret: mustSecret(t), Timeout: 2 * time.Second}
+	cc, sc := tcpPair(t)
+	sc.(*net.TCPConn).SetLinger(0) // close sends RST
+	sc.Close()
+	_, err := Client(context.Background(), cc, job, "worker")
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		t.Fatalf("err = %v (%T), want a plain connection error, not an *auth.Error", err, err)
+	}
+	if !strings.Contains(err.Error(), "connection closed") {
+		t.Fatalf("err = %v, want it to say the connection closed", err)
+	}
+}

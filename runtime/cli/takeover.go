@@ -276,20 +276,38 @@ func stateDataFiles(m data.Manifest) []statedb.DataFile {
 }
 
 // coordinatorAnswers dials the coordinator's address as the rendezvous
-// directory names it: a coordinator whose process lives accepts (its
-// listener is open until its run ends); a dead process's port refuses,
-// a dead node's times out (2 s).
+// directory names it and waits for the first byte of its handshake (the
+// coordinator sends its challenge on every connection it accepts): a
+// coordinator whose process lives answers (its listener is open until its
+// run ends); a dead process's port refuses, a dead node's times out (2 s).
+// A TCP connect alone is no answer: the kernel completes it on a listening
+// socket whatever the process does, and a SIGKILLed coordinator's socket
+// still accepted while its files were being closed (lab, 2026-12-02: the
+// standby found the writer lock held, saw the address "answer", rejoined
+// the dead coordinator and failed its handshake with a reset).
 func (s *slurmRun) coordinatorAnswers() (string, bool) {
 	addr, ok := slurmjob.CoordinatorAddr(s.task.Rendezvous, s.rendezvousRun(context.Background()))
 	if !ok {
 		return "", false
 	}
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	return addr, answers(addr, 2*time.Second)
+}
+
+// answers reports whether a process listening at addr sends a byte on a
+// new connection within timeout (the connect included).
+func answers(addr string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return addr, false
+		return false
 	}
-	c.Close()
-	return addr, true
+	defer c.Close()
+	if err := c.SetReadDeadline(deadline); err != nil {
+		return false
+	}
+	var b [1]byte
+	n, _ := c.Read(b[:])
+	return n == 1
 }
 
 // recordTrained notes in the rendezvous directory that this run's

@@ -30,9 +30,10 @@ killnode() { # killnode NODE
 		done
 	done
 	# all at once, as KillNode does: stopped first, then killed, so that no process (srun's shepherd)
-	# acts on another's death (docs/first-node-loss.md)
+	# acts on another's death (docs/first-node-loss.md); killed children first (the list reversed), so that
+	# no stopped process group is orphaned, which the kernel wakes with SIGHUP and SIGCONT
 	kill -STOP $roots; pids="$roots $(for r in $roots; do desc "$r"; done)"
-	kill -9 $pids && echo "killed $n:" $pids
+	kill -9 $(printf '%s\n' $pids | tac) && echo "killed $n:" $pids
 }
 sed 's/^epochs = 1 .*/epochs = 10/' examples/mnist/job.toml > "$out/job.toml"
 script=${SCRIPT:-examples/slurm/mnist.sbatch}

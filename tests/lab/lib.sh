@@ -14,6 +14,9 @@
 #   EASYSCALE_LAB_TIMEOUT    60                  seconds to wait for each daemon
 #   EASYSCALE_LAB_SLURMD_DEBUG info              SlurmdDebug (debug: slurmstepd logs each task's exit
 #                                                status or signal and the requests it handles)
+#   EASYSCALE_LAB_SLURMCTLD_DEBUG info           SlurmctldDebug (debug: slurmctld logs each RPC it
+#                                                handles, e.g. who asked to signal a step)
+#   EASYSCALE_LAB_DEBUG_FLAGS ""                 DebugFlags of slurm.conf (e.g. Steps)
 #   EASYSCALE_LAB_INSTALL    1                   0: never run apt-get (fail when packages are missing)
 #   EASYSCALE_SPANK_SO       <repo>/bin/easyscale_spank.so   SPANK plugin loaded if the file exists
 #   EASYSCALE_SPANK_ARGS     ""                  arguments after the plugin path in plugstack.conf
@@ -41,6 +44,8 @@ LAB_GPU_TYPES=${EASYSCALE_LAB_GPU_TYPES:-"v100 v100 t4 t4"}
 LAB_CPUS=${EASYSCALE_LAB_CPUS:-8}
 LAB_TIMEOUT=${EASYSCALE_LAB_TIMEOUT:-60}
 LAB_SLURMD_DEBUG=${EASYSCALE_LAB_SLURMD_DEBUG:-info}
+LAB_SLURMCTLD_DEBUG=${EASYSCALE_LAB_SLURMCTLD_DEBUG:-info}
+LAB_DEBUG_FLAGS=${EASYSCALE_LAB_DEBUG_FLAGS:-}
 LAB_INSTALL=${EASYSCALE_LAB_INSTALL:-1}
 LAB_OWNER=${EASYSCALE_LAB_OWNER:-manual}
 

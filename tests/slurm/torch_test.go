@@ -135,7 +135,6 @@ func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
 // batch script died trains nothing), and the job ends COMPLETED with the
 // digest of a local fixed run.
 func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
-	requireFirstNodeTests(t)
 	lab := slurmlab.Require(t)
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
 		t.Skip("no torch for /usr/bin/python3")
