@@ -162,7 +162,12 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after the node failure %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
-	if !strings.Contains(jobOutput(lab, id), "workers lost; redoing the step") {
+	// Lost mid-step, the step is redone on the survivors; lost between two
+	// steps (the node's processes die while the coordinator waits for the
+	// next step's reports: seen on 24.11 once the lab's kill stopped every
+	// process first), the worker is removed at the boundary. Both are a
+	// shrink; a requeue is checked below.
+	if out := jobOutput(lab, id); !strings.Contains(out, "workers lost; redoing the step") && !strings.Contains(out, "removing a lost worker") {
 		t.Fatalf("the runtime did not treat the lost node as a shrink:\n%s", jobOutput(lab, id))
 	}
 	job, err = final, ferr
