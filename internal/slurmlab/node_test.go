@@ -68,17 +68,8 @@ exec sleep 1000`
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
+	waitReady(t, cmd, dir, func() bool { return true })
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the process tree did not get ready in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	// preempted for 200 ms before each signal: ample time for the child to
 	// see the parent die, were the parent killed while the child runs
 	pids, _, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
@@ -123,17 +114,8 @@ exec sleep 1000`
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
+	waitReady(t, cmd, dir, func() bool { return len(children(cmd.Process.Pid)) > 0 })
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil && len(children(cmd.Process.Pid)) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the process tree did not get ready in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	pids, names, err := crash([]int{cmd.Process.Pid}, func() { time.Sleep(200 * time.Millisecond) })
 	if err != nil {
 		t.Fatal(err)
@@ -152,5 +134,23 @@ exec sleep 1000`
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "mark")); err == nil {
 		t.Fatalf("a stopped process ran during the crash (SIGHUP of its orphaned group): mark %q; signalled %v", b, names)
+	}
+}
+
+// waitReady polls (10 ms, 10 s deadline) until the test's process tree
+// wrote dir/ready and more() holds; it kills cmd and fails the test on
+// the deadline.
+func waitReady(t *testing.T, cmd *exec.Cmd, dir string, more func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil && more() {
+			return
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the process tree did not get ready in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
