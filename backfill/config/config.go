@@ -126,6 +126,14 @@ type Config struct {
 	// counts as a failed lend on its node ([retry])
 	// [pending_timeout], ≥ 1s, default 30s.
 	PendingTimeout Duration `toml:"pending_timeout"`
+	// UnplannedHold is how long after the daemon first sees a waiting job
+	// that Slurm has not planned yet (squeue shows no expected start or no
+	// planned nodes) the GPUs it may start on are not lent [unplanned_hold],
+	// 0..1h, default 60s; 0 holds none. Keep it above SchedulerParameters'
+	// bf_interval (Slurm's default 30s): a job is normally planned at the
+	// first backfill pass after its submission, and from then on its planned
+	// start bounds lends (planner.UnplannedJob).
+	UnplannedHold Duration `toml:"unplanned_hold"`
 	// DryRun logs decisions without calling sbatch or scancel [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -444,6 +452,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("pending_timeout", &c.PendingTimeout, 30*time.Second)
 	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
 	dur("rescale_cost", &c.RescaleCost, 30*time.Second)
+	dur("unplanned_hold", &c.UnplannedHold, 60*time.Second)
 	if !defined("retry", "base") {
 		c.Retry.Base.Duration = time.Minute
 	}
@@ -531,6 +540,7 @@ func (c *Config) Validate() error {
 	between("pending_timeout", c.PendingTimeout, time.Second, time.Hour, "30s")
 	between("max_backoff", c.MaxBackoff, time.Second, 24*time.Hour, "5m")
 	between("rescale_cost", c.RescaleCost, 0, time.Hour, "30s")
+	between("unplanned_hold", c.UnplannedHold, 0, time.Hour, "60s")
 	if c.MaxLend.Duration < c.MinLend.Duration {
 		bad("max_lend", c.MaxLend, "must be at least min_lend (%v); raise max_lend or lower min_lend", c.MinLend)
 	}

@@ -24,6 +24,8 @@ func (c *Config) PlannerLimits() planner.Limits {
 		MaxExtraGPUsPerUser: c.Limits.MaxExtraGPUsPerUser,
 		WasteCap:            c.Limits.WasteCap,
 		TimeLimitUnit:       SlurmTimeUnit,
+		// Whole seconds: the hold is compared with whole-second snapshot times.
+		UnplannedHoldSeconds: int64(c.UnplannedHold.Seconds()),
 	}
 }
 

@@ -69,6 +69,9 @@ type Daemon struct {
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).
 	unreadable map[string]string
+	// seenWaiting maps each pending job to when a cycle first saw it
+	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
+	seenWaiting map[string]time.Time
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
@@ -334,6 +337,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 			r.Held = append(r.Held, job)
 		}
 	}
+	d.noteWaiting(v)
 	ps := d.plannerSnapshot(v, rc.live, verdicts)
 	ps.OtherLent = rc.otherLent
 	for _, n := range ps.Nodes {

@@ -69,6 +69,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 			s.Pending = append(s.Pending, p)
 		}
 	}
+	s.Unplanned = d.unplannedJobs(v)
 	return s
 }
 

@@ -30,6 +30,14 @@
 // gives a staircase of "slots": GPUs lendable until t_k − Margin, and, after
 // the last reservation, until Now + MaxLendSeconds.
 //
+// A waiting job Slurm has not planned yet (no planned start or nodes: every
+// job in the seconds between its submission and the next backfill pass)
+// reserves nothing, yet may start at that pass on any node it may use. For
+// Limits.UnplannedHoldSeconds after it was first seen, the GPUs it may need
+// on each such node are taken off idle_n for lends ([UnplannedJob]; summed
+// over such jobs, at most the node's GPUs); running extra jobs stay, since
+// these nodes are its possible ones, not its planned ones.
+//
 // # Shrinking
 //
 // When surplus_n(t) < 0 at some reservation start t, extra jobs on n still

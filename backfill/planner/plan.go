@@ -92,6 +92,7 @@ type planning struct {
 	extras   [][]extraRef // per node: extra jobs
 	extraEnd [][]int64    // per running job, per extra: its end after shrinks
 	idle     []int        // per node: idle GPUs by both accounts (FreeGPUs)
+	held     []int        // per node: GPUs no grow takes (heldForUnplanned); nil: none
 	byType   map[string][]slot
 	avail    map[string]int
 }
@@ -134,6 +135,7 @@ func newPlanning(s *Snapshot, idx map[string]int) *planning {
 	for ni := range p.reserved {
 		slices.SortFunc(p.reserved[ni], func(a, b timed) int { return cmp.Compare(a.t, b.t) })
 	}
+	p.held = p.heldForUnplanned()
 	return p
 }
 
@@ -202,10 +204,13 @@ func (p *planning) buildSlots() {
 	p.avail = map[string]int{}
 	now, margin := p.s.Now, p.lim.MarginSeconds
 	for ni, nd := range p.s.Nodes {
-		if p.idle[ni] == 0 {
+		level := p.idle[ni]
+		if p.held != nil {
+			level -= p.held[ni]
+		}
+		if level <= 0 {
 			continue
 		}
-		level := p.idle[ni]
 		add := func(end int64, n int) {
 			if n > 0 && end-now >= p.lim.MinLendSeconds {
 				p.byType[nd.GPUType] = append(p.byType[nd.GPUType], slot{ni, end, n})

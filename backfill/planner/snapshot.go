@@ -23,6 +23,10 @@ type Snapshot struct {
 	Running []RunningJob
 	// Pending lists waiting jobs; only those with a planned start shape gaps.
 	Pending []PendingJob
+	// Unplanned lists waiting jobs Slurm has not planned yet; for
+	// Limits.UnplannedHoldSeconds after they were first seen, no grow takes
+	// GPUs they may start on ([UnplannedJob]).
+	Unplanned []UnplannedJob `json:",omitempty"`
 	// OtherLent counts, per user, GPUs lent to that user's jobs that are not
 	// listed in Running (a caller may leave out jobs the planner cannot act
 	// on); it counts toward per-user limits and fairness. May be nil.
@@ -162,6 +166,11 @@ type Limits struct {
 	// limits are rounded down to a whole number of units (60 for Slurm,
 	// whose --time counts minutes; 0 or 1: whole seconds).
 	TimeLimitUnit int64
+	// UnplannedHoldSeconds is how long after a waiting job is first seen
+	// the GPUs it may start on are held from grows while Slurm has not
+	// planned it (Snapshot.Unplanned); 0: none are held. The daemon's
+	// default is 60 s: two of Slurm's default backfill intervals.
+	UnplannedHoldSeconds int64 `json:",omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -212,6 +221,13 @@ func (s *Snapshot) validate() (map[string]int, error) {
 			}
 			if ng.GPUs < 0 {
 				return nil, fmt.Errorf("pending job %q: %d GPUs on node %q: %w", p.ID, ng.GPUs, ng.Node, ErrInvalidSnapshot)
+			}
+		}
+	}
+	for _, u := range s.Unplanned {
+		for _, ng := range u.Nodes {
+			if ng.GPUs < 0 {
+				return nil, fmt.Errorf("unplanned job %q: %d GPUs on node %q: %w", u.ID, ng.GPUs, ng.Node, ErrInvalidSnapshot)
 			}
 		}
 	}

@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// mayStartSoon lists the squeue reasons of a waiting job that Slurm may
+// start as soon as resources allow: "None" (not yet looked at, as every job
+// is right after its submission), "Resources" and "Priority". Other
+// reasons (held, a dependency, a begin time, an account or QOS limit, a
+// node not available) keep it waiting whatever the daemon lends.
+var mayStartSoon = []string{"None", "Resources", "Priority"}
+
+// noteWaiting records when each of v's pending jobs was first seen waiting
+// (d.seenWaiting, by job id) and forgets jobs no longer pending. A daemon
+// that restarts sees every waiting job anew, which holds more, not less.
+func (d *Daemon) noteWaiting(v *View) {
+	if d.seenWaiting == nil {
+		d.seenWaiting = map[string]time.Time{}
+	}
+	pending := make(map[string]bool, len(v.Pending))
+	for _, j := range v.Pending {
+		pending[j.ID] = true
+		if _, ok := d.seenWaiting[j.ID]; !ok {
+			d.seenWaiting[j.ID] = v.Now
+		}
+	}
+	for id := range d.seenWaiting {
+		if !pending[id] {
+			delete(d.seenWaiting, id)
+		}
+	}
+}
+
+// unplannedJobs returns v's waiting jobs that Slurm has not planned yet
+// (pendingJob finds no planned start and nodes) and may start soon
+// (mayStartSoon), each with the nodes it may start on and the GPUs it may
+// need on each, for the planner's hold (planner.UnplannedJob). The nodes
+// are those of one of its partitions, up and schedulable, within its
+// --nodelist, outside its --exclude where that was read, and, for a
+// request naming a GPU type (gres:gpu:v100:2), of that type. The GPUs per
+// node are its TRES per node, else its whole TRES per job (it may all land
+// on one node), else the whole node (no GPUs asked, or a request squeue's
+// fields do not carry: what pendingJob reserves too). A job waiting in
+// extra.partition holds nothing: it is preemptible work, as lent GPUs are.
+func (d *Daemon) unplannedJobs(v *View) []planner.UnplannedJob {
+	var out []planner.UnplannedJob
+	for _, j := range v.Pending {
+		if !slices.Contains(mayStartSoon, j.Reason) {
+			continue
+		}
+		if _, planned := pendingJob(j, d.snap.loc(), v.wholeNode); planned {
+			continue
+		}
+		seen, ok := d.seenWaiting[j.ID]
+		if !ok {
+			seen = v.Now
+		}
+		u := planner.UnplannedJob{ID: j.ID, Seen: seen.Unix()}
+		r := requestedGPUs(j)
+		on := d.possibleNodes(v, j)
+		for _, n := range v.Nodes {
+			if !on(n) || (len(r.types) > 0 && !slices.Contains(r.types, n.GPUType)) || (r.perNode && r.gpus > n.Total) {
+				continue // not a node it can start on
+			}
+			// 0: the whole node; a count above the node's is the whole node too (the planner caps it).
+			u.Nodes = append(u.Nodes, planner.NodeGPUs{Node: n.Name, GPUs: r.gpus})
+		}
+		if len(u.Nodes) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// gpuRequest is a pending job's GPU request as squeue's TRES fields give
+// it: gpus GPUs per node (perNode) or in all (it may all land on one
+// node), 0 when no GPUs are asked or the fields do not parse; types are
+// the GPU types it names (none: any type).
+type gpuRequest struct {
+	gpus    int
+	perNode bool
+	types   []string
+}
+
+// requestedGPUs reads j's GPU request: TRES per node first, else per job.
+func requestedGPUs(j slurmcli.Job) gpuRequest {
+	for i, field := range []string{j.TRESPerNode, j.TRESPerJob} {
+		list, err := slurmcli.ParseGRES(field)
+		if err != nil {
+			return gpuRequest{}
+		}
+		r := gpuRequest{gpus: slurmcli.GPUs(list), perNode: i == 0}
+		if r.gpus == 0 {
+			continue
+		}
+		for _, g := range list {
+			if g.Name == "gpu" && g.Type != "" && !slices.Contains(r.types, g.Type) {
+				r.types = append(r.types, g.Type)
+			}
+		}
+		return r
+	}
+	return gpuRequest{}
+}
+
+// possibleNodes says whether waiting job j may start on a node as far as
+// the daemon can tell without its GPUs: the node is schedulable, in one of
+// j's partitions (squeue prints several as "a,b"), within its --nodelist
+// and outside its --exclude (when v.Placements holds it). A list that does
+// not parse restricts nothing: the hold errs on the side of holding.
+func (d *Daemon) possibleNodes(v *View, j slurmcli.Job) func(NodeView) bool {
+	parts := strings.Split(j.Partition, ",")
+	if slices.Contains(parts, d.cfg.Extra.Partition) {
+		return func(NodeView) bool { return false }
+	}
+	var only, excluded []string
+	if j.ReqNodes != "" {
+		only, _ = slurmcli.ExpandHostlist(j.ReqNodes)
+	}
+	if p, ok := v.Placements[j.ID]; ok {
+		excluded, _ = slurmcli.ExpandHostlist(p.ExcNodes)
+	}
+	return func(n NodeView) bool {
+		return n.Schedulable && slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&
+			(only == nil || slices.Contains(only, n.Name)) && !slices.Contains(excluded, n.Name)
+	}
+}
