@@ -14,7 +14,7 @@ GOTEST := $(GO) test -count=1
 # Every binary: <component>/cmd/<name>/main.go.
 CMDS := $(patsubst %/main.go,./%,$(wildcard */cmd/*/main.go))
 
-.PHONY: help build install man deb test test-current test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down lab-current-smoke
+.PHONY: help build install man deb test test-all test-current test-unit test-arm64 check bench chaos demo demo-charlm data fuzz clean lab-up lab-down lab-current-smoke
 
 help: ## list targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -132,6 +132,10 @@ demo-charlm: build data ## the character language model, fixed vs changing alloc
 
 test: ## every test (installs what it needs; EASYSCALE_LAB=1: starts the Slurm lab)
 	bash .ci/test.sh
+
+test-all: ## make test, then make test-current: what CI runs (.ci/run)
+	bash .ci/test.sh
+	bash .ci/test-current.sh
 
 test-current: ## the Slurm, backfill and torch suites on Slurm 24.11, Python 3.13, torch 2.6 (the current lab's Debian 13 root; prints both versions)
 	bash .ci/test-current.sh

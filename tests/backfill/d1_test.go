@@ -54,17 +54,13 @@ import (
 // four extra jobs PREEMPTED within a second of the submission); the test
 // takes 108–155 s alone, 219 s in a package run.
 func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *testing.T) {
-	// Known defect (issue 17, found 2026-12-02 by this test on 24.11, then
-	// on 22.05 in about 1 run of 4): the daemon can lend a v100 to a d2 job
-	// in the second or so between the pinned job's submission and Slurm's
-	// backfill planning it (squeue shows no planned start or nodes yet, so
-	// growth sees free GPUs), and the check below that no extra job was
-	// submitted while the pinned job waited fails. Until the planner holds
-	// lends for pending jobs Slurm has not planned yet, the test runs only
-	// with EASYSCALE_LAB_D1=1 and does not gate CI.
-	if os.Getenv("EASYSCALE_LAB_D1") != "1" {
-		t.Skip("EASYSCALE_LAB_D1=1 runs it: a known race (lends before Slurm plans a just-submitted job) fails it in about 1 run of 4")
-	}
+	// This test found a daemon race (2026-12-02, on 24.11, then on 22.05
+	// in about 1 run of 4): a lend onto the v100s in the second between the
+	// pinned job's submission and Slurm's backfill planning it, when squeue
+	// shows no planned start or nodes yet. The planner now holds the GPUs a
+	// waiting job Slurm has not planned may start on (unplanned_hold,
+	// planner.UnplannedJob), and the check at the end (no extra job
+	// submitted onto n1 or n2 while the pinned job waited or ran) gates CI.
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
 		t.Fatal(err)
