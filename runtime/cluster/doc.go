@@ -77,4 +77,11 @@
 // logged at a bounded rate, since anyone who reaches its port can cause
 // them: the first 5 a minute one line each, the rest in one summary line
 // at the minute's end (refusals.go).
+//
+// A worker's side is one state machine per file: worker.go (RunWorker: the
+// process's sessions until it leaves or gives up), rejoin.go (the join
+// deadline across sessions), session.go (one admission: connection,
+// control frames, heartbeats, the message loop), admission.go (welcome,
+// data and model preparation, admission), step.go (one step: compute,
+// guesses, the commit and its early apply) and allreduce.go (the ring).
 package cluster

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// allReduce runs the ring's all-reduce while serving the coordinator: an
+// Abort (another member was lost) or a Bye closes the ring, so a step
+// blocked on a dead or cut-off neighbour ends at once instead of after
+// the ring's I/O timeout. Any failure leaves the ring closed. When report
+// is not nil it is called once this rank's part is sent; after it, the
+// next step's frames may arrive before the result, and are stashed. A
+// report error (wrapping errReporting) fails the all-reduce. Once it
+// fails, the frames that follow are left for the session's loop (the
+// redo's step message among them).
+func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32, report func() error) error {
+	done := make(chan error, 1)
+	r := s.ring
+	sent := make(chan struct{}, 1)
+	var contributed func()
+	if report != nil {
+		contributed = func() { sent <- struct{}{} }
+	}
+	go func() { done <- r.AllReduceNotify(ctx, s.reduced, local, first, scale, contributed) }()
+	var stopErr error
+	quit, msgs := s.quit, s.msgs
+	reported := false
+	for {
+		select {
+		case <-sent:
+			reported = true
+			if err := report(); err != nil {
+				stopErr = fmt.Errorf("%w: %w", errReporting, err)
+				r.Close() // AllReduce returns promptly
+			}
+			continue
+		case <-quit:
+			stopErr, quit = s.quitErr, nil
+			r.Close() // AllReduce returns promptly
+		case err := <-done:
+			if err == nil && stopErr == nil {
+				return nil
+			}
+			r.Close()
+			s.ring, s.ringID = nil, 0
+			if stopErr != nil {
+				return stopErr
+			}
+			return fmt.Errorf("all-reduce: %w", err)
+		case f, ok := <-msgs:
+			switch {
+			case !ok:
+				stopErr = errors.New("the connection to the coordinator is gone")
+			case f.err != nil:
+				stopErr = fmt.Errorf("reading from the coordinator: %w", f.err)
+			case f.t == typeAbort:
+				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
+			case f.t == typeBye:
+				stopErr = s.bye(f.b)
+			case f.t == typeHeartbeat:
+				continue
+			case reported && (f.t == typeStep || f.t == typeBuffers || f.t == typeStandby):
+				s.stash = append(s.stash, f) // the next step, sent on this rank's report
+				continue
+			default:
+				stopErr = fmt.Errorf("unexpected %v message during the all-reduce", f.t)
+			}
+			msgs = nil
+			r.Close() // AllReduce returns promptly
+		}
+	}
+}
