@@ -16,7 +16,16 @@ import (
 // cycles grow the running jobs into the idle GPUs; the timed cycles then
 // re-read, re-plan and reconcile a full cluster. make bench prints it as
 // backfill_cycle_ms_10k (tests/bench).
-func BenchmarkCycle10kQueued(b *testing.B) {
+func BenchmarkCycle10kQueued(b *testing.B) { benchmarkCycle(b, true) }
+
+// BenchmarkCycle10kQueuedUnplanned is BenchmarkCycle10kQueued with every
+// queued job just submitted, not yet planned by Slurm (no start, no
+// planned nodes: the unplanned hold's worst case, each job's possible
+// nodes worked out every cycle). make bench prints it as
+// backfill_cycle_ms_10k_unplanned.
+func BenchmarkCycle10kQueuedUnplanned(b *testing.B) { benchmarkCycle(b, false) }
+
+func benchmarkCycle(b *testing.B, planned bool) {
 	td := newTestDaemon(b, "")
 	f := td.fake
 	f.set(func() {
@@ -39,14 +48,21 @@ func BenchmarkCycle10kQueued(b *testing.B) {
 		// Queued behind the running jobs, planned on the busy nodes; start
 		// times spread over the next day so the planner sees gaps.
 		node := fmt.Sprintf("n%d", 1+i%48)
-		f.pending(fmt.Sprint(100000+i), node, 8, td.now.Add(time.Duration(40+i%1400)*time.Minute))
+		start := td.now.Add(time.Duration(40+i%1400) * time.Minute)
+		if !planned {
+			node, start = "", time.Time{}
+		}
+		f.pending(fmt.Sprint(100000+i), node, 8, start)
 	}
 	for range 3 {
 		td.cycle(b)
 		td.advance(2 * time.Second)
 	}
-	if len(f.commands("sbatch")) == 0 {
+	if planned && len(f.commands("sbatch")) == 0 {
 		b.Fatal("no extra job was submitted: the benchmark would time a cycle that plans nothing")
+	}
+	if !planned && len(f.commands("sbatch")) != 0 {
+		b.Fatalf("%d extra jobs submitted while 10,000 jobs Slurm has not planned may use every node", len(f.commands("sbatch")))
 	}
 	b.ResetTimer()
 	for range b.N {

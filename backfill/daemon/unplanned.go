@@ -50,6 +50,10 @@ func (d *Daemon) noteWaiting(v *View) {
 // extra.partition holds nothing: it is preemptible work, as lent GPUs are.
 func (d *Daemon) unplannedJobs(v *View) []planner.UnplannedJob {
 	var out []planner.UnplannedJob
+	// Jobs of one shape (partitions, node list, exclusions, request) share
+	// one node list: a queue of thousands of just-submitted jobs has few
+	// shapes, and the planner only reads the lists.
+	shapes := map[string][]planner.NodeGPUs{}
 	for _, j := range v.Pending {
 		if !slices.Contains(mayStartSoon, j.Reason) {
 			continue
@@ -61,19 +65,35 @@ func (d *Daemon) unplannedJobs(v *View) []planner.UnplannedJob {
 		if !ok {
 			seen = v.Now
 		}
-		u := planner.UnplannedJob{ID: j.ID, Seen: seen.Unix()}
-		r := requestedGPUs(j)
-		on := d.possibleNodes(v, j)
-		for _, n := range v.Nodes {
-			if !on(n) || (len(r.types) > 0 && !slices.Contains(r.types, n.GPUType)) || (r.perNode && r.gpus > n.Total) {
-				continue // not a node it can start on
-			}
-			// 0: the whole node; a count above the node's is the whole node too (the planner caps it).
-			u.Nodes = append(u.Nodes, planner.NodeGPUs{Node: n.Name, GPUs: r.gpus})
+		exc := "\x00" // placement not read
+		if p, ok := v.Placements[j.ID]; ok {
+			exc = p.ExcNodes
 		}
-		if len(u.Nodes) > 0 {
-			out = append(out, u)
+		key := strings.Join([]string{j.Partition, j.ReqNodes, exc, j.TRESPerNode, j.TRESPerJob}, "\x00")
+		nodes, ok := shapes[key]
+		if !ok {
+			nodes = d.unplannedNodes(v, j)
+			shapes[key] = nodes
 		}
+		if len(nodes) > 0 {
+			out = append(out, planner.UnplannedJob{ID: j.ID, Seen: seen.Unix(), Nodes: nodes})
+		}
+	}
+	return out
+}
+
+// unplannedNodes are the nodes waiting job j may start on, with the GPUs
+// it may need on each (see unplannedJobs).
+func (d *Daemon) unplannedNodes(v *View, j slurmcli.Job) []planner.NodeGPUs {
+	var out []planner.NodeGPUs
+	r := requestedGPUs(j)
+	on := d.possibleNodes(v, j)
+	for _, n := range v.Nodes {
+		if !on(n) || (len(r.types) > 0 && !slices.Contains(r.types, n.GPUType)) || (r.perNode && r.gpus > n.Total) {
+			continue // not a node it can start on
+		}
+		// 0: the whole node; a count above the node's is the whole node too (the planner caps it).
+		out = append(out, planner.NodeGPUs{Node: n.Name, GPUs: r.gpus})
 	}
 	return out
 }
