@@ -52,6 +52,19 @@
 // extra jobs Slurm just preempted for it, seen on the lab) must not have
 // its GPUs lent again.
 //
+// A waiting job that Slurm has not planned yet (squeue shows no expected
+// start or planned nodes: every job between its submission and the next
+// backfill pass) reserves nothing, yet may start at that pass on any node
+// it can use. For unplanned_hold (default 60 s) after a cycle first sees
+// it waiting with reason None, Resources or Priority, no GPU it may need
+// is lent on the nodes of its partitions, --nodelist, --exclude (where
+// read) and GPU type (unplanned.go, planner.UnplannedJob); running extra
+// jobs stay. Without it a pinned job that needs every GPU of a type found
+// some lent 0.2 s after its submission (tests/backfill's d1 test, on both
+// Slurm versions). A user's pending jobs can so delay lends by at most
+// unplanned_hold each, as a planned reservation of theirs would; they
+// change no other job.
+//
 // How much a job grows per cycle is the planner's: at most doubling while
 // any job is pending, to its maximum at once when none is
 // (planner.Snapshot.NothingQueued, issue 17: a shrunk job grows back as
