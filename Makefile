@@ -133,9 +133,15 @@ demo-charlm: build data ## the character language model, fixed vs changing alloc
 test: ## every test (installs what it needs; EASYSCALE_LAB=1: starts the Slurm lab)
 	bash .ci/test.sh
 
-test-all: ## make test, then make test-current: what CI runs (.ci/run)
+# test-all runs make test-current's torch tests of tests/e2e in their short form, the digest
+# contract on torch 2.6 (fixed and changing allocations, a killed worker, a killed coordinator
+# and the resumed run, a joiner on another torch): the other 15 run in make test on torch 1.13,
+# and all 19 in make test-current. That keeps CI under an hour on 2 cores (tests/lab/README.md).
+CURRENT_E2E_SHORT := ^TestTorch(DigestsDoNotDependOnTheAllocation|SIGKILLedProcessIsSurvived|CoordinatorSIGKILLThenRerunResumes|WorkerOnAnotherTorchVersionIsRefusedNamingBoth)$$
+
+test-all: ## make test, then make test-current (its e2e torch tests in the short form): what CI runs (.ci/run)
 	bash .ci/test.sh
-	bash .ci/test-current.sh
+	EASYSCALE_CURRENT_E2E_RUN='$(CURRENT_E2E_SHORT)' bash .ci/test-current.sh
 
 test-current: ## the Slurm, backfill and torch suites on Slurm 24.11, Python 3.13, torch 2.6 (the current lab's Debian 13 root; prints both versions)
 	bash .ci/test-current.sh

@@ -25,7 +25,10 @@ start=$SECONDS
 step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
 
 # name, package, test binary flags: each runs in the root, in the package's directory, one
-# after the other. Not at once: the two lab suites need the same nodes (tests/slurm's
+# after the other. The last, package, is a script run on the host: make lab-current-smoke's
+# checks, the Debian package (make deb for 24.11) installed with apt-get in the root included
+# (docs/deploy.md); it comes last because it points the lab's plugstack line at the installed
+# plugin. Not at once: the two lab suites need the same nodes (tests/slurm's
 # node-failure test kills n3, tests/backfill's admit test wants n3 and n4 idle), and run
 # side by side they failed so (measured: the admit test's job never got both nodes, n3
 # drained under the hostile-job test); the torch suites want both CPUs.
@@ -36,6 +39,7 @@ SUITES=(
 	"backfill ./tests/backfill"
 	"e2e ./tests/e2e -test.run ${EASYSCALE_CURRENT_E2E_RUN:-^TestTorch}"
 	"torchengine ./runtime/torchengine -test.run ^TestPythonPackage$"
+	"package tests/lab/current-smoke.sh"
 )
 want=("$@")
 selected() {
@@ -59,6 +63,7 @@ mkdir -p "$TB"
 for s in "${SUITES[@]}"; do
 	read -r name pkg _ <<<"$s"
 	selected "$name" || continue
+	[ "${pkg%.sh}" = "$pkg" ] || continue # a script
 	go test -c -o "$TB/$name.test" "$pkg"
 done
 
@@ -93,8 +98,19 @@ passed=() failed=()
 for s in "${SUITES[@]}"; do
 	read -r name pkg flags <<<"$s"
 	selected "$name" || continue
-	step "go test $pkg in the root${flags:+ ($flags)}"
 	t0=$SECONDS
+	if [ "${pkg%.sh}" != "$pkg" ]; then
+		step "bash $pkg"
+		if bash "$pkg"; then
+			echo "ok   $pkg $((SECONDS - t0))s"
+			passed+=("$name")
+		else
+			echo "FAIL $pkg $((SECONDS - t0))s"
+			failed+=("$name")
+		fi
+		continue
+	fi
+	step "go test $pkg in the root${flags:+ ($flags)}"
 	# the root has no Go: the binary under test, and the data sets that on the host are found
 	# in the Go module cache and GOROOT (runtime/datasets), are named
 	# shellcheck disable=SC2086 # flags are words
