@@ -50,7 +50,7 @@ tk=$EPOCHREALTIME; killnode "$bh" >> "$out/timeline"
 last="" seen=""
 while :; do
 	el=$(echo "$EPOCHREALTIME - $tk" | bc)
-	j=$(scontrol show job -o "$id" 2>/dev/null | grep -o ' JobState=[^ ]*\| Reason=[^ ]*\| Restarts=[^ ]*\| NodeList=[^ ]*' | tr -d '\n')
+	j=$(scontrol show job -o "$id" 2>/dev/null | grep -o ' JobState=[^ ]*\| Reason=[^ ]*\| EligibleTime=[^ ]*\| Restarts=[^ ]*\| NodeList=[^ ]*' | tr -d '\n')
 	cur="$j node:$(scontrol show node "$bh" | grep -o 'State=[^ ]*' | head -1)"
 	[ "$cur" != "$last" ] && { printf '%6.1fs %s step=%s\n' "$el" "$cur" "$(step)" >> "$out/timeline"; last=$cur; }
 	if [ -z "$seen" ] && [ -f ".easyscale/$id/takeover" ]; then
