@@ -16,22 +16,24 @@ import (
 // node not available) keep it waiting whatever the daemon lends.
 var mayStartSoon = []string{"None", "Resources", "Priority"}
 
-// noteWaiting records when each of v's pending jobs was first seen waiting
-// (d.seenWaiting, by job id) and forgets jobs no longer pending. A daemon
-// that restarts sees every waiting job anew, which holds more, not less.
+// noteWaiting records when each job squeue lists as pending was first seen
+// waiting (d.seenWaiting, by job id) and forgets jobs no longer listed or
+// no longer pending. Every pending job counts, in whatever form it is
+// listed: a user who renames a pending job into the extra job form and back
+// (scontrol update lets them) must not have it seen anew, which would hold
+// lends for another unplanned_hold (found by a tester). A daemon that
+// restarts sees every waiting job anew, which holds more, not less.
 func (d *Daemon) noteWaiting(v *View) {
 	if d.seenWaiting == nil {
 		d.seenWaiting = map[string]time.Time{}
 	}
-	pending := make(map[string]bool, len(v.Pending))
-	for _, j := range v.Pending {
-		pending[j.ID] = true
-		if _, ok := d.seenWaiting[j.ID]; !ok {
-			d.seenWaiting[j.ID] = v.Now
+	for id, j := range v.All {
+		if _, ok := d.seenWaiting[id]; !ok && j.State == "PENDING" {
+			d.seenWaiting[id] = v.Now
 		}
 	}
 	for id := range d.seenWaiting {
-		if !pending[id] {
+		if j, ok := v.All[id]; !ok || j.State != "PENDING" {
 			delete(d.seenWaiting, id)
 		}
 	}
@@ -46,7 +48,7 @@ func (d *Daemon) noteWaiting(v *View) {
 // request naming a GPU type (gres:gpu:v100:2), of that type. The GPUs per
 // node are its TRES per node, else its whole TRES per job (it may all land
 // on one node), else the whole node (no GPUs asked, or a request squeue's
-// fields do not carry: what pendingJob reserves too). A job waiting in
+// fields do not carry: what pendingJob reserves too). A job waiting only in
 // extra.partition holds nothing: it is preemptible work, as lent GPUs are.
 func (d *Daemon) unplannedJobs(v *View) []planner.UnplannedJob {
 	var out []planner.UnplannedJob
@@ -131,12 +133,14 @@ func requestedGPUs(j slurmcli.Job) gpuRequest {
 
 // possibleNodes says whether waiting job j may start on a node as far as
 // the daemon can tell without its GPUs: the node is schedulable, in one of
-// j's partitions (squeue prints several as "a,b"), within its --nodelist
-// and outside its --exclude (when v.Placements holds it). A list that does
-// not parse restricts nothing: the hold errs on the side of holding.
+// j's partitions other than extra.partition (squeue prints several as
+// "a,b"; in extra.partition it would be preemptible work, as lent GPUs
+// are), within its --nodelist and outside its --exclude (when v.Placements
+// holds it). A list that does not parse restricts nothing: the hold errs on
+// the side of holding.
 func (d *Daemon) possibleNodes(v *View, j slurmcli.Job) func(NodeView) bool {
-	parts := strings.Split(j.Partition, ",")
-	if slices.Contains(parts, d.cfg.Extra.Partition) {
+	parts := slices.DeleteFunc(strings.Split(j.Partition, ","), func(p string) bool { return p == d.cfg.Extra.Partition })
+	if len(parts) == 0 {
 		return func(NodeView) bool { return false }
 	}
 	var only, excluded []string

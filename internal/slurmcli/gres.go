@@ -18,8 +18,17 @@ type GRES struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// ErrBadCount reports a GRES count that is not a non-negative decimal integer.
-var ErrBadCount = errors.New("count is not a non-negative integer")
+// ErrBadCount reports a GRES count that is not a non-negative decimal integer
+// of at most MaxCount.
+var ErrBadCount = errors.New("count is not a non-negative integer up to 2^30")
+
+// MaxCount is the largest GRES count read (2^30): no node or job has more of
+// anything, and sums and products of counts (GPUs per node times nodes) then
+// stay far inside an int. A user can set any count on a held job (scontrol
+// update Gres=gpu:4611686018427387904,gpu:4611686018427387904 was accepted
+// by 22.05, found by a tester); summed, such counts wrapped to a negative
+// GPU count that failed the daemon's whole plan.
+const MaxCount = 1 << 30
 
 // ParseGRES parses a comma-separated GRES or TRES list in any of the spellings
 // Slurm 22.05 and 24.11 print:
@@ -176,7 +185,7 @@ func parseCount(s string) (int, error) {
 		return 0, fmt.Errorf("%q: %w", s, ErrBadCount)
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil {
+	if err != nil || n > MaxCount {
 		return 0, fmt.Errorf("%q: %w", s, ErrBadCount)
 	}
 	return n, nil

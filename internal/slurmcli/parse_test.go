@@ -54,6 +54,8 @@ func TestParseGRESRejectsBadInput(t *testing.T) {
 		{"an unclosed index list is refused", "gpu:v100:2(IDX:0-1"},
 		{"an empty entry is refused", "gpu:1,,gpu:2"},
 		{"a count too large for int is refused", "gres/gpu=99999999999999999999999"},
+		{"a count above MaxCount is refused (two such summed wrapped negative)", "gres:gpu:4611686018427387904,gres:gpu:4611686018427387904"},
+		{"a TRES count above MaxCount is refused", "gres/gpu=1073741825"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +63,36 @@ func TestParseGRESRejectsBadInput(t *testing.T) {
 			var pe *ParseError
 			if !errors.As(err, &pe) || pe.Source != "gres" {
 				t.Fatalf("ParseGRES(%q) error = %v, want a *ParseError from gres", tc.in, err)
+			}
+		})
+	}
+}
+
+// A job's GPUs are per job, else per node times its nodes; a product beyond
+// MaxCount is an error, never a wrapped count.
+func TestJobGPUsNeverWraps(t *testing.T) {
+	tests := []struct {
+		name    string
+		j       Job
+		want    int
+		wantErr bool
+	}{
+		{name: "per job", j: Job{TRESPerJob: "gres:gpu:3", Nodes: 2}, want: 3},
+		{name: "per node times nodes", j: Job{TRESPerNode: "gres:gpu:v100:4", Nodes: 2}, want: 8},
+		{name: "MaxCount per node on 2 nodes is refused", j: Job{TRESPerNode: "gres:gpu:1073741824", Nodes: 2}, wantErr: true},
+		{name: "a huge node count is refused", j: Job{TRESPerNode: "gres:gpu:8", Nodes: 1 << 62}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.j.GPUs()
+			if tc.wantErr {
+				if !errors.Is(err, ErrBadCount) {
+					t.Fatalf("GPUs() = %d, %v; want ErrBadCount", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("GPUs() = %d, %v; want %d", got, err, tc.want)
 			}
 		})
 	}

@@ -152,7 +152,11 @@ func gpusOf(perJob, perNode string, nodes int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return GPUs(g) * nodes, nil
+	n := GPUs(g)
+	if nodes > 0 && n > MaxCount/nodes {
+		return 0, fmt.Errorf("%d GPUs per node on %d nodes: %w", n, nodes, ErrBadCount)
+	}
+	return n * nodes, nil
 }
 
 // Start returns StartTime as a time in loc (Slurm prints the local time of the

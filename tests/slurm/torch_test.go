@@ -139,10 +139,10 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
 		t.Skip("no torch for /usr/bin/python3")
 	}
-	// EASYSCALE_LAB_TASK_LOGS=DIR sends each task's output to its own
-	// file there (srun --output through SLURM_STDOUTMODE, appended across
-	// the requeue), written on the task's node, so the survivors' logs (the
-	// takeover's timeline) outlive the lost node's srun; the kill then also
+	// EASYSCALE_LAB_TASK_LOGS=DIR has each task keep its own log there
+	// (easyscale run --task-log, as the native tests always do: written on
+	// the task's node, appended across a requeue), so the survivors' logs
+	// (the takeover's timeline) outlive the lost node's srun; the kill then also
 	// waits until the standby's spare Python process is ready (a node is
 	// lost at any time of a job's life; under load the spare's start takes
 	// tens of seconds), with more steps to leave room for it. Off by
@@ -164,7 +164,7 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 		if err := os.MkdirAll(taskLogs, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Env = append(cmd.Env, "SLURM_STDOUTMODE="+filepath.Join(taskLogs, "task-%j-%t.log"), "SLURM_OPEN_MODE=append")
+		cmd.Env = append(cmd.Env, "EASYSCALE_TASK_LOG="+taskLogs)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -174,7 +174,7 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	output := func() string {
 		b, _ := os.ReadFile(filepath.Join(lab.Root, "es-torch-mnist-"+id+".out"))
 		if taskLogs != "" {
-			logs, _ := filepath.Glob(filepath.Join(taskLogs, "task-"+id+"-*.log"))
+			logs, _ := filepath.Glob(filepath.Join(taskLogs, "easyscale-"+id+".*.log"))
 			for _, l := range logs {
 				tb, _ := os.ReadFile(l)
 				b = append(b, tb...)
