@@ -235,8 +235,20 @@ func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A cycle whose squeue ran just before the pinned job's submission
+	// cannot know of it and may still submit onto the v100s a moment
+	// after it (seen on 24.11 in CI's run of 2026-12-02: an extra job
+	// submitted 3 ms after the pinned job; Slurm preempted it): only a lend
+	// decided by a cycle that could have seen the job is the defect, and a
+	// cycle here takes well under cycleSlack.
+	const cycleSlack = time.Second
 	for _, x := range xs {
 		if (x.Node == "n1" || x.Node == "n2") && !x.Submitted.Before(submitted) && x.Submitted.Before(pinnedEnd) {
+			if x.Submitted.Sub(submitted) < cycleSlack {
+				t.Logf("extra job %s of %s submitted onto %s at %s, %v after pinned job %s: by a cycle that read squeue before it existed",
+					x.ID, x.Parent, x.Node, x.Submitted.Format("15:04:05.000"), x.Submitted.Sub(submitted), pinned)
+				continue
+			}
 			t.Errorf("extra job %s of %s submitted onto %s at %s, while pinned job %s (submitted %s, ended %s) held or waited for every v100 GPU",
 				x.ID, x.Parent, x.Node, x.Submitted.Format("15:04:05.000"), pinned, submitted.Format("15:04:05.000"), pinnedEnd.Format(time.TimeOnly))
 		}
