@@ -64,12 +64,15 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 		s.Running = append(s.Running, r)
 	}
 	slices.SortFunc(s.Running, func(a, b planner.RunningJob) int { return cmp.Compare(a.ID, b.ID) })
+	var unplanned []slurmcli.Job // no planned start and nodes: for the unplanned hold
 	for _, j := range v.Pending {
 		if p, ok := pendingJob(j, d.snap.loc(), v.wholeNode); ok {
 			s.Pending = append(s.Pending, p)
+		} else {
+			unplanned = append(unplanned, j)
 		}
 	}
-	s.Unplanned = d.unplannedJobs(v)
+	s.Unplanned = d.unplannedJobs(v, unplanned)
 	return s
 }
 

@@ -39,8 +39,9 @@ func (d *Daemon) noteWaiting(v *View) {
 	}
 }
 
-// unplannedJobs returns v's waiting jobs that Slurm has not planned yet
-// (pendingJob finds no planned start and nodes) and may start soon
+// unplannedJobs returns, of v's waiting jobs that Slurm has not planned
+// yet (jobs: those pendingJob finds no planned start and nodes for), the
+// ones that may start soon
 // (mayStartSoon), each with the nodes it may start on and the GPUs it may
 // need on each, for the planner's hold (planner.UnplannedJob). The nodes
 // are those of one of its partitions, up and schedulable, within its
@@ -50,17 +51,14 @@ func (d *Daemon) noteWaiting(v *View) {
 // on one node), else the whole node (no GPUs asked, or a request squeue's
 // fields do not carry: what pendingJob reserves too). A job waiting only in
 // extra.partition holds nothing: it is preemptible work, as lent GPUs are.
-func (d *Daemon) unplannedJobs(v *View) []planner.UnplannedJob {
+func (d *Daemon) unplannedJobs(v *View, jobs []slurmcli.Job) []planner.UnplannedJob {
 	var out []planner.UnplannedJob
 	// Jobs of one shape (partitions, node list, exclusions, request) share
 	// one node list: a queue of thousands of just-submitted jobs has few
 	// shapes, and the planner only reads the lists.
 	shapes := map[string][]planner.NodeGPUs{}
-	for _, j := range v.Pending {
+	for _, j := range jobs {
 		if !slices.Contains(mayStartSoon, j.Reason) {
-			continue
-		}
-		if _, planned := pendingJob(j, d.snap.loc(), v.wholeNode); planned {
 			continue
 		}
 		seen, ok := d.seenWaiting[j.ID]
