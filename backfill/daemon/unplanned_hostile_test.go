@@ -31,6 +31,27 @@ func carolPending(td *testDaemon, id string) *fakeJob {
 	return p
 }
 
+// firstLendWithin cycles td every 2 s for until, calling before(el) (when
+// not nil) before each cycle, and returns how long after the start the
+// first extra job was submitted (-1: none). A cycle error fails t.
+func firstLendWithin(t *testing.T, td *testDaemon, until time.Duration, before func(el time.Duration)) time.Duration {
+	t.Helper()
+	first := time.Duration(-1)
+	for el := time.Duration(0); el <= until; el += 2 * time.Second {
+		if before != nil {
+			before(el)
+		}
+		if _, err := td.Cycle(context.Background()); err != nil {
+			t.Fatalf("cycle at %v: %v", el, err)
+		}
+		if first < 0 && len(td.fake.commands("sbatch")) > 0 {
+			first = el
+		}
+		td.advance(2 * time.Second)
+	}
+	return first
+}
+
 // (c) A user who owns a running elastic job toggles two pending jobs, one
 // cycle at a time and staggered, into the extra job form of her own
 // elastic job (name es-extra-20, comment "es-extra parent=20", which
@@ -57,19 +78,13 @@ func TestAttackToggledExtraFormRearmsUnplannedHold(t *testing.T) {
 					}
 				})
 			}
-			firstLend := time.Duration(-1)
-			for el := time.Duration(0); el <= 10*time.Minute; el += 2 * time.Second {
+			firstLend := firstLendWithin(t, td, 10*time.Minute, func(el time.Duration) {
 				sec := int(el.Seconds()) % 60
 				if toggle {
 					form(a, sec == 40)
 					form(b, sec == 10)
 				}
-				td.cycle(t)
-				if firstLend < 0 && len(td.fake.commands("sbatch")) > 0 {
-					firstLend = el
-				}
-				td.advance(2 * time.Second)
-			}
+			})
 			t.Logf("first lend after %v (sbatch: %q)", firstLend, td.fake.commands("sbatch"))
 			if firstLend < 0 || firstLend > 62*time.Second {
 				t.Fatalf("first extra job submitted after %v (-1: never in 10 min); want within unplanned_hold (60s) of the jobs' submission", firstLend)
@@ -86,8 +101,7 @@ func TestAttackToggledExtraFormRearmsUnplannedHold(t *testing.T) {
 func TestAttackHoldReleaseDoesNotRearmUnplannedHold(t *testing.T) {
 	td := attackSetup(t)
 	p := carolPending(td, "50")
-	firstLend := time.Duration(-1)
-	for el := time.Duration(0); el <= 5*time.Minute; el += 2 * time.Second {
+	firstLend := firstLendWithin(t, td, 5*time.Minute, func(el time.Duration) {
 		sec := int(el.Seconds()) % 30
 		td.fake.set(func() {
 			p.reason = "None"
@@ -95,12 +109,7 @@ func TestAttackHoldReleaseDoesNotRearmUnplannedHold(t *testing.T) {
 				p.reason = "JobHeldUser"
 			}
 		})
-		td.cycle(t)
-		if firstLend < 0 && len(td.fake.commands("sbatch")) > 0 {
-			firstLend = el
-		}
-		td.advance(2 * time.Second)
-	}
+	})
 	if firstLend < 0 || firstLend > 62*time.Second {
 		t.Fatalf("first extra job after %v (-1: never); want within 60s", firstLend)
 	}
@@ -144,16 +153,7 @@ func TestAttackUnparseableRequestsHoldAtMostUnplannedHold(t *testing.T) {
 			td := attackSetup(t)
 			p := carolPending(td, "50")
 			td.fake.set(func() { tc.set(p) })
-			firstLend := time.Duration(-1)
-			for el := time.Duration(0); el <= 3*time.Minute; el += 2 * time.Second {
-				if _, err := td.Cycle(context.Background()); err != nil {
-					t.Fatalf("cycle at %v: %v", el, err)
-				}
-				if firstLend < 0 && len(td.fake.commands("sbatch")) > 0 {
-					firstLend = el
-				}
-				td.advance(2 * time.Second)
-			}
+			firstLend := firstLendWithin(t, td, 3*time.Minute, nil)
 			t.Logf("first lend after %v", firstLend)
 			if firstLend < 0 || firstLend > 62*time.Second {
 				t.Fatalf("first extra job after %v (-1: never); want within 60s", firstLend)
@@ -173,14 +173,7 @@ func TestAttackLookalikeOfAnotherUsersExtraJob(t *testing.T) {
 	td := attackSetup(t)
 	p := carolPending(td, "50")
 	td.fake.set(func() { p.name, p.comment = "es-extra-10", "es-extra parent=10" })
-	firstLend := time.Duration(-1)
-	for el := time.Duration(0); el <= 3*time.Minute; el += 2 * time.Second {
-		td.cycle(t)
-		if firstLend < 0 && len(td.fake.commands("sbatch")) > 0 {
-			firstLend = el
-		}
-		td.advance(2 * time.Second)
-	}
+	firstLend := firstLendWithin(t, td, 3*time.Minute, nil)
 	for _, c := range td.fake.calls {
 		if strings.Contains(c, "50") && !strings.HasPrefix(c, "sbatch") {
 			t.Errorf("daemon acted on carol's job 50: %q", c)
