@@ -134,6 +134,15 @@ type Config struct {
 	// first backfill pass after its submission, and from then on its planned
 	// start bounds lends (planner.UnplannedJob).
 	UnplannedHold Duration `toml:"unplanned_hold"`
+	// NudgeEligible makes the daemon nudge Slurm's scheduler when a waiting
+	// elastic job's begin time passes, as a requeued job's does
+	// `cred_expire` after its requeue [nudge_eligible], default true: an
+	// `scontrol update JobId=ID StartTime=now` of the eligible job, once
+	// while it waits, so that it starts at once rather than at the
+	// scheduler's next pass (planner.PlanNudges). The daemon also runs one
+	// extra cycle per poll_interval, a second after the earliest such begin
+	// time.
+	NudgeEligible bool `toml:"nudge_eligible"`
 	// DryRun logs decisions without calling sbatch or scancel [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -453,6 +462,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
 	dur("rescale_cost", &c.RescaleCost, 30*time.Second)
 	dur("unplanned_hold", &c.UnplannedHold, 60*time.Second)
+	if !defined("nudge_eligible") {
+		c.NudgeEligible = true
+	}
 	if !defined("retry", "base") {
 		c.Retry.Base.Duration = time.Minute
 	}

@@ -38,6 +38,7 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"admit.rule", c.Admit.Rule, "objective"},
 		{"rescale_cost", c.RescaleCost.Duration, 30 * time.Second},
 		{"unplanned_hold", c.UnplannedHold.Duration, 60 * time.Second},
+		{"nudge_eligible", c.NudgeEligible, true},
 		{"start_small.rule", c.StartSmall.Rule, "ends-earlier"},
 		{"start-small acts in every partition by default", c.StartSmallOn("normal"), true},
 		{"log.level", c.Log.Level, "info"},

@@ -38,6 +38,9 @@ type Options struct {
 	// Resizer shrinks running elastic jobs for shrink-to-admit; nil: a
 	// SlurmResizer over Slurm.
 	Resizer Resizer
+	// Nudger nudges Slurm's scheduler for eligible waiting elastic jobs;
+	// nil: SlurmNudger over Slurm.
+	Nudger Nudger
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
@@ -56,6 +59,7 @@ type Daemon struct {
 	log     hclog.Logger
 	act     Actuator
 	resize  Resizer
+	nudger  Nudger
 	now     func() time.Time
 	metrics *Metrics
 	snap    *Snapshotter
@@ -72,6 +76,12 @@ type Daemon struct {
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
+	// nudged holds the waiting elastic jobs nudged while they stay held by
+	// their begin time (nudge.go); nextNudge is when the earliest begin time
+	// still ahead passes (zero: none), lastEarly when the last cycle run
+	// early for one was due (NudgeWait).
+	nudged               map[string]bool
+	nextNudge, lastEarly time.Time
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
@@ -92,6 +102,9 @@ func New(o Options) (*Daemon, error) {
 	}
 	if d.resize = o.Resizer; d.resize == nil {
 		d.resize = &SlurmResizer{Slurm: o.Slurm}
+	}
+	if d.nudger = o.Nudger; d.nudger == nil {
+		d.nudger = &SlurmNudger{Slurm: o.Slurm}
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -155,6 +168,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case failures > 0:
 			d.log.Info("cycle succeeded again", "after_failures", failures)
 			failures = 0
+		}
+		if err == nil && ctx.Err() == nil {
+			var early bool
+			if wait, early = NudgeWait(poll, d.nextNudge, d.lastEarly, d.now()); early {
+				d.lastEarly = d.nextNudge
+			}
 		}
 		if !d.waitNext(ctx, wait, probe) {
 			d.log.Info("stopping", "reason", ctx.Err())
@@ -258,6 +277,9 @@ type Report struct {
 	// their extra jobs failed ([retry]: waiting out a backoff, or stopped
 	// until their status changes).
 	Held []string
+	// Nudged lists the waiting elastic jobs whose begin time had passed
+	// that the cycle nudged ([nudge_eligible]).
+	Nudged []string
 	// AdmitAsked is the shrink-to-admit question the cycle put to the
 	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
 	// job waiting for resources where it is on, or a shrink recorded before
@@ -287,7 +309,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -338,6 +360,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		}
 	}
 	d.noteWaiting(v)
+	if err := d.nudgeEligible(ctx, v, r); err != nil {
+		return fmt.Errorf("nudging eligible jobs: %w", err)
+	}
 	ps := d.plannerSnapshot(v, rc.live, verdicts)
 	ps.OtherLent = rc.otherLent
 	for _, n := range ps.Nodes {

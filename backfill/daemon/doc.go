@@ -280,6 +280,28 @@
 // shrunk job then grows back through extra jobs, and over its life it
 // loses at most admit.max_loss of its nodes.
 //
+// # Nudging eligible jobs
+//
+// A requeued job (a node failure, `scontrol requeue`, preemption) waits
+// Reason "BeginTime" until `cred_expire` has passed (120 s by default),
+// and then for Slurm's scheduler's next pass: eligibility by the clock is
+// no event, so on an idle cluster that is the next event or the main
+// scheduler's sched_interval (60 s by default; 7–17 s on the lab, whose
+// bf_interval is 1 s; docs/first-node-loss.md). With nudge_eligible (on by
+// default) each cycle lists the pending elastic jobs held by their begin
+// time; one whose begin time has passed (squeue prints none) is re-read by
+// id (still pending, BeginTime, same user, still elastic, begin time
+// passed), the decision is logged ("nudge") and the daemon runs `scontrol
+// update JobId=ID StartTime=now` (nudge.go): for an eligible job a change
+// of nothing, but a job update, after which slurmctld runs its scheduler;
+// on the lab the job started 0.6–0.9 s after it. Rules
+// (planner.PlanNudges): each job once while it stays held, at most
+// planner.MaxNudgesPerCycle a cycle, never a job whose begin time lies
+// ahead; the daemon runs one early cycle a second after the earliest begin
+// time still ahead, at most one per poll_interval (NudgeWait). A user
+// decides only about their own job (which was eligible already); the
+// metric nudges_total{result} counts them.
+//
 // # Failing extra jobs
 //
 // An extra job can fail at once; the daemon used to submit another every

@@ -424,6 +424,9 @@ func (j *fakeJob) taskCount() int {
 func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	id, _ := strings.CutPrefix(jobArg, "JobId=")
 	key, val, _ := strings.Cut(kv, "=")
+	if key == "StartTime" {
+		return f.updateBegin(id, val)
+	}
 	n, err := strconv.Atoi(val)
 	tasks := -1
 	if len(more) == 1 {
@@ -485,6 +488,28 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 			j.end = j.start.Add(j.timeLimit)
 			return nil, nil
 		}
+	}
+	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+		Stderr: "scontrol: error: Invalid job id specified for job " + id}
+}
+
+// updateBegin applies `scontrol update JobId=ID StartTime=now` as Slurm
+// does: a pending job's begin time becomes now (squeue then prints no
+// StartTime); any other job is refused.
+func (f *fakeSlurm) updateBegin(id, val string) ([]byte, error) {
+	if val != "now" {
+		return nil, fmt.Errorf("fake slurm: StartTime=%q (the daemon sets only now)", val)
+	}
+	for _, j := range f.jobs {
+		if j.id != id {
+			continue
+		}
+		if j.state != "PENDING" {
+			return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+				Stderr: "Job is no longer pending execution for job " + id}
+		}
+		j.start = time.Time{}
+		return nil, nil
 	}
 	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
 		Stderr: "scontrol: error: Invalid job id specified for job " + id}

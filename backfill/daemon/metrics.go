@@ -28,6 +28,7 @@ type Metrics struct {
 	JobsNotGrown   prometheus.Gauge       // running elastic jobs stopped until their status changes
 	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
 	Pruned         *prometheus.CounterVec // table="decisions"|"extras"|"admit_shrinks": rows deleted by retention
+	Nudges         *prometheus.CounterVec // result="ok"|"failed"|"skipped": eligible waiting elastic jobs nudged (nudge.go)
 }
 
 // NewMetrics creates the series in a fresh registry.
@@ -83,6 +84,12 @@ func NewMetrics() *Metrics {
 		JobsBackingOff: gauge("jobs_backing_off",
 			"Running elastic jobs waiting out the backoff after failed extra jobs."),
 		Pruned: vec("pruned_rows_total", "Rows of state_db deleted by [retention], by table.", "table"),
+		Nudges: vec("nudges_total",
+			"Waiting elastic jobs whose begin time had passed, updated so that Slurm's scheduler runs (nudge_eligible), "+
+				"by result: ok, failed (scontrol refused), skipped (the re-read job was no longer one to nudge).", "result"),
+	}
+	for _, result := range []string{"ok", "failed", "skipped"} {
+		m.Nudges.WithLabelValues(result)
 	}
 	for _, reason := range []string{"ended", "sbatch", "pending"} {
 		m.LendFailures.WithLabelValues(reason) // every reason exported from the start, at 0

@@ -1,0 +1,189 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// Nudger makes Slurm's scheduler consider a waiting job now.
+type Nudger interface {
+	// Nudge sets job id's begin time to now: `scontrol update JobId=ID
+	// StartTime=now`. For a job whose begin time has passed it changes
+	// nothing but is a job update, after which slurmctld runs its
+	// scheduler (planner.PlanNudges).
+	Nudge(ctx context.Context, id string) error
+}
+
+// SlurmNudger is the Nudger over scontrol.
+type SlurmNudger struct{ Slurm slurmcli.Runner }
+
+var _ Nudger = (*SlurmNudger)(nil)
+
+// Nudge runs `scontrol update JobId=ID StartTime=now`.
+func (s *SlurmNudger) Nudge(ctx context.Context, id string) error {
+	if err := s.Slurm.UpdateJob(ctx, id, "StartTime=now"); err != nil {
+		return fmt.Errorf("nudging job %s: %w", id, err)
+	}
+	return nil
+}
+
+// beginHeld lists the waiting elastic jobs (an EasyScale comment) that
+// Slurm holds by their begin time (Reason "BeginTime") in the daemon's
+// partitions (config partitions; empty: all), in queue order as squeue
+// printed them. A job whose StartTime cannot be read is left out: nothing
+// says its begin time has passed.
+func (d *Daemon) beginHeld(v *View) []planner.BeginHeld {
+	var held []planner.BeginHeld
+	for _, j := range v.Pending {
+		if j.Reason != "BeginTime" || !anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
+			continue
+		}
+		if _, err := elastic.ParseComment(j.Comment); err != nil {
+			continue
+		}
+		h := planner.BeginHeld{ID: j.ID}
+		if j.StartTime != "" {
+			t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
+			if err != nil {
+				continue
+			}
+			h.Begin = t.Unix()
+		}
+		held = append(held, h)
+	}
+	return held
+}
+
+// nudgeEligible applies this cycle's nudges ([nudge_eligible],
+// planner.PlanNudges): each waiting elastic job whose begin time has
+// passed is re-read by id (verifyEligible) and nudged once while it stays
+// held; a failed nudge is logged and counted, not retried (Slurm's own
+// pass still starts the job). It sets d.nextNudge to when the earliest
+// begin time still ahead passes. Only a database error is returned.
+func (d *Daemon) nudgeEligible(ctx context.Context, v *View, r *Report) error {
+	d.nextNudge = time.Time{}
+	if !d.cfg.NudgeEligible {
+		return nil
+	}
+	held := d.beginHeld(v)
+	now := v.Now.Unix()
+	if d.nudged == nil {
+		d.nudged = map[string]bool{}
+	}
+	for id := range d.nudged { // a job that left the hold (started, waits for resources, held again) may be nudged anew
+		if !slices.ContainsFunc(held, func(h planner.BeginHeld) bool { return h.ID == id && h.Begin <= now }) {
+			delete(d.nudged, id)
+		}
+	}
+	plan := planner.PlanNudges(held, now, func(id string) bool { return d.nudged[id] })
+	if plan.WakeAt > 0 {
+		d.nextNudge = time.Unix(plan.WakeAt, 0)
+	}
+	for _, id := range plan.Nudge {
+		d.nudged[id] = true
+		log := d.log.Named("nudge").With("job_id", id)
+		if d.cfg.DryRun {
+			log.Info("would nudge Slurm's scheduler for a waiting elastic job whose begin time has passed (dry run)")
+			if err := d.decide(ctx, "nudge", id, "", "", 0, "begin time passed (dry run)"); err != nil {
+				return err
+			}
+			continue
+		}
+		why, err := d.verifyEligible(ctx, v, id)
+		if err != nil || why != "" {
+			if err != nil {
+				log.Error("re-reading the job before nudging it failed; leaving it", "error", err)
+			} else {
+				log.Debug("not nudging", "why", why)
+			}
+			d.metrics.Nudges.WithLabelValues("skipped").Inc()
+			continue
+		}
+		if err := d.decide(ctx, "nudge", id, "", "", 0, "begin time passed: StartTime=now so that Slurm schedules it now"); err != nil {
+			return err
+		}
+		if err := d.nudger.Nudge(ctx, id); err != nil {
+			log.Error("nudging failed; Slurm's next pass will start the job", "error", err)
+			d.metrics.Nudges.WithLabelValues("failed").Inc()
+			continue
+		}
+		d.metrics.Nudges.WithLabelValues("ok").Inc()
+		r.Nudged = append(r.Nudged, id)
+		log.Info("nudged Slurm's scheduler: the job's begin time has passed")
+	}
+	return nil
+}
+
+// verifyEligible re-reads job id right before it is nudged and returns why
+// it must not be ("" when it may): it must still be a pending elastic job
+// of the user the snapshot read, held by its begin time, with its begin
+// time passed (squeue prints none, or one not after now). A user who
+// moves their job's begin time later between the two readings is seen
+// here; one who does so in the milliseconds between this reading and the
+// update has it set to now (their own job only). err is a failed squeue.
+func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string, error) {
+	var want slurmcli.Job
+	for _, j := range v.Pending {
+		if j.ID == id {
+			want = j
+		}
+	}
+	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+id, "--states=all")
+	if noSuchJob(err) {
+		return "Slurm no longer knows the job", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("re-reading job %s before nudging it: %w", id, err)
+	}
+	if slices.ContainsFunc(skipped, func(pe *slurmcli.ParseError) bool { return pe.ID == id }) {
+		return "its squeue record cannot be read", nil
+	}
+	for _, j := range jobs {
+		if j.ID != id {
+			continue
+		}
+		for _, f := range []struct{ what, got, want string }{
+			{"state", j.State, "PENDING"}, {"reason", j.Reason, "BeginTime"}, {"user", j.User, want.User},
+		} {
+			if f.got != f.want {
+				return fmt.Sprintf("its %s is %q, want %q", f.what, f.got, f.want), nil
+			}
+		}
+		if _, err := elastic.ParseComment(j.Comment); err != nil {
+			return "its comment is no longer an EasyScale request", nil
+		}
+		if j.StartTime != "" {
+			begin, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
+			if err != nil || begin.After(d.now()) {
+				return fmt.Sprintf("its begin time %q has not passed", j.StartTime), nil
+			}
+		}
+		return "", nil
+	}
+	return "Slurm no longer lists the job", nil
+}
+
+// NudgeWait is the wait before the next cycle after a good one: poll, or
+// less when a nudge is due earlier (wakeAt: when the earliest begin time
+// of a waiting elastic job passes; zero: none), but at most one such early
+// cycle per poll interval (lastEarly: when the last one was due), so that
+// however many begin times users set, the daemon runs at most twice as
+// many cycles as poll_interval gives. It returns the wait and whether it
+// is an early one.
+func NudgeWait(poll time.Duration, wakeAt, lastEarly, now time.Time) (time.Duration, bool) {
+	if wakeAt.IsZero() {
+		return poll, false
+	}
+	w := max(wakeAt.Sub(now), 0)
+	if w >= poll || wakeAt.Sub(lastEarly) < poll {
+		return poll, false
+	}
+	return w, true
+}
