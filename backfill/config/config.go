@@ -137,10 +137,10 @@ type Config struct {
 	// NudgeEligible makes the daemon nudge Slurm's scheduler when a waiting
 	// elastic job's begin time passes, as a requeued job's does
 	// `cred_expire` after its requeue [nudge_eligible], default true: an
-	// `scontrol update JobId=ID StartTime=now` of the eligible job, once
+	// `scontrol update JobId=ID StartTime=now-300` of the eligible job (slurmctld raises it to its own now), once
 	// while it waits, so that it starts at once rather than at the
 	// scheduler's next pass (planner.PlanNudges). The daemon also runs one
-	// extra cycle per poll_interval, a second after the earliest such begin
+	// extra cycle per poll_interval, 250 ms after the earliest such begin
 	// time.
 	NudgeEligible bool `toml:"nudge_eligible"`
 	// DryRun logs decisions without calling sbatch or scancel [dry_run];

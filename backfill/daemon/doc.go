@@ -289,15 +289,16 @@
 // scheduler's sched_interval (60 s by default; 7–17 s on the lab, whose
 // bf_interval is 1 s; docs/first-node-loss.md). With nudge_eligible (on by
 // default) each cycle lists the pending elastic jobs held by their begin
-// time; one whose begin time has passed (squeue prints none) is re-read by
-// id (still pending, BeginTime, same user, still elastic, begin time
-// passed), the decision is logged ("nudge") and the daemon runs `scontrol
-// update JobId=ID StartTime=now` (nudge.go): for an eligible job a change
+// time; one whose begin time has passed by slurmctld's clock (squeue
+// prints none, whatever the daemon's clock says) is re-read by id (still
+// pending, BeginTime, same user, still elastic, begin time passed), the decision is logged ("nudge") and the daemon runs `scontrol
+// update JobId=ID StartTime=now-300` (nudge.go; slurmctld raises a begin
+// time in the past to its own now): for an eligible job a change
 // of nothing, but a job update, after which slurmctld runs its scheduler;
-// on the lab the job started 0.6–0.9 s after it. Rules
+// on the lab the job started 0.2–0.3 s after it. Rules
 // (planner.PlanNudges): each job once while it stays held, at most
 // planner.MaxNudgesPerCycle a cycle, never a job whose begin time lies
-// ahead; the daemon runs one early cycle a second after the earliest begin
+// ahead; the daemon runs one early cycle 250 ms after the earliest begin
 // time still ahead, at most one per poll_interval (NudgeWait). A user
 // decides only about their own job (which was eligible already); the
 // metric nudges_total{result} counts them.

@@ -493,12 +493,12 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 		Stderr: "scontrol: error: Invalid job id specified for job " + id}
 }
 
-// updateBegin applies `scontrol update JobId=ID StartTime=now` as Slurm
-// does: a pending job's begin time becomes now (squeue then prints no
-// StartTime); any other job is refused.
+// updateBegin applies `scontrol update JobId=ID StartTime=now-300` as
+// Slurm does: a pending job's begin time in the past becomes now (squeue
+// then prints no StartTime); any other job is refused.
 func (f *fakeSlurm) updateBegin(id, val string) ([]byte, error) {
-	if val != "now" {
-		return nil, fmt.Errorf("fake slurm: StartTime=%q (the daemon sets only now)", val)
+	if val != "now-300" {
+		return nil, fmt.Errorf("fake slurm: StartTime=%q (the daemon sets only now-300)", val)
 	}
 	for _, j := range f.jobs {
 		if j.id != id {

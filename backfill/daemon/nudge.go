@@ -14,21 +14,31 @@ import (
 
 // Nudger makes Slurm's scheduler consider a waiting job now.
 type Nudger interface {
-	// Nudge sets job id's begin time to now: `scontrol update JobId=ID
-	// StartTime=now`. For a job whose begin time has passed it changes
+	// Nudge sets job id's begin time to a time in the past, which
+	// slurmctld raises to its own now: `scontrol update JobId=ID
+	// StartTime=now-300`. For a job whose begin time has passed it changes
 	// nothing but is a job update, after which slurmctld runs its
 	// scheduler (planner.PlanNudges).
 	Nudge(ctx context.Context, id string) error
 }
+
+// NudgeStartTime is the StartTime a nudge sets: five minutes before the
+// clock of the host that runs scontrol (parse_time's now-N), so that
+// slurmctld, which raises a begin time in the past to its own now, sets
+// the job's begin time to its now even when the daemon's clock is ahead of
+// slurmctld's (munge refuses credentials from clocks further apart, 300 s
+// by default). "now" would set the client's now, which on a clock ahead
+// would hold an eligible job again for the difference.
+const NudgeStartTime = "StartTime=now-300"
 
 // SlurmNudger is the Nudger over scontrol.
 type SlurmNudger struct{ Slurm slurmcli.Runner }
 
 var _ Nudger = (*SlurmNudger)(nil)
 
-// Nudge runs `scontrol update JobId=ID StartTime=now`.
+// Nudge runs `scontrol update JobId=ID StartTime=now-300`.
 func (s *SlurmNudger) Nudge(ctx context.Context, id string) error {
-	if err := s.Slurm.UpdateJob(ctx, id, "StartTime=now"); err != nil {
+	if err := s.Slurm.UpdateJob(ctx, id, NudgeStartTime); err != nil {
 		return fmt.Errorf("nudging job %s: %w", id, err)
 	}
 	return nil
@@ -73,18 +83,17 @@ func (d *Daemon) nudgeEligible(ctx context.Context, v *View, r *Report) error {
 		return nil
 	}
 	held := d.beginHeld(v)
-	now := v.Now.Unix()
 	if d.nudged == nil {
 		d.nudged = map[string]bool{}
 	}
 	for id := range d.nudged { // a job that left the hold (started, waits for resources, held again) may be nudged anew
-		if !slices.ContainsFunc(held, func(h planner.BeginHeld) bool { return h.ID == id && h.Begin <= now }) {
+		if !slices.ContainsFunc(held, func(h planner.BeginHeld) bool { return h.ID == id && h.Begin == 0 }) {
 			delete(d.nudged, id)
 		}
 	}
-	plan := planner.PlanNudges(held, now, func(id string) bool { return d.nudged[id] })
+	plan := planner.PlanNudges(held, func(id string) bool { return d.nudged[id] })
 	if plan.WakeAt > 0 {
-		d.nextNudge = time.Unix(plan.WakeAt, 0)
+		d.nextNudge = time.Unix(plan.WakeAt, 0).Add(nudgeLag)
 	}
 	for _, id := range plan.Nudge {
 		d.nudged[id] = true
@@ -106,7 +115,7 @@ func (d *Daemon) nudgeEligible(ctx context.Context, v *View, r *Report) error {
 			d.metrics.Nudges.WithLabelValues("skipped").Inc()
 			continue
 		}
-		if err := d.decide(ctx, "nudge", id, "", "", 0, "begin time passed: StartTime=now so that Slurm schedules it now"); err != nil {
+		if err := d.decide(ctx, "nudge", id, "", "", 0, "begin time passed: "+NudgeStartTime+" so that Slurm schedules it now"); err != nil {
 			return err
 		}
 		if err := d.nudger.Nudge(ctx, id); err != nil {
@@ -121,13 +130,18 @@ func (d *Daemon) nudgeEligible(ctx context.Context, v *View, r *Report) error {
 	return nil
 }
 
+// nudgeLag is how long after a begin time (whole seconds, as squeue prints
+// it) the daemon looks again: slurmctld stops printing it within the
+// second, and the cycle then sees the job eligible.
+const nudgeLag = 250 * time.Millisecond
+
 // verifyEligible re-reads job id right before it is nudged and returns why
 // it must not be ("" when it may): it must still be a pending elastic job
 // of the user the snapshot read, held by its begin time, with its begin
-// time passed (squeue prints none, or one not after now). A user who
-// moves their job's begin time later between the two readings is seen
-// here; one who does so in the milliseconds between this reading and the
-// update has it set to now (their own job only). err is a failed squeue.
+// time passed by slurmctld's clock (squeue prints none). A user who moves
+// their job's begin time later between the two readings is seen here; one
+// who does so in the milliseconds between this reading and the update has
+// it set to now (their own job only). err is a failed squeue.
 func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string, error) {
 	var want slurmcli.Job
 	for _, j := range v.Pending {
@@ -160,10 +174,7 @@ func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string
 			return "its comment is no longer an EasyScale request", nil
 		}
 		if j.StartTime != "" {
-			begin, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
-			if err != nil || begin.After(d.now()) {
-				return fmt.Sprintf("its begin time %q has not passed", j.StartTime), nil
-			}
+			return fmt.Sprintf("squeue prints its begin time %q: not passed", j.StartTime), nil
 		}
 		return "", nil
 	}

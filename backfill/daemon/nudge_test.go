@@ -36,7 +36,7 @@ func TestAnEligibleRequeuedElasticJobIsNudgedOncePerHold(t *testing.T) {
 	td := newTestDaemon(t, "")
 	j := heldJob(td, "30", elasticComment, "alice", time.Time{})
 	r := td.cycle(t)
-	want := []string{"scontrol update JobId=30 StartTime=now"}
+	want := []string{"scontrol update JobId=30 StartTime=now-300"}
 	if got := nudges(td); !slices.Equal(got, want) || !slices.Equal(r.Nudged, []string{"30"}) {
 		t.Fatalf("first cycle: commands %q, report %q; want %q", got, r.Nudged, want)
 	}
@@ -77,9 +77,10 @@ func TestOnlyElasticJobsWhoseBeginTimeHasPassedAreNudged(t *testing.T) {
 		wantDryRun                  bool
 	}{
 		{name: "elastic, held, begin time passed", comment: elasticComment, reason: "BeginTime", want: true},
-		{name: "elastic, held, begin time now", comment: elasticComment, reason: "BeginTime", begin: -time.Nanosecond, want: true},
-		{name: "elastic, begin time 30 s ahead: not nudged (it would start early), woken for a second after",
-			comment: elasticComment, reason: "BeginTime", begin: 30 * time.Second, wantWake: 31 * time.Second},
+		{name: "elastic, a begin time squeue still prints though the daemon's clock passed it: slurmctld's clock rules; looked at again at once",
+			comment: elasticComment, reason: "BeginTime", begin: -time.Second, wantWake: -750 * time.Millisecond},
+		{name: "elastic, begin time 30 s ahead: not nudged (it would start early), looked at again 250 ms after it",
+			comment: elasticComment, reason: "BeginTime", begin: 30 * time.Second, wantWake: 30*time.Second + 250*time.Millisecond},
 		{name: "not elastic (no EasyScale comment): left to Slurm", comment: "", reason: "BeginTime"},
 		{name: "not elastic (a comment that only starts like one)", comment: "es-req min=x", reason: "BeginTime"},
 		{name: "elastic, waiting for resources: Slurm already looked at it", comment: elasticComment, reason: "Resources"},
@@ -157,7 +158,7 @@ func TestANudgeReReadsTheJobFirst(t *testing.T) {
 func TestARefusedNudgeIsCountedAndNotRetried(t *testing.T) {
 	td := newTestDaemon(t, "")
 	heldJob(td, "30", elasticComment, "alice", time.Time{})
-	td.fake.refuse = map[string]string{"scontrol update JobId=30 StartTime=now": "slurm_update error: Access/permission denied"}
+	td.fake.refuse = map[string]string{"scontrol update JobId=30 StartTime=now-300": "slurm_update error: Access/permission denied"}
 	for range 3 {
 		td.cycle(t)
 		td.advance(2 * time.Second)
@@ -199,7 +200,7 @@ func TestAttackNoUserCanMakeTheDaemonNudgeAnotherUsersJob(t *testing.T) {
 		td.advance(2 * time.Second)
 	}
 	for _, c := range nudges(td) {
-		if c == "scontrol update JobId="+bob.id+" StartTime=now" {
+		if c == "scontrol update JobId="+bob.id+" StartTime=now-300" {
 			t.Fatalf("bob's job was nudged before its begin time: %q", nudges(td))
 		}
 	}
@@ -240,8 +241,8 @@ func TestNudgeWaitRunsAtMostOneEarlyCyclePerPollInterval(t *testing.T) {
 
 // Run waits less than poll_interval when a waiting elastic job's begin time
 // passes before the next regular cycle: the cycle after it nudges the job
-// a second after its begin time, not up to a poll interval later.
-func TestRunWakesASecondAfterABeginTimeThatPassesBeforeTheNextCycle(t *testing.T) {
+// 250 ms after its begin time, not up to a poll interval later.
+func TestRunWakesJustAfterABeginTimeThatPassesBeforeTheNextCycle(t *testing.T) {
 	td := newTestDaemon(t, "")
 	td.cfg.PollInterval.Duration = 10 * time.Second
 	j := heldJob(td, "30", elasticComment, "alice", td.now.Add(3*time.Second))
@@ -265,7 +266,7 @@ func TestRunWakesASecondAfterABeginTimeThatPassesBeforeTheNextCycle(t *testing.T
 	if err := td.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if want := []time.Duration{4 * time.Second, 10 * time.Second, 10 * time.Second}; !slices.Equal(waits, want) {
+	if want := []time.Duration{3250 * time.Millisecond, 10 * time.Second, 10 * time.Second}; !slices.Equal(waits, want) {
 		t.Fatalf("waits between cycles %v, want %v (early for the begin time, then poll_interval)", waits, want)
 	}
 	if got := nudges(td); len(got) != 1 {

@@ -11,8 +11,8 @@ type BeginHeld struct {
 	// ID is the Slurm job id.
 	ID string
 	// Begin is its begin time in Unix seconds, as squeue prints it in a
-	// pending job's StartTime while it lies ahead; 0 when squeue prints
-	// none, which it does once the begin time has passed.
+	// pending job's StartTime while it lies ahead by slurmctld's clock; 0
+	// when squeue prints none, which it does once the begin time has passed.
 	Begin int64
 }
 
@@ -25,33 +25,35 @@ const MaxNudgesPerCycle = 4
 type NudgePlan struct {
 	// Nudge are the jobs to nudge now, in the order given.
 	Nudge []string
-	// WakeAt is the second after the earliest begin time still ahead (Unix
-	// seconds), when the next round should look again; 0 when none lies
-	// ahead.
+	// WakeAt is the earliest begin time squeue still prints (Unix
+	// seconds), when the next round should look again; 0 when it prints
+	// none.
 	WakeAt int64
 }
 
-// PlanNudges decides which jobs held by their begin time to nudge at now
-// (Unix seconds): a job whose begin time has passed (Begin 0 or ≤ now) is
-// eligible, but Slurm starts it only at its scheduler's next pass, and a
-// job that becomes eligible by the clock alone is no event: the main
-// scheduler waits for its sched_interval (60 s by default) and backfill
-// skips passes in which no job, node or partition changed (measured on the
-// lab: 7–17 s after the begin time; docs/first-node-loss.md). A nudge is an
-// update of the job's begin time to now, which for an eligible job changes
-// nothing but is an event: slurmctld runs its scheduler after any job
-// update (proc_req.c `_slurm_rpc_update_job` → `queue_job_scheduler`;
-// job_mgr.c raises a begin time in the past to now), and the job started
-// 0.6–0.9 s after it on the lab. Each job is nudged once while it stays
-// held (nudged reports the jobs already nudged), at most
-// [MaxNudgesPerCycle] a round; a job whose begin time lies ahead is never
-// nudged (that would start it early), only woken for.
-func PlanNudges(jobs []BeginHeld, now int64, nudged func(id string) bool) NudgePlan {
+// PlanNudges decides which jobs held by their begin time to nudge: a job
+// whose begin time has passed is eligible, but Slurm starts it only at its
+// scheduler's next pass, and a job that becomes eligible by the clock
+// alone is no event: the main scheduler waits for its sched_interval (60 s
+// by default) and backfill skips passes in which no job, node or partition
+// changed (measured on the lab: 2–17 s after the begin time;
+// docs/first-node-loss.md). A nudge is an update of the job's begin time to
+// a time in the past, which slurmctld raises to its own now (job_mgr.c
+// `_update_job`), so for an eligible job it changes nothing but is an
+// event: slurmctld runs its scheduler after any job update (proc_req.c
+// `_slurm_rpc_update_job` → `queue_job_scheduler`); on the lab the job
+// started 0.2 s after it. Only a job whose begin time slurmctld itself
+// says has passed (squeue prints none: Begin 0) is nudged, whatever the
+// daemon's clock says, so a nudge never starts a job early; each once
+// while it stays held (nudged reports the jobs already nudged), at most
+// [MaxNudgesPerCycle] a round. For a begin time squeue still prints the
+// plan says when to look again.
+func PlanNudges(jobs []BeginHeld, nudged func(id string) bool) NudgePlan {
 	var p NudgePlan
 	for _, j := range jobs {
-		if j.Begin > now {
-			if p.WakeAt == 0 || j.Begin+1 < p.WakeAt {
-				p.WakeAt = j.Begin + 1
+		if j.Begin != 0 {
+			if p.WakeAt == 0 || j.Begin < p.WakeAt {
+				p.WakeAt = j.Begin
 			}
 			continue
 		}
