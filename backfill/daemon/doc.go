@@ -301,7 +301,11 @@
 // ahead; the daemon runs one early cycle 250 ms after the earliest begin
 // time still ahead, at most one per poll_interval (NudgeWait). A user
 // decides only about their own job (which was eligible already); the
-// metric nudges_total{result} counts them.
+// metric nudges_total{result} counts them. A begin time update also
+// restarts the job's accrue time (the age factor of its priority,
+// job_mgr.c `acct_policy_remove_accrue_time`), which for a job that became
+// eligible a moment before is about the same. Measured on the 22.05 lab
+// and run by tests/backfill on 24.11 too.
 //
 // # Failing extra jobs
 //
