@@ -87,6 +87,12 @@ type fakeJob struct {
 	unreadable bool
 	// reason is squeue's Reason ("" prints "None").
 	reason string
+	// startText, when set, is what squeue prints as StartTime instead of
+	// start ("Unknown", "None").
+	startText string
+	// arrayOf is the id under which squeue --jobs=ID also lists this job
+	// (a task of job array ID, or a component of heterogeneous job ID).
+	arrayOf string
 	// excNodes and features are a pending job's --exclude and --constraint.
 	excNodes, features string
 	// tasks is the task count a shrink left and recorded the node count
@@ -352,7 +358,7 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 	}
 	var rows []map[string]string
 	for _, j := range f.jobs {
-		if only != "" && j.id != only {
+		if only != "" && j.id != only && j.arrayOf != only {
 			continue
 		}
 		tpn := "N/A"
@@ -368,13 +374,17 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			}
 			return s
 		}
+		start := slurmTime(j.start)
+		if j.startText != "" {
+			start = j.startText
+		}
 		nodes := strconv.Itoa(max(1, j.nodes))
 		if j.unreadable {
 			nodes = "garbled"
 		}
 		rows = append(rows, map[string]string{"JobID": j.id, "Name": j.name, "State": j.state, "Partition": j.partition,
 			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": "N/A",
-			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": slurmTime(j.start), "EndTime": slurmTime(j.end),
+			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": start, "EndTime": slurmTime(j.end),
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
 			"BatchHost": "n/a", "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode})

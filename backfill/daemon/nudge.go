@@ -47,8 +47,10 @@ func (s *SlurmNudger) Nudge(ctx context.Context, id string) error {
 // beginHeld lists the waiting elastic jobs (an EasyScale comment) that
 // Slurm holds by their begin time (Reason "BeginTime") in the daemon's
 // partitions (config partitions; empty: all), in queue order as squeue
-// printed them. A job whose StartTime cannot be read is left out: nothing
-// says its begin time has passed.
+// printed them. A job whose StartTime cannot be read, or that squeue
+// prints as "Unknown" or "None" (a begin time of INFINITE or NO_VAL, which
+// `--begin=2106-02-07T06:28:15` sets) rather than "N/A", is left out:
+// nothing says its begin time has passed.
 func (d *Daemon) beginHeld(v *View) []planner.BeginHeld {
 	var held []planner.BeginHeld
 	for _, j := range v.Pending {
@@ -59,6 +61,9 @@ func (d *Daemon) beginHeld(v *View) []planner.BeginHeld {
 			continue
 		}
 		h := planner.BeginHeld{ID: j.ID}
+		if j.StartTime == "" && j.StartUnset != "N/A" {
+			continue
+		}
 		if j.StartTime != "" {
 			t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
 			if err != nil {
@@ -138,7 +143,11 @@ const nudgeLag = 250 * time.Millisecond
 // verifyEligible re-reads job id right before it is nudged and returns why
 // it must not be ("" when it may): it must still be a pending elastic job
 // of the user the snapshot read, held by its begin time, with its begin
-// time passed by slurmctld's clock (squeue prints none). A user who moves
+// time passed by slurmctld's clock (squeue prints "N/A"), and alone:
+// `squeue --jobs=ID` lists no other record under its id, as it does for a
+// job array's tasks (a pending array's record carries the array's id, and
+// `scontrol update JobId=ID` changes every task, a task held to a later
+// begin time too) and a heterogeneous job's components. A user who moves
 // their job's begin time later between the two readings is seen here; one
 // who does so in the milliseconds between this reading and the update has
 // it set to now (their own job only). err is a failed squeue.
@@ -159,6 +168,9 @@ func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string
 	if slices.ContainsFunc(skipped, func(pe *slurmcli.ParseError) bool { return pe.ID == id }) {
 		return "its squeue record cannot be read", nil
 	}
+	if len(jobs) != 1 {
+		return fmt.Sprintf("squeue --jobs=%s lists %d records (a job array's tasks or a heterogeneous job's components, which one update would change together)", id, len(jobs)), nil
+	}
 	for _, j := range jobs {
 		if j.ID != id {
 			continue
@@ -173,8 +185,8 @@ func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string
 		if _, err := elastic.ParseComment(j.Comment); err != nil {
 			return "its comment is no longer an EasyScale request", nil
 		}
-		if j.StartTime != "" {
-			return fmt.Sprintf("squeue prints its begin time %q: not passed", j.StartTime), nil
+		if j.StartTime != "" || j.StartUnset != "N/A" {
+			return fmt.Sprintf("squeue prints its begin time as %q: not passed", j.StartTime+j.StartUnset), nil
 		}
 		return "", nil
 	}

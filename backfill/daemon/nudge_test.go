@@ -71,6 +71,7 @@ func TestOnlyElasticJobsWhoseBeginTimeHasPassedAreNudged(t *testing.T) {
 	tests := []struct {
 		name, toml, comment, reason string
 		partition                   string        // "": normal
+		startText                   string        // squeue's StartTime instead of the begin time
 		begin                       time.Duration // from now; 0: passed (N/A)
 		want                        bool
 		wantWake                    time.Duration // NextNudge from now; 0: none
@@ -81,6 +82,10 @@ func TestOnlyElasticJobsWhoseBeginTimeHasPassedAreNudged(t *testing.T) {
 			comment: elasticComment, reason: "BeginTime", begin: -time.Second, wantWake: -750 * time.Millisecond},
 		{name: "elastic, begin time 30 s ahead: not nudged (it would start early), looked at again 250 ms after it",
 			comment: elasticComment, reason: "BeginTime", begin: 30 * time.Second, wantWake: 30*time.Second + 250*time.Millisecond},
+		{name: "a begin time of INFINITE, which squeue prints Unknown (--begin=2106-02-07T06:28:15): not passed",
+			comment: elasticComment, reason: "BeginTime", startText: "Unknown"},
+		{name: "a begin time of NO_VAL, which squeue prints None (--begin=2106-02-07T06:28:14): not passed",
+			comment: elasticComment, reason: "BeginTime", startText: "None"},
 		{name: "not elastic (no EasyScale comment): left to Slurm", comment: "", reason: "BeginTime"},
 		{name: "not elastic (a comment that only starts like one)", comment: "es-req min=x", reason: "BeginTime"},
 		{name: "elastic, waiting for resources: Slurm already looked at it", comment: elasticComment, reason: "Resources"},
@@ -104,6 +109,7 @@ func TestOnlyElasticJobsWhoseBeginTimeHasPassedAreNudged(t *testing.T) {
 				if tt.partition != "" {
 					j.partition = tt.partition
 				}
+				j.startText = tt.startText
 			})
 			td.cycle(t)
 			if got := len(nudges(td)) == 1; got != tt.want {
@@ -271,5 +277,39 @@ func TestRunWakesJustAfterABeginTimeThatPassesBeforeTheNextCycle(t *testing.T) {
 	}
 	if got := nudges(td); len(got) != 1 {
 		t.Fatalf("commands %q, want the job nudged in the early cycle", got)
+	}
+}
+
+// A job array's pending record carries the array's id, and `scontrol update
+// JobId=ID` changes every task of the array, a task its owner held to a
+// later begin time too (found by a tester on the lab: a task held an hour
+// ahead started 33 minutes early); a heterogeneous job's update changes
+// every component. So a job that `squeue --jobs=ID` does not list alone is
+// never nudged.
+func TestAJobArrayOrHeterogeneousJobIsNeverNudged(t *testing.T) {
+	for _, other := range []string{"a task held to a later begin time", "an eligible task", "a finished task"} {
+		t.Run(other, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			heldJob(td, "79", elasticComment, "victim", time.Time{}) // 79_2, eligible
+			task := heldJob(td, "80", elasticComment, "victim", td.now.Add(time.Hour).Truncate(time.Second))
+			td.fake.set(func() {
+				task.arrayOf = "79" // 79_1, split off with its own begin time
+				switch other {
+				case "an eligible task":
+					task.start = time.Time{}
+				case "a finished task":
+					task.state, task.reason = "COMPLETED", ""
+				}
+			})
+			td.cycle(t)
+			for _, c := range nudges(td) {
+				if c == "scontrol update JobId=79 StartTime=now-300" {
+					t.Fatalf("nudged the array's id: commands %q", nudges(td))
+				}
+			}
+			if got := value(td.Metrics().Nudges.WithLabelValues("skipped")); got < 1 {
+				t.Errorf("nudges_total{result=skipped} = %v, want job 79 skipped", got)
+			}
+		})
 	}
 }

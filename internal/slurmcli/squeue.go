@@ -46,15 +46,20 @@ type Job struct {
 	NodeList    string `json:"node_list,omitempty"`     // "n[1-2]"
 	Reason      string `json:"reason"`                  // "None", "Resources", "Priority", ...
 	StartTime   string `json:"start_time,omitempty"`    // actual, or expected for a pending job
-	EndTime     string `json:"end_time,omitempty"`
-	TimeLimit   string `json:"time_limit"`
-	SchedNodes  string `json:"sched_nodes,omitempty"` // nodes backfill plans for a pending job
-	BatchHost   string `json:"batch_host,omitempty"`
-	Comment     string `json:"comment,omitempty"`
-	User        string `json:"user"`                // the owner's user name
-	Account     string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
-	WorkDir     string `json:"work_dir,omitempty"`  // the job's working directory
-	ReqNodes    string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
+	// StartUnset is the word squeue printed instead of a StartTime ("" when
+	// it printed a time): "N/A" for none (a job held by its begin time
+	// once that has passed), "Unknown" for INFINITE, "None" for NO_VAL (a
+	// begin time of 2106-02-07T06:28:15 or :14 prints so), "(null)".
+	StartUnset string `json:"start_unset,omitempty"`
+	EndTime    string `json:"end_time,omitempty"`
+	TimeLimit  string `json:"time_limit"`
+	SchedNodes string `json:"sched_nodes,omitempty"` // nodes backfill plans for a pending job
+	BatchHost  string `json:"batch_host,omitempty"`
+	Comment    string `json:"comment,omitempty"`
+	User       string `json:"user"`                // the owner's user name
+	Account    string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
+	WorkDir    string `json:"work_dir,omitempty"`  // the job's working directory
+	ReqNodes   string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
 }
 
 // ParseSqueue parses the output of `squeue` run with [SqueueArgs] and
@@ -95,7 +100,7 @@ func jobFromRecord(r []string) (Job, string, error) {
 	return Job{
 		ID: r[0], Name: r[1], State: r[2], Partition: r[3], Nodes: nodes, CPUs: cpus,
 		TRESPerNode: optional(r[6]), TRESPerJob: optional(r[7]), NodeList: optional(r[8]),
-		Reason: r[9], StartTime: optionalTime(r[10]), EndTime: optionalTime(r[11]),
+		Reason: r[9], StartTime: optionalTime(r[10]), StartUnset: unsetTime(r[10]), EndTime: optionalTime(r[11]),
 		TimeLimit: r[12], SchedNodes: optional(r[13]), BatchHost: optional(r[14]),
 		Comment: optional(r[15]), User: r[16], Account: optional(r[17]), WorkDir: optional(r[18]),
 		ReqNodes: optional(r[19]),
@@ -125,6 +130,14 @@ func leadingInt(s string) (int, error) {
 }
 
 // optionalTime maps Slurm's "no time" spellings to "".
+// unsetTime is the word s is when optionalTime drops it, else "".
+func unsetTime(s string) string {
+	if optionalTime(s) == "" {
+		return s
+	}
+	return ""
+}
+
 func optionalTime(s string) string {
 	switch s {
 	case "N/A", "Unknown", "None", "NONE", "(null)":
