@@ -143,7 +143,7 @@ type Config struct {
 	// extra cycle per poll_interval, 250 ms after the earliest such begin
 	// time.
 	NudgeEligible bool `toml:"nudge_eligible"`
-	// DryRun logs decisions without calling sbatch or scancel [dry_run];
+	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
 	DryRun bool `toml:"dry_run"`
@@ -382,7 +382,7 @@ func Parse(text string) (*Config, error) {
 			keys[i] = k.String() + whereItBelongs(k)
 		}
 		sort.Strings(keys)
-		return nil, fmt.Errorf("%w %s: remove or rename them (the keys are listed in contrib/backfill.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("%w %s: remove or rename them (the keys are listed in contrib/backfill.toml, installed as PREFIX/share/easyscale/backfill.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
 	}
 	c.applyDefaults(md.IsDefined)
 	if err := c.Validate(); err != nil {

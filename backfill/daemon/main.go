@@ -24,7 +24,7 @@ var Version = "dev"
 // It loads the config (default /etc/easyscale/backfill.toml), opens the
 // state database, and runs until ctx is done (--once: one cycle, logged in
 // one line at info, whatever it did). A dry run (--dry-run or dry_run) has no
-// side effect but its logs: it never calls sbatch or scancel and works on an
+// side effect but its logs: it never calls sbatch, scancel or scontrol update and works on an
 // in-memory copy of state_db (backfillstore.OpenDryRun), creating nothing
 // on disk. --record FILE (with --once) writes the cycle's planner snapshot
 // and decisions to FILE as a [Recording]. It returns the exit code: 0, 1 for a runtime error, 2 for bad
@@ -38,10 +38,10 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (see contrib/backfill.toml).\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (every configuration key is in the annotated example contrib/backfill.toml, installed as\nPREFIX/share/easyscale/backfill.toml: /usr/share/easyscale/backfill.toml from the Debian package).\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
-	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch or scancel (overrides dry_run)")
+	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch, scancel or scontrol update (overrides dry_run)")
 	once := fs.Bool("once", false, "run one cycle and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	record := fs.String("record", "", "with --once: write the cycle's planner snapshot and decisions to this file as JSON (for simulator.Replay)")
