@@ -56,9 +56,9 @@ class Job:
 
     train_set: indexable, ``len()``-able; ``train_set[i]`` returns (input tensor, target).
     loss: ``loss(output, target) -> scalar tensor``, the micro-batch mean as in plain PyTorch.
-    transform: optional ``transform(input, generator) -> input`` applied per sample; it draws only from
-        ``generator`` (seeded once per micro-batch from seed, logical worker and step, then drawn by the
-        micro-batch's samples in order) and does not keep it after the call.
+    transform: optional ``transform(input, generator) -> input`` applied per sample, once the micro-batch's
+        samples are read; it draws only from ``generator`` (seeded once per micro-batch from seed, logical
+        worker and step, then drawn by the micro-batch's samples in order) and does not keep it after the call.
     lr_scheduler: optional, stepped once per step after the optimizer.
     test_set: optional, evaluated with logical worker 0's buffers (the model DDP would save).
     """

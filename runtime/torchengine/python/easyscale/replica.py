@@ -202,17 +202,21 @@ class Replica:
         The transform must not keep the generator past the call. The
         micro-batch of a logical worker at a step is the same on every
         placement, and so are its samples' order and draws.
+
+        All the samples are read first, then transformed in order, as a plain
+        script's DataLoader pass and augmentation pass do: the transform draws
+        only from its generator, so the draws are those of reading and
+        transforming each sample in turn, and the two passes each keep their
+        code warm (alternating them took about 2 % of a LeNet step longer,
+        BENCHMARKS.md).
         """
         dataset, transform = self.data.dataset, self.data.transform
+        samples = [dataset[i] for i in indices]
         if transform is None:
-            return [dataset[i] for i in indices]
+            return samples
         g = self._gen
         g.manual_seed(key)
-        out = []
-        for i in indices:
-            x, y = dataset[i]
-            out.append((transform(x, g), y))
-        return out
+        return [(transform(x, g), y) for x, y in samples]
 
     def take_grads(self, lw: int) -> torch.Tensor:
         """Flatten the parameters' gradients into one float32 vector and clear them (set to None)."""
