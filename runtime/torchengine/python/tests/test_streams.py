@@ -1,5 +1,6 @@
 import hashlib
 import unittest
+from unittest import mock
 
 import torch
 from torch import nn
@@ -50,6 +51,28 @@ class Keys(unittest.TestCase):
         self.assertTrue((want[3] == got[3]).all())
         random.seed(k)
         self.assertEqual(random.random(), want[1])
+
+    def test_cuda_generators_are_seeded_once_cuda_is_initialized_without_asking_the_driver(self) -> None:
+        # torch.cuda.is_available() queries the driver (about 5 us a micro-batch); an initialized CUDA is available.
+        class Gen:
+            seeds: list[int] = []
+
+            def manual_seed(self, k: int) -> None:
+                self.seeds.append(k)
+
+        def asked() -> bool:
+            raise AssertionError("torch.cuda.is_available() was called")
+        gens = [Gen(), Gen()]
+        with mock.patch.object(torch.cuda, "is_available", asked), \
+                mock.patch.object(torch.cuda, "is_initialized", lambda: True), \
+                mock.patch.object(torch.cuda, "default_generators", gens, create=True):
+            streams.seed_globals_key(12345)
+        self.assertEqual(Gen.seeds, [12345, 12345])
+        Gen.seeds.clear()
+        with mock.patch.object(torch.cuda, "is_available", asked), \
+                mock.patch.object(torch.cuda, "is_initialized", lambda: False):
+            streams.seed_globals_key(12345)
+        self.assertEqual(Gen.seeds, [])
 
 
 class Guard(unittest.TestCase):
