@@ -27,6 +27,7 @@ direction, about 2x the bytes, like a ring all-reduce.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
@@ -57,7 +58,14 @@ def fold(acc: torch.Tensor | None, slots: Sequence[torch.Tensor]) -> torch.Tenso
 
 def scale(acc: torch.Tensor, world: int) -> torch.Tensor:
     """Multiply ``acc`` in place by float32(1/world), the mean's definition here."""
-    return acc.mul_(torch.tensor(1.0 / world, dtype=acc.dtype))
+    return acc.mul_(_reciprocal(world, acc.dtype))
+
+
+@functools.lru_cache(maxsize=16)
+def _reciprocal(world: int, dtype: torch.dtype) -> torch.Tensor:
+    """fl(1/world) in ``dtype``, a 0-dim CPU tensor made once (making it took about as long as the
+    multiplication of a LeNet's gradient; nothing writes to it)."""
+    return torch.tensor(1.0 / world, dtype=dtype)
 
 
 def chain(local: torch.Tensor, slots: Sequence[torch.Tensor], world: int,

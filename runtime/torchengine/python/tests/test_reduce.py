@@ -54,6 +54,15 @@ class Fold(unittest.TestCase):
         with self.assertRaises(ValueError):
             fold(None, [])
 
+    def test_scale_multiplies_by_the_reciprocal_of_its_own_world_in_the_tensors_dtype(self) -> None:
+        # The reciprocal is made once per (world, dtype): a cached one must never be another world's or dtype's.
+        for world, dtype in [(3, torch.float32), (7, torch.float32), (3, torch.float64), (3, torch.float32)]:
+            with self.subTest(world=world, dtype=dtype):
+                x = torch.tensor([1.0, 3.0, -5.5], dtype=dtype)
+                want = x.clone().mul(torch.tensor(1 / world, dtype=dtype))
+                self.assertTrue(torch.equal(scale(x, world), want))
+                self.assertEqual(x.dtype, dtype)
+
 
 if __name__ == "__main__":
     unittest.main()
