@@ -107,8 +107,13 @@ class LogicalSampler:
         if self.shard_len - pos < micro_batch:
             epoch, pos = epoch + 1, 0
         perm = self.permutation(epoch)
-        q = rank + pos * self.world
-        out = [perm[(q + i * self.world) % self.n] for i in range(micro_batch)]
+        world, n = self.world, self.n
+        q = rank + pos * world
+        end = q + (micro_batch - 1) * world + 1
+        if end <= n:  # inside the permutation: its slice (no padding reached)
+            out = perm[q:end:world]
+        else:
+            out = [perm[(q + i * world) % n] for i in range(micro_batch)]
         pos += micro_batch
         if self.shard_len - pos < micro_batch:
             epoch, pos = epoch + 1, 0
