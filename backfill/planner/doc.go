@@ -224,7 +224,13 @@
 //     whole nodes, as Slurm applies them ([AdmitOnNodes] over
 //     [Cluster.Admit]; [StartSmallOnNodes] over [StartSmallSize] and
 //     [StartSmall]). Their inputs and answers are what a daemon recording
-//     carries; simulator.ReplayAdmit and ReplayStartSmall replay them.
+//     carries; simulator.ReplayAdmit and ReplayStartSmall replay them;
+//   - unplanned.go: the hold on GPUs a just-submitted job Slurm has not
+//     planned yet may start on ([UnplannedJob]);
+//   - nudge.go: which waiting elastic jobs held by a begin time that
+//     slurmctld says has passed (a requeued job after cred_expire) to nudge
+//     with a begin time update, so that Slurm's scheduler runs now, and
+//     when to look again ([PlanNudges], [MaxNudgesPerCycle]).
 //
 // Slurm's text (host lists, times, time limits) is parsed only in
 // internal/slurmcli.
