@@ -152,45 +152,31 @@ const nudgeLag = 250 * time.Millisecond
 // who does so in the milliseconds between this reading and the update has
 // it set to now (their own job only). err is a failed squeue.
 func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string, error) {
-	var want slurmcli.Job
-	for _, j := range v.Pending {
-		if j.ID == id {
-			want = j
+	j, listed, why, err := d.reReadJob(ctx, id, "nudging it")
+	if why != "" || err != nil {
+		return why, err
+	}
+	if listed != 1 {
+		return fmt.Sprintf("squeue --jobs=%s lists %d records (a job array's tasks or a heterogeneous job's components, which one update would change together)", id, listed), nil
+	}
+	i := slices.IndexFunc(v.Pending, func(p slurmcli.Job) bool { return p.ID == id })
+	if i < 0 {
+		return "the snapshot did not list it waiting", nil
+	}
+	for _, f := range []struct{ what, got, want string }{
+		{"state", j.State, "PENDING"}, {"reason", j.Reason, "BeginTime"}, {"user", j.User, v.Pending[i].User},
+	} {
+		if f.got != f.want {
+			return fmt.Sprintf("its %s is %q, want %q", f.what, f.got, f.want), nil
 		}
 	}
-	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+id, "--states=all")
-	if noSuchJob(err) {
-		return "Slurm no longer knows the job", nil
+	if _, err := elastic.ParseComment(j.Comment); err != nil {
+		return "its comment is no longer an EasyScale request", nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("re-reading job %s before nudging it: %w", id, err)
+	if j.StartTime != "" || j.StartUnset != "N/A" {
+		return fmt.Sprintf("squeue prints its begin time as %q: not passed", j.StartTime+j.StartUnset), nil
 	}
-	if slices.ContainsFunc(skipped, func(pe *slurmcli.ParseError) bool { return pe.ID == id }) {
-		return "its squeue record cannot be read", nil
-	}
-	if len(jobs) != 1 {
-		return fmt.Sprintf("squeue --jobs=%s lists %d records (a job array's tasks or a heterogeneous job's components, which one update would change together)", id, len(jobs)), nil
-	}
-	for _, j := range jobs {
-		if j.ID != id {
-			continue
-		}
-		for _, f := range []struct{ what, got, want string }{
-			{"state", j.State, "PENDING"}, {"reason", j.Reason, "BeginTime"}, {"user", j.User, want.User},
-		} {
-			if f.got != f.want {
-				return fmt.Sprintf("its %s is %q, want %q", f.what, f.got, f.want), nil
-			}
-		}
-		if _, err := elastic.ParseComment(j.Comment); err != nil {
-			return "its comment is no longer an EasyScale request", nil
-		}
-		if j.StartTime != "" || j.StartUnset != "N/A" {
-			return fmt.Sprintf("squeue prints its begin time as %q: not passed", j.StartTime+j.StartUnset), nil
-		}
-		return "", nil
-	}
-	return "Slurm no longer lists the job", nil
+	return "", nil
 }
 
 // NudgeWait is the wait before the next cycle after a good one: poll, or

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -207,33 +206,21 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 // snapshot read, and its comment must still be the same elastic request.
 // err is a failed squeue.
 func (d *Daemon) verifyQueued(ctx context.Context, s smallStart) (string, error) {
-	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+s.job.ID, "--states=all")
-	if noSuchJob(err) {
-		return "Slurm no longer knows the job", nil
+	j, _, why, err := d.reReadJob(ctx, s.job.ID, "starting it small")
+	if why != "" || err != nil {
+		return why, err
 	}
-	if err != nil {
-		return "", fmt.Errorf("re-reading job %s before starting it small: %w", s.job.ID, err)
-	}
-	if slices.ContainsFunc(skipped, func(pe *slurmcli.ParseError) bool { return pe.ID == s.job.ID }) {
-		return "its squeue record cannot be read", nil
-	}
-	for _, j := range jobs {
-		if j.ID != s.job.ID {
-			continue
+	for _, f := range []struct{ what, got, want string }{
+		{"state", j.State, "PENDING"}, {"user", j.User, s.job.User}, {"partition", j.Partition, s.job.Partition},
+		{"time limit", j.TimeLimit, s.job.TimeLimit}, {"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.FromNodes)},
+	} {
+		if f.got != f.want {
+			return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
 		}
-		for _, f := range []struct{ what, got, want string }{
-			{"state", j.State, "PENDING"}, {"user", j.User, s.job.User}, {"partition", j.Partition, s.job.Partition},
-			{"time limit", j.TimeLimit, s.job.TimeLimit}, {"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.FromNodes)},
-		} {
-			if f.got != f.want {
-				return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
-			}
-		}
-		c, err := elastic.ParseComment(j.Comment)
-		if err != nil || !c.Request.Elastic() || c.Request.MinNodes != s.request.MinNodes || c.Request.MaxNodes != s.request.MaxNodes {
-			return "its comment is no longer the elastic request the snapshot read", nil
-		}
-		return "", nil
 	}
-	return "Slurm no longer knows the job", nil
+	c, err := elastic.ParseComment(j.Comment)
+	if err != nil || !c.Request.Elastic() || c.Request.MinNodes != s.request.MinNodes || c.Request.MaxNodes != s.request.MaxNodes {
+		return "its comment is no longer the elastic request the snapshot read", nil
+	}
+	return "", nil
 }
