@@ -407,3 +407,52 @@ func orEmpty[T any](s []T) []T {
 	}
 	return s
 }
+
+// ImportLedger adds rows of another copy of this job's ledger (a standby's
+// copy of the coordinator's, runtime/cluster standby.go) in one
+// transaction and returns how many it added. A row whose step this ledger
+// holds already is left as stored (the rows describe the same committed
+// steps; the stored row is this directory's own record), so importing
+// twice adds nothing. Each added row keeps its fields (time, redo count,
+// digests) and gets this database's checksum. An invalid row (ErrInvalid)
+// adds nothing of the whole import.
+func (db *DB) ImportLedger(rows []LedgerEntry) (added int, err error) {
+	if err := db.writable("importing ledger rows"); err != nil {
+		return 0, err
+	}
+	tds := make([]string, len(rows))
+	for i, e := range rows {
+		if err := e.validate(); err != nil {
+			return 0, fmt.Errorf("importing ledger step %d: %w", e.Step, err)
+		}
+		if e.Time.IsZero() {
+			return 0, fmt.Errorf("importing ledger step %d: %w", e.Step, invalidf("LedgerEntry.Time is zero: an imported row keeps its own time"))
+		}
+		b, err := json.Marshal(orEmpty(e.TensorDigests))
+		if err != nil {
+			return 0, fmt.Errorf("importing ledger step %d: encoding tensor digests: %w", e.Step, err)
+		}
+		tds[i] = string(b)
+	}
+	err = db.immediate(context.Background(), func(tx *sql.Tx) error {
+		added = 0
+		for i, e := range rows {
+			var n int64
+			if err := tx.QueryRow(`SELECT COUNT(*) FROM ledger WHERE step = ?`, e.Step).Scan(&n); err != nil {
+				return fmt.Errorf("step %d: %w", e.Step, err)
+			}
+			if n > 0 {
+				continue
+			}
+			if err := appendLedgerTx(tx, e, tds[i]); err != nil {
+				return fmt.Errorf("step %d: %w", e.Step, err)
+			}
+			added++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("importing %d ledger rows: %w", len(rows), err)
+	}
+	return added, nil
+}

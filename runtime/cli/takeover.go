@@ -57,8 +57,8 @@ const (
 // A directory that holds no job is this node's copy of a node-local state
 // directory (the coordinator's is out of reach): no lock fences the
 // standby there, so it takes over only when the coordinator's listener no
-// longer answers (coordinatorAnswers), creates the job from its copy (the
-// ledger then starts at the copy's step) and saves the copy; a
+// longer answers (coordinatorAnswers), creates the job from its copy,
+// imports its copy of the ledger (importStandbyLedger) and saves the copy; a
 // coordinator that lived on stops once it sees the takeover record
 // (watchSuperseded).
 func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
@@ -92,8 +92,8 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 			Data: stateDataFiles(cp.Data)}); err != nil {
 			return claimRejoin, fmt.Errorf("taking over: creating the job in the state directory %s: %w", dir, err)
 		}
-		s.log.Warn("the state directory holds no job on this node (it is node-local): created it from the standby's copy; its ledger starts at the takeover",
-			"state", dir, "step", cp.Step)
+		s.log.Warn("the state directory holds no job on this node (it is node-local): created it from the standby's copy and its copy of the ledger",
+			"state", dir, "step", cp.Step, "ledger_rows", len(cp.Ledger.Through(cp.Step)))
 		job.ID = spec.ID()
 	} else if err != nil {
 		return claimRejoin, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
@@ -101,6 +101,7 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 	if job.ID != cp.Spec.ID() {
 		return claimRejoin, fmt.Errorf("taking over: the state directory %s holds job %s, the standby's copy is of %s", dir, job.ID, cp.Spec.ID())
 	}
+	s.importStandbyLedger(db, cp)
 	ck, _, err := db.LatestCheckpoint()
 	if err != nil {
 		return claimRejoin, fmt.Errorf("taking over: reading the checkpoints of %s: %w", dir, err)
@@ -122,6 +123,33 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 		return claimRejoin, fmt.Errorf("taking over: saving the standby's copy: %w", err)
 	}
 	return claimTaken, nil
+}
+
+// importStandbyLedger adds to db the rows of the standby's copy of the
+// coordinator's ledger (cp.Ledger, steps 1..cp.Step) that db lacks: a
+// node-local state directory created at the takeover, or one this node
+// kept from an earlier run, would otherwise hold the job's ledger from the
+// takeover on only. A shared directory already holds them (it is the
+// coordinator's): nothing is read. A failed import is logged and does not
+// stop the takeover (the ledger then has a gap, which the trainer reports).
+func (s *slurmRun) importStandbyLedger(db *statedb.DB, cp *cluster.StandbyCopy) {
+	if cp.Step < 1 {
+		return
+	}
+	if last, ok, err := db.LastStep(); err == nil && ok && last >= cp.Step {
+		if gaps, err := db.MissingLedgerSteps(); err == nil && len(gaps) == 0 {
+			return
+		}
+	}
+	rows := cp.Ledger.Through(cp.Step)
+	added, err := db.ImportLedger(rows)
+	if err != nil {
+		s.log.Warn("taking over: importing the standby's copy of the ledger", "step", cp.Step, "rows", len(rows), "error", err)
+		return
+	}
+	if added > 0 {
+		s.log.Info("taking over: imported the standby's copy of the ledger", "step", cp.Step, "rows", added)
+	}
 }
 
 // defaultLockGrace is how long a standby that lost the coordinator waits

@@ -366,6 +366,22 @@ func TestAStandbyCreatesANodeLocalStateDirectoryFromItsCopy(t *testing.T) {
 				if code, ok := slurmjob.Ended(dir, coordinator.rendezvousRun(ctx)); ok {
 					t.Fatalf("the superseded coordinator recorded exit status %d", code)
 				}
+				// The standby's directory holds the coordinator's ledger
+				// up to the copy's step (the state after steps
+				// 1..Step), not only the rows after it.
+				want := ledgerOf(t, opts.StateDir, r.cp.Step)
+				got := ledgerOf(t, standbyState, r.cp.Step)
+				if int64(len(want)) != r.cp.Step || len(got) != len(want) {
+					t.Fatalf("ledger up to the takeover's step %d: the coordinator's has %d rows, the standby's %d; want %d in both\n%s",
+						r.cp.Step, len(want), len(got), r.cp.Step, logs.String())
+				}
+				for i := range want {
+					w, g := want[i], got[i]
+					if g.Step != w.Step || g.Digest != w.Digest || g.Placement != w.Placement || g.SamplesHash != w.SamplesHash ||
+						g.Loss != w.Loss || !g.Time.Equal(w.Time) || len(g.TensorDigests) != len(w.TensorDigests) {
+						t.Fatalf("the standby's ledger row of step %d = %+v, the coordinator's %+v", w.Step, g, w)
+					}
+				}
 				return
 			}
 			ru := <-runs
@@ -398,6 +414,21 @@ func TestAStandbyCreatesANodeLocalStateDirectoryFromItsCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ledgerOf reads the ledger rows of steps 0..to of the state directory dir.
+func ledgerOf(t *testing.T, dir string, to int64) []statedb.LedgerEntry {
+	t.Helper()
+	db, err := statedb.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatalf("opening %s: %v", dir, err)
+	}
+	defer db.Close()
+	rows, err := db.Ledger(0, to)
+	if err != nil {
+		t.Fatalf("reading the ledger of %s: %v", dir, err)
+	}
+	return rows
 }
 
 // A requeued run whose previous run was coordinated after a takeover and

@@ -116,9 +116,23 @@ type Coordinator struct {
 	// (SIGTERM of the coordinator): the workers may still be computing or
 	// starting, so Close releases them without waiting.
 	abandoned bool
+	// ledger chooses the ledger rows sent with the standby messages.
+	ledger LedgerFeed
 }
 
-var _ trainer.Executor = (*Coordinator)(nil)
+var (
+	_ trainer.Executor       = (*Coordinator)(nil)
+	_ trainer.LedgerFollower = (*Coordinator)(nil)
+)
+
+// FollowLedger makes the standby messages carry the job's ledger rows
+// (trainer.LedgerFollower; ledgerfeed.go).
+func (c *Coordinator) FollowLedger(read trainer.LedgerReader) { c.ledger.Follow(read) }
+
+// LedgerRecorded does nothing: the standby message of each step carries
+// the rows up to the step before, and the standby's copy is of that step
+// (trainer.LedgerFollower).
+func (c *Coordinator) LedgerRecorded(int64) {}
 
 // member is one admitted worker.
 type member struct {
@@ -539,6 +553,11 @@ func (c *Coordinator) sendStep(step int64, plan placement.Plan, ests []*trainer.
 	var sbBufs []float32
 	if standby >= 0 {
 		sbMsg, sbBufs = standbyState(step, ests, len(c.members), lost)
+		rows, err := c.ledger.Rows(c.members[standby], step)
+		if err != nil {
+			c.log.Warn("the standby's copy of the ledger", "step", step, "error", err)
+		}
+		sbMsg.Ledger = rows
 	}
 	for r, m := range c.members {
 		rg := plan[r]

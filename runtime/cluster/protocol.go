@@ -181,4 +181,7 @@ type standbyMsg struct {
 	// Members-Lost workers.
 	Members int `json:"members"`
 	Lost    int `json:"lost"`
+	// Ledger are ledger rows the standby was not sent yet, of steps up
+	// to Step (LedgerFeed, ledgerfeed.go).
+	Ledger []LedgerRow `json:"ledger,omitempty"`
 }

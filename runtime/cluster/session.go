@@ -85,6 +85,9 @@ type session struct {
 	// this worker is not its standby); standby.go.
 	standbyNext *pendingStandby
 	standby     *StandbyCopy
+	// standbyLedger is the ledger rows the coordinator sent this worker
+	// as its standby (ledgerfeed.go).
+	standbyLedger StandbyLedger
 }
 
 // frame is one message from the coordinator, or the read error that ended

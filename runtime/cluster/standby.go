@@ -56,6 +56,10 @@ type StandbyCopy struct {
 	// Members is the number of workers in step Step; Lost of them ran on
 	// the coordinator's node.
 	Members, Lost int
+	// Ledger is the coordinator's ledger as the standby was sent it
+	// (ledgerfeed.go), or nil; the takeover imports its rows of steps
+	// 1..Step where the state directory lacks them (a node-local one).
+	Ledger *StandbyLedger
 	// Warm is what an engine's standby started ahead for the coordinator
 	// it becomes (a torch standby's spare Python process,
 	// *torchengine.Spare), or nil. Whoever does not hand it on closes it
@@ -166,6 +170,7 @@ func (s *session) receiveStandby(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("standby message of step %d: %w", m.Step, err)
 	}
+	s.standbyLedger.Add(m.Ledger)
 	s.standbyNext = &pendingStandby{msg: m, ests: ests}
 	return nil
 }
@@ -190,7 +195,7 @@ func (s *session) keepStandby(step int64) error {
 		if err != nil {
 			return fmt.Errorf("step %d: making the standby's replica: %w", step, err)
 		}
-		s.standby = &StandbyCopy{Spec: s.spec, Data: s.wl.Data(), Replica: rep}
+		s.standby = &StandbyCopy{Spec: s.spec, Data: s.wl.Data(), Replica: rep, Ledger: &s.standbyLedger}
 	}
 	if err := s.standby.Replica.CopyFrom(s.rep); err != nil {
 		s.standby = nil

@@ -104,13 +104,28 @@ type Engine struct {
 	closed  sync.Once
 	mu      sync.Mutex
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
+	// ledger chooses the ledger rows sent to the standby (standby.go).
+	ledger cluster.LedgerFeed
 }
 
 var (
 	_ trainer.SparseDigester = (*Engine)(nil)
 	_ trainer.Preparer       = (*Engine)(nil)
 	_ trainer.SelfChecker    = (*Engine)(nil)
+	_ trainer.LedgerFollower = (*Engine)(nil)
 )
+
+// FollowLedger makes the standby frames carry the job's ledger rows
+// (trainer.LedgerFollower; standby.go).
+func (e *Engine) FollowLedger(read trainer.LedgerReader) { e.ledger.Follow(read) }
+
+// LedgerRecorded sends the standby the row of step at once: the standby's
+// process commits a step with the contexts it was sent before the commit,
+// so its copy is of step (the state after it) before the coordinator
+// records the step's row, and a coordinator lost before its next step
+// would otherwise leave that row out of the copy (trainer.LedgerFollower;
+// standby.go).
+func (e *Engine) LedgerRecorded(step int64) { e.sendStandby(step, nil) }
 
 // New extracts the Python package, locates and hashes the job's datasets,
 // starts the first allocation's Python processes at once (o.Workers) and

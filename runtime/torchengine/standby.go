@@ -2,6 +2,7 @@ package torchengine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -36,6 +37,10 @@ import (
 // (Group.Standby): the lowest-ranked remote worker on another Slurm node
 // than this engine's. Nothing is sent when there is none; a failed send
 // is the worker's loss, which the step finds.
+//
+// contexts nil sends only the ledger rows the standby was not sent yet
+// (cluster.LedgerFeed), and nothing when there are none (LedgerRecorded:
+// a step's row, recorded after its contexts went out).
 func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	var standby *remote
 	for _, s := range e.local.procs {
@@ -47,14 +52,40 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	if standby == nil {
 		return
 	}
-	index, payload := pack(contexts)
-	b, err := encodeRelay(map[string]any{"type": "standby", "step": step, "contexts": index}, payload)
+	rows, err := e.ledger.Rows(standby, step)
+	if err != nil {
+		e.log.Warn("the standby's copy of the ledger", "step", step, "error", err)
+	}
+	b, ok, err := standbyFrame(step, contexts, rows)
+	if !ok {
+		return
+	}
 	if err == nil {
 		err = standby.write(relayStandby, b)
 	}
 	if err != nil {
 		e.log.Warn("sending the standby its contexts", "step", step, "node", standby.slurmNode, "error", err)
 	}
+}
+
+// standbyFrame is the relayStandby frame of step with contexts (nil: none)
+// and ledger rows; ok is false when it would carry neither.
+func standbyFrame(step int64, contexts map[int][]byte, rows []cluster.LedgerRow) (b []byte, ok bool, err error) {
+	if contexts == nil && len(rows) == 0 {
+		return nil, false, nil
+	}
+	header := map[string]any{"type": "standby", "step": step}
+	if len(rows) > 0 {
+		header["ledger"] = rows
+	}
+	var payload []byte
+	if contexts != nil {
+		var index [][2]int
+		index, payload = pack(contexts)
+		header["contexts"] = index
+	}
+	b, err = encodeRelay(header, payload)
+	return b, true, err
 }
 
 // standbyContexts is what a worker's relay keeps as the standby: the
@@ -66,10 +97,14 @@ type standbyContexts struct {
 	// worker is the standby (RunWorker starts its spare there).
 	onFirst func()
 	first   sync.Once
+	// ledger is the coordinator's ledger rows as this standby was sent
+	// them (cluster.LedgerFeed).
+	ledger cluster.StandbyLedger
 }
 
-// keep decodes a relayStandby frame and keeps its contexts, dropping all
-// but the newest two steps.
+// keep decodes a relayStandby frame and keeps its ledger rows and its
+// contexts, dropping all but the newest two steps' (a frame without
+// contexts carries only ledger rows).
 func (s *standbyContexts) keep(b []byte) error {
 	f, err := decodeRelay(b)
 	if err != nil {
@@ -78,6 +113,20 @@ func (s *standbyContexts) keep(b []byte) error {
 	step, ok := f.header["step"].(float64)
 	if !ok || step < 0 {
 		return fmt.Errorf("standby frame without a step: %v", f.header["step"])
+	}
+	if raw, ok := f.header["ledger"]; ok {
+		var rows []cluster.LedgerRow
+		b, err := json.Marshal(raw)
+		if err == nil {
+			err = json.Unmarshal(b, &rows)
+		}
+		if err != nil {
+			return fmt.Errorf("standby frame of step %d: its ledger rows: %w", int64(step), err)
+		}
+		s.ledger.Add(rows)
+	}
+	if _, ok := f.header["contexts"]; !ok {
+		return nil
 	}
 	raw, _ := f.header["contexts"].([]any)
 	index := make([][2]int, 0, len(raw))
@@ -140,7 +189,7 @@ func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.M
 			lws = append(lws, lw)
 		}
 		sort.Ints(lws)
-		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file}
+		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file, Ledger: &s.ledger}
 		for _, lw := range lws {
 			cp.Contexts = append(cp.Contexts, statedb.ESTContext{EST: lw, Blob: contexts[lw]})
 		}

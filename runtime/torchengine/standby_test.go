@@ -10,6 +10,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/runtime/cluster"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // A standby's copy is a checkpoint its own Python process (rank 1, not
@@ -25,24 +26,45 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 	}
 	sb := &standbyContexts{}
 	var sent []int64
+	// The ledger the trainer records after each step (row s+1 of step s,
+	// its digest), streamed with the frames as Engine.sendStandby does.
+	digests := map[int64]string{}
+	var feed cluster.LedgerFeed
+	feed.Follow(func(from, to int64) ([]statedb.LedgerEntry, error) {
+		var rows []statedb.LedgerEntry
+		for s := from; s <= to; s++ {
+			if d, ok := digests[s-1]; ok {
+				rows = append(rows, statedb.LedgerEntry{Step: s, Digest: d, Time: time.Unix(1764000000, s)})
+			}
+		}
+		return rows, nil
+	})
 	l.group.Standby = func(step int64, contexts map[int][]byte) {
-		index, payload := pack(contexts)
-		b, err := encodeRelay(map[string]any{"type": "standby", "step": step, "contexts": index}, payload)
+		rows, err := feed.Rows(sb, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, ok, err := standbyFrame(step, contexts, rows)
+		if !ok {
+			return
+		}
 		if err == nil {
 			err = sb.keep(b)
 		}
 		if err != nil {
 			t.Errorf("standby frame of step %d: %v", step, err)
 		}
-		sent = append(sent, step)
+		if contexts != nil {
+			sent = append(sent, step)
+		}
 	}
-	digests := map[int64]string{}
 	for step := range int64(end) {
 		res, err := l.Step(ctx, step, split(4, 2), nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		digests[step] = res.Digest
+		l.group.Standby(step+1, nil) // row step+1 recorded: Engine.LedgerRecorded
 		if step != cut-1 {
 			continue
 		}
@@ -62,6 +84,15 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 		}
 		if len(sb.steps) > 2 {
 			t.Fatalf("the standby keeps %d steps' contexts, want the last 2", len(sb.steps))
+		}
+		rows := cp.Ledger.Through(cp.Step)
+		if int64(len(rows)) != cp.Step {
+			t.Fatalf("the copy of step %d holds %d ledger rows, want the %d of steps 1..%d", cp.Step, len(rows), cp.Step, cp.Step)
+		}
+		for i, r := range rows {
+			if r.Step != int64(i)+1 || r.Digest != digests[int64(i)] {
+				t.Fatalf("the copy's ledger row %d: step %d digest %s, want step %d digest %s", i, r.Step, r.Digest, i+1, digests[int64(i)])
+			}
 		}
 		resumed(t, cp, cut, end, digests)
 	}
@@ -119,6 +150,10 @@ func FuzzStandbyFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, '{', '}'})
 	bad, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 9}}}, []byte{1})
 	f.Add(bad)
+	rows, _, _ := standbyFrame(4, nil, []cluster.LedgerRow{{Step: 3, Digest: "sha256:00", TimeNS: 1}})
+	f.Add(rows)
+	badRows, _ := encodeRelay(map[string]any{"type": "standby", "step": 1, "ledger": []any{map[string]any{"step": "x"}}}, nil)
+	f.Add(badRows)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sb := &standbyContexts{}
 		for range 3 {

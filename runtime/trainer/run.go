@@ -34,6 +34,9 @@ type job struct {
 	out StepReport
 
 	db     *statedb.DB
+	// follower copies the ledger to the coordinator's standby (nil:
+	// the engine does not; ledgerfollow.go).
+	follower LedgerFollower
 	step   int64
 	redone int
 	// stepRedos is how often the step in progress was redone after
@@ -166,6 +169,7 @@ func newJob(opts Options) (*job, error) {
 			j.close()
 			return nil, err
 		}
+		j.follower = followLedger(j.eng, j.db.Ledger)
 	}
 	j.digest, _ = j.eng.Digest()
 	return j, nil
@@ -454,6 +458,9 @@ func (j *job) record(wall time.Duration) error {
 	}
 	if err != nil {
 		return fmt.Errorf("recording step %d in the ledger: %w", j.step, err)
+	}
+	if j.follower != nil {
+		j.follower.LedgerRecorded(j.step)
 	}
 	return nil
 }

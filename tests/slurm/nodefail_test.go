@@ -431,7 +431,8 @@ exit "$rc"
 // the job's state there from its copy and trains on in place; the
 // requeue that ends the job (its batch script died with the node) trains
 // nothing on whichever node it starts. COMPLETED with the fixed run's
-// digest, the standby's ledger starting at the takeover.
+// digest; the standby's ledger holds every step, those before the takeover
+// as the lost coordinator recorded them (sent with the standby messages).
 func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	lab := slurmlab.Require(t)
 	config := longMNIST(t, lab, "4") // 936 steps
@@ -482,29 +483,48 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	if s["digest"] != r.digest {
 		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
 	}
-	db, err := statedb.OpenReadOnly(stateOf(node))
-	if err != nil {
-		t.Fatalf("the standby's state directory on %s: %v", node, err)
+	// The standby's directory holds the whole ledger: the rows before the
+	// takeover as the lost coordinator recorded them (its directory
+	// outlives its node on this lab), then its own.
+	rows := ledgerRows(t, stateOf(node))
+	before := ledgerRows(t, stateOf(job.BatchHost))
+	for i, r := range rows {
+		if r.Step != int64(i)+1 {
+			t.Fatalf("the standby's ledger on %s: row %d is of step %d, want %d (a gap; takeover at step %d)", node, i, r.Step, i+1, resumed)
+		}
 	}
-	rows, err := db.Ledger(0, 1<<40)
-	db.Close()
-	if err != nil || len(rows) == 0 || rows[0].Step != resumed+1 {
-		t.Fatalf("the standby's ledger on %s: %d rows from step %v (%v), want them from the takeover step %d + 1", node, len(rows), func() any {
-			if len(rows) > 0 {
-				return rows[0].Step
-			}
-			return nil
-		}(), err, resumed)
+	if int64(len(rows)) <= resumed || int64(len(before)) < resumed {
+		t.Fatalf("the standby's ledger on %s has %d rows, the lost coordinator's %d; want the %d up to the takeover and more", node, len(rows), len(before), resumed)
 	}
-	job, err = final, ferr
-	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
-		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, jobOutput(lab, id))
+	for _, b := range before[:resumed] {
+		if r := rows[b.Step-1]; r.Digest != b.Digest || r.Placement != b.Placement || r.SamplesHash != b.SamplesHash {
+			t.Fatalf("the standby's ledger row of step %d = %+v, the lost coordinator recorded %+v", b.Step, r, b)
+		}
+	}
+	job = final
+	if ferr != nil || job.State != "COMPLETED" || job.Restarts > 1 {
+		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, ferr, jobOutput(lab, id))
 	}
 	if job.Restarts == 1 && !strings.Contains(jobOutput(lab, id), "nothing left to do") {
 		t.Fatalf("the requeued run did not end at once as the training had ended after the takeover:\n%s", jobOutput(lab, id))
 	}
 	t.Logf("job %s %s %.1f s after the kill, restarts %d; the standby's ledger on %s: steps %d-%d", id, job.State,
 		time.Since(killedAt).Seconds(), job.Restarts, node, rows[0].Step, rows[len(rows)-1].Step)
+}
+
+// ledgerRows reads every ledger row of the state directory dir.
+func ledgerRows(t *testing.T, dir string) []statedb.LedgerEntry {
+	t.Helper()
+	db, err := statedb.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatalf("the state directory %s: %v", dir, err)
+	}
+	defer db.Close()
+	rows, err := db.Ledger(0, 1<<40)
+	if err != nil {
+		t.Fatalf("the ledger of %s: %v", dir, err)
+	}
+	return rows
 }
 
 // endedJob reads a job that has just left the queue with `scontrol show job`,
