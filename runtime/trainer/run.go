@@ -33,12 +33,12 @@ type job struct {
 	// out is the last committed step's report.
 	out StepReport
 
-	db     *statedb.DB
+	db *statedb.DB
 	// follower copies the ledger to the coordinator's standby (nil:
 	// the engine does not; ledgerfollow.go).
 	follower LedgerFollower
-	step   int64
-	redone int
+	step     int64
+	redone   int
 	// stepRedos is how often the step in progress was redone after
 	// losing workers (recorded in its ledger row).
 	stepRedos   int

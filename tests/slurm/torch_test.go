@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
@@ -130,10 +131,15 @@ func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
 // mid-run: the coordinator's standby, the lowest-ranked worker on another
 // node, has its Python process write the checkpoint of the step it
 // committed and coordinates from it with a fresh engine; the other
-// worker rejoins it. At most one step is redone, there is no trip through
-// the queue before the training ended (the requeue that ends a job whose
-// batch script died trains nothing), and the job ends COMPLETED with the
-// digest of a local fixed run.
+// worker rejoins it. Each task keeps its state in a node-local directory
+// (the example's script with --state per node), so the checkpoints and the
+// ledger of the first node die with it: the standby creates the job's
+// state on its node from its copy and its copy of the ledger. At most one
+// step is redone, there is no trip through the queue before the training
+// ended (the requeue that ends a job whose batch script died trains
+// nothing), the job ends COMPLETED with the digest of a local fixed run,
+// and the standby's ledger holds every step, those before the takeover as
+// the lost coordinator recorded them.
 func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	lab := slurmlab.Require(t)
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
@@ -154,12 +160,29 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 		steps = 234 // the job's horizon, one epoch
 	}
 	want := localTorchDigest(t, lab, int(steps))
-	summary := filepath.Join(t.TempDir(), "summary.json")
+	tmp := t.TempDir()
+	summary := filepath.Join(tmp, "summary.json")
+	example, err := os.ReadFile(filepath.Join(lab.Root, "examples", "slurm", "torch-mnist.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const srun = "srun easyscale run --config examples/torch-mnist/job.toml\n"
+	if !strings.Contains(string(example), srun) {
+		t.Fatalf("examples/slurm/torch-mnist.sbatch has no line %q to give a node-local --state", srun)
+	}
+	script := filepath.Join(tmp, "torch-mnist-node-local.sbatch")
+	nodeLocal := strings.Replace(string(example), srun,
+		`srun bash -c 'exec easyscale run --config examples/torch-mnist/job.toml --state "$ES_LOCAL_STATE/$SLURMD_NODENAME"'`+"\n", 1)
+	if err := os.WriteFile(script, []byte(nodeLocal), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	states := filepath.Join(tmp, "local")
+	stateOf := func(node string) string { return filepath.Join(states, node) }
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=3-4", "examples/slurm/torch-mnist.sbatch")
+	cmd := lab.Command(ctx, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=3-4", script)
 	cmd.Dir = lab.Root
-	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "ES_LOCAL_STATE="+states)
 	if taskLogs != "" {
 		if err := os.MkdirAll(taskLogs, 0o755); err != nil {
 			t.Fatal(err)
@@ -190,7 +213,15 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	// The other tasks' workers join as their Python processes come up
 	// (seconds on a busy machine): the kill comes 5 steps after the
 	// third joined, so the standby has had the contexts of a step.
-	state := filepath.Join(lab.Root, ".easyscale", id, "state")
+	var job slurmcli.JobDetail
+	for job.BatchHost == "" {
+		job, _ = showJob(ctx, lab, id)
+		if ctx.Err() != nil {
+			t.Fatalf("job %s never started:\n%s", id, output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	state := stateOf(job.BatchHost)
 	var at3 int64 = -1
 	spareReady := func() bool { return taskLogs == "" || strings.Contains(output(), "spare python process is ready") }
 	for at3 < 0 || lastStep(state) < at3+5 || !spareReady() {
@@ -202,14 +233,10 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	job, err := showJob(ctx, lab, id)
-	if err != nil || job.BatchHost == "" {
-		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
-	}
 	killedAt := time.Now()
 	lab.KillNode(t, job.BatchHost)
 	t.Logf("killed the batch host %s at ledger step %d", job.BatchHost, lastStep(state))
-	resumed, lost, _ := awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, nil)
+	resumed, lost, node := awaitTakeover(ctx, t, lab, id, job.BatchHost, killedAt, stateOf)
 	if lost-resumed > 1 {
 		t.Fatalf("the standby resumed at step %d, the dead coordinator had recorded %d: %d steps redone", resumed, lost, lost-resumed)
 	}
@@ -234,11 +261,26 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if s["digest"] != want || s["engine"] != "torch" {
 		t.Fatalf("digest after losing the first node %v (engine %v), local fixed run %s\n%s", s["digest"], s["engine"], want, output())
 	}
+	rows, before := ledgerRows(t, stateOf(node)), ledgerRows(t, state)
+	for i, r := range rows {
+		if r.Step != int64(i)+1 {
+			t.Fatalf("the standby's ledger on %s: row %d is of step %d, want %d (a gap; takeover at step %d)", node, i, r.Step, i+1, resumed)
+		}
+	}
+	if int64(len(rows)) != steps || int64(len(before)) < resumed {
+		t.Fatalf("the standby's ledger on %s has %d rows, the lost coordinator's %d; want %d, and %d before the takeover", node, len(rows), len(before), steps, resumed)
+	}
+	for _, b := range before[:resumed] {
+		if r := rows[b.Step-1]; r.Digest != b.Digest || r.Placement != b.Placement || r.SamplesHash != b.SamplesHash {
+			t.Fatalf("the standby's ledger row of step %d = %+v, the lost coordinator recorded %+v", b.Step, r, b)
+		}
+	}
 	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer qcancel()
 	job, err = showJob(qctx, lab, id)
 	if err != nil || job.State != "COMPLETED" || job.Restarts > 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, err, output())
 	}
-	t.Logf("job %s %s %.1f s after the kill, restarts %d; digest %s", id, job.State, time.Since(killedAt).Seconds(), job.Restarts, want)
+	t.Logf("job %s %s %.1f s after the kill, restarts %d; digest %s; the standby's ledger on %s: steps 1-%d", id, job.State,
+		time.Since(killedAt).Seconds(), job.Restarts, want, node, len(rows))
 }
