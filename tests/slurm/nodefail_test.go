@@ -486,21 +486,7 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	// The standby's directory holds the whole ledger: the rows before the
 	// takeover as the lost coordinator recorded them (its directory
 	// outlives its node on this lab), then its own.
-	rows := ledgerRows(t, stateOf(node))
-	before := ledgerRows(t, stateOf(job.BatchHost))
-	for i, r := range rows {
-		if r.Step != int64(i)+1 {
-			t.Fatalf("the standby's ledger on %s: row %d is of step %d, want %d (a gap; takeover at step %d)", node, i, r.Step, i+1, resumed)
-		}
-	}
-	if int64(len(rows)) <= resumed || int64(len(before)) < resumed {
-		t.Fatalf("the standby's ledger on %s has %d rows, the lost coordinator's %d; want the %d up to the takeover and more", node, len(rows), len(before), resumed)
-	}
-	for _, b := range before[:resumed] {
-		if r := rows[b.Step-1]; r.Digest != b.Digest || r.Placement != b.Placement || r.SamplesHash != b.SamplesHash {
-			t.Fatalf("the standby's ledger row of step %d = %+v, the lost coordinator recorded %+v", b.Step, r, b)
-		}
-	}
+	rows := checkStandbyLedger(t, stateOf(node), stateOf(job.BatchHost), resumed, 0)
 	job = final
 	if ferr != nil || job.State != "COMPLETED" || job.Restarts > 1 {
 		t.Fatalf("job %s ended %q after %d restarts (%v), want COMPLETED\n%s", id, job.State, job.Restarts, ferr, jobOutput(lab, id))
@@ -510,6 +496,30 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	}
 	t.Logf("job %s %s %.1f s after the kill, restarts %d; the standby's ledger on %s: steps %d-%d", id, job.State,
 		time.Since(killedAt).Seconds(), job.Restarts, node, rows[0].Step, rows[len(rows)-1].Step)
+}
+
+// checkStandbyLedger checks the ledger of the standby's state directory
+// after a takeover at step resumed: one row per step from 1 on (steps of
+// them when steps > 0), those up to resumed equal to the rows the lost
+// coordinator recorded in lostDir. It returns the standby's rows.
+func checkStandbyLedger(t *testing.T, dir, lostDir string, resumed, steps int64) []statedb.LedgerEntry {
+	t.Helper()
+	rows, before := ledgerRows(t, dir), ledgerRows(t, lostDir)
+	for i, r := range rows {
+		if r.Step != int64(i)+1 {
+			t.Fatalf("the standby's ledger in %s: row %d is of step %d, want %d (a gap; takeover at step %d)", dir, i, r.Step, i+1, resumed)
+		}
+	}
+	if int64(len(rows)) <= resumed || int64(len(before)) < resumed || (steps > 0 && int64(len(rows)) != steps) {
+		t.Fatalf("the standby's ledger in %s has %d rows, the lost coordinator's %d; want the %d up to the takeover and more (%d in all)",
+			dir, len(rows), len(before), resumed, steps)
+	}
+	for _, b := range before[:resumed] {
+		if r := rows[b.Step-1]; r.Digest != b.Digest || r.Placement != b.Placement || r.SamplesHash != b.SamplesHash {
+			t.Fatalf("the standby's ledger row of step %d = %+v, the lost coordinator recorded %+v", b.Step, r, b)
+		}
+	}
+	return rows
 }
 
 // ledgerRows reads every ledger row of the state directory dir.

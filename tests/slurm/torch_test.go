@@ -261,20 +261,7 @@ func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if s["digest"] != want || s["engine"] != "torch" {
 		t.Fatalf("digest after losing the first node %v (engine %v), local fixed run %s\n%s", s["digest"], s["engine"], want, output())
 	}
-	rows, before := ledgerRows(t, stateOf(node)), ledgerRows(t, state)
-	for i, r := range rows {
-		if r.Step != int64(i)+1 {
-			t.Fatalf("the standby's ledger on %s: row %d is of step %d, want %d (a gap; takeover at step %d)", node, i, r.Step, i+1, resumed)
-		}
-	}
-	if int64(len(rows)) != steps || int64(len(before)) < resumed {
-		t.Fatalf("the standby's ledger on %s has %d rows, the lost coordinator's %d; want %d, and %d before the takeover", node, len(rows), len(before), steps, resumed)
-	}
-	for _, b := range before[:resumed] {
-		if r := rows[b.Step-1]; r.Digest != b.Digest || r.Placement != b.Placement || r.SamplesHash != b.SamplesHash {
-			t.Fatalf("the standby's ledger row of step %d = %+v, the lost coordinator recorded %+v", b.Step, r, b)
-		}
-	}
+	rows := checkStandbyLedger(t, stateOf(node), state, resumed, steps)
 	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer qcancel()
 	job, err = showJob(qctx, lab, id)
