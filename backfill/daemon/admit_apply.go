@@ -198,40 +198,24 @@ func minutes(d time.Duration) int64 { return int64((d + time.Minute - 1) / time.
 // comment must still parse as an elastic EasyScale request with the same
 // node range. err is a failed squeue.
 func (d *Daemon) verifyDonor(ctx context.Context, e *ElasticJob) (string, error) {
-	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+e.Job.ID, "--states=all")
-	if noSuchJob(err) {
-		return "Slurm no longer knows the job", nil
+	j, _, why, err := d.reReadJob(ctx, e.Job.ID, "shrinking it")
+	if why != "" || err != nil {
+		return why, err
 	}
+	if why := firstDifference("the snapshot read",
+		fieldCheck{"state", j.State, "RUNNING"}, fieldCheck{"user", j.User, e.Job.User}, fieldCheck{"partition", j.Partition, e.Job.Partition},
+		fieldCheck{"node list", j.NodeList, e.Job.NodeList}, fieldCheck{"time limit", j.TimeLimit, e.Job.TimeLimit},
+	); why != "" {
+		return why, nil
+	}
+	c, err := elastic.ParseComment(j.Comment)
 	if err != nil {
-		return "", fmt.Errorf("re-reading job %s before shrinking it: %w", e.Job.ID, err)
+		return fmt.Sprintf("its comment is not an EasyScale request: %v", err), nil
 	}
-	for _, pe := range skipped {
-		if pe.ID == e.Job.ID {
-			return fmt.Sprintf("its squeue record cannot be read: %v", pe), nil
-		}
+	if !c.Request.Elastic() || c.Request.MinNodes != e.Request.MinNodes || c.Request.MaxNodes != e.Request.MaxNodes {
+		return fmt.Sprintf("its request is now %s, the snapshot read %s", c.Request.Range(), e.Request.Range()), nil
 	}
-	for _, j := range jobs {
-		if j.ID != e.Job.ID {
-			continue
-		}
-		for _, f := range []struct{ what, got, want string }{
-			{"state", j.State, "RUNNING"}, {"user", j.User, e.Job.User}, {"partition", j.Partition, e.Job.Partition},
-			{"node list", j.NodeList, e.Job.NodeList}, {"time limit", j.TimeLimit, e.Job.TimeLimit},
-		} {
-			if f.got != f.want {
-				return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
-			}
-		}
-		c, err := elastic.ParseComment(j.Comment)
-		if err != nil {
-			return fmt.Sprintf("its comment is not an EasyScale request: %v", err), nil
-		}
-		if !c.Request.Elastic() || c.Request.MinNodes != e.Request.MinNodes || c.Request.MaxNodes != e.Request.MaxNodes {
-			return fmt.Sprintf("its request is now %s, the snapshot read %s", c.Request.Range(), e.Request.Range()), nil
-		}
-		return "", nil
-	}
-	return "Slurm no longer knows the job", nil
+	return "", nil
 }
 
 // resumeAdmits finishes or undoes the shrinks a previous run recorded as

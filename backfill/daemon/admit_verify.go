@@ -27,6 +27,14 @@ func (d *Daemon) verifyAdmission(ctx context.Context, v *View, a admission) (job
 	return "", "", nil
 }
 
+// queuedWhy names the queued job in a reason not to shrink for it.
+func queuedWhy(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "the queued job: " + why
+}
+
 // verifyAdmitQueued re-reads pending job q by id (squeue --jobs=ID, then
 // the pending jobs' placements, slurmcli.Runner.PendingPlacements) and
 // returns why no job may be shrunk for it ("" when one may): it must
@@ -36,36 +44,17 @@ func (d *Daemon) verifyAdmission(ctx context.Context, v *View, a admission) (job
 // --constraint of the snapshot's placements (v.Placements). err is a
 // failed squeue.
 func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job) (string, error) {
-	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+q.ID, "--states=all")
-	if noSuchJob(err) {
-		return "Slurm no longer knows the queued job", nil
+	now, _, why, err := d.reReadJob(ctx, q.ID, "shrinking for it")
+	if why != "" || err != nil {
+		return queuedWhy(why), err
 	}
-	if err != nil {
-		return "", fmt.Errorf("re-reading queued job %s before shrinking for it: %w", q.ID, err)
-	}
-	for _, pe := range skipped {
-		if pe.ID == q.ID {
-			return fmt.Sprintf("the queued job's squeue record cannot be read: %v", pe), nil
-		}
-	}
-	var now *slurmcli.Job
-	for i := range jobs {
-		if jobs[i].ID == q.ID {
-			now = &jobs[i]
-		}
-	}
-	if now == nil {
-		return "Slurm no longer knows the queued job", nil
-	}
-	for _, f := range []struct{ what, got, want string }{
-		{"state", now.State, "PENDING"}, {"reason", now.Reason, "Resources"}, {"user", now.User, q.User},
-		{"partition", now.Partition, q.Partition}, {"node count", strconv.Itoa(now.Nodes), strconv.Itoa(q.Nodes)},
-		{"time limit", now.TimeLimit, q.TimeLimit}, {"GPUs per node", now.TRESPerNode, q.TRESPerNode},
-		{"GPUs per job", now.TRESPerJob, q.TRESPerJob}, {"--nodelist", now.ReqNodes, q.ReqNodes},
-	} {
-		if f.got != f.want {
-			return fmt.Sprintf("the queued job's %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
-		}
+	if why := firstDifference("the snapshot read",
+		fieldCheck{"state", now.State, "PENDING"}, fieldCheck{"reason", now.Reason, "Resources"}, fieldCheck{"user", now.User, q.User},
+		fieldCheck{"partition", now.Partition, q.Partition}, fieldCheck{"node count", strconv.Itoa(now.Nodes), strconv.Itoa(q.Nodes)},
+		fieldCheck{"time limit", now.TimeLimit, q.TimeLimit}, fieldCheck{"GPUs per node", now.TRESPerNode, q.TRESPerNode},
+		fieldCheck{"GPUs per job", now.TRESPerJob, q.TRESPerJob}, fieldCheck{"--nodelist", now.ReqNodes, q.ReqNodes},
+	); why != "" {
+		return queuedWhy(why), nil
 	}
 	ps, err := d.snap.Slurm.PendingPlacements(ctx)
 	if err != nil {

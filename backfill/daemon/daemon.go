@@ -455,37 +455,22 @@ func (d *Daemon) warnUnreadable(v *View) {
 // knows the id, and a non-empty mismatch naming the first difference; err
 // is a failed squeue.
 func (d *Daemon) verify(ctx context.Context, rec backfillstore.ExtraJob) (gone bool, mismatch string, err error) {
-	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+rec.ID, "--states=all")
-	if noSuchJob(err) {
+	j, _, why, err := d.reReadJob(ctx, rec.ID, "acting on it")
+	switch {
+	case err != nil:
+		return false, "", err
+	case why == unknownJob:
 		return true, "", nil
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("re-reading extra job %s before acting on it: %w", rec.ID, err)
-	}
-	for _, pe := range skipped {
-		if pe.ID == rec.ID {
-			return false, fmt.Sprintf("its squeue record cannot be read: %v", pe), nil
-		}
+	case why != "":
+		return false, why, nil
 	}
 	name, comment := rec.Name, rec.Comment
 	if name == "" && comment == "" {
 		name, comment = ExtraJobName(rec.Parent), ExtraComment(rec.Parent)
 	}
-	for _, j := range jobs {
-		if j.ID != rec.ID {
-			continue
-		}
-		for _, f := range []struct{ what, got, want string }{
-			{"job name", j.Name, name}, {"comment", j.Comment, comment},
-			{"partition", j.Partition, rec.Partition}, {"user", j.User, rec.User},
-		} {
-			if f.got != f.want {
-				return false, fmt.Sprintf("its %s is %q, recorded %q", f.what, f.got, f.want), nil
-			}
-		}
-		return false, "", nil
-	}
-	return true, "", nil
+	return false, firstDifference("recorded",
+		fieldCheck{"job name", j.Name, name}, fieldCheck{"comment", j.Comment, comment},
+		fieldCheck{"partition", j.Partition, rec.Partition}, fieldCheck{"user", j.User, rec.User}), nil
 }
 
 // checkOwned runs verify and says whether the daemon may act on rec now:

@@ -163,12 +163,10 @@ func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string
 	if i < 0 {
 		return "the snapshot did not list it waiting", nil
 	}
-	for _, f := range []struct{ what, got, want string }{
-		{"state", j.State, "PENDING"}, {"reason", j.Reason, "BeginTime"}, {"user", j.User, v.Pending[i].User},
-	} {
-		if f.got != f.want {
-			return fmt.Sprintf("its %s is %q, want %q", f.what, f.got, f.want), nil
-		}
+	if why := firstDifference("want",
+		fieldCheck{"state", j.State, "PENDING"}, fieldCheck{"reason", j.Reason, "BeginTime"}, fieldCheck{"user", j.User, v.Pending[i].User},
+	); why != "" {
+		return why, nil
 	}
 	if _, err := elastic.ParseComment(j.Comment); err != nil {
 		return "its comment is no longer an EasyScale request", nil

@@ -210,13 +210,11 @@ func (d *Daemon) verifyQueued(ctx context.Context, s smallStart) (string, error)
 	if why != "" || err != nil {
 		return why, err
 	}
-	for _, f := range []struct{ what, got, want string }{
-		{"state", j.State, "PENDING"}, {"user", j.User, s.job.User}, {"partition", j.Partition, s.job.Partition},
-		{"time limit", j.TimeLimit, s.job.TimeLimit}, {"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.FromNodes)},
-	} {
-		if f.got != f.want {
-			return fmt.Sprintf("its %s is %q, the snapshot read %q", f.what, f.got, f.want), nil
-		}
+	if why := firstDifference("the snapshot read",
+		fieldCheck{"state", j.State, "PENDING"}, fieldCheck{"user", j.User, s.job.User}, fieldCheck{"partition", j.Partition, s.job.Partition},
+		fieldCheck{"time limit", j.TimeLimit, s.job.TimeLimit}, fieldCheck{"node count", fmt.Sprint(j.Nodes), fmt.Sprint(s.FromNodes)},
+	); why != "" {
+		return why, nil
 	}
 	c, err := elastic.ParseComment(j.Comment)
 	if err != nil || !c.Request.Elastic() || c.Request.MinNodes != s.request.MinNodes || c.Request.MaxNodes != s.request.MaxNodes {
