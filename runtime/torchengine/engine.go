@@ -125,7 +125,11 @@ func (e *Engine) FollowLedger(read trainer.LedgerReader) { e.ledger.Follow(read)
 // records the step's row, and a coordinator lost before its next step
 // would otherwise leave that row out of the copy (trainer.LedgerFollower;
 // standby.go).
-func (e *Engine) LedgerRecorded(step int64) { e.sendStandby(step, nil) }
+func (e *Engine) LedgerRecorded(step int64) {
+	if e.opts.Standby {
+		e.sendStandby(step, nil)
+	}
+}
 
 // New extracts the Python package, locates and hashes the job's datasets,
 // starts the first allocation's Python processes at once (o.Workers) and
