@@ -274,6 +274,12 @@ func (s *sim) longestDonor() float64 {
 
 // start runs r on allocs now, preempting extra jobs where needed.
 func (s *sim) start(r *run, allocs []alloc, avail []int) {
+	shed := false
+	if s.cfg.ShedSlowNodes && s.cfg.Policy != Rigid && r.d2 && !r.rigid && r.min < r.max {
+		n := len(allocs)
+		allocs = s.shed(r, allocs)
+		shed = len(allocs) < n
+	}
 	for _, a := range allocs {
 		nd := &s.nodes[a.Node]
 		for nd.free < a.GPUs && len(nd.extras) > 0 {
@@ -318,6 +324,12 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	r.pos = len(s.running)
 	s.running = append(s.running, r)
 	s.reschedule(r)
+	if shed { // the shrink right after the start: one rescale, paid at the rate on what is left
+		s.res.Shed++
+		r.rescales++
+		r.rem += s.cfg.RescaleCost * r.rate
+		s.reschedule(r)
+	}
 }
 
 // shrinkToAdmit starts r at its requested size by shrinking the base
@@ -416,4 +428,23 @@ func (s *sim) shrinkBase(d *run, n, want int) int {
 	d.limit = s.baseLimit(d, d.base)
 	s.reschedule(d)
 	return g
+}
+
+// shed drops from allocs the nodes planner.ShedNodes finds add nothing to
+// r's throughput (Config.ShedSlowNodes).
+func (s *sim) shed(r *run, allocs []alloc) []alloc {
+	shares := make([]planner.NodeShare, len(allocs))
+	for i, a := range allocs {
+		nd := s.nodes[a.Node]
+		sp := nd.speed
+		if v, ok := r.j.Speeds[nd.typ]; ok {
+			sp = v
+		}
+		shares[i] = planner.NodeShare{Name: nd.name, Speed: sp, GPUs: a.GPUs}
+	}
+	drop := planner.ShedNodes(r.model, shares, r.min)
+	if len(drop) == 0 {
+		return allocs
+	}
+	return slices.DeleteFunc(slices.Clone(allocs), func(a alloc) bool { return slices.Contains(drop, s.nodes[a.Node].name) })
 }

@@ -124,6 +124,14 @@ type Config struct {
 	// it at least NearlyAsWell as fast. Slurm, not the daemon, places a
 	// starting job: a simulator option, off by default.
 	KeepOffPinned bool
+	// ShedSlowNodes, with an elastic policy, releases right after its
+	// start the nodes of a d2 elastic job that add nothing to its
+	// throughput (planner.ShedNodes: a slow type whose GPUs the optimal
+	// placement leaves idle but whose pace every all-reduce waits for),
+	// paying one rescale. The daemon does not do this yet (it shrinks a
+	// job by NumNodes, which releases the last nodes of its list): a
+	// simulator option, off by default (BENCHMARKS.md, issue 17).
+	ShedSlowNodes bool
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.
@@ -195,7 +203,9 @@ type Result struct {
 	// SmallStarts counts jobs started on fewer GPUs than they asked for
 	// (Config.StartSmall).
 	SmallStarts int `json:"small_starts"`
-	Shrinks     int `json:"shrinks"`
+	// Shed counts the starts after which Config.ShedSlowNodes released nodes.
+	Shed    int `json:"shed,omitempty"`
+	Shrinks int `json:"shrinks"`
 	// Series is the allocation over time, one sample per change.
 	Series []Sample `json:"-"`
 	// PerJob holds one record per completed job, in completion order.
