@@ -183,7 +183,11 @@
 // daemon cannot apply stay off by default (Config.AdmitBelowRequest:
 // admitting a queued job below its request; Config.KeepOffPinned:
 // starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
-// decides when it places a job). An admission's gain is the queued job's
+// decides when it places a job), and one it does not apply yet
+// (Config.ShedSlowNodes: [ShedNodes], releasing right after its start
+// the nodes a d2 job's placement leaves idle but whose pace its all-reduce
+// waits for; the daemon would need `scontrol update NodeList=`, which
+// keeps the batch host). An admission's gain is the queued job's
 // wait, its run priced on its fastest type: a d2 job admitted onto a mix
 // that includes a slow type runs at that type's pace and can end later
 // than by waiting (the worst makespan cells of BENCHMARKS.md's hetero

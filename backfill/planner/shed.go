@@ -7,11 +7,14 @@ import (
 
 // NodeShare is one node of a running job's allocation: its name, the job's
 // relative speed on the node's GPU type (> 0; RunningJob.SpeedOf) and the
-// job's GPUs there.
+// job's GPUs there. Batch marks the job's batch host, which it cannot
+// release: `scontrol update JobId=ID NodeList=` refuses a list without it
+// (measured on Slurm 22.05 and 24.11, BENCHMARKS.md E31).
 type NodeShare struct {
 	Name  string
 	Speed float64
 	GPUs  int
+	Batch bool
 }
 
 // ShedNodes returns the nodes of a running elastic job's allocation (nodes,
@@ -24,7 +27,8 @@ type NodeShare struct {
 // 16-logical-worker job on 8 V100 and 8 T4 runs its 16 logical workers on
 // the V100s and its all-reduce at the T4's pace. Releasing such a node
 // frees GPUs that others wait for and, when it was the slowest, speeds the
-// job up. The job keeps at least minGPUs GPUs and one node. Nodes are
+// job up. The job keeps at least minGPUs GPUs, one node and its batch host
+// (NodeShare.Batch). Nodes are
 // released one at a time, the slowest (then the last by name, the node
 // Slurm releases first) among those the rule allows, until none is left;
 // the result is in that order. A rigid job must not be shed (the caller's
@@ -41,7 +45,7 @@ func ShedNodes(m Model, nodes []NodeShare, minGPUs int) []string {
 		}
 		best := -1
 		for i, n := range left {
-			if total-n.GPUs < minGPUs {
+			if n.Batch || total-n.GPUs < minGPUs {
 				continue
 			}
 			without := slices.Delete(slices.Clone(left), i, i+1)

@@ -26,6 +26,7 @@ func TestShedNodes(t *testing.T) {
 			[]NodeShare{t4("c"), v100("a"), p100("b")}, 1, []string{"c", "b"}},
 		{"of two equal nodes, the last by name", 8, 8, []NodeShare{v100("a"), t4("b"), t4("d")}, 1, []string{"d", "b"}},
 		{"one node: kept whatever its speed", 8, 8, []NodeShare{t4("a")}, 1, nil},
+		{"the batch host is kept, however slow", 8, 8, []NodeShare{{Name: "a", Speed: 1 / 3.1, GPUs: 8, Batch: true}, v100("b")}, 1, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

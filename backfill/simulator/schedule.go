@@ -434,6 +434,7 @@ func (s *sim) shrinkBase(d *run, n, want int) int {
 // r's throughput (Config.ShedSlowNodes).
 func (s *sim) shed(r *run, allocs []alloc) []alloc {
 	shares := make([]planner.NodeShare, len(allocs))
+	batch := 0 // Slurm's batch host: the job's first node in the cluster's node order (slurm.conf's)
 	for i, a := range allocs {
 		nd := s.nodes[a.Node]
 		sp := nd.speed
@@ -441,7 +442,11 @@ func (s *sim) shed(r *run, allocs []alloc) []alloc {
 			sp = v
 		}
 		shares[i] = planner.NodeShare{Name: nd.name, Speed: sp, GPUs: a.GPUs}
+		if a.Node < allocs[batch].Node {
+			batch = i
+		}
 	}
+	shares[batch].Batch = true
 	drop := planner.ShedNodes(r.model, shares, r.min)
 	if len(drop) == 0 {
 		return allocs
