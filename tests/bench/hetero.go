@@ -137,7 +137,7 @@ type heteroRun struct {
 }
 
 func heteroConfig(c heteroCase, policy string) simulator.Config {
-	cfg := simulator.Config{GPUs: c.groups, GPUsPerNode: c.perNode, Speeds: clusterSpeeds, RescaleCost: simulator.DefaultRescaleCost}
+	cfg := simulator.Config{GPUs: c.groups, GPUsPerNode: c.perNode, Speeds: clusterSpeeds, RescaleCost: heteroRescaleCost()}
 	switch policy {
 	case "rigid":
 		cfg.Policy = simulator.Rigid
@@ -145,12 +145,22 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		cfg.Policy, cfg.ShrinkToAdmit = simulator.Elastic, true
 	case "elastic": // the daemon's default configuration
 		d := simulator.DaemonDefaults()
-		d.GPUs, d.GPUsPerNode, d.Speeds = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds
+		d.GPUs, d.GPUsPerNode, d.Speeds, d.RescaleCost = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds, cfg.RescaleCost
 		// an experiment the daemon does not run yet (BENCHMARKS.md, E31)
 		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
 		cfg = d
 	}
 	return cfg
+}
+
+// heteroRescaleCost is the rescale cost of the matrix's elastic runs:
+// simulator.DefaultRescaleCost, or $EASYSCALE_HETERO_RESCALE seconds (the
+// sensitivity runs of BENCHMARKS.md judge a rule over several).
+func heteroRescaleCost() float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("EASYSCALE_HETERO_RESCALE"), 64); err == nil && v >= 0 {
+		return v
+	}
+	return simulator.DefaultRescaleCost
 }
 
 // heteroSuite runs the heterogeneous matrix (traces × d1 share × job
@@ -164,7 +174,8 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 // to $EASYSCALE_HETERO_TABLE when set); $EASYSCALE_HETERO_ONLY=PREFIX
 // keeps the cases whose name starts so (e.g. pollux);
 // $EASYSCALE_HETERO_SHED=1 runs elastic with simulator.Config.ShedSlowNodes
-// (an experiment: the daemon does not shed yet).
+// (an experiment: the daemon does not shed yet); $EASYSCALE_HETERO_RESCALE=S
+// sets the elastic runs' rescale cost to S seconds.
 func heteroSuite() ([]figure, error) {
 	cases, err := heteroCases()
 	if err != nil {
