@@ -152,23 +152,30 @@ func appendLedgerTx(tx *sql.Tx, e LedgerEntry, tds string) error {
 	default:
 		redos += old.Redos + 1
 	}
-	e.Redo = e.Redo || redos > 0
+	e.Redos = redos
+	vals := ledgerValues(e, tds)
+	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (`+ledgerColumns+`, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		append(vals, ledgerChecksum(vals))...)
+	return err
+}
+
+// ledgerValues is row e as the ledger's columns (ledgerColumns), its
+// tensor digests encoded as tds: Redo is set when Redos is positive, a NaN
+// loss is SQL NULL.
+func ledgerValues(e LedgerEntry, tds string) []any {
 	var loss any
 	if !math.IsNaN(e.Loss) {
 		loss = e.Loss
 	}
 	var redo, unhashed int64
-	if e.Redo {
+	if e.Redo || e.Redos > 0 {
 		redo = 1
 	}
 	if e.Unhashed {
 		unhashed = 1
 	}
-	vals := []any{e.Step, e.Digest, tds, loss, e.WallSeconds, int64(e.Workers), e.Placement,
-		e.SamplesHash, redo, int64(redos), e.Time.UnixNano(), unhashed}
-	_, err = tx.Exec(`INSERT OR REPLACE INTO ledger (`+ledgerColumns+`, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		append(vals, ledgerChecksum(vals))...)
-	return err
+	return []any{e.Step, e.Digest, tds, loss, e.WallSeconds, int64(e.Workers), e.Placement,
+		e.SamplesHash, redo, int64(e.Redos), e.Time.UnixNano(), unhashed}
 }
 
 // DivergentTensors returns the names whose digests differ between a and b,
@@ -297,7 +304,15 @@ func (d *storedValues) str(i int) string {
 // ErrCorruptRow) returned with the intact entries; any other error returns
 // no entries.
 func (db *DB) Ledger(from, to int64) ([]LedgerEntry, error) {
-	rows, err := db.sql.Query(ledgerSelect+` WHERE step BETWEEN ? AND ? ORDER BY step`, from, to)
+	return db.LedgerPage(from, to, -1)
+}
+
+// LedgerPage is Ledger reading at most limit stored rows (a negative limit:
+// all), the first in step order: for a reader that pages through a long
+// ledger (a standby's copy, runtime/cluster ledgerfeed.go). Corrupt rows
+// count against the limit; a *CorruptLedgerError names them.
+func (db *DB) LedgerPage(from, to int64, limit int) ([]LedgerEntry, error) {
+	rows, err := db.sql.Query(ledgerSelect+` WHERE step BETWEEN ? AND ? ORDER BY step LIMIT ?`, from, to, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading ledger steps %d..%d: %w", from, to, err)
 	}
@@ -435,19 +450,22 @@ func (db *DB) ImportLedger(rows []LedgerEntry) (added int, err error) {
 		tds[i] = string(b)
 	}
 	err = db.immediate(context.Background(), func(tx *sql.Tx) error {
+		// One prepared INSERT OR IGNORE a row: a stored step (the
+		// primary key) is left as stored, without reading it back.
+		stmt, err := tx.Prepare(`INSERT OR IGNORE INTO ledger (` + ledgerColumns + `, checksum) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
 		added = 0
 		for i, e := range rows {
-			var n int64
-			if err := tx.QueryRow(`SELECT COUNT(*) FROM ledger WHERE step = ?`, e.Step).Scan(&n); err != nil {
+			res, err := stmt.Exec(append(ledgerValues(e, tds[i]), ledgerChecksum(ledgerValues(e, tds[i])))...)
+			if err != nil {
 				return fmt.Errorf("step %d: %w", e.Step, err)
 			}
-			if n > 0 {
-				continue
+			if n, err := res.RowsAffected(); err == nil {
+				added += int(n)
 			}
-			if err := appendLedgerTx(tx, e, tds[i]); err != nil {
-				return fmt.Errorf("step %d: %w", e.Step, err)
-			}
-			added++
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,7 +94,7 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 			return claimRejoin, fmt.Errorf("taking over: creating the job in the state directory %s: %w", dir, err)
 		}
 		s.log.Warn("the state directory holds no job on this node (it is node-local): created it from the standby's copy and its copy of the ledger",
-			"state", dir, "step", cp.Step, "ledger_rows", len(cp.Ledger.Through(cp.Step)))
+			"state", dir, "step", cp.Step, "ledger_rows", cp.Ledger.Count(cp.Step))
 		job.ID = spec.ID()
 	} else if err != nil {
 		return claimRejoin, fmt.Errorf("taking over: reading the job of %s: %w", dir, err)
@@ -129,27 +130,37 @@ func (s *slurmRun) claimTakeover(cp *cluster.StandbyCopy) (claim, error) {
 // coordinator's ledger (cp.Ledger, steps 1..cp.Step) that db lacks: a
 // node-local state directory created at the takeover, or one this node
 // kept from an earlier run, would otherwise hold the job's ledger from the
-// takeover on only. A shared directory already holds them (it is the
-// coordinator's): nothing is read. A failed import is logged and does not
-// stop the takeover (the ledger then has a gap, which the trainer reports).
+// takeover on only. Only the missing rows are written (after the
+// directory's last row, or in its gaps); a shared directory, the
+// coordinator's own, lacks none. A failed import is logged and does not
+// stop the takeover (the ledger then has a gap, which the trainer
+// reports).
 func (s *slurmRun) importStandbyLedger(db *statedb.DB, cp *cluster.StandbyCopy) {
-	if cp.Step < 1 {
+	if cp.Ledger.Count(cp.Step) == 0 {
 		return
 	}
-	if last, ok, err := db.LastStep(); err == nil && ok && last >= cp.Step {
-		if gaps, err := db.MissingLedgerSteps(); err == nil && len(gaps) == 0 {
-			return
-		}
+	last, has, err := db.LastStep()
+	if err != nil {
+		s.log.Warn("taking over: reading the ledger's last step", "error", err)
+		return
 	}
-	rows := cp.Ledger.Through(cp.Step)
+	gaps, err := db.MissingLedgerSteps()
+	if err != nil {
+		s.log.Warn("taking over: reading the ledger's gaps", "error", err)
+		return
+	}
+	rows := slices.DeleteFunc(cp.Ledger.Through(cp.Step), func(e statedb.LedgerEntry) bool {
+		return has && e.Step <= last && !slices.ContainsFunc(gaps, func(g statedb.StepRange) bool { return g.From <= e.Step && e.Step <= g.To })
+	})
+	if len(rows) == 0 {
+		return
+	}
 	added, err := db.ImportLedger(rows)
 	if err != nil {
 		s.log.Warn("taking over: importing the standby's copy of the ledger", "step", cp.Step, "rows", len(rows), "error", err)
 		return
 	}
-	if added > 0 {
-		s.log.Info("taking over: imported the standby's copy of the ledger", "step", cp.Step, "rows", added)
-	}
+	s.log.Info("taking over: imported the standby's copy of the ledger", "step", cp.Step, "rows", added)
 }
 
 // defaultLockGrace is how long a standby that lost the coordinator waits

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
@@ -71,14 +74,15 @@ type LedgerFeed struct {
 // Follow sets the ledger to read (trainer.LedgerFollower).
 func (f *LedgerFeed) Follow(read trainer.LedgerReader) { f.read = read }
 
-// Rows returns the rows of steps up to step that standby was not sent, and
-// counts them as sent: up to the last row returned, so a step whose row is
-// not recorded yet (the torch engine sends contexts before the trainer
-// records the step) goes with a later message. A standby message of step
-// s holds the contexts after s steps, whose rows are those of steps 1..s
-// (the ledger numbers a step by the steps completed with it).
-// A read error sends nothing and is returned (the standby's copy then
-// lacks those rows; the next message tries again).
+// Rows returns the rows of steps up to step that standby was not sent, at
+// most MaxLedgerRowsPerMessage, and counts them as sent: up to the last
+// row read, so a step whose row is not recorded yet goes with a later
+// message, and a stretch of steps without rows (a ledger that starts at a
+// takeover) is passed over. A standby message of step s holds the
+// contexts after s steps, whose rows are those of steps 1..s (the ledger
+// numbers a step by the steps completed with it). Corrupt rows are passed
+// over and reported in err with the intact rows; any other read error
+// sends nothing (the next message tries again).
 func (f *LedgerFeed) Rows(standby any, step int64) ([]LedgerRow, error) {
 	if f.read == nil {
 		return nil, nil
@@ -89,44 +93,71 @@ func (f *LedgerFeed) Rows(standby any, step int64) ([]LedgerRow, error) {
 	if f.next > step {
 		return nil, nil
 	}
-	to := min(step, f.next+MaxLedgerRowsPerMessage-1)
-	rows, err := f.read(f.next, to)
-	if err != nil {
-		return nil, fmt.Errorf("reading ledger steps %d..%d for the standby: %w", f.next, to, err)
+	rows, err := f.read(f.next, step, MaxLedgerRowsPerMessage)
+	var corrupt *statedb.CorruptLedgerError
+	switch {
+	case errors.As(err, &corrupt):
+		for _, s := range corrupt.Steps {
+			f.next = max(f.next, s+1)
+		}
+		err = fmt.Errorf("ledger rows for the standby: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("reading ledger steps %d..%d for the standby: %w", f.next, step, err)
 	}
 	if len(rows) == 0 {
-		return nil, nil
+		return nil, err
 	}
 	out := make([]LedgerRow, len(rows))
 	for i, e := range rows {
 		out[i] = ledgerRow(e)
 	}
-	f.next = rows[len(rows)-1].Step + 1
-	return out, nil
+	f.next = max(f.next, rows[len(rows)-1].Step+1)
+	return out, err
 }
 
 // StandbyLedger is a standby's copy of the coordinator's ledger, in step
-// order: the rows the coordinator sent it, a later row of a step replacing
-// the earlier and every row after it (the coordinator re-sends from step 0
-// when it designates this worker again).
+// order: the rows the coordinator sent it, a row of a step sent again
+// replacing the one kept (the coordinator sends from step 1 again when it
+// designates this worker anew). It holds every row sent for the run's life:
+// a few hundred bytes a step, more with per-tensor digests.
 type StandbyLedger struct {
 	rows []statedb.LedgerEntry
 }
 
-// Add keeps rows (in step order, as LedgerFeed sends them).
+// Add keeps rows (each batch in step order, as LedgerFeed sends them).
 func (l *StandbyLedger) Add(rows []LedgerRow) {
-	if len(rows) == 0 {
-		return
-	}
-	first := rows[0].Step
-	i := len(l.rows)
-	for i > 0 && l.rows[i-1].Step >= first {
-		i--
-	}
-	l.rows = l.rows[:i]
 	for _, r := range rows {
-		l.rows = append(l.rows, r.Entry())
+		e := r.Entry()
+		n := len(l.rows)
+		if n == 0 || l.rows[n-1].Step < e.Step {
+			l.rows = append(l.rows, e)
+			continue
+		}
+		i, found := slices.BinarySearchFunc(l.rows, e.Step, func(x statedb.LedgerEntry, s int64) int { return cmp.Compare(x.Step, s) })
+		if found {
+			l.rows[i] = e
+		} else {
+			l.rows = slices.Insert(l.rows, i, e)
+		}
 	}
+}
+
+// Count is the number of kept rows of steps up to step.
+func (l *StandbyLedger) Count(step int64) int {
+	if l == nil {
+		return 0
+	}
+	n, _ := slices.BinarySearchFunc(l.rows, step+1, func(x statedb.LedgerEntry, s int64) int { return cmp.Compare(x.Step, s) })
+	return n
+}
+
+// Copy is a copy of the kept rows of steps up to step (a standby's copy
+// that outlives the worker that keeps adding rows); nil for nil.
+func (l *StandbyLedger) Copy(step int64) *StandbyLedger {
+	if l == nil {
+		return nil
+	}
+	return &StandbyLedger{rows: l.Through(step)}
 }
 
 // Through returns the kept rows of steps up to step (a copy of the slice;
@@ -136,9 +167,5 @@ func (l *StandbyLedger) Through(step int64) []statedb.LedgerEntry {
 	if l == nil {
 		return nil
 	}
-	n := 0
-	for n < len(l.rows) && l.rows[n].Step <= step {
-		n++
-	}
-	return append([]statedb.LedgerEntry(nil), l.rows[:n]...)
+	return append([]statedb.LedgerEntry(nil), l.rows[:l.Count(step)]...)
 }

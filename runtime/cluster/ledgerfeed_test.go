@@ -5,23 +5,37 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
-// fakeLedger is a ledger of steps 1..last read as statedb.DB.Ledger reads.
-func fakeLedger(last int64, reads *int) func(from, to int64) ([]statedb.LedgerEntry, error) {
-	return func(from, to int64) ([]statedb.LedgerEntry, error) {
-		*reads++
+// fakeLedger is a ledger of the given steps read as statedb.DB.LedgerPage
+// reads: corrupt steps count against the limit and are named in a
+// *statedb.CorruptLedgerError returned with the intact rows.
+func fakeLedger(have func(s int64) bool, corrupt map[int64]bool) func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
+	return func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
 		var out []statedb.LedgerEntry
-		for s := max(from, 1); s <= min(to, last); s++ {
-			out = append(out, statedb.LedgerEntry{Step: s, Digest: "sha256:00", Loss: float64(s), Time: time.Unix(1700000000, s)})
+		var bad []int64
+		for s := max(from, 1); s <= to && (limit < 0 || len(out)+len(bad) < limit); s++ {
+			switch {
+			case !have(s):
+			case corrupt[s]:
+				bad = append(bad, s)
+			default:
+				out = append(out, statedb.LedgerEntry{Step: s, Digest: "sha256:00", Loss: float64(s), Time: time.Unix(1700000000, s)})
+			}
+		}
+		if len(bad) > 0 {
+			return out, &statedb.CorruptLedgerError{Steps: bad}
 		}
 		return out, nil
 	}
 }
+
+func upTo(last int64) func(int64) bool { return func(s int64) bool { return s <= last } }
 
 func steps(rows []LedgerRow) []int64 {
 	out := []int64{}
@@ -36,12 +50,11 @@ func steps(rows []LedgerRow) []int64 {
 // standby, a backlog capped per message, and all again for a new standby.
 func TestLedgerFeedSendsEachStandbyEveryRowOnce(t *testing.T) {
 	a, b := &member{}, &member{}
-	reads := 0
 	var f LedgerFeed
 	if rows, err := f.Rows(a, 5); rows != nil || err != nil {
 		t.Fatalf("a feed without a ledger sent %v, %v", rows, err)
 	}
-	f.Follow(fakeLedger(MaxLedgerRowsPerMessage+10, &reads))
+	f.Follow(fakeLedger(upTo(MaxLedgerRowsPerMessage+10), nil))
 	cases := []struct {
 		name    string
 		standby *member
@@ -67,9 +80,33 @@ func TestLedgerFeedSendsEachStandbyEveryRowOnce(t *testing.T) {
 			t.Fatalf("%s: sent steps %v, want %d rows from %d", c.name, steps(rows), c.n, c.first)
 		}
 	}
-	f.Follow(func(from, to int64) ([]statedb.LedgerEntry, error) { return nil, errors.New("disk gone") })
+	f.Follow(func(from, to int64, limit int) ([]statedb.LedgerEntry, error) { return nil, errors.New("disk gone") })
 	if _, err := f.Rows(a, 10000); err == nil {
 		t.Fatal("a failed read was not returned")
+	}
+}
+
+// TestLedgerFeedPassesOverGapsAndCorruptRows: a ledger that starts at a
+// takeover (no rows 1..999) and one with a corrupt row still reach the
+// standby whole, the corrupt row reported and left out.
+func TestLedgerFeedPassesOverGapsAndCorruptRows(t *testing.T) {
+	a := &member{}
+	var f LedgerFeed
+	f.Follow(fakeLedger(func(s int64) bool { return s >= 1000 }, map[int64]bool{1500: true}))
+	var got []int64
+	var reported bool
+	for step := int64(1000); step <= 3000; step++ {
+		rows, err := f.Rows(a, step)
+		var ce *statedb.CorruptLedgerError
+		if err != nil && !errors.As(err, &ce) {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		reported = reported || err != nil
+		got = append(got, steps(rows)...)
+	}
+	if len(got) != 2000 || got[0] != 1000 || got[len(got)-1] != 3000 || slices.Contains(got, 1500) || !reported {
+		t.Fatalf("sent %d rows (%v … %v), corrupt reported %v; want steps 1000-3000 but 1500, and the corrupt row reported",
+			len(got), got[:min(3, len(got))], got[max(0, len(got)-3):], reported)
 	}
 }
 
@@ -84,12 +121,15 @@ func TestStandbyLedgerKeepsTheLatestRows(t *testing.T) {
 	l.Add([]LedgerRow{row(4, "a")})
 	l.Add([]LedgerRow{row(1, "b"), row(2, "b")}) // designated again: re-sent from the start
 	got := l.Through(10)
-	if len(got) != 2 || got[0].Digest != "sha256:b" || got[1].Step != 2 {
-		t.Fatalf("after a re-send from step 1: %+v, want steps 1-2 of the re-send", got)
+	if len(got) != 4 || got[0].Digest != "sha256:b" || got[1].Digest != "sha256:b" || got[3].Digest != "sha256:a" {
+		t.Fatalf("after a re-send of steps 1-2: %+v, want steps 1-2 replaced and 3-4 kept", got)
 	}
-	l.Add([]LedgerRow{row(3, "b"), row(4, "b"), row(5, "b")})
-	if got := l.Through(3); len(got) != 3 || got[2].Step != 3 {
-		t.Fatalf("Through(3) = %+v, want steps 1-3", got)
+	l.Add([]LedgerRow{row(6, "b"), row(5, "b")})
+	if got := l.Through(5); len(got) != 5 || got[4].Step != 5 || l.Count(6) != 6 {
+		t.Fatalf("Through(5) = %+v (Count(6) %d), want steps 1-5 in order", got, l.Count(6))
+	}
+	if c := l.Copy(3); c.Count(100) != 3 {
+		t.Fatalf("Copy(3) holds %d rows, want 3", c.Count(100))
 	}
 	var none *StandbyLedger
 	if none.Through(5) != nil {

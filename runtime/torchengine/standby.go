@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -38,9 +40,13 @@ import (
 // than this engine's. Nothing is sent when there is none; a failed send
 // is the worker's loss, which the step finds.
 //
-// contexts nil sends only the ledger rows the standby was not sent yet
-// (cluster.LedgerFeed), and nothing when there are none (LedgerRecorded:
-// a step's row, recorded after its contexts went out).
+// A frame with contexts carries the ledger rows up to step-1 that the
+// standby was not sent (cluster.LedgerFeed): the one labelled step is sent
+// after step-1's reduce and before its commit, when the trainer has not
+// recorded row step yet (after a resume the ledger still holds the
+// earlier run's row there, which must not be sent). contexts nil sends
+// only the rows up to step, and nothing when there are none
+// (LedgerRecorded: right after row step is recorded).
 func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	var standby *remote
 	for _, s := range e.local.procs {
@@ -52,11 +58,10 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	if standby == nil {
 		return
 	}
-	rows, err := e.ledger.Rows(standby, step)
-	if err != nil {
-		e.log.Warn("the standby's copy of the ledger", "step", step, "error", err)
+	b, ok, rowsErr, err := nextStandbyFrame(&e.ledger, standby, step, contexts)
+	if rowsErr != nil {
+		e.log.Warn("the standby's copy of the ledger", "step", step, "error", rowsErr)
 	}
-	b, ok, err := standbyFrame(step, contexts, rows)
 	if !ok {
 		return
 	}
@@ -66,6 +71,20 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	if err != nil {
 		e.log.Warn("sending the standby its contexts", "step", step, "node", standby.slurmNode, "error", err)
 	}
+}
+
+// nextStandbyFrame is the frame sendStandby sends standby (see there): with
+// contexts, the rows up to step-1 feed has not sent it; without, the rows
+// up to step. ok is false when there is nothing to send; rowsErr is a
+// failed read of the ledger (the frame then has the rows read, if any).
+func nextStandbyFrame(feed *cluster.LedgerFeed, standby any, step int64, contexts map[int][]byte) (b []byte, ok bool, rowsErr, err error) {
+	through := step
+	if contexts != nil {
+		through = step - 1
+	}
+	rows, rowsErr := feed.Rows(standby, through)
+	b, ok, err = standbyFrame(step, contexts, rows)
+	return b, ok, rowsErr, err
 }
 
 // standbyFrame is the relayStandby frame of step with contexts (nil: none)
@@ -100,12 +119,18 @@ type standbyContexts struct {
 	// ledger is the coordinator's ledger rows as this standby was sent
 	// them (cluster.LedgerFeed).
 	ledger cluster.StandbyLedger
+	// mu guards steps, contexts and ledger: the relay's reader may still
+	// keep a frame while copyFrom reads them (relay returns on the first
+	// end without waiting for its reader).
+	mu sync.Mutex
 }
 
 // keep decodes a relayStandby frame and keeps its ledger rows and its
 // contexts, dropping all but the newest two steps' (a frame without
 // contexts carries only ledger rows).
 func (s *standbyContexts) keep(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	f, err := decodeRelay(b)
 	if err != nil {
 		return fmt.Errorf("standby frame: %w", err)
@@ -170,10 +195,14 @@ func (s *standbyContexts) keep(b []byte) error {
 // committed neither step, or cannot answer within timeout).
 func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.Manifest, sess *cluster.EngineSession, timeout time.Duration, log hclog.Logger) *cluster.StandbyCopy {
 	world := sess.Spec.LogicalWorkers
+	s.mu.Lock()
+	steps := slices.Clone(s.steps)
+	kept := maps.Clone(s.contexts)
+	s.mu.Unlock()
 	var errs error
-	for i := len(s.steps) - 1; i >= 0; i-- {
-		step := s.steps[i]
-		contexts := s.contexts[step]
+	for i := len(steps) - 1; i >= 0; i-- {
+		step := steps[i]
+		contexts := kept[step]
 		if len(contexts) != world {
 			continue
 		}
@@ -189,15 +218,18 @@ func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.M
 			lws = append(lws, lw)
 		}
 		sort.Ints(lws)
-		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file, Ledger: &s.ledger}
+		s.mu.Lock()
+		ledger := s.ledger.Copy(step) // the reader may still add rows
+		s.mu.Unlock()
+		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file, Ledger: ledger}
 		for _, lw := range lws {
 			cp.Contexts = append(cp.Contexts, statedb.ESTContext{EST: lw, Blob: contexts[lw]})
 		}
 		return cp
 	}
-	if len(s.steps) > 0 {
+	if len(steps) > 0 {
 		log.Warn("lost the coordinator as its standby but its python process wrote no checkpoint of a step it holds the contexts of",
-			"steps", s.steps, "error", errs)
+			"steps", steps, "error", errs)
 	}
 	return nil
 }

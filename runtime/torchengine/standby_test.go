@@ -30,9 +30,9 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 	// its digest), streamed with the frames as Engine.sendStandby does.
 	digests := map[int64]string{}
 	var feed cluster.LedgerFeed
-	feed.Follow(func(from, to int64) ([]statedb.LedgerEntry, error) {
+	feed.Follow(func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
 		var rows []statedb.LedgerEntry
-		for s := from; s <= to; s++ {
+		for s := from; s <= to && (limit < 0 || len(rows) < limit); s++ {
 			if d, ok := digests[s-1]; ok {
 				rows = append(rows, statedb.LedgerEntry{Step: s, Digest: d, Time: time.Unix(1764000000, s)})
 			}
@@ -40,11 +40,10 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 		return rows, nil
 	})
 	l.group.Standby = func(step int64, contexts map[int][]byte) {
-		rows, err := feed.Rows(sb, step)
-		if err != nil {
-			t.Fatal(err)
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts)
+		if rowsErr != nil {
+			t.Fatal(rowsErr)
 		}
-		b, ok, err := standbyFrame(step, contexts, rows)
 		if !ok {
 			return
 		}
@@ -226,5 +225,47 @@ func TestATakeoverEngineAdoptsTheStandbysSpare(t *testing.T) {
 				t.Fatalf("a step on the adopted process: %v", err)
 			}
 		})
+	}
+}
+
+// After a resume from the checkpoint of step 5 the ledger still holds the
+// earlier run's rows 6..10 until the steps are recorded again: the frame
+// with the contexts labelled 6 (sent before step 6's commit) carries the
+// rows up to 5 only, and the re-recorded row 6 reaches the standby right
+// after it is recorded (Engine.LedgerRecorded), replacing nothing stale.
+func TestAStandbyFrameCarriesNoRowNotYetRecordedInThisRun(t *testing.T) {
+	digest := map[int64]string{}
+	for s := int64(1); s <= 10; s++ {
+		digest[s] = "sha256:0" // the earlier run's rows
+	}
+	var feed cluster.LedgerFeed
+	feed.Follow(func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
+		var rows []statedb.LedgerEntry
+		for s := max(from, 1); s <= to && s <= 10; s++ {
+			rows = append(rows, statedb.LedgerEntry{Step: s, Digest: digest[s], Time: time.Unix(1764000000, s)})
+		}
+		return rows, nil
+	})
+	sb := &standbyContexts{}
+	send := func(step int64, contexts map[int][]byte) {
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts)
+		if rowsErr != nil || err != nil {
+			t.Fatalf("frame of step %d: %v, %v", step, rowsErr, err)
+		}
+		if ok {
+			if err := sb.keep(b); err != nil {
+				t.Fatalf("keeping the frame of step %d: %v", step, err)
+			}
+		}
+	}
+	send(6, map[int][]byte{0: {1}}) // after the resumed run's first reduce
+	if n := sb.ledger.Count(10); n != 5 {
+		t.Fatalf("the frame with the contexts of step 6 brought %d rows, want the 5 up to the resumed checkpoint", n)
+	}
+	digest[6] = "sha256:1" // step 6 recorded again by this run
+	send(6, nil)
+	rows := sb.ledger.Through(10)
+	if len(rows) != 6 || rows[5].Digest != "sha256:1" {
+		t.Fatalf("after row 6 was recorded the standby holds %d rows, row 6 %+v; want 6, the new row", len(rows), rows[len(rows)-1])
 	}
 }

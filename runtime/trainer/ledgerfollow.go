@@ -3,9 +3,11 @@ package trainer
 import "github.com/easyscale/easyscale-slurm/statedb"
 
 // LedgerReader returns the job's ledger rows of steps from..to inclusive,
-// in step order (statedb.DB.Ledger): rows that were never recorded are
-// absent, and corrupt rows are left out with an error.
-type LedgerReader func(from, to int64) ([]statedb.LedgerEntry, error)
+// at most limit of them (the first in step order; negative: all), as
+// statedb.DB.LedgerPage does: rows that were never recorded are absent,
+// corrupt rows are left out and named by a *statedb.CorruptLedgerError
+// returned with the intact ones.
+type LedgerReader func(from, to int64, limit int) ([]statedb.LedgerEntry, error)
 
 // LedgerFollower is an Engine or an Executor that copies the job's ledger
 // to the coordinator's standby (runtime/cluster standby.go), so that a

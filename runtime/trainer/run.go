@@ -169,7 +169,7 @@ func newJob(opts Options) (*job, error) {
 			j.close()
 			return nil, err
 		}
-		j.follower = followLedger(j.eng, j.db.Ledger)
+		j.follower = followLedger(j.eng, j.db.LedgerPage)
 	}
 	j.digest, _ = j.eng.Digest()
 	return j, nil
