@@ -70,7 +70,11 @@ func TestResumeWithChangedTrainingDataIsRefused(t *testing.T) {
 // differs. It exits 1 naming the file at once (no retries); the job goes
 // on with its own workers and ends with the fixed run's digest.
 func TestWorkerWithOtherTrainingDataIsRefused(t *testing.T) {
-	const steps = "120" // long enough to outlast the refused worker
+	// Long enough to outlast the refused worker's start (it loads and
+	// hashes its MNIST copy before it joins): 120 steps ended before the
+	// join on a quiet 2-core VM (2026-12-02), and the worker, finding the
+	// job gone, rejoined until its join timeout.
+	const steps = "600"
 	ref := digest(mustRun(t, "run", "--config", config(), "--steps", steps, "--no-eval"))
 	bad := datatest.MNISTWithOneLabelChanged(t)
 	state := t.TempDir()
