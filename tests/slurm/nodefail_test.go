@@ -383,13 +383,22 @@ func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	from, _ := s["resumed_from"].(float64)
+	// On a quiet machine the takeover can train to the end before Slurm's
+	// requeue (24.11 requeues about 66 s after the loss, 22.05 about
+	// 45 s): the requeued run then trains nothing (the ledger ends where
+	// it was) and the summary is the takeover's.
+	inPlace := lastStep(state) == trained
 	switch {
 	case s["digest"] != r.digest:
 		t.Fatalf("digest after losing the first node %v, fixed run %s\n%s", s["digest"], r.digest, jobOutput(lab, id))
-	case int64(from) > trained || trained-int64(from) > 1:
+	case !inPlace && (int64(from) > trained || trained-int64(from) > 1):
 		t.Fatalf("the requeued run resumed from step %v; the takeover had trained to step %d (want at most 1 step redone)", s["resumed_from"], trained)
 	}
-	t.Logf("the requeued run resumed from step %v: %d steps redone", s["resumed_from"], trained-int64(from))
+	if inPlace {
+		t.Logf("the takeover trained to the end (step %d) before Slurm's requeue; the requeued run trained nothing", trained)
+	} else {
+		t.Logf("the requeued run resumed from step %v: %d steps redone", s["resumed_from"], trained-int64(from))
+	}
 	qctx, qcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer qcancel()
 	job, err = final, ferr
