@@ -245,13 +245,9 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 // bestSpeed is r's speed on the fastest type it may run on.
 func (s *sim) bestSpeed(r *run) float64 {
 	best := 0.0
-	for _, nd := range s.nodes {
+	for i, nd := range s.nodes {
 		if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, nd.typ) {
-			sp := nd.speed
-			if v, ok := r.j.Speeds[nd.typ]; ok {
-				sp = v
-			}
-			best = max(best, sp)
+			best = max(best, s.speedOn(r, i))
 		}
 	}
 	return best

@@ -436,12 +436,7 @@ func (s *sim) shed(r *run, allocs []alloc) []alloc {
 	shares := make([]planner.NodeShare, len(allocs))
 	batch := 0 // Slurm's batch host: the job's first node in the cluster's node order (slurm.conf's)
 	for i, a := range allocs {
-		nd := s.nodes[a.Node]
-		sp := nd.speed
-		if v, ok := r.j.Speeds[nd.typ]; ok {
-			sp = v
-		}
-		shares[i] = planner.NodeShare{Name: nd.name, Speed: sp, GPUs: a.GPUs}
+		shares[i] = planner.NodeShare{Name: s.nodes[a.Node].name, Speed: s.speedOn(r, a.Node), GPUs: a.GPUs}
 		if a.Node < allocs[batch].Node {
 			batch = i
 		}

@@ -754,10 +754,7 @@ func (s *sim) advance(r *run) {
 func (s *sim) speedCounts(r *run, withExtras bool) []planner.SpeedCount {
 	var sc []planner.SpeedCount
 	add := func(nd int, g int) {
-		sp := s.nodes[nd].speed
-		if v, ok := r.j.Speeds[s.nodes[nd].typ]; ok {
-			sp = v // the job's own speed on this type (trace column speeds)
-		}
+		sp := s.speedOn(r, nd)
 		for i := range sc {
 			if sc[i].Speed == sp {
 				sc[i].N += g
@@ -775,6 +772,15 @@ func (s *sim) speedCounts(r *run, withExtras bool) []planner.SpeedCount {
 		}
 	}
 	return sc
+}
+
+// speedOn is r's speed on node nd's GPUs: its own (trace column speeds)
+// where it lists the node's type, else the cluster's.
+func (s *sim) speedOn(r *run, nd int) float64 {
+	if v, ok := r.j.Speeds[s.nodes[nd].typ]; ok {
+		return v
+	}
+	return s.nodes[nd].speed
 }
 
 // rateOf is r's progress rate: reference-size seconds of work per second.
