@@ -264,7 +264,11 @@ func (a *ddpArm) steps(k int) (ddp, est []time.Duration, err error) {
 	return ddp, est, nil
 }
 
-// stop ends both ranks and waits for them; later calls do nothing.
+// ddpStopGrace is how long stop waits for the ranks to exit before it kills them.
+const ddpStopGrace = 30 * time.Second
+
+// stop ends both ranks and waits for them, at most ddpStopGrace; a rank
+// still running then is killed and reported. Later calls do nothing.
 func (a *ddpArm) stop() error {
 	if a.stopped {
 		return nil
@@ -274,11 +278,25 @@ func (a *ddpArm) stop() error {
 		fmt.Fprintln(a.in, 0)
 		a.in.Close()
 	}
-	var err error
-	for _, c := range a.cmds {
-		err = errors.Join(err, c.Wait())
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for _, c := range a.cmds {
+			err = errors.Join(err, c.Wait())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(ddpStopGrace):
+		for _, c := range a.cmds {
+			if c.Process != nil {
+				c.Process.Kill()
+			}
+		}
+		return errors.Join(fmt.Errorf("the DDP baseline's ranks did not exit %v after stop: killed", ddpStopGrace), <-done)
 	}
-	return err
 }
 
 // versusDDP measures torch_vs_ddp_step_ratio with the loop API (issue

@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import importlib.util
+import os
 import sys
 import time
 from typing import Callable
@@ -170,7 +171,12 @@ def main() -> None:
         if rank == 0:
             for name, ts in times.items():
                 print(name + " " + " ".join(f"{s:.6f}" for s in ts), flush=True)
-    dist.destroy_process_group()
+    # Both ranks leave together, then exit without tearing the group down: torch 1.13's
+    # destroy_process_group once left rank 1 waiting on a futex for good after rank 0 had exited
+    # (one of three bench runs, 2 December 2026); there is nothing to clean up in a process that ends.
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
