@@ -1,9 +1,10 @@
 """Benchmarks of the torch engine; prints `name value unit` lines (run by `make bench`, tests/bench/torch.go).
 
-    python3 torch_bench.py EXAMPLES_DIR MNIST_DIR OPTICKS_PATH [REPEATS [ARMS]]
+    python3 torch_bench.py EXAMPLES_DIR MNIST_DIR OPTICKS_PATH [REPEATS [ARMS [PROCESSES]]]
 
-REPEATS (default 100) timed steps of each arm after 2 untimed (charlm: REPEATS / 4);
-ARMS a comma-separated subset of ddp,lenet,charlm.
+REPEATS (default 100) timed steps of each arm in all (charlm: REPEATS / 4), split
+over PROCESSES (default 3) fresh Python processes run one after another, each
+after 2 untimed steps; ARMS a comma-separated subset of ddp,lenet,charlm.
 
 torch_est_overhead_pct_{ddp,lenet,charlm}: one step of a training program run
 through the loop API (easyscale.loop) with every logical worker on this process
@@ -24,7 +25,7 @@ The arms alternate step by step (a plain step at every step boundary of the
 loop: plain, loop, plain, ..., loop, plain), the garbage collector runs,
 untimed, before every step of either arm, and each loop step is paired with
 the mean of the two plain steps around it. The figure is the median of
-these ratios, minus 1, in percent; the 25th and 75th percentiles and a 95 %
+these ratios over all the processes' pairs (Pooled), minus 1, in percent; the 25th and 75th percentiles and a 95 %
 interval of the median (the sign test's order statistics) show the spread.
 Time is the process's CPU time (time.process_time) on the CPU: on this
 shared 2-core machine a wall-clock step includes whatever time the process
@@ -44,10 +45,13 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import math
 import os
 import runpy
+import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable
 
@@ -156,6 +160,16 @@ class Result:
         #: (replica.sample_hash): what a test compares to show that both arms read the same samples.
         self.plain_samples: list[list[str]] = []
         self.est_samples: list[list[str]] = []
+
+    def to_json(self) -> dict[str, list[float]]:
+        """The step times (what :meth:`from_json` reads back in the parent of a pooled measurement)."""
+        return {"plain": self.plain, "est": self.est, "plain_wall": self.plain_wall, "est_wall": self.est_wall}
+
+    @staticmethod
+    def from_json(d: dict[str, list[float]]) -> "Result":
+        r = Result()
+        r.plain, r.est, r.plain_wall, r.est_wall = d["plain"], d["est"], d["plain_wall"], d["est_wall"]
+        return r
 
     def add_plain(self, t: tuple[float, float]) -> None:
         self.plain.append(t[0])
@@ -328,7 +342,49 @@ def measure_script(script: str, n: int, b: int, data_dir: str, repeats: int, war
     return run_program(program, cfg, Interleaved(run_plain, clock, warmup, repeats, hashes), "cpu")
 
 
-def report(name: str, r: Result) -> None:
+class Pooled:
+    """The pairs of several processes' Results taken together (each pair stays inside its process).
+
+    One process's median has a bias of its own that its interval does not
+    show: the two arms' models, data and buffers sit at other addresses in
+    every process, and the medians of separate processes on a quiet host
+    differed by up to 1.5 points while each one's interval was about ±0.5
+    (BENCHMARKS.md, issue 18). Pooling the pairs of fresh processes averages
+    that over layouts; :meth:`process_medians_pct` shows each one.
+    """
+
+    def __init__(self, parts: list[Result]) -> None:
+        if not parts:
+            raise ValueError("a pooled measurement of no process")
+        self.parts = parts
+
+    def ratios(self) -> list[float]:
+        return [x for r in self.parts for x in r.ratios()]
+
+    def overhead_pct(self) -> float:
+        return 100 * (quantile(self.ratios(), 0.5) - 1)
+
+    def spread_pct(self) -> tuple[float, float, float, float]:
+        r = self.ratios()
+        lo, hi = median_ci(r)
+        return tuple(100 * (v - 1) for v in (quantile(r, 0.25), quantile(r, 0.75), lo, hi))  # type: ignore
+
+    def overhead_min_pct(self) -> float:
+        return 100 * (min(min(r.est) for r in self.parts) / min(min(r.plain) for r in self.parts) - 1)
+
+    def overhead_wall_pct(self) -> float:
+        return 100 * (quantile([x for r in self.parts for x in Result._ratios(r.plain_wall, r.est_wall)], 0.5) - 1)
+
+    def step_ms(self) -> tuple[float, float]:
+        return (1e3 * quantile([x for r in self.parts for x in r.plain], 0.5),
+                1e3 * quantile([x for r in self.parts for x in r.est], 0.5))
+
+    def process_medians_pct(self) -> list[float]:
+        """Each process's own median overhead, in percent."""
+        return [r.overhead_pct() for r in self.parts]
+
+
+def report(name: str, r: Result | Pooled) -> None:
     """Print one arm's figures: the median overhead, its spread, the earlier minimum-based figure, step times."""
     p25, p75, lo, hi = r.spread_pct()
     plain_ms, est_ms = r.step_ms()
@@ -342,22 +398,57 @@ def report(name: str, r: Result) -> None:
     print(f"torch_est_pairs_{name} {len(r.ratios())} pairs")
     print(f"torch_step_ms_plain_{name} {plain_ms:.2f} ms")
     print(f"torch_step_ms_est_{name} {est_ms:.2f} ms")
+    if isinstance(r, Pooled):
+        medians = r.process_medians_pct()
+        print(f"torch_est_processes_{name} {len(medians)} processes")
+        print(f"torch_est_overhead_process_lo_pct_{name} {min(medians):.2f} %")
+        print(f"torch_est_overhead_process_hi_pct_{name} {max(medians):.2f} %")
+
+
+def _measure(arm: str, examples: str, mnist: str, opticks: str, repeats: int) -> Result:
+    """One process's measurement of ``arm`` (ddp, lenet or charlm) with ``repeats`` pairs."""
+    torch.set_num_threads(1)
+    if arm == "ddp":
+        return measure_script(os.path.join(examples, "torch-ddp", "easyscale_mnist.py"), 8, 32, mnist, repeats)
+    if arm == "lenet":
+        return measure_job(load_module(os.path.join(examples, "torch-mnist", "model.py")), 8, 32,
+                           {"data_dir": mnist}, repeats)
+    if arm == "charlm":
+        return measure_job(load_module(os.path.join(examples, "torch-charlm", "model.py")), 4, 8,
+                           {"text": opticks}, repeats)
+    raise SystemExit(f"torch_bench: unknown arm {arm!r}: use ddp, lenet or charlm")
+
+
+def pooled(arm: str, examples: str, mnist: str, opticks: str, repeats: int, processes: int) -> Pooled:
+    """``arm`` measured in ``processes`` fresh Python processes one after another, ``repeats`` pairs in all."""
+    per = max(math.ceil(repeats / processes), 4)
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="torch-bench-") as tmp:
+        for i in range(processes):
+            out = os.path.join(tmp, f"{arm}-{i}.json")
+            # The program's own prints go to stderr: stdout carries only this script's figure lines.
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--one", arm, examples, mnist, opticks,
+                            str(per), out], check=True, stdout=sys.stderr)
+            with open(out, encoding="utf-8") as f:
+                parts.append(Result.from_json(json.load(f)))
+    return Pooled(parts)
 
 
 def main() -> None:
+    if sys.argv[1] == "--one":  # a child of pooled(): one arm, its step times as JSON into OUT
+        arm, examples, mnist, opticks, repeats, out = sys.argv[2:8]
+        result = _measure(arm, examples, mnist, opticks, int(repeats))
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(result.to_json(), f)
+        return
     examples, mnist, opticks = sys.argv[1:4]
     repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 100
     arms = sys.argv[5].split(",") if len(sys.argv) > 5 else ["ddp", "lenet", "charlm"]
-    torch.set_num_threads(1)
-    run = {
-        "ddp": lambda: measure_script(os.path.join(examples, "torch-ddp", "easyscale_mnist.py"), 8, 32, mnist,
-                                      repeats),
-        "lenet": lambda: measure_job(load_module(os.path.join(examples, "torch-mnist", "model.py")), 8, 32,
-                                     {"data_dir": mnist}, repeats),
-        "charlm": lambda: measure_job(load_module(os.path.join(examples, "torch-charlm", "model.py")), 4, 8,
-                                      {"text": opticks}, max(repeats // 4, 4)),
-    }
-    results = [(name, run[name]()) for name in arms]
+    processes = int(sys.argv[6]) if len(sys.argv) > 6 else 3
+    if processes < 1:
+        raise SystemExit(f"torch_bench: PROCESSES {processes}: want at least 1")
+    results = [(name, pooled(name, examples, mnist, opticks, repeats if name != "charlm" else max(repeats // 4, 4),
+                             processes)) for name in arms]
     for name, r in results:
         report(name, r)
     print(f"torch_est_overhead_pct {max(r.overhead_pct() for _, r in results):.2f} %")

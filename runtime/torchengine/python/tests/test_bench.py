@@ -1,6 +1,7 @@
 """python/bench/torch_bench.py compares like with like: both arms read the same samples through the same transform."""
 
 import gzip
+import json
 import os
 import struct
 import sys
@@ -160,6 +161,22 @@ class SameWork(unittest.TestCase):
         self.assertEqual(r.ratios(), [3.0, 100.0, 1.0])
         self.assertAlmostEqual(r.overhead_pct(), 200.0)
         self.assertEqual(r.step_ms(), (1000.0, 3000.0))
+
+    def test_pooled_processes_pair_steps_only_inside_each_process(self) -> None:
+        def result(times: tuple[float, ...]) -> torch_bench.Result:
+            r = torch_bench.Result()
+            for t in times:  # plain, est, plain, ..., plain
+                r.add_plain((t, t)) if len(r.plain) == len(r.est) else r.add_est((t, t))
+            return torch_bench.Result.from_json(json.loads(json.dumps(r.to_json())))  # as a child hands it over
+
+        a, b = result((1.0, 2.0, 1.0)), result((10.0, 10.0, 10.0, 30.0, 10.0))
+        pooled = torch_bench.Pooled([a, b])
+        self.assertEqual(pooled.ratios(), [2.0, 1.0, 3.0])  # never b's first plain step against a's last
+        self.assertAlmostEqual(pooled.overhead_pct(), 100.0)
+        self.assertEqual([round(x) for x in pooled.process_medians_pct()], [100, 100])
+        self.assertEqual(pooled.step_ms(), (10000.0, 10000.0))
+        with self.assertRaises(ValueError):
+            torch_bench.Pooled([])
 
     def test_the_median_interval_holds_the_middle_order_statistics(self) -> None:
         xs = list(range(1, 61))
