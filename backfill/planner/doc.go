@@ -187,7 +187,12 @@
 // (Config.ShedSlowNodes: [ShedNodes], releasing right after its start
 // the nodes a d2 job's placement leaves idle but whose pace its all-reduce
 // waits for; the daemon would need `scontrol update NodeList=`, which
-// keeps the batch host). An admission's gain is the queued job's
+// keeps the batch host), and one it cannot apply as the simulator does
+// (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
+// when Slurm would start it on a mix with slower types and waiting for
+// faster ones ends it sooner; Slurm starts a job that fits before the
+// daemon's next cycle, so the daemon would have to exclude the slow nodes
+// ahead of time, a predictive form that measured worse). An admission's gain is the queued job's
 // wait, its run priced on its fastest type: a d2 job admitted onto a mix
 // that includes a slow type runs at that type's pace and can end later
 // than by waiting (the worst makespan cells of BENCHMARKS.md's hetero

@@ -40,7 +40,7 @@ func (s *sim) pass() bool {
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
-		allocs := s.fit(r, avail)
+		allocs := s.fit(r, avail, i == 0)
 		if allocs == nil && s.mayAdmit(r) {
 			s.gain = 0
 			if s.objective() {
@@ -162,13 +162,18 @@ func (s *sim) availNow() []int {
 
 // fit returns an allocation of r's requested GPUs from avail (the
 // planner's model of Slurm's node selection, planner.Cluster.Fit), or nil.
-func (s *sim) fit(r *run, avail []int) []alloc {
+// head marks the queue head as the pass begins: Config.HoldForFast
+// applies to it alone.
+func (s *sim) fit(r *run, avail []int, head bool) []alloc {
 	if s.availTotal < r.j.GPUs {
 		return nil
 	}
 	a := s.cluster.Fit(avail, r.j.GPUs, r.rule)
 	if a != nil && s.objective() && s.cfg.KeepOffPinned {
 		a = s.placeOffPinned(r, avail, a)
+	}
+	if a != nil && head && s.objective() && s.cfg.HoldForFast && r.d2 && !r.rigid {
+		a = s.holdForFast(r, avail, a)
 	}
 	return a
 }
@@ -204,7 +209,7 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 			}
 		}
 		if total >= need {
-			allocs = s.cluster.Fit(proj, need, head.rule)
+			allocs = s.cluster.Fit(proj, need, s.ruleOf(head))
 		}
 	}
 	for _, a := range allocs {
@@ -219,7 +224,7 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	var a []alloc
 	if s.availTotal >= r.j.GPUs {
-		if a = s.fit(r, avail); a != nil && s.baseLimit(r, a) <= x {
+		if a = s.fit(r, avail, false); a != nil && s.baseLimit(r, a) <= x {
 			s.start(r, a, avail)
 			for _, al := range a {
 				ravail[al.Node] = min(avail[al.Node], spare[al.Node])
@@ -231,7 +236,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		for _, v := range ravail {
 			s.availTotal += v
 		}
-		a = s.fit(r, ravail)
+		a = s.fit(r, ravail, false)
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {

@@ -132,6 +132,11 @@ type Config struct {
 	// job by NumNodes, which releases the last nodes of its list): a
 	// simulator option, off by default (BENCHMARKS.md, issue 17).
 	ShedSlowNodes bool
+	// HoldForFast, with Objective, leaves a job that may mix GPU types
+	// pending when waiting for faster types ends it sooner than starting
+	// now on a mix with slower ones (holdfast.go). A simulator option, off
+	// by default: the daemon does not do this.
+	HoldForFast bool
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.
@@ -253,6 +258,7 @@ type run struct {
 	min, max   int
 	model      planner.Model
 	rule       planner.FitRule // where it may start
+	hold       []string        // the faster types it waits for (Config.HoldForFast), nil: none
 	gpuTypes   []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
 	d2         bool            // determinism d2: may mix GPU types
 	startTypes string          // the types it started on (JobRecord.StartTypes)

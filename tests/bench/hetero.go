@@ -42,9 +42,15 @@ func mixedCluster(total int) []simulator.GPUGroup {
 	return []simulator.GPUGroup{{Type: "v100", Count: total / 2}, {Type: "p100", Count: total / 4}, {Type: "t4", Count: total / 4}}
 }
 
-// jobHash is a stable hash of a job id in [0, 1).
+// jobHash is a stable hash of a job id in [0, 1). $EASYSCALE_HETERO_SEED,
+// when set, is mixed into every hash: another draw of the jobs' speed
+// profiles, d1 shares and pinned types, to judge a rule over several
+// draws of the same traces rather than one (BENCHMARKS.md, issue 17).
 func jobHash(id, salt string) float64 {
 	h := fnv.New64a()
+	if seed := os.Getenv("EASYSCALE_HETERO_SEED"); seed != "" {
+		salt = seed + "/" + salt
+	}
 	h.Write([]byte(salt + "/" + id))
 	return float64(h.Sum64()>>11) / float64(1<<53)
 }
@@ -148,6 +154,7 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		d.GPUs, d.GPUsPerNode, d.Speeds, d.RescaleCost = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds, cfg.RescaleCost
 		// an experiment the daemon does not run yet (BENCHMARKS.md, E31)
 		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
+		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
 		cfg = d
 	}
 	return cfg
