@@ -152,7 +152,7 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 	case "elastic": // the daemon's default configuration
 		d := simulator.DaemonDefaults()
 		d.GPUs, d.GPUsPerNode, d.Speeds, d.RescaleCost = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds, cfg.RescaleCost
-		// an experiment the daemon does not run yet (BENCHMARKS.md, E31)
+		// experiments the daemon does not run (BENCHMARKS.md, E31 and E32)
 		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
 		cfg = d
@@ -181,8 +181,11 @@ func heteroRescaleCost() float64 {
 // to $EASYSCALE_HETERO_TABLE when set); $EASYSCALE_HETERO_ONLY=PREFIX
 // keeps the cases whose name starts so (e.g. pollux);
 // $EASYSCALE_HETERO_SHED=1 runs elastic with simulator.Config.ShedSlowNodes
-// (an experiment: the daemon does not shed yet); $EASYSCALE_HETERO_RESCALE=S
-// sets the elastic runs' rescale cost to S seconds.
+// (an experiment: the daemon does not shed yet); $EASYSCALE_HETERO_HOLD=1
+// with simulator.Config.HoldForFast (an experiment the daemon cannot apply
+// as is); $EASYSCALE_HETERO_RESCALE=S sets the elastic runs' rescale cost
+// to S seconds; $EASYSCALE_HETERO_SEED=D draws the jobs' speeds, d1 choices
+// and pinned types anew (jobHash).
 func heteroSuite() ([]figure, error) {
 	cases, err := heteroCases()
 	if err != nil {
