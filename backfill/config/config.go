@@ -143,6 +143,16 @@ type Config struct {
 	// extra cycle per poll_interval, 250 ms after the earliest such begin
 	// time.
 	NudgeEligible bool `toml:"nudge_eligible"`
+	// ShedSlowNodes makes the daemon release the nodes of a running elastic
+	// d2 job (--determinism=d2) that add nothing to its throughput
+	// [shed_slow_nodes], default false: on a mix of GPU types the optimal
+	// placement of its logical workers can leave a slow node's GPUs without
+	// one while every all-reduce waits for that node (planner.ShedNodes).
+	// An `scontrol update JobId=ID NodeList=<kept nodes>` releases them for
+	// the jobs waiting for them; the batch host is always kept. Off by
+	// default until the policy it belongs to is (BENCHMARKS.md, issue 17:
+	// E31).
+	ShedSlowNodes bool `toml:"shed_slow_nodes"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.

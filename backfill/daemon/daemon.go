@@ -41,6 +41,9 @@ type Options struct {
 	// Nudger nudges Slurm's scheduler for eligible waiting elastic jobs;
 	// nil: SlurmNudger over Slurm.
 	Nudger Nudger
+	// Shedder releases the nodes a running job does not use
+	// (shed_slow_nodes); nil: SlurmShedder over Slurm.
+	Shedder Shedder
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
@@ -60,10 +63,13 @@ type Daemon struct {
 	act     Actuator
 	resize  Resizer
 	nudger  Nudger
-	now     func() time.Time
-	metrics *Metrics
-	snap    *Snapshotter
-	after   func(time.Duration) <-chan time.Time
+	shedder Shedder
+	// shedTried holds "job/node list" of every release tried (shed.go).
+	shedTried map[string]bool
+	now       func() time.Time
+	metrics   *Metrics
+	snap      *Snapshotter
+	after     func(time.Duration) <-chan time.Time
 	// nextShrink is when the earliest shrink the last good cycle scheduled
 	// needs a cycle (signal or cancel time); zero when none.
 	nextShrink time.Time
@@ -105,6 +111,9 @@ func New(o Options) (*Daemon, error) {
 	}
 	if d.nudger = o.Nudger; d.nudger == nil {
 		d.nudger = &SlurmNudger{Slurm: o.Slurm}
+	}
+	if d.shedder = o.Shedder; d.shedder == nil {
+		d.shedder = &SlurmShedder{Slurm: o.Slurm}
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -280,6 +289,9 @@ type Report struct {
 	// Nudged lists the waiting elastic jobs whose begin time had passed
 	// that the cycle nudged ([nudge_eligible]).
 	Nudged []string
+	// Shed lists the running elastic jobs whose unused slow nodes the cycle
+	// released (shed_slow_nodes).
+	Shed []string
 	// AdmitAsked is the shrink-to-admit question the cycle put to the
 	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
 	// job waiting for resources where it is on, or a shrink recorded before
@@ -309,7 +321,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -391,6 +403,11 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if !admitted {
 		if admitted, err = d.startSmall(ctx, v, rc.live, r); err != nil {
 			return fmt.Errorf("start-small: %w", err)
+		}
+	}
+	if !admitted {
+		if admitted, err = d.shedSlow(ctx, v, ps, r); err != nil {
+			return fmt.Errorf("releasing slow nodes: %w", err)
 		}
 	}
 	if admitted {

@@ -307,6 +307,25 @@
 // eligible a moment before is about the same. Measured on the 22.05 lab
 // and run by tests/backfill on 24.11 too.
 //
+// # Releasing the slow nodes a job does not use
+//
+// With shed_slow_nodes (off by default) a cycle in which no admission or
+// start-small changed an allocation releases, for each running elastic
+// d2 job on more than one node, the nodes planner.ShedNodes says it can
+// give up without slowing down: on a mix of GPU types the optimal
+// placement of its logical workers can leave a slow node's GPUs without
+// any while every all-reduce waits for that node (BENCHMARKS.md, issue 17,
+// E31). The job is re-read by id (running, the same node list, batch host
+// and owner), the decision logged ("shed") and the daemon runs `scontrol
+// update JobId=ID NodeList=<kept nodes>` (shed.go; with NumTasks= where
+// Slurm 23.02 and later ask for it); Slurm releases the other nodes and
+// kills the job's tasks there, which the runtime takes as a membership
+// change. The batch host is always kept (slurmctld refuses a list without
+// it). Each job and node list is tried once (a refusal is logged and
+// counted, not retried every cycle); the metric sheds_total{result}
+// counts them. A user's comment or job name cannot name another job: the
+// job acted on is the one squeue listed by id, re-read by id.
+//
 // # Failing extra jobs
 //
 // An extra job can fail at once; the daemon used to submit another every

@@ -386,7 +386,7 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": "N/A",
 			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": start, "EndTime": slurmTime(j.end),
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
-			"BatchHost": "n/a", "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
+			"BatchHost": batchHost(j), "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode})
 	}
 	if only != "" && len(rows) == 0 {
@@ -437,6 +437,11 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	if key == "StartTime" {
 		return f.updateBegin(id, val)
 	}
+	var keep []string // NodeList=A,B: the nodes a running job keeps
+	if key == "NodeList" {
+		keep = strings.Split(val, ",")
+		val = strconv.Itoa(len(keep))
+	}
 	n, err := strconv.Atoi(val)
 	tasks := -1
 	if len(more) == 1 {
@@ -472,7 +477,7 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 		if j.recorded > 0 {
 			implied = j.recorded
 		}
-		if key == "NumNodes" {
+		if key == "NumNodes" || key == "NodeList" {
 			implied = n
 		}
 		if tasks >= 0 && !f.keepTasks || f.keepTasks && (tasks >= 0 && tasks != j.taskCount() || tasks < 0 && implied != j.taskCount()) {
@@ -496,6 +501,20 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 		case "TimeLimit":
 			j.timeLimit = time.Duration(n) * time.Minute
 			j.end = j.start.Add(j.timeLimit)
+			return nil, nil
+		case "NodeList": // as slurmctld: a subset of its nodes that holds the batch host (its first)
+			names, _ := slurmcli.ExpandHostlist(j.nodeList)
+			if !slices.Contains(keep, names[0]) || slices.ContainsFunc(keep, func(k string) bool { return !slices.Contains(names, k) }) {
+				return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+					Stderr: "Invalid node name specified for job " + id}
+			}
+			if f.keepTasks && j.recorded == 0 {
+				j.recorded = j.nodes
+			}
+			j.nodeList, j.nodes = strings.Join(keep, ","), len(keep)
+			if f.keepTasks {
+				j.tasks = n
+			}
 			return nil, nil
 		}
 	}
@@ -605,4 +624,14 @@ func rendezvous(t testing.TB, id string) string {
 		}
 	}
 	return work
+}
+
+// batchHost is what squeue prints as a job's BatchHost: the first node of a
+// running job's list (where Slurm runs its batch script), "n/a" otherwise.
+func batchHost(j *fakeJob) string {
+	names, _ := slurmcli.ExpandHostlist(j.nodeList)
+	if j.state != "RUNNING" || len(names) == 0 {
+		return "n/a"
+	}
+	return names[0]
 }

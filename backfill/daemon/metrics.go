@@ -29,6 +29,7 @@ type Metrics struct {
 	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
 	Pruned         *prometheus.CounterVec // table="decisions"|"extras"|"admit_shrinks": rows deleted by retention
 	Nudges         *prometheus.CounterVec // result="ok"|"failed"|"skipped": eligible waiting elastic jobs nudged (nudge.go)
+	Sheds          *prometheus.CounterVec // result="ok"|"failed"|"skipped": running jobs' slow nodes released (shed.go)
 }
 
 // NewMetrics creates the series in a fresh registry.
@@ -87,9 +88,13 @@ func NewMetrics() *Metrics {
 		Nudges: vec("nudges_total",
 			"Waiting elastic jobs whose begin time had passed, updated so that Slurm's scheduler runs (nudge_eligible), "+
 				"by result: ok, failed (scontrol refused), skipped (the re-read job was no longer one to nudge).", "result"),
+		Sheds: vec("sheds_total",
+			"Running elastic d2 jobs whose nodes their placement leaves idle were released (shed_slow_nodes), by result: "+
+				"ok, failed (scontrol refused), skipped (the re-read job had changed).", "result"),
 	}
 	for _, result := range []string{"ok", "failed", "skipped"} {
 		m.Nudges.WithLabelValues(result)
+		m.Sheds.WithLabelValues(result)
 	}
 	for _, reason := range []string{"ended", "sbatch", "pending"} {
 		m.LendFailures.WithLabelValues(reason) // every reason exported from the start, at 0

@@ -183,11 +183,11 @@
 // daemon cannot apply stay off by default (Config.AdmitBelowRequest:
 // admitting a queued job below its request; Config.KeepOffPinned:
 // starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
-// decides when it places a job), and one it does not apply yet
-// (Config.ShedSlowNodes: [ShedNodes], releasing right after its start
-// the nodes a d2 job's placement leaves idle but whose pace its all-reduce
-// waits for; the daemon would need `scontrol update NodeList=`, which
-// keeps the batch host), and one it cannot apply as the simulator does
+// decides when it places a job), and one the daemon applies only when
+// configured (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
+// job's placement leaves idle but whose pace its all-reduce waits for; the
+// daemon's shed_slow_nodes, `scontrol update NodeList=`, which keeps the
+// batch host), and one it cannot apply as the simulator does
 // (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
 // when Slurm would start it on a mix with slower types and waiting for
 // faster ones ends it sooner; Slurm starts a job that fits before the

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A d2 elastic job with 2 logical workers on one V100 (n2, its batch host)
+// and one T4 (n3) runs both logical workers on the V100 (planner.Place), so
+// its T4 only slows its all-reduce: with shed_slow_nodes the daemon
+// releases n3 with `scontrol update JobId=10 NodeList=n2`, records and
+// counts it, lends nothing in that cycle, and does not try again.
+func TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse(t *testing.T) {
+	td := newTestDaemon(t, "shed_slow_nodes = true\n")
+	j := td.fake.running("10", "es-req min=1 max=2 lw=2 d2", "n2,n3", 1, time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	want := []string{"scontrol update JobId=10 NodeList=n2"}
+	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || !slices.Equal(r.Shed, []string{"10"}) {
+		t.Fatalf("commands %q, report %q; want %q", got, r.Shed, want)
+	}
+	if len(r.Planned.Grows) != 0 || len(td.fake.commands("sbatch")) != 0 {
+		t.Errorf("lent in the cycle that changed an allocation: grows %v", r.Planned.Grows)
+	}
+	if ds := decisionsOf(t, td, "shed"); len(ds) != 1 || ds[0].Job != "10" || ds[0].Node != "n3" || ds[0].GPUs != 1 {
+		t.Errorf("shed decisions %+v, want one for job 10 releasing n3's 1 GPU", ds)
+	}
+	if got := value(td.Metrics().Sheds.WithLabelValues("ok")); got != 1 {
+		t.Errorf("sheds_total{result=ok} = %v, want 1", got)
+	}
+	if j.nodeList != "n2" {
+		t.Fatalf("job 10 on %q after the release, want n2", j.nodeList)
+	}
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); len(got) != 1 {
+		t.Errorf("updates after the next cycle %q, want the one release", got)
+	}
+}
+
+// Which jobs keep their nodes: the option off, a d1 job, a job whose slow
+// node is its batch host (Slurm refuses a list without it), a job whose
+// every node it uses, a dry run (recorded once, nothing run); and a job
+// whose node list changed between the snapshot and the re-read by id.
+func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, comment, nodes string
+		gpus                       int
+		changeBeforeReRead         bool
+		wantDecisions              int
+	}{
+		{name: "option off", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
+		{name: "a d1 job", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d1", nodes: "n2,n3", gpus: 1},
+		{name: "the slow node is the batch host", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n3,n2", gpus: 1},
+		{name: "every node is used", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=16 d2", nodes: "n2,n3", gpus: 4},
+		{name: "dry run", toml: "shed_slow_nodes = true\ndry_run = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, wantDecisions: 1},
+		{name: "the job changed before the re-read", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, changeBeforeReRead: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.toml)
+			j := td.fake.running("10", tc.comment, tc.nodes, tc.gpus, time.Hour, rendezvous(t, "10"))
+			if tc.changeBeforeReRead {
+				td.fake.onJobs = func() { j.nodeList = "n1,n2" } // now on two V100 nodes: nothing to release
+			}
+			for range 3 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			if got := td.fake.commands("scontrol update"); len(got) != 0 {
+				t.Fatalf("updated %q; want no release", got)
+			}
+			if ds := decisionsOf(t, td, "shed"); len(ds) != tc.wantDecisions {
+				t.Errorf("shed decisions %+v, want %d", ds, tc.wantDecisions)
+			}
+			if tc.changeBeforeReRead {
+				if got := value(td.Metrics().Sheds.WithLabelValues("skipped")); got != 1 {
+					t.Errorf("sheds_total{result=skipped} = %v, want 1", got)
+				}
+			}
+			if tc.wantDecisions > 0 && !strings.Contains(decisionsOf(t, td, "shed")[0].Detail, "dry run") {
+				t.Errorf("dry-run decision %+v does not say so", decisionsOf(t, td, "shed")[0])
+			}
+		})
+	}
+}
+
+// On Slurm 23.02 and later a job submitted with --ntasks-per-node refuses
+// the update unless NumTasks keeps its task count; the release is retried
+// with it (slurmcli.Runner.UpdateJob) and goes through.
+func TestTheReleaseKeepsTheTaskCountWhereSlurmAsksForIt(t *testing.T) {
+	td := newTestDaemon(t, "shed_slow_nodes = true\n")
+	td.fake.keepTasks = true
+	j := td.fake.running("10", "es-req min=1 max=2 lw=2 d2", "n2,n3", 1, time.Hour, rendezvous(t, "10"))
+	td.cycle(t)
+	want := []string{"scontrol update JobId=10 NodeList=n2", "scontrol update JobId=10 NodeList=n2 NumTasks=2"}
+	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || j.nodeList != "n2" {
+		t.Fatalf("commands %q, job on %q; want %q and n2", got, j.nodeList, want)
+	}
+}
