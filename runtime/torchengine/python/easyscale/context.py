@@ -112,7 +112,7 @@ class BufferBank:
         for lw, full, g in keys:
             t = self._bank[lw][full]
             n = t.numel()
-            self._bank[lw][full] = self._flat[g][at[g]:at[g] + n].view(t.shape)
+            self._bank[lw][full] = _alias(self._flat[g], at[g], t.shape)
             at[g] += n
         self._keys = keys
         self._shapes = {lw: {k: t.shape for k, t in b.items()} for lw, b in self._bank.items()}
@@ -153,6 +153,32 @@ class BufferBank:
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.logical_workers())
+
+
+def _alias(flat: torch.Tensor, offset: int, shape: torch.Size) -> torch.Tensor:
+    """A tensor of ``shape`` over ``flat``'s elements from ``offset`` on, with a version counter of its own.
+
+    A view (``flat[a:b].view(shape)``) would share ``flat``'s version counter
+    with every other view: BatchNorm's in-place update of its running mean
+    would then bump the counter of a buffer the forward saved for backward
+    (a registered buffer updated in place and used in the loss), and
+    backward would refuse it ("modified by an inplace operation") where
+    plain torch, whose buffers are separate tensors, does not. ``set_`` on
+    a fresh tensor aliases the storage without making a view.
+    """
+    storage = flat.untyped_storage() if hasattr(flat, "untyped_storage") else flat.storage()  # 2.x, 1.13
+    out = torch.empty(0, dtype=flat.dtype, device=flat.device)
+    with torch.no_grad():
+        out.set_(storage, flat.storage_offset() + offset, shape, _contiguous_strides(shape))
+    return out
+
+
+def _contiguous_strides(shape: torch.Size) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 class BufferSnapshot:

@@ -12,15 +12,18 @@ the training loop itself twice, from the same state:
 
 A job whose bits do not depend on the placement ends both with the same
 parameters, buffers of every logical worker, cursors, optimizer, scheduler and
-every other registered object's state. Anything else is refused, naming the
-first tensor or attribute that differed and the likely cause:
+every other registered object's state, and leaves every plain attribute below
+as it found it. Anything else is refused, naming the first tensor or
+attribute that differed or changed and the likely cause:
 
 - an attribute of a model module that is a plain tensor or number (not a
   registered buffer) and changes during training: it is kept per process,
   not per logical worker (an unregistered running statistic);
-- a ``torch.Generator`` the model or the data set owns: its draws depend on
-  which logical workers ran before in the process (the runtime seeds the
-  global generators per logical worker and step, not one the model owns);
+- a generator the model or the data set owns (a ``torch.Generator``, a
+  ``random.Random``, a numpy ``Generator`` or ``RandomState``): its draws
+  depend on which logical workers ran before in the process (the runtime
+  seeds the global generators per logical worker and step, not one the
+  model owns);
 - otherwise a global: state outside the registered objects that the model,
   the loss or the data changes (a module-level variable, a cache).
 
@@ -154,6 +157,15 @@ class SelfCheck:
         differ = [k for k in a if not _equal(a[k], b.get(k))]
         how = (f"{self.k} step(s) from step {self.start} run twice, logical workers 0-{n - 1} in one process and "
                f"{n // 2}-{n - 1} then 0-{n // 2 - 1}")
+        # A plain attribute (or an owned generator) that training changes is kept per process, not per logical
+        # worker or in a checkpoint, so it differs between placements and after a resume even where both runs
+        # here end equal: a counter's increments add up to the same total in either order.
+        changed = [k for k, entry in self.initial.hidden.items() if not _equal(entry[3], a.get(k))]
+        if not differ and changed:
+            return {"result": "failed", "steps": self.k,
+                    "message": f"self-check failed: {how}: the same bits, but {changed[0]} changed during training"
+                               f"{' (and ' + ', '.join(changed[1:4]) + ')' if len(changed) > 1 else ''}, "
+                               f"which no placement or checkpoint keeps. Likely cause: {self._cause(changed)}"}
         if n == 1:
             return {"result": "passed", "steps": self.k, "message": f"{how}: one logical worker, no other placement"}
         if not differ:
@@ -166,22 +178,29 @@ class SelfCheck:
     def _cause(self, differ: list[str]) -> str:
         for key in differ:
             kind = self.initial.hidden_kind(key)
-            if kind == "generator":
-                return (f"{key} is a torch.Generator of its own: its draws depend on which logical workers ran "
-                        "before in the process; draw from torch's global generator instead (the runtime seeds it "
-                        "per logical worker and step)")
+            if kind is not None and kind.endswith("generator"):
+                return _owned_generator(key, kind)
             if kind is not None:
                 return (f"{key} is a plain {kind} attribute, not a registered buffer, and training changes it: it is "
                         "kept per process, not per logical worker; make it a buffer (self.register_buffer(...)), so "
                         "each logical worker keeps its own")
         gens = self.initial.generators()
         if gens:
-            return (f"{', '.join(gens)} {'is a torch.Generator' if len(gens) == 1 else 'are torch.Generators'} of its "
-                    "own: its draws depend on which logical workers ran before in the process; draw from torch's "
-                    "global generator instead (the runtime seeds it per logical worker and step)")
+            kind = self.initial.hidden_kind(gens[0])
+            assert kind is not None
+            return _owned_generator(gens[0], kind) + (f" (also: {', '.join(gens[1:])})" if len(gens) > 1 else "")
         return ("a global: state outside the registered objects that the model, the loss or the data set changes "
-                "(a module-level variable, a cache, a generator the runtime does not seed); keep such state in a "
-                "registered buffer or dict, or derive it from the step (batch.step)")
+                "(a module-level variable, a cache), or a draw from the global generators outside the micro-batch "
+                "loop (the runtime seeds them for each micro-batch only); keep such state in a registered buffer "
+                "or dict, or derive it from the step (batch.step)")
+
+
+def _owned_generator(key: str, kind: str) -> str:
+    what = {"generator": "a torch.Generator", "python generator": "a random.Random",
+            "numpy generator": "a numpy generator"}[kind]
+    return (f"{key} is {what} of its own: its draws depend on which logical workers ran before in the process; "
+            "draw from the global generators instead (torch's, Python's random, numpy's np.random: the runtime "
+            "seeds them per logical worker and step)")
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -235,8 +254,13 @@ def _hidden(s: Session) -> dict[str, tuple[Any, str, str, Any]]:
             if attr.startswith("_") or attr == "training":
                 continue
             key = f"{prefix}.{attr}"
+            np = sys.modules.get("numpy")
             if isinstance(v, torch.Generator):
                 out[key] = (owner, attr, "generator", v.get_state())
+            elif isinstance(v, random.Random):
+                out[key] = (owner, attr, "python generator", v.getstate())
+            elif np is not None and isinstance(v, (np.random.Generator, np.random.RandomState)):
+                out[key] = (owner, attr, "numpy generator", _numpy_state(v))
             elif isinstance(owner, nn.Module) and isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter):
                 out[key] = (owner, attr, "tensor", v.detach().clone())
             elif isinstance(owner, nn.Module) and isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -271,6 +295,10 @@ class _Snapshot:
         for owner, attr, kind, value in self.hidden.values():
             if kind == "generator":
                 getattr(owner, attr).set_state(value)
+            elif kind == "python generator":
+                getattr(owner, attr).setstate(value)
+            elif kind == "numpy generator":
+                _set_numpy_state(getattr(owner, attr), value)
             elif kind == "tensor":
                 setattr(owner, attr, value.clone())
             else:
@@ -288,4 +316,22 @@ class _Snapshot:
         return entry[2] if entry is not None else None
 
     def generators(self) -> list[str]:
-        return [k for k, (_, _, kind, _) in self.hidden.items() if kind == "generator"]
+        return [k for k, (_, _, kind, _) in self.hidden.items() if kind.endswith("generator")]
+
+
+def _numpy_state(g: Any) -> str:
+    """A numpy Generator's or RandomState's state as JSON (its key array as a list): comparable with ==."""
+    state = g.bit_generator.state if hasattr(g, "bit_generator") else g.get_state(legacy=False)
+    return json.dumps(state, sort_keys=True, default=lambda a: a.tolist())
+
+
+def _set_numpy_state(g: Any, text: str) -> None:
+    np = sys.modules["numpy"]
+    state = json.loads(text)
+    inner = state.get("state")
+    if isinstance(inner, dict) and isinstance(inner.get("key"), list):  # MT19937's key array
+        inner["key"] = np.asarray(inner["key"], dtype=np.uint32)
+    if hasattr(g, "bit_generator"):
+        g.bit_generator.state = state
+    else:
+        g.set_state(state)

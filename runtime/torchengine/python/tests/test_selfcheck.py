@@ -45,6 +45,21 @@ class Caught(unittest.TestCase):
         self.assertIn("Likely cause: a global", res["message"])
 
 
+    def test_a_counter_on_the_model_whose_effect_starts_after_the_checked_steps(self) -> None:
+        res, _ = check(["--case", "late-counter"])
+        self.assertEqual(res["result"], "failed", res)
+        self.assertIn("model.calls changed during training", res["message"])
+        self.assertIn("model.calls is a plain number attribute", res["message"])
+
+
+    def test_a_python_or_numpy_generator_the_data_set_owns(self) -> None:
+        for kind, what in (("python", "a random.Random"), ("numpy", "a numpy generator")):
+            with self.subTest(kind):
+                res, _ = check(["--data-rng", kind])
+                self.assertEqual(res["result"], "failed", res)
+                self.assertIn(f"the data set.rng is {what} of its own", res["message"])
+
+
 class Kept(unittest.TestCase):
     def test_the_check_passes_and_leaves_the_job_as_if_it_had_not_run(self) -> None:
         res, checked = check([])
@@ -64,6 +79,12 @@ class Kept(unittest.TestCase):
                 self.assertEqual(res["result"], "passed", res)
                 got, _ = run(loop.LocalDriver(order=[3, 1, 2, 0]), ["--case", case])
                 self.assertEqual(fingerprint(got)[0], fingerprint(ref)[0])
+
+    def test_a_registered_buffer_updated_in_place_beside_batchnorm(self) -> None:
+        res, ref = check(["--case", "in-place-buffer"])  # failed before: BatchNorm's update bumped its version
+        self.assertEqual(res["result"], "passed", res)
+        got, _ = run(loop.LocalDriver(order=[3, 1, 2, 0]), ["--case", "in-place-buffer"])
+        self.assertEqual(fingerprint(got)[0], fingerprint(ref)[0])
 
     def test_a_job_resumed_at_an_epochs_last_step_is_not_checked_and_says_so(self) -> None:
         first, _ = run(loop.LocalDriver(stop=3))

@@ -23,11 +23,18 @@ from easyscale import DataLoader, DistributedDataParallel as DDP, DistributedSam
 
 
 class Images(torch.utils.data.Dataset):
-    def __init__(self, n: int, jitter: bool = False) -> None:
+    def __init__(self, n: int, jitter: bool = False, own_rng: str = "") -> None:
         g = torch.Generator().manual_seed(99)
         self.x = torch.randn(n, 1, 8, 8, generator=g)
         self.y = torch.randint(0, 3, (n,), generator=g)
         self.jitter = jitter
+        # a generator of the data set's own, drawn by every sample (what the self-check must name)
+        self.rng: Any = None
+        if own_rng == "python":
+            self.rng = random.Random(3)
+        elif own_rng == "numpy":
+            import numpy
+            self.rng = numpy.random.default_rng(3)
 
     def __len__(self) -> int:
         return len(self.y)
@@ -36,6 +43,8 @@ class Images(torch.utils.data.Dataset):
         x = self.x[i]
         if self.jitter:  # a transform drawing from the global generators (torch's and Python's)
             x = x + 0.05 * torch.randn(x.shape) + 0.01 * random.random()
+        if self.rng is not None:
+            x = x + 0.01 * float(self.rng.random())
         return x, int(self.y[i])
 
 
@@ -74,6 +83,36 @@ class RunningStatNet(Net):
         if self.training:
             self.running = 0.9 * self.running + 0.1 * h.mean().detach()
         return self.fc(self.drop(h - self.running))
+
+
+class LateCounterNet(Net):
+    """A call counter on the model whose effect starts after the checked steps (a tester's case: the increments
+    add up to the same total in both of the check's placements)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            self.calls += 1
+        out = super().forward(x)
+        return out * 0.5 if self.calls > 1000 and self.calls % 2 == 0 else out
+
+
+class InPlaceBufferNet(Net):
+    """A registered buffer updated in place in the forward and used in the loss, beside BatchNorm (whose own
+    in-place update of its running statistics must not bump this buffer's version)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("avg", torch.zeros(4 * 6 * 6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.bn(self.conv(x))).flatten(1)
+        if self.training:
+            self.avg.mul_(0.9).add_(0.1 * h.mean(0).detach())
+        return self.fc(self.drop(h - self.avg))
 
 
 CALLS = [0]
@@ -120,7 +159,8 @@ class FunctionNet(Net):
 
 
 CASES = {"plain": Net, "owned-generator": OwnedGeneratorNet, "running-stat": RunningStatNet,
-         "global-counter": GlobalCounterNet, "lstm": LSTMNet, "function": FunctionNet}
+         "global-counter": GlobalCounterNet, "lstm": LSTMNet, "function": FunctionNet,
+         "late-counter": LateCounterNet, "in-place-buffer": InPlaceBufferNet}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -130,6 +170,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=3)
     p.add_argument("--clip", type=float, default=0.5)
     p.add_argument("--jitter", action="store_true")
+    p.add_argument("--data-rng", choices=["", "python", "numpy"], default="",
+                   help="the data set draws from a generator of its own")
     p.add_argument("--from-epoch-0", action="store_true", help="the resume mistake: the epoch loop starts at 0")
     p.add_argument("--case", choices=sorted(CASES), default="plain")
     p.add_argument("--sched", choices=["onecycle", "lambda", "plateau", "step"], default="onecycle")
@@ -142,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     # TOYLOOP_INIT_SEED (tests of easyscale verify): other initial weights for the same job identity.
     torch.manual_seed(int(os.environ.get("TOYLOOP_INIT_SEED", "7")))
     model = DDP(CASES[args.case]())
-    train = Images(args.samples, args.jitter)
+    train = Images(args.samples, args.jitter, args.data_rng)
     sampler = DistributedSampler(train, shuffle=True, seed=7)
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
