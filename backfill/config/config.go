@@ -148,8 +148,9 @@ type Config struct {
 	// [shed_slow_nodes], default false: on a mix of GPU types the optimal
 	// placement of its logical workers can leave a slow node's GPUs without
 	// one while every all-reduce waits for that node (planner.ShedNodes).
-	// An `scontrol update JobId=ID NodeList=<kept nodes>` releases them for
-	// the jobs waiting for them; the batch host is always kept. Off by
+	// When they are the last nodes of its list, `scontrol update JobId=ID
+	// NumNodes=N` releases them for the jobs waiting for them; the batch
+	// host is always kept. Off by
 	// default until the policy it belongs to is (BENCHMARKS.md, issue 17:
 	// E31).
 	ShedSlowNodes bool `toml:"shed_slow_nodes"`

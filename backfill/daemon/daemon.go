@@ -115,6 +115,11 @@ func New(o Options) (*Daemon, error) {
 	if d.shedder = o.Shedder; d.shedder == nil {
 		d.shedder = &SlurmShedder{Slurm: o.Slurm}
 	}
+	if o.Config.ShedSlowNodes && !o.Config.DryRun {
+		if err := checkShedSupported(context.Background(), o.Slurm); err != nil {
+			return nil, fmt.Errorf("backfill daemon: %w", err)
+		}
+	}
 	if d.now == nil {
 		d.now = time.Now
 	}

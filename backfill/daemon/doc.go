@@ -315,13 +315,16 @@
 // give up without slowing down: on a mix of GPU types the optimal
 // placement of its logical workers can leave a slow node's GPUs without
 // any while every all-reduce waits for that node (BENCHMARKS.md, issue 17,
-// E31). The job is re-read by id (running, the same node list, batch host
-// and owner), the decision logged ("shed") and the daemon runs `scontrol
-// update JobId=ID NodeList=<kept nodes>` (shed.go; with NumTasks= where
-// Slurm 23.02 and later ask for it); Slurm releases the other nodes and
-// kills the job's tasks there, which the runtime takes as a membership
-// change. The batch host is always kept (slurmctld refuses a list without
-// it). Each job and node list is tried once (a refusal is logged and
+// E31), when they are the last nodes of its list. The job is re-read by
+// id (running, the same node list, batch host and owner), the decision
+// logged ("shed") and the daemon runs `scontrol update JobId=ID
+// NumNodes=N` (shed.go; with NumTasks= where Slurm 23.02 and later ask for
+// it); Slurm releases the last nodes and kills the job's tasks there,
+// which the runtime takes as a membership change. The batch host is always
+// kept. `NodeList=<kept nodes>` would release any node, but on Slurm
+// 24.11.5 slurmctld then died with "double free or corruption" when the
+// job's extra job ended (22.05 survived it), so a slow node in the middle
+// of a list stays. Each job and node list is tried once (a refusal is logged and
 // counted, not retried every cycle); the metric sheds_total{result}
 // counts them. A user's comment or job name cannot name another job: the
 // job acted on is the one squeue listed by id, re-read by id.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type fakeSlurm struct {
 	// refuse maps an `scontrol update` command line to the stderr Slurm
 	// refuses it with (exit status 1), leaving the job unchanged.
 	refuse map[string]string
+	// version is what `scontrol --version` prints after "slurm " ("":
+	// 22.05.8).
+	version string
 	// maxTime maps a partition to its MaxTime as sinfo %l prints it
 	// ("12:00:00"); a partition of a node without an entry is "infinite".
 	maxTime map[string]string
@@ -226,6 +230,11 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	switch {
 	case name == "scontrol" && len(args) == 1 && args[0] == "ping":
 		return []byte("Slurmctld(primary) at vm is UP\n"), nil
+	case name == "scontrol" && len(args) == 1 && args[0] == "--version":
+		if v, ok := strings.CutPrefix(f.version, "wlm "); ok {
+			return []byte("slurm-wlm " + v + "\n"), nil
+		}
+		return []byte("slurm " + cmp.Or(f.version, "22.05.8") + "\n"), nil
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
 	case name == "sinfo" && slices.Contains(args, slurmcli.PartitionFormat):

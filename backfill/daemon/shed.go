@@ -11,15 +11,17 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
-// Shedder releases chosen nodes of a running job (shed_slow_nodes).
+// Shedder releases the last nodes of a running job (shed_slow_nodes).
 type Shedder interface {
-	// KeepNodes shrinks running job id to the nodes keep: `scontrol update
-	// JobId=ID NodeList=KEEP` (Slurm releases the job's other nodes and
-	// kills the tasks of its running steps there; the EasyScale runtime
-	// takes that as a membership change, as after NumNodes=). keep must
-	// hold the batch host: slurmctld refuses a list without it ("Invalid
-	// node name specified", measured on Slurm 22.05 and 24.11).
-	KeepNodes(ctx context.Context, id string, keep []string) error
+	// KeepFirst shrinks running job id to the first nodes nodes of its
+	// node list: `scontrol update JobId=ID NumNodes=N`, the shrink
+	// shrink-to-admit uses (Slurm releases the last nodes and kills the
+	// tasks of running steps there; the EasyScale runtime takes that as a
+	// membership change). Not `NodeList=<kept>`, which could release any
+	// node but crashed Slurm 24.11.5's slurmctld ("double free or
+	// corruption (fasttop)") when such a job's extra job ended (measured
+	// on the current lab, 2 December 2026; 22.05 survived it).
+	KeepFirst(ctx context.Context, id string, nodes int) error
 }
 
 // SlurmShedder is the Shedder over scontrol.
@@ -27,19 +29,48 @@ type SlurmShedder struct{ Slurm slurmcli.Runner }
 
 var _ Shedder = (*SlurmShedder)(nil)
 
-// KeepNodes runs `scontrol update JobId=ID NodeList=A,B` through
-// slurmcli.Runner.UpdateJob (which adds the job's NumTasks where Slurm
-// 23.02 and later refuse the update without).
-func (s *SlurmShedder) KeepNodes(ctx context.Context, id string, keep []string) error {
-	if err := s.Slurm.UpdateJob(ctx, id, "NodeList="+strings.Join(keep, ",")); err != nil {
-		return fmt.Errorf("keeping job %s on %s: %w", id, strings.Join(keep, ","), err)
+// KeepFirst runs `scontrol update JobId=ID NumNodes=N` as
+// slurmcli.Runner.SetNodes does (with the job's NumTasks where Slurm 23.02
+// and later refuse it without).
+func (s *SlurmShedder) KeepFirst(ctx context.Context, id string, nodes int) error {
+	if err := s.Slurm.SetNodes(ctx, id, nodes); err != nil {
+		return fmt.Errorf("keeping job %s on its first %d nodes: %w", id, nodes, err)
 	}
 	return nil
 }
 
+// ShedSafeSeries are the Slurm release series on which shed_slow_nodes was
+// run on the lab and slurmctld survived it: on 24.11.5 slurmctld died with
+// "double free or corruption (fasttop)" after a d2 job with untyped GPUs
+// on a v100 node and a t4 node was shrunk to its v100 node (by NodeList=
+// and by NumNodes= alike) and its extra job ended (current lab, 2 December
+// 2026; tests/backfill TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse).
+var ShedSafeSeries = []string{"22.05"}
+
+// checkShedSupported returns an error naming shed_slow_nodes unless
+// `scontrol --version` (the client's, which needs no slurmctld) is of a
+// series in ShedSafeSeries.
+func checkShedSupported(ctx context.Context, r slurmcli.Runner) error {
+	out, err := r.Output(ctx, "scontrol", "--version")
+	if err != nil {
+		return fmt.Errorf("shed_slow_nodes: reading the Slurm version (scontrol --version): %w", err)
+	}
+	f := strings.Fields(string(out)) // "slurm 24.11.5", Debian's "slurm-wlm 22.05.8"
+	if len(f) != 2 || !strings.HasPrefix(f[0], "slurm") {
+		return fmt.Errorf("shed_slow_nodes: scontrol --version printed %q, want \"slurm X.Y.Z\"", out)
+	}
+	for _, s := range ShedSafeSeries {
+		if strings.HasPrefix(f[1], s+".") {
+			return nil
+		}
+	}
+	return fmt.Errorf("shed_slow_nodes: Slurm %s is not a series it was run on (%s): on 24.11.5 slurmctld crashed "+
+		"after such a shrink; set shed_slow_nodes = false", f[1], strings.Join(ShedSafeSeries, ", "))
+}
+
 // shedPlan is one job's release of the nodes its throughput does not
-// need: keep the nodes it keeps (batch host first as Slurm lists them),
-// shed the ones planner.ShedNodes released, slowest first.
+// need: keep the first nodes of its list, shed the rest (the ones
+// planner.ShedNodes released).
 type shedPlan struct {
 	job        *ElasticJob
 	keep, shed []string
@@ -50,8 +81,10 @@ type shedPlan struct {
 // running elastic d2 job on more than one node whose base allocation the
 // planner knows (planner.RunningJob: its model, minimum and speeds), the
 // nodes planner.ShedNodes says it can release without slowing down, its
-// batch host never among them. Jobs in id order. Pure translation: the
-// rule is the planner's.
+// batch host never among them, when they are the last nodes of its node
+// list as squeue prints it (what NumNodes= releases; ShedNodes prefers the
+// last on ties). Jobs in id order. Pure translation: the rule is the
+// planner's.
 func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 	var plans []shedPlan
 	for _, r := range ps.Running {
@@ -78,12 +111,18 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 		if len(shed) == 0 {
 			continue
 		}
-		p := shedPlan{job: e, shed: shed}
+		names, err := slurmcli.ExpandHostlist(e.Job.NodeList)
+		if err != nil || len(names) != len(shares) {
+			continue
+		}
+		k := len(names) - len(shed)
+		if slices.ContainsFunc(names[k:], func(n string) bool { return !slices.Contains(shed, n) }) {
+			continue // a node in the middle of its list: NumNodes= cannot release it
+		}
+		p := shedPlan{job: e, keep: names[:k], shed: names[k:]}
 		for _, s := range shares {
 			if slices.Contains(shed, s.Name) {
 				p.gpus += s.GPUs
-			} else {
-				p.keep = append(p.keep, s.Name)
 			}
 		}
 		plans = append(plans, p)
@@ -145,7 +184,7 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 		if err := d.decide(ctx, "shed", id, "", strings.Join(p.shed, ","), p.gpus, detail); err != nil {
 			return changed, err
 		}
-		if err := d.shedder.KeepNodes(ctx, id, p.keep); err != nil {
+		if err := d.shedder.KeepFirst(ctx, id, len(p.keep)); err != nil {
 			log.Error("releasing the job's slow nodes failed", "error", err)
 			d.metrics.Sheds.WithLabelValues("failed").Inc()
 			continue

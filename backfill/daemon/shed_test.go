@@ -1,22 +1,28 @@
 package daemon
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // A d2 elastic job with 2 logical workers on one V100 (n2, its batch host)
 // and one T4 (n3) runs both logical workers on the V100 (planner.Place), so
 // its T4 only slows its all-reduce: with shed_slow_nodes the daemon
-// releases n3 with `scontrol update JobId=10 NodeList=n2`, records and
+// releases n3 with `scontrol update JobId=10 NumNodes=1`, records and
 // counts it, lends nothing in that cycle, and does not try again.
 func TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse(t *testing.T) {
 	td := newTestDaemon(t, "shed_slow_nodes = true\n")
 	j := td.fake.running("10", "es-req min=1 max=2 lw=2 d2", "n2,n3", 1, time.Hour, rendezvous(t, "10"))
 	r := td.cycle(t)
-	want := []string{"scontrol update JobId=10 NodeList=n2"}
+	want := []string{"scontrol update JobId=10 NumNodes=1"}
 	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || !slices.Equal(r.Shed, []string{"10"}) {
 		t.Fatalf("commands %q, report %q; want %q", got, r.Shed, want)
 	}
@@ -41,8 +47,10 @@ func TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse(t *testing.T) {
 
 // Which jobs keep their nodes: the option off, a d1 job, a job whose slow
 // node is its batch host (Slurm refuses a list without it), a job whose
-// every node it uses, a dry run (recorded once, nothing run); and a job
-// whose node list changed between the snapshot and the re-read by id.
+// every node it uses, a job whose slow node sits in the middle of its
+// list (NumNodes= releases the last ones), a dry run (recorded once,
+// nothing run); and a job whose node list changed between the snapshot
+// and the re-read by id.
 func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 	for _, tc := range []struct {
 		name, toml, comment, nodes string
@@ -53,6 +61,7 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 		{name: "option off", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
 		{name: "a d1 job", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d1", nodes: "n2,n3", gpus: 1},
 		{name: "the slow node is the batch host", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n3,n2", gpus: 1},
+		{name: "the slow node is in the middle of the list", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=3 lw=2 d2", nodes: "n2,n3,n1", gpus: 1},
 		{name: "every node is used", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=16 d2", nodes: "n2,n3", gpus: 4},
 		{name: "dry run", toml: "shed_slow_nodes = true\ndry_run = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, wantDecisions: 1},
 		{name: "the job changed before the re-read", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, changeBeforeReRead: true},
@@ -93,8 +102,49 @@ func TestTheReleaseKeepsTheTaskCountWhereSlurmAsksForIt(t *testing.T) {
 	td.fake.keepTasks = true
 	j := td.fake.running("10", "es-req min=1 max=2 lw=2 d2", "n2,n3", 1, time.Hour, rendezvous(t, "10"))
 	td.cycle(t)
-	want := []string{"scontrol update JobId=10 NodeList=n2", "scontrol update JobId=10 NodeList=n2 NumTasks=2"}
+	want := []string{"scontrol update JobId=10 NumNodes=1", "scontrol update JobId=10 NumNodes=1 NumTasks=2"}
 	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || j.nodeList != "n2" {
 		t.Fatalf("commands %q, job on %q; want %q and n2", got, j.nodeList, want)
+	}
+}
+
+// shed_slow_nodes is refused at start on a Slurm series it was not run on
+// (24.11.5's slurmctld crashed after such a shrink), naming the key and the
+// fix; a dry run, which changes nothing, may keep it.
+func TestShedSlowNodesIsRefusedOnASlurmItCrashed(t *testing.T) {
+	for _, tc := range []struct {
+		version, toml string
+		wantErr       bool
+	}{
+		{"22.05.8", "shed_slow_nodes = true\n", false},
+		{"wlm 22.05.8", "shed_slow_nodes = true\n", false}, // Debian's "slurm-wlm 22.05.8"
+		{"garbled", "shed_slow_nodes = true\n", true},
+		{"24.11.5", "shed_slow_nodes = true\n", true},
+		{"23.02.7", "shed_slow_nodes = true\n", true},
+		{"24.11.5", "shed_slow_nodes = true\ndry_run = true\n", false},
+		{"24.11.5", "", false},
+	} {
+		t.Run(tc.version+" "+strings.TrimSpace(strings.ReplaceAll(tc.toml, "\n", " ")), func(t *testing.T) {
+			fake := newFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.Local))
+			fake.version = tc.version
+			cfg, err := config.Parse(`metrics_address = "off"
+state_db = "` + filepath.Join(t.TempDir(), "backfill.db") + `"
+` + tc.toml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := backfillstore.Open(cfg.StateDB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			_, err = New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Logger: hclog.NewNullLogger()})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("New: %v; want an error: %v", err, tc.wantErr)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "shed_slow_nodes") || !strings.Contains(err.Error(), "shed_slow_nodes = false")) {
+				t.Errorf("error %q does not name shed_slow_nodes and the fix", err)
+			}
+		})
 	}
 }

@@ -186,8 +186,8 @@
 // decides when it places a job), and one the daemon applies only when
 // configured (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
 // job's placement leaves idle but whose pace its all-reduce waits for; the
-// daemon's shed_slow_nodes, `scontrol update NodeList=`, which keeps the
-// batch host), and one it cannot apply as the simulator does
+// daemon's shed_slow_nodes, `scontrol update NumNodes=` of the last nodes
+// of a job's list, which keeps the batch host), and one it cannot apply as the simulator does
 // (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
 // when Slurm would start it on a mix with slower types and waiting for
 // faster ones ends it sooner; Slurm starts a job that fits before the

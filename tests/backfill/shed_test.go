@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/backfill/daemon"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
@@ -22,13 +24,21 @@ import (
 // easyscale-backfilld with shed_slow_nodes and t4 at 0.3 of a v100: the
 // optimal placement runs both logical workers on the v100, so the t4 only
 // slows every all-reduce (planner.ShedNodes). The daemon releases n3 with
-// `scontrol update JobId=ID NodeList=n2`; Slurm keeps the job RUNNING on
+// `scontrol update JobId=ID NumNodes=1`; Slurm keeps the job RUNNING on
 // n2, the runtime goes on without n3's worker, and the job trains to the
 // fixed run's digest (issue 17, E31).
 func TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse(t *testing.T) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
 		t.Fatal(err)
+	}
+	ver, err := l.CLI.Output(context.Background(), "scontrol", "--version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(ver)) // "slurm 24.11.5", Debian's "slurm-wlm 22.05.8"
+	if f := strings.Fields(v); len(f) != 2 || !slices.ContainsFunc(daemon.ShedSafeSeries, func(s string) bool { return strings.HasPrefix(f[1], s+".") }) {
+		t.Skipf("%s: shed_slow_nodes is refused there (daemon.ShedSafeSeries; 24.11.5's slurmctld crashed after this test's shrink)", v)
 	}
 	job := mnistJobFile(t, l, 1)
 	b, err := os.ReadFile(job)
@@ -113,6 +123,12 @@ func TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse(t *testing.T) {
 	}
 	if sum.Steps != steps || sum.Digest != want {
 		t.Errorf("job with its t4 node released: %d steps, digest %s; the fixed run: %d steps, digest %s\n%s", sum.Steps, sum.Digest, steps, want, dump())
+	}
+	// slurmctld still answers once the job and its extra jobs have ended
+	// (24.11.5's died after such a job shrunk by NodeList= lost an extra job).
+	time.Sleep(2 * time.Second)
+	if _, err := l.CLI.Squeue(ctx); err != nil {
+		t.Errorf("slurmctld after the job ended: %v", err)
 	}
 	d.stop(syscall.SIGTERM)
 	if n := countDecisions(t, s, "shed"); n != 1 {
