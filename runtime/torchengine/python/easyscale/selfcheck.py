@@ -16,9 +16,11 @@ every other registered object's state, and leaves every plain attribute below
 as it found it. Anything else is refused, naming the first tensor or
 attribute that differed or changed and the likely cause:
 
-- an attribute of a model module that is a plain tensor or number (not a
-  registered buffer) and changes during training: it is kept per process,
-  not per logical worker (an unregistered running statistic);
+- an attribute of a model module that is a plain tensor (not a registered
+  buffer), or of a model module or the data set that is a number, flag,
+  string, list, tuple, dict or set, and changes during training: it is kept
+  per process, not per logical worker, and no checkpoint holds it (an
+  unregistered running statistic, a call counter, a history list);
 - a generator the model or the data set owns (a ``torch.Generator``, a
   ``random.Random``, a numpy ``Generator`` or ``RandomState``): its draws
   depend on which logical workers ran before in the process (the runtime
@@ -39,6 +41,7 @@ so).
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import sys
@@ -180,10 +183,14 @@ class SelfCheck:
             kind = self.initial.hidden_kind(key)
             if kind is not None and kind.endswith("generator"):
                 return _owned_generator(key, kind)
-            if kind is not None:
+            if kind in ("tensor", "number") and not key.startswith("the data set."):
                 return (f"{key} is a plain {kind} attribute, not a registered buffer, and training changes it: it is "
                         "kept per process, not per logical worker; make it a buffer (self.register_buffer(...)), so "
                         "each logical worker keeps its own")
+            if kind is not None:
+                return (f"{key} is a plain {kind} attribute and training changes it: it is kept per process, not per "
+                        "logical worker, and no checkpoint holds it; derive it from the step (batch.step), keep it "
+                        "in a registered buffer, or register the object that holds it")
         gens = self.initial.generators()
         if gens:
             kind = self.initial.hidden_kind(gens[0])
@@ -263,9 +270,39 @@ def _hidden(s: Session) -> dict[str, tuple[Any, str, str, Any]]:
                 out[key] = (owner, attr, "numpy generator", _numpy_state(v))
             elif isinstance(owner, nn.Module) and isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter):
                 out[key] = (owner, attr, "tensor", v.detach().clone())
-            elif isinstance(owner, nn.Module) and isinstance(v, (int, float)) and not isinstance(v, bool):
-                out[key] = (owner, attr, "number", v)
+            elif isinstance(v, bool):
+                out[key] = (owner, attr, "flag", v)
+            elif isinstance(v, (int, float, str)):
+                out[key] = (owner, attr, "number" if not isinstance(v, str) else "string", v)
+            elif isinstance(v, (list, tuple, dict, set)):
+                out[key] = (owner, attr, "container", _container_state(v))
     return out
+
+
+#: Containers up to this many elements (counted through nested ones) are compared and put back whole; larger ones,
+#: or ones holding anything but numbers, strings, bools and None, by their type and length only.
+_CONTAINER_LIMIT = 10_000
+
+
+def _container_state(v: Any) -> Any:
+    """What the check compares of a list, tuple, dict or set attribute: a copy when it holds only plain values
+    (numbers, strings, bools, None, nested containers of them) and is small, else ("len", type, length), which
+    still sees an append or a removal."""
+    count = [0]
+
+    def plain(x: Any) -> bool:
+        count[0] += 1
+        if count[0] > _CONTAINER_LIMIT:
+            return False
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return True
+        if isinstance(x, (list, tuple, set)):
+            return all(plain(y) for y in x)
+        if isinstance(x, dict):
+            return all(plain(k) and plain(y) for k, y in x.items())
+        return False
+
+    return copy.deepcopy(v) if plain(v) else ("len", type(v).__name__, len(v))
 
 
 class _Snapshot:
@@ -299,6 +336,9 @@ class _Snapshot:
                 getattr(owner, attr).setstate(value)
             elif kind == "numpy generator":
                 _set_numpy_state(getattr(owner, attr), value)
+            elif kind == "container":
+                if not (isinstance(value, tuple) and value[:1] == ("len",)):  # a copy: put it back
+                    setattr(owner, attr, copy.deepcopy(value))
             elif kind == "tensor":
                 setattr(owner, attr, value.clone())
             else:

@@ -52,6 +52,17 @@ class Caught(unittest.TestCase):
         self.assertIn("model.calls is a plain number attribute", res["message"])
 
 
+    def test_a_history_list_on_the_model_and_a_read_counter_on_the_data_set(self) -> None:
+        for argv, key, kind in ((["--case", "history"], "model.hist", "container"),
+                                (["--data-rng", "counter"], "the data set.reads", "number")):
+            with self.subTest(key):
+                res, _ = check(argv)
+                self.assertEqual(res["result"], "failed", res)
+                self.assertIn(f"{key} changed during training", res["message"])
+                self.assertIn(f"{key} is a plain {kind} attribute", res["message"])
+                self.assertEqual("register_buffer" in res["message"], kind == "number" and key.startswith("model."),
+                                 res["message"])
+
     def test_a_python_or_numpy_generator_the_data_set_owns(self) -> None:
         for kind, what in (("python", "a random.Random"), ("numpy", "a numpy generator")):
             with self.subTest(kind):

@@ -29,6 +29,7 @@ class Images(torch.utils.data.Dataset):
         self.y = torch.randint(0, 3, (n,), generator=g)
         self.jitter = jitter
         # a generator of the data set's own, drawn by every sample (what the self-check must name)
+        self.count_reads, self.reads = own_rng == "counter", 0
         self.rng: Any = None
         if own_rng == "python":
             self.rng = random.Random(3)
@@ -45,6 +46,9 @@ class Images(torch.utils.data.Dataset):
             x = x + 0.05 * torch.randn(x.shape) + 0.01 * random.random()
         if self.rng is not None:
             x = x + 0.01 * float(self.rng.random())
+        if self.count_reads:  # a counter on the data set that changes what it returns after many reads
+            self.reads += 1
+            x = x * 0.5 if self.reads > 100_000 else x
         return x, int(self.y[i])
 
 
@@ -98,6 +102,20 @@ class LateCounterNet(Net):
             self.calls += 1
         out = super().forward(x)
         return out * 0.5 if self.calls > 1000 and self.calls % 2 == 0 else out
+
+
+class HistoryNet(Net):
+    """A history list on the model, appended to in every training forward and read once it is long."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hist: list[float] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            self.hist.append(1.0)
+        out = super().forward(x)
+        return out * 0.5 if len(self.hist) > 1000 else out
 
 
 class InPlaceBufferNet(Net):
@@ -160,7 +178,7 @@ class FunctionNet(Net):
 
 CASES = {"plain": Net, "owned-generator": OwnedGeneratorNet, "running-stat": RunningStatNet,
          "global-counter": GlobalCounterNet, "lstm": LSTMNet, "function": FunctionNet,
-         "late-counter": LateCounterNet, "in-place-buffer": InPlaceBufferNet}
+         "late-counter": LateCounterNet, "in-place-buffer": InPlaceBufferNet, "history": HistoryNet}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -170,8 +188,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=3)
     p.add_argument("--clip", type=float, default=0.5)
     p.add_argument("--jitter", action="store_true")
-    p.add_argument("--data-rng", choices=["", "python", "numpy"], default="",
-                   help="the data set draws from a generator of its own")
+    p.add_argument("--data-rng", choices=["", "python", "numpy", "counter"], default="",
+                   help="the data set draws from a generator of its own (counter: counts its reads instead)")
     p.add_argument("--from-epoch-0", action="store_true", help="the resume mistake: the epoch loop starts at 0")
     p.add_argument("--case", choices=sorted(CASES), default="plain")
     p.add_argument("--sched", choices=["onecycle", "lambda", "plateau", "step"], default="onecycle")
