@@ -176,19 +176,27 @@ class SelfCheck:
         shown = ", ".join(differ[:6]) + (f" and {len(differ) - 6} more" if len(differ) > 6 else "")
         return {"result": "failed", "steps": self.k,
                 "message": f"self-check failed: {how}, gave other bits: {differ[0]} differs first ({len(differ)} "
-                           f"differ: {shown}). Likely cause: {self._cause(differ)}"}
+                           f"differ: {shown}). Likely cause: "
+                           f"{self._cause(differ + [k for k in changed if k not in differ])}"}
 
     def _cause(self, differ: list[str]) -> str:
         for key in differ:
             kind = self.initial.hidden_kind(key)
             if kind is not None and kind.endswith("generator"):
                 return _owned_generator(key, kind)
-            if kind in ("tensor", "number") and not key.startswith("the data set."):
+            owner = self.initial.hidden[key][0] if key in self.initial.hidden else None
+            if kind in ("tensor", "number") and isinstance(owner, nn.Module):
                 return (f"{key} is a plain {kind} attribute, not a registered buffer, and training changes it: it is "
                         "kept per process, not per logical worker; make it a buffer (self.register_buffer(...)), so "
                         "each logical worker keeps its own")
             if kind is not None:
                 return (f"{key} is a plain {kind} attribute and training changes it: it is kept per process, not per "
+                        "logical worker, and no checkpoint holds it; derive it from the step (batch.step), keep it "
+                        "in a registered buffer, or register the object that holds it")
+        created = set(_hidden(self.s)) - set(self.initial.hidden)  # attributes training set (none before the check)
+        for key in differ:
+            if key in created:
+                return (f"{key} is an attribute that training sets and changes: it is kept per process, not per "
                         "logical worker, and no checkpoint holds it; derive it from the step (batch.step), keep it "
                         "in a registered buffer, or register the object that holds it")
         gens = self.initial.generators()
@@ -256,9 +264,30 @@ def _hidden(s: Session) -> dict[str, tuple[Any, str, str, Any]]:
     for mod_name, mod in s.registry.modules().items():
         owners += [(f"{mod_name}.{n}" if n else mod_name, m) for n, m in mod.named_modules()]
     owners.append(("the data set", s.replica.data.dataset))
+    # The classes of the user's own modules (not torch's): a class attribute counted up is shared by every instance.
+    seen: set[type] = set()
+    for prefix, owner in list(owners):
+        cls = type(owner)
+        if isinstance(owner, nn.Module) and cls not in seen and not cls.__module__.startswith("torch."):
+            seen.add(cls)
+            owners.append((f"{prefix} class {cls.__name__}", cls))
+    # Registered optimizers, schedulers and the like: what their state_dict() does not hold is not checkpointed.
+    saved: dict[int, set[str]] = {}
+    for name, obj in s.registry.objects.items():
+        if isinstance(obj, (nn.Module, dict)):
+            continue
+        try:
+            keys = set(obj.state_dict())
+        except Exception:  # the round trip at setup reports a state_dict() that raises
+            continue
+        owners.append((name, obj))
+        saved[id(obj)] = keys
     for prefix, owner in owners:
-        for attr, v in list(vars(owner).items()):
-            if attr.startswith("_") or attr == "training":
+        attrs = vars(owner)
+        for attr, v in list(attrs.items()):
+            if attr.startswith("_") or attr == "training" or attr in saved.get(id(owner), ()):
+                continue
+            if isinstance(owner, type) and (callable(v) or isinstance(v, (staticmethod, classmethod, property))):
                 continue
             key = f"{prefix}.{attr}"
             np = sys.modules.get("numpy")

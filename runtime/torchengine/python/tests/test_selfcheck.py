@@ -63,6 +63,15 @@ class Caught(unittest.TestCase):
                 self.assertEqual("register_buffer" in res["message"], kind == "number" and key.startswith("model."),
                                  res["message"])
 
+    def test_a_class_attribute_counter_and_a_counter_on_the_optimizer(self) -> None:
+        # Not an instance attribute, and not in the optimizer's state_dict(): neither is checkpointed.
+        for argv, key in ((["--case", "class-counter"], "model class ClassCounterNet.calls"),
+                          (["--opt-counter"], "optimizer.micro_batches")):  # set by training: none before it
+            with self.subTest(key):
+                res, _ = check(argv)
+                self.assertEqual(res["result"], "failed", res)
+                self.assertIn(f"Likely cause: {key} is a", res["message"])
+
     def test_a_python_or_numpy_generator_the_data_set_owns(self) -> None:
         for kind, what in (("python", "a random.Random"), ("numpy", "a numpy generator")):
             with self.subTest(kind):

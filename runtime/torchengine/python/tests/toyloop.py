@@ -118,6 +118,18 @@ class HistoryNet(Net):
         return out * 0.5 if len(self.hist) > 1000 else out
 
 
+class ClassCounterNet(Net):
+    """A counter kept as a class attribute (shared by the class's instances), read after many calls."""
+
+    calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            ClassCounterNet.calls += 1
+        out = super().forward(x)
+        return out * 0.5 if ClassCounterNet.calls > 100_000 else out
+
+
 class InPlaceBufferNet(Net):
     """A registered buffer updated in place in the forward and used in the loss, beside BatchNorm (whose own
     in-place update of its running statistics must not bump this buffer's version)."""
@@ -178,7 +190,8 @@ class FunctionNet(Net):
 
 CASES = {"plain": Net, "owned-generator": OwnedGeneratorNet, "running-stat": RunningStatNet,
          "global-counter": GlobalCounterNet, "lstm": LSTMNet, "function": FunctionNet,
-         "late-counter": LateCounterNet, "in-place-buffer": InPlaceBufferNet, "history": HistoryNet}
+         "late-counter": LateCounterNet, "in-place-buffer": InPlaceBufferNet, "history": HistoryNet,
+         "class-counter": ClassCounterNet}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -188,6 +201,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=3)
     p.add_argument("--clip", type=float, default=0.5)
     p.add_argument("--jitter", action="store_true")
+    p.add_argument("--opt-counter", action="store_true", help="count micro-batches on the optimizer object")
     p.add_argument("--data-rng", choices=["", "python", "numpy", "counter"], default="",
                    help="the data set draws from a generator of its own (counter: counts its reads instead)")
     p.add_argument("--from-epoch-0", action="store_true", help="the resume mistake: the epoch loop starts at 0")
@@ -224,6 +238,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for batch in loader:
             opt.zero_grad(set_to_none=True)
             for x, y in batch:
+                if args.opt_counter:  # a plain attribute on the optimizer, outside its state_dict()
+                    opt.micro_batches = getattr(opt, "micro_batches", 0) + 1
                 batch.backward(F.cross_entropy(model(x), y))
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
