@@ -153,33 +153,7 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 		t.Errorf("job %s grew back onto idle GPUs %v after its shrink, want within a round (1 s) and the submission", id, grewIn)
 	}
 
-	for {
-		j, err := l.CLI.Job(ctx, id)
-		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
-			if j.State != "COMPLETED" {
-				t.Errorf("elastic job %s ended %s, want COMPLETED\n%s", id, j.State, dump())
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("job %s did not finish in time:\n%s", id, dump())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	b, err := os.ReadFile(summary)
-	if err != nil {
-		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, dump())
-	}
-	var sum struct {
-		Digest string `json:"digest"`
-		Steps  int64  `json:"steps"`
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Steps != steps || sum.Digest != want {
-		t.Errorf("shrunk job: %d steps, digest %s; the fixed run: %d steps, digest %s\n%s", sum.Steps, sum.Digest, steps, want, dump())
-	}
+	checkCompletedWithDigest(ctx, t, l, id, summary, steps, want, dump)
 
 	d.stop(syscall.SIGTERM)
 	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
@@ -240,4 +214,40 @@ func mnistJobFile(t *testing.T, l *slurmlab.Lab, epochs int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// checkCompletedWithDigest waits (until ctx ends) for elastic job id to
+// leave the queue, and checks it ended COMPLETED and that its summary holds
+// steps steps and the fixed run's digest want; dump gives the job's output
+// for a failure.
+func checkCompletedWithDigest(ctx context.Context, t *testing.T, l *slurmlab.Lab, id, summary string, steps int64, want string,
+	dump func() string) {
+	t.Helper()
+	for {
+		j, err := l.CLI.Job(ctx, id)
+		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
+			if j.State != "COMPLETED" {
+				t.Errorf("elastic job %s ended %s, want COMPLETED\n%s", id, j.State, dump())
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s did not finish in time:\n%s", id, dump())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, dump())
+	}
+	var sum struct {
+		Digest string `json:"digest"`
+		Steps  int64  `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != steps || sum.Digest != want {
+		t.Errorf("job %s: %d steps, digest %s; the fixed run: %d steps, digest %s\n%s", id, sum.Steps, sum.Digest, steps, want, dump())
+	}
 }

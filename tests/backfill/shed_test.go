@@ -2,7 +2,6 @@ package backfill
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,33 +96,7 @@ func TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse(t *testing.T) {
 		return err == nil && j.State == "RUNNING" && j.NodeList == "n2"
 	})
 	t.Logf("job %s ran on n[2-3] after %v; n3 released %v later", id, started, shedIn)
-	for {
-		j, err := l.CLI.Job(ctx, id)
-		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
-			if j.State != "COMPLETED" {
-				t.Errorf("elastic job %s ended %s, want COMPLETED\n%s", id, j.State, dump())
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("job %s did not finish in time:\n%s", id, dump())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	sb, err := os.ReadFile(summary)
-	if err != nil {
-		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, dump())
-	}
-	var sum struct {
-		Digest string `json:"digest"`
-		Steps  int64  `json:"steps"`
-	}
-	if err := json.Unmarshal(sb, &sum); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Steps != steps || sum.Digest != want {
-		t.Errorf("job with its t4 node released: %d steps, digest %s; the fixed run: %d steps, digest %s\n%s", sum.Steps, sum.Digest, steps, want, dump())
-	}
+	checkCompletedWithDigest(ctx, t, l, id, summary, steps, want, dump)
 	// slurmctld still answers once the job and its extra jobs have ended
 	// (24.11.5's died after such a job shrunk by NodeList= lost an extra job).
 	time.Sleep(2 * time.Second)

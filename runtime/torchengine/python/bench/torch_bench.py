@@ -138,6 +138,12 @@ def median_ci(xs: list[float]) -> tuple[float, float]:
     return ys[k - 1], ys[n - k]
 
 
+def spread_pct(ratios: list[float]) -> tuple[float, float, float, float]:
+    """The ratios' 25th and 75th percentiles and the median's 95 % interval, as overheads in percent."""
+    lo, hi = median_ci(ratios)
+    return tuple(100 * (v - 1) for v in (quantile(ratios, 0.25), quantile(ratios, 0.75), lo, hi))  # type: ignore
+
+
 class Result:
     """Step times (s) of both arms, in the order they ran: plain[0], est[0], plain[1], est[1], ..., plain[-1].
 
@@ -193,9 +199,7 @@ class Result:
 
     def spread_pct(self) -> tuple[float, float, float, float]:
         """The ratios' 25th and 75th percentiles and the median's 95 % interval, as overheads in percent."""
-        r = self.ratios()
-        lo, hi = median_ci(r)
-        return tuple(100 * (v - 1) for v in (quantile(r, 0.25), quantile(r, 0.75), lo, hi))  # type: ignore
+        return spread_pct(self.ratios())
 
     def overhead_min_pct(self) -> float:
         """100 x (fastest loop step / fastest plain step - 1): the figure's earlier definition, for comparison."""
@@ -365,9 +369,7 @@ class Pooled:
         return 100 * (quantile(self.ratios(), 0.5) - 1)
 
     def spread_pct(self) -> tuple[float, float, float, float]:
-        r = self.ratios()
-        lo, hi = median_ci(r)
-        return tuple(100 * (v - 1) for v in (quantile(r, 0.25), quantile(r, 0.75), lo, hi))  # type: ignore
+        return spread_pct(self.ratios())
 
     def overhead_min_pct(self) -> float:
         return 100 * (min(min(r.est) for r in self.parts) / min(min(r.plain) for r in self.parts) - 1)
