@@ -282,6 +282,7 @@ def _hidden(s: Session) -> dict[str, tuple[Any, str, str, Any]]:
             continue
         owners.append((name, obj))
         saved[id(obj)] = keys
+    np = sys.modules.get("numpy")
     for prefix, owner in owners:
         attrs = vars(owner)
         for attr, v in list(attrs.items()):
@@ -290,7 +291,6 @@ def _hidden(s: Session) -> dict[str, tuple[Any, str, str, Any]]:
             if isinstance(owner, type) and (callable(v) or isinstance(v, (staticmethod, classmethod, property))):
                 continue
             key = f"{prefix}.{attr}"
-            np = sys.modules.get("numpy")
             if isinstance(v, torch.Generator):
                 out[key] = (owner, attr, "generator", v.get_state())
             elif isinstance(v, random.Random):
