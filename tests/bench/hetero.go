@@ -155,6 +155,16 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		// experiments the daemon does not run (BENCHMARKS.md, E31 and E32)
 		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
+		if os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1" {
+			d.ShrinkToAdmit = false
+			d.StartSmall = 0
+		}
+		if os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
+			d.ShrinkToAdmit = false
+		}
+		if os.Getenv("EASYSCALE_HETERO_NOSMALL") == "1" {
+			d.StartSmall = 0
+		}
 		cfg = d
 	}
 	return cfg
@@ -185,7 +195,10 @@ func heteroRescaleCost() float64 {
 // with simulator.Config.HoldForFast (an experiment the daemon cannot apply
 // as is); $EASYSCALE_HETERO_RESCALE=S sets the elastic runs' rescale cost
 // to S seconds; $EASYSCALE_HETERO_SEED=D draws the jobs' speeds, d1 choices
-// and pinned types anew (jobHash).
+// and pinned types anew (jobHash). $EASYSCALE_HETERO_NOADMIT=1 turns the
+// elastic runs' shrink-to-admit off, $EASYSCALE_HETERO_NOSMALL=1 their
+// start-small, $EASYSCALE_HETERO_GAPONLY=1 both (gap filling alone:
+// BENCHMARKS.md, E33).
 func heteroSuite() ([]figure, error) {
 	cases, err := heteroCases()
 	if err != nil {
