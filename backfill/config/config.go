@@ -152,7 +152,7 @@ type Config struct {
 	// NumNodes=N` releases them for the jobs waiting for them; the batch
 	// host is always kept. Off by default until the policy it belongs to
 	// is (BENCHMARKS.md, issue 17: E31). The daemon refuses it at start on
-	// a Slurm series it was not run on (daemon.ShedSafeSeries, 22.05): on
+	// a Slurm series it was not run on (daemon.MixedShrinkSafeSeries, 22.05): on
 	// 24.11.5 slurmctld crashed after such a shrink.
 	ShedSlowNodes bool `toml:"shed_slow_nodes"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];

@@ -184,7 +184,7 @@ func (d *Daemon) longestOther(v *View) time.Duration {
 // minimum, its node count before its first shrink-to-admit (the store),
 // its start, time limit and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
-	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: donorFacts(e, d.cfg), MinNodes: e.Request.MinNodes,
+	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
 		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition)}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
@@ -234,7 +234,23 @@ func admitDetail(ds donorShrink, queued string) string {
 }
 
 // donorFacts are what the view says of running job e for planner.NotDonor.
-func donorFacts(e *ElasticJob, c *config.Config) planner.DonorFacts {
+func (d *Daemon) donorFacts(v *View, e *ElasticJob) planner.DonorFacts {
+	c := d.cfg
 	return planner.DonorFacts{Elastic: e.Request.Elastic(), Ready: e.Ready, Rendezvous: e.Rendezvous, Managed: e.Managed,
-		AdmitOn: c.AdmitOn(e.Job.Partition), Partition: e.Job.Partition, Nodes: len(e.Base), HasEnd: !e.End.IsZero()}
+		AdmitOn: c.AdmitOn(e.Job.Partition), Partition: e.Job.Partition, Nodes: len(e.Base), HasEnd: !e.End.IsZero(),
+		MixedTypesUnsafe: !d.mixedShrinkSafe && len(baseGPUTypes(v, e)) > 1}
+}
+
+// baseGPUTypes returns the GPU types of the nodes of e's base allocation
+// as sinfo reported them (a node the view lacks counts as type "").
+func baseGPUTypes(v *View, e *ElasticJob) map[string]bool {
+	types := map[string]bool{}
+	for _, b := range e.Base {
+		typ := ""
+		if n := v.node(b.Node); n != nil {
+			typ = n.GPUType
+		}
+		types[typ] = true
+	}
+	return types
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
@@ -86,6 +88,18 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "on Slurm 24.11, which refuses NumNodes alone, the shrink keeps the running job's task count",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1",
+				"scontrol update JobId=10 NumNodes=1 NumTasks=2"}},
+		{name: "on Slurm 24.11, a job on a v100 and a t4 node is not shrunk (slurmctld crashed after such a shrink)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { mixedDonor(t, td, "24.11.5") }},
+		{name: "on Slurm 22.05 the same job is shrunk to its v100 node for a queued t4 job",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { mixedDonor(t, td, "wlm 22.05.8") },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "on Slurm 24.11, a job on two v100 nodes is still shrunk",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.restart(t, "24.11.5") },
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1",
 				"scontrol update JobId=10 NumNodes=1 NumTasks=2"}},
 		{name: "admit is on by default", toml: "", comment: elasticComment,
@@ -177,6 +191,7 @@ func TestShrinkToAdmit(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, td)
 			}
+			before := td.fake.job("10").nodeList
 			r := td.cycle(t)
 			got := td.fake.commands("scontrol update")
 			if !slices.Equal(got, tt.want) {
@@ -196,8 +211,8 @@ func TestShrinkToAdmit(t *testing.T) {
 				if len(done) != 0 || len(r.Admitted) != 0 {
 					t.Fatalf("recorded %+v, admitted %v; want no shrink", done, r.Admitted)
 				}
-				if j := td.fake.job("10"); j.nodeList != "n1,n2" {
-					t.Fatalf("job 10 now on %s, want n1,n2 untouched", j.nodeList)
+				if j := td.fake.job("10"); j.nodeList != before {
+					t.Fatalf("job 10 now on %s, want %s untouched", j.nodeList, before)
 				}
 				return
 			}
@@ -265,4 +280,32 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restart makes the fake a Slurm of version (as `scontrol --version`
+// prints it after "slurm "; keepTasks from 23.02 on, which refuses
+// NumNodes alone) and starts the daemon anew over the same database, as
+// one started on that Slurm (New reads the version).
+func (td *testDaemon) restart(t *testing.T, version string) {
+	t.Helper()
+	td.fake.set(func() { td.fake.version, td.fake.keepTasks = version, !strings.Contains(version, "22.05") })
+	d, err := New(Options{Config: td.Daemon.cfg, DB: td.db, Slurm: td.fake.runner(), Now: func() time.Time { return td.now },
+		Logger: hclog.NewNullLogger(), Actuator: &SlurmActuator{Slurm: td.fake.runner()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.Daemon = d
+}
+
+// mixedDonor moves admitCluster's job 10 to v100 node n1 and t4 node n3
+// and makes queued job 20 want a whole t4 node, reserved on n3, on a
+// daemon started on Slurm version.
+func mixedDonor(t *testing.T, td *testDaemon, version string) {
+	t.Helper()
+	td.restart(t, version)
+	td.fake.set(func() {
+		td.fake.jobs[0].nodeList = "n1,n3"
+		q := td.fake.jobs[1]
+		q.gpuType, q.schedNodes = "t4", "n3"
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,10 +67,13 @@ type Daemon struct {
 	shedder Shedder
 	// shedTried holds "job/node list" of every release tried (shed.go).
 	shedTried map[string]bool
-	now       func() time.Time
-	metrics   *Metrics
-	snap      *Snapshotter
-	after     func(time.Duration) <-chan time.Time
+	// mixedShrinkSafe: the Slurm series (read at start) is one of
+	// MixedShrinkSafeSeries, so a job on more than one GPU type may be shrunk.
+	mixedShrinkSafe bool
+	now             func() time.Time
+	metrics         *Metrics
+	snap            *Snapshotter
+	after           func(time.Duration) <-chan time.Time
 	// nextShrink is when the earliest shrink the last good cycle scheduled
 	// needs a cycle (signal or cancel time); zero when none.
 	nextShrink time.Time
@@ -119,6 +123,12 @@ func New(o Options) (*Daemon, error) {
 		if err := checkShedSupported(context.Background(), o.Slurm); err != nil {
 			return nil, fmt.Errorf("backfill daemon: %w", err)
 		}
+	}
+	if series, err := slurmSeries(context.Background(), o.Slurm); err != nil {
+		d.log.Warn("jobs on more than one GPU type will not be shrunk to admit others", "error", err)
+	} else if d.mixedShrinkSafe = mixedShrinkSafe(series); !d.mixedShrinkSafe {
+		d.log.Info("jobs on more than one GPU type will not be shrunk to admit others: slurmctld crashed after such a shrink on 24.11.5",
+			"slurm_series", series, "safe_series", strings.Join(MixedShrinkSafeSeries, ","))
 	}
 	if d.now == nil {
 		d.now = time.Now

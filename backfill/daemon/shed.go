@@ -39,33 +39,54 @@ func (s *SlurmShedder) KeepFirst(ctx context.Context, id string, nodes int) erro
 	return nil
 }
 
-// ShedSafeSeries are the Slurm release series on which shed_slow_nodes was
-// run on the lab and slurmctld survived it: on 24.11.5 slurmctld died with
-// "double free or corruption (fasttop)" after a d2 job with untyped GPUs
-// on a v100 node and a t4 node was shrunk to its v100 node (by NodeList=
-// and by NumNodes= alike) and its extra job ended (current lab, 2 December
-// 2026; tests/backfill TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse).
-var ShedSafeSeries = []string{"22.05"}
+// MixedShrinkSafeSeries are the Slurm release series on which shrinking a
+// running job whose nodes have more than one GPU type was run on the lab
+// and slurmctld survived it. On 24.11.5 slurmctld died ("double free or
+// corruption (fasttop)") when such a job, shrunk by `scontrol update
+// NumNodes=` (or NodeList=), ended after another job had run on the
+// released node: a job with --gres=gpu:4 on a v100 node and a t4 node kept
+// its v100 node, a 3 s job ran on the t4 node, and slurmctld died as the
+// first job's step ended (reproduced with Slurm's commands alone, 3
+// December 2026; a job on two t4 nodes survived the same sequence;
+// docs/deploy.md, section 4, has the commands). So shed_slow_nodes, which
+// shrinks exactly such jobs, is refused on other series, and
+// shrink-to-admit leaves such jobs alone there (planner.DonorFacts.MixedTypesUnsafe).
+var MixedShrinkSafeSeries = []string{"22.05"}
 
-// checkShedSupported returns an error naming shed_slow_nodes unless
-// `scontrol --version` (the client's, which needs no slurmctld) is of a
-// series in ShedSafeSeries.
-func checkShedSupported(ctx context.Context, r slurmcli.Runner) error {
+// slurmSeries returns the release series ("22.05") of `scontrol
+// --version` (the client's, which needs no slurmctld), which prints
+// "slurm 24.11.5" or Debian's "slurm-wlm 22.05.8".
+func slurmSeries(ctx context.Context, r slurmcli.Runner) (string, error) {
 	out, err := r.Output(ctx, "scontrol", "--version")
 	if err != nil {
-		return fmt.Errorf("shed_slow_nodes: reading the Slurm version (scontrol --version): %w", err)
+		return "", fmt.Errorf("reading the Slurm version (scontrol --version): %w", err)
 	}
-	f := strings.Fields(string(out)) // "slurm 24.11.5", Debian's "slurm-wlm 22.05.8"
+	f := strings.Fields(string(out))
 	if len(f) != 2 || !strings.HasPrefix(f[0], "slurm") {
-		return fmt.Errorf("shed_slow_nodes: scontrol --version printed %q, want \"slurm X.Y.Z\"", out)
+		return "", fmt.Errorf("scontrol --version printed %q, want \"slurm X.Y.Z\"", out)
 	}
-	for _, s := range ShedSafeSeries {
-		if strings.HasPrefix(f[1], s+".") {
-			return nil
-		}
+	parts := strings.SplitN(f[1], ".", 3)
+	if len(parts) < 2 {
+		return "", fmt.Errorf("scontrol --version printed %q: no release series X.Y in %q", out, f[1])
 	}
-	return fmt.Errorf("shed_slow_nodes: Slurm %s is not a series it was run on (%s): on 24.11.5 slurmctld crashed "+
-		"after such a shrink; set shed_slow_nodes = false", f[1], strings.Join(ShedSafeSeries, ", "))
+	return parts[0] + "." + parts[1], nil
+}
+
+// mixedShrinkSafe reports whether series is in MixedShrinkSafeSeries.
+func mixedShrinkSafe(series string) bool { return slices.Contains(MixedShrinkSafeSeries, series) }
+
+// checkShedSupported returns an error naming shed_slow_nodes unless the
+// Slurm series (slurmSeries) is in MixedShrinkSafeSeries.
+func checkShedSupported(ctx context.Context, r slurmcli.Runner) error {
+	series, err := slurmSeries(ctx, r)
+	if err != nil {
+		return fmt.Errorf("shed_slow_nodes: %w; set shed_slow_nodes = false", err)
+	}
+	if !mixedShrinkSafe(series) {
+		return fmt.Errorf("shed_slow_nodes: Slurm %s is not a series it was run on (%s): on 24.11.5 slurmctld crashed "+
+			"after such a shrink; set shed_slow_nodes = false", series, strings.Join(MixedShrinkSafeSeries, ", "))
+	}
+	return nil
 }
 
 // shedPlan is one job's release of the nodes its throughput does not

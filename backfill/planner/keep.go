@@ -35,15 +35,21 @@ type DonorFacts struct {
 	Nodes int
 	// HasEnd: the end of its time limit is known.
 	HasEnd bool
+	// MixedTypesUnsafe: its nodes have more than one GPU type and the
+	// cluster runs a Slurm on which shrinking such a job crashed slurmctld
+	// (24.11.5: daemon.MixedShrinkSafeSeries). The zero value, false, is
+	// the 22.05 behaviour of the recordings made before this fact.
+	MixedTypesUnsafe bool `json:",omitempty"`
 }
 
 // NotDonor says why a running job can never give up nodes for
 // shrink-to-admit, "" when it may: it must be an elastic EasyScale job
 // whose coordinator is up, on nodes all managed by this daemon, in a
 // partition where shrink-to-admit is on, on two or more nodes (a job is
-// never shrunk below one node) and with a known end (its raised time
-// limit is computed from it). The rules are checked in that order and the
-// first one broken is named.
+// never shrunk below one node), with a known end (its raised time limit
+// is computed from it) and not on several GPU types where the Slurm in use
+// crashed after shrinking such a job (MixedTypesUnsafe). The rules are
+// checked in that order and the first one broken is named.
 func NotDonor(f DonorFacts) string {
 	switch {
 	case !f.Elastic:
@@ -58,6 +64,8 @@ func NotDonor(f DonorFacts) string {
 		return "it runs on one node (never shrunk below one)"
 	case !f.HasEnd:
 		return "no end time"
+	case f.MixedTypesUnsafe:
+		return "its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"
 	}
 	return ""
 }

@@ -41,6 +41,8 @@ func TestNotDonor(t *testing.T) {
 		{"nor one in a partition where admit is off", func(f *DonorFacts) { f.AdmitOn = false }, "admit is off in its partition gpu"},
 		{"nor one on a single node", func(f *DonorFacts) { f.Nodes = 1 }, "it runs on one node (never shrunk below one)"},
 		{"nor one without a known end", func(f *DonorFacts) { f.HasEnd = false }, "no end time"},
+		{"nor one on several GPU types where this Slurm crashed after shrinking such a job", func(f *DonorFacts) { f.MixedTypesUnsafe = true },
+			"its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"},
 		{"the first rule broken is named", func(f *DonorFacts) { f.Elastic, f.Nodes = false, 1 }, "no elastic node range"},
 	}
 	for _, tc := range tests {
