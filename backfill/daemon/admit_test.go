@@ -289,7 +289,7 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 func (td *testDaemon) restart(t *testing.T, version string) {
 	t.Helper()
 	td.fake.set(func() { td.fake.version, td.fake.keepTasks = version, !strings.Contains(version, "22.05") })
-	d, err := New(Options{Config: td.Daemon.cfg, DB: td.db, Slurm: td.fake.runner(), Now: func() time.Time { return td.now },
+	d, err := New(Options{Config: td.Daemon.cfg, DB: td.db, Slurm: td.fake.runner(), Now: func() time.Time { return td.now }, UserID: ownUID,
 		Logger: hclog.NewNullLogger(), Actuator: &SlurmActuator{Slurm: td.fake.runner()}})
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,9 @@ type Options struct {
 	// After waits between cycles and probes; nil: time.After (tests
 	// shorten the waits).
 	After func(time.Duration) <-chan time.Time
+	// UserID returns the uid of a job's user (squeue's name); nil: the
+	// system's user database (Snapshotter.UserID).
+	UserID func(name string) (uint32, error)
 }
 
 // Daemon is easyscale-backfilld: it runs cycles of snapshot → reconcile →
@@ -106,7 +109,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("backfill daemon: %w", err)
 	}
 	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
-		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config}, noted: map[string]string{}, unreadable: map[string]string{}}
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config, UserID: o.UserID}, noted: map[string]string{}, unreadable: map[string]string{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
 	}

@@ -86,7 +86,7 @@ func newTestDaemonWith(t testing.TB, fake *fakeSlurm, cfg *config.Config) *testD
 	}
 	t.Cleanup(func() { db.Close() })
 	td := &testDaemon{fake: fake, db: db, now: fake.now}
-	d, err := New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Now: func() time.Time { return td.now },
+	d, err := New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Now: func() time.Time { return td.now }, UserID: ownUID,
 		Logger:   hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
 		Actuator: &SlurmActuator{Slurm: fake.runner()}})
 	if err != nil {

@@ -19,9 +19,14 @@
 // user, account and WorkDir; pending jobs with the start and nodes Slurm's
 // backfill planned, i.e. what `squeue --start` shows; extra jobs in final
 // states). A job is elastic when its comment parses with
-// elastic.ParseComment; it can grow once its rendezvous directory
-// WorkDir/.easyscale/JOBID holds `coordinator` and `token` (the daemon must
-// see WorkDir, as on a shared filesystem).
+// elastic.ParseComment; it can grow, shrink or shed once its rendezvous
+// directory WorkDir/.easyscale/JOBID holds `coordinator` and `token`
+// written by the job's own user for its current run (rendezvous.go: owner,
+// modes, no links, the coordinator file no older than the run; lstat only,
+// never read), since WorkDir may be writable by others (the daemon must see
+// WorkDir, as on a shared filesystem). A job whose GPUs were asked per job
+// (`--gpus=N`) on several nodes is never shrunk nor shed: squeue does not
+// say how Slurm spread them.
 //
 // # Reading what users wrote
 //

@@ -79,13 +79,16 @@ type fakeJob struct {
 	user, account, workDir              string
 	nodeList, schedNodes                string
 	gpusPerNode, nodes                  int
-	gpuType                             string
-	start, end                          time.Time
-	timeLimit                           time.Duration
-	signalled                           int
-	reqNode                             string
-	script                              string
-	args                                []string
+	// gpusPerJob, with gpusPerNode 0, is a --gpus=N request (squeue's
+	// tres-per-job), spread evenly in sinfo's GresUsed.
+	gpusPerJob int
+	gpuType    string
+	start, end time.Time
+	timeLimit  time.Duration
+	signalled  int
+	reqNode    string
+	script     string
+	args       []string
 	// unreadable makes squeue print a record slurmcli cannot read (NumNodes
 	// "garbled").
 	unreadable bool
@@ -275,7 +278,7 @@ func (f *fakeSlurm) used(node string) int {
 		}
 		names, _ := slurmcli.ExpandHostlist(j.nodeList)
 		if slices.Contains(names, node) {
-			n += j.gpusPerNode
+			n += j.gpusPerNode + j.gpusPerJob/max(1, len(names))
 		}
 	}
 	return n
@@ -377,6 +380,10 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 				tpn = "gres:gpu:" + j.gpuType + ":" + strconv.Itoa(j.gpusPerNode)
 			}
 		}
+		tpj := "N/A"
+		if j.gpusPerJob > 0 {
+			tpj = "gres:gpu:" + strconv.Itoa(j.gpusPerJob)
+		}
 		orNull := func(s string) string {
 			if s == "" {
 				return "(null)"
@@ -392,7 +399,7 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			nodes = "garbled"
 		}
 		rows = append(rows, map[string]string{"JobID": j.id, "Name": j.name, "State": j.state, "Partition": j.partition,
-			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": "N/A",
+			"NumNodes": nodes, "NumCPUs": "1", "tres-per-node": tpn, "tres-per-job": tpj,
 			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": start, "EndTime": slurmTime(j.end),
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
 			"BatchHost": batchHost(j), "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
@@ -620,6 +627,11 @@ func (f *fakeSlurm) scancel(args []string) ([]byte, error) {
 
 // rendezvous creates WORK/.easyscale/ID with coordinator and token files and
 // returns WORK.
+// ownUID is Options.UserID for the fake's jobs, whose users (alice, bob)
+// need not exist here: every user is this process's, which owns the files
+// rendezvous writes.
+func ownUID(string) (uint32, error) { return uint32(os.Getuid()), nil }
+
 func rendezvous(t testing.TB, id string) string {
 	t.Helper()
 	work := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 	}{
 		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0"},
 		{"a growable job is only logged", func(t *testing.T, f *fakeSlurm) {
-			f.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+			ownJob(t, f.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10")))
 		}, "grows=1"},
 	}
 	for _, tc := range tests {
@@ -66,7 +67,7 @@ func TestOnceRecordWritesTheCyclesSnapshotAndDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := newFake(time.Now())
-	fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	ownJob(t, fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10")))
 	rec := filepath.Join(dir, "cycle.json")
 	var stderr bytes.Buffer
 	if code := mainWith(context.Background(), []string{"--config", cfg, "--once", "--dry-run", "--record", rec}, &stderr, fake.runner()); code != 0 {
@@ -87,4 +88,16 @@ func TestOnceRecordWritesTheCyclesSnapshotAndDecisions(t *testing.T) {
 	if code := mainWith(context.Background(), []string{"--config", cfg, "--record", rec}, &stderr, fake.runner()); code != 2 {
 		t.Errorf("--record without --once: exit %d, want 2", code)
 	}
+}
+
+// ownJob makes j this process's user's, as the system's user database
+// names it: the command's daemon checks that a job's rendezvous files
+// (written by this process) are its user's.
+func ownJob(t *testing.T, j *fakeJob) {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Skipf("no user name for uid %d: %v", os.Getuid(), err)
+	}
+	j.user = u.Username
 }

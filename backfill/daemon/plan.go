@@ -84,7 +84,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	}
 	e := v.Elastic[j.ID]
 	if e == nil {
-		if alloc, err := allocation(j); err == nil {
+		if alloc, _, err := allocation(j); err == nil {
 			for _, a := range alloc {
 				r.Base = append(r.Base, planner.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
 			}

@@ -356,6 +356,13 @@ func TestAJobsStatusIsItsRunRequestAndRendezvousNotItsProgress(t *testing.T) {
 	work := rendezvous(t, "10")
 	dir := filepath.Join(work, ".easyscale", "10")
 	extra := config.Default().Extra
+	stat := func(path string) os.FileInfo {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return nil
+		}
+		return fi
+	}
 	key := func(start, comment string) string {
 		c, err := elastic.ParseComment(comment)
 		if err != nil {

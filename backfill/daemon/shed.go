@@ -110,7 +110,7 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 	var plans []shedPlan
 	for _, r := range ps.Running {
 		e := v.Elastic[r.ID]
-		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || len(r.Base) < 2 {
+		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || len(r.Base) < 2 || e.BaseGuessed {
 			continue
 		}
 		shares := make([]planner.NodeShare, 0, len(r.Base))
@@ -165,6 +165,11 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 	changed := false
 	if d.shedTried == nil {
 		d.shedTried = map[string]bool{}
+	}
+	for tried := range d.shedTried { // forget the jobs no longer running: the map stays as small as the running jobs
+		if id, _, _ := strings.Cut(tried, "/"); v.Elastic[id] == nil {
+			delete(d.shedTried, tried)
+		}
 	}
 	for _, p := range d.planShed(v, ps) {
 		id := p.job.Job.ID

@@ -43,6 +43,15 @@ func TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse(t *testing.T) {
 	if got := td.fake.commands("scontrol update"); len(got) != 1 {
 		t.Errorf("updates after the next cycle %q, want the one release", got)
 	}
+	if len(td.Daemon.shedTried) != 1 {
+		t.Errorf("releases remembered %v, want job 10's", td.Daemon.shedTried)
+	}
+	td.fake.set(func() { j.state = "COMPLETED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if len(td.Daemon.shedTried) != 0 {
+		t.Errorf("releases remembered after job 10 ended %v, want none (a daemon's life of jobs would pile up)", td.Daemon.shedTried)
+	}
 }
 
 // Which jobs keep their nodes: the option off, a d1 job, a job whose slow
@@ -55,6 +64,7 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 	for _, tc := range []struct {
 		name, toml, comment, nodes string
 		gpus                       int
+		perJob                     bool // the GPUs asked per job (--gpus=gpus·nodes), not per node
 		changeBeforeReRead         bool
 		wantDecisions              int
 	}{
@@ -63,12 +73,17 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 		{name: "the slow node is the batch host", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n3,n2", gpus: 1},
 		{name: "the slow node is in the middle of the list", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=3 lw=2 d2", nodes: "n2,n3,n1", gpus: 1},
 		{name: "every node is used", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=16 d2", nodes: "n2,n3", gpus: 4},
+		{name: "GPUs asked per job on two nodes: how many each holds is unknown (a tester's --gpus=5 held 1 and 4)",
+			toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, perJob: true},
 		{name: "dry run", toml: "shed_slow_nodes = true\ndry_run = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, wantDecisions: 1},
 		{name: "the job changed before the re-read", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, changeBeforeReRead: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, tc.toml)
 			j := td.fake.running("10", tc.comment, tc.nodes, tc.gpus, time.Hour, rendezvous(t, "10"))
+			if tc.perJob {
+				td.fake.set(func() { j.gpusPerJob, j.gpusPerNode = tc.gpus*j.nodes, 0 })
+			}
 			if tc.changeBeforeReRead {
 				td.fake.onJobs = func() { j.nodeList = "n1,n2" } // now on two V100 nodes: nothing to release
 			}

@@ -82,17 +82,22 @@ type ElasticJob struct {
 	// User, Account and WorkDir come from squeue (the same record as Job).
 	User, Account, WorkDir string
 	// Rendezvous is WorkDir/.easyscale/JOBID; Ready is true once its
-	// coordinator and token files exist.
+	// coordinator and token files are there, its user's and of this run
+	// (rendezvous.go); NotReady says why not ("" when Ready).
 	Rendezvous string
 	Ready      bool
+	NotReady   string
 	// Status is the job's status as far as failing lends go
 	// ([statusKey]): a change lifts a stop of its growth
 	// (planner.RetryPolicy.MayLend).
 	Status string
 	// End is when its time limit ends (zero: unlimited or unknown).
 	End time.Time
-	// Base is its own allocation: GPUs by node.
-	Base []NodeAlloc
+	// Base is its own allocation: GPUs by node. BaseGuessed: its GPUs
+	// were requested per job on more than one node, so Base's split is a
+	// guess (allocation); it is then never shrunk nor shed.
+	Base        []NodeAlloc
+	BaseGuessed bool
 	// Managed: every node of Base is managed by this daemon.
 	Managed bool
 }
@@ -189,6 +194,10 @@ type Snapshotter struct {
 	Config *config.Config
 	// Loc is the time zone Slurm prints times in (nil: time.Local).
 	Loc *time.Location
+	// UserID returns the uid of a job's user as squeue names it (nil:
+	// the system's user database): a job's rendezvous files must be its
+	// user's (rendezvous.go).
+	UserID func(name string) (uint32, error)
 }
 
 // Snapshot reads nodes and jobs and returns the view at now. A job whose
@@ -377,7 +386,7 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 	}
 	x := &ExtraView{Job: j, Parent: parent}
 	if j.State != "PENDING" {
-		alloc, err := allocation(j)
+		alloc, _, err := allocation(j)
 		if err != nil {
 			return err
 		}
@@ -391,17 +400,30 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 }
 
 func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) error {
-	base, err := allocation(j)
+	base, exact, err := allocation(j)
 	if err != nil {
 		return err
 	}
-	e := &ElasticJob{Job: j, Request: c.Request, Progress: c.Progress, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base, Managed: len(base) > 0}
+	e := &ElasticJob{Job: j, Request: c.Request, Progress: c.Progress, User: j.User, Account: j.Account, WorkDir: j.WorkDir, Base: base,
+		BaseGuessed: !exact, Managed: len(base) > 0}
 	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	var coord, token os.FileInfo
 	if j.WorkDir != "" {
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
-		coord, token = stat(filepath.Join(e.Rendezvous, "coordinator")), stat(filepath.Join(e.Rendezvous, "token"))
-		e.Ready = coord != nil && token != nil
+		userID := s.UserID
+		if userID == nil {
+			userID = systemUserID
+		}
+		uid, err := userID(j.User)
+		if err == nil {
+			start, _ := slurmcli.ParseTime(j.StartTime, s.loc())
+			coord, token, err = rendezvousFiles(e.Rendezvous, uid, start)
+		}
+		if e.Ready = err == nil; err != nil {
+			e.NotReady = err.Error()
+		}
+	} else {
+		e.NotReady = "no working directory"
 	}
 	e.Status = statusKey(j, c.Request, s.Config.Extra, coord, token)
 	for _, b := range base {
@@ -411,16 +433,6 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 	}
 	v.Elastic[j.ID] = e
 	return nil
-}
-
-// stat returns the file's metadata (following links, as the worker's
-// `cat` does), nil when it cannot be read.
-func stat(path string) os.FileInfo {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil
-	}
-	return fi
 }
 
 // statusKey is an elastic job's status as far as its failing lends go:
@@ -456,8 +468,17 @@ func statusKey(j slurmcli.Job, req elastic.Request, extra config.Extra, files ..
 
 // allocation spreads a running job's GPUs over its nodes: TRES-per-node
 // GPUs on every node, or a TRES-per-job count split evenly (the first nodes
-// get the remainder; exact for single-node jobs).
-func allocation(j slurmcli.Job) ([]NodeAlloc, error) {
+// get the remainder). exact is false for the latter on more than one node:
+// Slurm need not spread `--gpus=N` evenly (a tester's job with --gpus=5 on
+// two nodes held 1 and 4), and squeue does not say how it did.
+func allocation(j slurmcli.Job) (out []NodeAlloc, exact bool, err error) {
+	out, err = spread(j)
+	perNode, _ := slurmcli.ParseGRES(j.TRESPerNode)
+	return out, err == nil && (len(out) < 2 || slurmcli.GPUs(perNode) > 0), err
+}
+
+// spread is allocation without its exactness.
+func spread(j slurmcli.Job) ([]NodeAlloc, error) {
 	names, err := slurmcli.ExpandHostlist(j.NodeList)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: node list: %w", j.ID, err)

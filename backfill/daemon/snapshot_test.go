@@ -39,7 +39,7 @@ func TestSnapshotDecidesWhichNodesMayBeLent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &Snapshotter{Slurm: f.runner(), Config: cfg}
+			s := &Snapshotter{Slurm: f.runner(), Config: cfg, UserID: ownUID}
 			v, err := s.Snapshot(context.Background(), f.now)
 			if err != nil {
 				t.Fatal(err)
@@ -100,22 +100,28 @@ func TestPendingJobsBecomeReservationsOnlyWithAPlan(t *testing.T) {
 
 func TestAllocationSpreadsAJobsGPUsOverItsNodes(t *testing.T) {
 	tests := []struct {
-		name string
-		job  slurmcli.Job
-		want []NodeAlloc
+		name  string
+		job   slurmcli.Job
+		want  []NodeAlloc
+		exact bool
 	}{
 		{"per-node GPUs are on every node", slurmcli.Job{ID: "1", NodeList: "n[1-2]", TRESPerNode: "gres:gpu:v100:2", Nodes: 2},
-			[]NodeAlloc{{"n1", 2}, {"n2", 2}}},
-		{"per-job GPUs are split with the remainder first", slurmcli.Job{ID: "1", NodeList: "n[1-2]", TRESPerJob: "gres:gpu:3", Nodes: 2},
-			[]NodeAlloc{{"n1", 2}, {"n2", 1}}},
-		{"a CPU job holds no GPUs", slurmcli.Job{ID: "1", NodeList: "n3", Nodes: 1}, []NodeAlloc{{"n3", 0}}},
-		{"a job without nodes has no allocation", slurmcli.Job{ID: "1"}, nil},
+			[]NodeAlloc{{"n1", 2}, {"n2", 2}}, true},
+		{"per-job GPUs on several nodes are split with the remainder first, a guess", slurmcli.Job{ID: "1", NodeList: "n[1-2]", TRESPerJob: "gres:gpu:3", Nodes: 2},
+			[]NodeAlloc{{"n1", 2}, {"n2", 1}}, false},
+		{"per-job GPUs on one node are exact", slurmcli.Job{ID: "1", NodeList: "n2", TRESPerJob: "gres:gpu:3", Nodes: 1},
+			[]NodeAlloc{{"n2", 3}}, true},
+		{"a CPU job holds no GPUs", slurmcli.Job{ID: "1", NodeList: "n3", Nodes: 1}, []NodeAlloc{{"n3", 0}}, true},
+		{"a job without nodes has no allocation", slurmcli.Job{ID: "1"}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := allocation(tc.job)
+			got, exact, err := allocation(tc.job)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if exact != tc.exact {
+				t.Errorf("exact %v, want %v", exact, tc.exact)
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("allocation %v, want %v", got, tc.want)

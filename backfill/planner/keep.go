@@ -26,6 +26,9 @@ type DonorFacts struct {
 	// path, is only for the reason's text and is left out of recordings.
 	Ready      bool
 	Rendezvous string `json:"-"`
+	// NotReady, when not Ready, says which rule its rendezvous files
+	// broke (daemon rendezvous.go); only for the reason's text.
+	NotReady string `json:"-"`
 	// Managed: all of its nodes are managed by this daemon.
 	Managed bool
 	// AdmitOn: shrink-to-admit is on in its partition Partition.
@@ -40,6 +43,10 @@ type DonorFacts struct {
 	// (24.11.5: daemon.MixedShrinkSafeSeries). The zero value, false, is
 	// the 22.05 behaviour of the recordings made before this fact.
 	MixedTypesUnsafe bool `json:",omitempty"`
+	// GPUsPerJob: its GPUs were requested per job (--gpus=N) on more than
+	// one node, so how many each node holds is unknown (squeue does not
+	// print it and Slurm need not spread them evenly).
+	GPUsPerJob bool `json:",omitempty"`
 }
 
 // NotDonor says why a running job can never give up nodes for
@@ -47,13 +54,16 @@ type DonorFacts struct {
 // whose coordinator is up, on nodes all managed by this daemon, in a
 // partition where shrink-to-admit is on, on two or more nodes (a job is
 // never shrunk below one node), with a known end (its raised time limit
-// is computed from it) and not on several GPU types where the Slurm in use
-// crashed after shrinking such a job (MixedTypesUnsafe). The rules are
+// is computed from it), with a known GPU count on each node (GPUsPerJob)
+// and not on several GPU types where the Slurm in use crashed after
+// shrinking such a job (MixedTypesUnsafe). The rules are
 // checked in that order and the first one broken is named.
 func NotDonor(f DonorFacts) string {
 	switch {
 	case !f.Elastic:
 		return "no elastic node range"
+	case !f.Ready && f.NotReady != "":
+		return "its coordinator is not up: " + f.NotReady
 	case !f.Ready:
 		return "its coordinator is not up (no coordinator and token in " + f.Rendezvous + ")"
 	case !f.Managed:
@@ -64,6 +74,8 @@ func NotDonor(f DonorFacts) string {
 		return "it runs on one node (never shrunk below one)"
 	case !f.HasEnd:
 		return "no end time"
+	case f.GPUsPerJob:
+		return "its GPUs are requested per job on several nodes: how many each node holds is unknown"
 	case f.MixedTypesUnsafe:
 		return "its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"
 	}

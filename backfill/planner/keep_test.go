@@ -43,6 +43,8 @@ func TestNotDonor(t *testing.T) {
 		{"nor one without a known end", func(f *DonorFacts) { f.HasEnd = false }, "no end time"},
 		{"nor one on several GPU types where this Slurm crashed after shrinking such a job", func(f *DonorFacts) { f.MixedTypesUnsafe = true },
 			"its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"},
+		{"nor one whose GPUs, asked per job, are on several nodes in an unknown split", func(f *DonorFacts) { f.GPUsPerJob = true },
+			"its GPUs are requested per job on several nodes: how many each node holds is unknown"},
 		{"the first rule broken is named", func(f *DonorFacts) { f.Elastic, f.Nodes = false, 1 }, "no elastic node range"},
 	}
 	for _, tc := range tests {
