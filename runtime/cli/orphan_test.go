@@ -75,3 +75,29 @@ func TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown(t *testing.T) {
 		})
 	}
 }
+
+// A batch host lost before task 0 published the coordinator's address
+// leaves the other tasks nothing to join: once Slurm sets it down, a task
+// that waited its join timeout requeues the job (a tester's kill 0.2 s
+// into a job left it RUNNING, idle, until its time limit). (While the
+// batch host is up it exits 1 as before, after requeueOrphan's wait:
+// TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown.)
+func TestAWorkerWithNoCoordinatorToJoinRequeuesWhenTheBatchHostIsDown(t *testing.T) {
+	for _, tc := range []struct {
+		state    string
+		wantCode int
+	}{{"DOWN+NOT_RESPONDING", 0}} {
+		t.Run(tc.state, func(t *testing.T) {
+			f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{tc.state}}
+			s := &slurmRun{task: &slurmjob.Task{JobID: "7", Rendezvous: t.TempDir()}, log: hclog.NewNullLogger(),
+				runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}, joinWait: 50 * time.Millisecond}
+			code, cp := s.workerTask(context.Background())
+			if code != tc.wantCode || cp != nil {
+				t.Fatalf("workerTask = %d, %v; want %d, nil", code, cp, tc.wantCode)
+			}
+			if requeued := len(f.requeued) == 1; requeued != (tc.wantCode == 0) {
+				t.Fatalf("requeued %v with the batch host %s", f.requeued, tc.state)
+			}
+		})
+	}
+}

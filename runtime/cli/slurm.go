@@ -128,6 +128,13 @@ func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 	}
 	if err != nil {
 		s.log.Error("no coordinator to join", "error", err)
+		// The batch host may have died before task 0 published its address
+		// (a tester killed it 0.2 s after the start: the survivors exited 1
+		// and the job stayed RUNNING, idle, until its time limit). Once
+		// Slurm declares it down, requeue as for a coordinator lost later.
+		if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
+			return 0, nil
+		}
 		return 1, nil
 	}
 	secret, err := auth.LoadSecret(filepath.Join(s.task.Rendezvous, cluster.TokenFile))
