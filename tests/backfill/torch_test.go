@@ -98,10 +98,13 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 		}
 		if left == "" {
 			if x, n := admittedExtra(jobOut, rdv); x != "" {
+				// Counted before the signal: the leave it causes can be logged
+				// before scancel returns (seen under load in CI, 3 December).
+				before = len(allocations(jobOut))
 				if out, err := l.CLI.Output(ctx, "scancel", "--signal=TERM", x); err != nil {
 					t.Fatalf("scancel --signal=TERM %s: %v\n%s", x, err, out)
 				}
-				left, before = x, len(allocations(jobOut))
+				left = x
 				t.Logf("SIGTERM to extra job %s, one of %d admitted workers", x, n)
 			}
 		}
