@@ -122,12 +122,13 @@ func New(o Options) (*Daemon, error) {
 	if d.shedder = o.Shedder; d.shedder == nil {
 		d.shedder = &SlurmShedder{Slurm: o.Slurm}
 	}
+	series, err := slurmSeries(context.Background(), o.Slurm)
 	if o.Config.ShedSlowNodes && !o.Config.DryRun {
-		if err := checkShedSupported(context.Background(), o.Slurm); err != nil {
+		if err := checkShedSupported(series, err); err != nil {
 			return nil, fmt.Errorf("backfill daemon: %w", err)
 		}
 	}
-	if series, err := slurmSeries(context.Background(), o.Slurm); err != nil {
+	if err != nil {
 		d.log.Warn("jobs on more than one GPU type will not be shrunk to admit others", "error", err)
 	} else if d.mixedShrinkSafe = mixedShrinkSafe(series); !d.mixedShrinkSafe {
 		d.log.Info("jobs on more than one GPU type will not be shrunk to admit others: slurmctld crashed after such a shrink on 24.11.5",

@@ -43,12 +43,6 @@ const rendezvousSlack = 2 * time.Second
 func rendezvousFiles(dir string, uid uint32, start time.Time) (coord, token os.FileInfo, err error) {
 	coord, errC := os.Lstat(filepath.Join(dir, "coordinator"))
 	token, errT := os.Lstat(filepath.Join(dir, "token"))
-	if errC != nil {
-		coord = nil
-	}
-	if errT != nil {
-		token = nil
-	}
 	for _, c := range []struct {
 		path string
 		dir  bool

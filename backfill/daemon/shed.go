@@ -76,9 +76,9 @@ func slurmSeries(ctx context.Context, r slurmcli.Runner) (string, error) {
 func mixedShrinkSafe(series string) bool { return slices.Contains(MixedShrinkSafeSeries, series) }
 
 // checkShedSupported returns an error naming shed_slow_nodes unless the
-// Slurm series (slurmSeries) is in MixedShrinkSafeSeries.
-func checkShedSupported(ctx context.Context, r slurmcli.Runner) error {
-	series, err := slurmSeries(ctx, r)
+// Slurm series slurmSeries read (or failed to, err) is in
+// MixedShrinkSafeSeries.
+func checkShedSupported(series string, err error) error {
 	if err != nil {
 		return fmt.Errorf("shed_slow_nodes: %w; set shed_slow_nodes = false", err)
 	}

@@ -472,34 +472,27 @@ func statusKey(j slurmcli.Job, req elastic.Request, extra config.Extra, files ..
 // Slurm need not spread `--gpus=N` evenly (a tester's job with --gpus=5 on
 // two nodes held 1 and 4), and squeue does not say how it did.
 func allocation(j slurmcli.Job) (out []NodeAlloc, exact bool, err error) {
-	out, err = spread(j)
-	perNode, _ := slurmcli.ParseGRES(j.TRESPerNode)
-	return out, err == nil && (len(out) < 2 || slurmcli.GPUs(perNode) > 0), err
-}
-
-// spread is allocation without its exactness.
-func spread(j slurmcli.Job) ([]NodeAlloc, error) {
 	names, err := slurmcli.ExpandHostlist(j.NodeList)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: node list: %w", j.ID, err)
+		return nil, false, fmt.Errorf("job %s: node list: %w", j.ID, err)
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
 	perNode, err := slurmcli.ParseGRES(j.TRESPerNode)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+		return nil, false, fmt.Errorf("job %s: %w", j.ID, err)
 	}
-	out := make([]NodeAlloc, len(names))
+	out = make([]NodeAlloc, len(names))
 	if g := slurmcli.GPUs(perNode); g > 0 {
 		for i, n := range names {
 			out[i] = NodeAlloc{n, g}
 		}
-		return out, nil
+		return out, true, nil
 	}
 	total, err := j.GPUs()
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+		return nil, false, fmt.Errorf("job %s: %w", j.ID, err)
 	}
 	for i, n := range names {
 		out[i] = NodeAlloc{n, total / len(names)}
@@ -507,7 +500,7 @@ func spread(j slurmcli.Job) ([]NodeAlloc, error) {
 			out[i].GPUs++
 		}
 	}
-	return out, nil
+	return out, len(names) == 1 || total == 0, nil
 }
 
 // digits reports whether s is 1 to 9 decimal digits (a job id or Unix

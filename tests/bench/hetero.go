@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/backfill/simulator"
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
@@ -155,15 +156,12 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		// experiments the daemon does not run (BENCHMARKS.md, E31 and E32)
 		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
-		if os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1" {
-			d.ShrinkToAdmit = false
-			d.StartSmall = 0
-		}
-		if os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
+		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
+		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
 			d.ShrinkToAdmit = false
 		}
-		if os.Getenv("EASYSCALE_HETERO_NOSMALL") == "1" {
-			d.StartSmall = 0
+		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOSMALL") == "1" {
+			d.StartSmall = planner.StartSmallOff
 		}
 		cfg = d
 	}
