@@ -13,6 +13,7 @@
 #   bash .ci/test-current.sh slurm e2e     # only these (names from SUITES)
 #   EASYSCALE_CURRENT_E2E_RUN=PATTERN ...   tests/e2e's -test.run (default ^TestTorch); CI's short
 #                                           form is tests/lab/README.md's (make test-current)
+#   EASYSCALE_CURRENT_SLURM_RUN=PATTERN ... tests/slurm's -test.run (default: every test)
 #
 # EASYSCALE_LAB=1 turns the lab tests on, as in make test; CI set makes a lab that cannot
 # start fail them. A lab that was down is taken down at the end; one that was up (make
@@ -35,7 +36,7 @@ step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
 SUITES=(
 	"slurmlab ./internal/slurmlab"
 	"spank ./spank/plugintest"
-	"slurm ./tests/slurm"
+	"slurm ./tests/slurm -test.run ${EASYSCALE_CURRENT_SLURM_RUN:-.}"
 	"backfill ./tests/backfill"
 	"e2e ./tests/e2e -test.run ${EASYSCALE_CURRENT_E2E_RUN:-^TestTorch}"
 	"torchengine ./runtime/torchengine -test.run ^TestPythonPackage$"

@@ -2,16 +2,28 @@ package cli
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
 // defaultSlurmdTimeout is slurm.conf's default SlurmdTimeout (seconds), the
 // bound of the wait for Slurm's verdict on a silent batch host when
 // `scontrol show config` does not say.
 const defaultSlurmdTimeout = 300 * time.Second
+
+// fitTimeout bounds fitRequeued's Slurm commands (under slurm.conf's
+// default KillWait, 30 s); it tries fitTries times, fitPause apart.
+const (
+	fitTimeout = 10 * time.Second
+	fitTries   = 5
+	fitPause   = 300 * time.Millisecond
+)
 
 // requeueOrphan is asked by a worker task that lost its coordinator for good
 // (unreachable for JoinTimeout). When Slurm declares the job's batch host
@@ -20,7 +32,8 @@ const defaultSlurmdTimeout = 300 * time.Second
 // job (sbatch --no-kill, which easyscale-sbatch adds) then stays RUNNING on
 // the other nodes, idle, until its time limit (seen on the lab). The task
 // requeues the job (`scontrol requeue`), which resumes from its newest
-// checkpoint, as Slurm would have done without --no-kill. Slurm notices a
+// checkpoint, as Slurm would have done without --no-kill, with its task
+// and node counts lowered to its remaining nodes (fitRequeued). Slurm notices a
 // dead node only when its pings go unanswered, so a batch host that is
 // not DOWN is asked about again every poll, for at most the cluster's
 // SlurmdTimeout plus margin; if it is still not DOWN then, the coordinator
@@ -46,6 +59,7 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 				s.log.Error("requeuing the job", "slurm_job_id", s.task.JobID, "error", err, "output", string(out))
 				return false
 			}
+			s.fitRequeued(ctx)
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -59,6 +73,48 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 			return false
 		case <-time.After(poll):
 		}
+	}
+}
+
+// fitRequeued makes the just requeued job ask for the nodes it still had
+// (at least its elastic minimum) and the tasks those hold
+// (slurmcli.Runner.FitRequeued): Slurm keeps the lost node in the job's
+// minimum node count and task count, and the requeued job would otherwise
+// stay PENDING until that node returns (a tester's 4-node job lost one and
+// read NumNodes=3 NumTasks=4 at --ntasks-per-node=1). A failure is logged:
+// the job then waits for the node, as before. A job that is not elastic
+// keeps its request.
+//
+// The requeue makes Slurm send SIGTERM to every process of this step: to
+// this task, whose context it cancels, and to a squeue or scontrol started
+// just before it arrives (both seen on the lab: the fit never ran, then
+// its squeue was "signal: terminated"). Slurm signals once, and SIGKILL
+// follows only after KillWait, so the fit runs on a context of its own,
+// bounded by fitTimeout, and is tried again fitTries times fitPause apart.
+func (s *slurmRun) fitRequeued(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fitTimeout)
+	defer cancel()
+	minNodes := 0
+	if req, err := elastic.FromEnv(os.LookupEnv).Request(); err == nil {
+		minNodes = req.MinNodes
+	}
+	var fit slurmcli.Refit
+	var err error
+	for try := 1; try <= fitTries; try++ {
+		if fit, err = s.runner.FitRequeued(ctx, s.task.JobID, minNodes); err == nil || ctx.Err() != nil {
+			break
+		}
+		s.log.Debug("fitting the requeued job to its nodes", "slurm_job_id", s.task.JobID, "try", try, "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(fitPause):
+		}
+	}
+	switch {
+	case err != nil:
+		s.log.Warn("the requeued job may wait for the lost node: its node and task counts could not be lowered", "slurm_job_id", s.task.JobID, "error", err)
+	case fit.Nodes > 0:
+		s.log.Info("the requeued job asks for the nodes it still had", "slurm_job_id", s.task.JobID, "nodes", fit.Nodes, "tasks", fit.Tasks)
 	}
 }
 

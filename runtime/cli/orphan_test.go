@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,13 +17,17 @@ import (
 )
 
 // fakeScontrol answers squeue for job 7 (fakeSlurm), `scontrol show
-// node|config` and records `scontrol requeue`; batchHostStates are the
-// batch host's successive states (the last one repeats).
+// node|config`, and records `scontrol requeue` and `scontrol update`;
+// batchHostStates are the batch host's successive states (the last one
+// repeats). Job 7 runs 3 tasks, one per node, on n[1-3] and lost n1 under
+// --no-kill: Slurm counts 2 nodes and keeps 3 tasks.
 type fakeScontrol struct {
 	mu              sync.Mutex
 	jobState        string
 	batchHostStates []string
 	requeued        []string
+	updates         []string
+	layoutKills     int // how many task-layout squeues after the requeue Slurm's SIGTERM kills
 }
 
 func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
@@ -29,6 +35,15 @@ func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args
 	defer f.mu.Unlock()
 	cmd := name + " " + strings.Join(args, " ")
 	switch {
+	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.TaskLayoutFormat):
+		if len(f.requeued) > 0 && f.layoutKills > 0 {
+			f.layoutKills--
+			return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("signal: terminated")}
+		}
+		if len(f.requeued) > 0 {
+			return []byte("COMPLETING 2 3 1\n"), nil
+		}
+		return []byte(f.jobState + " 2 3 1\n"), nil
 	case name == "squeue":
 		job := slurmcli.Job{ID: "7", Name: "es-mnist", State: f.jobState, Partition: "normal", NodeList: "n[2-3]", BatchHost: "n1", User: "u", WorkDir: "/w"}
 		return fakeSlurm{job: job}.exec(ctx, env, name, args...)
@@ -43,11 +58,15 @@ func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args
 	case strings.HasPrefix(cmd, "scontrol requeue "):
 		f.requeued = append(f.requeued, args[1])
 		return nil, nil
+	case strings.HasPrefix(cmd, "scontrol update "):
+		f.updates = append(f.updates, cmd)
+		return nil, nil
 	}
 	return nil, fmt.Errorf("unexpected command %q", cmd)
 }
 
 func TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "1-3")
 	tests := []struct {
 		name     string
 		jobState string
@@ -69,10 +88,49 @@ func TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown(t *testing.T) {
 			if got != tc.want || (len(f.requeued) == 1) != tc.want {
 				t.Fatalf("requeueOrphan = %v, requeued %v; want %v", got, f.requeued, tc.want)
 			}
+			// the requeued job's task count is lowered to its 2 nodes' (a
+			// tester's job otherwise stayed PENDING until the lost node came back)
+			if wantUpdates := map[bool]string{true: "scontrol update JobId=7 NumNodes=2 NumTasks=2"}[tc.want]; strings.Join(f.updates, "\n") != wantUpdates {
+				t.Errorf("updates %q, want %q", f.updates, wantUpdates)
+			}
 			if took := time.Since(start); took > 3*time.Second {
 				t.Fatalf("took %v, more than SlurmdTimeout (1 s) and a margin", took)
 			}
 		})
+	}
+}
+
+// The requeue makes Slurm SIGTERM every process of the step, a squeue the
+// task has just started too (seen on the lab): the job's node and task
+// counts are lowered all the same, by a later try.
+func TestTheRequeuedJobIsFittedToItsNodesThoughSlurmsSIGTERMKillsAQuery(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "1-3")
+	f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}, layoutKills: 2}
+	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
+	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0) {
+		t.Fatal("not requeued")
+	}
+	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
+		t.Fatalf("updates %q after two killed queries", f.updates)
+	}
+	// the SIGTERM also cancels the task's context: the fit runs all the same
+	f.updates, f.layoutKills = nil, 1
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.fitRequeued(ctx)
+	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
+		t.Fatalf("updates %q on a cancelled context", f.updates)
+	}
+}
+
+// A job that is not elastic keeps what it asked for: Slurm's own requeue
+// would wait for its nodes too.
+func TestARequeuedRigidJobKeepsItsRequest(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "")
+	f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}}
+	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
+	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0) || len(f.updates) != 0 {
+		t.Fatalf("requeued %v, updates %q; want a requeue and no update", f.requeued, f.updates)
 	}
 }
 
@@ -83,6 +141,7 @@ func TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown(t *testing.T) {
 // batch host is up it exits 1 as before, after requeueOrphan's wait:
 // TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown.)
 func TestAWorkerWithNoCoordinatorToJoinRequeuesWhenTheBatchHostIsDown(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "1-3")
 	for _, tc := range []struct {
 		state    string
 		wantCode int

@@ -51,7 +51,10 @@
 // takeover.R; the other tasks rejoin it (CoordinatorAddr). With the batch
 // script gone, the new coordinator requeues the job after the training once
 // Slurm has set the first node DOWN, and the requeued run ends COMPLETED at
-// once (docs/first-node-loss.md). Without a standby (a torch job, or the
-// standby lost too) a worker task requeues the job once Slurm sets the node
-// DOWN (`scontrol requeue`), which resumes from its newest checkpoint.
+// once (docs/first-node-loss.md). Without a standby (a torch job before
+// its first remote worker is admitted, or the standby lost too) a worker
+// task requeues the job once Slurm sets the node DOWN (`scontrol requeue`),
+// which resumes from its newest checkpoint. Either requeue asks for the
+// nodes the job still had and the tasks they hold (Slurm keeps the lost
+// node in both, and the requeued job would wait for it).
 package slurmjob
