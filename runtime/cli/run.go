@@ -322,6 +322,12 @@ func (j *runJob) setupTorch(ctx context.Context, env Env, opts *trainer.Options)
 		NoSelfCheck: f.noSelfCheck, Workers: workers}
 	if j.slurm != nil { // a standby on another node takes over should this one be lost
 		o.Node, o.Standby = j.slurm.task.NodeName, true
+		if j.slurm.standby == nil && j.slurm.task.NumNodes > 1 {
+			// from the first step: the other nodes' tasks start Python
+			// as this one does (a takeover's survivors rejoin later, and
+			// it trains on without waiting for them)
+			o.AwaitStandby = torchStandbyWait
+		}
 	}
 	if j.slurm != nil && j.slurm.standby != nil {
 		// This task took over: its spare Python process (started

@@ -260,8 +260,15 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	}, nil
 }
 
+// torchStandbyWait bounds how long a torch job's coordinator on several
+// nodes waits before its first step for a worker on another node, its
+// standby (torchengine.Options.AwaitStandby): a Python start with torch
+// and the job's load, 6–40 s on the lab under load.
+const torchStandbyWait = 60 * time.Second
+
 // torchCoordinatorTask makes task 0 the coordinator of a torch job: its
-// own Python process trains from the start, and the other tasks' workers
+// own Python process trains from the first step, which waits for a
+// worker on another node (torchStandbyWait), and the other tasks' workers
 // join at step boundaries as they come up (and leave when Slurm kills them
 // on a shrink), through the engine's listener in the rendezvous directory.
 func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Options, eng *torchengine.Engine, listen string) (func(*trainer.Summary), error) {

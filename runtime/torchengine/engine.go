@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,14 @@ type Options struct {
 	// (standby.go).
 	Node    string
 	Standby bool
+	// AwaitStandby, with Standby, is how long the run's first Boundary
+	// waits for a joiner on another node than Node, the standby-to-be, so
+	// that the committed state has a copy off this node from the first
+	// step; 0 does not wait. The coordinator's Python processes start as
+	// the other tasks' do, so the wait is their difference; without it a
+	// lab job trained alone for about 6 s, and losing its first node then
+	// went through a requeue from step 0 (docs/first-node-loss.md).
+	AwaitStandby time.Duration
 	// Spare is a Python process a standby started ahead of this takeover
 	// (spare.go): New adopts it as its first process when it was started
 	// and loaded as New would start that one, and closes it otherwise.
@@ -104,6 +113,10 @@ type Engine struct {
 	closed  sync.Once
 	mu      sync.Mutex
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
+	// joined is signalled (never blocking) when Listen queues a joiner;
+	// awaited is set once the first Boundary has waited (AwaitStandby).
+	joined  chan struct{}
+	awaited bool
 	// ledger chooses the ledger rows sent to the standby (standby.go).
 	ledger cluster.LedgerFeed
 }
@@ -192,7 +205,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	e := &Engine{local: NewLocal(cfg, start), opts: o, python: py, files: files, log: log.Named("torch"), stop: make(chan struct{})}
+	e := &Engine{local: NewLocal(cfg, start), opts: o, python: py, files: files, log: log.Named("torch"), stop: make(chan struct{}), joined: make(chan struct{}, 1)}
 	if o.Standby {
 		e.local.group.Standby = e.sendStandby
 	}
@@ -343,6 +356,10 @@ func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
 				e.mu.Lock()
 				e.pending = append(e.pending, r)
 				e.mu.Unlock()
+				select {
+				case e.joined <- struct{}{}:
+				default:
+				}
 			case <-e.stop:
 				return
 			}
@@ -355,7 +372,11 @@ func (e *Engine) Listen(o cluster.ListenerOptions) (*cluster.Listener, error) {
 // joiners queued by Listen as the last ranks (they receive a surviving
 // worker's replica and the logical workers' contexts at the next Step). It
 // reports whether the membership changed.
-func (e *Engine) Boundary(_ context.Context, step int64) (bool, error) {
+func (e *Engine) Boundary(ctx context.Context, step int64) (bool, error) {
+	if !e.awaited {
+		e.awaited = true
+		e.awaitStandby(ctx, step)
+	}
 	gone := e.local.dropGone()
 	for _, r := range gone {
 		e.log.Warn("removing a lost worker", "rank", r, "step", step)
@@ -375,6 +396,36 @@ func (e *Engine) Boundary(_ context.Context, step int64) (bool, error) {
 		e.log.Info("admitted", "rank", e.local.Workers()-1, "node", r.node, "peer", r.addr, "gloo", r.localAddr, "step", step)
 	}
 	return len(gone) > 0 || admitted > 0, nil
+}
+
+// awaitStandby waits, for at most Options.AwaitStandby, until a joiner
+// on another Slurm node than this engine's is queued (the standby
+// sendStandby picks once it is admitted), or ctx ends. With no wait set,
+// no Standby or no listener, it returns at once.
+func (e *Engine) awaitStandby(ctx context.Context, step int64) {
+	if !e.opts.Standby || e.opts.AwaitStandby <= 0 || e.ln == nil {
+		return
+	}
+	start := time.Now()
+	timer := time.NewTimer(e.opts.AwaitStandby)
+	defer timer.Stop()
+	for {
+		e.mu.Lock()
+		found := slices.ContainsFunc(e.pending, func(r *remote) bool { return r.slurmNode != "" && r.slurmNode != e.opts.Node })
+		e.mu.Unlock()
+		if found {
+			e.log.Info("a standby-to-be joined before the first step", "step", step, "waited_ms", time.Since(start).Milliseconds())
+			return
+		}
+		select {
+		case <-e.joined:
+		case <-timer.C:
+			e.log.Warn("no worker on another node joined: training without a standby until one does", "step", step, "waited", e.opts.AwaitStandby.String())
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Step runs and commits step on plan. A lost process is reported as a
