@@ -112,7 +112,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	c := d.cfg
 	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
-		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Horizon: d.longestOther(v)}
+		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v)}
 	}
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
@@ -137,7 +137,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 // --nodelist) and the nodes other pending jobs' reservations name (resv,
 // reservations). Refused says why the daemon cannot act for it.
 func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) planner.NodeAdmitQueued {
-	out := planner.NodeAdmitQueued{ID: q.ID}
+	out := planner.NodeAdmitQueued{ID: q.ID, User: q.User}
 	req, readable := readQueued(q)
 	if !readable {
 		out.Refused = "request or time limit not readable"
@@ -162,21 +162,22 @@ func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) pla
 	return out
 }
 
-// longestOther is the longest time left (the end of its time limit − now)
-// of a running job that is not an elastic one (those are the donors, whose
-// remaining time the planner computes), for the objective's horizon
-// (planner.NodeObjective). A job whose end cannot be read counts as none.
-func (d *Daemon) longestOther(v *View) time.Duration {
-	var most time.Duration
+// othersLeft is, for each running job that is not an elastic one (those
+// are the donors, whose remaining time the planner computes), its owner
+// and time left (the end of its time limit − now), for the objective's
+// horizon (planner.NodeObjective.Others, planner.HorizonFor). A job whose
+// end cannot be read counts as none.
+func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
+	var out []planner.JobLeft
 	for _, j := range v.Running {
 		if _, elastic := v.Elastic[j.ID]; elastic {
 			continue
 		}
 		if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
-			most = max(most, end.Sub(v.Now))
+			out = append(out, planner.JobLeft{User: j.User, Left: end.Sub(v.Now)})
 		}
 	}
-	return most
+	return out
 }
 
 // admitDonor is running elastic job e as a possible donor: the facts
@@ -185,7 +186,7 @@ func (d *Daemon) longestOther(v *View) time.Duration {
 // its start, time limit and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
-		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition)}
+		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
 	}

@@ -44,7 +44,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 		return nil, s, false, "no job waits for resources"
 	}
 	var whys []string
-	horizon := d.longestRunning(v)
+	running := d.runningLeft(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	unplanned := ""           // the first job so far whose reservation names no nodes
 	for i, q := range queue {
@@ -62,7 +62,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 		if len(resv.nodes[q.ID]) == 0 {
 			unplanned = q.ID
 		}
-		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon, resv)
+		asked, s, ok, why := d.startSmallOne(v, live, q, who, planner.HorizonFor(q.User, running), resv)
 		if asked != nil {
 			in = asked
 		}
@@ -121,13 +121,15 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	return in, smallStart{job: q, request: com.Request, reservedAt: reservedAt, NodeStartSmall: dec}, true, ""
 }
 
-// longestRunning is the longest time left of a running job: the end of
-// its time limit − now, for an elastic job its remaining time at its
-// current size (planner.RemainingAtCurrentSize, from its progress
-// report), for start-small's horizon (planner.NodeStartSmallInput).
-func (d *Daemon) longestRunning(v *View) time.Duration {
-	most := d.longestOther(v)
-	for _, e := range v.Elastic {
+// runningLeft is every running job's owner and time left: the end of its
+// time limit − now, for an elastic job its remaining time at its current
+// size (planner.RemainingAtCurrentSize, from its progress report). A
+// queued job's start-small horizon (planner.NodeStartSmallInput) is the
+// longest of those of other users (planner.HorizonFor).
+func (d *Daemon) runningLeft(v *View) []planner.JobLeft {
+	out := d.othersLeft(v)
+	for _, id := range sortedIDs(v.Elastic) {
+		e := v.Elastic[id]
 		if e.End.IsZero() {
 			continue
 		}
@@ -135,9 +137,9 @@ func (d *Daemon) longestRunning(v *View) time.Duration {
 		if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
 			left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
 		}
-		most = max(most, left)
+		out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
 	}
-	return most
+	return out
 }
 
 // startSmall applies this cycle's start-small (planStartSmall), when

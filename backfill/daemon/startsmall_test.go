@@ -269,3 +269,32 @@ func TestStartSmallNeverRaisesALimitPastThePartitionsMaxTime(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs: a tester's F3. A
+// user's own long job must not loosen the bound on how long their queued
+// job may hold nodes started small. bob's job 20 asks 2 v100 nodes for 12
+// h (26.4 h on one); alice's job 11 on a t4 node ends in 2 h. With bob's
+// own 30 h job 10 on n2 counted, the horizon was 30 h and job 20 started
+// small past every other user's job; it must wait. A 30 h job of alice's
+// allows it, as before.
+func TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs(t *testing.T) {
+	for _, tc := range []struct {
+		longJobUser string
+		started     bool
+	}{{"bob", false}, {"alice", true}} {
+		t.Run("the 30 h job is "+tc.longJobUser+"'s", func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			long := td.fake.running("10", "rigid", "n2", 4, 30*time.Hour, "")
+			td.fake.running("11", "rigid", "n3", 4, 2*time.Hour, "")
+			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(30*time.Hour))
+			td.fake.set(func() {
+				long.user = tc.longJobUser
+				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 12*time.Hour, "es-req min=1 max=2 d1"
+			})
+			r := td.cycle(t)
+			if started := len(r.StartedSmall) != 0; started != tc.started {
+				t.Fatalf("started small: %v (%q), want %v", r.StartedSmall, td.fake.commands("scontrol update"), tc.started)
+			}
+		})
+	}
+}

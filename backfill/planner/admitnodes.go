@@ -43,6 +43,9 @@ type NodeAdmitQueued struct {
 	// --start), Unix seconds; 0: none planned or unreadable. Under the
 	// objective, its wait ReservedStart − Now is what an admission gains.
 	ReservedStart int64
+	// User is its owner ("": unknown). Running jobs of the same user never
+	// widen the horizon its admission is bounded by ([HorizonFor]).
+	User string `json:",omitempty"`
 }
 
 // NodeAdmitDonor is a running job that might give up whole nodes.
@@ -69,6 +72,8 @@ type NodeAdmitDonor struct {
 	// Cap is the longest limit it may be given (its partitions' MaxTime):
 	// it gives up no more nodes than leave its raised limit within it.
 	Cap LimitCap `json:",omitzero"`
+	// User is its owner ("": unknown), for [HorizonFor].
+	User string `json:",omitempty"`
 }
 
 // NodeAdmitInput is one cycle's shrink-to-admit question, in plain values
@@ -104,10 +109,37 @@ type NodeObjective struct {
 	// a shrink now and, when the lent nodes come back, a grow.
 	RescaleCost time.Duration
 	// Horizon is the longest time left (time limit end − now) of a running
-	// job that is not in Donors; the remaining times of Donors (every
-	// running elastic job) are added by AdmitOnNodes. No shrink may make a donor end
-	// after the latest of them: the makespan never grows.
+	// job that is not in Donors, whoever owns it (a recording made before
+	// Others existed has only this); the remaining times of Donors (every
+	// running elastic job) are added by AdmitOnNodes. No shrink may make a
+	// donor end after the latest of them: the makespan never grows.
 	Horizon time.Duration
+	// Others are the running jobs not in Donors, each with its owner and
+	// time left: a queued job's horizon counts those of other users only
+	// ([HorizonFor]).
+	Others []JobLeft `json:",omitempty"`
+}
+
+// JobLeft is a running job's owner ("": unknown) and its time left.
+type JobLeft struct {
+	User string
+	Left time.Duration
+}
+
+// HorizonFor is the horizon that bounds what running jobs may be made to
+// give up for a job of user: the longest time left among jobs, those of
+// user left out. A user's own long job must not let the daemon make
+// another user's job end later: with it counted, anyone could loosen the
+// bound for their queued job by starting a long placeholder (a tester's
+// finding). An unknown user ("") on either side counts.
+func HorizonFor(user string, jobs []JobLeft) time.Duration {
+	var most time.Duration
+	for _, j := range jobs {
+		if user == "" || j.User != user {
+			most = max(most, j.Left)
+		}
+	}
+	return most
 }
 
 // NodeShrink is one donor of a [NodeAdmission]: job Job goes from
@@ -291,12 +323,13 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		if gain = float64(q.ReservedStart - o.Now); q.ReservedStart == 0 || gain <= 0 {
 			return a, "no planned start in the future (squeue --start) to weigh the donors' loss against"
 		}
-		horizon = o.Horizon.Seconds()
+		running := slices.Clone(o.Others)
 		for _, d := range in.Donors { // every running elastic job, donor or not
 			if !d.Unreadable {
-				horizon = max(horizon, RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps).Seconds())
+				running = append(running, JobLeft{User: d.User, Left: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps)})
 			}
 		}
+		horizon = max(o.Horizon, HorizonFor(q.User, running)).Seconds()
 		for i, c := range cands {
 			donors[i].Loss, donors[i].Delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
 		}

@@ -130,6 +130,27 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			objective(in, time.Hour)
 			in.Donors[0].TimeLeft = 20 * min
 		}, true, ""},
+		// a tester's F3: mallory starts a long placeholder job of her own
+		// to loosen the bound for her queued job at alice's expense
+		{"the queued job's user's own long job does not widen its horizon", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Objective.Others = []JobLeft{{User: "mallory", Left: 10 * time.Hour}}
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, false, "end after the longest"},
+		{"another user's long job does", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Objective.Others = []JobLeft{{User: "bob", Left: 10 * time.Hour}}
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, true, ""},
+		{"nor does an elastic job of the queued job's user", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Donors = append(in.Donors, NodeAdmitDonor{ID: "12", User: "mallory", Facts: DonorFacts{NotReady: "placeholder"},
+				Nodes: []NodeGPUs{{Node: "n3", GPUs: 4}}, MinNodes: 1, OrigNodes: 1, Elapsed: time.Minute, TimeLeft: 10 * time.Hour, Limit: 10 * time.Hour})
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, false, "end after the longest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

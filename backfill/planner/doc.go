@@ -167,10 +167,14 @@
 //     shrink-to-admit by whole nodes under admit.rule "objective" (its
 //     default), the donors' Loss from [DefaultModel] of their logical
 //     workers at their GPU types' speeds, the gain the queued job's wait
-//     until its planned start, the horizon the longest running job's end;
+//     until its planned start, the horizon the longest running job's end
+//     among other users' jobs ([HorizonFor]: a user's own long job must
+//     not loosen the bound for their queued job at another user's
+//     expense);
 //   - [StartSmall] with StartSmallRequest.Horizon: start-small's
 //     ends-earlier rule (the daemon's default) also keeps a job started
-//     small from ending after the running job that ends last; the daemon
+//     small from ending after the running job of another user that ends
+//     last ([HorizonFor]); the daemon
 //     asks [StartSmallOnNodes] for every waiting elastic job in queue
 //     order, the simulator (Config.Objective) for every waiting job at
 //     the size and GPU type that end it soonest;

@@ -40,14 +40,43 @@ func (s *sim) objective() bool { return s.cfg.Objective && s.cfg.Policy != Rigid
 // seconds: extra jobs are lent for a while, so they are not counted on.
 func (s *sim) timeLeft(r *run) float64 { return max(r.rem, 0) / s.rateOf(r, false) }
 
-// horizon is the longest expected time left of any running job: shrinking
-// a donor past it would lengthen the schedule's longest job.
-func (s *sim) horizon() float64 {
-	most := 0.0
-	for _, d := range s.running {
-		most = max(most, s.timeLeft(d))
+// horizon sets, at the start of a pass, the longest expected time left of
+// any running job (horizonLeft) with its owner (horizonUser), and the
+// longest of jobs of other users than that one (horizonOther), so that
+// horizonFor answers planner.HorizonFor in constant time: shrinking a donor
+// past a queued job's horizon would lengthen the schedule's longest job.
+func (s *sim) horizon() {
+	s.horizonLeft, s.horizonUser, s.horizonOther = horizonTops(len(s.running), func(i int) (string, float64) {
+		return s.running[i].j.User, s.timeLeft(s.running[i])
+	})
+}
+
+// horizonTops is, over n jobs (at: job i's owner, "" unknown, and time
+// left), the longest time left, its owner, and the longest time left of a
+// job whose owner is another or unknown.
+func horizonTops(n int, at func(i int) (user string, left float64)) (top float64, topUser string, other float64) {
+	for i := range n {
+		user, left := at(i)
+		switch {
+		case left > top:
+			if user != topUser || topUser == "" {
+				other = top
+			}
+			top, topUser = left, user
+		case user != topUser || user == "":
+			other = max(other, left)
+		}
 	}
-	return most
+	return top, topUser, other
+}
+
+// horizonFor is the horizon of a queued job r (planner.HorizonFor): the
+// longest time left of a running job, those of r's user left out.
+func (s *sim) horizonFor(r *run) float64 {
+	if r.j.User != "" && r.j.User == s.horizonUser {
+		return s.horizonOther
+	}
+	return s.horizonLeft
 }
 
 // donorLoss returns d's Loss and Delay as a donor (planner.Donor): how
@@ -201,7 +230,7 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 		}
 		linear := planner.Model{LogicalWorkers: r.j.GPUs * m, RefGPUs: r.model.RefGPUs, Gamma: 1}
 		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: linear, Work: r.rem,
-			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonLeft}); !ok {
+			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonFor(r)}); !ok {
 			return
 		}
 		if run := planner.RunTime(r.model, small, r.rem); run < bestRun-1e-9 {
@@ -260,7 +289,7 @@ func (s *sim) bestSpeed(r *run) float64 {
 // gain at m GPUs is its wait (s.gain) less what running on m instead of
 // its request costs it.
 func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission, bool) {
-	q.Horizon = s.horizonLeft
+	q.Horizon = s.horizonFor(r)
 	sp := s.bestSpeed(r)
 	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: r.j.GPUs}}, r.rem)
 	for m := r.j.GPUs; m >= max(r.min, 1); m /= 2 {

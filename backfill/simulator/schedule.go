@@ -35,7 +35,7 @@ func (s *sim) pass() bool {
 	avail := s.availNow()
 	if s.cfg.Policy != Rigid {
 		s.donorLeft = s.longestDonor()
-		s.horizonLeft = s.horizon()
+		s.horizon()
 	}
 	i := 0
 	for i < len(s.queue) {

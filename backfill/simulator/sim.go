@@ -355,10 +355,12 @@ type sim struct {
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass
 	// horizonLeft is the longest time left of a running job at the start
-	// of the pass, gain the wait a queued job being admitted saves (the
-	// objective's shrink-to-admit, objective.go).
-	horizonLeft, gain float64
-	lastActs          planner.Actions
+	// of the pass, horizonUser its owner, horizonOther the longest of
+	// other users' jobs (horizon, horizonFor); gain the wait a queued job
+	// being admitted saves (the objective's shrink-to-admit, objective.go).
+	horizonLeft, horizonOther, gain float64
+	horizonUser                     string
+	lastActs                        planner.Actions
 	// replayPending and replayLent are the reservations and other lent
 	// GPUs of a replayed snapshot (Replay); nil in a trace replay.
 	replayPending []planner.PendingJob
