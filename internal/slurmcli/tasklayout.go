@@ -70,8 +70,9 @@ func (r Runner) TaskLayout(ctx context.Context, id string) (TaskLayout, error) {
 }
 
 // Refit is what [Runner.FitRequeued] set: the requeued job's node count
-// and task count (Tasks 0 when the task count was left as it was).
-type Refit struct{ Nodes, Tasks int }
+// and task count (Tasks 0 when the task count was left as it was); Had is
+// the nodes it still held.
+type Refit struct{ Nodes, Tasks, Had int }
 
 // FitRequeued makes a job just requeued after losing a node ask for the
 // nodes it still had, at least minNodes, with the tasks those hold at its
@@ -80,8 +81,9 @@ type Refit struct{ Nodes, Tasks int }
 // `scontrol requeue`: the job is then COMPLETING while its old run's
 // processes end (Slurm's state is pending with the completing flag) and
 // squeue's node count is the nodes it still holds; then PENDING. minNodes
-// 0 (a job that is not elastic) changes nothing. It returns what it set,
-// the zero Refit when it set nothing.
+// 0 (a job that is not elastic) changes nothing; 1 asks for the nodes it
+// still had, however few (a requeue that only ends a finished training).
+// It returns what it set, the zero Refit when it set nothing.
 //
 // Measured on the 22.05 lab (docs/first-node-loss.md): a job that lost its
 // batch host under --no-kill runs on, on n[2-4], and Slurm shows NumNodes=3
@@ -104,7 +106,7 @@ func (r Runner) FitRequeued(ctx context.Context, id string, minNodes int) (Refit
 	if l.State != "PENDING" && l.State != "COMPLETING" {
 		return Refit{}, nil // started again already, or ended: nothing to fit
 	}
-	fit := Refit{Nodes: max(l.Nodes, minNodes)}
+	fit := Refit{Nodes: max(l.Nodes, minNodes), Had: l.Nodes}
 	fields := []string{"NumNodes=" + strconv.Itoa(fit.Nodes)}
 	if l.TasksPerNode > 0 && l.Tasks > fit.Nodes*l.TasksPerNode {
 		fit.Tasks = fit.Nodes * l.TasksPerNode

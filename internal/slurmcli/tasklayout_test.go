@@ -70,15 +70,15 @@ func TestFitRequeuedAsksForTheNodesAJobStillHasAndTheTasksTheyHold(t *testing.T)
 		want     Refit
 		update   string // the scontrol update run; "" for none
 	}{
-		{name: "3 nodes left of 4 at one task per node", squeue: "COMPLETING 3 4 1\n", minNodes: 3, want: Refit{3, 3},
+		{name: "3 nodes left of 4 at one task per node", squeue: "COMPLETING 3 4 1\n", minNodes: 3, want: Refit{3, 3, 3},
 			update: "scontrol update JobId=7 NumNodes=3 NumTasks=3"},
-		{name: "2 nodes left at 2 tasks per node", squeue: "PENDING 2 8 2\n", minNodes: 1, want: Refit{2, 4},
+		{name: "2 nodes left at 2 tasks per node", squeue: "PENDING 2 8 2\n", minNodes: 1, want: Refit{2, 4, 2},
 			update: "scontrol update JobId=7 NumNodes=2 NumTasks=4"},
-		{name: "never below the job's elastic minimum", squeue: "COMPLETING 2 4 1\n", minNodes: 3, want: Refit{3, 3},
+		{name: "never below the job's elastic minimum", squeue: "COMPLETING 2 4 1\n", minNodes: 3, want: Refit{3, 3, 2},
 			update: "scontrol update JobId=7 NumNodes=3 NumTasks=3"},
-		{name: "tasks that fit are left", squeue: "COMPLETING 3 3 1\n", minNodes: 1, want: Refit{3, 0},
+		{name: "tasks that fit are left", squeue: "COMPLETING 3 3 1\n", minNodes: 1, want: Refit{3, 0, 3},
 			update: "scontrol update JobId=7 NumNodes=3"},
-		{name: "no --ntasks-per-node: Slurm places the tasks", squeue: "COMPLETING 2 4 0\n", minNodes: 1, want: Refit{2, 0},
+		{name: "no --ntasks-per-node: Slurm places the tasks", squeue: "COMPLETING 2 4 0\n", minNodes: 1, want: Refit{2, 0, 2},
 			update: "scontrol update JobId=7 NumNodes=2"},
 		{name: "a job that started again is not touched", squeue: "RUNNING 3 4 1\n", minNodes: 1},
 		{name: "a job that is not elastic is not touched", squeue: "COMPLETING 3 4 1\n"},

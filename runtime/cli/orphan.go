@@ -40,7 +40,12 @@ const (
 // ended some other way (a crash on a healthy node, whose workers so exit 1
 // that much later) and nothing is done. It reports whether it requeued the
 // job.
-func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration) bool {
+//
+// finished says the training is done (a standby that took over finished
+// it): the requeued run only ends the job, on any node, so the job asks
+// for the nodes it still had however few; otherwise the requeued run
+// resumes training and asks for at least its elastic minimum.
+func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration, finished bool) bool {
 	deadline := time.Now().Add(s.slurmdTimeout(ctx) + margin)
 	for {
 		job, err := s.runner.Job(ctx, s.task.JobID)
@@ -59,7 +64,7 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 				s.log.Error("requeuing the job", "slurm_job_id", s.task.JobID, "error", err, "output", string(out))
 				return false
 			}
-			s.fitRequeued(ctx)
+			s.fitRequeued(ctx, finished)
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -77,7 +82,8 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 }
 
 // fitRequeued makes the just requeued job ask for the nodes it still had
-// (at least its elastic minimum) and the tasks those hold
+// (at least its elastic minimum, unless finished: see requeueOrphan) and
+// the tasks those hold
 // (slurmcli.Runner.FitRequeued): Slurm keeps the lost node in the job's
 // minimum node count and task count, and the requeued job would otherwise
 // stay PENDING until that node returns (a tester's 4-node job lost one and
@@ -91,12 +97,15 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 // its squeue was "signal: terminated"). Slurm signals once, and SIGKILL
 // follows only after KillWait, so the fit runs on a context of its own,
 // bounded by fitTimeout, and is tried again fitTries times fitPause apart.
-func (s *slurmRun) fitRequeued(ctx context.Context) {
+func (s *slurmRun) fitRequeued(ctx context.Context, finished bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fitTimeout)
 	defer cancel()
 	minNodes := 0
 	if req, err := elastic.FromEnv(os.LookupEnv).Request(); err == nil {
 		minNodes = req.MinNodes
+	}
+	if finished {
+		minNodes = 1 // the requeued run only ends the job (a tester's --elastic=4 job waited for the lost node)
 	}
 	var fit slurmcli.Refit
 	var err error
@@ -114,7 +123,8 @@ func (s *slurmRun) fitRequeued(ctx context.Context) {
 	case err != nil:
 		s.log.Warn("the requeued job may wait for the lost node: its node and task counts could not be lowered", "slurm_job_id", s.task.JobID, "error", err)
 	case fit.Nodes > 0:
-		s.log.Info("the requeued job asks for the nodes it still had", "slurm_job_id", s.task.JobID, "nodes", fit.Nodes, "tasks", fit.Tasks)
+		s.log.Info("the requeued job asks for fewer nodes than before the loss", "slurm_job_id", s.task.JobID,
+			"nodes", fit.Nodes, "still_had", fit.Had, "tasks", fit.Tasks, "training_finished", finished)
 	}
 }
 

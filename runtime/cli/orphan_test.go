@@ -84,7 +84,7 @@ func TestAWorkerRequeuesTheJobOnlyWhenTheBatchHostIsDown(t *testing.T) {
 			f := &fakeScontrol{jobState: tc.jobState, batchHostStates: tc.states}
 			s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
 			start := time.Now()
-			got := s.requeueOrphan(context.Background(), 10*time.Millisecond, 0)
+			got := s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, false)
 			if got != tc.want || (len(f.requeued) == 1) != tc.want {
 				t.Fatalf("requeueOrphan = %v, requeued %v; want %v", got, f.requeued, tc.want)
 			}
@@ -107,7 +107,7 @@ func TestTheRequeuedJobIsFittedToItsNodesThoughSlurmsSIGTERMKillsAQuery(t *testi
 	t.Setenv("EASYSCALE_ELASTIC", "1-3")
 	f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}, layoutKills: 2}
 	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
-	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0) {
+	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, false) {
 		t.Fatal("not requeued")
 	}
 	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
@@ -117,9 +117,31 @@ func TestTheRequeuedJobIsFittedToItsNodesThoughSlurmsSIGTERMKillsAQuery(t *testi
 	f.updates, f.layoutKills = nil, 1
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.fitRequeued(ctx)
+	s.fitRequeued(ctx, false)
 	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
 		t.Fatalf("updates %q on a cancelled context", f.updates)
+	}
+}
+
+// A requeue that only ends a finished training asks for the nodes the job
+// still had, however few: a tester's --elastic=4 job lost one of its 4
+// nodes, the standby finished the training on 3, and the requeued run,
+// asking for its minimum of 4, waited PENDING for the lost node. A requeue
+// that resumes training keeps the elastic minimum.
+func TestARequeueAfterAFinishedTrainingAsksForTheSurvivorsBelowTheMinimum(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "4")
+	for _, tc := range []struct {
+		finished bool
+		want     string
+	}{{true, "scontrol update JobId=7 NumNodes=2 NumTasks=2"}, {false, "scontrol update JobId=7 NumNodes=4"}} {
+		f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}}
+		s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
+		if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, tc.finished) {
+			t.Fatal("not requeued")
+		}
+		if strings.Join(f.updates, "\n") != tc.want {
+			t.Errorf("finished %v: updates %q, want %q", tc.finished, f.updates, tc.want)
+		}
 	}
 }
 
@@ -129,7 +151,7 @@ func TestARequeuedRigidJobKeepsItsRequest(t *testing.T) {
 	t.Setenv("EASYSCALE_ELASTIC", "")
 	f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}}
 	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
-	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0) || len(f.updates) != 0 {
+	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, false) || len(f.updates) != 0 {
 		t.Fatalf("requeued %v, updates %q; want a requeue and no update", f.requeued, f.updates)
 	}
 }

@@ -132,7 +132,7 @@ func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 		// (a tester killed it 0.2 s after the start: the survivors exited 1
 		// and the job stayed RUNNING, idle, until its time limit). Once
 		// Slurm declares it down, requeue as for a coordinator lost later.
-		if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
+		if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second, false) {
 			return 0, nil
 		}
 		return 1, nil
@@ -161,7 +161,7 @@ func (s *slurmRun) workerTask(ctx context.Context) (int, *cluster.StandbyCopy) {
 		return 0, nil
 	}
 	s.log.Error("worker stopped", "error", err)
-	if errors.Is(err, cluster.ErrUnreachable) && s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
+	if errors.Is(err, cluster.ErrUnreachable) && s.requeueOrphan(ctx, 2*time.Second, 30*time.Second, false) {
 		return 0, nil
 	}
 	return 1, nil

@@ -299,7 +299,7 @@ func (s *slurmRun) recordTakeover(step int64) {
 // script ends the job when this step's tasks end.
 func (s *slurmRun) endAfterTakeover(ctx context.Context, code int) {
 	s.recordExit(code)
-	if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second) {
+	if s.requeueOrphan(ctx, 2*time.Second, 30*time.Second, code == 0) {
 		s.log.Info("requeued the job to end it: its batch script ran on the lost node", "slurm_job_id", s.task.JobID)
 	}
 }

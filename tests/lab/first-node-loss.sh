@@ -11,7 +11,8 @@
 # SUBMIT=sbatch submits with plain sbatch (the SPANK plugin reads --elastic; no --no-kill) instead of
 # easyscale-sbatch; the extra arguments (e.g. --requeue) go to either. SCRIPT=examples/slurm/torch-mnist.sbatch
 # runs the torch example instead (its own job file, 234 steps; EASYSCALE_STEPS as set in the environment).
-# KILLSTEP=N kills at ledger step N instead of 20.
+# KILLSTEP=N kills at ledger step N instead of 20 (the kill itself takes seconds on a loaded machine: it lands
+# later). ELASTIC=RANGE replaces --elastic=3-4.
 set -u
 name=$1; shift
 : "${SLURM_CONF:?run eval \"\$(tests/lab/lab-up.sh)\" first}" "${EASYSCALE_LAB_DIR:?}"
@@ -37,10 +38,12 @@ killnode() { # killnode NODE
 }
 sed 's/^epochs = 1 .*/epochs = 10/' examples/mnist/job.toml > "$out/job.toml"
 script=${SCRIPT:-examples/slurm/mnist.sbatch}
-id=$(EASYSCALE_CONFIG=$out/job.toml EASYSCALE_SUMMARY=$out/summary.json "${SUBMIT:-easyscale-sbatch}" --parsable "$@" --elastic=3-4 --time=8 "$script")
+id=$(EASYSCALE_CONFIG=$out/job.toml EASYSCALE_SUMMARY=$out/summary.json "${SUBMIT:-easyscale-sbatch}" --parsable "$@" --elastic="${ELASTIC:-3-4}" --time=8 "$script")
 echo "job $id of $script submitted by ${SUBMIT:-easyscale-sbatch} args: $*" > "$out/timeline"
 st=.easyscale/$id/state
-step() { sqlite3 "$st/state.db" 'select max(step) from ledger' 2>/dev/null; }
+# read-only, and only once the job made it: sqlite3 would create a missing database, owned by whoever runs this,
+# which a job of another user then cannot write (a tester's job as alice FAILED so)
+step() { [ -f "$st/state.db" ] && sqlite3 -readonly "$st/state.db" 'select max(step) from ledger' 2>/dev/null; }
 bh=""
 until [ -n "$bh" ] && [ "$(step)" -ge "${KILLSTEP:-20}" ] 2>/dev/null; do
 	sleep 0.2; bh=$(scontrol show job -o "$id" | grep -o 'BatchHost=[^ ]*' | cut -d= -f2)
