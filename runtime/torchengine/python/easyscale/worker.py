@@ -596,4 +596,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Leave without the interpreter's teardown: at exit the C++ destructors of a process group's threads can abort
+    # the process ("terminate called without an active exception", SIGABRT, seen once under torch 1.13 in a
+    # clean-clone CI run), which the Go side reads as a crash. What the run needs was written before the request
+    # to exit; only the standard streams are still buffered.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
