@@ -39,10 +39,7 @@ func submitWith(t *testing.T, lab *slurmlab.Lab, submitter, script string, env [
 	summary = filepath.Join(t.TempDir(), "summary.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// held until a rendezvous directory an earlier job with this id left
-	// (the lab's ids restart with it) is gone: the tests read the job's
-	// progress from its ledger there
-	all := append([]string{"--parsable", "--hold"}, args...)
+	all := append([]string{"--parsable"}, args...)
 	all = append(all, script)
 	cmd := lab.Command(ctx, submitter, all...)
 	cmd.Dir = lab.Root
@@ -55,12 +52,6 @@ func submitWith(t *testing.T, lab *slurmlab.Lab, submitter, script string, env [
 		t.Fatalf("%s: %v\n%s", filepath.Base(submitter), err, out)
 	}
 	id = strings.TrimSpace(string(out))
-	if err := os.RemoveAll(filepath.Join(lab.Root, ".easyscale", id)); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := lab.Command(ctx, "scontrol", "release", id).CombinedOutput(); err != nil {
-		t.Fatalf("scontrol release %s: %v\n%s", id, err, out)
-	}
 	taskLogDirs.Store(id, tasks)
 	t.Cleanup(func() {
 		// in the lab's environment: without its SLURM_CONF scancel fails
