@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // TaskLayout is a job's state and the node and task counts it asks for, as
@@ -31,14 +30,9 @@ const noVal16 = 65534
 // --Format=`[TaskLayoutFormat] prints. Errors are *ParseError (source
 // "squeue", the job id, the field at fault); no line is [ErrNoSuchJob].
 func ParseTaskLayout(id string, out []byte) (TaskLayout, error) {
-	text := strings.TrimSpace(string(out))
-	if text == "" {
-		return TaskLayout{}, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
-	}
-	f := strings.Fields(text)
-	if strings.Contains(text, "\n") || len(f) != 4 {
-		return TaskLayout{}, &ParseError{Source: "squeue", Line: 1, ID: id, Field: "State",
-			Err: fmt.Errorf("want one line \"STATE NODES TASKS TASKS_PER_NODE\", got %q", out)}
+	f, err := squeueLine(id, out, "STATE", "NODES", "TASKS", "TASKS_PER_NODE")
+	if err != nil {
+		return TaskLayout{}, err
 	}
 	l := TaskLayout{State: f[0]}
 	for i, c := range []struct {

@@ -89,18 +89,30 @@ const StateAndTasksFormat = "State:0 ,NumTasks:0"
 // are *ParseError (source "squeue", the job id, field State or NumTasks);
 // no line is [ErrNoSuchJob].
 func ParseStateAndTasks(id string, out []byte) (running bool, tasks int, err error) {
-	text := strings.TrimSpace(string(out))
-	if text == "" {
-		return false, 0, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
-	}
-	f := strings.Fields(text)
-	if strings.Contains(text, "\n") || len(f) != 2 {
-		return false, 0, &ParseError{Source: "squeue", Line: 1, ID: id, Field: "State",
-			Err: fmt.Errorf("want one line \"STATE TASKS\", got %q", out)}
+	f, err := squeueLine(id, out, "STATE", "TASKS")
+	if err != nil {
+		return false, 0, err
 	}
 	if tasks, err = strconv.Atoi(f[1]); err != nil || tasks < 1 {
 		return false, 0, &ParseError{Source: "squeue", Line: 1, ID: id, Field: "NumTasks",
 			Err: fmt.Errorf("%q is not a task count", f[1])}
 	}
 	return f[0] == "RUNNING" || f[0] == "SUSPENDED", tasks, nil
+}
+
+// squeueLine splits the one line `squeue --noheader --jobs=ID` prints for
+// a --Format of len(names) values, a space between them (names say what
+// each is, for the error). Errors: no line is [ErrNoSuchJob]; another
+// line count or value count a *ParseError for field State (the first).
+func squeueLine(id string, out []byte, names ...string) ([]string, error) {
+	text := strings.TrimSpace(string(out))
+	if text == "" {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNoSuchJob)
+	}
+	f := strings.Fields(text)
+	if strings.Contains(text, "\n") || len(f) != len(names) {
+		return nil, &ParseError{Source: "squeue", Line: 1, ID: id, Field: "State",
+			Err: fmt.Errorf("want one line \"%s\", got %q", strings.Join(names, " "), out)}
+	}
+	return f, nil
 }
