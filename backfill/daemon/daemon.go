@@ -122,7 +122,7 @@ func New(o Options) (*Daemon, error) {
 	if d.shedder = o.Shedder; d.shedder == nil {
 		d.shedder = &SlurmShedder{Slurm: o.Slurm}
 	}
-	series, err := slurmSeries(context.Background(), o.Slurm)
+	series, err := o.Slurm.Series(context.Background())
 	if o.Config.ShedSlowNodes && !o.Config.DryRun {
 		if err := checkShedSupported(series, err); err != nil {
 			return nil, fmt.Errorf("backfill daemon: %w", err)

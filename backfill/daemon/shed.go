@@ -53,30 +53,11 @@ func (s *SlurmShedder) KeepFirst(ctx context.Context, id string, nodes int) erro
 // shrink-to-admit leaves such jobs alone there (planner.DonorFacts.MixedTypesUnsafe).
 var MixedShrinkSafeSeries = []string{"22.05"}
 
-// slurmSeries returns the release series ("22.05") of `scontrol
-// --version` (the client's, which needs no slurmctld), which prints
-// "slurm 24.11.5" or Debian's "slurm-wlm 22.05.8".
-func slurmSeries(ctx context.Context, r slurmcli.Runner) (string, error) {
-	out, err := r.Output(ctx, "scontrol", "--version")
-	if err != nil {
-		return "", fmt.Errorf("reading the Slurm version (scontrol --version): %w", err)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 2 || !strings.HasPrefix(f[0], "slurm") {
-		return "", fmt.Errorf("scontrol --version printed %q, want \"slurm X.Y.Z\"", out)
-	}
-	parts := strings.SplitN(f[1], ".", 3)
-	if len(parts) < 2 {
-		return "", fmt.Errorf("scontrol --version printed %q: no release series X.Y in %q", out, f[1])
-	}
-	return parts[0] + "." + parts[1], nil
-}
-
 // mixedShrinkSafe reports whether series is in MixedShrinkSafeSeries.
 func mixedShrinkSafe(series string) bool { return slices.Contains(MixedShrinkSafeSeries, series) }
 
 // checkShedSupported returns an error naming shed_slow_nodes unless the
-// Slurm series slurmSeries read (or failed to, err) is in
+// Slurm series slurmcli.Runner.Series read (or failed to, err) is in
 // MixedShrinkSafeSeries.
 func checkShedSupported(series string, err error) error {
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,8 @@ const (
 // the other nodes, idle, until its time limit (seen on the lab). The task
 // requeues the job (`scontrol requeue`), which resumes from its newest
 // checkpoint, as Slurm would have done without --no-kill, with its task
-// and node counts lowered to its remaining nodes (fitRequeued). Slurm notices a
+// and node counts lowered to its remaining nodes (fitRequeued, on the Slurm
+// series where that is safe: requeueFitSafeSeries). Slurm notices a
 // dead node only when its pings go unanswered, so a batch host that is
 // not DOWN is asked about again every poll, for at most the cluster's
 // SlurmdTimeout plus margin; if it is still not DOWN then, the coordinator
@@ -60,11 +62,14 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 		if strings.Contains(state, "DOWN") {
 			s.log.Warn("the batch host is down and with it the coordinator: requeuing the job to resume from its checkpoint",
 				"slurm_job_id", s.task.JobID, "node", job.BatchHost, "state", state)
+			fit := s.requeueFitSafe(ctx) // before the requeue, whose SIGTERM kills queries
 			if out, err := s.runner.Output(ctx, "scontrol", "requeue", s.task.JobID); err != nil {
 				s.log.Error("requeuing the job", "slurm_job_id", s.task.JobID, "error", err, "output", string(out))
 				return false
 			}
-			s.fitRequeued(ctx, finished)
+			if fit {
+				s.fitRequeued(ctx, finished)
+			}
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -79,6 +84,37 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 		case <-time.After(poll):
 		}
 	}
+}
+
+// requeueFitSafeSeries are the Slurm release series on which a job just
+// requeued may be fitted to its nodes (fitRequeued) without harm. On 24.11
+// the fit corrupts accounting: a requeued job stays PENDING|COMPLETING
+// until its epilog completes, and only then does slurmctld give it its new
+// submit time and database index (job_mgr.c
+// `_set_requeued_job_pending_completing`: "do this after the epilog
+// complete"), while the fit's node count change makes `_update_job` send
+// the job's record to slurmdbd at once ("updating accounting"). For a job
+// that lost a node and so was resized, slurmdbd refuses that record
+// ("Duplicate entry ... for key 'id_job'"), slurmctld logs "DBD_ID_RC is
+// -1", and the batch is retried every few seconds, losing other jobs'
+// records with it: on the 24.11 lab a later job's requeued run was missing
+// from sacct (3 December 2026). The window ends only when every process of
+// the job, the fitting task among them, has exited, so no task of the job
+// can wait it out.
+var requeueFitSafeSeries = []string{"22.05"}
+
+// requeueFitSafe reports whether the Slurm series is in
+// requeueFitSafeSeries, logging once why the requeued job will not be
+// fitted when it is not (or cannot be read).
+func (s *slurmRun) requeueFitSafe(ctx context.Context) bool {
+	series, err := s.runner.Series(ctx)
+	if err == nil && slices.Contains(requeueFitSafeSeries, series) {
+		return true
+	}
+	s.log.Warn("the requeued job keeps its node count and waits for as many nodes as it had before the loss: fitting it "+
+		"to the survivors corrupts accounting on this Slurm", "slurm_job_id", s.task.JobID, "slurm_series", series,
+		"safe_series", strings.Join(requeueFitSafeSeries, ","), "error", err)
+	return false
 }
 
 // fitRequeued makes the just requeued job ask for the nodes it still had

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,8 @@ type fakeScontrol struct {
 	batchHostStates []string
 	requeued        []string
 	updates         []string
-	layoutKills     int // how many task-layout squeues after the requeue Slurm's SIGTERM kills
+	layoutKills     int    // how many task-layout squeues after the requeue Slurm's SIGTERM kills
+	version         string // what `scontrol --version` prints ("" is "slurm-wlm 22.05.8")
 }
 
 func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
@@ -53,6 +55,8 @@ func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args
 			f.batchHostStates = f.batchHostStates[1:]
 		}
 		return []byte("NodeName=n1 State=" + st + " NodeAddr=127.0.0.1 Port=17211\nNodeName=n2 State=MIXED NodeAddr=127.0.0.1 Port=17212\n"), nil
+	case cmd == "scontrol --version":
+		return []byte(cmp.Or(f.version, "slurm-wlm 22.05.8") + "\n"), nil
 	case cmd == "scontrol show config":
 		return []byte("SlurmctldTimeout        = 120 sec\nSlurmdTimeout           = 1 sec\n"), nil
 	case strings.HasPrefix(cmd, "scontrol requeue "):
@@ -153,6 +157,22 @@ func TestARequeuedRigidJobKeepsItsRequest(t *testing.T) {
 	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
 	if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, false) || len(f.updates) != 0 {
 		t.Fatalf("requeued %v, updates %q; want a requeue and no update", f.requeued, f.updates)
+	}
+}
+
+// On a Slurm series where fitting a requeued job corrupts accounting
+// (24.11; requeueFitSafeSeries) or whose version cannot be read, the task
+// still requeues the job but leaves its node and task counts alone.
+func TestARequeuedJobIsNotFittedOnASlurmWhereThatCorruptsAccounting(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "1-3")
+	for _, version := range []string{"slurm 24.11.5", "garbled"} {
+		t.Run(version, func(t *testing.T) {
+			f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"DOWN"}, version: version}
+			s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
+			if !s.requeueOrphan(context.Background(), 10*time.Millisecond, 0, false) || !slices.Equal(f.requeued, []string{"7"}) || len(f.updates) != 0 {
+				t.Fatalf("Slurm %q: requeued %v, updates %q; want job 7 requeued and no update", version, f.requeued, f.updates)
+			}
+		})
 	}
 }
 

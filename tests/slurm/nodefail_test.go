@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,10 +199,13 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 // RUNNING until its time limit: once Slurm has set the node DOWN, the new
 // coordinator requeues it after training, and the requeued run finds the
 // training done and ends COMPLETED. The digest is the fixed run's.
-// The job holds all 4 lab nodes, so the requeued run starts only because
-// it asks for the 3 it still had: Slurm keeps the lost node in its minimum
-// node count and task count, and a tester's such job stayed PENDING until
-// the node came back (runtime/cli fitRequeued).
+// On 22.05 the job holds all 4 lab nodes, so the requeued run starts only
+// because it asks for the 3 it still had: Slurm keeps the lost node in its
+// minimum node count and task count, and a tester's such job stayed
+// PENDING until the node came back (runtime/cli fitRequeued). On 24.11
+// that fit corrupts accounting and is not made (runtime/cli
+// requeueFitSafeSeries): the job holds 3 nodes, and its requeued run
+// starts on the 2 left and the idle fourth.
 // It reports the time from the loss to training again and the steps
 // redone (issue 20's goals: 10 s, 1 step).
 func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
@@ -217,7 +221,11 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 		d, err := lab.LocalDigest(config, 0)
 		local <- result{d, err}
 	}()
-	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--nodes=4", "--elastic=3-4")
+	nodes := 4
+	if slurmlab.Current() {
+		nodes = 3
+	}
+	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--nodes="+strconv.Itoa(nodes), "--elastic=3-4")
 	rdv := filepath.Join(lab.Root, ".easyscale", id)
 	state := filepath.Join(rdv, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -232,8 +240,8 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if err != nil || job.BatchHost == "" {
 		t.Fatalf("job %s: batch host %q (%v)", id, job.BatchHost, err)
 	}
-	if nodes := hostnames(ctx, t, lab, job.NodeList); len(nodes) != 4 {
-		t.Fatalf("job %s runs on %q, want all 4 nodes", id, job.NodeList)
+	if got := hostnames(ctx, t, lab, job.NodeList); len(got) != nodes {
+		t.Fatalf("job %s runs on %q, want %d nodes", id, job.NodeList, nodes)
 	}
 	killedAt := time.Now()
 	lab.KillNode(t, job.BatchHost) // restores the node at cleanup, so the tests after this one find it idle
