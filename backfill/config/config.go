@@ -145,16 +145,20 @@ type Config struct {
 	NudgeEligible bool `toml:"nudge_eligible"`
 	// ShedSlowNodes makes the daemon release the nodes of a running elastic
 	// d2 job (--determinism=d2) that add nothing to its throughput
-	// [shed_slow_nodes], default false: on a mix of GPU types the optimal
-	// placement of its logical workers can leave a slow node's GPUs without
-	// one while every all-reduce waits for that node (planner.ShedNodes).
-	// When they are the last nodes of its list, `scontrol update JobId=ID
-	// NumNodes=N` releases them for the jobs waiting for them; the batch
-	// host is always kept. Off by default until the policy it belongs to
-	// is (BENCHMARKS.md, issue 17: E31). The daemon refuses it at start on
-	// a Slurm series it was not run on (daemon.MixedShrinkSafeSeries, 22.05): on
-	// 24.11.5 slurmctld crashed after such a shrink.
+	// [shed_slow_nodes], default true where the Slurm series allows it: on a
+	// mix of GPU types the optimal placement of its logical workers can
+	// leave a slow node's GPUs without one while every all-reduce waits for
+	// that node (planner.ShedNodes). When they are the last nodes of its
+	// list, `scontrol update JobId=ID NumNodes=N` releases them for the jobs
+	// waiting for them; the batch host is always kept. On by default since
+	// it beat the policy without it over 960 cells (BENCHMARKS.md, issue 17:
+	// E31). On a Slurm series it was not run on (daemon.MixedShrinkSafeSeries,
+	// 22.05; on 24.11.5 slurmctld crashed after such a shrink) the default
+	// is off, with one log line, and an explicit true is refused at start.
 	ShedSlowNodes bool `toml:"shed_slow_nodes"`
+	// shedDefaulted records that the file did not set shed_slow_nodes
+	// (ShedSlowNodesDefaulted).
+	shedDefaulted bool
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -450,6 +454,12 @@ func whereItBelongs(k toml.Key) string {
 	return " (" + strings.Join(places, "; ") + ")"
 }
 
+// ShedSlowNodesDefaulted reports whether ShedSlowNodes is the default
+// rather than set by the file: the daemon turns a default true off on a
+// Slurm series where releasing nodes is not known to be safe, and refuses
+// an explicit one.
+func (c *Config) ShedSlowNodesDefaulted() bool { return c.shedDefaulted }
+
 // Default returns the configuration of an empty file.
 func Default() *Config {
 	var c Config
@@ -476,6 +486,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("unplanned_hold", &c.UnplannedHold, 60*time.Second)
 	if !defined("nudge_eligible") {
 		c.NudgeEligible = true
+	}
+	if c.shedDefaulted = !defined("shed_slow_nodes"); c.shedDefaulted {
+		c.ShedSlowNodes = true
 	}
 	if !defined("retry", "base") {
 		c.Retry.Base.Duration = time.Minute

@@ -80,9 +80,11 @@ func TestShrinkToAdmitReReadsTheQueuedJobBeforeAnyDonor(t *testing.T) {
 // twoDonorCluster: elastic jobs 10 (carol, n1,n2) and 11 (bob, n3,n4), 4
 // GPUs per node, 60 min limits; bob's job 20 queued for 2 whole nodes of
 // any type for 30 min, waiting for resources: it needs a node of each.
+// Neither donor releases the node its 4 logical workers leave idle
+// (shed_slow_nodes = false): the tests are about the admission.
 func twoDonorCluster(t *testing.T) *testDaemon {
 	t.Helper()
-	td := newTestDaemon(t, "")
+	td := newTestDaemon(t, "shed_slow_nodes = false\n")
 	c := td.fake.running("10", "es-req min=1 max=3 lw=4 d2", "n1,n2", 4, time.Hour, rendezvous(t, "10"))
 	b := td.fake.running("11", "es-req min=1 max=3 lw=4 d2", "n3,n4", 4, time.Hour, rendezvous(t, "11"))
 	q := td.fake.pending("20", "n1,n3", 4, td.now.Add(time.Hour))

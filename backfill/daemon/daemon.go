@@ -68,6 +68,9 @@ type Daemon struct {
 	resize  Resizer
 	nudger  Nudger
 	shedder Shedder
+	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
+	// series allows it; shed.go).
+	shed bool
 	// shedTried holds "job/node list" of every release tried (shed.go).
 	shedTried map[string]bool
 	// mixedShrinkSafe: the Slurm series (read at start) is one of
@@ -123,9 +126,15 @@ func New(o Options) (*Daemon, error) {
 		d.shedder = &SlurmShedder{Slurm: o.Slurm}
 	}
 	series, err := o.Slurm.Series(context.Background())
-	if o.Config.ShedSlowNodes && !o.Config.DryRun {
+	if d.shed = o.Config.ShedSlowNodes; d.shed {
 		if err := checkShedSupported(series, err); err != nil {
-			return nil, fmt.Errorf("backfill daemon: %w", err)
+			switch {
+			case o.Config.ShedSlowNodesDefaulted():
+				d.shed = false
+				d.log.Info("shed_slow_nodes is off on this Slurm (its default is on only where releasing nodes was run)", "error", err)
+			case !o.Config.DryRun:
+				return nil, fmt.Errorf("backfill daemon: %w", err)
+			}
 		}
 	}
 	if err != nil {

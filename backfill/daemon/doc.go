@@ -314,7 +314,8 @@
 //
 // # Releasing the slow nodes a job does not use
 //
-// With shed_slow_nodes (off by default) a cycle in which no admission or
+// With shed_slow_nodes (on by default where the Slurm series allows it,
+// 22.05: MixedShrinkSafeSeries) a cycle in which no admission or
 // start-small changed an allocation releases, for each running elastic
 // d2 job on more than one node, the nodes planner.ShedNodes says it can
 // give up without slowing down: on a mix of GPU types the optimal

@@ -132,15 +132,15 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 	return plans
 }
 
-// shedSlow applies this cycle's releases (shed_slow_nodes, off by
-// default): each job is re-read by id first and left alone when its state,
+// shedSlow applies this cycle's releases (shed_slow_nodes, on by default
+// where the Slurm series allows it, Daemon.shed): each job is re-read by id first and left alone when its state,
 // nodes, batch host or owner changed since the snapshot, or its record
 // cannot be read; a release that slurmctld refuses is logged and counted.
 // It reports whether an allocation changed (the cycle then lends nothing:
 // the next cycle reads the new allocations). Only a database error is
 // returned.
 func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *Report) (bool, error) {
-	if !d.cfg.ShedSlowNodes {
+	if !d.shed {
 		return false, nil
 	}
 	changed := false

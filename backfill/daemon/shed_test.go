@@ -68,7 +68,7 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 		changeBeforeReRead         bool
 		wantDecisions              int
 	}{
-		{name: "option off", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
+		{name: "option off", toml: "shed_slow_nodes = false\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
 		{name: "a d1 job", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d1", nodes: "n2,n3", gpus: 1},
 		{name: "the slow node is the batch host", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n3,n2", gpus: 1},
 		{name: "the slow node is in the middle of the list", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=3 lw=2 d2", nodes: "n2,n3,n1", gpus: 1},
@@ -120,6 +120,40 @@ func TestTheReleaseKeepsTheTaskCountWhereSlurmAsksForIt(t *testing.T) {
 	want := []string{"scontrol update JobId=10 NumNodes=1", "scontrol update JobId=10 NumNodes=1 NumTasks=2"}
 	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || j.nodeList != "n2" {
 		t.Fatalf("commands %q, job on %q; want %q and n2", got, j.nodeList, want)
+	}
+}
+
+// shed_slow_nodes is on when the file does not set it, on the Slurm series
+// where releasing nodes was run (22.05): the job of
+// TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse loses its T4 node. On
+// 24.11 the default is off, without an error, and the job keeps its nodes.
+func TestShedSlowNodesIsOnByDefaultWhereSlurmAllowsIt(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    []string
+	}{
+		{"22.05.8", []string{"scontrol update JobId=10 NumNodes=1"}},
+		{"24.11.5", nil},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			fake := newFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.Local))
+			fake.version = tc.version
+			cfg, err := config.Parse(`metrics_address = "off"
+state_db = "` + filepath.Join(t.TempDir(), "backfill.db") + `"
+`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cfg.ShedSlowNodes || !cfg.ShedSlowNodesDefaulted() {
+				t.Fatalf("an empty file: shed_slow_nodes %v (defaulted %v), want true by default", cfg.ShedSlowNodes, cfg.ShedSlowNodesDefaulted())
+			}
+			td := newTestDaemonWith(t, fake, cfg)
+			td.fake.running("10", "es-req min=1 max=2 lw=2 d2", "n2,n3", 1, time.Hour, rendezvous(t, "10"))
+			td.cycle(t)
+			if got := td.fake.commands("scontrol update"); !slices.Equal(got, tc.want) {
+				t.Fatalf("Slurm %s, shed_slow_nodes unset: updates %q, want %q", tc.version, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -187,8 +187,8 @@
 // daemon cannot apply stay off by default (Config.AdmitBelowRequest:
 // admitting a queued job below its request; Config.KeepOffPinned:
 // starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
-// decides when it places a job), and one the daemon applies only when
-// configured (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
+// decides when it places a job), one the daemon applies by default on
+// Slurm 22.05 (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
 // job's placement leaves idle but whose pace its all-reduce waits for; the
 // daemon's shed_slow_nodes, `scontrol update NumNodes=` of the last nodes
 // of a job's list, which keeps the batch host), and one it cannot apply as the simulator does

@@ -233,7 +233,8 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 // TestPolicyElasticIsTheDaemonsDefaultConfiguration: easyscale-simulate
 // --policy elastic, with no other flag, runs what easyscale-backfilld's
 // default configuration runs (config.Default(): admit.rule objective,
-// start_small.rule ends-earlier, rescale_cost 30 s, admit.max_loss 0.5),
+// start_small.rule ends-earlier, rescale_cost 30 s, admit.max_loss 0.5,
+// shed_slow_nodes),
 // and --objective=false the rules before issue 17.
 func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	rows := "A,0,10000,4,,,1,4,4,4,d1\nB,1,1000,4,,,1,4,4,4,d1\nC,2,100,3,,,1,3,1,3,d1\nD,3,3000,2,,,1,2,1,2,d2\n"
@@ -243,9 +244,10 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	}
 	jobs := readJobs(t, rows)
 	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
-		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30}
+		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true}
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
-		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost {
+		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
+		d.ShedSlowNodes != daemon.ShedSlowNodes {
 		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
 	}
 	legacy := daemon
@@ -281,6 +283,36 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	def, leg := mustRun(t, jobs, daemon), mustRun(t, jobs, legacy)
 	if def.MeanJCT == leg.MeanJCT {
 		t.Errorf("the objective and the old rules give the same mean JCT %v on this trace: the check above cannot tell them apart", def.MeanJCT)
+	}
+}
+
+// easyscale-simulate --policy elastic releases the slow nodes a d2 job
+// does not use, as the daemon's default does on Slurm 22.05
+// (shed_slow_nodes), and --shed-slow-nodes=false does not: the trace of
+// TestShedSlowNodesFreesTheT4sAD2JobDoesNotUse, through Main.
+func TestPolicyElasticShedsAsTheDaemonDoesByDefault(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.csv")
+	if err := os.WriteFile(path, []byte(objectiveHead+"A,0,2000,8,,,1,8,1,8,d2\nB,10,500,4,t4,,1,4,4,4,d1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mean := map[bool]float64{}
+	for _, flags := range [][]string{nil, {"--shed-slow-nodes=false"}} {
+		var out, errb bytes.Buffer
+		args := append([]string{"--trace", path, "--gpus", "v100:4,t4:4", "--gpus-per-node", "4", "--speeds", "v100:3.1,t4:1",
+			"--policy", "elastic", "--json", "-"}, flags...)
+		if code := Main(args, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var got struct {
+			MeanJCT float64 `json:"mean_jct_s"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		mean[flags == nil] = got.MeanJCT
+	}
+	if !(mean[true] < mean[false]) {
+		t.Fatalf("mean JCT %v by default, %v with --shed-slow-nodes=false; want the default (shedding) lower", mean[true], mean[false])
 	}
 }
 

@@ -25,11 +25,13 @@ func DefaultLimits() planner.Limits { return config.Default().PlannerLimits() }
 // default configuration (config.Default()), what easyscale-simulate
 // --policy elastic runs without other flags: shrink-to-admit on, by the
 // one objective when admit.rule is "objective", start_small.rule,
-// rescale_cost and admit.max_loss. The caller sets the cluster.
+// rescale_cost, admit.max_loss and shed_slow_nodes. The caller sets the
+// cluster.
 func DaemonDefaults() Config {
 	d := config.Default()
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
-		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds()}
+		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
+		ShedSlowNodes: d.ShedSlowNodes}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -128,9 +130,10 @@ type Config struct {
 	// start the nodes of a d2 elastic job that add nothing to its
 	// throughput (planner.ShedNodes: a slow type whose GPUs the optimal
 	// placement leaves idle but whose pace every all-reduce waits for),
-	// paying one rescale. The daemon does not do this yet (it shrinks a
-	// job by NumNodes, which releases the last nodes of its list): a
-	// simulator option, off by default (BENCHMARKS.md, issue 17).
+	// paying one rescale. The daemon's shed_slow_nodes (on by default on
+	// Slurm 22.05) does this where the released nodes are the last of the
+	// job's list (it shrinks by NumNodes); DaemonDefaults sets it as the
+	// daemon's default does (BENCHMARKS.md, issue 17: E31).
 	ShedSlowNodes bool
 	// HoldForFast, with Objective, leaves a job that may mix GPU types
 	// pending when waiting for faster types ends it sooner than starting

@@ -153,8 +153,11 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 	case "elastic": // the daemon's default configuration
 		d := simulator.DaemonDefaults()
 		d.GPUs, d.GPUsPerNode, d.Speeds, d.RescaleCost = cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds, cfg.RescaleCost
-		// experiments the daemon does not run (BENCHMARKS.md, E31 and E32)
-		d.ShedSlowNodes = os.Getenv("EASYSCALE_HETERO_SHED") == "1"
+		// the daemon's default sheds (E31); $EASYSCALE_HETERO_SHED=0 runs it without
+		if os.Getenv("EASYSCALE_HETERO_SHED") == "0" {
+			d.ShedSlowNodes = false
+		}
+		// an experiment the daemon cannot apply as is (BENCHMARKS.md, E32)
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
@@ -188,8 +191,8 @@ func heteroRescaleCost() float64 {
 // simulator.DefaultRescaleCost per rescale. The table goes to stderr (and
 // to $EASYSCALE_HETERO_TABLE when set); $EASYSCALE_HETERO_ONLY=PREFIX
 // keeps the cases whose name starts so (e.g. pollux);
-// $EASYSCALE_HETERO_SHED=1 runs elastic with simulator.Config.ShedSlowNodes
-// (an experiment: the daemon does not shed yet); $EASYSCALE_HETERO_HOLD=1
+// $EASYSCALE_HETERO_SHED=0 runs elastic without simulator.Config.ShedSlowNodes
+// (the daemon's default before E31); $EASYSCALE_HETERO_HOLD=1
 // with simulator.Config.HoldForFast (an experiment the daemon cannot apply
 // as is); $EASYSCALE_HETERO_RESCALE=S sets the elastic runs' rescale cost
 // to S seconds; $EASYSCALE_HETERO_SEED=D draws the jobs' speeds, d1 choices
