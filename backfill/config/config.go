@@ -150,7 +150,12 @@ type Config struct {
 	// leave a slow node's GPUs without one while every all-reduce waits for
 	// that node (planner.ShedNodes). When they are the last nodes of its
 	// list, `scontrol update JobId=ID NumNodes=N` releases them for the jobs
-	// waiting for them; the batch host is always kept. On by default since
+	// waiting for them; the batch host is always kept, and only jobs in
+	// Partitions and not in Admit.OffPartitions are touched (ShrinkOn).
+	// Under Slurm the runtime places logical workers evenly rather than by
+	// speed, so a worker on a released node is lost and its step redone,
+	// as at any shrink; the job then runs at least as fast as before (the
+	// best placement on the kept nodes is no slower than any on all). On by default since
 	// it beat the policy without it over 960 cells (BENCHMARKS.md, issue 17:
 	// E31). On a Slurm series it was not run on (daemon.MixedShrinkSafeSeries,
 	// 22.05; on 24.11.5 slurmctld crashed after such a shrink) the default
@@ -705,6 +710,19 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ShrinkOn reports whether the daemon may shrink a running job of
+// partition p (shed_slow_nodes) for its own sake: p is one of partitions
+// when that is set, and not one of admit.off_partitions, where "a running
+// job is never shrunk".
+func (c *Config) ShrinkOn(p string) bool {
+	for _, one := range strings.Split(p, ",") {
+		if slices.Contains(c.Admit.OffPartitions, one) || (len(c.Partitions) > 0 && !slices.Contains(c.Partitions, one)) {
+			return false
+		}
+	}
+	return true
 }
 
 // AdmitOn reports whether shrink-to-admit may act in partition p (a

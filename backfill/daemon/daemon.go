@@ -131,9 +131,15 @@ func New(o Options) (*Daemon, error) {
 			switch {
 			case o.Config.ShedSlowNodesDefaulted():
 				d.shed = false
-				d.log.Info("shed_slow_nodes is off on this Slurm (its default is on only where releasing nodes was run)", "error", err)
+				args := []any{"slurm_series", series, "safe_series", strings.Join(MixedShrinkSafeSeries, ",")}
+				if err != nil {
+					args = append(args, "error", err)
+				}
+				d.log.Info("releasing slow nodes (shed_slow_nodes) is off on this Slurm: its default is on only where it was run", args...)
 			case !o.Config.DryRun:
 				return nil, fmt.Errorf("backfill daemon: %w", err)
+			default:
+				d.log.Warn("shed_slow_nodes = true would be refused on this Slurm; the dry run logs what it would release", "error", err)
 			}
 		}
 	}

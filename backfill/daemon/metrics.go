@@ -89,7 +89,7 @@ func NewMetrics() *Metrics {
 			"Waiting elastic jobs whose begin time had passed, updated so that Slurm's scheduler runs (nudge_eligible), "+
 				"by result: ok, failed (scontrol refused), skipped (the re-read job was no longer one to nudge).", "result"),
 		Sheds: vec("sheds_total",
-			"Running elastic d2 jobs whose nodes their placement leaves idle were released (shed_slow_nodes), by result: "+
+			"Running elastic d2 jobs whose nodes add nothing to their throughput were released (shed_slow_nodes), by result: "+
 				"ok, failed (scontrol refused), skipped (the re-read job had changed).", "result"),
 	}
 	for _, result := range []string{"ok", "failed", "skipped"} {

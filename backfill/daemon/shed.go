@@ -79,7 +79,10 @@ type shedPlan struct {
 	gpus       int // GPUs released
 }
 
-// planShed decides this cycle's releases (shed_slow_nodes): for every
+// planShed decides this cycle's releases (shed_slow_nodes): only for
+// jobs whose nodes this daemon manages, in a partition where it may shrink
+// running jobs (config.Config.ShrinkOn: one of partitions, none of
+// admit.off_partitions); for every
 // running elastic d2 job on more than one node whose base allocation the
 // planner knows (planner.RunningJob: its model, minimum and speeds), the
 // nodes planner.ShedNodes says it can release without slowing down, its
@@ -91,7 +94,8 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 	var plans []shedPlan
 	for _, r := range ps.Running {
 		e := v.Elastic[r.ID]
-		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || len(r.Base) < 2 || e.BaseGuessed {
+		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || len(r.Base) < 2 || e.BaseGuessed ||
+			!e.Managed || !d.cfg.ShrinkOn(e.Job.Partition) {
 			continue
 		}
 		shares := make([]planner.NodeShare, 0, len(r.Base))
@@ -133,9 +137,11 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 }
 
 // shedSlow applies this cycle's releases (shed_slow_nodes, on by default
-// where the Slurm series allows it, Daemon.shed): each job is re-read by id first and left alone when its state,
-// nodes, batch host or owner changed since the snapshot, or its record
-// cannot be read; a release that slurmctld refuses is logged and counted.
+// where the Slurm series allows it, Daemon.shed): each job is re-read by id
+// first and left alone when its state, nodes, batch host, owner, partition
+// or request (its comment's es-req, which its owner may change; the
+// progress the runtime writes there may change) changed since the
+// snapshot, or its record cannot be read; a release that slurmctld refuses is logged and counted.
 // It reports whether an allocation changed (the cycle then lends nothing:
 // the next cycle reads the new allocations). Only a database error is
 // returned.
@@ -162,7 +168,7 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 		}
 		d.shedTried[tried] = true
 		log := d.log.Named("shed").With("job_id", id, "keep", strings.Join(p.keep, ","), "shed", strings.Join(p.shed, ","))
-		detail := fmt.Sprintf("release %s (%d GPUs its placement leaves idle, whose pace its all-reduce waits for), keep %s",
+		detail := fmt.Sprintf("release %s (%d GPUs that add nothing to its throughput: the best placement of its logical workers leaves them idle, and its all-reduce waits for their pace), keep %s",
 			strings.Join(p.shed, ","), p.gpus, strings.Join(p.keep, ","))
 		if d.cfg.DryRun {
 			log.Info("would release the slow nodes the job does not use (dry run)")
@@ -177,7 +183,9 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 				fieldCheck{"state", j.State, "RUNNING"},
 				fieldCheck{"node list", j.NodeList, p.job.Job.NodeList},
 				fieldCheck{"batch host", j.BatchHost, p.job.Job.BatchHost},
-				fieldCheck{"owner", j.User, p.job.Job.User})
+				fieldCheck{"owner", j.User, p.job.Job.User},
+				fieldCheck{"partition", j.Partition, p.job.Job.Partition},
+				fieldCheck{"request", requestOf(j.Comment), elastic.Comment{Request: p.job.Request}.String()})
 		}
 		if err != nil || why != "" {
 			if err != nil {
@@ -199,7 +207,19 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 		changed = true
 		d.metrics.Sheds.WithLabelValues("ok").Inc()
 		r.Shed = append(r.Shed, id)
-		log.Info("released nodes the job's placement leaves idle", "gpus", p.gpus)
+		log.Info("released nodes that add nothing to the job's throughput", "gpus", p.gpus)
 	}
 	return changed, nil
+}
+
+// requestOf returns the canonical form of the request a job's comment
+// carries (elastic.Comment.String of its Request, progress left out), or
+// the parse error's text, so that a re-read can tell whether the request
+// changed while the runtime's progress did.
+func requestOf(comment string) string {
+	c, err := elastic.ParseComment(comment)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return elastic.Comment{Request: c.Request}.String()
 }

@@ -58,14 +58,17 @@ func TestTheDaemonReleasesTheSlowNodeAD2JobDoesNotUse(t *testing.T) {
 // node is its batch host (Slurm refuses a list without it), a job whose
 // every node it uses, a job whose slow node sits in the middle of its
 // list (NumNodes= releases the last ones), a dry run (recorded once,
-// nothing run); and a job whose node list changed between the snapshot
-// and the re-read by id.
+// nothing run); a job whose node list or request changed between the
+// snapshot and the re-read by id; and jobs in a partition the daemon does
+// not manage or where running jobs are never shrunk.
 func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 	for _, tc := range []struct {
 		name, toml, comment, nodes string
 		gpus                       int
 		perJob                     bool // the GPUs asked per job (--gpus=gpus·nodes), not per node
+		partition                  string
 		changeBeforeReRead         bool
+		changeRequest              string // the comment the job's owner sets between the snapshot and the re-read
 		wantDecisions              int
 	}{
 		{name: "option off", toml: "shed_slow_nodes = false\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
@@ -77,6 +80,12 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 			toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, perJob: true},
 		{name: "dry run", toml: "shed_slow_nodes = true\ndry_run = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, wantDecisions: 1},
 		{name: "the job changed before the re-read", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, changeBeforeReRead: true},
+		{name: "the job's request changed to d1 before the re-read (a tester's squeue wrapper)", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1,
+			changeBeforeReRead: true, changeRequest: "es-req min=1 max=2 lw=2 d1"},
+		{name: "a partition the daemon does not manage (a tester's job in low with partitions = [normal])", toml: "partitions = [\"normal\"]\n",
+			comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, partition: "low"},
+		{name: "a partition where running jobs are never shrunk", toml: "[admit]\noff_partitions = [\"normal\"]\n",
+			comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, tc.toml)
@@ -84,7 +93,13 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 			if tc.perJob {
 				td.fake.set(func() { j.gpusPerJob, j.gpusPerNode = tc.gpus*j.nodes, 0 })
 			}
-			if tc.changeBeforeReRead {
+			if tc.partition != "" {
+				td.fake.set(func() { j.partition = tc.partition })
+			}
+			switch {
+			case tc.changeRequest != "":
+				td.fake.onJobs = func() { j.comment = tc.changeRequest }
+			case tc.changeBeforeReRead:
 				td.fake.onJobs = func() { j.nodeList = "n1,n2" } // now on two V100 nodes: nothing to release
 			}
 			for range 3 {

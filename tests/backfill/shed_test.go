@@ -21,11 +21,14 @@ import (
 // examples/slurm/mnist.sbatch as an elastic d2 job with 2 logical workers
 // on n2 (one v100 GPU, its batch host) and n3 (one t4 GPU) under
 // easyscale-backfilld with shed_slow_nodes and t4 at 0.3 of a v100: the
-// optimal placement runs both logical workers on the v100, so the t4 only
-// slows every all-reduce (planner.ShedNodes). The daemon releases n3 with
-// `scontrol update JobId=ID NumNodes=1`; Slurm keeps the job RUNNING on
-// n2, the runtime goes on without n3's worker, and the job trains to the
-// fixed run's digest (issue 17, E31).
+// best placement runs both logical workers on the v100, so the t4 adds
+// nothing to the job's throughput (planner.ShedNodes). The runtime itself
+// places them evenly (one on each GPU: it is given no speeds under Slurm),
+// so the release costs a worker and its step, as any shrink does (a
+// tester saw "step 33 aborted by the coordinator (a worker was lost)").
+// The daemon releases n3 with `scontrol update JobId=ID NumNodes=1`; Slurm
+// keeps the job RUNNING on n2, the runtime redoes the step without n3's
+// worker, and the job trains to the fixed run's digest (issue 17, E31).
 func TestTheDaemonReleasesTheT4NodeAD2JobDoesNotUse(t *testing.T) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {

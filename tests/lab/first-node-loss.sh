@@ -7,7 +7,8 @@
 # KillNode does)
 # and writes the job's and the node's state, each time it changes (polled every second), with the time
 # since the kill, into /tmp/first-node-loss/NAME/timeline; MAXWAIT (default 300) seconds at most.
-# The node stays down: resume it with lab-up.sh and `scontrol update NodeName=n1 State=RESUME`.
+# The node stays down: resume it with lab-up.sh (which restarts the lab with empty state and accounting: read
+# sacct first) and `scontrol update NodeName=n1 State=RESUME`.
 # SUBMIT=sbatch submits with plain sbatch (the SPANK plugin reads --elastic; no --no-kill) instead of
 # easyscale-sbatch; the extra arguments (e.g. --requeue) go to either. SCRIPT=examples/slurm/torch-mnist.sbatch
 # runs the torch example instead (its own job file, 234 steps; EASYSCALE_STEPS as set in the environment).
