@@ -155,9 +155,9 @@ type Config struct {
 	// Under Slurm the runtime places logical workers evenly rather than by
 	// speed, so a worker on a released node is lost and its step redone,
 	// as at any shrink; the job then runs at least as fast as before (the
-	// best placement on the kept nodes is no slower than any on all). On by default since
-	// it beat the policy without it over 960 cells (BENCHMARKS.md, issue 17:
-	// E31). On a Slurm series it was not run on (daemon.MixedShrinkSafeSeries,
+	// best placement on the kept nodes is no slower than any on all). On
+	// by default since it beat the policy without it over 960 cells
+	// (BENCHMARKS.md, issue 17: E31). On a Slurm series it was not run on (daemon.MixedShrinkSafeSeries,
 	// 22.05; on 24.11.5 slurmctld crashed after such a shrink) the default
 	// is off, with one log line, and an explicit true is refused at start.
 	ShedSlowNodes bool `toml:"shed_slow_nodes"`
@@ -717,8 +717,16 @@ func sortedKeys(m map[string]float64) []string {
 // when that is set, and not one of admit.off_partitions, where "a running
 // job is never shrunk".
 func (c *Config) ShrinkOn(p string) bool {
+	return everyPartition(p, func(one string) bool {
+		return !slices.Contains(c.Admit.OffPartitions, one) && (len(c.Partitions) == 0 || slices.Contains(c.Partitions, one))
+	})
+}
+
+// everyPartition reports whether ok holds for every partition of p, a
+// comma-separated list as squeue prints it for a job queued in several.
+func everyPartition(p string, ok func(partition string) bool) bool {
 	for _, one := range strings.Split(p, ",") {
-		if slices.Contains(c.Admit.OffPartitions, one) || (len(c.Partitions) > 0 && !slices.Contains(c.Partitions, one)) {
+		if !ok(one) {
 			return false
 		}
 	}
@@ -729,13 +737,5 @@ func (c *Config) ShrinkOn(p string) bool {
 // comma-separated list for a job queued in several, as squeue prints it):
 // it is enabled and none of them is in admit.off_partitions.
 func (c *Config) AdmitOn(p string) bool {
-	if !c.Admit.Enabled {
-		return false
-	}
-	for _, one := range strings.Split(p, ",") { // a job queued in several: every one must allow it
-		if slices.Contains(c.Admit.OffPartitions, one) {
-			return false
-		}
-	}
-	return true
+	return c.Admit.Enabled && everyPartition(p, func(one string) bool { return !slices.Contains(c.Admit.OffPartitions, one) })
 }

@@ -141,10 +141,10 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 // first and left alone when its state, nodes, batch host, owner, partition
 // or request (its comment's es-req, which its owner may change; the
 // progress the runtime writes there may change) changed since the
-// snapshot, or its record cannot be read; a release that slurmctld refuses is logged and counted.
-// It reports whether an allocation changed (the cycle then lends nothing:
-// the next cycle reads the new allocations). Only a database error is
-// returned.
+// snapshot, or its record cannot be read; a release that slurmctld
+// refuses is logged and counted. It reports whether an allocation changed
+// (the cycle then lends nothing: the next cycle reads the new
+// allocations). Only a database error is returned.
 func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *Report) (bool, error) {
 	if !d.shed {
 		return false, nil
