@@ -16,19 +16,62 @@ import (
 // on an idle cluster (7–17 s measured on the lab; docs/first-node-loss.md).
 // The daemon nudges it once its begin time has passed: Slurm starts it at
 // once.
+//
+// The lab is shared with the other test packages: a job change of theirs
+// at the begin time makes Slurm's backfill start the job itself before the
+// daemon's cycle sees it (stop 29's CI). Such a try proves nothing about
+// the nudge, so the test requeues again, up to nudgeTries times.
 func TestARequeuedElasticJobStartsOnceItsBeginTimePassesBecauseTheDaemonNudgesIt(t *testing.T) {
 	l := slurmlab.Require(t)
-	ctx := context.Background()
 	s := settings{dir: t.TempDir(), nodes: []string{"n4"}}
 	d := startDaemon(t, l, s, "backfilld")
 	e, _ := submitElastic(t, l, "es-req min=1 max=1 lw=4 d1", "-w", "n4", "--gres=gpu:t4:1", "-t", "5")
-	if _, err := l.CLI.Output(ctx, "scontrol", "requeue", e.ID); err != nil {
-		t.Fatalf("scontrol requeue %s: %v", e.ID, err)
+	const nudgeMsg = "nudged Slurm's scheduler: the job's begin time has passed"
+	const nudgeTries = 3
+	nudges := 0
+	for try := 1; ; try++ {
+		requeued := time.Now()
+		begin, started := requeueAndWaitRunning(t, l, e.ID)
+		n := countLog(t, d.log, nudgeMsg)
+		after := started.Sub(begin)
+		t.Logf("try %d: job %s requeued, eligible %v later (begin time %s), running %v after its begin time, %d nudges logged",
+			try, e.ID, begin.Sub(requeued).Round(time.Second), begin.Format(time.TimeOnly), after.Round(10*time.Millisecond), n-nudges)
+		if n-nudges > 1 {
+			t.Errorf("the daemon logged %d nudges for one requeue, want 1", n-nudges)
+		}
+		if n == nudges {
+			if try == nudgeTries {
+				t.Fatalf("Slurm started job %s on its own in all %d tries; the daemon never nudged it", e.ID, nudgeTries)
+			}
+			continue // Slurm's own pass came first
+		}
+		nudges = n
+		// A cycle a second (poll_interval) nudges it within about 2 s of
+		// the begin time (squeue prints whole seconds); Slurm starts it in
+		// under a second after. The bound leaves room for a loaded machine.
+		if after > 6*time.Second {
+			t.Errorf("job %s ran %v after its begin time, want within 6 s", e.ID, after)
+		}
+		break
+	}
+	d.stop(syscall.SIGTERM) // state_db is the daemon's alone while it runs
+	if n := countDecisions(t, s, "nudge"); n != nudges {
+		t.Errorf("%d nudge decisions in state_db, want %d (one per logged nudge)", n, nudges)
+	}
+}
+
+// requeueAndWaitRunning requeues job id and waits until it runs again. It
+// returns the begin time Slurm held it for (Reason BeginTime) and when the
+// test saw it RUNNING; it fails the test when the job was never held.
+func requeueAndWaitRunning(t *testing.T, l *slurmlab.Lab, id string) (begin, started time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := l.CLI.Output(ctx, "scontrol", "requeue", id); err != nil {
+		t.Fatalf("scontrol requeue %s: %v", id, err)
 	}
 	requeued := time.Now()
-	var begin, started time.Time
-	waitFor(t, 90*time.Second, "job "+e.ID+" running again after its requeue", func() bool {
-		out, err := l.CLI.Output(ctx, "squeue", "-h", "-j", e.ID, "-o", "%T|%r|%S")
+	waitFor(t, 90*time.Second, "job "+id+" running again after its requeue", func() bool {
+		out, err := l.CLI.Output(ctx, "squeue", "-h", "-j", id, "-o", "%T|%r|%S")
 		if err != nil {
 			t.Fatalf("squeue: %v", err)
 		}
@@ -41,29 +84,14 @@ func TestARequeuedElasticJobStartsOnceItsBeginTimePassesBecauseTheDaemonNudgesIt
 				begin = b
 			}
 		}
-		if f[0] == "RUNNING" {
+		if f[0] == "RUNNING" && !begin.IsZero() {
 			started = time.Now()
 			return true
 		}
 		return false
 	})
 	if begin.IsZero() {
-		t.Fatalf("never saw job %s held by its begin time after the requeue (%v)", e.ID, started.Sub(requeued))
+		t.Fatalf("never saw job %s held by its begin time after the requeue (%v)", id, time.Since(requeued))
 	}
-	if n := countLog(t, d.log, "nudged Slurm's scheduler: the job's begin time has passed"); n != 1 {
-		t.Errorf("the daemon logged %d nudges, want 1", n)
-	}
-	d.stop(syscall.SIGTERM) // state_db is the daemon's alone while it runs
-	if n := countDecisions(t, s, "nudge"); n != 1 {
-		t.Errorf("%d nudge decisions in state_db, want 1", n)
-	}
-	after := started.Sub(begin)
-	t.Logf("job %s: requeued, eligible %v later (begin time %s), running %v after its begin time",
-		e.ID, begin.Sub(requeued).Round(time.Second), begin.Format(time.TimeOnly), after.Round(10*time.Millisecond))
-	// A cycle a second (poll_interval) nudges it within about 2 s of the
-	// begin time (squeue prints whole seconds); Slurm starts it in under a
-	// second after. The bound leaves room for a loaded machine.
-	if after > 6*time.Second {
-		t.Errorf("job %s ran %v after its begin time, want within 6 s", e.ID, after)
-	}
+	return begin, started
 }
