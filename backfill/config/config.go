@@ -278,8 +278,10 @@ const (
 type StartSmall struct {
 	// Rule is off, before-reservation (it must end at the smaller size
 	// before its own reserved start: nothing can move) or ends-earlier (it
-	// ends earlier than by waiting, and never after the running job that
-	// ends last) [start_small.rule], default ends-earlier.
+	// ends earlier than by waiting, never after the running job that ends
+	// last, and saves itself more than the queued jobs it would delay lose
+	// past that end: planner.Cluster.CriticalDelay) [start_small.rule],
+	// default ends-earlier.
 	Rule string `toml:"rule"`
 	// Partitions lists where it applies [start_small.partitions]; empty:
 	// every partition.

@@ -249,7 +249,12 @@
 // (before-reservation: it ends at that size before its own reserved start;
 // ends-earlier: it ends earlier than by waiting, and no later than the
 // running job that ends last, or its own run at its request when that is
-// later, so a job started small never sets the makespan). Because the
+// later, so a job started small never sets the makespan; and it must save
+// itself more than the waiting jobs (Reason Resources or Priority, the
+// first planner.CriticalDelayJobs of its GPU type) lose past the end of
+// every running job while it holds the nodes for its raised limit,
+// planner.Cluster.CriticalDelay over the running jobs' allocations and
+// limits). Because the
 // nodes it takes are named by no reservation, a job behind the head
 // cannot move the head's reserved start. These choices, which size
 // and which time limit, are planner.StartSmallOnNodes's; the daemon reads

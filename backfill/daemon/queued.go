@@ -56,9 +56,15 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 // earliest planned start first, none planned after every planned one,
 // then lowest id). The first is the queue head.
 func (d *Daemon) waitingForResources(v *View) []slurmcli.Job {
+	return d.waitingFor(v, "Resources")
+}
+
+// waitingFor are the pending jobs whose squeue Reason is one of reasons,
+// in queue order (as waitingForResources).
+func (d *Daemon) waitingFor(v *View, reasons ...string) []slurmcli.Job {
 	var out []slurmcli.Job
 	for _, j := range v.Pending {
-		if j.Reason == "Resources" {
+		if slices.Contains(reasons, j.Reason) {
 			out = append(out, j)
 		}
 	}

@@ -46,7 +46,10 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	var whys []string
 	running := d.runningLeft(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
-	unplanned := ""           // the first job so far whose reservation names no nodes
+	// Weighed against every job that waits its turn: behind the first,
+	// Slurm's Reason is Priority as often as Resources.
+	weigh := startSmallWeighing{running: d.runningReleases(v), queued: queuedJobs(d.waitingFor(v, "Resources", "Priority"))}
+	unplanned := "" // the first job so far whose reservation names no nodes
 	for i, q := range queue {
 		who := "queued job " + q.ID
 		if i == 0 {
@@ -62,7 +65,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 		if len(resv.nodes[q.ID]) == 0 {
 			unplanned = q.ID
 		}
-		asked, s, ok, why := d.startSmallOne(v, live, q, who, planner.HorizonFor(q.User, running), resv)
+		asked, s, ok, why := d.startSmallOne(v, live, q, who, planner.HorizonFor(q.User, running), resv, weigh)
 		if asked != nil {
 			in = asked
 		}
@@ -77,7 +80,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 // startSmallOne asks the planner whether pending job q starts small now;
 // who names it in the reasons.
 func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, who string, horizon time.Duration,
-	resv reservationIndex) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+	resv reservationIndex, weigh startSmallWeighing) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	c := d.cfg
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
@@ -99,7 +102,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	in = &planner.NodeStartSmallInput{Rule: c.StartSmallRule(), Job: q.ID, AskedNodes: req.nodes, GPUsPerNode: req.perNode,
 		GPUType: req.gpuType, Limit: req.limit, MinNodes: com.Request.MinNodes, MaxNodes: com.Request.MaxNodes,
 		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule(), Horizon: horizon,
-		Cap: limitCap(v, q.Partition)}
+		Cap: limitCap(v, q.Partition), Running: weigh.running, Queued: weigh.queued}
 	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
 	if errAt == nil {
 		in.ReservedStart = reservedAt.Unix()
@@ -119,6 +122,57 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 		return in, s, false, why
 	}
 	return in, smallStart{job: q, request: com.Request, reservedAt: reservedAt, NodeStartSmall: dec}, true, ""
+}
+
+// startSmallWeighing is what a start-small is weighed against, read once
+// a cycle (planner.NodeStartSmallInput Running and Queued).
+type startSmallWeighing struct {
+	running []planner.NodeRelease
+	queued  []planner.NodeQueuedJob
+}
+
+// queuedWeighed bounds how many waiting jobs a cycle reads for the
+// weighing: the planner weighs the first planner.CriticalDelayJobs that
+// may use a start's GPU type, so a 10,000-job queue is not parsed whole.
+const queuedWeighed = 16 * planner.CriticalDelayJobs
+
+// queuedJobs is the first queuedWeighed jobs of queue (waiting, in
+// planner.QueueOrder) whose request and time limit read.
+func queuedJobs(queue []slurmcli.Job) []planner.NodeQueuedJob {
+	var out []planner.NodeQueuedJob
+	for _, j := range queue {
+		if len(out) == queuedWeighed {
+			break
+		}
+		if r, ok := readQueued(j); ok {
+			out = append(out, planner.NodeQueuedJob{Job: j.ID, Nodes: r.nodes, GPUsPerNode: r.perNode, GPUType: r.gpuType, Limit: r.limit})
+		}
+	}
+	return out
+}
+
+// runningReleases is every running job's own allocation (allocation:
+// extra jobs are not in v.Running, their GPUs count as free) with the end
+// of its time limit; a job without a readable end or node list is left
+// out, as one that never ends.
+func (d *Daemon) runningReleases(v *View) []planner.NodeRelease {
+	var out []planner.NodeRelease
+	for _, j := range v.Running {
+		end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc())
+		if err != nil {
+			continue
+		}
+		a, _, err := allocation(j)
+		if err != nil {
+			continue
+		}
+		r := planner.NodeRelease{At: end.Unix()}
+		for _, n := range a {
+			r.Nodes = append(r.Nodes, planner.NodeGPUs{Node: n.Node, GPUs: n.GPUs})
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // runningLeft is every running job's owner and time left: the end of its

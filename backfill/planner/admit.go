@@ -65,6 +65,20 @@ type FitRule struct {
 
 func (r FitRule) allows(t string) bool { return len(r.Types) == 0 || slices.Contains(r.Types, t) }
 
+// UsesAny reports whether a job under r may run on any of types (a set of
+// GPU type names): always when r names no type.
+func (r FitRule) UsesAny(types map[string]bool) bool {
+	if len(r.Types) == 0 {
+		return true
+	}
+	for _, t := range r.Types {
+		if types[t] {
+			return true
+		}
+	}
+	return false
+}
+
 // Fit picks want GPUs from avail (per node of c, GPUs a starting job may
 // take: idle ones and those of preemptible extra jobs) as Slurm's
 // select/cons_tres is modelled here: the best-fitting single node of the

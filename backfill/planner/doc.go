@@ -174,7 +174,9 @@
 //   - [StartSmall] with StartSmallRequest.Horizon: start-small's
 //     ends-earlier rule (the daemon's default) also keeps a job started
 //     small from ending after the running job of another user that ends
-//     last ([HorizonFor]); the daemon
+//     last ([HorizonFor]), and with StartSmallRequest.Delay
+//     ([Cluster.CriticalDelay]) from costing the queued jobs that would
+//     end after every running job more than it saves; the daemon
 //     asks [StartSmallOnNodes] for every waiting elastic job in queue
 //     order, the simulator (Config.Objective) for every waiting job at
 //     the size and GPU type that end it soonest;

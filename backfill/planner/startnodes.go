@@ -54,6 +54,31 @@ type NodeStartSmallInput struct {
 	// Cap is the longest limit it may be given (its partitions' MaxTime);
 	// a raised limit past it refuses the start.
 	Cap LimitCap `json:",omitzero"`
+	// Running and Queued, with rule ends-earlier, weigh the start against
+	// the queued jobs it would make end later past every running job
+	// ([Cluster.CriticalDelay]): Running are the running jobs' own
+	// allocations with the end of their time limits, Queued the other jobs
+	// waiting for resources (at most [CriticalDelayJobs] are weighed).
+	// Empty Queued: nothing is weighed.
+	Running []NodeRelease   `json:",omitempty"`
+	Queued  []NodeQueuedJob `json:",omitempty"`
+}
+
+// NodeRelease is a running job's own allocation (GPUs by node name), free
+// again at At, the end of its time limit (Unix seconds).
+type NodeRelease struct {
+	At    int64
+	Nodes []NodeGPUs
+}
+
+// NodeQueuedJob is a job waiting for resources as start-small weighs it:
+// job Job (the one deciding is skipped) wants Nodes × GPUsPerNode GPUs of
+// GPUType ("": any type) for at most Limit.
+type NodeQueuedJob struct {
+	Job                string
+	Nodes, GPUsPerNode int
+	GPUType            string
+	Limit              time.Duration
 }
 
 // NodeStartSmall is the decision to start job Job now on ToNodes whole idle
@@ -108,9 +133,10 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	// count divisible by both sizes) gives exactly that run time.
 	small := k * in.GPUsPerNode
 	linear := Model{LogicalWorkers: asked * small, RefGPUs: asked, Gamma: 1}
-	end, yes := StartSmall(StartSmallRequest{Rule: in.Rule, Model: linear, Work: in.Limit.Seconds(),
+	req := StartSmallRequest{Rule: in.Rule, Model: linear, Work: in.Limit.Seconds(),
 		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(),
-		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}})
+		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}}
+	end, yes := StartSmall(req)
 	if !yes {
 		return s, false, fmt.Sprintf("%son %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",
 			head, k, in.AskedNodes, time.Unix(end, 0).UTC().Format(time.RFC3339), in.Rule, time.Unix(in.ReservedStart, 0).UTC().Format(time.RFC3339))
@@ -119,5 +145,66 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	if no := in.Cap.Refuses(limit); no != "" {
 		return s, false, fmt.Sprintf("%son %d of its %d nodes %s", head, k, in.AskedNodes, no)
 	}
+	if in.Rule == StartSmallEndsEarlier && len(in.Queued) > 0 {
+		// Weighed over the time it may hold the nodes, its raised limit,
+		// as every running job is taken to end at its limit.
+		req.Delay = nodeCriticalDelay(in, k, in.Now+int64(limit.Seconds()))
+		if _, yes := StartSmall(req); !yes {
+			saves := float64(in.ReservedStart-in.Now) + RunTime(linear, req.AtRequest, req.Work) - RunTime(linear, req.Small, req.Work)
+			return s, false, fmt.Sprintf("%son %d of its %d nodes it would make the queued jobs that end last end %.0f s later in all, more than the %.0f s it saves itself",
+				head, k, in.AskedNodes, req.Delay, saves)
+		}
+	}
 	return NodeStartSmall{Job: in.Job, FromNodes: in.AskedNodes, ToNodes: k, End: end, OldLimit: in.Limit, NewLimit: limit}, true, ""
+}
+
+// nodeCriticalDelay is [Cluster.CriticalDelay] for in's job holding k of
+// the whole idle nodes it may start on until until: the first k in node
+// order (Slurm picks among them; whole idle nodes of one type are alike to
+// the queued jobs' earliest starts), every node's Free GPUs available, the
+// running jobs' allocations freed at the end of their limits, and the
+// first [CriticalDelayJobs] jobs of in.Queued that may use its GPU type,
+// each for its time limit at its request. Seconds.
+func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
+	nodes := make([]Node, len(in.Nodes))
+	idx := make(map[string]int, len(in.Nodes))
+	avail := make([]int, len(in.Nodes))
+	var hold []Alloc
+	for i, n := range in.Nodes {
+		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total}
+		idx[n.Name] = i
+		avail[i] = n.Free
+		if len(hold) < k && n.Usable && !n.Reserved && n.Free == n.Total && n.Total >= in.GPUsPerNode &&
+			(in.GPUType == "" || n.GPUType == in.GPUType) {
+			hold = append(hold, Alloc{Node: i, GPUs: n.Total})
+		}
+	}
+	c := NewCluster(nodes, nil)
+	cd := CriticalDelayInput{Now: in.Now, Avail: avail, Horizon: in.Horizon.Seconds(), Hold: hold, Until: until}
+	for _, r := range in.Running {
+		rel := Release{At: r.At}
+		for _, ng := range r.Nodes {
+			if i, ok := idx[ng.Node]; ok && ng.GPUs > 0 {
+				rel.Alloc = append(rel.Alloc, Alloc{Node: i, GPUs: ng.GPUs})
+			}
+		}
+		cd.Releases = append(cd.Releases, rel)
+	}
+	for _, q := range in.Queued {
+		if len(cd.Queued) == CriticalDelayJobs {
+			break
+		}
+		if q.Job == in.Job {
+			continue
+		}
+		rule := FitRule{}
+		if q.GPUType != "" {
+			rule = FitRule{Types: []string{q.GPUType}, OneType: true}
+		}
+		if in.GPUType != "" && !rule.allows(in.GPUType) {
+			continue
+		}
+		cd.Queued = append(cd.Queued, CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, Rule: rule, Run: q.Limit.Seconds()})
+	}
+	return c.CriticalDelay(cd)
 }

@@ -79,6 +79,23 @@ func TestStartSmallOnNodes(t *testing.T) {
 		{"an unknown MaxTime refuses the start", func(in *NodeStartSmallInput) { in.Cap = LimitCap{Unknown: true, Partition: "normal"} }, 0, 0,
 			"MaxTime of its partition normal is unknown"},
 		{"UNLIMITED (no cap) starts it", func(in *NodeStartSmallInput) { in.Cap = LimitCap{Partition: "normal"} }, 1, 66 * min, ""},
+		// Issue 17 (E36): ends-earlier weighs the start against the queued
+		// jobs it would make end later past every running job. Job 20 on n1
+		// alone holds it for 198 min; job 21 (both v100 nodes, 11 h) could
+		// start at 120 min, when n2 frees, and would start at 198: 78 min
+		// later, past the 10 h horizon; job 20 saves 120 + 90 − 180 = 30.
+		{"a start that delays a job ending last by more than it saves is refused", weighed(11*time.Hour, "v100", 2*time.Hour), 0, 0,
+			"end 4680 s later in all, more than the 1800 s it saves itself"},
+		{"a queued job that still ends before the horizon is not weighed", weighed(time.Hour, "v100", 2*time.Hour), 1, 198 * min, ""},
+		{"a queued job of another GPU type is not weighed", weighed(11*time.Hour, "t4", 2*time.Hour), 1, 198 * min, ""},
+		{"an untyped queued job is weighed", weighed(11*time.Hour, "", 2*time.Hour), 0, 0, "more than the"},
+		// n2 frees at 180 min: job 21 starts 18 min later (1,080 s), and
+		// job 20 saves 180 + 90 − 180 min (5,400 s).
+		{"a start that saves more than it delays stands", weighed(11*time.Hour, "v100", 3*time.Hour), 1, 198 * min, ""},
+		{"the job itself in the queue is not weighed", func(in *NodeStartSmallInput) {
+			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
+			in.Queued[0].Job = "20"
+		}, 1, 198 * min, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,5 +116,19 @@ func TestStartSmallOnNodes(t *testing.T) {
 				t.Errorf("limit %v: a job that scales linearly needs %v on %d of its %d nodes, and more for the resize", s.NewLimit, linear, s.ToNodes, s.FromNodes)
 			}
 		})
+	}
+}
+
+// weighed makes startFixture's job 20 ask 90 min under ends-earlier with
+// n2 freed at free from now (its reserved start) and the t4 nodes held
+// for 10 h (the horizon), and queues job 21, which asks 2 nodes of gpuType
+// for limit.
+func weighed(limit time.Duration, gpuType string, free time.Duration) func(in *NodeStartSmallInput) {
+	return func(in *NodeStartSmallInput) {
+		in.Rule, in.Limit, in.ReservedStart, in.Horizon = StartSmallEndsEarlier, 90*time.Minute, in.Now+int64(free.Seconds()), 10*time.Hour
+		in.Nodes[2].Free, in.Nodes[3].Free = 0, 0
+		in.Running = []NodeRelease{{At: in.ReservedStart, Nodes: []NodeGPUs{{Node: "n2", GPUs: 4}}},
+			{At: in.Now + 36000, Nodes: []NodeGPUs{{Node: "n3", GPUs: 4}, {Node: "n4", GPUs: 4}}}}
+		in.Queued = []NodeQueuedJob{{Job: "21", Nodes: 2, GPUsPerNode: 4, GPUType: gpuType, Limit: limit}}
 	}
 }

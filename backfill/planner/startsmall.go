@@ -70,6 +70,16 @@ type StartSmallRequest struct {
 	// job started small never becomes the one that ends last and sets the
 	// makespan. 0: no bound.
 	Horizon float64
+	// Delay, with StartSmallEndsEarlier, is how much later the queued
+	// jobs critical for the makespan could start if this job starts small
+	// ([Cluster.CriticalDelay], seconds summed): the job must save itself
+	// more than that (Wait + its run time at its request − its run time
+	// small > Delay), so a small start never costs the long jobs behind
+	// it more than it gains. 0: nothing is delayed.
+	Delay float64
+	// Wait is how long the job would wait for its request (seconds), what
+	// Delay is weighed against; 0: ReservedStart − Now.
+	Wait float64
 }
 
 // StartSmall reports whether the job of q should start now on q.Small
@@ -96,6 +106,15 @@ func StartSmall(q StartSmallRequest) (end int64, ok bool) {
 		full := RunTime(q.Model, q.AtRequest, q.Work)
 		if q.Horizon > 0 && small >= max(q.Horizon, full) {
 			return end, false
+		}
+		if q.Delay > 0 {
+			wait := q.Wait
+			if wait <= 0 {
+				wait = float64(q.ReservedStart - q.Now)
+			}
+			if !(wait+full-small > q.Delay) {
+				return end, false
+			}
 		}
 		return end, float64(end) < float64(q.ReservedStart)+full
 	}

@@ -229,13 +229,24 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 			m += al.GPUs
 		}
 		linear := planner.Model{LogicalWorkers: r.j.GPUs * m, RefGPUs: r.model.RefGPUs, Gamma: 1}
-		if _, ok := planner.StartSmall(planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: linear, Work: r.rem,
-			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonFor(r)}); !ok {
+		run := planner.RunTime(r.model, small, r.rem)
+		if !(run < bestRun-1e-9) {
+			return // a start that ends sooner was found already
+		}
+		q := planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: linear, Work: r.rem,
+			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonFor(r)}
+		if s.cfg.WeighCriticalDelay && s.cfg.StartSmall == planner.StartSmallEndsEarlier {
+			// The queued jobs that end after every running job must lose
+			// less than this job saves, over the time it may hold the GPUs.
+			q.Delay = s.criticalDelay(r, a, avail, s.now+int64(math.Ceil(planner.RunTime(linear, small, r.rem))))
+			if !head {
+				q.Wait = s.gain
+			}
+		}
+		if _, ok := planner.StartSmall(q); !ok {
 			return
 		}
-		if run := planner.RunTime(r.model, small, r.rem); run < bestRun-1e-9 {
-			best, bestRun = a, run
-		}
+		best, bestRun = a, run
 	}
 	rules := []planner.FitRule{r.rule}
 	if !r.rule.OneType || len(r.rule.Types) != 1 {
@@ -326,4 +337,35 @@ func (s *sim) capacity() float64 {
 		}
 	}
 	return s.speedSum
+}
+
+// criticalDelay is planner.Cluster.CriticalDelay for starting r now on a
+// until end: the first planner.CriticalDelayJobs queued jobs other than r
+// that may use a's GPU types, each with its run time at its request on its
+// fastest type, the GPUs free now (avail) and the running jobs' base
+// allocations freed at their time limits.
+func (s *sim) criticalDelay(r *run, a []alloc, avail []int, end int64) float64 {
+	in := planner.CriticalDelayInput{Now: s.now, Horizon: s.horizonFor(r), Hold: a, Until: end}
+	types := map[string]bool{}
+	for _, al := range a {
+		types[s.nodes[al.Node].typ] = true
+	}
+	for _, q := range s.queue {
+		if q == r || q.started || !q.rule.UsesAny(types) {
+			continue
+		}
+		run := planner.RunTime(q.model, []planner.SpeedCount{{Speed: s.bestSpeed(q), N: q.j.GPUs}}, q.rem)
+		in.Queued = append(in.Queued, planner.CriticalJob{GPUs: q.j.GPUs, Rule: q.rule, Run: run})
+		if len(in.Queued) == planner.CriticalDelayJobs {
+			break
+		}
+	}
+	if len(in.Queued) == 0 {
+		return 0
+	}
+	in.Avail = slices.Clone(avail)
+	for _, d := range s.running {
+		in.Releases = append(in.Releases, planner.Release{At: d.limit, Alloc: d.base})
+	}
+	return s.cluster.CriticalDelay(in)
 }

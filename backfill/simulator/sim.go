@@ -31,7 +31,7 @@ func DaemonDefaults() Config {
 	d := config.Default()
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
-		ShedSlowNodes: d.ShedSlowNodes}
+		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -135,6 +135,14 @@ type Config struct {
 	// job's list (it shrinks by NumNodes); DaemonDefaults sets it as the
 	// daemon's default does (BENCHMARKS.md, issue 17: E31).
 	ShedSlowNodes bool
+	// WeighCriticalDelay, with StartSmall ends-earlier, lets a job start
+	// small only when it saves itself more than the queued jobs it delays
+	// lose past the end of every running job (planner.Cluster.CriticalDelay,
+	// StartSmallRequest.Delay): short jobs started small one after another
+	// must not keep a long job off the pool it waits for. The daemon always
+	// weighs (planner.NodeStartSmallInput Running and Queued);
+	// DaemonDefaults sets it (BENCHMARKS.md, issue 17: E36).
+	WeighCriticalDelay bool
 	// HoldForFast, with Objective, leaves a job that may mix GPU types
 	// pending when waiting for faster types ends it sooner than starting
 	// now on a mix with slower ones (holdfast.go). A simulator option, off

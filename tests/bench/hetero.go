@@ -157,6 +157,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if os.Getenv("EASYSCALE_HETERO_SHED") == "0" {
 			d.ShedSlowNodes = false
 		}
+		// start-small weighed against the long jobs it delays (E36)
+		if v := os.Getenv("EASYSCALE_HETERO_WEIGH"); v != "" {
+			d.WeighCriticalDelay = v == "1"
+		}
 		// an experiment the daemon cannot apply as is (BENCHMARKS.md, E32)
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
@@ -192,7 +196,8 @@ func heteroRescaleCost() float64 {
 // to $EASYSCALE_HETERO_TABLE when set); $EASYSCALE_HETERO_ONLY=PREFIX
 // keeps the cases whose name starts so (e.g. pollux);
 // $EASYSCALE_HETERO_SHED=0 runs elastic without simulator.Config.ShedSlowNodes
-// (the daemon's default before E31); $EASYSCALE_HETERO_HOLD=1
+// (the daemon's default before E31); $EASYSCALE_HETERO_WEIGH=1 (or 0) with
+// (or without) simulator.Config.WeighCriticalDelay; $EASYSCALE_HETERO_HOLD=1
 // with simulator.Config.HoldForFast (an experiment the daemon cannot apply
 // as is); $EASYSCALE_HETERO_RESCALE=S sets the elastic runs' rescale cost
 // to S seconds; $EASYSCALE_HETERO_SEED=D draws the jobs' speeds, d1 choices

@@ -1,0 +1,130 @@
+package planner
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// CriticalJob is a queued job as [Cluster.CriticalDelay] sees it: GPUs
+// (≥ 1) is its request, Rule where it may run and Run its run time at its
+// request (seconds; on its fastest allowed type in the simulator, its
+// time limit in the daemon).
+type CriticalJob struct {
+	GPUs int
+	Rule FitRule
+	Run  float64
+}
+
+// Release is a running job's own allocation, free again at At (its time
+// limit's end, Unix seconds).
+type Release struct {
+	At    int64
+	Alloc []Alloc
+}
+
+// CriticalDelayInput is what [Cluster.CriticalDelay] decides on: the
+// cluster now (Avail: per node, the GPUs a starting job may take, as for
+// Fit; Releases: the running jobs' allocations and when their time limits
+// end), the longest time left of a running job (Horizon, seconds), the
+// queued jobs other than the one deciding (Queued), and what that one
+// would hold (Hold) until when (Until, Unix seconds).
+type CriticalDelayInput struct {
+	Now      int64
+	Avail    []int
+	Releases []Release
+	Horizon  float64
+	Queued   []CriticalJob
+	Hold     []Alloc
+	Until    int64
+}
+
+// CriticalDelay is how much later, summed over the queued jobs that may
+// use a GPU type of in.Hold, each would end past the end of every running
+// job (Now + Horizon) if in.Hold is taken now until in.Until: a job's
+// earliest start at its request x0 without the hold and x1 with it, every
+// running job ending at its time limit (EASY backfill's estimate, Lifka
+// 1995), counts min(x1 − x0, x1 + Run − (Now + Horizon)) when positive. A
+// job that could never start in either case counts 0. Pure; seconds.
+//
+// A queued job that ends after every running job sets the makespan, and
+// a small start that delays it delays the makespan. [StartSmall] weighs
+// the sum against what starting small saves the job itself
+// (StartSmallRequest.Delay): short jobs started small one after another on
+// a one-type pool kept a long job pinned to it from starting for 33,000 s
+// in the BENCHMARKS.md hetero matrix (issue 17, E23 and E36).
+func (c *Cluster) CriticalDelay(in CriticalDelayInput) float64 {
+	types := map[string]bool{}
+	for _, h := range in.Hold {
+		types[c.Nodes[h.Node].GPUType] = true
+	}
+	var with []int
+	var rels []Release
+	sum := 0.0
+	for _, q := range in.Queued {
+		if q.GPUs < 1 || !q.Rule.UsesAny(types) {
+			continue
+		}
+		if with == nil {
+			with = slices.Clone(in.Avail)
+			for _, h := range in.Hold {
+				with[h.Node] -= h.GPUs
+			}
+			rels = slices.Clone(in.Releases)
+			slices.SortStableFunc(rels, func(x, y Release) int { return cmp.Compare(x.At, y.At) })
+		}
+		x1 := c.earliestStart(in.Now, q, with, rels, in.Hold, in.Until)
+		if x1 == math.MaxInt64 {
+			continue
+		}
+		past := float64(x1-in.Now) + q.Run - in.Horizon
+		if past <= 0 {
+			continue // it still ends before some running job
+		}
+		x0 := c.earliestStart(in.Now, q, in.Avail, rels, nil, 0)
+		if x0 == math.MaxInt64 {
+			continue
+		}
+		sum += min(float64(x1-x0), past)
+	}
+	return sum
+}
+
+// earliestStart is when q could start at its request from avail now, the
+// allocations of rels (sorted by At) and hold (at until) coming free.
+func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Release, hold []Alloc, until int64) int64 {
+	proj := slices.Clone(avail)
+	if c.Fit(proj, q.GPUs, q.Rule) != nil {
+		return now
+	}
+	held := hold != nil
+	for i := 0; i < len(rels) || held; {
+		t := int64(math.MaxInt64)
+		if i < len(rels) {
+			t = rels[i].At
+		}
+		if held && until <= t {
+			t = until
+		}
+		for ; i < len(rels) && rels[i].At == t; i++ {
+			for _, a := range rels[i].Alloc {
+				proj[a.Node] += a.GPUs
+			}
+		}
+		if held && until == t {
+			for _, a := range hold {
+				proj[a.Node] += a.GPUs
+			}
+			held = false
+		}
+		if c.Fit(proj, q.GPUs, q.Rule) != nil {
+			return t
+		}
+	}
+	return math.MaxInt64
+}
+
+// CriticalDelayJobs is how many queued jobs a start-small weighs at most
+// (the first in queue order that may use its GPU types), so that the
+// daemon's cycle and the simulator's pass stay linear in the queue.
+const CriticalDelayJobs = 64

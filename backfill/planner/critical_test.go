@@ -1,0 +1,49 @@
+package planner
+
+import "testing"
+
+func TestCriticalDelay(t *testing.T) {
+	// Two 4-GPU v100 nodes and one t4 node. n1 is idle; n2 frees at 1,000 s;
+	// the t4 node at 5,000 s. The longest running job ends at 5,000 s
+	// (Horizon). The hold is all of n1 until 3,000 s.
+	c := NewCluster([]Node{{Name: "n1", GPUType: "v100", Total: 4}, {Name: "n2", GPUType: "v100", Total: 4},
+		{Name: "n3", GPUType: "t4", Total: 4}}, map[string]float64{"v100": 3, "t4": 1})
+	base := func(q ...CriticalJob) CriticalDelayInput {
+		return CriticalDelayInput{Now: 0, Avail: []int{4, 0, 0}, Horizon: 5000,
+			Releases: []Release{{At: 5000, Alloc: []Alloc{{Node: 2, GPUs: 4}}}, {At: 1000, Alloc: []Alloc{{Node: 1, GPUs: 4}}}},
+			Hold:     []Alloc{{Node: 0, GPUs: 4}}, Until: 3000, Queued: q}
+	}
+	v100 := FitRule{Types: []string{"v100"}, OneType: true}
+	tests := []struct {
+		name string
+		in   CriticalDelayInput
+		want float64
+	}{
+		{"a long job needing both v100 nodes starts at 3,000 s instead of 1,000", base(CriticalJob{GPUs: 8, Rule: v100, Run: 10000}), 2000},
+		{"only the part past every running job's end counts: 3,000 + 3,500 − 5,000", base(CriticalJob{GPUs: 8, Rule: v100, Run: 3500}), 1500},
+		{"a job that ends before the horizon even when delayed counts 0", base(CriticalJob{GPUs: 8, Rule: v100, Run: 1500}), 0},
+		{"a job that fits now on the held node waits for n2 instead (1,000 s)", base(CriticalJob{GPUs: 4, Rule: v100, Run: 10000}), 1000},
+		{"a job that fits beside the hold is not delayed", func() CriticalDelayInput {
+			in := base(CriticalJob{GPUs: 4, Rule: v100, Run: 10000})
+			in.Avail = []int{4, 4, 0}
+			return in
+		}(), 0},
+		{"a job of another type is not weighed", base(CriticalJob{GPUs: 4, Rule: FitRule{Types: []string{"t4"}}, Run: 10000}), 0},
+		{"a job that can never start counts 0", base(CriticalJob{GPUs: 16, Rule: v100, Run: 10000}), 0},
+		{"delays are summed", base(CriticalJob{GPUs: 8, Rule: v100, Run: 10000}, CriticalJob{GPUs: 8, Run: 10000}), 4000},
+		{"no request, nothing weighed", base(CriticalJob{GPUs: 0, Rule: v100, Run: 10000}), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := append([]int(nil), tc.in.Avail...)
+			if got := c.CriticalDelay(tc.in); got != tc.want {
+				t.Errorf("CriticalDelay = %v, want %v", got, tc.want)
+			}
+			for i := range before {
+				if tc.in.Avail[i] != before[i] {
+					t.Fatalf("CriticalDelay changed its input's Avail: %v, was %v", tc.in.Avail, before)
+				}
+			}
+		})
+	}
+}
