@@ -22,6 +22,17 @@ var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.json from 
 // (TestDaemonSnapshotsReplayToTheSameDecisions).
 const replayDir = "../testdata/replay"
 
+// replayScenario is one daemon scenario whose cycles are recorded.
+type replayScenario struct {
+	name string
+	// config changes the default configuration (nil: none).
+	config func(c *config.Config)
+	setup  func(td *testDaemon, t *testing.T)
+	// between runs before cycle k (k ≥ 1).
+	between func(td *testDaemon, k int)
+	cycles  int
+}
+
 // TestDaemonSnapshotsAreRecordedForReplay runs the daemon's real cycle
 // (squeue and sinfo output in Slurm 22.05's format, parsed by its
 // Snapshotter) on scenarios that exercise every planner rule the daemon
@@ -36,15 +47,7 @@ const replayDir = "../testdata/replay"
 // planner's decisions: the daemon applies decisions, it does not make
 // them.
 func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
-	scenarios := []struct {
-		name string
-		// config changes the default configuration (nil: none).
-		config func(c *config.Config)
-		setup  func(td *testDaemon, t *testing.T)
-		// between runs before cycle k (k ≥ 1).
-		between func(td *testDaemon, k int)
-		cycles  int
-	}{
+	scenarios := []replayScenario{
 		{
 			name: "types-caps-and-a-reservation",
 			setup: func(td *testDaemon, t *testing.T) {
@@ -102,13 +105,7 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 			cycles: 1,
 		},
 	}
-	scenarios = append(scenarios, struct {
-		name    string
-		config  func(c *config.Config)
-		setup   func(td *testDaemon, t *testing.T)
-		between func(td *testDaemon, k int)
-		cycles  int
-	}{
+	scenarios = append(scenarios, replayScenario{
 		// The default rule (ends-earlier) weighs the start: elastic job 20
 		// (2 v100 nodes, 90 min, reserved in 2 h when rigid job 10 frees
 		// n2) would run on n1 alone for 198 min, within the horizon (rigid
@@ -128,13 +125,7 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 		},
 		cycles: 1,
 	})
-	scenarios = append(scenarios, struct {
-		name    string
-		config  func(c *config.Config)
-		setup   func(td *testDaemon, t *testing.T)
-		between func(td *testDaemon, k int)
-		cycles  int
-	}{
+	scenarios = append(scenarios, replayScenario{
 		// Job 10's extra job fails at once (its coordinator is dead): in
 		// cycle 2 it waits out its backoff (NoGrow) and job 11 alone may
 		// grow; retry is the planner's rule, replayed with the snapshot.

@@ -1,11 +1,6 @@
 package simulator
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/easyscale/easyscale-slurm/backfill/trace"
-)
+import "testing"
 
 // S (elastic, 8 T4s for 2,000 s), queued ahead of L at 10 s, could start
 // small on the 4 idle T4s and hold them 4,000 s, past the end of R (4 T4s
@@ -23,46 +18,28 @@ import (
 // leaves fewer cells worse than rigid; a variant that counted S's own
 // reservation was measured there too and did worse.
 func TestWeighCriticalDelayRefusesASmallStartByTheEstimatedDelayOfAJobEndingLast(t *testing.T) {
-	const csv = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n" +
-		"R,0,3000,4,t4,,1,4,4,4,d1\n" +
-		"H,0,10000,4,v100,,1,4,4,4,d1\n" +
-		"S,10,2000,8,t4,,1,8,1,8,d1\n" +
-		"L,10,10000,8,t4,,1,8,8,8,d1\n"
+	jobs := readJobs(t, "R,0,3000,4,t4,,1,4,4,4,d1\n"+
+		"H,0,10000,4,v100,,1,4,4,4,d1\n"+
+		"S,10,2000,8,t4,,1,8,1,8,d1\n"+
+		"L,10,10000,8,t4,,1,8,8,8,d1\n")
 	run := func(weigh bool) Result {
-		jobs, err := trace.Read(strings.NewReader(csv))
-		if err != nil {
-			t.Fatal(err)
-		}
 		cfg := DaemonDefaults()
 		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}, {"t4", 8}}, 4
 		cfg.Speeds = map[string]float64{"v100": 1, "t4": 1}
 		cfg.WeighCriticalDelay = weigh
-		res, err := Run(jobs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return mustRun(t, jobs, cfg)
 	}
 	if !DaemonDefaults().WeighCriticalDelay {
 		t.Fatal("DaemonDefaults does not weigh start-small: the simulator would not score what the daemon does")
 	}
 	off, on := run(false), run(true)
-	rec := func(res Result, id string) JobRecord {
-		for _, r := range res.PerJob {
-			if r.ID == id {
-				return r
-			}
-		}
-		t.Fatalf("no record of %s", id)
-		return JobRecord{}
+	sOff, sOn := startOf(t, off, "S"), startOf(t, on, "S")
+	if off.SmallStarts != 1 || sOff.StartGPUs != 4 {
+		t.Fatalf("without weighing: %d small starts, S started on %d GPUs; want S started small on 4 (the test shows nothing otherwise)", off.SmallStarts, sOff.StartGPUs)
 	}
-	s := func(res Result) JobRecord { return rec(res, "S") }
-	if off.SmallStarts != 1 || s(off).StartGPUs != 4 {
-		t.Fatalf("without weighing: %d small starts, S started on %d GPUs; want S started small on 4 (the test shows nothing otherwise)", off.SmallStarts, s(off).StartGPUs)
-	}
-	if on.SmallStarts != 0 || s(on).StartGPUs != 8 {
-		t.Fatalf("weighing: %d small starts, S started on %d GPUs; want S to wait for its 8", on.SmallStarts, s(on).StartGPUs)
+	if on.SmallStarts != 0 || sOn.StartGPUs != 8 {
+		t.Fatalf("weighing: %d small starts, S started on %d GPUs; want S to wait for its 8", on.SmallStarts, sOn.StartGPUs)
 	}
 	t.Logf("S starts at %d s on %d GPUs without weighing, at %d s on %d with it; L at %d s and %d s",
-		s(off).Start, s(off).StartGPUs, s(on).Start, s(on).StartGPUs, rec(off, "L").Start, rec(on, "L").Start)
+		sOff.Start, sOff.StartGPUs, sOn.Start, sOn.StartGPUs, startOf(t, off, "L").Start, startOf(t, on, "L").Start)
 }
