@@ -1,6 +1,12 @@
 package simulator
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // S (elastic, 8 T4s for 2,000 s), queued ahead of L at 10 s, could start
 // small on the 4 idle T4s and hold them 4,000 s, past the end of R (4 T4s
@@ -17,11 +23,13 @@ import "testing"
 // default rests on the 960 cells of BENCHMARKS.md E36, where the weighing
 // leaves fewer cells worse than rigid; a variant that counted S's own
 // reservation was measured there too and did worse.
+const weighRows = "R,0,3000,4,t4,,1,4,4,4,d1\n" +
+	"H,0,10000,4,v100,,1,4,4,4,d1\n" +
+	"S,10,2000,8,t4,,1,8,1,8,d1\n" +
+	"L,10,10000,8,t4,,1,8,8,8,d1\n"
+
 func TestWeighCriticalDelayRefusesASmallStartByTheEstimatedDelayOfAJobEndingLast(t *testing.T) {
-	jobs := readJobs(t, "R,0,3000,4,t4,,1,4,4,4,d1\n"+
-		"H,0,10000,4,v100,,1,4,4,4,d1\n"+
-		"S,10,2000,8,t4,,1,8,1,8,d1\n"+
-		"L,10,10000,8,t4,,1,8,8,8,d1\n")
+	jobs := readJobs(t, weighRows)
 	run := func(weigh bool) Result {
 		cfg := DaemonDefaults()
 		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}, {"t4", 8}}, 4
@@ -42,4 +50,32 @@ func TestWeighCriticalDelayRefusesASmallStartByTheEstimatedDelayOfAJobEndingLast
 	}
 	t.Logf("S starts at %d s on %d GPUs without weighing, at %d s on %d with it; L at %d s and %d s",
 		sOff.Start, sOff.StartGPUs, sOn.Start, sOn.StartGPUs, startOf(t, off, "L").Start, startOf(t, on, "L").Start)
+}
+
+// easyscale-simulate --policy elastic weighs start-small as the daemon
+// does; --weigh-start-small=false does not (the trace above).
+func TestPolicyElasticWeighsStartSmallAsTheDaemonDoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.csv")
+	if err := os.WriteFile(path, []byte(objectiveHead+weighRows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := map[bool]int{}
+	for _, flags := range [][]string{nil, {"--weigh-start-small=false"}} {
+		var out, errb bytes.Buffer
+		args := append([]string{"--trace", path, "--gpus", "v100:4,t4:8", "--gpus-per-node", "4",
+			"--policy", "elastic", "--json", "-"}, flags...)
+		if code := Main(args, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var got struct {
+			SmallStarts int `json:"small_starts"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		small[flags == nil] = got.SmallStarts
+	}
+	if small[true] != 0 || small[false] != 1 {
+		t.Fatalf("small starts: %d by default, %d with --weigh-start-small=false; want 0 and 1", small[true], small[false])
+	}
 }
