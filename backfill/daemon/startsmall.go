@@ -50,6 +50,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	// Slurm's Reason is Priority as often as Resources.
 	weigh := startSmallWeighing{running: d.runningReleases(v), queued: queuedJobs(d.waitingFor(v, "Resources", "Priority"))}
 	unplanned := "" // the first job so far whose reservation names no nodes
+	asks := 0       // jobs put to the planner so far
 	for i, q := range queue {
 		who := "queued job " + q.ID
 		if i == 0 {
@@ -65,9 +66,14 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 		if len(resv.nodes[q.ID]) == 0 {
 			unplanned = q.ID
 		}
+		if asks == startSmallAsksPerCycle {
+			whys = append(whys, fmt.Sprintf("%s and the jobs behind it: %d jobs were asked this cycle (start_small's bound per cycle)", who, asks))
+			break
+		}
 		asked, s, ok, why := d.startSmallOne(v, live, q, who, planner.HorizonFor(q.User, running), resv, weigh)
 		if asked != nil {
 			in = asked
+			asks++
 		}
 		if ok {
 			return in, s, true, ""
@@ -115,7 +121,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	for _, n := range v.Nodes {
 		in.Nodes = append(in.Nodes, planner.StartSmallNode{
 			AdmitNode: planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)},
-			Usable:    n.Managed && n.Schedulable && may(n.Name), Reserved: reserved[n.Name]})
+			Usable:    n.Managed && n.Schedulable && may(n.Name), Reserved: reserved[n.Name], Closed: !n.Schedulable})
 	}
 	dec, ok, why := planner.StartSmallOnNodes(*in)
 	if !ok {
@@ -123,6 +129,13 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	}
 	return in, smallStart{job: q, request: com.Request, reservedAt: reservedAt, NodeStartSmall: dec}, true, ""
 }
+
+// startSmallAsksPerCycle bounds how many waiting jobs one cycle puts to
+// planner.StartSmallOnNodes: each may weigh up to
+// planner.CriticalDelayJobs queued jobs against the running jobs' limit
+// ends, and anyone may queue many elastic jobs. The first in queue order
+// are asked; the rest wait for a cycle in which fewer are ahead of them.
+const startSmallAsksPerCycle = 64
 
 // startSmallWeighing is what a start-small is weighed against, read once
 // a cycle (planner.NodeStartSmallInput Running and Queued).

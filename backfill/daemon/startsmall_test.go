@@ -298,3 +298,40 @@ func TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSmallAsksAtMostABoundedNumberOfJobsPerCycle: helper 37's
+// finding 4. Each job put to the planner may weigh up to
+// planner.CriticalDelayJobs queued jobs against every running job's limit
+// end, and anyone may queue many elastic jobs: a cycle asks the first
+// startSmallAsksPerCycle in queue order and says so for the rest. Here 70
+// jobs are each refused by the planner (the idle node n1 is named by the
+// other jobs' reservations).
+func TestStartSmallAsksAtMostABoundedNumberOfJobsPerCycle(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", "rigid", "n2", 4, 30*time.Hour, "")
+	const n = startSmallAsksPerCycle + 6
+	for i := range n {
+		q := td.fake.pending(fmt.Sprint(100+i), "n1,n2", 4, td.now.Add(30*time.Hour+time.Duration(i)*time.Minute))
+		td.fake.set(func() {
+			q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 12*time.Hour, "es-req min=1 max=2 d1"
+		})
+	}
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	r := td.cycle(t)
+	if len(r.StartedSmall) != 0 {
+		t.Fatalf("started small %v; no job has a whole idle node no reservation names", r.StartedSmall)
+	}
+	last, first := fmt.Sprint(100+startSmallAsksPerCycle-1), fmt.Sprint(100+startSmallAsksPerCycle)
+	for _, want := range []string{
+		"job " + last + ": 0 whole idle nodes for it",
+		fmt.Sprintf("queued job %s and the jobs behind it: %d jobs were asked this cycle", first, startSmallAsksPerCycle),
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log does not say %q", want)
+		}
+	}
+	if strings.Contains(logs.String(), "job "+first+": 0 whole idle nodes") {
+		t.Errorf("job %s, past the bound, was asked", first)
+	}
+}

@@ -40,12 +40,14 @@ type CriticalDelayInput struct {
 }
 
 // CriticalDelay is how much later, summed over the queued jobs that may
-// use a GPU type of in.Hold, each would end past the end of every running
-// job (Now + Horizon) if in.Hold is taken now until in.Until: a job's
-// earliest start at its request x0 without the hold and x1 with it, every
-// running job ending at its time limit (EASY backfill's estimate, Lifka
-// 1995), counts min(x1 − x0, x1 + Run − (Now + Horizon)) when positive. A
-// job that could never start in either case counts 0. Pure; seconds.
+// use a GPU type of in.Hold, each would end past Now + Horizon (the end of
+// every running job that counts: the caller's horizon, [HorizonFor] in the
+// daemon) if in.Hold is taken now until in.Until: a job's earliest start
+// at its request x0 without the hold and x1 with it, every running job
+// ending at its time limit (EASY backfill's estimate, Lifka 1995), counts
+// min(x1 − x0, x1 + Run − (Now + Horizon)) when positive. A job that would
+// not start before in.Until without the hold counts 0 (with it back, it
+// starts as soon). Pure; seconds.
 //
 // A queued job that ends after every running job sets the makespan, and
 // a small start that delays it delays the makespan. [StartSmall] weighs
@@ -54,15 +56,16 @@ type CriticalDelayInput struct {
 // a one-type pool kept a long job pinned to it from starting for 33,000 s
 // in the BENCHMARKS.md hetero matrix (issue 17, E23 and E36).
 func (c *Cluster) CriticalDelay(in CriticalDelayInput) float64 {
-	types := map[string]bool{}
-	for _, h := range in.Hold {
-		types[c.Nodes[h.Node].GPUType] = true
+	hold := float64(in.Until - in.Now)
+	if hold <= 0 || len(in.Hold) == 0 {
+		return 0
 	}
+	types := c.holdTypes(in.Hold)
 	var with []int
 	var rels []Release
 	sum := 0.0
 	for _, q := range in.Queued {
-		if q.GPUs < 1 || !q.Rule.UsesAny(types) {
+		if !q.MayBeDelayed(types, hold, in.Horizon) {
 			continue
 		}
 		if with == nil {
@@ -70,25 +73,53 @@ func (c *Cluster) CriticalDelay(in CriticalDelayInput) float64 {
 			for _, h := range in.Hold {
 				with[h.Node] -= h.GPUs
 			}
-			rels = slices.Clone(in.Releases)
+			// Only what frees by Until matters: with the hold back, a job
+			// fits at Until wherever it fit without the hold.
+			for _, r := range in.Releases {
+				if r.At <= in.Until && len(r.Alloc) > 0 {
+					rels = append(rels, r)
+				}
+			}
 			slices.SortStableFunc(rels, func(x, y Release) int { return cmp.Compare(x.At, y.At) })
 		}
-		x1 := c.earliestStart(in.Now, q, with, rels, in.Hold, in.Until)
-		if x1 == math.MaxInt64 {
-			continue
-		}
-		past := float64(x1-in.Now) + q.Run - in.Horizon
-		if past <= 0 {
-			continue // it still ends before some running job
-		}
 		x0 := c.earliestStart(in.Now, q, in.Avail, rels, nil, 0)
-		if x0 == math.MaxInt64 {
-			continue
+		if x0 >= in.Until {
+			continue // it starts no sooner without the hold
+		}
+		x1 := c.earliestStart(in.Now, q, with, rels, in.Hold, in.Until)
+		past := float64(x1-in.Now) + q.Run - in.Horizon
+		if past <= 0 || x1 == math.MaxInt64 {
+			continue // it still ends before some running job
 		}
 		sum += min(float64(x1-x0), past)
 	}
 	return sum
 }
+
+// holdTypes is the set of GPU types of hold's nodes.
+func (c *Cluster) holdTypes(hold []Alloc) map[string]bool {
+	types := map[string]bool{}
+	for _, h := range hold {
+		types[c.Nodes[h.Node].GPUType] = true
+	}
+	return types
+}
+
+// MayBeDelayed reports whether a hold of the GPU types types for hold
+// seconds could add to [Cluster.CriticalDelay] for q, without working out
+// when q starts: q asks GPUs, may use one of types, and runs long enough
+// (Run + hold > horizon) to end past every running job once delayed. A job
+// that fails it counts 0 (its start with the hold is by the hold's end at
+// the latest), so callers drop it before capping the queue they pass.
+func (q CriticalJob) MayBeDelayed(types map[string]bool, hold, horizon float64) bool {
+	return q.GPUs >= 1 && q.Rule.UsesAny(types) && q.Run+hold > horizon
+}
+
+// CriticalDelayJobs is how many queued jobs a start-small weighs at most:
+// the first in queue order that [CriticalJob.MayBeDelayed] keeps. Each
+// costs up to two [Cluster.Fit] calls per running job's limit end within
+// the hold.
+const CriticalDelayJobs = 64
 
 // earliestStart is when q could start at its request from avail now, the
 // allocations of rels (sorted by At) and hold (at until) coming free.
@@ -123,8 +154,3 @@ func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Re
 	}
 	return math.MaxInt64
 }
-
-// CriticalDelayJobs is how many queued jobs a start-small weighs at most
-// (the first in queue order that may use its GPU types), so that the
-// daemon's cycle and the simulator's pass stay linear in the queue.
-const CriticalDelayJobs = 64

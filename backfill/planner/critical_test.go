@@ -47,3 +47,26 @@ func TestCriticalDelay(t *testing.T) {
 		})
 	}
 }
+
+func TestMayBeDelayed(t *testing.T) {
+	v100 := map[string]bool{"v100": true}
+	tests := []struct {
+		name string
+		q    CriticalJob
+		want bool
+	}{
+		{"a long job of the held type", CriticalJob{GPUs: 4, Rule: FitRule{Types: []string{"v100"}}, Run: 5000}, true},
+		{"an untyped job", CriticalJob{GPUs: 4, Run: 5000}, true},
+		{"a job of another type", CriticalJob{GPUs: 4, Rule: FitRule{Types: []string{"t4"}}, Run: 5000}, false},
+		{"a job that ends before the horizon even when held the whole hold (1,000 + 3,000 ≤ 5,000)", CriticalJob{GPUs: 4, Run: 3000}, false},
+		{"just past it", CriticalJob{GPUs: 4, Run: 4001}, true},
+		{"no GPUs asked", CriticalJob{GPUs: 0, Run: 5000}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.q.MayBeDelayed(v100, 1000, 5000); got != tc.want {
+				t.Errorf("MayBeDelayed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@ type StartSmallNode struct {
 	Usable bool
 	// Reserved: another pending job's reservation (squeue --start) names it.
 	Reserved bool
+	// Closed: Slurm starts no job on it now (down, drained, not
+	// responding): no queued job is counted as starting there.
+	Closed bool `json:",omitempty"`
 }
 
 // NodeStartSmallInput is one cycle's start-small question for the queue
@@ -160,11 +163,14 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 
 // nodeCriticalDelay is [Cluster.CriticalDelay] for in's job holding k of
 // the whole idle nodes it may start on until until: the first k in node
-// order (Slurm picks among them; whole idle nodes of one type are alike to
-// the queued jobs' earliest starts), every node's Free GPUs available, the
-// running jobs' allocations freed at the end of their limits, and the
-// first [CriticalDelayJobs] jobs of in.Queued that may use its GPU type,
-// each for its time limit at its request. Seconds.
+// order (Slurm picks among them; to a queued job's earliest start whole
+// idle nodes of one type are alike, and a job that names no type is held
+// on the first idle nodes whatever their type), every open node's Free
+// GPUs available (none on a Closed node or one another job's reservation
+// names), the running jobs' allocations freed at the end of their limits,
+// and the first [CriticalDelayJobs] jobs of in.Queued that
+// [CriticalJob.MayBeDelayed] keeps, each for its time limit at its
+// request. Seconds.
 func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 	nodes := make([]Node, len(in.Nodes))
 	idx := make(map[string]int, len(in.Nodes))
@@ -173,7 +179,9 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 	for i, n := range in.Nodes {
 		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total}
 		idx[n.Name] = i
-		avail[i] = n.Free
+		if !n.Closed && !n.Reserved {
+			avail[i] = n.Free
+		}
 		if len(hold) < k && n.Usable && !n.Reserved && n.Free == n.Total && n.Total >= in.GPUsPerNode &&
 			(in.GPUType == "" || n.GPUType == in.GPUType) {
 			hold = append(hold, Alloc{Node: i, GPUs: n.Total})
@@ -188,8 +196,11 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 				rel.Alloc = append(rel.Alloc, Alloc{Node: i, GPUs: ng.GPUs})
 			}
 		}
-		cd.Releases = append(cd.Releases, rel)
+		if len(rel.Alloc) > 0 {
+			cd.Releases = append(cd.Releases, rel)
+		}
 	}
+	types, held := c.holdTypes(hold), float64(until-in.Now)
 	for _, q := range in.Queued {
 		if len(cd.Queued) == CriticalDelayJobs {
 			break
@@ -197,14 +208,13 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 		if q.Job == in.Job {
 			continue
 		}
-		rule := FitRule{}
+		cj := CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, Run: q.Limit.Seconds()}
 		if q.GPUType != "" {
-			rule = FitRule{Types: []string{q.GPUType}, OneType: true}
+			cj.Rule = FitRule{Types: []string{q.GPUType}, OneType: true}
 		}
-		if in.GPUType != "" && !rule.allows(in.GPUType) {
-			continue
+		if cj.MayBeDelayed(types, held, cd.Horizon) {
+			cd.Queued = append(cd.Queued, cj)
 		}
-		cd.Queued = append(cd.Queued, CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, Rule: rule, Run: q.Limit.Seconds()})
 	}
 	return c.CriticalDelay(cd)
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,23 @@ func TestStartSmallOnNodes(t *testing.T) {
 		// n2 frees at 180 min: job 21 starts 18 min later (1,080 s), and
 		// job 20 saves 180 + 90 − 180 min (5,400 s).
 		{"a start that saves more than it delays stands", weighed(11*time.Hour, "v100", 3*time.Hour), 1, 198 * min, ""},
+		// Helper 37's findings: the weighing must not be switched off by an
+		// idle node no job can start on, nor by short jobs queued ahead.
+		{"an idle node that is down or drained is not counted as free for the queued jobs", func(in *NodeStartSmallInput) {
+			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
+			for _, name := range []string{"n5", "n6"} { // job 21 would fit there at once, hold or not
+				in.Nodes = append(in.Nodes, StartSmallNode{AdmitNode: AdmitNode{Name: name, GPUType: "v100", Total: 4, Free: 4}, Closed: true})
+			}
+		}, 0, 0, "more than the 1800 s it saves itself"},
+		{"short jobs queued ahead do not fill the weighed queue", func(in *NodeStartSmallInput) {
+			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
+			long := in.Queued[0]
+			in.Queued = nil
+			for i := range CriticalDelayJobs {
+				in.Queued = append(in.Queued, NodeQueuedJob{Job: fmt.Sprint(100 + i), Nodes: 1, GPUsPerNode: 1, GPUType: "v100", Limit: time.Minute})
+			}
+			in.Queued = append(in.Queued, long)
+		}, 0, 0, "more than the 1800 s it saves itself"},
 		{"the job itself in the queue is not weighed", func(in *NodeStartSmallInput) {
 			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
 			in.Queued[0].Job = "20"

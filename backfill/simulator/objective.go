@@ -341,7 +341,7 @@ func (s *sim) capacity() float64 {
 
 // criticalDelay is planner.Cluster.CriticalDelay for starting r now on a
 // until end: the first planner.CriticalDelayJobs queued jobs other than r
-// that may use a's GPU types, each with its run time at its request on its
+// that planner.CriticalJob.MayBeDelayed keeps, each with its run time at its request on its
 // fastest type, the GPUs free now (avail) and the running jobs' base
 // allocations freed at their time limits.
 func (s *sim) criticalDelay(r *run, a []alloc, avail []int, end int64) float64 {
@@ -355,7 +355,11 @@ func (s *sim) criticalDelay(r *run, a []alloc, avail []int, end int64) float64 {
 			continue
 		}
 		run := planner.RunTime(q.model, []planner.SpeedCount{{Speed: s.bestSpeed(q), N: q.j.GPUs}}, q.rem)
-		in.Queued = append(in.Queued, planner.CriticalJob{GPUs: q.j.GPUs, Rule: q.rule, Run: run})
+		cj := planner.CriticalJob{GPUs: q.j.GPUs, Rule: q.rule, Run: run}
+		if !cj.MayBeDelayed(types, float64(end-s.now), in.Horizon) {
+			continue
+		}
+		in.Queued = append(in.Queued, cj)
 		if len(in.Queued) == planner.CriticalDelayJobs {
 			break
 		}
