@@ -80,7 +80,11 @@
 // which on Pollux workload 2 starts a long job small that then holds GPUs
 // the short jobs behind it would have been backfilled into (mean JCT 2.1×
 // rigid's). easyscale-backfilld applies the same rule per partition with
-// [start_small] (default off, as here).
+// [start_small]. The zero Config has it off; DaemonDefaults has the
+// daemon's default: ends-earlier with the horizon for any waiting job
+// (Config.Objective), weighed against the queued jobs it would delay past
+// the end of every running job (Config.WeighCriticalDelay,
+// planner.Cluster.CriticalDelay; BENCHMARKS.md E36).
 //
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
