@@ -48,7 +48,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	// Weighed against every job that waits its turn: behind the first,
 	// Slurm's Reason is Priority as often as Resources.
-	weigh := startSmallWeighing{running: d.runningReleases(v), queued: queuedJobs(d.waitingFor(v, "Resources", "Priority"))}
+	weigh := startSmallWeighing{running: d.runningReleases(v), queued: d.queuedJobs(v, d.waitingFor(v, "Resources", "Priority"))}
 	unplanned := "" // the first job so far whose reservation names no nodes
 	asks := 0       // jobs put to the planner so far
 	for i, q := range queue {
@@ -150,15 +150,29 @@ type startSmallWeighing struct {
 const queuedWeighed = 16 * planner.CriticalDelayJobs
 
 // queuedJobs is the first queuedWeighed jobs of queue (waiting, in
-// planner.QueueOrder) whose request and time limit read.
-func queuedJobs(queue []slurmcli.Job) []planner.NodeQueuedJob {
+// planner.QueueOrder) whose request and time limit read and that may start
+// on some node (possibleNodes: its partitions, --nodelist, --exclude), each
+// with those nodes: a job pinned to busy nodes is not delayed by a small
+// start elsewhere (helper 38's finding).
+func (d *Daemon) queuedJobs(v *View, queue []slurmcli.Job) []planner.NodeQueuedJob {
 	var out []planner.NodeQueuedJob
 	for _, j := range queue {
 		if len(out) == queuedWeighed {
 			break
 		}
-		if r, ok := readQueued(j); ok {
-			out = append(out, planner.NodeQueuedJob{Job: j.ID, Nodes: r.nodes, GPUsPerNode: r.perNode, GPUType: r.gpuType, Limit: r.limit})
+		r, ok := readQueued(j)
+		if !ok {
+			continue
+		}
+		may := d.possibleNodes(v, j)
+		on := []string{}
+		for _, n := range v.Nodes {
+			if may(n) {
+				on = append(on, n.Name)
+			}
+		}
+		if len(on) > 0 {
+			out = append(out, planner.NodeQueuedJob{Job: j.ID, Nodes: r.nodes, GPUsPerNode: r.perNode, GPUType: r.gpuType, Limit: r.limit, On: on})
 		}
 	}
 	return out

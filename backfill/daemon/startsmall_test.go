@@ -335,3 +335,40 @@ func TestStartSmallAsksAtMostABoundedNumberOfJobsPerCycle(t *testing.T) {
 		t.Errorf("job %s, past the bound, was asked", first)
 	}
 }
+
+// TestStartSmallIsNotVetoedByAJobPinnedElsewhere: helper 38's finding.
+// Elastic job 20 (2 v100 nodes, 90 min, reserved in 2 h when rigid job 10
+// frees n2) would hold n1 for 198 min; the t4 nodes are held for 10 h.
+// Job 21 (one v100 node, 11 h) that may start on n1 would be delayed 120
+// min by that, more than job 20 saves, so job 20 waits; the same job
+// pinned to n2 (--nodelist, or --exclude=n1) waits for n2 either way and
+// must not stop job 20 from starting small.
+func TestStartSmallIsNotVetoedByAJobPinnedElsewhere(t *testing.T) {
+	tests := []struct {
+		name      string
+		pin       func(j *fakeJob)
+		startedOn bool
+	}{
+		{"21 may start on n1: 20 waits", func(*fakeJob) {}, false},
+		{"21 pinned to n2 by --nodelist: 20 starts small", func(j *fakeJob) { j.reqNode = "n2" }, true},
+		{"21 excludes n1: 20 starts small", func(j *fakeJob) { j.excNodes = "n1" }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
+			td.fake.running("30", "rigid", "n3,n4", 4, 10*time.Hour, "")
+			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
+			l := td.fake.pending("21", "", 4, time.Time{})
+			td.fake.set(func() {
+				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 90*time.Minute, "es-req min=1 max=2 lw=8 d1"
+				l.gpuType, l.reason, l.timeLimit, l.nodes = "v100", "Priority", 11*time.Hour, 1
+				tc.pin(l)
+			})
+			r := td.cycle(t)
+			if started := slices.Equal(r.StartedSmall, []string{"20"}); started != tc.startedOn {
+				t.Fatalf("started small: %v, want job 20 started small: %v", r.StartedSmall, tc.startedOn)
+			}
+		})
+	}
+}

@@ -14,6 +14,9 @@ type CriticalJob struct {
 	GPUs int
 	Rule FitRule
 	Run  float64
+	// On, aligned with Cluster.Nodes, marks the nodes it may start on
+	// (its partitions, --nodelist, --exclude); nil: every node.
+	On []bool
 }
 
 // Release is a running job's own allocation, free again at At (its time
@@ -65,7 +68,7 @@ func (c *Cluster) CriticalDelay(in CriticalDelayInput) float64 {
 	var rels []Release
 	sum := 0.0
 	for _, q := range in.Queued {
-		if !q.MayBeDelayed(types, hold, in.Horizon) {
+		if !q.MayBeDelayed(types, hold, in.Horizon) || !q.mayUse(in.Hold) {
 			continue
 		}
 		if with == nil {
@@ -96,6 +99,23 @@ func (c *Cluster) CriticalDelay(in CriticalDelayInput) float64 {
 	return sum
 }
 
+// mayUse reports whether q may start on a node of hold: a job that may not
+// is not delayed by it.
+func (q CriticalJob) mayUse(hold []Alloc) bool {
+	if q.On == nil {
+		return true
+	}
+	for _, h := range hold {
+		if h.Node < len(q.On) && q.On[h.Node] {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed reports whether q may start on node n.
+func (q CriticalJob) allowed(n int) bool { return q.On == nil || (n < len(q.On) && q.On[n]) }
+
 // holdTypes is the set of GPU types of hold's nodes.
 func (c *Cluster) holdTypes(hold []Alloc) map[string]bool {
 	types := map[string]bool{}
@@ -122,9 +142,15 @@ func (q CriticalJob) MayBeDelayed(types map[string]bool, hold, horizon float64) 
 const CriticalDelayJobs = 64
 
 // earliestStart is when q could start at its request from avail now, the
-// allocations of rels (sorted by At) and hold (at until) coming free.
+// allocations of rels (sorted by At) and hold (at until) coming free, on
+// the nodes it may start on.
 func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Release, hold []Alloc, until int64) int64 {
 	proj := slices.Clone(avail)
+	for n := range proj {
+		if !q.allowed(n) {
+			proj[n] = 0
+		}
+	}
 	if c.Fit(proj, q.GPUs, q.Rule) != nil {
 		return now
 	}
@@ -139,12 +165,16 @@ func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Re
 		}
 		for ; i < len(rels) && rels[i].At == t; i++ {
 			for _, a := range rels[i].Alloc {
-				proj[a.Node] += a.GPUs
+				if q.allowed(a.Node) {
+					proj[a.Node] += a.GPUs
+				}
 			}
 		}
 		if held && until == t {
 			for _, a := range hold {
-				proj[a.Node] += a.GPUs
+				if q.allowed(a.Node) {
+					proj[a.Node] += a.GPUs
+				}
 			}
 			held = false
 		}

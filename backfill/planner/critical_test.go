@@ -32,6 +32,8 @@ func TestCriticalDelay(t *testing.T) {
 		{"a job that can never start counts 0", base(CriticalJob{GPUs: 16, Rule: v100, Run: 10000}), 0},
 		{"delays are summed", base(CriticalJob{GPUs: 8, Rule: v100, Run: 10000}, CriticalJob{GPUs: 8, Run: 10000}), 4000},
 		{"no request, nothing weighed", base(CriticalJob{GPUs: 0, Rule: v100, Run: 10000}), 0},
+		{"a job that may start only on n2 is not delayed by a hold on n1", base(CriticalJob{GPUs: 4, Rule: v100, Run: 10000, On: []bool{false, true, false}}), 0},
+		{"a job that may start on n1 is", base(CriticalJob{GPUs: 4, Rule: v100, Run: 10000, On: []bool{true, false, false}}), 3000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

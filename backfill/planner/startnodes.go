@@ -76,12 +76,14 @@ type NodeRelease struct {
 
 // NodeQueuedJob is a job waiting for resources as start-small weighs it:
 // job Job (the one deciding is skipped) wants Nodes × GPUsPerNode GPUs of
-// GPUType ("": any type) for at most Limit.
+// GPUType ("": any type) for at most Limit, on the nodes named in On (its
+// partitions, --nodelist, --exclude; nil: any node).
 type NodeQueuedJob struct {
 	Job                string
 	Nodes, GPUsPerNode int
 	GPUType            string
 	Limit              time.Duration
+	On                 []string `json:",omitempty"`
 }
 
 // NodeStartSmall is the decision to start job Job now on ToNodes whole idle
@@ -209,10 +211,18 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 			continue
 		}
 		cj := CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, Run: q.Limit.Seconds()}
+		if q.On != nil {
+			cj.On = make([]bool, len(nodes))
+			for _, name := range q.On {
+				if i, ok := idx[name]; ok {
+					cj.On[i] = true
+				}
+			}
+		}
 		if q.GPUType != "" {
 			cj.Rule = FitRule{Types: []string{q.GPUType}, OneType: true}
 		}
-		if cj.MayBeDelayed(types, held, cd.Horizon) {
+		if cj.MayBeDelayed(types, held, cd.Horizon) && cj.mayUse(hold) {
 			cd.Queued = append(cd.Queued, cj)
 		}
 	}

@@ -110,6 +110,16 @@ func TestStartSmallOnNodes(t *testing.T) {
 			}
 			in.Queued = append(in.Queued, long)
 		}, 0, 0, "more than the 1800 s it saves itself"},
+		// Helper 38's finding: a queued job pinned to busy nodes is not
+		// delayed by a small start on other nodes, and must not veto it.
+		{"a one-node job that may start on n1 is delayed from now to 120 min", func(in *NodeStartSmallInput) {
+			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
+			in.Queued[0].Nodes = 1
+		}, 0, 0, "more than the 1800 s it saves itself"},
+		{"the same job pinned to n2 (--nodelist) waits for n2 either way", func(in *NodeStartSmallInput) {
+			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
+			in.Queued[0].Nodes, in.Queued[0].On = 1, []string{"n2"}
+		}, 1, 198 * min, ""},
 		{"the job itself in the queue is not weighed", func(in *NodeStartSmallInput) {
 			weighed(11*time.Hour, "v100", 2*time.Hour)(in)
 			in.Queued[0].Job = "20"
