@@ -112,17 +112,8 @@ func TestDaemonSnapshotsAreRecordedForReplay(t *testing.T) {
 		// job 30 holds the t4 nodes for 10 h), but job 21, waiting for both
 		// v100 nodes for 11 h and so ending after every running job, would
 		// start 78 min later: more than the 30 min job 20 saves. Refused.
-		name: "start-small-weighed",
-		setup: func(td *testDaemon, t *testing.T) {
-			td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
-			td.fake.running("30", "rigid", "n3,n4", 4, 10*time.Hour, "")
-			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
-			l := td.fake.pending("21", "", 4, time.Time{})
-			td.fake.set(func() {
-				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 90*time.Minute, "es-req min=1 max=2 lw=8 d1"
-				l.gpuType, l.reason, l.timeLimit, l.nodes = "v100", "Priority", 11*time.Hour, 2
-			})
-		},
+		name:   "start-small-weighed",
+		setup:  func(td *testDaemon, t *testing.T) { weighedQueue(td, 2, func(*fakeJob) {}) },
 		cycles: 1,
 	})
 	scenarios = append(scenarios, replayScenario{

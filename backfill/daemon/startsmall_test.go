@@ -356,19 +356,27 @@ func TestStartSmallIsNotVetoedByAJobPinnedElsewhere(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, "")
-			td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
-			td.fake.running("30", "rigid", "n3,n4", 4, 10*time.Hour, "")
-			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
-			l := td.fake.pending("21", "", 4, time.Time{})
-			td.fake.set(func() {
-				q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 90*time.Minute, "es-req min=1 max=2 lw=8 d1"
-				l.gpuType, l.reason, l.timeLimit, l.nodes = "v100", "Priority", 11*time.Hour, 1
-				tc.pin(l)
-			})
+			weighedQueue(td, 1, tc.pin)
 			r := td.cycle(t)
 			if started := slices.Equal(r.StartedSmall, []string{"20"}); started != tc.startedOn {
 				t.Fatalf("started small: %v, want job 20 started small: %v", r.StartedSmall, tc.startedOn)
 			}
 		})
 	}
+}
+
+// weighedQueue sets up the weighing's cluster: rigid job 10 holds v100
+// node n2 for 2 h and job 30 the t4 nodes for 10 h; elastic job 20 asks
+// both v100 nodes for 90 min (reserved in 2 h), and job 21 waits behind it
+// for nodes21 v100 nodes for 11 h, changed by change.
+func weighedQueue(td *testDaemon, nodes21 int, change func(*fakeJob)) {
+	td.fake.running("10", "rigid", "n2", 4, 2*time.Hour, "")
+	td.fake.running("30", "rigid", "n3,n4", 4, 10*time.Hour, "")
+	q := td.fake.pending("20", "n1,n2", 4, td.now.Add(2*time.Hour))
+	l := td.fake.pending("21", "", 4, time.Time{})
+	td.fake.set(func() {
+		q.gpuType, q.reason, q.timeLimit, q.comment = "v100", "Resources", 90*time.Minute, "es-req min=1 max=2 lw=8 d1"
+		l.gpuType, l.reason, l.timeLimit, l.nodes = "v100", "Priority", 11*time.Hour, nodes21
+		change(l)
+	})
 }
