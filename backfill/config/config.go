@@ -164,6 +164,17 @@ type Config struct {
 	// shedDefaulted records that the file did not set shed_slow_nodes
 	// (ShedSlowNodesDefaulted).
 	shedDefaulted bool
+	// KeepOffPinned keeps a pending elastic job that may run on several GPU
+	// types (no type in its --gres) off the types that waiting pinned jobs
+	// (jobs naming one type, --gres=gpu:TYPE:N) need, while its other types
+	// can hold its request and serve it at least
+	// planner.DefaultNearlyAsWell as fast (planner.KeepOff)
+	// [keep_off_pinned], default true: the daemon adds those types' nodes to
+	// the pending job's excluded nodes (`scontrol update JobId=ID
+	// ExcNodeList=...`) and takes exactly those out again once no waiting
+	// pinned job needs them (issue 17, BENCHMARKS.md E38). Nodes the job's
+	// owner excluded stay excluded; only jobs in Partitions are touched.
+	KeepOffPinned bool `toml:"keep_off_pinned"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -493,6 +504,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("unplanned_hold", &c.UnplannedHold, 60*time.Second)
 	if !defined("nudge_eligible") {
 		c.NudgeEligible = true
+	}
+	if !defined("keep_off_pinned") {
+		c.KeepOffPinned = true
 	}
 	if c.shedDefaulted = !defined("shed_slow_nodes"); c.shedDefaulted {
 		c.ShedSlowNodes = true

@@ -45,6 +45,9 @@ type Options struct {
 	// Shedder releases the nodes a running job does not use
 	// (shed_slow_nodes); nil: SlurmShedder over Slurm.
 	Shedder Shedder
+	// Excluder changes pending jobs' excluded nodes (keep_off_pinned);
+	// nil: SlurmExcluder over Slurm.
+	Excluder Excluder
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
@@ -68,6 +71,8 @@ type Daemon struct {
 	resize  Resizer
 	nudger  Nudger
 	shedder Shedder
+	// excluder sets pending jobs' excluded nodes (keep_off_pinned, keepoff.go).
+	excluder Excluder
 	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
 	// series allows it; shed.go).
 	shed bool
@@ -124,6 +129,9 @@ func New(o Options) (*Daemon, error) {
 	}
 	if d.shedder = o.Shedder; d.shedder == nil {
 		d.shedder = &SlurmShedder{Slurm: o.Slurm}
+	}
+	if d.excluder = o.Excluder; d.excluder == nil {
+		d.excluder = &SlurmExcluder{Slurm: o.Slurm}
 	}
 	series, err := o.Slurm.Series(context.Background())
 	if d.shed = o.Config.ShedSlowNodes; d.shed {
@@ -326,6 +334,9 @@ type Report struct {
 	// Shed lists the running elastic jobs whose unused slow nodes the cycle
 	// released (shed_slow_nodes).
 	Shed []string
+	// KeptOff lists the pending elastic jobs whose excluded nodes the cycle
+	// changed (keep_off_pinned): kept off, or put back.
+	KeptOff []string
 	// AdmitAsked is the shrink-to-admit question the cycle put to the
 	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
 	// job waiting for resources where it is on, or a shrink recorded before
@@ -355,7 +366,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "kept_off", len(r.KeptOff), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -406,6 +417,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		}
 	}
 	d.noteWaiting(v)
+	if err := d.keepOff(ctx, v, r); err != nil {
+		return fmt.Errorf("keeping jobs off pinned GPU types (keep_off_pinned): %w", err)
+	}
 	if err := d.nudgeEligible(ctx, v, r); err != nil {
 		return fmt.Errorf("nudging eligible jobs: %w", err)
 	}

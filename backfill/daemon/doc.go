@@ -340,6 +340,35 @@
 // counts them. A user's comment or job name cannot name another job: the
 // job acted on is the one squeue listed by id, re-read by id.
 //
+// # Keeping jobs off the GPU types pinned jobs wait for
+//
+// With keep_off_pinned (on by default) each cycle walks the pending jobs
+// in queue order (planner.QueueOrder) and, for an elastic EasyScale job
+// that names no GPU type, no --nodelist and no --constraint, asks
+// planner.KeepOff whether to keep it off the types that jobs pinned to one
+// type (--gres=gpu:TYPE:N; waiting with Reason Resources, Priority or
+// None, and fitting on that type) queued ahead of it need: it is when its
+// other types hold its request and serve it at least
+// planner.DefaultNearlyAsWell as fast (its es-req speeds=, else
+// [speeds]). The job is re-read by id (pending, the same owner,
+// partition, comment and excluded nodes), the decision logged
+// ("keep-off"), the added nodes recorded in state_db (kept_off, before the
+// update) and the daemon runs `scontrol update JobId=ID ExcNodeList=<the
+// owner's nodes and the added ones>` (keepoff.go): Slurm then starts the
+// job on the other types, leaving the pinned job's GPUs to it, rather
+// than let it backfill onto them, which EASY allows for any job but the
+// head's. When no pinned job ahead needs the types any more, or the spell
+// has lasted longer than the job's time limit (planner.KeepOffExpired;
+// then not again until the spell ends), exactly the added nodes are taken
+// out again ("keep-off-lifted"); nodes the owner excluded, before or
+// since, stay. At most 32 updates a cycle (keepOffPerCycle); the metric
+// keep_offs_total{result} counts them. Turning the option off puts back
+// the nodes of every job still recorded. Anyone may queue a pinned job,
+// so anyone may keep other users' elastic jobs off a type for up to their
+// time limit, but never make them wait for a type that cannot hold them,
+// never touch a job that is not an elastic EasyScale request, and never
+// drop an exclusion its owner set.
+//
 // # Failing extra jobs
 //
 // An extra job can fail at once; the daemon used to submit another every
@@ -504,5 +533,7 @@
 // shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
 // cycle_seconds, slurm_failures_total, lend_failures_total{reason=
 // ended|sbatch|pending}, growth_stops_total, jobs_not_grown,
-// jobs_backing_off, pruned_rows_total} and the Go/process collectors.
+// jobs_backing_off, pruned_rows_total, nudges_total{result},
+// sheds_total{result}, keep_offs_total{result}} and the Go/process
+// collectors.
 package daemon

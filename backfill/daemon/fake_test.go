@@ -251,7 +251,7 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		}
 		return out, err
 	case name == "squeue" && slices.Contains(args, slurmcli.PlacementFormat):
-		return f.placements(), nil
+		return f.placements(args), nil
 	case name == "squeue":
 		return f.squeue(envValue(env, "SQUEUE_FORMAT2"), args)
 	case name == "sbatch":
@@ -342,10 +342,16 @@ func slurmTime(t time.Time) string {
 
 // placements prints the pending jobs' excluded nodes and features as
 // `squeue -o slurmcli.PlacementFormat` does ("" and "(null)" when none).
-func (f *fakeSlurm) placements() []byte {
+func (f *fakeSlurm) placements(args []string) []byte {
+	only := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--jobs="); ok {
+			only = v
+		}
+	}
 	var b strings.Builder
 	for _, j := range f.jobs {
-		if j.state == "PENDING" {
+		if j.state == "PENDING" && (only == "" || j.id == only) {
 			features := j.features
 			if features == "" {
 				features = "(null)"
@@ -453,6 +459,9 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	if key == "StartTime" {
 		return f.updateBegin(id, val)
 	}
+	if key == "ExcNodeList" {
+		return f.updateExcluded(id, val)
+	}
 	var keep []string // NodeList=A,B: the nodes a running job keeps
 	if key == "NodeList" {
 		keep = strings.Split(val, ",")
@@ -536,6 +545,20 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	}
 	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
 		Stderr: "scontrol: error: Invalid job id specified for job " + id}
+}
+
+// updateExcluded applies `scontrol update JobId=ID ExcNodeList=LIST` as
+// Slurm does for a pending job ("" clears it); a running or unknown job is
+// refused.
+func (f *fakeSlurm) updateExcluded(id, val string) ([]byte, error) {
+	for _, j := range f.jobs {
+		if j.id == id && j.state == "PENDING" {
+			j.excNodes = val
+			return nil, nil
+		}
+	}
+	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
+		Stderr: "scontrol: error: Job is no longer pending execution for job " + id}
 }
 
 // updateBegin applies `scontrol update JobId=ID StartTime=now-300` as

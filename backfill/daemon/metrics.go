@@ -30,6 +30,7 @@ type Metrics struct {
 	Pruned         *prometheus.CounterVec // table="decisions"|"extras"|"admit_shrinks": rows deleted by retention
 	Nudges         *prometheus.CounterVec // result="ok"|"failed"|"skipped": eligible waiting elastic jobs nudged (nudge.go)
 	Sheds          *prometheus.CounterVec // result="ok"|"failed"|"skipped": running jobs' slow nodes released (shed.go)
+	KeepOffs       *prometheus.CounterVec // result="keep-off"|"keep-off-lifted"|"failed": pending jobs' excluded nodes changed (keepoff.go)
 }
 
 // NewMetrics creates the series in a fresh registry.
@@ -91,6 +92,12 @@ func NewMetrics() *Metrics {
 		Sheds: vec("sheds_total",
 			"Running elastic d2 jobs whose nodes add nothing to their throughput were released (shed_slow_nodes), by result: "+
 				"ok, failed (scontrol refused), skipped (the re-read job had changed).", "result"),
+		KeepOffs: vec("keep_offs_total",
+			"Pending elastic jobs whose excluded nodes were changed (keep_off_pinned), by result: keep-off (kept off the GPU types "+
+				"waiting pinned jobs need), keep-off-lifted (those nodes taken out again), failed (scontrol refused).", "result"),
+	}
+	for _, result := range []string{"keep-off", "keep-off-lifted", "failed"} {
+		m.KeepOffs.WithLabelValues(result)
 	}
 	for _, result := range []string{"ok", "failed", "skipped"} {
 		m.Nudges.WithLabelValues(result)

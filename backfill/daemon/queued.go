@@ -68,6 +68,12 @@ func (d *Daemon) waitingFor(v *View, reasons ...string) []slurmcli.Job {
 			out = append(out, j)
 		}
 	}
+	return d.inQueueOrder(out)
+}
+
+// inQueueOrder sorts pending jobs in place in queue order
+// (planner.QueueOrder) and returns them.
+func (d *Daemon) inQueueOrder(out []slurmcli.Job) []slurmcli.Job {
 	plannedAt := func(j slurmcli.Job) int64 {
 		if t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc()); err == nil {
 			return t.Unix()

@@ -137,16 +137,22 @@ func requestedGPUs(j slurmcli.Job) gpuRequest {
 // holds it). A list that does not parse restricts nothing: the hold errs on
 // the side of holding.
 func (d *Daemon) possibleNodes(v *View, j slurmcli.Job) func(NodeView) bool {
+	var excluded []string
+	if p, ok := v.Placements[j.ID]; ok {
+		excluded, _ = slurmcli.ExpandHostlist(p.ExcNodes)
+	}
+	return d.possibleNodesExcluding(v, j, excluded)
+}
+
+// possibleNodesExcluding is possibleNodes with excluded as j's --exclude.
+func (d *Daemon) possibleNodesExcluding(v *View, j slurmcli.Job, excluded []string) func(NodeView) bool {
 	parts := slices.DeleteFunc(strings.Split(j.Partition, ","), func(p string) bool { return p == d.cfg.Extra.Partition })
 	if len(parts) == 0 {
 		return func(NodeView) bool { return false }
 	}
-	var only, excluded []string
+	var only []string
 	if j.ReqNodes != "" {
 		only, _ = slurmcli.ExpandHostlist(j.ReqNodes)
-	}
-	if p, ok := v.Placements[j.ID]; ok {
-		excluded, _ = slurmcli.ExpandHostlist(p.ExcNodes)
 	}
 	return func(n NodeView) bool {
 		return n.Schedulable && slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&

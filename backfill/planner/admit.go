@@ -51,6 +51,16 @@ func NewCluster(nodes []Node, speeds map[string]float64) *Cluster {
 // of each type's first node). The slice is the cluster's: do not change it.
 func (c *Cluster) Types() []string { return c.types }
 
+// TypeTotal is how many GPUs the cluster's nodes of GPU type t hold, busy
+// or not (0 for a type it lacks).
+func (c *Cluster) TypeTotal(t string) int {
+	n := 0
+	for _, i := range c.byType[t] {
+		n += c.Nodes[i].Total
+	}
+	return n
+}
+
 // FitRule says which GPUs a job may start on.
 type FitRule struct {
 	// Types lists the GPU types it may run on; empty: any type. A rigid

@@ -185,11 +185,15 @@
 //
 // What the objective does not decide yet: growth into idle GPUs is still
 // [Plan]'s gap filling (largest marginal gain per GPU, capped at
-// doubling per round while jobs wait), and two simulator options the
-// daemon cannot apply stay off by default (Config.AdmitBelowRequest:
-// admitting a queued job below its request; Config.KeepOffPinned:
-// starting a d2 job off a GPU type a waiting pinned job needs, which Slurm
-// decides when it places a job), one the daemon applies by default on
+// doubling per round while jobs wait), a simulator option the daemon
+// cannot apply stays off by default (Config.AdmitBelowRequest: admitting a
+// queued job below its request), one the daemon applies by default
+// (Config.KeepOffPinned: [KeepOff], keeping a queued job that may run on
+// several GPU types off the types that pinned jobs queued ahead of it
+// need while another type serves it at least [DefaultNearlyAsWell] as
+// fast, for at most its run time, [KeepOffExpired]; the daemon's
+// keep_off_pinned, an ExcNodeList= update of the pending job), one the
+// daemon applies by default on
 // Slurm 22.05 (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
 // job's placement leaves idle but whose pace its all-reduce waits for; the
 // daemon's shed_slow_nodes, `scontrol update NumNodes=` of the last nodes

@@ -56,11 +56,21 @@ func (s *sim) holdForFast(r *run, avail []int, a []alloc) []alloc {
 	return nil
 }
 
-// ruleOf is where r may start now: its own rule, or the faster types it
-// is held for (holdForFast).
+// ruleOf is where queued job r may start now: its own rule, or the
+// faster types it is held for (holdForFast), or its own types less those
+// it is kept off (keepOffPinned).
 func (s *sim) ruleOf(r *run) planner.FitRule {
 	if len(r.hold) > 0 {
 		return planner.FitRule{Types: r.hold, OneType: r.rule.OneType}
+	}
+	if len(r.off) > 0 && !r.started {
+		rule := planner.FitRule{OneType: r.rule.OneType}
+		for _, t := range s.cluster.Types() {
+			if (len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t)) && !slices.Contains(r.off, t) {
+				rule.Types = append(rule.Types, t)
+			}
+		}
+		return rule
 	}
 	return r.rule
 }

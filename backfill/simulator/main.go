@@ -79,6 +79,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	small := fs.String("start-small", daemon.StartSmall.Rule, "elastic policies: when a waiting elastic job may start on fewer GPUs than it asked for (at least its minimum): off, before-reservation (it ends at that size before its reserved start) or ends-earlier (it ends earlier than by waiting, and no later than the running job that ends last); easyscale-backfilld: [start_small] rule, default ends-earlier")
 	objective := fs.Bool("objective", daemon.Admit.Rule == config.AdmitObjective, "elastic policies: decide by the planner's one objective, the sum of expected completion times, as easyscale-backfilld's default configuration does ([admit] rule = \"objective\"; any waiting elastic job may start small); =false: the rules before issue 17 (shrink-to-admit longest time left first, start-small for the queue head only)")
 	weigh := fs.Bool("weigh-start-small", DaemonDefaults().WeighCriticalDelay, "elastic policies with --start-small ends-earlier: a job starts small only when it saves itself more than the queued jobs it would delay lose past the end of every running job, as easyscale-backfilld always does; =false: not weighed")
+	keepOff := fs.Bool("keep-off-pinned", daemon.KeepOffPinned, "elastic policies: keep a queued job that may run on several GPU types off the types that pinned jobs queued ahead of it need, while its other types hold it and serve it at least 0.75 as fast, for at most its run time, as easyscale-backfilld does by default (keep_off_pinned); =false: never")
 	shed := fs.Bool("shed-slow-nodes", daemon.ShedSlowNodes, "elastic policies: right after a d2 elastic job starts on a mix of GPU types, release the nodes that add nothing to its throughput, whose GPUs the best placement of its logical workers leaves idle (paying one rescale), as easyscale-backfilld does by default on Slurm 22.05 (shed_slow_nodes); =false: never")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -120,6 +121,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.Objective = *objective
 	cfg.ShedSlowNodes = *shed
 	cfg.WeighCriticalDelay = *weigh
+	cfg.KeepOffPinned = *keepOff
 	if !(*rescaleCost >= 0 && *rescaleCost <= 86400) {
 		return badFlags(fmt.Errorf("--rescale-cost %v: use 0 to 86400 seconds, e.g. %d", *rescaleCost, DefaultRescaleCost))
 	}

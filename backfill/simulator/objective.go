@@ -26,12 +26,6 @@ const DefaultRescaleCost = 30
 // nothing else happens, the daemon's default poll_interval (10 s).
 const DefaultRoundInterval = 10
 
-// NearlyAsWell is the fraction of its best throughput a job that may run
-// on several GPU types accepts on a type no waiting job is pinned to,
-// rather than take GPUs of a type a waiting pinned (d1 or gpu_type) job
-// needs.
-const NearlyAsWell = 0.75
-
 // objective reports whether the elastic policy's one objective decides
 // (Config.Objective, not rigid).
 func (s *sim) objective() bool { return s.cfg.Objective && s.cfg.Policy != Rigid }
@@ -137,58 +131,46 @@ func (s *sim) roundInterval() int64 {
 
 func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
 
-// pinnedWaiting counts, per GPU type, the queued jobs that may run on that
-// type alone (gpu_type, or a d1 job allowed one type), skipping r.
-func (s *sim) pinnedWaiting(r *run) map[string]int {
-	out := map[string]int{}
-	for _, q := range s.queue {
-		if q != r && len(q.rule.Types) == 1 {
-			out[q.rule.Types[0]]++
+// keepOffPinned sets, at the start of a pass, each queued job's off
+// types (Config.KeepOffPinned): the GPU types that pinned jobs (jobs
+// naming one type) queued ahead of it need, which planner.KeepOff keeps it
+// off while its other types can hold it (by the cluster's capacity of
+// each type) and serve it at least planner.DefaultNearlyAsWell as fast,
+// until it has waited so longer than its run time at its request
+// (planner.KeepOffExpired; then not again until no pinned job ahead needs
+// those types). The daemon applies the same rule as an ExcNodeList=
+// update of the pending job, so the job waits for the other types rather
+// than start on the pinned ones (ruleOf).
+func (s *sim) keepOffPinned() {
+	var ahead []string // the types of the pinned jobs queued ahead
+	for _, r := range s.queue {
+		r.off = nil
+		pinned := ahead
+		if len(r.rule.Types) == 1 && !slices.Contains(ahead, r.rule.Types[0]) {
+			ahead = append(ahead, r.rule.Types[0])
+		}
+		if len(pinned) == 0 || len(r.rule.Types) == 1 {
+			r.offSince = -1
+			continue
+		}
+		q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned}
+		for _, t := range s.cluster.Types() {
+			if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t) {
+				q.Types = append(q.Types, planner.TypeOffer{Type: t, Capacity: s.cluster.TypeTotal(t), Speed: s.typeSpeed(r, t)})
+			}
+		}
+		if r.off = planner.KeepOff(q); len(r.off) == 0 {
+			r.offSince = -1
+			continue
+		}
+		if r.offSince < 0 {
+			r.offSince = s.now
+		}
+		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: r.j.GPUs}}, r.rem)
+		if planner.KeepOffExpired(float64(s.now-r.offSince), run) {
+			r.off = nil
 		}
 	}
-	return out
-}
-
-// placeOffPinned returns r's allocation: a, or, when a takes GPUs of a
-// type a waiting pinned job needs and r may run elsewhere, an allocation
-// off those types on which r runs at least NearlyAsWell as fast.
-func (s *sim) placeOffPinned(r *run, avail []int, a []alloc) []alloc {
-	if len(s.queue) < 2 {
-		return a
-	}
-	pinned := s.pinnedWaiting(r)
-	if len(pinned) == 0 {
-		return a
-	}
-	hit := false
-	for _, al := range a {
-		if pinned[s.nodes[al.Node].typ] > 0 {
-			hit = true
-			break
-		}
-	}
-	if !hit {
-		return a
-	}
-	rule := r.rule
-	rule.Types = nil
-	for _, typ := range s.cluster.Types() {
-		if pinned[typ] == 0 && (len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, typ)) {
-			rule.Types = append(rule.Types, typ)
-		}
-	}
-	if len(rule.Types) == 0 {
-		return a
-	}
-	alt := s.cluster.Fit(avail, r.j.GPUs, rule)
-	if alt == nil {
-		return a
-	}
-	best := planner.RunTime(r.model, s.speedsOn(r, a), r.rem)
-	if planner.RunTime(r.model, s.speedsOn(r, alt), r.rem)*NearlyAsWell <= best {
-		return alt
-	}
-	return a
 }
 
 // startSmallAny starts a waiting elastic job r now on fewer GPUs than it
@@ -248,10 +230,11 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 		}
 		best, bestRun = a, run
 	}
-	rules := []planner.FitRule{r.rule}
-	if !r.rule.OneType || len(r.rule.Types) != 1 {
+	own := s.ruleOf(r)
+	rules := []planner.FitRule{own}
+	if !own.OneType || len(own.Types) != 1 {
 		for _, typ := range s.cluster.Types() {
-			if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, typ) {
+			if len(own.Types) == 0 || slices.Contains(own.Types, typ) {
 				rules = append(rules, planner.FitRule{Types: []string{typ}, OneType: true})
 			}
 		}
@@ -351,11 +334,12 @@ func (s *sim) criticalDelay(r *run, a []alloc, avail []int, end int64) float64 {
 		types[s.nodes[al.Node].typ] = true
 	}
 	for _, q := range s.queue {
-		if q == r || q.started || !q.rule.UsesAny(types) {
+		rule := s.ruleOf(q)
+		if q == r || q.started || !rule.UsesAny(types) {
 			continue
 		}
 		run := planner.RunTime(q.model, []planner.SpeedCount{{Speed: s.bestSpeed(q), N: q.j.GPUs}}, q.rem)
-		cj := planner.CriticalJob{GPUs: q.j.GPUs, Rule: q.rule, Run: run}
+		cj := planner.CriticalJob{GPUs: q.j.GPUs, Rule: rule, Run: run}
 		if !cj.MayBeDelayed(types, float64(end-s.now), in.Horizon) {
 			continue
 		}

@@ -68,32 +68,41 @@ func TestAJobBehindTheQueueHeadStartsSmall(t *testing.T) {
 
 // TestAJobThatMayRunAnywhereLeavesAPinnedJobsType: the cluster has 8 fast
 // (v100) and 8 nearly as fast (p100, 0.9) GPUs. X holds 4 v100 GPUs until
-// 1000 s; D (4 GPUs, d2, first in the queue) and P (pinned to v100,
-// needing 8) arrive together. The old rule put D on the fastest type, the
-// v100s P waits for, so P waited for D too; the objective puts D on the
-// p100s, so P starts when X ends.
+// 1000 s and Y every p100 for 500 s of work; H (8 GPUs of any type, 100 s)
+// heads the queue with Slurm's reservation when Y ends; P (pinned to v100,
+// needing all 8) and then D (4 GPUs, d2, 5000 s) queue behind it. EASY
+// protects only H: without KeepOffPinned D backfills onto the 4 free v100
+// GPUs and P waits for D's whole run; with it D waits for the p100s (after
+// H: at 0.9 Y ends at 556 s and H at 668 s), and P starts when X ends. A pinned job queued behind D
+// keeps nothing off: D has the queue's priority.
 func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
-	jobs := readJobs(t, "X,0,1000,4,v100,,1,4,4,4,d1\nD,2,5000,4,,,1,4,4,4,d2\nP,2,1000,8,v100,,1,8,8,8,d1\n")
-	cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},
-		Policy: Elastic, ShrinkToAdmit: true, KeepOffPinned: true}
+	const head = "X,0,1000,4,v100,,1,4,4,4,d1\nY,0,500,8,p100,,1,8,8,8,d1\nH,1,100,8,,,1,8,8,8,d2\n"
+	pinnedFirst := readJobs(t, head+"P,2,1000,8,v100,,1,8,8,8,d1\nD,3,5000,4,,,1,4,4,4,d2\n")
+	pinnedLast := readJobs(t, head+"D,2,5000,4,,,1,4,4,4,d2\nP,3,1000,8,v100,,1,8,8,8,d1\n")
 	for _, tc := range []struct {
-		name      string
-		objective bool
-		wantType  string
-	}{{"the objective with KeepOffPinned keeps D off the pinned job's type", true, "p100"}, {"the old rule takes the fastest type", false, "v100"}} {
+		name     string
+		jobs     []trace.Job
+		keepOff  bool
+		wantType string
+		wantD    int64 // D's start
+		wantP    int64 // P's start
+	}{
+		{"KeepOffPinned keeps D off the type P, ahead of it, needs", pinnedFirst, true, "p100", 668, 1000},
+		{"without it D takes the free v100s and P waits for D", pinnedFirst, false, "v100", 3, 5003},
+		{"a pinned job behind D keeps it on the free v100s", pinnedLast, true, "v100", 2, 5002},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg.Objective = tc.objective
-			res, err := Run(jobs, cfg)
+			cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},
+				Policy: Elastic, ShrinkToAdmit: true, Objective: true, KeepOffPinned: tc.keepOff}
+			res, err := Run(tc.jobs, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := startOf(t, res, "D"); d.StartTypes != tc.wantType {
-				t.Errorf("D started on %q, want %q", d.StartTypes, tc.wantType)
+			if d := startOf(t, res, "D"); d.StartTypes != tc.wantType || d.Start != tc.wantD {
+				t.Errorf("D started at %d s on %q, want %d s on %q", d.Start, d.StartTypes, tc.wantD, tc.wantType)
 			}
-			if tc.objective {
-				if p := startOf(t, res, "P"); p.Start != 1000 {
-					t.Errorf("P started at %d s, want 1000 (when X ends)", p.Start)
-				}
+			if p := startOf(t, res, "P"); p.Start != tc.wantP {
+				t.Errorf("P started at %d s, want %d", p.Start, tc.wantP)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ func Replay(snap planner.Snapshot) (planner.Actions, error) {
 		s.allocated += n.Total - n.Idle
 	}
 	for _, j := range snap.Running {
-		r := &run{j: &trace.Job{ID: j.ID, User: j.User}, id: j.ID, min: j.MinGPUs, max: j.MaxGPUs, model: j.Model,
+		r := &run{j: &trace.Job{ID: j.ID, User: j.User}, id: j.ID, offSince: -1, min: j.MinGPUs, max: j.MaxGPUs, model: j.Model,
 			gpuTypes: j.GPUTypes, rigid: !j.Elastic, limit: j.End, last: snap.Now, started: true, pos: len(s.running),
 			noGrow: j.NoGrow, noGrowNodes: j.NoGrowNodes}
 		for _, b := range j.Base {

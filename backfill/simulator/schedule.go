@@ -37,6 +37,9 @@ func (s *sim) pass() bool {
 		s.donorLeft = s.longestDonor()
 		s.horizon()
 	}
+	if s.objective() && s.cfg.KeepOffPinned {
+		s.keepOffPinned()
+	}
 	i := 0
 	for i < len(s.queue) {
 		r := s.queue[i]
@@ -118,7 +121,7 @@ func (s *sim) startSmall(head *run, avail []int, x int64, resAllocs []alloc) boo
 	}
 	var small []alloc
 	for m := most; m >= head.min && small == nil; m-- {
-		small = s.cluster.Fit(avail, m, head.rule)
+		small = s.cluster.Fit(avail, m, s.ruleOf(head))
 	}
 	if small == nil {
 		return false
@@ -168,10 +171,7 @@ func (s *sim) fit(r *run, avail []int, head bool) []alloc {
 	if s.availTotal < r.j.GPUs {
 		return nil
 	}
-	a := s.cluster.Fit(avail, r.j.GPUs, r.rule)
-	if a != nil && s.objective() && s.cfg.KeepOffPinned {
-		a = s.placeOffPinned(r, avail, a)
-	}
+	a := s.cluster.Fit(avail, r.j.GPUs, s.ruleOf(r))
 	if a != nil && head && s.objective() && s.cfg.HoldForFast && r.d2 && !r.rigid {
 		a = s.holdForFast(r, avail, a)
 	}
@@ -353,7 +353,7 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	if len(donors) == 0 {
 		return nil
 	}
-	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: r.rule, Work: r.rem, Donors: donors}
+	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: s.ruleOf(r), Work: r.rem, Donors: donors}
 	if keepOff != nil {
 		q.KeepOff = func(n int) bool { return keepOff[n] }
 	}

@@ -31,7 +31,7 @@ func DaemonDefaults() Config {
 	d := config.Default()
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
-		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true}
+		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -121,10 +121,15 @@ type Config struct {
 	// for all of it. The daemon does not do this (it admits a job at its
 	// request only): a simulator option, off by default.
 	AdmitBelowRequest bool
-	// KeepOffPinned, with Objective, starts a job that may run on several
-	// GPU types off a type a waiting pinned job needs when another serves
-	// it at least NearlyAsWell as fast. Slurm, not the daemon, places a
-	// starting job: a simulator option, off by default.
+	// KeepOffPinned, with Objective, keeps a queued job that may run on
+	// several GPU types off the types that pinned jobs (jobs naming one
+	// type) queued ahead of it need, while its other types can hold it and
+	// serve it at least planner.DefaultNearlyAsWell as fast
+	// (planner.KeepOff), for at most its run time (planner.KeepOffExpired):
+	// it waits for them rather than start on a pinned type. The daemon's
+	// keep_off_pinned (on by default; DaemonDefaults sets it) applies the
+	// same rule as an ExcNodeList= update of the pending job (BENCHMARKS.md
+	// E38).
 	KeepOffPinned bool
 	// ShedSlowNodes, with an elastic policy, releases right after its
 	// start the nodes of a d2 elastic job that add nothing to its
@@ -270,6 +275,8 @@ type run struct {
 	model      planner.Model
 	rule       planner.FitRule // where it may start
 	hold       []string        // the faster types it waits for (Config.HoldForFast), nil: none
+	off        []string        // the types it is kept off while queued (Config.KeepOffPinned), nil: none
+	offSince   int64           // when this spell of keeping it off began, -1: none
 	gpuTypes   []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
 	d2         bool            // determinism d2: may mix GPU types
 	startTypes string          // the types it started on (JobRecord.StartTypes)
@@ -584,7 +591,7 @@ func newSim(cfg Config) (*sim, error) {
 // exactly its R GPUs of any types Slurm would give it.
 func (s *sim) newRun(j *trace.Job) *run {
 	req := j.Elastic()
-	r := &run{j: j, id: j.ID, min: j.GPUs, max: j.GPUs, model: planner.DefaultModel(max(req.LogicalWorkers, 1), max(j.GPUs, 1)),
+	r := &run{j: j, id: j.ID, offSince: -1, min: j.GPUs, max: j.GPUs, model: planner.DefaultModel(max(req.LogicalWorkers, 1), max(j.GPUs, 1)),
 		rem: float64(j.Duration)}
 	if j.GPUType != "" {
 		r.rule.Types = []string{j.GPUType}

@@ -30,7 +30,23 @@ const PlacementFormat = "%i|%x|%f"
 // that does not read (see ParsePlacements) is left out: a caller must treat
 // a job without an entry as one whose placement it cannot check.
 func (r Runner) PendingPlacements(ctx context.Context) (map[string]Placement, error) {
-	out, err := r.Output(ctx, "squeue", "--noheader", "--states=PENDING", "-o", PlacementFormat)
+	return r.placements(ctx)
+}
+
+// PendingPlacement is [Runner.PendingPlacements] for job id alone
+// (`squeue --jobs=ID`); ok is false when it is not pending or its line
+// does not read.
+func (r Runner) PendingPlacement(ctx context.Context, id string) (p Placement, ok bool, err error) {
+	ps, err := r.placements(ctx, "--jobs="+id)
+	if err != nil {
+		return Placement{}, false, err
+	}
+	p, ok = ps[id]
+	return p, ok, nil
+}
+
+func (r Runner) placements(ctx context.Context, args ...string) (map[string]Placement, error) {
+	out, err := r.Output(ctx, "squeue", append([]string{"--noheader", "--states=PENDING", "-o", PlacementFormat}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pending jobs' excluded nodes and features: %w", err)
 	}

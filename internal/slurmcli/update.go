@@ -116,3 +116,13 @@ func squeueLine(id string, out []byte, names ...string) ([]string, error) {
 	}
 	return f, nil
 }
+
+// SetExcludedNodes sets pending job id's excluded nodes (its --exclude):
+// `scontrol update JobId=ID ExcNodeList=a,b` through [Runner.UpdateJob];
+// no nodes clears them ("ExcNodeList=", measured on the 22.05 lab: the job
+// then shows ExcNodeList=(null)). Slurm then starts the job on none of
+// them. Names must be node names (the caller's from sinfo): they are
+// passed as one argument, never through a shell.
+func (r Runner) SetExcludedNodes(ctx context.Context, id string, nodes []string) error {
+	return r.UpdateJob(ctx, id, "ExcNodeList="+strings.Join(nodes, ","))
+}

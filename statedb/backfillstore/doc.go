@@ -3,7 +3,7 @@
 // (package statedb): the extra jobs it submitted, its submission intents
 // its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 4)
+// # Schema of the backfill database (PRAGMA user_version = 5)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
@@ -17,6 +17,7 @@
 //	              state, time_ns, detail)
 //	lend_failures(job_id, node, failures, last_ns, status, stopped_ns;
 //	              PK (job_id, node))
+//	kept_off(job_id PK, nodes, types, time_ns)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -34,7 +35,10 @@
 // their time limit), job-wide in the row whose node is empty (with the job's
 // status key then and when the daemon announced it stopped growing the
 // job) and per node in the others, so that a restarted daemon keeps
-// backing off. [DB.Prune] keeps the file bounded: decisions and ended extra
+// backing off; kept_off holds, per pending job, the nodes keep_off_pinned
+// added to its excluded nodes (comma-separated) and their GPU types, so that
+// the daemon, restarted or not, takes out exactly those and never a node the
+// job's owner excluded. [DB.Prune] keeps the file bounded: decisions and ended extra
 // jobs beyond the newest counts or older than an age, and old finished
 // shrink-to-admit records of jobs no longer running, are deleted, and
 // SQLite reuses their pages. Times are Unix

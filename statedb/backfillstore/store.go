@@ -187,6 +187,12 @@ var backfillMigrations = []string{
 	);
 	CREATE INDEX decisions_time ON decisions(time_ns);
 	CREATE INDEX extras_ended ON extras(state, ended_ns);`,
+	`CREATE TABLE kept_off (
+		job_id  TEXT    PRIMARY KEY,
+		nodes   TEXT    NOT NULL,
+		types   TEXT    NOT NULL,
+		time_ns INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)

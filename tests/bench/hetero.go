@@ -161,6 +161,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if v := os.Getenv("EASYSCALE_HETERO_WEIGH"); v != "" {
 			d.WeighCriticalDelay = v == "1"
 		}
+		// keep_off_pinned, the default (E38); $EASYSCALE_HETERO_KEEPOFF=0 runs it without
+		if v := os.Getenv("EASYSCALE_HETERO_KEEPOFF"); v != "" {
+			d.KeepOffPinned = v == "1"
+		}
 		// an experiment the daemon cannot apply as is (BENCHMARKS.md, E32)
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
