@@ -25,8 +25,20 @@ func BenchmarkCycle10kQueued(b *testing.B) { benchmarkCycle(b, true) }
 // backfill_cycle_ms_10k_unplanned.
 func BenchmarkCycle10kQueuedUnplanned(b *testing.B) { benchmarkCycle(b, false) }
 
-func benchmarkCycle(b *testing.B, planned bool) {
-	td := newTestDaemon(b, "")
+// BenchmarkCycle10kQueuedKeepOff is BenchmarkCycle10kQueued with every
+// other queued job pinned to v100 and the rest elastic d2 jobs of any type
+// (keep_off_pinned's worst case: every job asked, 32 updates a cycle). make
+// bench prints it as backfill_cycle_ms_10k_keepoff.
+func BenchmarkCycle10kQueuedKeepOff(b *testing.B) { benchmarkCycleWith(b, true, true) }
+
+func benchmarkCycle(b *testing.B, planned bool) { benchmarkCycleWith(b, planned, false) }
+
+func benchmarkCycleWith(b *testing.B, planned, keepOff bool) {
+	toml := ""
+	if keepOff {
+		toml = keepOffTOML
+	}
+	td := newTestDaemon(b, toml)
 	f := td.fake
 	f.set(func() {
 		f.nodes = f.nodes[:0]
@@ -52,13 +64,21 @@ func benchmarkCycle(b *testing.B, planned bool) {
 		if !planned {
 			node, start = "", time.Time{}
 		}
-		f.pending(fmt.Sprint(100000+i), node, 8, start)
+		j := f.pending(fmt.Sprint(100000+i), node, 8, start)
+		if keepOff && i%2 == 0 {
+			j.gpuType = "v100"
+		} else if keepOff {
+			j.comment, j.user = "es-req min=1 max=2 lw=8 d2", "alice"
+		}
 	}
 	for range 3 {
 		td.cycle(b)
 		td.advance(2 * time.Second)
 	}
-	if planned && len(f.commands("sbatch")) == 0 {
+	if keepOff && len(f.commands("scontrol update JobId=")) == 0 {
+		b.Fatal("no job was kept off: the benchmark would time a cycle that keeps nothing off")
+	}
+	if planned && !keepOff && len(f.commands("sbatch")) == 0 {
 		b.Fatal("no extra job was submitted: the benchmark would time a cycle that plans nothing")
 	}
 	if !planned && len(f.commands("sbatch")) != 0 {

@@ -52,13 +52,16 @@ func backfillSuite() ([]figure, error) {
 	figs = append(figs, figure{"plan_ms_10k", ms, "ms"})
 	// One daemon cycle with 10,000 queued jobs (issue 17: < 1 s), over the
 	// daemon tests' fake Slurm: backfill/daemon BenchmarkCycle10kQueued, and
-	// BenchmarkCycle10kQueuedUnplanned with none of them planned by Slurm yet.
-	cycle, err := goBench("./backfill/daemon", "^BenchmarkCycle10kQueued(Unplanned)?$", "5x")
+	// BenchmarkCycle10kQueuedUnplanned with none of them planned by Slurm yet,
+	// BenchmarkCycle10kQueuedKeepOff with half of them pinned to a type and
+	// half elastic (keep_off_pinned's worst case).
+	cycle, err := goBench("./backfill/daemon", "^BenchmarkCycle10kQueued(Unplanned|KeepOff)?$", "5x")
 	if err != nil {
 		return nil, err
 	}
 	figs = append(figs, figure{"backfill_cycle_ms_10k", cycle["BenchmarkCycle10kQueued"] / 1e6, "ms"},
-		figure{"backfill_cycle_ms_10k_unplanned", cycle["BenchmarkCycle10kQueuedUnplanned"] / 1e6, "ms"})
+		figure{"backfill_cycle_ms_10k_unplanned", cycle["BenchmarkCycle10kQueuedUnplanned"] / 1e6, "ms"},
+		figure{"backfill_cycle_ms_10k_keepoff", cycle["BenchmarkCycle10kQueuedKeepOff"] / 1e6, "ms"})
 	philly, err := readTrace("philly", "philly_jobs.csv")
 	if err != nil {
 		return nil, err
