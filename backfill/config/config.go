@@ -165,15 +165,18 @@ type Config struct {
 	// (ShedSlowNodesDefaulted).
 	shedDefaulted bool
 	// KeepOffPinned keeps a pending elastic job that may run on several GPU
-	// types (no type in its --gres) off the types that waiting pinned jobs
-	// (jobs naming one type, --gres=gpu:TYPE:N) need, while its other types
-	// can hold its request and serve it at least
+	// types (no type in its --gres) off the types that pinned jobs (jobs
+	// naming one type, --gres=gpu:TYPE:N) queued ahead of it need, while its
+	// other types can hold its request and serve it at least
 	// planner.DefaultNearlyAsWell as fast (planner.KeepOff)
-	// [keep_off_pinned], default true: the daemon adds those types' nodes to
-	// the pending job's excluded nodes (`scontrol update JobId=ID
-	// ExcNodeList=...`) and takes exactly those out again once no waiting
-	// pinned job needs them (issue 17, BENCHMARKS.md E38). Nodes the job's
-	// owner excluded stay excluded; only jobs in Partitions are touched.
+	// [keep_off_pinned], default true: the daemon adds the nodes those
+	// pinned jobs may use to the pending job's excluded nodes (`scontrol
+	// update JobId=ID ExcNodeList=...`) and takes exactly those out again
+	// once no pinned job ahead needs them, or for good once the job's time
+	// limit has passed since it was first kept off (issue 17, BENCHMARKS.md
+	// E38). Nodes the job's owner excluded stay excluded, and a list its
+	// owner changes is left to the owner; only jobs in Partitions that may
+	// run only on managed nodes are kept off.
 	KeepOffPinned bool `toml:"keep_off_pinned"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and

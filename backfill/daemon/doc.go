@@ -344,30 +344,37 @@
 //
 // With keep_off_pinned (on by default) each cycle walks the pending jobs
 // in queue order (planner.QueueOrder) and, for an elastic EasyScale job
-// that names no GPU type, no --nodelist and no --constraint, asks
-// planner.KeepOff whether to keep it off the types that jobs pinned to one
-// type (--gres=gpu:TYPE:N; waiting with Reason Resources, Priority or
-// None, and fitting on that type) queued ahead of it need: it is when its
-// other types hold its request and serve it at least
+// with a planned start that names no GPU type, no --nodelist and no
+// --constraint and may run only on nodes this daemon manages, asks
+// planner.KeepOff whether to keep it off the types that jobs pinned to
+// one type (--gres=gpu:TYPE:N; waiting with Reason Resources, Priority or
+// None, planned, and fitting on that type) queued ahead of it need: it is
+// when its other types hold its request and serve it at least
 // planner.DefaultNearlyAsWell as fast (its es-req speeds=, else
-// [speeds]). The job is re-read by id (pending, the same owner,
-// partition, comment and excluded nodes), the decision logged
-// ("keep-off"), the added nodes recorded in state_db (kept_off, before the
-// update) and the daemon runs `scontrol update JobId=ID ExcNodeList=<the
-// owner's nodes and the added ones>` (keepoff.go): Slurm then starts the
-// job on the other types, leaving the pinned job's GPUs to it, rather
-// than let it backfill onto them, which EASY allows for any job but the
-// head's. When no pinned job ahead needs the types any more, or the spell
-// has lasted longer than the job's time limit (planner.KeepOffExpired;
-// then not again until the spell ends), exactly the added nodes are taken
-// out again ("keep-off-lifted"); nodes the owner excluded, before or
-// since, stay. At most 32 updates a cycle (keepOffPerCycle); the metric
-// keep_offs_total{result} counts them. Turning the option off puts back
-// the nodes of every job still recorded. Anyone may queue a pinned job,
-// so anyone may keep other users' elastic jobs off a type for up to their
-// time limit, but never make them wait for a type that cannot hold them,
-// never touch a job that is not an elastic EasyScale request, and never
-// drop an exclusion its owner set.
+// [speeds]). Nodes are counted whatever their state, so a node completing
+// a job changes nothing. The job is re-read by id (pending, the same
+// owner, partition, comment and excluded nodes), the decision logged
+// ("keep-off"), the added nodes and the whole list recorded in state_db
+// (kept_off, before the update) and the daemon runs `scontrol update
+// JobId=ID ExcNodeList=<the owner's nodes and the nodes the pinned jobs
+// ahead may use>` (keepoff.go): Slurm then starts the job on the other
+// types, leaving the pinned jobs' GPUs to them, rather than let it
+// backfill onto them, which EASY allows for any job but the head's. When
+// no pinned job ahead needs the types any more the added nodes are taken
+// out again ("keep-off-lifted"); once the job's time limit has passed
+// since it was first kept off (planner.KeepOffExpired) they are taken out
+// for good. When Slurm's list is no longer the one the daemon set, the
+// owner changed it: the list is the owner's from then on and the job is
+// kept off nothing more. At most 32 updates a cycle (keepOffPerCycle); a
+// dry run, or an update Slurm refuses, is logged once per list; the
+// metric keep_offs_total{result} counts them. Turning the option off puts
+// back the nodes of every job still recorded. Anyone may queue a pinned
+// job, so anyone may keep other users' elastic jobs off the nodes that
+// job may use for up to their time limit, but never make them wait for a
+// type that cannot hold them, never touch a job that is not an elastic
+// EasyScale request, and never drop an exclusion its owner set. Job arrays
+// and heterogeneous jobs are not kept off (squeue's %i names them
+// differently from their ids, so their excluded nodes are not read).
 //
 // # Failing extra jobs
 //

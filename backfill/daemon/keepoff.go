@@ -36,126 +36,215 @@ func (s *SlurmExcluder) SetExcluded(ctx context.Context, id string, nodes []stri
 
 // keepOffPerCycle bounds the ExcNodeList updates one cycle runs: anyone may
 // queue many elastic jobs, and a pinned job that starts lifts the keep-off
-// of every one of them. The first in squeue's order are changed; the rest
+// of every one of them. The first in queue order are changed; the rest
 // wait for the next cycles.
 const keepOffPerCycle = 32
 
-// keepOffJobsRead bounds how many pending jobs a cycle considers for
-// keep_off_pinned, in squeue's order (a 10,000-job queue is not walked
-// whole each cycle); a job the daemon changed is always considered, so
-// that it is put back.
+// keepOffJobsRead bounds how many pending jobs a cycle asks the planner
+// about, in queue order: every pending job is sorted and looked at for
+// the type it is pinned to, but only the first this many are asked
+// whether to keep them off (a job the daemon changed is always looked at,
+// so that it is put back).
 const keepOffJobsRead = 1024
 
-// keepOffChange is one pending job whose excluded nodes the cycle changes:
-// from what Slurm holds (from) to the owner's own (the nodes the daemon had
-// not added) plus the nodes of the types the planner keeps it off (add).
+// keepOffChange is one pending job whose excluded nodes or record the
+// cycle changes: Slurm's list goes from from to to, the owner's own nodes
+// (those the daemon had not added) plus add, the nodes of the pinned jobs
+// ahead of it on the types the planner keeps it off (types).
 type keepOffChange struct {
 	job        slurmcli.Job
 	from, to   []string
 	add, types []string
-	// since is when the job was first kept off in this spell (zero: it is
-	// not kept off); expired: it waited past planner.KeepOffExpired and is
-	// put back while since is kept.
-	since   time.Time
-	expired bool
+	// since is when the job was first kept off while it waits (zero:
+	// never); expired: since then longer than its time limit has passed
+	// (planner.KeepOffExpired), so it is not kept off again; released: its
+	// owner changed the list the daemon had set, which is then the
+	// owner's, and the daemon keeps the job off nothing any more.
+	since             time.Time
+	expired, released bool
 }
 
-// pinnedType is the GPU type pending job j is pinned to (--gres=gpu:
-// TYPE:N) when it keeps jobs behind it off that type: it is in the
-// daemon's partitions, waits for resources or its turn (Reason Resources,
-// Priority, or None right after an update), and its request reads and
-// fits on the nodes of that type it may use. A held job, one waiting for a
-// dependency or its begin time, or one asking more than its type holds
-// keeps no job off.
-func (d *Daemon) pinnedType(v *View, j slurmcli.Job) (string, bool) {
-	if !slices.Contains([]string{"Resources", "Priority", "None"}, j.Reason) || !anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
-		return "", false
+// record is the state_db row c leaves.
+func (c keepOffChange) record() backfillstore.KeptOff {
+	k := backfillstore.KeptOff{Job: c.job.ID, Nodes: c.add, Types: c.types, Since: c.since, Released: c.released}
+	if len(c.add) > 0 {
+		k.Set = c.to
+	}
+	return k
+}
+
+// keepOffMay says whether pending job j may start on node n as far as
+// keep_off_pinned counts nodes: a node this daemon manages (whatever its
+// state: a node that is completing or drained for a while must not lift
+// and re-apply a keep-off) in one of j's partitions other than
+// extra.partition, within its --nodelist and outside excluded. all is
+// false when j may also run on a node this daemon does not manage (or
+// none at all): another daemon may manage those, and a job is kept off by
+// one daemon or none.
+func (d *Daemon) keepOffMay(v *View, j slurmcli.Job, excluded []string) (may func(NodeView) bool, all bool) {
+	parts := slices.DeleteFunc(strings.Split(j.Partition, ","), func(p string) bool { return p == d.cfg.Extra.Partition })
+	var only []string
+	if j.ReqNodes != "" {
+		only, _ = slurmcli.ExpandHostlist(j.ReqNodes)
+	}
+	usable := func(n NodeView) bool {
+		return slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&
+			(only == nil || slices.Contains(only, n.Name)) && !slices.Contains(excluded, n.Name)
+	}
+	all, any := true, false
+	for _, n := range v.Nodes {
+		if usable(n) {
+			any = true
+			all = all && n.Managed
+		}
+	}
+	return func(n NodeView) bool { return n.Managed && usable(n) }, all && any
+}
+
+// pinnedNodes are the nodes pending job j, pinned to one GPU type
+// (--gres=gpu:TYPE:N), may start on, with the type, when it keeps jobs
+// behind it off them: it is in the daemon's partitions, waits for
+// resources or its turn (Reason Resources, Priority, or None right after
+// an update) with a planned start, its request reads, and the nodes of
+// that type it may use (keepOffMay, its --exclude as read) can hold it.
+// A held job, one waiting for a dependency or its begin time, one Slurm
+// has not planned yet, or one asking more than its type holds keeps no
+// job off.
+func (d *Daemon) pinnedNodes(v *View, j slurmcli.Job) (typ string, nodes []string) {
+	if !slices.Contains([]string{"Resources", "Priority", "None"}, j.Reason) || !anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) ||
+		!d.planned(j) {
+		return "", nil
 	}
 	r, ok := readQueued(j)
 	if !ok || r.gpuType == "" {
-		return "", false
+		return "", nil
 	}
-	may := d.possibleNodes(v, j) // none in extra.partition: the daemon's own extra jobs pin nothing
-	holds := 0
+	p, ok := v.Placements[j.ID]
+	if !ok {
+		return "", nil
+	}
+	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
+	if err != nil {
+		return "", nil
+	}
+	may, _ := d.keepOffMay(v, j, excluded)
 	for _, n := range v.Nodes {
 		if n.GPUType == r.gpuType && n.Total >= r.perNode && may(n) {
-			holds++
+			nodes = append(nodes, n.Name)
 		}
 	}
-	return r.gpuType, holds >= r.nodes
+	if len(nodes) < r.nodes {
+		return "", nil
+	}
+	return r.gpuType, nodes
+}
+
+// planned reports whether squeue printed a planned start for pending job
+// j: a job just submitted shows none until Slurm's next backfill pass and
+// sorts after every planned job, so it is neither kept off nor keeps a
+// job off before then.
+func (d *Daemon) planned(j slurmcli.Job) bool {
+	_, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
+	return err == nil
 }
 
 // planKeepOff decides keep_off_pinned for this cycle's pending jobs
-// (records: what the daemon added before, by job id), in queue order
+// (records: the daemon's earlier changes, by job id), in queue order
 // (planner.QueueOrder). For each pending job whose excluded nodes were
-// read (v.Placements) it takes the owner's own exclusions (Slurm's list
-// less the nodes the daemon added) and, when keep_off_pinned is on and the
-// job is an elastic EasyScale job (es-req with a node range) in the
-// daemon's partitions that names no GPU type, no --nodelist and no
-// --constraint, asks planner.KeepOff which types to keep it off for the
-// pinned jobs ahead of it (pinnedType): its capacity per type is the
-// whole nodes (holding its GPUs per node) it may use by partition and its
-// own exclusions, its speed there its es-req speeds= or the configured
-// one, d1 on one type. A spell of keeping a job off ends after its time
-// limit (planner.KeepOffExpired, from the record's start). A job whose
-// list or record would change is returned, at most keepOffPerCycle; gone
-// lists the recorded jobs Slurm no longer lists at all.
+// read (v.Placements):
+//
+//   - when Slurm's list is no longer the one the daemon set, the job's
+//     owner changed it: the list is the owner's from then on, and the job
+//     is released (never kept off again while it waits);
+//   - otherwise the owner's own nodes are Slurm's list less those the
+//     daemon added and, when keep_off_pinned is on and the job is an
+//     elastic EasyScale job (es-req with a node range) in the daemon's
+//     partitions, with a planned start, that names no GPU type, no
+//     --nodelist and no --constraint and may run only on nodes this
+//     daemon manages, planner.KeepOff says which types to keep it off for
+//     the pinned jobs ahead of it (pinnedNodes): its capacity per type is
+//     the whole nodes (holding its GPUs per node) it may use, its speed
+//     there its es-req speeds= or the configured one, d1 on one type. It
+//     is kept off the nodes of those types that the pinned jobs may use,
+//     until its time limit has passed since it was first kept off
+//     (planner.KeepOffExpired; then never again while it waits).
+//
+// A job whose list or record would change is returned, at most
+// keepOffPerCycle; gone lists the recorded jobs Slurm no longer lists
+// (a job whose record could not be read this cycle is not gone).
 func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) (changes []keepOffChange, gone []string) {
 	for _, id := range sortedIDs(records) {
-		if _, listed := v.All[id]; !listed {
+		_, listed := v.All[id]
+		_, unreadable := v.Unreadable[id]
+		if !listed && !unreadable {
 			gone = append(gone, id)
 		}
 	}
-	var pinned []string // the types of the pinned jobs ahead in the queue
+	pinned := map[string][]string{} // the nodes the pinned jobs ahead may use, by GPU type
 	for i, j := range d.inQueueOrder(slices.Clone(v.Pending)) {
 		if len(changes) == keepOffPerCycle {
 			break
 		}
-		ahead := pinned
-		if t, ok := d.pinnedType(v, j); ok && d.cfg.KeepOffPinned && !slices.Contains(pinned, t) {
-			pinned = append(slices.Clone(pinned), t)
-		}
 		rec, recorded := records[j.ID]
-		if i >= keepOffJobsRead && !recorded {
-			continue
-		}
-		p, ok := v.Placements[j.ID]
-		if !ok {
-			continue
-		}
-		cur, err := slurmcli.ExpandHostlist(p.ExcNodes)
-		if err != nil {
-			continue
-		}
-		own := slices.DeleteFunc(slices.Clone(cur), func(n string) bool { return slices.Contains(rec.Nodes, n) })
-		c := keepOffChange{job: j, from: cur}
-		var run float64
-		if len(ahead) > 0 && p.Features == "" {
-			c.add, c.types, run = d.keepOffNodes(v, j, own, ahead)
-		}
-		if len(c.add) > 0 {
-			if c.since = rec.Since; c.since.IsZero() {
-				c.since = v.Now
-			}
-			if planner.KeepOffExpired(v.Now.Sub(c.since).Seconds(), run) {
-				c.add, c.expired = nil, true
+		if i < keepOffJobsRead || recorded {
+			if c, ok := d.keepOffOne(v, j, rec, pinned); ok {
+				changes = append(changes, c)
 			}
 		}
-		c.to = append(slices.Clone(own), c.add...)
-		if sameSet(c.to, cur) && sameSet(c.add, rec.Nodes) && c.since.Equal(rec.Since) {
-			continue
+		if typ, nodes := d.pinnedNodes(v, j); d.cfg.KeepOffPinned && len(nodes) > 0 {
+			pinned[typ] = append(pinned[typ], nodes...)
 		}
-		changes = append(changes, c)
 	}
 	return changes, gone
 }
 
-// keepOffNodes is, for pending job j with its owner's exclusions own, the
-// nodes of the GPU types planner.KeepOff keeps it off (those it may use
-// and did not exclude itself), the types, and its time limit in seconds
-// (its run time as Slurm knows it, planner.KeepOffExpired's bound); nil
-// when it is not a job the daemon keeps off anything.
-func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own, pinned []string) (add, types []string, run float64) {
+// keepOffOne is planKeepOff for one pending job j with its record rec
+// (zero: none) behind the pinned jobs' nodes pinned; ok is false when
+// nothing changes.
+func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, pinned map[string][]string) (c keepOffChange, ok bool) {
+	p, read := v.Placements[j.ID]
+	if !read {
+		return c, false
+	}
+	cur, err := slurmcli.ExpandHostlist(p.ExcNodes)
+	if err != nil {
+		return c, false
+	}
+	c = keepOffChange{job: j, from: cur, to: cur, since: rec.Since, released: rec.Released}
+	if len(rec.Nodes) > 0 && !sameSet(cur, rec.Set) { // the owner changed the list the daemon set
+		c.released = true
+		return c, true
+	}
+	own := slices.DeleteFunc(slices.Clone(cur), func(n string) bool { return slices.Contains(rec.Nodes, n) })
+	if !d.planned(j) && len(rec.Nodes) > 0 && d.cfg.KeepOffPinned {
+		return c, false // not planned (just submitted or updated): decided once Slurm plans it
+	}
+	var run float64
+	if d.cfg.KeepOffPinned && len(pinned) > 0 && p.Features == "" && !c.released && d.planned(j) {
+		c.add, c.types, run = d.keepOffNodes(v, j, own, pinned)
+	}
+	if len(c.add) > 0 {
+		if c.since.IsZero() {
+			c.since = v.Now
+		}
+		if planner.KeepOffExpired(v.Now.Sub(c.since).Seconds(), run) {
+			c.add, c.types, c.expired = nil, nil, true
+		}
+	}
+	c.to = append(own, c.add...)
+	if sameSet(c.to, cur) && sameSet(c.add, rec.Nodes) && c.since.Equal(rec.Since) && c.released == rec.Released {
+		return c, false
+	}
+	return c, true
+}
+
+// keepOffNodes is, for pending job j with its owner's exclusions own and
+// the nodes of the pinned jobs ahead of it by type (pinned), the nodes
+// planner.KeepOff keeps it off (of the types it returns, those the pinned
+// jobs may use that j may use too), the types, and j's time limit in
+// seconds (its run time as Slurm knows it, planner.KeepOffExpired's
+// bound); nil when it is not a job the daemon keeps off anything.
+func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string][]string) (add, types []string, run float64) {
 	com, err := elastic.ParseComment(j.Comment)
 	if err != nil || com.Progress != nil || !com.Request.Elastic() || j.ReqNodes != "" ||
 		!anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
@@ -165,8 +254,11 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own, pinned []string) (ad
 	if !ok || r.gpuType != "" {
 		return nil, nil, 0
 	}
-	may := d.possibleNodesExcluding(v, j, own)
-	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: pinned}
+	may, all := d.keepOffMay(v, j, own)
+	if !all {
+		return nil, nil, 0
+	}
+	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: sortedIDs(pinned)}
 	at := map[string]int{}
 	for _, n := range v.Nodes {
 		if n.Total < r.perNode || !may(n) {
@@ -185,31 +277,39 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own, pinned []string) (ad
 		q.Types[k].Capacity++
 	}
 	types = planner.KeepOff(q)
-	if len(types) == 0 {
-		return nil, nil, 0
-	}
 	for _, n := range v.Nodes {
-		if slices.Contains(types, n.GPUType) && may(n) {
+		if slices.Contains(types, n.GPUType) && may(n) && slices.Contains(pinned[n.GPUType], n.Name) && !slices.Contains(add, n.Name) {
 			add = append(add, n.Name)
 		}
+	}
+	if len(add) == 0 {
+		return nil, nil, 0
 	}
 	return add, types, r.limit.Seconds()
 }
 
 // keepOff applies this cycle's keep_off_pinned (planKeepOff): for each job
-// it re-reads the job by id and changes nothing unless it is still pending
-// with the excluded nodes the snapshot read, records what the daemon adds
-// (state_db kept_off, before the update, so that a daemon killed in between
-// still takes the nodes out later), sets the job's excluded nodes, and
-// updates v.Placements so that the rest of the cycle (shrink-to-admit,
-// start-small) sees them. Records of jobs Slurm no longer lists are
-// forgotten. A dry run only logs and records the decision. An update Slurm
-// refuses is logged and left for the next cycle; a database error stops
-// the cycle.
+// whose list changes it re-reads the job by id and changes nothing unless
+// it is still pending with the excluded nodes the snapshot read, records
+// the change (state_db kept_off: the nodes added before the update, so
+// that a daemon killed in between still takes them out later), sets the
+// job's excluded nodes, and updates v.Placements so that the rest of the
+// cycle (shrink-to-admit, start-small) sees them. A change that only
+// touches the record (a job released by its owner, the start of a spell
+// kept) is written without a Slurm command. Records of jobs Slurm no
+// longer lists are forgotten. A dry run only logs and records the
+// decision, once per job and list, as does an update Slurm refuses
+// (tried again when the list to set changes); a database error stops the
+// cycle.
 func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 	records, err := d.db.KeptOffJobs(ctx)
 	if err != nil {
 		return err
+	}
+	for id := range d.keepOffTried {
+		if _, listed := v.All[id]; !listed {
+			delete(d.keepOffTried, id)
+		}
 	}
 	if !d.cfg.KeepOffPinned && len(records) == 0 {
 		return nil
@@ -232,26 +332,25 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 	}
 	for _, c := range changes {
 		log := log.With("job_id", c.job.ID)
-		record := backfillstore.KeptOff{Job: c.job.ID, Nodes: c.add, Types: c.types, Since: c.since}
-		if sameSet(c.to, c.from) { // only the record changes (a spell begins or ends with nothing to change in Slurm)
+		if sameSet(c.to, c.from) { // only the record changes
+			if c.released && !records[c.job.ID].Released {
+				log.Info("the job's owner changed its excluded nodes: they are the owner's now, and the job is kept off nothing more",
+					"excluded", strings.Join(c.to, ","))
+			}
 			if !d.cfg.DryRun {
-				if err := d.db.PutKeptOff(ctx, record); err != nil {
+				if err := d.db.PutKeptOff(ctx, c.record()); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		kind, detail := "keep-off", fmt.Sprintf("excluded nodes %q -> %q (kept off %s: waiting pinned jobs need it)",
-			strings.Join(c.from, ","), strings.Join(c.to, ","), strings.Join(c.types, ","))
-		switch {
-		case c.expired:
-			kind, detail = "keep-off-lifted", fmt.Sprintf("excluded nodes %q -> %q (kept off since %s, longer than its time limit %s)",
-				strings.Join(c.from, ","), strings.Join(c.to, ","), c.since.UTC().Format(time.RFC3339), c.job.TimeLimit)
-		case len(c.add) == 0:
-			kind, detail = "keep-off-lifted", fmt.Sprintf("excluded nodes %q -> %q (no waiting pinned job needs the types it was kept off)",
-				strings.Join(c.from, ","), strings.Join(c.to, ","))
+		key := strings.Join(c.to, ",")
+		if tried, ok := d.keepOffTried[c.job.ID]; ok && tried == key {
+			continue // dry run, or refused: once per list
 		}
+		kind, detail := c.describe()
 		if d.cfg.DryRun {
+			d.keepOffTried[c.job.ID] = key
 			log.Info("would change excluded nodes (dry run)", "detail", detail)
 			if err := d.decide(ctx, kind, c.job.ID, "", "", 0, detail+" (dry run)"); err != nil {
 				return err
@@ -270,22 +369,24 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 			return err
 		}
 		if len(c.add) > 0 { // recorded before Slurm holds them: a daemon killed in between still takes them out
-			if err := d.db.PutKeptOff(ctx, record); err != nil {
+			if err := d.db.PutKeptOff(ctx, c.record()); err != nil {
 				return err
 			}
 		}
 		if err := d.excluder.SetExcluded(ctx, c.job.ID, c.to); err != nil {
+			d.keepOffTried[c.job.ID] = key
 			d.metrics.KeepOffs.WithLabelValues("failed").Inc()
-			log.Warn("changing excluded nodes failed; trying again next cycle", "error", err)
+			log.Warn("changing excluded nodes failed; tried again when the nodes to exclude change", "error", err)
 			continue
 		}
-		if len(c.add) == 0 { // taken out: the record goes (or keeps the spell's start when it expired)
-			if err := d.db.PutKeptOff(ctx, record); err != nil {
+		delete(d.keepOffTried, c.job.ID)
+		if len(c.add) == 0 { // taken out: the record keeps when the job was first kept off
+			if err := d.db.PutKeptOff(ctx, c.record()); err != nil {
 				return err
 			}
 		}
 		if p, ok := v.Placements[c.job.ID]; ok {
-			p.ExcNodes = strings.Join(c.to, ",")
+			p.ExcNodes = key
 			v.Placements[c.job.ID] = p
 		}
 		d.metrics.KeepOffs.WithLabelValues(kind).Inc()
@@ -293,6 +394,21 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 		log.Info("changed excluded nodes", "detail", detail)
 	}
 	return nil
+}
+
+// describe is the decision kind ("keep-off" or "keep-off-lifted") and its
+// detail for the state_db log.
+func (c keepOffChange) describe() (kind, detail string) {
+	lists := fmt.Sprintf("excluded nodes %q -> %q", strings.Join(c.from, ","), strings.Join(c.to, ","))
+	switch {
+	case len(c.add) > 0:
+		return "keep-off", lists + " (kept off " + strings.Join(c.types, ",") + ": pinned jobs queued ahead need it)"
+	case c.expired:
+		return "keep-off-lifted", fmt.Sprintf("%s (first kept off at %s, longer ago than its time limit %s)",
+			lists, c.since.UTC().Format(time.RFC3339), c.job.TimeLimit)
+	default:
+		return "keep-off-lifted", lists + " (no pinned job queued ahead needs the types it was kept off)"
+	}
 }
 
 // verifyKeepOff re-reads pending job c.job by id right before its

@@ -15,11 +15,12 @@ import (
 const keepOffTOML = "speeds = { v100 = 1.0, t4 = 0.8 }\n"
 
 // keepOffQueue queues bob's job 30 pinned to two V100 nodes (--gres=gpu:
-// v100:4, waiting for resources) and alice's elastic d2 job 20 asking one
-// node of 4 GPUs of any type, waiting its turn, which excluded n4 itself.
+// v100:4, waiting for resources, planned in 1 h) and behind it alice's
+// elastic d2 job 20 asking one node of 4 GPUs of any type (planned in 2 h,
+// 1 h time limit), waiting its turn, which excluded n4 itself.
 func keepOffQueue(td *testDaemon) (pinned, job *fakeJob) {
 	pinned = td.fake.pending("30", "n1,n2", 4, td.now.Add(time.Hour))
-	job = td.fake.pending("20", "", 4, time.Time{})
+	job = td.fake.pending("20", "", 4, td.now.Add(2*time.Hour))
 	td.fake.set(func() {
 		pinned.gpuType, pinned.reason = "v100", "Resources"
 		job.user, job.comment, job.reason, job.excNodes, job.nodes = "alice", "es-req min=1 max=2 lw=4 d2", "Priority", "n4", 1
@@ -69,29 +70,107 @@ func TestAnElasticJobIsKeptOffTheTypeAWaitingPinnedJobNeedsAndPutBackAfter(t *te
 	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || !slices.Equal(r.KeptOff, []string{"20"}) {
 		t.Fatalf("commands %q, report %q; want %q", got, r.KeptOff, want)
 	}
-	if job.excNodes != "n4" || len(keptOffRecords(t, td)) != 0 {
-		t.Errorf("after the lift: excluded %q, records %+v; want n4 and none", job.excNodes, keptOffRecords(t, td))
+	if recs := keptOffRecords(t, td); job.excNodes != "n4" || len(recs["20"].Nodes) != 0 || recs["20"].Since.IsZero() {
+		t.Errorf("after the lift: excluded %q, records %+v; want n4 and job 20's without nodes, with when it was first kept off", job.excNodes, recs)
 	}
 	if ds := decisionsOf(t, td, "keep-off-lifted"); len(ds) != 1 || ds[0].Job != "20" {
 		t.Errorf("keep-off-lifted decisions %+v, want one for job 20", ds)
 	}
+	td.fake.set(func() { job.state = "COMPLETED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	td.fake.set(func() { td.fake.jobs = slices.DeleteFunc(td.fake.jobs, func(j *fakeJob) bool { return j == job }) })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if recs := keptOffRecords(t, td); len(recs) != 0 {
+		t.Errorf("records after job 20 is gone %+v, want none", recs)
+	}
 }
 
-// The owner may change the job's exclusions while it is kept off: the
-// daemon takes out only the nodes it added, and a node the owner excluded
-// too stays excluded.
-func TestLiftingAKeepOffKeepsWhatTheOwnerExcludedMeanwhile(t *testing.T) {
+// A job that excluded nothing itself gets an empty list back when the
+// pinned job leaves (the lab test found the lift of "" skipped as if tried).
+func TestAJobThatExcludedNothingGetsAnEmptyListBack(t *testing.T) {
 	td := newTestDaemon(t, keepOffTOML)
 	pinned, job := keepOffQueue(td)
-	td.cycle(t)
-	td.fake.set(func() { job.excNodes = "n4,n1,n2,n3" }) // the owner: scontrol update JobId=20 ExcNodeList=...,n3
-	td.advance(2 * time.Second)
+	td.fake.set(func() { job.excNodes = "" })
 	td.cycle(t)
 	td.fake.set(func() { pinned.state = "CANCELLED" })
 	td.advance(2 * time.Second)
 	td.cycle(t)
-	if job.excNodes != "n4,n3" {
-		t.Errorf("excluded nodes after the lift %q, want the owner's n4,n3", job.excNodes)
+	want := []string{"scontrol update JobId=20 ExcNodeList=n1,n2", "scontrol update JobId=20 ExcNodeList="}
+	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || job.excNodes != "" {
+		t.Errorf("updates %q, excluded %q; want %q and none", got, job.excNodes, want)
+	}
+}
+
+// The owner may change the job's exclusions while it is kept off (adding
+// n3, or clearing them): the list is the owner's from then on, whatever
+// nodes it names, and the daemon changes it no more (helper 39's finding:
+// it used to take out the owner's n1 and n2 too, and to add its nodes back
+// to a cleared list).
+func TestAnOwnersChangeWhileKeptOffMakesTheListTheOwners(t *testing.T) {
+	for _, edit := range []string{"n4,n1,n2,n3", ""} {
+		t.Run("ExcNodeList="+edit, func(t *testing.T) {
+			td := newTestDaemon(t, keepOffTOML)
+			pinned, job := keepOffQueue(td)
+			td.cycle(t)
+			td.fake.set(func() { job.excNodes = edit }) // the owner: scontrol update JobId=20 ExcNodeList=...
+			td.advance(2 * time.Second)
+			td.cycle(t)
+			td.fake.set(func() { pinned.state = "CANCELLED" })
+			td.advance(2 * time.Second)
+			td.cycle(t)
+			if got := td.fake.commands("scontrol update"); job.excNodes != edit || len(got) != 1 {
+				t.Errorf("excluded nodes %q after the owner's change and the pinned job's end, updates %q; want the owner's %q and the one keep-off",
+					job.excNodes, got, edit)
+			}
+			if recs := keptOffRecords(t, td); !recs["20"].Released || len(recs["20"].Nodes) != 0 {
+				t.Errorf("record %+v, want job 20 released, without nodes", recs["20"])
+			}
+		})
+	}
+}
+
+// A keep-off is bounded by the job's time limit from when it was first kept
+// off, not per spell: the pinned job held for one cycle at a time (or its
+// node completing a job, which sinfo shows as not schedulable) neither
+// restarts the bound (helper 39: a job was kept off for over 4 times its
+// limit) nor, for a completing node, lifts the keep-off at all.
+func TestAKeepOffIsBoundedAcrossSpellsAndSurvivesACompletingNode(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	pinned, job := keepOffQueue(td)
+	td.cycle(t)
+	td.fake.set(func() { td.fake.nodes[0].state = "completing" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); len(got) != 1 || job.excNodes != "n4,n1,n2" {
+		t.Fatalf("with n1 completing: updates %q, excluded %q; want the one keep-off, n4,n1,n2", got, job.excNodes)
+	}
+	td.fake.set(func() { td.fake.nodes[0].state = "" })
+	hold := func(held bool) {
+		td.fake.set(func() {
+			pinned.reason = "Resources"
+			if held {
+				pinned.reason = "JobHeldUser"
+			}
+		})
+		td.advance(20 * time.Minute)
+		td.cycle(t)
+	}
+	hold(true) // 20 min: lifted
+	hold(false)
+	if job.excNodes != "n4,n1,n2" {
+		t.Fatalf("40 min after the first keep-off, unheld: excluded %q, want n4,n1,n2 again", job.excNodes)
+	}
+	hold(true)  // 60 min
+	hold(false) // 80 min: past the 1 h limit since the first keep-off
+	hold(true)
+	hold(false) // 120 min
+	if job.excNodes != "n4" {
+		t.Errorf("120 min after the first keep-off: excluded %q, want the owner's n4", job.excNodes)
+	}
+	if n := len(decisionsOf(t, td, "keep-off")); n != 2 {
+		t.Errorf("%d keep-off decisions, want 2 (none after the bound)", n)
 	}
 }
 
@@ -112,6 +191,9 @@ func TestNoJobIsKeptOffWhereItMustNotBe(t *testing.T) {
 		{name: "the pinned job is held", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.reason = "JobHeldUser" }},
 		{name: "the pinned job waits for a dependency", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.reason = "Dependency" }},
 		{name: "the pinned job asks more V100 nodes than there are", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.nodes = 3 }},
+		{name: "the pinned job is not planned yet", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.start = time.Time{} }},
+		{name: "the job is not planned yet (just submitted)", toml: keepOffTOML, change: func(_, j *fakeJob) { j.start = time.Time{} }},
+		{name: "the job may also run on nodes another daemon manages", toml: keepOffTOML + `nodes = ["n1", "n2", "n4"]` + "\n"},
 		{name: "the job names a type", toml: keepOffTOML, change: func(_, j *fakeJob) { j.gpuType = "t4" }},
 		{name: "the job names its nodes", toml: keepOffTOML, change: func(_, j *fakeJob) { j.reqNode = "n3" }},
 		{name: "the job asks node features", toml: keepOffTOML, change: func(_, j *fakeJob) { j.features = "fast" }},
@@ -147,6 +229,47 @@ func TestNoJobIsKeptOffWhereItMustNotBe(t *testing.T) {
 	}
 }
 
+// A pinned job that may start on one V100 node (--nodelist=n1) keeps the
+// elastic job off n1 alone, not off every V100 (helper 39's finding).
+func TestAJobIsKeptOffOnlyTheNodesThePinnedJobMayUse(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	pinned, job := keepOffQueue(td)
+	td.fake.set(func() { pinned.reqNode, pinned.nodes, pinned.schedNodes = "n1", 1, "n1" })
+	td.cycle(t)
+	if job.excNodes != "n4,n1" {
+		t.Errorf("excluded nodes %q, want n4,n1", job.excNodes)
+	}
+}
+
+// A dry run logs and records a keep-off once per job and list, and an
+// update Slurm refuses is not tried again every cycle.
+func TestADryRunOrARefusedKeepOffIsDecidedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		refuse     bool
+	}{{"dry run", keepOffTOML + "dry_run = true\n", false}, {"refused", keepOffTOML, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.toml)
+			keepOffQueue(td)
+			if tc.refuse {
+				td.fake.refuse = map[string]string{"scontrol update JobId=20 ExcNodeList=n4,n1,n2": "slurm_update error: Access/permission denied"}
+			}
+			for range 3 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			if ds := decisionsOf(t, td, "keep-off"); len(ds) != 1 {
+				t.Errorf("%d keep-off decisions over 3 cycles, want 1", len(ds))
+			}
+			if tc.refuse {
+				if got := value(td.Metrics().KeepOffs.WithLabelValues("failed")); got != 1 {
+					t.Errorf("keep_offs_total{result=failed} = %v, want 1", got)
+				}
+			}
+		})
+	}
+}
+
 // A record of a job Slurm no longer lists is forgotten, and turning
 // keep_off_pinned off puts back the nodes of the jobs it had kept off.
 func TestKeptOffRecordsAreForgottenAndPutBackWhenTheOptionIsTurnedOff(t *testing.T) {
@@ -163,15 +286,14 @@ func TestKeptOffRecordsAreForgottenAndPutBackWhenTheOptionIsTurnedOff(t *testing
 	td.cfg.KeepOffPinned = false // as a restart with keep_off_pinned = false
 	td.advance(2 * time.Second)
 	td.cycle(t)
-	if job.excNodes != "n4" || len(keptOffRecords(t, td)) != 0 {
-		t.Errorf("after turning the option off: excluded %q, records %+v; want n4 and none", job.excNodes, keptOffRecords(t, td))
+	if recs := keptOffRecords(t, td); job.excNodes != "n4" || len(recs["20"].Nodes) != 0 {
+		t.Errorf("after turning the option off: excluded %q, records %+v; want n4 and no nodes recorded", job.excNodes, recs)
 	}
 }
 
-// A spell of keeping a job off ends once it has lasted longer than the
-// job's time limit (1 h here): its nodes are put back, and while the same
-// pinned job waits it is not kept off again; the record of the spell goes
-// when no pinned job ahead needs the type any more.
+// A keep-off ends once the job's time limit (1 h here) has passed since it
+// was first kept off: its nodes are put back, and while it waits it is not
+// kept off again.
 func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
 	td := newTestDaemon(t, keepOffTOML)
 	pinned, job := keepOffQueue(td)
@@ -190,7 +312,7 @@ func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
 		t.Fatalf("after 61 min: excluded nodes %q, report %q; want n4 and job 20", job.excNodes, r.KeptOff)
 	}
 	ds := decisionsOf(t, td, "keep-off-lifted")
-	if len(ds) != 1 || !strings.Contains(ds[0].Detail, "longer than its time limit") {
+	if len(ds) != 1 || !strings.Contains(ds[0].Detail, "longer ago than its time limit") {
 		t.Errorf("keep-off-lifted decisions %+v, want one saying the time limit passed", ds)
 	}
 	recs := keptOffRecords(t, td)
@@ -205,7 +327,7 @@ func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
 	td.fake.set(func() { pinned.state = "CANCELLED" })
 	td.advance(2 * time.Second)
 	td.cycle(t)
-	if recs := keptOffRecords(t, td); len(recs) != 0 || len(td.fake.commands("scontrol update")) != 2 {
-		t.Errorf("after the pinned job left: records %+v, updates %q; want none and no more", recs, td.fake.commands("scontrol update"))
+	if recs := keptOffRecords(t, td); len(recs["20"].Nodes) != 0 || len(td.fake.commands("scontrol update")) != 2 {
+		t.Errorf("after the pinned job left: records %+v, updates %q; want no nodes and no more updates", recs, td.fake.commands("scontrol update"))
 	}
 }

@@ -86,15 +86,13 @@ func KeepOff(q KeepOffRequest) []string {
 	return off
 }
 
-// KeepOffExpired reports whether a job kept off pinned types for waited
-// seconds has waited past its bound, run (its run time at its request on
+// KeepOffExpired reports whether a job first kept off pinned types waited
+// seconds ago has passed its bound, run (its run time at its request on
 // its fastest type, seconds; the daemon's estimate is its time limit): it
-// then goes back to every type it may use, and is not kept off again until
-// no waiting pinned job needs those types. Waiting longer than its own run
-// costs the job more than running on a type at least half as fast would,
-// and the pinned jobs it would delay wait for far longer jobs ahead of
-// them. The bound (one run time) is the best of the fractions 0.3, 1 and
-// none measured over 960 cells (BENCHMARKS.md E38).
+// then goes back to every type it may use and is never kept off again
+// while it waits. Waiting longer than its own run costs the job more than
+// running on a type at least half as fast would. The bound (one run time)
+// beat none over 960 cells (BENCHMARKS.md E38).
 func KeepOffExpired(waited, run float64) bool { return waited > run }
 
 // pace is the speed of the slowest type need units reach on types filled

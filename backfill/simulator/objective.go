@@ -136,9 +136,9 @@ func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
 // naming one type) queued ahead of it need, which planner.KeepOff keeps it
 // off while its other types can hold it (by the cluster's capacity of
 // each type) and serve it at least planner.DefaultNearlyAsWell as fast,
-// until it has waited so longer than its run time at its request
-// (planner.KeepOffExpired; then not again until no pinned job ahead needs
-// those types). The daemon applies the same rule as an ExcNodeList=
+// until its run time at its request has passed since it was first kept
+// off (planner.KeepOffExpired; then never again while it waits). The
+// daemon applies the same rule as an ExcNodeList=
 // update of the pending job, so the job waits for the other types rather
 // than start on the pinned ones (ruleOf).
 func (s *sim) keepOffPinned() {
@@ -150,7 +150,6 @@ func (s *sim) keepOffPinned() {
 			ahead = append(ahead, r.rule.Types[0])
 		}
 		if len(pinned) == 0 || len(r.rule.Types) == 1 {
-			r.offSince = -1
 			continue
 		}
 		q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned}
@@ -160,7 +159,6 @@ func (s *sim) keepOffPinned() {
 			}
 		}
 		if r.off = planner.KeepOff(q); len(r.off) == 0 {
-			r.offSince = -1
 			continue
 		}
 		if r.offSince < 0 {

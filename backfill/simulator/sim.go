@@ -276,7 +276,7 @@ type run struct {
 	rule       planner.FitRule // where it may start
 	hold       []string        // the faster types it waits for (Config.HoldForFast), nil: none
 	off        []string        // the types it is kept off while queued (Config.KeepOffPinned), nil: none
-	offSince   int64           // when this spell of keeping it off began, -1: none
+	offSince   int64           // when it was first kept off while queued, -1: never
 	gpuTypes   []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
 	d2         bool            // determinism d2: may mix GPU types
 	startTypes string          // the types it started on (JobRecord.StartTypes)

@@ -17,7 +17,7 @@
 //	              state, time_ns, detail)
 //	lend_failures(job_id, node, failures, last_ns, status, stopped_ns;
 //	              PK (job_id, node))
-//	kept_off(job_id PK, nodes, types, time_ns)
+//	kept_off(job_id PK, nodes, set_to, types, since_ns, released)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -36,9 +36,11 @@
 // status key then and when the daemon announced it stopped growing the
 // job) and per node in the others, so that a restarted daemon keeps
 // backing off; kept_off holds, per pending job, the nodes keep_off_pinned
-// added to its excluded nodes (comma-separated) and their GPU types, so that
-// the daemon, restarted or not, takes out exactly those and never a node the
-// job's owner excluded. [DB.Prune] keeps the file bounded: decisions and ended extra
+// added to its excluded nodes and the whole list it set (comma-separated),
+// their GPU types, when the job was first kept off and whether its owner
+// has since changed the list (released), so that the daemon, restarted or
+// not, takes out exactly those, never a node the job's owner excluded, and
+// keeps no job off for longer than its time limit. [DB.Prune] keeps the file bounded: decisions and ended extra
 // jobs beyond the newest counts or older than an age, and old finished
 // shrink-to-admit records of jobs no longer running, are deleted, and
 // SQLite reuses their pages. Times are Unix

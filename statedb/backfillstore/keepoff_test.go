@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// A job's kept-off nodes survive a reopen, are replaced whole, are
-// forgotten by a record without nodes, and a name that would corrupt the
-// comma-separated list is refused.
+// A job's kept-off nodes survive a reopen, are replaced whole (a record
+// without nodes but with a start or released is kept), are forgotten by an
+// empty record, and a name that would corrupt the comma-separated list is
+// refused.
 func TestKeptOffRoundTripsAndIsReplacedWhole(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "backfill.db")
@@ -20,7 +21,7 @@ func TestKeptOffRoundTripsAndIsReplacedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Unix(1700000000, 0)
-	k := KeptOff{Job: "7", Nodes: []string{"n1", "n2"}, Types: []string{"v100"}, Since: at}
+	k := KeptOff{Job: "7", Nodes: []string{"n1", "n2"}, Set: []string{"n4", "n1", "n2"}, Types: []string{"v100"}, Since: at}
 	if err := db.PutKeptOff(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestKeptOffRoundTripsAndIsReplacedWhole(t *testing.T) {
 	if err != nil || len(got) != 2 || !reflect.DeepEqual(got["7"], k) {
 		t.Fatalf("after reopening: %+v, %v; want job 7 %+v and job 8", got, err, k)
 	}
-	k2 := KeptOff{Job: "7", Nodes: []string{"n2"}, Types: []string{"v100"}, Since: at.Add(time.Second)}
+	k2 := KeptOff{Job: "7", Since: at, Released: true} // a spell over: kept, without nodes
 	if err := db.PutKeptOff(ctx, k2); err != nil {
 		t.Fatal(err)
 	}

@@ -188,10 +188,12 @@ var backfillMigrations = []string{
 	CREATE INDEX decisions_time ON decisions(time_ns);
 	CREATE INDEX extras_ended ON extras(state, ended_ns);`,
 	`CREATE TABLE kept_off (
-		job_id  TEXT    PRIMARY KEY,
-		nodes   TEXT    NOT NULL,
-		types   TEXT    NOT NULL,
-		time_ns INTEGER NOT NULL
+		job_id   TEXT    PRIMARY KEY,
+		nodes    TEXT    NOT NULL,
+		set_to   TEXT    NOT NULL,
+		types    TEXT    NOT NULL,
+		since_ns INTEGER NOT NULL,
+		released INTEGER NOT NULL
 	);`,
 }
 
