@@ -172,9 +172,9 @@ type Config struct {
 	// [keep_off_pinned], default true: the daemon adds the nodes those
 	// pinned jobs may use to the pending job's excluded nodes (`scontrol
 	// update JobId=ID ExcNodeList=...`) and takes exactly those out again
-	// once no pinned job ahead needs them, or for good once the job's time
-	// limit has passed since it was first kept off (issue 17, BENCHMARKS.md
-	// E38). Nodes the job's owner excluded stay excluded, and a list its
+	// once no pinned job ahead needs them or the job's time limit has passed
+	// since it was first kept off, and keeps it off no more (one spell per
+	// job; issue 17, BENCHMARKS.md E38). Nodes the job's owner excluded stay excluded, and a list its
 	// owner changes is left to the owner; only jobs in Partitions that may
 	// run only on managed nodes are kept off.
 	KeepOffPinned bool `toml:"keep_off_pinned"`

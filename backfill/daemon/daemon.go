@@ -73,9 +73,10 @@ type Daemon struct {
 	shedder Shedder
 	// excluder sets pending jobs' excluded nodes (keep_off_pinned,
 	// keepoff.go); keepOffTried maps a job to the list last logged in a dry
-	// run or refused by Slurm (tried once per list).
+	// run (once per list) or refused by Slurm (tried again after
+	// keepOffRetry).
 	excluder     Excluder
-	keepOffTried map[string]string
+	keepOffTried map[string]keepOffTry
 	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
 	// series allows it; shed.go).
 	shed bool
@@ -120,7 +121,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("backfill daemon: %w", err)
 	}
 	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
-		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config, UserID: o.UserID}, noted: map[string]string{}, unreadable: map[string]string{}, keepOffTried: map[string]string{}}
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config, UserID: o.UserID}, noted: map[string]string{}, unreadable: map[string]string{}, keepOffTried: map[string]keepOffTry{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
 	}

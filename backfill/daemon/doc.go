@@ -360,14 +360,17 @@
 // ahead may use>` (keepoff.go): Slurm then starts the job on the other
 // types, leaving the pinned jobs' GPUs to them, rather than let it
 // backfill onto them, which EASY allows for any job but the head's. When
-// no pinned job ahead needs the types any more the added nodes are taken
-// out again ("keep-off-lifted"); once the job's time limit has passed
-// since it was first kept off (planner.KeepOffExpired) they are taken out
-// for good. When Slurm's list is no longer the one the daemon set, the
-// owner changed it: the list is the owner's from then on and the job is
-// kept off nothing more. At most 32 updates a cycle (keepOffPerCycle); a
-// dry run, or an update Slurm refuses, is logged once per list; the
-// metric keep_offs_total{result} counts them. Turning the option off puts
+// no pinned job ahead needs the types any more, or once the job's time
+// limit has passed since it was first kept off (planner.KeepOffExpired),
+// the added nodes are taken out again ("keep-off-lifted"), planned or
+// not. A job is kept off in one spell at most, so a pinned job held and
+// released over and over makes two updates, not one a cycle. When Slurm's
+// list is no longer the one the daemon set, the owner changed it: the
+// list is the owner's from then on and the job is kept off nothing more.
+// At most 32 updates a cycle (keepOffPerCycle); a dry run is logged once
+// per list, and an update Slurm refuses is tried again a minute later
+// (its record put back to what Slurm holds); the metric
+// keep_offs_total{result} counts them. Turning the option off puts
 // back the nodes of every job still recorded. Anyone may queue a pinned
 // job, so anyone may keep other users' elastic jobs off the nodes that
 // job may use for up to their time limit, but never make them wait for a

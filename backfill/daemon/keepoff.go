@@ -40,6 +40,17 @@ func (s *SlurmExcluder) SetExcluded(ctx context.Context, id string, nodes []stri
 // wait for the next cycles.
 const keepOffPerCycle = 32
 
+// keepOffRetry is how long an update of a job's excluded nodes that Slurm
+// refused waits before the same update is tried again.
+const keepOffRetry = time.Minute
+
+// keepOffTry is the list last set for a job in a dry run, or refused by
+// Slurm, and when.
+type keepOffTry struct {
+	list string
+	at   time.Time
+}
+
 // keepOffJobsRead bounds how many pending jobs a cycle asks the planner
 // about, in queue order: every pending job is sorted and looked at for
 // the type it is pinned to, but only the first this many are asked
@@ -105,8 +116,9 @@ func (d *Daemon) keepOffMay(v *View, j slurmcli.Job, excluded []string) (may fun
 // (--gres=gpu:TYPE:N), may start on, with the type, when it keeps jobs
 // behind it off them: it is in the daemon's partitions, waits for
 // resources or its turn (Reason Resources, Priority, or None right after
-// an update) with a planned start, its request reads, and the nodes of
-// that type it may use (keepOffMay, its --exclude as read) can hold it.
+// an update) with a planned start, its request reads, it asks no
+// --constraint, and the nodes of that type it may use (keepOffMay, its
+// --exclude as read) can hold it.
 // A held job, one waiting for a dependency or its begin time, one Slurm
 // has not planned yet, or one asking more than its type holds keeps no
 // job off.
@@ -120,7 +132,7 @@ func (d *Daemon) pinnedNodes(v *View, j slurmcli.Job) (typ string, nodes []strin
 		return "", nil
 	}
 	p, ok := v.Placements[j.ID]
-	if !ok {
+	if !ok || p.Features != "" { // --constraint: which nodes it may use is not known
 		return "", nil
 	}
 	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
@@ -180,7 +192,7 @@ func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) 
 			gone = append(gone, id)
 		}
 	}
-	pinned := map[string][]string{} // the nodes the pinned jobs ahead may use, by GPU type
+	pinned := map[string]map[string]bool{} // the nodes the pinned jobs ahead may use, by GPU type
 	for i, j := range d.inQueueOrder(slices.Clone(v.Pending)) {
 		if len(changes) == keepOffPerCycle {
 			break
@@ -192,7 +204,12 @@ func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) 
 			}
 		}
 		if typ, nodes := d.pinnedNodes(v, j); d.cfg.KeepOffPinned && len(nodes) > 0 {
-			pinned[typ] = append(pinned[typ], nodes...)
+			if pinned[typ] == nil {
+				pinned[typ] = map[string]bool{}
+			}
+			for _, n := range nodes {
+				pinned[typ][n] = true
+			}
 		}
 	}
 	return changes, gone
@@ -201,7 +218,7 @@ func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) 
 // keepOffOne is planKeepOff for one pending job j with its record rec
 // (zero: none) behind the pinned jobs' nodes pinned; ok is false when
 // nothing changes.
-func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, pinned map[string][]string) (c keepOffChange, ok bool) {
+func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, pinned map[string]map[string]bool) (c keepOffChange, ok bool) {
 	p, read := v.Placements[j.ID]
 	if !read {
 		return c, false
@@ -216,11 +233,12 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 		return c, true
 	}
 	own := slices.DeleteFunc(slices.Clone(cur), func(n string) bool { return slices.Contains(rec.Nodes, n) })
-	if !d.planned(j) && len(rec.Nodes) > 0 && d.cfg.KeepOffPinned {
-		return c, false // not planned (just submitted or updated): decided once Slurm plans it
-	}
+	// One spell per job: it begins only for a job Slurm has planned and
+	// never kept off before, and goes on (planned or not) until no pinned
+	// job ahead needs the types or its bound passes.
+	inSpell, mayBegin := len(rec.Nodes) > 0, rec.Since.IsZero() && !rec.Released && d.planned(j)
 	var run float64
-	if d.cfg.KeepOffPinned && len(pinned) > 0 && p.Features == "" && !c.released && d.planned(j) {
+	if d.cfg.KeepOffPinned && len(pinned) > 0 && p.Features == "" && (inSpell || mayBegin) {
 		c.add, c.types, run = d.keepOffNodes(v, j, own, pinned)
 	}
 	if len(c.add) > 0 {
@@ -244,7 +262,7 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 // jobs may use that j may use too), the types, and j's time limit in
 // seconds (its run time as Slurm knows it, planner.KeepOffExpired's
 // bound); nil when it is not a job the daemon keeps off anything.
-func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string][]string) (add, types []string, run float64) {
+func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string]map[string]bool) (add, types []string, run float64) {
 	com, err := elastic.ParseComment(j.Comment)
 	if err != nil || com.Progress != nil || !com.Request.Elastic() || j.ReqNodes != "" ||
 		!anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
@@ -278,7 +296,7 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[
 	}
 	types = planner.KeepOff(q)
 	for _, n := range v.Nodes {
-		if slices.Contains(types, n.GPUType) && may(n) && slices.Contains(pinned[n.GPUType], n.Name) && !slices.Contains(add, n.Name) {
+		if slices.Contains(types, n.GPUType) && may(n) && pinned[n.GPUType][n.Name] && !slices.Contains(add, n.Name) {
 			add = append(add, n.Name)
 		}
 	}
@@ -345,12 +363,12 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 			continue
 		}
 		key := strings.Join(c.to, ",")
-		if tried, ok := d.keepOffTried[c.job.ID]; ok && tried == key {
-			continue // dry run, or refused: once per list
+		if tried, ok := d.keepOffTried[c.job.ID]; ok && tried.list == key && (d.cfg.DryRun || v.Now.Sub(tried.at) < keepOffRetry) {
+			continue // dry run: once per list; refused: again after keepOffRetry
 		}
 		kind, detail := c.describe()
 		if d.cfg.DryRun {
-			d.keepOffTried[c.job.ID] = key
+			d.keepOffTried[c.job.ID] = keepOffTry{list: key, at: v.Now}
 			log.Info("would change excluded nodes (dry run)", "detail", detail)
 			if err := d.decide(ctx, kind, c.job.ID, "", "", 0, detail+" (dry run)"); err != nil {
 				return err
@@ -374,9 +392,16 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 			}
 		}
 		if err := d.excluder.SetExcluded(ctx, c.job.ID, c.to); err != nil {
-			d.keepOffTried[c.job.ID] = key
+			d.keepOffTried[c.job.ID] = keepOffTry{list: key, at: v.Now}
 			d.metrics.KeepOffs.WithLabelValues("failed").Inc()
-			log.Warn("changing excluded nodes failed; tried again when the nodes to exclude change", "error", err)
+			log.Warn("changing excluded nodes failed; trying again in a minute", "error", err)
+			if len(c.add) > 0 { // not applied: the record goes back to what Slurm holds (none: deleted)
+				prev := records[c.job.ID]
+				prev.Job = c.job.ID
+				if err := d.db.PutKeptOff(ctx, prev); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		delete(d.keepOffTried, c.job.ID)

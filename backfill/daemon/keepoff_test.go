@@ -131,12 +131,12 @@ func TestAnOwnersChangeWhileKeptOffMakesTheListTheOwners(t *testing.T) {
 	}
 }
 
-// A keep-off is bounded by the job's time limit from when it was first kept
-// off, not per spell: the pinned job held for one cycle at a time (or its
-// node completing a job, which sinfo shows as not schedulable) neither
-// restarts the bound (helper 39: a job was kept off for over 4 times its
-// limit) nor, for a completing node, lifts the keep-off at all.
-func TestAKeepOffIsBoundedAcrossSpellsAndSurvivesACompletingNode(t *testing.T) {
+// One spell per job: a keep-off lifted because the pinned job was held
+// for a cycle does not begin again when it is released (helper 39: a job
+// kept off for over 4 times its limit; helper 40: a pinned job toggled
+// every cycle made 64 updates in 2 minutes), and a node completing a job,
+// which sinfo shows as not schedulable, lifts nothing.
+func TestAJobIsKeptOffOnceAndNotLiftedByACompletingNode(t *testing.T) {
 	td := newTestDaemon(t, keepOffTOML)
 	pinned, job := keepOffQueue(td)
 	td.cycle(t)
@@ -147,85 +147,67 @@ func TestAKeepOffIsBoundedAcrossSpellsAndSurvivesACompletingNode(t *testing.T) {
 		t.Fatalf("with n1 completing: updates %q, excluded %q; want the one keep-off, n4,n1,n2", got, job.excNodes)
 	}
 	td.fake.set(func() { td.fake.nodes[0].state = "" })
-	hold := func(held bool) {
+	for i := range 20 {
 		td.fake.set(func() {
 			pinned.reason = "Resources"
-			if held {
+			if i%2 == 0 {
 				pinned.reason = "JobHeldUser"
 			}
 		})
-		td.advance(20 * time.Minute)
+		td.advance(2 * time.Second)
 		td.cycle(t)
 	}
-	hold(true) // 20 min: lifted
-	hold(false)
-	if job.excNodes != "n4,n1,n2" {
-		t.Fatalf("40 min after the first keep-off, unheld: excluded %q, want n4,n1,n2 again", job.excNodes)
-	}
-	hold(true)  // 60 min
-	hold(false) // 80 min: past the 1 h limit since the first keep-off
-	hold(true)
-	hold(false) // 120 min
-	if job.excNodes != "n4" {
-		t.Errorf("120 min after the first keep-off: excluded %q, want the owner's n4", job.excNodes)
-	}
-	if n := len(decisionsOf(t, td, "keep-off")); n != 2 {
-		t.Errorf("%d keep-off decisions, want 2 (none after the bound)", n)
+	want := []string{"scontrol update JobId=20 ExcNodeList=n4,n1,n2", "scontrol update JobId=20 ExcNodeList=n4"}
+	if got := td.fake.commands("scontrol update"); !slices.Equal(got, want) || job.excNodes != "n4" {
+		t.Errorf("a pinned job held and released 10 times: updates %q, excluded %q; want %q and n4", got, job.excNodes, want)
 	}
 }
 
-// What keeps a job where it is: the option off, a pinned job held or asking
-// more than its type holds, a job that names a type, its nodes or node
-// features, a job that is not elastic, a type too slow to serve it, its own
-// exclusions leaving no other type, a job that changed between the
-// snapshot and the re-read, and a dry run (recorded, nothing run).
-func TestNoJobIsKeptOffWhereItMustNotBe(t *testing.T) {
-	for _, tc := range []struct {
-		name, toml string
-		change     func(pinned, job *fakeJob)
-		reRead     func(job *fakeJob) // between the snapshot and the re-read by id
-		dryRun     bool
-	}{
-		{name: "the option off", toml: keepOffTOML + "keep_off_pinned = false\n"},
-		{name: "the pinned job is queued behind it", toml: keepOffTOML, change: func(p, j *fakeJob) { j.start = p.start.Add(-time.Minute) }},
-		{name: "the pinned job is held", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.reason = "JobHeldUser" }},
-		{name: "the pinned job waits for a dependency", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.reason = "Dependency" }},
-		{name: "the pinned job asks more V100 nodes than there are", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.nodes = 3 }},
-		{name: "the pinned job is not planned yet", toml: keepOffTOML, change: func(p, _ *fakeJob) { p.start = time.Time{} }},
-		{name: "the job is not planned yet (just submitted)", toml: keepOffTOML, change: func(_, j *fakeJob) { j.start = time.Time{} }},
-		{name: "the job may also run on nodes another daemon manages", toml: keepOffTOML + `nodes = ["n1", "n2", "n4"]` + "\n"},
-		{name: "the job names a type", toml: keepOffTOML, change: func(_, j *fakeJob) { j.gpuType = "t4" }},
-		{name: "the job names its nodes", toml: keepOffTOML, change: func(_, j *fakeJob) { j.reqNode = "n3" }},
-		{name: "the job asks node features", toml: keepOffTOML, change: func(_, j *fakeJob) { j.features = "fast" }},
-		{name: "the job is not elastic", toml: keepOffTOML, change: func(_, j *fakeJob) { j.comment = "" }},
-		{name: "T4 serves it at half a V100", toml: "speeds = { v100 = 1.0, t4 = 0.5 }\n"},
-		{name: "its own speeds make T4 slow", toml: keepOffTOML, change: func(_, j *fakeJob) { j.comment = "es-req min=1 max=2 lw=4 d2 speeds=v100:1,t4:0.5" }},
-		{name: "it excluded both T4 nodes itself", toml: keepOffTOML, change: func(_, j *fakeJob) { j.excNodes = "n3,n4" }},
-		{name: "its owner changed its exclusions before the re-read", toml: keepOffTOML, reRead: func(j *fakeJob) { j.excNodes = "n3" }},
-		{name: "its owner changed its comment before the re-read", toml: keepOffTOML, reRead: func(j *fakeJob) { j.comment = "es-req min=1 max=2 lw=4 d1" }},
-		{name: "a dry run", toml: keepOffTOML + "dry_run = true\n", dryRun: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			td := newTestDaemon(t, tc.toml)
-			pinned, job := keepOffQueue(td)
-			if tc.change != nil {
-				td.fake.set(func() { tc.change(pinned, job) })
-			}
-			if tc.reRead != nil {
-				td.fake.onJobs = func() { tc.reRead(job) }
-			}
-			r := td.cycle(t)
-			if got := td.fake.commands("scontrol update"); len(got) != 0 || len(r.KeptOff) != 0 {
-				t.Fatalf("commands %q, report %q; want none", got, r.KeptOff)
-			}
-			if recs := keptOffRecords(t, td); len(recs) != 0 {
-				t.Errorf("kept_off records %+v, want none", recs)
-			}
-			ds := decisionsOf(t, td, "keep-off")
-			if tc.dryRun != (len(ds) == 1 && strings.HasSuffix(ds[0].Detail, "(dry run)")) || !tc.dryRun && len(ds) != 0 {
-				t.Errorf("keep-off decisions %+v (dry run %v)", ds, tc.dryRun)
-			}
-		})
+// A kept-off job that Slurm stops planning (past bf_max_job_test, say) is
+// still put back when the pinned job leaves (helper 40's finding).
+func TestAKeptOffJobSlurmNoLongerPlansIsPutBack(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	pinned, job := keepOffQueue(td)
+	td.cycle(t)
+	td.fake.set(func() { job.start, pinned.state = time.Time{}, "CANCELLED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if job.excNodes != "n4" {
+		t.Errorf("excluded %q after the pinned job left, the job unplanned; want n4", job.excNodes)
+	}
+}
+
+// An update Slurm refuses is not taken for the owner's change (the record
+// goes back to what Slurm holds), is tried again after keepOffRetry, and
+// a refused lift is retried too (helper 40's findings).
+func TestARefusedUpdateIsRetriedAndReleasesNothing(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	pinned, job := keepOffQueue(td)
+	td.fake.refuse = map[string]string{"scontrol update JobId=20 ExcNodeList=n4,n1,n2": "slurm_update error: Socket timed out on send/recv operation"}
+	td.cycle(t)
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if recs := keptOffRecords(t, td); recs["20"].Released || len(recs["20"].Nodes) != 0 {
+		t.Fatalf("after a refused keep-off: record %+v, want none", recs["20"])
+	}
+	if got := td.fake.commands("scontrol update"); len(got) != 1 {
+		t.Fatalf("updates %q within a minute of the refusal, want the one refused", got)
+	}
+	td.fake.refuse = nil
+	td.advance(time.Minute)
+	td.cycle(t)
+	if job.excNodes != "n4,n1,n2" {
+		t.Fatalf("a minute after the refusal: excluded %q, want n4,n1,n2", job.excNodes)
+	}
+	td.fake.refuse = map[string]string{"scontrol update JobId=20 ExcNodeList=n4": "slurm_update error: Socket timed out on send/recv operation"}
+	td.fake.set(func() { pinned.state = "CANCELLED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	td.fake.refuse = nil
+	td.advance(time.Minute)
+	td.cycle(t)
+	if job.excNodes != "n4" {
+		t.Errorf("a minute after a refused lift: excluded %q, want n4", job.excNodes)
 	}
 }
 

@@ -89,8 +89,9 @@ func KeepOff(q KeepOffRequest) []string {
 // KeepOffExpired reports whether a job first kept off pinned types waited
 // seconds ago has passed its bound, run (its run time at its request on
 // its fastest type, seconds; the daemon's estimate is its time limit): it
-// then goes back to every type it may use and is never kept off again
-// while it waits. Waiting longer than its own run costs the job more than
+// then goes back to every type it may use. (Callers keep a job off in
+// one spell at most: once it ends, by this bound or because no pinned job
+// needs the types any more, the job is not kept off again while it waits.) Waiting longer than its own run costs the job more than
 // running on a type at least half as fast would. The bound (one run time)
 // beat none over 960 cells (BENCHMARKS.md E38).
 func KeepOffExpired(waited, run float64) bool { return waited > run }

@@ -137,36 +137,42 @@ func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
 // off while its other types can hold it (by the cluster's capacity of
 // each type) and serve it at least planner.DefaultNearlyAsWell as fast,
 // until its run time at its request has passed since it was first kept
-// off (planner.KeepOffExpired; then never again while it waits). The
-// daemon applies the same rule as an ExcNodeList=
+// off (planner.KeepOffExpired). A job is kept off in one spell at most:
+// once no pinned job ahead needs the types, or the bound passes, it is
+// never kept off again while it waits. The daemon applies the same rule as an ExcNodeList=
 // update of the pending job, so the job waits for the other types rather
 // than start on the pinned ones (ruleOf).
 func (s *sim) keepOffPinned() {
 	var ahead []string // the types of the pinned jobs queued ahead
 	for _, r := range s.queue {
+		inSpell := len(r.off) > 0
 		r.off = nil
 		pinned := ahead
 		if len(r.rule.Types) == 1 && !slices.Contains(ahead, r.rule.Types[0]) {
 			ahead = append(ahead, r.rule.Types[0])
 		}
-		if len(pinned) == 0 || len(r.rule.Types) == 1 {
+		if len(r.rule.Types) == 1 || r.offSince >= 0 && !inSpell { // pinned itself, or its one spell is over
 			continue
 		}
-		q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned}
-		for _, t := range s.cluster.Types() {
-			if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t) {
-				q.Types = append(q.Types, planner.TypeOffer{Type: t, Capacity: s.cluster.TypeTotal(t), Speed: s.typeSpeed(r, t)})
+		var off []string
+		if len(pinned) > 0 {
+			q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned}
+			for _, t := range s.cluster.Types() {
+				if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t) {
+					q.Types = append(q.Types, planner.TypeOffer{Type: t, Capacity: s.cluster.TypeTotal(t), Speed: s.typeSpeed(r, t)})
+				}
 			}
+			off = planner.KeepOff(q)
 		}
-		if r.off = planner.KeepOff(q); len(r.off) == 0 {
-			continue
+		if len(off) == 0 {
+			continue // a spell ends here for good (offSince stays)
 		}
 		if r.offSince < 0 {
 			r.offSince = s.now
 		}
 		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: r.j.GPUs}}, r.rem)
-		if planner.KeepOffExpired(float64(s.now-r.offSince), run) {
-			r.off = nil
+		if !planner.KeepOffExpired(float64(s.now-r.offSince), run) {
+			r.off = off
 		}
 	}
 }

@@ -125,7 +125,8 @@ type Config struct {
 	// several GPU types off the types that pinned jobs (jobs naming one
 	// type) queued ahead of it need, while its other types can hold it and
 	// serve it at least planner.DefaultNearlyAsWell as fast
-	// (planner.KeepOff), for at most its run time (planner.KeepOffExpired):
+	// (planner.KeepOff), in one spell of at most its run time
+	// (planner.KeepOffExpired):
 	// it waits for them rather than start on a pinned type. The daemon's
 	// keep_off_pinned (on by default; DaemonDefaults sets it) applies the
 	// same rule as an ExcNodeList= update of the pending job (BENCHMARKS.md
@@ -276,7 +277,7 @@ type run struct {
 	rule       planner.FitRule // where it may start
 	hold       []string        // the faster types it waits for (Config.HoldForFast), nil: none
 	off        []string        // the types it is kept off while queued (Config.KeepOffPinned), nil: none
-	offSince   int64           // when it was first kept off while queued, -1: never
+	offSince   int64           // when its one spell of being kept off began, -1: none yet
 	gpuTypes   []string        // the types it may grow onto (planner.RunningJob.GPUTypes)
 	d2         bool            // determinism d2: may mix GPU types
 	startTypes string          // the types it started on (JobRecord.StartTypes)
