@@ -93,15 +93,7 @@ func (c keepOffChange) record() backfillstore.KeptOff {
 // none at all): another daemon may manage those, and a job is kept off by
 // one daemon or none.
 func (d *Daemon) keepOffMay(v *View, j slurmcli.Job, excluded []string) (may func(NodeView) bool, all bool) {
-	parts := slices.DeleteFunc(strings.Split(j.Partition, ","), func(p string) bool { return p == d.cfg.Extra.Partition })
-	var only []string
-	if j.ReqNodes != "" {
-		only, _ = slurmcli.ExpandHostlist(j.ReqNodes)
-	}
-	usable := func(n NodeView) bool {
-		return slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&
-			(only == nil || slices.Contains(only, n.Name)) && !slices.Contains(excluded, n.Name)
-	}
+	usable := d.placesJob(j, excluded)
 	all, any := true, false
 	for _, n := range v.Nodes {
 		if usable(n) {

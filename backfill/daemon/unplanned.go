@@ -141,11 +141,16 @@ func (d *Daemon) possibleNodes(v *View, j slurmcli.Job) func(NodeView) bool {
 	if p, ok := v.Placements[j.ID]; ok {
 		excluded, _ = slurmcli.ExpandHostlist(p.ExcNodes)
 	}
-	return d.possibleNodesExcluding(v, j, excluded)
+	places := d.placesJob(j, excluded)
+	return func(n NodeView) bool { return n.Schedulable && places(n) }
 }
 
-// possibleNodesExcluding is possibleNodes with excluded as j's --exclude.
-func (d *Daemon) possibleNodesExcluding(v *View, j slurmcli.Job, excluded []string) func(NodeView) bool {
+// placesJob says whether job j may run on a node by its placement alone,
+// whatever the node's state: the node is in one of j's partitions other
+// than extra.partition, within its --nodelist and outside excluded (its
+// --exclude, or the part of it the caller counts). possibleNodes and
+// keep_off_pinned (keepOffMay) share it.
+func (d *Daemon) placesJob(j slurmcli.Job, excluded []string) func(NodeView) bool {
 	parts := slices.DeleteFunc(strings.Split(j.Partition, ","), func(p string) bool { return p == d.cfg.Extra.Partition })
 	if len(parts) == 0 {
 		return func(NodeView) bool { return false }
@@ -155,7 +160,7 @@ func (d *Daemon) possibleNodesExcluding(v *View, j slurmcli.Job, excluded []stri
 		only, _ = slurmcli.ExpandHostlist(j.ReqNodes)
 	}
 	return func(n NodeView) bool {
-		return n.Schedulable && slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&
+		return slices.ContainsFunc(n.Partitions, func(p string) bool { return slices.Contains(parts, p) }) &&
 			(only == nil || slices.Contains(only, n.Name)) && !slices.Contains(excluded, n.Name)
 	}
 }
