@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/simulator"
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
 
 func init() { register("hetero-detail", heteroDetailSuite) }
@@ -20,6 +21,7 @@ type heteroCell struct {
 	name  string
 	d1    float64
 	paper bool
+	file  bool // name is a job table's path (traceDetail)
 }
 
 // parseHeteroCells parses $EASYSCALE_HETERO_CELLS: comma-separated
@@ -36,7 +38,7 @@ func parseHeteroCells(s string) ([]heteroCell, error) {
 		if err != nil || d1 < 0 || d1 > 1 {
 			return nil, fmt.Errorf("hetero cell %q: d1 share %q is not a fraction in [0, 1]", f, p[1])
 		}
-		out = append(out, heteroCell{p[0], d1, p[2] == "paper"})
+		out = append(out, heteroCell{name: p[0], d1: d1, paper: p[2] == "paper"})
 	}
 	return out, nil
 }
@@ -66,16 +68,26 @@ func parseWindow(s string) (from, to int64, ok bool, err error) {
 // of both runs that runs in that window. It prints no figures and does
 // nothing when $EASYSCALE_HETERO_CELLS is unset (so `make bench` skips
 // it).
+//
+// With $EASYSCALE_DETAIL_TRACE=FILE[,FILE...] it does the same for each
+// job table on the issue's cluster instead (issueCase: 32 V100, 16 P100
+// and 16 T4 in nodes of 8, site speeds 3.1 / 2.4 / 1, what
+// `easyscale-simulate --gpus v100:32,p100:16,t4:16 --gpus-per-node 8
+// --speeds v100:3.1,p100:2.4,t4:1` runs), the trace's own columns saying
+// each job's range, determinism and type.
 func heteroDetailSuite() ([]figure, error) {
+	from, to, window, err := parseWindow(os.Getenv("EASYSCALE_HETERO_WINDOW"))
+	if err != nil {
+		return nil, err
+	}
+	if files := os.Getenv("EASYSCALE_DETAIL_TRACE"); files != "" {
+		return nil, traceDetail(strings.Split(files, ","), from, to, window)
+	}
 	spec := os.Getenv("EASYSCALE_HETERO_CELLS")
 	if spec == "" {
 		return nil, nil
 	}
 	cells, err := parseHeteroCells(spec)
-	if err != nil {
-		return nil, err
-	}
-	from, to, window, err := parseWindow(os.Getenv("EASYSCALE_HETERO_WINDOW"))
 	if err != nil {
 		return nil, err
 	}
@@ -108,16 +120,56 @@ func heteroDetailSuite() ([]figure, error) {
 	return nil, nil
 }
 
+// issueCase is the cluster of issue 17's example: 32 V100, 16 P100 and
+// 16 T4 in nodes of 8.
+func issueCase(name string, jobs []trace.Job) heteroCase {
+	return heteroCase{name, jobs, []simulator.GPUGroup{{Type: "v100", Count: 32}, {Type: "p100", Count: 16}, {Type: "t4", Count: 16}}, 8}
+}
+
+// issueSpeeds are issue 17's per-type speeds, 3.1 / 2.4 / 1.
+var issueSpeeds = map[string]float64{"v100": 3.1, "p100": 2.4, "t4": 1}
+
+// traceDetail is heteroDetailSuite for job tables on issueCase's cluster.
+func traceDetail(files []string, from, to int64, window bool) error {
+	for _, f := range files {
+		jobs, err := trace.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		c := issueCase(f, jobs)
+		res := map[string]simulator.Result{}
+		for _, p := range []string{"rigid", "elastic"} {
+			cfg := heteroConfig(c, p)
+			cfg.Speeds = issueSpeeds
+			r, err := simulator.Run(jobs, cfg)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", f, p, err)
+			}
+			res[p] = r
+		}
+		printCellDetail(os.Stdout, heteroCell{name: f, file: true}, res["rigid"], res["elastic"])
+		if window {
+			for _, p := range []string{"elastic", "rigid"} {
+				printWindow(os.Stdout, p, res[p].PerJob, from, to)
+			}
+		}
+	}
+	return nil
+}
+
 func byEndDesc(a, b simulator.JobRecord) int { return cmp.Compare(b.End, a.End) }
 
 // printCellDetail writes one cell's summary and its last jobs.
 func printCellDetail(w io.Writer, cell heteroCell, rigid, elastic simulator.Result) {
-	rng := "default"
+	label := fmt.Sprintf("%s d1 %.0f %% default", cell.name, 100*cell.d1)
 	if cell.paper {
-		rng = "paper"
+		label = fmt.Sprintf("%s d1 %.0f %% paper", cell.name, 100*cell.d1)
 	}
-	fmt.Fprintf(w, "== %s d1 %.0f %% %s: rigid mean JCT %.0f s makespan %d s | elastic %.0f s (%.3f) makespan %d s (%.3f); "+
-		"elastic admissions %d, small starts %d, grows %d\n", cell.name, 100*cell.d1, rng, rigid.MeanJCT, rigid.Makespan,
+	if cell.file {
+		label = cell.name
+	}
+	fmt.Fprintf(w, "== %s: rigid mean JCT %.0f s makespan %d s | elastic %.0f s (%.3f) makespan %d s (%.3f); "+
+		"elastic admissions %d, small starts %d, grows %d\n", label, rigid.MeanJCT, rigid.Makespan,
 		elastic.MeanJCT, elastic.MeanJCT/rigid.MeanJCT, elastic.Makespan, float64(elastic.Makespan)/float64(rigid.Makespan),
 		elastic.AdmitShrinks, elastic.SmallStarts, elastic.Grows)
 	rigidByID := make(map[string]simulator.JobRecord, len(rigid.PerJob))
