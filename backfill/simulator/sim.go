@@ -154,6 +154,14 @@ type Config struct {
 	// now on a mix with slower ones (holdfast.go). A simulator option, off
 	// by default: the daemon does not do this.
 	HoldForFast bool
+	// MoveToFaster, with Objective, moves a running d2 elastic job to
+	// faster GPU types that are idle, wanted by no queued job, and end it
+	// sooner by planner.MoveToFaster (move.go): the daemon requeues such a
+	// job, which resumes from its checkpoint on the faster nodes.
+	MoveToFaster bool
+	// MoveCost is the seconds a move costs the job (MoveToFaster); 0:
+	// planner.DefaultMoveCost.
+	MoveCost float64
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.
@@ -226,7 +234,10 @@ type Result struct {
 	// (Config.StartSmall).
 	SmallStarts int `json:"small_starts"`
 	// Shed counts the starts after which Config.ShedSlowNodes released nodes.
-	Shed    int `json:"shed,omitempty"`
+	Shed int `json:"shed,omitempty"`
+	// Moves counts the running jobs moved to faster GPUs
+	// (Config.MoveToFaster).
+	Moves   int `json:"moves,omitempty"`
 	Shrinks int `json:"shrinks"`
 	// Series is the allocation over time, one sample per change.
 	Series []Sample `json:"-"`
@@ -653,6 +664,7 @@ func (s *sim) loop() error {
 			s.handle(heap.Pop(&s.events).(event))
 		}
 		s.schedule()
+		s.moveToFaster()
 		if s.cfg.Policy != Rigid {
 			if err := s.plan(); err != nil {
 				return err

@@ -167,6 +167,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		}
 		// an experiment the daemon cannot apply as is (BENCHMARKS.md, E32)
 		d.HoldForFast = os.Getenv("EASYSCALE_HETERO_HOLD") == "1"
+		// a running d2 job moved to idle faster GPUs (E40)
+		if v := os.Getenv("EASYSCALE_HETERO_MOVE"); v != "" {
+			d.MoveToFaster = v == "1"
+		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
 			d.ShrinkToAdmit = false

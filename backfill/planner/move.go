@@ -1,0 +1,66 @@
+package planner
+
+import "math"
+
+// MoveMargin is the fraction of a running job's time left on its GPUs now
+// by which a move must end it sooner before [MoveToFaster] moves it: the
+// move's cost is an estimate (Slurm's requeue delay, the restart, the
+// steps since the last checkpoint redone).
+const MoveMargin = 0.1
+
+// DefaultMoveCost is the seconds a move costs a job by default: Slurm
+// makes a requeued job eligible again after cred_expire (120 s by default;
+// shared/slurm-lab/NOTES.md), then the runtime starts and resumes from its
+// newest checkpoint (torch_rescale_fresh_s 3.3 s, BENCHMARKS.md) and redoes
+// the steps since it, about half of checkpoint_every.
+const DefaultMoveCost = 150.0
+
+// MoveAmongLongest is how long, as a fraction of the longest time left of
+// any other running job, a job's own time left must be before
+// [MoveToFaster] moves it: a move takes fast GPUs for the rest of the job,
+// which pays off for the schedule when the job is among those that end
+// last (it sets the makespan), and a short job is left where Slurm put it.
+// Measured against 1 and no bound (BENCHMARKS.md, issue 17, E40).
+const MoveAmongLongest = 0.5
+
+// MoveRequest asks whether a running elastic job that may mix GPU types
+// (d2) should move to faster GPUs that are idle now: Model is its
+// throughput model, Work its remaining work (seconds at Model.RefGPUs
+// reference GPUs), Now its GPUs now by speed, To the GPUs it would run on
+// after the move, Cost the seconds the move costs it (DefaultMoveCost)
+// and Longest the longest time left of any other running job (seconds; 0:
+// none runs).
+type MoveRequest struct {
+	Model   Model
+	Work    float64
+	Now     []SpeedCount
+	To      []SpeedCount
+	Cost    float64
+	Longest float64
+}
+
+// MoveToFaster reports whether the job is among the longest running
+// (its time left where it runs, RunTime(Now), is at least
+// MoveAmongLongest × Longest) and moving ends it sooner by more than
+// MoveMargin of that time: Cost + RunTime(To) < RunTime(Now) / (1 +
+// MoveMargin). False for no work left or GPUs that run it no faster.
+//
+// Why: a d2 job placed on T4s because no V100 was free when it started
+// keeps their pace to the end (every step waits for the slowest GPU,
+// EasyScale §4.2), and when it is long it sets the makespan; V100s that
+// free up later never help it, since a job at its maximum does not grow
+// and a batch host cannot be released (ShedNodes). EasyScale moves such
+// a job's logical workers to the faster GPUs; under Slurm the job is
+// requeued and resumes from its checkpoint, bit-identical, on the faster
+// nodes (BENCHMARKS.md, issue 17, E40).
+func MoveToFaster(q MoveRequest) bool {
+	if q.Work <= 0 || q.Cost < 0 || math.IsNaN(q.Cost) {
+		return false
+	}
+	left := RunTime(q.Model, q.Now, q.Work)
+	if left < MoveAmongLongest*q.Longest {
+		return false
+	}
+	after := q.Cost + RunTime(q.Model, q.To, q.Work)
+	return !math.IsInf(after, 1) && after*(1+MoveMargin) < left
+}
