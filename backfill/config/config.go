@@ -111,6 +111,13 @@ type Config struct {
 	// 30 s covers an extra job scheduled and started on the lab plus the
 	// joining worker's start (torch_rescale_fresh_s 3.3 s, BENCHMARKS.md).
 	RescaleCost Duration `toml:"rescale_cost"`
+	// MoveCost is what moving a running job to faster GPUs costs it
+	// [move_cost], 0..1h, default 150s (planner.DefaultMoveCost): Slurm
+	// makes a requeued job eligible again after cred_expire (120 s by
+	// default), then it restarts and redoes the steps since its newest
+	// checkpoint. Set it to the site's cred_expire plus about half a
+	// checkpoint interval.
+	MoveCost Duration `toml:"move_cost"`
 	// GracePeriod is how long an extra job has, after SIGTERM, to hand its
 	// logical workers back before it is cancelled [grace_period], 1s..30m,
 	// default 30s.
@@ -178,6 +185,19 @@ type Config struct {
 	// owner changes is left to the owner; only jobs in Partitions that may
 	// run only on managed nodes are kept off.
 	KeepOffPinned bool `toml:"keep_off_pinned"`
+	// MoveToFaster moves a running elastic d2 job to faster GPU types
+	// [move_to_faster], default true: when it runs on GPUs slower than
+	// idle ones of another type that no pending job may use, it is among
+	// the longest running jobs and the move ends it sooner
+	// (planner.MoveToFaster), the daemon requeues it (`scontrol requeue`),
+	// adds the nodes it ran on to its excluded nodes while it waits, and
+	// the runtime resumes it from its newest checkpoint on the faster
+	// nodes, bit-identical. Once per job; jobs with extra jobs, jobs
+	// Slurm may not requeue and jobs outside Partitions (or in
+	// admit.off_partitions) are left alone; the owner's excluded nodes are
+	// put back when the job waits again after it ran (issue 17,
+	// BENCHMARKS.md E40).
+	MoveToFaster bool `toml:"move_to_faster"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -504,12 +524,16 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	dur("pending_timeout", &c.PendingTimeout, 30*time.Second)
 	dur("safety_margin", &c.SafetyMargin, 60*time.Second)
 	dur("rescale_cost", &c.RescaleCost, 30*time.Second)
+	dur("move_cost", &c.MoveCost, 150*time.Second)
 	dur("unplanned_hold", &c.UnplannedHold, 60*time.Second)
 	if !defined("nudge_eligible") {
 		c.NudgeEligible = true
 	}
 	if !defined("keep_off_pinned") {
 		c.KeepOffPinned = true
+	}
+	if !defined("move_to_faster") {
+		c.MoveToFaster = true
 	}
 	if c.shedDefaulted = !defined("shed_slow_nodes"); c.shedDefaulted {
 		c.ShedSlowNodes = true
@@ -601,6 +625,7 @@ func (c *Config) Validate() error {
 	between("pending_timeout", c.PendingTimeout, time.Second, time.Hour, "30s")
 	between("max_backoff", c.MaxBackoff, time.Second, 24*time.Hour, "5m")
 	between("rescale_cost", c.RescaleCost, 0, time.Hour, "30s")
+	between("move_cost", c.MoveCost, 0, time.Hour, "150s")
 	between("unplanned_hold", c.UnplannedHold, 0, time.Hour, "60s")
 	if c.MaxLend.Duration < c.MinLend.Duration {
 		bad("max_lend", c.MaxLend, "must be at least min_lend (%v); raise max_lend or lower min_lend", c.MinLend)

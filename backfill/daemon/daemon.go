@@ -48,6 +48,9 @@ type Options struct {
 	// Excluder changes pending jobs' excluded nodes (keep_off_pinned);
 	// nil: SlurmExcluder over Slurm.
 	Excluder Excluder
+	// Mover requeues running jobs (move_to_faster); nil: SlurmMover over
+	// Slurm.
+	Mover Mover
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Metrics; nil: NewMetrics().
@@ -77,6 +80,11 @@ type Daemon struct {
 	// keepOffRetry).
 	excluder     Excluder
 	keepOffTried map[string]keepOffTry
+	// mover requeues running jobs to move them to faster GPUs
+	// (move_to_faster, move.go); moveTried marks the jobs whose move a dry
+	// run logged (once per job).
+	mover     Mover
+	moveTried map[string]bool
 	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
 	// series allows it; shed.go).
 	shed bool
@@ -136,6 +144,9 @@ func New(o Options) (*Daemon, error) {
 	}
 	if d.excluder = o.Excluder; d.excluder == nil {
 		d.excluder = &SlurmExcluder{Slurm: o.Slurm}
+	}
+	if d.mover = o.Mover; d.mover == nil {
+		d.mover = &SlurmMover{Slurm: o.Slurm}
 	}
 	series, err := o.Slurm.Series(context.Background())
 	if d.shed = o.Config.ShedSlowNodes; d.shed {
@@ -341,6 +352,10 @@ type Report struct {
 	// KeptOff lists the pending elastic jobs whose excluded nodes the cycle
 	// changed (keep_off_pinned): kept off, or put back.
 	KeptOff []string
+	// Moved lists the running elastic jobs the cycle requeued to move them
+	// to faster GPUs (move_to_faster); MoveRestored the moved jobs whose
+	// owner's excluded nodes it put back.
+	Moved, MoveRestored []string
 	// AdmitAsked is the shrink-to-admit question the cycle put to the
 	// planner (planner.AdmitOnNodes), nil when it asked none (admit off, no
 	// job waiting for resources where it is on, or a shrink recorded before
@@ -370,7 +385,7 @@ type Report struct {
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
 		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
-		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "kept_off", len(r.KeptOff), "dry_run", dryRun}
+		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "kept_off", len(r.KeptOff), "moved", len(r.Moved), "dry_run", dryRun}
 }
 
 // Cycle runs one cycle: snapshot, reconcile, plan, shrink, grow. Errors
@@ -424,6 +439,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.keepOff(ctx, v, r); err != nil {
 		return fmt.Errorf("keeping jobs off pinned GPU types (keep_off_pinned): %w", err)
 	}
+	if err := d.followMoved(ctx, v, r); err != nil {
+		return fmt.Errorf("following the jobs moved to faster GPUs (move_to_faster): %w", err)
+	}
 	if err := d.nudgeEligible(ctx, v, r); err != nil {
 		return fmt.Errorf("nudging eligible jobs: %w", err)
 	}
@@ -460,6 +478,11 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if !admitted {
 		if admitted, err = d.shedSlow(ctx, v, ps, r); err != nil {
 			return fmt.Errorf("releasing slow nodes: %w", err)
+		}
+	}
+	if !admitted {
+		if admitted, err = d.moveToFaster(ctx, v, ps, r); err != nil {
+			return fmt.Errorf("moving jobs to faster GPUs (move_to_faster): %w", err)
 		}
 	}
 	if admitted {

@@ -844,7 +844,9 @@ func TestAnExtraJobStaysOnItsNodeWhenNoOtherNodeCanTakeIt(t *testing.T) {
 // runs on GPUs sinfo still counted idle; the planner takes the smaller of
 // the two accounts (planner.FreeGPUs), so no extra job goes there.
 func TestGPUsAJobStartedOnBetweenSinfoAndSqueueAreNotLent(t *testing.T) {
-	td := newTestDaemon(t, "")
+	// Job 10 on the T4s would otherwise be moved to the idle V100s
+	// (move_to_faster) instead of lent them.
+	td := newTestDaemon(t, "move_to_faster = false\n")
 	td.fake.running("10", "es-req min=1 max=2 lw=8 d2", "n3", 4, time.Hour, rendezvous(t, "10"))
 	td.fake.running("11", "", "n4", 4, time.Hour, "") // the t4 nodes are full: only v100 is idle
 	pinned := td.fake.pending("20", "", 4, time.Time{})

@@ -106,6 +106,8 @@ type fakeJob struct {
 	// slurmctld keeps for the job after it (keepTasks); 0: one task per
 	// node, and the node count.
 	tasks, recorded int
+	// noRequeue refuses `scontrol requeue` (--no-requeue).
+	noRequeue bool
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -260,6 +262,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
 		return f.scancel(args)
+	case name == "scontrol" && len(args) == 2 && args[0] == "requeue":
+		f.calls = append(f.calls, cmdline)
+		return f.requeue(args[1])
 	case name == "scontrol" && (len(args) == 3 || len(args) == 4) && args[0] == "update":
 		f.calls = append(f.calls, cmdline)
 		if stderr, ok := f.refuse[cmdline]; ok {
@@ -545,6 +550,20 @@ func (f *fakeSlurm) update(jobArg, kv string, more ...string) ([]byte, error) {
 	}
 	return nil, &slurmcli.CommandError{Command: "scontrol update", Err: errors.New("exit status 1"),
 		Stderr: "scontrol: error: Invalid job id specified for job " + id}
+}
+
+// requeue applies `scontrol requeue ID` as Slurm does: a running job
+// becomes pending (Reason BeginTime, no nodes, its excluded nodes kept); a
+// job with noRequeue, or not running, is refused.
+func (f *fakeSlurm) requeue(id string) ([]byte, error) {
+	for _, j := range f.jobs {
+		if j.id == id && j.state == "RUNNING" && !j.noRequeue {
+			j.state, j.reason, j.nodeList, j.start = "PENDING", "BeginTime", "", f.now.Add(10*time.Second)
+			return nil, nil
+		}
+	}
+	return nil, &slurmcli.CommandError{Command: "scontrol requeue", Err: errors.New("exit status 1"),
+		Stderr: "Requeue of JobId=" + id + " not allowed"}
 }
 
 // updateExcluded applies `scontrol update JobId=ID ExcNodeList=LIST` as

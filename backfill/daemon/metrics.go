@@ -31,6 +31,7 @@ type Metrics struct {
 	Nudges         *prometheus.CounterVec // result="ok"|"failed"|"skipped": eligible waiting elastic jobs nudged (nudge.go)
 	Sheds          *prometheus.CounterVec // result="ok"|"failed"|"skipped": running jobs' slow nodes released (shed.go)
 	KeepOffs       *prometheus.CounterVec // result="keep-off"|"keep-off-lifted"|"failed": pending jobs' excluded nodes changed (keepoff.go)
+	Moves          *prometheus.CounterVec // result="requeued"|"restored"|"failed"|"skipped": running jobs moved to faster GPUs (move.go)
 }
 
 // NewMetrics creates the series in a fresh registry.
@@ -95,9 +96,15 @@ func NewMetrics() *Metrics {
 		KeepOffs: vec("keep_offs_total",
 			"Pending elastic jobs whose excluded nodes were changed (keep_off_pinned), by result: keep-off (kept off the GPU types "+
 				"waiting pinned jobs need), keep-off-lifted (those nodes taken out again), failed (scontrol refused).", "result"),
+		Moves: vec("moves_total",
+			"Running elastic jobs moved to faster GPUs (move_to_faster), by result: requeued (scontrol requeue, to restart without the "+
+				"nodes they ran on), restored (the owner's excluded nodes put back), failed (requeue refused), skipped (changed since the snapshot).", "result"),
 	}
 	for _, result := range []string{"keep-off", "keep-off-lifted", "failed"} {
 		m.KeepOffs.WithLabelValues(result)
+	}
+	for _, result := range []string{"requeued", "restored", "failed", "skipped"} {
+		m.Moves.WithLabelValues(result)
 	}
 	for _, result := range []string{"ok", "failed", "skipped"} {
 		m.Nudges.WithLabelValues(result)

@@ -158,6 +158,10 @@ func replayDaemon(t *testing.T, change func(*config.Config)) *testDaemon {
 	t.Helper()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cfg := config.Default()
+	// The replay covers what the simulator replays of a snapshot (grows,
+	// shrink-to-admit, start-small); a move to faster GPUs (move.go) is
+	// not replayed, so the recorded cycles run without it.
+	cfg.MoveToFaster = false
 	if change != nil {
 		change(cfg)
 	}

@@ -5,8 +5,10 @@ import "math"
 // MoveMargin is the fraction of a running job's time left on its GPUs now
 // by which a move must end it sooner before [MoveToFaster] moves it: the
 // move's cost is an estimate (Slurm's requeue delay, the restart, the
-// steps since the last checkpoint redone).
-const MoveMargin = 0.1
+// steps since the last checkpoint redone), and a moved job holds the fast
+// GPUs that jobs submitted after it would have had. 0.3 against 0.1
+// (BENCHMARKS.md, issue 17, E40).
+const MoveMargin = 0.3
 
 // DefaultMoveCost is the seconds a move costs a job by default: Slurm
 // makes a requeued job eligible again after cred_expire (120 s by default;

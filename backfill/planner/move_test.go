@@ -23,8 +23,8 @@ func TestMoveToFaster(t *testing.T) {
 		{"a cost that is not a number", MoveRequest{m, 15000, t4, v100, nan(), 0}, false},
 		{"a job among the longest moves", MoveRequest{m, 15000, t4, v100, DefaultMoveCost, 30000}, true},
 		{"a job far shorter than the longest stays", MoveRequest{m, 15000, t4, v100, DefaultMoveCost, 30001}, false},
-		{"within the margin: 10 % faster is not enough", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.1, N: 4}}, 0, 0}, false},
-		{"a move that saves just over the margin", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.2, N: 4}}, 0, 0}, true},
+		{"within the margin: 25 % faster is not enough", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.25, N: 4}}, 0, 0}, false},
+		{"a move that saves more than the margin", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.4, N: 4}}, 0, 0}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := MoveToFaster(c.q); got != c.want {

@@ -26,6 +26,7 @@ func TestHoldForFastWaitsForTheV100sWhenThatEndsTheJobSooner(t *testing.T) {
 		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}, {"t4", 4}}, 4
 		cfg.Speeds = map[string]float64{"v100": 1, "t4": 1 / 3.1}
 		cfg.HoldForFast = hold
+		cfg.MoveToFaster = false // the hold alone: a move would take B to the V100s once A ends
 		res, err := Run(jobs, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -81,6 +81,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	weigh := fs.Bool("weigh-start-small", DaemonDefaults().WeighCriticalDelay, "elastic policies with --start-small ends-earlier: a job starts small only when it saves itself more than the queued jobs it would delay lose past the end of every running job, as easyscale-backfilld always does; =false: not weighed")
 	keepOff := fs.Bool("keep-off-pinned", daemon.KeepOffPinned, "elastic policies: keep a queued job that may run on several GPU types off the types that pinned jobs queued ahead of it need, while its other types hold it and serve it at least 0.75 as fast, for at most its run time, as easyscale-backfilld does by default (keep_off_pinned); =false: never")
 	shed := fs.Bool("shed-slow-nodes", daemon.ShedSlowNodes, "elastic policies: right after a d2 elastic job starts on a mix of GPU types, release the nodes that add nothing to its throughput, whose GPUs the best placement of its logical workers leaves idle (paying one rescale), as easyscale-backfilld does by default on Slurm 22.05 (shed_slow_nodes); =false: never")
+	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a long-running d2 job onto idle GPUs of a faster type that no queued job may use when that ends it at least 30 % sooner after --move-cost, as easyscale-backfilld does by default (move_to_faster); =false: never")
+	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
@@ -122,6 +124,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.ShedSlowNodes = *shed
 	cfg.WeighCriticalDelay = *weigh
 	cfg.KeepOffPinned = *keepOff
+	cfg.MoveToFaster = *move
+	if !(*moveCost >= 0 && *moveCost <= 86400) {
+		return badFlags(fmt.Errorf("--move-cost %v: use 0 to 86400 seconds, e.g. %.0f", *moveCost, planner.DefaultMoveCost))
+	}
+	cfg.MoveCost = *moveCost
 	if !(*rescaleCost >= 0 && *rescaleCost <= 86400) {
 		return badFlags(fmt.Errorf("--rescale-cost %v: use 0 to 86400 seconds, e.g. %d", *rescaleCost, DefaultRescaleCost))
 	}

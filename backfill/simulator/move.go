@@ -8,10 +8,11 @@ import (
 )
 
 // moveToFaster is Config.MoveToFaster, once after each scheduling pass:
-// each running d2 elastic job whose base allocation includes GPUs slower
-// than another of its types moves, at its base GPU count, onto GPUs of
-// faster types that are free now (extra jobs' GPUs count as free, as for
-// a start), on no node the queue head's reservation needs, when no queued
+// each running d2 elastic job without extra jobs whose base allocation
+// includes GPUs slower than another of its types moves, at its base GPU
+// count, onto idle GPUs of faster types (not lent to extra jobs: the
+// daemon moves a job onto idle nodes only), on no node the queue head's
+// reservation needs, when no queued
 // job may use those types and planner.MoveToFaster finds the move ends it
 // sooner (among the longest running jobs). A move frees the old base allocation, takes the new one, counts
 // one rescale and costs the job Config.MoveCost seconds of progress (the
@@ -26,16 +27,18 @@ func (s *sim) moveToFaster() {
 		cost = planner.DefaultMoveCost
 	}
 	for _, r := range slices.Clone(s.running) {
-		if !r.d2 || r.rigid || len(r.base) == 0 {
+		if !r.d2 || r.rigid || len(r.base) == 0 || len(r.extras) > 0 {
 			continue
 		}
 		faster := s.fasterTypes(r)
 		if len(faster) == 0 {
 			continue
 		}
-		avail := s.availNow()
-		for n := range s.resv.nodes {
-			avail[n] = 0
+		avail := make([]int, len(s.nodes))
+		for n := range s.nodes {
+			if !s.resv.nodes[n] {
+				avail[n] = s.nodes[n].free
+			}
 		}
 		a := s.cluster.Fit(avail, baseGPUs(r), planner.FitRule{Types: faster})
 		if a == nil || s.queueWants(a) {
@@ -85,8 +88,8 @@ func (s *sim) queueWants(a []alloc) bool {
 	return false
 }
 
-// move gives r the base allocation a instead of its own (preempting extra
-// jobs on a's nodes as a start does) and charges it cost seconds.
+// move gives r the base allocation a (idle GPUs) instead of its own and
+// charges it cost seconds.
 func (s *sim) move(r *run, a []alloc, cost float64) {
 	for _, b := range r.base {
 		s.nodes[b.Node].free += b.GPUs
@@ -94,10 +97,6 @@ func (s *sim) move(r *run, a []alloc, cost float64) {
 	}
 	for _, b := range a {
 		nd := &s.nodes[b.Node]
-		for nd.free < b.GPUs && len(nd.extras) > 0 {
-			s.res.Preemptions++
-			s.endExtra(nd.extras[0])
-		}
 		nd.free -= b.GPUs
 		s.allocated += b.GPUs
 	}

@@ -31,7 +31,8 @@ func DaemonDefaults() Config {
 	d := config.Default()
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
-		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned}
+		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
+		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds()}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).

@@ -126,3 +126,17 @@ func squeueLine(id string, out []byte, names ...string) ([]string, error) {
 func (r Runner) SetExcludedNodes(ctx context.Context, id string, nodes []string) error {
 	return r.UpdateJob(ctx, id, "ExcNodeList="+strings.Join(nodes, ","))
 }
+
+// Requeue requeues running batch job id: `scontrol requeue ID`. Slurm
+// signals its tasks (SIGTERM, then SIGKILL after KillWait), puts the job
+// back in the queue with its priority and Restarts raised by one, and
+// makes it eligible again after cred_expire (120 s by default, 10 s on the
+// lab; shared/slurm-lab/NOTES.md); SLURM_RESTART_COUNT tells the rerun.
+// A job submitted with --no-requeue, or not running, is refused (a
+// *CommandError, wrapped with the job id).
+func (r Runner) Requeue(ctx context.Context, id string) error {
+	if _, err := r.Output(ctx, "scontrol", "requeue", id); err != nil {
+		return fmt.Errorf("requeueing job %s: %w", id, err)
+	}
+	return nil
+}

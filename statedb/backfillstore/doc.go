@@ -18,6 +18,7 @@
 //	lend_failures(job_id, node, failures, last_ns, status, stopped_ns;
 //	              PK (job_id, node))
 //	kept_off(job_id PK, nodes, set_to, types, since_ns, released)
+//	moved(job_id PK, from_nodes, owner, set_to, since_ns, state)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -40,7 +41,11 @@
 // their GPU types, when the job was first kept off and whether its owner
 // has since changed the list (released), so that the daemon, restarted or
 // not, takes out exactly those, never a node the job's owner excluded, and
-// keeps no job off for longer than its time limit. [DB.Prune] keeps the file bounded: decisions and ended extra
+// keeps no job off for longer than its time limit; moved holds, per job
+// move_to_faster requeued, the nodes it ran on, its owner's excluded nodes
+// before, the list the daemon set and how far the move got (requeued,
+// excluded, ran, restored), written before the requeue, so that a job is
+// moved once at most and its owner's list goes back when it waits again. [DB.Prune] keeps the file bounded: decisions and ended extra
 // jobs beyond the newest counts or older than an age, and old finished
 // shrink-to-admit records of jobs no longer running, are deleted, and
 // SQLite reuses their pages. Times are Unix

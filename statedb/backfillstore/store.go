@@ -195,6 +195,14 @@ var backfillMigrations = []string{
 		since_ns INTEGER NOT NULL,
 		released INTEGER NOT NULL
 	);`,
+	`CREATE TABLE moved (
+		job_id   TEXT    PRIMARY KEY,
+		from_nodes TEXT  NOT NULL,
+		owner    TEXT    NOT NULL,
+		set_to   TEXT    NOT NULL,
+		since_ns INTEGER NOT NULL,
+		state    TEXT    NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)

@@ -1,0 +1,307 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// Mover requeues a running job so that it restarts elsewhere
+// (move_to_faster).
+type Mover interface {
+	// Requeue runs `scontrol requeue ID`.
+	Requeue(ctx context.Context, id string) error
+}
+
+// SlurmMover is the Mover over scontrol.
+type SlurmMover struct{ Slurm slurmcli.Runner }
+
+var _ Mover = (*SlurmMover)(nil)
+
+// Requeue runs slurmcli.Runner.Requeue.
+func (s *SlurmMover) Requeue(ctx context.Context, id string) error { return s.Slurm.Requeue(ctx, id) }
+
+// movePlan is one running job to move: the nodes it runs on that are
+// slower than its target (from, which it restarts without), the idle
+// nodes of a faster type it would run on (to, none of its own) and its
+// GPUs.
+type movePlan struct {
+	job      *ElasticJob
+	from, to []string
+	gpus     int
+}
+
+// timeLeft is how long running job e has left, in seconds, at the pace it
+// has kept: from its progress (steps done since its start, the runtime's
+// status comment) and capped by its time limit; its time limit alone
+// before the runtime reported. ok is false when neither is known.
+func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) {
+	limit := math.Inf(1)
+	if !e.End.IsZero() {
+		limit = max(e.End.Sub(now).Seconds(), 0)
+	}
+	if p := e.Progress; p != nil && p.Step > 0 && p.TotalSteps >= p.Step {
+		if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && now.After(start) {
+			return min(now.Sub(start).Seconds()*float64(p.TotalSteps-p.Step)/float64(p.Step), limit), true
+		}
+	}
+	return limit, !math.IsInf(limit, 1)
+}
+
+// planMoves decides this cycle's moves (move_to_faster), in job id order.
+// A running elastic job qualifies when it is d2, its nodes are all this
+// daemon's and known (not BaseGuessed), its partition lets the daemon
+// shrink running jobs (config.Config.ShrinkOn), it has no live extra job
+// (the planner's or any Slurm lists with its id as parent),
+// it was not moved before (moved), and its time left is known (timeLeft).
+// Its target is the fewest idle nodes of GPU types on which it runs
+// faster than on the slowest of its own (its speeds: es-req speeds= or
+// the configured table), fastest type first, that can hold its GPUs per
+// node, on which no pending job may start (a job naming another type
+// aside), and that are schedulable; planner.MoveToFaster then weighs its
+// time left there and here, the move's cost (move_cost) and the longest
+// time left of the other running jobs. Pure translation: the rule is the
+// planner's.
+func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfillstore.Moved) []movePlan {
+	idle := map[string]int{}
+	for _, n := range ps.Nodes {
+		idle[n.Name] = n.Idle
+	}
+	wanted := d.nodesPendingJobsMayUse(v)
+	lefts := map[string]float64{}
+	for id, e := range v.Elastic {
+		if l, ok := d.timeLeft(e, v.Now); ok {
+			lefts[id] = l
+		}
+	}
+	var plans []movePlan
+	for _, r := range ps.Running {
+		e := v.Elastic[r.ID]
+		left, known := lefts[r.ID]
+		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || e.BaseGuessed || !e.Managed || !known ||
+			!d.cfg.ShrinkOn(e.Job.Partition) || len(r.Extras) > 0 || len(r.Base) == 0 {
+			continue
+		}
+		if _, done := moved[r.ID]; done || hasExtra(v, r.ID) {
+			continue
+		}
+		perNode, gpus, slowest := 0, 0, math.Inf(1)
+		var now []planner.SpeedCount
+		own := map[string]float64{} // its nodes, with its speed there
+		for _, b := range r.Base {
+			n := v.node(b.Node)
+			if n == nil {
+				own = nil
+				break
+			}
+			sp := r.SpeedOf(n.GPUType, ps.Speeds)
+			slowest, perNode, gpus = min(slowest, sp), max(perNode, b.GPUs), gpus+b.GPUs
+			now = addSpeed(now, sp, b.GPUs)
+			own[b.Node] = sp
+		}
+		if own == nil || perNode == 0 {
+			continue
+		}
+		to, toSpeeds := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, slowest, perNode, len(r.Base))
+		if to == nil {
+			continue
+		}
+		var from []string // its nodes slower than the target: it restarts without them
+		for _, b := range r.Base {
+			if own[b.Node] < toSpeeds[0].Speed {
+				from = append(from, b.Node)
+			}
+		}
+		q := planner.MoveRequest{Model: r.Model, Now: now, To: toSpeeds, Cost: d.cfg.MoveCost.Seconds()}
+		tp, _ := r.Model.Throughput(now)
+		q.Work = left * tp / float64(r.Model.RefGPUs)
+		for id, l := range lefts {
+			if id != r.ID {
+				q.Longest = max(q.Longest, l)
+			}
+		}
+		if !planner.MoveToFaster(q) {
+			continue
+		}
+		plans = append(plans, movePlan{job: e, from: from, to: to, gpus: gpus})
+		for _, n := range to { // one job per idle node a cycle
+			idle[n] = 0
+		}
+	}
+	return plans
+}
+
+// moveTarget picks nodes nodes for running job r, perNode idle GPUs each,
+// none of its own, all of the fastest of its types on which it runs
+// faster than slowest that has enough of them, by name; nil when none
+// does.
+func (d *Daemon) moveTarget(v *View, r planner.RunningJob, speeds map[string]float64, idle map[string]int, wanted map[string]bool,
+	own map[string]float64, slowest float64, perNode, nodes int) ([]string, []planner.SpeedCount) {
+	byType := map[string][]string{}
+	for _, n := range v.Nodes {
+		_, mine := own[n.Name]
+		if mine || !n.Managed || !n.Schedulable || wanted[n.Name] || idle[n.Name] < perNode || n.GPUType == "" {
+			continue
+		}
+		if len(r.GPUTypes) > 0 && !slices.Contains(r.GPUTypes, n.GPUType) {
+			continue
+		}
+		if r.SpeedOf(n.GPUType, speeds) > slowest {
+			byType[n.GPUType] = append(byType[n.GPUType], n.Name)
+		}
+	}
+	types := make([]string, 0, len(byType))
+	for t := range byType {
+		types = append(types, t)
+	}
+	slices.SortFunc(types, func(a, b string) int {
+		if c := cmp.Compare(r.SpeedOf(b, speeds), r.SpeedOf(a, speeds)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	for _, t := range types {
+		if names := byType[t]; len(names) >= nodes {
+			slices.Sort(names)
+			return names[:nodes], []planner.SpeedCount{{Speed: r.SpeedOf(t, speeds), N: nodes * perNode}}
+		}
+	}
+	return nil, nil
+}
+
+// nodesPendingJobsMayUse is the set of nodes some pending job other than
+// an extra job may start on (its partitions, --nodelist, --exclude when
+// read), its GPU type aside: those GPUs are the queue's, and a move must
+// not take them.
+func (d *Daemon) nodesPendingJobsMayUse(v *View) map[string]bool {
+	out := map[string]bool{}
+	for _, j := range v.Pending {
+		var excluded []string
+		if p, ok := v.Placements[j.ID]; ok {
+			excluded, _ = slurmcli.ExpandHostlist(p.ExcNodes)
+		}
+		typ := ""
+		if q, ok := readQueued(j); ok {
+			typ = q.gpuType
+		}
+		places := d.placesJob(j, excluded)
+		for _, n := range v.Nodes {
+			if places(n) && (typ == "" || typ == n.GPUType) {
+				out[n.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// hasExtra reports whether Slurm lists a live extra job of job id,
+// recorded by this daemon or not: its workers would lose their job.
+func hasExtra(v *View, id string) bool {
+	for _, x := range v.Extras {
+		if x.Parent == id {
+			return true
+		}
+	}
+	return false
+}
+
+// addSpeed adds n GPUs of speed sp to sc.
+func addSpeed(sc []planner.SpeedCount, sp float64, n int) []planner.SpeedCount {
+	for i := range sc {
+		if sc[i].Speed == sp {
+			sc[i].N += n
+			return sc
+		}
+	}
+	return append(sc, planner.SpeedCount{Speed: sp, N: n})
+}
+
+// moveToFaster applies this cycle's moves (move_to_faster): each job is
+// re-read by id first and left alone when its state, nodes, owner,
+// partition or request changed since the snapshot; the move is recorded
+// in state_db (moved, state requeued) before `scontrol requeue`, and once
+// the job waits its excluded nodes become its owner's plus the nodes it
+// ran on (state excluded), so that Slurm restarts it elsewhere. A requeue
+// Slurm refuses (--no-requeue) ends the move: the job runs on, and is not
+// tried again. It reports whether an allocation changed. Only a database
+// error is returned.
+func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot, r *Report) (bool, error) {
+	if !d.cfg.MoveToFaster {
+		return false, nil
+	}
+	moved, err := d.db.MovedJobs(ctx)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, p := range d.planMoves(v, ps, moved) {
+		id := p.job.Job.ID
+		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
+		detail := fmt.Sprintf("requeue it to restart without %s (idle faster GPUs on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
+		if d.cfg.DryRun {
+			if d.moveTried[id] {
+				continue
+			}
+			if d.moveTried == nil {
+				d.moveTried = map[string]bool{}
+			}
+			d.moveTried[id] = true
+			log.Info("would move the job to faster GPUs (dry run)")
+			if err := d.decide(ctx, "move", id, "", strings.Join(p.to, ","), p.gpus, detail+" (dry run)"); err != nil {
+				return changed, err
+			}
+			continue
+		}
+		j, _, why, err := d.reReadJob(ctx, id, "moving it to faster GPUs")
+		if err == nil && why == "" {
+			why = firstDifference("the snapshot read",
+				fieldCheck{"state", j.State, "RUNNING"},
+				fieldCheck{"node list", j.NodeList, p.job.Job.NodeList},
+				fieldCheck{"owner", j.User, p.job.Job.User},
+				fieldCheck{"partition", j.Partition, p.job.Job.Partition},
+				fieldCheck{"request", requestOf(j.Comment), elastic.Comment{Request: p.job.Request}.String()})
+		}
+		if err != nil || why != "" {
+			if err != nil {
+				log.Error("re-reading the job before moving it failed; leaving it", "error", err)
+			} else {
+				log.Info("not moving the job", "why", why)
+			}
+			d.metrics.Moves.WithLabelValues("skipped").Inc()
+			continue
+		}
+		rec := backfillstore.Moved{Job: id, From: p.from, Since: v.Now, State: backfillstore.MoveRequeued}
+		if err := d.db.PutMoved(ctx, rec); err != nil {
+			return changed, err
+		}
+		if err := d.decide(ctx, "move", id, "", strings.Join(p.to, ","), p.gpus, detail); err != nil {
+			return changed, err
+		}
+		if err := d.mover.Requeue(ctx, id); err != nil {
+			log.Warn("Slurm refused to requeue the job; it runs on where it is and is not moved again", "error", err)
+			d.metrics.Moves.WithLabelValues("failed").Inc()
+			rec.State = backfillstore.MoveRestored
+			if err := d.db.PutMoved(ctx, rec); err != nil {
+				return changed, err
+			}
+			continue
+		}
+		changed = true
+		r.Moved = append(r.Moved, id)
+		d.metrics.Moves.WithLabelValues("requeued").Inc()
+		log.Info("requeued the job to move it to faster GPUs", "gpus", p.gpus)
+		if err := d.excludeMoved(ctx, rec, log); err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}

@@ -1,0 +1,189 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// movingJob is a d2 elastic job of 4 GPUs (its maximum: it does not grow)
+// that runs 5 times faster on a V100 than on a T4, on t4 node n3, with 10
+// hours left.
+const movingJob = "es-req min=1 max=4 lw=4 d2 speeds=t4:0.2,v100:1"
+
+// A long d2 job on a T4 node while the V100 nodes are idle and nothing
+// waits: the daemon records the move, requeues the job, and once it waits
+// sets its excluded nodes to its owner's (n4) plus n3, so that Slurm
+// restarts it on a V100 node; it lends nothing in that cycle. When the job
+// runs again the move is marked ran; when it waits again later (a node
+// failure's requeue) the owner's list is put back, and the job is never
+// moved again.
+func TestTheDaemonMovesALongD2JobOffItsT4ToIdleV100s(t *testing.T) {
+	td := newTestDaemon(t, "")
+	j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td.fake.set(func() { j.excNodes = "n4" })
+	r := td.cycle(t)
+	if got, want := td.fake.commands("scontrol"), []string{"scontrol requeue 10", "scontrol update JobId=10 ExcNodeList=n4,n3"}; !slices.Equal(got, want) {
+		t.Fatalf("commands %q, want %q", got, want)
+	}
+	if !slices.Equal(r.Moved, []string{"10"}) || len(r.Planned.Grows) != 0 || len(td.fake.commands("sbatch")) != 0 {
+		t.Fatalf("report moved %q, grows %v; want job 10 moved and nothing lent", r.Moved, r.Planned.Grows)
+	}
+	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || ds[0].Job != "10" || ds[0].Node != "n1" || ds[0].GPUs != 4 {
+		t.Errorf("move decisions %+v, want one for job 10 to n1's 4 GPUs", ds)
+	}
+	if got := value(td.Metrics().Moves.WithLabelValues("requeued")); got != 1 {
+		t.Errorf("moves_total{result=requeued} = %v, want 1", got)
+	}
+	state := func() backfillstore.Moved {
+		t.Helper()
+		m, err := td.db.MovedJobs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["10"]
+	}
+	if m := state(); m.State != backfillstore.MoveExcluded || !slices.Equal(m.Owner, []string{"n4"}) || !slices.Equal(m.From, []string{"n3"}) {
+		t.Fatalf("record %+v, want excluded, owner n4, from n3", m)
+	}
+	td.advance(20 * time.Second)
+	td.fake.set(func() { j.state, j.reason, j.nodeList, j.start = "RUNNING", "", "n1", td.now })
+	td.cycle(t)
+	if m := state(); m.State != backfillstore.MoveRan {
+		t.Fatalf("record %+v after the restart on n1, want ran", m)
+	}
+	td.advance(time.Hour)
+	td.fake.set(func() { j.state, j.reason, j.nodeList = "PENDING", "BeginTime", "" })
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update JobId=10 ExcNodeList="); !slices.Contains(got, "scontrol update JobId=10 ExcNodeList=n4") {
+		t.Fatalf("updates %q; want the owner's n4 put back", got)
+	}
+	if m := state(); m.State != backfillstore.MoveRestored {
+		t.Fatalf("record %+v, want restored", m)
+	}
+	td.fake.set(func() { j.state, j.reason, j.nodeList, j.start = "RUNNING", "", "n3", td.now })
+	for range 3 {
+		td.advance(2 * time.Second)
+		td.cycle(t)
+	}
+	if got := td.fake.commands("scontrol requeue"); len(got) != 1 {
+		t.Fatalf("requeues %q; a job is moved once", got)
+	}
+	td.fake.set(func() { j.state = "COMPLETED" })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	td.fake.set(func() { td.fake.jobs = nil })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if m, err := td.db.MovedJobs(t.Context()); err != nil || len(m) != 0 {
+		t.Fatalf("records after the job is gone: %+v, %v; want none", m, err)
+	}
+}
+
+// Which jobs are not moved: the option off; a d1 job; a job already on the
+// fastest type; a job whose time left is short (the move costs more than
+// it saves); a job far shorter than another running job; a pending job
+// that may use the V100s; a job with an extra job; a job in a partition
+// where running jobs are never shrunk; a job whose node list or request
+// changed before the re-read; a job Slurm may not requeue (tried once,
+// never again); and a dry run (logged once, nothing run).
+func TestTheDaemonMovesNoJobItMustNot(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, comment, nodes string
+		limit                      time.Duration
+		setup                      func(td *testDaemon, j *fakeJob)
+		wantRequeues, wantDecided  int
+	}{
+		{name: "option off", toml: "move_to_faster = false\n", comment: movingJob, nodes: "n3"},
+		{name: "a d1 job", comment: "es-req min=1 max=4 lw=4 d1 speeds=t4:0.2,v100:1", nodes: "n3"},
+		{name: "already on the fastest type", comment: movingJob, nodes: "n2"},
+		{name: "little time left", comment: movingJob, nodes: "n3", limit: 3 * time.Minute},
+		{name: "far shorter than another running job", comment: movingJob, nodes: "n3", limit: time.Hour,
+			setup: func(td *testDaemon, _ *fakeJob) {
+				td.fake.running("11", "es-req min=1 max=4 lw=4 d1", "n4", 4, 30*time.Hour, rendezvous(t, "11"))
+			}},
+		{name: "a pending job may use the V100s", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, _ *fakeJob) { td.fake.pending("20", "", 4, td.now.Add(time.Hour)) }},
+		{name: "a job with an extra job", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, _ *fakeJob) { td.fake.extra("30", "10", "n4", 2, time.Hour) }},
+		{name: "a partition where running jobs are never shrunk", toml: "[admit]\noff_partitions = [\"normal\"]\n", comment: movingJob, nodes: "n3"},
+		{name: "the job's request changed before the re-read", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.onJobs = func() { j.comment = "es-req min=1 max=4 lw=4 d1" } }},
+		{name: "Slurm refuses the requeue (--no-requeue)", comment: movingJob, nodes: "n3", wantRequeues: 1, wantDecided: 1,
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.noRequeue = true }) }},
+		{name: "dry run", toml: "dry_run = true\n", comment: movingJob, nodes: "n3", wantDecided: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.toml)
+			limit := cmpOr(tc.limit, 10*time.Hour)
+			j := td.fake.running("10", tc.comment, tc.nodes, 4, limit, rendezvous(t, "10"))
+			if tc.setup != nil {
+				tc.setup(td, j)
+			}
+			for range 3 {
+				td.cycle(t)
+				td.advance(2 * time.Second)
+			}
+			if got := td.fake.commands("scontrol requeue"); len(got) != tc.wantRequeues {
+				t.Fatalf("requeues %q, want %d", got, tc.wantRequeues)
+			}
+			if got := td.fake.commands("scontrol update JobId=10 ExcNodeList"); len(got) != 0 {
+				t.Fatalf("updates %q, want none", got)
+			}
+			ds := decisionsOf(t, td, "move")
+			if len(ds) != tc.wantDecided {
+				t.Fatalf("move decisions %+v, want %d", ds, tc.wantDecided)
+			}
+			if tc.toml == "dry_run = true\n" && !strings.Contains(ds[0].Detail, "dry run") {
+				t.Errorf("dry-run decision %+v does not say so", ds[0])
+			}
+		})
+	}
+}
+
+// cmpOr is d, or def when d is zero.
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// A moved job that waits longer than moveWaitBound for the faster nodes
+// (a job submitted meanwhile took them) gets its owner's excluded nodes
+// back, so that it may start anywhere; a list its owner changed while it
+// waited is left to the owner.
+func TestAMovedJobThatWaitsTooLongMayStartAnywhereAgain(t *testing.T) {
+	for _, owner := range []bool{false, true} {
+		td := newTestDaemon(t, "")
+		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		td.cycle(t)
+		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3"}) {
+			t.Fatalf("updates %q after the move", got)
+		}
+		if owner {
+			td.fake.set(func() { j.excNodes = "n2,n3" })
+		}
+		td.advance(moveWaitBound / 2)
+		td.cycle(t)
+		if got := td.fake.commands("scontrol update"); len(got) != 1 {
+			t.Fatalf("updates %q before the bound, want the move's only", got)
+		}
+		td.advance(moveWaitBound)
+		td.cycle(t)
+		got := td.fake.commands("scontrol update")
+		switch {
+		case owner && len(got) != 1:
+			t.Fatalf("updates %q: the owner's list was changed back", got)
+		case !owner && !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3", "scontrol update JobId=10 ExcNodeList="}):
+			t.Fatalf("updates %q, want the owner's empty list put back after the bound", got)
+		}
+		m, err := td.db.MovedJobs(t.Context())
+		if err != nil || m["10"].State != backfillstore.MoveRestored {
+			t.Fatalf("record %+v, %v; want restored", m["10"], err)
+		}
+	}
+}

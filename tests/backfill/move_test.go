@@ -1,0 +1,130 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest is
+// move_to_faster on the lab (issue 17: a job placed on slow GPUs keeps
+// their pace to its end; BENCHMARKS.md E40). Blockers hold n1, n2 (v100)
+// and n4 (t4), so the elastic MNIST job (d2, one node, --gres=gpu:4, its
+// maximum: it does not grow) starts on n3 (t4). With the T4 at a tenth of
+// a V100 and move_cost 0, once the blockers of n1 and n2 end the daemon
+// requeues the job and excludes n3 while it waits; Slurm restarts it on a
+// V100 node, where the runtime resumes from its newest checkpoint, and
+// the trained model is bit-identical to the fixed run on one machine.
+func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing.T) {
+	l := slurmlab.Require(t)
+	if err := slurmlab.Build(); err != nil {
+		t.Fatal(err)
+	}
+	// Three epochs of examples/mnist/job.toml (702 steps, about 35 s on the
+	// lab): long enough to be moved while it runs.
+	const steps = 702
+	base, err := os.ReadFile(filepath.Join(l.Root, "examples", "mnist", "job.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(t.TempDir(), "job.toml")
+	if err := os.WriteFile(job, []byte(strings.Replace(string(base), "\nepochs = 1 ", "\nepochs = 3 ", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.LocalDigest(job, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	blockers := map[string]string{}
+	for _, n := range []string{"n1", "n2", "n4"} {
+		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 200\n", "-w", n, "--gres=gpu:4", "-t", "4")
+	}
+	for n, id := range blockers {
+		if _, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING"); err != nil {
+			t.Fatalf("blocker on %s: %v", n, err)
+		}
+	}
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-1", "--determinism=d2",
+		"-N", "1", "--gres=gpu:4", "examples/slurm/mnist.sbatch")
+	cmd.Dir = l.Root
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "EASYSCALE_CONFIG="+job)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	jobOut := filepath.Join(l.Root, "es-mnist-"+id+".out")
+	t.Cleanup(func() {
+		exec.Command("scancel", id).Run()
+		os.RemoveAll(filepath.Join(l.Root, ".easyscale", id))
+		os.Remove(jobOut)
+	})
+	j, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING")
+	if err != nil || j.NodeList != "n3" {
+		t.Fatalf("job %s: %+v, %v; want it running on n3", id, j, err)
+	}
+	waitFor(t, 60*time.Second, "job "+id+" reporting progress", func() bool {
+		j, err := l.CLI.Job(ctx, id)
+		return err == nil && strings.HasPrefix(j.Comment, "es step=") && !strings.HasPrefix(j.Comment, "es step=0/")
+	})
+	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, worker: config.DefaultWorkerCommand,
+		extra: "speeds = { v100 = 1.0, t4 = 0.1 }\nmove_cost = \"0s\"\n"}
+	d := startDaemon(t, l, s, "backfilld")
+	if _, err := l.CLI.Output(ctx, "scancel", blockers["n1"], blockers["n2"]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "job "+id+" excluding n3 after its requeue", func() bool {
+		return sameNodes(t, rawExcluded(t, l, id), []string{"n3"})
+	})
+	var ranOn string
+	for {
+		j, err := l.CLI.Job(ctx, id)
+		if err == nil && j.State == "RUNNING" && j.NodeList != "n3" {
+			ranOn = j.NodeList
+		}
+		if err == nil && j.State != "PENDING" && j.State != "RUNNING" && j.State != "COMPLETING" {
+			break
+		}
+		if ctx.Err() != nil {
+			b, _ := os.ReadFile(jobOut)
+			t.Fatalf("job %s did not finish in time:\n%s", id, tail(string(b), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ranOn != "n1" && ranOn != "n2" {
+		t.Errorf("job %s ran again on %q, want a v100 node", id, ranOn)
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		o, _ := os.ReadFile(jobOut)
+		t.Fatalf("job %s wrote no summary (%v):\n%s", id, err, tail(string(o), 40))
+	}
+	var sum struct {
+		Digest string `json:"digest"`
+		Steps  int64  `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job %s: moved from n3 to %s, %d steps, digest %s", id, ranOn, sum.Steps, sum.Digest)
+	if sum.Steps != steps || sum.Digest != want {
+		t.Errorf("moved job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)
+	}
+	d.stop(syscall.SIGTERM)
+	if n := countDecisions(t, s, "move"); n != 1 {
+		t.Errorf("%d move decisions recorded, want 1", n)
+	}
+}
