@@ -114,9 +114,10 @@ type Config struct {
 	// MoveCost is what moving a running job to faster GPUs costs it
 	// [move_cost], 0..1h, default 150s (planner.DefaultMoveCost): Slurm
 	// makes a requeued job eligible again after cred_expire (120 s by
-	// default), then it restarts and redoes the steps since its newest
-	// checkpoint. Set it to the site's cred_expire plus about half a
-	// checkpoint interval.
+	// default; nudge_eligible, once the job's excluded nodes are set, makes
+	// it eligible sooner), then it restarts and redoes the steps since its
+	// newest checkpoint. Set it to the site's cred_expire plus about half
+	// a checkpoint interval; the default errs on the side of fewer moves.
 	MoveCost Duration `toml:"move_cost"`
 	// GracePeriod is how long an extra job has, after SIGTERM, to hand its
 	// logical workers back before it is cancelled [grace_period], 1s..30m,
@@ -193,10 +194,12 @@ type Config struct {
 	// adds the nodes it ran on to its excluded nodes while it waits, and
 	// the runtime resumes it from its newest checkpoint on the faster
 	// nodes, bit-identical. Once per job; jobs with extra jobs, jobs
-	// Slurm may not requeue and jobs outside Partitions (or in
-	// admit.off_partitions) are left alone; the owner's excluded nodes are
-	// put back when the job waits again after it ran (issue 17,
-	// BENCHMARKS.md E40).
+	// Slurm may not requeue, jobs naming a GPU type, a --nodelist or a
+	// --constraint, job arrays and heterogeneous jobs, and jobs outside
+	// Partitions (or in admit.off_partitions) are left alone, and a job
+	// moves only onto nodes its partitions and --exclude allow; the
+	// owner's excluded nodes are put back when the job waits again after
+	// it ran (issue 17, BENCHMARKS.md E40).
 	MoveToFaster bool `toml:"move_to_faster"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and

@@ -82,9 +82,11 @@ type Daemon struct {
 	keepOffTried map[string]keepOffTry
 	// mover requeues running jobs to move them to faster GPUs
 	// (move_to_faster, move.go); moveTried marks the jobs whose move a dry
-	// run logged (once per job).
+	// run logged (once per job); moving the requeued jobs whose excluded
+	// nodes are not set yet, which nudge_eligible leaves alone.
 	mover     Mover
 	moveTried map[string]bool
+	moving    map[string]bool
 	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
 	// series allows it; shed.go).
 	shed bool

@@ -379,6 +379,46 @@
 // and heterogeneous jobs are not kept off (squeue's %i names them
 // differently from their ids, so their excluded nodes are not read).
 //
+// # Moving a job to faster GPUs
+//
+// A d2 job that Slurm started on T4s because nothing faster was free keeps
+// their pace to its end, and a long one sets the makespan (BENCHMARKS.md,
+// issue 17, E39). With move_to_faster (on by default) each cycle in which
+// no allocation changed looks at the running elastic d2 jobs in id order
+// (move.go): a job whose nodes are all this daemon's and known, in a
+// partition where running jobs may be shrunk, without extra jobs (recorded
+// or not), not moved before and with a known time left (from its status
+// comment's progress since it started, capped by its time limit) is moved
+// when idle nodes of a faster type, none of its own, in its partitions,
+// outside its --exclude and none any pending job may start on, can hold
+// its GPUs per node (a job naming a GPU type, a --nodelist or a
+// --constraint is not moved, nor a job array's task or a heterogeneous
+// job's component, which squeue's %i does not name by their ids), and
+// planner.MoveToFaster
+// finds it among the longest running jobs and ending at least 30 % sooner
+// there after move_cost. The job is re-read by id (running, the same
+// nodes, owner, partition and request), the move recorded in state_db
+// (moved, with the owner's excluded nodes as squeue lists them while it
+// runs, before anything changes), and the daemon runs `scontrol requeue
+// ID` and decides ("move"); once the job waits it sets its excluded nodes
+// to its owner's plus the slower nodes it ran on (`scontrol update
+// ExcNodeList=`; Slurm refuses that for a running job; nudge_eligible
+// leaves the job alone until then), so that Slurm
+// restarts it on the faster ones, where the runtime resumes from its
+// newest checkpoint, bit-identical (tests/backfill
+// TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest).
+// moved.go follows each record: when the job runs again it is marked
+// ran; when it waits again afterwards (an admin's or a node failure's
+// requeue), or has waited longer than 10 minutes for the faster nodes,
+// its owner's list is put back unless the owner changed it. A requeue
+// Slurm refuses (--no-requeue) ends the move. A job is moved once; a dry
+// run logs the move once; the metric moves_total{result} counts them. A
+// requeue that reports an error counts as done when the job waits
+// afterwards (a timeout after slurmctld acted). Only the job's own comment
+// decides whether it is moved; another user's pending jobs can only stop
+// a move (their nodes are never taken), and another user's job posing as
+// its extra job does not.
+//
 // # Failing extra jobs
 //
 // An extra job can fail at once; the daemon used to submit another every

@@ -106,8 +106,13 @@ type fakeJob struct {
 	// slurmctld keeps for the job after it (keepTasks); 0: one task per
 	// node, and the node count.
 	tasks, recorded int
-	// noRequeue refuses `scontrol requeue` (--no-requeue).
-	noRequeue bool
+	// noRequeue refuses `scontrol requeue` (--no-requeue); requeueErr
+	// requeues the job but reports an error (a timeout after slurmctld
+	// acted).
+	noRequeue, requeueErr bool
+	// printedID, when set, is what squeue's %i prints for the job (an
+	// array task's ARRAY_TASK, a heterogeneous job's ID+N).
+	printedID string
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -346,9 +351,10 @@ func slurmTime(t time.Time) string {
 }
 
 // placements prints the pending jobs' excluded nodes and features as
-// `squeue -o slurmcli.PlacementFormat` does ("" and "(null)" when none).
+// `squeue -o slurmcli.PlacementFormat` does ("" and "(null)" when none);
+// with --states=all every job's.
 func (f *fakeSlurm) placements(args []string) []byte {
-	only := ""
+	only, all := "", slices.Contains(args, "--states=all")
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--jobs="); ok {
 			only = v
@@ -356,12 +362,12 @@ func (f *fakeSlurm) placements(args []string) []byte {
 	}
 	var b strings.Builder
 	for _, j := range f.jobs {
-		if j.state == "PENDING" && (only == "" || j.id == only) {
+		if (all || j.state == "PENDING") && (only == "" || j.id == only) {
 			features := j.features
 			if features == "" {
 				features = "(null)"
 			}
-			fmt.Fprintf(&b, "%s|%s|%s\n", j.id, j.excNodes, features)
+			fmt.Fprintf(&b, "%s|%s|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, features)
 		}
 	}
 	return []byte(b.String())
@@ -559,6 +565,10 @@ func (f *fakeSlurm) requeue(id string) ([]byte, error) {
 	for _, j := range f.jobs {
 		if j.id == id && j.state == "RUNNING" && !j.noRequeue {
 			j.state, j.reason, j.nodeList, j.start = "PENDING", "BeginTime", "", f.now.Add(10*time.Second)
+			if j.requeueErr {
+				return nil, &slurmcli.CommandError{Command: "scontrol requeue", Err: errors.New("exit status 1"),
+					Stderr: "slurm_requeue error: Socket timed out on send/recv operation"}
+			}
 			return nil, nil
 		}
 	}

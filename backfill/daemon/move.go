@@ -38,6 +38,9 @@ type movePlan struct {
 	job      *ElasticJob
 	from, to []string
 	gpus     int
+	// owner is the job's own excluded nodes (its --exclude, read while it
+	// runs), which the move keeps and puts back.
+	owner []string
 }
 
 // timeLeft is how long running job e has left, in seconds, at the pace it
@@ -63,15 +66,21 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // shrink running jobs (config.Config.ShrinkOn), it has no live extra job
 // (the planner's or any Slurm lists with its id as parent),
 // it was not moved before (moved), and its time left is known (timeLeft).
-// Its target is the fewest idle nodes of GPU types on which it runs
-// faster than on the slowest of its own (its speeds: es-req speeds= or
-// the configured table), fastest type first, that can hold its GPUs per
-// node, on which no pending job may start (a job naming another type
-// aside), and that are schedulable; planner.MoveToFaster then weighs its
-// time left there and here, the move's cost (move_cost) and the longest
-// time left of the other running jobs. Pure translation: the rule is the
-// planner's.
-func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfillstore.Moved) []movePlan {
+// It must name no GPU type and no --nodelist, and placement (the job's
+// --exclude and --constraint as squeue lists them under its own id, which
+// an array task or a heterogeneous job's component never is) must read,
+// with no --constraint. Its target is the fewest idle nodes of GPU types
+// on which it runs faster than on the slowest of its own (its speeds:
+// es-req speeds= or the configured table), fastest type first, that can
+// hold its GPUs per node, are schedulable, none of its own, in one of its
+// partitions and outside its --exclude, and on which no pending job may
+// start (a job naming another type aside); planner.MoveToFaster then
+// weighs its time left there and here, the move's cost (move_cost) and the
+// longest time left of the other running jobs. Pure translation: the rule
+// is the planner's; placement is asked only for jobs that pass the other
+// checks.
+func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfillstore.Moved,
+	placement func(id string) (slurmcli.Placement, bool)) []movePlan {
 	idle := map[string]int{}
 	for _, n := range ps.Nodes {
 		idle[n.Name] = n.Idle
@@ -91,8 +100,11 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 			!d.cfg.ShrinkOn(e.Job.Partition) || len(r.Extras) > 0 || len(r.Base) == 0 {
 			continue
 		}
-		if _, done := moved[r.ID]; done || hasExtra(v, r.ID) {
+		if _, done := moved[r.ID]; done || hasExtra(v, e) || e.Job.ReqNodes != "" {
 			continue
+		}
+		if q, ok := readQueued(e.Job); !ok || q.gpuType != "" {
+			continue // --gres=gpu:TYPE:N: it runs on that type alone
 		}
 		perNode, gpus, slowest := 0, 0, math.Inf(1)
 		var now []planner.SpeedCount
@@ -108,10 +120,19 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 			now = addSpeed(now, sp, b.GPUs)
 			own[b.Node] = sp
 		}
-		if own == nil || perNode == 0 {
+		if own == nil || perNode == 0 || len(d.fasterIdle(v, r, ps.Speeds, idle, slowest, perNode)) == 0 {
 			continue
 		}
-		to, toSpeeds := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, slowest, perNode, len(r.Base))
+		p, ok := placement(r.ID)
+		if !ok || p.Features != "" {
+			continue
+		}
+		owner, err := slurmcli.ExpandHostlist(p.ExcNodes)
+		if err != nil {
+			continue
+		}
+		may := d.placesJob(e.Job, owner)
+		to, toSpeeds := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, may, slowest, perNode, len(r.Base))
 		if to == nil {
 			continue
 		}
@@ -132,7 +153,7 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 		if !planner.MoveToFaster(q) {
 			continue
 		}
-		plans = append(plans, movePlan{job: e, from: from, to: to, gpus: gpus})
+		plans = append(plans, movePlan{job: e, from: from, to: to, gpus: gpus, owner: owner})
 		for _, n := range to { // one job per idle node a cycle
 			idle[n] = 0
 		}
@@ -145,11 +166,11 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 // faster than slowest that has enough of them, by name; nil when none
 // does.
 func (d *Daemon) moveTarget(v *View, r planner.RunningJob, speeds map[string]float64, idle map[string]int, wanted map[string]bool,
-	own map[string]float64, slowest float64, perNode, nodes int) ([]string, []planner.SpeedCount) {
+	own map[string]float64, may func(NodeView) bool, slowest float64, perNode, nodes int) ([]string, []planner.SpeedCount) {
 	byType := map[string][]string{}
 	for _, n := range v.Nodes {
 		_, mine := own[n.Name]
-		if mine || !n.Managed || !n.Schedulable || wanted[n.Name] || idle[n.Name] < perNode || n.GPUType == "" {
+		if mine || !may(n) || !n.Managed || !n.Schedulable || wanted[n.Name] || idle[n.Name] < perNode || n.GPUType == "" {
 			continue
 		}
 		if len(r.GPUTypes) > 0 && !slices.Contains(r.GPUTypes, n.GPUType) {
@@ -178,6 +199,19 @@ func (d *Daemon) moveTarget(v *View, r planner.RunningJob, speeds map[string]flo
 	return nil, nil
 }
 
+// fasterIdle is the managed, schedulable nodes with perNode idle GPUs of
+// a type on which running job r runs faster than slowest: a cheap first
+// check before its placement is read.
+func (d *Daemon) fasterIdle(v *View, r planner.RunningJob, speeds map[string]float64, idle map[string]int, slowest float64, perNode int) []string {
+	var out []string
+	for _, n := range v.Nodes {
+		if n.Managed && n.Schedulable && n.GPUType != "" && idle[n.Name] >= perNode && r.SpeedOf(n.GPUType, speeds) > slowest {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
 // nodesPendingJobsMayUse is the set of nodes some pending job other than
 // an extra job may start on (its partitions, --nodelist, --exclude when
 // read), its GPU type aside: those GPUs are the queue's, and a move must
@@ -203,11 +237,13 @@ func (d *Daemon) nodesPendingJobsMayUse(v *View) map[string]bool {
 	return out
 }
 
-// hasExtra reports whether Slurm lists a live extra job of job id,
-// recorded by this daemon or not: its workers would lose their job.
-func hasExtra(v *View, id string) bool {
+// hasExtra reports whether Slurm lists a live extra job of job e of its
+// owner's, recorded by this daemon or not: its workers would lose their
+// job. Another user's job that only looks like e's extra job (its name
+// and comment are the user's to set) does not stop e's move.
+func hasExtra(v *View, e *ElasticJob) bool {
 	for _, x := range v.Extras {
-		if x.Parent == id {
+		if x.Parent == e.Job.ID && x.Job.User == e.Job.User {
 			return true
 		}
 	}
@@ -242,8 +278,21 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 	if err != nil {
 		return false, err
 	}
+	for id := range d.moveTried { // forget the jobs no longer running: the map stays as small as the running jobs
+		if v.Elastic[id] == nil {
+			delete(d.moveTried, id)
+		}
+	}
+	placement := func(id string) (slurmcli.Placement, bool) {
+		p, ok, err := d.snap.Slurm.JobPlacement(ctx, id)
+		if err != nil {
+			d.log.Named("move").Warn("reading a running job's excluded nodes failed; not moving it this cycle", "job_id", id, "error", err)
+			return slurmcli.Placement{}, false
+		}
+		return p, ok
+	}
 	changed := false
-	for _, p := range d.planMoves(v, ps, moved) {
+	for _, p := range d.planMoves(v, ps, moved, placement) {
 		id := p.job.Job.ID
 		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
 		detail := fmt.Sprintf("requeue it to restart without %s (idle faster GPUs on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
@@ -279,23 +328,32 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 			d.metrics.Moves.WithLabelValues("skipped").Inc()
 			continue
 		}
-		rec := backfillstore.Moved{Job: id, From: p.from, Since: v.Now, State: backfillstore.MoveRequeued}
+		// The owner's list is recorded before anything changes, so that a
+		// daemon killed after the ExcNodeList update never takes the list
+		// it set for the owner's.
+		rec := backfillstore.Moved{Job: id, From: p.from, Owner: p.owner, Since: v.Now, State: backfillstore.MoveRequeued}
 		if err := d.db.PutMoved(ctx, rec); err != nil {
 			return changed, err
+		}
+		if err := d.mover.Requeue(ctx, id); err != nil {
+			// A timeout may come after slurmctld requeued the job: what
+			// counts is whether it waits now.
+			if j, _, _, rerr := d.reReadJob(ctx, id, "checking a requeue that failed"); rerr != nil || j.State != "PENDING" {
+				log.Warn("Slurm did not requeue the job; it runs on where it is and is not moved again", "error", err)
+				d.metrics.Moves.WithLabelValues("failed").Inc()
+				rec.State = backfillstore.MoveRestored
+				if err := d.db.PutMoved(ctx, rec); err != nil {
+					return changed, err
+				}
+				continue
+			}
+			log.Warn("the requeue reported an error but the job waits again; going on with the move", "error", err)
 		}
 		if err := d.decide(ctx, "move", id, "", strings.Join(p.to, ","), p.gpus, detail); err != nil {
 			return changed, err
 		}
-		if err := d.mover.Requeue(ctx, id); err != nil {
-			log.Warn("Slurm refused to requeue the job; it runs on where it is and is not moved again", "error", err)
-			d.metrics.Moves.WithLabelValues("failed").Inc()
-			rec.State = backfillstore.MoveRestored
-			if err := d.db.PutMoved(ctx, rec); err != nil {
-				return changed, err
-			}
-			continue
-		}
 		changed = true
+		d.moving[id] = true
 		r.Moved = append(r.Moved, id)
 		d.metrics.Moves.WithLabelValues("requeued").Inc()
 		log.Info("requeued the job to move it to faster GPUs", "gpus", p.gpus)

@@ -112,9 +112,21 @@ func TestTheDaemonMovesNoJobItMustNot(t *testing.T) {
 		{name: "a partition where running jobs are never shrunk", toml: "[admit]\noff_partitions = [\"normal\"]\n", comment: movingJob, nodes: "n3"},
 		{name: "the job's request changed before the re-read", comment: movingJob, nodes: "n3",
 			setup: func(td *testDaemon, j *fakeJob) { td.fake.onJobs = func() { j.comment = "es-req min=1 max=4 lw=4 d1" } }},
-		{name: "Slurm refuses the requeue (--no-requeue)", comment: movingJob, nodes: "n3", wantRequeues: 1, wantDecided: 1,
+		{name: "Slurm refuses the requeue (--no-requeue)", comment: movingJob, nodes: "n3", wantRequeues: 1,
 			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.noRequeue = true }) }},
 		{name: "dry run", toml: "dry_run = true\n", comment: movingJob, nodes: "n3", wantDecided: 1},
+		{name: "the owner excludes the faster nodes (helper 41's D1)", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.excNodes = "n1,n2" }) }},
+		{name: "a job asking for a GPU type (--gres=gpu:t4:4)", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.gpuType = "t4" }) }},
+		{name: "a job with a --constraint", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.features = "fast" }) }},
+		{name: "a job with a --nodelist", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.reqNode = "n3" }) }},
+		{name: "an array task, which squeue's %i names differently (helper 41's D3)", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.printedID = "10_1" }) }},
+		{name: "a heterogeneous job's component (helper 41's D4)", comment: movingJob, nodes: "n3",
+			setup: func(td *testDaemon, j *fakeJob) { td.fake.set(func() { j.printedID = "10+0" }) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, tc.toml)
@@ -186,4 +198,78 @@ func TestAMovedJobThatWaitsTooLongMayStartAnywhereAgain(t *testing.T) {
 			t.Fatalf("record %+v, %v; want restored", m["10"], err)
 		}
 	}
+}
+
+// What helper 41 found, each now held: a requeue that reports an error
+// after slurmctld acted goes on with the move; a daemon killed between the
+// ExcNodeList update and its record keeps the owner's list (recorded
+// before the requeue), not the one it set; another user's job posing as
+// the job's extra job does not stop the move; and a requeued job whose
+// exclusion Slurm refuses is not nudged to start before it is set.
+func TestTheMoveSurvivesWhatATesterTried(t *testing.T) {
+	t.Run("a requeue that timed out after slurmctld acted", func(t *testing.T) {
+		td := newTestDaemon(t, "")
+		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		td.fake.set(func() { j.requeueErr = true })
+		r := td.cycle(t)
+		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3"}) || !slices.Equal(r.Moved, []string{"10"}) {
+			t.Fatalf("updates %q, moved %q; want the exclusion set and job 10 moved", got, r.Moved)
+		}
+	})
+	t.Run("a restart after the ExcNodeList update keeps the owner's list", func(t *testing.T) {
+		td := newTestDaemon(t, "")
+		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		td.fake.set(func() { j.excNodes = "n4" })
+		td.cycle(t)
+		// As if the daemon died after the update: the record says requeued.
+		m, err := td.db.MovedJobs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := m["10"]
+		rec.State, rec.Set = backfillstore.MoveRequeued, nil
+		if err := td.db.PutMoved(t.Context(), rec); err != nil {
+			t.Fatal(err)
+		}
+		td.advance(2 * time.Second)
+		td.cycle(t)
+		if m, _ := td.db.MovedJobs(t.Context()); m["10"].State != backfillstore.MoveExcluded || !slices.Equal(m["10"].Owner, []string{"n4"}) {
+			t.Fatalf("record %+v after the restart, want excluded with the owner's n4", m["10"])
+		}
+		td.fake.set(func() { j.state, j.reason, j.nodeList, j.start = "RUNNING", "", "n1", td.now })
+		td.advance(2 * time.Second)
+		td.cycle(t)
+		td.fake.set(func() { j.state, j.reason, j.nodeList = "PENDING", "BeginTime", "" })
+		td.advance(2 * time.Second)
+		td.cycle(t)
+		if j.excNodes != "n4" {
+			t.Fatalf("excluded nodes %q after the later requeue, want the owner's n4", j.excNodes)
+		}
+	})
+	t.Run("another user's job posing as the extra job", func(t *testing.T) {
+		td := newTestDaemon(t, "")
+		td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		x := td.fake.extra("30", "10", "n4", 2, time.Hour)
+		td.fake.set(func() { x.user = "mallory" })
+		if r := td.cycle(t); !slices.Equal(r.Moved, []string{"10"}) {
+			t.Fatalf("moved %q, want job 10 (mallory's look-alike is not its extra job)", r.Moved)
+		}
+	})
+	t.Run("a refused exclusion keeps the job from being nudged", func(t *testing.T) {
+		td := newTestDaemon(t, "")
+		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		td.fake.refuse = map[string]string{"scontrol update JobId=10 ExcNodeList=n3": "slurm_update error: Socket timed out"}
+		td.cycle(t)
+		td.fake.set(func() { j.start = time.Time{} }) // its begin time passed: squeue prints none
+		for range 3 {
+			td.advance(20 * time.Second)
+			td.cycle(t)
+		}
+		if got := td.fake.commands("scontrol update JobId=10 ExcNodeList"); len(got) < 2 {
+			t.Fatalf("exclusions tried %q, want one a cycle", got)
+		}
+		if got := td.fake.commands("scontrol update JobId=10 StartTime"); len(got) != 0 {
+			t.Fatalf("nudged %q before its exclusion was set", got)
+		}
+	})
 }

@@ -19,10 +19,10 @@ import (
 const moveWaitBound = 10 * time.Minute
 
 // excludeMoved sets the excluded nodes of requeued job rec.Job, once it
-// waits, to its owner's (as Slurm lists them now) plus rec.From, and
-// records them (state excluded). A job not pending yet is left for the
-// next cycle (followMoved); a refused update is logged and tried again
-// there. Only a database error is returned.
+// waits, to its owner's (rec.Owner, recorded before the requeue) plus
+// rec.From, and records them (state excluded). A job not pending yet is
+// left for the next cycle (followMoved); a refused update is logged and
+// tried again there. Only a database error is returned.
 func (d *Daemon) excludeMoved(ctx context.Context, rec backfillstore.Moved, log hclog.Logger) error {
 	p, pending, err := d.snap.Slurm.PendingPlacement(ctx, rec.Job)
 	if err != nil || !pending {
@@ -31,23 +31,21 @@ func (d *Daemon) excludeMoved(ctx context.Context, rec backfillstore.Moved, log 
 		}
 		return nil
 	}
-	owner, err := slurmcli.ExpandHostlist(p.ExcNodes)
-	if err != nil {
-		log.Warn("the requeued job's excluded nodes cannot be read; it may restart anywhere", "excluded", p.ExcNodes, "error", err)
-		rec.State = backfillstore.MoveRestored
-		return d.db.PutMoved(ctx, rec)
-	}
-	set := slices.Clone(owner)
+	set := slices.Clone(rec.Owner)
 	for _, n := range rec.From {
 		if !slices.Contains(set, n) {
 			set = append(set, n)
 		}
 	}
-	if err := d.excluder.SetExcluded(ctx, rec.Job, set); err != nil {
-		log.Warn("excluding the nodes the requeued job ran on failed; trying again next cycle", "error", err)
-		return nil
+	now, err := slurmcli.ExpandHostlist(p.ExcNodes)
+	if err != nil || !sameSet(now, set) { // not already set (by this daemon before a restart)
+		if err := d.excluder.SetExcluded(ctx, rec.Job, set); err != nil {
+			log.Warn("excluding the nodes the requeued job ran on failed; trying again next cycle", "error", err)
+			return nil
+		}
 	}
-	rec.Owner, rec.Set, rec.State = owner, set, backfillstore.MoveExcluded
+	rec.Set, rec.State = set, backfillstore.MoveExcluded
+	delete(d.moving, rec.Job)
 	log.Info("the requeued job waits for faster nodes", "excluded", strings.Join(set, ","))
 	return d.db.PutMoved(ctx, rec)
 }
@@ -57,8 +55,9 @@ func (d *Daemon) excludeMoved(ctx context.Context, rec backfillstore.Moved, log 
 //
 //   - the job is gone: the record is deleted;
 //   - requeued, and the job waits: its excluded nodes are set
-//     (excludeMoved); requeued, and it runs: it restarted before they
-//     were (or the requeue never happened), nothing to put back;
+//     (excludeMoved; nudge_eligible leaves it alone until then);
+//     requeued, and it runs: it restarted before they were (or the
+//     requeue never happened), nothing to put back;
 //   - excluded, and it runs: it ran again (state ran); excluded, and it
 //     has waited longer than moveWaitBound since the move: the owner's
 //     list is put back so that it may start anywhere;
@@ -72,6 +71,12 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 	recs, err := d.db.MovedJobs(ctx)
 	if err != nil {
 		return err
+	}
+	d.moving = map[string]bool{}
+	for id, rec := range recs {
+		if rec.State == backfillstore.MoveRequeued {
+			d.moving[id] = true
+		}
 	}
 	for _, id := range sortedIDs(recs) {
 		rec := recs[id]
@@ -93,6 +98,7 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 				return err
 			}
 		case rec.State == backfillstore.MoveRequeued && j.State == "RUNNING":
+			delete(d.moving, id)
 			rec.State = backfillstore.MoveRestored
 			if err := d.db.PutMoved(ctx, rec); err != nil {
 				return err

@@ -87,7 +87,7 @@ func (d *Daemon) nudgeEligible(ctx context.Context, v *View, r *Report) error {
 	if !d.cfg.NudgeEligible {
 		return nil
 	}
-	held := d.beginHeld(v)
+	held := slices.DeleteFunc(d.beginHeld(v), func(h planner.BeginHeld) bool { return d.moving[h.ID] }) // a moved job waits for its exclusion first
 	if d.nudged == nil {
 		d.nudged = map[string]bool{}
 	}

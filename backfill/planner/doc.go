@@ -197,7 +197,12 @@
 // Slurm 22.05 (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2
 // job's placement leaves idle but whose pace its all-reduce waits for; the
 // daemon's shed_slow_nodes, `scontrol update NumNodes=` of the last nodes
-// of a job's list, which keeps the batch host), and one it cannot apply as the simulator does
+// of a job's list, which keeps the batch host), one it applies by default
+// (Config.MoveToFaster: [MoveToFaster], moving a long-running d2 job to
+// idle GPUs of a faster type that no queued job may use when that ends it
+// at least [MoveMargin] sooner after the move's cost; the daemon's
+// move_to_faster, `scontrol requeue` and an ExcNodeList= update while it
+// waits), and one it cannot apply as the simulator does
 // (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
 // when Slurm would start it on a mix with slower types and waiting for
 // faster ones ends it sooner; Slurm starts a job that fits before the

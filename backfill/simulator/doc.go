@@ -94,6 +94,15 @@
 // reservation, start-small and shrink-to-admit all leave those types out,
 // as the pending job's ExcNodeList= makes Slurm do (BENCHMARKS.md E38).
 //
+// With Config.MoveToFaster (DaemonDefaults sets it, as the daemon's
+// move_to_faster is on by default) each pass ends by moving every running
+// d2 elastic job without extra jobs whose base allocation includes GPUs
+// slower than idle ones of another of its types (on no node the head's
+// reservation needs, of a type no queued job may use) onto those, at its
+// base GPU count, when planner.MoveToFaster says so; the move costs it
+// Config.MoveCost seconds of progress (the daemon's requeue and restart;
+// BENCHMARKS.md E40).
+//
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
 // the worker cap, merging, rounding and spreading), where a job starts

@@ -30,14 +30,14 @@ const PlacementFormat = "%i|%x|%f"
 // that does not read (see ParsePlacements) is left out: a caller must treat
 // a job without an entry as one whose placement it cannot check.
 func (r Runner) PendingPlacements(ctx context.Context) (map[string]Placement, error) {
-	return r.placements(ctx)
+	return r.placements(ctx, "PENDING")
 }
 
 // PendingPlacement is [Runner.PendingPlacements] for job id alone
 // (`squeue --jobs=ID`); ok is false when it is not pending or its line
 // does not read.
 func (r Runner) PendingPlacement(ctx context.Context, id string) (p Placement, ok bool, err error) {
-	ps, err := r.placements(ctx, "--jobs="+id)
+	ps, err := r.placements(ctx, "PENDING", "--jobs="+id)
 	if err != nil {
 		return Placement{}, false, err
 	}
@@ -45,8 +45,22 @@ func (r Runner) PendingPlacement(ctx context.Context, id string) (p Placement, o
 	return p, ok, nil
 }
 
-func (r Runner) placements(ctx context.Context, args ...string) (map[string]Placement, error) {
-	out, err := r.Output(ctx, "squeue", append([]string{"--noheader", "--states=PENDING", "-o", PlacementFormat}, args...)...)
+// JobPlacement is [Runner.PendingPlacement] for job id in any state (a
+// running job's --exclude and --constraint too: `squeue --states=all`).
+// ok is false when squeue does not list the job under id itself: a task
+// of a job array prints as ARRAY_TASK and a component of a heterogeneous
+// job as ID+N in %i, so those never read as id.
+func (r Runner) JobPlacement(ctx context.Context, id string) (p Placement, ok bool, err error) {
+	ps, err := r.placements(ctx, "all", "--jobs="+id)
+	if err != nil {
+		return Placement{}, false, err
+	}
+	p, ok = ps[id]
+	return p, ok, nil
+}
+
+func (r Runner) placements(ctx context.Context, states string, args ...string) (map[string]Placement, error) {
+	out, err := r.Output(ctx, "squeue", append([]string{"--noheader", "--states=" + states, "-o", PlacementFormat}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pending jobs' excluded nodes and features: %w", err)
 	}
