@@ -368,7 +368,7 @@
 // list is no longer the one the daemon set, the owner changed it: the
 // list is the owner's from then on and the job is kept off nothing more.
 // At most 32 updates a cycle (keepOffPerCycle); a dry run is logged once
-// per list, and an update Slurm refuses is tried again a minute later
+// per list, and an update Slurm refuses is tried again 10 s later
 // (its record put back to what Slurm holds); the metric
 // keep_offs_total{result} counts them. Turning the option off puts
 // back the nodes of every job still recorded. Anyone may queue a pinned

@@ -41,8 +41,15 @@ func (s *SlurmExcluder) SetExcluded(ctx context.Context, id string, nodes []stri
 const keepOffPerCycle = 32
 
 // keepOffRetry is how long an update of a job's excluded nodes that Slurm
-// refused waits before the same update is tried again.
-const keepOffRetry = time.Minute
+// refused waits before the same update is tried again. Short, because the
+// usual refusal is transient: with slurmdbd, slurmctld refuses to update a
+// job whose accounting record is not written yet ("Job update not
+// available right now, the DB index is being set, try again in a bit",
+// after a 5 s wait; shared/slurm-lab/NOTES.md), which under load lasts a
+// few seconds after submission (a keep-off lab test lost a whole minute
+// to it in a loaded CI run). A refusal that persists costs one update of
+// the job every keepOffRetry.
+const keepOffRetry = 10 * time.Second
 
 // keepOffTry is the list last set for a job in a dry run, or refused by
 // Slurm, and when.
@@ -386,7 +393,7 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 		if err := d.excluder.SetExcluded(ctx, c.job.ID, c.to); err != nil {
 			d.keepOffTried[c.job.ID] = keepOffTry{list: key, at: v.Now}
 			d.metrics.KeepOffs.WithLabelValues("failed").Inc()
-			log.Warn("changing excluded nodes failed; trying again in a minute", "error", err)
+			log.Warn("changing excluded nodes failed; trying again shortly", "error", err, "retry_in", keepOffRetry.String())
 			if len(c.add) > 0 { // not applied: the record goes back to what Slurm holds (none: deleted)
 				prev := records[c.job.ID]
 				prev.Job = c.job.ID

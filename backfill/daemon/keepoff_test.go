@@ -191,7 +191,7 @@ func TestARefusedUpdateIsRetriedAndReleasesNothing(t *testing.T) {
 		t.Fatalf("after a refused keep-off: record %+v, want none", recs["20"])
 	}
 	if got := td.fake.commands("scontrol update"); len(got) != 1 {
-		t.Fatalf("updates %q within a minute of the refusal, want the one refused", got)
+		t.Fatalf("updates %q within keepOffRetry of the refusal, want the one refused", got)
 	}
 	td.fake.refuse = nil
 	td.advance(time.Minute)

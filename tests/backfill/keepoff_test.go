@@ -64,6 +64,15 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	}
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, extra: "speeds = { v100 = 1.0, t4 = 0.8 }\n"}
 	d := startDaemon(t, l, s, "backfilld")
+	t.Cleanup(func() { // the tail startDaemon logs may miss the first cycles: show every keep_off line
+		if t.Failed() {
+			for _, line := range logLines(t, d.log) {
+				if m, _ := line["@module"].(string); strings.HasSuffix(m, "keep_off") {
+					t.Logf("keep_off: %v", line)
+				}
+			}
+		}
+	})
 
 	wants := map[string][]string{elastic[0]: {"n1", "n2", "n4"}, elastic[1]: {"n1", "n2"}}
 	for id, want := range wants {
