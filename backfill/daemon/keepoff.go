@@ -46,9 +46,8 @@ const keepOffPerCycle = 32
 // job whose accounting record is not written yet ("Job update not
 // available right now, the DB index is being set, try again in a bit",
 // after a 5 s wait; shared/slurm-lab/NOTES.md), which under load lasts a
-// few seconds after submission (a keep-off lab test lost a whole minute
-// to it in a loaded CI run). A refusal that persists costs one update of
-// the job every keepOffRetry.
+// few seconds after submission. A refusal that persists costs one update
+// of the job every keepOffRetry.
 const keepOffRetry = 10 * time.Second
 
 // keepOffTry is the list last set for a job in a dry run, or refused by
