@@ -85,7 +85,7 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 	for _, n := range ps.Nodes {
 		idle[n.Name] = n.Idle
 	}
-	wanted := d.nodesPendingJobsMayUse(v)
+	var wanted map[string]bool // nodesPendingJobsMayUse, worked out for the first candidate only: it walks every pending job
 	lefts := map[string]float64{}
 	for id, e := range v.Elastic {
 		if l, ok := d.timeLeft(e, v.Now); ok {
@@ -132,6 +132,9 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 			continue
 		}
 		may := d.placesJob(e.Job, owner)
+		if wanted == nil {
+			wanted = d.nodesPendingJobsMayUse(v)
+		}
 		to, toSpeeds := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, may, slowest, perNode, len(r.Base))
 		if to == nil {
 			continue
