@@ -62,6 +62,11 @@ type LedgerEntry struct {
 	Time time.Time
 }
 
+// Validate reports what makes e unfit to be recorded (wrapping
+// ErrInvalid): a negative step, worker or redo count, or a digest that
+// disagrees with Unhashed. AppendLedger and ImportLedger check it.
+func (e LedgerEntry) Validate() error { return e.validate() }
+
 func (e LedgerEntry) validate() error {
 	if e.Step < 0 {
 		return invalidf("LedgerEntry.Step is %d, want >= 0", e.Step)

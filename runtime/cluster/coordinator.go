@@ -126,8 +126,11 @@ var (
 )
 
 // FollowLedger makes the standby messages carry the job's ledger rows
-// (trainer.LedgerFollower; ledgerfeed.go).
-func (c *Coordinator) FollowLedger(read trainer.LedgerReader) { c.ledger.Follow(read) }
+// (trainer.LedgerFollower; ledgerfeed.go). The pending row is not needed:
+// a standby message holds the state of a step whose row is recorded.
+func (c *Coordinator) FollowLedger(read trainer.LedgerReader, _ trainer.PendingRow) {
+	c.ledger.Follow(read)
+}
 
 // LedgerRecorded does nothing: the standby message of each step carries
 // the rows up to the step before, and the standby's copy is of that step

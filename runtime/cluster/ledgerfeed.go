@@ -46,7 +46,8 @@ type LedgerRow struct {
 	TimeNS        int64                  `json:"time_ns,string"`
 }
 
-func ledgerRow(e statedb.LedgerEntry) LedgerRow {
+// NewLedgerRow is ledger row e on the wire.
+func NewLedgerRow(e statedb.LedgerEntry) LedgerRow {
 	return LedgerRow{Step: e.Step, Digest: e.Digest, Unhashed: e.Unhashed, TensorDigests: e.TensorDigests,
 		LossBits: math.Float64bits(e.Loss), WallSeconds: e.WallSeconds, Workers: e.Workers, Placement: e.Placement,
 		SamplesHash: e.SamplesHash, Redos: e.Redos, TimeNS: e.Time.UnixNano()}
@@ -109,7 +110,7 @@ func (f *LedgerFeed) Rows(standby any, step int64) ([]LedgerRow, error) {
 	}
 	out := make([]LedgerRow, len(rows))
 	for i, e := range rows {
-		out[i] = ledgerRow(e)
+		out[i] = NewLedgerRow(e)
 	}
 	f.next = max(f.next, rows[len(rows)-1].Step+1)
 	return out, err
@@ -149,6 +150,18 @@ func (l *StandbyLedger) Count(step int64) int {
 	}
 	n, _ := slices.BinarySearchFunc(l.rows, step+1, func(x statedb.LedgerEntry, s int64) int { return cmp.Compare(x.Step, s) })
 	return n
+}
+
+// AddMissing keeps e when no row of its step is kept, and reports whether
+// it did: a standby's row of a step the coordinator never sent, which a
+// row sent later would not replace.
+func (l *StandbyLedger) AddMissing(e statedb.LedgerEntry) bool {
+	i, found := slices.BinarySearchFunc(l.rows, e.Step, func(x statedb.LedgerEntry, s int64) int { return cmp.Compare(x.Step, s) })
+	if found {
+		return false
+	}
+	l.rows = slices.Insert(l.rows, i, e)
+	return true
 }
 
 // Copy is a copy of the kept rows of steps up to step (a standby's copy

@@ -141,7 +141,7 @@ func TestStandbyLedgerKeepsTheLatestRows(t *testing.T) {
 		TensorDigests: []statedb.TensorDigest{{Name: "w", Digest: "cd"}}}
 	nan := statedb.LedgerEntry{Step: 8, Unhashed: true, Loss: math.NaN(), Time: time.Unix(0, math.MaxInt64)}
 	for _, in := range []statedb.LedgerEntry{e, nan} {
-		b, err := json.Marshal(ledgerRow(in))
+		b, err := json.Marshal(NewLedgerRow(in))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,8 +117,11 @@ type Engine struct {
 	// awaited is set once the first Boundary has waited (AwaitStandby).
 	joined  chan struct{}
 	awaited bool
-	// ledger chooses the ledger rows sent to the standby (standby.go).
-	ledger cluster.LedgerFeed
+	// ledger chooses the ledger rows sent to the standby (standby.go);
+	// pendingRow builds the row a step will be recorded with, sent with
+	// its contexts (nil: the run records no ledger).
+	ledger     cluster.LedgerFeed
+	pendingRow trainer.PendingRow
 }
 
 var (
@@ -128,9 +131,13 @@ var (
 	_ trainer.LedgerFollower = (*Engine)(nil)
 )
 
-// FollowLedger makes the standby frames carry the job's ledger rows
+// FollowLedger makes the standby frames carry the job's ledger rows, and
+// each step's contexts the row the step will be recorded with
 // (trainer.LedgerFollower; standby.go).
-func (e *Engine) FollowLedger(read trainer.LedgerReader) { e.ledger.Follow(read) }
+func (e *Engine) FollowLedger(read trainer.LedgerReader, row trainer.PendingRow) {
+	e.ledger.Follow(read)
+	e.pendingRow = row
+}
 
 // LedgerRecorded sends the standby the row of step at once: the standby's
 // process commits a step with the contexts it was sent before the commit,
@@ -140,7 +147,7 @@ func (e *Engine) FollowLedger(read trainer.LedgerReader) { e.ledger.Follow(read)
 // standby.go).
 func (e *Engine) LedgerRecorded(step int64) {
 	if e.opts.Standby {
-		e.sendStandby(step, nil)
+		e.sendStandby(step, nil, nil)
 	}
 }
 
@@ -457,13 +464,18 @@ func (e *Engine) Step(ctx context.Context, step int64, plan placement.Plan) (tra
 		}
 		return trainer.StepReport{}, err
 	}
-	n := e.opts.Spec.LogicalWorkers
+	e.digest, e.hashS, e.tensors = res.Digest, res.HashSeconds, res.Tensors
+	return stepReport(res, e.opts.Spec.LogicalWorkers), nil
+}
+
+// stepReport is a step's result as the trainer takes it, for n logical
+// workers.
+func stepReport(res *StepResult, n int) trainer.StepReport {
 	rep := trainer.StepReport{Losses: make([]float32, n), Samples: make([]string, n)}
 	for lw := range n {
 		rep.Losses[lw], rep.Samples[lw] = float32(res.Losses[lw]), res.Samples[lw]
 	}
-	e.digest, e.hashS, e.tensors = res.Digest, res.HashSeconds, res.Tensors
-	return rep, nil
+	return rep
 }
 
 // Digest is the digest process 0 computed after the last committed step

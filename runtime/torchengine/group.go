@@ -56,8 +56,9 @@ type Group struct {
 	// at most once per step: the committed contexts before a step when
 	// it has not had them, and each step's new contexts before its commit
 	// is asked (so a standby whose process applied the commit has them:
-	// standby.go).
-	Standby func(step int64, contexts map[int][]byte)
+	// standby.go), then with the reduced step's result (its losses and
+	// samples; nil with the committed contexts).
+	Standby func(step int64, contexts map[int][]byte, reduced *StepResult)
 	// standbyAt is the step whose contexts Standby last received.
 	standbyAt int64
 
@@ -256,7 +257,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	}
 	res := &StepResult{Losses: map[int]float64{}, Samples: map[int]string{}}
 	if g.Standby != nil && g.standbyAt != step && len(g.contexts) == g.world {
-		g.Standby(step, g.contexts)
+		g.Standby(step, g.contexts, nil)
 		g.standbyAt = step
 	}
 	g.pending = map[int][]byte{}
@@ -347,7 +348,7 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CommitGrace, cancel) })
 	defer stop()
 	if g.Standby != nil {
-		g.Standby(step+1, g.pending)
+		g.Standby(step+1, g.pending, res)
 		g.standbyAt = step + 1
 	}
 	loss := meanLoss(res.Losses, g.world)

@@ -44,10 +44,15 @@ import (
 // standby was not sent (cluster.LedgerFeed): the one labelled step is sent
 // after step-1's reduce and before its commit, when the trainer has not
 // recorded row step yet (after a resume the ledger still holds the
-// earlier run's row there, which must not be sent). contexts nil sends
-// only the rows up to step, and nothing when there are none
+// earlier run's row there, which must not be sent). With reduced (that
+// step's result) it also carries the row step will be recorded with,
+// but its digest (trainer.PendingRow): the coordinator may be lost after
+// the commit and before it records the row, and the standby's process
+// then holds the state of a step whose row the coordinator never wrote
+// (a clean-clone CI run, 2026-12-03: row 16 was nowhere). contexts nil
+// sends only the rows up to step, and nothing when there are none
 // (LedgerRecorded: right after row step is recorded).
-func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
+func (e *Engine) sendStandby(step int64, contexts map[int][]byte, reduced *StepResult) {
 	var standby *remote
 	for _, s := range e.local.procs {
 		if s.remote != nil && s.remote.slurmNode != "" && s.remote.slurmNode != e.opts.Node && !s.remote.exited() {
@@ -58,7 +63,12 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 	if standby == nil {
 		return
 	}
-	b, ok, rowsErr, err := nextStandbyFrame(&e.ledger, standby, step, contexts)
+	var pending *cluster.LedgerRow
+	if reduced != nil && contexts != nil && e.pendingRow != nil {
+		row := cluster.NewLedgerRow(e.pendingRow(step-1, stepReport(reduced, e.opts.Spec.LogicalWorkers)))
+		pending = &row
+	}
+	b, ok, rowsErr, err := nextStandbyFrame(&e.ledger, standby, step, contexts, pending)
 	if rowsErr != nil {
 		e.log.Warn("the standby's copy of the ledger", "step", step, "error", rowsErr)
 	}
@@ -74,22 +84,26 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte) {
 }
 
 // nextStandbyFrame is the frame sendStandby sends standby (see there): with
-// contexts, the rows up to step-1 feed has not sent it; without, the rows
-// up to step. ok is false when there is nothing to send; rowsErr is a
-// failed read of the ledger (the frame then has the rows read, if any).
-func nextStandbyFrame(feed *cluster.LedgerFeed, standby any, step int64, contexts map[int][]byte) (b []byte, ok bool, rowsErr, err error) {
+// contexts, the rows up to step-1 feed has not sent it and the pending row
+// of step (nil: none); without, the rows up to step. ok is false when
+// there is nothing to send; rowsErr is a failed read of the ledger (the
+// frame then has the rows read, if any).
+func nextStandbyFrame(feed *cluster.LedgerFeed, standby any, step int64, contexts map[int][]byte, pending *cluster.LedgerRow) (b []byte, ok bool, rowsErr, err error) {
 	through := step
 	if contexts != nil {
 		through = step - 1
+	} else {
+		pending = nil
 	}
 	rows, rowsErr := feed.Rows(standby, through)
-	b, ok, err = standbyFrame(step, contexts, rows)
+	b, ok, err = standbyFrame(step, contexts, rows, pending)
 	return b, ok, rowsErr, err
 }
 
-// standbyFrame is the relayStandby frame of step with contexts (nil: none)
-// and ledger rows; ok is false when it would carry neither.
-func standbyFrame(step int64, contexts map[int][]byte, rows []cluster.LedgerRow) (b []byte, ok bool, err error) {
+// standbyFrame is the relayStandby frame of step with contexts (nil: none),
+// ledger rows and the pending row of step (nil: none; only with contexts);
+// ok is false when it would carry neither contexts nor rows.
+func standbyFrame(step int64, contexts map[int][]byte, rows []cluster.LedgerRow, pending *cluster.LedgerRow) (b []byte, ok bool, err error) {
 	if contexts == nil && len(rows) == 0 {
 		return nil, false, nil
 	}
@@ -102,16 +116,23 @@ func standbyFrame(step int64, contexts map[int][]byte, rows []cluster.LedgerRow)
 		var index [][2]int
 		index, payload = pack(contexts)
 		header["contexts"] = index
+		if pending != nil {
+			header["pending"] = pending
+		}
 	}
 	b, err = encodeRelay(header, payload)
 	return b, true, err
 }
 
 // standbyContexts is what a worker's relay keeps as the standby: the
-// contexts of the start of the last two steps it was sent.
+// contexts of the start of the last two steps it was sent, with the
+// pending ledger rows of those steps.
 type standbyContexts struct {
 	steps    []int64 // newest last
 	contexts map[int64]map[int][]byte
+	// pending is the row each kept step will be recorded with, as the
+	// coordinator sent it with its contexts (trainer.PendingRow).
+	pending map[int64]statedb.LedgerEntry
 	// onFirst, when set, is called once, on the first frame kept: this
 	// worker is the standby (RunWorker starts its spare there).
 	onFirst func()
@@ -119,15 +140,15 @@ type standbyContexts struct {
 	// ledger is the coordinator's ledger rows as this standby was sent
 	// them (cluster.LedgerFeed).
 	ledger cluster.StandbyLedger
-	// mu guards steps, contexts and ledger: the relay's reader may still
+	// mu guards steps, contexts, pending and ledger: the relay's reader may still
 	// keep a frame while copyFrom reads them (relay returns on the first
 	// end without waiting for its reader).
 	mu sync.Mutex
 }
 
 // keep decodes a relayStandby frame and keeps its ledger rows and its
-// contexts, dropping all but the newest two steps' (a frame without
-// contexts carries only ledger rows).
+// contexts with their pending row, dropping all but the newest two steps'
+// (a frame without contexts carries only ledger rows).
 func (s *standbyContexts) keep(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,16 +192,25 @@ func (s *standbyContexts) keep(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("standby frame of step %d: %w", int64(step), err)
 	}
-	if s.contexts == nil {
-		s.contexts = map[int64]map[int][]byte{}
-	}
 	k := int64(step)
+	pending, err := pendingRow(f.header["pending"], k)
+	if err != nil {
+		return fmt.Errorf("standby frame of step %d: %w", k, err)
+	}
+	if s.contexts == nil {
+		s.contexts, s.pending = map[int64]map[int][]byte{}, map[int64]statedb.LedgerEntry{}
+	}
 	if _, seen := s.contexts[k]; !seen {
 		s.steps = append(s.steps, k)
 	}
 	s.contexts[k] = parts
+	delete(s.pending, k)
+	if pending != nil {
+		s.pending[k] = *pending
+	}
 	for len(s.steps) > 2 {
 		delete(s.contexts, s.steps[0])
+		delete(s.pending, s.steps[0])
 		s.steps = s.steps[1:]
 	}
 	if s.onFirst != nil {
@@ -189,10 +219,37 @@ func (s *standbyContexts) keep(b []byte) error {
 	return nil
 }
 
+// pendingRow decodes a frame's pending row (raw nil: none), which must be
+// of the frame's step and valid as a ledger row.
+func pendingRow(raw any, step int64) (*statedb.LedgerEntry, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var row cluster.LedgerRow
+	b, err := json.Marshal(raw)
+	if err == nil {
+		err = json.Unmarshal(b, &row)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("its pending ledger row: %w", err)
+	}
+	if row.Step != step {
+		return nil, fmt.Errorf("its pending ledger row is of step %d", row.Step)
+	}
+	e := row.Entry()
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("its pending ledger row: %w", err)
+	}
+	return &e, nil
+}
+
 // copyFrom asks p, this worker's Python process, for the checkpoint of
 // the newest kept step it committed and returns it with that step's
 // contexts as a standby copy (nil when none was kept, or the process
-// committed neither step, or cannot answer within timeout).
+// committed neither step, or cannot answer within timeout). When the
+// coordinator was lost before it sent that step's ledger row, the copy's
+// ledger holds the pending row instead (unhashed: its digest was to be
+// taken after the commit).
 func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.Manifest, sess *cluster.EngineSession, timeout time.Duration, log hclog.Logger) *cluster.StandbyCopy {
 	world := sess.Spec.LogicalWorkers
 	s.mu.Lock()
@@ -220,7 +277,12 @@ func (s *standbyContexts) copyFrom(ctx context.Context, p *Process, files data.M
 		sort.Ints(lws)
 		s.mu.Lock()
 		ledger := s.ledger.Copy(step) // the reader may still add rows
+		pending, hasPending := s.pending[step]
 		s.mu.Unlock()
+		if hasPending && ledger.AddMissing(pending) {
+			log.Warn("the coordinator was lost before it recorded the ledger row of the step its standby holds: the row is the one the step was to be recorded with, unhashed",
+				"step", step)
+		}
 		cp := &cluster.StandbyCopy{Spec: sess.Spec, Data: files, Step: step, File: file, Ledger: ledger}
 		for _, lw := range lws {
 			cp.Contexts = append(cp.Contexts, statedb.ESTContext{EST: lw, Blob: contexts[lw]})

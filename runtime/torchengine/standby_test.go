@@ -17,8 +17,21 @@ import (
 // holding logical worker 0) writes of the step it committed, with the
 // contexts the coordinator streamed to it as relayStandby frames: a run
 // resumed from that copy trains on to the digests of the run that was not
-// interrupted.
+// interrupted. The copy's ledger holds a row of every step up to its own:
+// when the coordinator is lost after the commit and before it sends (or
+// records) the row of the step the copy is of, the row is the pending one
+// it sent with that step's contexts, unhashed.
 func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
+	for _, rowLost := range []bool{false, true} {
+		name := "the row of its step sent"
+		if rowLost {
+			name = "the coordinator lost before the row of its step"
+		}
+		t.Run(name, func(t *testing.T) { standbyCopyResumes(t, rowLost) })
+	}
+}
+
+func standbyCopyResumes(t *testing.T, rowLost bool) {
 	const cut, end = 5, 8
 	l, ctx := newLocal(t)
 	if err := l.Resize(ctx, 2); err != nil {
@@ -27,20 +40,30 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 	sb := &standbyContexts{}
 	var sent []int64
 	// The ledger the trainer records after each step (row s+1 of step s,
-	// its digest), streamed with the frames as Engine.sendStandby does.
+	// its digest), streamed with the frames as Engine.sendStandby does,
+	// and the pending row of each step (its mean loss, unhashed).
 	digests := map[int64]string{}
+	losses := map[int64]float64{}
 	var feed cluster.LedgerFeed
 	feed.Follow(func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
 		var rows []statedb.LedgerEntry
 		for s := from; s <= to && (limit < 0 || len(rows) < limit); s++ {
 			if d, ok := digests[s-1]; ok {
-				rows = append(rows, statedb.LedgerEntry{Step: s, Digest: d, Time: time.Unix(1764000000, s)})
+				rows = append(rows, statedb.LedgerEntry{Step: s, Digest: d, Loss: losses[s-1], Time: time.Unix(1764000000, s)})
 			}
 		}
 		return rows, nil
 	})
-	l.group.Standby = func(step int64, contexts map[int][]byte) {
-		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts)
+	l.group.Standby = func(step int64, contexts map[int][]byte, reduced *StepResult) {
+		var pending *cluster.LedgerRow
+		if reduced != nil {
+			rep := stepReport(reduced, 4)
+			losses[step-1] = float64(rep.Losses[0]+rep.Losses[1]+rep.Losses[2]+rep.Losses[3]) / 4
+			row := cluster.NewLedgerRow(statedb.LedgerEntry{Step: step, Unhashed: true, Loss: losses[step-1], Workers: 2,
+				Time: time.Unix(1764000000, step)})
+			pending = &row
+		}
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, pending)
 		if rowsErr != nil {
 			t.Fatal(rowsErr)
 		}
@@ -62,8 +85,11 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		digests[step] = res.Digest
-		l.group.Standby(step+1, nil) // row step+1 recorded: Engine.LedgerRecorded
+		lost := rowLost && step == cut-1
+		if !lost {
+			digests[step] = res.Digest
+			l.group.Standby(step+1, nil, nil) // row step+1 recorded: Engine.LedgerRecorded
+		}
 		if step != cut-1 {
 			continue
 		}
@@ -81,18 +107,29 @@ func TestAStandbyCopyResumesToTheUninterruptedDigests(t *testing.T) {
 				t.Fatalf("the copy's context of logical worker %d differs from the coordinator's", c.EST)
 			}
 		}
-		if len(sb.steps) > 2 {
-			t.Fatalf("the standby keeps %d steps' contexts, want the last 2", len(sb.steps))
+		if len(sb.steps) > 2 || len(sb.pending) > 2 {
+			t.Fatalf("the standby keeps %d steps' contexts and %d pending rows, want the last 2", len(sb.steps), len(sb.pending))
 		}
 		rows := cp.Ledger.Through(cp.Step)
 		if int64(len(rows)) != cp.Step {
 			t.Fatalf("the copy of step %d holds %d ledger rows, want the %d of steps 1..%d", cp.Step, len(rows), cp.Step, cp.Step)
 		}
 		for i, r := range rows {
-			if r.Step != int64(i)+1 || r.Digest != digests[int64(i)] {
-				t.Fatalf("the copy's ledger row %d: step %d digest %s, want step %d digest %s", i, r.Step, r.Digest, i+1, digests[int64(i)])
+			s := int64(i)
+			if r.Step != s+1 || r.Loss != losses[s] || losses[s] == 0 {
+				t.Fatalf("the copy's ledger row %d: step %d loss %v, want step %d loss %v", i, r.Step, r.Loss, i+1, losses[s])
+			}
+			if lost && s == step {
+				if !r.Unhashed || r.Digest != "" || r.Workers != 2 {
+					t.Fatalf("the copy's row of step %d, which the coordinator never recorded: %+v, want the pending row (unhashed, 2 workers)", r.Step, r)
+				}
+				continue
+			}
+			if r.Digest != digests[s] {
+				t.Fatalf("the copy's ledger row %d: step %d digest %s, want step %d digest %s", i, r.Step, r.Digest, i+1, digests[s])
 			}
 		}
+		digests[step] = res.Digest
 		resumed(t, cp, cut, end, digests)
 	}
 	t.Logf("standby frames of steps %v", sent)
@@ -149,8 +186,13 @@ func FuzzStandbyFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, '{', '}'})
 	bad, _ := encodeRelay(map[string]any{"type": "standby", "step": 3, "contexts": [][2]int{{0, 9}}}, []byte{1})
 	f.Add(bad)
-	rows, _, _ := standbyFrame(4, nil, []cluster.LedgerRow{{Step: 3, Digest: "sha256:00", TimeNS: 1}})
+	rows, _, _ := standbyFrame(4, nil, []cluster.LedgerRow{{Step: 3, Digest: "sha256:00", TimeNS: 1}}, nil)
 	f.Add(rows)
+	withPending, _, _ := standbyFrame(4, map[int][]byte{0: {1}}, nil, &cluster.LedgerRow{Step: 4, Unhashed: true, TimeNS: 1})
+	f.Add(withPending)
+	badPending, _ := encodeRelay(map[string]any{"type": "standby", "step": 4, "contexts": [][2]int{{0, 1}},
+		"pending": map[string]any{"step": 4, "digest": "x"}}, []byte{1})
+	f.Add(badPending)
 	badRows, _ := encodeRelay(map[string]any{"type": "standby", "step": 1, "ledger": []any{map[string]any{"step": "x"}}}, nil)
 	f.Add(badRows)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -158,8 +200,13 @@ func FuzzStandbyFrame(f *testing.F) {
 		for range 3 {
 			_ = sb.keep(b)
 		}
-		if len(sb.steps) > 2 || len(sb.contexts) != len(sb.steps) {
-			t.Fatalf("kept steps %v and %d context sets", sb.steps, len(sb.contexts))
+		if len(sb.steps) > 2 || len(sb.contexts) != len(sb.steps) || len(sb.pending) > len(sb.steps) {
+			t.Fatalf("kept steps %v, %d context sets and %d pending rows", sb.steps, len(sb.contexts), len(sb.pending))
+		}
+		for step, row := range sb.pending {
+			if _, ok := sb.contexts[step]; !ok || row.Step != step || row.Validate() != nil {
+				t.Fatalf("kept the pending row %+v of step %d with contexts %v", row, step, ok)
+			}
 		}
 	})
 }
@@ -248,7 +295,7 @@ func TestAStandbyFrameCarriesNoRowNotYetRecordedInThisRun(t *testing.T) {
 	})
 	sb := &standbyContexts{}
 	send := func(step int64, contexts map[int][]byte) {
-		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts)
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, nil)
 		if rowsErr != nil || err != nil {
 			t.Fatalf("frame of step %d: %v, %v", step, rowsErr, err)
 		}

@@ -22,16 +22,27 @@ type LedgerReader func(from, to int64, limit int) ([]statedb.LedgerEntry, error)
 // the state it holds. The trainer calls LedgerRecorded with the step right
 // after its row is recorded, for an engine whose standby holds a later
 // state than its messages' (the torch engine's, which sends a step's
-// contexts before its commit), so that it can send the row at once.
+// contexts before its commit), so that it can send the row at once. Such
+// an engine also sends, with those contexts, the row the step will be
+// recorded with as far as it is known before the commit (row): a
+// coordinator lost after the commit and before the record leaves its
+// standby holding the step's state, and the standby records that row.
 type LedgerFollower interface {
-	FollowLedger(read LedgerReader)
+	FollowLedger(read LedgerReader, row PendingRow)
 	LedgerRecorded(step int64)
 }
+
+// PendingRow returns the ledger row the trainer will record for engine
+// step s (0-based; the row's Step is s+1) from the step's report, before
+// its commit: everything the trainer records but the digest, which is
+// taken after the commit (Unhashed set), and WallSeconds up to the call.
+// It is called during Engine.Step, on the trainer's goroutine.
+type PendingRow func(s int64, rep StepReport) statedb.LedgerEntry
 
 // followLedger hands the state database's ledger to eng, or to its
 // executor (the native engine's), when it follows one, and returns the
 // follower (nil: none).
-func followLedger(eng Engine, read LedgerReader) LedgerFollower {
+func followLedger(eng Engine, read LedgerReader, row PendingRow) LedgerFollower {
 	f, ok := eng.(LedgerFollower)
 	if n, native := eng.(*nativeEngine); !ok && native {
 		f, ok = n.exec.(LedgerFollower)
@@ -39,6 +50,6 @@ func followLedger(eng Engine, read LedgerReader) LedgerFollower {
 	if !ok {
 		return nil
 	}
-	f.FollowLedger(read)
+	f.FollowLedger(read, row)
 	return f
 }

@@ -56,6 +56,9 @@ type job struct {
 	hashed      int
 	stepSeconds float64
 	progressAt  time.Time
+	// stepStart is when the step in progress started (its ledger row's
+	// wall time counts from it).
+	stepStart time.Time
 }
 
 // Run trains opts.Spec to its horizon (or opts.StopAfter) on the allocation
@@ -169,7 +172,7 @@ func newJob(opts Options) (*job, error) {
 			j.close()
 			return nil, err
 		}
-		j.follower = followLedger(j.eng, j.db.LedgerPage)
+		j.follower = followLedger(j.eng, j.db.LedgerPage, j.pendingRow)
 	}
 	j.digest, _ = j.eng.Digest()
 	return j, nil
@@ -213,6 +216,7 @@ func (j *job) train(ctx context.Context) error {
 			return j.saveOnNoWorkers(ctx, err)
 		}
 		t0 := time.Now()
+		j.stepStart = t0
 		if j.sparse != nil {
 			j.sparse.HashNext(j.mustHash(j.step + 1))
 		}
@@ -318,12 +322,18 @@ func (j *job) runStep(ctx context.Context) error {
 			return err
 		}
 	}
-	var loss float64
-	for _, l := range j.out.Losses {
-		loss += float64(l)
-	}
-	j.lastLoss = loss / float64(j.n)
+	j.lastLoss = meanLoss(j.out.Losses, j.n)
 	return nil
+}
+
+// meanLoss is a step's training loss: the mean over its n logical workers
+// of their micro-batch losses, summed in float64 in logical worker order.
+func meanLoss(losses []float32, n int) float64 {
+	var sum float64
+	for _, l := range losses {
+		sum += float64(l)
+	}
+	return sum / float64(n)
 }
 
 // boundary lets the engine admit joiners and release leavers, and
@@ -449,10 +459,9 @@ func (j *job) record(wall time.Duration) error {
 	if j.db == nil {
 		return nil
 	}
-	err := j.db.AppendLedger(statedb.LedgerEntry{
-		Step: j.step, Digest: digest, Unhashed: digest == "", TensorDigests: per, Loss: j.lastLoss, WallSeconds: wall.Seconds(),
-		Workers: len(j.plan), Placement: j.plan.String(), SamplesHash: joinHashes(j.out.Samples), Redos: j.stepRedos, Time: time.Now(),
-	})
+	row := j.ledgerRow(j.step, j.out, wall)
+	row.Digest, row.Unhashed, row.TensorDigests = digest, digest == "", per
+	err := j.db.AppendLedger(row)
 	if errors.Is(err, statedb.ErrDivergence) {
 		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)
 	}
@@ -463,6 +472,20 @@ func (j *job) record(wall time.Duration) error {
 		j.follower.LedgerRecorded(j.step)
 	}
 	return nil
+}
+
+// ledgerRow is the ledger row of step (the steps completed) from the
+// report of its last engine step and its wall time, without a digest
+// (Unhashed): the row record appends once the digest is taken, and the
+// one PendingRow hands an engine before the commit.
+func (j *job) ledgerRow(step int64, rep StepReport, wall time.Duration) statedb.LedgerEntry {
+	return statedb.LedgerEntry{Step: step, Unhashed: true, Loss: meanLoss(rep.Losses, j.n), WallSeconds: wall.Seconds(),
+		Workers: len(j.plan), Placement: j.plan.String(), SamplesHash: joinHashes(rep.Samples), Redos: j.stepRedos, Time: time.Now()}
+}
+
+// pendingRow is the trainer's PendingRow (LedgerFollower).
+func (j *job) pendingRow(s int64, rep StepReport) statedb.LedgerEntry {
+	return j.ledgerRow(s+1, rep, time.Since(j.stepStart))
 }
 
 func joinHashes(h []string) string {

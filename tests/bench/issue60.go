@@ -96,9 +96,11 @@ func issue60Jobs(seed uint64, rng string, d1Share float64) []trace.Job {
 // holds beyond the Pollux and Philly matrix it was tuned on. With
 // $EASYSCALE_ISSUE60_DIR it also writes each workload there as a job
 // table (t-RANGE-D1-SEED.csv) for easyscale-simulate or hetero-detail's
-// $EASYSCALE_DETAIL_TRACE.
+// $EASYSCALE_DETAIL_TRACE; with EASYSCALE_ISSUE60_EACH=1 it prints each
+// workload's ratios to stderr.
 func issue60Suite() ([]figure, error) {
 	dir := os.Getenv("EASYSCALE_ISSUE60_DIR")
+	each := os.Getenv("EASYSCALE_ISSUE60_EACH") == "1"
 	var jct, ms []float64
 	worse := [2]int{}
 	for _, rng := range []string{"paper", "default", "wide"} {
@@ -123,6 +125,9 @@ func issue60Suite() ([]figure, error) {
 				}
 				j, m := res[1].MeanJCT/res[0].MeanJCT, float64(res[1].Makespan)/float64(res[0].Makespan)
 				jct, ms = append(jct, j), append(ms, m)
+				if each {
+					fmt.Fprintf(os.Stderr, "issue60 %s %g %d jct %.4f makespan %.4f rigid_jct %.0f elastic_jct %.0f\n", rng, d1, seed, j, m, res[0].MeanJCT, res[1].MeanJCT)
+				}
 				if j > 1.0005 {
 					worse[0]++
 				}
