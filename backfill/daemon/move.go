@@ -117,7 +117,7 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 			}
 			sp := r.SpeedOf(n.GPUType, ps.Speeds)
 			slowest, perNode, gpus = min(slowest, sp), max(perNode, b.GPUs), gpus+b.GPUs
-			now = addSpeed(now, sp, b.GPUs)
+			now = planner.AddSpeedCount(now, sp, b.GPUs)
 			own[b.Node] = sp
 		}
 		if own == nil || perNode == 0 || len(d.fasterIdle(v, r, ps.Speeds, idle, slowest, perNode)) == 0 {
@@ -251,17 +251,6 @@ func hasExtra(v *View, e *ElasticJob) bool {
 		}
 	}
 	return false
-}
-
-// addSpeed adds n GPUs of speed sp to sc.
-func addSpeed(sc []planner.SpeedCount, sp float64, n int) []planner.SpeedCount {
-	for i := range sc {
-		if sc[i].Speed == sp {
-			sc[i].N += n
-			return sc
-		}
-	}
-	return append(sc, planner.SpeedCount{Speed: sp, N: n})
 }
 
 // moveToFaster applies this cycle's moves (move_to_faster): each job is

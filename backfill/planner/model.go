@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -68,6 +69,17 @@ func (m Model) validate() error {
 type SpeedCount struct {
 	Speed float64
 	N     int
+}
+
+// AddSpeedCount adds n GPUs of relative speed to sc, into the entry of
+// that speed when there is one (a new last entry otherwise), and returns
+// the slice.
+func AddSpeedCount(sc []SpeedCount, speed float64, n int) []SpeedCount {
+	if i := slices.IndexFunc(sc, func(c SpeedCount) bool { return c.Speed == speed }); i >= 0 {
+		sc[i].N += n
+		return sc
+	}
+	return append(sc, SpeedCount{Speed: speed, N: n})
 }
 
 // Throughput returns the job's throughput on the GPUs described by gpus, in

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -49,5 +50,26 @@ func TestMixedTypesSynchroniseAtTheSlowestSpeed(t *testing.T) {
 	want := 2 * 2.2 / 1.21
 	if math.Abs(got-want) > 1e-9 {
 		t.Errorf("throughput on {2, 1, 1} = %.6f, want %.6f", got, want)
+	}
+}
+
+func TestAddSpeedCountMergesEqualSpeeds(t *testing.T) {
+	tests := []struct {
+		name  string
+		sc    []SpeedCount
+		speed float64
+		n     int
+		want  []SpeedCount
+	}{
+		{"into nothing", nil, 3.1, 8, []SpeedCount{{3.1, 8}}},
+		{"into its speed", []SpeedCount{{1, 4}, {3.1, 8}}, 3.1, 2, []SpeedCount{{1, 4}, {3.1, 10}}},
+		{"a new speed goes last", []SpeedCount{{3.1, 8}}, 1, 4, []SpeedCount{{3.1, 8}, {1, 4}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AddSpeedCount(tc.sc, tc.speed, tc.n); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("AddSpeedCount(%v, %v, %d) = %v, want %v", tc.sc, tc.speed, tc.n, got, tc.want)
+			}
+		})
 	}
 }

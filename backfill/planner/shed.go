@@ -69,12 +69,7 @@ func ShedNodes(m Model, nodes []NodeShare, minGPUs int) []string {
 func shareCounts(nodes []NodeShare) []SpeedCount {
 	var sc []SpeedCount
 	for _, n := range nodes {
-		i := slices.IndexFunc(sc, func(c SpeedCount) bool { return c.Speed == n.Speed })
-		if i < 0 {
-			sc = append(sc, SpeedCount{Speed: n.Speed})
-			i = len(sc) - 1
-		}
-		sc[i].N += n.GPUs
+		sc = AddSpeedCount(sc, n.Speed, n.GPUs)
 	}
 	return sc
 }
