@@ -457,7 +457,9 @@ func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[in
 // that hashes, was lost, the survivors are reassigned (an even split; the
 // caller's next placement reassigns them again if it differs, and the
 // result does not depend on placement) and the new process 0 hashes. The
-// ledger's final and checkpoint steps must carry a digest.
+// ledger's final and checkpoint steps must carry a digest (but the step a
+// standby took over at when the coordinator was lost before recording its
+// row: the standby records the step's pending row, unhashed; standby.go).
 func (l *Local) redigest(ctx context.Context, res *StepResult) (*StepResult, error) {
 	if res.Digest != "" || l.group.SkipDigest {
 		return res, nil

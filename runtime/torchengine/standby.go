@@ -40,18 +40,21 @@ import (
 // than this engine's. Nothing is sent when there is none; a failed send
 // is the worker's loss, which the step finds.
 //
-// A frame with contexts carries the ledger rows up to step-1 that the
-// standby was not sent (cluster.LedgerFeed): the one labelled step is sent
-// after step-1's reduce and before its commit, when the trainer has not
-// recorded row step yet (after a resume the ledger still holds the
-// earlier run's row there, which must not be sent). With reduced (that
-// step's result) it also carries the row step will be recorded with,
-// but its digest (trainer.PendingRow): the coordinator may be lost after
-// the commit and before it records the row, and the standby's process
-// then holds the state of a step whose row the coordinator never wrote
-// (a clean-clone CI run, 2026-12-03: row 16 was nowhere). contexts nil
-// sends only the rows up to step, and nothing when there are none
-// (LedgerRecorded: right after row step is recorded).
+// Each frame carries the ledger rows the standby was not sent
+// (cluster.LedgerFeed). A frame with the committed contexts (reduced nil:
+// before a step, to a standby that has not had them, e.g. after a resume
+// or a new standby's designation) carries the rows up to step, whose row
+// is recorded. A frame with a reduced step's contexts (reduced: that
+// step's result), sent after step-1's reduce and before its commit,
+// carries the rows up to step-1 only: the trainer has not recorded row
+// step yet (after a resume the ledger still holds the earlier run's row
+// there, which must not be sent). It carries instead the row step will
+// be recorded with, but its digest (trainer.PendingRow): the coordinator
+// may be lost after the commit and before it records the row, and the
+// standby's process then holds the state of a step whose row the
+// coordinator never wrote (a clean-clone CI run, 2026-12-03: row 16 was
+// nowhere). contexts nil sends only the rows up to step, and nothing when
+// there are none (LedgerRecorded: right after row step is recorded).
 func (e *Engine) sendStandby(step int64, contexts map[int][]byte, reduced *StepResult) {
 	var standby *remote
 	for _, s := range e.local.procs {
@@ -68,7 +71,7 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte, reduced *StepR
 		row := cluster.NewLedgerRow(e.pendingRow(step-1, stepReport(reduced, e.opts.Spec.LogicalWorkers)))
 		pending = &row
 	}
-	b, ok, rowsErr, err := nextStandbyFrame(&e.ledger, standby, step, contexts, pending)
+	b, ok, rowsErr, err := nextStandbyFrame(&e.ledger, standby, step, contexts, reduced != nil, pending)
 	if rowsErr != nil {
 		e.log.Warn("the standby's copy of the ledger", "step", step, "error", rowsErr)
 	}
@@ -84,13 +87,14 @@ func (e *Engine) sendStandby(step int64, contexts map[int][]byte, reduced *StepR
 }
 
 // nextStandbyFrame is the frame sendStandby sends standby (see there): with
-// contexts, the rows up to step-1 feed has not sent it and the pending row
-// of step (nil: none); without, the rows up to step. ok is false when
-// there is nothing to send; rowsErr is a failed read of the ledger (the
-// frame then has the rows read, if any).
-func nextStandbyFrame(feed *cluster.LedgerFeed, standby any, step int64, contexts map[int][]byte, pending *cluster.LedgerRow) (b []byte, ok bool, rowsErr, err error) {
+// a reduced step's contexts, the rows up to step-1 feed has not sent it
+// and the pending row of step (nil: none); otherwise the rows up to step
+// (with the committed contexts, if any). ok is false when there is
+// nothing to send; rowsErr is a failed read of the ledger (the frame then
+// has the rows read, if any).
+func nextStandbyFrame(feed *cluster.LedgerFeed, standby any, step int64, contexts map[int][]byte, reduced bool, pending *cluster.LedgerRow) (b []byte, ok bool, rowsErr, err error) {
 	through := step
-	if contexts != nil {
+	if contexts != nil && reduced {
 		through = step - 1
 	} else {
 		pending = nil
@@ -169,7 +173,10 @@ func (s *standbyContexts) keep(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("standby frame of step %d: its ledger rows: %w", int64(step), err)
 		}
-		s.ledger.Add(rows)
+		// A row the state database would refuse would cost the takeover
+		// its whole import (statedb.DB.ImportLedger): it is left out,
+		// and the trainer reports the gap.
+		s.ledger.Add(slices.DeleteFunc(rows, func(r cluster.LedgerRow) bool { return r.Entry().Validate() != nil }))
 	}
 	if _, ok := f.header["contexts"]; !ok {
 		return nil
@@ -193,10 +200,9 @@ func (s *standbyContexts) keep(b []byte) error {
 		return fmt.Errorf("standby frame of step %d: %w", int64(step), err)
 	}
 	k := int64(step)
-	pending, err := pendingRow(f.header["pending"], k)
-	if err != nil {
-		return fmt.Errorf("standby frame of step %d: %w", k, err)
-	}
+	// A pending row that cannot be read, or is of another step, is left
+	// out, not the frame: the contexts are what a takeover needs.
+	pending, _ := pendingRow(f.header["pending"], k)
 	if s.contexts == nil {
 		s.contexts, s.pending = map[int64]map[int][]byte{}, map[int64]statedb.LedgerEntry{}
 	}

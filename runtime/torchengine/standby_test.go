@@ -63,7 +63,7 @@ func standbyCopyResumes(t *testing.T, rowLost bool) {
 				Time: time.Unix(1764000000, step)})
 			pending = &row
 		}
-		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, pending)
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, reduced != nil, pending)
 		if rowsErr != nil {
 			t.Fatal(rowsErr)
 		}
@@ -277,13 +277,16 @@ func TestATakeoverEngineAdoptsTheStandbysSpare(t *testing.T) {
 
 // After a resume from the checkpoint of step 5 the ledger still holds the
 // earlier run's rows 6..10 until the steps are recorded again: the frame
-// with the contexts labelled 6 (sent before step 6's commit) carries the
-// rows up to 5 only, and the re-recorded row 6 reaches the standby right
-// after it is recorded (Engine.LedgerRecorded), replacing nothing stale.
+// with the committed contexts, labelled 5 (before the resumed run's first
+// step), carries the rows up to 5, the row of the state the standby then
+// holds; the frame with the contexts labelled 6 (sent after that step's
+// reduce, before its commit) none beyond 5, and the re-recorded row 6
+// reaches the standby right after it is recorded (Engine.LedgerRecorded),
+// replacing nothing stale.
 func TestAStandbyFrameCarriesNoRowNotYetRecordedInThisRun(t *testing.T) {
 	digest := map[int64]string{}
 	for s := int64(1); s <= 10; s++ {
-		digest[s] = "sha256:0" // the earlier run's rows
+		digest[s] = "sha256:00" // the earlier run's rows
 	}
 	var feed cluster.LedgerFeed
 	feed.Follow(func(from, to int64, limit int) ([]statedb.LedgerEntry, error) {
@@ -294,8 +297,8 @@ func TestAStandbyFrameCarriesNoRowNotYetRecordedInThisRun(t *testing.T) {
 		return rows, nil
 	})
 	sb := &standbyContexts{}
-	send := func(step int64, contexts map[int][]byte) {
-		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, nil)
+	send := func(step int64, contexts map[int][]byte, reduced bool) {
+		b, ok, rowsErr, err := nextStandbyFrame(&feed, sb, step, contexts, reduced, nil)
 		if rowsErr != nil || err != nil {
 			t.Fatalf("frame of step %d: %v, %v", step, rowsErr, err)
 		}
@@ -305,14 +308,63 @@ func TestAStandbyFrameCarriesNoRowNotYetRecordedInThisRun(t *testing.T) {
 			}
 		}
 	}
-	send(6, map[int][]byte{0: {1}}) // after the resumed run's first reduce
+	send(5, map[int][]byte{0: {1}}, false) // the committed contexts, before the resumed run's first step
 	if n := sb.ledger.Count(10); n != 5 {
-		t.Fatalf("the frame with the contexts of step 6 brought %d rows, want the 5 up to the resumed checkpoint", n)
+		t.Fatalf("the frame with the committed contexts of step 5 brought %d rows, want the 5 up to the resumed checkpoint", n)
 	}
-	digest[6] = "sha256:1" // step 6 recorded again by this run
-	send(6, nil)
+	send(6, map[int][]byte{0: {2}}, true) // after the resumed run's first reduce
+	if n := sb.ledger.Count(10); n != 5 {
+		t.Fatalf("after the frame with the contexts of step 6 the standby holds %d rows, want the 5 up to the resumed checkpoint", n)
+	}
+	digest[6] = "sha256:01" // step 6 recorded again by this run
+	send(6, nil, false)
 	rows := sb.ledger.Through(10)
-	if len(rows) != 6 || rows[5].Digest != "sha256:1" {
+	if len(rows) != 6 || rows[5].Digest != "sha256:01" {
 		t.Fatalf("after row 6 was recorded the standby holds %d rows, row 6 %+v; want 6, the new row", len(rows), rows[len(rows)-1])
+	}
+}
+
+// A frame's ledger row the state database would refuse is left out (it
+// would cost the takeover its whole import), and so is a pending row that
+// is invalid or of another step: the frame's contexts are kept either way.
+func TestAStandbyLeavesOutRowsTheStateDatabaseWouldRefuse(t *testing.T) {
+	tests := []struct {
+		name    string
+		rows    []cluster.LedgerRow
+		pending any
+		rowsIn  int  // ledger rows kept
+		kept    bool // the pending row kept
+	}{
+		{"valid rows and pending row", []cluster.LedgerRow{{Step: 3, Digest: "sha256:00", TimeNS: 1}},
+			&cluster.LedgerRow{Step: 4, Unhashed: true, TimeNS: 2}, 1, true},
+		{"an unhashed row with a digest", []cluster.LedgerRow{{Step: 2, Digest: "sha256:00", TimeNS: 1}, {Step: 3, Unhashed: true, Digest: "sha256:00", TimeNS: 1}},
+			nil, 1, false},
+		{"a row with no digest not marked unhashed", []cluster.LedgerRow{{Step: 3, TimeNS: 1}}, nil, 0, false},
+		{"a pending row of another step", nil, &cluster.LedgerRow{Step: 9, Unhashed: true, TimeNS: 2}, 0, false},
+		{"an invalid pending row", nil, &cluster.LedgerRow{Step: 4, Workers: -1, Unhashed: true, TimeNS: 2}, 0, false},
+		{"a pending row that is not a row", nil, "row", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			header := map[string]any{"type": "standby", "step": 4, "contexts": [][2]int{{0, 1}}}
+			if len(tc.rows) > 0 {
+				header["ledger"] = tc.rows
+			}
+			if tc.pending != nil {
+				header["pending"] = tc.pending
+			}
+			b, err := encodeRelay(header, []byte{7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb := &standbyContexts{}
+			if err := sb.keep(b); err != nil {
+				t.Fatalf("keep: %v, want the frame kept", err)
+			}
+			_, kept := sb.pending[4]
+			if len(sb.contexts[4]) != 1 || sb.ledger.Count(10) != tc.rowsIn || kept != tc.kept {
+				t.Fatalf("kept %d contexts, %d ledger rows, pending row %v; want 1, %d, %v", len(sb.contexts[4]), sb.ledger.Count(10), kept, tc.rowsIn, tc.kept)
+			}
+		})
 	}
 }

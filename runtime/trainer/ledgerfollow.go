@@ -35,7 +35,9 @@ type LedgerFollower interface {
 // PendingRow returns the ledger row the trainer will record for engine
 // step s (0-based; the row's Step is s+1) from the step's report, before
 // its commit: everything the trainer records but the digest, which is
-// taken after the commit (Unhashed set), and WallSeconds up to the call.
+// taken after the commit (Unhashed set), WallSeconds up to the call, and
+// Redos as the trainer passes it (AppendLedger adds a stored row's count
+// when the step replaces one after a resume).
 // It is called during Engine.Step, on the trainer's goroutine.
 type PendingRow func(s int64, rep StepReport) statedb.LedgerEntry
 
