@@ -201,6 +201,15 @@ type Config struct {
 	// owner's excluded nodes are put back when the job waits again after
 	// it ran (issue 17, BENCHMARKS.md E40).
 	MoveToFaster bool `toml:"move_to_faster"`
+	// DrainHorizon raises the horizon that bounds shrink-to-admit and
+	// start-small [drain_horizon], default true: besides the longest
+	// time left of another user's running job, a running job may be made
+	// to end as late as the managed nodes need at the least to run the
+	// work of the running and pending jobs of users other than the queued
+	// job's (planner.Drain: GPUs × time left or time limit × the GPUs'
+	// speed, over the nodes' speed-weighted GPUs): ending by then it does
+	// not set the makespan (issue 17, BENCHMARKS.md E41).
+	DrainHorizon bool `toml:"drain_horizon"`
 	// DryRun logs decisions without calling sbatch, scancel or scontrol update [dry_run];
 	// the daemon then keeps its state in an in-memory copy of StateDB and
 	// writes nothing on disk.
@@ -537,6 +546,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	}
 	if !defined("move_to_faster") {
 		c.MoveToFaster = true
+	}
+	if !defined("drain_horizon") {
+		c.DrainHorizon = true
 	}
 	if c.shedDefaulted = !defined("shed_slow_nodes"); c.shedDefaulted {
 		c.ShedSlowNodes = true

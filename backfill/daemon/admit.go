@@ -112,7 +112,8 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	c := d.cfg
 	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
-		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v)}
+		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
+			Drain: d.drain(v)}
 	}
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {

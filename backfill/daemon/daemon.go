@@ -87,6 +87,11 @@ type Daemon struct {
 	mover     Mover
 	moveTried map[string]bool
 	moving    map[string]bool
+	// drainView and drainBound are the last view the work bound was
+	// read from (drain_horizon, drain.go) and that bound: admission and
+	// start-small read it from the same view once.
+	drainView  *View
+	drainBound *planner.Drain
 	// shed: releasing slow nodes is on (shed_slow_nodes, where the Slurm
 	// series allows it; shed.go).
 	shed bool

@@ -162,8 +162,11 @@
 //     the queued job must have a planned start (squeue --start) in the
 //     future; donors yield in order of least loss per GPU given, each only
 //     as far as it still ends no later than the latest of the running
-//     jobs' ends and the queued job's own end by waiting (its planned start
-//     plus its time limit), so the makespan never grows; and the admission
+//     jobs' ends, the queued job's own end by waiting (its planned start
+//     plus its time limit) and, with drain_horizon (the default), the time
+//     the managed nodes need at the least for the work of other users'
+//     running and pending jobs (drain.go, planner.Drain), so the makespan
+//     does not grow; and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
 //     the queued job holds its nodes (at most its time limit), by

@@ -45,6 +45,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 	}
 	var whys []string
 	running := d.runningLeft(v)
+	drain := d.drain(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	// Weighed against every job that waits its turn: behind the first,
 	// Slurm's Reason is Priority as often as Resources.
@@ -70,7 +71,8 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.Nod
 			whys = append(whys, fmt.Sprintf("%s and the jobs behind it: %d jobs were asked this cycle (start_small's bound per cycle)", who, asks))
 			break
 		}
-		asked, s, ok, why := d.startSmallOne(v, live, q, who, planner.HorizonFor(q.User, running), resv, weigh)
+		horizon := max(planner.HorizonFor(q.User, running), time.Duration(drain.Bound(q.User)*float64(time.Second)))
+		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon, resv, weigh)
 		if asked != nil {
 			in = asked
 			asks++

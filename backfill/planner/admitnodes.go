@@ -118,6 +118,11 @@ type NodeObjective struct {
 	// time left: a queued job's horizon counts those of other users only
 	// ([HorizonFor]).
 	Others []JobLeft `json:",omitempty"`
+	// Drain, when set, raises a queued job's horizon to the time the
+	// cluster needs at the least to run the work of other users' running
+	// and pending jobs ([Drain], drain_horizon); nil: no such bound (a
+	// recording made before it existed has none).
+	Drain *Drain `json:",omitempty"`
 }
 
 // JobLeft is a running job's owner ("": unknown) and its time left.
@@ -330,6 +335,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 			}
 		}
 		horizon = max(o.Horizon, HorizonFor(q.User, running)).Seconds()
+		horizon = max(horizon, o.Drain.Bound(q.User))
 		for i, c := range cands {
 			donors[i].Loss, donors[i].Delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
 		}

@@ -151,6 +151,30 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 				Nodes: []NodeGPUs{{Node: "n3", GPUs: 4}}, MinNodes: 1, OrigNodes: 1, Elapsed: time.Minute, TimeLeft: 10 * time.Hour, Limit: 10 * time.Hour})
 			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
 		}, false, "end after the longest"},
+		// drain_horizon: other users' work the cluster has to run anyway
+		// (here 10 h on a capacity of 1 reference GPU) ends after the
+		// donor would: it does not set the makespan and may yield
+		{"other users' work to run widens the horizon (drain_horizon)", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Objective.Drain = &Drain{Capacity: 1}
+			in.Objective.Drain.Add("bob", 10*3600)
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, true, ""},
+		{"the queued job's user's own work does not", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Objective.Drain = &Drain{Capacity: 1}
+			in.Objective.Drain.Add("mallory", 10*3600)
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, false, "end after the longest"},
+		{"work that the cluster runs before the donor would end does not", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Objective.Drain = &Drain{Capacity: 1}
+			in.Objective.Drain.Add("bob", 30*60)
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+		}, false, "end after the longest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,6 +83,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	shed := fs.Bool("shed-slow-nodes", daemon.ShedSlowNodes, "elastic policies: right after a d2 elastic job starts on a mix of GPU types, release the nodes that add nothing to its throughput, whose GPUs the best placement of its logical workers leaves idle (paying one rescale), as easyscale-backfilld does by default on Slurm 22.05 (shed_slow_nodes); =false: never")
 	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a long-running d2 job onto idle GPUs of a faster type that no queued job may use when that ends it at least 30 % sooner after --move-cost, as easyscale-backfilld does by default (move_to_faster); =false: never")
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
+	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
@@ -125,6 +126,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.WeighCriticalDelay = *weigh
 	cfg.KeepOffPinned = *keepOff
 	cfg.MoveToFaster = *move
+	cfg.DrainHorizon = *drain
 	if !(*moveCost >= 0 && *moveCost <= 86400) {
 		return badFlags(fmt.Errorf("--move-cost %v: use 0 to 86400 seconds, e.g. %.0f", *moveCost, planner.DefaultMoveCost))
 	}

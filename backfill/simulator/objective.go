@@ -39,10 +39,26 @@ func (s *sim) timeLeft(r *run) float64 { return max(r.rem, 0) / s.rateOf(r, fals
 // longest of jobs of other users than that one (horizonOther), so that
 // horizonFor answers planner.HorizonFor in constant time: shrinking a donor
 // past a queued job's horizon would lengthen the schedule's longest job.
+//
+// With Config.DrainHorizon it also adds up the work of the running and
+// queued jobs (planner.Drain): a running job's GPUs at its request times
+// its remaining run time on reference GPUs, as queuedWork counts a
+// queued job's.
 func (s *sim) horizon() {
 	s.horizonLeft, s.horizonUser, s.horizonOther = horizonTops(len(s.running), func(i int) (string, float64) {
 		return s.running[i].j.User, s.timeLeft(s.running[i])
 	})
+	if !s.cfg.DrainHorizon {
+		return
+	}
+	s.drain.Reset()
+	s.drain.Capacity = s.capacity()
+	for _, r := range s.running {
+		s.drain.Add(r.j.User, s.queuedWork(r))
+	}
+	for _, r := range s.queue {
+		s.drain.Add(r.j.User, s.queuedWork(r))
+	}
 }
 
 // horizonTops is, over n jobs (at: job i's owner, "" unknown, and time
@@ -67,10 +83,14 @@ func horizonTops(n int, at func(i int) (user string, left float64)) (top float64
 // horizonFor is the horizon of a queued job r (planner.HorizonFor): the
 // longest time left of a running job, those of r's user left out.
 func (s *sim) horizonFor(r *run) float64 {
+	h := s.horizonLeft
 	if r.j.User != "" && r.j.User == s.horizonUser {
-		return s.horizonOther
+		h = s.horizonOther
 	}
-	return s.horizonLeft
+	if s.cfg.DrainHorizon {
+		h = max(h, s.drain.Bound(r.j.User))
+	}
+	return h
 }
 
 // donorLoss returns d's Loss and Delay as a donor (planner.Donor): how

@@ -32,7 +32,7 @@ func DaemonDefaults() Config {
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
 		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
-		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds()}
+		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -163,6 +163,11 @@ type Config struct {
 	// MoveCost is the seconds a move costs the job (MoveToFaster); 0:
 	// planner.DefaultMoveCost.
 	MoveCost float64
+	// DrainHorizon, with Objective, raises the horizon that bounds
+	// shrinks and start-small to the time the cluster needs at the least
+	// to run the work of the running and queued jobs of other users
+	// (planner.Drain), as the daemon's drain_horizon does.
+	DrainHorizon bool
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.
@@ -391,7 +396,10 @@ type sim struct {
 	// being admitted saves (the objective's shrink-to-admit, objective.go).
 	horizonLeft, horizonOther, gain float64
 	horizonUser                     string
-	lastActs                        planner.Actions
+	// drain is the work of the running and queued jobs at the start of
+	// the pass (Config.DrainHorizon), which horizonFor bounds by.
+	drain    planner.Drain
+	lastActs planner.Actions
 	// replayPending and replayLent are the reservations and other lent
 	// GPUs of a replayed snapshot (Replay); nil in a trace replay.
 	replayPending []planner.PendingJob

@@ -171,6 +171,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if v := os.Getenv("EASYSCALE_HETERO_MOVE"); v != "" {
 			d.MoveToFaster = v == "1"
 		}
+		// the horizon raised to the work bound (drain_horizon, E41)
+		if v := os.Getenv("EASYSCALE_HETERO_DRAIN"); v != "" {
+			d.DrainHorizon = v == "1"
+		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
 			d.ShrinkToAdmit = false

@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// drain is this cycle's work bound (drain_horizon, planner.Drain; nil when
+// it is off or no managed node has GPUs). Its capacity is the managed
+// nodes' GPUs weighted by their type's speed ([speeds]; 1.0 for a type
+// not listed). Its work, by owner:
+//   - each running job's GPUs on managed nodes times its time left (an
+//     elastic job's remaining time at its current size, from its progress
+//     report, as runningLeft reads it; another job's time limit end − now)
+//     times the speed of the node's type;
+//   - each pending job that asks for GPUs, in a partition of a managed
+//     node, its GPUs times its time limit times the speed of its GPU type,
+//     or of the slowest managed type when it names none, so that the
+//     bound stays one the cluster cannot beat.
+//
+// A job whose GPUs, nodes or time cannot be read, or whose time limit is
+// UNLIMITED, adds nothing: the bound only shrinks. It is read once per
+// view (the cycle's admission and start-small share it).
+func (d *Daemon) drain(v *View) *planner.Drain {
+	if !d.cfg.DrainHorizon {
+		return nil
+	}
+	if d.drainView != v {
+		d.drainView, d.drainBound = v, d.readDrain(v)
+	}
+	return d.drainBound
+}
+
+// readDrain is drain's reading of v.
+func (d *Daemon) readDrain(v *View) *planner.Drain {
+	speed := func(typ string) float64 {
+		if sp, ok := d.cfg.Speeds[typ]; ok && sp > 0 {
+			return sp
+		}
+		return 1
+	}
+	dr := &planner.Drain{}
+	managed := map[string]float64{} // managed node -> speed
+	partitions := map[string]bool{} // partitions of managed nodes
+	slowest := 0.0
+	for _, n := range v.Nodes {
+		if !n.Managed || n.Total < 1 {
+			continue
+		}
+		sp := speed(n.GPUType)
+		managed[n.Name] = sp
+		dr.Capacity += float64(n.Total) * sp
+		if slowest == 0 || sp < slowest {
+			slowest = sp
+		}
+		for _, p := range n.Partitions {
+			partitions[p] = true
+		}
+	}
+	if dr.Capacity == 0 {
+		return nil
+	}
+	for _, j := range v.Running {
+		if e := v.Elastic[j.ID]; e != nil {
+			if e.End.IsZero() {
+				continue
+			}
+			left := e.End.Sub(v.Now)
+			if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
+				left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
+			}
+			for _, b := range e.Base {
+				if sp, ok := managed[b.Node]; ok {
+					dr.Add(j.User, float64(b.GPUs)*left.Seconds()*sp)
+				}
+			}
+			continue
+		}
+		gpus, err := j.GPUs()
+		nodes, errNodes := slurmcli.ExpandHostlist(j.NodeList)
+		end, errEnd := slurmcli.ParseTime(j.EndTime, d.snap.loc())
+		if err != nil || gpus < 1 || errNodes != nil || len(nodes) == 0 || errEnd != nil {
+			continue
+		}
+		perNode := float64(gpus) / float64(len(nodes))
+		for _, n := range nodes {
+			if sp, ok := managed[n]; ok {
+				dr.Add(j.User, perNode*end.Sub(v.Now).Seconds()*sp)
+			}
+		}
+	}
+	for _, j := range v.Pending {
+		q, ok := readQueued(j)
+		if !ok || q.limit <= 0 || !slices.ContainsFunc(strings.Split(j.Partition, ","), func(p string) bool { return partitions[p] }) {
+			continue
+		}
+		sp := slowest
+		if q.gpuType != "" {
+			sp = speed(q.gpuType)
+		}
+		dr.Add(j.User, float64(q.nodes*q.perNode)*q.limit.Seconds()*sp)
+	}
+	return dr
+}

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// The work bound reads every running and pending job of the managed
+// nodes: GPUs × time left (an elastic job's from its progress) or × time
+// limit (a pending job) × the GPUs' speed, by owner; jobs on other nodes
+// or partitions, and pending jobs without a finite limit, add nothing.
+func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format("2006-01-02T15:04:05") }
+	cfg := config.Default()
+	cfg.Speeds = map[string]float64{"v100": 3, "t4": 1}
+	v := &View{Now: now,
+		Nodes: []NodeView{
+			{Name: "n1", GPUType: "v100", Total: 4, Managed: true, Partitions: []string{"gpu"}},
+			{Name: "n2", GPUType: "t4", Total: 4, Managed: true, Partitions: []string{"gpu"}},
+			{Name: "x1", GPUType: "v100", Total: 8, Partitions: []string{"other"}}, // not managed
+		},
+		Running: []slurmcli.Job{
+			// bob: 2 v100 on n1 for 1,000 s more: 6,000
+			{ID: "1", User: "bob", Nodes: 1, NodeList: "n1", TRESPerNode: "gres:gpu:2", EndTime: at(1000 * time.Second)},
+			// carol: 8 GPUs over x1 (not managed) and n2: only n2's 4 t4 count, 500 s: 2,000
+			{ID: "2", User: "carol", Nodes: 2, NodeList: "n2,x1", TRESPerNode: "gres:gpu:4", EndTime: at(500 * time.Second)},
+			// alice's elastic job: 2 v100, a 2 h limit after 30 min, half done: 30 min left, 2*1800*3 = 10,800
+			{ID: "3", User: "alice", Nodes: 1, NodeList: "n1"},
+			// an unreadable end adds nothing
+			{ID: "4", User: "dave", Nodes: 1, NodeList: "n2", TRESPerNode: "gres:gpu:1", EndTime: "garbage"},
+		},
+		Pending: []slurmcli.Job{
+			// erin: 2 t4 for 10 min: 1,200; frank: 1 untyped GPU for 10 min at the slowest type: 600
+			{ID: "5", User: "erin", Partition: "gpu", Nodes: 1, TRESPerNode: "gres:gpu:t4:2", TimeLimit: "10:00"},
+			{ID: "6", User: "frank", Partition: "other,gpu", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			// not counted: another partition only, an UNLIMITED limit
+			{ID: "7", User: "erin", Partition: "other", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			{ID: "8", User: "erin", Partition: "gpu", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "UNLIMITED"},
+		},
+		Elastic: map[string]*ElasticJob{"3": {Job: slurmcli.Job{ID: "3", User: "alice", StartTime: at(-30 * time.Minute)},
+			Progress: &elastic.Progress{Step: 50, TotalSteps: 100, Workers: 2}, End: now.Add(90 * time.Minute),
+			Base: []NodeAlloc{{Node: "n1", GPUs: 2}}}},
+	}
+	d := &Daemon{cfg: cfg, snap: &Snapshotter{Loc: time.UTC}}
+	dr := d.drain(v)
+	if dr == nil {
+		t.Fatal("no drain bound with drain_horizon on")
+	}
+	if want := 4*3.0 + 4*1.0; dr.Capacity != want {
+		t.Errorf("capacity %v, want %v (the managed nodes' speed-weighted GPUs)", dr.Capacity, want)
+	}
+	want := map[string]float64{"bob": 6000, "carol": 2000, "alice": 10800, "erin": 1200, "frank": 600}
+	total := 0.0
+	for user, w := range want {
+		total += w
+		if math.Abs(dr.ByUser[user]-w) > 1e-6 {
+			t.Errorf("%s's work %v, want %v", user, dr.ByUser[user], w)
+		}
+	}
+	if len(dr.ByUser) != len(want) || math.Abs(dr.Total-total) > 1e-6 {
+		t.Errorf("work by user %v (total %v), want %v (total %v)", dr.ByUser, dr.Total, want, total)
+	}
+	if got, want := dr.Bound("alice"), (total-10800)/16; math.Abs(got-want) > 1e-9 {
+		t.Errorf("alice's bound %v s, want %v s: her own job left out", got, want)
+	}
+	cfg.DrainHorizon = false
+	if d.drain(v) != nil {
+		t.Error("a drain bound with drain_horizon off")
+	}
+}
