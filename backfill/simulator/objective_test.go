@@ -243,7 +243,8 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 // --policy elastic, with no other flag, runs what easyscale-backfilld's
 // default configuration runs (config.Default(): admit.rule objective,
 // start_small.rule ends-earlier, rescale_cost 30 s, admit.max_loss 0.5,
-// shed_slow_nodes),
+// shed_slow_nodes, keep_off_pinned, move_to_faster with move_cost 150 s,
+// drain_horizon),
 // and --objective=false the rules before issue 17.
 func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	rows := "A,0,10000,4,,,1,4,4,4,d1\nB,1,1000,4,,,1,4,4,4,d1\nC,2,100,3,,,1,3,1,3,d1\nD,3,3000,2,,,1,2,1,2,d2\n"
@@ -253,10 +254,12 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	}
 	jobs := readJobs(t, rows)
 	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
-		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true}
+		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true, WeighCriticalDelay: true,
+		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true}
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
 		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
-		d.ShedSlowNodes != daemon.ShedSlowNodes {
+		d.ShedSlowNodes != daemon.ShedSlowNodes || d.WeighCriticalDelay != daemon.WeighCriticalDelay || d.KeepOffPinned != daemon.KeepOffPinned ||
+		d.MoveToFaster != daemon.MoveToFaster || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon {
 		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
 	}
 	legacy := daemon
