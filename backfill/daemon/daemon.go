@@ -80,6 +80,9 @@ type Daemon struct {
 	// keepOffRetry).
 	excluder     Excluder
 	keepOffTried map[string]keepOffTry
+	// keepOffWhy is the last reason logged, by job id, why a pending
+	// elastic job was not kept off (noteKeepOffWhy).
+	keepOffWhy map[string]string
 	// mover requeues running jobs to move them to faster GPUs
 	// (move_to_faster, move.go); moveTried marks the jobs whose move a dry
 	// run logged (once per job); moving the requeued jobs whose excluded

@@ -236,8 +236,17 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 	// job ahead needs the types or its bound passes.
 	inSpell, mayBegin := len(rec.Nodes) > 0, rec.Since.IsZero() && !rec.Released && d.planned(j)
 	var run float64
-	if d.cfg.KeepOffPinned && len(pinned) > 0 && p.Features == "" && (inSpell || mayBegin) {
-		c.add, c.types, run = d.keepOffNodes(v, j, own, pinned)
+	if d.cfg.KeepOffPinned && len(pinned) > 0 {
+		why := ""
+		switch {
+		case p.Features != "":
+			why = "it asks a --constraint"
+		case !inSpell && !mayBegin:
+			why = fmt.Sprintf("no spell may begin (planned start %q, kept off since %v, released %v)", j.StartTime, rec.Since, rec.Released)
+		default:
+			c.add, c.types, run, why = d.keepOffNodes(v, j, own, pinned)
+		}
+		d.noteKeepOffWhy(j, why)
 	}
 	if len(c.add) > 0 {
 		if c.since.IsZero() {
@@ -260,19 +269,19 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 // jobs may use that j may use too), the types, and j's time limit in
 // seconds (its run time as Slurm knows it, planner.KeepOffExpired's
 // bound); nil when it is not a job the daemon keeps off anything.
-func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string]map[string]bool) (add, types []string, run float64) {
+func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string]map[string]bool) (add, types []string, run float64, why string) {
 	com, err := elastic.ParseComment(j.Comment)
 	if err != nil || com.Progress != nil || !com.Request.Elastic() || j.ReqNodes != "" ||
 		!anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
-		return nil, nil, 0
+		return nil, nil, 0, ""
 	}
 	r, ok := readQueued(j)
 	if !ok || r.gpuType != "" {
-		return nil, nil, 0
+		return nil, nil, 0, "its request does not read or names a GPU type"
 	}
 	may, all := d.keepOffMay(v, j, own)
 	if !all {
-		return nil, nil, 0
+		return nil, nil, 0, "it may run on nodes this daemon does not manage"
 	}
 	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: sortedIDs(pinned)}
 	at := map[string]int{}
@@ -299,9 +308,30 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[
 		}
 	}
 	if len(add) == 0 {
-		return nil, nil, 0
+		return nil, nil, 0, fmt.Sprintf("planner.KeepOff keeps it off %v of %+v (pinned jobs ahead need %v)", types, q.Types, q.Pinned)
 	}
-	return add, types, r.limit.Seconds()
+	return add, types, r.limit.Seconds(), ""
+}
+
+// noteKeepOffWhy logs at debug level why pending elastic job j is not kept
+// off anything this cycle (why "": it is, or it is not an elastic request),
+// once per job and reason, so that a job left on a pinned job's type can
+// be explained from the log (a lab test's failure printed no reason).
+func (d *Daemon) noteKeepOffWhy(j slurmcli.Job, why string) {
+	if d.keepOffWhy == nil {
+		d.keepOffWhy = map[string]string{}
+	}
+	if why == "" || d.keepOffWhy[j.ID] == why {
+		return
+	}
+	if com, err := elastic.ParseComment(j.Comment); err != nil || com.Progress != nil || !com.Request.Elastic() {
+		return
+	}
+	if len(d.keepOffWhy) > 4*keepOffJobsRead { // forget the old reasons: the map stays small
+		clear(d.keepOffWhy)
+	}
+	d.keepOffWhy[j.ID] = why
+	d.log.Named("keep_off").Debug("not kept off", "job_id", j.ID, "why", why)
 }
 
 // keepOff applies this cycle's keep_off_pinned (planKeepOff): for each job
