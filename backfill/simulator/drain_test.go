@@ -1,11 +1,6 @@
 package simulator
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/easyscale/easyscale-slurm/backfill/trace"
-)
+import "testing"
 
 // TestDrainHorizonLetsTheLongestJobYieldWhenOthersWorkOutlastsIt: on one
 // V100 node and one T4 node of 8 GPUs each (the T4 a third as fast), A
@@ -22,23 +17,9 @@ import (
 func TestDrainHorizonLetsTheLongestJobYieldWhenOthersWorkOutlastsIt(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,vc,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, drain bool) (map[string]JobRecord, Result) {
-		jobs, err := trace.Read(strings.NewReader(head + csv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DaemonDefaults()
-		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}, {"t4", 8}}, 8
-		cfg.Speeds = map[string]float64{"v100": 1, "t4": 1.0 / 3}
+		cfg := twoTypes(8, 8, 8, 1.0/3)
 		cfg.DrainHorizon = drain
-		res, err := Run(jobs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]JobRecord{}
-		for _, r := range res.PerJob {
-			out[r.ID] = r
-		}
-		return out, res
+		return runTable(t, head+csv, cfg)
 	}
 	jobs := func(erin string) string {
 		return "A,0,10000,8,,,1,alice,8,1,8,d2\n" +

@@ -1,11 +1,6 @@
 package simulator
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/easyscale/easyscale-slurm/backfill/trace"
-)
+import "testing"
 
 // TestHoldForFastWaitsForTheV100sWhenThatEndsTheJobSooner: on one V100
 // node and one T4 node of 4 GPUs each, A (4 GPUs, pinned to the V100s)
@@ -18,24 +13,11 @@ import (
 func TestHoldForFastWaitsForTheV100sWhenThatEndsTheJobSooner(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, hold bool) map[string]JobRecord {
-		jobs, err := trace.Read(strings.NewReader(head + csv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DaemonDefaults()
-		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}, {"t4", 4}}, 4
-		cfg.Speeds = map[string]float64{"v100": 1, "t4": 1 / 3.1}
+		cfg := twoTypes(4, 4, 4, 1/3.1)
 		cfg.HoldForFast = hold
 		cfg.MoveToFaster = false // the hold alone: a move would take B to the V100s once A ends
-		res, err := Run(jobs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]JobRecord{}
-		for _, r := range res.PerJob {
-			out[r.ID] = r
-		}
-		return out
+		recs, _ := runTable(t, head+csv, cfg)
+		return recs
 	}
 	for _, tc := range []struct {
 		name, csv, id string

@@ -1,11 +1,6 @@
 package simulator
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/easyscale/easyscale-slurm/backfill/trace"
-)
+import "testing"
 
 // TestShedSlowNodesFreesTheT4sAD2JobDoesNotUse: on one V100 node and one
 // T4 node of 4 GPUs each, A (d2, elastic 1-8 GPUs, 8 logical workers)
@@ -20,18 +15,9 @@ func TestShedSlowNodesFreesTheT4sAD2JobDoesNotUse(t *testing.T) {
 		"A,0,2000,8,,,1,8,1,8,d2\n" +
 		"B,10,500,4,t4,,1,4,4,4,d1\n"
 	run := func(shed bool) Result {
-		jobs, err := trace.Read(strings.NewReader(csv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DaemonDefaults()
-		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}, {"t4", 4}}, 4
-		cfg.Speeds = map[string]float64{"v100": 1, "t4": 1 / 3.1}
+		cfg := twoTypes(4, 4, 4, 1/3.1)
 		cfg.ShedSlowNodes = shed
-		res, err := Run(jobs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, res := runTable(t, csv, cfg)
 		return res
 	}
 	rec := func(res Result, id string) JobRecord {
