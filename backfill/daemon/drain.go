@@ -14,7 +14,7 @@ import (
 // not listed). Its work, by owner:
 //   - each running job's GPUs on managed nodes times its time left (an
 //     elastic job's remaining time at its current size, from its progress
-//     report, as runningLeft reads it; another job's time limit end − now)
+//     report, elasticLeft; another job's time limit end − now)
 //     times the speed of the node's type;
 //   - each pending job that asks for GPUs, in a partition of a managed
 //     node, its GPUs times its time limit times the speed of its GPU type,
@@ -65,12 +65,9 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 	}
 	for _, j := range v.Running {
 		if e := v.Elastic[j.ID]; e != nil {
-			if e.End.IsZero() {
+			left, ok := d.elasticLeft(v, e)
+			if !ok {
 				continue
-			}
-			left := e.End.Sub(v.Now)
-			if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
-				left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
 			}
 			for _, b := range e.Base {
 				if sp, ok := managed[b.Node]; ok {

@@ -213,16 +213,26 @@ func (d *Daemon) runningLeft(v *View) []planner.JobLeft {
 	out := d.othersLeft(v)
 	for _, id := range sortedIDs(v.Elastic) {
 		e := v.Elastic[id]
-		if e.End.IsZero() {
-			continue
+		if left, ok := d.elasticLeft(v, e); ok {
+			out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
 		}
-		left := e.End.Sub(v.Now)
-		if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
-			left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
-		}
-		out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
 	}
 	return out
+}
+
+// elasticLeft is running elastic job e's time left: its remaining time at
+// its current size (planner.RemainingAtCurrentSize, from its progress
+// report), or the end of its time limit − now without a report; ok is
+// false when its time limit is unlimited or unknown.
+func (d *Daemon) elasticLeft(v *View, e *ElasticJob) (left time.Duration, ok bool) {
+	if e.End.IsZero() {
+		return 0, false
+	}
+	left = e.End.Sub(v.Now)
+	if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
+		left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
+	}
+	return left, true
 }
 
 // startSmall applies this cycle's start-small (planStartSmall), when

@@ -202,7 +202,7 @@ func (s *standbyContexts) keep(b []byte) error {
 	k := int64(step)
 	// A pending row that cannot be read, or is of another step, is left
 	// out, not the frame: the contexts are what a takeover needs.
-	pending, _ := pendingRow(f.header["pending"], k)
+	pending, _ := decodePendingRow(f.header["pending"], k)
 	if s.contexts == nil {
 		s.contexts, s.pending = map[int64]map[int][]byte{}, map[int64]statedb.LedgerEntry{}
 	}
@@ -225,9 +225,9 @@ func (s *standbyContexts) keep(b []byte) error {
 	return nil
 }
 
-// pendingRow decodes a frame's pending row (raw nil: none), which must be
+// decodePendingRow decodes a frame's pending row (raw nil: none), which must be
 // of the frame's step and valid as a ledger row.
-func pendingRow(raw any, step int64) (*statedb.LedgerEntry, error) {
+func decodePendingRow(raw any, step int64) (*statedb.LedgerEntry, error) {
 	if raw == nil {
 		return nil, nil
 	}
