@@ -354,7 +354,10 @@
 // None, planned, and fitting on that type) queued ahead of it need: it is
 // when its other types hold its request and serve it at least
 // planner.DefaultNearlyAsWell as fast (its es-req speeds=, else
-// [speeds]). Nodes are counted whatever their state, so a node completing
+// [speeds]), but never off a type it would leave in time: when its time
+// limit ends by Slurm's planned start (squeue's START_TIME) of the first
+// pinned job waiting for that type, it takes nothing from it, as Slurm's
+// backfill lets a job run ahead of a reservation. Nodes are counted whatever their state, so a node completing
 // a job changes nothing. The job is re-read by id (pending, the same
 // owner, partition, comment and excluded nodes), the decision logged
 // ("keep-off"), the added nodes and the whole list recorded in state_db

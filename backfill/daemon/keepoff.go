@@ -158,6 +158,39 @@ func (d *Daemon) planned(j slurmcli.Job) bool {
 	return err == nil
 }
 
+// pinnedAhead is what keep_off_pinned knows of the pinned jobs ahead of a
+// pending job (pinnedNodes), by GPU type: nodes, the nodes they may use;
+// start, the earliest of their planned starts, in seconds from the
+// cycle's time (planner.KeepOffRequest.PinnedStart).
+type pinnedAhead struct {
+	nodes map[string]map[string]bool
+	start map[string]float64
+}
+
+// add counts one pinned job of GPU type typ that may use nodes and that
+// Slurm plans to start in seconds from now.
+func (a pinnedAhead) add(typ string, nodes []string, in float64) {
+	if a.nodes[typ] == nil {
+		a.nodes[typ] = map[string]bool{}
+		a.start[typ] = in
+	}
+	a.start[typ] = min(a.start[typ], in)
+	for _, n := range nodes {
+		a.nodes[typ][n] = true
+	}
+}
+
+// plannedIn is how long from the cycle's time until Slurm plans to start
+// pending job j (squeue's START_TIME), in seconds, never below 0; 0 when
+// squeue printed none (the job is then taken to need its nodes now).
+func (d *Daemon) plannedIn(v *View, j slurmcli.Job) float64 {
+	at, err := slurmcli.ParseTime(j.StartTime, d.snap.loc())
+	if err != nil {
+		return 0
+	}
+	return max(at.Sub(v.Now).Seconds(), 0)
+}
+
 // planKeepOff decides keep_off_pinned for this cycle's pending jobs
 // (records: the daemon's earlier changes, by job id), in queue order
 // (planner.QueueOrder). For each pending job whose excluded nodes were
@@ -190,24 +223,19 @@ func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) 
 			gone = append(gone, id)
 		}
 	}
-	pinned := map[string]map[string]bool{} // the nodes the pinned jobs ahead may use, by GPU type
+	ahead := pinnedAhead{nodes: map[string]map[string]bool{}, start: map[string]float64{}}
 	for i, j := range d.inQueueOrder(slices.Clone(v.Pending)) {
 		if len(changes) == keepOffPerCycle {
 			break
 		}
 		rec, recorded := records[j.ID]
 		if i < keepOffJobsRead || recorded {
-			if c, ok := d.keepOffOne(v, j, rec, pinned); ok {
+			if c, ok := d.keepOffOne(v, j, rec, ahead); ok {
 				changes = append(changes, c)
 			}
 		}
 		if typ, nodes := d.pinnedNodes(v, j); d.cfg.KeepOffPinned && len(nodes) > 0 {
-			if pinned[typ] == nil {
-				pinned[typ] = map[string]bool{}
-			}
-			for _, n := range nodes {
-				pinned[typ][n] = true
-			}
+			ahead.add(typ, nodes, d.plannedIn(v, j))
 		}
 	}
 	return changes, gone
@@ -216,7 +244,7 @@ func (d *Daemon) planKeepOff(v *View, records map[string]backfillstore.KeptOff) 
 // keepOffOne is planKeepOff for one pending job j with its record rec
 // (zero: none) behind the pinned jobs' nodes pinned; ok is false when
 // nothing changes.
-func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, pinned map[string]map[string]bool) (c keepOffChange, ok bool) {
+func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, pinned pinnedAhead) (c keepOffChange, ok bool) {
 	p, read := v.Placements[j.ID]
 	if !read {
 		return c, false
@@ -236,7 +264,7 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 	// job ahead needs the types or its bound passes.
 	inSpell, mayBegin := len(rec.Nodes) > 0, rec.Since.IsZero() && !rec.Released && d.planned(j)
 	var run float64
-	if d.cfg.KeepOffPinned && len(pinned) > 0 {
+	if d.cfg.KeepOffPinned && len(pinned.nodes) > 0 {
 		why := ""
 		switch {
 		case p.Features != "":
@@ -269,7 +297,7 @@ func (d *Daemon) keepOffOne(v *View, j slurmcli.Job, rec backfillstore.KeptOff, 
 // jobs may use that j may use too), the types, and j's time limit in
 // seconds (its run time as Slurm knows it, planner.KeepOffExpired's
 // bound); nil when it is not a job the daemon keeps off anything.
-func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[string]map[string]bool) (add, types []string, run float64, why string) {
+func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned pinnedAhead) (add, types []string, run float64, why string) {
 	com, err := elastic.ParseComment(j.Comment)
 	if err != nil || com.Progress != nil || !com.Request.Elastic() || j.ReqNodes != "" ||
 		!anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) {
@@ -283,7 +311,8 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[
 	if !all {
 		return nil, nil, 0, "it may run on nodes this daemon does not manage"
 	}
-	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: sortedIDs(pinned)}
+	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: sortedIDs(pinned.nodes),
+		PinnedStart: pinned.start, Run: map[string]float64{}}
 	at := map[string]int{}
 	for _, n := range v.Nodes {
 		if n.Total < r.perNode || !may(n) {
@@ -298,12 +327,13 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned map[
 			k = len(q.Types)
 			at[n.GPUType] = k
 			q.Types = append(q.Types, planner.TypeOffer{Type: n.GPUType, Speed: speed})
+			q.Run[n.GPUType] = r.limit.Seconds() // whatever the type: Slurm holds it until its time limit
 		}
 		q.Types[k].Capacity++
 	}
 	types = planner.KeepOff(q)
 	for _, n := range v.Nodes {
-		if slices.Contains(types, n.GPUType) && may(n) && pinned[n.GPUType][n.Name] && !slices.Contains(add, n.Name) {
+		if slices.Contains(types, n.GPUType) && may(n) && pinned.nodes[n.GPUType][n.Name] && !slices.Contains(add, n.Name) {
 			add = append(add, n.Name)
 		}
 	}

@@ -17,13 +17,15 @@ const keepOffTOML = "speeds = { v100 = 1.0, t4 = 0.8 }\n"
 // keepOffQueue queues bob's job 30 pinned to two V100 nodes (--gres=gpu:
 // v100:4, waiting for resources, planned in 1 h) and behind it alice's
 // elastic d2 job 20 asking one node of 4 GPUs of any type (planned in 2 h,
-// 1 h time limit), waiting its turn, which excluded n4 itself.
+// 2 h time limit: started on a V100 now it would still run when the pinned
+// job is planned to start), waiting its turn, which excluded n4 itself.
 func keepOffQueue(td *testDaemon) (pinned, job *fakeJob) {
 	pinned = td.fake.pending("30", "n1,n2", 4, td.now.Add(time.Hour))
 	job = td.fake.pending("20", "", 4, td.now.Add(2*time.Hour))
 	td.fake.set(func() {
 		pinned.gpuType, pinned.reason = "v100", "Resources"
 		job.user, job.comment, job.reason, job.excNodes, job.nodes = "alice", "es-req min=1 max=2 lw=4 d2", "Priority", "n4", 1
+		job.timeLimit = 2 * time.Hour
 	})
 	return pinned, job
 }
@@ -273,7 +275,30 @@ func TestKeptOffRecordsAreForgottenAndPutBackWhenTheOptionIsTurnedOff(t *testing
 	}
 }
 
-// A keep-off ends once the job's time limit (1 h here) has passed since it
+// A job whose time limit ends before Slurm's planned start of the pinned
+// job ahead is not kept off its type: started on a V100 now it is gone
+// before the pinned job could use the node (as Slurm's backfill lets a job
+// run ahead of a reservation). Once its limit would reach past that start,
+// it is kept off.
+func TestAJobThatEndsBeforeThePinnedJobsPlannedStartIsNotKeptOff(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	_, job := keepOffQueue(td)
+	td.fake.set(func() { job.timeLimit = 30 * time.Minute })
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); len(got) != 0 || job.excNodes != "n4" {
+		t.Fatalf("updates %q, excluded %q; want none: the job's 30 min end before the pinned job's planned start in 1 h", got, job.excNodes)
+	}
+	if recs := keptOffRecords(t, td); len(recs) != 0 {
+		t.Errorf("kept_off records %+v, want none", recs)
+	}
+	td.advance(40 * time.Minute) // the pinned job is planned in 20 min: 30 min would reach past it
+	td.cycle(t)
+	if job.excNodes != "n4,n1,n2" {
+		t.Errorf("excluded nodes %q 40 min later, want n4,n1,n2", job.excNodes)
+	}
+}
+
+// A keep-off ends once the job's time limit (2 h here) has passed since it
 // was first kept off: its nodes are put back, and while it waits it is not
 // kept off again.
 func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
@@ -283,22 +308,22 @@ func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
 	if job.excNodes != "n4,n1,n2" {
 		t.Fatalf("excluded nodes %q, want n4,n1,n2", job.excNodes)
 	}
-	td.advance(59 * time.Minute)
+	td.advance(119 * time.Minute)
 	td.cycle(t)
 	if job.excNodes != "n4,n1,n2" {
-		t.Fatalf("excluded nodes after 59 min %q, want n4,n1,n2 still", job.excNodes)
+		t.Fatalf("excluded nodes after 119 min %q, want n4,n1,n2 still", job.excNodes)
 	}
 	td.advance(2 * time.Minute)
 	r := td.cycle(t)
 	if job.excNodes != "n4" || !slices.Equal(r.KeptOff, []string{"20"}) {
-		t.Fatalf("after 61 min: excluded nodes %q, report %q; want n4 and job 20", job.excNodes, r.KeptOff)
+		t.Fatalf("after 121 min: excluded nodes %q, report %q; want n4 and job 20", job.excNodes, r.KeptOff)
 	}
 	ds := decisionsOf(t, td, "keep-off-lifted")
 	if len(ds) != 1 || !strings.Contains(ds[0].Detail, "longer ago than its time limit") {
 		t.Errorf("keep-off-lifted decisions %+v, want one saying the time limit passed", ds)
 	}
 	recs := keptOffRecords(t, td)
-	if len(recs["20"].Nodes) != 0 || !recs["20"].Since.Equal(td.now.Add(-61*time.Minute)) {
+	if len(recs["20"].Nodes) != 0 || !recs["20"].Since.Equal(td.now.Add(-121*time.Minute)) {
 		t.Errorf("record after the spell %+v, want no nodes and the spell's start", recs["20"])
 	}
 	td.advance(2 * time.Second)

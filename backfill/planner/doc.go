@@ -191,7 +191,9 @@
 // (Config.KeepOffPinned: [KeepOff], keeping a queued job that may run on
 // several GPU types off the types that pinned jobs queued ahead of it
 // need while another type serves it at least [DefaultNearlyAsWell] as
-// fast, for at most its run time, [KeepOffExpired]; the daemon's
+// fast and it would still run when the first pinned job could start
+// there (KeepOffRequest.PinnedStart), for at most its run time,
+// [KeepOffExpired]; the daemon's
 // keep_off_pinned, an ExcNodeList= update of the pending job), one the
 // daemon applies by default on
 // Slurm 22.05 (Config.ShedSlowNodes: [ShedNodes], releasing the nodes a d2

@@ -40,11 +40,34 @@ type KeepOffRequest struct {
 	// NearlyAsWell is the fraction of its best pace the job must keep on
 	// the other types, in (0, 1]; 0 means [DefaultNearlyAsWell].
 	NearlyAsWell float64
+	// PinnedStart is, by pinned type, the earliest any pinned job waiting
+	// for it could start there, in seconds from now (Slurm's planned start
+	// in the daemon, the projection of the running jobs' time limits in
+	// the simulator). A type missing is needed now, or when is not known.
+	PinnedStart map[string]float64
+	// Run is, by type, how long the job would hold GPUs of that type if
+	// it started on it now, in seconds (its time limit in the daemon, its
+	// run time at its request at its speed there in the simulator); a type
+	// missing or 0 is not known.
+	Run map[string]float64
+}
+
+// leavesInTime reports whether the job of q, started now on GPU type t,
+// would end by the time the first pinned job waiting for t could start
+// there: it then takes nothing that pinned job needs, and is not kept off
+// t (backfill's rule for a reservation, applied to the pinned jobs that
+// Slurm holds no reservation for yet).
+func (q KeepOffRequest) leavesInTime(t string) bool {
+	run, start := q.Run[t], q.PinnedStart[t]
+	_, known := q.PinnedStart[t]
+	return known && run > 0 && run <= start
 }
 
 // KeepOff returns the GPU types, sorted, to keep the job of q off while the
 // pinned jobs wait, or nil. It keeps the job off every pinned type it may
-// run on when the other types it may run on can hold its whole request
+// run on, but those it would leave before any pinned job waiting for them
+// could start there (q.Run, q.PinnedStart: started there now, it takes
+// nothing from them, as a backfilled job), when the other types it may run on can hold its whole request
 // (by capacity, not by what is free now: the job then waits for them) and
 // give it a pace at least q.NearlyAsWell of its best pace over all its
 // types. A job's pace on a set of types is the speed of the slowest type
@@ -63,7 +86,7 @@ func KeepOff(q KeepOffRequest) []string {
 	var off []string
 	var rest []TypeOffer
 	for _, t := range q.Types {
-		if slices.Contains(q.Pinned, t.Type) {
+		if slices.Contains(q.Pinned, t.Type) && !q.leavesInTime(t.Type) {
 			if !slices.Contains(off, t.Type) {
 				off = append(off, t.Type)
 			}

@@ -90,7 +90,10 @@
 // keep_off_pinned is on by default) each pass first keeps every queued job
 // that may run on several GPU types off the types that pinned jobs queued
 // ahead of it need (planner.KeepOff, by each type's capacity, in one spell
-// of at most the job's run time, planner.KeepOffExpired): where it may start, its
+// of at most the job's run time, planner.KeepOffExpired; not a type its
+// run there at its request would leave before the first pinned job
+// waiting for it could start, by the running jobs' time limits,
+// earliestFit): where it may start, its
 // reservation, start-small and shrink-to-admit all leave those types out,
 // as the pending job's ExcNodeList= makes Slurm do (BENCHMARKS.md E38).
 //

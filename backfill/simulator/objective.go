@@ -162,24 +162,29 @@ func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
 // never kept off again while it waits. The daemon applies the same rule as an ExcNodeList=
 // update of the pending job, so the job waits for the other types rather
 // than start on the pinned ones (ruleOf).
-func (s *sim) keepOffPinned() {
-	var ahead []string // the types of the pinned jobs queued ahead
+func (s *sim) keepOffPinned(avail []int) {
+	var ahead []string               // the types of the pinned jobs queued ahead
+	pinStart := map[string]float64{} // by type, the earliest start of the first pinned job ahead, seconds from now
 	for _, r := range s.queue {
 		inSpell := len(r.off) > 0
 		r.off = nil
 		pinned := ahead
 		if len(r.rule.Types) == 1 && !slices.Contains(ahead, r.rule.Types[0]) {
 			ahead = append(ahead, r.rule.Types[0])
+			if t, a := s.earliestFit(r, avail, r.rule); a != nil {
+				pinStart[r.rule.Types[0]] = float64(t - s.now)
+			}
 		}
 		if len(r.rule.Types) == 1 || r.offSince >= 0 && !inSpell { // pinned itself, or its one spell is over
 			continue
 		}
 		var off []string
 		if len(pinned) > 0 {
-			q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned}
+			q := planner.KeepOffRequest{Need: r.j.GPUs, OneType: r.rule.OneType, Pinned: pinned, PinnedStart: pinStart, Run: map[string]float64{}}
 			for _, t := range s.cluster.Types() {
 				if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t) {
 					q.Types = append(q.Types, planner.TypeOffer{Type: t, Capacity: s.cluster.TypeTotal(t), Speed: s.typeSpeed(r, t)})
+					q.Run[t] = planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.typeSpeed(r, t), N: r.j.GPUs}}, r.rem)
 				}
 			}
 			off = planner.KeepOff(q)

@@ -74,11 +74,14 @@ func TestAJobBehindTheQueueHeadStartsSmall(t *testing.T) {
 // protects only H: without KeepOffPinned D backfills onto the 4 free v100
 // GPUs and P waits for D's whole run; with it D waits for the p100s (after
 // H: at 0.9 Y ends at 556 s and H at 668 s), and P starts when X ends. A pinned job queued behind D
-// keeps nothing off: D has the queue's priority.
+// keeps nothing off: D has the queue's priority. Nor is a D of 500 s kept
+// off: started on the free v100s at 3 s it ends at 503 s, before P could
+// start there (planner.KeepOffRequest.PinnedStart).
 func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 	const head = "X,0,1000,4,v100,,1,4,4,4,d1\nY,0,500,8,p100,,1,8,8,8,d1\nH,1,100,8,,,1,8,8,8,d2\n"
 	pinnedFirst := readJobs(t, head+"P,2,1000,8,v100,,1,8,8,8,d1\nD,3,5000,4,,,1,4,4,4,d2\n")
 	pinnedLast := readJobs(t, head+"D,2,5000,4,,,1,4,4,4,d2\nP,3,1000,8,v100,,1,8,8,8,d1\n")
+	shortD := readJobs(t, head+"P,2,1000,8,v100,,1,8,8,8,d1\nD,3,500,4,,,1,4,4,4,d2\n")
 	for _, tc := range []struct {
 		name     string
 		jobs     []trace.Job
@@ -90,6 +93,7 @@ func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 		{"KeepOffPinned keeps D off the type P, ahead of it, needs", pinnedFirst, true, "p100", 668, 1000},
 		{"without it D takes the free v100s and P waits for D", pinnedFirst, false, "v100", 3, 5003},
 		{"a pinned job behind D keeps it on the free v100s", pinnedLast, true, "v100", 2, 5002},
+		{"a D that ends before P could start is not kept off", shortD, true, "v100", 3, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},

@@ -38,7 +38,7 @@ func (s *sim) pass() bool {
 		s.horizon()
 	}
 	if s.objective() && s.cfg.KeepOffPinned {
-		s.keepOffPinned()
+		s.keepOffPinned(avail)
 	}
 	i := 0
 	for i < len(s.queue) {

@@ -27,7 +27,8 @@ func rawExcluded(t *testing.T, l *slurmlab.Lab, id string) string {
 // needs when another serves it nearly as well). Rigid jobs hold every GPU;
 // nobody's job pinned to both v100 nodes (-N 2 --gres=gpu:v100:4) and two
 // d2 elastic jobs of one node (--gres=gpu:4, any type; the first excludes
-// n4 itself) wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
+// n4 itself; 5 min limits, past the pinned job's planned start when the
+// blockers' 3 min end) wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
 // both elastic jobs' excluded nodes (`scontrol update ExcNodeList=`),
 // keeping n4 where the owner put it. When n1 (v100) and n3 (t4) free up at
 // once, Slurm starts the first elastic job on n3, not on the faster n1 the
@@ -52,7 +53,7 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	pinned := submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 30\n", "-N", "2", "--gres=gpu:v100:4", "-t", "2")
 	var elastic []string
 	for _, extra := range [][]string{{"--exclude=n4"}, nil} {
-		args := append([]string{"--parsable", "--elastic=1-1", "--determinism=d2", "-N", "1", "--gres=gpu:4", "-t", "2",
+		args := append([]string{"--parsable", "--elastic=1-1", "--determinism=d2", "-N", "1", "--gres=gpu:4", "-t", "5",
 			"-o", "/dev/null"}, extra...)
 		out, err := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), append(args, "--wrap", "sleep 60")...).CombinedOutput()
 		if err != nil {
