@@ -28,9 +28,10 @@ func rawExcluded(t *testing.T, l *slurmlab.Lab, id string) string {
 // nobody's job pinned to both v100 nodes (-N 2 --gres=gpu:v100:4) and two
 // d2 elastic jobs of one node (--gres=gpu:4, any type; the first excludes
 // n4 itself; 5 min limits, past the pinned job's planned start when the
-// blockers' 3 min end) wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
+// blockers' 3 min end) and, ahead of them, a third with a 1 min limit wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
 // both elastic jobs' excluded nodes (`scontrol update ExcNodeList=`),
-// keeping n4 where the owner put it. When n1 (v100) and n3 (t4) free up at
+// keeping n4 where the owner put it, and leaves the third alone: it would
+// end before the pinned job could start. When n1 (v100) and n3 (t4) free up at
 // once, Slurm starts the first elastic job on n3, not on the faster n1 the
 // pinned job needs. When the pinned job is cancelled, the daemon puts the
 // second job's excluded nodes back to none.
@@ -51,9 +52,12 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 		}
 	}
 	pinned := submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 30\n", "-N", "2", "--gres=gpu:v100:4", "-t", "2")
+	// The job with a 1 min limit is submitted first: it is ahead in queue
+	// order, so the daemon has decided on it in the cycle that keeps the
+	// other two off.
 	var elastic []string
-	for _, extra := range [][]string{{"--exclude=n4"}, nil} {
-		args := append([]string{"--parsable", "--elastic=1-1", "--determinism=d2", "-N", "1", "--gres=gpu:4", "-t", "5",
+	for _, extra := range [][]string{{"-t", "1"}, {"--exclude=n4", "-t", "5"}, {"-t", "5"}} {
+		args := append([]string{"--parsable", "--elastic=1-1", "--determinism=d2", "-N", "1", "--gres=gpu:4",
 			"-o", "/dev/null"}, extra...)
 		out, err := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), append(args, "--wrap", "sleep 60")...).CombinedOutput()
 		if err != nil {
@@ -63,6 +67,7 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 		elastic = append(elastic, id)
 		t.Cleanup(func() { l.CLI.Output(context.Background(), "scancel", id) })
 	}
+	short, elastic := elastic[0], elastic[1:]
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, extra: "speeds = { v100 = 1.0, t4 = 0.8 }\n"}
 	d := startDaemon(t, l, s, "backfilld")
 	t.Cleanup(func() { // the tail startDaemon logs may miss the first cycles: show every keep_off line
@@ -83,6 +88,15 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	}
 	if got := rawState(t, l, pinned); got != "PENDING" {
 		t.Fatalf("pinned job %s is %s, want PENDING", pinned, got)
+	}
+	// The third elastic job's 1 min limit ends before the blockers' 3 min
+	// (the pinned job's planned start): it takes nothing from the pinned
+	// job, and the cycles that kept the others off left it alone.
+	if got := rawExcluded(t, l, short); !sameNodes(t, nullAsEmpty(got), nil) {
+		t.Errorf("elastic job %s with a 1 min limit excludes %q, want nothing: it ends before the pinned job could start", short, got)
+	}
+	if _, err := l.CLI.Output(ctx, "scancel", short); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := l.CLI.Output(ctx, "scancel", blockers["n1"], blockers["n3"]); err != nil {
 		t.Fatal(err)
@@ -132,4 +146,13 @@ func sameNodes(t *testing.T, text string, want []string) bool {
 		}
 	}
 	return true
+}
+
+// nullAsEmpty is squeue's excluded-nodes text with its "(null)" (no node
+// excluded) as the empty hostlist.
+func nullAsEmpty(text string) string {
+	if text == "(null)" {
+		return ""
+	}
+	return text
 }
