@@ -175,6 +175,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if v := os.Getenv("EASYSCALE_HETERO_DRAIN"); v != "" {
 			d.DrainHorizon = v == "1"
 		}
+		// admit.max_loss other than the default's
+		if v, err := strconv.ParseFloat(os.Getenv("EASYSCALE_HETERO_MAXLOSS"), 64); err == nil && v > 0 && v <= 1 {
+			d.AdmitMaxLoss = v
+		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
 			d.ShrinkToAdmit = false
