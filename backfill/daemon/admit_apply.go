@@ -82,9 +82,7 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *R
 			r.AdmitDecided = &a.decision
 		}
 	}
-	for _, w := range why {
-		d.log.Named("admit").Debug("not admitting", "why", w)
-	}
+	d.noteAdmitWhy(why)
 	if !ok {
 		return false, nil
 	}
@@ -284,4 +282,18 @@ func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillst
 		}
 	}
 	return changed, nil
+}
+
+// noteAdmitWhy logs at debug level why queued jobs are not admitted this
+// cycle, each reason once while it stays: a reason the previous cycle
+// logged is not logged again (a tester saw the same line every 2 s).
+func (d *Daemon) noteAdmitWhy(why []string) {
+	seen := make(map[string]bool, len(why))
+	for _, w := range why {
+		if !d.admitWhy[w] {
+			d.log.Named("admit").Debug("not admitting", "why", w)
+		}
+		seen[w] = true
+	}
+	d.admitWhy = seen
 }

@@ -309,3 +309,19 @@ func mixedDonor(t *testing.T, td *testDaemon, version string) {
 		q.gpuType, q.schedNodes = "t4", "n3"
 	})
 }
+
+// Why a queued job is not admitted is logged once while it stays, and again
+// once it went away and came back (a tester saw one line every cycle).
+func TestANotAdmittingReasonIsLoggedOnceWhileItStays(t *testing.T) {
+	var logs strings.Builder
+	d := &Daemon{log: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}
+	for _, cycle := range [][]string{{"a"}, {"a"}, {"a", "b"}, {"b"}, {"a", "b"}} {
+		d.noteAdmitWhy(cycle)
+	}
+	if got, want := strings.Count(logs.String(), "not admitting"), 3; got != want {
+		t.Errorf("%d lines logged, want %d (a, b, and a again after a cycle without it):\n%s", got, want, logs.String())
+	}
+	if got := strings.Count(logs.String(), "why=a"); got != 2 {
+		t.Errorf("reason a logged %d times, want 2:\n%s", got, logs.String())
+	}
+}

@@ -83,6 +83,9 @@ type Daemon struct {
 	// keepOffWhy is the last reason logged, by job id, why a pending
 	// elastic job was not kept off (noteKeepOffWhy).
 	keepOffWhy map[string]string
+	// admitWhy is the set of reasons the last cycle logged why queued
+	// jobs were not admitted (noteAdmitWhy).
+	admitWhy map[string]bool
 	// mover requeues running jobs to move them to faster GPUs
 	// (move_to_faster, move.go); moveTried marks the jobs whose move a dry
 	// run logged (once per job); moving the requeued jobs whose excluded

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -16,14 +15,23 @@ import (
 //     elastic job's remaining time at its current size, from its progress
 //     report, elasticLeft; another job's time limit end − now)
 //     times the speed of the node's type;
-//   - each pending job that asks for GPUs, in a partition of a managed
-//     node, its GPUs times its time limit times the speed of its GPU type,
-//     or of the slowest managed type when it names none, so that the
+//   - each pending job that asks for GPUs and that Slurm may start as soon
+//     as resources allow (mayStartSoon: not held, not waiting for a
+//     dependency, a begin time or a limit), that may run only on managed
+//     nodes (placesJob: its partitions, --nodelist and --exclude) and
+//     that those nodes can hold (enough nodes with its GPUs per node, of
+//     its type): its GPUs times its time limit times the speed of its GPU
+//     type, or of the slowest managed type when it names none, so that the
 //     bound stays one the cluster cannot beat.
 //
 // A job whose GPUs, nodes or time cannot be read, or whose time limit is
-// UNLIMITED, adds nothing: the bound only shrinks. It is read once per
-// view (the cycle's admission and start-small share it).
+// UNLIMITED, adds nothing: the bound only shrinks. So does a pending job
+// Slurm will not run now or the managed nodes cannot run: anyone may queue
+// one at no cost, and it would loosen the bound on other users' jobs
+// (found by a tester: a held job, one with a begin time a year away, one
+// waiting for a dependency or asking more nodes than its partition has
+// let shrink-to-admit shrink another user's running job). It is read once
+// per view (the cycle's admission and start-small share it).
 func (d *Daemon) drain(v *View) *planner.Drain {
 	if !d.cfg.DrainHorizon {
 		return nil
@@ -44,7 +52,6 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 	}
 	dr := &planner.Drain{}
 	managed := map[string]float64{} // managed node -> speed
-	partitions := map[string]bool{} // partitions of managed nodes
 	slowest := 0.0
 	for _, n := range v.Nodes {
 		if !n.Managed || n.Total < 1 {
@@ -55,9 +62,6 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 		dr.Capacity += float64(n.Total) * sp
 		if slowest == 0 || sp < slowest {
 			slowest = sp
-		}
-		for _, p := range n.Partitions {
-			partitions[p] = true
 		}
 	}
 	if dr.Capacity == 0 {
@@ -91,7 +95,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 	}
 	for _, j := range v.Pending {
 		q, ok := readQueued(j)
-		if !ok || q.limit <= 0 || !slices.ContainsFunc(strings.Split(j.Partition, ","), func(p string) bool { return partitions[p] }) {
+		if !ok || q.limit <= 0 || !slices.Contains(mayStartSoon, j.Reason) || !d.managedCanRun(v, j, q) {
 			continue
 		}
 		sp := slowest
@@ -101,4 +105,31 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 		dr.Add(j.User, float64(q.nodes*q.perNode)*q.limit.Seconds()*sp)
 	}
 	return dr
+}
+
+// managedCanRun reports whether pending job j, asking q, may run only on
+// nodes this daemon manages (placesJob, with its --exclude as read) and
+// enough of them have q's GPUs per node, of its type when it names one.
+func (d *Daemon) managedCanRun(v *View, j slurmcli.Job, q queuedRequest) bool {
+	var excluded []string
+	if p, ok := v.Placements[j.ID]; ok {
+		var err error
+		if excluded, err = slurmcli.ExpandHostlist(p.ExcNodes); err != nil {
+			return false
+		}
+	}
+	places := d.placesJob(j, excluded)
+	fit := 0
+	for _, n := range v.Nodes {
+		if !places(n) {
+			continue
+		}
+		if !n.Managed {
+			return false // it may run elsewhere: not work these nodes must do
+		}
+		if n.Total >= q.perNode && (q.gpuType == "" || n.GPUType == q.gpuType) {
+			fit++
+		}
+	}
+	return fit >= q.nodes
 }

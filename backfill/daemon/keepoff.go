@@ -121,7 +121,7 @@ func (d *Daemon) keepOffMay(v *View, j slurmcli.Job, excluded []string) (may fun
 // has not planned yet, or one asking more than its type holds keeps no
 // job off.
 func (d *Daemon) pinnedNodes(v *View, j slurmcli.Job) (typ string, nodes []string) {
-	if !slices.Contains([]string{"Resources", "Priority", "None"}, j.Reason) || !anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) ||
+	if !slices.Contains(mayStartSoon, j.Reason) || !anyIn(strings.Split(j.Partition, ","), d.cfg.Partitions) ||
 		!d.planned(j) {
 		return "", nil
 	}

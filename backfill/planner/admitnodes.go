@@ -321,6 +321,9 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		donors[i] = Donor{Base: c.base, Min: c.keep * c.perNode, TimeLeft: c.remaining.Seconds()}
 	}
 	if len(donors) == 0 {
+		if len(skipped) == 0 {
+			return a, "no donor: no running elastic job may give up a node"
+		}
 		return a, "no donor: " + strings.Join(skipped, "; ")
 	}
 	var gain, horizon float64
