@@ -1,0 +1,104 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/daemon"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
+)
+
+// TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound is a tester's
+// attack on drain_horizon, on the lab: jobs Slurm will not run now (held,
+// waiting a year for their begin time, waiting for a dependency, asking
+// more nodes than the partition has) cost their owner nothing, and each
+// once loosened the bound that keeps shrink-to-admit from lengthening
+// another user's running job. Every node is busy and root's job waits;
+// nobody queues those four, a day long on two nodes each, and one job that
+// may start as soon as resources allow (one node of 4 GPUs, 60 min). One
+// `easyscale-backfilld --once --record` cycle's shrink-to-admit question
+// must count nobody's work as that last job's alone: 4 GPUs × 3,600 s at
+// the slowest managed type's speed (t4, 0.5 here), 7,200 GPU-s.
+func TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound(t *testing.T) {
+	l := slurmlab.Require(t)
+	if err := slurmlab.Build(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-w", n, "--gres=gpu:4", "-t", "10", "-o", "/dev/null")
+		if _, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING"); err != nil {
+			t.Fatalf("blocker on %s: %v", n, err)
+		}
+	}
+	queued := l.Submit(t, "#!/bin/sh\nsleep 30\n", "-N", "1", "--gres=gpu:4", "-t", "5", "-o", "/dev/null")
+	day := []string{"-N", "2", "--gres=gpu:4", "-t", "1-00:00:00"}
+	want := map[string]string{ // job id -> the squeue reason it must show
+		submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 1\n", append([]string{"-H"}, day...)...):                             "JobHeldUser",
+		submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 1\n", append([]string{"--begin=now+365days"}, day...)...):            "BeginTime",
+		submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 1\n", append([]string{"--dependency=afterok:" + queued}, day...)...): "Dependency",
+		submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 1\n", "-N", "100", "--gres=gpu:4", "-t", "1-00:00:00"):               "PartitionConfig",
+	}
+	eligible := submitAs(t, l, unprivileged, "#!/bin/sh\nsleep 1\n", "-N", "1", "--gres=gpu:4", "-t", "60")
+	waitFor(t, 30*time.Second, "the pending jobs' reasons", func() bool {
+		for id, reason := range want {
+			if got := rawReason(t, l, id); got != reason {
+				return false
+			}
+		}
+		r := rawReason(t, l, eligible)
+		// shrink-to-admit asks about jobs waiting for resources
+		return (r == "Resources" || r == "Priority") && rawReason(t, l, queued) == "Resources"
+	})
+
+	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, extra: "dry_run = true\nspeeds = { v100 = 1.0, t4 = 0.5 }\n"}
+	record := filepath.Join(s.dir, "cycle.json")
+	runCtx, runCancel := context.WithTimeout(ctx, 60*time.Second)
+	defer runCancel()
+	cmd := exec.CommandContext(runCtx, os.Args[0], "--config", s.write(t), "--once", "--record", record)
+	cmd.Env = append(append([]string{}, l.Env...), childEnv+"=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("easyscale-backfilld --once --record: %v\n%s", err, tail(string(out), 40))
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec daemon.Recording
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("the cycle's recording: %v", err)
+	}
+	if rec.Admit == nil || rec.Admit.Input.Objective == nil || rec.Admit.Input.Objective.Drain == nil {
+		t.Fatalf("the cycle asked no shrink-to-admit question with a drain bound:\n%s", b)
+	}
+	dr := rec.Admit.Input.Objective.Drain
+	if got, w := dr.ByUser[unprivileged], 4*3600*0.5; math.Abs(got-w) > 1 { // untyped: at the slowest managed type's speed
+		t.Errorf("%s's work in the drain bound %v GPU-s, want %v (the job Slurm may start alone, not jobs %v)", unprivileged, got, w, strings.Join(keys(want), ","))
+	}
+}
+
+// rawReason returns what `squeue -h -j ID -o %r` prints for the job.
+func rawReason(t *testing.T, l *slurmlab.Lab, id string) string {
+	t.Helper()
+	out, err := l.CLI.Output(context.Background(), "squeue", "-h", "-j", id, "-o", "%r")
+	if err != nil {
+		t.Fatalf("reason of job %s: %v", id, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
