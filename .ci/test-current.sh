@@ -14,6 +14,7 @@
 #   EASYSCALE_CURRENT_E2E_RUN=PATTERN ...   tests/e2e's -test.run (default ^TestTorch); CI's short
 #                                           form is tests/lab/README.md's (make test-current)
 #   EASYSCALE_CURRENT_SLURM_RUN=PATTERN ... tests/slurm's -test.run (default: every test)
+#   EASYSCALE_CURRENT_BACKFILL_RUN=PATTERN  tests/backfill's -test.run (default: every test)
 #
 # EASYSCALE_LAB=1 turns the lab tests on, as in make test; CI set makes a lab that cannot
 # start fail them. A lab that was down is taken down at the end; one that was up (make
@@ -37,7 +38,7 @@ SUITES=(
 	"slurmlab ./internal/slurmlab"
 	"spank ./spank/plugintest"
 	"slurm ./tests/slurm -test.run ${EASYSCALE_CURRENT_SLURM_RUN:-.}"
-	"backfill ./tests/backfill"
+	"backfill ./tests/backfill -test.run ${EASYSCALE_CURRENT_BACKFILL_RUN:-.}"
 	"e2e ./tests/e2e -test.run ${EASYSCALE_CURRENT_E2E_RUN:-^TestTorch}"
 	"torchengine ./runtime/torchengine -test.run ^TestPythonPackage$"
 	"package tests/lab/current-smoke.sh"
