@@ -165,7 +165,9 @@
 //     jobs' ends, the queued job's own end by waiting (its planned start
 //     plus its time limit) and, with drain_horizon (the default), the time
 //     the managed nodes need at the least for the work of other users'
-//     running and pending jobs (drain.go, planner.Drain), so the makespan
+//     running and pending jobs (drain.go, planner.Drain; a pending job
+//     counts only when Slurm may start it now and only managed nodes can
+//     run it: a held job queued for free must not loosen it), so the makespan
 //     does not grow; and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
