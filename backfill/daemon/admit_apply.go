@@ -73,6 +73,7 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *R
 	}
 	resumed, err := d.resumeAdmits(ctx, v, records)
 	if err != nil || resumed {
+		d.noteAdmitWhy(nil) // no question asked: a reason seen again later is logged again
 		return resumed, err
 	}
 	in, a, ok, why := d.planAdmission(v, live, records)

@@ -17,10 +17,11 @@ import (
 //     times the speed of the node's type;
 //   - each pending job that asks for GPUs and that Slurm may start as soon
 //     as resources allow (mayStartSoon: not held, not waiting for a
-//     dependency, a begin time or a limit), that may run only on managed
-//     nodes (placesJob: its partitions, --nodelist and --exclude) and
-//     that those nodes can hold (enough nodes with its GPUs per node, of
-//     its type): its GPUs times its time limit times the speed of its GPU
+//     dependency, a begin time or a limit) and has planned (a START_TIME:
+//     backfill plans a job only once its limits allow it), that may run
+//     only on managed nodes (placesJob: its partitions, --nodelist and
+//     --exclude as read this cycle; no --constraint) and that those nodes
+//     can hold (enough nodes with its GPUs per node, of its type): its GPUs times its time limit times the speed of its GPU
 //     type, or of the slowest managed type when it names none, so that the
 //     bound stays one the cluster cannot beat.
 //
@@ -95,7 +96,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 	}
 	for _, j := range v.Pending {
 		q, ok := readQueued(j)
-		if !ok || q.limit <= 0 || !slices.Contains(mayStartSoon, j.Reason) || !d.managedCanRun(v, j, q) {
+		if !ok || q.limit <= 0 || !slices.Contains(mayStartSoon, j.Reason) || !d.planned(j) || !d.managedCanRun(v, j, q) {
 			continue
 		}
 		sp := slowest
@@ -108,15 +109,19 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 }
 
 // managedCanRun reports whether pending job j, asking q, may run only on
-// nodes this daemon manages (placesJob, with its --exclude as read) and
-// enough of them have q's GPUs per node, of its type when it names one.
+// nodes this daemon manages (placesJob, with its --exclude as read this
+// cycle) and enough of them have q's GPUs per node, of its type when it
+// names one; false when its placement was not read (an array or
+// heterogeneous job, or a cycle whose read failed) or it asks a
+// --constraint.
 func (d *Daemon) managedCanRun(v *View, j slurmcli.Job, q queuedRequest) bool {
-	var excluded []string
-	if p, ok := v.Placements[j.ID]; ok {
-		var err error
-		if excluded, err = slurmcli.ExpandHostlist(p.ExcNodes); err != nil {
-			return false
-		}
+	p, read := v.Placements[j.ID]
+	if !read || p.Features != "" { // its --exclude unknown, or a --constraint: which nodes it may use is not known
+		return false
+	}
+	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
+	if err != nil {
+		return false
 	}
 	places := d.placesJob(j, excluded)
 	fit := 0

@@ -36,28 +36,36 @@ func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
 			{ID: "4", User: "dave", Nodes: 1, NodeList: "n2", TRESPerNode: "gres:gpu:1", EndTime: "garbage"},
 		},
 		Pending: []slurmcli.Job{
-			// erin: 2 t4 for 10 min: 1,200; frank: 1 untyped GPU for 10 min at the slowest type: 600
-			{ID: "5", User: "erin", Partition: "gpu", Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:t4:2", TimeLimit: "10:00"},
-			{ID: "6", User: "frank", Partition: "gpu", Reason: "Priority", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			// erin: 2 t4 for 10 min: 1,200; frank: 1 untyped GPU for 10 min at the slowest type: 600;
+			// grace: just planned (Reason None), 1 t4 for 10 min: 600
+			{ID: "5", User: "erin", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:t4:2", TimeLimit: "10:00"},
+			{ID: "6", User: "frank", Partition: "gpu", Reason: "Priority", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			{ID: "18", User: "grace", Partition: "gpu", Reason: "None", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:t4:1", TimeLimit: "10:00"},
 			// not counted: another partition only, or one with an unmanaged node (x1 may run it); an
 			// UNLIMITED limit
-			{ID: "7", User: "erin", Partition: "other", Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
-			{ID: "17", User: "erin", Partition: "other,gpu", Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
-			{ID: "8", User: "erin", Partition: "gpu", Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "UNLIMITED"},
+			{ID: "7", User: "erin", Partition: "other", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			{ID: "17", User: "erin", Partition: "other,gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			{ID: "8", User: "erin", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "UNLIMITED"},
 			// not counted, whoever queues them (a tester's attack: each let shrink-to-admit shrink
 			// another user's running job): jobs Slurm will not start now, held, waiting for a
 			// begin time, a dependency or a limit, and jobs the managed nodes cannot hold
-			{ID: "9", User: "mallory", Partition: "gpu", Reason: "JobHeldUser", Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
-			{ID: "10", User: "mallory", Partition: "gpu", Reason: "BeginTime", Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
-			{ID: "11", User: "mallory", Partition: "gpu", Reason: "Dependency", Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
-			{ID: "12", User: "mallory", Partition: "gpu", Reason: "PartitionConfig", Nodes: 100, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
-			{ID: "13", User: "mallory", Partition: "gpu", Reason: "Resources", Nodes: 3, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
-			{ID: "14", User: "mallory", Partition: "gpu", Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:8", TimeLimit: "30-00:00:00"},
-			{ID: "15", User: "mallory", Partition: "gpu", Reason: "Resources", Nodes: 2, TRESPerNode: "gres:gpu:a100:1", TimeLimit: "30-00:00:00"},
-			{ID: "16", User: "mallory", Partition: "gpu", Reason: "Resources", Nodes: 2, TRESPerNode: "gres:gpu:1", TimeLimit: "30-00:00:00"},
+			{ID: "9", User: "mallory", Partition: "gpu", Reason: "JobHeldUser", StartTime: at(time.Hour), Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
+			{ID: "10", User: "mallory", Partition: "gpu", Reason: "BeginTime", StartTime: at(365 * 24 * time.Hour), Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
+			{ID: "11", User: "mallory", Partition: "gpu", Reason: "Dependency", StartTime: "N/A", Nodes: 2, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
+			{ID: "12", User: "mallory", Partition: "gpu", Reason: "PartitionConfig", StartTime: "N/A", Nodes: 100, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
+			{ID: "13", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 3, TRESPerNode: "gres:gpu:4", TimeLimit: "30-00:00:00"},
+			{ID: "14", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:8", TimeLimit: "30-00:00:00"},
+			{ID: "15", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 2, TRESPerNode: "gres:gpu:a100:1", TimeLimit: "30-00:00:00"},
+			{ID: "16", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 2, TRESPerNode: "gres:gpu:1", TimeLimit: "30-00:00:00"},
+			// and (a reviewer's): no planned start yet (beyond what backfill tests, or a limit), a
+			// --constraint, a placement not read this cycle (an array's or a heterogeneous job's id)
+			{ID: "19", User: "mallory", Partition: "gpu", Reason: "Priority", StartTime: "N/A", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "30-00:00:00"},
+			{ID: "20", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "30-00:00:00"},
+			{ID: "21_[0-3]", User: "mallory", Partition: "gpu", Reason: "Resources", StartTime: at(time.Hour), Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "30-00:00:00"},
 		},
 		// job 16 excludes n2 itself: one managed node left for its two
-		Placements: map[string]slurmcli.Placement{"16": {ExcNodes: "n2"}},
+		Placements: map[string]slurmcli.Placement{"5": {}, "6": {}, "7": {}, "8": {}, "9": {}, "10": {}, "11": {}, "12": {}, "13": {},
+			"14": {}, "15": {}, "16": {ExcNodes: "n2"}, "17": {}, "18": {}, "19": {}, "20": {Features: "fast"}},
 		Elastic: map[string]*ElasticJob{"3": {Job: slurmcli.Job{ID: "3", User: "alice", StartTime: at(-30 * time.Minute)},
 			Progress: &elastic.Progress{Step: 50, TotalSteps: 100, Workers: 2}, End: now.Add(90 * time.Minute),
 			Base: []NodeAlloc{{Node: "n1", GPUs: 2}}}},
@@ -70,7 +78,7 @@ func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
 	if want := 4*3.0 + 4*1.0; dr.Capacity != want {
 		t.Errorf("capacity %v, want %v (the managed nodes' speed-weighted GPUs)", dr.Capacity, want)
 	}
-	want := map[string]float64{"bob": 6000, "carol": 2000, "alice": 10800, "erin": 1200, "frank": 600}
+	want := map[string]float64{"bob": 6000, "carol": 2000, "alice": 10800, "erin": 1200, "frank": 600, "grace": 600}
 	total := 0.0
 	for user, w := range want {
 		total += w

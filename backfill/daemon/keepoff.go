@@ -327,7 +327,7 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned pinn
 			k = len(q.Types)
 			at[n.GPUType] = k
 			q.Types = append(q.Types, planner.TypeOffer{Type: n.GPUType, Speed: speed})
-			q.Run[n.GPUType] = r.limit.Seconds() // whatever the type: Slurm holds it until its time limit
+			q.Run[n.GPUType] = d.longestHold(com.Request, r).Seconds() // whatever the type: Slurm holds it until its time limit
 		}
 		q.Types[k].Capacity++
 	}
@@ -540,4 +540,18 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// longestHold is the longest pending elastic job j, asking q, could hold
+// the nodes it starts on: its time limit, or with start-small on and a
+// minimum below its request, the limit start-small would give it started
+// at its minimum node count (planner.RaisedTimeLimit), so that a job left
+// on a pinned job's type because it would end in time (planner.KeepOff)
+// still ends in time when it is started small there.
+func (d *Daemon) longestHold(req elastic.Request, q queuedRequest) time.Duration {
+	if d.cfg.StartSmallRule() == planner.StartSmallOff || req.MinNodes < 1 || req.MinNodes >= q.nodes {
+		return q.limit
+	}
+	limit, _ := planner.RaisedTimeLimit(q.limit, 0, q.limit, q.nodes, req.MinNodes, d.cfg.TimeLimitRule())
+	return limit
 }

@@ -298,6 +298,32 @@ func TestAJobThatEndsBeforeThePinnedJobsPlannedStartIsNotKeptOff(t *testing.T) {
 	}
 }
 
+// A job that start-small may start below its request could hold the nodes
+// longer than its time limit: started on one node of its two, its limit is
+// raised past 80 min, beyond the pinned job's planned start in 1 h, though
+// its own 40 min end before. It is kept off; with start-small off, it is
+// not.
+func TestAJobStartSmallMayStartSmallIsKeptOffForItsRaisedLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		toml    string
+		keptOff bool
+	}{
+		{"start-small on (the default)", keepOffTOML, true},
+		{"start-small off", keepOffTOML + "[start_small]\nrule = \"off\"\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, tc.toml)
+			_, job := keepOffQueue(td)
+			td.fake.set(func() { job.timeLimit, job.nodes, job.excNodes = 40*time.Minute, 2, "" })
+			td.cycle(t)
+			if got := job.excNodes == "n1,n2"; got != tc.keptOff {
+				t.Errorf("excluded nodes %q, kept off %v, want %v", job.excNodes, got, tc.keptOff)
+			}
+		})
+	}
+}
+
 // A keep-off ends once the job's time limit (2 h here) has passed since it
 // was first kept off: its nodes are put back, and while it waits it is not
 // kept off again.

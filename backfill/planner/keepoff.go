@@ -45,10 +45,11 @@ type KeepOffRequest struct {
 	// in the daemon, the projection of the running jobs' time limits in
 	// the simulator). A type missing is needed now, or when is not known.
 	PinnedStart map[string]float64
-	// Run is, by type, how long the job would hold GPUs of that type if
-	// it started on it now, in seconds (its time limit in the daemon, its
-	// run time at its request at its speed there in the simulator); a type
-	// missing or 0 is not known.
+	// Run is, by type, the longest the job could hold GPUs of that type if
+	// it started on it now, in seconds: started as small as start-small
+	// may start it (the daemon: its time limit, raised as a start at its
+	// minimum node count raises it; the simulator: its run time at its
+	// minimum at its speed there). A type missing or 0 is not known.
 	Run map[string]float64
 }
 

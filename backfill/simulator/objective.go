@@ -163,8 +163,11 @@ func (s *sim) rescaleCost() float64 { return s.cfg.RescaleCost }
 // update of the pending job, so the job waits for the other types rather
 // than start on the pinned ones (ruleOf).
 func (s *sim) keepOffPinned(avail []int) {
-	var ahead []string               // the types of the pinned jobs queued ahead
-	pinStart := map[string]float64{} // by type, the earliest start of the first pinned job ahead, seconds from now
+	var ahead []string // the types of the pinned jobs queued ahead
+	// by type, the earliest start of the first pinned job queued ahead for
+	// it, seconds from now (the daemon takes the earliest planned start of
+	// them all; a smaller pinned job queued later may fit sooner)
+	pinStart := map[string]float64{}
 	for _, r := range s.queue {
 		inSpell := len(r.off) > 0
 		r.off = nil
@@ -184,7 +187,7 @@ func (s *sim) keepOffPinned(avail []int) {
 			for _, t := range s.cluster.Types() {
 				if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, t) {
 					q.Types = append(q.Types, planner.TypeOffer{Type: t, Capacity: s.cluster.TypeTotal(t), Speed: s.typeSpeed(r, t)})
-					q.Run[t] = planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.typeSpeed(r, t), N: r.j.GPUs}}, r.rem)
+					q.Run[t] = planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.typeSpeed(r, t), N: s.fewestAtStart(r)}}, r.rem)
 				}
 			}
 			off = planner.KeepOff(q)
@@ -200,6 +203,18 @@ func (s *sim) keepOffPinned(avail []int) {
 			r.off = off
 		}
 	}
+}
+
+// fewestAtStart is the fewest GPUs queued job r may start on: its minimum
+// when start-small may start it below its request (Config.StartSmall),
+// else its request. keepOffPinned leaves r on a pinned type only when it
+// would end there in time even started this small, the longest it could
+// hold the type.
+func (s *sim) fewestAtStart(r *run) int {
+	if s.cfg.StartSmall != planner.StartSmallOff && r.min >= 1 && r.min < r.j.GPUs {
+		return r.min
+	}
+	return r.j.GPUs
 }
 
 // startSmallAny starts a waiting elastic job r now on fewer GPUs than it

@@ -63,8 +63,9 @@ func TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound(t *testing.T) {
 			}
 		}
 		r := rawReason(t, l, eligible)
-		// shrink-to-admit asks about jobs waiting for resources
-		return (r == "Resources" || r == "Priority") && rawReason(t, l, queued) == "Resources"
+		// shrink-to-admit asks about jobs waiting for resources; the drain
+		// bound counts jobs Slurm has planned
+		return (r == "Resources" || r == "Priority") && rawStart(t, l, eligible) != "N/A" && rawReason(t, l, queued) == "Resources"
 	})
 
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, extra: "dry_run = true\nspeeds = { v100 = 1.0, t4 = 0.5 }\n"}
@@ -91,6 +92,17 @@ func TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound(t *testing.T) {
 	if got, w := dr.ByUser[unprivileged], 4*3600*0.5; math.Abs(got-w) > 1 { // untyped: at the slowest managed type's speed
 		t.Errorf("%s's work in the drain bound %v GPU-s, want %v (the job Slurm may start alone, not jobs %v)", unprivileged, got, w, strings.Join(keys(want), ","))
 	}
+}
+
+// rawStart returns what `squeue -h -j ID -o %S` prints for the job (its
+// planned start, N/A before Slurm's backfill plans it).
+func rawStart(t *testing.T, l *slurmlab.Lab, id string) string {
+	t.Helper()
+	out, err := l.CLI.Output(context.Background(), "squeue", "-h", "-j", id, "-o", "%S")
+	if err != nil {
+		t.Fatalf("planned start of job %s: %v", id, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // rawReason returns what `squeue -h -j ID -o %r` prints for the job.

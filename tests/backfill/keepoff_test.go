@@ -92,6 +92,9 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	// The third elastic job's 1 min limit ends before the blockers' 3 min
 	// (the pinned job's planned start): it takes nothing from the pinned
 	// job, and the cycles that kept the others off left it alone.
+	if got := rawState(t, l, short); got != "PENDING" {
+		t.Fatalf("elastic job %s with a 1 min limit is %s, want PENDING (what it excludes is checked while it waits)", short, got)
+	}
 	if got := rawExcluded(t, l, short); !sameNodes(t, nullAsEmpty(got), nil) {
 		t.Errorf("elastic job %s with a 1 min limit excludes %q, want nothing: it ends before the pinned job could start", short, got)
 	}
