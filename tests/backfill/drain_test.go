@@ -3,10 +3,12 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +92,7 @@ func TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound(t *testing.T) {
 	}
 	dr := rec.Admit.Input.Objective.Drain
 	if got, w := dr.ByUser[unprivileged], 4*3600*0.5; math.Abs(got-w) > 1 { // untyped: at the slowest managed type's speed
-		t.Errorf("%s's work in the drain bound %v GPU-s, want %v (the job Slurm may start alone, not jobs %v)", unprivileged, got, w, strings.Join(keys(want), ","))
+		t.Errorf("%s's work in the drain bound %v GPU-s, want %v (the job Slurm may start alone, not jobs %v)", unprivileged, got, w, strings.Join(slices.Sorted(maps.Keys(want)), ","))
 	}
 }
 
@@ -98,29 +100,24 @@ func TestQueuedJobsSlurmWillNotRunAddNoWorkToTheDrainBound(t *testing.T) {
 // planned start, N/A before Slurm's backfill plans it).
 func rawStart(t *testing.T, l *slurmlab.Lab, id string) string {
 	t.Helper()
-	out, err := l.CLI.Output(context.Background(), "squeue", "-h", "-j", id, "-o", "%S")
-	if err != nil {
-		t.Fatalf("planned start of job %s: %v", id, err)
-	}
-	return strings.TrimSpace(string(out))
+	return squeueField(t, l, id, "%S")
 }
 
 // rawReason returns what `squeue -h -j ID -o %r` prints for the job.
 func rawReason(t *testing.T, l *slurmlab.Lab, id string) string {
 	t.Helper()
-	out, err := l.CLI.Output(context.Background(), "squeue", "-h", "-j", id, "-o", "%r")
-	if err != nil {
-		t.Fatalf("reason of job %s: %v", id, err)
-	}
-	return strings.TrimSpace(string(out))
+	return squeueField(t, l, id, "%r")
 }
 
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
+// squeueField returns what `squeue -h -j ID -o FORMAT` prints for the job,
+// read without the package's parser.
+func squeueField(t *testing.T, l *slurmlab.Lab, id, format string) string {
+	t.Helper()
+	out, err := l.CLI.Output(context.Background(), "squeue", "-h", "-j", id, "-o", format)
+	if err != nil {
+		t.Fatalf("squeue -o %s of job %s: %v", format, id, err)
 	}
-	return out
+	return strings.TrimSpace(string(out))
 }
 
 // sbatchAs submits with sbatch --uid=user (running in /tmp, output to
