@@ -40,9 +40,10 @@ type queuedRequest struct {
 
 // readQueued returns what pending job j asks for: its node count (squeue's
 // NumNodes, the minimum requested), GPUs per node (TRES-per-node, else the
-// TRES-per-job count split evenly) with their type, and its time limit.
-// ok is false for a job asking no GPUs, an unreadable request, or no
-// finite time limit (shrink-to-admit then does not consider it).
+// TRES-per-job count split evenly) with their type (from either), and its
+// time limit. ok is false for a job asking no GPUs, an unreadable request,
+// GPUs of several types per job, or no finite time limit (shrink-to-admit
+// then does not consider it).
 func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
 	if err != nil || j.Nodes < 1 {
@@ -67,6 +68,14 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 		return queuedRequest{}, false
 	}
 	q.perNode = total / j.Nodes
+	// --gpus=TYPE:N (TRES per job) pins the job to a type as
+	// --gres=gpu:TYPE:N does (a reviewer's finding: it read as untyped);
+	// GPUs of several types are not one request the planner can place.
+	if types := requestedGPUs(j).types; len(types) > 1 {
+		return queuedRequest{}, false
+	} else if len(types) == 1 {
+		q.gpuType = types[0]
+	}
 	return q, true
 }
 
