@@ -21,8 +21,9 @@ import (
 //     backfill plans a job only once its limits allow it), that may run
 //     only on managed nodes (placesJob: its partitions, --nodelist and
 //     --exclude as read this cycle; no --constraint) and that those nodes
-//     can hold (enough nodes with its GPUs per node, of its type): its GPUs times its time limit times the speed of its GPU
-//     type, or of the slowest managed type when it names none, so that the
+//     can hold (enough nodes with its GPUs per node, of its type): its
+//     GPUs times its time limit times the speed of its GPU type, or of
+//     the slowest managed type when it names none, so that the
 //     bound stays one the cluster cannot beat.
 //
 // A job whose GPUs, nodes or time cannot be read, or whose time limit is
@@ -109,7 +110,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 }
 
 // managedCanRun reports whether pending job j, asking q, may run only on
-// nodes this daemon manages (placesJob, with its --exclude as read this
+// nodes this daemon manages (keepOffMay, with its --exclude as read this
 // cycle) and enough of them have q's GPUs per node, of its type when it
 // names one; false when its placement was not read (an array or
 // heterogeneous job, or a cycle whose read failed) or it asks a
@@ -123,16 +124,13 @@ func (d *Daemon) managedCanRun(v *View, j slurmcli.Job, q queuedRequest) bool {
 	if err != nil {
 		return false
 	}
-	places := d.placesJob(j, excluded)
+	may, all := d.keepOffMay(v, j, excluded) // all: no node it may use is another daemon's or unmanaged
+	if !all {
+		return false
+	}
 	fit := 0
 	for _, n := range v.Nodes {
-		if !places(n) {
-			continue
-		}
-		if !n.Managed {
-			return false // it may run elsewhere: not work these nodes must do
-		}
-		if n.Total >= q.perNode && (q.gpuType == "" || n.GPUType == q.gpuType) {
+		if may(n) && n.Total >= q.perNode && (q.gpuType == "" || n.GPUType == q.gpuType) {
 			fit++
 		}
 	}
