@@ -14,8 +14,12 @@
 // not need. Time limits are exact: a job's limit is its remaining work at its
 // base allocation's speed, so a reserved start can only move earlier (a
 // job shrunk to admit another is kept off reserved nodes: see Jobs). Extra
-// jobs sit in a preemptable partition: the scheduler counts their GPUs as
-// free and preempts them when a job it starts needs them.
+// jobs sit in a preemptable partition: a job the scheduler starts goes on
+// free GPUs when they hold it, even of a slower type, and preempts extra
+// jobs only when they do not, as select/cons_tres does (it tries a job
+// without preemption first; the lab shows it,
+// TestANormalJobThatFitsOnIdleNodesPreemptsNothing in internal/slurmlab).
+// Reservations count lent GPUs as free.
 //
 // # Jobs
 //

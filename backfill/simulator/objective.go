@@ -285,12 +285,12 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 	}
 	for m := min(r.j.GPUs-1, s.availTotal); m >= r.min; m-- {
 		for _, rule := range rules {
-			a := s.cluster.Fit(avail, m, rule)
+			a := s.slurmFit(avail, m, rule)
 			if a == nil {
 				continue
 			}
 			if !head && s.now+int64(math.Ceil(planner.RunTime(r.model, s.speedsOn(r, a), r.rem))) > x {
-				a = s.cluster.Fit(ravail, m, rule)
+				a = s.slurmFit(ravail, m, rule)
 			}
 			try(a)
 		}

@@ -121,7 +121,7 @@ func (s *sim) startSmall(head *run, avail []int, x int64, resAllocs []alloc) boo
 	}
 	var small []alloc
 	for m := most; m >= head.min && small == nil; m-- {
-		small = s.cluster.Fit(avail, m, s.ruleOf(head))
+		small = s.slurmFit(avail, m, s.ruleOf(head))
 	}
 	if small == nil {
 		return false
@@ -171,11 +171,33 @@ func (s *sim) fit(r *run, avail []int, head bool) []alloc {
 	if s.availTotal < r.j.GPUs {
 		return nil
 	}
-	a := s.cluster.Fit(avail, r.j.GPUs, s.ruleOf(r))
+	a := s.slurmFit(avail, r.j.GPUs, s.ruleOf(r))
 	if a != nil && head && s.objective() && s.cfg.HoldForFast && r.d2 && !r.rigid {
 		a = s.holdForFast(r, avail, a)
 	}
 	return a
+}
+
+// slurmFit is where Slurm starts a job of n GPUs under rule from avail
+// (free GPUs and those of preemptible extra jobs, per node): on free GPUs
+// alone when they hold it, preempting extra jobs only when they do not.
+// select/cons_tres tries a job without preemption first and removes
+// preemptible jobs only when that fails (_run_now in
+// src/plugins/select/cons_tres/job_test.c), so a job that fits on idle
+// slower GPUs starts there rather than on faster GPUs lent to an elastic
+// job. Nil when avail cannot hold it.
+func (s *sim) slurmFit(avail []int, n int, rule planner.FitRule) []alloc {
+	if s.lent > 0 {
+		free := s.freeView[:0]
+		for i := range avail {
+			free = append(free, min(avail[i], s.nodes[i].free))
+		}
+		s.freeView = free
+		if a := s.cluster.Fit(free, n, rule); a != nil {
+			return a
+		}
+	}
+	return s.cluster.Fit(avail, n, rule)
 }
 
 // baseLimit is the time limit end of r started now on allocs: its

@@ -360,6 +360,7 @@ type node struct {
 }
 
 type sim struct {
+	freeView  []int // slurmFit's scratch
 	cfg       Config
 	nodes     []node
 	cluster   *planner.Cluster // the same nodes, for the planner's Fit and Admit

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -131,6 +132,54 @@ func TestNormalJobPreemptsLowPriorityJob(t *testing.T) {
 	}
 	if d.Restarts < 1 {
 		t.Errorf("low-priority job %s has Restarts=%d, want >= 1 (requeued by preemption)", low, d.Restarts)
+	}
+}
+
+// TestANormalJobThatFitsOnIdleNodesPreemptsNothing is the fact the
+// simulator's placement rests on (backfill/simulator slurmFit): Slurm
+// starts a job on idle nodes when they hold it, even slower ones later in
+// node order, and preempts low-priority work only when they do not
+// (select/cons_tres tries the job without preemption first).
+func TestANormalJobThatFitsOnIdleNodesPreemptsNothing(t *testing.T) {
+	l := Require(t)
+	ctx := context.Background()
+	var low []string
+	for _, n := range []string{"n1", "n2"} { // the v100 nodes, first in node order
+		id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "low", "-w", n, "--exclusive", "-t", "5", "-o", "/dev/null")
+		if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+		low = append(low, id)
+	}
+	var nodes []string
+	for range 2 { // n3 and n4 are idle: each fits without a preemption
+		id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "-N1", "--exclusive", "-t", "5", "-o", "/dev/null")
+		if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+		j, err := l.CLI.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, j.NodeList)
+	}
+	slices.Sort(nodes)
+	if !slices.Equal(nodes, []string{"n3", "n4"}) {
+		t.Errorf("the normal jobs ran on %v, want the idle n3 and n4", nodes)
+	}
+	for _, id := range low {
+		j, err := l.CLI.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != "RUNNING" {
+			t.Errorf("low-priority job %s is %s, want RUNNING: nothing had to be preempted", id, j.State)
+		}
+	}
+	// With no idle node left, the next normal job preempts one of them.
+	last := l.Submit(t, "#!/bin/sh\nsleep 1\n", "-p", "normal", "-N1", "--exclusive", "-t", "1", "-o", "/dev/null")
+	if _, err := l.WaitState(ctx, last, 30*time.Second, "RUNNING", "COMPLETED"); err != nil {
+		t.Fatal(err)
 	}
 }
 
