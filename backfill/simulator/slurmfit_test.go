@@ -15,7 +15,7 @@ func TestAJobThatFitsOnIdleGPUsPreemptsNoLend(t *testing.T) {
 	const a, b = "A,0,5000,4,v100,,1,8,4,8,d1\n", "B,100,1000,4,,,1,4,4,4,d2\n"
 	for _, tc := range []struct {
 		name, csv, bOn string
-		preempted     int
+		preempted      int
 	}{
 		{"idle T4s hold B", a + b, "t4", 0},
 		{"no idle GPU holds B", a + "C,0,5000,4,t4,,1,4,4,4,d1\n" + b, "v100", 1},
