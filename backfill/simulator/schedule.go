@@ -180,24 +180,39 @@ func (s *sim) fit(r *run, avail []int, head bool) []alloc {
 
 // slurmFit is where Slurm starts a job of n GPUs under rule from avail
 // (free GPUs and those of preemptible extra jobs, per node): on free GPUs
-// alone when they hold it, preempting extra jobs only when they do not.
-// select/cons_tres tries a job without preemption first and removes
-// preemptible jobs only when that fails (_run_now in
+// alone when they hold it, preempting extra jobs only when they do not,
+// and then as few as it takes. select/cons_tres tries a job without
+// preemption first and, when that fails, removes preemptible jobs one at
+// a time until the job fits (_run_now in
 // src/plugins/select/cons_tres/job_test.c), so a job that fits on idle
 // slower GPUs starts there rather than on faster GPUs lent to an elastic
-// job. Nil when avail cannot hold it.
+// job, and one that needs a lend uses the idle GPUs too. Here the extra
+// jobs are removed node by node in the cluster's order (fastest type
+// first). Nil when avail cannot hold it.
 func (s *sim) slurmFit(avail []int, n int, rule planner.FitRule) []alloc {
-	if s.lent > 0 {
-		free := s.freeView[:0]
-		for i := range avail {
-			free = append(free, min(avail[i], s.nodes[i].free))
+	if s.lent == 0 {
+		return s.cluster.Fit(avail, n, rule)
+	}
+	view := s.freeView[:0]
+	for i := range avail {
+		view = append(view, min(avail[i], s.nodes[i].free))
+	}
+	s.freeView = view
+	if a := s.cluster.Fit(view, n, rule); a != nil {
+		return a
+	}
+	for i := range avail {
+		if view[i] == avail[i] {
+			continue // nothing lent there, or nothing more a starting job may take
 		}
-		s.freeView = free
-		if a := s.cluster.Fit(free, n, rule); a != nil {
-			return a
+		for _, x := range s.nodes[i].extras {
+			view[i] = min(avail[i], view[i]+x.gpus)
+			if a := s.cluster.Fit(view, n, rule); a != nil {
+				return a
+			}
 		}
 	}
-	return s.cluster.Fit(avail, n, rule)
+	return nil
 }
 
 // baseLimit is the time limit end of r started now on allocs: its
