@@ -168,7 +168,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		summary = stderr
 	}
 	if res.Skipped > 0 {
-		fmt.Fprintf(stderr, "easyscale-simulate: skipped %d of %d jobs: they ask for 0 GPUs or more than the cluster's %d\n", res.Skipped, len(jobs), res.TotalGPUs)
+		why := res.SkippedWhy[:min(3, len(res.SkippedWhy))]
+		more := ""
+		if len(res.SkippedWhy) > len(why) {
+			more = fmt.Sprintf("; and %d more", len(res.SkippedWhy)-len(why))
+		}
+		fmt.Fprintf(stderr, "easyscale-simulate: skipped %d of %d jobs that can never start on this cluster: %s%s\n",
+			res.Skipped, len(jobs), strings.Join(why, "; "), more)
 	}
 	fmt.Fprintf(summary, "policy=%s jobs=%d skipped_jobs=%d mean_jct_s=%.0f p95_jct_s=%.0f mean_queue_s=%.0f gpu_alloc_pct=%.1f makespan_s=%d max_reservation_delay_s=%d\n",
 		res.Policy, res.Jobs, res.Skipped, res.MeanJCT, res.P95JCT, res.MeanQueue, res.GPUAllocPct, res.Makespan, res.MaxReservationDelay)

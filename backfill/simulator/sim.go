@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
@@ -202,9 +203,12 @@ type Result struct {
 	// Jobs counts completed jobs; Skipped counts trace jobs that could
 	// never start (0 GPUs, or more GPUs than the whole cluster) and were
 	// left out of every metric.
-	Jobs      int `json:"jobs"`
-	Skipped   int `json:"skipped_jobs"`
-	TotalGPUs int `json:"total_gpus"`
+	Jobs    int `json:"jobs"`
+	Skipped int `json:"skipped_jobs"`
+	// SkippedWhy says, for each skipped job in trace order, why it can
+	// never start (its id, its request and what the cluster has).
+	SkippedWhy []string `json:"-"`
+	TotalGPUs  int      `json:"total_gpus"`
 	// MeanJCT and P95JCT summarise completion − submit.
 	MeanJCT float64 `json:"mean_jct_s"`
 	P95JCT  float64 `json:"p95_jct_s"`
@@ -440,7 +444,8 @@ var ErrConfig = errors.New("invalid simulator configuration")
 
 // Run replays jobs (sorted by submit time, as trace tables are) under cfg.
 // Jobs asking for 0 GPUs or more than the cluster holds can never start:
-// they are skipped and counted in Result.Skipped. Errors: an invalid cfg
+// they are skipped, counted in Result.Skipped with the reason in
+// Result.SkippedWhy. Errors: an invalid cfg
 // (wrapping ErrConfig: a GPU group without a type or with a count outside
 // [1, MaxGPUs], a type listed twice, more than MaxGPUs GPUs in all, both
 // GPU groups and Nodes, a node without a type or GPUs, more than MaxNodes
@@ -462,8 +467,9 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 		}
 		ids[j.ID] = true
 		r := s.newRun(j)
-		if !s.canEverStart(r) {
+		if why := s.whyNeverStarts(r); why != "" {
 			s.res.Skipped++
+			s.res.SkippedWhy = append(s.res.SkippedWhy, why)
 			continue
 		}
 		if len(s.runs) > 0 && j.Submit < s.runs[len(s.runs)-1].j.Submit {
@@ -634,9 +640,16 @@ func (s *sim) newRun(j *trace.Job) *run {
 // for at least one GPU and no more than its allowed types hold (in one
 // type, for a one-type job). A job naming a type the cluster lacks never
 // starts.
-func (s *sim) canEverStart(r *run) bool {
-	if r.j.GPUs < 1 || r.j.GPUs > s.total {
-		return false
+func (s *sim) canEverStart(r *run) bool { return s.whyNeverStarts(r) == "" }
+
+// whyNeverStarts says why run r can never start on the cluster, naming
+// the job, its request and what the cluster has ("" when it can start).
+func (s *sim) whyNeverStarts(r *run) string {
+	if r.j.GPUs < 1 {
+		return fmt.Sprintf("job %q asks for %d GPUs", r.id, r.j.GPUs)
+	}
+	if r.j.GPUs > s.total {
+		return fmt.Sprintf("job %q asks for %d GPUs, more than the cluster's %d", r.id, r.j.GPUs, s.total)
 	}
 	byType := map[string]int{}
 	for _, nd := range s.nodes {
@@ -649,10 +662,16 @@ func (s *sim) canEverStart(r *run) bool {
 		sum += n
 		most = max(most, n)
 	}
-	if r.rule.OneType {
-		return r.j.GPUs <= most
+	types := strings.Join(r.rule.Types, ",")
+	switch {
+	case sum == 0:
+		return fmt.Sprintf("job %q asks for GPU type %s, which the cluster does not have (--gpus or --nodes)", r.id, types)
+	case r.rule.OneType && r.j.GPUs > most:
+		return fmt.Sprintf("job %q asks for %d GPUs of one type (determinism d1), more than the %d of its largest type", r.id, r.j.GPUs, most)
+	case r.j.GPUs > sum:
+		return fmt.Sprintf("job %q asks for %d GPUs of type %s, more than the cluster's %d of it", r.id, r.j.GPUs, types, sum)
 	}
-	return r.j.GPUs <= sum
+	return ""
 }
 
 func (s *sim) loop() error {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -386,6 +387,9 @@ func TestMainReportsSkippedJobs(t *testing.T) {
 	if want := fmt.Sprintf("skipped %d of 160 jobs", res.Skipped); !strings.Contains(errb.String(), want) {
 		t.Errorf("stderr %q lacks %q", errb.String(), want)
 	}
+	if !strings.Contains(errb.String(), "GPUs, more than the cluster's 1") {
+		t.Errorf("stderr %q does not say why a job was skipped", errb.String())
+	}
 }
 
 func TestRunRefusesBadInput(t *testing.T) {
@@ -419,13 +423,24 @@ func TestRunRefusesBadInput(t *testing.T) {
 }
 
 func TestRunCountsJobsThatCanNeverStart(t *testing.T) {
-	jobs := []trace.Job{job("none", 0, 10, 0), job("fits", 0, 10, 4), job("too-big", 1, 10, 5)}
-	res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 4}}, GPUsPerNode: 4})
+	typed := func(id, typ string, gpus int) trace.Job { j := job(id, 2, 10, gpus); j.GPUType = typ; return j }
+	jobs := []trace.Job{job("none", 0, 10, 0), job("fits", 0, 10, 4), job("too-big", 1, 10, 5),
+		typed("a100-job", "a100", 2), typed("t4-job", "t4", 3)}
+	res, err := Run(jobs, Config{GPUs: []GPUGroup{{"v100", 2}, {"t4", 2}}, GPUsPerNode: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Jobs != 1 || res.Skipped != 2 {
-		t.Errorf("%d jobs completed and %d skipped; want 1 and 2", res.Jobs, res.Skipped)
+	if res.Jobs != 1 || res.Skipped != 4 {
+		t.Errorf("%d jobs completed and %d skipped; want 1 and 4", res.Jobs, res.Skipped)
+	}
+	want := []string{
+		`job "none" asks for 0 GPUs`,
+		`job "too-big" asks for 5 GPUs, more than the cluster's 4`,
+		`job "a100-job" asks for GPU type a100, which the cluster does not have (--gpus or --nodes)`,
+		`job "t4-job" asks for 3 GPUs of type t4, more than the cluster's 2 of it`,
+	}
+	if !slices.Equal(res.SkippedWhy, want) {
+		t.Errorf("SkippedWhy %q,\nwant %q", res.SkippedWhy, want)
 	}
 }
 
