@@ -176,10 +176,23 @@ func TestANormalJobThatFitsOnIdleNodesPreemptsNothing(t *testing.T) {
 			t.Errorf("low-priority job %s is %s, want RUNNING: nothing had to be preempted", id, j.State)
 		}
 	}
-	// With no idle node left, the next normal job preempts one of them.
-	last := l.Submit(t, "#!/bin/sh\nsleep 1\n", "-p", "normal", "-N1", "--exclusive", "-t", "1", "-o", "/dev/null")
-	if _, err := l.WaitState(ctx, last, 30*time.Second, "RUNNING", "COMPLETED"); err != nil {
+	// With no idle node left, the next normal job preempts one of them,
+	// and only one.
+	last := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "-N1", "--exclusive", "-t", "5", "-o", "/dev/null")
+	if _, err := l.WaitState(ctx, last, 30*time.Second, "RUNNING"); err != nil {
 		t.Fatal(err)
+	}
+	var states []string
+	for _, id := range low {
+		j, err := l.CLI.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, j.State)
+	}
+	slices.Sort(states)
+	if !slices.Equal(states, []string{"PENDING", "RUNNING"}) {
+		t.Errorf("the low-priority jobs are %v after a third normal job started, want one requeued (PENDING) and one RUNNING", states)
 	}
 }
 
