@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -147,7 +148,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "easyscale-simulate: --trace: %v\n", err)
 		return 1
 	}
-	jobs = selectJobs(jobs, lo, hi, *maxJobs)
+	if len(jobs) == 0 {
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header but no job rows (a row with an empty duration_s never ran and is left out)\n", *tracePath)
+		return 1
+	}
+	read := len(jobs)
+	if jobs = selectJobs(jobs, lo, hi, *maxJobs); len(jobs) == 0 {
+		fmt.Fprintf(stderr, "easyscale-simulate: --window %s: none of the trace's %d jobs was submitted in it: widen it, or leave it out for the whole trace\n", *window, read)
+		return 1
+	}
+	clusterTypes := cfg.GPUs
+	if nodes != nil {
+		clusterTypes = GroupNodes(nodes)
+	}
+	if warn := unusedJobSpeeds(jobs, clusterTypes); warn != "" {
+		fmt.Fprintf(stderr, "easyscale-simulate: warning: %s\n", warn)
+	}
 	res, err := Run(jobs, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "easyscale-simulate: %v\n", err)
@@ -313,6 +329,50 @@ func parseWindow(s string) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("%q: write START:END in whole seconds with START < END, e.g. 0:86400", s)
 	}
 	return lo, hi, nil
+}
+
+// unusedJobSpeeds describes the jobs' per-job speeds (the trace's speeds
+// column) for GPU types the cluster lacks, which the run cannot use: each
+// such type with how many jobs name it and the first of them, or "" when
+// every named type is the cluster's. A trace may be replayed on clusters
+// with other types, so this is a warning, not an error; it catches a
+// misspelt type, which would otherwise run silently at the site speed.
+func unusedJobSpeeds(jobs []trace.Job, cluster []GPUGroup) string {
+	type use struct {
+		jobs  int
+		first string
+	}
+	unknown := map[string]*use{}
+	for _, j := range jobs {
+		for t := range j.Speeds {
+			if slices.ContainsFunc(cluster, func(g GPUGroup) bool { return g.Type == t }) {
+				continue
+			}
+			if unknown[t] == nil {
+				unknown[t] = &use{first: j.ID}
+			}
+			unknown[t].jobs++
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	types := slices.Sorted(maps.Keys(unknown))
+	parts := make([]string, len(types))
+	for i, t := range types {
+		u := unknown[t]
+		if u.jobs == 1 {
+			parts[i] = fmt.Sprintf("%s (job %q)", t, u.first)
+		} else {
+			parts[i] = fmt.Sprintf("%s (%d jobs, first %q)", t, u.jobs, u.first)
+		}
+	}
+	have := make([]string, len(cluster))
+	for i, g := range cluster {
+		have[i] = g.Type
+	}
+	return fmt.Sprintf("the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: %s; the cluster has %s",
+		strings.Join(parts, ", "), strings.Join(have, ", "))
 }
 
 // selectJobs keeps jobs submitted in [lo, hi) (hi < 0: no end), at most

@@ -276,6 +276,20 @@ func TestMainCLI(t *testing.T) {
 		{"a speed for a type the cluster lacks names the type", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--speeds", "a100:2"}, 2, "--speeds: \"a100:2\": the cluster has no GPU type a100"},
 		{"a huge --margin is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--margin", "9000000000000000000"}, 2, "--margin"},
 		{"a trace with a repeated job id fails naming the line", []string{"--trace", filepath.Join(dir, "dup.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3, column 1 (name): job id \"a\" is already used on line 2"},
+		{"a table with a header alone is refused, not replayed as 0 jobs", []string{"--trace", filepath.Join(dir, "head.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "head.csv: no jobs to replay"},
+		{"a window that selects no job is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "999999999:1000000000"}, 1, "--window 999999999:1000000000: none of the trace's 160 jobs"},
+		{"a short row names both field counts", []string{"--trace", filepath.Join(dir, "short.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3: 3 fields, but the header has 5"},
+		{"per-job speeds for a type the cluster lacks are named", []string{"--trace", filepath.Join(dir, "speeds.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
+			"warning: the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: a10 (2 jobs, first \"a\"), t5 (job \"b\"); the cluster has v100"},
+	}
+	for name, body := range map[string]string{
+		"head.csv":   "name,time,application,num_replicas,batch_size\n",
+		"short.csv":  "name,time,application,num_replicas,batch_size\na,1,ncf,2,32\nb,5,ncf\n",
+		"speeds.csv": "name,time,application,num_replicas,batch_size,speeds\na,1,ncf,2,32,a10:2\nb,5,ncf,2,32,\"a10:2,t5:1,v100:1\"\nc,6,ncf,2,32,v100:1\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dup.csv"), []byte("name,time,application,num_replicas,batch_size\na,1,ncf,2,32\na,5,ncf,2,32\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -183,6 +183,9 @@ func (e *ParseError) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("line %d, column %d (%s): %v", e.Line, e.Column, e.Field, e.Err)
 	}
+	if e.Column == 0 {
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
 	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
 }
 
@@ -240,6 +243,7 @@ func ReadFile(path string) ([]Job, error) {
 func Read(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1 // rowWidth checks each row against the header, naming both counts
 	head, err := cr.Read()
 	if err != nil {
 		return nil, csvError(err, "reading header")
@@ -256,6 +260,18 @@ func Read(r io.Reader) ([]Job, error) {
 	}
 	return nil, &ParseError{Line: 1, Err: fmt.Errorf("header %q: %w (want %s,... or %s)", strings.Join(head, ","),
 		ErrUnknownLayout, strings.Join(commonColumns, ","), strings.Join(polluxColumns, ","))}
+}
+
+// rowWidth returns the whole-row *ParseError (column 0) for a row whose
+// field count differs from the header's, wrapping csv.ErrFieldCount; the
+// message gives both counts and the header, so a short row's missing cells
+// can be found.
+func rowWidth(rec, head []string, line int) error {
+	if len(rec) == len(head) {
+		return nil
+	}
+	return &ParseError{Line: line, Err: fmt.Errorf("%d fields, but the header has %d (%s): give every column on every row, an empty cell for an optional column's default: %w",
+		len(rec), len(head), strings.Join(head, ","), csv.ErrFieldCount)}
 }
 
 func hasPrefix(head, want []string) bool {
@@ -287,6 +303,9 @@ func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 			return nil, csvError(err, "reading row")
 		}
 		line, _ := cr.FieldPos(0)
+		if err := rowWidth(rec, head, line); err != nil {
+			return nil, err
+		}
 		if err := seen.add(rec[0], line, head[0]); err != nil {
 			return nil, err
 		}
@@ -342,6 +361,9 @@ func readPollux(cr *csv.Reader, head []string) ([]Job, error) {
 			return nil, csvError(err, "reading row")
 		}
 		line, _ := cr.FieldPos(0)
+		if err := rowWidth(rec, head, line); err != nil {
+			return nil, err
+		}
 		j := Job{ID: rec[0], Training: true}
 		if err := seen.add(rec[0], line, "name"); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -63,7 +64,9 @@ func TestReadErrors(t *testing.T) {
 		{"a fractional duration is rejected", head + "a,0,5.5,1,,,1\n", 2, 3, "duration_s"},
 		{"a non-numeric GPU count is rejected", head + "a,0,5,x,,,1\n", 2, 4, "num_gpus"},
 		{"an is_training flag other than 0 or 1 is rejected", head + "a,0,5,1,,,yes\n", 2, 7, "is_training"},
-		{"a short row is a whole-row error", head + "a,0,5\n", 2, 1, ""},
+		{"a short row is a whole-row error", head + "a,0,5\n", 2, 0, ""},
+		{"a long row is a whole-row error", head + "a,0,5,1,,,1,9\n", 2, 0, ""},
+		{"a short Pollux row is a whole-row error", "name,time,application,num_replicas,batch_size\nx,1,ncf\n", 2, 0, ""},
 		{"an unknown Pollux application is rejected", "name,time,application,num_replicas,batch_size\nx,1,gpt9,4,32\n", 2, 3, "application"},
 		{"a Pollux job with no replicas is rejected", "name,time,application,num_replicas,batch_size\nx,1,ncf,0,32\n", 2, 4, "num_replicas"},
 		{"a repeated job id names the row that repeats it", head + "a,0,5,1,,,1\nb,1,5,1,,,1\na,2,5,1,,,1\n", 4, 1, "job_id"},
@@ -93,6 +96,9 @@ func TestReadErrors(t *testing.T) {
 			}
 			if pe.Line != tc.line || pe.Field != tc.field || (tc.column != 0 && pe.Column != tc.column) {
 				t.Errorf("ParseError at line %d column %d field %q, want %d, %d, %q (%v)", pe.Line, pe.Column, pe.Field, tc.line, tc.column, tc.field, err)
+			}
+			if strings.Contains(tc.name, "whole-row") && (!errors.Is(err, csv.ErrFieldCount) || !strings.Contains(err.Error(), "but the header has")) {
+				t.Errorf("error %q does not wrap csv.ErrFieldCount giving both counts", err)
 			}
 			if strings.Contains(tc.name, "repeated") && (!errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "on line 2")) {
 				t.Errorf("error %q does not wrap ErrDuplicateID naming the first line", err)
