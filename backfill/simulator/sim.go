@@ -272,8 +272,10 @@ type JobRecord struct {
 	StartTypes string
 	// Rescales counts the changes of its GPU count after its start (extra
 	// jobs granted or ended, base GPUs shrunk; the grows of one planning
-	// cycle count once, as the runtime rescales once): each costs a real
-	// job a checkpoint-free restart of its workers, seconds.
+	// cycle count once, and so do the shrinks at one instant (a donor's
+	// nodes released by one NumNodes update, extra jobs ended together), as
+	// the runtime rescales once): each costs a real job a checkpoint-free restart of
+	// its workers, seconds.
 	Rescales int
 }
 
@@ -321,9 +323,10 @@ type run struct {
 	pos         int   // index in sim.running
 	idx         int   // index in sim.runs (submit order)
 	snapBase    []planner.NodeGPUs
-	peak        int // most GPUs held at once
-	held        int // GPUs held after the last reschedule
-	rescales    int // changes of the GPUs held while running (JobRecord.Rescales)
+	peak        int   // most GPUs held at once
+	held        int   // GPUs held after the last reschedule
+	rescales    int   // changes of the GPUs held while running, one per instant (JobRecord.Rescales)
+	shrunkAt    int64 // 1 + the instant of the last shrink among them; 0: none
 	started     bool
 	finished    bool
 }
@@ -871,10 +874,19 @@ func (s *sim) reschedule(r *run) {
 		held += x.gpus
 	}
 	r.peak = max(r.peak, held)
-	if r.held != 0 && held != r.held {
+	// A shrink at the instant of the job's last shrink is part of it: the
+	// daemon releases a donor's nodes with one NumNodes update, and extra
+	// jobs ended together leave at one step boundary, so the runtime
+	// reconfigures once (counted and charged once). A grow is never merged
+	// with a shrink: it needs new workers started.
+	shrunk := held < r.held
+	rescaled := r.held != 0 && held != r.held && !(shrunk && r.shrunkAt == s.now+1)
+	if r.held != 0 && shrunk {
+		r.shrunkAt = s.now + 1 // 0: never
+	}
+	if rescaled {
 		r.rescales++
 	}
-	rescaled := r.held != 0 && held != r.held
 	r.held = held
 	r.rate = s.rateOf(r, true)
 	if rescaled && s.cfg.RescaleCost > 0 {

@@ -104,10 +104,18 @@ func TestRescalesCountEachChangeOfAJobsGPUs(t *testing.T) {
 		// A grows to 2 GPUs with an extra job that ends an hour later (the
 		// daemon's max_lend), before A: down to 1, then up again.
 		{"a long job's extra jobs end and are granted again", []trace.Job{job("A", 0, 10000, 1)}, Elastic, 3},
+		// On 1-GPU nodes A (2 GPUs, up to 4) grows by two extra jobs, one per
+		// node, that end together an hour later: one shrink, not two
+		// (the runtime reconfigures once), then it grows again.
+		{"extra jobs ended at one instant are one rescale", []trace.Job{job("A", 0, 10000, 2)}, Elastic, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(tc.jobs, Config{GPUs: []GPUGroup{{"v100", 2}}, GPUsPerNode: 2, Policy: tc.policy})
+			cfg := Config{GPUs: []GPUGroup{{"v100", 2}}, GPUsPerNode: 2, Policy: tc.policy}
+			if strings.Contains(tc.name, "one instant") {
+				cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 4}}, 1
+			}
+			res, err := Run(tc.jobs, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
