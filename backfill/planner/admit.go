@@ -90,81 +90,38 @@ func (r FitRule) UsesAny(types map[string]bool) bool {
 }
 
 // Fit picks want GPUs from avail (per node of c, GPUs a starting job may
-// take: idle ones and those of preemptible extra jobs) as Slurm's
-// select/cons_tres is modelled here: the best-fitting single node of the
-// fastest allowed type that has one; else the fullest nodes of one allowed
-// type, fastest type first; else, unless rule.OneType, the fullest nodes of
-// any allowed type, fastest first. It returns nil when no allocation
-// exists. It reads avail and never changes it.
+// take: idle ones and those of preemptible extra jobs) where Slurm's
+// select/cons_tres puts a job asking for them with --gpus=want ([consTres]:
+// nodes with more free GPUs first, runs of them in node order, a job that
+// fits one node on the fullest that holds it; checked against the lab's
+// slurmctld), on the nodes of the types rule allows. A rule.OneType job
+// is fitted on one allowed type at a time, fastest first, and takes the
+// first that holds it. It returns nil when no allocation exists. It reads
+// avail and never changes it.
 func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
 	if want < 1 {
 		return nil
 	}
-	for _, typ := range c.types {
-		if !rule.allows(typ) {
-			continue
-		}
-		best := -1
-		for _, n := range c.byType[typ] {
-			if avail[n] >= want && (best < 0 || avail[n] < avail[best]) {
-				best = n
-			}
-		}
-		if best >= 0 {
-			return []Alloc{{best, want}}
-		}
-	}
-	for _, typ := range c.types {
-		if rule.allows(typ) {
-			if a := c.span(avail, c.byType[typ], want); a != nil {
-				return a
-			}
-		}
-	}
 	if rule.OneType {
-		return nil
-	}
-	nodes := c.all
-	if len(rule.Types) > 0 {
-		nodes = nil
 		for _, typ := range c.types {
 			if rule.allows(typ) {
-				nodes = append(nodes, c.byType[typ]...)
+				if a := c.consTres(avail, want, c.byType[typ]); a != nil {
+					return a
+				}
+			}
+		}
+		return nil
+	}
+	cand := c.all
+	if len(rule.Types) > 0 {
+		cand = make([]int, 0, len(c.all))
+		for _, n := range c.all {
+			if rule.allows(c.Nodes[n].GPUType) {
+				cand = append(cand, n)
 			}
 		}
 	}
-	return c.span(avail, nodes, want)
-}
-
-func (c *Cluster) span(avail []int, nodes []int, want int) []Alloc {
-	sum := 0
-	for _, n := range nodes {
-		sum += avail[n]
-	}
-	if sum < want {
-		return nil
-	}
-	order := make([]int, 0, len(nodes))
-	for _, n := range nodes {
-		if avail[n] > 0 {
-			order = append(order, n)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if x := cmp.Compare(c.speed[b], c.speed[a]); x != 0 {
-			return x
-		}
-		return cmp.Compare(avail[b], avail[a])
-	})
-	var out []Alloc
-	for _, n := range order {
-		g := min(want, avail[n])
-		out = append(out, Alloc{n, g})
-		if want -= g; want == 0 {
-			break
-		}
-	}
-	return out
+	return c.consTres(avail, want, cand)
 }
 
 // Donor is a running elastic job that may give up GPUs of its own (base)

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -15,11 +17,12 @@ func TestFit(t *testing.T) {
 		rule  FitRule
 		got   []Alloc
 	}{
-		{"a job that fits on one node gets the fastest type's node", []int{4, 4, 4}, 2, FitRule{}, []Alloc{{2, 2}}},
-		{"among nodes of one type the best-fitting one is chosen", []int{4, 2, 0}, 2, FitRule{}, []Alloc{{1, 2}}},
-		{"a job too big for one node spans the fullest nodes of one type", []int{3, 4, 1}, 6, FitRule{}, []Alloc{{1, 4}, {0, 2}}},
-		{"a job too big for any one type spans types, fastest first", []int{2, 2, 3}, 6, FitRule{}, []Alloc{{2, 3}, {0, 2}, {1, 1}}},
+		{"a job that fits one node goes to the first of the fullest that hold it, whatever their speed", []int{4, 4, 4}, 2, FitRule{}, []Alloc{{0, 2}}},
+		{"among nodes that hold it the one with the fewest free GPUs is chosen", []int{4, 2, 0}, 2, FitRule{}, []Alloc{{1, 2}}},
+		{"nodes with more free GPUs go first, and each gives all but one for each node after it", []int{3, 4, 1}, 6, FitRule{}, []Alloc{{0, 3}, {1, 3}}},
+		{"a job too big for any one type spans types", []int{2, 2, 3}, 6, FitRule{}, []Alloc{{0, 2}, {1, 2}, {2, 2}}},
 		{"a one-type job never spans types", []int{2, 2, 3}, 6, FitRule{OneType: true}, nil},
+		{"a one-type job that fits several types takes the fastest", []int{4, 4, 4}, 4, FitRule{OneType: true}, []Alloc{{2, 4}}},
 		{"a job that names its type runs only on it", []int{1, 1, 4}, 2, FitRule{Types: []string{"v100"}}, []Alloc{{0, 1}, {1, 1}}},
 		{"no allocation when too few GPUs are available", []int{1, 1, 1}, 4, FitRule{}, nil},
 	}
@@ -27,6 +30,50 @@ func TestFit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := c.Fit(tc.avail, tc.want, tc.rule); !reflect.DeepEqual(got, tc.got) {
 				t.Errorf("Fit = %v, want %v", got, tc.got)
+			}
+		})
+	}
+}
+
+// TestFitPlacesJobsWhereTheLabsSlurmDid replays placements recorded on the
+// lab's slurmctld 22.05 (internal/slurmlab
+// TestTheSimulatorPlacesJobsWhereSlurmDoes): nodes n1, n2 with 4 V100 and
+// n3, n4 with 4 T4, held GPUs taken by jobs pinned to each node (two CPUs
+// per GPU), then one job asking --gpus=N; got is where Slurm put its GPUs.
+func TestFitPlacesJobsWhereTheLabsSlurmDid(t *testing.T) {
+	c := NewCluster([]Node{{Name: "n1", GPUType: "v100", Total: 4}, {Name: "n2", GPUType: "v100", Total: 4},
+		{Name: "n3", GPUType: "t4", Total: 4}, {Name: "n4", GPUType: "t4", Total: 4}}, map[string]float64{"v100": 3.1, "t4": 1})
+	tests := []struct {
+		held [4]int
+		gpus int
+		got  [4]int
+	}{
+		{[4]int{0, 0, 0, 0}, 6, [4]int{4, 2, 0, 0}},
+		{[4]int{2, 0, 0, 0}, 6, [4]int{0, 4, 2, 0}}, // a partly busy node ranks below full ones: n1 + n2 would fit
+		{[4]int{1, 1, 0, 0}, 6, [4]int{0, 0, 4, 2}}, // the T4s, though the V100s hold it
+		{[4]int{0, 1, 1, 0}, 5, [4]int{4, 0, 0, 1}},
+		{[4]int{0, 0, 0, 1}, 2, [4]int{0, 0, 0, 2}}, // one node: the fullest that holds it
+		{[4]int{2, 2, 2, 2}, 5, [4]int{2, 2, 1, 0}},
+		{[4]int{4, 2, 0, 0}, 4, [4]int{0, 0, 4, 0}},
+		{[4]int{4, 0, 2, 1}, 3, [4]int{0, 0, 0, 3}},
+		{[4]int{3, 0, 3, 2}, 8, [4]int{1, 4, 1, 2}},
+		{[4]int{0, 3, 3, 3}, 6, [4]int{4, 1, 1, 0}},
+		{[4]int{0, 0, 2, 3}, 3, [4]int{3, 0, 0, 0}},
+		{[4]int{0, 2, 4, 3}, 5, [4]int{4, 1, 0, 0}},
+		{[4]int{0, 2, 3, 2}, 9, [4]int{4, 2, 1, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("held %v, --gpus=%d", tc.held, tc.gpus), func(t *testing.T) {
+			avail := make([]int, 4)
+			for i, h := range tc.held {
+				avail[i] = 4 - h
+			}
+			var got [4]int
+			for _, a := range c.Fit(avail, tc.gpus, FitRule{}) {
+				got[a.Node] += a.GPUs
+			}
+			if got != tc.got {
+				t.Errorf("Fit put the GPUs on n1..n4 as %v, Slurm did %v", got, tc.got)
 			}
 		})
 	}
@@ -101,5 +148,61 @@ func TestRunTime(t *testing.T) {
 	}
 	if got := RunTime(m, nil, 1000); got < 1e308 {
 		t.Errorf("RunTime on no GPUs = %v, want +Inf", got)
+	}
+}
+
+// TestFitKeepsItsPromises: on random clusters and requests, an allocation
+// takes exactly the GPUs asked, never more than a node has available,
+// only on allowed types (one type for a one-type job), each node once;
+// and there is one whenever the allowed nodes hold the request (one type
+// for a one-type job).
+func TestFitKeepsItsPromises(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	types := []string{"v100", "p100", "t4"}
+	for iter := range 2000 {
+		var nodes []Node
+		for range 1 + r.IntN(9) {
+			nodes = append(nodes, Node{GPUType: types[r.IntN(3)], Total: 8})
+		}
+		c := NewCluster(nodes, map[string]float64{"v100": 3.1, "p100": 2.4})
+		avail := make([]int, len(nodes))
+		for i := range avail {
+			avail[i] = r.IntN(9)
+		}
+		rule := FitRule{OneType: r.IntN(3) == 0}
+		if r.IntN(3) == 0 {
+			rule.Types = []string{types[r.IntN(3)]}
+		}
+		want := 1 + r.IntN(30)
+		byType := map[string]int{}
+		for i, n := range nodes {
+			if rule.allows(n.GPUType) {
+				byType[n.GPUType] += avail[i]
+			}
+		}
+		holds := false
+		sum := 0
+		for _, g := range byType {
+			holds = holds || g >= want
+			sum += g
+		}
+		if !rule.OneType {
+			holds = sum >= want
+		}
+		got := c.Fit(avail, want, rule)
+		if (got != nil) != holds {
+			t.Fatalf("iter %d: Fit(%v, %d, %+v) = %v on %v, want an allocation: %v", iter, avail, want, rule, got, nodes, holds)
+		}
+		total, seen, used := 0, map[int]bool{}, map[string]bool{}
+		for _, a := range got {
+			if a.GPUs < 1 || a.GPUs > avail[a.Node] || seen[a.Node] || !rule.allows(nodes[a.Node].GPUType) {
+				t.Fatalf("iter %d: Fit(%v, %d, %+v) = %v breaks a node's bounds or the rule", iter, avail, want, rule, got)
+			}
+			seen[a.Node], used[nodes[a.Node].GPUType] = true, true
+			total += a.GPUs
+		}
+		if got != nil && (total != want || (rule.OneType && len(used) != 1)) {
+			t.Fatalf("iter %d: Fit(%v, %d, %+v) = %v: %d GPUs on types %v", iter, avail, want, rule, got, total, used)
+		}
 	}
 }

@@ -135,10 +135,12 @@
 //
 // # Starting and shrink-to-admit
 //
-// [Cluster.Fit] is the model of Slurm's node selection that both the
-// simulator and a future daemon check use: the best-fitting single node of
-// the fastest allowed type, else the fullest nodes of one type, else (not
-// for a one-type d1 job) the fullest nodes of any allowed type.
+// [Cluster.Fit] is the model of Slurm's node selection that the simulator
+// and the planner's admission checks use: select/cons_tres's for a job
+// asking --gpus=N (nodes with more free GPUs first, runs of them in node
+// order, a job that fits one node on the fullest that holds it), which
+// knows nothing of GPU speeds; a one-type d1 job is fitted on one type at
+// a time, fastest first. A lab test checks it against slurmctld.
 // [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
 // time left than the queued job's work give up base GPUs, longest first,
 // never below their minimum and never on nodes a reservation needs, until

@@ -1,0 +1,107 @@
+package planner
+
+import "slices"
+
+// consTres picks want GPUs on the candidate nodes cand (indices into
+// c.Nodes, in node order) as Slurm's select/cons_tres places a job that
+// asks for GPUs per job (`--gpus=want`, no node count) on nodes of equal
+// Weight, or nil when their avail GPUs cannot hold it. It follows
+// Slurm 22.05's src/plugins/select/cons_tres/job_test.c (can_job_run_on_node,
+// _eval_nodes; in 24.11 _eval_nodes_consec, same logic), read for this
+// model and checked against the lab's slurmctld (internal/slurmlab
+// TestTheSimulatorPlacesJobsWhereSlurmDoes):
+//
+//  1. A node is eligible when it has a GPU free. Its scheduling weight
+//     favours more free GPUs up to the request: near = min(avail, want),
+//     and a higher near ranks first.
+//  2. Runs are maximal stretches of consecutive eligible nodes (in node
+//     order) of equal near; an ineligible node ends a run.
+//  3. Each round picks one unused run: the highest near; among equal near
+//     a run that would complete the job (GPUs taken so far plus its own)
+//     over one that would not, the smallest such run, or, while none
+//     would, the largest.
+//  4. From that run, the single node with the fewest free GPUs that
+//     completes the job on its own, if any (best fit; the first in node
+//     order on a tie); else its nodes in node order until the job is
+//     complete. Rounds repeat until it is.
+//  5. The chosen nodes, in node order, each give as many GPUs as they have
+//     while leaving one for each chosen node after it.
+//
+// Slurm compares free CPUs in steps 3 and 4; the model has none and uses
+// free GPUs, as jobs that ask CPUs in proportion to their GPUs make them
+// agree. Slurm's retry without the nodes of fewest free resources, when
+// the first pass fails, is not modelled: it finds an allocation only when
+// this one does.
+func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
+	type run struct {
+		nodes      []int
+		near, gpus int
+		used       bool
+	}
+	var runs []*run
+	var cur *run
+	sum := 0
+	for _, n := range cand {
+		if avail[n] < 1 {
+			cur = nil
+			continue
+		}
+		sum += avail[n]
+		near := min(avail[n], want)
+		if cur == nil || cur.near != near {
+			cur = &run{near: near}
+			runs = append(runs, cur)
+		}
+		cur.nodes = append(cur.nodes, n)
+		cur.gpus += avail[n]
+	}
+	if sum < want {
+		return nil
+	}
+	var chosen []int
+	total := 0
+	for total < want {
+		var best *run
+		bestDone := false
+		for _, r := range runs {
+			if r.used {
+				continue
+			}
+			done := total+r.gpus >= want
+			switch {
+			case best == nil, r.near > best.near,
+				r.near == best.near && done && !bestDone,
+				r.near == best.near && done && r.gpus < best.gpus,
+				r.near == best.near && !done && !bestDone && r.gpus > best.gpus:
+				best, bestDone = r, done
+			}
+		}
+		best.used = true
+		single := -1
+		for _, n := range best.nodes {
+			if total+avail[n] >= want && (single < 0 || avail[n] < avail[single]) {
+				single = n
+			}
+		}
+		if single >= 0 {
+			chosen = append(chosen, single)
+			total += avail[single]
+			continue
+		}
+		for _, n := range best.nodes {
+			chosen = append(chosen, n)
+			if total += avail[n]; total >= want {
+				break
+			}
+		}
+	}
+	slices.Sort(chosen)
+	out := make([]Alloc, 0, len(chosen))
+	given := 0
+	for i, n := range chosen {
+		g := min(avail[n], want-given-(len(chosen)-1-i))
+		out = append(out, Alloc{n, g})
+		given += g
+	}
+	return out
+}

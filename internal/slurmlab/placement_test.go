@@ -1,0 +1,120 @@
+package slurmlab
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
+
+// TestTheSimulatorPlacesJobsWhereSlurmDoes holds some GPUs of each lab
+// node with jobs pinned there (two CPUs per GPU, so free CPUs follow free
+// GPUs as the model assumes), submits a job asking --gpus=N and checks
+// that slurmctld put its GPUs on the nodes, and in the numbers,
+// planner.Cluster.Fit (the simulator's and the planner's model of
+// select/cons_tres) predicts. The first cases are the ones a tester and
+// the model's reading of cons_tres found (a partly busy node splits the
+// runs of nodes Slurm takes in order; a node with more free GPUs ranks
+// first; a job that fits one node goes to the fullest that holds it); the
+// rest are drawn from a fixed seed.
+func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
+	l := Require(t)
+	ctx := context.Background()
+	names := []string{"n1", "n2", "n3", "n4"}
+	types := []string{"v100", "v100", "t4", "t4"}
+	cases := []struct {
+		held [4]int
+		gpus int
+	}{
+		{[4]int{0, 0, 0, 0}, 6}, {[4]int{2, 0, 0, 0}, 6}, {[4]int{1, 1, 0, 0}, 6}, {[4]int{0, 1, 1, 0}, 5},
+		{[4]int{0, 0, 0, 1}, 2}, {[4]int{2, 2, 2, 2}, 5}, {[4]int{4, 2, 0, 0}, 4},
+	}
+	r := rand.New(rand.NewPCG(17, 2026))
+	for len(cases) < 13 {
+		var h [4]int
+		free := 0
+		for i := range h {
+			h[i] = r.IntN(5)
+			free += 4 - h[i]
+		}
+		if free > 0 {
+			cases = append(cases, struct {
+				held [4]int
+				gpus int
+			}{h, 1 + r.IntN(free)})
+		}
+	}
+	nodes := make([]planner.Node, len(names))
+	for i := range names {
+		nodes[i] = planner.Node{Name: names[i], GPUType: types[i], Total: 4}
+	}
+	cluster := planner.NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("held %v, --gpus=%d", tc.held, tc.gpus), func(t *testing.T) {
+			var ids []string
+			defer func() {
+				if len(ids) > 0 {
+					if err := l.Command(ctx, "scancel", ids...).Run(); err != nil {
+						t.Errorf("scancel %v: %v", ids, err)
+					}
+				}
+				if _, err := l.WaitIdle(ctx, 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			avail := make([]int, len(names))
+			for i, k := range tc.held {
+				avail[i] = 4 - k
+				if k == 0 {
+					continue
+				}
+				id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "-w", names[i], "--gres=gpu:"+strconv.Itoa(k),
+					"-c", strconv.Itoa(2*k), "-t", "5", "-o", "/dev/null")
+				ids = append(ids, id)
+				if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := l.usedGPUs(t, names)
+			id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "--gpus="+strconv.Itoa(tc.gpus), "-t", "5", "-o", "/dev/null")
+			ids = append(ids, id)
+			if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+				t.Fatal(err)
+			}
+			after := l.usedGPUs(t, names)
+			got := make([]int, len(names))
+			for i := range names {
+				got[i] = after[i] - before[i]
+			}
+			want := make([]int, len(names))
+			for _, a := range cluster.Fit(avail, tc.gpus, planner.FitRule{}) {
+				want[a.Node] = a.GPUs
+			}
+			t.Logf("Slurm put the job's GPUs on n1..n4 as %v", got)
+			if !slices.Equal(got, want) {
+				t.Errorf("Slurm put the job's GPUs on n1..n4 as %v, the model as %v", got, want)
+			}
+		})
+	}
+}
+
+// usedGPUs is the allocated GPUs of each named node, as sinfo shows them.
+func (l *Lab) usedGPUs(t *testing.T, names []string) []int {
+	t.Helper()
+	nodes, err := l.CLI.Sinfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int, len(names))
+	for _, n := range nodes {
+		if i := slices.Index(names, n.Name); i >= 0 {
+			_, out[i] = n.GPUs()
+		}
+	}
+	return out
+}
