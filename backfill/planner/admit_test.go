@@ -36,7 +36,7 @@ func TestFit(t *testing.T) {
 }
 
 // TestFitPlacesJobsWhereTheLabsSlurmDid replays placements recorded on the
-// lab's slurmctld 22.05 (internal/slurmlab
+// lab's slurmctld 22.05 (tests/slurm
 // TestTheSimulatorPlacesJobsWhereSlurmDoes): nodes n1, n2 with 4 V100 and
 // n3, n4 with 4 T4, held GPUs taken by jobs pinned to each node (two CPUs
 // per GPU), then one job asking --gpus=N; got is where Slurm put its GPUs.

@@ -8,7 +8,7 @@ import "slices"
 // Weight, or nil when their avail GPUs cannot hold it. It follows
 // Slurm 22.05's src/plugins/select/cons_tres/job_test.c (can_job_run_on_node,
 // _eval_nodes; in 24.11 _eval_nodes_consec, same logic), read for this
-// model and checked against the lab's slurmctld (internal/slurmlab
+// model and checked against the lab's slurmctld (tests/slurm
 // TestTheSimulatorPlacesJobsWhereSlurmDoes):
 //
 //  1. A node is eligible when it has a GPU free. Its scheduling weight

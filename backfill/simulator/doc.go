@@ -19,7 +19,14 @@
 // jobs only when they do not, as select/cons_tres does (it tries a job
 // without preemption first; the lab shows it,
 // TestANormalJobThatFitsOnIdleNodesPreemptsNothing in internal/slurmlab).
-// Reservations count lent GPUs as free.
+// Reservations count lent GPUs as free. Where on the free GPUs a job goes
+// is select/cons_tres's choice for --gpus=R (planner.Cluster.Fit: nodes
+// with more free GPUs first, runs of them in node order, a job that fits
+// one node on the fullest that holds it; checked against the lab's
+// slurmctld, TestTheSimulatorPlacesJobsWhereSlurmDoes in tests/slurm): it knows no GPU
+// speeds, so a job may start on slower GPUs while faster ones are free.
+// Nodes are in the order of --gpus (or of the --nodes file), as a site's
+// slurm.conf lists them.
 //
 // # Jobs
 //

@@ -187,8 +187,8 @@ func (s *sim) fit(r *run, avail []int, head bool) []alloc {
 // src/plugins/select/cons_tres/job_test.c), so a job that fits on idle
 // slower GPUs starts there rather than on faster GPUs lent to an elastic
 // job, and one that needs a lend uses the idle GPUs too. Here the extra
-// jobs are removed node by node in the cluster's order (fastest type
-// first). Nil when avail cannot hold it.
+// jobs are removed node by node in node order. Nil when avail cannot hold
+// it.
 func (s *sim) slurmFit(avail []int, n int, rule planner.FitRule) []alloc {
 	if s.lent == 0 {
 		return s.cluster.Fit(avail, n, rule)

@@ -607,7 +607,7 @@ func newSim(cfg Config) (*sim, error) {
 		s.nodeIdx[nd.name] = n
 		pn[n] = planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total}
 	}
-	s.cluster = planner.NewCluster(pn, speeds) // fastest type first, so a job that fits in one type gets the best
+	s.cluster = planner.NewCluster(pn, speeds)
 
 	s.res.Policy = cfg.Policy.String()
 	s.res.TotalGPUs = s.total

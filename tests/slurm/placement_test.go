@@ -1,4 +1,4 @@
-package slurmlab
+package slurm
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
+	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
 // TestTheSimulatorPlacesJobsWhereSlurmDoes holds some GPUs of each lab
@@ -21,9 +22,10 @@ import (
 // the model's reading of cons_tres found (a partly busy node splits the
 // runs of nodes Slurm takes in order; a node with more free GPUs ranks
 // first; a job that fits one node goes to the fullest that holds it); the
-// rest are drawn from a fixed seed.
+// rest are drawn from a fixed seed. It needs the lab to itself, as this
+// package has it (.ci/test.sh runs it after the rest).
 func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
-	l := Require(t)
+	l := slurmlab.Require(t)
 	ctx := context.Background()
 	names := []string{"n1", "n2", "n3", "n4"}
 	types := []string{"v100", "v100", "t4", "t4"}
@@ -80,13 +82,13 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := l.usedGPUs(t, names)
+			before := usedGPUs(t, l, names)
 			id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "--gpus="+strconv.Itoa(tc.gpus), "-t", "5", "-o", "/dev/null")
 			ids = append(ids, id)
 			if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
 				t.Fatal(err)
 			}
-			after := l.usedGPUs(t, names)
+			after := usedGPUs(t, l, names)
 			got := make([]int, len(names))
 			for i := range names {
 				got[i] = after[i] - before[i]
@@ -104,7 +106,7 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 }
 
 // usedGPUs is the allocated GPUs of each named node, as sinfo shows them.
-func (l *Lab) usedGPUs(t *testing.T, names []string) []int {
+func usedGPUs(t *testing.T, l *slurmlab.Lab, names []string) []int {
 	t.Helper()
 	nodes, err := l.CLI.Sinfo(context.Background())
 	if err != nil {
