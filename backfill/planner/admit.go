@@ -92,9 +92,10 @@ func (r FitRule) UsesAny(types map[string]bool) bool {
 // Fit picks want GPUs from avail (per node of c, GPUs a starting job may
 // take: idle ones and those of preemptible extra jobs) where Slurm's
 // select/cons_tres puts a job asking for them with --gpus=want ([consTres]:
-// nodes with more free GPUs first, runs of them in node order, a job that
-// fits one node on the fullest that holds it; checked against the lab's
-// slurmctld), on the nodes of the types rule allows. A rule.OneType job
+// nodes of lower Node.Weight first, then nodes with more free GPUs, runs
+// of them in node order, a job that fits one node on the fullest that
+// holds it; checked against the lab's slurmctld), on the nodes of the
+// types rule allows. A rule.OneType job
 // is fitted on one allowed type at a time, fastest first, and takes the
 // first that holds it. It returns nil when no allocation exists. It reads
 // avail and never changes it.

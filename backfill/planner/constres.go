@@ -11,14 +11,16 @@ import "slices"
 // model and checked against the lab's slurmctld (tests/slurm
 // TestTheSimulatorPlacesJobsWhereSlurmDoes):
 //
-//  1. A node is eligible when it has a GPU free. Its scheduling weight
-//     favours more free GPUs up to the request: near = min(avail, want),
-//     and a higher near ranks first.
+//  1. A node is eligible when it has a GPU free. Nodes of lower Weight
+//     rank first; among equal weights, cons_tres's per-job weight favours
+//     more free GPUs up to the request: near = min(avail, want), and a
+//     higher near ranks first.
 //  2. Runs are maximal stretches of consecutive eligible nodes (in node
-//     order) of equal near; an ineligible node ends a run.
-//  3. Each round picks one unused run: the highest near; among equal near
-//     a run that would complete the job (GPUs taken so far plus its own)
-//     over one that would not, the smallest such run, or, while none
+//     order) of equal Weight and near; an ineligible node ends a run.
+//  3. Each round picks one unused run: the lowest Weight, then the highest
+//     near, even when another run would complete the job; among equal
+//     ranks a run that would complete the job (GPUs taken so far plus its
+//     own) over one that would not, the smallest such run, or, while none
 //     would, the largest.
 //  4. From that run, the single node with the fewest free GPUs that
 //     completes the job on its own, if any (best fit; the first in node
@@ -34,9 +36,9 @@ import "slices"
 // this one does.
 func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
 	type run struct {
-		nodes      []int
-		near, gpus int
-		used       bool
+		nodes              []int
+		weight, near, gpus int
+		used               bool
 	}
 	var runs []*run
 	var cur *run
@@ -47,9 +49,9 @@ func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
 			continue
 		}
 		sum += avail[n]
-		near := min(avail[n], want)
-		if cur == nil || cur.near != near {
-			cur = &run{near: near}
+		near, weight := min(avail[n], want), c.Nodes[n].Weight
+		if cur == nil || cur.near != near || cur.weight != weight {
+			cur = &run{weight: weight, near: near}
 			runs = append(runs, cur)
 		}
 		cur.nodes = append(cur.nodes, n)
@@ -68,11 +70,12 @@ func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
 				continue
 			}
 			done := total+r.gpus >= want
+			same := best != nil && r.weight == best.weight && r.near == best.near
 			switch {
-			case best == nil, r.near > best.near,
-				r.near == best.near && done && !bestDone,
-				r.near == best.near && done && r.gpus < best.gpus,
-				r.near == best.near && !done && !bestDone && r.gpus > best.gpus:
+			case best == nil, r.weight < best.weight, r.weight == best.weight && r.near > best.near,
+				same && done && !bestDone,
+				same && done && r.gpus < best.gpus,
+				same && !done && !bestDone && r.gpus > best.gpus:
 				best, bestDone = r, done
 			}
 		}

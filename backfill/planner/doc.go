@@ -137,10 +137,11 @@
 //
 // [Cluster.Fit] is the model of Slurm's node selection that the simulator
 // and the planner's admission checks use: select/cons_tres's for a job
-// asking --gpus=N (nodes with more free GPUs first, runs of them in node
-// order, a job that fits one node on the fullest that holds it), which
-// knows nothing of GPU speeds; a one-type d1 job is fitted on one type at
-// a time, fastest first. A lab test checks it against slurmctld.
+// asking --gpus=N (nodes of lower Weight first, then nodes with more free
+// GPUs, runs of them in node order, a job that fits one node on the
+// fullest that holds it), which knows nothing of GPU speeds beyond the
+// site's weights; a one-type d1 job is fitted on one type at a time,
+// fastest first. A lab test checks it against slurmctld.
 // [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
 // time left than the queued job's work give up base GPUs, longest first,
 // never below their minimum and never on nodes a reservation needs, until

@@ -69,6 +69,11 @@ type Node struct {
 	GPUType string
 	// Total is the node's GPU count; Idle (≤ Total) is how many are free now.
 	Total, Idle int
+	// Weight is the node's Slurm scheduling weight (slurm.conf Weight=):
+	// select/cons_tres allocates nodes of lower weight first
+	// ([Cluster.Fit]). Equal weights (0 included) leave the choice to free
+	// GPUs and node order.
+	Weight int `json:",omitempty"`
 }
 
 // NodeGPUs is a GPU count on one named node.

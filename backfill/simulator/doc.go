@@ -23,8 +23,11 @@
 // is select/cons_tres's choice for --gpus=R (planner.Cluster.Fit: nodes
 // with more free GPUs first, runs of them in node order, a job that fits
 // one node on the fullest that holds it; checked against the lab's
-// slurmctld, TestTheSimulatorPlacesJobsWhereSlurmDoes in tests/slurm): it knows no GPU
-// speeds, so a job may start on slower GPUs while faster ones are free.
+// slurmctld, TestTheSimulatorPlacesJobsWhereSlurmDoes in tests/slurm). It
+// knows GPU speeds only through the nodes' Slurm Weight, which the
+// simulated site sets by speed (Config.NodeWeights, --node-weights: faster
+// types first by default; equal, Slurm's default, lets a job start on
+// slower GPUs while faster ones are free and span types by node order).
 // Nodes are in the order of --gpus (or of the --nodes file), as a site's
 // slurm.conf lists them.
 //

@@ -74,6 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (default 0: all)")
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
+	weights := fs.String("node-weights", WeightsFastestFirst.String(), "each node's Slurm Weight by its GPU type's speed, which select/cons_tres allocates lowest first: fastest-first, equal (Slurm's default: free GPUs and node order decide, blind to speed) or slowest-first (slurm.conf(5)'s advice: less capable nodes first)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
 	maxLoss := fs.Float64("admit-max-loss", daemon.Admit.MaxLoss, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
 	admit := fs.Bool("shrink-to-admit", daemon.Admit.Enabled, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
@@ -136,6 +137,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return badFlags(fmt.Errorf("--rescale-cost %v: use 0 to 86400 seconds, e.g. %d", *rescaleCost, DefaultRescaleCost))
 	}
 	cfg.RescaleCost = *rescaleCost
+	if cfg.NodeWeights, err = ParseNodeWeights(*weights); err != nil {
+		return badFlags(fmt.Errorf("--node-weights: %w", err))
+	}
 	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
 		return badFlags(fmt.Errorf("--start-small: %w", err))
 	}

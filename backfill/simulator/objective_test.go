@@ -96,8 +96,11 @@ func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 		{"a D that ends before P could start is not kept off", shortD, true, "v100", 3, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Equal weights: H then fits the free p100 node whole (with
+			// v100 weighted first Slurm would spread it over X's 4 free
+			// v100s and 4 p100s, and D's story would change).
 			cfg := Config{GPUs: []GPUGroup{{"v100", 8}, {"p100", 8}}, GPUsPerNode: 8, Speeds: map[string]float64{"v100": 1, "p100": 0.9},
-				Policy: Elastic, ShrinkToAdmit: true, Objective: true, KeepOffPinned: tc.keepOff}
+				Policy: Elastic, ShrinkToAdmit: true, Objective: true, KeepOffPinned: tc.keepOff, NodeWeights: WeightsEqual}
 			res, err := Run(tc.jobs, cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -169,6 +169,10 @@ type Config struct {
 	// to run the work of the running and queued jobs of other users
 	// (planner.Drain), as the daemon's drain_horizon does.
 	DrainHorizon bool
+	// NodeWeights is how the site weights its nodes for Slurm's node
+	// selection, by GPU speed (every policy; zero value: faster types
+	// first).
+	NodeWeights NodeWeights
 	// RescaleCost is the seconds of progress a job loses at each change of
 	// its GPU count (every elastic policy); 0: none. DefaultRescaleCost is
 	// the figure the benchmarks use.
@@ -605,7 +609,7 @@ func newSim(cfg Config) (*sim, error) {
 	pn := make([]planner.Node, len(s.nodes))
 	for n, nd := range s.nodes {
 		s.nodeIdx[nd.name] = n
-		pn[n] = planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total}
+		pn[n] = planner.Node{Name: nd.name, GPUType: nd.typ, Total: nd.total, Weight: cfg.NodeWeights.weight(nd.speed, speeds)}
 	}
 	s.cluster = planner.NewCluster(pn, speeds)
 

@@ -278,6 +278,8 @@ func TestMainCLI(t *testing.T) {
 		{"a trace with a repeated job id fails naming the line", []string{"--trace", filepath.Join(dir, "dup.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3, column 1 (name): job id \"a\" is already used on line 2"},
 		{"a table with a header alone is refused, not replayed as 0 jobs", []string{"--trace", filepath.Join(dir, "head.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "head.csv: no jobs to replay"},
 		{"a window that selects no job is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "999999999:1000000000"}, 1, "--window 999999999:1000000000: none of the trace's 160 jobs"},
+		{"an unknown --node-weights lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--node-weights", "random"}, 2,
+			"--node-weights: unknown node weighting \"random\": use fastest-first, equal or slowest-first"},
 		{"a short row names both field counts", []string{"--trace", filepath.Join(dir, "short.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3: 3 fields, but the header has 5"},
 		{"per-job speeds for a type the cluster lacks are named", []string{"--trace", filepath.Join(dir, "speeds.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
 			"warning: the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: a10 (2 jobs, first \"a\"), t5 (job \"b\"); the cluster has v100"},

@@ -22,8 +22,11 @@ import (
 // the model's reading of cons_tres found (a partly busy node splits the
 // runs of nodes Slurm takes in order; a node with more free GPUs ranks
 // first; a job that fits one node goes to the fullest that holds it); the
-// rest are drawn from a fixed seed. It needs the lab to itself, as this
-// package has it (.ci/test.sh runs it after the rest).
+// rest are drawn from a fixed seed. The first cases run again with the
+// nodes weighted by GPU type (scontrol update NodeName= Weight=): Slurm
+// allocates nodes of lower weight first, as the simulator's
+// --node-weights models. It needs the lab to itself, as this package has
+// it (.ci/test.sh runs it after the rest).
 func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 	l := slurmlab.Require(t)
 	ctx := context.Background()
@@ -51,57 +54,86 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 			}{h, 1 + r.IntN(free)})
 		}
 	}
-	nodes := make([]planner.Node, len(names))
-	for i := range names {
-		nodes[i] = planner.Node{Name: names[i], GPUType: types[i], Total: 4}
-	}
-	cluster := planner.NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("held %v, --gpus=%d", tc.held, tc.gpus), func(t *testing.T) {
-			var ids []string
-			defer func() {
-				if len(ids) > 0 {
-					if err := l.Command(ctx, "scancel", ids...).Run(); err != nil {
-						t.Errorf("scancel %v: %v", ids, err)
-					}
-				}
-				if _, err := l.WaitIdle(ctx, 30*time.Second); err != nil {
-					t.Fatal(err)
-				}
-			}()
-			avail := make([]int, len(names))
-			for i, k := range tc.held {
-				avail[i] = 4 - k
-				if k == 0 {
-					continue
-				}
-				id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "-w", names[i], "--gres=gpu:"+strconv.Itoa(k),
-					"-c", strconv.Itoa(2*k), "-t", "5", "-o", "/dev/null")
-				ids = append(ids, id)
-				if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
-					t.Fatal(err)
-				}
+	for _, w := range []struct {
+		name    string
+		weights [4]int // slurm.conf Weight= of n1..n4
+		cases   int    // how many of cases
+	}{
+		{"equal weights", [4]int{1, 1, 1, 1}, len(cases)},
+		{"the V100 nodes weighted first", [4]int{1, 1, 2, 2}, 7},
+		{"the T4 nodes weighted first", [4]int{3, 3, 1, 1}, 7},
+	} {
+		nodes := make([]planner.Node, len(names))
+		for i := range names {
+			nodes[i] = planner.Node{Name: names[i], GPUType: types[i], Total: 4, Weight: w.weights[i]}
+			if err := l.Command(ctx, "scontrol", "update", "NodeName="+names[i], "Weight="+strconv.Itoa(w.weights[i])).Run(); err != nil {
+				t.Fatalf("setting %s's weight: %v", names[i], err)
 			}
-			before := usedGPUs(t, l, names)
-			id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "--gpus="+strconv.Itoa(tc.gpus), "-t", "5", "-o", "/dev/null")
-			ids = append(ids, id)
-			if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
-				t.Fatal(err)
-			}
-			after := usedGPUs(t, l, names)
-			got := make([]int, len(names))
-			for i := range names {
-				got[i] = after[i] - before[i]
-			}
-			want := make([]int, len(names))
-			for _, a := range cluster.Fit(avail, tc.gpus, planner.FitRule{}) {
-				want[a.Node] = a.GPUs
-			}
-			t.Logf("Slurm put the job's GPUs on n1..n4 as %v", got)
-			if !slices.Equal(got, want) {
-				t.Errorf("Slurm put the job's GPUs on n1..n4 as %v, the model as %v", got, want)
+		}
+		t.Cleanup(func() {
+			if err := l.Command(ctx, "scontrol", "update", "NodeName=n[1-4]", "Weight=1").Run(); err != nil {
+				t.Errorf("resetting the nodes' weights: %v", err)
 			}
 		})
+		cluster := planner.NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
+		for _, tc := range cases[:w.cases] {
+			t.Run(fmt.Sprintf("%s, held %v, --gpus=%d", w.name, tc.held, tc.gpus), func(t *testing.T) {
+				placeOne(t, l, cluster, names, tc.held, tc.gpus)
+			})
+		}
+	}
+}
+
+// placeOne holds held[i] GPUs of node names[i] with jobs pinned there,
+// submits a job asking --gpus=gpus and compares where Slurm put its GPUs
+// with cluster.Fit.
+func placeOne(t *testing.T, l *slurmlab.Lab, cluster *planner.Cluster, names []string, held [4]int, gpus int) {
+	ctx := context.Background()
+	if _, err := l.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatalf("the lab is not idle before the case: %v", err)
+	}
+	var ids []string
+	defer func() {
+		if len(ids) > 0 {
+			if err := l.Command(ctx, "scancel", ids...).Run(); err != nil {
+				t.Errorf("scancel %v: %v", ids, err)
+			}
+		}
+		if _, err := l.WaitIdle(ctx, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	avail := make([]int, len(names))
+	for i, k := range held {
+		avail[i] = 4 - k
+		if k == 0 {
+			continue
+		}
+		id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "-w", names[i], "--gres=gpu:"+strconv.Itoa(k),
+			"-c", strconv.Itoa(2*k), "-t", "5", "-o", "/dev/null")
+		ids = append(ids, id)
+		if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := usedGPUs(t, l, names)
+	id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "--gpus="+strconv.Itoa(gpus), "-t", "5", "-o", "/dev/null")
+	ids = append(ids, id)
+	if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	after := usedGPUs(t, l, names)
+	got := make([]int, len(names))
+	for i := range names {
+		got[i] = after[i] - before[i]
+	}
+	want := make([]int, len(names))
+	for _, a := range cluster.Fit(avail, gpus, planner.FitRule{}) {
+		want[a.Node] = a.GPUs
+	}
+	t.Logf("Slurm put the job's GPUs on n1..n4 as %v", got)
+	if !slices.Equal(got, want) {
+		t.Errorf("Slurm put the job's GPUs on n1..n4 as %v, the model as %v", got, want)
 	}
 }
 
