@@ -188,6 +188,11 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		}
 		cfg = d
 	}
+	// the site's node weights, rigid and elastic alike (E44): fastest-first
+	// unless $EASYSCALE_HETERO_WEIGHTS names another
+	if w, err := simulator.ParseNodeWeights(os.Getenv("EASYSCALE_HETERO_WEIGHTS")); err == nil {
+		cfg.NodeWeights = w
+	}
 	return cfg
 }
 
