@@ -13,16 +13,18 @@ type Alloc struct {
 }
 
 // Cluster is the fixed shape of a cluster that [Cluster.Fit] and
-// [Cluster.Admit] work on: its nodes, grouped by GPU type, fastest type
-// first. Build it once with [NewCluster]; the per-call state (which GPUs a
-// starting job may take) is a slice aligned with Nodes.
+// [Cluster.Admit] work on: its nodes in Slurm's node order (which Fit
+// follows) and its GPU types. Build it once with [NewCluster]; the
+// per-call state (which GPUs a starting job may take) is a slice aligned
+// with Nodes.
 type Cluster struct {
 	// Nodes are the nodes; Idle is ignored.
-	Nodes  []Node
-	speed  []float64
-	byType map[string][]int
-	types  []string // fastest first, then first appearance
-	all    []int
+	Nodes         []Node
+	speed         []float64
+	byType        map[string][]int
+	types         []string // fastest first, then first appearance
+	typesByWeight []string // lowest node weight first, then first appearance
+	all           []int
 }
 
 // NewCluster indexes nodes for Fit and Admit. speeds gives each type's
@@ -42,8 +44,17 @@ func NewCluster(nodes []Node, speeds map[string]float64) *Cluster {
 		c.byType[n.GPUType] = append(c.byType[n.GPUType], i)
 		c.all = append(c.all, i)
 	}
+	c.typesByWeight = slices.Clone(c.types) // first appearance
 	sp := func(t string) float64 { return c.speed[c.byType[t][0]] }
 	slices.SortStableFunc(c.types, func(a, b string) int { return cmp.Compare(sp(b), sp(a)) })
+	lightest := func(t string) int {
+		w := c.Nodes[c.byType[t][0]].Weight
+		for _, n := range c.byType[t] {
+			w = min(w, c.Nodes[n].Weight)
+		}
+		return w
+	}
+	slices.SortStableFunc(c.typesByWeight, func(a, b string) int { return cmp.Compare(lightest(a), lightest(b)) })
 	return c
 }
 
@@ -93,10 +104,12 @@ func (r FitRule) UsesAny(types map[string]bool) bool {
 // take: idle ones and those of preemptible extra jobs) where Slurm's
 // select/cons_tres puts a job asking for them with --gpus=want ([consTres]:
 // nodes of lower Node.Weight first, then nodes with more free GPUs, runs
-// of them in node order, a job that fits one node on the fullest that
-// holds it; checked against the lab's slurmctld), on the nodes of the
-// types rule allows. A rule.OneType job
-// is fitted on one allowed type at a time, fastest first, and takes the
+// of them in node order, a job that fits one node of the chosen run on the
+// fullest of them that holds it; checked against the lab's slurmctld), on
+// the nodes of the types rule allows. A rule.OneType job (d1: one GPU
+// type, which on Slurm its --gres=gpu:TYPE:N names) is fitted on one
+// allowed type at a time, in the order Slurm would reach their nodes
+// (the type's lowest node weight, then its first node), and takes the
 // first that holds it. It returns nil when no allocation exists. It reads
 // avail and never changes it.
 func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
@@ -104,25 +117,16 @@ func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
 		return nil
 	}
 	if rule.OneType {
-		for _, typ := range c.types {
+		for _, typ := range c.typesByWeight {
 			if rule.allows(typ) {
-				if a := c.consTres(avail, want, c.byType[typ]); a != nil {
+				if a := c.consTres(avail, want, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
 					return a
 				}
 			}
 		}
 		return nil
 	}
-	cand := c.all
-	if len(rule.Types) > 0 {
-		cand = make([]int, 0, len(c.all))
-		for _, n := range c.all {
-			if rule.allows(c.Nodes[n].GPUType) {
-				cand = append(cand, n)
-			}
-		}
-	}
-	return c.consTres(avail, want, cand)
+	return c.consTres(avail, want, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
 }
 
 // Donor is a running elastic job that may give up GPUs of its own (base)

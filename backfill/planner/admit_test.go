@@ -22,13 +22,45 @@ func TestFit(t *testing.T) {
 		{"nodes with more free GPUs go first, and each gives all but one for each node after it", []int{3, 4, 1}, 6, FitRule{}, []Alloc{{0, 3}, {1, 3}}},
 		{"a job too big for any one type spans types", []int{2, 2, 3}, 6, FitRule{}, []Alloc{{0, 2}, {1, 2}, {2, 2}}},
 		{"a one-type job never spans types", []int{2, 2, 3}, 6, FitRule{OneType: true}, nil},
-		{"a one-type job that fits several types takes the fastest", []int{4, 4, 4}, 4, FitRule{OneType: true}, []Alloc{{2, 4}}},
+		{"a one-type job that fits several types takes the first node's type when weights are equal", []int{4, 4, 4}, 4, FitRule{OneType: true}, []Alloc{{0, 4}}},
 		{"a job that names its type runs only on it", []int{1, 1, 4}, 2, FitRule{Types: []string{"v100"}}, []Alloc{{0, 1}, {1, 1}}},
 		{"no allocation when too few GPUs are available", []int{1, 1, 1}, 4, FitRule{}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := c.Fit(tc.avail, tc.want, tc.rule); !reflect.DeepEqual(got, tc.got) {
+				t.Errorf("Fit = %v, want %v", got, tc.got)
+			}
+		})
+	}
+}
+
+// TestFitFollowsWeightsAndRunsOfOneType: a node of lower weight is taken
+// first, for a one-type job too; a node of another type ends a run of the
+// type a job names, as a node Slurm may not use ends cons_tres's set.
+func TestFitFollowsWeightsAndRunsOfOneType(t *testing.T) {
+	mixed := NewCluster([]Node{{GPUType: "v100", Total: 4}, {GPUType: "t4", Total: 4}, {GPUType: "v100", Total: 4},
+		{GPUType: "v100", Total: 4}}, map[string]float64{"v100": 3.1, "t4": 1})
+	slowFirst := NewCluster([]Node{{GPUType: "v100", Total: 4, Weight: 2}, {GPUType: "t4", Total: 4, Weight: 1}},
+		map[string]float64{"v100": 3.1, "t4": 1})
+	tests := []struct {
+		name  string
+		c     *Cluster
+		avail []int
+		want  int
+		rule  FitRule
+		got   []Alloc
+	}{
+		{"a t4 node between v100 nodes ends their run: the two v100 nodes after it are taken", mixed, []int{4, 4, 4, 4}, 8,
+			FitRule{Types: []string{"v100"}}, []Alloc{{2, 4}, {3, 4}}},
+		{"the same for a one-type job", mixed, []int{4, 4, 4, 4}, 8, FitRule{OneType: true}, []Alloc{{2, 4}, {3, 4}}},
+		{"the lighter t4 node is taken first", slowFirst, []int{4, 4}, 2, FitRule{}, []Alloc{{1, 2}}},
+		{"a one-type job goes to the lighter type first", slowFirst, []int{4, 4}, 4, FitRule{OneType: true}, []Alloc{{1, 4}}},
+		{"a one-type job too big for the lighter type takes the next", slowFirst, []int{4, 2}, 4, FitRule{OneType: true}, []Alloc{{0, 4}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.c.Fit(tc.avail, tc.want, tc.rule); !reflect.DeepEqual(got, tc.got) {
 				t.Errorf("Fit = %v, want %v", got, tc.got)
 			}
 		})

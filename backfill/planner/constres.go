@@ -2,8 +2,8 @@ package planner
 
 import "slices"
 
-// consTres picks want GPUs on the candidate nodes cand (indices into
-// c.Nodes, in node order) as Slurm's select/cons_tres places a job that
+// consTres picks want GPUs on the nodes allowed accepts (indices into
+// c.Nodes) as Slurm's select/cons_tres places a job that
 // asks for GPUs per job (`--gpus=want`, no node count) on nodes of equal
 // Weight, or nil when their avail GPUs cannot hold it. It follows
 // Slurm 22.05's src/plugins/select/cons_tres/job_test.c (can_job_run_on_node,
@@ -16,7 +16,8 @@ import "slices"
 //     more free GPUs up to the request: near = min(avail, want), and a
 //     higher near ranks first.
 //  2. Runs are maximal stretches of consecutive eligible nodes (in node
-//     order) of equal Weight and near; an ineligible node ends a run.
+//     order) of equal Weight and near; an ineligible node, or one the job
+//     may not use (another GPU type), ends a run.
 //  3. Each round picks one unused run: the lowest Weight, then the highest
 //     near, even when another run would complete the job; among equal
 //     ranks a run that would complete the job (GPUs taken so far plus its
@@ -34,7 +35,7 @@ import "slices"
 // agree. Slurm's retry without the nodes of fewest free resources, when
 // the first pass fails, is not modelled: it finds an allocation only when
 // this one does.
-func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
+func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Alloc {
 	type run struct {
 		nodes              []int
 		weight, near, gpus int
@@ -43,8 +44,8 @@ func (c *Cluster) consTres(avail []int, want int, cand []int) []Alloc {
 	var runs []*run
 	var cur *run
 	sum := 0
-	for _, n := range cand {
-		if avail[n] < 1 {
+	for _, n := range c.all {
+		if !allowed(n) || avail[n] < 1 {
 			cur = nil
 			continue
 		}

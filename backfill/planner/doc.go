@@ -138,10 +138,12 @@
 // [Cluster.Fit] is the model of Slurm's node selection that the simulator
 // and the planner's admission checks use: select/cons_tres's for a job
 // asking --gpus=N (nodes of lower Weight first, then nodes with more free
-// GPUs, runs of them in node order, a job that fits one node on the
-// fullest that holds it), which knows nothing of GPU speeds beyond the
-// site's weights; a one-type d1 job is fitted on one type at a time,
-// fastest first. A lab test checks it against slurmctld.
+// GPUs, runs of them in node order, a job that fits one node of the chosen
+// run on the fullest of them that holds it), which knows nothing of GPU
+// speeds beyond the site's weights; a one-type d1 job is fitted on one
+// type at a time, in the order Slurm reaches their nodes. A lab test
+// checks it against slurmctld. The daemon's snapshots carry no node
+// weights yet (Node.Weight 0): its admission checks assume equal weights.
 // [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
 // time left than the queued job's work give up base GPUs, longest first,
 // never below their minimum and never on nodes a reservation needs, until

@@ -22,12 +22,14 @@
 // Reservations count lent GPUs as free. Where on the free GPUs a job goes
 // is select/cons_tres's choice for --gpus=R (planner.Cluster.Fit: nodes
 // with more free GPUs first, runs of them in node order, a job that fits
-// one node on the fullest that holds it; checked against the lab's
+// one node of the chosen run on the fullest of them; checked against the lab's
 // slurmctld, TestTheSimulatorPlacesJobsWhereSlurmDoes in tests/slurm). It
 // knows GPU speeds only through the nodes' Slurm Weight, which the
 // simulated site sets by speed (Config.NodeWeights, --node-weights: faster
 // types first by default; equal, Slurm's default, lets a job start on
-// slower GPUs while faster ones are free and span types by node order).
+// slower GPUs while faster ones are free and span types by node order). A
+// d1 job, on one GPU type, takes the type whose nodes Slurm reaches first
+// (lowest weight, then node order) that holds it.
 // Nodes are in the order of --gpus (or of the --nodes file), as a site's
 // slurm.conf lists them.
 //

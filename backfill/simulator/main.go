@@ -44,7 +44,7 @@ a d1 elastic job) can never start: they are skipped, counted as skipped_jobs in 
 the summary, and left out of every metric.
 
 The summary line goes to stdout, or to stderr with --json - (stdout is then exactly the JSON).
-Exit status: 0 success, 1 unreadable trace or failed run, 2 bad flags.
+Exit status: 0 success, 1 unreadable trace, no job to replay or failed run, 2 bad flags.
 
 Flags:
 `
@@ -74,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (default 0: all)")
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
-	weights := fs.String("node-weights", WeightsFastestFirst.String(), "each node's Slurm Weight by its GPU type's speed, which select/cons_tres allocates lowest first: fastest-first, equal (Slurm's default: free GPUs and node order decide, blind to speed) or slowest-first (slurm.conf(5)'s advice: less capable nodes first)")
+	weights := fs.String("node-weights", WeightsFastestFirst.String(), "each node's Slurm Weight by its GPU type's speed (--speeds; without it every type is speed 1 and the weights are equal), which select/cons_tres allocates lowest first: fastest-first, equal (Slurm's default: free GPUs and node order decide, blind to speed) or slowest-first (slurm.conf(5)'s advice: less capable nodes first)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
 	maxLoss := fs.Float64("admit-max-loss", daemon.Admit.MaxLoss, "shrink-to-admit takes at most this fraction of the GPUs a job started with, never below its minimum (easyscale-backfilld: [admit] max_loss); in (0, 1]")
 	admit := fs.Bool("shrink-to-admit", daemon.Admit.Enabled, "elastic policies: start a queued job that does not fit by shrinking running elastic jobs, as easyscale-backfilld does by default ([admit] enabled); =false: gap filling alone")
@@ -153,7 +153,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header but no job rows (a row with an empty duration_s never ran and is left out)\n", *tracePath)
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header and no row of a job that ran (the common layout leaves out rows with an empty duration_s)\n", *tracePath)
 		return 1
 	}
 	read := len(jobs)

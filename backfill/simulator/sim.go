@@ -204,6 +204,8 @@ type Sample struct {
 // Result holds a simulation's metrics. Times are in seconds.
 type Result struct {
 	Policy string `json:"policy"`
+	// NodeWeights is the site's node weighting (Config.NodeWeights).
+	NodeWeights string `json:"node_weights"`
 	// Jobs counts completed jobs; Skipped counts trace jobs that could
 	// never start (0 GPUs, or more GPUs than the whole cluster) and were
 	// left out of every metric.
@@ -503,6 +505,9 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 // validate checks cfg (see Run) without allocating anything per GPU, and
 // returns the cluster's GPU count.
 func validate(cfg Config) (int, error) {
+	if cfg.NodeWeights < WeightsFastestFirst || cfg.NodeWeights > WeightsSlowestFirst {
+		return 0, fmt.Errorf("NodeWeights %d: use WeightsFastestFirst, WeightsEqual or WeightsSlowestFirst: %w", cfg.NodeWeights, ErrConfig)
+	}
 	groups := cfg.GPUs
 	if len(cfg.Nodes) > 0 {
 		if len(cfg.GPUs) > 0 {
@@ -614,6 +619,7 @@ func newSim(cfg Config) (*sim, error) {
 	s.cluster = planner.NewCluster(pn, speeds)
 
 	s.res.Policy = cfg.Policy.String()
+	s.res.NodeWeights = cfg.NodeWeights.String()
 	s.res.TotalGPUs = s.total
 	return s, nil
 }
@@ -887,6 +893,8 @@ func (s *sim) reschedule(r *run) {
 	rescaled := r.held != 0 && held != r.held && !(shrunk && r.shrunkAt == s.now+1)
 	if r.held != 0 && shrunk {
 		r.shrunkAt = s.now + 1 // 0: never
+	} else if held > r.held {
+		r.shrunkAt = 0 // a grow between two shrinks keeps them apart
 	}
 	if rescaled {
 		r.rescales++

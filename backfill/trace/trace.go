@@ -270,8 +270,12 @@ func rowWidth(rec, head []string, line int) error {
 	if len(rec) == len(head) {
 		return nil
 	}
-	return &ParseError{Line: line, Err: fmt.Errorf("%d fields, but the header has %d (%s): give every column on every row, an empty cell for an optional column's default: %w",
-		len(rec), len(head), strings.Join(head, ","), csv.ErrFieldCount)}
+	fix := "give every column on every row, an empty cell for an optional column's default"
+	if len(rec) > len(head) {
+		fix = "quote a cell that holds a comma (\"v100:2,t4:1\"), and give no more columns than the header"
+	}
+	return &ParseError{Line: line, Err: fmt.Errorf("%d fields, but the header has %d (%s): %s: %w",
+		len(rec), len(head), strings.Join(head, ","), fix, csv.ErrFieldCount)}
 }
 
 func hasPrefix(head, want []string) bool {

@@ -100,6 +100,9 @@ func TestReadErrors(t *testing.T) {
 			if strings.Contains(tc.name, "whole-row") && (!errors.Is(err, csv.ErrFieldCount) || !strings.Contains(err.Error(), "but the header has")) {
 				t.Errorf("error %q does not wrap csv.ErrFieldCount giving both counts", err)
 			}
+			if strings.Contains(tc.name, "long row") && !strings.Contains(err.Error(), "quote a cell that holds a comma") {
+				t.Errorf("error %q does not suggest quoting a cell with a comma", err)
+			}
 			if strings.Contains(tc.name, "repeated") && (!errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "on line 2")) {
 				t.Errorf("error %q does not wrap ErrDuplicateID naming the first line", err)
 			}

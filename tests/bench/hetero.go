@@ -190,7 +190,13 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 	}
 	// the site's node weights, rigid and elastic alike (E44): fastest-first
 	// unless $EASYSCALE_HETERO_WEIGHTS names another
-	if w, err := simulator.ParseNodeWeights(os.Getenv("EASYSCALE_HETERO_WEIGHTS")); err == nil {
+	if v := os.Getenv("EASYSCALE_HETERO_WEIGHTS"); v != "" {
+		w, err := simulator.ParseNodeWeights(v)
+		if err != nil {
+			// a misspelt weighting must not yield the default's figures under another label
+			fmt.Fprintf(os.Stderr, "bench: $EASYSCALE_HETERO_WEIGHTS: %v\n", err)
+			os.Exit(2)
+		}
 		cfg.NodeWeights = w
 	}
 	return cfg

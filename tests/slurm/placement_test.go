@@ -54,6 +54,10 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 			}{h, 1 + r.IntN(free)})
 		}
 	}
+	// A run stopped midway may have left weights behind: start from Slurm's default.
+	if err := l.Command(ctx, "scontrol", "update", "NodeName=n[1-4]", "Weight=1").Run(); err != nil {
+		t.Fatalf("resetting the nodes' weights: %v", err)
+	}
 	for _, w := range []struct {
 		name    string
 		weights [4]int // slurm.conf Weight= of n1..n4
