@@ -25,6 +25,12 @@ type Cluster struct {
 	types         []string // fastest first, then first appearance
 	typesByWeight []string // lowest node weight first, then first appearance
 	all           []int
+	// FillInChoiceOrder makes Fit give each chosen node as many GPUs as
+	// the job still needs, in the order cons_tres chose the nodes, as
+	// Slurm 24.11 does (measured on its lab); false, each node in node
+	// order gives all it has but one for each chosen node after it, as
+	// 22.05 does. The nodes chosen are the same.
+	FillInChoiceOrder bool
 }
 
 // NewCluster indexes nodes for Fit and Admit. speeds gives each type's

@@ -238,3 +238,36 @@ func TestFitKeepsItsPromises(t *testing.T) {
 		}
 	}
 }
+
+// TestFitFillsInChoiceOrderAsSlurm2411Does: two placements the 24.11 lab
+// made with the T4 nodes n3, n4 weighted first (tests/slurm
+// TestTheSimulatorPlacesJobsWhereSlurmDoes), where 22.05 chose the same
+// nodes but split the GPUs in node order.
+func TestFitFillsInChoiceOrderAsSlurm2411Does(t *testing.T) {
+	nodes := []Node{{Name: "n1", GPUType: "v100", Total: 4, Weight: 3}, {Name: "n2", GPUType: "v100", Total: 4, Weight: 3},
+		{Name: "n3", GPUType: "t4", Total: 4, Weight: 1}, {Name: "n4", GPUType: "t4", Total: 4, Weight: 1}}
+	for _, tc := range []struct {
+		avail      []int
+		gpus       int
+		v2205, now [4]int
+	}{
+		{[]int{4, 3, 3, 4}, 5, [4]int{0, 0, 3, 2}, [4]int{0, 0, 1, 4}},
+		{[]int{2, 2, 2, 2}, 5, [4]int{2, 0, 2, 1}, [4]int{1, 0, 2, 2}},
+	} {
+		for _, inOrder := range []bool{false, true} {
+			c := NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
+			c.FillInChoiceOrder = inOrder
+			var got [4]int
+			for _, a := range c.Fit(tc.avail, tc.gpus, FitRule{}) {
+				got[a.Node] += a.GPUs
+			}
+			want := tc.v2205
+			if inOrder {
+				want = tc.now
+			}
+			if got != want {
+				t.Errorf("avail %v, --gpus=%d, FillInChoiceOrder %v: Fit gave %v, the lab %v", tc.avail, tc.gpus, inOrder, got, want)
+			}
+		}
+	}
+}

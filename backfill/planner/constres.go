@@ -28,7 +28,9 @@ import "slices"
 //     order on a tie); else its nodes in node order until the job is
 //     complete. Rounds repeat until it is.
 //  5. The chosen nodes, in node order, each give as many GPUs as they have
-//     while leaving one for each chosen node after it.
+//     while leaving one for each chosen node after it (22.05); with
+//     c.FillInChoiceOrder, in the order chosen, as many as the job still
+//     needs (24.11).
 //
 // Slurm compares free CPUs in steps 3 and 4; the model has none and uses
 // free GPUs, as jobs that ask CPUs in proportion to their GPUs make them
@@ -61,7 +63,7 @@ func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Al
 	if sum < want {
 		return nil
 	}
-	var chosen []int
+	var chosen []int // in the order chosen
 	total := 0
 	for total < want {
 		var best *run
@@ -99,9 +101,18 @@ func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Al
 			}
 		}
 	}
-	slices.Sort(chosen)
 	out := make([]Alloc, 0, len(chosen))
 	given := 0
+	if c.FillInChoiceOrder {
+		for _, n := range chosen { // each was chosen while the job needed more
+			g := min(avail[n], want-given)
+			out = append(out, Alloc{n, g})
+			given += g
+		}
+		slices.SortFunc(out, func(a, b Alloc) int { return a.Node - b.Node })
+		return out
+	}
+	slices.Sort(chosen)
 	for i, n := range chosen {
 		g := min(avail[n], want-given-(len(chosen)-1-i))
 		out = append(out, Alloc{n, g})

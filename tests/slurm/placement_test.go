@@ -54,6 +54,10 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 			}{h, 1 + r.IntN(free)})
 		}
 	}
+	series, err := l.CLI.Series(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A run stopped midway may have left weights behind: start from Slurm's default.
 	if err := l.Command(ctx, "scontrol", "update", "NodeName=n[1-4]", "Weight=1").Run(); err != nil {
 		t.Fatalf("resetting the nodes' weights: %v", err)
@@ -80,6 +84,8 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 			}
 		})
 		cluster := planner.NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
+		// 24.11 gives the chosen nodes their GPUs in the order it chose them
+		cluster.FillInChoiceOrder = series != "22.05"
 		for _, tc := range cases[:w.cases] {
 			t.Run(fmt.Sprintf("%s, held %v, --gpus=%d", w.name, tc.held, tc.gpus), func(t *testing.T) {
 				placeOne(t, l, cluster, names, tc.held, tc.gpus)
