@@ -3,9 +3,9 @@ package planner
 import "slices"
 
 // consTres picks want GPUs on the nodes allowed accepts (indices into
-// c.Nodes) as Slurm's select/cons_tres places a job that
-// asks for GPUs per job (`--gpus=want`, no node count) on nodes of equal
-// Weight, or nil when their avail GPUs cannot hold it. It follows
+// c.Nodes) as Slurm's select/cons_tres places a job that asks for GPUs
+// per job (`--gpus=want`, no node count), or nil when their avail GPUs
+// cannot hold it. It follows
 // Slurm 22.05's src/plugins/select/cons_tres/job_test.c (can_job_run_on_node,
 // _eval_nodes; in 24.11 _eval_nodes_consec, same logic), read for this
 // model and checked against the lab's slurmctld (tests/slurm

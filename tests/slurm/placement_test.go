@@ -21,12 +21,15 @@ import (
 // select/cons_tres) predicts. The first cases are the ones a tester and
 // the model's reading of cons_tres found (a partly busy node splits the
 // runs of nodes Slurm takes in order; a node with more free GPUs ranks
-// first; a job that fits one node goes to the fullest that holds it); the
+// first; a job that fits one node of the chosen run goes to the fullest
+// of them that holds it); the
 // rest are drawn from a fixed seed. The first cases run again with the
 // nodes weighted by GPU type (scontrol update NodeName= Weight=): Slurm
 // allocates nodes of lower weight first, as the simulator's
-// --node-weights models. It needs the lab to itself, as this package has
-// it (.ci/test.sh runs it after the rest).
+// --node-weights models. On 24.11 the GPUs are split over the chosen
+// nodes in the order chosen (planner.Cluster.FillInChoiceOrder). It needs
+// the lab to itself, as this package has it (.ci/test.sh runs it after
+// the rest).
 func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 	l := slurmlab.Require(t)
 	ctx := context.Background()
