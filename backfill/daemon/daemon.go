@@ -119,6 +119,9 @@ type Daemon struct {
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).
 	unreadable map[string]string
+	// weightsUnread is the error last logged for the nodes' weights
+	// (View.WeightsUnread; "": none), logged once until they read again.
+	weightsUnread string
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -548,6 +551,14 @@ func (d *Daemon) warnUnreadable(v *View) {
 		if v.Unreadable[id] == nil && v.BadRequests[id] == nil {
 			delete(d.unreadable, id)
 		}
+	}
+	switch why := v.WeightsUnread; {
+	case why != nil && why.Error() != d.weightsUnread:
+		d.weightsUnread = why.Error()
+		d.log.Named("snapshot").Warn("the nodes' scheduling weights cannot be read; this cycle predicts placements as if they were equal",
+			"error", why)
+	case why == nil && v.Placements != nil:
+		d.weightsUnread = ""
 	}
 }
 

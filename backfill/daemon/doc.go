@@ -286,7 +286,11 @@
 // nodes of one of its partitions, none of its --exclude, only its
 // --nodelist when it named one. The excluded nodes and --constraint come
 // from `squeue -o %i|%x|%f` (slurmcli.PendingPlacements: 22.05's --Format
-// has no excluded-nodes field), read when a job waits for resources. A job
+// has no excluded-nodes field), read when a job waits for resources, with
+// the nodes' scheduling weights (`scontrol show node -o` Weight=; Slurm
+// takes nodes of lower weight first, and planner.Cluster.Fit predicts the
+// placement with them; unreadable weights count as equal, with one warning
+// until they read again). A job
 // whose placement could not be read, that asks for node features (which
 // the daemon does not check), or that waits in extra.partition (preemptible
 // work) makes no other job shrink and is never started small. Not checked:

@@ -65,6 +65,8 @@ type fakeSlurm struct {
 	// maxTime maps a partition to its MaxTime as sinfo %l prints it
 	// ("12:00:00"); a partition of a node without an entry is "infinite".
 	maxTime map[string]string
+	// showNodesFails makes `scontrol show node -o` fail with this stderr.
+	showNodesFails string
 }
 
 type fakeNode struct {
@@ -72,6 +74,7 @@ type fakeNode struct {
 	gpus, cpus    int
 	partitions    []string
 	state         string // "" = derived (idle/mixed/allocated)
+	weight        int    // slurm.conf Weight= (0: Slurm's default, 1)
 }
 
 type fakeJob struct {
@@ -247,6 +250,11 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return []byte("slurm " + cmp.Or(f.version, "22.05.8") + "\n"), nil
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
+	case name == "scontrol" && strings.Join(args, " ") == "show node -o":
+		if f.showNodesFails != "" {
+			return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"), Stderr: f.showNodesFails}
+		}
+		return f.showNodes(), nil
 	case name == "sinfo" && slices.Contains(args, slurmcli.PartitionFormat):
 		return f.partitions(), nil
 	case name == "sinfo":
@@ -311,6 +319,17 @@ func (f *fakeSlurm) partitions() []byte {
 			}
 			b.WriteString(p + "|" + t + "\n")
 		}
+	}
+	return []byte(b.String())
+}
+
+// showNodes prints `scontrol show node -o` as Slurm 22.05 does, with the
+// fields the daemon reads.
+func (f *fakeSlurm) showNodes() []byte {
+	var b strings.Builder
+	for _, n := range f.nodes {
+		fmt.Fprintf(&b, "NodeName=%s Arch=x86_64 CPUTot=%d Gres=gpu:%s:%d NodeAddr=127.0.0.1 Port=0 State=IDLE Weight=%d Partitions=%s\n",
+			n.name, n.cpus, n.gpuType, n.gpus, max(n.weight, 1), strings.Join(n.partitions, ","))
 	}
 	return []byte(b.String())
 }

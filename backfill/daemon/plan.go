@@ -41,7 +41,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 		if n.Lendable {
 			idle = max(0, n.Total-n.Used-pendingOn[n.Name])
 		}
-		s.Nodes = append(s.Nodes, planner.Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Idle: idle})
+		s.Nodes = append(s.Nodes, planner.Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Idle: idle, Weight: n.Weight})
 		known[n.Name] = true
 	}
 	extrasOf := map[string][]planner.Extra{}

@@ -70,6 +70,10 @@ type NodeView struct {
 	Managed, Lendable, Schedulable bool
 	// Partitions are the partitions the node is in (sinfo).
 	Partitions []string
+	// Weight is the node's scheduling weight (`scontrol show node`
+	// Weight=; Slurm allocates nodes of lower weight first), read only
+	// when the view reads placements (View.Placements): 0 when not read.
+	Weight int
 }
 
 // ElasticJob is a running job whose comment is an EasyScale request.
@@ -158,6 +162,9 @@ type View struct {
 	// `scontrol update Comment=`), by job id, with why: they are not
 	// elastic jobs to the planner (never grown), and the daemon warns once.
 	BadRequests map[string]error
+	// WeightsUnread is why the nodes' weights could not be read (nil: read,
+	// or not needed this cycle; see NodeView.Weight).
+	WeightsUnread error
 }
 
 // limitCap is the cap on the time limit of a job in partitions (squeue's
@@ -247,8 +254,31 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
 			v.MaxTimes = nil // not fatal: no limit is raised this cycle
 		}
+		if v.Placements != nil {
+			v.WeightsUnread = s.readWeights(ctx, v.Nodes)
+		}
 	}
 	return v, nil
+}
+
+// readWeights sets the nodes' scheduling weights from `scontrol show node
+// -o`: the admission, start-small and keep-off checks predict where Slurm
+// places a job (planner.Cluster.Fit), and Slurm takes nodes of lower
+// weight first. An error leaves every weight 0 (equal, Slurm's default)
+// and is returned for the daemon to log; it is not fatal.
+func (s *Snapshotter) readWeights(ctx context.Context, nodes []NodeView) error {
+	details, err := s.Slurm.ShowNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the nodes' weights: %w", err)
+	}
+	weight := make(map[string]int, len(details))
+	for _, d := range details {
+		weight[d.Name] = d.Weight
+	}
+	for i := range nodes {
+		nodes[i].Weight = weight[nodes[i].Name]
+	}
+	return nil
 }
 
 // Ping runs `scontrol ping`, which answers in milliseconds also when the

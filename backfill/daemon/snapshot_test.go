@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/hashicorp/go-hclog"
 )
 
 func TestSnapshotDecidesWhichNodesMayBeLent(t *testing.T) {
@@ -132,5 +136,82 @@ func TestAllocationSpreadsAJobsGPUsOverItsNodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSnapshotReadsNodeWeightsWhenItPredictsPlacements checks that the
+// nodes' scheduling weights (scontrol show node Weight=) reach the
+// planner's nodes when a job waits for resources (the admission,
+// start-small and keep-off checks then predict where Slurm places it), that
+// nothing extra is read when no job waits, and that weights that cannot be
+// read leave every node at 0 (equal) and say why.
+func TestSnapshotReadsNodeWeightsWhenItPredictsPlacements(t *testing.T) {
+	tests := []struct {
+		name        string
+		waiting     bool   // a job waits for resources
+		fails       string // scontrol show node's stderr; "": it answers
+		wantWeights []int  // n1..n4 in the planner's snapshot
+		wantUnread  bool
+	}{
+		{"a waiting job: the weights Slurm has", true, "", []int{3, 3, 1, 1}, false},
+		{"no waiting job: not read", false, "", []int{0, 0, 0, 0}, false},
+		{"unreadable weights: equal, and why", true, "slurm_load_node: Socket timed out", []int{0, 0, 0, 0}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "[admit]\nenabled = true\n")
+			td.fake.set(func() {
+				for i, w := range []int{3, 3, 1, 1} {
+					td.fake.nodes[i].weight = w
+				}
+				td.fake.showNodesFails = tc.fails
+			})
+			if tc.waiting {
+				q := td.fake.pending("20", "n1", 4, td.now.Add(time.Hour))
+				td.fake.set(func() { q.reason = "Resources" })
+			}
+			v, err := td.snap.Snapshot(context.Background(), td.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (v.WeightsUnread != nil) != tc.wantUnread {
+				t.Fatalf("WeightsUnread = %v, want an error: %v", v.WeightsUnread, tc.wantUnread)
+			}
+			if tc.wantUnread && !strings.Contains(v.WeightsUnread.Error(), "Socket timed out") {
+				t.Errorf("WeightsUnread %q does not say what Slurm answered", v.WeightsUnread)
+			}
+			ps := td.plannerSnapshot(v, nil, nil)
+			var got []int
+			for _, n := range ps.Nodes {
+				got = append(got, n.Weight)
+			}
+			if !slices.Equal(got, tc.wantWeights) {
+				t.Errorf("planner node weights %v, want %v", got, tc.wantWeights)
+			}
+		})
+	}
+}
+
+func TestUnreadableNodeWeightsAreWarnedAboutOnceAndTheCycleGoesOn(t *testing.T) {
+	td := newTestDaemon(t, "[admit]\nenabled = true\n")
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+	q := td.fake.pending("20", "n1", 4, td.now.Add(time.Hour))
+	td.fake.set(func() { q.reason, td.fake.showNodesFails = "Resources", "slurm_load_node: Socket timed out" })
+	const msg = "the nodes' scheduling weights cannot be read"
+	for range 2 {
+		td.cycle(t)
+		td.advance(time.Second)
+	}
+	if n := countLogs(t, &logs, msg, ""); n != 1 {
+		t.Fatalf("%d warnings over two cycles, want 1:\n%s", n, logs.String())
+	}
+	td.fake.set(func() { td.fake.showNodesFails = "" })
+	td.cycle(t)
+	td.advance(time.Second)
+	td.fake.set(func() { td.fake.showNodesFails = "slurm_load_node: Socket timed out" })
+	td.cycle(t)
+	if n := countLogs(t, &logs, msg, ""); n != 2 {
+		t.Errorf("%d warnings, want a second one once the weights fail again after reading:\n%s", n, logs.String())
 	}
 }

@@ -142,8 +142,10 @@
 // run on the fullest of them that holds it), which knows nothing of GPU
 // speeds beyond the site's weights; a one-type d1 job is fitted on one
 // type at a time, in the order Slurm reaches their nodes. A lab test
-// checks it against slurmctld. The daemon's snapshots carry no node
-// weights yet (Node.Weight 0): its admission checks assume equal weights.
+// checks it against slurmctld. The daemon's snapshots carry the weights
+// Slurm has (scontrol show node) when a job waits for resources, the
+// cycles whose admission, start-small and keep-off checks predict a
+// placement.
 // [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
 // time left than the queued job's work give up base GPUs, longest first,
 // never below their minimum and never on nodes a reservation needs, until

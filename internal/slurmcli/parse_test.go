@@ -603,3 +603,43 @@ func TestSqueueAndSinfoIgnoreTheCallersFiltersAndTimeFormat(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeDetailOfNamesTheBadKey(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		want    NodeDetail
+		wantErr string // "" when it parses
+	}{
+		{line: "NodeName=n1 Port=16811 Gres=gpu:v100:4 Weight=1", want: NodeDetail{Name: "n1", Port: 16811, Weight: 1,
+			GRES: []GRES{{Name: "gpu", Type: "v100", Count: 4}}}},
+		{line: "NodeName=n3 Gres=gpu:t4:4 Weight=4294967295", want: NodeDetail{Name: "n3", Weight: 4294967295,
+			GRES: []GRES{{Name: "gpu", Type: "t4", Count: 4}}}},
+		{line: "NodeName=n1 Gres=(null)", want: NodeDetail{Name: "n1"}},
+		{line: "NodeName=n1 Weight=heavy", wantErr: "node n1: Weight: "},
+		{line: "NodeName=n1 Weight=-1", wantErr: "node n1: Weight: "},
+		{line: "NodeName=n1 Weight=4294967296", wantErr: "node n1: Weight: "},
+		{line: "NodeName=n1 Port=x", wantErr: "node n1: Port: "},
+		{line: "NodeName=n1 Gres=gpu:v100:x", wantErr: "node n1: Gres: "},
+		{line: "Arch=x86_64 Weight=1", wantErr: "no NodeName"},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			recs, err := ParseScontrol([]byte(tc.line+"\n"), KindNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := NodeDetailOf(recs[0])
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(d, tc.want) {
+				t.Errorf("got %+v, want %+v", d, tc.want)
+			}
+		})
+	}
+}

@@ -233,10 +233,14 @@ type NodeDetail struct {
 	GRES       []GRES   `json:"gres"`
 	Partitions []string `json:"partitions"`
 	Reason     string   `json:"reason,omitempty"`
+	// Weight is the node's scheduling weight (slurm.conf(5) Weight=, 1 by
+	// default, changed by `scontrol update NodeName= Weight=`): Slurm
+	// allocates nodes of lower weight first. 0 when the record has none.
+	Weight int `json:"weight"`
 }
 
 // NodeDetailOf picks the NodeDetail fields out of a node record. A missing NodeName,
-// a non-numeric Port or a bad Gres is an error naming the key.
+// a non-numeric Port or Weight or a bad Gres is an error naming the key.
 func NodeDetailOf(r Record) (NodeDetail, error) {
 	get := func(k string) string { v, _ := r.Get(k); return v }
 	d := NodeDetail{Name: get("NodeName"), State: get("State"), Address: get("NodeAddr"), Reason: get("Reason")}
@@ -249,6 +253,13 @@ func NodeDetailOf(r Record) (NodeDetail, error) {
 			return NodeDetail{}, fmt.Errorf("node %s: Port: %w", d.Name, err)
 		}
 		d.Port = n
+	}
+	if w := get("Weight"); w != "" {
+		n, err := strconv.ParseUint(w, 10, 32)
+		if err != nil {
+			return NodeDetail{}, fmt.Errorf("node %s: Weight: %w", d.Name, err)
+		}
+		d.Weight = int(n)
 	}
 	g, err := ParseGRES(get("Gres"))
 	if err != nil {

@@ -26,7 +26,8 @@ import (
 // rest are drawn from a fixed seed. The first cases run again with the
 // nodes weighted by GPU type (scontrol update NodeName= Weight=): Slurm
 // allocates nodes of lower weight first, as the simulator's
-// --node-weights models. On 24.11 the GPUs are split over the chosen
+// --node-weights models; the model reads them back from scontrol show node
+// as the daemon does. On 24.11 the GPUs are split over the chosen
 // nodes in the order chosen (planner.Cluster.FillInChoiceOrder). It needs
 // the lab to itself, as this package has it (.ci/test.sh runs it after
 // the rest).
@@ -74,11 +75,27 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 		{"the V100 nodes weighted first", [4]int{1, 1, 2, 2}, 7},
 		{"the T4 nodes weighted first", [4]int{3, 3, 1, 1}, 7},
 	} {
-		nodes := make([]planner.Node, len(names))
 		for i := range names {
-			nodes[i] = planner.Node{Name: names[i], GPUType: types[i], Total: 4, Weight: w.weights[i]}
 			if err := l.Command(ctx, "scontrol", "update", "NodeName="+names[i], "Weight="+strconv.Itoa(w.weights[i])).Run(); err != nil {
 				t.Fatalf("setting %s's weight: %v", names[i], err)
+			}
+		}
+		// The model gets the weights as the daemon reads them (its
+		// snapshot's readWeights: scontrol show node).
+		details, err := l.CLI.ShowNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := make([]planner.Node, len(names))
+		for i := range names {
+			nodes[i] = planner.Node{Name: names[i], GPUType: types[i], Total: 4}
+			for _, d := range details {
+				if d.Name == names[i] {
+					nodes[i].Weight = d.Weight
+				}
+			}
+			if nodes[i].Weight != w.weights[i] {
+				t.Fatalf("scontrol show node reads %s's weight as %d, set to %d", names[i], nodes[i].Weight, w.weights[i])
 			}
 		}
 		t.Cleanup(func() {
