@@ -127,7 +127,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
 		if n.Managed && n.Schedulable {
-			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)})
+			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn), Weight: n.Weight})
 		}
 	}
 	resv := d.reservations(v)

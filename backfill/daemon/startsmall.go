@@ -122,7 +122,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	lentOn := lentByNode(live)
 	for _, n := range v.Nodes {
 		in.Nodes = append(in.Nodes, planner.StartSmallNode{
-			AdmitNode: planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn)},
+			AdmitNode: planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn), Weight: n.Weight},
 			Usable:    n.Managed && n.Schedulable && may(n.Name), Reserved: reserved[n.Name], Closed: !n.Schedulable})
 	}
 	dec, ok, why := planner.StartSmallOnNodes(*in)

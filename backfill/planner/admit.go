@@ -125,14 +125,40 @@ func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
 	if rule.OneType {
 		for _, typ := range c.typesByWeight {
 			if rule.allows(typ) {
-				if a := c.consTres(avail, want, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
+				if a := c.consTres(avail, want, 0, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
 					return a
 				}
 			}
 		}
 		return nil
 	}
-	return c.consTres(avail, want, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
+	return c.consTres(avail, want, 0, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
+}
+
+// FitNodes picks nodes nodes with perNode GPUs each from avail (as for
+// Fit) where Slurm's select/cons_tres puts a job asking for them with
+// `-N nodes --gres=gpu:perNode` ([consTres] with a per-node request: only
+// nodes with perNode GPUs free, nodes of lower Node.Weight first, runs of
+// them in node order, a job needing one node on the one with the fewest
+// free GPUs; checked against the lab's slurmctld), on the nodes of the
+// types rule allows, one type at a time for rule.OneType as in Fit. It
+// returns nil when no allocation exists, or nodes or perNode is below 1.
+// It reads avail and never changes it.
+func (c *Cluster) FitNodes(avail []int, nodes, perNode int, rule FitRule) []Alloc {
+	if nodes < 1 || perNode < 1 {
+		return nil
+	}
+	if rule.OneType {
+		for _, typ := range c.typesByWeight {
+			if rule.allows(typ) {
+				if a := c.consTres(avail, nodes, perNode, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
+					return a
+				}
+			}
+		}
+		return nil
+	}
+	return c.consTres(avail, nodes, perNode, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
 }
 
 // Donor is a running elastic job that may give up GPUs of its own (base)
@@ -178,6 +204,10 @@ type AdmitRequest struct {
 	// Want is the job's GPU count; Rule where it may run.
 	Want int
 	Rule FitRule
+	// PerNode, when above 0, is the GPUs the job asks on each of Want /
+	// PerNode nodes (`-N --gres=gpu:PerNode`, placed by FitNodes); 0: it
+	// asks Want GPUs anywhere (--gpus=Want, placed by Fit).
+	PerNode int
 	// Work is the queued job's run time at Want GPUs, in seconds: only a
 	// donor with more time left yields (shortest remaining time first).
 	Work float64
@@ -204,6 +234,18 @@ type AdmitRequest struct {
 	// queued job would end by waiting, which sets the makespan just as
 	// well. 0: no bound.
 	Horizon float64
+}
+
+// fit places the queued job of q on avail as Slurm would: FitNodes for a
+// per-node request, else Fit.
+func (q AdmitRequest) fit(c *Cluster, avail []int) []Alloc {
+	if q.PerNode > 0 {
+		if q.Want%q.PerNode != 0 {
+			return nil
+		}
+		return c.FitNodes(avail, q.Want/q.PerNode, q.PerNode, q.Rule)
+	}
+	return c.Fit(avail, q.Want, q.Rule)
 }
 
 // Admit decides whether the queued job of q can start now at q.Want GPUs
@@ -298,7 +340,7 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		if total < q.Want {
 			continue
 		}
-		if a.Alloc = c.Fit(tent, q.Want, q.Rule); a.Alloc != nil {
+		if a.Alloc = q.fit(c, tent); a.Alloc != nil {
 			break
 		}
 	}

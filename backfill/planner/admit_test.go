@@ -154,6 +154,25 @@ func TestAdmit(t *testing.T) {
 			wantOK: true,
 		},
 		{
+			name: "a per-node request (-N2 --gres=gpu:2) takes 2 GPUs on each of two nodes, and the donor gives only 2",
+			req: AdmitRequest{Avail: []int{3, 0}, Want: 4, PerNode: 2, Work: 100,
+				Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 0, TimeLeft: 99999}}},
+			want:   Admission{Alloc: []Alloc{{0, 2}, {1, 2}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 2}}},
+			wantOK: true,
+		},
+		{
+			name: "the same job asking --gpus=4 goes on the node with more free GPUs, the donor's",
+			req: AdmitRequest{Avail: []int{3, 0}, Want: 4, Work: 100,
+				Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 0, TimeLeft: 99999}}},
+			want:   Admission{Alloc: []Alloc{{1, 4}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 4}}},
+			wantOK: true,
+		},
+		{
+			name: "a Want that is not a multiple of PerNode is no request",
+			req: AdmitRequest{Avail: []int{3, 0}, Want: 5, PerNode: 2, Work: 100,
+				Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 0, TimeLeft: 99999}}},
+		},
+		{
 			name: "with whole nodes a job never gives up its last node",
 			req: AdmitRequest{Avail: []int{0, 0}, Want: 4, Work: 100, WholeNodes: true,
 				Donors: []Donor{{Base: []Alloc{{0, 4}}, Min: 0, TimeLeft: 99999}}},
@@ -268,6 +287,121 @@ func TestFitFillsInChoiceOrderAsSlurm2411Does(t *testing.T) {
 			if got != want {
 				t.Errorf("avail %v, --gpus=%d, FillInChoiceOrder %v: Fit gave %v, the lab %v", tc.avail, tc.gpus, inOrder, got, want)
 			}
+		}
+	}
+}
+
+// TestFitNodesPlacesJobsWhereTheLabsSlurmDid replays the per-node
+// placements the 22.05 lab made (tests/slurm
+// TestTheSimulatorPlacesJobsWhereSlurmDoes: jobs holding held[i] GPUs of
+// n1..n4, then one asking -N nodes --gres=gpu:perNode) under the three
+// weightings it sets.
+func TestFitNodesPlacesJobsWhereTheLabsSlurmDid(t *testing.T) {
+	type placed struct {
+		held           [4]int
+		nodes, perNode int
+		got            [4]int
+	}
+	for _, w := range []struct {
+		name    string
+		weights [4]int
+		cases   []placed
+	}{
+		{"equal weights", [4]int{1, 1, 1, 1}, []placed{
+			{[4]int{2, 0, 1, 3}, 1, 2, [4]int{2, 0, 0, 0}}, // the smallest run that holds it (n1 alone), not the node with fewest free
+			{[4]int{0, 2, 0, 1}, 1, 3, [4]int{3, 0, 0, 0}},
+			{[4]int{0, 0, 0, 0}, 2, 3, [4]int{3, 3, 0, 0}},
+			{[4]int{1, 3, 0, 0}, 2, 2, [4]int{0, 0, 2, 2}}, // n2 lacks 2 free GPUs: n1 alone is too short a run
+			{[4]int{2, 2, 2, 2}, 2, 2, [4]int{2, 2, 0, 0}},
+			{[4]int{3, 0, 1, 0}, 3, 1, [4]int{1, 1, 1, 0}},
+		}},
+		{"the V100 nodes weighted first", [4]int{1, 1, 2, 2}, []placed{
+			{[4]int{2, 0, 1, 3}, 1, 2, [4]int{2, 0, 0, 0}},
+			{[4]int{0, 2, 0, 1}, 1, 3, [4]int{3, 0, 0, 0}},
+			{[4]int{0, 0, 0, 0}, 2, 3, [4]int{3, 3, 0, 0}},
+			{[4]int{1, 3, 0, 0}, 2, 2, [4]int{2, 0, 2, 0}}, // n1 from the first tier, then the first T4
+			{[4]int{2, 2, 2, 2}, 2, 2, [4]int{2, 2, 0, 0}},
+			{[4]int{3, 0, 1, 0}, 3, 1, [4]int{1, 1, 1, 0}},
+		}},
+		{"the T4 nodes weighted first", [4]int{3, 3, 1, 1}, []placed{
+			{[4]int{2, 0, 1, 3}, 1, 2, [4]int{0, 0, 2, 0}},
+			{[4]int{0, 2, 0, 1}, 1, 3, [4]int{0, 0, 0, 3}}, // best fit within the T4 run: n4 has 3 free, n3 4
+			{[4]int{0, 0, 0, 0}, 2, 3, [4]int{0, 0, 3, 3}},
+			{[4]int{1, 3, 0, 0}, 2, 2, [4]int{0, 0, 2, 2}},
+			{[4]int{2, 2, 2, 2}, 2, 2, [4]int{0, 0, 2, 2}},
+			{[4]int{3, 0, 1, 0}, 3, 1, [4]int{1, 0, 1, 1}},
+		}},
+	} {
+		var nodes []Node
+		for i, typ := range []string{"v100", "v100", "t4", "t4"} {
+			nodes = append(nodes, Node{Name: fmt.Sprintf("n%d", i+1), GPUType: typ, Total: 4, Weight: w.weights[i]})
+		}
+		c := NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
+		for _, tc := range w.cases {
+			t.Run(fmt.Sprintf("%s, held %v, -N%d --gres=gpu:%d", w.name, tc.held, tc.nodes, tc.perNode), func(t *testing.T) {
+				avail := make([]int, 4)
+				for i, h := range tc.held {
+					avail[i] = 4 - h
+				}
+				var got [4]int
+				for _, a := range c.FitNodes(avail, tc.nodes, tc.perNode, FitRule{}) {
+					got[a.Node] += a.GPUs
+				}
+				if got != tc.got {
+					t.Errorf("FitNodes put the GPUs on n1..n4 as %v, Slurm did %v", got, tc.got)
+				}
+			})
+		}
+	}
+}
+
+func TestFitNodesKeepsItsPromises(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	types := []string{"v100", "p100", "t4"}
+	for iter := range 2000 {
+		var nodes []Node
+		for range 1 + r.IntN(9) {
+			nodes = append(nodes, Node{GPUType: types[r.IntN(3)], Total: 8, Weight: r.IntN(3)})
+		}
+		c := NewCluster(nodes, map[string]float64{"v100": 3.1, "p100": 2.4})
+		avail := make([]int, len(nodes))
+		for i := range avail {
+			avail[i] = r.IntN(9)
+		}
+		rule := FitRule{OneType: r.IntN(3) == 0}
+		if r.IntN(3) == 0 {
+			rule.Types = []string{types[r.IntN(3)]}
+		}
+		want, perNode := r.IntN(5), r.IntN(9) // 0 of either: no allocation
+		eligible := map[string]int{}          // nodes with perNode GPUs free, by type
+		all := 0
+		for i, n := range nodes {
+			if rule.allows(n.GPUType) && avail[i] >= perNode {
+				eligible[n.GPUType]++
+				all++
+			}
+		}
+		holds := all >= want
+		if rule.OneType {
+			holds = false
+			for _, k := range eligible {
+				holds = holds || k >= want
+			}
+		}
+		holds = holds && want > 0 && perNode > 0
+		got := c.FitNodes(avail, want, perNode, rule)
+		if (got != nil) != holds {
+			t.Fatalf("iter %d: FitNodes(%v, %d, %d, %+v) = %v on %v, want an allocation: %v", iter, avail, want, perNode, rule, got, nodes, holds)
+		}
+		seen, used := map[int]bool{}, map[string]bool{}
+		for _, a := range got {
+			if a.GPUs != perNode || a.GPUs > avail[a.Node] || seen[a.Node] || !rule.allows(nodes[a.Node].GPUType) {
+				t.Fatalf("iter %d: FitNodes(%v, %d, %d, %+v) = %v breaks a node's bounds or the rule", iter, avail, want, perNode, rule, got)
+			}
+			seen[a.Node], used[nodes[a.Node].GPUType] = true, true
+		}
+		if got != nil && (len(got) != want || (rule.OneType && len(used) != 1)) {
+			t.Fatalf("iter %d: FitNodes(%v, %d, %d, %+v) = %v: %d nodes on types %v", iter, avail, want, perNode, rule, got, len(got), used)
 		}
 	}
 }

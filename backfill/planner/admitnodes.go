@@ -16,6 +16,9 @@ type AdmitNode struct {
 	// and those of the daemon's running extra jobs (Slurm preempts the
 	// extra jobs' partition for it), at most Total.
 	Total, Free int
+	// Weight is the node's Slurm scheduling weight (Node.Weight: lower
+	// first; 0 and equal weights leave free GPUs and node order to decide).
+	Weight int `json:",omitempty"`
 }
 
 // NodeAdmitQueued is a pending job waiting for resources, as
@@ -187,7 +190,9 @@ type donorCand struct {
 // last nodes of a job's node list, each donor's shrink is then turned into
 // "keep the first N nodes", and the queued job must fit on exactly the
 // nodes that releases plus the free ones, in the layout it asked for (its
-// node count, its GPUs per node), else the job is passed over. Each
+// node count, its GPUs per node), where Slurm would place it
+// ([Cluster.FitNodes], with the nodes' weights), else the job is passed
+// over. Each
 // donor's time limit is raised by [RaisedTimeLimit]. why lists, per queued
 // job passed over, the reason (for the daemon's debug log). Pure.
 func AdmitOnNodes(in NodeAdmitInput) (a NodeAdmission, ok bool, why []string) {
@@ -198,7 +203,7 @@ func AdmitOnNodes(in NodeAdmitInput) (a NodeAdmission, ok bool, why []string) {
 	idx := make(map[string]int, len(in.Nodes))
 	baseAvail := make([]int, len(in.Nodes))
 	for i, n := range in.Nodes {
-		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total}
+		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Weight: n.Weight}
 		idx[n.Name] = i
 		baseAvail[i] = n.Free
 	}
@@ -348,7 +353,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		rule.Types = []string{q.GPUType}
 	}
 	want := q.Nodes * q.GPUsPerNode
-	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, Rule: rule, Work: q.Limit.Seconds(),
+	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, PerNode: q.GPUsPerNode, Rule: rule, Work: q.Limit.Seconds(),
 		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true, Gain: gain, Horizon: horizon})
 	if !ok {
 		what := "reservations, time left, type, layout"
@@ -385,14 +390,11 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		a.Shrinks = append(a.Shrinks, sh)
 	}
 	slices.SortFunc(a.Shrinks, func(x, y NodeShrink) int { return cmp.Compare(x.Job, y.Job) })
-	alloc := cluster.Fit(tent, want, rule)
-	if len(alloc) != q.Nodes {
+	alloc := cluster.FitNodes(tent, q.Nodes, q.GPUsPerNode, rule)
+	if alloc == nil {
 		return NodeAdmission{}, "the released nodes do not hold it in the layout it asked for"
 	}
 	for _, al := range alloc {
-		if al.GPUs != q.GPUsPerNode {
-			return NodeAdmission{}, "the released nodes do not hold it in the layout it asked for"
-		}
 		a.Alloc = append(a.Alloc, NodeGPUs{Node: cluster.Nodes[al.Node].Name, GPUs: al.GPUs})
 	}
 	return a, ""

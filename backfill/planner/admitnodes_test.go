@@ -15,7 +15,7 @@ import (
 // for 30 min; the t4 nodes n3 and n4 are idle but of the wrong type.
 func admitFixture() NodeAdmitInput {
 	return NodeAdmitInput{
-		Nodes: []AdmitNode{{"n1", "v100", 4, 0}, {"n2", "v100", 4, 0}, {"n3", "t4", 4, 4}, {"n4", "t4", 4, 4}},
+		Nodes: []AdmitNode{{"n1", "v100", 4, 0, 0}, {"n2", "v100", 4, 0, 0}, {"n3", "t4", 4, 4, 0}, {"n4", "t4", 4, 4, 0}},
 		Queue: []NodeAdmitQueued{{ID: "20", Nodes: 1, GPUsPerNode: 4, GPUType: "v100", Limit: 30 * time.Minute,
 			Allowed: []string{"n1", "n2", "n3", "n4"}}},
 		Donors: []NodeAdmitDonor{{ID: "10", Facts: DonorFacts{Elastic: true, Ready: true, Managed: true, AdmitOn: true, Nodes: 2, HasEnd: true},
@@ -66,6 +66,15 @@ func TestAdmitOnNodes(t *testing.T) {
 				in.Queue = append([]NodeAdmitQueued{{ID: "19", Refused: "request or time limit not readable"}}, in.Queue...)
 			}, admitted, ""},
 		{"without nodes nothing is decided", func(in *NodeAdmitInput) { in.Nodes = nil }, nil, ""},
+		// Slurm places -N2 --gres=gpu:2 on two nodes with 2 GPUs free each
+		// (FitNodes); a --gpus=4 model put all 4 on the released n2 and
+		// refused the layout.
+		{"a per-node request is placed as Slurm places it: 2 GPUs on the released n2 and 2 on the partly used T4 n3",
+			func(in *NodeAdmitInput) {
+				in.Nodes[2].Free, in.Nodes[3].Free = 3, 1
+				in.Queue[0].Nodes, in.Queue[0].GPUsPerNode, in.Queue[0].GPUType = 2, 2, ""
+			},
+			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n2", 2}, {"n3", 2}}, Shrinks: admitted.Shrinks}, ""},
 		{"a donor whose raised limit (132 min) would pass its partition's MaxTime gives nothing",
 			func(in *NodeAdmitInput) { in.Donors[0].Cap = LimitCap{Max: 2 * time.Hour, Partition: "normal"} }, nil,
 			"gives up no node: at 1 nodes the time limit it would need, 2h12m0s, exceeds the MaxTime 2h0m0s of its partition normal"},

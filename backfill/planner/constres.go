@@ -37,22 +37,38 @@ import "slices"
 // agree. Slurm's retry without the nodes of fewest free resources, when
 // the first pass fails, is not modelled: it finds an allocation only when
 // this one does.
-func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Alloc {
+//
+// With perNode > 0 it places a job that asks for want nodes with perNode
+// GPUs each (`-N want --gres=gpu:perNode`): a node is eligible when it has
+// perNode GPUs free, cons_tres's per-job weight does not apply (near is
+// the same for every node: Weight alone ranks runs), a run completes the
+// job when it has the nodes still needed, a job needing one more node
+// takes the eligible node of the run with the fewest free GPUs, and each
+// chosen node gives perNode GPUs.
+func (c *Cluster) consTres(avail []int, want, perNode int, allowed func(n int) bool) []Alloc {
 	type run struct {
 		nodes              []int
 		weight, near, gpus int
 		used               bool
 	}
+	// need(n) is what node n adds toward want: its GPUs, or one node.
+	need := func(n int) int { return avail[n] }
+	if perNode > 0 {
+		need = func(int) int { return 1 }
+	}
 	var runs []*run
 	var cur *run
 	sum := 0
 	for _, n := range c.all {
-		if !allowed(n) || avail[n] < 1 {
+		if !allowed(n) || avail[n] < max(1, perNode) {
 			cur = nil
 			continue
 		}
-		sum += avail[n]
+		sum += need(n)
 		near, weight := min(avail[n], want), c.Nodes[n].Weight
+		if perNode > 0 {
+			near = perNode
+		}
 		if cur == nil || cur.near != near || cur.weight != weight {
 			cur = &run{weight: weight, near: near}
 			runs = append(runs, cur)
@@ -63,6 +79,13 @@ func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Al
 	if sum < want {
 		return nil
 	}
+	// has(r) is what run r adds toward want.
+	has := func(r *run) int {
+		if perNode > 0 {
+			return len(r.nodes)
+		}
+		return r.gpus
+	}
 	var chosen []int // in the order chosen
 	total := 0
 	for total < want {
@@ -72,7 +95,7 @@ func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Al
 			if r.used {
 				continue
 			}
-			done := total+r.gpus >= want
+			done := total+has(r) >= want
 			same := best != nil && r.weight == best.weight && r.near == best.near
 			switch {
 			case best == nil, r.weight < best.weight, r.weight == best.weight && r.near > best.near,
@@ -85,23 +108,30 @@ func (c *Cluster) consTres(avail []int, want int, allowed func(n int) bool) []Al
 		best.used = true
 		single := -1
 		for _, n := range best.nodes {
-			if total+avail[n] >= want && (single < 0 || avail[n] < avail[single]) {
+			if total+need(n) >= want && (single < 0 || avail[n] < avail[single]) {
 				single = n
 			}
 		}
 		if single >= 0 {
 			chosen = append(chosen, single)
-			total += avail[single]
+			total += need(single)
 			continue
 		}
 		for _, n := range best.nodes {
 			chosen = append(chosen, n)
-			if total += avail[n]; total >= want {
+			if total += need(n); total >= want {
 				break
 			}
 		}
 	}
 	out := make([]Alloc, 0, len(chosen))
+	if perNode > 0 {
+		slices.Sort(chosen)
+		for _, n := range chosen {
+			out = append(out, Alloc{n, perNode})
+		}
+		return out
+	}
 	given := 0
 	if c.FillInChoiceOrder {
 		for _, n := range chosen { // each was chosen while the job needed more

@@ -12,8 +12,11 @@ import (
 // time limit in the daemon).
 type CriticalJob struct {
 	GPUs int
-	Rule FitRule
-	Run  float64
+	// PerNode, when above 0, is the GPUs it asks on each of GPUs / PerNode
+	// nodes (placed by FitNodes); 0: GPUs anywhere (Fit).
+	PerNode int
+	Rule    FitRule
+	Run     float64
 	// On, aligned with Cluster.Nodes, marks the nodes it may start on
 	// (its partitions, --nodelist, --exclude); nil: every node.
 	On []bool
@@ -141,6 +144,14 @@ func (q CriticalJob) MayBeDelayed(types map[string]bool, hold, horizon float64) 
 // the hold.
 const CriticalDelayJobs = 64
 
+// fits reports whether q can start on avail as Slurm places it.
+func (q CriticalJob) fits(c *Cluster, avail []int) bool {
+	if q.PerNode > 0 {
+		return q.GPUs%q.PerNode == 0 && c.FitNodes(avail, q.GPUs/q.PerNode, q.PerNode, q.Rule) != nil
+	}
+	return c.Fit(avail, q.GPUs, q.Rule) != nil
+}
+
 // earliestStart is when q could start at its request from avail now, the
 // allocations of rels (sorted by At) and hold (at until) coming free, on
 // the nodes it may start on.
@@ -151,7 +162,7 @@ func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Re
 			proj[n] = 0
 		}
 	}
-	if c.Fit(proj, q.GPUs, q.Rule) != nil {
+	if q.fits(c, proj) {
 		return now
 	}
 	held := hold != nil
@@ -178,7 +189,7 @@ func (c *Cluster) earliestStart(now int64, q CriticalJob, avail []int, rels []Re
 			}
 			held = false
 		}
-		if c.Fit(proj, q.GPUs, q.Rule) != nil {
+		if q.fits(c, proj) {
 			return t
 		}
 	}

@@ -1,6 +1,9 @@
 package planner
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestCriticalDelay(t *testing.T) {
 	// Two 4-GPU v100 nodes and one t4 node. n1 is idle; n2 frees at 1,000 s;
@@ -70,5 +73,26 @@ func TestMayBeDelayed(t *testing.T) {
 				t.Errorf("MayBeDelayed = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEarliestStartPlacesPerNodeRequestsAsSlurmDoes: with 3 and 1 GPUs
+// free, --gpus=4 starts now, but -N2 --gres=gpu:2 waits for the second
+// node's release.
+func TestEarliestStartPlacesPerNodeRequestsAsSlurmDoes(t *testing.T) {
+	c := NewCluster([]Node{{Name: "n1", GPUType: "v100", Total: 4}, {Name: "n2", GPUType: "v100", Total: 4}}, nil)
+	rels := []Release{{At: 500, Alloc: []Alloc{{1, 3}}}}
+	for _, tc := range []struct {
+		job  CriticalJob
+		want int64
+	}{
+		{CriticalJob{GPUs: 4}, 100},
+		{CriticalJob{GPUs: 4, PerNode: 2}, 500},
+		{CriticalJob{GPUs: 4, PerNode: 4}, 500},
+		{CriticalJob{GPUs: 5, PerNode: 2}, math.MaxInt64}, // not a per-node layout: never
+	} {
+		if got := c.earliestStart(100, tc.job, []int{3, 1}, rels, nil, 0); got != tc.want {
+			t.Errorf("%+v: earliest start %d, want %d", tc.job, got, tc.want)
+		}
 	}
 }

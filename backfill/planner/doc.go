@@ -141,8 +141,11 @@
 // GPUs, runs of them in node order, a job that fits one node of the chosen
 // run on the fullest of them that holds it), which knows nothing of GPU
 // speeds beyond the site's weights; a one-type d1 job is fitted on one
-// type at a time, in the order Slurm reaches their nodes. A lab test
-// checks it against slurmctld. The daemon's snapshots carry the weights
+// type at a time, in the order Slurm reaches their nodes.
+// [Cluster.FitNodes] is the same for a job asking -N M --gres=gpu:K (only
+// nodes with K GPUs free, each giving K), the layout the daemon reads from
+// squeue; its admission and start-small checks place queued jobs with it.
+// A lab test checks both against slurmctld. The daemon's snapshots carry the weights
 // Slurm has (scontrol show node) when a job waits for resources, the
 // cycles whose admission, start-small and keep-off checks predict a
 // placement.

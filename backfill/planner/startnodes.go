@@ -179,7 +179,7 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 	avail := make([]int, len(in.Nodes))
 	var hold []Alloc
 	for i, n := range in.Nodes {
-		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total}
+		nodes[i] = Node{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Weight: n.Weight}
 		idx[n.Name] = i
 		if !n.Closed && !n.Reserved {
 			avail[i] = n.Free
@@ -210,7 +210,7 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 		if q.Job == in.Job {
 			continue
 		}
-		cj := CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, Run: q.Limit.Seconds()}
+		cj := CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, PerNode: q.GPUsPerNode, Run: q.Limit.Seconds()}
 		if q.On != nil {
 			cj.On = make([]bool, len(nodes))
 			for _, name := range q.On {

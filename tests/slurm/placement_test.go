@@ -36,12 +36,19 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 	ctx := context.Background()
 	names := []string{"n1", "n2", "n3", "n4"}
 	types := []string{"v100", "v100", "t4", "t4"}
-	cases := []struct {
-		held [4]int
-		gpus int
-	}{
-		{[4]int{0, 0, 0, 0}, 6}, {[4]int{2, 0, 0, 0}, 6}, {[4]int{1, 1, 0, 0}, 6}, {[4]int{0, 1, 1, 0}, 5},
-		{[4]int{0, 0, 0, 1}, 2}, {[4]int{2, 2, 2, 2}, 5}, {[4]int{4, 2, 0, 0}, 4},
+	type placement struct {
+		held  [4]int
+		gpus  int // --gpus=gpus, or per node with nodes
+		nodes int // > 0: -N nodes --gres=gpu:gpus
+	}
+	cases := []placement{
+		{[4]int{0, 0, 0, 0}, 6, 0}, {[4]int{2, 0, 0, 0}, 6, 0}, {[4]int{1, 1, 0, 0}, 6, 0}, {[4]int{0, 1, 1, 0}, 5, 0},
+		{[4]int{0, 0, 0, 1}, 2, 0}, {[4]int{2, 2, 2, 2}, 5, 0}, {[4]int{4, 2, 0, 0}, 4, 0},
+	}
+	// Per-node requests (planner.Cluster.FitNodes), run under every weighting.
+	perNode := []placement{
+		{[4]int{2, 0, 1, 3}, 2, 1}, {[4]int{0, 2, 0, 1}, 3, 1}, {[4]int{0, 0, 0, 0}, 3, 2}, {[4]int{1, 3, 0, 0}, 2, 2},
+		{[4]int{2, 2, 2, 2}, 2, 2}, {[4]int{3, 0, 1, 0}, 1, 3},
 	}
 	r := rand.New(rand.NewPCG(17, 2026))
 	for len(cases) < 13 {
@@ -52,10 +59,7 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 			free += 4 - h[i]
 		}
 		if free > 0 {
-			cases = append(cases, struct {
-				held [4]int
-				gpus int
-			}{h, 1 + r.IntN(free)})
+			cases = append(cases, placement{h, 1 + r.IntN(free), 0})
 		}
 	}
 	series, err := l.CLI.Series(ctx)
@@ -106,18 +110,23 @@ func TestTheSimulatorPlacesJobsWhereSlurmDoes(t *testing.T) {
 		cluster := planner.NewCluster(nodes, map[string]float64{"v100": 3.1, "t4": 1})
 		// 24.11 gives the chosen nodes their GPUs in the order it chose them
 		cluster.FillInChoiceOrder = series != "22.05"
-		for _, tc := range cases[:w.cases] {
-			t.Run(fmt.Sprintf("%s, held %v, --gpus=%d", w.name, tc.held, tc.gpus), func(t *testing.T) {
-				placeOne(t, l, cluster, names, tc.held, tc.gpus)
+		for _, tc := range append(slices.Clone(cases[:w.cases]), perNode...) {
+			name := fmt.Sprintf("%s, held %v, --gpus=%d", w.name, tc.held, tc.gpus)
+			if tc.nodes > 0 {
+				name = fmt.Sprintf("%s, held %v, -N%d --gres=gpu:%d", w.name, tc.held, tc.nodes, tc.gpus)
+			}
+			t.Run(name, func(t *testing.T) {
+				placeOne(t, l, cluster, names, tc.held, tc.gpus, tc.nodes)
 			})
 		}
 	}
 }
 
 // placeOne holds held[i] GPUs of node names[i] with jobs pinned there,
-// submits a job asking --gpus=gpus and compares where Slurm put its GPUs
-// with cluster.Fit.
-func placeOne(t *testing.T, l *slurmlab.Lab, cluster *planner.Cluster, names []string, held [4]int, gpus int) {
+// submits a job asking --gpus=gpus (nodes 0) or -N nodes --gres=gpu:gpus
+// and compares where Slurm put its GPUs with cluster.Fit or
+// cluster.FitNodes.
+func placeOne(t *testing.T, l *slurmlab.Lab, cluster *planner.Cluster, names []string, held [4]int, gpus, nodes int) {
 	ctx := context.Background()
 	if _, err := l.WaitIdle(ctx, 30*time.Second); err != nil {
 		t.Fatalf("the lab is not idle before the case: %v", err)
@@ -147,7 +156,11 @@ func placeOne(t *testing.T, l *slurmlab.Lab, cluster *planner.Cluster, names []s
 		}
 	}
 	before := usedGPUs(t, l, names)
-	id := l.Submit(t, "#!/bin/sh\nsleep 300\n", "-p", "normal", "--gpus="+strconv.Itoa(gpus), "-t", "5", "-o", "/dev/null")
+	ask := []string{"--gpus=" + strconv.Itoa(gpus)}
+	if nodes > 0 {
+		ask = []string{"-N", strconv.Itoa(nodes), "--gres=gpu:" + strconv.Itoa(gpus)}
+	}
+	id := l.Submit(t, "#!/bin/sh\nsleep 300\n", append([]string{"-p", "normal", "-t", "5", "-o", "/dev/null"}, ask...)...)
 	ids = append(ids, id)
 	if _, err := l.WaitState(ctx, id, 30*time.Second, "RUNNING"); err != nil {
 		t.Fatal(err)
@@ -158,7 +171,11 @@ func placeOne(t *testing.T, l *slurmlab.Lab, cluster *planner.Cluster, names []s
 		got[i] = after[i] - before[i]
 	}
 	want := make([]int, len(names))
-	for _, a := range cluster.Fit(avail, gpus, planner.FitRule{}) {
+	model := cluster.Fit(avail, gpus, planner.FitRule{})
+	if nodes > 0 {
+		model = cluster.FitNodes(avail, nodes, gpus, planner.FitRule{})
+	}
+	for _, a := range model {
 		want[a.Node] = a.GPUs
 	}
 	t.Logf("Slurm put the job's GPUs on n1..n4 as %v", got)
