@@ -147,13 +147,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badFlags(fmt.Errorf("--window: %w", err))
 	}
-	jobs, err := trace.ReadFile(*tracePath)
+	jobs, rep, err := trace.ReadFileReport(*tracePath)
 	if err != nil {
 		fmt.Fprintf(stderr, "easyscale-simulate: --trace: %v\n", err)
 		return 1
 	}
-	if len(jobs) == 0 {
-		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header and no row of a job that ran (the common layout leaves out rows with an empty duration_s)\n", *tracePath)
+	for _, col := range slices.Sorted(maps.Keys(rep.Misspelt)) {
+		fmt.Fprintf(stderr, "easyscale-simulate: warning: --trace %s: column %q is not one the simulator reads, so its cells are ignored: did you mean %q?\n",
+			*tracePath, col, rep.Misspelt[col])
+	}
+	switch {
+	case len(jobs) == 0 && rep.Skipped > 0:
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: all %d rows have an empty duration_s (jobs that never ran, which the common layout leaves out): give each job its run time in seconds\n", *tracePath, rep.Skipped)
+		return 1
+	case len(jobs) == 0:
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header and no row\n", *tracePath)
 		return 1
 	}
 	read := len(jobs)

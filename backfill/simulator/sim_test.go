@@ -277,6 +277,10 @@ func TestMainCLI(t *testing.T) {
 		{"a huge --margin is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--margin", "9000000000000000000"}, 2, "--margin"},
 		{"a trace with a repeated job id fails naming the line", []string{"--trace", filepath.Join(dir, "dup.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3, column 1 (name): job id \"a\" is already used on line 2"},
 		{"a table with a header alone is refused, not replayed as 0 jobs", []string{"--trace", filepath.Join(dir, "head.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "head.csv: no jobs to replay"},
+		{"a table whose every row has an empty duration_s says so", []string{"--trace", filepath.Join(dir, "noruns.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1,
+			"noruns.csv: no jobs to replay: all 2 rows have an empty duration_s"},
+		{"a misspelt optional column is named with the one meant", []string{"--trace", filepath.Join(dir, "misspelt.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
+			"warning: --trace " + filepath.Join(dir, "misspelt.csv") + ": column \"Min-GPUs\" is not one the simulator reads, so its cells are ignored: did you mean \"min_gpus\"?"},
 		{"a window that selects no job is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "999999999:1000000000"}, 1, "--window 999999999:1000000000: none of the trace's 160 jobs"},
 		{"an unknown --node-weights lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--node-weights", "random"}, 2,
 			"--node-weights: unknown node weighting \"random\": use fastest-first, equal or slowest-first"},
@@ -285,9 +289,11 @@ func TestMainCLI(t *testing.T) {
 			"warning: the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: a10 (2 jobs, first \"a\"), t5 (job \"b\"); the cluster has v100"},
 	}
 	for name, body := range map[string]string{
-		"head.csv":   "name,time,application,num_replicas,batch_size\n",
-		"short.csv":  "name,time,application,num_replicas,batch_size\na,1,ncf,2,32\nb,5,ncf\n",
-		"speeds.csv": "name,time,application,num_replicas,batch_size,speeds\na,1,ncf,2,32,a10:2\nb,5,ncf,2,32,\"a10:2,t5:1,v100:1\"\nc,6,ncf,2,32,v100:1\n",
+		"head.csv":     "name,time,application,num_replicas,batch_size\n",
+		"noruns.csv":   "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,0,,1,v100,Failed,1\nb,5,,2,,Killed,1\n",
+		"misspelt.csv": "name,time,application,num_replicas,batch_size,Min-GPUs,logical_worker,owner\na,1,ncf,2,32,1,2,x\n",
+		"short.csv":    "name,time,application,num_replicas,batch_size\na,1,ncf,2,32\nb,5,ncf\n",
+		"speeds.csv":   "name,time,application,num_replicas,batch_size,speeds\na,1,ncf,2,32,a10:2\nb,5,ncf,2,32,\"a10:2,t5:1,v100:1\"\nc,6,ncf,2,32,v100:1\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

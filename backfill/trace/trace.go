@@ -222,16 +222,36 @@ var polluxColumns = []string{"name", "time", "application", "num_replicas", "bat
 
 // ReadFile opens path and reads it with [Read].
 func ReadFile(path string) ([]Job, error) {
+	jobs, _, err := ReadFileReport(path)
+	return jobs, err
+}
+
+// ReadFileReport opens path and reads it with [ReadReport].
+func ReadFileReport(path string) ([]Job, Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("trace: opening %s: %w", path, err)
+		return nil, Report{}, fmt.Errorf("trace: opening %s: %w", path, err)
 	}
 	defer f.Close()
-	jobs, err := Read(f)
+	jobs, rep, err := ReadReport(f)
 	if err != nil {
-		return nil, fmt.Errorf("trace: reading %s: %w", path, err)
+		return nil, Report{}, fmt.Errorf("trace: reading %s: %w", path, err)
 	}
-	return jobs, nil
+	return jobs, rep, nil
+}
+
+// Report is what [ReadReport] found in a table besides its jobs, for a
+// tool to tell its user.
+type Report struct {
+	// Skipped is the rows of the common layout left out for an empty
+	// duration_s (jobs that never ran).
+	Skipped int
+	// Misspelt maps each header column that no layout reads but that looks
+	// like one of [OptionalColumns] (another case, '-' or ' ' for '_', or
+	// up to two letters off) to that column: a source's own extra columns
+	// are allowed and ignored, so such a column's cells are ignored too.
+	// nil when none.
+	Misspelt map[string]string
 }
 
 // Read parses a job table in either layout, chosen by its header, and
@@ -241,25 +261,83 @@ func ReadFile(path string) ([]Job, error) {
 // negative count, a repeated job id (wrapping ErrDuplicateID) or an
 // unknown header (wrapping ErrUnknownLayout).
 func Read(r io.Reader) ([]Job, error) {
+	jobs, _, err := ReadReport(r)
+	return jobs, err
+}
+
+// ReadReport is [Read] that also reports the rows it skipped and the
+// header columns that look like misspelt optional columns ([Report]).
+func ReadReport(r io.Reader) ([]Job, Report, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1 // rowWidth checks each row against the header, naming both counts
 	head, err := cr.Read()
 	if err != nil {
-		return nil, csvError(err, "reading header")
+		return nil, Report{}, csvError(err, "reading header")
 	}
 	head = slices.Clone(head)
 	if len(head) > 0 {
 		head[0] = strings.TrimPrefix(head[0], "\ufeff")
 	}
+	rep := Report{Misspelt: misspelt(head)}
+	var jobs []Job
 	switch {
 	case hasPrefix(head, commonColumns):
-		return readCommon(cr, head)
+		jobs, err = readCommon(cr, head, &rep.Skipped)
 	case hasPrefix(head, polluxColumns):
-		return readPollux(cr, head)
+		jobs, err = readPollux(cr, head)
+	default:
+		return nil, Report{}, &ParseError{Line: 1, Err: fmt.Errorf("header %q: %w (want %s,... or %s)", strings.Join(head, ","),
+			ErrUnknownLayout, strings.Join(commonColumns, ","), strings.Join(polluxColumns, ","))}
 	}
-	return nil, &ParseError{Line: 1, Err: fmt.Errorf("header %q: %w (want %s,... or %s)", strings.Join(head, ","),
-		ErrUnknownLayout, strings.Join(commonColumns, ","), strings.Join(polluxColumns, ","))}
+	if err != nil {
+		return nil, Report{}, err
+	}
+	return jobs, rep, nil
+}
+
+// misspelt returns Report.Misspelt for header head.
+func misspelt(head []string) map[string]string {
+	var out map[string]string
+	for _, h := range head {
+		if slices.Contains(commonColumns, h) || slices.Contains(polluxColumns, h) || slices.Contains(OptionalColumns, h) || h == "vc" {
+			continue
+		}
+		norm := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(h)))
+		best, dist := "", 3 // the nearest optional column within two edits
+		for _, o := range OptionalColumns {
+			if d := editDistance(norm, o); d < dist {
+				best, dist = o, d
+			}
+		}
+		if best != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[h] = best
+		}
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // rowWidth returns the whole-row *ParseError (column 0) for a row whose
@@ -293,7 +371,9 @@ func csvError(err error, doing string) error {
 	return fmt.Errorf("trace: %s: %w", doing, err)
 }
 
-func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
+// readCommon reads the rows of the common layout, counting in skipped
+// those with an empty duration_s.
+func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
 	user := slices.Index(head, "vc")
 	opt := optionalColumns(head)
 	var jobs []Job
@@ -314,6 +394,7 @@ func readCommon(cr *csv.Reader, head []string) ([]Job, error) {
 			return nil, err
 		}
 		if rec[2] == "" {
+			*skipped++
 			continue
 		}
 		j := Job{ID: rec[0], GPUType: rec[4], Training: rec[6] != "0"}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,6 +180,40 @@ func TestElasticDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.job.Elastic(); got != tc.want {
 				t.Errorf("Elastic() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadReportNamesMisspeltColumnsAndSkippedRows(t *testing.T) {
+	const common = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training"
+	for _, tc := range []struct {
+		name, table string
+		misspelt    map[string]string
+		skipped     int
+	}{
+		{"the shared traces' own extra columns are no misspelling",
+			common + ",cluster,synth_model_name,synth_num_iteration,synth_batch_size,synth_deadline_s,gpu_milli,cpu_milli,memory_mib,qos,queue_s,creation_time,scheduled_time,deletion_time,vc,submit_timestamp,gpu_time_s\n",
+			nil, 0},
+		{"the optional columns spelt right are read, not reported",
+			common + ",logical_workers,min_gpus,max_gpus,determinism,speeds\na,0,10,2,,Pass,1,4,1,4,d2,\n", nil, 0},
+		{"case, hyphens, spaces and a letter or two off are reported with the column meant",
+			common + ",Min-GPUs,max gpus,logical_worker,determinsm,speed,Speeds\n",
+			map[string]string{"Min-GPUs": "min_gpus", "max gpus": "max_gpus", "logical_worker": "logical_workers",
+				"determinsm": "determinism", "speed": "speeds", "Speeds": "speeds"}, 0},
+		{"rows with an empty duration_s are counted", common + "\na,0,,1,,Failed,1\nb,1,5,1,,Pass,1\nc,2,,1,,Killed,1\n", nil, 2},
+		{"the Pollux layout is checked too", "name,time,application,num_replicas,batch_size,minimum_gpus\n",
+			nil, 0},
+		{"a Pollux table's misspelt column", "name,time,application,num_replicas,batch_size,max_gpu\n",
+			map[string]string{"max_gpu": "max_gpus"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rep, err := ReadReport(strings.NewReader(tc.table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(rep.Misspelt, tc.misspelt) || rep.Skipped != tc.skipped {
+				t.Errorf("report %+v, want misspelt %v and %d skipped", rep, tc.misspelt, tc.skipped)
 			}
 		})
 	}
