@@ -125,14 +125,30 @@ func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
 	if rule.OneType {
 		for _, typ := range c.typesByWeight {
 			if rule.allows(typ) {
-				if a := c.consTres(avail, want, 0, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
+				if a := c.consTres(avail, want, 0, c.byType[typ]); a != nil {
 					return a
 				}
 			}
 		}
 		return nil
 	}
-	return c.consTres(avail, want, 0, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
+	return c.consTres(avail, want, 0, c.nodesOf(rule))
+}
+
+// nodesOf is the nodes of the types rule allows, in node order.
+func (c *Cluster) nodesOf(rule FitRule) []int {
+	switch len(rule.Types) {
+	case 0:
+		return c.all
+	case 1:
+		return c.byType[rule.Types[0]]
+	}
+	var out []int
+	for _, t := range rule.Types {
+		out = append(out, c.byType[t]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // FitNodes picks nodes nodes with perNode GPUs each from avail (as for
@@ -151,14 +167,14 @@ func (c *Cluster) FitNodes(avail []int, nodes, perNode int, rule FitRule) []Allo
 	if rule.OneType {
 		for _, typ := range c.typesByWeight {
 			if rule.allows(typ) {
-				if a := c.consTres(avail, nodes, perNode, func(n int) bool { return c.Nodes[n].GPUType == typ }); a != nil {
+				if a := c.consTres(avail, nodes, perNode, c.byType[typ]); a != nil {
 					return a
 				}
 			}
 		}
 		return nil
 	}
-	return c.consTres(avail, nodes, perNode, func(n int) bool { return rule.allows(c.Nodes[n].GPUType) })
+	return c.consTres(avail, nodes, perNode, c.nodesOf(rule))
 }
 
 // Donor is a running elastic job that may give up GPUs of its own (base)

@@ -2,8 +2,8 @@ package planner
 
 import "slices"
 
-// consTres picks want GPUs on the nodes allowed accepts (indices into
-// c.Nodes) as Slurm's select/cons_tres places a job that asks for GPUs
+// consTres picks want GPUs on nodes (the indices into c.Nodes of those
+// the job may use, in node order) as Slurm's select/cons_tres places a job that asks for GPUs
 // per job (`--gpus=want`, no node count), or nil when their avail GPUs
 // cannot hold it. It follows
 // Slurm 22.05's src/plugins/select/cons_tres/job_test.c (can_job_run_on_node,
@@ -45,22 +45,28 @@ import "slices"
 // job when it has the nodes still needed, a job needing one more node
 // takes the eligible node of the run with the fewest free GPUs, and each
 // chosen node gives perNode GPUs.
-func (c *Cluster) consTres(avail []int, want, perNode int, allowed func(n int) bool) []Alloc {
+func (c *Cluster) consTres(avail []int, want, perNode int, nodes []int) []Alloc {
 	type run struct {
 		nodes              []int
 		weight, near, gpus int
 		used               bool
 	}
 	// need(n) is what node n adds toward want: its GPUs, or one node.
-	need := func(n int) int { return avail[n] }
-	if perNode > 0 {
-		need = func(int) int { return 1 }
+	need := func(n int) int {
+		if perNode > 0 {
+			return 1
+		}
+		return avail[n]
 	}
 	var runs []*run
 	var cur *run
-	sum := 0
-	for _, n := range c.all {
-		if !allowed(n) || avail[n] < max(1, perNode) {
+	sum, prev := 0, -2
+	for _, n := range nodes {
+		if n != prev+1 { // a node the job may not use lies between: the run ends
+			cur = nil
+		}
+		prev = n
+		if avail[n] < max(1, perNode) {
 			cur = nil
 			continue
 		}
