@@ -188,10 +188,12 @@ type Config struct {
 	KeepOffPinned bool `toml:"keep_off_pinned"`
 	// MoveToFaster moves a running elastic d2 job to faster GPU types
 	// [move_to_faster], default true: when it runs on GPUs slower than
-	// idle ones of another type that no pending job may use, it is among
-	// the longest running jobs and the move ends it sooner
+	// others of another type, idle or lent to this daemon's extra jobs
+	// (which Slurm preempts for it), that no pending job may use, it is
+	// among the longest running jobs and the move ends it sooner
 	// (planner.MoveToFaster), the daemon requeues it (`scontrol requeue`),
-	// adds the nodes it ran on to its excluded nodes while it waits, and
+	// adds the slower nodes (its own and the others it may run on) to its
+	// excluded nodes while it waits, and
 	// the runtime resumes it from its newest checkpoint on the faster
 	// nodes, bit-identical. Once per job; jobs with extra jobs, jobs
 	// Slurm may not requeue, jobs naming a GPU type, a --nodelist or a

@@ -497,7 +497,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		}
 	}
 	if !admitted {
-		if admitted, err = d.moveToFaster(ctx, v, ps, r); err != nil {
+		if admitted, err = d.moveToFaster(ctx, v, ps, rc.live, r); err != nil {
 			return fmt.Errorf("moving jobs to faster GPUs (move_to_faster): %w", err)
 		}
 	}

@@ -401,9 +401,11 @@
 // partition where running jobs may be shrunk, without extra jobs (recorded
 // or not), not moved before and with a known time left (from its status
 // comment's progress since it started, capped by its time limit) is moved
-// when idle nodes of a faster type, none of its own, in its partitions,
+// when nodes of a faster type, none of its own, in its partitions,
 // outside its --exclude and none any pending job may start on, can hold
-// its GPUs per node (a job naming a GPU type, a --nodelist or a
+// its GPUs per node with their idle GPUs and those of this daemon's extra
+// jobs there (Slurm preempts extra.partition for the requeued job, as for
+// an admitted one) (a job naming a GPU type, a --nodelist or a
 // --constraint is not moved, nor a job array's task or a heterogeneous
 // job's component, which squeue's %i does not name by their ids), and
 // planner.MoveToFaster
@@ -413,7 +415,9 @@
 // (moved, with the owner's excluded nodes as squeue lists them while it
 // runs, before anything changes), and the daemon runs `scontrol requeue
 // ID` and decides ("move"); once the job waits it sets its excluded nodes
-// to its owner's plus the slower nodes it ran on (`scontrol update
+// to its owner's plus the slower nodes it ran on and every other node
+// slower than the target that it may run on, so that Slurm does not start
+// it on another idle slow node (`scontrol update
 // ExcNodeList=`; Slurm refuses that for a running job; nudge_eligible
 // leaves the job alone until then), so that Slurm
 // restarts it on the faster ones, where the runtime resumes from its

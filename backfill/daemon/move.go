@@ -30,10 +30,11 @@ var _ Mover = (*SlurmMover)(nil)
 // Requeue runs slurmcli.Runner.Requeue.
 func (s *SlurmMover) Requeue(ctx context.Context, id string) error { return s.Slurm.Requeue(ctx, id) }
 
-// movePlan is one running job to move: the nodes it runs on that are
-// slower than its target (from, which it restarts without), the idle
-// nodes of a faster type it would run on (to, none of its own) and its
-// GPUs.
+// movePlan is one running job to move: the nodes slower than its target
+// (from: those it runs on, then the other slower nodes it may run on; it
+// restarts without them), the nodes of a faster type it would run on (to,
+// none of its own; their GPUs idle or lent to this daemon's extra jobs)
+// and its GPUs.
 type movePlan struct {
 	job      *ElasticJob
 	from, to []string
@@ -69,21 +70,25 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // It must name no GPU type and no --nodelist, and placement (the job's
 // --exclude and --constraint as squeue lists them under its own id, which
 // an array task or a heterogeneous job's component never is) must read,
-// with no --constraint. Its target is the fewest idle nodes of GPU types
-// on which it runs faster than on the slowest of its own (its speeds:
-// es-req speeds= or the configured table), fastest type first, that can
-// hold its GPUs per node, are schedulable, none of its own, in one of its
-// partitions and outside its --exclude, and on which no pending job may
-// start (a job naming another type aside); planner.MoveToFaster then
+// with no --constraint. Its target is the fewest nodes of GPU types on
+// which it runs faster than on the slowest of its own (its speeds: es-req
+// speeds= or the configured table), fastest type first, whose idle GPUs
+// plus those of this daemon's running extra jobs there (in the preemptible
+// extra.partition: Slurm preempts them for the moved job, as for an
+// admitted one) hold its GPUs per node, that are schedulable, none of its
+// own, in one of its partitions and outside its --exclude, and on which no
+// pending job may start (a job naming another type aside); it restarts
+// excluding every slower node it may run on. planner.MoveToFaster then
 // weighs its time left there and here, the move's cost (move_cost) and the
 // longest time left of the other running jobs. Pure translation: the rule
 // is the planner's; placement is asked only for jobs that pass the other
 // checks.
-func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfillstore.Moved,
+func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, moved map[string]backfillstore.Moved,
 	placement func(id string) (slurmcli.Placement, bool)) []movePlan {
-	idle := map[string]int{}
+	idle := map[string]int{} // idle GPUs and those of this daemon's running extra jobs, which Slurm preempts for the moved job
+	lentOn := lentByNode(live)
 	for _, n := range ps.Nodes {
-		idle[n.Name] = n.Idle
+		idle[n.Name] = min(n.Total, n.Idle+lentOn[n.Name])
 	}
 	var wanted map[string]bool // nodesPendingJobsMayUse, worked out for the first candidate only: it walks every pending job
 	lefts := map[string]float64{}
@@ -139,10 +144,19 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, moved map[string]backfi
 		if to == nil {
 			continue
 		}
-		var from []string // its nodes slower than the target: it restarts without them
+		// It restarts without its nodes slower than the target and without
+		// every other slower node it may run on, so that Slurm starts it on
+		// the faster ones (preempting extra jobs there) and not on other
+		// idle slow nodes.
+		var from []string
 		for _, b := range r.Base {
 			if own[b.Node] < toSpeeds[0].Speed {
 				from = append(from, b.Node)
+			}
+		}
+		for _, n := range v.Nodes {
+			if _, mine := own[n.Name]; !mine && may(n) && r.SpeedOf(n.GPUType, ps.Speeds) < toSpeeds[0].Speed {
+				from = append(from, n.Name)
 			}
 		}
 		q := planner.MoveRequest{Model: r.Model, Now: now, To: toSpeeds, Cost: d.cfg.MoveCost.Seconds()}
@@ -262,7 +276,7 @@ func hasExtra(v *View, e *ElasticJob) bool {
 // Slurm refuses (--no-requeue) ends the move: the job runs on, and is not
 // tried again. It reports whether an allocation changed. Only a database
 // error is returned.
-func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot, r *Report) (bool, error) {
+func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot, live map[string]*lent, r *Report) (bool, error) {
 	if !d.cfg.MoveToFaster {
 		return false, nil
 	}
@@ -284,10 +298,10 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		return p, ok
 	}
 	changed := false
-	for _, p := range d.planMoves(v, ps, moved, placement) {
+	for _, p := range d.planMoves(v, ps, live, moved, placement) {
 		id := p.job.Job.ID
 		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
-		detail := fmt.Sprintf("requeue it to restart without %s (idle faster GPUs on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
+		detail := fmt.Sprintf("requeue it to restart without %s (faster GPUs, idle or lent, on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
 		if d.cfg.DryRun {
 			if d.moveTried[id] {
 				continue

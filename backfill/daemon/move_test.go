@@ -83,6 +83,38 @@ func TestTheDaemonMovesALongD2JobOffItsT4ToIdleV100s(t *testing.T) {
 	}
 }
 
+// The V100s of n1 are lent to another job's extra job and n2 is that
+// job's own: the daemon still moves the long job off its T4, since Slurm
+// preempts the extra job (its partition is preemptible) for it, and it
+// excludes both T4 nodes (its own n3 and the idle n4), so that Slurm
+// starts it on the V100s rather than on the idle slower node.
+func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
+	td.fake.extra("21", "20", "n1", 4, 30*time.Minute)
+	record(t, td, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td.now, End: td.now.Add(30 * time.Minute)})
+	td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	r := td.cycle(t)
+	if got, want := td.fake.commands("scontrol"), []string{"scontrol requeue 10", "scontrol update JobId=10 ExcNodeList=n3,n4"}; !slices.Equal(got, want) {
+		t.Fatalf("commands %q, want %q", got, want)
+	}
+	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || ds[0].Job != "10" || ds[0].Node != "n1" {
+		t.Errorf("move decisions %+v, want one for job 10 to n1", ds)
+	}
+	if len(r.Moved) != 1 {
+		t.Errorf("report moved %q, want job 10", r.Moved)
+	}
+	// The same cluster with n1 held by a job that is not an extra job:
+	// nothing to preempt, no move.
+	td2 := newTestDaemon(t, "")
+	td2.fake.running("20", "", "n1,n2", 4, time.Hour, "")
+	td2.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td2.cycle(t)
+	if got := td2.fake.commands("scontrol requeue"); len(got) != 0 {
+		t.Errorf("requeues %q with the V100s held by a job Slurm does not preempt, want none", got)
+	}
+}
+
 // Which jobs are not moved: the option off; a d1 job; a job already on the
 // fastest type; a job whose time left is short (the move costs more than
 // it saves); a job far shorter than another running job; a pending job
@@ -173,7 +205,7 @@ func TestAMovedJobThatWaitsTooLongMayStartAnywhereAgain(t *testing.T) {
 		td := newTestDaemon(t, "")
 		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
 		td.cycle(t)
-		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3"}) {
+		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3,n4"}) {
 			t.Fatalf("updates %q after the move", got)
 		}
 		if owner {
@@ -190,7 +222,7 @@ func TestAMovedJobThatWaitsTooLongMayStartAnywhereAgain(t *testing.T) {
 		switch {
 		case owner && len(got) != 1:
 			t.Fatalf("updates %q: the owner's list was changed back", got)
-		case !owner && !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3", "scontrol update JobId=10 ExcNodeList="}):
+		case !owner && !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3,n4", "scontrol update JobId=10 ExcNodeList="}):
 			t.Fatalf("updates %q, want the owner's empty list put back after the bound", got)
 		}
 		m, err := td.db.MovedJobs(t.Context())
@@ -212,7 +244,7 @@ func TestTheMoveSurvivesWhatATesterTried(t *testing.T) {
 		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
 		td.fake.set(func() { j.requeueErr = true })
 		r := td.cycle(t)
-		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3"}) || !slices.Equal(r.Moved, []string{"10"}) {
+		if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 ExcNodeList=n3,n4"}) || !slices.Equal(r.Moved, []string{"10"}) {
 			t.Fatalf("updates %q, moved %q; want the exclusion set and job 10 moved", got, r.Moved)
 		}
 	})
@@ -258,7 +290,7 @@ func TestTheMoveSurvivesWhatATesterTried(t *testing.T) {
 	t.Run("a refused exclusion keeps the job from being nudged", func(t *testing.T) {
 		td := newTestDaemon(t, "")
 		j := td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
-		td.fake.refuse = map[string]string{"scontrol update JobId=10 ExcNodeList=n3": "slurm_update error: Socket timed out"}
+		td.fake.refuse = map[string]string{"scontrol update JobId=10 ExcNodeList=n3,n4": "slurm_update error: Socket timed out"}
 		td.cycle(t)
 		td.fake.set(func() { j.start = time.Time{} }) // its begin time passed: squeue prints none
 		for range 3 {

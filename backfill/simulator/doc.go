@@ -116,9 +116,11 @@
 // With Config.MoveToFaster (DaemonDefaults sets it, as the daemon's
 // move_to_faster is on by default) each pass ends by moving every running
 // d2 elastic job without extra jobs whose base allocation includes GPUs
-// slower than idle ones of another of its types (on no node the head's
-// reservation needs, of a type no queued job may use) onto those, at its
-// base GPU count, when planner.MoveToFaster says so; the move costs it
+// slower than others of its types that are idle or lent to extra jobs (on
+// no node the head's reservation needs, of a type no queued job may use)
+// onto those, at its base GPU count, ending the extra jobs there that it
+// needs (Slurm preempts them for the requeued job), when
+// planner.MoveToFaster says so; the move costs it
 // Config.MoveCost seconds of progress (the daemon's requeue and restart;
 // BENCHMARKS.md E40).
 //

@@ -10,9 +10,10 @@ import (
 // moveToFaster is Config.MoveToFaster, once after each scheduling pass:
 // each running d2 elastic job without extra jobs whose base allocation
 // includes GPUs slower than another of its types moves, at its base GPU
-// count, onto idle GPUs of faster types (not lent to extra jobs: the
-// daemon moves a job onto idle nodes only), on no node the queue head's
-// reservation needs, when no queued
+// count, onto GPUs of faster types that are idle or lent to other jobs'
+// extra jobs (the daemon requeues it excluding the slower nodes, and Slurm
+// preempts the extra jobs there when the idle GPUs do not hold it), on no
+// node the queue head's reservation needs, when no queued
 // job may use those types and planner.MoveToFaster finds the move ends it
 // sooner (among the longest running jobs). A move frees the old base allocation, takes the new one, counts
 // one rescale and costs the job Config.MoveCost seconds of progress (the
@@ -26,6 +27,13 @@ func (s *sim) moveToFaster() {
 	if cost == 0 {
 		cost = planner.DefaultMoveCost
 	}
+	// Worked out once per pass, and again after a move: what a candidate
+	// may move onto, which types the queue may use, and the longest time
+	// left of a running job (with the runner-up, for the job that has it).
+	var avail []int
+	var wanted *queuedTypes
+	var top *run
+	longest, second := 0.0, 0.0
 	for _, r := range slices.Clone(s.running) {
 		if !r.d2 || r.rigid || len(r.base) == 0 || len(r.extras) > 0 {
 			continue
@@ -34,27 +42,107 @@ func (s *sim) moveToFaster() {
 		if len(faster) == 0 {
 			continue
 		}
-		avail := make([]int, len(s.nodes))
-		for n := range s.nodes {
-			if !s.resv.nodes[n] {
-				avail[n] = s.nodes[n].free
+		if avail == nil {
+			avail = make([]int, len(s.nodes))
+			for n := range s.nodes {
+				if !s.resv.nodes[n] {
+					avail[n] = s.nodes[n].free + s.lentOn(n)
+				}
 			}
 		}
 		a := s.cluster.Fit(avail, baseGPUs(r), planner.FitRule{Types: faster})
-		if a == nil || s.queueWants(a) {
+		if a == nil {
 			continue
 		}
-		s.advance(r)
-		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: s.speedCounts(r, false), To: s.speedsOn(r, a), Cost: cost}
-		for _, o := range s.running {
-			if o != r {
-				q.Longest = max(q.Longest, s.timeLeft(o))
+		if wanted == nil {
+			wanted = s.queueTypes()
+		}
+		if wanted.wants(s, a) {
+			continue
+		}
+		if top == nil {
+			top, longest, second = nil, 0, 0
+			for _, o := range s.running {
+				switch l := s.timeLeft(o); {
+				case top == nil || l > longest:
+					top, longest, second = o, l, longest
+				case l > second:
+					second = l
+				}
 			}
+		}
+		s.advance(r)
+		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: s.speedCounts(r, false), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
+		if r == top {
+			q.Longest = second
 		}
 		if !planner.MoveToFaster(q) {
 			continue
 		}
+		s.preemptFor(a)
 		s.move(r, a, cost)
+		avail, top = nil, nil
+	}
+}
+
+// queuedTypes is what the queued jobs may start on: every type (all), or
+// the types they name.
+type queuedTypes struct {
+	all   bool
+	types map[string]bool
+}
+
+// queueTypes is the types the queued jobs not yet started may use.
+func (s *sim) queueTypes() *queuedTypes {
+	qt := &queuedTypes{types: map[string]bool{}}
+	for _, q := range s.queue {
+		if q.started {
+			continue
+		}
+		rule := s.ruleOf(q)
+		if len(rule.Types) == 0 {
+			qt.all = true
+			break
+		}
+		for _, t := range rule.Types {
+			qt.types[t] = true
+		}
+	}
+	return qt
+}
+
+// wants reports whether a queued job may start on a GPU type of a.
+func (qt *queuedTypes) wants(s *sim, a []alloc) bool {
+	if len(a) > 0 && qt.all {
+		return true
+	}
+	for _, al := range a {
+		if qt.types[s.nodes[al.Node].typ] {
+			return true
+		}
+	}
+	return false
+}
+
+// lentOn is the GPUs of extra jobs on node n: the moved job's Slurm
+// preempts them (their partition is preemptible) when the faster nodes
+// hold it no other way.
+func (s *sim) lentOn(n int) int {
+	g := 0
+	for _, x := range s.nodes[n].extras {
+		g += x.gpus
+	}
+	return g
+}
+
+// preemptFor ends extra jobs on the nodes of a, first listed first, until
+// each node has a's GPUs free.
+func (s *sim) preemptFor(a []alloc) {
+	for _, al := range a {
+		nd := &s.nodes[al.Node]
+		for nd.free < al.GPUs && len(nd.extras) > 0 {
+			s.endExtra(nd.extras[0])
+		}
 	}
 }
 
@@ -72,20 +160,6 @@ func (s *sim) fasterTypes(r *run) []string {
 		}
 	}
 	return faster
-}
-
-// queueWants reports whether a queued job may start on a GPU type of a.
-func (s *sim) queueWants(a []alloc) bool {
-	types := map[string]bool{}
-	for _, al := range a {
-		types[s.nodes[al.Node].typ] = true
-	}
-	for _, q := range s.queue {
-		if !q.started && s.ruleOf(q).UsesAny(types) {
-			return true
-		}
-	}
-	return false
 }
 
 // move gives r the base allocation a (idle GPUs) instead of its own and

@@ -18,7 +18,7 @@ const (
 	// already be pending again.
 	MoveRequeued MoveState = "requeued"
 	// MoveExcluded: the daemon set the job's excluded nodes (Moved.Set,
-	// the owner's Moved.Owner plus the slow nodes Moved.From) so that it
+	// the owner's Moved.Owner plus the slower nodes Moved.From) so that it
 	// restarts on faster ones.
 	MoveExcluded MoveState = "excluded"
 	// MoveRan: the job has run again since (Slurm refuses to change a
@@ -30,8 +30,9 @@ const (
 	MoveRestored MoveState = "restored"
 )
 
-// Moved is what the daemon's move_to_faster did to one job: the nodes it
-// ran on before the move (From, the slow ones it restarts without), its
+// Moved is what the daemon's move_to_faster did to one job: the slow nodes
+// it restarts without (From: those it ran on, then every other node slower
+// than its target that it may run on), its
 // owner's excluded nodes before the move (Owner), the list the daemon set
 // (Set), when, and how far the move got (State). A record stays until the
 // job is gone, so a job is moved once at most.

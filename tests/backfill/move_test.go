@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/internal/slurmlab"
 )
 
@@ -22,7 +23,7 @@ import (
 // and n4 (t4), so the elastic MNIST job (d2, one node, --gres=gpu:4, its
 // maximum: it does not grow) starts on n3 (t4). With the T4 at a tenth of
 // a V100 and move_cost 0, once the blockers of n1 and n2 end the daemon
-// requeues the job and excludes n3 while it waits; Slurm restarts it on a
+// requeues the job and excludes the T4 nodes while it waits; Slurm restarts it on a
 // V100 node, where the runtime resumes from its newest checkpoint, and
 // the trained model is bit-identical to the fixed run on one machine.
 func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing.T) {
@@ -87,7 +88,7 @@ func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "job "+id+" excluding n3 after its requeue", func() bool {
-		return sameNodes(t, rawExcluded(t, l, id), []string{"n3"})
+		return sameNodes(t, rawExcluded(t, l, id), []string{"n3", "n4"}) // its own and the other slower node
 	})
 	var ranOn string
 	for {
@@ -122,6 +123,66 @@ func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing
 	t.Logf("job %s: moved from n3 to %s, %d steps, digest %s", id, ranOn, sum.Steps, sum.Digest)
 	if sum.Steps != steps || sum.Digest != want {
 		t.Errorf("moved job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)
+	}
+	d.stop(syscall.SIGTERM)
+	if n := countDecisions(t, s, "move"); n != 1 {
+		t.Errorf("%d move decisions recorded, want 1", n)
+	}
+}
+
+// TestALongD2JobOnAT4IsMovedOntoV100sLentToAnotherJob: the V100s of n2
+// are lent to an elastic job (on n1) as an extra job when a long d2 job
+// starts on the T4 node n3. The daemon moves it anyway (Slurm preempts
+// extra jobs, whose partition is preemptible, for it) and excludes both T4
+// nodes, so that Slurm restarts it on n2 rather than on a slower node, and
+// the extra job ends by preemption.
+func TestALongD2JobOnAT4IsMovedOntoV100sLentToAnotherJob(t *testing.T) {
+	l := slurmlab.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	blockers := map[string]string{}
+	for _, n := range []string{"n3", "n4"} {
+		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 200\n", "-w", n, "--gres=gpu:4", "-t", "4")
+		if _, err := l.WaitState(ctx, blockers[n], 60*time.Second, "RUNNING"); err != nil {
+			t.Fatalf("blocker on %s: %v", n, err)
+		}
+	}
+	lender, _ := submitElastic(t, l, "es-req min=1 max=8 lw=8 d2", "-w", "n1", "--gres=gpu:4", "-t", "5")
+	cancelExtrasAtEnd(t, l, lender.ID)
+	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"},
+		extra: "speeds = { v100 = 1.0, t4 = 0.1 }\nmove_cost = \"0s\"\n"}
+	d := startDaemon(t, l, s, "backfilld")
+	var lent slurmcli.Job
+	waitFor(t, 30*time.Second, "an extra job of "+lender.ID+" running on n2", func() bool {
+		for _, x := range extrasOf(t, l, lender.ID) {
+			if x.State == "RUNNING" && x.NodeList == "n2" {
+				lent = x
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := l.CLI.Output(ctx, "scancel", blockers["n3"]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 free", func() bool {
+		j, err := l.CLI.Job(ctx, blockers["n3"])
+		return err == nil && j.State != "RUNNING" && j.State != "COMPLETING"
+	})
+	mover, _ := submitElastic(t, l, "es-req min=1 max=4 lw=4 d2", "-N", "1", "--gres=gpu:4", "-t", "10")
+	if mover.NodeList != "n3" {
+		t.Fatalf("job %s started on %q, want the idle T4 node n3", mover.ID, mover.NodeList)
+	}
+	waitFor(t, 30*time.Second, "job "+mover.ID+" excluding n3 and n4 after its requeue", func() bool {
+		return sameNodes(t, rawExcluded(t, l, mover.ID), []string{"n3", "n4"})
+	})
+	waitFor(t, 60*time.Second, "job "+mover.ID+" running again on n2", func() bool {
+		j, err := l.CLI.Job(ctx, mover.ID)
+		return err == nil && j.State == "RUNNING" && j.NodeList == "n2"
+	})
+	x, err := l.CLI.Job(ctx, lent.ID)
+	if err == nil && (x.State == "RUNNING" || x.State == "PENDING") {
+		t.Errorf("the extra job %s on n2 is %s after the moved job started there, want it ended", lent.ID, x.State)
 	}
 	d.stop(syscall.SIGTERM)
 	if n := countDecisions(t, s, "move"); n != 1 {
