@@ -207,23 +207,34 @@ func TestRunTime(t *testing.T) {
 // only on allowed types (one type for a one-type job), each node once;
 // and there is one whenever the allowed nodes hold the request (one type
 // for a one-type job).
+// randomFit draws a cluster of 1 to 9 nodes of 8 GPUs of three types with
+// weights 0 to 2, the GPUs available on each, and a rule: one type or
+// not, naming no type, one, or two.
+func randomFit(r *rand.Rand) ([]Node, *Cluster, []int, FitRule) {
+	types := []string{"v100", "p100", "t4"}
+	var nodes []Node
+	for range 1 + r.IntN(9) {
+		nodes = append(nodes, Node{GPUType: types[r.IntN(3)], Total: 8, Weight: r.IntN(3)})
+	}
+	c := NewCluster(nodes, map[string]float64{"v100": 3.1, "p100": 2.4})
+	avail := make([]int, len(nodes))
+	for i := range avail {
+		avail[i] = r.IntN(9)
+	}
+	rule := FitRule{OneType: r.IntN(3) == 0}
+	switch r.IntN(4) {
+	case 0:
+		rule.Types = []string{types[r.IntN(3)]}
+	case 1:
+		rule.Types = []string{types[r.IntN(3)], types[r.IntN(3)]}
+	}
+	return nodes, c, avail, rule
+}
+
 func TestFitKeepsItsPromises(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
-	types := []string{"v100", "p100", "t4"}
 	for iter := range 2000 {
-		var nodes []Node
-		for range 1 + r.IntN(9) {
-			nodes = append(nodes, Node{GPUType: types[r.IntN(3)], Total: 8})
-		}
-		c := NewCluster(nodes, map[string]float64{"v100": 3.1, "p100": 2.4})
-		avail := make([]int, len(nodes))
-		for i := range avail {
-			avail[i] = r.IntN(9)
-		}
-		rule := FitRule{OneType: r.IntN(3) == 0}
-		if r.IntN(3) == 0 {
-			rule.Types = []string{types[r.IntN(3)]}
-		}
+		nodes, c, avail, rule := randomFit(r)
 		want := 1 + r.IntN(30)
 		byType := map[string]int{}
 		for i, n := range nodes {
@@ -357,21 +368,8 @@ func TestFitNodesPlacesJobsWhereTheLabsSlurmDid(t *testing.T) {
 
 func TestFitNodesKeepsItsPromises(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
-	types := []string{"v100", "p100", "t4"}
 	for iter := range 2000 {
-		var nodes []Node
-		for range 1 + r.IntN(9) {
-			nodes = append(nodes, Node{GPUType: types[r.IntN(3)], Total: 8, Weight: r.IntN(3)})
-		}
-		c := NewCluster(nodes, map[string]float64{"v100": 3.1, "p100": 2.4})
-		avail := make([]int, len(nodes))
-		for i := range avail {
-			avail[i] = r.IntN(9)
-		}
-		rule := FitRule{OneType: r.IntN(3) == 0}
-		if r.IntN(3) == 0 {
-			rule.Types = []string{types[r.IntN(3)]}
-		}
+		nodes, c, avail, rule := randomFit(r)
 		want, perNode := r.IntN(5), r.IntN(9) // 0 of either: no allocation
 		eligible := map[string]int{}          // nodes with perNode GPUs free, by type
 		all := 0
