@@ -36,6 +36,9 @@ type queuedRequest struct {
 	nodes, perNode int
 	gpuType        string
 	limit          time.Duration
+	// perJob: the GPUs are asked per job (TRES per job, --gpus=N), which
+	// Slurm may spread over nodes unevenly.
+	perJob bool
 }
 
 // readQueued returns what pending job j asks for: its node count (squeue's
@@ -67,7 +70,7 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	if err != nil || total < 1 || total%j.Nodes != 0 {
 		return queuedRequest{}, false
 	}
-	q.perNode = total / j.Nodes
+	q.perNode, q.perJob = total/j.Nodes, true
 	// --gpus=TYPE:N (TRES per job) pins the job to a type as
 	// --gres=gpu:TYPE:N does (a reviewer's finding: it read as untyped);
 	// GPUs of several types are not one request the planner can place.
@@ -153,7 +156,7 @@ func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) pla
 		out.Refused = "request or time limit not readable"
 		return out
 	}
-	out.Nodes, out.GPUsPerNode, out.GPUType, out.Limit = req.nodes, req.perNode, req.gpuType, req.limit
+	out.Nodes, out.GPUsPerNode, out.GPUType, out.Limit, out.PerJob = req.nodes, req.perNode, req.gpuType, req.limit, req.perJob
 	may, why := d.queuedNodes(v, q)
 	if why != "" {
 		out.Refused = why

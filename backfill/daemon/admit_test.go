@@ -327,7 +327,8 @@ func TestANotAdmittingReasonIsLoggedOnceWhileItStays(t *testing.T) {
 }
 
 // readQueued reads a pending job's GPU type from TRES per node or per job
-// (--gres=gpu:TYPE:N or --gpus=TYPE:N), and refuses GPUs of several types.
+// (--gres=gpu:TYPE:N or --gpus=TYPE:N), marks a per-job request (which Slurm
+// may spread unevenly), and refuses GPUs of several types.
 func TestReadQueuedReadsTheGPUTypeOfEitherField(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -335,16 +336,17 @@ func TestReadQueuedReadsTheGPUTypeOfEitherField(t *testing.T) {
 		ok      bool
 		perNode int
 		gpuType string
+		perJob  bool
 	}{
-		{"--gres=gpu:v100:4 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerNode: "gres:gpu:v100:4", TimeLimit: "10:00"}, true, 4, "v100"},
-		{"--gpus=v100:8 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:8", TimeLimit: "10:00"}, true, 4, "v100"},
-		{"--gpus=8 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:8", TimeLimit: "10:00"}, true, 4, ""},
-		{"--gpus of two types", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:4,gres:gpu:t4:4", TimeLimit: "10:00"}, false, 0, ""},
-		{"--gpus not a multiple of the nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:3", TimeLimit: "10:00"}, false, 0, ""},
+		{"--gres=gpu:v100:4 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerNode: "gres:gpu:v100:4", TimeLimit: "10:00"}, true, 4, "v100", false},
+		{"--gpus=v100:8 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:8", TimeLimit: "10:00"}, true, 4, "v100", true},
+		{"--gpus=8 on 2 nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:8", TimeLimit: "10:00"}, true, 4, "", true},
+		{"--gpus of two types", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:4,gres:gpu:t4:4", TimeLimit: "10:00"}, false, 0, "", false},
+		{"--gpus not a multiple of the nodes", slurmcli.Job{Nodes: 2, TRESPerJob: "gres:gpu:v100:3", TimeLimit: "10:00"}, false, 0, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, ok := readQueued(tc.j)
-			if ok != tc.ok || q.perNode != tc.perNode || q.gpuType != tc.gpuType {
+			if ok != tc.ok || q.perNode != tc.perNode || q.gpuType != tc.gpuType || q.perJob != tc.perJob {
 				t.Errorf("readQueued = %+v, %v; want %d GPUs per node of type %q, %v", q, ok, tc.perNode, tc.gpuType, tc.ok)
 			}
 		})

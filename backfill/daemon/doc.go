@@ -287,10 +287,12 @@
 // --nodelist when it named one. The excluded nodes and --constraint come
 // from `squeue -o %i|%x|%f` (slurmcli.PendingPlacements: 22.05's --Format
 // has no excluded-nodes field), read when a job waits for resources, with
-// the nodes' scheduling weights (`scontrol show node -o` Weight=; Slurm
-// takes nodes of lower weight first, and planner.Cluster.Fit predicts the
-// placement with them; unreadable weights count as equal, with one warning
-// until they read again). A job
+// the nodes' scheduling weights when shrink-to-admit or start-small is on
+// (`scontrol show node -o` Weight=; Slurm takes nodes of lower weight
+// first; unreadable weights count as equal, with one warning until they
+// read again). planner.Cluster.Place predicts where Slurm puts the job: a
+// request per node (--gres=gpu:K) only on nodes with K GPUs free
+// (FitNodes), one per job (--gpus=N) spread as cons_tres spreads it (Fit). A job
 // whose placement could not be read, that asks for node features (which
 // the daemon does not check), or that waits in extra.partition (preemptible
 // work) makes no other job shrink and is never started small. Not checked:

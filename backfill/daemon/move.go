@@ -155,7 +155,7 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 			}
 		}
 		for _, n := range v.Nodes {
-			if _, mine := own[n.Name]; !mine && may(n) && r.SpeedOf(n.GPUType, ps.Speeds) < toSpeeds[0].Speed {
+			if sp := r.SpeedOf(n.GPUType, ps.Speeds); !mine(own, n.Name) && n.Managed && may(n) && sp > 0 && sp < toSpeeds[0].Speed {
 				from = append(from, n.Name)
 			}
 		}
@@ -176,6 +176,12 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		}
 	}
 	return plans
+}
+
+// mine reports whether node is one of own's.
+func mine(own map[string]float64, node string) bool {
+	_, ok := own[node]
+	return ok
 }
 
 // moveTarget picks nodes nodes for running job r, perNode idle GPUs each,

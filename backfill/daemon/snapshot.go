@@ -72,7 +72,8 @@ type NodeView struct {
 	Partitions []string
 	// Weight is the node's scheduling weight (`scontrol show node`
 	// Weight=; Slurm allocates nodes of lower weight first), read only
-	// when the view reads placements (View.Placements): 0 when not read.
+	// when a job waits for resources and shrink-to-admit or start-small is
+	// on: 0 when not read.
 	Weight int
 }
 
@@ -254,7 +255,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
 			v.MaxTimes = nil // not fatal: no limit is raised this cycle
 		}
-		if v.Placements != nil {
+		if v.Placements != nil && acts { // keep-off alone places no job
 			v.WeightsUnread = s.readWeights(ctx, v.Nodes)
 		}
 	}
@@ -262,9 +263,10 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 }
 
 // readWeights sets the nodes' scheduling weights from `scontrol show node
-// -o`: the admission, start-small and keep-off checks predict where Slurm
-// places a job (planner.Cluster.Fit), and Slurm takes nodes of lower
-// weight first. An error leaves every weight 0 (equal, Slurm's default)
+// -o`: the admission and start-small checks predict where Slurm places a
+// job (planner.Cluster.Place), and Slurm takes nodes of lower
+// weight first. A node scontrol does not list, or lists without a readable
+// weight, gets Slurm's default, 1. An error leaves every weight 0 (equal)
 // and is returned for the daemon to log; it is not fatal.
 func (s *Snapshotter) readWeights(ctx context.Context, nodes []NodeView) error {
 	details, err := s.Slurm.ShowNodes(ctx)
@@ -276,7 +278,7 @@ func (s *Snapshotter) readWeights(ctx context.Context, nodes []NodeView) error {
 		weight[d.Name] = d.Weight
 	}
 	for i := range nodes {
-		nodes[i].Weight = weight[nodes[i].Name]
+		nodes[i].Weight = max(weight[nodes[i].Name], 1)
 	}
 	return nil
 }

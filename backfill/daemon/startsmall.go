@@ -174,7 +174,7 @@ func (d *Daemon) queuedJobs(v *View, queue []slurmcli.Job) []planner.NodeQueuedJ
 			}
 		}
 		if len(on) > 0 {
-			out = append(out, planner.NodeQueuedJob{Job: j.ID, Nodes: r.nodes, GPUsPerNode: r.perNode, GPUType: r.gpuType, Limit: r.limit, On: on})
+			out = append(out, planner.NodeQueuedJob{Job: j.ID, Nodes: r.nodes, GPUsPerNode: r.perNode, GPUType: r.gpuType, Limit: r.limit, On: on, PerJob: r.perJob})
 		}
 	}
 	return out

@@ -122,17 +122,24 @@ func (c *Cluster) Fit(avail []int, want int, rule FitRule) []Alloc {
 	if want < 1 {
 		return nil
 	}
+	return c.fitRule(avail, want, 0, rule)
+}
+
+// fitRule is consTres on the nodes rule allows: for a rule.OneType job one
+// allowed type at a time, in c.typesByWeight order, the first that holds
+// it.
+func (c *Cluster) fitRule(avail []int, want, perNode int, rule FitRule) []Alloc {
 	if rule.OneType {
 		for _, typ := range c.typesByWeight {
 			if rule.allows(typ) {
-				if a := c.consTres(avail, want, 0, c.byType[typ]); a != nil {
+				if a := c.consTres(avail, want, perNode, c.byType[typ]); a != nil {
 					return a
 				}
 			}
 		}
 		return nil
 	}
-	return c.consTres(avail, want, 0, c.nodesOf(rule))
+	return c.consTres(avail, want, perNode, c.nodesOf(rule))
 }
 
 // nodesOf is the nodes of the types rule allows, in node order.
@@ -164,17 +171,7 @@ func (c *Cluster) FitNodes(avail []int, nodes, perNode int, rule FitRule) []Allo
 	if nodes < 1 || perNode < 1 {
 		return nil
 	}
-	if rule.OneType {
-		for _, typ := range c.typesByWeight {
-			if rule.allows(typ) {
-				if a := c.consTres(avail, nodes, perNode, c.byType[typ]); a != nil {
-					return a
-				}
-			}
-		}
-		return nil
-	}
-	return c.consTres(avail, nodes, perNode, c.nodesOf(rule))
+	return c.fitRule(avail, nodes, perNode, rule)
 }
 
 // Donor is a running elastic job that may give up GPUs of its own (base)
@@ -252,16 +249,17 @@ type AdmitRequest struct {
 	Horizon float64
 }
 
-// fit places the queued job of q on avail as Slurm would: FitNodes for a
-// per-node request, else Fit.
-func (q AdmitRequest) fit(c *Cluster, avail []int) []Alloc {
-	if q.PerNode > 0 {
-		if q.Want%q.PerNode != 0 {
+// Place places a job asking gpus GPUs on avail as Slurm would: FitNodes
+// with gpus / perNode nodes of perNode GPUs for a per-node request
+// (perNode > 0; nil when gpus is not a multiple of perNode), else Fit.
+func (c *Cluster) Place(avail []int, gpus, perNode int, rule FitRule) []Alloc {
+	if perNode > 0 {
+		if gpus%perNode != 0 {
 			return nil
 		}
-		return c.FitNodes(avail, q.Want/q.PerNode, q.PerNode, q.Rule)
+		return c.FitNodes(avail, gpus/perNode, perNode, rule)
 	}
-	return c.Fit(avail, q.Want, q.Rule)
+	return c.Fit(avail, gpus, rule)
 }
 
 // Admit decides whether the queued job of q can start now at q.Want GPUs
@@ -356,7 +354,7 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		if total < q.Want {
 			continue
 		}
-		if a.Alloc = q.fit(c, tent); a.Alloc != nil {
+		if a.Alloc = c.Place(tent, q.Want, q.PerNode, q.Rule); a.Alloc != nil {
 			break
 		}
 	}

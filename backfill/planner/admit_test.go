@@ -319,7 +319,7 @@ func TestFitNodesPlacesJobsWhereTheLabsSlurmDid(t *testing.T) {
 		cases   []placed
 	}{
 		{"equal weights", [4]int{1, 1, 1, 1}, []placed{
-			{[4]int{2, 0, 1, 3}, 1, 2, [4]int{2, 0, 0, 0}}, // the smallest run that holds it (n1 alone), not the node with fewest free
+			{[4]int{2, 0, 1, 3}, 1, 2, [4]int{2, 0, 0, 0}}, // one run n1..n3 (n4 lacks 2 free): its node with the fewest free GPUs
 			{[4]int{0, 2, 0, 1}, 1, 3, [4]int{3, 0, 0, 0}},
 			{[4]int{0, 0, 0, 0}, 2, 3, [4]int{3, 3, 0, 0}},
 			{[4]int{1, 3, 0, 0}, 2, 2, [4]int{0, 0, 2, 2}}, // n2 lacks 2 free GPUs: n1 alone is too short a run

@@ -31,10 +31,14 @@ type NodeAdmitQueued struct {
 	Refused string
 	// Nodes, GPUsPerNode, GPUType ("": any) and Limit are what it asks
 	// (squeue NumNodes, TRES per node, TimeLimit): it starts only in
-	// exactly that layout.
+	// exactly that layout ([Cluster.FitNodes]), unless PerJob.
 	Nodes, GPUsPerNode int
 	GPUType            string
 	Limit              time.Duration
+	// PerJob: it asks its Nodes × GPUsPerNode GPUs per job (--gpus=N,
+	// squeue's TRES per job), which Slurm may spread over any nodes
+	// ([Cluster.Fit]).
+	PerJob bool `json:",omitempty"`
 	// OnlyNodes is its --nodelist (none: any node); Allowed are the nodes
 	// it may run on (its partitions, not its --exclude, within OnlyNodes).
 	OnlyNodes, Allowed []string
@@ -353,7 +357,11 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		rule.Types = []string{q.GPUType}
 	}
 	want := q.Nodes * q.GPUsPerNode
-	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, PerNode: q.GPUsPerNode, Rule: rule, Work: q.Limit.Seconds(),
+	perNode := q.GPUsPerNode
+	if q.PerJob {
+		perNode = 0
+	}
+	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, PerNode: perNode, Rule: rule, Work: q.Limit.Seconds(),
 		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true, Gain: gain, Horizon: horizon})
 	if !ok {
 		what := "reservations, time left, type, layout"
@@ -390,7 +398,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		a.Shrinks = append(a.Shrinks, sh)
 	}
 	slices.SortFunc(a.Shrinks, func(x, y NodeShrink) int { return cmp.Compare(x.Job, y.Job) })
-	alloc := cluster.FitNodes(tent, q.Nodes, q.GPUsPerNode, rule)
+	alloc := cluster.Place(tent, want, perNode, rule)
 	if alloc == nil {
 		return NodeAdmission{}, "the released nodes do not hold it in the layout it asked for"
 	}

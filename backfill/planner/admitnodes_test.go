@@ -75,6 +75,23 @@ func TestAdmitOnNodes(t *testing.T) {
 				in.Queue[0].Nodes, in.Queue[0].GPUsPerNode, in.Queue[0].GPUType = 2, 2, ""
 			},
 			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n2", 2}, {"n3", 2}}, Shrinks: admitted.Shrinks}, ""},
+		// A --gpus=4 job (TRES per job) goes where Slurm's per-job placement
+		// puts it: 3 GPUs on the lighter n0, 1 on the released n2; asked per
+		// node (--gres=gpu:4) it takes the released n2 whole.
+		{"a per-job request is placed by Fit: over the lighter partly used n0 and the released n2",
+			func(in *NodeAdmitInput) {
+				in.Nodes = append([]AdmitNode{{Name: "n0", GPUType: "v100", Total: 4, Free: 3, Weight: 1}}, in.Nodes...)
+				in.Nodes[2].Weight = 2
+				in.Queue[0].PerJob, in.Queue[0].Allowed = true, append(in.Queue[0].Allowed, "n0")
+			},
+			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n0", 3}, {"n2", 1}}, Shrinks: admitted.Shrinks}, ""},
+		{"the same job asked per node takes the released n2 whole",
+			func(in *NodeAdmitInput) {
+				in.Nodes = append([]AdmitNode{{Name: "n0", GPUType: "v100", Total: 4, Free: 3, Weight: 1}}, in.Nodes...)
+				in.Nodes[2].Weight = 2
+				in.Queue[0].Allowed = append(in.Queue[0].Allowed, "n0")
+			},
+			admitted, ""},
 		{"a donor whose raised limit (132 min) would pass its partition's MaxTime gives nothing",
 			func(in *NodeAdmitInput) { in.Donors[0].Cap = LimitCap{Max: 2 * time.Hour, Partition: "normal"} }, nil,
 			"gives up no node: at 1 nodes the time limit it would need, 2h12m0s, exceeds the MaxTime 2h0m0s of its partition normal"},

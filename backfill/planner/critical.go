@@ -146,10 +146,7 @@ const CriticalDelayJobs = 64
 
 // fits reports whether q can start on avail as Slurm places it.
 func (q CriticalJob) fits(c *Cluster, avail []int) bool {
-	if q.PerNode > 0 {
-		return q.GPUs%q.PerNode == 0 && c.FitNodes(avail, q.GPUs/q.PerNode, q.PerNode, q.Rule) != nil
-	}
-	return c.Fit(avail, q.GPUs, q.Rule) != nil
+	return c.Place(avail, q.GPUs, q.PerNode, q.Rule) != nil
 }
 
 // earliestStart is when q could start at its request from avail now, the

@@ -143,12 +143,12 @@
 // speeds beyond the site's weights; a one-type d1 job is fitted on one
 // type at a time, in the order Slurm reaches their nodes.
 // [Cluster.FitNodes] is the same for a job asking -N M --gres=gpu:K (only
-// nodes with K GPUs free, each giving K), the layout the daemon reads from
-// squeue; its admission and start-small checks place queued jobs with it.
-// A lab test checks both against slurmctld. The daemon's snapshots carry the weights
-// Slurm has (scontrol show node) when a job waits for resources, the
-// cycles whose admission, start-small and keep-off checks predict a
-// placement.
+// nodes with K GPUs free, each giving K); the daemon's admission and
+// start-small checks place a queued job asking GPUs per node with it and
+// one asking them per job (--gpus) with Fit ([Cluster.Place]). A lab test
+// checks both against slurmctld. The daemon's snapshots carry the weights
+// Slurm has (scontrol show node) when a job waits for resources and
+// shrink-to-admit or start-small, whose checks predict a placement, is on.
 // [Cluster.Admit] decides shrink-to-admit: running elastic jobs with more
 // time left than the queued job's work give up base GPUs, longest first,
 // never below their minimum and never on nodes a reservation needs, until

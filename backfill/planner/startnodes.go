@@ -84,6 +84,9 @@ type NodeQueuedJob struct {
 	GPUType            string
 	Limit              time.Duration
 	On                 []string `json:",omitempty"`
+	// PerJob: it asks its GPUs per job (--gpus=N), placed by Fit; else
+	// per node (FitNodes), as NodeAdmitQueued.PerJob.
+	PerJob bool `json:",omitempty"`
 }
 
 // NodeStartSmall is the decision to start job Job now on ToNodes whole idle
@@ -211,6 +214,9 @@ func nodeCriticalDelay(in NodeStartSmallInput, k int, until int64) float64 {
 			continue
 		}
 		cj := CriticalJob{GPUs: q.Nodes * q.GPUsPerNode, PerNode: q.GPUsPerNode, Run: q.Limit.Seconds()}
+		if q.PerJob {
+			cj.PerNode = 0
+		}
 		if q.On != nil {
 			cj.On = make([]bool, len(nodes))
 			for _, name := range q.On {

@@ -604,7 +604,7 @@ func TestSqueueAndSinfoIgnoreTheCallersFiltersAndTimeFormat(t *testing.T) {
 	}
 }
 
-func TestNodeDetailOfNamesTheBadKey(t *testing.T) {
+func TestNodeDetailOfReadsWeightsAndNamesTheBadKey(t *testing.T) {
 	for _, tc := range []struct {
 		line    string
 		want    NodeDetail
@@ -615,9 +615,10 @@ func TestNodeDetailOfNamesTheBadKey(t *testing.T) {
 		{line: "NodeName=n3 Gres=gpu:t4:4 Weight=4294967295", want: NodeDetail{Name: "n3", Weight: 4294967295,
 			GRES: []GRES{{Name: "gpu", Type: "t4", Count: 4}}}},
 		{line: "NodeName=n1 Gres=(null)", want: NodeDetail{Name: "n1"}},
-		{line: "NodeName=n1 Weight=heavy", wantErr: "node n1: Weight: "},
-		{line: "NodeName=n1 Weight=-1", wantErr: "node n1: Weight: "},
-		{line: "NodeName=n1 Weight=4294967296", wantErr: "node n1: Weight: "},
+		// a weight that does not read leaves it 0 and the rest of the record readable
+		{line: "NodeName=n1 NodeAddr=10.0.0.1 Weight=heavy", want: NodeDetail{Name: "n1", Address: "10.0.0.1"}},
+		{line: "NodeName=n1 Weight=-1", want: NodeDetail{Name: "n1"}},
+		{line: "NodeName=n1 Weight=4294967296", want: NodeDetail{Name: "n1"}},
 		{line: "NodeName=n1 Port=x", wantErr: "node n1: Port: "},
 		{line: "NodeName=n1 Gres=gpu:v100:x", wantErr: "node n1: Gres: "},
 		{line: "Arch=x86_64 Weight=1", wantErr: "no NodeName"},

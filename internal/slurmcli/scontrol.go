@@ -235,12 +235,14 @@ type NodeDetail struct {
 	Reason     string   `json:"reason,omitempty"`
 	// Weight is the node's scheduling weight (slurm.conf(5) Weight=, 1 by
 	// default, changed by `scontrol update NodeName= Weight=`): Slurm
-	// allocates nodes of lower weight first. 0 when the record has none.
+	// allocates nodes of lower weight first. 0 when the record has none or
+	// it is not a number from 0 to 2^32-1 (read leniently: the node's
+	// address and state, which other callers need, still read).
 	Weight int `json:"weight"`
 }
 
 // NodeDetailOf picks the NodeDetail fields out of a node record. A missing NodeName,
-// a non-numeric Port or Weight or a bad Gres is an error naming the key.
+// a non-numeric Port or a bad Gres is an error naming the key.
 func NodeDetailOf(r Record) (NodeDetail, error) {
 	get := func(k string) string { v, _ := r.Get(k); return v }
 	d := NodeDetail{Name: get("NodeName"), State: get("State"), Address: get("NodeAddr"), Reason: get("Reason")}
@@ -254,11 +256,7 @@ func NodeDetailOf(r Record) (NodeDetail, error) {
 		}
 		d.Port = n
 	}
-	if w := get("Weight"); w != "" {
-		n, err := strconv.ParseUint(w, 10, 32)
-		if err != nil {
-			return NodeDetail{}, fmt.Errorf("node %s: Weight: %w", d.Name, err)
-		}
+	if n, err := strconv.ParseUint(get("Weight"), 10, 32); err == nil {
 		d.Weight = int(n)
 	}
 	g, err := ParseGRES(get("Gres"))
