@@ -403,3 +403,22 @@ func TestFitNodesKeepsItsPromises(t *testing.T) {
 		}
 	}
 }
+
+// Slurm places a per-node request (-N2 --gres=gpu:2) only on nodes with 2
+// GPUs free, and the same 4 GPUs asked per job (--gpus=4) on the node with
+// the most free first (select/cons_tres, checked on the lab).
+func ExampleCluster_Place() {
+	c := NewCluster([]Node{{Name: "n1", GPUType: "v100", Total: 4}, {Name: "n2", GPUType: "v100", Total: 4},
+		{Name: "n3", GPUType: "v100", Total: 4}}, nil)
+	avail := []int{2, 1, 4} // free GPUs on n1, n2, n3
+	for _, perNode := range []int{2, 0} {
+		fmt.Print("perNode ", perNode, ":")
+		for _, a := range c.Place(avail, 4, perNode, FitRule{}) {
+			fmt.Printf(" %s×%d", c.Nodes[a.Node].Name, a.GPUs)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// perNode 2: n1×2 n3×2
+	// perNode 0: n3×4
+}
