@@ -127,7 +127,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
 			Drain: d.drain(v)}
 	}
-	lentOn := lentByNode(live)
+	lentOn := lentByNode(live, v, c.Extra.Partition)
 	for _, n := range v.Nodes {
 		if n.Managed && n.Schedulable {
 			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn), Weight: n.Weight})

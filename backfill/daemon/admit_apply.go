@@ -197,7 +197,7 @@ func minutes(d time.Duration) int64 { return int64((d + time.Minute - 1) / time.
 // comment must still parse as an elastic EasyScale request with the same
 // node range. err is a failed squeue.
 func (d *Daemon) verifyDonor(ctx context.Context, e *ElasticJob) (string, error) {
-	j, _, why, err := d.reReadJob(ctx, e.Job.ID, "shrinking it")
+	j, why, err := d.reReadJob(ctx, e.Job.ID, "shrinking it")
 	if why != "" || err != nil {
 		return why, err
 	}

@@ -85,6 +85,28 @@ func TestShrinkToAdmit(t *testing.T) {
 				}
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "an extra job's GPUs do not count as free on a node where another user's job also runs in extra.partition (Slurm may preempt that one instead; a tester saw it)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() {
+					td.fake.jobs[0].gpusPerNode = 3
+					td.fake.jobs[1].start = td.now.Add(2 * time.Hour)
+				})
+				td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
+				if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
+					Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
+					Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
+					t.Fatal(err)
+				}
+				other := td.fake.running("60", "", "n2", 0, time.Hour, t.TempDir()) // carol's CPU-only job, preemptible too
+				td.fake.set(func() { other.user, other.partition = "carol", "low" })
+			}},
+		{name: "a donor whose id squeue also lists a job array's other task under is never shrunk (one update would change every task)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				task := td.fake.running("11", "", "n3", 1, time.Hour, t.TempDir()) // the array's other task, not elastic
+				td.fake.set(func() { task.arrayOf = "10" })
+			}},
 		{name: "on Slurm 24.11, which refuses NumNodes alone, the shrink keeps the running job's task count",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },

@@ -44,7 +44,7 @@ func queuedWhy(why string) string {
 // --constraint of the snapshot's placements (v.Placements). err is a
 // failed squeue.
 func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job) (string, error) {
-	now, _, why, err := d.reReadJob(ctx, q.ID, "shrinking for it")
+	now, _, why, err := d.reReadRecord(ctx, q.ID, "shrinking for it")
 	if why != "" || err != nil {
 		return queuedWhy(why), err
 	}

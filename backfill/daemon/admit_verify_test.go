@@ -177,3 +177,32 @@ func TestShrinkToAdmitWithTwoDonorsIsAllOrNothing(t *testing.T) {
 		})
 	}
 }
+
+// A running elastic job whose id squeue also lists another record under
+// (the last task of a job array has the array's id, so `scontrol update
+// JobId=ID` changes every task, one its owner never marked elastic too; a
+// tester saw the daemon raise and put back the limits of every task each
+// second) is refused as a donor at its re-read, and from the next cycle on
+// is planned as an ordinary job: no further re-read, skip or update.
+func TestADonorSharingItsIdWithAnArraysTasksIsLeftAsAnOrdinaryJob(t *testing.T) {
+	td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+	task := td.fake.running("11", "", "n3", 1, time.Hour, t.TempDir()) // 10_1, split off; 10 is 10_2
+	td.fake.set(func() { task.arrayOf = "10" })
+	for i := range 3 {
+		td.cycle(t)
+		if got := td.fake.commands("scontrol update"); len(got) != 0 {
+			t.Fatalf("cycle %d: scontrol updates %q, want none", i, got)
+		}
+		if kinds := decisionKinds(t, td); !slices.Equal(kinds, []string{"admit-skip 10"}) {
+			t.Fatalf("cycle %d: decisions %q, want one admit-skip of 10 in all", i, kinds)
+		}
+		td.advance(time.Minute)
+	}
+	// The other task ends; 10 is still listed, so it stays remembered
+	// (Slurm cannot resize an array's task anyway).
+	td.fake.set(func() { td.fake.jobs = slices.DeleteFunc(td.fake.jobs, func(j *fakeJob) bool { return j == task }) })
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); len(got) != 0 {
+		t.Fatalf("after the other task left: scontrol updates %q, want none (the id stays remembered while listed)", got)
+	}
+}

@@ -119,6 +119,10 @@ type Daemon struct {
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).
 	unreadable map[string]string
+	// manyRecords holds the ids a re-read found shared by several records
+	// (a job array's tasks, a heterogeneous job's components), true once
+	// warned about (reReadJob, forgetManyRecords).
+	manyRecords map[string]bool
 	// weightsUnread is the error last logged for the nodes' weights
 	// (View.WeightsUnread; "": none), logged once until they read again.
 	weightsUnread string
@@ -430,6 +434,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
 	d.warnUnreadable(v)
+	d.forgetManyRecords(v)
 	rc, err := d.reconcile(ctx, v, r)
 	if err != nil {
 		return fmt.Errorf("reconciling with Slurm: %w", err)
@@ -571,7 +576,7 @@ func (d *Daemon) warnUnreadable(v *View) {
 // knows the id, and a non-empty mismatch naming the first difference; err
 // is a failed squeue.
 func (d *Daemon) verify(ctx context.Context, rec backfillstore.ExtraJob) (gone bool, mismatch string, err error) {
-	j, _, why, err := d.reReadJob(ctx, rec.ID, "acting on it")
+	j, why, err := d.reReadJob(ctx, rec.ID, "acting on it")
 	switch {
 	case err != nil:
 		return false, "", err

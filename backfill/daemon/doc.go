@@ -351,6 +351,15 @@
 // counts them. A user's comment or job name cannot name another job: the
 // job acted on is the one squeue listed by id, re-read by id.
 //
+// Every change to a job (a shrink, shed, move, keep-off, nudge or small
+// start) first re-reads it with `squeue --jobs=ID`, and a job under whose
+// id squeue lists more than one record is never changed: the last task of
+// a job array has the array's id, and `scontrol update JobId=ID` or a
+// requeue would change every task, tasks the user never marked elastic
+// too (a tester saw the daemon raise and put back the time limits of a
+// whole array every second). Such a running job is then planned as an
+// ordinary one while squeue lists it (reread.go).
+//
 // # Keeping jobs off the GPU types pinned jobs wait for
 //
 // With keep_off_pinned (on by default) each cycle walks the pending jobs
@@ -407,7 +416,8 @@
 // outside its --exclude and none any pending job may start on, can hold
 // its GPUs per node with their idle GPUs and those of this daemon's extra
 // jobs there (Slurm preempts extra.partition for the requeued job, as for
-// an admitted one) (a job naming a GPU type, a --nodelist or a
+// an admitted one; a node where another job also runs in extra.partition
+// counts none lent, since Slurm may preempt that job instead) (a job naming a GPU type, a --nodelist or a
 // --constraint is not moved, nor a job array's task or a heterogeneous
 // job's component, which squeue's %i does not name by their ids), and
 // planner.MoveToFaster

@@ -501,7 +501,7 @@ func (c keepOffChange) describe() (kind, detail string) {
 // (slurmcli.Runner.PendingPlacement) must be c.from. err is a failed
 // squeue.
 func (d *Daemon) verifyKeepOff(ctx context.Context, c keepOffChange) (string, error) {
-	j, _, why, err := d.reReadJob(ctx, c.job.ID, "changing its excluded nodes")
+	j, why, err := d.reReadJob(ctx, c.job.ID, "changing its excluded nodes")
 	if why != "" || err != nil {
 		return why, err
 	}

@@ -86,7 +86,7 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, moved map[string]backfillstore.Moved,
 	placement func(id string) (slurmcli.Placement, bool)) []movePlan {
 	idle := map[string]int{} // idle GPUs and those of this daemon's running extra jobs, which Slurm preempts for the moved job
-	lentOn := lentByNode(live)
+	lentOn := lentByNode(live, v, d.cfg.Extra.Partition)
 	for _, n := range ps.Nodes {
 		idle[n.Name] = min(n.Total, n.Idle+lentOn[n.Name])
 	}
@@ -322,7 +322,7 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 			}
 			continue
 		}
-		j, _, why, err := d.reReadJob(ctx, id, "moving it to faster GPUs")
+		j, why, err := d.reReadJob(ctx, id, "moving it to faster GPUs")
 		if err == nil && why == "" {
 			why = firstDifference("the snapshot read",
 				fieldCheck{"state", j.State, "RUNNING"},
@@ -350,7 +350,7 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		if err := d.mover.Requeue(ctx, id); err != nil {
 			// A timeout may come after slurmctld requeued the job: what
 			// counts is whether it waits now.
-			if j, _, _, rerr := d.reReadJob(ctx, id, "checking a requeue that failed"); rerr != nil || j.State != "PENDING" {
+			if j, _, rerr := d.reReadJob(ctx, id, "checking a requeue that failed"); rerr != nil || j.State != "PENDING" {
 				log.Warn("Slurm did not requeue the job; it runs on where it is and is not moved again", "error", err)
 				d.metrics.Moves.WithLabelValues("failed").Inc()
 				rec.State = backfillstore.MoveRestored

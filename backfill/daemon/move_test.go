@@ -113,6 +113,21 @@ func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
 	if got := td2.fake.commands("scontrol requeue"); len(got) != 0 {
 		t.Errorf("requeues %q with the V100s held by a job Slurm does not preempt, want none", got)
 	}
+	// The first cluster with another user's job in the preemptible
+	// partition on n1 too (CPUs only): Slurm picks which of the two to
+	// preempt by its own order and may requeue that job while the extra job
+	// keeps the V100s (a tester saw it on the lab), so n1 counts nothing lent.
+	td3 := newTestDaemon(t, "")
+	td3.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
+	td3.fake.extra("21", "20", "n1", 4, 30*time.Minute)
+	record(t, td3, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td3.now, End: td3.now.Add(30 * time.Minute)})
+	other := td3.fake.running("30", "", "n1", 0, time.Hour, "")
+	td3.fake.set(func() { other.user, other.partition = "carol", "low" })
+	td3.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td3.cycle(t)
+	if got := td3.fake.commands("scontrol requeue"); len(got) != 0 {
+		t.Errorf("requeues %q with another user's preemptible job beside the extra job on the V100s, want none", got)
+	}
 }
 
 // Which jobs are not moved: the option off; a d1 job; a job already on the

@@ -152,12 +152,9 @@ const nudgeLag = 250 * time.Millisecond
 // who does so in the milliseconds between this reading and the update has
 // it set to now (their own job only). err is a failed squeue.
 func (d *Daemon) verifyEligible(ctx context.Context, v *View, id string) (string, error) {
-	j, listed, why, err := d.reReadJob(ctx, id, "nudging it")
+	j, why, err := d.reReadJob(ctx, id, "nudging it")
 	if why != "" || err != nil {
 		return why, err
-	}
-	if listed != 1 {
-		return fmt.Sprintf("squeue --jobs=%s lists %d records (a job array's tasks or a heterogeneous job's components, which one update would change together)", id, listed), nil
 	}
 	i := slices.IndexFunc(v.Pending, func(p slurmcli.Job) bool { return p.ID == id })
 	if i < 0 {

@@ -130,12 +130,33 @@ func (ri reservationIndex) others(id string) []string {
 }
 
 // lentByNode counts the GPUs of this daemon's running extra jobs by node:
-// idle for a queued job, since Slurm preempts extra.partition for it.
-func lentByNode(live map[string]*lent) map[string]int {
+// idle for a queued job, since Slurm preempts extra.partition for it. A
+// node that also runs another job in extra.partition (v.Running: not an
+// extra job of this daemon) counts none: Slurm picks which preemptible job
+// to requeue by its own order (with equal tiers, an older job first), so
+// the other user's job may go instead of the extra job and the GPUs the
+// daemon counted on stay taken. A node list that does not expand counts
+// as such a job on no node (v.Running's nodes come from squeue).
+func lentByNode(live map[string]*lent, v *View, extraPartition string) map[string]int {
 	out := map[string]int{}
 	for _, l := range live {
 		if !l.pending {
 			out[l.rec.Node] += l.rec.GPUs
+		}
+	}
+	if len(out) == 0 {
+		return out
+	}
+	for _, j := range v.Running {
+		if j.Partition != extraPartition || j.NodeList == "" {
+			continue
+		}
+		nodes, err := slurmcli.ExpandHostlist(j.NodeList)
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			delete(out, n)
 		}
 	}
 	return out

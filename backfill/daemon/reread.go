@@ -13,12 +13,34 @@ const unknownJob = "Slurm no longer knows the job"
 
 // reReadJob re-reads job id by id right before the daemon changes it
 // (`squeue --jobs=ID --states=all`, with fresh random separators; doing
-// says what for, in the error). It returns the job's record and how many
-// records squeue listed under the id (more than one for a job array's
-// tasks or a heterogeneous job's components), or why there is none to act
-// on: Slurm no longer knows the job (unknownJob), or its record cannot be
-// read. err is a failed squeue.
-func (d *Daemon) reReadJob(ctx context.Context, id, doing string) (j slurmcli.Job, listed int, why string, err error) {
+// says what for, in the error). It returns the job's record, or why there
+// is none to act on: Slurm no longer knows the job (unknownJob), its
+// record cannot be read, or squeue lists more than one record under the
+// id (manyRecords: a job array's tasks, whose last task's raw id is the
+// array's, or a heterogeneous job's components; one `scontrol update
+// JobId=ID` or requeue would change them all, other tasks the user never
+// marked elastic included). Such an id is remembered (d.manyRecords) so
+// that later cycles treat the job as an ordinary one (forgetManyRecords).
+// err is a failed squeue.
+func (d *Daemon) reReadJob(ctx context.Context, id, doing string) (j slurmcli.Job, why string, err error) {
+	j, records, why, err := d.reReadRecord(ctx, id, doing)
+	if why != "" || err != nil || records == 1 {
+		return j, why, err
+	}
+	if d.manyRecords == nil {
+		d.manyRecords = map[string]bool{}
+	}
+	if _, seen := d.manyRecords[id]; !seen {
+		d.manyRecords[id] = false // not yet warned about
+	}
+	return slurmcli.Job{}, fmt.Sprintf("%s: squeue --jobs=%s lists %d records", manyRecords, id, records), nil
+}
+
+// reReadRecord is reReadJob for a job the daemon only reads (the queued
+// job of an admission): it returns the record squeue lists under id
+// itself and how many records it listed (records), without refusing
+// several.
+func (d *Daemon) reReadRecord(ctx context.Context, id, doing string) (j slurmcli.Job, records int, why string, err error) {
 	jobs, skipped, err := d.snap.Slurm.ListJobs(ctx, "--jobs="+id, "--states=all")
 	if noSuchJob(err) {
 		return slurmcli.Job{}, 0, unknownJob, nil
@@ -33,7 +55,32 @@ func (d *Daemon) reReadJob(ctx context.Context, id, doing string) (j slurmcli.Jo
 	if i < 0 {
 		return slurmcli.Job{}, 0, unknownJob, nil
 	}
-	return jobs[i], len(jobs), "", nil
+	return jobs[i], len(jobs) + len(skipped), "", nil
+}
+
+// manyRecords begins reReadJob's why for an id squeue lists more than one
+// record under.
+const manyRecords = "a job array's tasks or a heterogeneous job's components, which one update would change together"
+
+// forgetManyRecords drops from v.Elastic the running jobs a re-read found
+// to share their id with other records (d.manyRecords), warning once per
+// job: the daemon then neither shrinks, moves nor sheds them, and plans
+// them as ordinary running jobs. Ids v no longer lists are forgotten.
+func (d *Daemon) forgetManyRecords(v *View) {
+	for id, warned := range d.manyRecords {
+		if _, ok := v.All[id]; !ok {
+			delete(d.manyRecords, id)
+			continue
+		}
+		if v.Elastic[id] != nil {
+			if !warned {
+				d.log.Warn("an elastic job shares its id with other records; it is left as an ordinary job",
+					"job_id", id, "why", manyRecords)
+				d.manyRecords[id] = true
+			}
+			delete(v.Elastic, id)
+		}
+	}
 }
 
 // fieldCheck is one field of a re-read job: what it is, the value squeue

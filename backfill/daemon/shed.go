@@ -177,7 +177,7 @@ func (d *Daemon) shedSlow(ctx context.Context, v *View, ps planner.Snapshot, r *
 			}
 			continue
 		}
-		j, _, why, err := d.reReadJob(ctx, id, "releasing its slow nodes")
+		j, why, err := d.reReadJob(ctx, id, "releasing its slow nodes")
 		if err == nil && why == "" {
 			why = firstDifference("the snapshot read",
 				fieldCheck{"state", j.State, "RUNNING"},

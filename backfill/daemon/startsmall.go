@@ -119,7 +119,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	for _, n := range resv.others(q.ID) {
 		reserved[n] = true
 	}
-	lentOn := lentByNode(live)
+	lentOn := lentByNode(live, v, d.cfg.Extra.Partition)
 	for _, n := range v.Nodes {
 		in.Nodes = append(in.Nodes, planner.StartSmallNode{
 			AdmitNode: planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn), Weight: n.Weight},
@@ -301,7 +301,7 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 // snapshot read, and its comment must still be the same elastic request.
 // err is a failed squeue.
 func (d *Daemon) verifyQueued(ctx context.Context, s smallStart) (string, error) {
-	j, _, why, err := d.reReadJob(ctx, s.job.ID, "starting it small")
+	j, why, err := d.reReadJob(ctx, s.job.ID, "starting it small")
 	if why != "" || err != nil {
 		return why, err
 	}
