@@ -417,11 +417,11 @@
 // its GPUs per node with their idle GPUs and those of this daemon's extra
 // jobs there (Slurm preempts extra.partition for the requeued job, as for
 // an admitted one; a node where another job also runs in extra.partition
-// counts none lent, since Slurm may preempt that job instead) (a job naming a GPU type, a --nodelist or a
-// --constraint is not moved, nor a job array's task or a heterogeneous
-// job's component, which squeue's %i does not name by their ids), and
-// planner.MoveToFaster
-// finds it among the longest running jobs and ending at least 30 % sooner
+// counts none lent, since Slurm may preempt that job instead) (a job
+// naming a GPU type, a --nodelist or a --constraint is not moved, nor a
+// job array's task or a heterogeneous job's component, which squeue's %i
+// does not name by their ids), and planner.MoveToFaster finds it among
+// the longest running jobs and ending at least 10 % sooner
 // there after move_cost. The job is re-read by id (running, the same
 // nodes, owner, partition and request), the move recorded in state_db
 // (moved, with the owner's excluded nodes as squeue lists them while it

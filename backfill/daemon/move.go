@@ -75,7 +75,8 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // speeds= or the configured table), fastest type first, whose idle GPUs
 // plus those of this daemon's running extra jobs there (in the preemptible
 // extra.partition: Slurm preempts them for the moved job, as for an
-// admitted one) hold its GPUs per node, that are schedulable, none of its
+// admitted one; none on a node where another job runs in extra.partition,
+// lentByNode) hold its GPUs per node, that are schedulable, none of its
 // own, in one of its partitions and outside its --exclude, and on which no
 // pending job may start (a job naming another type aside); it restarts
 // excluding every slower node it may run on. planner.MoveToFaster then

@@ -6,9 +6,11 @@ import "math"
 // by which a move must end it sooner before [MoveToFaster] moves it: the
 // move's cost is an estimate (Slurm's requeue delay, the restart, the
 // steps since the last checkpoint redone), and a moved job holds the fast
-// GPUs that jobs submitted after it would have had. 0.3 against 0.1
-// (BENCHMARKS.md, issue 17, E40).
-const MoveMargin = 0.3
+// GPUs that jobs submitted after it would have had. 0.1 against 0.2 and
+// 0.3 (the default from E40 to E45, which no P100 → V100 move could pass:
+// 3.1 / 2.4 < 1.3): fewer workloads worse than rigid on both families of
+// draws, with the same means (BENCHMARKS.md, issue 17, E46).
+const MoveMargin = 0.1
 
 // DefaultMoveCost is the seconds a move costs a job by default: Slurm
 // makes a requeued job eligible again after cred_expire (120 s by default;

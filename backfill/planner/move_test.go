@@ -23,8 +23,9 @@ func TestMoveToFaster(t *testing.T) {
 		{"a cost that is not a number", MoveRequest{m, 15000, t4, v100, nan(), 0}, false},
 		{"a job among the longest moves", MoveRequest{m, 15000, t4, v100, DefaultMoveCost, 30000}, true},
 		{"a job far shorter than the longest stays", MoveRequest{m, 15000, t4, v100, DefaultMoveCost, 30001}, false},
-		{"within the margin: 25 % faster is not enough", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.25, N: 4}}, 0, 0}, false},
-		{"a move that saves more than the margin", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.4, N: 4}}, 0, 0}, true},
+		{"within the margin: 8 % faster is not enough", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.08, N: 4}}, 0, 0}, false},
+		{"a P100 to V100 move (3.1 / 2.4) passes it", MoveRequest{m, 10000, []SpeedCount{{Speed: 2.4, N: 4}}, []SpeedCount{{Speed: 3.1, N: 4}}, 150, 0}, true},
+		{"a move that saves more than the margin", MoveRequest{m, 10000, t4, []SpeedCount{{Speed: 1.15, N: 4}}, 0, 0}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := MoveToFaster(c.q); got != c.want {
