@@ -445,7 +445,7 @@ func Parse(text string) (*Config, error) {
 	var c Config
 	md, err := toml.Decode(text, &c)
 	if err != nil {
-		return nil, fmt.Errorf("parsing TOML: %w", err)
+		return nil, fmt.Errorf("parsing TOML: %w", explainTypeMismatch(err))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))

@@ -325,3 +325,26 @@ func TestTheTimeLimitRuleIsTheSafetyMarginAndTheTimeLimitMargin(t *testing.T) {
 		t.Errorf("default TimeLimitRule() = %+v, want 10 %% and at least 60 s", got)
 	}
 }
+
+// A value of the wrong TOML type is refused as a *FieldError naming the
+// key and showing how the setting is written (a tester met the decoder's
+// "destination has type slice" and had to guess the fix).
+func TestAValueOfTheWrongTypeSaysHowTheSettingIsWritten(t *testing.T) {
+	for _, c := range []struct{ text, key, fix string }{
+		{"partitions = \"normal\"\n", "partitions", `partitions = ["a", "b"]`},
+		{"[speeds]\nv100 = \"fast\"\n", "speeds.v100", "v100 = 3.1"},
+		{"shed_slow_nodes = \"yes\"\n", "shed_slow_nodes", "shed_slow_nodes = true"},
+		{"[extra]\npartition = 3\n", "extra.partition", `partition = "value"`},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			_, err := Parse(c.text)
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Parse(%q) = %v, want a *FieldError", c.text, err)
+			}
+			if fe.Key != c.key || !strings.Contains(fe.Fix, c.fix) {
+				t.Errorf("FieldError key %q fix %q, want key %q and a fix showing %s", fe.Key, fe.Fix, c.key, c.fix)
+			}
+		})
+	}
+}

@@ -119,6 +119,9 @@ type Daemon struct {
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).
 	unreadable map[string]string
+	// mismatchesLogged is the last set of configMismatches logged, one per
+	// line ("" none).
+	mismatchesLogged string
 	// manyRecords holds the ids a re-read found shared by several records
 	// (a job array's tasks, a heterogeneous job's components), true once
 	// warned about (reReadJob, forgetManyRecords).
@@ -434,6 +437,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
 	d.warnUnreadable(v)
+	d.warnConfigMismatches(v)
 	d.forgetManyRecords(v)
 	rc, err := d.reconcile(ctx, v, r)
 	if err != nil {

@@ -85,7 +85,9 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 			log.Error("cycle failed", "error", err)
 			return 1
 		}
-		log.Info("cycle done", r.fields(cfg.DryRun)...)
+		if !log.IsDebug() { // at debug level the cycle logged the same line itself
+			log.Info("cycle done", r.fields(cfg.DryRun)...)
+		}
 		if *record != "" {
 			if err := WriteRecording(*record, "recorded by easyscale-backfilld --once", r); err != nil {
 				log.Error("recording the cycle", "error", err)

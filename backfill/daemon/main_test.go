@@ -18,11 +18,14 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 		// setup adds jobs to the fake cluster.
 		setup     func(t *testing.T, f *fakeSlurm)
 		wantGrows string
+		// level is [log] level ("": the default, info).
+		level string
 	}{
-		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0"},
+		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0", ""},
 		{"a growable job is only logged", func(t *testing.T, f *fakeSlurm) {
 			ownJob(t, f.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10")))
-		}, "grows=1"},
+		}, "grows=1", ""},
+		{"at debug level the cycle's line is logged once too (a tester saw it twice)", func(*testing.T, *fakeSlurm) {}, "grows=0", "debug"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,6 +33,9 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 			db := filepath.Join(dir, "var", "lib", "easyscale", "backfill.db")
 			cfg := filepath.Join(dir, "backfill.toml")
 			text := "metrics_address = \"127.0.0.1:0\"\nstate_db = \"" + db + "\"\n"
+			if tc.level != "" {
+				text += "[log]\nlevel = \"" + tc.level + "\"\n"
+			}
 			if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -52,9 +58,13 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 					done = append(done, line)
 				}
 			}
-			if len(done) != 1 || !strings.Contains(done[0], "[INFO]") || !strings.Contains(done[0], tc.wantGrows) ||
+			level := "[INFO]"
+			if tc.level == "debug" {
+				level = "[DEBUG]"
+			}
+			if len(done) != 1 || !strings.Contains(done[0], level) || !strings.Contains(done[0], tc.wantGrows) ||
 				!strings.Contains(done[0], "dry_run=true") {
-				t.Fatalf("cycle lines %q, want one info line with %s and dry_run=true; stderr:\n%s", done, tc.wantGrows, stderr.String())
+				t.Fatalf("cycle lines %q, want one %s line with %s and dry_run=true; stderr:\n%s", done, level, tc.wantGrows, stderr.String())
 			}
 		})
 	}

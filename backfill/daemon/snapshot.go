@@ -163,6 +163,8 @@ type View struct {
 	// `scontrol update Comment=`), by job id, with why: they are not
 	// elastic jobs to the planner (never grown), and the daemon warns once.
 	BadRequests map[string]error
+	// Names are every node and partition name sinfo listed.
+	Names SlurmNames
 	// WeightsUnread is why the nodes' weights could not be read (nil: read,
 	// or not needed this cycle; see NodeView.Weight).
 	WeightsUnread error
@@ -236,6 +238,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		v.Unreadable[key] = pe
 	}
 	v.Nodes = s.nodes(nodes)
+	v.Names = slurmNames(nodes)
 	for _, j := range jobs {
 		if err := s.addJob(v, j); err != nil {
 			v.Unreadable[j.ID] = err

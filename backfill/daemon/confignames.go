@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+)
+
+// SlurmNames are the node and partition names sinfo listed (every node,
+// CPU-only ones included), to check the configuration's names against.
+type SlurmNames struct {
+	Nodes, Partitions map[string]bool
+}
+
+// slurmNames collects the names of nodes.
+func slurmNames(nodes []slurmcli.Node) SlurmNames {
+	n := SlurmNames{Nodes: map[string]bool{}, Partitions: map[string]bool{}}
+	for _, nd := range nodes {
+		n.Nodes[nd.Name] = true
+		for _, p := range nd.Partitions {
+			n.Partitions[p] = true
+		}
+	}
+	return n
+}
+
+// configMismatches returns, for each setting of the daemon's configuration
+// that names a partition or node sinfo does not list, or when no node is
+// managed at all, one line naming the key, the value and what Slurm lists
+// instead. A daemon so configured runs and does nothing (a tester's
+// `--once --dry-run` passed with partitions = ["nosuch"]), so the daemon
+// logs each line (warnConfigMismatches). Empty when sinfo listed nothing.
+func (d *Daemon) configMismatches(v *View) []string {
+	known := v.Names
+	if len(known.Nodes) == 0 {
+		return nil
+	}
+	c := d.cfg
+	partitions := slices.Sorted(func(yield func(string) bool) {
+		for p := range known.Partitions {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	var out []string
+	checkPartitions := func(key string, names []string) {
+		for _, p := range names {
+			if !known.Partitions[p] {
+				out = append(out, fmt.Sprintf("%s names partition %q, which sinfo does not list (it lists %s)", key, p, strings.Join(partitions, ", ")))
+			}
+		}
+	}
+	checkPartitions("partitions", c.Partitions)
+	checkPartitions("extra.partition", []string{c.Extra.Partition})
+	checkPartitions("admit.off_partitions", c.Admit.OffPartitions)
+	checkPartitions("start_small.partitions", c.StartSmall.Partitions)
+	for _, n := range c.Nodes {
+		if !known.Nodes[n] {
+			out = append(out, fmt.Sprintf("nodes names node %q, which sinfo does not list", n))
+		}
+	}
+	if !slices.ContainsFunc(v.Nodes, func(n NodeView) bool { return n.Managed }) {
+		out = append(out, "no node is managed: none of the nodes in partitions (and nodes, when set) has GPUs of one type that"+
+			" gpu_types (when set) and [speeds] name; CPU-only nodes are never lent")
+	}
+	return out
+}
+
+// warnConfigMismatches logs each of configMismatches once while it stays.
+func (d *Daemon) warnConfigMismatches(v *View) {
+	lines := d.configMismatches(v)
+	seen := strings.Join(lines, "\n")
+	if seen == d.mismatchesLogged {
+		return
+	}
+	d.mismatchesLogged = seen
+	for _, l := range lines {
+		d.log.Named("config").Error("the configuration does not match the cluster; the daemon acts on what matches", "problem", l)
+	}
+}
