@@ -335,6 +335,7 @@ func TestAValueOfTheWrongTypeSaysHowTheSettingIsWritten(t *testing.T) {
 		{"[speeds]\nv100 = \"fast\"\n", "speeds.v100", "v100 = 3.1"},
 		{"shed_slow_nodes = \"yes\"\n", "shed_slow_nodes", "shed_slow_nodes = true"},
 		{"[extra]\npartition = 3\n", "extra.partition", `partition = "value"`},
+		{"partitions = [1, 2]\n", "partitions", `partitions = ["a", "b"]`},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			_, err := Parse(c.text)

@@ -27,6 +27,24 @@ func admitCluster(t *testing.T, toml, comment string) *testDaemon {
 	return td
 }
 
+// lendOneV100OnN2 makes admitCluster's job 10 hold 3 GPUs on each node
+// and an extra job of it (50, recorded) 1 more on n2, with the queued
+// job's reservation 2 h away: only with the extra job's GPU does n2 hold
+// the queued job's 4.
+func lendOneV100OnN2(t *testing.T, td *testDaemon) {
+	t.Helper()
+	td.fake.set(func() {
+		td.fake.jobs[0].gpusPerNode = 3
+		td.fake.jobs[1].start = td.now.Add(2 * time.Hour)
+	})
+	td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
+	if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
+		Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
+		Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestShrinkToAdmit(t *testing.T) {
 	const on = "[admit]\nenabled = true\n"
 	tests := []struct {
@@ -73,31 +91,13 @@ func TestShrinkToAdmit(t *testing.T) {
 				// (With its 4 logical workers on 3 GPUs, half of them runs it at
 				// about half speed: it ends at 113 min, so the queued job's
 				// reservation is 2 h away, when it would end after that.)
-				td.fake.set(func() {
-					td.fake.jobs[0].gpusPerNode = 3
-					td.fake.jobs[1].start = td.now.Add(2 * time.Hour)
-				})
-				td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
-				if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
-					Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
-					Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
-					t.Fatal(err)
-				}
+				lendOneV100OnN2(t, td)
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "an extra job's GPUs do not count as free on a node where another user's job also runs in extra.partition (Slurm may preempt that one instead; a tester saw it)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
-				td.fake.set(func() {
-					td.fake.jobs[0].gpusPerNode = 3
-					td.fake.jobs[1].start = td.now.Add(2 * time.Hour)
-				})
-				td.fake.extra("50", "10", "n2", 1, 30*time.Minute)
-				if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
-					Partition: "low", Node: "n2", GPUType: "v100", GPUs: 1, Submitted: td.now, End: td.now.Add(30 * time.Minute),
-					Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
-					t.Fatal(err)
-				}
+				lendOneV100OnN2(t, td)
 				other := td.fake.running("60", "", "n2", 0, time.Hour, t.TempDir()) // carol's CPU-only job, preemptible too
 				td.fake.set(func() { other.user, other.partition = "carol", "low" })
 			}},

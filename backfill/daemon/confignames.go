@@ -27,8 +27,9 @@ func slurmNames(nodes []slurmcli.Node) SlurmNames {
 }
 
 // configMismatches returns, for each setting of the daemon's configuration
-// that names a partition or node sinfo does not list, or when no node is
-// managed at all, one line naming the key, the value and what Slurm lists
+// that names a partition or node sinfo does not list (sinfo without --all,
+// as the daemon reads nodes: a hidden partition's nodes are not managed),
+// or when no node is managed at all, one line naming the key, the value and what Slurm lists
 // instead. A daemon so configured runs and does nothing (a tester's
 // `--once --dry-run` passed with partitions = ["nosuch"]), so the daemon
 // logs each line (warnConfigMismatches). Empty when sinfo listed nothing.
@@ -54,7 +55,10 @@ func (d *Daemon) configMismatches(v *View) []string {
 		}
 	}
 	checkPartitions("partitions", c.Partitions)
-	checkPartitions("extra.partition", []string{c.Extra.Partition})
+	if !known.Partitions[c.Extra.Partition] { // extra jobs are submitted to it, whether sinfo shows it or not
+		out = append(out, fmt.Sprintf("extra.partition names partition %q, which sinfo does not list (it lists %s); "+
+			"expected only when it is hidden (Hidden=YES in slurm.conf), else extra jobs are refused", c.Extra.Partition, strings.Join(partitions, ", ")))
+	}
 	checkPartitions("admit.off_partitions", c.Admit.OffPartitions)
 	checkPartitions("start_small.partitions", c.StartSmall.Partitions)
 	for _, n := range c.Nodes {
@@ -78,6 +82,6 @@ func (d *Daemon) warnConfigMismatches(v *View) {
 	}
 	d.mismatchesLogged = seen
 	for _, l := range lines {
-		d.log.Named("config").Error("the configuration does not match the cluster; the daemon acts on what matches", "problem", l)
+		d.log.Named("config").Warn("the configuration does not match the cluster; the daemon acts on what matches", "problem", l)
 	}
 }

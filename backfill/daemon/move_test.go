@@ -128,6 +128,19 @@ func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
 	if got := td3.fake.commands("scontrol requeue"); len(got) != 0 {
 		t.Errorf("requeues %q with another user's preemptible job beside the extra job on the V100s, want none", got)
 	}
+	// The same with a decoy the lending job's owner submitted in the extra
+	// job form (named and commented as one for her job 20, not recorded):
+	// Slurm may preempt it as well (a reviewer's case).
+	td4 := newTestDaemon(t, "")
+	td4.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
+	td4.fake.extra("21", "20", "n1", 4, 30*time.Minute)
+	record(t, td4, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td4.now, End: td4.now.Add(30 * time.Minute)})
+	td4.fake.extra("31", "20", "n1", 0, time.Hour)
+	td4.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td4.cycle(t)
+	if got := td4.fake.commands("scontrol requeue"); len(got) != 0 {
+		t.Errorf("requeues %q with an unrecorded job in the extra job form beside the extra job on the V100s, want none", got)
+	}
 }
 
 // Which jobs are not moved: the option off; a d1 job; a job already on the

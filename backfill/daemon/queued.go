@@ -131,12 +131,13 @@ func (ri reservationIndex) others(id string) []string {
 
 // lentByNode counts the GPUs of this daemon's running extra jobs by node:
 // idle for a queued job, since Slurm preempts extra.partition for it. A
-// node that also runs another job in extra.partition (v.Running: not an
-// extra job of this daemon) counts none: Slurm picks which preemptible job
-// to requeue by its own order (with equal tiers, an older job first), so
-// the other user's job may go instead of the extra job and the GPUs the
-// daemon counted on stay taken. A node list that does not expand counts
-// as such a job on no node (v.Running's nodes come from squeue).
+// node that also runs any other job in extra.partition (v.All: a user's
+// job, or one named like an extra job that this daemon did not submit)
+// counts none: Slurm picks which preemptible job to requeue by its own
+// order (with equal tiers, an older job first), so that job may go instead
+// of the extra job and the GPUs the daemon counted on stay taken (a tester
+// saw another user's job requeued so). A running job in extra.partition
+// whose node list does not expand makes every node count none.
 func lentByNode(live map[string]*lent, v *View, extraPartition string) map[string]int {
 	out := map[string]int{}
 	for _, l := range live {
@@ -147,13 +148,13 @@ func lentByNode(live map[string]*lent, v *View, extraPartition string) map[strin
 	if len(out) == 0 {
 		return out
 	}
-	for _, j := range v.Running {
-		if j.Partition != extraPartition || j.NodeList == "" {
+	for id, j := range v.All {
+		if j.State != "RUNNING" || j.Partition != extraPartition || live[id] != nil {
 			continue
 		}
 		nodes, err := slurmcli.ExpandHostlist(j.NodeList)
 		if err != nil {
-			continue
+			return map[string]int{}
 		}
 		for _, n := range nodes {
 			delete(out, n)
