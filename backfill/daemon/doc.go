@@ -352,8 +352,11 @@
 // job acted on is the one squeue listed by id, re-read by id.
 //
 // Every change to a job (a shrink, shed, move, keep-off, nudge or small
-// start) first re-reads it with `squeue --jobs=ID`, and a job under whose
-// id squeue lists more than one record is never changed: the last task of
+// start) first re-reads it with `squeue --jobs=ID` (a moved job's
+// excluded nodes are set after reading its placement by squeue's %i,
+// which never names an array task or a heterogeneous job's component by
+// its id), and a job under whose id squeue lists more than one record is
+// never changed: the last task of
 // a job array has the array's id, and `scontrol update JobId=ID` or a
 // requeue would change every task, tasks the user never marked elastic
 // too (a tester saw the daemon raise and put back the time limits of a
