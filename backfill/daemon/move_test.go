@@ -83,17 +83,27 @@ func TestTheDaemonMovesALongD2JobOffItsT4ToIdleV100s(t *testing.T) {
 	}
 }
 
+// lentV100Cluster: elastic job 20 on n2's V100s with its recorded extra
+// job 21 holding n1's, then what also adds, then the long d2 job 10 on the
+// T4 node n3.
+func lentV100Cluster(t *testing.T, also func(td *testDaemon)) *testDaemon {
+	t.Helper()
+	td := newTestDaemon(t, "")
+	td.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
+	td.fake.extra("21", "20", "n1", 4, 30*time.Minute)
+	record(t, td, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td.now, End: td.now.Add(30 * time.Minute)})
+	also(td)
+	td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	return td
+}
+
 // The V100s of n1 are lent to another job's extra job and n2 is that
 // job's own: the daemon still moves the long job off its T4, since Slurm
 // preempts the extra job (its partition is preemptible) for it, and it
 // excludes both T4 nodes (its own n3 and the idle n4), so that Slurm
 // starts it on the V100s rather than on the idle slower node.
 func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
-	td := newTestDaemon(t, "")
-	td.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
-	td.fake.extra("21", "20", "n1", 4, 30*time.Minute)
-	record(t, td, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td.now, End: td.now.Add(30 * time.Minute)})
-	td.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td := lentV100Cluster(t, func(*testDaemon) {})
 	r := td.cycle(t)
 	if got, want := td.fake.commands("scontrol"), []string{"scontrol requeue 10", "scontrol update JobId=10 ExcNodeList=n3,n4"}; !slices.Equal(got, want) {
 		t.Fatalf("commands %q, want %q", got, want)
@@ -117,13 +127,10 @@ func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
 	// partition on n1 too (CPUs only): Slurm picks which of the two to
 	// preempt by its own order and may requeue that job while the extra job
 	// keeps the V100s (a tester saw it on the lab), so n1 counts nothing lent.
-	td3 := newTestDaemon(t, "")
-	td3.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
-	td3.fake.extra("21", "20", "n1", 4, 30*time.Minute)
-	record(t, td3, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td3.now, End: td3.now.Add(30 * time.Minute)})
-	other := td3.fake.running("30", "", "n1", 0, time.Hour, "")
-	td3.fake.set(func() { other.user, other.partition = "carol", "low" })
-	td3.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td3 := lentV100Cluster(t, func(td *testDaemon) {
+		other := td.fake.running("30", "", "n1", 0, time.Hour, "")
+		td.fake.set(func() { other.user, other.partition = "carol", "low" })
+	})
 	td3.cycle(t)
 	if got := td3.fake.commands("scontrol requeue"); len(got) != 0 {
 		t.Errorf("requeues %q with another user's preemptible job beside the extra job on the V100s, want none", got)
@@ -131,12 +138,7 @@ func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
 	// The same with a decoy the lending job's owner submitted in the extra
 	// job form (named and commented as one for her job 20, not recorded):
 	// Slurm may preempt it as well (a reviewer's case).
-	td4 := newTestDaemon(t, "")
-	td4.fake.running("20", "es-req min=1 max=8 lw=8 d2", "n2", 4, time.Hour, rendezvous(t, "20"))
-	td4.fake.extra("21", "20", "n1", 4, 30*time.Minute)
-	record(t, td4, backfillstore.ExtraJob{ID: "21", Parent: "20", Node: "n1", GPUs: 4, Submitted: td4.now, End: td4.now.Add(30 * time.Minute)})
-	td4.fake.extra("31", "20", "n1", 0, time.Hour)
-	td4.fake.running("10", movingJob, "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td4 := lentV100Cluster(t, func(td *testDaemon) { td.fake.extra("31", "20", "n1", 0, time.Hour) })
 	td4.cycle(t)
 	if got := td4.fake.commands("scontrol requeue"); len(got) != 0 {
 		t.Errorf("requeues %q with an unrecorded job in the extra job form beside the extra job on the V100s, want none", got)
