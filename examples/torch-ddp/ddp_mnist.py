@@ -77,7 +77,9 @@ class LeNet(nn.Module):
 def evaluate(model: nn.Module, loader: DataLoader) -> tuple[float, float]:
     model.eval()
     total, correct, loss_sum = 0, 0, 0.0
+    device = next(model.parameters()).device
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         out = model(x)
         loss_sum += F.cross_entropy(out, y, reduction="sum").item()
         correct += (out.argmax(1) == y).sum().item()
@@ -100,6 +102,7 @@ def main() -> None:
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (the process's GPU)")
     p.add_argument("--out", default="", help="save the trained model's state_dict here")
     args = p.parse_args()
 
@@ -110,7 +113,8 @@ def main() -> None:
     sampler = DistributedSampler(train, shuffle=True, seed=args.seed)
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
     test_loader = DataLoader(test, batch_size=1000)
-    model = DDP(LeNet())
+    device = torch.device(args.device)
+    model = DDP(LeNet().to(device))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
     if args.schedule == "onecycle":
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * len(loader))
@@ -122,7 +126,7 @@ def main() -> None:
         model.train()
         for x, y in loader:
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(random_shift(x, 2)), y)
+            loss = F.cross_entropy(model(random_shift(x, 2).to(device)), y.to(device))
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()

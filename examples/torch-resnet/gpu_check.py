@@ -64,6 +64,7 @@ def config(a: argparse.Namespace):  # -> easyscale.Config
 
 def train(a: argparse.Namespace) -> None:
     from easyscale import numerics
+    from easyscale.job import load_module
     from easyscale.reduce import chain, scale
     from easyscale.replica import Replica
     numerics.pin(1)

@@ -33,7 +33,7 @@ __version__ = "0.2.0"
 
 from . import streams
 from .job import Config, Job, JobError
-from .loop import Batch, DataLoader, DistributedDataParallel, DistributedSampler, config, register
+from .loop import Batch, DataLoader, DistributedDataParallel, DistributedSampler, config, device, register
 
 __all__ = ["Config", "Job", "JobError", "streams", "Batch", "DataLoader", "DistributedDataParallel",
-           "DistributedSampler", "config", "register"]
+           "DistributedSampler", "config", "device", "register"]

@@ -83,7 +83,7 @@ from .job import Config, JobError
 from .replica import Data, Replica, StepRun
 from .state import Registry, StateError
 
-__all__ = ["DataLoader", "DistributedSampler", "DistributedDataParallel", "Batch", "register", "config",
+__all__ = ["DataLoader", "DistributedSampler", "DistributedDataParallel", "Batch", "register", "config", "device",
            "Session", "Exit", "StepOrder", "Reduced", "LocalDriver", "session", "install"]
 
 
@@ -539,6 +539,13 @@ def register(*objects: Any, **named: Any) -> None:
 def config() -> Config:
     """The job's values (seed, logical workers, micro-batch, steps, [torch.params])."""
     return session().config
+
+
+def device() -> torch.device:
+    """The device of this process's logical workers: the job file's ``[torch] device`` ("cpu", or "cuda": the
+    one GPU this process was given). The script moves its model there before wrapping it and its micro-batches
+    before the forward, as a DDP script does with its local rank's GPU; the reduced gradient lands there."""
+    return torch.device(session().device)
 
 
 # --- the process's session -------------------------------------------------------------------------------------

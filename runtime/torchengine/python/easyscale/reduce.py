@@ -79,6 +79,9 @@ def chain(local: torch.Tensor, slots: Sequence[torch.Tensor], world: int,
     logical workers' gradients in increasing logical-worker order. ``world`` is
     the number of logical workers N. Every rank returns ``local`` holding G.
 
+    Tensors on a GPU are reduced through host copies (gloo's send and
+    receive take CPU tensors); the result is copied back into ``local``.
+
     Collective errors (a dead peer, the group's timeout) propagate as
     RuntimeError: the caller aborts the step and rebuilds the group.
     """
@@ -94,6 +97,13 @@ def chain(local: torch.Tensor, slots: Sequence[torch.Tensor], world: int,
         raise ValueError("rank 0's gradient is its autograd accumulation: pass no slots")
     if rank > 0 and not slots:
         raise ValueError(f"rank {rank} holds no logical worker: every process of the chain must hold one")
+    if local.device.type != "cpu":
+        # gloo's point-to-point calls take CPU tensors only, so a GPU job's
+        # chain runs on host copies; a float32 addition rounds the same on
+        # either side (IEEE 754), so G does not change. One copy of the
+        # gradient and of each slot to the host, one of G back.
+        host = chain(local.cpu(), [g.cpu() for g in slots], world, group, chunk_elements)
+        return local.copy_(host)
     n = local.numel()
     bounds = [(b, min(b + chunk_elements, n)) for b in range(0, n, chunk_elements)] or [(0, 0)]
     peer_prev = _global(group, rank - 1) if rank > 0 else None

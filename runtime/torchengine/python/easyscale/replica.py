@@ -256,7 +256,11 @@ class Replica:
         """Make every parameter's ``.grad`` its view of the reduced flat gradient G (what the loop then clips
         and applies); the step can no longer be aborted."""
         at = 0
-        for _, p in self.params:
+        for name, p in self.params:
+            if p.device != reduced.device:
+                raise JobError(f"parameter {name} is on {p.device} but the job runs on {reduced.device} "
+                               f"([torch] device): move the model there before wrapping or registering it, "
+                               f"model = DDP(Net().to(easyscale.device()))")
             p.grad = reduced[at:at + p.numel()].view_as(p)
             at += p.numel()
         self._snap = None

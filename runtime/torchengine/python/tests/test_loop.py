@@ -138,6 +138,25 @@ class Refusals(unittest.TestCase):
         finally:
             loop.install(None)
 
+    def test_device_is_the_jobs_and_a_model_left_elsewhere_is_refused_naming_the_fix(self) -> None:
+        self.assertEqual(loop.device(), torch.device("cpu"))  # outside a job: a standalone CPU session
+        # "meta" stands in for a GPU here: the job's device, while the script left its model on the CPU.
+        loop.install(loop.Session(Config(seed=7, logical_workers=N, micro_batch=3, steps=STEPS), loop.LocalDriver(),
+                                  "meta"))
+        try:
+            self.assertEqual(loop.device(), torch.device("meta"))
+            model = loop.DistributedDataParallel(toyloop.Net())
+            train = toyloop.Images(48)
+            ld = loop.DataLoader(train, batch_size=3, sampler=loop.DistributedSampler(train), drop_last=True)
+            loop.register(torch.optim.SGD(model.parameters(), lr=0.1))
+            with self.assertRaisesRegex(JobError, r"is on cpu but the job runs on meta \(\[torch\] device\).*"
+                                                  r"Net\(\)\.to\(easyscale\.device\(\)\)"):
+                for batch in ld:
+                    for x, y in batch:
+                        batch.backward(torch.nn.functional.cross_entropy(model(x), y))
+        finally:
+            loop.install(None)
+
 
 if __name__ == "__main__":
     unittest.main()
