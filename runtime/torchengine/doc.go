@@ -146,5 +146,13 @@
 // between torch releases, so digests are per torch version; on each one,
 // fixed, changing, killed and resumed runs agree (both suites check it).
 //
-// Not yet (issue 9's next slices): NCCL on GPUs.
+// GPUs. With [torch] device = "cuda" each process runs its logical
+// workers on its one GPU; a torch that cannot use it is refused at load
+// naming the setting (numerics.require_device). The chain reduces through
+// host copies, since gloo's send and receive take CPU tensors (float32
+// additions round alike on either side, so the digest is unchanged), and
+// a parameter left off the device is refused naming easyscale.device().
+// Checked on one H200 with torch 2.11 by tests/gpu/check.sh (BENCHMARKS.md):
+// one digest on 1 process and on 1 → 3 → 2 processes. Not yet: NCCL (a
+// device-side chain) for the gradient's transfer.
 package torchengine

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["PINNED_ENV", "pin", "versions", "fingerprint", "canary_digest", "differences"]
+__all__ = ["PINNED_ENV", "pin", "versions", "require_device", "fingerprint", "canary_digest", "differences"]
 
 #: Environment variables that change bits; the Go side gives every worker of a job the same values.
 PINNED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY",
@@ -59,6 +59,17 @@ def _cpu_capability() -> str:
 def _blas() -> str:
     m = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
     return m.group(1).strip() if m else "unknown"
+
+
+def require_device(device: str) -> None:
+    """Raise ValueError naming ``[torch] device`` and the fix when this torch cannot run on ``device``
+    ("cuda" where torch is built without CUDA or sees no GPU)."""
+    if torch.device(device).type != "cuda" or torch.cuda.is_available():
+        return
+    why = ("this torch is built without CUDA" if torch.version.cuda is None
+           else "torch sees no GPU (none given to the task, or no driver)")
+    raise ValueError(f'[torch] device = "{device}" but {why} (torch {torch.__version__}, {sys.executable}): '
+                     f'set device = "cpu", or run where torch has a GPU (EASYSCALE_PYTHON names the interpreter)')
 
 
 def fingerprint(device: str = "cpu") -> dict[str, Any]:

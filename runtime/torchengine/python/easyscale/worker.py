@@ -308,8 +308,13 @@ class Worker:
         c = req["config"]
         cfg = Config(seed=int(c["seed"]), logical_workers=int(c["logical_workers"]),
                      micro_batch=int(c["micro_batch"]), steps=int(c["steps"]), params=dict(c.get("params", {})))
+        device = str(req.get("device", "cpu"))
+        try:
+            numerics.require_device(device)
+        except ValueError as e:
+            raise JobError(str(e)) from None
         driver = GoDriver(self, req)
-        s = loop.Session(cfg, driver, str(req.get("device", "cpu")))
+        s = loop.Session(cfg, driver, device)
         s.rank_hint = int(req.get("rank", 0))
         self.session = s
         loop.install(s)

@@ -51,6 +51,13 @@ class Canary(unittest.TestCase):
         self.assertEqual(fp["env.ATEN_CPU_CAPABILITY"], "default")
         self.assertNotEqual(avx2, default)
 
+    def test_a_device_torch_cannot_use_is_refused_naming_the_setting(self) -> None:
+        numerics.require_device("cpu")
+        if torch.cuda.is_available():
+            self.skipTest("this torch has a GPU")
+        with self.assertRaisesRegex(ValueError, r'\[torch\] device = "cuda" but .*set device = "cpu"'):
+            numerics.require_device("cuda")
+
     def test_pin_refuses_zero_threads(self) -> None:
         with self.assertRaisesRegex(ValueError, "threads = 0"):
             numerics.pin(0)
