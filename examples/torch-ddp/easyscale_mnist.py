@@ -101,7 +101,7 @@ def main() -> None:
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (the process's GPU)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: each rank on GPU LOCAL_RANK of its node")
     p.add_argument("--out", default="", help="save the trained model's state_dict here")
     args = p.parse_args()
 
@@ -113,6 +113,8 @@ def main() -> None:
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
     test_loader = DataLoader(test, batch_size=1000)
     device = torch.device(args.device)
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     model = DDP(LeNet().to(device))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
     if args.schedule == "onecycle":

@@ -49,31 +49,40 @@ if [ "$DEVICE" = cuda ]; then
   done
 fi
 
-# run_job EXAMPLE SCHEDULE NAME: 12 steps of examples/EXAMPLE on DEVICE; prints its digest.
+# run_job EXAMPLE SCHEDULE NAME: 12 steps of examples/EXAMPLE on DEVICE; prints its lines (also to
+# $OUT/lines) and returns non-zero when the run failed.
 run_job() {
-  local ex=$1 sched=$2 name=$3 cfg
+  local ex=$1 sched=$2 name=$3 cfg t0 rc
   cfg=examples/$ex/job-$DEVICE-check.toml # beside the job file: its module and script are relative to it
   # device = DEVICE in [torch]; a script job (torch-ddp) also gets --device DEVICE on its command line.
   sed -e '/^device *=/d' -e "s/^\[torch\]\$/[torch]\ndevice = \"$DEVICE\"/" \
     -e "s/^args = \[/args = [\"--device\", \"$DEVICE\", /" "examples/$ex/job.toml" >"$cfg"
-  local t0=$(date +%s.%N)
+  # The edit relies on the examples' layout ([torch] alone on its line, `args = [` at a line's start).
+  if ! grep -qx "device = \"$DEVICE\"" "$cfg" || { grep -q '^script *=' "$cfg" && ! grep -q "^args = \[\"--device\", \"$DEVICE\"" "$cfg"; }; then
+    echo "check.sh: could not set device $DEVICE in $cfg (examples/$ex/job.toml's layout changed)" | tee -a "$OUT/lines"
+    rm -f "$cfg"
+    return 1
+  fi
+  rm -f "$OUT/$name.json"
+  t0=$(date +%s.%N)
   timeout 150 bin/easyscale run --config "$cfg" --steps 12 --workers "$sched" --no-eval --quiet \
     --summary "$OUT/$name.json" >"$OUT/$name.log" 2>&1
-  local rc=$?
+  rc=$?
   rm -f "$cfg"
-  python3 - "$OUT/$name.json" "$rc" "$name" "$t0" <<'EOF'
+  python3 - "$OUT/$name.json" "$rc" "$name" "$t0" <<'EOF2' | tee -a "$OUT/lines"
 import json, sys, time
 path, rc, name, t0 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 try:
     s = json.load(open(path))
-except OSError:
+except (OSError, ValueError):
     s = {}
 print(f"{name}_rc {rc} exit")
 print(f"{name}_wall_s {time.time() - t0:.1f} s")
-print(f"{name}_digest {s.get('digest', 'none')} sha256")
+print(f"{name}_digest {s.get('digest', 'none') if rc == 0 else 'none'} sha256")
 print(f"{name}_self_check {s.get('self_check', 'none')} -")
-EOF
-  [ $rc = 0 ] || { fail=1; tail -20 "$OUT/$name.log"; }
+EOF2
+  [ "$rc" = 0 ] || tail -20 "$OUT/$name.log"
+  return "$rc"
 }
 digest() { sed -n "s/^$1_digest \(.*\) sha256\$/\1/p" "$OUT/lines"; }
 
@@ -81,8 +90,8 @@ digest() { sed -n "s/^$1_digest \(.*\) sha256\$/\1/p" "$OUT/lines"; }
 for ex in torch-mnist torch-ddp; do
   key=${ex//-/_}
   say "$ex on $DEVICE: 1 process, then 0:1,4:3,8:2"
-  run_job "$ex" 1 "${key}_1" | tee -a "$OUT/lines"
-  run_job "$ex" 0:1,4:3,8:2 "${key}_sched" | tee -a "$OUT/lines"
+  run_job "$ex" 1 "${key}_1" || fail=1
+  run_job "$ex" 0:1,4:3,8:2 "${key}_sched" || fail=1
   a=$(digest "${key}_1") b=$(digest "${key}_sched")
   eq=0
   [ -n "$a" ] && [ "$a" != none ] && [ "$a" = "$b" ] && eq=1

@@ -80,7 +80,7 @@ from torch.utils.data import default_collate
 
 from . import reduce
 from .job import Config, JobError
-from .replica import Data, Replica, StepRun
+from .replica import Data, Replica, StepRun, normal_device
 from .state import Registry, StateError
 
 __all__ = ["DataLoader", "DistributedSampler", "DistributedDataParallel", "Batch", "register", "config", "device",
@@ -544,8 +544,9 @@ def config() -> Config:
 def device() -> torch.device:
     """The device of this process's logical workers: the job file's ``[torch] device`` ("cpu", or "cuda": the
     one GPU this process was given). The script moves its model there before wrapping it and its micro-batches
-    before the forward, as a DDP script does with its local rank's GPU; the reduced gradient lands there."""
-    return torch.device(session().device)
+    before the forward, as a DDP script does with its local rank's GPU; the reduced gradient lands there. It reads
+    as a tensor's ``.device`` does (cuda:0, the process's GPU under its CUDA_VISIBLE_DEVICES)."""
+    return normal_device(session().device)
 
 
 # --- the process's session -------------------------------------------------------------------------------------

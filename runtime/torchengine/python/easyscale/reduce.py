@@ -97,13 +97,14 @@ def chain(local: torch.Tensor, slots: Sequence[torch.Tensor], world: int,
         raise ValueError("rank 0's gradient is its autograd accumulation: pass no slots")
     if rank > 0 and not slots:
         raise ValueError(f"rank {rank} holds no logical worker: every process of the chain must hold one")
-    if local.device.type != "cpu":
+    if local.device.type != "cpu" or any(g.device.type != "cpu" for g in slots):
         # gloo's point-to-point calls take CPU tensors only, so a GPU job's
         # chain runs on host copies; a float32 addition rounds the same on
-        # either side (IEEE 754), so G does not change. One copy of the
-        # gradient and of each slot to the host, one of G back.
-        host = chain(local.cpu(), [g.cpu() for g in slots], world, group, chunk_elements)
-        return local.copy_(host)
+        # either side (IEEE 754), so G does not change. Rank 0's fold and
+        # each slot go to the host, G comes back; rank r > 0's buffer is
+        # only received into, so its host buffer is fresh.
+        host = local.cpu() if rank == 0 else torch.empty(local.numel(), dtype=local.dtype)
+        return local.copy_(chain(host, [g.cpu() for g in slots], world, group, chunk_elements))
     n = local.numel()
     bounds = [(b, min(b + chunk_elements, n)) for b in range(0, n, chunk_elements)] or [(0, 0)]
     peer_prev = _global(group, rank - 1) if rank > 0 else None

@@ -43,6 +43,12 @@ from .state import Registry
 __all__ = ["Replica", "StepRun", "StepResult", "Data", "NonFiniteLoss", "Ablation"]
 
 
+def normal_device(device: str | torch.device) -> torch.device:
+    """``device`` as a tensor's ``.device`` reads ("cuda" -> cuda:0, the current GPU), so that comparisons with
+    tensors' devices hold."""
+    return torch.empty(0, device=device).device
+
+
 @dataclasses.dataclass(frozen=True)
 class Ablation:
     """Switches off one consistency factor; only tests use it, to show each factor is needed.
@@ -123,7 +129,7 @@ class Replica:
         #: This replica's rank among the physical workers (set by the group); only ablations read it.
         self.physical_rank = 0
         self.job, self.config, self.registry, self.data = job, config, registry, data
-        self.device = torch.device(device)
+        self.device = normal_device(device)
         modules = registry.modules()
         if not modules:
             raise JobError("no model is registered: register the torch.nn.Module you train")
