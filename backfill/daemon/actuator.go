@@ -38,6 +38,30 @@ type ExtraSpec struct {
 	Rendezvous string
 	// Script is the batch script, passed to sbatch --wrap.
 	Script string
+	// Path is the PATH the batch script runs with (the daemon's, where
+	// srun and easyscale are found); "" or a value with a comma, which
+	// sbatch --export cannot carry: none, and the shell's default applies.
+	Path string
+}
+
+// Export returns the value of the extra job's sbatch --export: PATH and,
+// with GPUs, SLURM_GPUS_PER_TASK=1, and nothing else of the daemon's
+// environment (a root daemon's HOME and variables are not the user's; the
+// job's `easyscale worker` starts again on the job's own environment, which
+// its coordinator published in the rendezvous directory). Slurm adds its
+// SLURM_* variables whatever the list says (sbatch(1), --export).
+func (s ExtraSpec) Export() string {
+	var vars []string
+	if s.Path != "" && !strings.Contains(s.Path, ",") {
+		vars = append(vars, "PATH="+s.Path)
+	}
+	if s.GPUs > 0 {
+		vars = append(vars, "SLURM_GPUS_PER_TASK=1")
+	}
+	if len(vars) == 0 {
+		return "NONE"
+	}
+	return strings.Join(vars, ",")
 }
 
 // Args returns the sbatch arguments for the spec (without the leading
@@ -75,8 +99,8 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		} else {
 			args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", s.GPUType, s.GPUs))
 		}
-		args = append(args, "--export=ALL,SLURM_GPUS_PER_TASK=1")
 	}
+	args = append(args, "--export="+s.Export())
 	if s.QOS != "" {
 		args = append(args, "--qos="+s.QOS)
 	}

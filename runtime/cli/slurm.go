@@ -216,6 +216,12 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if err != nil {
 		return nil, err
 	}
+	// Before the address: an extra job joins once it reads the address,
+	// and its worker runs on the job's environment from the file.
+	if err := slurmjob.PublishEnvironment(t.Rendezvous, os.Environ()); err != nil {
+		coord.Close()
+		return nil, err
+	}
 	if err := slurmjob.PublishCoordinator(t.Rendezvous, coord.Addr(), s.rendezvousRun(ctx)); err != nil {
 		coord.Close()
 		return nil, err
@@ -278,7 +284,11 @@ func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Optio
 		return nil, err
 	}
 	// Before the address: an extra job joins once it reads the address,
-	// and its worker runs with the daemon's environment, not the job's.
+	// and its worker runs on the job's environment and interpreter from
+	// these files.
+	if err := slurmjob.PublishEnvironment(t.Rendezvous, os.Environ()); err != nil {
+		return nil, err
+	}
 	if err := slurmjob.PublishPython(t.Rendezvous, eng.Python()); err != nil {
 		return nil, err
 	}

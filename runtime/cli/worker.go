@@ -52,6 +52,10 @@ func workerCmd(args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "easyscale worker: --join and --token-file are required")
 		return 2
 	}
+	if err := runOnJobEnvironment(filepath.Dir(*tokenFile)); err != nil {
+		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)
+		return 2
+	}
 	if fs.Changed("threads") && *threads < 1 {
 		fmt.Fprintf(env.Stderr, "easyscale worker: --threads %d: give a positive number of cores, or leave the flag out to use all\n", *threads)
 		return 2
@@ -106,9 +110,9 @@ func workerCmd(args []string, env Env) int {
 		}
 		*jobID = strings.TrimSpace(string(b))
 	}
-	// A torch job under Slurm publishes its interpreter next to the token:
-	// an extra job of easyscale-backfilld runs with the daemon's
-	// environment, without the job's EASYSCALE_PYTHON.
+	// A torch job under Slurm publishes its interpreter next to the token
+	// (an extra job of easyscale-backfilld from an earlier version ran on
+	// the daemon's environment, without the job's EASYSCALE_PYTHON).
 	python, err := slurmjob.JobPython(filepath.Dir(*tokenFile))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale worker: %v\n", err)

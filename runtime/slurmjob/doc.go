@@ -16,6 +16,10 @@
 //	                 (both with a second line, the run's stamp:
 //	                 "job ID run R started UNIX-SECONDS")
 //	  coordinator, exit-code   copies of the newest run's (the value alone)
+//	  environment    task 0's environment, NUL-separated KEY=VALUE (0600):
+//	                 an extra job's worker starts again on it
+//	                 (MergeEnvironment)
+//	  python         a torch job's interpreter, an absolute path
 //	  state/         the SQLite state and checkpoints
 //
 // which must be on a filesystem every node sees (the submit directory
@@ -36,7 +40,9 @@
 // and the others join at a step boundary when they come. Batch scripts
 // return exit-code (see examples/slurm/mnist.sbatch); extra jobs of the
 // backfill daemon join with `easyscale worker --join $(cat DIR/coordinator)
-// --token-file DIR/token`.
+// --token-file DIR/token`. A worker reads environment and python only when
+// they are its user's own and no one else may write them (a working
+// directory may be shared).
 //
 // A node that fails (its slurmd, slurmstepd and tasks gone) is a shrink: the
 // coordinator loses that worker (at once when its connections close, after

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,11 +40,12 @@ func PublishPython(dir, python string) error {
 
 // JobPython returns the interpreter dir/python names: "" when dir has no
 // such file (not a torch job's rendezvous directory, or one of a version
-// that did not publish it); an error when the file cannot be read or does
-// not hold one absolute path.
+// that did not publish it); an error when the file cannot be read, another
+// user owns it or may write it (readOwnFile), or it does not hold one
+// absolute path.
 func JobPython(dir string) (string, error) {
 	path := filepath.Join(dir, PythonFile)
-	b, err := os.ReadFile(path)
+	b, err := readOwnFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

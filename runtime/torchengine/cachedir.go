@@ -16,9 +16,10 @@ import (
 // embedded package under (see Extract): easyscale/python in the user cache
 // directory ($XDG_CACHE_HOME, else $HOME/.cache), else in the .cache of
 // the home directory the password database gives for this uid, else
-// $TMPDIR/easyscale-UID/python. $HOME may name another user's home: an
-// extra job that easyscale-backfilld (root) submits with sbatch --uid runs
-// with the daemon's environment, HOME=/root. The error names every
+// $TMPDIR/easyscale-UID/python. $HOME may name another user's home (an
+// extra job that easyscale-backfilld, root, submitted with sbatch --uid
+// ran with the daemon's environment, HOME=/root, before the daemon
+// exported only its PATH; a user may set any HOME). The error names every
 // directory tried and why it was passed over.
 func userPackageRoot() (string, error) {
 	uid := os.Getuid()

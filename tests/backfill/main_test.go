@@ -97,6 +97,8 @@ type settings struct {
 	worker string // extra.worker_command ("": the stand-in worker.sh)
 	// partition is extra.partition ("": low).
 	partition string
+	// env adds variables to the daemon's environment.
+	env []string
 }
 
 func (s settings) write(t *testing.T) string {
@@ -150,7 +152,7 @@ func startDaemon(t *testing.T, l *slurmlab.Lab, s settings, name string) *daemon
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "--config", cfg)
-	cmd.Env = append(append([]string{}, l.Env...), childEnv+"=1")
+	cmd.Env = append(append(append([]string{}, l.Env...), s.env...), childEnv+"=1")
 	if s.conf != "" {
 		cmd.Env = append(cmd.Env, "SLURM_CONF="+s.conf)
 	}

@@ -32,8 +32,11 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	}
 	const steps = 234
 	want := l.LocalMNISTDigest(t, steps)
+	// the daemon's environment is its own: an extra job's worker runs on
+	// the job's (HOME, PYTHONPATH, the user's data paths), never on a root
+	// daemon's
 	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"},
-		worker: config.DefaultWorkerCommand}
+		worker: config.DefaultWorkerCommand, env: []string{"ES_DAEMON_ONLY=secret"}}
 	startDaemon(t, l, s, "backfilld")
 
 	summary := filepath.Join(t.TempDir(), "summary.json")
@@ -42,7 +45,7 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-4",
 		"-w", "n3", "--gres=gpu:t4:1", "examples/slurm/mnist.sbatch")
 	cmd.Dir = l.Root
-	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "ES_JOB_ONLY=mine")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
@@ -57,10 +60,13 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	cancelExtrasAtEnd(t, l, id)
 
 	grown, workers := false, 0
+	onJobEnv := 0 // extra workers seen running on the job's environment
 	for {
 		if len(extrasOf(t, l, id)) > 0 {
 			grown = true
 		}
+		onJobEnv += checkExtraWorkerEnvironments(t, filepath.Join(l.Root, ".easyscale", id), id,
+			[]string{"ES_JOB_ONLY=mine"}, []string{"ES_DAEMON_ONLY=secret"})
 		j, err := l.CLI.Job(ctx, id)
 		if c, cerr := elastic.ParseComment(j.Comment); err == nil && cerr == nil && c.Progress != nil {
 			workers = max(workers, c.Progress.Workers) // the runtime's status: es step=S/T workers=W/L ...
@@ -89,6 +95,9 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	t.Logf("job %s: %d steps, up to %d physical workers, digest %s", id, sum.Steps, workers, sum.Digest)
 	if !grown || workers < 2 {
 		t.Errorf("the job never grew: extra jobs seen %v, at most %d workers in its status comment", grown, workers)
+	}
+	if grown && onJobEnv == 0 {
+		t.Errorf("no extra worker of job %s was seen running on the job's environment", id)
 	}
 	if sum.Steps != steps || sum.Digest != want {
 		t.Errorf("grown job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)

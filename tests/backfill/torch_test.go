@@ -51,7 +51,8 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 		d, err := l.LocalDigest("examples/torch-mnist/job.toml", steps, "--workers", "2")
 		local <- result{d, err}
 	}()
-	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"}, worker: config.DefaultWorkerCommand}
+	s := settings{dir: t.TempDir(), nodes: []string{"n3", "n4"}, worker: config.DefaultWorkerCommand,
+		env: []string{"ES_DAEMON_ONLY=secret"}}
 	startDaemon(t, l, s, "backfilld")
 
 	work := userWorkDir(t, l, unprivileged)
@@ -91,11 +92,14 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	extras := map[string]bool{}
 	var left string // the extra job sent SIGTERM
 	var before int  // the coordinator's allocations logged before the SIGTERM
-	workers := 0
+	workers, onJobEnv := 0, 0
 	for {
 		for _, x := range extrasOf(t, l, id) {
 			extras[x.ID] = true
 		}
+		// the user's HOME, not the root daemon's
+		onJobEnv += checkExtraWorkerEnvironments(t, rdv, id, []string{"HOME=" + filepath.Join(work, "home")},
+			[]string{"ES_DAEMON_ONLY=secret", "HOME=/root"})
 		if left == "" {
 			if x, n := admittedExtra(jobOut, rdv); x != "" {
 				// Counted before the signal: the leave it causes can be logged
@@ -151,6 +155,9 @@ func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 		id, sum.Steps, len(extras), workers, sum.Schedule, sum.Reallocations, sum.RedoneSteps, sum.Digest)
 	if len(extras) == 0 || workers < 2 || maxWorkers(sum.Schedule) < 2 {
 		t.Errorf("the job never grew: %d extra jobs, at most %d workers in its status comment, schedule %q", len(extras), workers, sum.Schedule)
+	}
+	if len(extras) > 0 && onJobEnv == 0 {
+		t.Errorf("no extra worker of job %s was seen running on the job's environment", id)
 	}
 	if sum.Engine != "torch" || sum.Steps != steps || sum.Digest != want.digest {
 		t.Errorf("grown job (engine %q): %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Engine, sum.Steps, sum.Digest, steps, want.digest)
