@@ -38,30 +38,6 @@ type ExtraSpec struct {
 	Rendezvous string
 	// Script is the batch script, passed to sbatch --wrap.
 	Script string
-	// Path is the PATH the batch script runs with (the daemon's, where
-	// srun and easyscale are found); "" or a value with a comma, which
-	// sbatch --export cannot carry: none, and the shell's default applies.
-	Path string
-}
-
-// Export returns the value of the extra job's sbatch --export: PATH and,
-// with GPUs, SLURM_GPUS_PER_TASK=1, and nothing else of the daemon's
-// environment (a root daemon's HOME and variables are not the user's; the
-// job's `easyscale worker` starts again on the job's own environment, which
-// its coordinator published in the rendezvous directory). Slurm adds its
-// SLURM_* variables whatever the list says (sbatch(1), --export).
-func (s ExtraSpec) Export() string {
-	var vars []string
-	if s.Path != "" && !strings.Contains(s.Path, ",") {
-		vars = append(vars, "PATH="+s.Path)
-	}
-	if s.GPUs > 0 {
-		vars = append(vars, "SLURM_GPUS_PER_TASK=1")
-	}
-	if len(vars) == 0 {
-		return "NONE"
-	}
-	return strings.Join(vars, ",")
 }
 
 // Args returns the sbatch arguments for the spec (without the leading
@@ -99,8 +75,8 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		} else {
 			args = append(args, fmt.Sprintf("--gres=gpu:%s:%d", s.GPUType, s.GPUs))
 		}
+		args = append(args, "--export=ALL,SLURM_GPUS_PER_TASK=1")
 	}
-	args = append(args, "--export="+s.Export())
 	if s.QOS != "" {
 		args = append(args, "--qos="+s.QOS)
 	}
@@ -142,6 +118,27 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// SubmitEnv is the environment sbatch runs in when the daemon submits an
+// extra job: PATH (where srun and easyscale are found) and SLURM_CONF from
+// environ, the daemon's, and nothing else. sbatch --export=ALL hands the
+// submitter's environment to the job over the user's login environment
+// (root's --uid loads it: HOME, SHELL, a ~/.bash_profile variable, measured
+// on 22.05), and a root daemon's HOME=/root and other variables are not the
+// user's; an explicit --export list instead would also hold for every srun
+// in the script, dropping what the script sets (measured on 22.05). The
+// job's `easyscale worker` then starts again on the job's own environment,
+// which its coordinator published in the rendezvous directory
+// (runtime/slurmjob.EnvironmentFile).
+func SubmitEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || k == "SLURM_CONF" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // Actuator applies the daemon's decisions to Slurm.
 type Actuator interface {
 	// Submit submits an extra job and returns its Slurm job id.
@@ -180,7 +177,7 @@ func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, err
 	if err != nil {
 		return "", err
 	}
-	out, err := a.Slurm.Output(ctx, "sbatch", args...)
+	out, err := a.Slurm.OutputEnv(ctx, SubmitEnv(a.Slurm.Environ()), "sbatch", args...)
 	if err != nil {
 		return "", fmt.Errorf("submitting extra job for %s on %s: %w", spec.Parent, spec.Node, err)
 	}

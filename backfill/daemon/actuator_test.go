@@ -22,19 +22,13 @@ func TestExtraSpecArgs(t *testing.T) {
 		wantErr bool
 	}{
 		{"a typed GPU request names the type", func(*ExtraSpec) {}, false,
-			[]string{"--gres=gpu:v100:2", "--ntasks=2", "--export=SLURM_GPUS_PER_TASK=1", "--time=7", "--nodelist=n2", "--no-requeue", "--account=proj", "--wrap=srun w"}, []string{"--uid", "--qos"}, false},
+			[]string{"--gres=gpu:v100:2", "--ntasks=2", "--export=ALL,SLURM_GPUS_PER_TASK=1", "--time=7", "--nodelist=n2", "--no-requeue", "--account=proj", "--wrap=srun w"}, []string{"--uid", "--qos"}, false},
 		{"untyped GPUs give gpu:N and one task per GPU", func(s *ExtraSpec) { s.GPUType = "" }, false,
-			[]string{"--gres=gpu:2", "--ntasks=2", "--export=SLURM_GPUS_PER_TASK=1"}, nil, false},
+			[]string{"--gres=gpu:2", "--ntasks=2", "--export=ALL,SLURM_GPUS_PER_TASK=1"}, nil, false},
 		{"four lent GPUs run four worker tasks", func(s *ExtraSpec) { s.GPUs = 4 }, false,
-			[]string{"--gres=gpu:v100:4", "--ntasks=4", "--export=SLURM_GPUS_PER_TASK=1"}, nil, false},
-		{"a CPU node gets no GRES, one task and none of the daemon's environment", func(s *ExtraSpec) { s.GPUs = 0 }, false,
-			[]string{"--ntasks=1", "--export=NONE"}, []string{"--gres", "--export=ALL"}, false},
-		{"the daemon's PATH is the only variable of its own it exports", func(s *ExtraSpec) { s.Path = "/usr/bin:/bin" }, false,
-			[]string{"--export=PATH=/usr/bin:/bin,SLURM_GPUS_PER_TASK=1"}, []string{"--export=ALL"}, false},
-		{"a CPU extra job gets the PATH alone", func(s *ExtraSpec) { s.Path = "/usr/bin:/bin"; s.GPUs = 0 }, false,
-			[]string{"--export=PATH=/usr/bin:/bin"}, []string{"--export=ALL", "--export=NONE"}, false},
-		{"a PATH with a comma, which --export cannot carry, is left out", func(s *ExtraSpec) { s.Path = "/opt/a,b/bin:/usr/bin" }, false,
-			[]string{"--export=SLURM_GPUS_PER_TASK=1"}, []string{"--export=PATH", "--export=ALL"}, false},
+			[]string{"--gres=gpu:v100:4", "--ntasks=4", "--export=ALL,SLURM_GPUS_PER_TASK=1"}, nil, false},
+		{"a CPU node gets no GRES and one task", func(s *ExtraSpec) { s.GPUs = 0 }, false, []string{"--ntasks=1"},
+			[]string{"--gres", "--export"}, false},
 		{"root submits in the user's name and group", func(s *ExtraSpec) { s.Group = "1001" }, true, []string{"--uid=alice", "--gid=1001"}, nil, false},
 		{"root refuses a user without a group (the job would run with group root)", func(*ExtraSpec) {}, true, nil, nil, true},
 		{"root refuses a group that is not a number", func(s *ExtraSpec) { s.Group = "0 --uid=root" }, true, nil, nil, true},
@@ -95,6 +89,30 @@ func TestDefaultWorkerCommandJoinsTheCoordinator(t *testing.T) {
 	want := `srun easyscale worker --join "$(cat /w/.easyscale/42/coordinator)" --token-file /w/.easyscale/42/token`
 	if got != want {
 		t.Fatalf("script %q, want %q", got, want)
+	}
+}
+
+// An extra job gets none of the root daemon's environment: sbatch runs
+// with PATH and SLURM_CONF alone (its --export=ALL hands the submitter's
+// environment to the job), whatever the daemon holds.
+func TestExtraJobsAreSubmittedWithoutTheDaemonsEnvironment(t *testing.T) {
+	daemonEnv := []string{"PATH=/usr/sbin:/usr/bin", "HOME=/root", "SLURM_CONF=/etc/slurm/lab.conf", "SECRET_TOKEN=hunter2",
+		"SBATCH_EXPORT=ALL", "LD_PRELOAD=/x.so", "SLURM_JOB_ID=9"}
+	var gotEnv []string
+	run := slurmcli.Runner{Env: daemonEnv, Exec: func(_ context.Context, env []string, name string, _ ...string) ([]byte, error) {
+		if name == "sbatch" {
+			gotEnv = env
+		}
+		return []byte("57\n"), nil
+	}}
+	a := &SlurmActuator{Slurm: run}
+	spec := ExtraSpec{Parent: "42", Partition: "low", Node: "n2", GPUs: 1, TimeLimitMinutes: 3, Script: "srun w"}
+	if _, err := a.Submit(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PATH=/usr/sbin:/usr/bin", "SLURM_CONF=/etc/slurm/lab.conf"}
+	if strings.Join(gotEnv, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sbatch ran with environment %q, want %q", gotEnv, want)
 	}
 }
 

@@ -195,10 +195,6 @@ func New(o Options) (*Daemon, error) {
 		d.log.Info("jobs on more than one GPU type will not be shrunk to admit others: slurmctld crashed after such a shrink on 24.11.5",
 			"slurm_series", series, "safe_series", strings.Join(MixedShrinkSafeSeries, ","))
 	}
-	if strings.Contains(os.Getenv("PATH"), ",") {
-		d.log.Warn("PATH holds a comma, which sbatch --export cannot carry: extra jobs run with the shell's default PATH (srun and easyscale must be in /usr/bin or /bin)",
-			"path", os.Getenv("PATH"))
-	}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -771,8 +767,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 		}
 		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,
 			QOS: d.cfg.Extra.QOS, Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, TimeLimitMinutes: o.timeLimitMinute,
-			WorkDir: e.WorkDir, Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous),
-			Path: os.Getenv("PATH")}
+			WorkDir: e.WorkDir, Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
 		detail := fmt.Sprintf("gpu:%s:%d for %d min (gap until %s)", o.gpuType, o.gpus, o.timeLimitMinute, o.end.Format(time.RFC3339))
 		if err := d.decide(ctx, "grow", e.Job.ID, "", o.node, o.gpus, detail); err != nil {
 			return err

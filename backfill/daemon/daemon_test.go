@@ -791,7 +791,7 @@ func TestExtraJobsRunOneWorkerTaskPerLentGPUAndNeverExceedTheMaximum(t *testing.
 			workers := tc.gpusPerNode
 			for _, c := range subs {
 				gres := strings.Split(argValue(c, "gres"), ":")
-				if argValue(c, "ntasks") != gres[len(gres)-1] || !strings.HasSuffix(argValue(c, "export"), "SLURM_GPUS_PER_TASK=1") || strings.Contains(argValue(c, "export"), "ALL") {
+				if argValue(c, "ntasks") != gres[len(gres)-1] || argValue(c, "export") != "ALL,SLURM_GPUS_PER_TASK=1" {
 					t.Errorf("%s: want --ntasks equal to the lent GPUs and SLURM_GPUS_PER_TASK=1 exported", c)
 				}
 				n, _ := strconv.Atoi(argValue(c, "ntasks"))

@@ -80,12 +80,12 @@
 // job grows by one extra job per lent node: same user (root submits with
 // --uid), the job's account, partition extra.partition (preemptible),
 // --nodes=1 --ntasks=N --nodelist=NODE --gres=gpu:TYPE:N for N lent GPUs,
-// --export=PATH=<the daemon's PATH>,SLURM_GPUS_PER_TASK=1 (the script's srun
-// then runs one worker task per GPU, each bound to its own GPU; 22.05's
-// sbatch refuses --gpus-per-task beside a typed --gres, srun accepts it —
-// checked on the lab; nothing else of the daemon's environment: a root
-// daemon's HOME and variables are not the user's, and `easyscale worker`
-// starts again on the job's own environment, which its coordinator
+// --export=ALL,SLURM_GPUS_PER_TASK=1 (the script's srun then runs one worker
+// task per GPU, each bound to its own GPU; 22.05's sbatch refuses
+// --gpus-per-task beside a typed --gres, srun accepts it — checked on the
+// lab; sbatch itself runs with PATH and SLURM_CONF alone, [SubmitEnv], so
+// that none of a root daemon's environment reaches the job, and `easyscale
+// worker` starts again on the job's own environment, which its coordinator
 // publishes in DIR/environment), --no-requeue, --chdir=WorkDir (relative
 // paths resolve as in the job), output to DIR/extra-<id>.out,
 // --time ending before the gap closes minus safety_margin, rounded down to

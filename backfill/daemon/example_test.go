@@ -15,7 +15,7 @@ func ExampleExtraSpec_Args() {
 	dir := "/home/alice/run/.easyscale/42"
 	spec := daemon.ExtraSpec{Parent: "42", User: "alice", Group: "1001", Account: "proj", Partition: "low",
 		Node: "n2", GPUType: "v100", GPUs: 2, TimeLimitMinutes: 7, WorkDir: "/home/alice/run", Rendezvous: dir,
-		Script: daemon.WorkerScript(config.DefaultWorkerCommand, "42", dir), Path: "/usr/bin:/bin"}
+		Script: daemon.WorkerScript(config.DefaultWorkerCommand, "42", dir)}
 	args, err := spec.Args(true)
 	if err != nil {
 		fmt.Println(err)
@@ -33,7 +33,7 @@ func ExampleExtraSpec_Args() {
 	//   --time=7
 	//   --no-requeue
 	//   --gres=gpu:v100:2
-	//   --export=PATH=/usr/bin:/bin,SLURM_GPUS_PER_TASK=1
+	//   --export=ALL,SLURM_GPUS_PER_TASK=1
 	//   --account=proj
 	//   --uid=alice
 	//   --gid=1001

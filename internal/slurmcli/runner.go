@@ -43,6 +43,16 @@ func (r Runner) Output(ctx context.Context, name string, args ...string) ([]byte
 	return r.output(ctx, r.Env, name, args...)
 }
 
+// OutputEnv is [Runner.Output] in env instead of r.Env (nil: the current
+// process's environment).
+func (r Runner) OutputEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	return r.output(ctx, env, name, args...)
+}
+
+// Environ is the environment r's commands run in: r.Env, or the current
+// process's when r.Env is nil.
+func (r Runner) Environ() []string { return r.env() }
+
 // output runs name with args in env (nil: the current process's environment).
 func (r Runner) output(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	if r.Exec != nil {

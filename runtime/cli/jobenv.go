@@ -13,7 +13,7 @@ import (
 // (slurmjob.EnvironmentFile) and the worker does not run on it yet: an
 // extra job of easyscale-backfilld starts with little more than PATH and
 // Slurm's variables, and its worker, like the job's own tasks, must see
-// the job's HOME, PYTHONPATH and data paths (slurmjob.MergeEnvironment
+// the job's HOME, variables and data paths (slurmjob.MergeEnvironment
 // keeps the variables of its own job, step and GPUs). It returns nil
 // without doing anything when there is no file or it already ran on it,
 // and an error when the file cannot be read or the exec fails.

@@ -189,6 +189,11 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if err := os.MkdirAll(t.Rendezvous, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the rendezvous directory %s (set EASYSCALE_RENDEZVOUS_DIR to a directory every node can write): %w", t.Rendezvous, err)
 	}
+	// Nothing of the job's (its secret, environment, interpreter) goes
+	// into a directory another user could change.
+	if err := slurmjob.CheckPrivateDir(t.Rendezvous); err != nil {
+		return nil, err
+	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(t.Rendezvous, "state")
 	}

@@ -14,12 +14,12 @@ import (
 // job's coordinator task (the job's own, as the user submitted it, plus
 // its step's): NUL-separated KEY=VALUE entries, mode 0600 in the job's
 // private rendezvous directory. An extra job of easyscale-backfilld is
-// submitted by the daemon, which exports only PATH into it (never its own
-// environment: HOME=/root and whatever else a root daemon holds are not
-// the user's); its `easyscale worker` starts again on the job's
-// environment ([MergeEnvironment]), so the worker and the Python process
-// it starts see what the job's own tasks see (HOME, PYTHONPATH, the
-// user's data paths).
+// submitted by the daemon with its PATH and SLURM_CONF alone (never the
+// rest of its environment: HOME=/root and whatever else a root daemon
+// holds are not the user's); its `easyscale worker` starts again on the
+// job's environment ([MergeEnvironment]), so the worker and the Python
+// process it starts see what the job's own tasks see (HOME, the user's
+// variables and data paths).
 const EnvironmentFile = "environment"
 
 // EnvironmentAppliedVar marks a worker that already runs on its job's
@@ -28,8 +28,9 @@ const EnvironmentFile = "environment"
 const EnvironmentAppliedVar = "EASYSCALE_JOB_ENVIRONMENT"
 
 // PublishEnvironment writes environ (os.Environ's form) into
-// dir/environment atomically, mode 0600; entries without '=' or with a NUL
-// byte are left out. Errors say what failed and wrap the cause.
+// dir/environment atomically, mode 0600, once dir passes [CheckPrivateDir];
+// entries without '=' or with a NUL byte are left out. Errors say what
+// failed and wrap the cause.
 func PublishEnvironment(dir string, environ []string) error {
 	var b strings.Builder
 	for _, kv := range environ {
@@ -40,6 +41,9 @@ func PublishEnvironment(dir string, environ []string) error {
 		b.WriteByte(0)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("publishing the job's environment: %w", err)
+	}
+	if err := CheckPrivateDir(dir); err != nil {
 		return fmt.Errorf("publishing the job's environment: %w", err)
 	}
 	if err := writeAtomic(filepath.Join(dir, EnvironmentFile), b.String()); err != nil {

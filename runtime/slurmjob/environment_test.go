@@ -114,3 +114,109 @@ func TestRendezvousFilesAnotherUserCouldHaveWrittenAreRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestRendezvousDirectoriesOthersCouldChangeAreRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T) string // returns the rendezvous directory
+		wantErr string
+	}{
+		{"a private directory is accepted", func(t *testing.T) string {
+			return mkdir(t, filepath.Join(t.TempDir(), "rdv"), 0o700)
+		}, ""},
+		{"a directory others may write", func(t *testing.T) string {
+			return mkdir(t, filepath.Join(t.TempDir(), "rdv"), 0o777)
+		}, "chmod 700"},
+		{"a symbolic link to a directory", func(t *testing.T) string {
+			base := t.TempDir()
+			mkdir(t, filepath.Join(base, "real"), 0o700)
+			if err := os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "rdv")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(base, "rdv")
+		}, "not a directory"},
+		{"in a parent others may write that is not sticky", func(t *testing.T) string {
+			parent := mkdir(t, filepath.Join(t.TempDir(), "shared"), 0o777)
+			return mkdir(t, filepath.Join(parent, "rdv"), 0o700)
+		}, "not sticky"},
+		{"in a sticky parent others may write (as /tmp)", func(t *testing.T) string {
+			parent := mkdir(t, filepath.Join(t.TempDir(), "shared"), 0o777|os.ModeSticky)
+			return mkdir(t, filepath.Join(parent, "rdv"), 0o700)
+		}, ""},
+		{"a directory another user made", func(t *testing.T) string {
+			if os.Getuid() != 0 {
+				t.Skip("giving a directory to another user needs root")
+			}
+			dir := mkdir(t, filepath.Join(t.TempDir(), "rdv"), 0o700)
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "uid 65534"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := c.setup(t)
+			err := CheckPrivateDir(dir)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckPrivateDir(%s) = %v, want nil", dir, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("CheckPrivateDir(%s) = %v, want an error containing %q", dir, err, c.wantErr)
+			}
+			if perr := PublishEnvironment(dir, []string{"SECRET=1"}); perr == nil {
+				t.Errorf("PublishEnvironment into %s: no error", dir)
+			}
+		})
+	}
+}
+
+func TestAnEnvironmentFileThatIsASymbolicLinkIsRefused(t *testing.T) {
+	dir := mkdir(t, filepath.Join(t.TempDir(), "rdv"), 0o700)
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("LD_PRELOAD=/x.so\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, EnvironmentFile)); err != nil {
+		t.Fatal(err)
+	}
+	if env, err := JobEnvironment(dir); err == nil {
+		t.Fatalf("JobEnvironment through a symbolic link = %q, want an error", env)
+	}
+}
+
+func TestPublishingNeverWritesThroughALinkPlantedInTheDirectory(t *testing.T) {
+	dir := mkdir(t, filepath.Join(t.TempDir(), "rdv"), 0o700)
+	victim := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(victim, []byte("my notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{EnvironmentFile + ".tmp", "." + EnvironmentFile + ".tmp"} {
+		if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := PublishEnvironment(dir, []string{"SECRET_TOKEN=hunter2"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "my notes\n" {
+		t.Fatalf("the linked file now holds %q", b)
+	}
+	if env, err := JobEnvironment(dir); err != nil || !slices.Equal(env, []string{"SECRET_TOKEN=hunter2"}) {
+		t.Fatalf("JobEnvironment = %q, %v", env, err)
+	}
+}
+
+func mkdir(t *testing.T, dir string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return dir
+}

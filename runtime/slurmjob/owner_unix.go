@@ -15,3 +15,6 @@ func fileOwner(fi fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// openNoFollow makes an open fail on a symbolic link.
+const openNoFollow = syscall.O_NOFOLLOW

@@ -123,12 +123,25 @@ func Ended(dir string, run Run) (code int, ended bool) {
 	return code, true
 }
 
+// writeAtomic writes content into path through a new temporary file of
+// mode 0600 in its directory (created exclusively: a link planted under a
+// temporary name is never followed) renamed over path.
 func writeAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // CoordinatorAddr returns run's coordinator address as its rendezvous file
