@@ -130,7 +130,7 @@ func shellQuote(s string) string {
 // which its coordinator published in the rendezvous directory
 // (runtime/slurmjob.EnvironmentFile).
 func SubmitEnv(environ []string) []string {
-	var out []string
+	out := []string{} // never nil: a nil environment is the daemon's whole one (os/exec)
 	for _, kv := range environ {
 		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || k == "SLURM_CONF" {
 			out = append(out, kv)

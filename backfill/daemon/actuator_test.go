@@ -116,6 +116,14 @@ func TestExtraJobsAreSubmittedWithoutTheDaemonsEnvironment(t *testing.T) {
 	}
 }
 
+// A daemon with neither PATH nor SLURM_CONF (started with env -i) must not
+// hand sbatch a nil environment, which os/exec reads as its own.
+func TestSubmitEnvIsNeverNil(t *testing.T) {
+	if env := SubmitEnv([]string{"HOME=/root", "DAEMON_SECRET=s3cret"}); env == nil || len(env) != 0 {
+		t.Fatalf("SubmitEnv = %#v, want an empty, non-nil environment", env)
+	}
+}
+
 func TestSlurmActuatorRunsSbatchAndScancel(t *testing.T) {
 	var calls []string
 	reply := map[string]struct {

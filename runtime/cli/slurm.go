@@ -179,6 +179,15 @@ func trimLine(b []byte) string {
 // calls finish.
 func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (finish func(*trainer.Summary), err error) {
 	t := s.task
+	// Nothing of the job's (its secret, environment, interpreter) goes
+	// into a directory another user could change, nor is anything moved
+	// in one.
+	if err := os.MkdirAll(filepath.Dir(t.Rendezvous), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the rendezvous directory's parent %s (set EASYSCALE_RENDEZVOUS_DIR to a directory every node can write): %w", filepath.Dir(t.Rendezvous), err)
+	}
+	if err := slurmjob.CheckPrivateParent(filepath.Dir(t.Rendezvous)); err != nil {
+		return nil, err
+	}
 	if s.standby != nil {
 		// a standby taking over: the directory is this run's
 	} else if moved, err := slurmjob.RetireStale(t.Rendezvous, t.RestartCount, time.Now()); err != nil {
@@ -189,8 +198,6 @@ func (s *slurmRun) coordinatorTask(ctx context.Context, opts *trainer.Options) (
 	if err := os.MkdirAll(t.Rendezvous, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the rendezvous directory %s (set EASYSCALE_RENDEZVOUS_DIR to a directory every node can write): %w", t.Rendezvous, err)
 	}
-	// Nothing of the job's (its secret, environment, interpreter) goes
-	// into a directory another user could change.
 	if err := slurmjob.CheckPrivateDir(t.Rendezvous); err != nil {
 		return nil, err
 	}

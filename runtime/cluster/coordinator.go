@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
@@ -237,7 +238,9 @@ func ensureToken(dir, jobID string) (auth.Secret, error) {
 	if err != nil {
 		return auth.Secret{}, fmt.Errorf("job token %s: %w", path, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, JobIDFile), []byte(jobID+"\n"), 0o600); err != nil {
+	// through an exclusive temporary file renamed over the name: a link
+	// planted at either is never followed
+	if err := renameio.WriteFile(filepath.Join(dir, JobIDFile), []byte(jobID+"\n"), 0o600); err != nil {
 		return auth.Secret{}, fmt.Errorf("writing the job id file: %w", err)
 	}
 	return s, nil

@@ -40,9 +40,15 @@
 // and the others join at a step boundary when they come. Batch scripts
 // return exit-code (see examples/slurm/mnist.sbatch); extra jobs of the
 // backfill daemon join with `easyscale worker --join $(cat DIR/coordinator)
-// --token-file DIR/token`. A worker reads environment and python only when
-// they are its user's own and no one else may write them (a working
-// directory may be shared).
+// --token-file DIR/token`. Task 0 puts nothing of the job's in DIR unless
+// DIR and its parent pass CheckPrivateDir (its user's own, or a parent of
+// root's, and writable by no one else unless sticky), and a worker reads
+// environment and python only when they are its user's own and no one
+// else may write them. A submit directory its group may write (a shared
+// project directory) still lets a member move .easyscale aside once the
+// job has started: workers then fail the token handshake rather than join
+// an impostor, and EASYSCALE_RENDEZVOUS_DIR in a private directory avoids
+// it.
 //
 // A node that fails (its slurmd, slurmstepd and tasks gone) is a shrink: the
 // coordinator loses that worker (at once when its connections close, after

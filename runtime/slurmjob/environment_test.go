@@ -143,6 +143,15 @@ func TestRendezvousDirectoriesOthersCouldChangeAreRefused(t *testing.T) {
 			parent := mkdir(t, filepath.Join(t.TempDir(), "shared"), 0o777|os.ModeSticky)
 			return mkdir(t, filepath.Join(parent, "rdv"), 0o700)
 		}, ""},
+		{"in a parent that is a symbolic link", func(t *testing.T) string {
+			base := t.TempDir()
+			real := mkdir(t, filepath.Join(base, "real"), 0o700)
+			mkdir(t, filepath.Join(real, "rdv"), 0o700)
+			if err := os.Symlink(real, filepath.Join(base, ".easyscale")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(base, ".easyscale", "rdv")
+		}, "parent"},
 		{"a directory another user made", func(t *testing.T) string {
 			if os.Getuid() != 0 {
 				t.Skip("giving a directory to another user needs root")

@@ -14,8 +14,7 @@ const maxRendezvousFile = 8 << 20
 // CheckPrivateDir checks that dir, a job's rendezvous directory, is one no
 // other user can change: a real directory (not a symbolic link) owned by
 // this process's user that neither its group nor others may write, in a
-// parent directory owned by this user or root that only its owner may
-// write, or that has the sticky bit (as /tmp). A rendezvous directory in
+// parent that passes [CheckPrivateParent]. A rendezvous directory in
 // a working directory other users may write would otherwise let them plant
 // or swap the files that choose a worker's interpreter and environment, or
 // read the environment through a planted link. The error names the path
@@ -34,16 +33,28 @@ func CheckPrivateDir(dir string) error {
 	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("rendezvous directory %s may be written by its group or others (mode %v): chmod 700 it", dir, fi.Mode().Perm())
 	}
-	parent := filepath.Dir(dir)
-	pi, err := os.Stat(parent)
+	return CheckPrivateParent(filepath.Dir(dir))
+}
+
+// CheckPrivateParent checks that parent, the directory holding a
+// rendezvous directory (.easyscale by default), is a real directory (not a
+// symbolic link) owned by this process's user or root that only its owner
+// may write, or that has the sticky bit: no other user can move the
+// rendezvous directory away and put one of theirs in its place. The error
+// names the path and the fix.
+func CheckPrivateParent(parent string) error {
+	pi, err := os.Lstat(parent)
 	if err != nil {
 		return fmt.Errorf("checking the rendezvous directory's parent: %w", err)
 	}
+	if !pi.IsDir() {
+		return fmt.Errorf("the rendezvous directory's parent %s is not a directory (mode %v): remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory in a private directory of your own", parent, pi.Mode())
+	}
 	if uid, ok := fileOwner(pi); ok && uid != os.Getuid() && uid != 0 {
-		return fmt.Errorf("the rendezvous directory's parent %s belongs to uid %d, neither this user (uid %d) nor root: it could swap %s; remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory of your own", parent, uid, os.Getuid(), filepath.Base(dir))
+		return fmt.Errorf("the rendezvous directory's parent %s belongs to uid %d, neither this user (uid %d) nor root: it could swap the job's files; remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory in a private directory of your own", parent, uid, os.Getuid())
 	}
 	if pi.Mode().Perm()&0o022 != 0 && pi.Mode()&os.ModeSticky == 0 {
-		return fmt.Errorf("the rendezvous directory's parent %s may be written by its group or others (mode %v) and is not sticky: chmod go-w it, or set EASYSCALE_RENDEZVOUS_DIR to a directory of your own", parent, pi.Mode().Perm())
+		return fmt.Errorf("the rendezvous directory's parent %s may be written by its group or others (mode %v) and is not sticky: set EASYSCALE_RENDEZVOUS_DIR to a directory in a private directory of your own", parent, pi.Mode().Perm())
 	}
 	return nil
 }
@@ -56,6 +67,9 @@ func CheckPrivateDir(dir string) error {
 // os.ErrNotExist (wrapped) when there is none; otherwise an error naming
 // the file and the fix.
 func readOwnFile(path string) ([]byte, error) {
+	// A missing file is not an error, and its directory is then not
+	// checked: `easyscale worker` also reads a local run's state directory
+	// (easyscale run --procs), which may sit in any directory.
 	if _, err := os.Lstat(path); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Rendezvous files: the coordinator's HOST:PORT, and its exit status when
@@ -123,25 +125,11 @@ func Ended(dir string, run Run) (code int, ended bool) {
 	return code, true
 }
 
-// writeAtomic writes content into path through a new temporary file of
-// mode 0600 in its directory (created exclusively: a link planted under a
-// temporary name is never followed) renamed over path.
+// writeAtomic writes content into path, mode 0600, through a temporary
+// file in its directory, created exclusively (a link planted under a
+// temporary name is never followed) and renamed over path (renameio).
 func writeAtomic(path, content string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return renameio.WriteFile(path, []byte(content), 0o600)
 }
 
 // CoordinatorAddr returns run's coordinator address as its rendezvous file

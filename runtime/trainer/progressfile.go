@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // ProgressFile is the file in the state directory where a running job
@@ -68,10 +70,9 @@ func (j *job) writeProgress(stepTime time.Duration, done bool) {
 	}
 	b, _ := json.Marshal(p)
 	path := filepath.Join(j.opts.StateDir, ProgressFile)
-	if err := os.WriteFile(path+".tmp", b, 0o600); err == nil {
-		err = os.Rename(path+".tmp", path)
-		if err != nil {
-			j.log.Debug("writing progress", "error", err)
-		}
+	// through an exclusive temporary file renamed over path: a link
+	// planted under a temporary name is never followed
+	if err := renameio.WriteFile(path, b, 0o600); err != nil {
+		j.log.Debug("writing progress", "error", err)
 	}
 }
