@@ -4,5 +4,5 @@ package auth
 
 import "io/fs"
 
-// fileOwner is unknown outside unix; only the mode bits are checked there.
-func fileOwner(fs.FileInfo) (int, bool) { return 0, false }
+// FileOwner is unknown outside unix (ok false): callers check only the mode bits there.
+func FileOwner(fs.FileInfo) (int, bool) { return 0, false }

@@ -146,7 +146,7 @@ func LoadSecret(path string) (Secret, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return Secret{}, &PermissionError{Path: path, Mode: fi.Mode()}
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+	if uid, ok := FileOwner(fi); ok && uid != os.Getuid() {
 		return Secret{}, &PermissionError{Path: path, Mode: fi.Mode(), Owner: uid, NotOwner: true}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 2*SecretSize+3))

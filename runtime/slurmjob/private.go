@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/easyscale/easyscale-slurm/runtime/auth"
 )
 
 // maxRendezvousFile bounds what readOwnFile reads (bytes): an environment
@@ -27,7 +29,7 @@ func CheckPrivateDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("rendezvous directory %s is not a directory (mode %v): remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory of your own", dir, fi.Mode())
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+	if uid, ok := auth.FileOwner(fi); ok && uid != os.Getuid() {
 		return fmt.Errorf("rendezvous directory %s belongs to uid %d, not to this user (uid %d): another user made it; remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory of your own", dir, uid, os.Getuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
@@ -50,7 +52,7 @@ func CheckPrivateParent(parent string) error {
 	if !pi.IsDir() {
 		return fmt.Errorf("the rendezvous directory's parent %s is not a directory (mode %v): remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory in a private directory of your own", parent, pi.Mode())
 	}
-	if uid, ok := fileOwner(pi); ok && uid != os.Getuid() && uid != 0 {
+	if uid, ok := auth.FileOwner(pi); ok && uid != os.Getuid() && uid != 0 {
 		return fmt.Errorf("the rendezvous directory's parent %s belongs to uid %d, neither this user (uid %d) nor root: it could swap the job's files; remove it, or set EASYSCALE_RENDEZVOUS_DIR to a directory in a private directory of your own", parent, uid, os.Getuid())
 	}
 	if pi.Mode().Perm()&0o022 != 0 && pi.Mode()&os.ModeSticky == 0 {
@@ -88,7 +90,7 @@ func readOwnFile(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (mode %v)", path, fi.Mode())
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+	if uid, ok := auth.FileOwner(fi); ok && uid != os.Getuid() {
 		return nil, fmt.Errorf("%s belongs to uid %d, not to this user (uid %d): another user wrote it; remove it and rerun the job", path, uid, os.Getuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
