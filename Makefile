@@ -140,12 +140,12 @@ test: ## every test (installs what it needs; EASYSCALE_LAB=1: starts the Slurm l
 # test-all runs make test-current's torch tests of tests/e2e in their short form, the digest
 # contract on torch 2.6 (fixed and changing allocations, a killed worker, a killed coordinator
 # and the resumed run, a joiner on another torch): the other 15 run in make test on torch 1.13,
-# and all 19 in make test-current. That keeps CI under an hour on 2 cores (tests/lab/README.md).
+# and all 19 in make test-current. .ci/test-all.sh prepares both, then runs their tests side by
+# side (tests/lab/README.md).
 CURRENT_E2E_SHORT := ^TestTorch(DigestsDoNotDependOnTheAllocation|SIGKILLedProcessIsSurvived|CoordinatorSIGKILLThenRerunResumes|WorkerOnAnotherTorchVersionIsRefusedNamingBoth)$$
 
-test-all: ## make test, then make test-current (its e2e torch tests in the short form): what CI runs (.ci/run)
-	bash .ci/test.sh
-	EASYSCALE_CURRENT_E2E_RUN='$(CURRENT_E2E_SHORT)' bash .ci/test-current.sh
+test-all: ## make test and make test-current (its e2e torch tests in the short form), their tests side by side: what CI runs (.ci/run)
+	CURRENT_E2E_RUN='$(CURRENT_E2E_SHORT)' bash .ci/test-all.sh
 
 test-current: ## the Slurm, backfill and torch suites on Slurm 24.11, Python 3.13, torch 2.6 (the current lab's Debian 13 root; prints both versions)
 	bash .ci/test-current.sh

@@ -16,6 +16,10 @@
 #   EASYSCALE_CURRENT_SLURM_RUN=PATTERN ... tests/slurm's -test.run (default: every test)
 #   EASYSCALE_CURRENT_BACKFILL_RUN=PATTERN  tests/backfill's -test.run (default: every test)
 #
+# EASYSCALE_CI_STAGE=prepare stops after the installs, the root and the builds; =tests runs only
+# the lab and the suites (what prepare left must be there): .ci/test-all.sh runs the tests so,
+# beside .ci/test.sh's. Unset: both.
+#
 # EASYSCALE_LAB=1 turns the lab tests on, as in make test; CI set makes a lab that cannot
 # start fail them. A lab that was down is taken down at the end; one that was up (make
 # lab-up) is left up. Runs next to the 22.05 lab of make test (own directory and ports).
@@ -51,23 +55,28 @@ selected() {
 	return 1
 }
 
-step "installing host packages"
-# only what this needs on the host: the root (debootstrap), cgo (gcc), make, nsenter/unshare/flock
-bash .ci/install-deps.sh debootstrap debian-archive-keyring util-linux gcc libc6-dev make
-step "the Debian 13 root"
-bash tests/lab/current-root.sh >/dev/null
-step "downloading Go modules"
-go mod download
-step "building on the host"
-make -s build data
+stage=${EASYSCALE_CI_STAGE:-all}
+case "$stage" in all | prepare | tests) ;; *) echo "EASYSCALE_CI_STAGE must be prepare or tests, not $stage" >&2; exit 2 ;; esac
 TB=bin/test-current
-mkdir -p "$TB"
-for s in "${SUITES[@]}"; do
-	read -r name pkg _ <<<"$s"
-	selected "$name" || continue
-	[ "${pkg%.sh}" = "$pkg" ] || continue # a script
-	go test -c -o "$TB/$name.test" "$pkg"
-done
+if [ "$stage" != tests ]; then
+	step "installing host packages"
+	# only what this needs on the host: the root (debootstrap), cgo (gcc), make, nsenter/unshare/flock
+	bash .ci/install-deps.sh debootstrap debian-archive-keyring util-linux gcc libc6-dev make
+	step "the Debian 13 root"
+	bash tests/lab/current-root.sh >/dev/null
+	step "downloading Go modules"
+	go mod download
+	step "building on the host"
+	make -s build data
+	mkdir -p "$TB"
+	for s in "${SUITES[@]}"; do
+		read -r name pkg _ <<<"$s"
+		selected "$name" || continue
+		[ "${pkg%.sh}" = "$pkg" ] || continue # a script
+		go test -c -o "$TB/$name.test" "$pkg"
+	done
+fi
+[ "$stage" != prepare ] || { step "prepared"; exit 0; }
 
 step "the current lab"
 lab=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab-current}

@@ -4,20 +4,29 @@
 # start the lab themselves), and the arm64 golden-bit and binary cross-checks.
 # EASYSCALE_LAB=1 turns the lab tests on (internal/slurmlab); without it they
 # skip. Under CI (CI set), a lab that cannot start fails them.
+#
+# EASYSCALE_CI_STAGE=prepare stops after the installs, the build and go vet; =tests runs only
+# the tests (what prepare left must be there). .ci/test-all.sh runs them so, to run the tests
+# beside .ci/test-current.sh's. Unset: both, one after the other.
 set -euo pipefail
 export EASYSCALE_LAB=1
 cd "$(dirname "$0")/.."
 start=$SECONDS
 step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
+stage=${EASYSCALE_CI_STAGE:-all}
+case "$stage" in all | prepare | tests) ;; *) echo "EASYSCALE_CI_STAGE must be prepare or tests, not $stage" >&2; exit 2 ;; esac
 
-step "installing Debian packages"
-bash .ci/install-deps.sh
-step "downloading Go modules"
-go mod download
-step "building"
-make build data
-step "go vet"
-go vet ./...
+if [ "$stage" != tests ]; then
+	step "installing Debian packages"
+	bash .ci/install-deps.sh
+	step "downloading Go modules"
+	go mod download
+	step "building"
+	make build data
+	step "go vet"
+	go vet ./...
+fi
+[ "$stage" != prepare ] || { step "prepared"; exit 0; }
 step "go test"
 # tests/slurm kills lab nodes' slurmd (a node's loss, the first node's loss):
 # it runs alone, after the rest, so that no other package's lab test finds a

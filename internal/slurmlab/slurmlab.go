@@ -89,7 +89,7 @@ type Lab struct {
 	// Conf is the path of slurm.conf, the SLURM_CONF every client needs.
 	Conf string
 	// Env is the environment for Slurm commands and jobs: this process's, plus the
-	// export lines lab-up.sh printed (SLURM_CONF, EASYSCALE_LAB_DIR) and PATH with the
+	// export lines lab-up.sh printed (SLURM_CONF, EASYSCALE_LAB_DIR, EASYSCALE_LAB_PORT_BASE) and PATH with the
 	// repository's bin/ first.
 	Env []string
 	// CLI runs squeue, sinfo, scontrol and sbatch against the lab.

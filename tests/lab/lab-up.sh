@@ -90,6 +90,10 @@ MpiDefault=none
 # nodes may advertise more CPUs than the machine has (§3b)
 SlurmdParameters=config_overrides
 ReturnToService=2
+# job ids start at the port base x 100 + 1: labs side by side (the 22.05 and the current one in
+# make test-all, a private one-node lab) never give two jobs one id, and so one rendezvous
+# directory (.easyscale/ID in the submitting work tree, which they share)
+FirstJobId=$((LAB_PORT_BASE * 100 + 1))
 SlurmdTimeout=30
 KillWait=10
 InactiveLimit=0
@@ -176,6 +180,7 @@ print_exports() {
 	cat >"$LAB_DIR/env.sh" <<EOF
 export SLURM_CONF=$CONF
 export EASYSCALE_LAB_DIR=$LAB_DIR
+export EASYSCALE_LAB_PORT_BASE=$LAB_PORT_BASE
 EOF
 	cat "$LAB_DIR/env.sh"
 }

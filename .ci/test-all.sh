@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# make test-all (.ci/run): make test's suite (Debian 12: Slurm 22.05, torch 1.13) and make
+# test-current's (Slurm 24.11, torch 2.6 in the Debian 13 root; tests/e2e's torch tests in the
+# short form CURRENT_E2E_RUN names) side by side.
+#
+# First both prepare, one after the other (apt-get, the root, make build and the test binaries
+# must not race), then their tests run at once: the two labs share nothing (their own
+# directories, ports and job ids: tests/lab/lab-up.sh), and much of each lab suite waits on
+# Slurm (a lost node's SlurmdTimeout, job starts, the daemon's rounds), which the other half's
+# work fills. The current half's lines are prefixed "[24.11] "; its summary is printed again at
+# the end. Exits 0 only when both passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${CURRENT_E2E_RUN:?set CURRENT_E2E_RUN (the Makefile's CURRENT_E2E_SHORT)}"
+start=$SECONDS
+note() { printf '\n=== test-all: %s (%ds)\n' "$*" $((SECONDS - start)); }
+
+note "preparing make test"
+EASYSCALE_CI_STAGE=prepare bash .ci/test.sh || exit 1
+note "preparing make test-current"
+EASYSCALE_CI_STAGE=prepare EASYSCALE_CURRENT_E2E_RUN="$CURRENT_E2E_RUN" bash .ci/test-current.sh || exit 1
+
+note "both suites' tests, side by side"
+log=$(mktemp)
+rcfile=$(mktemp)
+trap 'rm -f "$log" "$rcfile"' EXIT
+{
+	EASYSCALE_CI_STAGE=tests EASYSCALE_CURRENT_E2E_RUN="$CURRENT_E2E_RUN" bash .ci/test-current.sh
+	echo $? >"$rcfile"
+} 2>&1 | tee "$log" | sed -u 's/^/[24.11] /' &
+current=$!
+EASYSCALE_CI_STAGE=tests bash .ci/test.sh
+rc_test=$?
+note "make test's tests exited $rc_test; waiting for make test-current's"
+wait "$current"
+rc_current=$(cat "$rcfile" 2>/dev/null)
+rc_current=${rc_current:-1}
+
+note "done"
+echo "make test (Slurm 22.05, torch 1.13): $([ "$rc_test" = 0 ] && echo passed || echo "FAILED (exit $rc_test)")"
+echo "make test-current: $(grep -E '^slurm [0-9.]+ torch .*suites passed' "$log" || echo "no summary (exit $rc_current)")"
+[ "$rc_test" = 0 ] && [ "$rc_current" = 0 ]
