@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -560,14 +561,13 @@ func checkWritableDir(dir string) error {
 	return nil
 }
 
-// writeFileAtomic writes b to path through a temporary file and a rename.
+// writeFileAtomic writes b to path (mode 0644) through an exclusively created
+// temporary file in path's directory, renamed over path (google/renameio): a
+// reader never sees half a file, and a link planted at any temporary name
+// (PATH.tmp, which this wrote through before) is never followed.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming %s: %w", tmp, err)
+	if err := renameio.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }
