@@ -11,7 +11,7 @@
 # the end. Exits 0 only when both passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-: "${CURRENT_E2E_RUN:?set CURRENT_E2E_RUN (the Makefile's CURRENT_E2E_SHORT)}"
+: "${CURRENT_E2E_RUN:?set CURRENT_E2E_RUN to the -test.run pattern of tests/e2e in the current lab, as the Makefile does}"
 start=$SECONDS
 note() { printf '\n=== test-all: %s (%ds)\n' "$*" $((SECONDS - start)); }
 
