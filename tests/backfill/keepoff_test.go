@@ -28,7 +28,7 @@ func rawExcluded(t *testing.T, l *slurmlab.Lab, id string) string {
 // nobody's job pinned to both v100 nodes (-N 2 --gres=gpu:v100:4) and two
 // d2 elastic jobs of one node (--gres=gpu:4, any type; the first excludes
 // n4 itself; 5 min limits, past the pinned job's planned start when the
-// blockers' 3 min end) and, ahead of them, a third with a 1 min limit wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
+// v100 blockers' 3 min end) and, ahead of them, a third with a 1 min limit wait. With T4 at 0.8 of a V100 the daemon adds n1 and n2 to
 // both elastic jobs' excluded nodes (`scontrol update ExcNodeList=`),
 // keeping n4 where the owner put it, and leaves the third alone: it would
 // end before the pinned job could start. When n1 (v100) and n3 (t4) free up at
@@ -42,9 +42,17 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The t4 blockers' limit is a minute longer than the v100 ones': Slurm
+	// plans every job queued behind the pinned one to start after it
+	// (planner.QueueOrder: planned start first), even when a blocker
+	// starts seconds after the others (its node still ending the test
+	// before's job: a t4 blocker that ended 10 s before a v100 one let
+	// Slurm plan the last elastic job ahead of the pinned job, which then
+	// kept nothing off it).
 	blockers := map[string]string{}
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
-		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 170\n", "-w", n, "--gres=gpu:4", "-t", "3")
+		limit := map[string]string{"n1": "3", "n2": "3", "n3": "4", "n4": "4"}[n]
+		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 170\n", "-w", n, "--gres=gpu:4", "-t", limit)
 	}
 	for n, id := range blockers {
 		if _, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING"); err != nil {
