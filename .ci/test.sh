@@ -27,13 +27,24 @@ if [ "$stage" != tests ]; then
 	go vet ./...
 fi
 [ "$stage" != prepare ] || { step "prepared"; exit 0; }
-step "go test"
+step "go test (./tests/slurm on a lab of its own, beside the rest)"
 # tests/slurm kills lab nodes' slurmd (a node's loss, the first node's loss):
-# it runs alone, after the rest, so that no other package's lab test finds a
-# node down or drained under it (go test runs packages side by side).
-go test -count=1 -timeout 40m $(go list ./... | grep -v '/tests/slurm$')
-step "go test ./tests/slurm (alone: it kills lab nodes)"
-go test -count=1 -timeout 40m ./tests/slurm
+# it runs on a lab of its own (EASYSCALE_LAB_SLURM_DIR, its own ports and so
+# its own job ids: tests/lab/lab-up.sh), so that no other package's lab test
+# finds a node down or drained under it, and beside them: much of it waits
+# for Slurm to notice a lost node (SlurmdTimeout), which their work fills.
+slurm_log=$(mktemp)
+trap 'rm -f "$slurm_log"' EXIT
+EASYSCALE_LAB_DIR=${EASYSCALE_LAB_SLURM_DIR:-/tmp/easyscale-lab-slurm} EASYSCALE_LAB_PORT_BASE=${EASYSCALE_LAB_SLURM_PORT_BASE:-16900} \
+	go test -count=1 -timeout 40m ./tests/slurm >"$slurm_log" 2>&1 &
+slurm_pid=$!
+rc=0
+go test -count=1 -timeout 40m $(go list ./... | grep -v '/tests/slurm$') || rc=$?
+slurm_rc=0
+wait "$slurm_pid" || slurm_rc=$?
+step "go test ./tests/slurm (its own lab) exited $slurm_rc"
+cat "$slurm_log"
+[ "$rc" = 0 ] && [ "$slurm_rc" = 0 ] || exit 1
 step "arm64 cross-check"
 bash tests/crossarch/run.sh
 bash tests/crossarch/binary.sh
