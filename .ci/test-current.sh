@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The current-package suites (make test-current; .ci/run after make test): the Slurm-facing
+# The current-package suites (make test-current; .ci/run beside make test's, .ci/test-all.sh): the Slurm-facing
 # Go tests on the current lab, Slurm 24.11 with Python 3.13 and torch 2.6 in a cached Debian
 # 13 root (tests/lab/README.md, "The current lab"), and the torch engine's tests on that
 # Python and torch. Installs what it needs on the host (debootstrap, the C toolchain cgo

@@ -316,7 +316,7 @@ wait_ready mariadbd "$SPAWNED" "$LOG/mariadb.log" sql -e 'select 1' || die "Mari
 # libmariadb (Connector/C of MariaDB 11.8) dies when it has to create it (README.md,
 # "slurmdbd 24.11 and MariaDB 11.8"); 22.05 does not care.
 # It is emptied at every start: slurmctld's state was wiped above, so job ids restart
-# at 1, and slurmdbd refuses a job id it already holds ("Duplicate entry ... for key
+# at FirstJobId, and slurmdbd refuses a job id it already holds ("Duplicate entry ... for key
 # 'id_job'", then "DBD_ID_RC is -1" and a requeued run missing from sacct).
 sql -e "DROP DATABASE IF EXISTS eslab_acct_db; CREATE DATABASE eslab_acct_db;
 	CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'eslab';
