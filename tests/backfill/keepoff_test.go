@@ -50,8 +50,7 @@ func TestAnElasticJobIsKeptOffTheV100sAWaitingPinnedJobNeeds(t *testing.T) {
 	// Slurm plan the last elastic job ahead of the pinned job, which then
 	// kept nothing off it).
 	blockers := map[string]string{}
-	for _, n := range []string{"n1", "n2", "n3", "n4"} {
-		limit := map[string]string{"n1": "3", "n2": "3", "n3": "4", "n4": "4"}[n]
+	for n, limit := range map[string]string{"n1": "3", "n2": "3", "n3": "4", "n4": "4"} {
 		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 170\n", "-w", n, "--gres=gpu:4", "-t", limit)
 	}
 	for n, id := range blockers {
