@@ -34,11 +34,59 @@ var slowFault struct {
 	fired atomic.Bool
 }
 
+// FaultPaceEnv names the fault-injection variable that makes training long
+// in time but not in work: "DURATION" (e.g. "50ms") makes every logical
+// worker's micro-batch this process computes take at least DURATION, the
+// forward and backward pass followed by a sleep for what they left. Tests
+// use it where a run must outlast something slow outside it (Slurm setting
+// a lost node DOWN, SlurmdTimeout seconds after the loss) on a machine of
+// any speed and load, without the CPU that more steps would cost. A step
+// then takes at least DURATION times the most micro-batches one physical
+// worker computes in turn (one on the fixed allocation, three for 8
+// logical workers on 3 physical). It changes no result, only the time; worker processes
+// started by `run --procs` and Slurm's tasks inherit it. Unset or empty: no
+// effect.
+const FaultPaceEnv = "EASYSCALE_FAULT_PACE"
+
+// maxPace bounds FaultPaceEnv: a minute per micro-batch is far past any
+// test's need, and a typo such as "50s" for "50ms" is refused rather than
+// leaving a job asleep for hours.
+const maxPace = time.Minute
+
+var paceFault struct {
+	once sync.Once
+	pace time.Duration
+}
+
 // CheckFaultEnv returns an error naming FaultSlowStepEnv when it is set but
-// not STEP:DURATION, so a command can refuse it before training.
+// not STEP:DURATION, or FaultPaceEnv when it is set but not a duration from
+// 0 to a minute, so a command can refuse them before training.
 func CheckFaultEnv() error {
-	_, err := parseSlowStep(os.Getenv(FaultSlowStepEnv))
+	if _, err := parseSlowStep(os.Getenv(FaultSlowStepEnv)); err != nil {
+		return err
+	}
+	_, err := parsePace(os.Getenv(FaultPaceEnv))
 	return err
+}
+
+func parsePace(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxPace {
+		return 0, fmt.Errorf("environment variable %s=%q: want a duration from 0s to %v per micro-batch, e.g. 50ms, or unset it", FaultPaceEnv, v, maxPace)
+	}
+	return d, nil
+}
+
+// paceSince sleeps until FaultPaceEnv's duration has passed since start
+// (the micro-batch's start); unset, malformed or already passed: no sleep.
+func paceSince(start time.Time) {
+	paceFault.once.Do(func() { paceFault.pace, _ = parsePace(os.Getenv(FaultPaceEnv)) })
+	if paceFault.pace > 0 {
+		time.Sleep(paceFault.pace - time.Since(start))
+	}
 }
 
 func parseSlowStep(v string) (*slowStep, error) {

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/engine"
@@ -120,6 +121,7 @@ func (r *Replica) AccumulateEST(c *ESTContext, in ESTInput, sum []float32, first
 // backward runs c's micro-batch forward and backward, leaving its gradient
 // in r's parameters.
 func (r *Replica) backward(c *ESTContext, in ESTInput) (loss float32, samples string) {
+	start := time.Now()
 	idx := in.Sampler.Next(&c.Cursor, c.ID, in.MicroBatch)
 	mb := in.Workload.TrainBatch(idx, in.Seed, in.StreamKey, in.Step)
 	r.Tape.Reset()
@@ -129,6 +131,7 @@ func (r *Replica) backward(c *ESTContext, in ESTInput) (loss float32, samples st
 	l, _ := r.Net.Forward(r.Tape, in.Buffers, mb, dropoutSource(in.Seed, in.StreamKey, in.Step), true)
 	r.Tape.Backward(l)
 	slowIfDue(in.Step)
+	paceSince(start)
 	return l.Data[0], hashIndices(idx)
 }
 

@@ -18,8 +18,7 @@ import (
 )
 
 // longMNIST writes examples/mnist/job.toml with epochs = n into a
-// temporary directory and returns its path: a job long enough to outlast
-// Slurm's detection of a failed node (SlurmdTimeout, 30 s in the lab).
+// temporary directory and returns its path.
 func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(lab.Root, "examples/mnist/job.toml"))
@@ -35,6 +34,46 @@ func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// paced is the environment entry that makes every micro-batch of a lab job
+// take at least d (trainer.FaultPaceEnv): a job of one epoch (234 steps)
+// then lasts long enough in time for what a test waits for (Slurm setting
+// a lost node DOWN, SlurmdTimeout after the loss) on a machine of any speed
+// and load, at the CPU of 234 steps. 8 logical workers on 3 nodes compute
+// 3 micro-batches in turn per step, on 2 nodes 4. The local fixed run
+// beside the job is not paced.
+func paced(d time.Duration) string { return "EASYSCALE_FAULT_PACE=" + d.String() }
+
+// takeoverPace paces a job whose first node a test kills: the standby takes
+// over within seconds (docs/first-node-loss.md: 0.2 s, training again after
+// 1.4 s), and the 214 steps after step 20 on 3 nodes take at least 13 s.
+const takeoverPace = 20 * time.Millisecond
+
+// downPace paces a job that must still train when Slurm sets a node it lost
+// DOWN and takes it from the job (or requeues it): the 214 steps after step
+// 20, on the 2 nodes left (4 micro-batches per step in turn), take at least
+// 2 × SlurmdTimeout + 45 s. Measured with the lab's SlurmdTimeout of 30 s
+// and this pace (123 ms), the 22.05 and 24.11 labs busy at once: DOWN
+// 38-40 s after the loss, a requeued run started 74 s after it on both,
+// the takeover having trained to step 104 of 234. (The lab keeps 30 s:
+// tried with 10, 24.11 set the live batch host DOWN in the same second as
+// the lost node, which killed its step, and returned it to service at
+// once.)
+func downPace(t *testing.T, lab *slurmlab.Lab) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := lab.CLI.Output(ctx, "scontrol", "show", "config")
+	if err != nil {
+		t.Fatalf("scontrol show config: %v", err)
+	}
+	m := regexp.MustCompile(`(?m)^SlurmdTimeout\s*=\s*(\d+) sec`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("scontrol show config has no SlurmdTimeout line:\n%s", out)
+	}
+	sec, _ := strconv.Atoi(string(m[1]))
+	return (2*time.Duration(sec)*time.Second + 45*time.Second) / (214 * 4)
 }
 
 // showJob reads the test's own job with `scontrol show job -o`, for what
@@ -75,20 +114,21 @@ func hostnames(ctx context.Context, t *testing.T, lab *slurmlab.Lab, list string
 func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 	lab := slurmlab.Require(t)
 	start := time.Now()
-	// 2340 steps: the job must outlast the ~40 s Slurm takes to declare the
-	// node down (936 steps ended before that once the native engine's step
-	// got faster, issue 12)
-	config := longMNIST(t, lab, "10")
+	// 234 steps, paced: the job must outlast the time Slurm takes to declare
+	// the node down (SlurmdTimeout and a ping interval) by a margin; unpaced,
+	// 936 steps ended before that once the native engine's step got faster
+	// (issue 12), and 2340 cost minutes of CPU on a shared machine
+	config := longMNIST(t, lab, "1")
 	type result struct {
 		digest string
 		err    error
 	}
 	local := make(chan result, 1)
-	go func() { // beside the Slurm job: both take longer, which the test wants
+	go func() {
 		d, err := lab.LocalDigest(config, 0)
 		local <- result{d, err}
 	}()
-	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--elastic=3-4")
+	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config, paced(downPace(t, lab))}, "--elastic=3-4")
 	state := filepath.Join(lab.Root, ".easyscale", id, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -149,7 +189,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute) // 2340 steps on a shared 2-core machine
+	s := waitDoneWithin(t, lab, id, summary, 6*time.Minute)
 	final, ferr := endedJob(lab, id)
 	r := <-local
 	if r.err != nil {
@@ -211,7 +251,7 @@ func TestNodeFailureShrinksTheJobInsteadOfRequeuingIt(t *testing.T) {
 func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	lab := slurmlab.Require(t)
 	start := time.Now()
-	config := longMNIST(t, lab, "4") // 936 steps
+	config := longMNIST(t, lab, "1") // 234 steps, paced past the takeover
 	type result struct {
 		digest string
 		err    error
@@ -225,7 +265,7 @@ func TestFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
 	if slurmlab.Current() {
 		nodes = 3
 	}
-	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config}, "--nodes="+strconv.Itoa(nodes), "--elastic=3-4")
+	id, summary := submitEnv(t, lab, []string{"EASYSCALE_CONFIG=" + config, paced(takeoverPace)}, "--nodes="+strconv.Itoa(nodes), "--elastic=3-4")
 	rdv := filepath.Join(lab.Root, ".easyscale", id)
 	state := filepath.Join(rdv, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -338,7 +378,7 @@ func awaitTakeover(ctx context.Context, t *testing.T, lab *slurmlab.Lab, id, hos
 func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
 	lab := slurmlab.Require(t)
 	start := time.Now()
-	config := longMNIST(t, lab, "6") // 1404 steps: training outlasts Slurm's DOWN (about 45 s)
+	config := longMNIST(t, lab, "1") // 234 steps, paced: training outlasts Slurm's DOWN
 	type result struct {
 		digest string
 		err    error
@@ -348,7 +388,7 @@ func TestFirstNodeFailureWithoutNoKillResumesFromTheTakeover(t *testing.T) {
 		d, err := lab.LocalDigest(config, 0)
 		local <- result{d, err}
 	}()
-	id, summary := submitWith(t, lab, "sbatch", "examples/slurm/mnist.sbatch", []string{"EASYSCALE_CONFIG=" + config}, "--nodes=3", "--elastic=3-4", "--requeue")
+	id, summary := submitWith(t, lab, "sbatch", "examples/slurm/mnist.sbatch", []string{"EASYSCALE_CONFIG=" + config, paced(downPace(t, lab))}, "--nodes=3", "--elastic=3-4", "--requeue")
 	state := filepath.Join(lab.Root, ".easyscale", id, "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -456,7 +496,7 @@ exit "$rc"
 // as the lost coordinator recorded them (sent with the standby messages).
 func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	lab := slurmlab.Require(t)
-	config := longMNIST(t, lab, "4") // 936 steps
+	config := longMNIST(t, lab, "1") // 234 steps, paced past the takeover
 	type result struct {
 		digest string
 		err    error
@@ -474,7 +514,7 @@ func TestFirstNodeFailureWithANodeLocalStateDirectory(t *testing.T) {
 	states := filepath.Join(dir, "local")
 	stateOf := func(node string) string { return filepath.Join(states, node) }
 	id, summary := submitWith(t, lab, filepath.Join(lab.Root, "bin", "easyscale-sbatch"), script,
-		[]string{"EASYSCALE_CONFIG=" + config, "ES_LOCAL_STATE=" + states}, "--elastic=3-4")
+		[]string{"EASYSCALE_CONFIG=" + config, "ES_LOCAL_STATE=" + states, paced(takeoverPace)}, "--elastic=3-4")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var job slurmcli.JobDetail
