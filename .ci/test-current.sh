@@ -31,13 +31,14 @@ start=$SECONDS
 step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - start)); }
 
 # name, package, test binary flags: each runs in the root, in the package's directory, one
-# after the other. The last, package, is a script run on the host: make lab-current-smoke's
-# checks, the Debian package (make deb for 24.11) installed with apt-get in the root included
-# (docs/deploy.md); it comes last because it points the lab's plugstack line at the installed
-# plugin. Not at once: the two lab suites need the same nodes (tests/slurm's
-# node-failure test kills n3, tests/backfill's admit test wants n3 and n4 idle), and run
-# side by side they failed so (measured: the admit test's job never got both nodes, n3
-# drained under the hostile-job test); the torch suites want both CPUs.
+# after the other, but slurm: it runs beside them on a current lab of its own
+# (EASYSCALE_LAB_CURRENT_SLURM_DIR, default /tmp/easyscale-lab-current-slurm, port base
+# EASYSCALE_LAB_CURRENT_SLURM_PORT_BASE, default 17900), as make test's tests/slurm does: it
+# kills nodes, and on one lab the suites took each other's nodes (measured: the admit test's
+# job never got both nodes, n3 drained under the hostile-job test). The last, package, is a
+# script run on the host: make lab-current-smoke's checks, the Debian package (make deb for
+# 24.11) installed with apt-get in the root included (docs/deploy.md); it comes last because
+# it points the lab's plugstack line at the installed plugin.
 SUITES=(
 	"slurmlab ./internal/slurmlab"
 	"spank ./spank/plugintest"
@@ -78,48 +79,35 @@ if [ "$stage" != tests ]; then
 fi
 [ "$stage" != prepare ] || { step "prepared"; exit 0; }
 
-step "the current lab"
-lab=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab-current}
-was_up=0
-[ ! -s "$lab/run/lab.pids" ] || was_up=1
-eval "$(EASYSCALE_LAB_OWNER=harness bash tests/lab/lab-up.sh)"
-X=$EASYSCALE_LAB_DIR/bin/lab-exec
+# labup DIR PORT_BASE FD: brings the current lab at DIR up (one that was down is taken down at
+# exit) and holds its users.lock shared on file descriptor FD while the suites run, so that no
+# test process takes it down under the next suite. Sets X to the lab's lab-exec.
+downs=()
 finish() {
-	if [ "$was_up" = 0 ]; then bash tests/lab/lab-down.sh || true; fi
+	local d
+	for d in ${downs[@]+"${downs[@]}"}; do EASYSCALE_LAB_DIR=$d bash tests/lab/lab-down.sh || true; done
 }
 trap finish EXIT
-# the SPANK plugin built against the root's spank.h; lab-up hooks it (read by every srun/sbatch)
-slurm_series=$("$X" scontrol --version | awk '{print $2}' | cut -d. -f1,2)
-"$X" make -s BIN="bin/slurm-$slurm_series" spank-plugin
-# and its helper next to it, where the plugin looks first (built here: the root has no Go)
-make -s BIN="bin/slurm-$slurm_series" spank-helper
-bash tests/lab/lab-up.sh >/dev/null
-# this script is a user of the lab while the suites run (internal/slurmlab's users.lock):
-# each test process joins the lab, and none of them takes it down under the next suite
-exec 7>"$EASYSCALE_LAB_DIR/users.lock"
-flock -s 7
+labup() {
+	local dir=$1 base=$2 fd=$3
+	eval "$(EASYSCALE_LAB_DIR=$dir EASYSCALE_LAB_PORT_BASE=$base EASYSCALE_LAB_OWNER=harness bash tests/lab/lab-up.sh)"
+	X=$EASYSCALE_LAB_DIR/bin/lab-exec
+	eval "exec $fd>\"\$EASYSCALE_LAB_DIR/users.lock\""
+	flock -s "$fd"
+}
+main_lab=${EASYSCALE_LAB_DIR:-/tmp/easyscale-lab-current}
+slurm_lab=${EASYSCALE_LAB_CURRENT_SLURM_DIR:-/tmp/easyscale-lab-current-slurm}
+for d in "$main_lab" "$slurm_lab"; do [ -s "$d/run/lab.pids" ] || downs+=("$d"); done
 
-slurm=$("$X" scontrol --version | awk '{print $2}')
-torch=$("$X" python3 -c 'import torch; print(torch.__version__)')
-python=$("$X" python3 -c 'import platform; print(platform.python_version())')
-echo "slurm ${slurm%.*} ($slurm)"
-echo "torch $(cut -d. -f1,2 <<<"$torch") ($torch, python $python)"
-
-passed=() failed=()
-for s in "${SUITES[@]}"; do
-	read -r name pkg flags <<<"$s"
-	selected "$name" || continue
-	t0=$SECONDS
+# run_suite NAME PKG FLAGS: runs one suite (a test binary in the root with $X, or a script on
+# the host) and prints its ok or FAIL line; returns its status.
+run_suite() {
+	local name=$1 pkg=$2 flags=$3 t0=$SECONDS
 	if [ "${pkg%.sh}" != "$pkg" ]; then
 		step "bash $pkg"
-		if bash "$pkg"; then
-			echo "ok   $pkg $((SECONDS - t0))s"
-			passed+=("$name")
-		else
-			echo "FAIL $pkg $((SECONDS - t0))s"
-			failed+=("$name")
-		fi
-		continue
+		if bash "$pkg"; then echo "ok   $pkg $((SECONDS - t0))s"; return 0; fi
+		echo "FAIL $pkg $((SECONDS - t0))s"
+		return 1
 	fi
 	step "go test $pkg in the root${flags:+ ($flags)}"
 	# the root has no Go: the binary under test, and the data sets that on the host are found
@@ -129,12 +117,56 @@ for s in "${SUITES[@]}"; do
 		EASYSCALE_MNIST_DIR="$REPO/data/mnist" EASYSCALE_CHARLM_DIR="$REPO/data/charlm" \
 		"$REPO/$TB/$name.test" -test.count=1 -test.timeout=30m $flags); then
 		echo "ok   $pkg $((SECONDS - t0))s"
-		passed+=("$name")
-	else
-		echo "FAIL $pkg $((SECONDS - t0))s"
-		failed+=("$name")
+		return 0
 	fi
+	echo "FAIL $pkg $((SECONDS - t0))s"
+	return 1
+}
+
+step "the current lab"
+labup "$main_lab" "${EASYSCALE_LAB_PORT_BASE:-17800}" 7
+# the SPANK plugin built against the root's spank.h; lab-up hooks it (read by every srun/sbatch)
+slurm_series=$("$X" scontrol --version | awk '{print $2}' | cut -d. -f1,2)
+"$X" make -s BIN="bin/slurm-$slurm_series" spank-plugin
+# and its helper next to it, where the plugin looks first (built here: the root has no Go)
+make -s BIN="bin/slurm-$slurm_series" spank-helper
+labup "$main_lab" "${EASYSCALE_LAB_PORT_BASE:-17800}" 7
+
+passed=() failed=()
+slurm_pid=
+if selected slurm; then
+	step "tests/slurm on a current lab of its own, beside the other suites"
+	slurm_log=$(mktemp)
+	for s in "${SUITES[@]}"; do
+		read -r name pkg flags <<<"$s"
+		[ "$name" = slurm ] || continue
+		(
+			labup "$slurm_lab" "${EASYSCALE_LAB_CURRENT_SLURM_PORT_BASE:-17900}" 8
+			run_suite "$name" "$pkg" "$flags"
+		) >"$slurm_log" 2>&1 &
+		slurm_pid=$!
+	done
+fi
+
+slurm=$("$X" scontrol --version | awk '{print $2}')
+torch=$("$X" python3 -c 'import torch; print(torch.__version__)')
+python=$("$X" python3 -c 'import platform; print(platform.python_version())')
+echo "slurm ${slurm%.*} ($slurm)"
+echo "torch $(cut -d. -f1,2 <<<"$torch") ($torch, python $python)"
+
+for s in "${SUITES[@]}"; do
+	read -r name pkg flags <<<"$s"
+	selected "$name" && [ "$name" != slurm ] || continue
+	if run_suite "$name" "$pkg" "$flags"; then passed+=("$name"); else failed+=("$name"); fi
 done
+if [ -n "$slurm_pid" ]; then
+	slurm_rc=0
+	wait "$slurm_pid" || slurm_rc=$?
+	step "tests/slurm on its own current lab exited $slurm_rc"
+	cat "$slurm_log"
+	rm -f "$slurm_log"
+	if [ "$slurm_rc" = 0 ]; then passed+=(slurm); else failed+=(slurm); fi
+fi
 
 step "done"
 echo "slurm ${slurm%.*} torch $(cut -d. -f1,2 <<<"$torch"): ${#passed[@]} suites passed (${passed[*]}), ${#failed[@]} failed${failed[*]:+ (${failed[*]})}"
