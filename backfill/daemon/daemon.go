@@ -525,7 +525,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.prune(ctx, v); err != nil {
 		return fmt.Errorf("pruning state_db ([retention]): %w", err)
 	}
-	d.log.Debug("cycle done", r.fields(d.cfg.DryRun)...)
+	// read_at: when the cycle began to read Slurm, before its squeue (what
+	// it decided could not know of a job submitted after)
+	d.log.Debug("cycle done", append(r.fields(d.cfg.DryRun), "read_at", now.Format(time.RFC3339Nano))...)
 	return nil
 }
 
