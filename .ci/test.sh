@@ -39,12 +39,7 @@ EASYSCALE_LAB_DIR=${EASYSCALE_LAB_SLURM_DIR:-/tmp/easyscale-lab-slurm} EASYSCALE
 	go test -count=1 -timeout 40m ./tests/slurm >"$slurm_log" 2>&1 &
 slurm_pid=$!
 rc=0
-# the three longest packages first: go test starts the packages' tests in the order listed, as
-# many at once as the machine has cores; in go list's order tests/e2e started only when
-# runtime/torchengine or tests/backfill had ended, and ran alone at the end (each 700-750 s
-# under the load of both halves, 4 December 2026)
-long=(./tests/e2e ./runtime/torchengine ./tests/backfill)
-go test -count=1 -timeout 40m "${long[@]}" $(go list ./... | grep -v -e '/tests/slurm$' -e '/tests/e2e$' -e '/runtime/torchengine$' -e '/tests/backfill$') || rc=$?
+go test -count=1 -timeout 40m $(go list ./... | grep -v '/tests/slurm$') || rc=$?
 slurm_rc=0
 wait "$slurm_pid" || slurm_rc=$?
 step "go test ./tests/slurm (its own lab) exited $slurm_rc"
