@@ -822,7 +822,9 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 		r.Submitted = append(r.Submitted, id)
 		d.metrics.Grows.Inc()
 		d.metrics.GPUsGranted.Add(float64(o.gpus))
-		log.Info("grew: extra job submitted", "extra_id", id, "time_limit_min", o.timeLimitMinute)
+		// read_at: when the cycle that decided this lend began to read Slurm
+		log.Info("grew: extra job submitted", "extra_id", id, "time_limit_min", o.timeLimitMinute,
+			"read_at", v.Now.Format(time.RFC3339Nano))
 	}
 	return nil
 }

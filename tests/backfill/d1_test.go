@@ -244,13 +244,12 @@ func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *test
 	// decided by a cycle that began to read Slurm after the pinned job's
 	// sbatch returned is the defect.
 	readAt := lendReadings(t, d.log)
-	t.Logf("the daemon's log gives the reading of the cycles that submitted %d of the %d extra jobs", len(readAt), len(xs))
+	t.Logf("the daemon's log gives when the cycle that decided it read Slurm for %d of the %d extra jobs", len(readAt), len(xs))
 	for _, x := range xs {
 		if (x.Node == "n1" || x.Node == "n2") && !x.Submitted.Before(submitted) && x.Submitted.Before(pinnedEnd) {
 			at, ok := readAt[x.ID]
 			if !ok {
-				t.Logf("extra job %s of %s submitted onto %s at %s by a cycle that failed or did not end before the daemon stopped",
-					x.ID, x.Parent, x.Node, x.Submitted.Format("15:04:05.000"))
+				t.Errorf("extra job %s of %s onto %s: the daemon's log has no submission of it with the time its cycle read Slurm", x.ID, x.Parent, x.Node)
 				continue
 			}
 			if at.Before(returned) {
@@ -266,10 +265,7 @@ func TestAD1JobNeedingEveryV100StartsNoLaterThanUnderRigidWhileD2JobsRun(t *test
 
 // lendReadings reads the daemon's JSON log at path and returns, for each
 // extra job it submitted ("grew: extra job submitted", extra_id), when the
-// cycle that submitted it began to read Slurm (read_at of the cycle's
-// "cycle done", the next such line after the submission). A cycle that
-// failed, or was cut short by the daemon's stop, logs no "cycle done": its
-// lends are left out.
+// cycle that decided it began to read Slurm (the line's read_at).
 func lendReadings(t *testing.T, path string) map[string]time.Time {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -277,31 +273,20 @@ func lendReadings(t *testing.T, path string) map[string]time.Time {
 		t.Fatal(err)
 	}
 	readAt := map[string]time.Time{}
-	var pending []string
 	for _, line := range strings.Split(string(b), "\n") {
 		var e struct {
 			Message string `json:"@message"`
 			ExtraID string `json:"extra_id"`
 			ReadAt  string `json:"read_at"`
 		}
-		if json.Unmarshal([]byte(line), &e) != nil {
+		if json.Unmarshal([]byte(line), &e) != nil || e.Message != "grew: extra job submitted" {
 			continue
 		}
-		switch e.Message {
-		case "grew: extra job submitted":
-			pending = append(pending, e.ExtraID)
-		case "cycle done":
-			at, err := time.Parse(time.RFC3339Nano, e.ReadAt)
-			if err != nil {
-				t.Fatalf("daemon log %s: cycle done with read_at %q: %v", path, e.ReadAt, err)
-			}
-			for _, id := range pending {
-				readAt[id] = at
-			}
-			pending = nil
-		case "cycle failed; state kept, retrying":
-			pending = nil
+		at, err := time.Parse(time.RFC3339Nano, e.ReadAt)
+		if err != nil {
+			t.Fatalf("daemon log %s: extra job %s submitted with read_at %q: %v", path, e.ExtraID, e.ReadAt, err)
 		}
+		readAt[e.ExtraID] = at
 	}
 	return readAt
 }
