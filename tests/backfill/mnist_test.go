@@ -45,7 +45,12 @@ func TestElasticMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
 	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-4",
 		"-w", "n3", "--gres=gpu:t4:1", "examples/slurm/mnist.sbatch")
 	cmd.Dir = l.Root
-	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "ES_JOB_ONLY=mine")
+	// paced (trainer.FaultPaceEnv): at least 75 s on its one first worker,
+	// so the lent workers join before the end on a machine of any load
+	// (unpaced, under both halves of make test-all, the 234 steps ended in
+	// 36 s, before an extra job's worker had joined)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "ES_JOB_ONLY=mine",
+		"EASYSCALE_FAULT_PACE=40ms")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("easyscale-sbatch: %v\n%s", err, out)
