@@ -82,15 +82,31 @@ fi
 # labup DIR PORT_BASE FD: brings the current lab at DIR up (one that was down is taken down at
 # exit) and holds its users.lock shared on file descriptor FD while the suites run, so that no
 # test process takes it down under the next suite. Sets X to the lab's lab-exec.
+# At exit (the suites done, or a failure or signal before), a tests/slurm still running in the
+# background is stopped with every process below it before the labs go down under it.
 downs=()
+slurm_pid=
+killtree() {
+	local c
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do killtree "$c"; done
+	kill -TERM "$1" 2>/dev/null || true
+}
 finish() {
 	local d
+	if [ -n "$slurm_pid" ] && kill -0 "$slurm_pid" 2>/dev/null; then
+		killtree "$slurm_pid"
+		wait "$slurm_pid" 2>/dev/null || true
+	fi
+	[ -z "${slurm_log:-}" ] || rm -f "$slurm_log"
 	for d in ${downs[@]+"${downs[@]}"}; do EASYSCALE_LAB_DIR=$d bash tests/lab/lab-down.sh || true; done
 }
 trap finish EXIT
 labup() {
-	local dir=$1 base=$2 fd=$3
-	eval "$(EASYSCALE_LAB_DIR=$dir EASYSCALE_LAB_PORT_BASE=$base EASYSCALE_LAB_OWNER=harness bash tests/lab/lab-up.sh)"
+	local dir=$1 base=$2 fd=$3 exports
+	# not eval "$(...)": its status would hide a lab-up that failed
+	exports=$(EASYSCALE_LAB_DIR=$dir EASYSCALE_LAB_PORT_BASE=$base EASYSCALE_LAB_OWNER=harness bash tests/lab/lab-up.sh)
+	eval "$exports"
+	[ "$EASYSCALE_LAB_DIR" = "$dir" ] || { echo "lab-up of $dir gave EASYSCALE_LAB_DIR=$EASYSCALE_LAB_DIR" >&2; return 1; }
 	X=$EASYSCALE_LAB_DIR/bin/lab-exec
 	eval "exec $fd>\"\$EASYSCALE_LAB_DIR/users.lock\""
 	flock -s "$fd"
@@ -133,7 +149,6 @@ make -s BIN="bin/slurm-$slurm_series" spank-helper
 labup "$main_lab" "${EASYSCALE_LAB_PORT_BASE:-17800}" 7
 
 passed=() failed=()
-slurm_pid=
 if selected slurm; then
 	step "tests/slurm on a current lab of its own, beside the other suites"
 	slurm_log=$(mktemp)
@@ -141,6 +156,8 @@ if selected slurm; then
 		read -r name pkg flags <<<"$s"
 		[ "$name" = slurm ] || continue
 		(
+			exec 7>&- # the main lab's users.lock stays with this script, not the other lab's daemons
+			trap - EXIT
 			labup "$slurm_lab" "${EASYSCALE_LAB_CURRENT_SLURM_PORT_BASE:-17900}" 8
 			run_suite "$name" "$pkg" "$flags"
 		) >"$slurm_log" 2>&1 &
@@ -163,8 +180,8 @@ if [ -n "$slurm_pid" ]; then
 	slurm_rc=0
 	wait "$slurm_pid" || slurm_rc=$?
 	step "tests/slurm on its own current lab exited $slurm_rc"
+	slurm_pid=
 	cat "$slurm_log"
-	rm -f "$slurm_log"
 	if [ "$slurm_rc" = 0 ]; then passed+=(slurm); else failed+=(slurm); fi
 fi
 
