@@ -39,13 +39,13 @@ var slowFault struct {
 // worker's micro-batch this process computes take at least DURATION, the
 // forward and backward pass followed by a sleep for what they left. Tests
 // use it where a run must outlast something slow outside it (Slurm setting
-// a lost node DOWN, SlurmdTimeout seconds after the loss) on a machine of
-// any speed and load, without the CPU that more steps would cost. A step
-// then takes at least DURATION times the most micro-batches one physical
-// worker computes in turn (one on the fixed allocation, three for 8
-// logical workers on 3 physical). It changes no result, only the time; worker processes
-// started by `run --procs` and Slurm's tasks inherit it. Unset or empty: no
-// effect.
+// a lost node DOWN, SlurmdTimeout and a ping interval after the loss) on a
+// machine of any speed and load, without the CPU that more steps would
+// cost. A step then takes at least DURATION times the most micro-batches
+// one physical worker computes in turn (one on the fixed allocation, three
+// for 8 logical workers on 3 physical). It changes no result, only the
+// time; worker processes started by `run --procs` and Slurm's tasks
+// inherit it. Unset or empty: no effect.
 const FaultPaceEnv = "EASYSCALE_FAULT_PACE"
 
 // maxPace bounds FaultPaceEnv: a minute per micro-batch is far past any

@@ -14,7 +14,9 @@ import (
 // the unpaced run's, and a malformed or too long pace is refused before
 // training, naming the variable.
 func TestPacedRunTakesItsTimeAndKeepsItsDigest(t *testing.T) {
-	const steps, ests, pace = 2, 8, 100 * time.Millisecond
+	// 16 micro-batches of 250 ms: 4 s, far more than the run's start-up
+	// (under a second here), so a pace applied per step (0.5 s) fails
+	const steps, ests, pace = 2, 8, 250 * time.Millisecond
 	args := []string{"run", "--config", config(), "--steps", "2", "--no-eval", "--workers", "1", "--state", t.TempDir()}
 	plain := mustRun(t, args...)
 

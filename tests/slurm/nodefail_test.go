@@ -18,7 +18,9 @@ import (
 )
 
 // longMNIST writes examples/mnist/job.toml with epochs = n into a
-// temporary directory and returns its path.
+// temporary directory and returns its path. (The node-failure tests pass
+// "1" since their jobs are paced: a copy of the example, kept so that a
+// test can train longer without a new helper.)
 func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(lab.Root, "examples/mnist/job.toml"))
@@ -39,8 +41,8 @@ func longMNIST(t *testing.T, lab *slurmlab.Lab, n string) string {
 // paced is the environment entry that makes every micro-batch of a lab job
 // take at least d (trainer.FaultPaceEnv): a job of one epoch (234 steps)
 // then lasts long enough in time for what a test waits for (Slurm setting
-// a lost node DOWN, SlurmdTimeout after the loss) on a machine of any speed
-// and load, at the CPU of 234 steps. 8 logical workers on 3 nodes compute
+// a lost node DOWN, SlurmdTimeout and a ping interval after the loss) on a
+// machine of any speed and load, at the CPU of 234 steps. 8 logical workers on 3 nodes compute
 // 3 micro-batches in turn per step, on 2 nodes 4. The local fixed run
 // beside the job is not paced.
 func paced(d time.Duration) string { return "EASYSCALE_FAULT_PACE=" + d.String() }
