@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -178,8 +176,6 @@ func (s *slurmRun) nodeState(ctx context.Context, name string) string {
 	return ""
 }
 
-var slurmdTimeoutLine = regexp.MustCompile(`(?m)^SlurmdTimeout\s*=\s*(\d+) sec`)
-
 // slurmdTimeout reads SlurmdTimeout from `scontrol show config`: how long
 // slurmctld waits for a silent node before it sets it DOWN.
 func (s *slurmRun) slurmdTimeout(ctx context.Context) time.Duration {
@@ -187,13 +183,9 @@ func (s *slurmRun) slurmdTimeout(ctx context.Context) time.Duration {
 	if err != nil {
 		return defaultSlurmdTimeout
 	}
-	m := slurmdTimeoutLine.FindSubmatch(out)
-	if m == nil {
+	d, err := slurmcli.ParseSlurmdTimeout(out)
+	if err != nil {
 		return defaultSlurmdTimeout
 	}
-	n, err := strconv.Atoi(string(m[1]))
-	if err != nil || n <= 0 {
-		return defaultSlurmdTimeout
-	}
-	return time.Duration(n) * time.Second
+	return d
 }

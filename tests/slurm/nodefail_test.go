@@ -70,12 +70,11 @@ func downPace(t *testing.T, lab *slurmlab.Lab) time.Duration {
 	if err != nil {
 		t.Fatalf("scontrol show config: %v", err)
 	}
-	m := regexp.MustCompile(`(?m)^SlurmdTimeout\s*=\s*(\d+) sec`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("scontrol show config has no SlurmdTimeout line:\n%s", out)
+	timeout, err := slurmcli.ParseSlurmdTimeout(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sec, _ := strconv.Atoi(string(m[1]))
-	return (2*time.Duration(sec)*time.Second + 45*time.Second) / (214 * 4)
+	return (2*timeout + 45*time.Second) / (214 * 4)
 }
 
 // showJob reads the test's own job with `scontrol show job -o`, for what
