@@ -14,7 +14,9 @@ import (
 // next step's frames may arrive before the result, and are stashed. A
 // report error (wrapping errReporting) fails the all-reduce. Once it
 // fails, the frames that follow are left for the session's loop (the
-// redo's step message among them).
+// redo's step message among them). A Bye after this rank's report lets
+// the all-reduce finish before the session ends, since the ranks after
+// this one may still need the result it forwards.
 func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32, report func() error) error {
 	done := make(chan error, 1)
 	r := s.ring
@@ -57,6 +59,15 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				stopErr = fmt.Errorf("reading from the coordinator: %w", f.err)
 			case f.t == typeAbort:
 				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
+			case f.t == typeBye && reported:
+				// Released after its step was committed, which the
+				// coordinator does on the last rank's answer: the
+				// result may still be flowing through this rank to
+				// the next (P-1 → 0 → … → P-2), so closing the ring
+				// now would leave a neighbour without it. Finish the
+				// all-reduce, then leave.
+				stopErr, msgs = s.bye(f.b), nil
+				continue
 			case f.t == typeBye:
 				stopErr = s.bye(f.b)
 			case f.t == typeHeartbeat:

@@ -83,5 +83,7 @@
 // deadline across sessions), session.go (one admission: connection,
 // control frames, heartbeats, the message loop), admission.go (welcome,
 // data and model preparation, admission), step.go (one step: compute,
-// guesses, the commit and its early apply) and allreduce.go (the ring).
+// guesses, the commit and its early apply), ringconnect.go (building the
+// step's ring) and allreduce.go (the reduction on it); the last two serve
+// the coordinator's Abort and Bye while they wait on other ranks.
 package cluster

@@ -47,8 +47,12 @@ func connectCollective(ioTimeout time.Duration, secret auth.Secret, jobID string
 		for i, m := range members {
 			ms[i] = collective.Member{Rank: m.Rank, Addr: m.Addr}
 		}
-		return collective.Connect(ctx, rank, ms, tl, collective.Options{
+		r, err := collective.Connect(ctx, rank, ms, tl, collective.Options{
 			Timeout: ioTimeout, Epoch: uint64(epoch), Auth: &auth.Config{JobID: jobID, Secret: secret},
 		})
+		if err != nil {
+			return nil, err // not a ring holding a nil *collective.Ring
+		}
+		return r, nil
 	}
 }

@@ -98,9 +98,11 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 			s.ring = nil
 		}
 		t0 := time.Now()
-		r, err := s.o.connectRing(ctx, m.Rank, m.Ring, s.ln, m.RingID)
-		if err != nil {
-			return s.stepFailed(m, fmt.Errorf("connecting the ring: %w", err))
+		r, over, err := s.connect(ctx, m)
+		if over {
+			return err
+		} else if err != nil {
+			return s.stepFailed(m, err)
 		}
 		s.ring, s.ringID, s.ringSize = r, m.RingID, len(m.Ring)
 		connectMs = float64(time.Since(t0).Microseconds()) / 1000

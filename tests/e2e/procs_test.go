@@ -155,7 +155,7 @@ func TestSIGTERMLeavesWithoutRollback(t *testing.T) {
 		t.Fatalf("digest %s, fixed run %s", digest(got), ref)
 	}
 	if n := got.summary["redone_steps"].(float64); n != 0 {
-		t.Fatalf("%v steps were redone after SIGTERM\n%s", n, got.stderr)
+		t.Fatalf("%v steps were redone after SIGTERM\n%s\n%s", n, got.stderr, workerLogs(t, state))
 	}
 	for _, e := range ledger(t, state) {
 		if e.Redo || e.Redos > 0 {
@@ -192,6 +192,23 @@ func TestCoordinatorSIGKILLThenRerunResumes(t *testing.T) {
 	if rf := got.summary["resumed_from"].(float64); rf < 1 {
 		t.Fatalf("the rerun did not resume (resumed_from %v)", rf)
 	}
+}
+
+// workerLogs returns the --procs workers' logs of a run in state, each
+// under its file name, for a failure message.
+func workerLogs(t *testing.T, state string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(state, "workers", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Errorf("reading a worker log: %v", err)
+			continue
+		}
+		fmt.Fprintf(&b, "== %s\n%s", filepath.Base(f), body)
+	}
+	return b.String()
 }
 
 func freePort(t *testing.T) string {
