@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // allReduce runs the ring's all-reduce while serving the coordinator: an
-// Abort (another member was lost) or a Bye closes the ring, so a step
-// blocked on a dead or cut-off neighbour ends at once instead of after
-// the ring's I/O timeout. Any failure leaves the ring closed. When report
-// is not nil it is called once this rank's part is sent; after it, the
-// next step's frames may arrive before the result, and are stashed. A
-// report error (wrapping errReporting) fails the all-reduce. Once it
-// fails, the frames that follow are left for the session's loop (the
-// redo's step message among them). A Bye after this rank's report lets
-// the all-reduce finish before the session ends, since the ranks after
-// this one may still need the result it forwards.
+// Abort (another member was lost) closes the ring, so a step blocked on a
+// dead or cut-off neighbour ends at once instead of after the ring's I/O
+// timeout. Any failure leaves the ring closed. When report is not nil it
+// is called once this rank's part is sent; after it, the next step's
+// frames may arrive before the result, and are stashed. A report error
+// (wrapping errReporting) fails the all-reduce. Once it fails, the frames
+// that follow are left for the session's loop (the redo's step message
+// among them). A Bye closes the ring at once only before this rank's
+// report; after it (the coordinator committed the step on the last rank's
+// answer and released this one) the ranks after this one may still need
+// the result it forwards (P-1 → 0 → … → P-2), so the all-reduce may finish
+// first, for at most the I/O timeout (the transfer is all that is left),
+// and the session's quit still ends it at once.
 func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, first int, scale float32, report func() error) error {
 	done := make(chan error, 1)
 	r := s.ring
@@ -29,8 +33,13 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 	var stopErr error
 	quit, msgs := s.quit, s.msgs
 	reported := false
+	var released <-chan time.Time // the bound after a Bye; nil until then
 	for {
 		select {
+		case <-released:
+			released = nil
+			r.Close() // AllReduce returns promptly
+			continue
 		case <-sent:
 			reported = true
 			if err := report(); err != nil {
@@ -67,6 +76,7 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				// now would leave a neighbour without it. Finish the
 				// all-reduce, then leave.
 				stopErr, msgs = s.bye(f.b), nil
+				released = time.After(s.o.IOTimeout)
 				continue
 			case f.t == typeBye:
 				stopErr = s.bye(f.b)

@@ -45,7 +45,7 @@ func (g *gatedRing) Close() error {
 // coordinator's frames come from msgs (unbuffered, so a send returns once
 // the session took the frame).
 func frameSession(r ring) *session {
-	return &session{o: WorkerOptions{Logger: hclog.NewNullLogger()}, ring: r, reduced: make([]float32, 4),
+	return &session{o: WorkerOptions{Logger: hclog.NewNullLogger(), IOTimeout: time.Hour}, ring: r, reduced: make([]float32, 4),
 		msgs: make(chan frame), quit: make(chan struct{})}
 }
 
@@ -55,24 +55,36 @@ const waitLimit = 10 * time.Second // for events that must come
 // lost: the coordinator commits a step on the last rank's answer and
 // releases a leaving rank at that boundary, while the result may still be
 // flowing through the leaving rank to the next (P-1 → 0 → … → P-2). The
-// Bye must not close its ring until the all-reduce is done; an Abort still
+// Bye must not close its ring until the all-reduce is done, for at most
+// the I/O timeout, and the session's quit still ends it at once; an Abort
 // closes it at once (another member was lost).
 func TestReleasedRankFinishesTheAllReduceItReported(t *testing.T) {
 	bye := frame{t: typeBye, b: []byte(`{"reason":"left on request"}`)}
 	abort := frame{t: typeAbort, b: []byte(`{"step":7}`)}
+	const (
+		closesAtOnce = iota // the frame closes the ring
+		finishes            // the ring stays open; the result then arrives
+		quits               // the ring stays open; then the session must quit
+		timesOut            // the ring stays open; the result never arrives
+	)
 	for _, tc := range []struct {
-		name       string
-		f          frame
-		mustFinish bool  // the ring must stay open until the all-reduce returns
-		want       error // errors.Is the all-reduce's error
-		wantText   string
+		name     string
+		f        frame
+		then     int
+		want     error // errors.Is the all-reduce's error
+		wantText string
 	}{
-		{"a bye after the report", bye, true, ErrLeft, ""},
-		{"an abort after the report", abort, false, nil, "aborted by the coordinator"},
+		{"a bye after the report", bye, finishes, ErrLeft, ""},
+		{"a bye, then the session quits", bye, quits, ErrLeft, ""},
+		{"a bye, then no result within the I/O timeout", bye, timesOut, ErrLeft, ""},
+		{"an abort after the report", abort, closesAtOnce, nil, "aborted by the coordinator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGatedRing()
 			s := frameSession(g)
+			if tc.then == timesOut {
+				s.o.IOTimeout = 300 * time.Millisecond
+			}
 			reported := make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
@@ -88,7 +100,7 @@ func TestReleasedRankFinishesTheAllReduceItReported(t *testing.T) {
 			case <-time.After(waitLimit):
 				t.Fatal("the session did not take the coordinator's frame")
 			}
-			if tc.mustFinish {
+			if tc.then == finishes || tc.then == quits {
 				// The old code closed the ring as soon as it took the
 				// Bye; give it that chance before the result arrives.
 				select {
@@ -98,7 +110,13 @@ func TestReleasedRankFinishesTheAllReduceItReported(t *testing.T) {
 					t.Fatalf("the all-reduce ended (%v) before its result arrived", err)
 				case <-time.After(200 * time.Millisecond):
 				}
+			}
+			switch tc.then {
+			case finishes:
 				g.finish <- nil
+			case quits:
+				s.quitErr = ErrLeft
+				close(s.quit)
 			}
 			var err error
 			select {

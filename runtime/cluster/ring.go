@@ -29,7 +29,9 @@ type ringConnector func(ctx context.Context, rank int, members []ringMember, ln 
 // neighbours still compute their logical workers, which takes as long as a
 // step does, so the bound is long; a dead, cut-off or silent member is found
 // sooner by the coordinator's heartbeats, which close the ring on every
-// member (invalidateRing, Abort) so no all-reduce waits for this bound.
+// member (invalidateRing, Abort) so no all-reduce waits for this bound (a
+// released rank forwarding a committed step's result waits at most the I/O
+// timeout; allReduce).
 const RingStallTimeout = 10 * time.Minute
 
 // connectCollective returns a ringConnector over runtime/collective whose

@@ -4,7 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// useRing makes s.ring step m's ring: the current one when m names it,
+// else a new one built by connect (the old one closed first). connectMs is
+// how long building it took (0 when kept); over and err are connect's.
+func (s *session) useRing(ctx context.Context, m *stepMsg) (connectMs float64, over bool, err error) {
+	if m.RingID == s.ringID {
+		return 0, false, nil
+	}
+	if s.ring != nil {
+		s.ring.Close()
+		s.ring = nil
+	}
+	t0 := time.Now()
+	r, over, err := s.connect(ctx, m)
+	if over || err != nil {
+		return 0, over, err
+	}
+	s.ring, s.ringID, s.ringSize = r, m.RingID, len(m.Ring)
+	return float64(time.Since(t0).Microseconds()) / 1000, false, nil
+}
 
 // connect builds step m's all-reduce ring while serving the coordinator, as
 // allReduce does for the reduction itself: an Abort (another member was

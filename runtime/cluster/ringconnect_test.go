@@ -14,7 +14,8 @@ import (
 // ends the attempt at once on an Abort, a Bye, its quit or a lost
 // coordinator connection, instead of after the ring's connect timeout: a
 // CI run spent 30 s there after the coordinator had already aborted the
-// step. Frames after the one that ended it are left for the session's loop.
+// step (TestAnAbortWhileConnectingLeavesTheRedoForTheLoop checks what the
+// loop gets next).
 func TestConnectingTheRingServesTheCoordinator(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -100,11 +101,80 @@ func TestConnectingTheRingServesTheCoordinator(t *testing.T) {
 		case <-time.After(waitLimit):
 			t.Fatal("connect did not return the built ring")
 		}
-		// A frame after the ring is built is the step loop's, not connect's.
-		select {
-		case s.msgs <- frame{t: typeAbort}:
-			t.Fatal("connect took a frame after it returned")
-		default:
-		}
 	})
+}
+
+// TestAnAbortWhileConnectingLeavesTheRedoForTheLoop checks that connect takes
+// only the Abort that ends it: the redo's frames behind it (a second Abort
+// from failStep, then the redo's step message) reach the session's loop in
+// order.
+func TestAnAbortWhileConnectingLeavesTheRedoForTheLoop(t *testing.T) {
+	s := frameSession(nil)
+	s.msgs = make(chan frame, 3)
+	s.o.connectRing = func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	s.msgs <- frame{t: typeAbort, b: []byte(`{"step":3}`)}
+	s.msgs <- frame{t: typeAbort, b: []byte(`{"step":3}`)}
+	s.msgs <- frame{t: typeStep, b: []byte(`{"step":3}`)}
+	_, over, err := s.connect(context.Background(), &stepMsg{Step: 3, RingID: 9})
+	if over || err == nil || !strings.Contains(err.Error(), "aborted") {
+		t.Fatalf("connect: over %v, error %v; want the step's failure", over, err)
+	}
+	for _, want := range []frame{{t: typeAbort}, {t: typeStep}} {
+		f, err := s.next()
+		if err != nil || f.t != want.t {
+			t.Fatalf("the loop got %v (%v), want %v", f.t, err, want.t)
+		}
+	}
+}
+
+// TestUseRingKeepsOrReplacesTheRing drives the step's ring choice: the
+// current ring when the step names it, a new one otherwise (the old closed
+// first), and none after an Abort while connecting.
+func TestUseRingKeepsOrReplacesTheRing(t *testing.T) {
+	old, built := newGatedRing(), newGatedRing()
+	s := frameSession(old)
+	s.ringID, s.ringSize = 4, 2
+	calls := 0
+	block := false
+	s.o.connectRing = func(ctx context.Context, rank int, members []ringMember, ln net.Listener, epoch int64) (ring, error) {
+		calls++
+		if block {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return built, nil
+	}
+	if _, over, err := s.useRing(context.Background(), &stepMsg{Step: 1, RingID: 4}); over || err != nil || calls != 0 || s.ring != ring(old) {
+		t.Fatalf("same ring id: over %v, error %v, %d connects, ring %v; want the current ring kept", over, err, calls, s.ring)
+	}
+	m := &stepMsg{Step: 2, RingID: 5, Ring: make([]ringMember, 3)}
+	if _, over, err := s.useRing(context.Background(), m); over || err != nil || calls != 1 || s.ring != ring(built) || s.ringID != 5 || s.ringSize != 3 {
+		t.Fatalf("new ring id: over %v, error %v, %d connects, ring %v id %d size %d; want the built ring", over, err, calls, s.ring, s.ringID, s.ringSize)
+	}
+	select {
+	case <-old.closed:
+	default:
+		t.Fatal("the old ring was left open")
+	}
+	block = true
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := s.useRing(context.Background(), &stepMsg{Step: 3, RingID: 6})
+		done <- err
+	}()
+	s.msgs <- frame{t: typeAbort, b: []byte(`{"step":3}`)}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "aborted") {
+			t.Fatalf("error %v, want the abort", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("an Abort did not end the ring connection")
+	}
+	if s.ring != nil {
+		t.Fatal("the session holds a ring after a failed connection")
+	}
 }

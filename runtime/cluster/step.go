@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
@@ -91,21 +90,11 @@ func (s *session) step(ctx context.Context, m *stepMsg) error {
 	if m.TermSelf {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}
-	var connectMs float64
-	if m.RingID != s.ringID {
-		if s.ring != nil {
-			s.ring.Close()
-			s.ring = nil
-		}
-		t0 := time.Now()
-		r, over, err := s.connect(ctx, m)
-		if over {
-			return err
-		} else if err != nil {
-			return s.stepFailed(m, err)
-		}
-		s.ring, s.ringID, s.ringSize = r, m.RingID, len(m.Ring)
-		connectMs = float64(time.Since(t0).Microseconds()) / 1000
+	connectMs, over, err := s.useRing(ctx, m)
+	if over {
+		return err
+	} else if err != nil {
+		return s.stepFailed(m, err)
 	}
 	for len(s.grads) < len(ests) {
 		s.grads = append(s.grads, make([]float32, s.rep.NumParams()))

@@ -140,7 +140,9 @@ var ErrJobEnded = errors.New("the job has ended")
 // ctx ends, or the coordinator says goodbye or is gone, the step in
 // progress is abandoned at once too: the coordinator holds the
 // authoritative state, so nothing a worker computes is needed once it
-// leaves.
+// leaves. The one exception is a goodbye after the step was committed:
+// the result this worker still forwards to the next rank is passed on
+// first, for at most IOTimeout (session.allReduce).
 func RunWorker(ctx context.Context, o WorkerOptions) error {
 	o.defaults()
 	leaveReq, leaveNow, stop := watchLeaveSignals(o.LeaveGrace, o.Logger)
