@@ -60,7 +60,9 @@ type CoordinatorOptions struct {
 	// MinWorkers, when positive, lets Resize go on with the workers that
 	// joined within JoinTimeout when they are at least MinWorkers and
 	// fewer than asked (an elastic job's minimum: the others are admitted
-	// at step boundaries when they come). 0: Resize needs all it asks for.
+	// at step boundaries when they come). 0: Resize needs all it asks for,
+	// except with a Launcher when no launched worker is left on its way
+	// (see Resize): it then goes on with at least one.
 	MinWorkers int
 	// Launcher starts local worker processes for Resize; nil means
 	// workers join from outside (e.g. started by srun).
@@ -297,6 +299,9 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	go c.read(m)
 	go c.beat(m)
 	c.members = append(c.members, m)
+	if l := c.o.Launcher; l != nil {
+		l.Admitted(m.join.Host, m.join.PID)
+	}
 	c.invalidateRing()
 	c.log.Info("admitted", "rank", len(c.members)-1, "node", m.join.Host, "pid", m.join.PID, "step", step,
 		"join_ms", float64(time.Since(t0).Microseconds())/1000, "state_bytes", 4*len(state))
@@ -407,6 +412,7 @@ func (c *Coordinator) removeGone(step int64) bool {
 		case m.dead.Load() && m.leaving.Load():
 			c.log.Info("released a worker that left before the step boundary (its leave grace passed)", "rank", rank, "pid", m.join.PID, "node", m.join.Host, "step", step)
 			m.p.c.Close()
+			c.released(m)
 			changed = true
 		case m.dead.Load():
 			c.log.Warn("removing a lost worker", "rank", rank, "pid", m.join.PID, "node", m.join.Host)
@@ -416,6 +422,7 @@ func (c *Coordinator) removeGone(step int64) bool {
 			if err := m.p.send(typeBye, byeMsg{Reason: "left on request"}, 0, nil); err != nil {
 				c.log.Warn("saying goodbye", "pid", m.join.PID, "error", err)
 			}
+			c.released(m)
 			c.log.Info("released a worker", "rank", rank, "pid", m.join.PID, "step", step)
 			changed = true
 		default:
@@ -430,9 +437,15 @@ func (c *Coordinator) removeGone(step int64) bool {
 }
 
 // Resize implements trainer.Executor: it launches or releases local
-// worker processes until n are admitted, or until ctx ends. When
-// JoinTimeout passes first it fails, unless at least MinWorkers (when
-// set) were admitted: it then goes on with those.
+// worker processes until n are admitted, or until ctx ends. Joiners are
+// admitted as they come, for at most JoinTimeout. With a local launcher it
+// stops waiting as soon as no worker is left on its way (a launched
+// process that exited before admission is started again, a bounded number
+// of times, so this is when those tries are spent too) and goes on with
+// the members it has when they are at least max(1, MinWorkers). When
+// JoinTimeout passes first it fails, unless at least MinWorkers (when set)
+// were admitted: it then goes on with those. Members that ask to leave
+// meanwhile count until the step boundary that releases them.
 func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
 		return err
@@ -442,37 +455,38 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 		if err := last.p.send(typeBye, byeMsg{Reason: "allocation shrank"}, 0, nil); err != nil {
 			c.log.Warn("releasing a worker", "pid", last.join.PID, "error", err)
 		}
+		c.released(last)
 		c.members = c.members[:len(c.members)-1]
 		c.invalidateRing()
 	}
 	if len(c.members) < n && c.o.Launcher != nil {
-		if err := c.o.Launcher.Start(n-len(c.members)-len(c.joiners), c.Addr(), c.TokenPath(), n); err != nil {
+		coming, _ := c.onTheWay()
+		if err := c.o.Launcher.Start(n-len(c.members)-coming, c.Addr(), c.TokenPath(), n); err != nil {
 			return err
 		}
 	}
-	deadline := time.After(c.o.JoinTimeout)
-	for len(c.members) < n {
-		select {
-		case m := <-c.joiners:
-			if err := c.admit(m, src, -1); err != nil {
-				c.log.Warn("admission failed", "error", err)
-			}
-		case <-deadline:
-			if c.o.MinWorkers > 0 && len(c.members) >= c.o.MinWorkers {
-				c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
-					"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
-				return nil
-			}
-			if c.o.MinWorkers > 0 {
-				return fmt.Errorf("only %d of %d workers joined within %v, fewer than the job's minimum of %d", len(c.members), n, c.o.JoinTimeout, c.o.MinWorkers)
-			}
-			return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
-		case <-ctx.Done():
-			c.abandoned = true
-			return fmt.Errorf("waiting for %d of %d workers to join: %w", n-len(c.members), n, ctx.Err())
-		}
+	outcome, err := c.waitForJoiners(ctx, n, src, -1)
+	if err != nil {
+		return fmt.Errorf("waiting for %d of %d workers to join: %w", n-len(c.members), n, err)
 	}
-	return nil
+	least := max(1, c.o.MinWorkers)
+	switch {
+	case outcome == joinedAll:
+		return nil
+	case outcome == noneComing && len(c.members) >= least:
+		c.log.Warn("starting on the workers that joined: no other worker is on its way (the launched ones that exited before admission were started again as often as allowed)",
+			"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers)
+		return nil
+	case outcome == noneComing:
+		return fmt.Errorf("only %d of %d workers joined, fewer than the job's minimum of %d, and none is on its way (the launched ones exited before admission; worker logs in %s)", len(c.members), n, least, c.o.Launcher.LogDir)
+	case c.o.MinWorkers > 0 && len(c.members) >= c.o.MinWorkers:
+		c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
+			"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
+		return nil
+	case c.o.MinWorkers > 0:
+		return fmt.Errorf("only %d of %d workers joined within %v, fewer than the job's minimum of %d", len(c.members), n, c.o.JoinTimeout, c.o.MinWorkers)
+	}
+	return fmt.Errorf("only %d of %d workers joined within %v", len(c.members), n, c.o.JoinTimeout)
 }
 
 // Step implements trainer.Executor. It sends each member its share of the
@@ -789,7 +803,9 @@ func (c *Coordinator) Commit(step int64, _ []float32, lr float32) error {
 }
 
 // Close implements trainer.Executor: it releases every worker and stops
-// listening.
+// listening. The launched processes it released get up to 5 s to exit;
+// those that were not members (a joiner never admitted, a worker still
+// rejoining) hold nothing and are killed at once (ProcLauncher.Wait).
 // After an abandoned step it waits for nothing: the workers are told
 // goodbye (they leave as soon as they read it) and the processes it
 // launched are killed, since they hold no state the checkpoint lacks.
@@ -800,6 +816,7 @@ func (c *Coordinator) Close() error {
 	}
 	for _, m := range c.members {
 		m.p.send(typeBye, byeMsg{Reason: reason}, 0, nil)
+		c.released(m)
 	}
 	for _, m := range c.members {
 		if !c.abandoned {

@@ -78,6 +78,15 @@
 // them: the first 5 a minute one line each, the rest in one summary line
 // at the minute's end (refusals.go).
 //
+// Local worker processes (`run --procs`, ProcLauncher): one that exits
+// before it is admitted (killed while it joins) is started again, a
+// bounded number of times (relaunch.go), so a grow does not wait out its
+// join timeout for it; and the coordinator knows which processes of the
+// job may still join. When the last member leaves while another worker
+// process rejoins (a rank downstream of one killed while it forwarded the
+// result misses the result and rejoins), the trainer waits for it instead
+// of stopping with trainer.ErrNoWorkers (joinwait.go, AwaitWorkers).
+//
 // A worker's side is one state machine per file: worker.go (RunWorker: the
 // process's sessions until it leaves or gives up), rejoin.go (the join
 // deadline across sessions), session.go (one admission: connection,

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The launcher's view of its processes as the coordinator reports them:
+// admitted (Admitted), released (Released), and what is left on its way
+// (OnTheWay). A process that exits before it was ever admitted is started
+// again in its slot (relaunch), at most MaxRelaunches times.
+
+// relaunch starts p's slot again when p exited (with err from its Wait)
+// before the coordinator ever admitted or released it and the slot has
+// tries left. l.mu is held.
+func (l *ProcLauncher) relaunch(p *launched, err error) {
+	if p.admitted || p.released || l.stopping {
+		return
+	}
+	limit := l.MaxRelaunches
+	if limit == 0 {
+		limit = DefaultMaxRelaunches
+	}
+	status := "exit 0"
+	if err != nil {
+		status = err.Error()
+	}
+	log := l.logger().With("worker", p.slot, "pid", p.cmd.Process.Pid, "status", status)
+	if p.tries >= limit {
+		log.Warn("a worker process exited before it was admitted; not starting it again", "relaunches", p.tries, "max_relaunches", max(0, limit))
+		return
+	}
+	log.Warn("a worker process exited before it was admitted; starting it again", "relaunch", p.tries+1, "max_relaunches", limit)
+	if err := l.spawn(p.slot, p.tries+1); err != nil {
+		log.Error("starting a worker again", "error", err)
+	}
+}
+
+func (l *ProcLauncher) logger() hclog.Logger {
+	if l.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return l.Logger
+}
+
+// notify wakes the waiters on Changed. l.mu is held.
+func (l *ProcLauncher) notify() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// find returns the running process pid of this machine (host is a joiner's
+// hostname), or nil. l.mu is held.
+func (l *ProcLauncher) find(host string, pid int) *launched {
+	if hn, _ := os.Hostname(); host != hn {
+		return nil
+	}
+	for _, p := range l.procs {
+		if !p.exited && p.cmd.Process.Pid == pid {
+			return p
+		}
+	}
+	return nil
+}
+
+// Admitted records that the coordinator admitted the worker process pid of
+// host: it is no longer started again when it exits.
+func (l *ProcLauncher) Admitted(host string, pid int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.find(host, pid); p != nil {
+		p.admitted = true
+	}
+}
+
+// Released records that the coordinator said goodbye to the worker process
+// pid of host (it left on request, or the allocation shrank): it exits on
+// its own, is not on its way, and is not started again.
+func (l *ProcLauncher) Released(host string, pid int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.find(host, pid); p != nil {
+		p.released = true
+		l.notify()
+	}
+}
+
+// OnTheWay returns how many launched processes are running, not released
+// and not members (member reports whether a process id of this machine is
+// an admitted member): joiners not admitted yet, and admitted workers that
+// lost their session and are rejoining (one that missed a step's result).
+// changed is closed at the next change of that count's inputs on the
+// launcher's side (a process exited, was started again or released).
+func (l *ProcLauncher) OnTheWay(member func(pid int) bool) (n int, changed <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.procs {
+		if !p.exited && !p.released && !member(p.cmd.Process.Pid) {
+			n++
+		}
+	}
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return n, l.changed
+}
