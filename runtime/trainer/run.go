@@ -270,8 +270,13 @@ func (j *job) abandon(cause error) error {
 }
 
 // saveOnNoWorkers checkpoints the last completed step when every physical
-// worker is gone (all left or were lost), so a rerun resumes there.
+// worker is gone (all left or were lost, and none was on its way: see
+// job.workers), so a rerun resumes there. An error wrapping ctx's own
+// (SIGTERM while waiting for workers) is an interruption.
 func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return j.interrupted(cerr)
+	}
 	if !errors.Is(err, ErrNoWorkers) {
 		return err
 	}
@@ -318,7 +323,11 @@ func (j *job) runStep(ctx context.Context) error {
 		j.redone++
 		j.stepRedos++
 		j.log.Warn("workers lost; redoing the step on the survivors", "step", step, "lost", fmt.Sprint(lost.Ranks), "error", lost.Err)
-		if err := j.replan(j.eng.Workers(), nil, "lost workers"); err != nil {
+		workers, err := j.workers(ctx)
+		if err != nil {
+			return err
+		}
+		if err := j.replan(workers, nil, "lost workers"); err != nil {
 			return err
 		}
 	}
@@ -343,10 +352,14 @@ func (j *job) boundary(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("step boundary %d: %w", j.step, err)
 	}
-	if !changed && len(j.plan) == j.eng.Workers() {
+	workers, err := j.workers(ctx)
+	if err != nil {
+		return err
+	}
+	if !changed && len(j.plan) == workers {
 		return nil
 	}
-	return j.replan(j.eng.Workers(), j.alloc.Speeds, "membership")
+	return j.replan(workers, j.alloc.Speeds, "membership")
 }
 
 // reallocate applies alloc if it differs from the current allocation:
