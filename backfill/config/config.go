@@ -301,12 +301,28 @@ type Admit struct {
 	// before it: jobs with more time left than the queued job's limit,
 	// longest first.
 	Rule string `toml:"rule"`
+	// Horizon says how rule "objective" counts a donor's end against the
+	// horizon (the latest end of the running jobs, the queued job's own
+	// end by waiting, the drain bound) [admit.horizon], default
+	// "returned": the donor gets its nodes back when the queued job's run
+	// ends (planner.BorrowLoss, the loss the admission is weighed by).
+	// "kept" counts it as if it ran to its end on the smaller allocation
+	// (planner.ShrinkLoss), the rule before 5 December 2026: fewer
+	// admissions, a longer mean JCT, a makespan guard that holds even when
+	// the pool's queue takes the lent nodes for good (BENCHMARKS.md, E51).
+	Horizon string `toml:"horizon"`
 }
 
 // The admit.rule values.
 const (
 	AdmitObjective   = "objective"
 	AdmitLongestLeft = "longest-left"
+)
+
+// The admit.horizon values.
+const (
+	AdmitHorizonReturned = "returned"
+	AdmitHorizonKept     = "kept"
 )
 
 // StartSmall configures start-small: a queued job (any, in queue order,
@@ -585,6 +601,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.Log.Level, "info", "log", "level")
 	str(&c.StartSmall.Rule, planner.StartSmallEndsEarlier.String(), "start_small", "rule")
 	str(&c.Admit.Rule, AdmitObjective, "admit", "rule")
+	str(&c.Admit.Horizon, AdmitHorizonReturned, "admit", "horizon")
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}
@@ -678,6 +695,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
 		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)
+	}
+	if h := c.Admit.Horizon; h != AdmitHorizonReturned && h != AdmitHorizonKept {
+		bad("admit.horizon", h, "must be %q or %q", AdmitHorizonReturned, AdmitHorizonKept)
 	}
 	c.validateRetry(bad)
 	if _, err := planner.ParseStartSmallRule(c.StartSmall.Rule); err != nil {

@@ -174,12 +174,16 @@ func TestShrinkToAdmit(t *testing.T) {
 				// cost job 10 about 14 min, and the queued job waits 5.
 				td.fake.set(func() { td.fake.jobs[1].start = td.now.Add(5 * time.Minute) })
 			}},
-		{name: "under the objective the job that ends last is not made to end later still",
-			toml: on, comment: "es-req min=1 max=3 lw=8 d1",
+		{name: "under the objective with admit.horizon kept the job that ends last is not made to end later still",
+			toml: on + "horizon = \"kept\"\n", comment: "es-req min=1 max=3 lw=8 d1",
 			setup: func(t *testing.T, td *testDaemon) {
-				// On 1 node job 10 ends 53 min later, after the queued job's end
-				// by waiting (90 min) and no other job runs longer.
+				// On 1 node job 10 would end 53 min later, after the queued job's
+				// end by waiting (90 min) and no other job runs longer.
 			}},
+		{name: "by default (admit.horizon returned) it lends a node: with it back after the queued job's 30 min it ends within that horizon",
+			toml: on, comment: "es-req min=1 max=3 lw=8 d1",
+			// 15 min later: its limit covers 60 min on 1 node plus 10 %
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "the longest-left rule: a job whose time left is less than the queued job's work is not shrunk",
 			toml: on + "rule = \"longest-left\"\n", comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -171,7 +171,10 @@
 //     running and pending jobs (drain.go, planner.Drain; a pending job
 //     counts only when Slurm may start it now and only managed nodes can
 //     run it: a held job queued for free must not loosen it), so the makespan
-//     does not grow; and the admission
+//     does not grow (a donor's end counted with its nodes back when the
+//     queued job's time limit is up, admit.horizon "returned", the
+//     default; "kept" counts it as if it ran to its end on fewer nodes,
+//     planner.ShrinkLoss); and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
 //     the queued job holds its nodes (at most its time limit), by

@@ -183,13 +183,15 @@ type Donor struct {
 	// TimeLeft is its remaining run time at its current GPUs, in seconds.
 	TimeLeft float64
 	// Loss, when set, is how much later (seconds) the donor finishes if it
-	// gives up gpus of its own GPUs now, the cost of its restart included
-	// ([ShrinkLoss]); it switches Admit to the objective rule (see
+	// gives up gpus of its own GPUs now, the cost of its restarts included
+	// (the daemon and the simulator: [BorrowLoss], the GPUs back when the
+	// queued job's run ends); it switches Admit to the objective rule (see
 	// [Cluster.Admit]). nil: the longest-time-left rule.
 	Loss func(gpus int) float64
 	// Delay, when set, is how much later (seconds) the donor ends if it
-	// never gets those GPUs back ([ShrinkLoss]), what AdmitRequest.Horizon
-	// bounds; nil: Loss.
+	// never gets those GPUs back ([ShrinkLoss]; admit.horizon "kept"),
+	// what AdmitRequest.Horizon bounds; nil: Loss bounds it (admit.horizon
+	// "returned", the default since BENCHMARKS.md E51).
 	Delay func(gpus int) float64
 }
 

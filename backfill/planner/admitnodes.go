@@ -130,6 +130,11 @@ type NodeObjective struct {
 	// and pending jobs ([Drain], drain_horizon); nil: no such bound (a
 	// recording made before it existed has none).
 	Drain *Drain `json:",omitempty"`
+	// HorizonKept, when set (admit.horizon "kept"), counts a donor's end
+	// against the horizon as if it never got its nodes back (its Delay,
+	// [ShrinkLoss]); unset (the default, "returned"), as if it gets them
+	// back when the queued job's run ends (its Loss, [BorrowLoss]).
+	HorizonKept bool `json:",omitempty"`
 }
 
 // JobLeft is a running job's owner ("": unknown) and its time left.
@@ -349,7 +354,11 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		horizon = max(o.Horizon, HorizonFor(q.User, running)).Seconds()
 		horizon = max(horizon, o.Drain.Bound(q.User))
 		for i, c := range cands {
-			donors[i].Loss, donors[i].Delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
+			var delay func(int) float64
+			donors[i].Loss, delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
+			if o.HorizonKept {
+				donors[i].Delay = delay
+			}
 		}
 	}
 	rule := FitRule{}

@@ -177,6 +177,19 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 				Nodes: []NodeGPUs{{Node: "n3", GPUs: 4}}, MinNodes: 1, OrigNodes: 1, Elapsed: time.Minute, TimeLeft: 10 * time.Hour, Limit: 10 * time.Hour})
 			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
 		}, false, "end after the longest"},
+		// admit.horizon: the donor gets its node back after the queued
+		// job's 30 min (BorrowLoss: it ends about 15 min later) or, "kept",
+		// runs its last hour on one node (ShrinkLoss: about 53 min later);
+		// the queued job, waiting an hour, would end 90 min from now
+		{"a donor that gets its node back when the queued job ends stays within the horizon", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+		}, true, ""},
+		{"counted as never getting it back (admit.horizon kept), it would not", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.HorizonKept = true
+		}, false, "end after the longest"},
 		// drain_horizon: other users' work the cluster has to run anyway
 		// (here 10 h on a capacity of 1 reference GPU) ends after the
 		// donor would: it does not set the makespan and may yield

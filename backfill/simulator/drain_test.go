@@ -13,12 +13,15 @@ import "testing"
 // A's, C's and E's work before A's later end anyway, so A lends B four
 // GPUs: B ends about 10,000 s sooner, A about 600 s later, and the
 // makespan, E's end, does not move. When the queued work is B's own
-// user's (E is bob's), the bound does not widen and B waits.
+// user's (E is bob's), the bound does not widen and B waits. A's end is
+// counted as if it never got its GPUs back (admit.horizon "kept"): counted
+// as returned after B's run, A yields without the drain bound too
+// (TestTheAdmitHorizonCountsTheDonorsNodesAsReturned).
 func TestDrainHorizonLetsTheLongestJobYieldWhenOthersWorkOutlastsIt(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,vc,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, drain bool) (map[string]JobRecord, Result) {
 		cfg := twoTypes(8, 8, 8, 1.0/3)
-		cfg.DrainHorizon = drain
+		cfg.DrainHorizon, cfg.AdmitHorizonKept = drain, true
 		return runTable(t, head+csv, cfg)
 	}
 	jobs := func(erin string) string {

@@ -86,6 +86,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a long-running d2 job onto idle GPUs of a faster type that no queued job may use when that ends it at least 10 % sooner after --move-cost, as easyscale-backfilld does by default (move_to_faster); =false: never")
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
+	admitHorizon := fs.String("admit-horizon", daemon.Admit.Horizon, "elastic policies with --objective: how shrink-to-admit counts a donor's end against the horizon: returned (it gets its GPUs back when the admitted job's run ends) or kept (it runs to its end on the smaller allocation, the rule before 5 December 2026); easyscale-backfilld: [admit] horizon, default returned")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
@@ -129,6 +130,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.KeepOffPinned = *keepOff
 	cfg.MoveToFaster = *move
 	cfg.DrainHorizon = *drain
+	switch *admitHorizon {
+	case config.AdmitHorizonReturned, config.AdmitHorizonKept:
+		cfg.AdmitHorizonKept = *admitHorizon == config.AdmitHorizonKept
+	default:
+		return badFlags(fmt.Errorf("--admit-horizon %q: use %q or %q", *admitHorizon, config.AdmitHorizonReturned, config.AdmitHorizonKept))
+	}
 	if !(*moveCost >= 0 && *moveCost <= 86400) {
 		return badFlags(fmt.Errorf("--move-cost %v: use 0 to 86400 seconds, e.g. %.0f", *moveCost, planner.DefaultMoveCost))
 	}

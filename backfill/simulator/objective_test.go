@@ -251,8 +251,8 @@ func TestAQueuedJobIsAdmittedBelowItsRequest(t *testing.T) {
 // default configuration runs (config.Default(): admit.rule objective,
 // start_small.rule ends-earlier, rescale_cost 30 s, admit.max_loss 0.5,
 // shed_slow_nodes, keep_off_pinned, move_to_faster with move_cost 150 s,
-// drain_horizon),
-// and --objective=false the rules before issue 17.
+// drain_horizon, admit.horizon returned), --objective=false the rules
+// before issue 17 and --admit-horizon kept admit.horizon = "kept".
 func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	rows := "A,0,10000,4,,,1,4,4,4,d1\nB,1,1000,4,,,1,4,4,4,d1\nC,2,100,3,,,1,3,1,3,d1\nD,3,3000,2,,,1,2,1,2,d2\n"
 	path := filepath.Join(t.TempDir(), "trace.csv")
@@ -266,16 +266,20 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
 		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
 		d.ShedSlowNodes != daemon.ShedSlowNodes || d.WeighCriticalDelay != daemon.WeighCriticalDelay || d.KeepOffPinned != daemon.KeepOffPinned ||
-		d.MoveToFaster != daemon.MoveToFaster || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon {
+		d.MoveToFaster != daemon.MoveToFaster || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon ||
+		d.AdmitHorizonKept != daemon.AdmitHorizonKept {
 		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
 	}
 	legacy := daemon
 	legacy.Objective = false
+	kept := daemon
+	kept.AdmitHorizonKept = true
 	for _, tc := range []struct {
 		name  string
 		flags []string
 		cfg   Config
-	}{{"defaults", nil, daemon}, {"--objective=false", []string{"--objective=false"}, legacy}} {
+	}{{"defaults", nil, daemon}, {"--objective=false", []string{"--objective=false"}, legacy},
+		{"--admit-horizon kept", []string{"--admit-horizon", "kept"}, kept}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append([]string{"--trace", path, "--gpus", "v100:6", "--gpus-per-node", "6", "--policy", "elastic", "--json", "-"}, tc.flags...)

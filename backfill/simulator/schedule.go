@@ -430,7 +430,11 @@ func (s *sim) buildDonors(objective bool) {
 		dn := planner.Donor{Base: d.base, Min: keep, TimeLeft: d.rem / d.rate}
 		if objective {
 			dn.TimeLeft = s.timeLeft(d)
-			dn.Loss, dn.Delay = s.donorLoss(d)
+			var delay func(int) float64
+			dn.Loss, delay = s.donorLoss(d)
+			if s.cfg.AdmitHorizonKept {
+				dn.Delay = delay
+			}
 		}
 		s.donors = append(s.donors, dn)
 		s.donorRuns = append(s.donorRuns, d)

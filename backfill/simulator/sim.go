@@ -26,14 +26,15 @@ func DefaultLimits() planner.Limits { return config.Default().PlannerLimits() }
 // default configuration (config.Default()), what easyscale-simulate
 // --policy elastic runs without other flags: shrink-to-admit on, by the
 // one objective when admit.rule is "objective", start_small.rule,
-// rescale_cost, admit.max_loss and shed_slow_nodes. The caller sets the
+// rescale_cost, admit.max_loss, admit.horizon and shed_slow_nodes. The caller sets the
 // cluster.
 func DaemonDefaults() Config {
 	d := config.Default()
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
 		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
-		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon}
+		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon,
+		AdmitHorizonKept: d.Admit.Horizon == config.AdmitHorizonKept}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -169,6 +170,12 @@ type Config struct {
 	// to run the work of the running and queued jobs of other users
 	// (planner.Drain), as the daemon's drain_horizon does.
 	DrainHorizon bool
+	// AdmitHorizonKept, with Objective, counts a donor's end against the
+	// horizon as if it never got its GPUs back (planner.ShrinkLoss), as the
+	// daemon's admit.horizon = "kept" does; false (the default,
+	// "returned"): as if it gets them back when the admitted job's run
+	// ends (planner.BorrowLoss).
+	AdmitHorizonKept bool
 	// NodeWeights is how the site weights its nodes for Slurm's node
 	// selection, by GPU speed (every policy; zero value: faster types
 	// first).

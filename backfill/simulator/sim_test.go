@@ -264,6 +264,7 @@ func TestMainCLI(t *testing.T) {
 		{"an unknown flag is named and the usage printed", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate\n\nUsage: easyscale-simulate --trace FILE"},
 		{"a non-numeric --gpus-per-node is named", []string{"--gpus-per-node", "x"}, 2, "--gpus-per-node"},
 		{"an unknown --start-small rule lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--start-small", "always"}, 2, "--start-small: unknown start-small rule \"always\": use off, before-reservation or ends-earlier"},
+		{"an unknown --admit-horizon lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-horizon", "never"}, 2, "--admit-horizon \"never\": use \"returned\" or \"kept\""},
 		{"a stray argument is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "extra"}, 2, "unexpected argument \"extra\""},
 		{"a missing --policy is called required", []string{"--trace", tr, "--gpus", "v100:8", "--json", "-"}, 2, "--policy is required"},
 		{"a GPU count past int64 is refused with the limit", []string{"--trace", tr, "--gpus", "v100:90000000000000000000", "--policy", "rigid", "--json", "-"}, 2, "--gpus: \"v100:90000000000000000000\": at most 1000000 GPUs per type"},
