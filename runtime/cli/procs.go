@@ -44,7 +44,7 @@ func newCoordinator(spec *jobspec.Spec, files data.Manifest, state *string, list
 	}
 	var launcher *cluster.ProcLauncher
 	if launch {
-		launcher = &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads, BindCores: bind, Logger: log.Named("launcher")}
+		launcher = &cluster.ProcLauncher{Command: self, LogDir: filepath.Join(*state, "workers"), Cores: threads, BindCores: bind, Logger: log.Named("launcher").With("job_id", spec.ShortID())}
 		if spec.Data.Dir != "" {
 			launcher.ExtraArgs = []string{"--data-dir", spec.Data.Dir}
 		}

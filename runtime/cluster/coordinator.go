@@ -474,7 +474,7 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 	case outcome == joinedAll:
 		return nil
 	case outcome == noneComing && len(c.members) >= least:
-		c.log.Warn("starting on the workers that joined: no other worker is on its way (the launched ones that exited before admission were started again as often as allowed)",
+		c.log.Warn("starting on the workers that joined: no other worker is on its way (the launched ones that exited before admission left on request or were started again as often as allowed)",
 			"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers)
 		return nil
 	case outcome == noneComing:

@@ -81,7 +81,7 @@
 // Local worker processes (`run --procs`, ProcLauncher): one that exits
 // before it is admitted (killed while it joins) is started again, a
 // bounded number of times (relaunch.go), so a grow does not wait out its
-// join timeout for it; and the coordinator knows which processes of the
+// join timeout for it, unless it left on request (a SIGTERM means leave); and the coordinator knows which processes of the
 // job may still join. When the last member leaves while another worker
 // process rejoins (a rank downstream of one killed while it forwarded the
 // result misses the result and rejoins), the trainer waits for it instead

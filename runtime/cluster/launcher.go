@@ -25,7 +25,8 @@ const DefaultMaxRelaunches = 3
 // A process that exits before the coordinator admitted it (killed while it
 // loaded its data or waited for a step boundary) is started again in its
 // slot, at most MaxRelaunches times, so a grow does not wait its whole join
-// timeout for a worker that will never come (relaunch.go). The coordinator
+// timeout for a worker that will never come (relaunch.go); one that left on
+// request (SIGTERM, SIGINT, SIGHUP, or exit 0) is not. The coordinator
 // reports admissions (Admitted) and releases (Released); OnTheWay counts
 // the processes that may still join.
 type ProcLauncher struct {

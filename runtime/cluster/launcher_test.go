@@ -139,6 +139,47 @@ func TestResizeStartsAgainAWorkerThatExitsBeforeAdmission(t *testing.T) {
 	}
 }
 
+// TestResizeDoesNotStartAgainAWorkerThatLeft: a launched process that
+// leaves before admission on request (a user's SIGTERM: the worker exits 0,
+// or dies of the signal before it handles it) is not started again; the
+// grow goes on with the workers that joined.
+func TestResizeDoesNotStartAgainAWorkerThatLeft(t *testing.T) {
+	const joinTimeout = 40 * time.Second
+	for _, tc := range []struct {
+		name string
+		plan string
+		sig  syscall.Signal // sent to slot 1's first process; 0: none
+	}{
+		{"it exits 0 (left on SIGTERM)", "leave", 0},
+		{"SIGTERM kills it", "hang", syscall.SIGTERM},
+		{"SIGINT kills it (Ctrl-C)", "hang", syscall.SIGINT},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lt := newLaunchTest(t, map[int]string{1: tc.plan}, joinTimeout, nil)
+			done := make(chan error, 1)
+			t0 := time.Now()
+			go func() { done <- lt.c.Resize(context.Background(), 2, lt.src) }()
+			if tc.sig != 0 {
+				if err := syscall.Kill(lt.pid(t, 1, 0), tc.sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("Resize(2) after %v: %v\n%s", time.Since(t0), err, lt.logs)
+			}
+			if took := time.Since(t0); took >= joinTimeout {
+				t.Fatalf("Resize(2) took the whole join timeout (%v)", took)
+			}
+			if n := lt.starts(1); n != 1 {
+				t.Fatalf("slot 1 was started %d times; a worker that left must not be started again\n%s", n, lt.logs)
+			}
+			if got := lt.c.Workers(); got != 1 {
+				t.Fatalf("%d members after Resize(2), want 1\n%s", got, lt.logs)
+			}
+		})
+	}
+}
+
 // TestAwaitWorkersWaitsOnlyForWorkersOnTheirWay: with no member left, the
 // coordinator waits for a worker process of the job that is still running
 // and not admitted (a joiner, or a worker rejoining after it missed a

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"os"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -12,8 +13,8 @@ import (
 // again in its slot (relaunch), at most MaxRelaunches times.
 
 // relaunch starts p's slot again when p exited (with err from its Wait)
-// before the coordinator ever admitted or released it and the slot has
-// tries left. l.mu is held.
+// before the coordinator ever admitted or released it, did not leave on
+// request (leftOnRequest), and the slot has tries left. l.mu is held.
 func (l *ProcLauncher) relaunch(p *launched, err error) {
 	if p.admitted || p.released || l.stopping {
 		return
@@ -27,6 +28,10 @@ func (l *ProcLauncher) relaunch(p *launched, err error) {
 		status = err.Error()
 	}
 	log := l.logger().With("worker", p.slot, "pid", p.cmd.Process.Pid, "status", status)
+	if leftOnRequest(p.cmd.ProcessState) {
+		log.Info("a worker process left before it was admitted (SIGTERM, SIGINT or SIGHUP, or it exited 0); not starting it again")
+		return
+	}
 	if p.tries >= limit {
 		log.Warn("a worker process exited before it was admitted; not starting it again", "relaunches", p.tries, "max_relaunches", max(0, limit))
 		return
@@ -35,6 +40,32 @@ func (l *ProcLauncher) relaunch(p *launched, err error) {
 	if err := l.spawn(p.slot, p.tries+1); err != nil {
 		log.Error("starting a worker again", "error", err)
 	}
+}
+
+// leftOnRequest reports whether a worker process that ended with state ps
+// was asked to stop rather than lost: it exited 0 (a worker that got
+// SIGTERM while it joined leaves and exits 0, as does one that learnt the
+// job ended), or a signal asking it to stop (SIGTERM, SIGINT, SIGHUP)
+// killed it before it handled them. Such a worker is not started again: a
+// user's SIGTERM to a joining worker means "leave", and a Ctrl-C reaches
+// every process of the terminal's group. SIGKILL (the OOM killer, kill -9)
+// and other failures are losses.
+func leftOnRequest(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return ps.Success()
+	}
+	if ws.Signaled() {
+		switch ws.Signal() {
+		case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP:
+			return true
+		}
+		return false
+	}
+	return ws.Exited() && ws.ExitStatus() == 0
 }
 
 func (l *ProcLauncher) logger() hclog.Logger {
