@@ -104,12 +104,22 @@ func (c *Coordinator) AwaitWorkers(ctx context.Context, src *trainer.Replica, st
 	t0 := time.Now()
 	c.log.Info("no member left; waiting for the workers on their way", "step", step, "on_the_way", max(coming, len(c.joiners)),
 		"join_timeout", c.o.JoinTimeout.String())
-	if _, err := c.waitForJoiners(ctx, 1, src, step); err != nil {
+	outcome, err := c.waitForJoiners(ctx, 1, src, step)
+	if err != nil {
 		return 0, fmt.Errorf("waiting for the workers on their way at step %d: %w", step, err)
 	}
 	if _, err := c.Boundary(src, step); err != nil {
 		return len(c.members), err
 	}
-	c.log.Info("waited for workers", "step", step, "world_size", len(c.members), "wait_ms", float64(time.Since(t0).Microseconds())/1000)
+	waited := float64(time.Since(t0).Microseconds()) / 1000
+	if len(c.members) == 0 {
+		why := "every worker on its way exited"
+		if outcome == joinTimedOut {
+			why = "none joined within the join timeout (a stopped or hung worker process?)"
+		}
+		c.log.Warn("no worker came back: "+why, "step", step, "wait_ms", waited, "join_timeout", c.o.JoinTimeout.String())
+		return 0, nil
+	}
+	c.log.Info("waited for workers", "step", step, "world_size", len(c.members), "wait_ms", waited)
 	return len(c.members), nil
 }
