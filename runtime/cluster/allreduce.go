@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -61,14 +60,13 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 			}
 			return fmt.Errorf("all-reduce: %w", err)
 		case f, ok := <-msgs:
+			kind, err := classify(f, ok)
 			switch {
-			case !ok:
-				stopErr = errors.New("the connection to the coordinator is gone")
-			case f.err != nil:
-				stopErr = fmt.Errorf("reading from the coordinator: %w", f.err)
-			case f.t == typeAbort:
+			case kind == frameLost:
+				stopErr = err
+			case kind == frameAbort:
 				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
-			case f.t == typeBye && reported:
+			case kind == frameBye && reported:
 				// Released after its step was committed, which the
 				// coordinator does on the last rank's answer: the
 				// result may still be flowing through this rank to
@@ -78,9 +76,9 @@ func (s *session) allReduce(ctx context.Context, step int64, local [][]float32, 
 				stopErr, msgs = s.bye(f.b), nil
 				released = time.After(s.o.IOTimeout)
 				continue
-			case f.t == typeBye:
+			case kind == frameBye:
 				stopErr = s.bye(f.b)
-			case f.t == typeHeartbeat:
+			case kind == frameHeartbeat:
 				continue
 			case reported && (f.t == typeStep || f.t == typeBuffers || f.t == typeStandby):
 				s.stash = append(s.stash, f) // the next step, sent on this rank's report

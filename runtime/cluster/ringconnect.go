@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -66,16 +65,14 @@ func (s *session) connect(ctx context.Context, m *stepMsg) (r ring, over bool, e
 			stop, stopOver, quit, msgs = s.quitErr, true, nil, nil
 			cancel()
 		case f, ok := <-msgs:
-			switch {
-			case !ok:
-				stop, stopOver = errors.New("reading from the coordinator: the connection is gone"), true
-			case f.err != nil:
-				stop, stopOver = fmt.Errorf("reading from the coordinator: %w", f.err), true
-			case f.t == typeHeartbeat:
+			switch kind, err := classify(f, ok); kind {
+			case frameLost:
+				stop, stopOver = err, true
+			case frameHeartbeat:
 				continue
-			case f.t == typeAbort:
+			case frameAbort:
 				stop = fmt.Errorf("connecting the ring of step %d: aborted by the coordinator (a worker was lost)", m.Step)
-			case f.t == typeBye:
+			case frameBye:
 				stop, stopOver = s.bye(f.b), true
 			default:
 				stop, stopOver = fmt.Errorf("unexpected %v message while connecting the ring of step %d", f.t, m.Step), true

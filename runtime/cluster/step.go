@@ -204,16 +204,14 @@ func (s *session) awaitCompute(step int64, done <-chan struct{}) (over bool, err
 			s.o.Logger.Warn("abandoning this worker's part of the step in progress", "step", step, "reason", s.quitErr.Error())
 			return true, s.quitErr
 		case f, ok := <-msgs:
-			switch {
-			case !ok:
-				return true, errors.New("reading from the coordinator: the connection is gone")
-			case f.err != nil:
-				return true, fmt.Errorf("reading from the coordinator: %w", f.err)
-			case f.t == typeHeartbeat:
-			case f.t == typeAbort:
+			switch kind, err := classify(f, ok); kind {
+			case frameLost:
+				return true, err
+			case frameHeartbeat:
+			case frameAbort:
 				stopErr = fmt.Errorf("step %d aborted by the coordinator (a worker was lost)", step)
 				msgs = nil
-			case f.t == typeBye:
+			case frameBye:
 				return true, s.bye(f.b)
 			default:
 				return true, fmt.Errorf("unexpected %v message during step %d", f.t, step)
