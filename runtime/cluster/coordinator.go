@@ -443,8 +443,8 @@ func (c *Coordinator) removeGone(step int64) bool {
 // process that exited before admission is started again, a bounded number
 // of times, so this is when those tries are spent too) and goes on with
 // the members it has when they are at least max(1, MinWorkers). When
-// JoinTimeout passes first it fails, unless at least MinWorkers (when set)
-// were admitted: it then goes on with those. Members that ask to leave
+// JoinTimeout passes first (a stopped or hung worker) it goes on the same
+// way, and fails only with fewer members. Members that ask to leave
 // meanwhile count until the step boundary that releases them.
 func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
@@ -479,7 +479,10 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 		return nil
 	case outcome == noneComing:
 		return fmt.Errorf("only %d of %d workers joined, fewer than the job's minimum of %d, and none is on its way (the launched ones exited before admission; worker logs in %s)", len(c.members), n, least, c.o.Launcher.LogDir)
-	case c.o.MinWorkers > 0 && len(c.members) >= c.o.MinWorkers:
+	case len(c.members) >= least:
+		// Like a launched worker that exited (noneComing): a stopped or
+		// hung one must not fail a job that can run; it is admitted at a
+		// step boundary if it comes, else stopped at Close.
 		c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
 			"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
 		return nil

@@ -139,6 +139,36 @@ func TestResizeStartsAgainAWorkerThatExitsBeforeAdmission(t *testing.T) {
 	}
 }
 
+// TestAGrowGoesOnWhenAWorkerHangsPastTheJoinTimeout: a launched process
+// that neither joins nor exits (stopped, hung) makes the grow wait its
+// join timeout and then go on with the workers that joined, as one that
+// exited does; with none joined the grow fails, naming the timeout.
+func TestAGrowGoesOnWhenAWorkerHangsPastTheJoinTimeout(t *testing.T) {
+	const joinTimeout = 3 * time.Second
+	for _, tc := range []struct {
+		name        string
+		plans       map[int]string
+		wantMembers int // 0: Resize fails
+	}{
+		{"one of two hangs: the grow goes on with the other", map[int]string{1: "hang"}, 1},
+		{"both hang: the grow fails", map[int]string{0: "hang", 1: "hang"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lt := newLaunchTest(t, tc.plans, joinTimeout, nil)
+			err := lt.c.Resize(context.Background(), 2, lt.src)
+			switch {
+			case tc.wantMembers > 0 && err != nil:
+				t.Fatalf("Resize(2): %v\n%s", err, lt.logs)
+			case tc.wantMembers == 0 && (err == nil || !strings.Contains(err.Error(), "joined within 3s")):
+				t.Fatalf("Resize(2) = %v, want an error naming the 3 s join timeout\n%s", err, lt.logs)
+			}
+			if got := lt.c.Workers(); got != tc.wantMembers {
+				t.Fatalf("%d members after Resize(2), want %d\n%s", got, tc.wantMembers, lt.logs)
+			}
+		})
+	}
+}
+
 // TestResizeDoesNotStartAgainAWorkerThatLeft: a launched process that
 // leaves before admission on request (a user's SIGTERM: the worker exits 0,
 // or dies of the signal before it handles it) is not started again; the
