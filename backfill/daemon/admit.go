@@ -93,6 +93,18 @@ func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
 	return cur
 }
 
+// limitRaised is how much shrink-to-admit has raised job id's time limit:
+// limit − its limit before its first shrink-to-admit (the first record not
+// abandoned), 0 when it was never shrunk or the limit is not above that.
+func limitRaised(records []backfillstore.AdmitShrink, id string, limit time.Duration) time.Duration {
+	for _, r := range records {
+		if r.Job == id && r.State != backfillstore.AdmitAbandoned {
+			return max(limit-r.OldLimit, 0)
+		}
+	}
+	return 0
+}
+
 // planAdmission decides shrink-to-admit for this cycle: it translates the
 // view into the planner's question (admitInput) and the planner's answer
 // (planner.AdmitOnNodes, which holds every rule: the queue order, who may
@@ -196,7 +208,8 @@ func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
 // admitDonor is running elastic job e as a possible donor: the facts
 // planner.NotDonor checks, its node list in Slurm's order, its request's
 // minimum, its node count before its first shrink-to-admit (the store),
-// its start, time limit and progress report.
+// its start, time limit (and how much shrink-to-admit raised it, the
+// store) and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
 		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
@@ -210,6 +223,7 @@ func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.Admi
 		return out
 	}
 	out.Elapsed, out.TimeLeft, out.Limit = v.Now.Sub(start), e.End.Sub(v.Now), limit
+	out.LimitRaised = limitRaised(records, e.Job.ID, limit)
 	if p := e.Progress; p != nil {
 		out.Step, out.TotalSteps = p.Step, p.TotalSteps
 	}

@@ -165,7 +165,9 @@
 //     the queued job must have a planned start (squeue --start) in the
 //     future; donors yield in order of least loss per GPU given, each only
 //     as far as it still ends no later than the latest of the running
-//     jobs' ends, the queued job's own end by waiting (its planned start
+//     jobs' ends (a job's time limit counted without what shrink-to-admit
+//     raised it by: a raise must not loosen the next admission's bound),
+//     the queued job's own end by waiting (its planned start
 //     plus its time limit) and, with drain_horizon (the default), the time
 //     the managed nodes need at the least for the work of other users'
 //     running and pending jobs (drain.go, planner.Drain; a pending job

@@ -71,7 +71,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 	}
 	for _, j := range v.Running {
 		if e := v.Elastic[j.ID]; e != nil {
-			left, ok := d.elasticLeft(v, e)
+			left, ok := d.elasticLeft(v, e, 0)
 			if !ok {
 				continue
 			}

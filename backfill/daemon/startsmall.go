@@ -9,6 +9,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // smallStart is one start-small the daemon applies, the planner's
@@ -38,13 +39,13 @@ type smallStart struct {
 // question put to the planner for the job that started, else for the
 // last job asked (nil when every job was refused before); ok is false
 // with why (one reason per job) when none starts small.
-func (d *Daemon) planStartSmall(v *View, live map[string]*lent) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	queue := d.waitingForResources(v)
 	if len(queue) == 0 {
 		return nil, s, false, "no job waits for resources"
 	}
 	var whys []string
-	running := d.runningLeft(v)
+	running := d.runningLeft(v, records)
 	drain := d.drain(v)
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	// Weighed against every job that waits its turn: behind the first,
@@ -206,14 +207,20 @@ func (d *Daemon) runningReleases(v *View) []planner.NodeRelease {
 
 // runningLeft is every running job's owner and time left: the end of its
 // time limit − now, for an elastic job its remaining time at its current
-// size (planner.RemainingAtCurrentSize, from its progress report). A
-// queued job's start-small horizon (planner.NodeStartSmallInput) is the
-// longest of those of other users (planner.HorizonFor).
-func (d *Daemon) runningLeft(v *View) []planner.JobLeft {
+// size (planner.RemainingAtCurrentSize, from its progress report), its
+// limit without what shrink-to-admit raised it by (records, limitRaised,
+// as planner.AdmitOnNodes counts it). A queued job's start-small horizon
+// (planner.NodeStartSmallInput) is the longest of those of other users
+// (planner.HorizonFor).
+func (d *Daemon) runningLeft(v *View, records []backfillstore.AdmitShrink) []planner.JobLeft {
 	out := d.othersLeft(v)
 	for _, id := range sortedIDs(v.Elastic) {
 		e := v.Elastic[id]
-		if left, ok := d.elasticLeft(v, e); ok {
+		raised := time.Duration(0)
+		if limit, err := slurmcli.ParseTimeLimit(e.Job.TimeLimit); err == nil {
+			raised = limitRaised(records, e.Job.ID, limit)
+		}
+		if left, ok := d.elasticLeft(v, e, raised); ok {
 			out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
 		}
 	}
@@ -222,13 +229,14 @@ func (d *Daemon) runningLeft(v *View) []planner.JobLeft {
 
 // elasticLeft is running elastic job e's time left: its remaining time at
 // its current size (planner.RemainingAtCurrentSize, from its progress
-// report), or the end of its time limit − now without a report; ok is
-// false when its time limit is unlimited or unknown.
-func (d *Daemon) elasticLeft(v *View, e *ElasticJob) (left time.Duration, ok bool) {
+// report), or the end of its time limit − now without a report, its limit
+// taken raised less (0: as it is); ok is false when its time limit is
+// unlimited or unknown.
+func (d *Daemon) elasticLeft(v *View, e *ElasticJob, raisedLess time.Duration) (left time.Duration, ok bool) {
 	if e.End.IsZero() {
 		return 0, false
 	}
-	left = e.End.Sub(v.Now)
+	left = max(e.End.Sub(v.Now)-raisedLess, 0)
 	if start, err := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc()); err == nil && e.Progress != nil {
 		left = planner.RemainingAtCurrentSize(left, v.Now.Sub(start), e.Progress.Step, e.Progress.TotalSteps)
 	}
@@ -245,7 +253,11 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	if d.cfg.StartSmallRule() == planner.StartSmallOff {
 		return false, nil
 	}
-	in, s, ok, why := d.planStartSmall(v, live)
+	records, err := d.db.AdmitShrinks(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the shrink-to-admit records for start-small's horizon: %w", err)
+	}
+	in, s, ok, why := d.planStartSmall(v, live, records)
 	if in != nil {
 		r.StartSmallAsked = in
 		if ok {

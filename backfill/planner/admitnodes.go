@@ -72,6 +72,13 @@ type NodeAdmitDonor struct {
 	// progress report (0, 0: none), for [RemainingAtCurrentSize].
 	Elapsed, TimeLeft, Limit time.Duration
 	Step, TotalSteps         int
+	// LimitRaised is how much shrink-to-admit has raised its time limit
+	// (its limit now − its limit before its first shrink-to-admit, the
+	// daemon's store; 0: never shrunk). Its end counts in the horizon
+	// without it: a raise sized for never getting the nodes back must not
+	// let the next admission lengthen another job (a tester's finding: one
+	// job's raised limit let the longest job yield, cycle after cycle).
+	LimitRaised time.Duration `json:",omitempty"`
 	// LogicalWorkers is its request's logical worker count (es-req lw=;
 	// 0: none declared, then its GPUs now), for its throughput model under
 	// the objective.
@@ -348,7 +355,8 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		running := slices.Clone(o.Others)
 		for _, d := range in.Donors { // every running elastic job, donor or not
 			if !d.Unreadable {
-				running = append(running, JobLeft{User: d.User, Left: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps)})
+				left := max(d.TimeLeft-d.LimitRaised, 0) // its end as its owner set it
+				running = append(running, JobLeft{User: d.User, Left: RemainingAtCurrentSize(left, d.Elapsed, d.Step, d.TotalSteps)})
 			}
 		}
 		horizon = max(o.Horizon, HorizonFor(q.User, running)).Seconds()

@@ -190,6 +190,22 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Horizon = 0
 			in.Objective.HorizonKept = true
 		}, false, "end after the longest"},
+		// a tester's finding: a job whose limit shrink-to-admit raised
+		// (bob's, 3 h left of which 2 h 30 min are the raise) widened the
+		// horizon, so the longest job by its owner's limit (alice's, 1 h)
+		// yielded; its end counts without the raise (30 min)
+		{"a limit raised by shrink-to-admit does not widen the horizon", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+			in.Donors = append(in.Donors, raisedBob(150*min))
+		}, false, "end after the longest"},
+		{"the same job, its limit its owner's, does", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+			in.Donors = append(in.Donors, raisedBob(0))
+		}, true, ""},
 		// drain_horizon: other users' work the cluster has to run anyway
 		// (here 10 h on a capacity of 1 reference GPU) ends after the
 		// donor would: it does not set the makespan and may yield
@@ -231,6 +247,14 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			}
 		})
 	}
+}
+
+// raisedBob is bob's elastic job on t4 node n3, 3 h before its limit ends,
+// of which raised were added by shrink-to-admit; it is not a donor.
+func raisedBob(raised time.Duration) NodeAdmitDonor {
+	return NodeAdmitDonor{ID: "11", User: "bob", Facts: DonorFacts{NotReady: "coordinator down"},
+		Nodes: []NodeGPUs{{Node: "n3", GPUs: 4}}, MinNodes: 1, OrigNodes: 2, Elapsed: time.Hour, TimeLeft: 3 * time.Hour,
+		Limit: 4 * time.Hour, LimitRaised: raised}
 }
 
 // TestAdmitOnNodesHoldsItsInvariants: on random clusters every admission
