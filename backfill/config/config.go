@@ -307,7 +307,7 @@ type Admit struct {
 	// "returned": the donor gets its nodes back when the queued job's run
 	// ends (planner.BorrowLoss, the loss the admission is weighed by).
 	// "kept" counts it as if it ran to its end on the smaller allocation
-	// (planner.ShrinkLoss), the rule before 5 December 2026: fewer
+	// (planner.ShrinkLoss), the count used before 5 December 2026: fewer
 	// admissions, a longer mean JCT, a makespan guard that holds even when
 	// the pool's queue takes the lent nodes for good (BENCHMARKS.md, E51).
 	Horizon string `toml:"horizon"`

@@ -93,16 +93,20 @@ func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
 	return cur
 }
 
-// limitRaised is how much shrink-to-admit has raised job id's time limit:
-// limit − its limit before its first shrink-to-admit (the first record not
-// abandoned), 0 when it was never shrunk or the limit is not above that.
-func limitRaised(records []backfillstore.AdmitShrink, id string, limit time.Duration) time.Duration {
+// limitRaised is how much shrink-to-admit has raised the time limit of
+// job id of user: the sum of the raises its records not abandoned name
+// (NewLimit − OldLimit; an intent's may not be applied yet, and an admin
+// may have lowered the limit since: both only make it more), at most limit.
+// A record of another user (a reused job id) does not count. 0: never
+// shrunk.
+func limitRaised(records []backfillstore.AdmitShrink, id, user string, limit time.Duration) time.Duration {
+	var raised time.Duration
 	for _, r := range records {
-		if r.Job == id && r.State != backfillstore.AdmitAbandoned {
-			return max(limit-r.OldLimit, 0)
+		if r.Job == id && r.State != backfillstore.AdmitAbandoned && (r.User == user || r.User == "" || user == "") {
+			raised += max(r.NewLimit-r.OldLimit, 0)
 		}
 	}
-	return 0
+	return min(raised, max(limit, 0))
 }
 
 // planAdmission decides shrink-to-admit for this cycle: it translates the
@@ -218,12 +222,12 @@ func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.Admi
 	}
 	start, errStart := slurmcli.ParseTime(e.Job.StartTime, d.snap.loc())
 	limit, errLimit := slurmcli.ParseTimeLimit(e.Job.TimeLimit)
-	if errStart != nil || errLimit != nil {
-		out.Unreadable = true
+	if errStart != nil || errLimit != nil || e.End.IsZero() {
+		out.Unreadable = true // no end: its time left would be −∞
 		return out
 	}
 	out.Elapsed, out.TimeLeft, out.Limit = v.Now.Sub(start), e.End.Sub(v.Now), limit
-	out.LimitRaised = limitRaised(records, e.Job.ID, limit)
+	out.LimitRaised = limitRaised(records, e.Job.ID, e.Job.User, limit)
 	if p := e.Progress; p != nil {
 		out.Step, out.TotalSteps = p.Step, p.TotalSteps
 	}

@@ -261,8 +261,10 @@
 // minimum, when planner.StartSmall allows it under the rule
 // (before-reservation: it ends at that size before its own reserved start;
 // ends-earlier: it ends earlier than by waiting, and no later than the
-// running job that ends last, or its own run at its request when that is
-// later, so a job started small never sets the makespan; and it must save
+// running job that ends last (a limit shrink-to-admit raised counted
+// without the raise, as for shrink-to-admit), or its own run at its
+// request when that is later, so a job started small never sets the
+// makespan; and it must save
 // itself more than the waiting jobs (Reason Resources or Priority, the
 // first planner.CriticalDelayJobs of its GPU type) lose past the end of
 // every running job while it holds the nodes for its raised limit,

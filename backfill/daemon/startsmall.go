@@ -218,7 +218,7 @@ func (d *Daemon) runningLeft(v *View, records []backfillstore.AdmitShrink) []pla
 		e := v.Elastic[id]
 		raised := time.Duration(0)
 		if limit, err := slurmcli.ParseTimeLimit(e.Job.TimeLimit); err == nil {
-			raised = limitRaised(records, e.Job.ID, limit)
+			raised = limitRaised(records, e.Job.ID, e.Job.User, limit)
 		}
 		if left, ok := d.elasticLeft(v, e, raised); ok {
 			out = append(out, planner.JobLeft{User: e.Job.User, Left: left})

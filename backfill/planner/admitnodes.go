@@ -73,8 +73,8 @@ type NodeAdmitDonor struct {
 	Elapsed, TimeLeft, Limit time.Duration
 	Step, TotalSteps         int
 	// LimitRaised is how much shrink-to-admit has raised its time limit
-	// (its limit now − its limit before its first shrink-to-admit, the
-	// daemon's store; 0: never shrunk). Its end counts in the horizon
+	// (the raises the daemon's store records, at most its limit; 0: never
+	// shrunk). Its end counts in the horizon
 	// without it: a raise sized for never getting the nodes back must not
 	// let the next admission lengthen another job (a tester's finding: one
 	// job's raised limit let the longest job yield, cycle after cycle).
@@ -249,7 +249,7 @@ func admitDonors(in NodeAdmitInput, idx map[string]int) (cands []donorCand, skip
 			continue
 		}
 		if d.Unreadable {
-			skipped = append(skipped, d.ID+": start or time limit not readable")
+			skipped = append(skipped, d.ID+": start, end or time limit not readable")
 			continue
 		}
 		keep := KeepAfterLoss(d.OrigNodes, d.MinNodes, in.MaxLoss)
@@ -355,7 +355,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		running := slices.Clone(o.Others)
 		for _, d := range in.Donors { // every running elastic job, donor or not
 			if !d.Unreadable {
-				left := max(d.TimeLeft-d.LimitRaised, 0) // its end as its owner set it
+				left := max(max(d.TimeLeft, 0)-d.LimitRaised, 0) // its end as its owner set it
 				running = append(running, JobLeft{User: d.User, Left: RemainingAtCurrentSize(left, d.Elapsed, d.Step, d.TotalSteps)})
 			}
 		}

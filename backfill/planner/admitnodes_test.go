@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -199,6 +200,14 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Horizon = 0
 			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
 			in.Donors = append(in.Donors, raisedBob(150*min))
+		}, false, "end after the longest"},
+		{"a job with no end (time left −∞) and a raise does not wrap around to centuries", func(in *NodeAdmitInput) {
+			objective(in, 20*min)
+			in.Objective.Horizon = 0
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+			bob := raisedBob(time.Hour)
+			bob.TimeLeft = time.Duration(math.MinInt64) // time.Time{}.Sub(now)
+			in.Donors = append(in.Donors, bob)
 		}, false, "end after the longest"},
 		{"the same job, its limit its owner's, does", func(in *NodeAdmitInput) {
 			objective(in, 20*min)

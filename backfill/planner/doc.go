@@ -165,10 +165,13 @@
 // throughput on the GPUs it would hold ([Model], [RunTime]), with the
 // cost of a restart. What uses it so far:
 //
-//   - [Cluster.Admit] with donors' Loss ([ShrinkLoss]): donors yield in
-//     order of least loss per GPU, each only as far as it still ends
-//     within AdmitRequest.Horizon (the latest expected end of a running
-//     job, so the longest job, which sets the makespan, never yields), and
+//   - [Cluster.Admit] with donors' Loss ([BorrowLoss] in the daemon and
+//     the simulator): donors yield in order of least loss per GPU, each
+//     only as far as it still ends within AdmitRequest.Horizon (the latest
+//     expected end of a running job, a limit shrink-to-admit raised counted
+//     without the raise, so the longest job, which sets the makespan,
+//     never yields), its end counted by its Loss (admit.horizon
+//     "returned") or by its Delay ([ShrinkLoss], "kept"), and
 //     the admission stands only when the donors' summed loss is below the
 //     wait the queued job saves (AdmitRequest.Gain);
 //   - Snapshot.NothingQueued: with no job waiting, a job grows back to its
