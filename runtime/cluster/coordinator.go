@@ -61,8 +61,8 @@ type CoordinatorOptions struct {
 	// joined within JoinTimeout when they are at least MinWorkers and
 	// fewer than asked (an elastic job's minimum: the others are admitted
 	// at step boundaries when they come). 0: Resize needs all it asks for,
-	// except with a Launcher when no launched worker is left on its way
-	// (see Resize): it then goes on with at least one.
+	// except with a Launcher, when no launched worker is left on its way or
+	// JoinTimeout passes (see Resize): it then goes on with at least one.
 	MinWorkers int
 	// Launcher starts local worker processes for Resize; nil means
 	// workers join from outside (e.g. started by srun).
@@ -444,7 +444,8 @@ func (c *Coordinator) removeGone(step int64) bool {
 // of times, so this is when those tries are spent too) and goes on with
 // the members it has when they are at least max(1, MinWorkers). When
 // JoinTimeout passes first (a stopped or hung worker) it goes on the same
-// way, and fails only with fewer members. Members that ask to leave
+// way with a local launcher or a MinWorkers, and fails with fewer members
+// (or, without either, with fewer than n). Members that ask to leave
 // meanwhile count until the step boundary that releases them.
 func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) error {
 	if _, err := c.Boundary(src, -1); err != nil {
@@ -479,10 +480,12 @@ func (c *Coordinator) Resize(ctx context.Context, n int, src *trainer.Replica) e
 		return nil
 	case outcome == noneComing:
 		return fmt.Errorf("only %d of %d workers joined, fewer than the job's minimum of %d, and none is on its way (the launched ones exited before admission; worker logs in %s)", len(c.members), n, least, c.o.Launcher.LogDir)
-	case len(c.members) >= least:
+	case len(c.members) >= least && (c.o.Launcher != nil || c.o.MinWorkers > 0):
 		// Like a launched worker that exited (noneComing): a stopped or
 		// hung one must not fail a job that can run; it is admitted at a
-		// step boundary if it comes, else stopped at Close.
+		// step boundary if it comes (a local one that never does is
+		// stopped at Close). Workers started by hand, with no minimum,
+		// must all come (MinWorkers).
 		c.log.Warn("starting on the workers that joined; the others are admitted at a step boundary when they come",
 			"world_size", len(c.members), "asked", n, "min_workers", c.o.MinWorkers, "join_timeout", c.o.JoinTimeout.String())
 		return nil

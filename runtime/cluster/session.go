@@ -130,13 +130,11 @@ func (s *session) next() (frame, error) {
 		case <-s.quit:
 			return frame{}, s.quitErr
 		case f, ok := <-s.msgs:
-			if !ok {
-				return frame{}, errors.New("reading from the coordinator: the connection is gone")
-			}
-			if f.err != nil {
-				return f, fmt.Errorf("reading from the coordinator: %w", f.err)
-			}
-			if f.t != typeHeartbeat {
+			switch kind, err := classify(f, ok); kind {
+			case frameLost:
+				return f, err
+			case frameHeartbeat:
+			default:
 				return f, nil
 			}
 		}
