@@ -150,6 +150,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if cfg.StartSmall, err = planner.ParseStartSmallRule(*small); err != nil {
 		return badFlags(fmt.Errorf("--start-small: %w", err))
 	}
+	if warn := idleFlagsWarning(cfg, fs.Changed); warn != "" {
+		fmt.Fprintf(stderr, "easyscale-simulate: warning: %s\n", warn)
+	}
 	lo, hi, err := parseWindow(*window)
 	if err != nil {
 		return badFlags(fmt.Errorf("--window: %w", err))

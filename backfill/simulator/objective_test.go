@@ -287,8 +287,9 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
 			var got struct {
-				MeanJCT  float64 `json:"mean_jct_s"`
-				Makespan int64   `json:"makespan_s"`
+				MeanJCT  float64   `json:"mean_jct_s"`
+				Makespan int64     `json:"makespan_s"`
+				Settings *Settings `json:"settings"`
 			}
 			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 				t.Fatal(err)
@@ -300,6 +301,9 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 			if got.MeanJCT != want.MeanJCT || got.Makespan != want.Makespan {
 				t.Errorf("--policy elastic %v: mean JCT %v, makespan %d; the configuration %+v gives %v, %d",
 					tc.flags, got.MeanJCT, got.Makespan, tc.cfg, want.MeanJCT, want.Makespan)
+			}
+			if got.Settings == nil || *got.Settings != *settingsOf(tc.cfg) {
+				t.Errorf("--policy elastic %v: JSON settings %+v, want %+v", tc.flags, got.Settings, settingsOf(tc.cfg))
 			}
 		})
 	}

@@ -213,6 +213,9 @@ type Result struct {
 	Policy string `json:"policy"`
 	// NodeWeights is the site's node weighting (Config.NodeWeights).
 	NodeWeights string `json:"node_weights"`
+	// Settings is what an elastic policy ran with; nil (left out of the
+	// JSON) under the rigid policy.
+	Settings *Settings `json:"settings,omitempty"`
 	// Jobs counts completed jobs; Skipped counts trace jobs that could
 	// never start (0 GPUs, or more GPUs than the whole cluster) and were
 	// left out of every metric.
@@ -627,6 +630,7 @@ func newSim(cfg Config) (*sim, error) {
 
 	s.res.Policy = cfg.Policy.String()
 	s.res.NodeWeights = cfg.NodeWeights.String()
+	s.res.Settings = settingsOf(cfg)
 	s.res.TotalGPUs = s.total
 	return s, nil
 }

@@ -265,6 +265,12 @@ func TestMainCLI(t *testing.T) {
 		{"a non-numeric --gpus-per-node is named", []string{"--gpus-per-node", "x"}, 2, "--gpus-per-node"},
 		{"an unknown --start-small rule lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--start-small", "always"}, 2, "--start-small: unknown start-small rule \"always\": use off, before-reservation or ends-earlier"},
 		{"an unknown --admit-horizon lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-horizon", "never"}, 2, "--admit-horizon \"never\": use \"returned\" or \"kept\""},
+		{"elastic-only flags under --policy rigid are named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept", "--rescale-cost", "5"}, 0,
+			"warning: --policy rigid: --admit-horizon, --rescale-cost apply to elastic policies only and do nothing here"},
+		{"--admit-horizon without the objective is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--objective=false", "--admit-horizon", "kept"}, 0,
+			"warning: --admit-horizon does nothing with --objective=false or --shrink-to-admit=false"},
+		{"--admit-horizon without shrink-to-admit is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--shrink-to-admit=false", "--admit-horizon", "returned"}, 0,
+			"warning: --admit-horizon does nothing"},
 		{"a stray argument is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "extra"}, 2, "unexpected argument \"extra\""},
 		{"a missing --policy is called required", []string{"--trace", tr, "--gpus", "v100:8", "--json", "-"}, 2, "--policy is required"},
 		{"a GPU count past int64 is refused with the limit", []string{"--trace", tr, "--gpus", "v100:90000000000000000000", "--policy", "rigid", "--json", "-"}, 2, "--gpus: \"v100:90000000000000000000\": at most 1000000 GPUs per type"},
@@ -331,6 +337,13 @@ func TestMainCLI(t *testing.T) {
 			if _, ok := m[k]; !ok {
 				t.Errorf("JSON lacks %q", k)
 			}
+		}
+		settings, _ := m["settings"].(map[string]any)
+		if settings["admit_horizon"] != "returned" || settings["start_small"] != "ends-earlier" || settings["objective"] != true || settings["rescale_cost_s"] != 30.0 {
+			t.Errorf("settings = %v, want the daemon's defaults echoed (admit_horizon returned, start_small ends-earlier, objective, rescale_cost_s 30)", m["settings"])
+		}
+		if strings.Contains(errb.String(), "warning") {
+			t.Errorf("the default elastic run warned: %s", errb.String())
 		}
 		if m["max_reservation_delay_s"] != 0.0 {
 			t.Errorf("max_reservation_delay_s = %v, want 0", m["max_reservation_delay_s"])

@@ -1,0 +1,69 @@
+package simulator
+
+import "strings"
+
+// Settings is what an elastic policy ran with, echoed in the JSON
+// (Result.Settings, key "settings") so that a figure can be reproduced
+// from its file alone. Times are in seconds. Each key is the
+// easyscale-simulate flag of the same name (DaemonDefaults: the
+// easyscale-backfilld key it mirrors).
+type Settings struct {
+	ShrinkToAdmit bool    `json:"shrink_to_admit"`
+	AdmitMaxLoss  float64 `json:"admit_max_loss"`
+	// AdmitHorizon is "returned" or "kept" (Config.AdmitHorizonKept); it
+	// applies with Objective and ShrinkToAdmit only.
+	AdmitHorizon    string  `json:"admit_horizon"`
+	Objective       bool    `json:"objective"`
+	StartSmall      string  `json:"start_small"`
+	WeighStartSmall bool    `json:"weigh_start_small"`
+	KeepOffPinned   bool    `json:"keep_off_pinned"`
+	ShedSlowNodes   bool    `json:"shed_slow_nodes"`
+	MoveToFaster    bool    `json:"move_to_faster"`
+	MoveCost        float64 `json:"move_cost_s"`
+	DrainHorizon    bool    `json:"drain_horizon"`
+	RescaleCost     float64 `json:"rescale_cost_s"`
+}
+
+// settingsOf is cfg's Settings, nil under the rigid policy (none apply).
+func settingsOf(cfg Config) *Settings {
+	if cfg.Policy == Rigid {
+		return nil
+	}
+	horizon := "returned"
+	if cfg.AdmitHorizonKept {
+		horizon = "kept"
+	}
+	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon,
+		Objective: cfg.Objective, StartSmall: cfg.StartSmall.String(), WeighStartSmall: cfg.WeighCriticalDelay,
+		KeepOffPinned: cfg.KeepOffPinned, ShedSlowNodes: cfg.ShedSlowNodes, MoveToFaster: cfg.MoveToFaster,
+		MoveCost: cfg.MoveCost, DrainHorizon: cfg.DrainHorizon, RescaleCost: cfg.RescaleCost}
+}
+
+// elasticFlags are easyscale-simulate's flags that only elastic policies
+// read.
+var elasticFlags = []string{"admit-max-loss", "shrink-to-admit", "start-small", "objective", "weigh-start-small",
+	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-cost", "drain-horizon", "admit-horizon", "rescale-cost"}
+
+// idleFlagsWarning names the flags given (changed reports whether a flag
+// was) that do nothing under cfg, "" when none: the elastic flags under
+// the rigid policy, --admit-horizon without --objective or without
+// --shrink-to-admit. A warning, not an error: one command line is often
+// run under several policies.
+func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
+	var idle []string
+	if cfg.Policy == Rigid {
+		for _, f := range elasticFlags {
+			if changed(f) {
+				idle = append(idle, "--"+f)
+			}
+		}
+		if len(idle) == 0 {
+			return ""
+		}
+		return "--policy rigid: " + strings.Join(idle, ", ") + " apply to elastic policies only and do nothing here"
+	}
+	if changed("admit-horizon") && !(cfg.Objective && cfg.ShrinkToAdmit) {
+		return "--admit-horizon does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"
+	}
+	return ""
+}
