@@ -310,7 +310,12 @@ type Admit struct {
 	// (planner.ShrinkLoss), the count used before 5 December 2026: fewer
 	// admissions, a longer mean JCT, a makespan guard that holds even when
 	// the pool's queue takes the lent nodes for good (BENCHMARKS.md, E51).
+	// Set with rule "longest-left", which weighs no horizon, it does
+	// nothing ([Config.Warnings] says so).
 	Horizon string `toml:"horizon"`
+	// horizonSet records that the file set horizon (Warnings: rule
+	// "longest-left" weighs no horizon).
+	horizonSet bool
 }
 
 // The admit.rule values.
@@ -525,6 +530,19 @@ func whereItBelongs(k toml.Key) string {
 	return " (" + strings.Join(places, "; ") + ")"
 }
 
+// Warnings lists, one sentence each, what the file sets that does
+// nothing with its other settings (valid, so Validate does not refuse it;
+// the daemon logs each at start): admit.horizon with admit.rule
+// "longest-left". Empty when there is none.
+func (c *Config) Warnings() []string {
+	var w []string
+	if c.Admit.horizonSet && c.Admit.Rule == AdmitLongestLeft {
+		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.horizon out, or set admit.rule = %q",
+			c.Admit.Horizon, AdmitLongestLeft, AdmitObjective, AdmitObjective))
+	}
+	return w
+}
+
 // ShedSlowNodesDefaulted reports whether ShedSlowNodes is the default
 // rather than set by the file: the daemon turns a default true off on a
 // Slurm series where releasing nodes is not known to be safe, and refuses
@@ -602,6 +620,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.StartSmall.Rule, planner.StartSmallEndsEarlier.String(), "start_small", "rule")
 	str(&c.Admit.Rule, AdmitObjective, "admit", "rule")
 	str(&c.Admit.Horizon, AdmitHorizonReturned, "admit", "horizon")
+	c.Admit.horizonSet = defined("admit", "horizon")
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}

@@ -228,10 +228,39 @@ json = true
 	}
 }
 
+// A setting that does nothing with the others is a warning, not an error:
+// the shipped example sets admit.horizon, and an admin who switches its
+// rule to longest-left must still be able to start the daemon.
+func TestWarningsNameSettingsThatDoNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, want string
+	}{
+		{"defaults", "", ""},
+		{"the horizon with the objective", "[admit]\nhorizon = \"kept\"", ""},
+		{"the longest-left rule alone", "[admit]\nrule = \"longest-left\"", ""},
+		{"the horizon with the longest-left rule", "[admit]\nrule = \"longest-left\"\nhorizon = \"kept\"",
+			`admit.horizon = "kept" does nothing: admit.rule = "longest-left" weighs no horizon`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(tc.toml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(c.Warnings(), "\n")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Warnings() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestTheShippedExampleConfigLoads(t *testing.T) {
 	c, err := Load(filepath.Join("..", "..", "contrib", "backfill.toml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if w := c.Warnings(); len(w) > 0 {
+		t.Errorf("the example warns: %q", w)
 	}
 	if c.Extra.WorkerCommand != DefaultWorkerCommand {
 		t.Errorf("example worker_command %q differs from the default %q", c.Extra.WorkerCommand, DefaultWorkerCommand)

@@ -64,6 +64,9 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	}
 	cfg.DryRun = cfg.DryRun || *dryRun
 	log := NewLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("configuration", "path", *path, "warning", w)
+	}
 	open := backfillstore.Open
 	if cfg.DryRun {
 		open = backfillstore.OpenDryRun

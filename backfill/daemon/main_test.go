@@ -20,12 +20,16 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 		wantGrows string
 		// level is [log] level ("": the default, info).
 		level string
+		// extra is more of the file; warn what stderr must then say.
+		extra, warn string
 	}{
-		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0", ""},
+		{"an idle cluster with nothing to do still logs the cycle", func(*testing.T, *fakeSlurm) {}, "grows=0", "", "", ""},
 		{"a growable job is only logged", func(t *testing.T, f *fakeSlurm) {
 			ownJob(t, f.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10")))
-		}, "grows=1", ""},
-		{"at debug level the cycle's line is logged once too (a tester saw it twice)", func(*testing.T, *fakeSlurm) {}, "grows=0", "debug"},
+		}, "grows=1", "", "", ""},
+		{"at debug level the cycle's line is logged once too (a tester saw it twice)", func(*testing.T, *fakeSlurm) {}, "grows=0", "debug", "", ""},
+		{"a setting that does nothing is logged as a warning, and the daemon runs", func(*testing.T, *fakeSlurm) {}, "grows=0", "",
+			"[admit]\nrule = \"longest-left\"\nhorizon = \"kept\"\n", `[WARN]  easyscale-backfilld: configuration: path=`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +40,7 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 			if tc.level != "" {
 				text += "[log]\nlevel = \"" + tc.level + "\"\n"
 			}
+			text += tc.extra
 			if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -51,6 +56,10 @@ func TestOnceDryRunHasNoSideEffectsAndLogsOneLine(t *testing.T) {
 			}
 			if got := fake.commands(""); len(got) != 0 {
 				t.Errorf("dry run ran %v", got)
+			}
+			warned := strings.Contains(stderr.String(), "does nothing")
+			if tc.warn != "" && (!warned || !strings.Contains(stderr.String(), tc.warn)) || tc.warn == "" && warned {
+				t.Errorf("stderr %q; want a warning %q: %v", stderr.String(), tc.warn, tc.warn != "")
 			}
 			var done []string
 			for _, line := range strings.Split(stderr.String(), "\n") {
