@@ -56,20 +56,16 @@ func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error
 
 // admit runs shrink-to-admit for this cycle (when admit.enabled): it first
 // finishes or undoes shrinks a previous run recorded but did not finish
-// (resumeAdmits), then applies at most one admission (planAdmission):
+// (resumeAdmits; records are the store's, read this cycle), then applies at most one admission (planAdmission):
 // the queued job and every donor are re-read by id before any donor is
 // changed (verifyAdmission; an "admit-skip" decision when one changed),
 // then the donors are shrunk in turn; a donor Slurm refuses after others
 // were shrunk is handled by undoAdmission. It returns true when it
 // changed an allocation, so that the cycle lends nothing on the state it
 // read before.
-func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, r *Report) (bool, error) {
+func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, records []backfillstore.AdmitShrink, r *Report) (bool, error) {
 	if !d.cfg.Admit.Enabled {
 		return false, nil
-	}
-	records, err := d.db.AdmitShrinks(ctx)
-	if err != nil {
-		return false, err
 	}
 	resumed, err := d.resumeAdmits(ctx, v, records)
 	if err != nil || resumed {

@@ -491,12 +491,20 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return err
 	}
 	d.nextShrink = d.shrinkDue(acts.Shrinks, rc.live)
-	admitted, err := d.admit(ctx, v, rc.live, r)
+	// Shrink-to-admit and start-small both read the records of shrinks to
+	// admit (what to resume; what a raised time limit holds); read once.
+	var records []backfillstore.AdmitShrink
+	if d.cfg.Admit.Enabled || d.cfg.StartSmallRule() != planner.StartSmallOff {
+		if records, err = d.db.AdmitShrinks(ctx); err != nil {
+			return fmt.Errorf("reading the shrink-to-admit records: %w", err)
+		}
+	}
+	admitted, err := d.admit(ctx, v, rc.live, records, r)
 	if err != nil {
 		return fmt.Errorf("shrink-to-admit: %w", err)
 	}
 	if !admitted {
-		if admitted, err = d.startSmall(ctx, v, rc.live, r); err != nil {
+		if admitted, err = d.startSmall(ctx, v, rc.live, records, r); err != nil {
 			return fmt.Errorf("start-small: %w", err)
 		}
 	}

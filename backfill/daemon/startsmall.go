@@ -243,19 +243,16 @@ func (d *Daemon) elasticLeft(v *View, e *ElasticJob, raisedLess time.Duration) (
 	return left, true
 }
 
-// startSmall applies this cycle's start-small (planStartSmall), when
-// [start_small] is on somewhere: it re-reads the job by id (verifyQueued),
+// startSmall applies this cycle's start-small (planStartSmall, with the
+// shrink-to-admit records read this cycle), when [start_small] is on
+// somewhere: it re-reads the job by id (verifyQueued),
 // records the decision, raises the time limit, then lowers the node count
 // (`scontrol update`), and puts the old limit back if Slurm refuses the
 // node count. It returns true when it changed the job, so that the cycle
 // lends nothing on the state it read before. A dry run only logs.
-func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent, r *Report) (bool, error) {
+func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent, records []backfillstore.AdmitShrink, r *Report) (bool, error) {
 	if d.cfg.StartSmallRule() == planner.StartSmallOff {
 		return false, nil
-	}
-	records, err := d.db.AdmitShrinks(ctx)
-	if err != nil {
-		return false, fmt.Errorf("reading the shrink-to-admit records for start-small's horizon: %w", err)
 	}
 	in, s, ok, why := d.planStartSmall(v, live, records)
 	if in != nil {
