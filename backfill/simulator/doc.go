@@ -188,5 +188,9 @@
 // start, end, GPU counts and rescales (changes of its GPU count after its
 // start: extra jobs granted or ended, base GPUs shrunk) for per-job
 // comparisons between policies; rescales and mean_rescales_per_job sum
-// them in the JSON, small_starts counts jobs started small.
+// them in the JSON, small_starts counts jobs started small. Under an
+// elastic policy the JSON's settings object echoes what the policy ran
+// with (Settings: shrink_to_admit, admit_horizon, start_small, ...), so
+// that a file says how to reproduce it; flags that do nothing under the
+// policy chosen are named in a warning on stderr.
 package simulator
