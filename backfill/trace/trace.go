@@ -371,10 +371,13 @@ func csvError(err error, doing string) error {
 	return fmt.Errorf("trace: %s: %w", doing, err)
 }
 
-// readCommon reads the rows of the common layout, counting in skipped
-// those with an empty duration_s.
-func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
-	user := slices.Index(head, "vc")
+// eachRow reads cr's rows to the end: for each, it checks the row's width
+// against head and that its job id (column 1, named head[0]) is not used
+// before, then calls row with the row, its line number and the job it
+// makes (ID set), which row fills from the layout's columns. It returns
+// the jobs row keeps (keep true), each with the optional columns read.
+// Errors are row's, or a [*ParseError] naming the line.
+func eachRow(cr *csv.Reader, head []string, row func(rec []string, line int, j *Job) (keep bool, err error)) ([]Job, error) {
 	opt := optionalColumns(head)
 	var jobs []Job
 	seen := ids{}
@@ -393,32 +396,50 @@ func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
 		if err := seen.add(rec[0], line, head[0]); err != nil {
 			return nil, err
 		}
-		if rec[2] == "" {
-			*skipped++
+		j := Job{ID: rec[0]}
+		keep, err := row(rec, line, &j)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
 			continue
-		}
-		j := Job{ID: rec[0], GPUType: rec[4], Training: rec[6] != "0"}
-		if j.Submit, err = seconds(rec[1]); err != nil {
-			return nil, &ParseError{Line: line, Column: 2, Field: head[1], Err: err}
-		}
-		if j.Duration, err = seconds(rec[2]); err != nil {
-			return nil, &ParseError{Line: line, Column: 3, Field: head[2], Err: err}
-		}
-		j.Duration = max(j.Duration, 1)
-		if j.GPUs, err = gpus(rec[3]); err != nil {
-			return nil, &ParseError{Line: line, Column: 4, Field: head[3], Err: err}
-		}
-		if rec[6] != "0" && rec[6] != "1" && rec[6] != "" {
-			return nil, &ParseError{Line: line, Column: 7, Field: head[6], Err: fmt.Errorf("%q is not 0 or 1", rec[6])}
-		}
-		if user >= 0 && user < len(rec) {
-			j.User = rec[user]
 		}
 		if err := opt.read(&j, rec, head, line); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, j)
 	}
+}
+
+// readCommon reads the rows of the common layout, counting in skipped
+// those with an empty duration_s.
+func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
+	user := slices.Index(head, "vc")
+	return eachRow(cr, head, func(rec []string, line int, j *Job) (bool, error) {
+		if rec[2] == "" {
+			*skipped++
+			return false, nil
+		}
+		j.GPUType, j.Training = rec[4], rec[6] != "0"
+		var err error
+		if j.Submit, err = seconds(rec[1]); err != nil {
+			return false, &ParseError{Line: line, Column: 2, Field: head[1], Err: err}
+		}
+		if j.Duration, err = seconds(rec[2]); err != nil {
+			return false, &ParseError{Line: line, Column: 3, Field: head[2], Err: err}
+		}
+		j.Duration = max(j.Duration, 1)
+		if j.GPUs, err = gpus(rec[3]); err != nil {
+			return false, &ParseError{Line: line, Column: 4, Field: head[3], Err: err}
+		}
+		if rec[6] != "0" && rec[6] != "1" && rec[6] != "" {
+			return false, &ParseError{Line: line, Column: 7, Field: head[6], Err: fmt.Errorf("%q is not 0 or 1", rec[6])}
+		}
+		if user >= 0 && user < len(rec) {
+			j.User = rec[user]
+		}
+		return true, nil
+	})
 }
 
 // PolluxGPUHours is the documented rule that gives a Pollux workload job a
@@ -433,48 +454,32 @@ var PolluxGPUHours = map[string]float64{
 	"ncf": 0.5, "cifar10": 3.2, "deepspeech2": 3.2, "bert": 3.2, "yolov3": 32, "imagenet": 316,
 }
 
+// readPollux reads the rows of the Pollux layout (name, time,
+// application, num_replicas, batch_size): every job trains, and its run
+// time comes from PolluxGPUHours.
 func readPollux(cr *csv.Reader, head []string) ([]Job, error) {
-	opt := optionalColumns(head)
-	var jobs []Job
-	seen := ids{}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			return jobs, nil
-		}
-		if err != nil {
-			return nil, csvError(err, "reading row")
-		}
-		line, _ := cr.FieldPos(0)
-		if err := rowWidth(rec, head, line); err != nil {
-			return nil, err
-		}
-		j := Job{ID: rec[0], Training: true}
-		if err := seen.add(rec[0], line, "name"); err != nil {
-			return nil, err
-		}
+	return eachRow(cr, head, func(rec []string, line int, j *Job) (bool, error) {
+		j.Training = true
+		var err error
 		if j.Submit, err = seconds(rec[1]); err != nil {
-			return nil, &ParseError{Line: line, Column: 2, Field: "time", Err: err}
+			return false, &ParseError{Line: line, Column: 2, Field: "time", Err: err}
 		}
 		hours, ok := PolluxGPUHours[rec[2]]
 		if !ok {
-			return nil, &ParseError{Line: line, Column: 3, Field: "application", Err: fmt.Errorf("unknown application %q", rec[2])}
+			return false, &ParseError{Line: line, Column: 3, Field: "application", Err: fmt.Errorf("unknown application %q", rec[2])}
 		}
 		if j.GPUs, err = gpus(rec[3]); err != nil {
-			return nil, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: err}
+			return false, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: err}
 		}
 		if j.GPUs == 0 {
-			return nil, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: errors.New("0 replicas")}
+			return false, &ParseError{Line: line, Column: 4, Field: "num_replicas", Err: errors.New("0 replicas")}
 		}
 		if err := batchSize(rec[4]); err != nil {
-			return nil, &ParseError{Line: line, Column: 5, Field: "batch_size", Err: err}
+			return false, &ParseError{Line: line, Column: 5, Field: "batch_size", Err: err}
 		}
 		j.Duration = int64(math.Round(hours * 3600 / float64(j.GPUs)))
-		if err := opt.read(&j, rec, head, line); err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
+		return true, nil
+	})
 }
 
 func seconds(s string) (int64, error) {
