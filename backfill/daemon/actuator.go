@@ -84,7 +84,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		args = append(args, "--account="+s.Account)
 	}
 	if asRoot && s.User != "" && s.User != "root" {
-		if !digits(s.Group) {
+		if !slurmcli.Digits(s.Group) {
 			return nil, fmt.Errorf("extra job for %s: user %s has no numeric group %q to submit with (--gid); root would run the job with group root", s.Parent, s.User, s.Group)
 		}
 		args = append(args, "--uid="+s.User, "--gid="+s.Group)
@@ -182,7 +182,7 @@ func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, err
 		return "", fmt.Errorf("submitting extra job for %s on %s: %w", spec.Parent, spec.Node, err)
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
-	if !digits(id) {
+	if !slurmcli.Digits(id) {
 		return "", fmt.Errorf("submitting extra job for %s: %w: %q", spec.Parent, errNoJobID, strings.TrimSpace(string(out)))
 	}
 	return id, nil

@@ -236,7 +236,7 @@ func FuzzParseExtraComment(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !digits(p) || c != ExtraComment(p) {
+		if !slurmcli.Digits(p) || c != ExtraComment(p) {
 			t.Fatalf("parent %q of %q: not a job id, or the comment is not exactly the extra form", p, c)
 		}
 		if q, ok := parseExtraComment(ExtraComment(p)); !ok || q != p {

@@ -41,7 +41,7 @@ func ExtraJobName(parent string) string { return "es-extra-" + parent }
 // user's comment, not ours).
 func parseExtraComment(c string) (parent string, ok bool) {
 	v, found := strings.CutPrefix(c, ExtraCommentPrefix+" parent=")
-	if !found || !digits(v) {
+	if !found || !slurmcli.Digits(v) {
 		return "", false
 	}
 	return v, true
@@ -538,18 +538,4 @@ func allocation(j slurmcli.Job) (out []NodeAlloc, exact bool, err error) {
 		}
 	}
 	return out, len(names) == 1 || total == 0, nil
-}
-
-// digits reports whether s is 1 to 9 decimal digits (a job id or Unix
-// group id this daemon writes or compares).
-func digits(s string) bool {
-	if s == "" || len(s) > 9 {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -98,7 +98,7 @@ func parseRange(r string) (lo, hi, width int, err error) {
 	if !isRange {
 		b = a
 	}
-	if !shortDigits(a) || !shortDigits(b) {
+	if !Digits(a) || !Digits(b) {
 		return 0, 0, 0, fmt.Errorf("range %q is not N or N-M", r)
 	}
 	lo, err1 := strconv.Atoi(a)
@@ -113,9 +113,10 @@ func parseRange(r string) (lo, hi, width int, err error) {
 	return lo, hi, width, nil
 }
 
-// shortDigits reports whether s is 1 to 9 decimal digits (so that it fits
-// an int on every platform).
-func shortDigits(s string) bool {
+// Digits reports whether s is 1 to 9 decimal digits: a number that fits
+// an int on every platform, as a hostlist bound, a time field, a job id or
+// a Unix group id the daemon writes or compares must be.
+func Digits(s string) bool {
 	if s == "" || len(s) > 9 {
 		return false
 	}

@@ -56,7 +56,7 @@ func ParseTimeLimit(s string) (time.Duration, error) {
 	days := 0
 	rest := s
 	if d, r, found := strings.Cut(s, "-"); found {
-		if !shortDigits(d) {
+		if !Digits(d) {
 			return 0, fmt.Errorf("time limit %q: days %q: %w", s, d, ErrTimeLimit)
 		}
 		days, _ = strconv.Atoi(d)
@@ -68,7 +68,7 @@ func ParseTimeLimit(s string) (time.Duration, error) {
 	}
 	vals := make([]int, len(parts))
 	for i, p := range parts {
-		if !shortDigits(p) || len(p) > 6 {
+		if !Digits(p) || len(p) > 6 {
 			return 0, fmt.Errorf("time limit %q: part %q: %w", s, p, ErrTimeLimit)
 		}
 		vals[i], _ = strconv.Atoi(p)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,7 +177,7 @@ func TestInitUniformStaysInBoundsInDrawOrder(t *testing.T) {
 func TestReshapeInfersOneDimensionAndSharesData(t *testing.T) {
 	x := NewParam(2, 3, 4)
 	y := NewTape(1).Reshape(x, 6, -1)
-	if !sameShape(y.Shape, []int{6, 4}) {
+	if !slices.Equal(y.Shape, []int{6, 4}) {
 		t.Fatalf("shape %v, want [6 4]", y.Shape)
 	}
 	y.Data[5] = 7
@@ -285,7 +286,7 @@ func TestConv2dPaddingWiderThanTheInput(t *testing.T) {
 	x, w := randParam(newRand(3), 2, 1, 3, 1), randParam(newRand(4), 2, 1, 5, 5)
 	tp := NewTape(1)
 	y := tp.Conv2d(x, w, nil, 1, 2)
-	if !sameShape(y.Shape, []int{2, 2, 3, 1}) {
+	if !slices.Equal(y.Shape, []int{2, 2, 3, 1}) {
 		t.Fatalf("shape %v, want [2 2 3 1]", y.Shape)
 	}
 	// y[n,o,oy,0] = Σ_{i} x[n,0,oy-2+i,0]·w[o,0,i,2]: only the centre column sees the input.

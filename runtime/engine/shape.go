@@ -1,11 +1,14 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Add returns a + b elementwise (a residual connection). a and b must have
 // the same shape; the result has it too. Backward adds the gradient to both.
 func (tp *Tape) Add(a, b *Tensor) *Tensor {
-	if a == nil || b == nil || !sameShape(a.Shape, b.Shape) {
+	if a == nil || b == nil || !slices.Equal(a.Shape, b.Shape) {
 		panic(fmt.Sprintf("engine: Add: shapes %v and %v differ", shapeOf(a), shapeOf(b)))
 	}
 	rec := tp.recording(a, b)

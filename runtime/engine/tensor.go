@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Tensor is a dense row-major float32 array.
 //
@@ -62,19 +65,6 @@ func shapeLen(op string, shape []int) int {
 
 func cloneShape(shape []int) []int { return append([]int(nil), shape...) }
 
-// sameShape reports whether a and b have identical shapes.
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // mustRank panics unless t has the given rank; op names the caller.
 func mustRank(op, name string, t *Tensor, rank int) {
 	if t == nil || len(t.Shape) != rank {
@@ -88,7 +78,7 @@ func mustRank(op, name string, t *Tensor, rank int) {
 
 // mustShape panics unless t has exactly the given shape.
 func mustShape(op, name string, t *Tensor, shape ...int) {
-	if t == nil || !sameShape(t.Shape, shape) {
+	if t == nil || !slices.Equal(t.Shape, shape) {
 		var s []int
 		if t != nil {
 			s = t.Shape

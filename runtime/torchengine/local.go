@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -421,7 +422,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, Loaded, error) 
 // logical workers on the survivors and redoes the step.
 func (l *Local) Step(ctx context.Context, step int64, sizes []int, faults map[int]string) (*StepResult, error) {
 	l.group.next = step
-	if !equalInts(sizes, l.sizes) {
+	if !slices.Equal(sizes, l.sizes) {
 		if err := l.assign(ctx, sizes); err != nil {
 			return nil, err
 		}
@@ -507,7 +508,7 @@ func (l *Local) release(ranks []int) {
 	}
 	keep := l.procs[:0]
 	for r, p := range l.procs {
-		if containsInt(ranks, r) && len(l.procs)-len(ranks) >= 1 {
+		if slices.Contains(ranks, r) && len(l.procs)-len(ranks) >= 1 {
 			if err := p.w.Close(10 * time.Second); err != nil {
 				fmt.Fprintf(l.start.Stderr, "easyscale: python worker %d leaving: %v\n", r, err)
 			}
@@ -598,7 +599,7 @@ func (l *Local) dropLost(err error) error {
 	}
 	keep := l.procs[:0]
 	for r, p := range l.procs {
-		if containsInt(ranks, r) {
+		if slices.Contains(ranks, r) {
 			p.w.Kill()
 			continue
 		}
@@ -693,25 +694,4 @@ func (l *Local) Close() error {
 	}
 	l.spares = nil
 	return errors.Join(errs...)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

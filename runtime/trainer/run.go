@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -366,7 +367,7 @@ func (j *job) boundary(ctx context.Context) error {
 // workers join (copying the coordinator's replica) or leave, and ESTs move
 // with their contexts to the new placement.
 func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
-	if j.alloc != nil && j.alloc.Workers == alloc.Workers && equalSpeeds(j.alloc.Speeds, alloc.Speeds) {
+	if j.alloc != nil && j.alloc.Workers == alloc.Workers && slices.Equal(j.alloc.Speeds, alloc.Speeds) {
 		return nil
 	}
 	t0 := time.Now()
@@ -389,7 +390,7 @@ func (j *job) reallocate(ctx context.Context, alloc schedule.Allocation) error {
 // joiner admitted and lost before its first step leaves no span).
 func (j *job) noteAllocation(a schedule.Allocation) {
 	h := j.history
-	same := func(b schedule.Allocation) bool { return b.Workers == a.Workers && equalSpeeds(b.Speeds, a.Speeds) }
+	same := func(b schedule.Allocation) bool { return b.Workers == a.Workers && slices.Equal(b.Speeds, a.Speeds) }
 	if n := len(h); n > 0 && same(h[n-1]) {
 		return
 	}
@@ -428,18 +429,6 @@ func (j *job) replan(workers int, speeds []float64, reason string, kv ...any) er
 		}
 	}
 	return nil
-}
-
-func equalSpeeds(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // mustHash reports whether completed step s is hashed: by the digest
