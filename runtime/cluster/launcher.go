@@ -26,7 +26,8 @@ const DefaultMaxRelaunches = 3
 // loaded its data or waited for a step boundary) is started again in its
 // slot, at most MaxRelaunches times, so a grow does not wait its whole join
 // timeout for a worker that will never come (relaunch.go); one that left on
-// request (SIGTERM, SIGINT, SIGHUP, or exit 0) is not. The coordinator
+// request (SIGTERM, SIGINT, SIGHUP, or exit 0) is not, nor one that refused
+// its command line or configuration (exit 2), which no retry cures. The coordinator
 // reports admissions (Admitted) and releases (Released); OnTheWay counts
 // the processes that may still join.
 type ProcLauncher struct {

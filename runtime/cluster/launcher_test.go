@@ -112,6 +112,7 @@ func TestResizeStartsAgainAWorkerThatExitsBeforeAdmission(t *testing.T) {
 		{"twice", map[int]string{1: "exit exit"}, 2, "", map[int]int{0: 1, 1: 3}},
 		{"a slot whose tries are spent: the grow goes on with the others", map[int]string{1: spent}, 1, "", map[int]int{0: 1, 1: 1 + DefaultMaxRelaunches}},
 		{"no worker can join: the grow fails at once", map[int]string{0: spent, 1: spent}, 0, "none is on its way", map[int]int{0: 1 + DefaultMaxRelaunches, 1: 1 + DefaultMaxRelaunches}},
+		{"a worker that refuses its command line (exit 2) is not started again: no try cures it", map[int]string{1: "usage"}, 1, "", map[int]int{0: 1, 1: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
@@ -17,8 +19,10 @@ import (
 // ProcLauncher starts (launcher_test.go): its value is a directory whose
 // file plan-K holds, one word a line, what the process of slot K (its log
 // is worker-K.log) does at its first start, its second, and so on: "exit"
-// (exit 3 at once, as a worker killed while it joins), "leave" (exit 0 at
-// once, as a worker that got SIGTERM while it joined), "hang" (wait to be
+// (exit 3 at once, as a worker killed while it joins), "usage" (exit 2 at
+// once, as a worker that refuses its command line or configuration),
+// "leave" (exit 0 at once, as a worker that got SIGTERM while it joined),
+// "hang" (wait to be
 // killed) or "join" (RunWorker: a real worker). Past the plan's lines, or
 // without a plan, it joins.
 const fakeWorkerEnv = "EASYSCALE_TEST_FAKE_WORKER"
@@ -59,6 +63,8 @@ func fakeWorker(dir string, args []string) int {
 	switch mode {
 	case "exit":
 		return 3
+	case "usage":
+		return cmdline.ExitUsage
 	case "leave":
 		return 0
 	case "hang":

@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 )
 
 // The launcher's view of its processes as the coordinator reports them:
@@ -14,7 +18,8 @@ import (
 
 // relaunch starts p's slot again when p exited (with err from its Wait)
 // before the coordinator ever admitted or released it, did not leave on
-// request (leftOnRequest), and the slot has tries left. l.mu is held.
+// request (leftOnRequest) nor refuse its command line (refusedUsage), and
+// the slot has tries left. l.mu is held.
 func (l *ProcLauncher) relaunch(p *launched, err error) {
 	if p.admitted || p.released || l.stopping {
 		return
@@ -30,6 +35,11 @@ func (l *ProcLauncher) relaunch(p *launched, err error) {
 	log := l.logger().With("worker", p.slot, "pid", p.cmd.Process.Pid, "status", status)
 	if leftOnRequest(p.cmd.ProcessState) {
 		log.Info("a worker process left before it was admitted (SIGTERM, SIGINT or SIGHUP, or it exited 0); not starting it again")
+		return
+	}
+	if refusedUsage(p.cmd.ProcessState) {
+		log.Error("a worker process refused its command line or configuration (exit 2) before it was admitted; not starting it again, as no retry cures that: its log says why",
+			"log", filepath.Join(l.LogDir, fmt.Sprintf("worker-%d.log", p.slot)))
 		return
 	}
 	if p.tries >= limit {
@@ -66,6 +76,14 @@ func leftOnRequest(ps *os.ProcessState) bool {
 		return false
 	}
 	return ws.Exited() && ws.ExitStatus() == 0
+}
+
+// refusedUsage reports whether a worker process that ended with state ps
+// exited with cmdline.ExitUsage (2): `easyscale worker` refused its flags,
+// its token or job-id file, or its environment, which the same command
+// line meets again at every start.
+func refusedUsage(ps *os.ProcessState) bool {
+	return ps != nil && ps.Exited() && ps.ExitCode() == cmdline.ExitUsage
 }
 
 func (l *ProcLauncher) logger() hclog.Logger {
