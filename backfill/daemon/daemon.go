@@ -360,8 +360,10 @@ type Report struct {
 	// AdmitShrunk the running elastic jobs it shrank for them.
 	Admitted, AdmitShrunk []string
 	// StartedSmall lists the queued elastic jobs start-small lowered to
-	// the nodes idle now ([start_small]).
-	StartedSmall []string
+	// the nodes idle now ([start_small]); StartSmallRestored the jobs
+	// started small whose owner set the node count back, whose raised
+	// time limit was put back (followStartedSmall).
+	StartedSmall, StartSmallRestored []string
 	// Held lists the running elastic jobs not grown this cycle because
 	// their extra jobs failed ([retry]: waiting out a backoff, or stopped
 	// until their status changes).
@@ -467,6 +469,10 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.followMoved(ctx, v, r); err != nil {
 		return fmt.Errorf("following the jobs moved to faster GPUs (move_to_faster): %w", err)
 	}
+	started, err := d.followStartedSmall(ctx, v, r)
+	if err != nil {
+		return fmt.Errorf("following the jobs started small (start_small): %w", err)
+	}
 	if err := d.nudgeEligible(ctx, v, r); err != nil {
 		return fmt.Errorf("nudging eligible jobs: %w", err)
 	}
@@ -504,7 +510,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("shrink-to-admit: %w", err)
 	}
 	if !admitted {
-		if admitted, err = d.startSmall(ctx, v, rc.live, records, r); err != nil {
+		if admitted, err = d.startSmall(ctx, v, rc.live, records, started, r); err != nil {
 			return fmt.Errorf("start-small: %w", err)
 		}
 	}

@@ -290,7 +290,15 @@
 // user's comment decides only about that user's own job, which gets at most
 // the node-hours it asked for plus the margin and the rounding of its limit
 // up to whole minutes, per node (run time grows at most in proportion to
-// the nodes taken away).
+// the nodes taken away). A job is started small once: the daemon records
+// it in state_db (table started_small: its owner, node counts and limits)
+// before it changes Slurm, tries no recorded job again, and forgets the
+// record when Slurm no longer lists the job (or lists its id under another
+// user). An owner who sets the node count back while the job waits gets
+// the limit it asked for back ("start-small-restore"), unless the limit
+// was changed since: a raise is computed from the job's limit and node
+// count, and before this a job set back to its request was raised again
+// cycle after cycle (a tester's finding, 10 → 17 → 29 → 48 min).
 //
 // Where a queued job may go (shrink-to-admit and start-small alike): only
 // nodes of one of its partitions, none of its --exclude, only its
@@ -450,8 +458,11 @@
 // TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest).
 // moved.go follows each record: when the job runs again it is marked
 // ran; when it waits again afterwards (an admin's or a node failure's
-// requeue), or has waited longer than 10 minutes for the faster nodes,
-// its owner's list is put back unless the owner changed it. A requeue
+// requeue), when the nodes left to it while it waits no longer hold its
+// GPUs idle (another job took the faster nodes; this daemon's extra jobs
+// there count as idle), or at the latest once it has waited 10 minutes
+// (moveWaitBound) for the faster nodes, its owner's list is put back
+// unless the owner changed it. A requeue
 // Slurm refuses (--no-requeue) ends the move. A job is moved once; a dry
 // run logs the move once; the metric moves_total{result} counts them. A
 // requeue that reports an error counts as done when the job waits

@@ -25,7 +25,8 @@ type smallStart struct {
 
 // planStartSmall decides start-small for this cycle ([start_small]): the
 // pending jobs waiting for resources, in planner.QueueOrder, are tried in
-// turn and the first that may start small does (at most one per cycle).
+// turn and the first that may start small does (at most one per cycle);
+// a job started small before (started, the store's records) is not tried.
 // A job is tried when it is an elastic EasyScale job (its comment an
 // es-req with a node range) in a partition where start-small is on, with
 // a readable request and time limit and no --nodelist, whose placement
@@ -39,7 +40,8 @@ type smallStart struct {
 // question put to the planner for the job that started, else for the
 // last job asked (nil when every job was refused before); ok is false
 // with why (one reason per job) when none starts small.
-func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfillstore.AdmitShrink,
+	started map[string]backfillstore.StartedSmall) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	queue := d.waitingForResources(v)
 	if len(queue) == 0 {
 		return nil, s, false, "no job waits for resources"
@@ -67,6 +69,10 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 		}
 		if len(resv.nodes[q.ID]) == 0 {
 			unplanned = q.ID
+		}
+		if rec, done := started[q.ID]; done && rec.User == q.User {
+			whys = append(whys, who+": it was started small before (start-small acts once per job: a raise is computed from its limit and node count, which its owner may set back)")
+			continue
 		}
 		if asks == startSmallAsksPerCycle {
 			whys = append(whys, fmt.Sprintf("%s and the jobs behind it: %d jobs were asked this cycle (start_small's bound per cycle)", who, asks))
@@ -250,11 +256,12 @@ func (d *Daemon) elasticLeft(v *View, e *ElasticJob, raisedLess time.Duration) (
 // (`scontrol update`), and puts the old limit back if Slurm refuses the
 // node count. It returns true when it changed the job, so that the cycle
 // lends nothing on the state it read before. A dry run only logs.
-func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent, records []backfillstore.AdmitShrink, r *Report) (bool, error) {
+func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent, records []backfillstore.AdmitShrink,
+	started map[string]backfillstore.StartedSmall, r *Report) (bool, error) {
 	if d.cfg.StartSmallRule() == planner.StartSmallOff {
 		return false, nil
 	}
-	in, s, ok, why := d.planStartSmall(v, live, records)
+	in, s, ok, why := d.planStartSmall(v, live, records, started)
 	if in != nil {
 		r.StartSmallAsked = in
 		if ok {
@@ -282,6 +289,13 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 		return false, d.decide(ctx, "start-small-skip", s.job.ID, "", "", 0, why)
 	}
 	if err := d.decide(ctx, "start-small", s.job.ID, "", "", 0, detail); err != nil {
+		return false, err
+	}
+	// Recorded before Slurm is changed: a job is started small once at
+	// most, even if the daemon stops halfway (followStartedSmall).
+	rec := backfillstore.StartedSmall{Job: s.job.ID, User: s.job.User, FromNodes: s.FromNodes, ToNodes: s.ToNodes,
+		OldLimit: s.OldLimit, NewLimit: time.Duration(minutes(max(s.NewLimit, s.OldLimit))) * time.Minute, At: v.Now}
+	if err := d.db.PutStartedSmall(ctx, rec); err != nil {
 		return false, err
 	}
 	if s.NewLimit > s.OldLimit {

@@ -380,3 +380,60 @@ func weighedQueue(td *testDaemon, nodes21 int, change func(*fakeJob)) {
 		change(l)
 	})
 }
+
+// TestAJobIsStartedSmallOnceAndItsRaiseUndoneWhenItsOwnerSetsItsNodesBack:
+// a tester's finding on the lab. Start-small computes its raise from the
+// job's limit and node count; an owner who set the node count back while
+// the job waited had it started small again, cycle after cycle, the limit
+// growing each time (10 → 17 → 29 → 48 min for 3 nodes asked). A job is
+// now started small once (a state_db record), and an owner who sets its
+// node count back gets its own limit back: the raise covered its work on
+// fewer nodes only.
+func TestAJobIsStartedSmallOnceAndItsRaiseUndoneWhenItsOwnerSetsItsNodesBack(t *testing.T) {
+	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+	r := td.cycle(t)
+	if !slices.Equal(r.StartedSmall, []string{"20"}) || td.fake.job("20").timeLimit != 66*time.Minute {
+		t.Fatalf("first cycle: started small %v, limit %v; want job 20 at 66 min (TestStartSmall)", r.StartedSmall, td.fake.job("20").timeLimit)
+	}
+	q := td.fake.job("20")
+	td.fake.set(func() { q.nodes = 2 }) // the owner: scontrol update JobId=20 NumNodes=2
+	before := len(td.fake.commands("scontrol update"))
+	r = td.cycle(t)
+	got := td.fake.commands("scontrol update")[before:]
+	if len(r.StartedSmall) != 0 || !slices.Equal(got, []string{"scontrol update JobId=20 TimeLimit=30"}) ||
+		!slices.Equal(r.StartSmallRestored, []string{"20"}) {
+		t.Fatalf("after the owner set 2 nodes back: started small %v, restored %v, updates %q; want none started, job 20's limit put back to 30 min",
+			r.StartedSmall, r.StartSmallRestored, got)
+	}
+	before = len(td.fake.commands("scontrol update"))
+	r = td.cycle(t)
+	if got := td.fake.commands("scontrol update")[before:]; len(got) != 0 || len(r.StartedSmall) != 0 || len(r.StartSmallRestored) != 0 {
+		t.Fatalf("third cycle: updates %q, started small %v, restored %v; want nothing more", got, r.StartedSmall, r.StartSmallRestored)
+	}
+	if q.timeLimit != 30*time.Minute || q.nodes != 2 {
+		t.Errorf("job 20 ends with %d nodes and %v; want what its owner asked: 2 nodes, 30 min", q.nodes, q.timeLimit)
+	}
+}
+
+// TestAStartSmallRecordOfAReusedJobIDDoesNotBlockAnotherUsersJob: the
+// record names the job's owner; a job id Slurm lists under another user is
+// another job (ids wrap), which may start small, and the stale record goes.
+func TestAStartSmallRecordOfAReusedJobIDDoesNotBlockAnotherUsersJob(t *testing.T) {
+	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+	ctx := context.Background()
+	if err := td.db.PutStartedSmall(ctx, backfillstore.StartedSmall{Job: "20", User: "mallory", FromNodes: 2, ToNodes: 1,
+		OldLimit: time.Minute, NewLimit: 2 * time.Minute, At: td.now.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	r := td.cycle(t)
+	if !slices.Equal(r.StartedSmall, []string{"20"}) {
+		t.Fatalf("started small %v, want job 20 (bob's; the record was mallory's job 20)", r.StartedSmall)
+	}
+	recs, err := td.db.StartedSmallJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := recs["20"]; rec.User != td.fake.job("20").user || rec.OldLimit != 30*time.Minute || rec.NewLimit != 66*time.Minute {
+		t.Errorf("record %+v, want bob's job 20 started small from 30 to 66 min", rec)
+	}
+}

@@ -203,6 +203,16 @@ var backfillMigrations = []string{
 		since_ns INTEGER NOT NULL,
 		state    TEXT    NOT NULL
 	);`,
+	`CREATE TABLE started_small (
+		job_id      TEXT    PRIMARY KEY,
+		user        TEXT    NOT NULL,
+		from_nodes  INTEGER NOT NULL,
+		to_nodes    INTEGER NOT NULL,
+		old_limit_s INTEGER NOT NULL,
+		new_limit_s INTEGER NOT NULL,
+		at_ns       INTEGER NOT NULL,
+		restored    INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)

@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// followStartedSmall takes each start-small recorded in state_db one step
+// on and returns the records still held, by job id (planStartSmall starts
+// none of those jobs small again):
+//
+//   - the job is gone, or Slurm lists its id under another user (the id
+//     was reused): the record is deleted;
+//   - the job waits with more nodes than the daemon set (its owner set
+//     the node count back) and the time limit the daemon raised it to: the
+//     old limit is put back (`scontrol update TimeLimit=`), since the raise
+//     covered its work on fewer nodes only, and the record marked restored;
+//   - otherwise nothing changes.
+//
+// A record stays until the job is gone, so a job is started small once at
+// most. A refused update is logged and tried again next cycle; only a
+// database error is returned. A dry run changes nothing.
+func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (map[string]backfillstore.StartedSmall, error) {
+	recs, err := d.db.StartedSmallJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range sortedIDs(recs) {
+		rec := recs[id]
+		j, listed := v.All[id]
+		if !listed {
+			if _, unreadable := v.Unreadable[id]; unreadable {
+				continue
+			}
+		}
+		if !listed || j.User != rec.User {
+			delete(recs, id)
+			if !d.cfg.DryRun {
+				if err := d.db.ForgetStartedSmall(ctx, id); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if rec.Restored || d.cfg.DryRun || !setBack(j, rec) {
+			continue
+		}
+		log := d.log.Named("start_small").With("job_id", id, "user", j.User)
+		if err := d.resize.SetTimeLimit(ctx, id, minutes(rec.OldLimit)); err != nil {
+			log.Warn("putting back the time limit of a job started small whose owner set its node count back failed; trying again next cycle", "error", err)
+			continue
+		}
+		detail := fmt.Sprintf("its owner set the node count back to %d (the daemon set %d): time limit %d -> %d min, as asked",
+			j.Nodes, rec.ToNodes, minutes(rec.NewLimit), minutes(rec.OldLimit))
+		log.Warn("put back the time limit start-small raised", "detail", detail)
+		rec.Restored = true
+		recs[id] = rec
+		r.StartSmallRestored = append(r.StartSmallRestored, id)
+		if err := d.db.PutStartedSmall(ctx, rec); err != nil {
+			return nil, err
+		}
+		if err := d.decide(ctx, "start-small-restore", id, "", "", 0, detail); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// setBack reports whether waiting job j, started small as rec says, has
+// more nodes than the daemon set and still the time limit the daemon
+// raised it to (a limit changed since is an admin's or its owner's).
+func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) bool {
+	if j.State != "PENDING" || j.Nodes <= rec.ToNodes || rec.NewLimit <= rec.OldLimit {
+		return false
+	}
+	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
+	return err == nil && limit == rec.NewLimit
+}
