@@ -12,10 +12,13 @@ import (
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
-// moveWaitBound is how long a moved job may wait for the faster nodes
+// moveWaitBound is the longest a moved job waits for the faster nodes
 // before its owner's excluded nodes are put back and it may start
-// anywhere again: the nodes were idle when it was requeued, but a job
-// submitted meanwhile may have taken them.
+// anywhere again: the outer bound. The nodes were idle when it was
+// requeued; once a job submitted meanwhile is seen to have taken them
+// (movedTargetsTaken) the list is put back in that cycle, and the bound
+// covers what the daemon cannot see (Slurm holding idle nodes for a job
+// of higher priority, a request it cannot read).
 const moveWaitBound = 10 * time.Minute
 
 // excludeMoved sets the excluded nodes of requeued job rec.Job, once it
@@ -58,9 +61,15 @@ func (d *Daemon) excludeMoved(ctx context.Context, rec backfillstore.Moved, log 
 //     (excludeMoved; nudge_eligible leaves it alone until then);
 //     requeued, and it runs: it restarted before they were (or the
 //     requeue never happened), nothing to put back;
-//   - excluded, and it runs: it ran again (state ran); excluded, and it
-//     has waited longer than moveWaitBound since the move: the owner's
-//     list is put back so that it may start anywhere;
+//   - excluded, and it runs: it ran again (state ran);
+//   - excluded, and it waits: when the nodes it may start on (the
+//     schedulable nodes its partitions and --nodelist allow, outside the
+//     list the daemon set) no longer hold its request on idle GPUs (those
+//     of this daemon's started extra jobs count as idle: Slurm preempts
+//     them), another job took the faster nodes, and the owner's list is
+//     put back in this cycle (moveTargetsGone, movedTargetsTaken); it is
+//     put back too once the job has waited longer than moveWaitBound
+//     since the move, whatever the nodes hold; otherwise it waits on;
 //   - ran, and the job waits again (requeued since, e.g. after a node
 //     failure): the owner's list is put back, unless the owner changed the
 //     list the daemon set (then it is the owner's).
@@ -78,6 +87,7 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 			d.moving[id] = true
 		}
 	}
+	var lentOn map[string]int // read for the first excluded job that waits
 	for _, id := range sortedIDs(recs) {
 		rec := recs[id]
 		j, listed := v.All[id]
@@ -109,8 +119,26 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 			if err := d.db.PutMoved(ctx, rec); err != nil {
 				return err
 			}
-		case rec.State == backfillstore.MoveExcluded && j.State == "PENDING" && v.Now.Sub(rec.Since) > moveWaitBound,
-			rec.State == backfillstore.MoveRan && j.State == "PENDING":
+		case rec.State == backfillstore.MoveExcluded && j.State == "PENDING":
+			if d.cfg.DryRun {
+				continue
+			}
+			if waited := v.Now.Sub(rec.Since); waited > moveWaitBound {
+				log.Info("the moved job waited longer than the bound for the faster nodes", "waited", waited, "bound", moveWaitBound)
+			} else {
+				if lentOn == nil {
+					if lentOn, err = d.startedExtrasByNode(ctx, v); err != nil {
+						return err
+					}
+				}
+				if !d.moveTargetsGone(v, j, rec, lentOn, log) {
+					continue
+				}
+			}
+			if err := d.restoreMoved(ctx, rec, log, r); err != nil {
+				return err
+			}
+		case rec.State == backfillstore.MoveRan && j.State == "PENDING":
 			if d.cfg.DryRun {
 				continue
 			}
@@ -120,6 +148,81 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 		}
 	}
 	return nil
+}
+
+// startedExtrasByNode counts, by node, the GPUs of this daemon's extra
+// jobs (recorded in state_db, not ended) that Slurm lists as started
+// (running or completing, not pending), as lentByNode counts the live
+// extra jobs reconcile hands to planning: idle for a moved job, since
+// Slurm preempts extra.partition for it. Only a database error is
+// returned.
+func (d *Daemon) startedExtrasByNode(ctx context.Context, v *View) (map[string]int, error) {
+	recs, err := d.db.ActiveExtras(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]*lent{}
+	for _, rec := range recs {
+		if x, ok := v.Extras[rec.ID]; ok && x.Job.State != "PENDING" {
+			live[rec.ID] = &lent{rec: rec, view: x}
+		}
+	}
+	return lentByNode(live, v, d.cfg.Extra.Partition), nil
+}
+
+// moveTargetsGone reports whether moved job j, waiting with the excluded
+// nodes the daemon set (rec.Set), can no longer start on the nodes left to
+// it, so that it would wait for nothing: its request (readQueued: GPUs per
+// node and node count) no longer fits the idle GPUs (lentOn, this daemon's
+// started extra jobs' GPUs by node, counted as idle) of the schedulable
+// nodes its partitions and --nodelist allow outside rec.Set
+// (movedTargetsTaken). A request it cannot read is not gone (the job waits
+// for moveWaitBound). It logs the nodes when they are gone.
+func (d *Daemon) moveTargetsGone(v *View, j slurmcli.Job, rec backfillstore.Moved, lentOn map[string]int, log hclog.Logger) bool {
+	q, ok := readQueued(j)
+	if !ok {
+		log.Debug("the moved job's request does not read; it waits for the faster nodes up to the bound")
+		return false
+	}
+	places := d.placesJob(j, nil)
+	free := map[string]int{}
+	for _, n := range v.Nodes {
+		if n.Schedulable && places(n) {
+			free[n.Name] = freeGPUs(n, lentOn)
+		}
+	}
+	taken, left := movedTargetsTaken(q.perNode, q.nodes, free, rec.Set)
+	if taken {
+		log.Info("another job took the faster nodes the moved job waits for; putting its owner's excluded nodes back now",
+			"node", strings.Join(left, ","), "gpus_per_node", q.perNode, "nodes", q.nodes, "waited", v.Now.Sub(rec.Since))
+	}
+	return taken
+}
+
+// movedTargetsTaken is the rule of moveTargetsGone over plain values: a
+// moved job asking for perNode GPUs on each of nodes nodes, excluded from
+// set (the list the daemon set), may start only on the nodes of free (the
+// nodes its placement allows and Slurm may start jobs on, by name, with
+// their idle GPUs) outside set. taken reports whether fewer than nodes of
+// them hold perNode idle GPUs each (the faster nodes were taken); left is
+// those nodes, sorted, whatever they hold (for the log). A request of no
+// GPUs or no nodes is never taken.
+func movedTargetsTaken(perNode, nodes int, free map[string]int, set []string) (taken bool, left []string) {
+	fit := 0
+	for n, gpus := range free {
+		if slices.Contains(set, n) {
+			continue
+		}
+		left = append(left, n)
+		if gpus >= perNode {
+			fit++
+		}
+	}
+	slices.Sort(left)
+	if perNode < 1 || nodes < 1 {
+		return false, left
+	}
+	return fit < nodes, left
 }
 
 // restoreMoved puts back the owner's excluded nodes of waiting job
