@@ -111,7 +111,10 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
-	r.Speeds = e.Request.Speeds // the job's own speeds= (nil: the [speeds] table)
+	// The job's own speeds= (nil: the [speeds] table), never above the
+	// table: a user may say how the job's speed differs between types, not
+	// make its GPUs count more than another user's (planner.CapSpeeds).
+	r.Speeds = planner.CapSpeeds(e.Request.Speeds, d.cfg.Speeds)
 	return r
 }
 

@@ -17,10 +17,15 @@ func TestAJobsCommentSpeedsReachThePlanner(t *testing.T) {
 	}{
 		{"speeds= gives the job's own speeds", "es-req min=1 max=2 lw=4 d1 speeds=t4:0.4,v100:1", map[string]float64{"t4": 0.4, "v100": 1}},
 		{"no speeds= leaves them to the [speeds] table", "es-req min=1 max=2 lw=4 d1", nil},
+		// A tester's live finding: speeds=v100:100 won 5 of 6 lent V100s
+		// from an equal job of another user. The table here (toml below)
+		// says v100 = 2, t4 = 1: the declaration comes down by 1/50.
+		{"a speeds= above the site's table comes down to it, its ratio kept", "es-req min=1 max=2 lw=4 d1 speeds=v100:100,t4:0.01",
+			map[string]float64{"v100": 2, "t4": 0.0002}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			td := newTestDaemon(t, "")
+			td := newTestDaemon(t, "[speeds]\nv100 = 2.0\nt4 = 1.0\n")
 			td.fake.running("10", tc.comment, "n1", 1, time.Hour, rendezvous(t, "10"))
 			rep := td.cycle(t)
 			for _, j := range rep.Snapshot.Running {
