@@ -82,11 +82,13 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	return q, true
 }
 
-// origNodes returns job id's node count before its first shrink-to-admit
-// (from the store), or cur when it was never shrunk.
-func origNodes(records []backfillstore.AdmitShrink, id string, cur int) int {
+// origNodes returns the node count of job id of user before its first
+// shrink-to-admit (from the store), or cur when it was never shrunk. A
+// record of another user (a reused job id) does not count, as for
+// limitRaised.
+func origNodes(records []backfillstore.AdmitShrink, id, user string, cur int) int {
 	for _, r := range records {
-		if r.Job == id && r.State != backfillstore.AdmitAbandoned {
+		if r.Job == id && r.State != backfillstore.AdmitAbandoned && (r.User == user || r.User == "" || user == "") {
 			return r.OrigNodes
 		}
 	}
@@ -216,7 +218,7 @@ func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
 // store) and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
-		OrigNodes: origNodes(records, e.Job.ID, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
+		OrigNodes: origNodes(records, e.Job.ID, e.Job.User, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
 	}

@@ -46,3 +46,25 @@ func TestLimitRaisedIsWhatShrinkToAdmitAdded(t *testing.T) {
 		})
 	}
 }
+
+// TestOrigNodesReadsOnlyTheOwnersRecords: the node count a job started
+// with (admit.max_loss's base) comes from its first shrink's record, and
+// a record of another user under the same id (ids wrap) does not count.
+func TestOrigNodesReadsOnlyTheOwnersRecords(t *testing.T) {
+	records := []backfillstore.AdmitShrink{
+		{Job: "7", User: "alice", OrigNodes: 8, State: backfillstore.AdmitAbandoned},
+		{Job: "7", User: "alice", OrigNodes: 4, State: backfillstore.AdmitDone},
+		{Job: "7", User: "alice", OrigNodes: 4, State: backfillstore.AdmitDone},
+	}
+	for _, tc := range []struct {
+		name, user string
+		want       int
+	}{
+		{"the owner's first record not abandoned", "alice", 4},
+		{"a reused job id: another user's job has its own count", "mallory", 2},
+	} {
+		if got := origNodes(records, "7", tc.user, 2); got != tc.want {
+			t.Errorf("%s: origNodes(job 7 of %s, now 2) = %d, want %d", tc.name, tc.user, got, tc.want)
+		}
+	}
+}
