@@ -1043,16 +1043,20 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 		name   string
 		change func(j *fakeJob)
 		want   bool // cancelled
-		// kept: the record stays active (a job no longer in the extra job
-		// form is, for later snapshots, not listed: its record ends "gone").
+		// kept: the record stays active.
 		kept bool
+		// renamed: its owner renamed it (same id, user and partition): left
+		// alone in the cycle whose snapshot read the old name, then still
+		// the daemon's extra job and cancelled by the next cycle
+		// (reconcile.go, renamedExtra).
+		renamed bool
 	}{
-		{"the recorded job unchanged is cancelled", func(j *fakeJob) {}, true, false},
-		{"another job name is left alone", func(j *fakeJob) { j.name = "es-extra-99" }, false, false},
-		{"another comment is left alone", func(j *fakeJob) { j.comment = "es-extra parent=99" }, false, false},
-		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, true},
-		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, true},
-		{"an unreadable re-read is left alone", nil, false, true},
+		{"the recorded job unchanged is cancelled", func(j *fakeJob) {}, true, false, false},
+		{"another job name is left alone, then cancelled as renamed", func(j *fakeJob) { j.name = "es-extra-99" }, false, false, true},
+		{"another comment is left alone, then cancelled as renamed", func(j *fakeJob) { j.comment = "es-extra parent=99" }, false, false, true},
+		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, true, false},
+		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, true, false},
+		{"an unreadable re-read is left alone", nil, false, true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1072,13 +1076,16 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 					}
 				}
 			})
-			for range 2 {
-				td.cycle(t)
-				td.advance(2 * time.Second)
-			}
+			td.cycle(t)
+			td.advance(2 * time.Second)
 			cancelled := slices.Contains(td.fake.commands("scancel"), "scancel 11")
 			if cancelled != tc.want {
 				t.Fatalf("cancelled=%v, want %v; scancel calls %v", cancelled, tc.want, td.fake.commands("scancel"))
+			}
+			td.cycle(t)
+			td.advance(2 * time.Second)
+			if cancelled = slices.Contains(td.fake.commands("scancel"), "scancel 11"); cancelled != (tc.want || tc.renamed) {
+				t.Fatalf("next cycle: cancelled=%v, want %v; scancel calls %v", cancelled, tc.want || tc.renamed, td.fake.commands("scancel"))
 			}
 			if !tc.want {
 				if n := countLogs(t, &logs, "not cancelling: Slurm's job 11 is not the extra job this daemon submitted", "11"); n != 1 {

@@ -596,11 +596,23 @@
 // The daemon runs as root and could cancel anyone's job, so it signals or
 // cancels only extra jobs it submitted itself, as its SQLite file records
 // them: job id, user, job name, comment and partition, written when sbatch
-// returns. Right before each `scancel --signal=TERM` or `scancel` it
-// re-reads the job by id (`squeue --jobs=ID`, fresh separators) and acts
-// only when Slurm's job of that id still has the recorded name, comment,
-// partition and user; otherwise it logs an error once and does nothing (a
-// job Slurm no longer knows needs nothing either).
+// returns. The job id sbatch returned is what makes a job the daemon's:
+// an extra job runs under its user's uid, so the user may change its name
+// and comment (`scontrol update JobId=ID Name=kept Comment=kept`). A
+// recorded id Slurm lists out of the extra job form, under the recorded
+// user and in the recorded partition, is still the daemon's extra job: it
+// is warned about once and then handled as any other (its GPUs count as
+// lent toward the caps, it is cancelled when its parent ends or after
+// pending_timeout, and shrunk when the planner says so). A recorded id
+// Slurm lists under another user or in another partition is not the
+// daemon's (the id was reused): its record ends, the job is left alone.
+// Right before each `scancel --signal=TERM` or `scancel` it re-reads the
+// job by id (`squeue --jobs=ID`, fresh separators) and acts only when
+// Slurm's job of that id still has the recorded partition and user, and
+// the recorded name and comment (for a renamed one, the name and comment
+// the cycle's snapshot read); otherwise it logs an error once and does
+// nothing (a job Slurm no longer knows needs nothing either). A name or
+// comment alone never makes a job the daemon's.
 //
 // The only unrecorded jobs it takes over are its own submissions whose
 // record was lost because it was killed between sbatch and the database

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,11 @@ type reconciled struct {
 }
 
 // reconcile brings the database in line with Slurm, every cycle (so a
-// restart after SIGKILL needs no special path):
+// restart after SIGKILL needs no special path). A recorded extra job is
+// found by the job id its sbatch returned, not by its name and comment,
+// which its owner may change: one listed out of the extra job form under
+// the recorded user and partition is still this daemon's (renamedExtra),
+// and is moved in v from the ordinary jobs to v.Extras.
 //
 //   - a recorded extra job Slurm no longer lists, or lists in a final state,
 //     is marked ended with that state (PREEMPTED, COMPLETED, TIMEOUT, ...),
@@ -106,6 +111,19 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 	log.Info("leaving job alone: "+why, "dry_run", d.cfg.DryRun)
 }
 
+// reconcileKnown reconciles recorded extra job rec: it is found in Slurm
+// by its id (the one sbatch returned), in v.Extras when it is still in the
+// extra job form, and otherwise among all the jobs Slurm lists when its
+// owner renamed it (`scontrol update JobId=ID Name=... Comment=...`; see
+// renamedExtra: the same user and partition as recorded). A renamed one is
+// warned about once and then reconciled exactly as an unrenamed one: its
+// GPUs count toward the caps (rc.live), it is cancelled when its parent is
+// not running or it stayed pending past pending_timeout, and shrunk when
+// the planner says so; the re-read before each signal or cancel (verify)
+// then expects the name and comment it has now, with the recorded user and
+// partition. A job of that id listed under another user or in another
+// partition is not this daemon's (the id was reused): the record ends as
+// for a job Slurm no longer lists, and that job is left alone.
 func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
 	log := d.log.Named("reconcile").With("extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node)
 	if why := unreadable(v, rec); why != nil {
@@ -113,8 +131,25 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		return nil
 	}
 	x, inSlurm := v.Extras[rec.ID]
+	endState := v.Ended[rec.ID]
+	if !inSlurm && endState == "" {
+		renamed, final, err := d.renamedExtra(v, rec)
+		if err != nil {
+			log.Debug("leaving recorded extra job as it is this cycle: its owner renamed it and its record cannot be read", "error", err)
+			return nil
+		}
+		if renamed != nil {
+			d.noteRenamed(rec, renamed)
+			// verify (before a signal or cancel) checks Slurm's job still
+			// is the one the snapshot read, in the recorded partition and
+			// of the recorded user.
+			rec.Name, rec.Comment = renamed.Job.Name, renamed.Job.Comment
+			x, inSlurm = renamed, true
+		}
+		endState = final
+	}
 	if !inSlurm {
-		state := v.Ended[rec.ID]
+		state := endState
 		if state == "" {
 			state = "gone (no longer listed by squeue)"
 		}
@@ -127,7 +162,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		if err := d.db.MarkEnded(ctx, rec.ID, v.Now, state); err != nil {
 			return err
 		}
-		_, err := d.lendEnded(ctx, v, rec, v.Ended[rec.ID], running[rec.Parent], rc.hist)
+		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
 	grace := d.cfg.GracePeriod.Duration
@@ -162,6 +197,51 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	rc.live[rec.ID] = l
 	return nil
+}
+
+// renamedExtra returns recorded extra job rec as Slurm lists it when its
+// owner took it out of the extra job form (changed its name or comment):
+// Slurm lists rec.ID, not in the extra job form (v.Extras and v.Ended do
+// not hold it), under the recorded user and in the recorded partition. A
+// live one is read as an extra job of rec.Parent and filed in v as one
+// (out of v.Running, v.Pending, v.Elastic and v.Lookalikes, into
+// v.Extras), so that planning counts its GPUs as lent, not as an ordinary
+// job's; a final one returns its state. It returns nil and "" when Slurm
+// does not list rec.ID, or lists it under another user or partition: the
+// id was reused, the job is not this daemon's. err: its allocation cannot
+// be read (v unchanged).
+func (d *Daemon) renamedExtra(v *View, rec backfillstore.ExtraJob) (x *ExtraView, final string, err error) {
+	j, listed := v.All[rec.ID]
+	if !listed || j.User != rec.User || j.Partition != rec.Partition {
+		return nil, "", nil
+	}
+	if finalStates[j.State] {
+		return nil, j.State, nil
+	}
+	if x, err = d.snap.extraView(j, rec.Parent); err != nil {
+		return nil, "", err
+	}
+	sameID := func(o slurmcli.Job) bool { return o.ID == j.ID }
+	v.Running, v.Pending = slices.DeleteFunc(v.Running, sameID), slices.DeleteFunc(v.Pending, sameID)
+	delete(v.Elastic, j.ID)
+	delete(v.Lookalikes, j.ID)
+	v.Extras[j.ID] = x
+	return x, "", nil
+}
+
+// noteRenamed warns once per name and comment that the owner of recorded
+// extra job rec renamed it (x: as Slurm lists it) and that it stays this
+// daemon's extra job.
+func (d *Daemon) noteRenamed(rec backfillstore.ExtraJob, x *ExtraView) {
+	why := fmt.Sprintf("renamed by its owner: name %q, comment %q", x.Job.Name, x.Job.Comment)
+	if d.noted[rec.ID] == why {
+		return
+	}
+	d.noted[rec.ID] = why
+	d.log.Named("reconcile").Warn("extra job renamed by its owner; it stays this daemon's extra job (its id is the one "+
+		"sbatch returned, its user and partition are as recorded): its GPUs count as lent and it is cancelled with its parent",
+		"extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node, "user", rec.User, "name", x.Job.Name, "comment", x.Job.Comment,
+		"dry_run", d.cfg.DryRun)
 }
 
 // unreadable returns why rec's job or its parent is missing from the view

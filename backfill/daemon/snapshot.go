@@ -133,8 +133,11 @@ type View struct {
 	Running, Pending []slurmcli.Job
 	// Elastic lists the running elastic jobs, by id.
 	Elastic map[string]*ElasticJob
-	// Extras are the live (pending or running) extra jobs, by id; Ended
-	// maps extra jobs Slurm still lists in a final state to that state.
+	// Extras are the live (pending or running) extra jobs, by id: jobs in
+	// the extra job form (extraParent), and recorded extra jobs their owner
+	// renamed, which reconcile moves here from the ordinary jobs
+	// (renamedExtra). Ended maps extra jobs Slurm still lists in a final
+	// state to that state.
 	Extras map[string]*ExtraView
 	Ended  map[string]string
 	// Lookalikes are live jobs whose comment starts with
@@ -421,19 +424,29 @@ func (s *Snapshotter) addExtra(v *View, j slurmcli.Job, parent string) error {
 		v.Ended[j.ID] = j.State
 		return nil
 	}
+	x, err := s.extraView(j, parent)
+	if err != nil {
+		return err
+	}
+	v.Extras[j.ID] = x
+	return nil
+}
+
+// extraView reads live job j as an extra job lent to parent (also a
+// recorded one its owner renamed: reconcile.go).
+func (s *Snapshotter) extraView(j slurmcli.Job, parent string) (*ExtraView, error) {
 	x := &ExtraView{Job: j, Parent: parent}
 	if j.State != "PENDING" {
 		alloc, _, err := allocation(j)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(alloc) == 1 {
 			x.Node, x.GPUs = alloc[0].Node, alloc[0].GPUs
 		}
 		x.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	}
-	v.Extras[j.ID] = x
-	return nil
+	return x, nil
 }
 
 func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) error {
