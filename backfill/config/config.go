@@ -532,11 +532,14 @@ func whereItBelongs(k toml.Key) string {
 
 // Warnings lists, one sentence each, what the file sets that does
 // nothing with its other settings (valid, so Validate does not refuse it;
-// the daemon logs each at start): admit.horizon with admit.rule
-// "longest-left". Empty when there is none.
+// the daemon logs each at start): admit.horizon with shrink-to-admit off,
+// or with admit.rule "longest-left". Empty when there is none.
 func (c *Config) Warnings() []string {
 	var w []string
-	if c.Admit.horizonSet && c.Admit.Rule == AdmitLongestLeft {
+	switch {
+	case c.Admit.horizonSet && !c.Admit.Enabled:
+		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: shrink-to-admit is off (admit.enabled = false)", c.Admit.Horizon))
+	case c.Admit.horizonSet && c.Admit.Rule == AdmitLongestLeft:
 		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.horizon out, or set admit.rule = %q",
 			c.Admit.Horizon, AdmitLongestLeft, AdmitObjective, AdmitObjective))
 	}

@@ -240,6 +240,8 @@ func TestWarningsNameSettingsThatDoNothing(t *testing.T) {
 		{"the longest-left rule alone", "[admit]\nrule = \"longest-left\"", ""},
 		{"the horizon with the longest-left rule", "[admit]\nrule = \"longest-left\"\nhorizon = \"kept\"",
 			`admit.horizon = "kept" does nothing: admit.rule = "longest-left" weighs no horizon`},
+		{"the horizon with shrink-to-admit off (whatever the rule)", "[admit]\nenabled = false\nrule = \"longest-left\"\nhorizon = \"returned\"",
+			`admit.horizon = "returned" does nothing: shrink-to-admit is off (admit.enabled = false)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(tc.toml)
