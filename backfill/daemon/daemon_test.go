@@ -1054,8 +1054,11 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 		{"the recorded job unchanged is cancelled", func(j *fakeJob) {}, true, false, false},
 		{"another job name is left alone, then cancelled as renamed", func(j *fakeJob) { j.name = "es-extra-99" }, false, false, true},
 		{"another comment is left alone, then cancelled as renamed", func(j *fakeJob) { j.comment = "es-extra parent=99" }, false, false, true},
-		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, true, false},
-		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, true, false},
+		// Another partition or user: not the job submitted (the id was
+		// reused, or its owner moved it out of the lending partition); left
+		// alone, and by the next cycle its record ends as for a job gone.
+		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, false, false},
+		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, false, false},
 		{"an unreadable re-read is left alone", nil, false, true, false},
 	}
 	for _, tc := range tests {

@@ -115,8 +115,11 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 // by its id (the one sbatch returned), in v.Extras when it is still in the
 // extra job form, and otherwise among all the jobs Slurm lists when its
 // owner renamed it (`scontrol update JobId=ID Name=... Comment=...`; see
-// renamedExtra: the same user and partition as recorded). A renamed one is
-// warned about once and then reconciled exactly as an unrenamed one: its
+// renamedExtra: the same user and partition as recorded), or listed in
+// the extra job form with another name, comment or parent than recorded
+// (renamed into another extra job's form: its parent is still rec.Parent).
+// A renamed one is warned about once and then reconciled exactly as an
+// unrenamed one: its
 // GPUs count toward the caps (rc.live), it is cancelled when its parent is
 // not running or it stayed pending past pending_timeout, and shrunk when
 // the planner says so; the re-read before each signal or cancel (verify)
@@ -132,6 +135,21 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	x, inSlurm := v.Extras[rec.ID]
 	endState := v.Ended[rec.ID]
+	if inSlurm && (x.Job.User != rec.User || x.Job.Partition != rec.Partition) {
+		// Another user's, or moved out of the recorded partition: not the
+		// job this daemon submitted (renamedExtra's rule); left alone, and
+		// the record ends as for a job Slurm no longer lists.
+		x, inSlurm = nil, false
+	}
+	if inSlurm && (x.Job.Name != rec.Name || x.Job.Comment != rec.Comment || x.Parent != rec.Parent) {
+		// Renamed by its owner into another extra job's form (e.g. "es-extra
+		// parent=OTHER"): still this daemon's extra job of rec.Parent, and
+		// verify must expect the name and comment it has now, or it would
+		// never be cancelled (a tester's finding: it outlived its parent).
+		d.noteRenamed(rec, x)
+		rec.Name, rec.Comment = x.Job.Name, x.Job.Comment
+		x.Parent = rec.Parent
+	}
 	if !inSlurm && endState == "" {
 		renamed, final, err := d.renamedExtra(v, rec)
 		if err != nil {
