@@ -294,11 +294,14 @@
 // it in state_db (table started_small: its owner, node counts and limits)
 // before it changes Slurm, tries no recorded job again, and forgets the
 // record when Slurm no longer lists the job (or lists its id under another
-// user). An owner who sets the node count back while the job waits gets
-// the limit it asked for back ("start-small-restore"), unless the limit
-// was changed since: a raise is computed from the job's limit and node
-// count, and before this a job set back to its request was raised again
-// cycle after cycle (a tester's finding, 10 → 17 → 29 → 48 min).
+// user). An owner who sets the node count back (seen while the job waits,
+// or once it runs on more nodes than the daemon set: Slurm 22.05 lists a
+// requeued job's new count only then) gets the limit it asked for back
+// ("start-small-restore"; a running job past it ends, as it would have at
+// its request) while the limit is within the daemon's raise (one an admin
+// raised further is left): a raise is computed from the job's limit and
+// node count, and before this a job set back to its request was raised
+// again cycle after cycle (a tester's finding, 10 → 17 → 29 → 48 min).
 //
 // Where a queued job may go (shrink-to-admit and start-small alike): only
 // nodes of one of its partitions, none of its --exclude, only its

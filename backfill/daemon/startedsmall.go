@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
@@ -14,10 +15,12 @@ import (
 //
 //   - the job is gone, or Slurm lists its id under another user (the id
 //     was reused): the record is deleted;
-//   - the job waits with more nodes than the daemon set (its owner set
-//     the node count back) and the time limit the daemon raised it to: the
-//     old limit is put back (`scontrol update TimeLimit=`), since the raise
-//     covered its work on fewer nodes only, and the record marked restored;
+//   - the job waits or runs with more nodes than the daemon set (its
+//     owner set the node count back) and a time limit within the daemon's
+//     raise (setBack): the old limit is put back (`scontrol update
+//     TimeLimit=`; a running job past it ends, as it would have at the size
+//     it asked for), since the raise covered its work on fewer nodes only,
+//     and the record marked restored;
 //   - otherwise nothing changes.
 //
 // A record stays until the job is gone, so a job is started small once at
@@ -45,7 +48,8 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 			}
 			continue
 		}
-		if rec.Restored || d.cfg.DryRun || !setBack(j, rec) {
+		nodes, back := setBack(j, rec)
+		if rec.Restored || d.cfg.DryRun || !back {
 			continue
 		}
 		log := d.log.Named("start_small").With("job_id", id, "user", j.User)
@@ -53,8 +57,8 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 			log.Warn("putting back the time limit of a job started small whose owner set its node count back failed; trying again next cycle", "error", err)
 			continue
 		}
-		detail := fmt.Sprintf("its owner set the node count back to %d (the daemon set %d): time limit %d -> %d min, as asked",
-			j.Nodes, rec.ToNodes, minutes(rec.NewLimit), minutes(rec.OldLimit))
+		detail := fmt.Sprintf("its owner set the node count back to %d (the daemon set %d), job %s: time limit %s -> %d min, as asked",
+			nodes, rec.ToNodes, strings.ToLower(j.State), j.TimeLimit, minutes(rec.OldLimit))
 		log.Warn("put back the time limit start-small raised", "detail", detail)
 		rec.Restored = true
 		recs[id] = rec
@@ -69,13 +73,24 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 	return recs, nil
 }
 
-// setBack reports whether waiting job j, started small as rec says, has
-// more nodes than the daemon set and still the time limit the daemon
-// raised it to (a limit changed since is an admin's or its owner's).
-func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) bool {
-	if j.State != "PENDING" || j.Nodes <= rec.ToNodes || rec.NewLimit <= rec.OldLimit {
-		return false
+// setBack reports whether job j, started small as rec says, holds or asks
+// for more nodes than the daemon set (its owner set the node count back:
+// while it waited, or, as Slurm 22.05 lists a requeued job's new count
+// only once it runs, when it starts) while its time limit is still above
+// the one it asked for and no higher than the daemon raised it to (a
+// higher one is an admin's, who alone may raise a limit; an owner may only
+// lower it, which does not take it out of the raise).
+func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) (nodes int, back bool) {
+	if j.State != "PENDING" && j.State != "RUNNING" || rec.NewLimit <= rec.OldLimit {
+		return 0, false
+	}
+	nodes = j.Nodes
+	if names, err := slurmcli.ExpandHostlist(j.NodeList); err == nil && j.NodeList != "" && j.NodeList != "(null)" {
+		nodes = max(nodes, len(names))
+	}
+	if nodes <= rec.ToNodes {
+		return nodes, false
 	}
 	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
-	return err == nil && limit == rec.NewLimit
+	return nodes, err == nil && limit > rec.OldLimit && limit <= rec.NewLimit
 }

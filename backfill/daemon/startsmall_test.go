@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 	"github.com/hashicorp/go-hclog"
 )
@@ -435,5 +436,57 @@ func TestAStartSmallRecordOfAReusedJobIDDoesNotBlockAnotherUsersJob(t *testing.T
 	}
 	if rec := recs["20"]; rec.User != td.fake.job("20").user || rec.OldLimit != 30*time.Minute || rec.NewLimit != 66*time.Minute {
 		t.Errorf("record %+v, want bob's job 20 started small from 30 to 66 min", rec)
+	}
+}
+
+// TestSetBack: when a job started small holds or asks for more nodes than
+// the daemon set, with a limit within the daemon's raise, the raise goes
+// (a tester's ways round the first check: lowering the limit by a minute,
+// and a requeued job whose new node count Slurm 22.05 lists only once it
+// runs, or one that starts before the daemon sees it wait).
+func TestSetBack(t *testing.T) {
+	rec := backfillstore.StartedSmall{Job: "20", User: "bob", FromNodes: 2, ToNodes: 1, OldLimit: 2 * time.Minute, NewLimit: 5 * time.Minute}
+	for _, tc := range []struct {
+		name                   string
+		state, limit, nodeList string
+		nodes                  int
+		want                   bool
+	}{
+		{"waiting with its nodes set back and the raised limit", "PENDING", "5:00", "", 2, true},
+		{"the limit lowered by a minute is still within the raise", "PENDING", "4:00", "", 2, true},
+		{"running on more nodes than the daemon set", "RUNNING", "5:00", "n3,n4", 1, true},
+		{"running on the nodes the daemon set", "RUNNING", "5:00", "n3", 1, false},
+		{"waiting on the nodes the daemon set", "PENDING", "5:00", "", 1, false},
+		{"the limit asked for already", "PENDING", "2:00", "", 2, false},
+		{"a limit an admin raised past the daemon's", "PENDING", "1:00:00", "", 2, false},
+		{"ended", "COMPLETED", "5:00", "n3,n4", 2, false},
+		{"an unreadable limit", "PENDING", "soon", "", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := slurmcli.Job{ID: "20", User: "bob", State: tc.state, TimeLimit: tc.limit, NodeList: tc.nodeList, Nodes: tc.nodes}
+			if _, got := setBack(j, rec); got != tc.want {
+				t.Errorf("setBack(%s, limit %s, %d nodes %q) = %v, want %v", tc.state, tc.limit, tc.nodes, tc.nodeList, got, tc.want)
+			}
+		})
+	}
+}
+
+// A job started small that its owner got onto more nodes before the daemon
+// saw it wait (held, set back, released while a node freed) loses the raise
+// once it runs.
+func TestARunningJobStartedSmallOnMoreNodesLosesTheRaise(t *testing.T) {
+	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+	if r := td.cycle(t); !slices.Equal(r.StartedSmall, []string{"20"}) {
+		t.Fatalf("started small %v, want job 20", r.StartedSmall)
+	}
+	q := td.fake.job("20")
+	td.fake.set(func() {
+		q.state, q.nodeList, q.nodes, q.start, q.end = "RUNNING", "n1,n2", 2, td.now, td.now.Add(q.timeLimit)
+	})
+	before := len(td.fake.commands("scontrol update"))
+	r := td.cycle(t)
+	if got := td.fake.commands("scontrol update")[before:]; !slices.Contains(got, "scontrol update JobId=20 TimeLimit=30") ||
+		!slices.Equal(r.StartSmallRestored, []string{"20"}) {
+		t.Fatalf("updates %q, restored %v; want job 20's limit put back to 30 min", got, r.StartSmallRestored)
 	}
 }
