@@ -314,13 +314,14 @@ func (d *Daemon) keepOffNodes(v *View, j slurmcli.Job, own []string, pinned pinn
 	q := planner.KeepOffRequest{Need: r.nodes, OneType: com.Request.Determinism != elastic.D2, Pinned: sortedIDs(pinned.nodes),
 		PinnedStart: pinned.start, Run: map[string]float64{}}
 	at := map[string]int{}
+	speeds := planner.CapSpeeds(com.Request.Speeds, d.cfg.Speeds) // as the planner sees them (plan.go)
 	for _, n := range v.Nodes {
 		if n.Total < r.perNode || !may(n) {
 			continue
 		}
 		k, seen := at[n.GPUType]
 		if !seen {
-			speed, own := com.Request.Speeds[n.GPUType]
+			speed, own := speeds[n.GPUType]
 			if !own {
 				speed = d.cfg.Speeds[n.GPUType]
 			}

@@ -124,7 +124,7 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 				continue
 			}
 			if waited := v.Now.Sub(rec.Since); waited > moveWaitBound {
-				log.Info("the moved job waited longer than the bound for the faster nodes", "waited", waited, "bound", moveWaitBound)
+				log.Info("the moved job waited longer than the bound for the faster nodes", "waited", waited.Round(time.Second).String(), "bound", moveWaitBound.String())
 			} else {
 				if lentOn == nil {
 					if lentOn, err = d.startedExtrasByNode(ctx, v); err != nil {
@@ -194,7 +194,7 @@ func (d *Daemon) moveTargetsGone(v *View, j slurmcli.Job, rec backfillstore.Move
 	taken, left := movedTargetsTaken(q.perNode, q.nodes, free, rec.Set)
 	if taken {
 		log.Info("another job took the faster nodes the moved job waits for; putting its owner's excluded nodes back now",
-			"node", strings.Join(left, ","), "gpus_per_node", q.perNode, "nodes", q.nodes, "waited", v.Now.Sub(rec.Since))
+			"node", strings.Join(left, ","), "gpus_per_node", q.perNode, "nodes", q.nodes, "waited", v.Now.Sub(rec.Since).Round(time.Second).String())
 	}
 	return taken
 }

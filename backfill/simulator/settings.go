@@ -60,7 +60,11 @@ func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
 		if len(idle) == 0 {
 			return ""
 		}
-		return "--policy rigid: " + strings.Join(idle, ", ") + " apply to elastic policies only and do nothing here"
+		says := " apply to elastic policies only and do nothing here"
+		if len(idle) == 1 {
+			says = " applies to elastic policies only and does nothing here"
+		}
+		return "--policy rigid: " + strings.Join(idle, ", ") + says
 	}
 	if changed("admit-horizon") && !(cfg.Objective && cfg.ShrinkToAdmit) {
 		return "--admit-horizon does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"

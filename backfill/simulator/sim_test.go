@@ -267,6 +267,8 @@ func TestMainCLI(t *testing.T) {
 		{"an unknown --admit-horizon lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-horizon", "never"}, 2, "--admit-horizon \"never\": use \"returned\" or \"kept\""},
 		{"elastic-only flags under --policy rigid are named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept", "--rescale-cost", "5"}, 0,
 			"warning: --policy rigid: --admit-horizon, --rescale-cost apply to elastic policies only and do nothing here"},
+		{"one elastic-only flag under --policy rigid", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept"}, 0,
+			"warning: --policy rigid: --admit-horizon applies to elastic policies only and does nothing here"},
 		{"--admit-horizon without the objective is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--objective=false", "--admit-horizon", "kept"}, 0,
 			"warning: --admit-horizon does nothing with --objective=false or --shrink-to-admit=false"},
 		{"--admit-horizon without shrink-to-admit is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--shrink-to-admit=false", "--admit-horizon", "returned"}, 0,
