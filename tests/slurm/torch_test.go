@@ -113,7 +113,11 @@ func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
 	cmd.Env = append(os.Environ(), "EASYSCALE_NO_SLURM=1")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("local torch MNIST run: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("local torch MNIST run: %v\nstdout: %s\nstderr: %s", err, out, stderr)
 	}
 	f := strings.Fields(string(out))
 	for i, w := range f {
