@@ -60,8 +60,16 @@ func (s *slurmRun) requeueOrphan(ctx context.Context, poll, margin time.Duration
 		if strings.Contains(state, "DOWN") {
 			s.log.Warn("the batch host is down and with it the coordinator: requeuing the job to resume from its checkpoint",
 				"slurm_job_id", s.task.JobID, "node", job.BatchHost, "state", state)
-			fit := s.requeueFitSafe(ctx) // before the requeue, whose SIGTERM kills queries
-			if out, err := s.runner.Output(ctx, "scontrol", "requeue", s.task.JobID); err != nil {
+			// Slurm's own handling of the node failure SIGTERMs this step's
+			// tasks about now, which cancels ctx (seen in a clean-clone run:
+			// "scontrol requeue: context canceled", and the job, requeued by
+			// Slurm unfitted, waited for the lost node): the requeue and the
+			// fit are this task's last acts and run on a context of their
+			// own, bounded by fitTimeout, as fitRequeued's queries do.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fitTimeout)
+			defer cancel()
+			fit := s.requeueFitSafe(rctx) // before the requeue, whose SIGTERM kills queries
+			if out, err := s.runner.Output(rctx, "scontrol", "requeue", s.task.JobID); err != nil {
 				s.log.Error("requeuing the job", "slurm_job_id", s.task.JobID, "error", err, "output", string(out))
 				return false
 			}

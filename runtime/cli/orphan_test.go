@@ -29,6 +29,7 @@ type fakeScontrol struct {
 	requeued        []string
 	updates         []string
 	layoutKills     int    // how many task-layout squeues after the requeue Slurm's SIGTERM kills
+	onDown          func() // called when the batch host reads DOWN (Slurm's SIGTERM cancelling the task's context)
 	version         string // what `scontrol --version` prints ("" is "slurm-wlm 22.05.8")
 }
 
@@ -54,12 +55,18 @@ func (f *fakeScontrol) exec(ctx context.Context, env []string, name string, args
 		if len(f.batchHostStates) > 1 {
 			f.batchHostStates = f.batchHostStates[1:]
 		}
+		if strings.Contains(st, "DOWN") && f.onDown != nil {
+			f.onDown()
+		}
 		return []byte("NodeName=n1 State=" + st + " NodeAddr=127.0.0.1 Port=17211\nNodeName=n2 State=MIXED NodeAddr=127.0.0.1 Port=17212\n"), nil
 	case cmd == "scontrol --version":
 		return []byte(cmp.Or(f.version, "slurm-wlm 22.05.8") + "\n"), nil
 	case cmd == "scontrol show config":
 		return []byte("SlurmctldTimeout        = 120 sec\nSlurmdTimeout           = 1 sec\n"), nil
 	case strings.HasPrefix(cmd, "scontrol requeue "):
+		if err := ctx.Err(); err != nil {
+			return nil, err // as exec.CommandContext on a cancelled context
+		}
 		f.requeued = append(f.requeued, args[1])
 		return nil, nil
 	case strings.HasPrefix(cmd, "scontrol update "):
@@ -124,6 +131,25 @@ func TestTheRequeuedJobIsFittedToItsNodesThoughSlurmsSIGTERMKillsAQuery(t *testi
 	s.fitRequeued(ctx, false)
 	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
 		t.Fatalf("updates %q on a cancelled context", f.updates)
+	}
+}
+
+// Slurm's own handling of the lost node SIGTERMs the step's tasks about
+// when the task sees the batch host DOWN, cancelling its context: the
+// requeue and the fit happen all the same (a clean-clone run saw
+// "scontrol requeue: context canceled", and the job, requeued by Slurm
+// unfitted, waited for the lost node).
+func TestTheJobIsRequeuedAndFittedThoughSlurmsSIGTERMCancelsTheTask(t *testing.T) {
+	t.Setenv("EASYSCALE_ELASTIC", "1-3")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fakeScontrol{jobState: "RUNNING", batchHostStates: []string{"MIXED+NOT_RESPONDING", "DOWN+NOT_RESPONDING"}, onDown: cancel}
+	s := &slurmRun{task: &slurmjob.Task{JobID: "7"}, log: hclog.NewNullLogger(), runner: slurmcli.Runner{Env: []string{}, Exec: f.exec}}
+	if !s.requeueOrphan(ctx, 10*time.Millisecond, 0, true) || len(f.requeued) != 1 {
+		t.Fatalf("requeued %v after the task's context was cancelled at the DOWN verdict, want job 7 requeued", f.requeued)
+	}
+	if strings.Join(f.updates, "\n") != "scontrol update JobId=7 NumNodes=2 NumTasks=2" {
+		t.Fatalf("updates %q, want the requeued job fitted to its 2 nodes", f.updates)
 	}
 }
 
