@@ -173,10 +173,11 @@
 //
 // Run also reports a lower bound on the mean JCT any policy could reach
 // on the trace and cluster (ComputeLowerBound; lower_bound_mean_jct_s and
-// jct_over_lower_bound in the JSON): the larger of every job alone at its
-// best size from its submission, and the preemptive single-machine
-// relaxation of the cluster's capacity solved by shortest remaining
-// processing time first.
+// jct_over_lower_bound in the JSON): the largest of every job alone at its
+// best size from its submission, the preemptive single-machine relaxation
+// of the cluster's capacity solved by shortest remaining processing time
+// first, and the same relaxation per pool of GPU types (the jobs pinned to
+// a type on that type's GPUs, the others on the whole cluster, summed).
 //
 // # Metrics
 //

@@ -1,15 +1,18 @@
 package simulator
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/backfill/trace"
 )
 
 // LowerBound is a lower bound on the mean JCT any scheduler could reach
-// on a trace and cluster, in seconds: the larger of two bounds, each
+// on a trace and cluster, in seconds: the largest of three bounds, each
 // valid for every policy (rigid and elastic alike), so each policy's
 // ratio to it says how far from the limit it is.
 //
@@ -27,11 +30,19 @@ import (
 //     of lengths a_j with release times on one machine, whose sum of
 //     completion times shortest-remaining-processing-time first minimises
 //     (Schrage 1968; 1|r_j,pmtn|ΣC_j).
+//   - Pools: the jobs grouped by the GPU types they may use (a job naming
+//     a type never holds another), each group on a machine of its own
+//     types' GPUs, bounded as Capacity and as Alone, whichever is more
+//     for that group; the sum over the groups. A group's jobs can only be
+//     slowed by the other groups' jobs, so each group's sum of flow times
+//     bounds theirs in any schedule, and the groups are disjoint. On a
+//     cluster whose jobs are pinned to types this counts each type's
+//     queue, which Capacity spreads over every GPU.
 //
 // Jobs that can never start (Result.Skipped) are left out, as in Run.
 type LowerBound struct {
-	// MeanJCT is max(Alone, Capacity); Alone and Capacity the two bounds.
-	MeanJCT, Alone, Capacity float64
+	// MeanJCT is max(Alone, Capacity, Pools); the others the three bounds.
+	MeanJCT, Alone, Capacity, Pools float64
 }
 
 // ComputeLowerBound returns the lower bound of jobs on cfg's cluster (see
@@ -46,6 +57,7 @@ func ComputeLowerBound(jobs []trace.Job, cfg Config) (LowerBound, error) {
 	}
 	total := float64(s.total)
 	var rel []srptJob
+	pools := map[string]*pool{}
 	sumAlone := 0.0
 	for i := range jobs {
 		r := s.newRun(&jobs[i])
@@ -57,15 +69,53 @@ func ComputeLowerBound(jobs []trace.Job, cfg Config) (LowerBound, error) {
 			continue
 		}
 		work := float64(r.j.Duration) * float64(r.model.RefGPUs) // reference-GPU-seconds
+		release := float64(r.j.Submit)
 		sumAlone += work / best
-		rel = append(rel, srptJob{release: float64(r.j.Submit), length: work / perGPU / total})
+		rel = append(rel, srptJob{release: release, length: work / perGPU / total})
+		key, gpus := s.poolOf(r)
+		p := pools[key]
+		if p == nil {
+			p = &pool{gpus: float64(gpus)}
+			pools[key] = p
+		}
+		p.alone += work / best
+		p.jobs = append(p.jobs, srptJob{release: release, length: work / perGPU / p.gpus})
 	}
 	if len(rel) == 0 {
 		return LowerBound{}, nil
 	}
-	lb := LowerBound{Alone: sumAlone / float64(len(rel)), Capacity: srptMeanFlow(rel)}
-	lb.MeanJCT = max(lb.Alone, lb.Capacity)
+	n := float64(len(rel))
+	sumPools := 0.0
+	for _, p := range pools {
+		sumPools += max(p.alone, srptMeanFlow(p.jobs)*float64(len(p.jobs)))
+	}
+	lb := LowerBound{Alone: sumAlone / n, Capacity: srptMeanFlow(rel), Pools: sumPools / n}
+	lb.MeanJCT = max(lb.Alone, lb.Capacity, lb.Pools)
 	return lb, nil
+}
+
+// pool is one group of LowerBound's Pools bound: the jobs that may use
+// the same GPU types, the GPUs of those types, and the group's Alone
+// sum (seconds).
+type pool struct {
+	jobs  []srptJob
+	gpus  float64
+	alone float64
+}
+
+// poolOf names the GPU types r may use (its gpu_type, else every type:
+// "") and counts their GPUs.
+func (s *sim) poolOf(r *run) (key string, gpus int) {
+	if len(r.rule.Types) == 0 {
+		return "", s.total
+	}
+	types := slices.Sorted(slices.Values(r.rule.Types))
+	for _, nd := range s.nodes {
+		if slices.Contains(types, nd.typ) {
+			gpus += nd.total
+		}
+	}
+	return strings.Join(types, ","), gpus
 }
 
 // bestRates bounds r's throughput from above (reference-GPU equivalents):
@@ -117,10 +167,11 @@ func containsString(list []string, s string) bool {
 // srptJob is one job of the single-machine relaxation.
 type srptJob struct{ release, length float64 }
 
-// srptMeanFlow is the mean of completion − release of jobs (sorted by
-// release) on one machine, preemptive shortest remaining processing time
-// first: the optimum of 1|r_j,pmtn|ΣC_j.
+// srptMeanFlow is the mean of completion − release of jobs on one
+// machine, preemptive shortest remaining processing time first: the
+// optimum of 1|r_j,pmtn|ΣC_j. It sorts jobs by release.
 func srptMeanFlow(jobs []srptJob) float64 {
+	slices.SortStableFunc(jobs, func(a, b srptJob) int { return cmp.Compare(a.release, b.release) })
 	var h remainingHeap
 	now, sum := 0.0, 0.0
 	for i := 0; i < len(jobs) || h.Len() > 0; {

@@ -117,54 +117,68 @@ func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 
 func TestLowerBoundHandChecked(t *testing.T) {
 	for _, tc := range []struct {
-		name           string
-		rows           string
-		gpus           int
-		alone, capac   float64
-		rigidJCTEquals bool
+		name                string
+		rows                string
+		gpus                []GPUGroup
+		alone, capac, pools float64
+		rigidJCT            float64 // 0: not checked
 	}{
 		// One 1-GPU job of 1000 s, default range (up to 2 GPUs, 2 logical
 		// workers): on 2 GPUs its step takes 1 + 0.1·2 = 1.2 against 2 on
 		// one, so it runs 600 s; its least area is 1000 GPU-s of 4.
-		{"one job alone at its best size", "A,0,1000,1,,,1,,,,\n", 4, 600, 250, false},
+		{"one job alone at its best size", "A,0,1000,1,,,1,,,,\n", []GPUGroup{{"v100", 4}}, 600, 250, 600, 0},
 		// Eight 4-GPU jobs that cannot resize, 100 s each, all at 0 on 4
 		// GPUs: one at a time, completions 100, 200, ..., 800: mean 450,
 		// which is also what FIFO gives.
 		{"jobs that queue: the capacity bound", strings.Repeat("", 0) +
 			"A,0,100,4,,,1,4,4,4,\nB,0,100,4,,,1,4,4,4,\nC,0,100,4,,,1,4,4,4,\nD,0,100,4,,,1,4,4,4,\n" +
-			"E,0,100,4,,,1,4,4,4,\nF,0,100,4,,,1,4,4,4,\nG,0,100,4,,,1,4,4,4,\nH,0,100,4,,,1,4,4,4,\n", 4, 100, 450, true},
+			"E,0,100,4,,,1,4,4,4,\nF,0,100,4,,,1,4,4,4,\nG,0,100,4,,,1,4,4,4,\nH,0,100,4,,,1,4,4,4,\n", []GPUGroup{{"v100", 4}}, 100, 450, 450, 450},
+		// Four 4-GPU jobs pinned to the 8 T4s of a cluster that also has 8
+		// V100s, 100 s each, all at 0: two at a time on the T4s,
+		// completions 100, 100, 200, 200 (mean 150). Capacity spreads
+		// their 400 GPU-s each over all 16 GPUs (25 s each: 25, 50, 75,
+		// 100, mean 62.5); Pools counts the T4s only (50 s each: 50, 100,
+		// 150, 200, mean 125).
+		{"jobs pinned to one type: the pools bound", "A,0,100,4,t4,,1,4,4,4,\n" +
+			"B,0,100,4,t4,,1,4,4,4,\nC,0,100,4,t4,,1,4,4,4,\nD,0,100,4,t4,,1,4,4,4,\n", []GPUGroup{{"v100", 8}, {"t4", 8}}, 100, 62.5, 125, 150},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jobs := readJobs(t, tc.rows)
-			cfg := Config{GPUs: []GPUGroup{{"v100", tc.gpus}}, GPUsPerNode: tc.gpus, Policy: Rigid}
+			cfg := Config{GPUs: tc.gpus, GPUsPerNode: tc.gpus[0].Count, Policy: Rigid}
 			lb, err := ComputeLowerBound(jobs, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(lb.Alone-tc.alone) > 1e-6 || math.Abs(lb.Capacity-tc.capac) > 1e-6 || lb.MeanJCT != max(lb.Alone, lb.Capacity) {
-				t.Errorf("lower bound %+v, want alone %v, capacity %v", lb, tc.alone, tc.capac)
+			if math.Abs(lb.Alone-tc.alone) > 1e-6 || math.Abs(lb.Capacity-tc.capac) > 1e-6 || math.Abs(lb.Pools-tc.pools) > 1e-6 ||
+				lb.MeanJCT != max(lb.Alone, lb.Capacity, lb.Pools) {
+				t.Errorf("lower bound %+v, want alone %v, capacity %v, pools %v", lb, tc.alone, tc.capac, tc.pools)
 			}
 			res, err := Run(jobs, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.LowerBoundMeanJCT != lb.MeanJCT || (tc.rigidJCTEquals && res.MeanJCT != lb.MeanJCT) {
-				t.Errorf("rigid run: mean JCT %v, lower bound %v; want the bound %v", res.MeanJCT, res.LowerBoundMeanJCT, lb.MeanJCT)
+			if res.LowerBoundMeanJCT != lb.MeanJCT || (tc.rigidJCT > 0 && res.MeanJCT != tc.rigidJCT) {
+				t.Errorf("rigid run: mean JCT %v, lower bound %v; want %v and the bound %v", res.MeanJCT, res.LowerBoundMeanJCT, tc.rigidJCT, lb.MeanJCT)
 			}
 		})
 	}
 }
 
 // TestNoPolicyBeatsTheLowerBound replays Pollux workload 1 on a mixed
-// cluster under every policy: each mean JCT is at least the bound.
+// cluster under every policy, a third of its jobs pinned to the T4s (so
+// that the pools bound is the largest): each mean JCT is at least the
+// bound.
 func TestNoPolicyBeatsTheLowerBound(t *testing.T) {
 	jobs, err := trace.ReadFile(filepath.Join("testdata", "pollux_workload-1.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range jobs {
-		if i%3 == 0 {
+		switch {
+		case i%3 == 0:
 			jobs[i].Determinism = "d2"
+		case i%3 == 1 && jobs[i].GPUs <= 16:
+			jobs[i].GPUType = "t4"
 		}
 	}
 	base := Config{GPUs: []GPUGroup{{"v100", 32}, {"p100", 16}, {"t4", 16}}, GPUsPerNode: 8,
@@ -181,6 +195,13 @@ func TestNoPolicyBeatsTheLowerBound(t *testing.T) {
 		if !(res.LowerBoundMeanJCT > 0) || res.MeanJCT < res.LowerBoundMeanJCT || res.JCTOverLowerBound < 1 {
 			t.Errorf("%s (objective %v): mean JCT %.0f s below the lower bound %.0f s", res.Policy, cfg.Objective, res.MeanJCT, res.LowerBoundMeanJCT)
 		}
+	}
+	lb, err := ComputeLowerBound(jobs, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(lb.Pools > lb.Capacity && lb.Pools > lb.Alone) {
+		t.Errorf("lower bound %+v: the pools bound is not the largest, so this test does not check it", lb)
 	}
 }
 
