@@ -154,8 +154,11 @@ func (d *Daemon) followMoved(ctx context.Context, v *View, r *Report) error {
 // jobs (recorded in state_db, not ended) that Slurm lists as started
 // (running or completing, not pending), as lentByNode counts the live
 // extra jobs reconcile hands to planning: idle for a moved job, since
-// Slurm preempts extra.partition for it. Only a database error is
-// returned.
+// Slurm preempts extra.partition for it. It reads state_db rather than
+// reconcile's live set because that set leaves out the extra jobs
+// reconcile cancels this cycle, whose GPUs are as free for the moved job
+// as the others' (one query, only while a moved job waits excluded).
+// Only a database error is returned.
 func (d *Daemon) startedExtrasByNode(ctx context.Context, v *View) (map[string]int, error) {
 	recs, err := d.db.ActiveExtras(ctx)
 	if err != nil {
