@@ -378,3 +378,30 @@ func TestReadQueuedReadsTheGPUTypeOfEitherField(t *testing.T) {
 		})
 	}
 }
+
+// TestADonorsShrinkRecordsOutliveMaxAgeWhileItWaitsRequeued: what a donor
+// lost to shrink-to-admit counts against admit.max_loss for as long as
+// Slurm lists it. Its records, older than retention.max_age, stay while it
+// waits requeued (pruned before: only running jobs' records were kept, so
+// a donor requeued for longer than max_age came back with its current
+// node count as its base) and go once Slurm no longer lists it.
+func TestADonorsShrinkRecordsOutliveMaxAgeWhileItWaitsRequeued(t *testing.T) {
+	ctx := context.Background()
+	td := newTestDaemon(t, "[admit]\nenabled = true\n[retention]\nmax_age = \"1h\"\n")
+	donor := td.fake.running("10", elasticComment, "n1,n2", 4, time.Hour, rendezvous(t, "10"))
+	if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice", Partition: "normal",
+		OrigNodes: 4, FromNodes: 4, ToNodes: 2, State: backfillstore.AdmitDone, Time: td.now.Add(-48 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	td.fake.set(func() { donor.state, donor.nodeList, donor.reason = "PENDING", "", "BeginTime" }) // requeued
+	td.cycle(t)
+	if recs, err := td.db.AdmitShrinks(ctx); err != nil || len(recs) != 1 || recs[0].OrigNodes != 4 {
+		t.Fatalf("after a cycle with the donor requeued: records %+v (%v), want its one record (orig 4 nodes) kept", recs, err)
+	}
+	td.fake.set(func() { td.fake.jobs = slices.DeleteFunc(td.fake.jobs, func(j *fakeJob) bool { return j.id == "10" }) })
+	td.advance(time.Minute)
+	td.cycle(t)
+	if recs, err := td.db.AdmitShrinks(ctx); err != nil || len(recs) != 0 {
+		t.Errorf("after the donor left Slurm's list: records %+v (%v), want none (older than max_age)", recs, err)
+	}
+}

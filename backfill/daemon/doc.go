@@ -576,7 +576,8 @@
 // ended extra jobs beyond the newest retention.ended_extras (1,000) or
 // older than max_age, but never an extra job Slurm still lists (it must
 // stay known as this daemon's); finished shrink-to-admit records older
-// than max_age go once their job no longer runs. SQLite reuses the freed
+// than max_age go once Slurm no longer lists their job (a donor requeued
+// for longer keeps what it lost counted against admit.max_loss). SQLite reuses the freed
 // pages: 10,000 cycles that lend every cycle or two, each lend failing
 // (at once, refused by sbatch, or pending past pending_timeout), leave the
 // file under 256 KiB (TestTenThousandCyclesLeaveTheDatabaseBounded;

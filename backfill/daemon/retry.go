@@ -247,7 +247,8 @@ func (d *Daemon) lendVerdicts(ctx context.Context, v *View, hist map[string]back
 
 // prune deletes the rows of state_db that [retention] does not keep
 // (backfillstore.DB.Prune): the extra jobs Slurm still lists and the
-// shrink-to-admit records of running jobs stay.
+// shrink-to-admit records of the jobs it lists (running or waiting
+// requeued) stay.
 func (d *Daemon) prune(ctx context.Context, v *View) error {
 	if d.cfg.DryRun {
 		return nil
@@ -259,9 +260,6 @@ func (d *Daemon) prune(ctx context.Context, v *View) error {
 	}
 	for id := range v.Unreadable {
 		r.Listed = append(r.Listed, id)
-	}
-	for _, j := range v.Running {
-		r.Running = append(r.Running, j.ID)
 	}
 	p, err := d.db.Prune(ctx, r)
 	if err != nil {

@@ -116,12 +116,12 @@ type Retention struct {
 	// Before: decisions and ended extra jobs older than it are deleted, and
 	// so are shrink-to-admit records that are no longer in state intent.
 	Before time.Time
-	// Listed are extra jobs Slurm still lists: their records are kept,
-	// ended or not, so that the daemon still knows them as its own.
+	// Listed are the jobs Slurm still lists, in any state: their extra
+	// job records are kept, ended or not, so that the daemon still knows
+	// them as its own, and so are their shrink-to-admit records (what a
+	// job lost counts against admit.max_loss for as long as it exists,
+	// also while it waits requeued).
 	Listed []string
-	// Running are jobs Slurm runs: their shrink-to-admit records are kept
-	// (what they lost counts against admit.max_loss).
-	Running []string
 }
 
 // Pruned counts the rows [DB.Prune] deleted.
@@ -133,7 +133,7 @@ type Pruned struct {
 // beyond the newest r.Decisions or older than r.Before; ended extra jobs
 // beyond the newest r.EndedExtras or older than r.Before, unless listed in
 // r.Listed; shrink-to-admit records older than r.Before that are done or
-// abandoned, unless their job is in r.Running. Active extra jobs,
+// abandoned, unless their job is in r.Listed. Active extra jobs,
 // submission intents and failed lends are never pruned here. SQLite reuses
 // the freed pages, so a daemon that prunes every cycle keeps its file
 // bounded. Errors wrap ErrInvalid (a count below 1) or the SQLite error.
@@ -143,10 +143,6 @@ func (db *DB) Prune(ctx context.Context, r Retention) (Pruned, error) {
 		return p, invalidf("retention of %d decisions and %d ended extra jobs: keep at least one of each", r.Decisions, r.EndedExtras)
 	}
 	listed, err := json.Marshal(nonNil(r.Listed))
-	if err != nil {
-		return p, fmt.Errorf("pruning the backfill database: %w", err)
-	}
-	running, err := json.Marshal(nonNil(r.Running))
 	if err != nil {
 		return p, fmt.Errorf("pruning the backfill database: %w", err)
 	}
@@ -171,7 +167,7 @@ func (db *DB) Prune(ctx context.Context, r Retention) (Pruned, error) {
 			[]any{string(ExtraEnded), string(listed), before, string(ExtraEnded), r.EndedExtras}},
 		{"shrink-to-admit records", &p.AdmitShrinks, `DELETE FROM admit_shrinks WHERE state != ? AND time_ns < ?
 			AND job_id NOT IN (SELECT value FROM json_each(?))`,
-			[]any{string(AdmitIntent), before, string(running)}},
+			[]any{string(AdmitIntent), before, string(listed)}},
 	}
 	for _, st := range steps {
 		res, err := tx.ExecContext(ctx, st.q, st.args...)

@@ -97,10 +97,10 @@ func TestPruneKeepsTheNewestRowsAndWhatTheDaemonStillNeeds(t *testing.T) {
 		}
 	}
 	for i, a := range []AdmitShrink{
-		{Job: "5", State: AdmitDone, Time: now.Add(-48 * time.Hour)},     // old, job gone: pruned
-		{Job: "6", State: AdmitDone, Time: now.Add(-48 * time.Hour)},     // old, job still running: kept
-		{Job: "5", State: AdmitIntent, Time: now.Add(-48 * time.Hour)},   // not finished: kept
-		{Job: "5", State: AdmitAbandoned, Time: now.Add(-1 * time.Hour)}, // young: kept
+		{Job: "50", State: AdmitDone, Time: now.Add(-48 * time.Hour)},     // old, job gone: pruned
+		{Job: "60", State: AdmitDone, Time: now.Add(-48 * time.Hour)},     // old, job still listed (running or requeued): kept
+		{Job: "50", State: AdmitIntent, Time: now.Add(-48 * time.Hour)},   // not finished: kept
+		{Job: "50", State: AdmitAbandoned, Time: now.Add(-1 * time.Hour)}, // young: kept
 	} {
 		a.Queued, a.User, a.OrigNodes, a.FromNodes, a.ToNodes = fmt.Sprint(100+i), "alice", 2, 2, 1
 		if _, err := db.RecordAdmitShrink(ctx, a); err != nil {
@@ -108,7 +108,7 @@ func TestPruneKeepsTheNewestRowsAndWhatTheDaemonStillNeeds(t *testing.T) {
 		}
 	}
 	p, err := db.Prune(ctx, Retention{Decisions: 15, EndedExtras: 4, Before: now.Add(-12 * time.Hour),
-		Listed: []string{"2"}, Running: []string{"6"}})
+		Listed: []string{"2", "60"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,13 +129,13 @@ func TestPruneKeepsTheNewestRowsAndWhatTheDaemonStillNeeds(t *testing.T) {
 		t.Errorf("%d decisions kept from seq %d, want the newest 13 (from seq 8: the others are older than 12 h)", len(ds), ds[0].Seq)
 	}
 	as, _ := db.AdmitShrinks(ctx)
-	if len(as) != 3 || as[0].Job != "6" {
-		t.Errorf("shrink-to-admit records kept %+v, want those of running job 6, the intent and the young one", as)
+	if len(as) != 3 || as[0].Job != "60" {
+		t.Errorf("shrink-to-admit records kept %+v, want those of listed job 60, the intent and the young one", as)
 	}
 	if _, err := db.Prune(ctx, Retention{Decisions: 0, EndedExtras: 4}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("keeping no decisions: %v, want ErrInvalid", err)
 	}
-	if p, err := db.Prune(ctx, Retention{Decisions: 15, EndedExtras: 4, Before: now.Add(-12 * time.Hour), Listed: []string{"2"}, Running: []string{"6"}}); err != nil || p != (Pruned{}) {
+	if p, err := db.Prune(ctx, Retention{Decisions: 15, EndedExtras: 4, Before: now.Add(-12 * time.Hour), Listed: []string{"2", "60"}}); err != nil || p != (Pruned{}) {
 		t.Errorf("pruning again: %+v, %v; want nothing", p, err)
 	}
 }
