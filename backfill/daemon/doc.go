@@ -291,12 +291,13 @@
 // the node-hours it asked for plus the margin and the rounding of its limit
 // up to whole minutes, per node (run time grows at most in proportion to
 // the nodes taken away). A job is started small once: the daemon records
-// it in state_db (table started_small: its owner, node counts and limits)
-// before it changes Slurm, tries no recorded job again, and forgets the
-// record when Slurm no longer lists the job (or lists its id under another
-// user). An owner who sets the node count back (seen while the job waits,
-// or once it runs on more nodes than the daemon set: Slurm 22.05 lists a
-// requeued job's new count only then) gets the limit it asked for back
+// it in state_db (table started_small: its owner, node counts, GPUs and
+// limits) before it changes Slurm, tries no recorded job again, and
+// forgets the record when Slurm no longer lists the job (or lists its id
+// under another user). An owner who sets the node count back, or asks for
+// more GPUs per node instead (seen while the job waits, or once it runs on
+// more nodes or GPUs than the daemon left it: Slurm 22.05 lists a requeued
+// job's new request only then) gets the limit it asked for back
 // ("start-small-restore"; a running job past it ends, as it would have at
 // its request) while the limit is within the daemon's raise (one an admin
 // raised further is left): a raise is computed from the job's limit and

@@ -15,8 +15,9 @@ import (
 //
 //   - the job is gone, or Slurm lists its id under another user (the id
 //     was reused): the record is deleted;
-//   - the job waits or runs with more nodes than the daemon set (its
-//     owner set the node count back) and a time limit within the daemon's
+//   - the job waits or runs with more nodes than the daemon set, or more
+//     GPUs in all than it asked for on those (its owner set its request
+//     back), and a time limit within the daemon's
 //     raise (setBack): the old limit is put back (`scontrol update
 //     TimeLimit=`; a running job past it ends, as it would have at the size
 //     it asked for), since the raise covered its work on fewer nodes only,
@@ -48,7 +49,7 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 			}
 			continue
 		}
-		nodes, back := setBack(j, rec)
+		nodes, gpus, back := setBack(j, rec)
 		if rec.Restored || d.cfg.DryRun || !back {
 			continue
 		}
@@ -57,8 +58,8 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 			log.Warn("putting back the time limit of a job started small whose owner set its node count back failed; trying again next cycle", "error", err)
 			continue
 		}
-		detail := fmt.Sprintf("its owner set the node count back to %d (the daemon set %d), job %s: time limit %s -> %d min, as asked",
-			nodes, rec.ToNodes, strings.ToLower(j.State), j.TimeLimit, minutes(rec.OldLimit))
+		detail := fmt.Sprintf("its owner set its request back to %d nodes, %d GPUs (the daemon set %d nodes, %d GPUs), job %s: time limit %s -> %d min, as asked",
+			nodes, gpus, rec.ToNodes, rec.GPUs, strings.ToLower(j.State), j.TimeLimit, minutes(rec.OldLimit))
 		log.Warn("put back the time limit start-small raised", "detail", detail)
 		rec.Restored = true
 		recs[id] = rec
@@ -74,23 +75,39 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 }
 
 // setBack reports whether job j, started small as rec says, holds or asks
-// for more nodes than the daemon set (its owner set the node count back:
-// while it waited, or, as Slurm 22.05 lists a requeued job's new count
-// only once it runs, when it starts) while its time limit is still above
-// the one it asked for and no higher than the daemon raised it to (a
-// higher one is an admin's, who alone may raise a limit; an owner may only
-// lower it, which does not take it out of the raise).
-func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) (nodes int, back bool) {
+// for more nodes than the daemon set, or more GPUs in all than it asked
+// for on those (rec.GPUs, when recorded: more GPUs per node is a set-back
+// too, a tester's finding), while its time limit is still above the one
+// it asked for and no higher than the daemon raised it to (a higher one is
+// an admin's, who alone may raise a limit; an owner may only lower it,
+// which does not take it out of the raise). Its owner may set it back
+// while it waits or, as Slurm 22.05 lists a requeued job's new request
+// only once it runs, before it starts. nodes and gpus are what it holds
+// or asks for (gpus 0 when its request does not read).
+func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) (nodes, gpus int, back bool) {
 	if j.State != "PENDING" && j.State != "RUNNING" || rec.NewLimit <= rec.OldLimit {
-		return 0, false
+		return 0, 0, false
 	}
 	nodes = j.Nodes
 	if names, err := slurmcli.ExpandHostlist(j.NodeList); err == nil && j.NodeList != "" && j.NodeList != "(null)" {
 		nodes = max(nodes, len(names))
 	}
-	if nodes <= rec.ToNodes {
-		return nodes, false
+	gpus = gpusOn(j, nodes)
+	if nodes <= rec.ToNodes && (rec.GPUs == 0 || gpus <= rec.GPUs) {
+		return nodes, gpus, false
 	}
 	limit, err := slurmcli.ParseTimeLimit(j.TimeLimit)
-	return nodes, err == nil && limit > rec.OldLimit && limit <= rec.NewLimit
+	return nodes, gpus, err == nil && limit > rec.OldLimit && limit <= rec.NewLimit
+}
+
+// gpusOn is how many GPUs in all job j asks for on nodes nodes (its
+// --gpus count, or its GPUs per node times nodes); 0 when its request
+// does not read.
+func gpusOn(j slurmcli.Job, nodes int) int {
+	j.Nodes = nodes
+	g, err := j.GPUs()
+	if err != nil {
+		return 0
+	}
+	return g
 }

@@ -294,7 +294,8 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	// Recorded before Slurm is changed: a job is started small once at
 	// most, even if the daemon stops halfway (followStartedSmall).
 	rec := backfillstore.StartedSmall{Job: s.job.ID, User: s.job.User, FromNodes: s.FromNodes, ToNodes: s.ToNodes,
-		OldLimit: s.OldLimit, NewLimit: time.Duration(minutes(max(s.NewLimit, s.OldLimit))) * time.Minute, At: v.Now}
+		GPUs: gpusOn(s.job, s.ToNodes), OldLimit: s.OldLimit, NewLimit: time.Duration(minutes(max(s.NewLimit, s.OldLimit))) * time.Minute,
+		At: v.Now}
 	if err := d.db.PutStartedSmall(ctx, rec); err != nil {
 		return false, err
 	}

@@ -445,29 +445,69 @@ func TestAStartSmallRecordOfAReusedJobIDDoesNotBlockAnotherUsersJob(t *testing.T
 // and a requeued job whose new node count Slurm 22.05 lists only once it
 // runs, or one that starts before the daemon sees it wait).
 func TestSetBack(t *testing.T) {
-	rec := backfillstore.StartedSmall{Job: "20", User: "bob", FromNodes: 2, ToNodes: 1, OldLimit: 2 * time.Minute, NewLimit: 5 * time.Minute}
+	rec := backfillstore.StartedSmall{Job: "20", User: "bob", FromNodes: 2, ToNodes: 1, GPUs: 1, OldLimit: 2 * time.Minute, NewLimit: 5 * time.Minute}
 	for _, tc := range []struct {
 		name                   string
 		state, limit, nodeList string
 		nodes                  int
+		gres                   string // squeue's tres-per-node; "" is the recorded gres:gpu:t4:1
+		unrecordedGPUs         bool   // a record of before schema 8
 		want                   bool
 	}{
-		{"waiting with its nodes set back and the raised limit", "PENDING", "5:00", "", 2, true},
-		{"the limit lowered by a minute is still within the raise", "PENDING", "4:00", "", 2, true},
-		{"running on more nodes than the daemon set", "RUNNING", "5:00", "n3,n4", 1, true},
-		{"running on the nodes the daemon set", "RUNNING", "5:00", "n3", 1, false},
-		{"waiting on the nodes the daemon set", "PENDING", "5:00", "", 1, false},
-		{"the limit asked for already", "PENDING", "2:00", "", 2, false},
-		{"a limit an admin raised past the daemon's", "PENDING", "1:00:00", "", 2, false},
-		{"ended", "COMPLETED", "5:00", "n3,n4", 2, false},
-		{"an unreadable limit", "PENDING", "soon", "", 2, false},
+		{"waiting with its nodes set back and the raised limit", "PENDING", "5:00", "", 2, "", false, true},
+		{"the limit lowered by a minute is still within the raise", "PENDING", "4:00", "", 2, "", false, true},
+		{"running on more nodes than the daemon set", "RUNNING", "5:00", "n3,n4", 1, "", false, true},
+		{"running on the nodes the daemon set", "RUNNING", "5:00", "n3", 1, "", false, false},
+		{"waiting on the nodes the daemon set", "PENDING", "5:00", "", 1, "", false, false},
+		{"the limit asked for already", "PENDING", "2:00", "", 2, "", false, false},
+		{"a limit an admin raised past the daemon's", "PENDING", "1:00:00", "", 2, "", false, false},
+		{"ended", "COMPLETED", "5:00", "n3,n4", 2, "", false, false},
+		{"an unreadable limit", "PENDING", "soon", "", 2, "", false, false},
+		// A tester's finding: requeued, then `scontrol update Gres=gpu:t4:4`.
+		{"running on the nodes the daemon set with more GPUs per node", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:4", false, true},
+		{"waiting with more GPUs per node", "PENDING", "5:00", "", 1, "gres/gpu:4", false, true},
+		{"fewer GPUs per node", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:0", false, false},
+		{"more GPUs per node, the record of before schema 8", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:4", true, false},
+		{"an unreadable request", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:many", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := slurmcli.Job{ID: "20", User: "bob", State: tc.state, TimeLimit: tc.limit, NodeList: tc.nodeList, Nodes: tc.nodes}
-			if _, got := setBack(j, rec); got != tc.want {
+			gres, rec := tc.gres, rec
+			if gres == "" {
+				gres = "gres:gpu:t4:1"
+			}
+			if tc.unrecordedGPUs {
+				rec.GPUs = 0
+			}
+			j := slurmcli.Job{ID: "20", User: "bob", State: tc.state, TimeLimit: tc.limit, NodeList: tc.nodeList, Nodes: tc.nodes, TRESPerNode: gres}
+			if _, _, got := setBack(j, rec); got != tc.want {
 				t.Errorf("setBack(%s, limit %s, %d nodes %q) = %v, want %v", tc.state, tc.limit, tc.nodes, tc.nodeList, got, tc.want)
 			}
 		})
+	}
+}
+
+// A job started small on 1 of its 2 nodes (4 GPUs each) whose owner asks
+// for 8 GPUs per node instead of a second node (requeued, then `scontrol
+// update Gres=`; a tester's finding) loses the raise once it runs so: the
+// record holds the 4 GPUs the daemon left it.
+func TestAJobStartedSmallThatRunsWithMoreGPUsPerNodeLosesTheRaise(t *testing.T) {
+	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+	if r := td.cycle(t); !slices.Equal(r.StartedSmall, []string{"20"}) {
+		t.Fatalf("started small %v, want job 20", r.StartedSmall)
+	}
+	recs, err := td.db.StartedSmallJobs(context.Background())
+	if err != nil || recs["20"].GPUs != 4 || recs["20"].ToNodes != 1 {
+		t.Fatalf("start-small record %+v (%v), want 1 node, 4 GPUs", recs["20"], err)
+	}
+	q := td.fake.job("20")
+	td.fake.set(func() {
+		q.state, q.nodeList, q.nodes, q.gpusPerNode, q.start, q.end = "RUNNING", "n1", 1, 8, td.now, td.now.Add(q.timeLimit)
+	})
+	before := len(td.fake.commands("scontrol update"))
+	r := td.cycle(t)
+	if got := td.fake.commands("scontrol update")[before:]; !slices.Contains(got, "scontrol update JobId=20 TimeLimit=30") ||
+		!slices.Equal(r.StartSmallRestored, []string{"20"}) {
+		t.Fatalf("updates %q, restored %v; want job 20's limit put back to 30 min", got, r.StartSmallRestored)
 	}
 }
 

@@ -3,7 +3,7 @@
 // (package statedb): the extra jobs it submitted, its submission intents
 // its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 5)
+// # Schema of the backfill database (PRAGMA user_version = 8)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
@@ -19,6 +19,8 @@
 //	              PK (job_id, node))
 //	kept_off(job_id PK, nodes, set_to, types, since_ns, released)
 //	moved(job_id PK, from_nodes, owner, set_to, since_ns, state)
+//	started_small(job_id PK, user, from_nodes, to_nodes, old_limit_s,
+//	              new_limit_s, at_ns, restored, gpus)
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
@@ -45,9 +47,13 @@
 // move_to_faster requeued, the nodes it ran on, its owner's excluded nodes
 // before, the list the daemon set and how far the move got (requeued,
 // excluded, ran, restored), written before the requeue, so that a job is
-// moved once at most and its owner's list goes back when it waits again. [DB.Prune] keeps the file bounded: decisions and ended extra
-// jobs beyond the newest counts or older than an age, and old finished
-// shrink-to-admit records of jobs no longer running, are deleted, and
+// moved once at most and its owner's list goes back when it waits again;
+// started_small holds, per job start-small started on fewer nodes, its
+// owner, node counts, GPUs, time limits before and after the raise and
+// whether the old limit was put back (StartedSmall). [DB.Prune] keeps the
+// file bounded: decisions and ended extra jobs beyond the newest counts or
+// older than an age, and old finished shrink-to-admit records of jobs
+// Slurm no longer lists, are deleted, and
 // SQLite reuses their pages. Times are Unix
 // nanoseconds. The file is opened in WAL mode with synchronous=FULL: the daemon
 // writes a few rows per cycle, and a row for a submitted extra job must survive

@@ -2,10 +2,15 @@ package backfillstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // A start-small record survives a reopen, is replaced whole, is forgotten
@@ -18,7 +23,7 @@ func TestStartedSmallRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := StartedSmall{Job: "7", User: "alice", FromNodes: 3, ToNodes: 2, OldLimit: 10 * time.Minute, NewLimit: 17 * time.Minute,
+	s := StartedSmall{Job: "7", User: "alice", FromNodes: 3, ToNodes: 2, GPUs: 8, OldLimit: 10 * time.Minute, NewLimit: 17 * time.Minute,
 		At: time.Unix(1700000000, 0)}
 	if err := db.PutStartedSmall(ctx, s); err != nil {
 		t.Fatal(err)
@@ -52,6 +57,7 @@ func TestStartedSmallRoundTrips(t *testing.T) {
 		"no user":          func(s *StartedSmall) { s.User = "" },
 		"zero nodes":       func(s *StartedSmall) { s.ToNodes = 0 },
 		"more nodes":       func(s *StartedSmall) { s.ToNodes = 3 },
+		"negative GPUs":    func(s *StartedSmall) { s.GPUs = -1 },
 		"no old limit":     func(s *StartedSmall) { s.OldLimit = 0 },
 		"negative new one": func(s *StartedSmall) { s.NewLimit = -time.Minute },
 	} {
@@ -60,5 +66,31 @@ func TestStartedSmallRoundTrips(t *testing.T) {
 		if err := db.PutStartedSmall(ctx, b); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: PutStartedSmall(%+v) = %v, want ErrInvalid", name, b, err)
 		}
+	}
+}
+
+// A start-small record of schema version 7 (no GPU count) reads as 0 GPUs
+// (not known) once the file is migrated.
+func TestAVersion7StartSmallRecordReadsWithItsGPUsUnknown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(slices.Clone(backfillMigrations[:7]), "PRAGMA user_version = 7",
+		`INSERT INTO started_small VALUES ('7','alice',3,2,600,1020,1,0)`) {
+		if _, err := s.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := StartedSmall{Job: "7", User: "alice", FromNodes: 3, ToNodes: 2, OldLimit: 10 * time.Minute, NewLimit: 17 * time.Minute, At: time.Unix(0, 1)}
+	if got, err := db.StartedSmallJobs(context.Background()); err != nil || got["7"] != want {
+		t.Errorf("version 7 record after migration: %+v, %v; want %+v", got["7"], err, want)
 	}
 }

@@ -213,6 +213,7 @@ var backfillMigrations = []string{
 		at_ns       INTEGER NOT NULL,
 		restored    INTEGER NOT NULL
 	);`,
+	`ALTER TABLE started_small ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)
