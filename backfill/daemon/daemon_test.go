@@ -1045,19 +1045,21 @@ func TestNothingIsCancelledOrSignalledWhenSlurmsJobIsNotTheOneSubmitted(t *testi
 		want   bool // cancelled
 		// kept: the record stays active.
 		kept bool
-		// renamed: its owner renamed it (same id, user and partition): left
-		// alone in the cycle whose snapshot read the old name, then still
-		// the daemon's extra job and cancelled by the next cycle
-		// (reconcile.go, renamedExtra).
+		// renamed: its owner renamed or moved it (same id and user): left
+		// alone in the cycle whose snapshot read the old name or
+		// partition, then still the daemon's extra job and cancelled by
+		// the next cycle (reconcile.go, renamedExtra).
 		renamed bool
 	}{
 		{"the recorded job unchanged is cancelled", func(j *fakeJob) {}, true, false, false},
 		{"another job name is left alone, then cancelled as renamed", func(j *fakeJob) { j.name = "es-extra-99" }, false, false, true},
 		{"another comment is left alone, then cancelled as renamed", func(j *fakeJob) { j.comment = "es-extra parent=99" }, false, false, true},
-		// Another partition or user: not the job submitted (the id was
-		// reused, or its owner moved it out of the lending partition); left
+		// Another partition: its owner moved it out of the lending
+		// partition; left alone in the cycle whose snapshot read the old
+		// one, then cancelled as moved by the next (reconcile.go).
+		{"another partition is left alone, then cancelled as moved", func(j *fakeJob) { j.partition = "normal" }, false, false, true},
+		// Another user: not the job submitted (the id was reused); left
 		// alone, and by the next cycle its record ends as for a job gone.
-		{"another partition is left alone", func(j *fakeJob) { j.partition = "normal" }, false, false, false},
 		{"another user is left alone", func(j *fakeJob) { j.user = "bob" }, false, false, false},
 		{"an unreadable re-read is left alone", nil, false, true, false},
 	}

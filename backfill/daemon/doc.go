@@ -555,7 +555,8 @@
 // it backs off from (NoGrowNodes), and the cycle's Report lists it in
 // Held. Each failed lend is a "lend-failed" decision (a refused sbatch:
 // "grow-failed") and counts in lend_failures_total by reason (ended,
-// sbatch, pending).
+// sbatch, pending, moved: its owner moved it out of extra.partition while
+// it waited, and it was cancelled).
 //
 // # State, restarts and reconciliation
 //
@@ -608,14 +609,17 @@
 // user and in the recorded partition, is still the daemon's extra job: it
 // is warned about once and then handled as any other (its GPUs count as
 // lent toward the caps, it is cancelled when its parent ends or after
-// pending_timeout, and shrunk when the planner says so). A recorded id
-// Slurm lists under another user or in another partition is not the
-// daemon's (the id was reused): its record ends, the job is left alone.
-// Right before each `scancel --signal=TERM` or `scancel` it re-reads the
-// job by id (`squeue --jobs=ID`, fresh separators) and acts only when
-// Slurm's job of that id still has the recorded partition and user, and
-// the recorded name and comment (for a renamed one, the name and comment
-// the cycle's snapshot read); otherwise it logs an error once and does
+// pending_timeout, and shrunk when the planner says so). One its owner
+// moved to another partition while it waited (renamed or not) is
+// cancelled at once and counts as a failed lend: a lend is for
+// extra.partition only. A recorded id Slurm lists under another user is
+// not the daemon's (the id was reused): its record ends, the job is left
+// alone. Right before each `scancel --signal=TERM` or `scancel` it
+// re-reads the job by id (`squeue --jobs=ID`, fresh separators) and acts
+// only when Slurm's job of that id still has the recorded user and
+// partition (for a moved one, the partition the snapshot read), and the
+// recorded name and comment (for a renamed one, the name and comment the
+// cycle's snapshot read); otherwise it logs an error once and does
 // nothing (a job Slurm no longer knows needs nothing either). A name or
 // comment alone never makes a job the daemon's.
 //
@@ -651,7 +655,7 @@
 // gaps_found_total, idle_gpus, gpus_lent, gpus_granted_total, grows_total,
 // shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
 // cycle_seconds, slurm_failures_total, lend_failures_total{reason=
-// ended|sbatch|pending}, growth_stops_total, jobs_not_grown,
+// ended|sbatch|pending|moved}, growth_stops_total, jobs_not_grown,
 // jobs_backing_off, pruned_rows_total, nudges_total{result},
 // sheds_total{result}, keep_offs_total{result}} and the Go/process
 // collectors.

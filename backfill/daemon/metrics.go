@@ -23,7 +23,7 @@ type Metrics struct {
 	PlanSeconds    prometheus.Histogram   // planner.Plan wall time
 	CycleSeconds   prometheus.Histogram   // whole cycle wall time
 	SlurmFailures  prometheus.Counter     // cycles that failed because Slurm did not answer
-	LendFailures   *prometheus.CounterVec // reason="ended"|"sbatch"|"pending": failed lends (see lendFailure)
+	LendFailures   *prometheus.CounterVec // reason="ended"|"sbatch"|"pending"|"moved": failed lends (see lendFailure)
 	GrowthStops    prometheus.Counter     // times a job was stopped after retry.stop_after failures
 	JobsNotGrown   prometheus.Gauge       // running elastic jobs stopped until their status changes
 	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
@@ -110,7 +110,7 @@ func NewMetrics() *Metrics {
 		m.Nudges.WithLabelValues(result)
 		m.Sheds.WithLabelValues(result)
 	}
-	for _, reason := range []string{"ended", "sbatch", "pending"} {
+	for _, reason := range []string{"ended", "sbatch", "pending", "moved"} {
 		m.LendFailures.WithLabelValues(reason) // every reason exported from the start, at 0
 	}
 	return m

@@ -124,9 +124,17 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 // not running or it stayed pending past pending_timeout, and shrunk when
 // the planner says so; the re-read before each signal or cancel (verify)
 // then expects the name and comment it has now, with the recorded user and
-// partition. A job of that id listed under another user or in another
-// partition is not this daemon's (the id was reused): the record ends as
-// for a job Slurm no longer lists, and that job is left alone.
+// partition. One its owner moved to another partition while it waited
+// (`scontrol update JobId=ID Partition=...`, renamed or not) is cancelled:
+// a lend is for extra.partition only, and out of it the job would outlive
+// its parent, escape the per-user cap and hold GPUs past the reservations
+// the lend was planned around (a tester's finding); the check before the
+// scancel expects the partition it is in now. A job of that id listed
+// under another user is not this daemon's (the id was reused): the record
+// ends as for a job Slurm no longer lists, and that job is left alone.
+// (Slurm reuses an id it still lists for no other job; the same user's
+// job under a recorded id in another partition would need the ids to wrap
+// round, MaxJobId, while the record is active.)
 func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
 	log := d.log.Named("reconcile").With("extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node)
 	if why := unreadable(v, rec); why != nil {
@@ -135,10 +143,10 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	x, inSlurm := v.Extras[rec.ID]
 	endState := v.Ended[rec.ID]
-	if inSlurm && (x.Job.User != rec.User || x.Job.Partition != rec.Partition) {
-		// Another user's, or moved out of the recorded partition: not the
-		// job this daemon submitted (renamedExtra's rule); left alone, and
-		// the record ends as for a job Slurm no longer lists.
+	if inSlurm && x.Job.User != rec.User {
+		// Another user's: not the job this daemon submitted (renamedExtra's
+		// rule); left alone, and the record ends as for a job Slurm no
+		// longer lists.
 		x, inSlurm = nil, false
 	}
 	if inSlurm && (x.Job.Name != rec.Name || x.Job.Comment != rec.Comment || x.Parent != rec.Parent) {
@@ -183,6 +191,22 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
+	if x.Job.Partition != rec.Partition {
+		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
+		r.Cancelled = append(r.Cancelled, rec.ID)
+		why := fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, x.Job.Partition)
+		moved := rec
+		moved.Partition = x.Job.Partition // where the check before scancel finds it now
+		if ended, err := d.cancelled(ctx, moved, why, true); err != nil || !ended {
+			return err
+		}
+		// A failed lend for the retry rule: an owner who moves each new
+		// extra job away gets lent less and less often, not once a cycle.
+		_, err := d.recordLend(ctx, v, lendFailure{job: rec.Parent, node: rec.Node, extra: rec.ID, gpus: rec.GPUs,
+			outcome: planner.LendFailed, reason: "moved", kind: "lend-failed", what: "extra job moved out of extra.partition",
+			detail: why}, rc.hist)
+		return err
+	}
 	grace := d.cfg.GracePeriod.Duration
 	pending := x.Job.State == "PENDING"
 	switch {
@@ -220,17 +244,17 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 // renamedExtra returns recorded extra job rec as Slurm lists it when its
 // owner took it out of the extra job form (changed its name or comment):
 // Slurm lists rec.ID, not in the extra job form (v.Extras and v.Ended do
-// not hold it), under the recorded user and in the recorded partition. A
+// not hold it), under the recorded user (in any partition). A
 // live one is read as an extra job of rec.Parent and filed in v as one
 // (out of v.Running, v.Pending, v.Elastic and v.Lookalikes, into
 // v.Extras), so that planning counts its GPUs as lent, not as an ordinary
 // job's; a final one returns its state. It returns nil and "" when Slurm
-// does not list rec.ID, or lists it under another user or partition: the
-// id was reused, the job is not this daemon's. err: its allocation cannot
-// be read (v unchanged).
+// does not list rec.ID, or lists it under another user: the id was
+// reused, the job is not this daemon's. err: its allocation cannot be
+// read (v unchanged).
 func (d *Daemon) renamedExtra(v *View, rec backfillstore.ExtraJob) (x *ExtraView, final string, err error) {
 	j, listed := v.All[rec.ID]
-	if !listed || j.User != rec.User || j.Partition != rec.Partition {
+	if !listed || j.User != rec.User {
 		return nil, "", nil
 	}
 	if finalStates[j.State] {
@@ -257,7 +281,7 @@ func (d *Daemon) noteRenamed(rec backfillstore.ExtraJob, x *ExtraView) {
 	}
 	d.noted[rec.ID] = why
 	d.log.Named("reconcile").Warn("extra job renamed by its owner; it stays this daemon's extra job (its id is the one "+
-		"sbatch returned, its user and partition are as recorded): its GPUs count as lent and it is cancelled with its parent",
+		"sbatch returned, its user as recorded): its GPUs count as lent and it is cancelled with its parent",
 		"extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node, "user", rec.User, "name", x.Job.Name, "comment", x.Job.Comment,
 		"dry_run", d.cfg.DryRun)
 }

@@ -165,17 +165,17 @@ func TestARenamedExtraJobIsCancelledWithItsParentOrAfterPendingTimeout(t *testin
 	}
 }
 
-// TestARecordedIDSlurmListsForAnotherUserOrPartitionIsNotTheDaemons: an
-// id the daemon recorded that Slurm lists out of the extra job form under
-// another user or partition is not its extra job (the id was reused): it
-// is never cancelled, and the record ends.
-func TestARecordedIDSlurmListsForAnotherUserOrPartitionIsNotTheDaemons(t *testing.T) {
+// TestARecordedIDSlurmListsForAnotherUserIsNotTheDaemons: an id the
+// daemon recorded that Slurm lists out of the extra job form under another
+// user (in its partition or another) is not its extra job (the id was
+// reused): it is never cancelled, and the record ends.
+func TestARecordedIDSlurmListsForAnotherUserIsNotTheDaemons(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(j *fakeJob)
 	}{
 		{"another user", func(j *fakeJob) { j.user = "bob" }},
-		{"another partition", func(j *fakeJob) { j.partition = "normal" }},
+		{"another user and partition", func(j *fakeJob) { j.user, j.partition = "bob", "normal" }},
 	}
 	for _, tc := range tests {
 		for _, rn := range renames {
@@ -198,6 +198,41 @@ func TestARecordedIDSlurmListsForAnotherUserOrPartitionIsNotTheDaemons(t *testin
 				}
 				if x, _ := td.db.Extra(context.Background(), "11"); x.State != backfillstore.ExtraEnded {
 					t.Errorf("record %+v, want ended: Slurm's job 11 is not the one submitted", x)
+				}
+			})
+		}
+	}
+}
+
+// TestAnExtraJobItsOwnerMovedToAnotherPartitionIsCancelled: a tester moved
+// each extra job of theirs out of extra.partition while it waited
+// (`scontrol update JobId=ID Partition=normal`); the daemon read it as
+// another job, ended its record, and the job ran on in "normal": past its
+// parent's end, beside new lends past the per-user cap, and holding GPUs
+// another user's job then waited for. The daemon's extra job is the one of
+// the id sbatch returned under the recorded user, in whichever partition:
+// moved (renamed or not) it is cancelled at once, its parent running.
+func TestAnExtraJobItsOwnerMovedToAnotherPartitionIsCancelled(t *testing.T) {
+	unrenamed := struct{ name, jobName, note string }{"not renamed", "", ""}
+	for _, rn := range append([]struct{ name, jobName, note string }{unrenamed}, renames...) {
+		for _, pending := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, pending %v", rn.name, pending), func(t *testing.T) {
+				td, extra, _ := renamedSetup(t, rn.jobName, rn.note, pending)
+				j := td.fake.job(extra)
+				td.fake.set(func() { j.partition = "normal" })
+				r := td.cycle(t)
+				if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+extra {
+					t.Fatalf("%v, want scancel %s (parent 10 still running)", got, extra)
+				}
+				if !slices.Contains(r.Cancelled, extra) || r.LentGPUs != len(r.Submitted) {
+					t.Errorf("report cancelled %v, lent %d GPUs, submitted %v; want %s cancelled, and only new extra jobs lent",
+						r.Cancelled, r.LentGPUs, r.Submitted, extra)
+				}
+				if x, _ := td.db.Extra(context.Background(), extra); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, "moved by its owner") {
+					t.Errorf("record %+v, want ended (moved by its owner)", x)
+				}
+				if got := value(td.Metrics().LendFailures.WithLabelValues("moved")); got != 1 {
+					t.Errorf("lend_failures_total{reason=moved} %v, want 1 (the retry rule backs off)", got)
 				}
 			})
 		}

@@ -77,7 +77,8 @@ type lendFailure struct {
 	job, node, extra string
 	gpus             int
 	outcome          planner.LendOutcome
-	// reason labels lend_failures_total: "ended", "sbatch" or "pending".
+	// reason labels lend_failures_total: "ended", "sbatch", "pending" or
+	// "moved" (its owner moved it out of extra.partition).
 	reason string
 	// kind is the decision recorded for a failure ("lend-failed",
 	// "grow-failed"); what opens the log line and detail says what
