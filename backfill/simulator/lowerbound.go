@@ -126,7 +126,7 @@ func (s *sim) poolOf(r *run) (key string, gpus int) {
 func (s *sim) bestRates(r *run) (best, perGPU float64) {
 	byType := map[string]int{}
 	for _, nd := range s.nodes {
-		if len(r.rule.Types) == 0 || containsString(r.rule.Types, nd.typ) {
+		if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, nd.typ) {
 			byType[nd.typ] += nd.total
 		}
 	}
@@ -153,15 +153,6 @@ func rangeRates(m planner.Model, sp float64, lo, hi int) (best, perGPU float64) 
 		best, perGPU = max(best, t), max(perGPU, t/float64(k))
 	}
 	return best, perGPU
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // srptJob is one job of the single-machine relaxation.
