@@ -79,6 +79,9 @@ func TestJobGPUsNeverWraps(t *testing.T) {
 	}{
 		{name: "per job", j: Job{TRESPerJob: "gres:gpu:3", Nodes: 2}, want: 3},
 		{name: "per node times nodes", j: Job{TRESPerNode: "gres:gpu:v100:4", Nodes: 2}, want: 8},
+		// A tester's job: --gpus=2 and --gres=gpu:t4:4 on one node held 4.
+		{name: "both: the larger", j: Job{TRESPerJob: "gres:gpu:t4:2", TRESPerNode: "gres:gpu:t4:4", Nodes: 1}, want: 4},
+		{name: "both, per job larger", j: Job{TRESPerJob: "gres:gpu:6", TRESPerNode: "gres:gpu:2", Nodes: 2}, want: 6},
 		{name: "MaxCount per node on 2 nodes is refused", j: Job{TRESPerNode: "gres:gpu:1073741824", Nodes: 2}, wantErr: true},
 		{name: "a huge node count is refused", j: Job{TRESPerNode: "gres:gpu:8", Nodes: 1 << 62}, wantErr: true},
 	}

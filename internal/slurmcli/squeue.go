@@ -146,9 +146,11 @@ func optionalTime(s string) string {
 	return s
 }
 
-// GPUs returns the GPUs the job asked for in total: its TRES-per-job GPU count if it
-// has one (--gpus), else TRES-per-node GPUs times Nodes (--gres=gpu:N). Errors are
-// *ParseError from [ParseGRES].
+// GPUs returns the GPUs the job asked for in total: its TRES-per-job GPU count
+// (--gpus) or TRES-per-node GPUs times Nodes (--gres=gpu:N), whichever is more
+// (a job may carry both, and Slurm then allocates the larger: a tester's job of
+// --gpus=2 and --gres=gpu:4 on one node held 4). Errors are *ParseError from
+// [ParseGRES].
 func (j Job) GPUs() (int, error) {
 	return gpusOf(j.TRESPerJob, j.TRESPerNode, j.Nodes)
 }
@@ -158,18 +160,15 @@ func gpusOf(perJob, perNode string, nodes int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n := GPUs(g); n > 0 {
-		return n, nil
-	}
-	g, err = ParseGRES(perNode)
-	if err != nil {
+	job := GPUs(g)
+	if g, err = ParseGRES(perNode); err != nil {
 		return 0, err
 	}
 	n := GPUs(g)
 	if nodes > 0 && n > MaxCount/nodes {
 		return 0, fmt.Errorf("%d GPUs per node on %d nodes: %w", n, nodes, ErrBadCount)
 	}
-	return n * nodes, nil
+	return max(job, n*nodes), nil
 }
 
 // Start returns StartTime as a time in loc (Slurm prints the local time of the
