@@ -555,8 +555,8 @@
 // it backs off from (NoGrowNodes), and the cycle's Report lists it in
 // Held. Each failed lend is a "lend-failed" decision (a refused sbatch:
 // "grow-failed") and counts in lend_failures_total by reason (ended,
-// sbatch, pending, moved: its owner moved it out of extra.partition while
-// it waited, and it was cancelled).
+// sbatch, pending, changed: its owner moved it out of extra.partition or
+// gave it more GPUs or other nodes while it waited, and it was cancelled).
 //
 // # State, restarts and reconciliation
 //
@@ -606,22 +606,23 @@
 // an extra job runs under its user's uid, so the user may change its name
 // and comment (`scontrol update JobId=ID Name=kept Comment=kept`). A
 // recorded id Slurm lists out of the extra job form, under the recorded
-// user and in the recorded partition, is still the daemon's extra job: it
-// is warned about once and then handled as any other (its GPUs count as
-// lent toward the caps, it is cancelled when its parent ends or after
-// pending_timeout, and shrunk when the planner says so). One its owner
-// moved to another partition while it waited (renamed or not) is
-// cancelled at once and counts as a failed lend: a lend is for
-// extra.partition only. A recorded id Slurm lists under another user is
-// not the daemon's (the id was reused): its record ends, the job is left
-// alone. Right before each `scancel --signal=TERM` or `scancel` it
-// re-reads the job by id (`squeue --jobs=ID`, fresh separators) and acts
-// only when Slurm's job of that id still has the recorded user and
-// partition (for a moved one, the partition the snapshot read), and the
-// recorded name and comment (for a renamed one, the name and comment the
-// cycle's snapshot read); otherwise it logs an error once and does
-// nothing (a job Slurm no longer knows needs nothing either). A name or
-// comment alone never makes a job the daemon's.
+// user, is still the daemon's extra job: it is warned about once and then
+// handled as any other (its GPUs count as lent toward the caps, it is
+// cancelled when its parent ends or after pending_timeout, and shrunk when
+// the planner says so). One its owner changed while it waited (moved to
+// another partition, renamed or not; more GPUs; more or other nodes) is
+// cancelled at once and counts as a failed lend (reason "changed"): a
+// lend is for what the planner lent only. A recorded id Slurm lists under
+// another user is not the daemon's (the id was reused): its record ends,
+// the job is left alone. Right before each `scancel --signal=TERM` or
+// `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
+// separators) and acts only when Slurm still lists that id under the
+// recorded user; otherwise it logs an error once and does nothing (a job
+// Slurm no longer knows needs nothing either). Name, comment and partition
+// are not compared there: they are the owner's to change, and a tester
+// who renamed a job hundreds of times a second refused every cancel that
+// expected the snapshot's name. A name or comment alone never makes a job
+// the daemon's.
 //
 // The only unrecorded jobs it takes over are its own submissions whose
 // record was lost because it was killed between sbatch and the database
@@ -655,7 +656,7 @@
 // gaps_found_total, idle_gpus, gpus_lent, gpus_granted_total, grows_total,
 // shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
 // cycle_seconds, slurm_failures_total, lend_failures_total{reason=
-// ended|sbatch|pending|moved}, growth_stops_total, jobs_not_grown,
+// ended|sbatch|pending|changed}, growth_stops_total, jobs_not_grown,
 // jobs_backing_off, pruned_rows_total, nudges_total{result},
 // sheds_total{result}, keep_offs_total{result}} and the Go/process
 // collectors.

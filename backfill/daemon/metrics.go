@@ -23,7 +23,7 @@ type Metrics struct {
 	PlanSeconds    prometheus.Histogram   // planner.Plan wall time
 	CycleSeconds   prometheus.Histogram   // whole cycle wall time
 	SlurmFailures  prometheus.Counter     // cycles that failed because Slurm did not answer
-	LendFailures   *prometheus.CounterVec // reason="ended"|"sbatch"|"pending"|"moved": failed lends (see lendFailure)
+	LendFailures   *prometheus.CounterVec // reason="ended"|"sbatch"|"pending"|"changed": failed lends (see lendFailure)
 	GrowthStops    prometheus.Counter     // times a job was stopped after retry.stop_after failures
 	JobsNotGrown   prometheus.Gauge       // running elastic jobs stopped until their status changes
 	JobsBackingOff prometheus.Gauge       // running elastic jobs waiting out a retry backoff (job-wide)
@@ -79,7 +79,8 @@ func NewMetrics() *Metrics {
 		SlurmFailures: counter("slurm_failures_total", "Cycles that failed because Slurm did not answer."),
 		LendFailures: vec("lend_failures_total",
 			"Failed extra jobs, by reason: ended on their own well before their time limit while their job ran (ended), "+
-				"refused by sbatch (sbatch), cancelled after pending_timeout (pending).", "reason"),
+				"refused by sbatch (sbatch), cancelled after pending_timeout (pending), cancelled because its owner moved it out of "+
+				"extra.partition or gave it more GPUs or other nodes (changed).", "reason"),
 		GrowthStops: counter("growth_stops_total",
 			"Times an elastic job was no longer grown after retry.stop_after consecutive failed extra jobs."),
 		JobsNotGrown: gauge("jobs_not_grown",
@@ -110,7 +111,7 @@ func NewMetrics() *Metrics {
 		m.Nudges.WithLabelValues(result)
 		m.Sheds.WithLabelValues(result)
 	}
-	for _, reason := range []string{"ended", "sbatch", "pending", "moved"} {
+	for _, reason := range []string{"ended", "sbatch", "pending", "changed"} {
 		m.LendFailures.WithLabelValues(reason) // every reason exported from the start, at 0
 	}
 	return m

@@ -115,26 +115,21 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 // by its id (the one sbatch returned), in v.Extras when it is still in the
 // extra job form, and otherwise among all the jobs Slurm lists when its
 // owner renamed it (`scontrol update JobId=ID Name=... Comment=...`; see
-// renamedExtra: the same user and partition as recorded), or listed in
+// renamedExtra: the same user as recorded), or listed in
 // the extra job form with another name, comment or parent than recorded
 // (renamed into another extra job's form: its parent is still rec.Parent).
 // A renamed one is warned about once and then reconciled exactly as an
-// unrenamed one: its
-// GPUs count toward the caps (rc.live), it is cancelled when its parent is
-// not running or it stayed pending past pending_timeout, and shrunk when
-// the planner says so; the re-read before each signal or cancel (verify)
-// then expects the name and comment it has now, with the recorded user and
-// partition. One its owner moved to another partition while it waited
-// (`scontrol update JobId=ID Partition=...`, renamed or not) is cancelled:
-// a lend is for extra.partition only, and out of it the job would outlive
-// its parent, escape the per-user cap and hold GPUs past the reservations
-// the lend was planned around (a tester's finding); the check before the
-// scancel expects the partition it is in now. A job of that id listed
-// under another user is not this daemon's (the id was reused): the record
-// ends as for a job Slurm no longer lists, and that job is left alone.
-// (Slurm reuses an id it still lists for no other job; the same user's
-// job under a recorded id in another partition would need the ids to wrap
-// round, MaxJobId, while the record is active.)
+// unrenamed one: its GPUs count toward the caps (rc.live), it is cancelled
+// when its parent is not running or it stayed pending past
+// pending_timeout, and shrunk when the planner says so (the re-read before
+// each signal or cancel, verify, checks its id and user only). One its
+// owner changed otherwise while it waited (moved to another partition,
+// more GPUs, more or other nodes: extraChanged) is cancelled at once and
+// counts as a failed lend. A job of that id listed under another user is
+// not this daemon's (the id was reused): the record ends as for a job
+// Slurm no longer lists, and that job is left alone. (Slurm reuses no id
+// it still lists; the same user's job under a recorded id would need the
+// ids to wrap round, MaxJobId, while the record is active.)
 func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
 	log := d.log.Named("reconcile").With("extra_id", rec.ID, "job_id", rec.Parent, "node", rec.Node)
 	if why := unreadable(v, rec); why != nil {
@@ -151,11 +146,9 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	if inSlurm && (x.Job.Name != rec.Name || x.Job.Comment != rec.Comment || x.Parent != rec.Parent) {
 		// Renamed by its owner into another extra job's form (e.g. "es-extra
-		// parent=OTHER"): still this daemon's extra job of rec.Parent, and
-		// verify must expect the name and comment it has now, or it would
-		// never be cancelled (a tester's finding: it outlived its parent).
+		// parent=OTHER"): still this daemon's extra job of rec.Parent (a
+		// tester's finding: read as OTHER's, it outlived its parent).
 		d.noteRenamed(rec, x)
-		rec.Name, rec.Comment = x.Job.Name, x.Job.Comment
 		x.Parent = rec.Parent
 	}
 	if !inSlurm && endState == "" {
@@ -166,10 +159,6 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		}
 		if renamed != nil {
 			d.noteRenamed(rec, renamed)
-			// verify (before a signal or cancel) checks Slurm's job still
-			// is the one the snapshot read, in the recorded partition and
-			// of the recorded user.
-			rec.Name, rec.Comment = renamed.Job.Name, renamed.Job.Comment
 			x, inSlurm = renamed, true
 		}
 		endState = final
@@ -191,19 +180,16 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
-	if x.Job.Partition != rec.Partition {
+	if why := extraChanged(x, rec); why != "" {
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
-		why := fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, x.Job.Partition)
-		moved := rec
-		moved.Partition = x.Job.Partition // where the check before scancel finds it now
-		if ended, err := d.cancelled(ctx, moved, why, true); err != nil || !ended {
+		if ended, err := d.cancelled(ctx, rec, why, true); err != nil || !ended {
 			return err
 		}
-		// A failed lend for the retry rule: an owner who moves each new
-		// extra job away gets lent less and less often, not once a cycle.
+		// A failed lend for the retry rule: an owner who changes each new
+		// extra job gets lent less and less often, not once a cycle.
 		_, err := d.recordLend(ctx, v, lendFailure{job: rec.Parent, node: rec.Node, extra: rec.ID, gpus: rec.GPUs,
-			outcome: planner.LendFailed, reason: "moved", kind: "lend-failed", what: "extra job moved out of extra.partition",
+			outcome: planner.LendFailed, reason: "changed", kind: "lend-failed", what: "extra job changed by its owner",
 			detail: why}, rc.hist)
 		return err
 	}

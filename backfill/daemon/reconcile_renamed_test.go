@@ -231,10 +231,52 @@ func TestAnExtraJobItsOwnerMovedToAnotherPartitionIsCancelled(t *testing.T) {
 				if x, _ := td.db.Extra(context.Background(), extra); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, "moved by its owner") {
 					t.Errorf("record %+v, want ended (moved by its owner)", x)
 				}
-				if got := value(td.Metrics().LendFailures.WithLabelValues("moved")); got != 1 {
-					t.Errorf("lend_failures_total{reason=moved} %v, want 1 (the retry rule backs off)", got)
+				if got := value(td.Metrics().LendFailures.WithLabelValues("changed")); got != 1 {
+					t.Errorf("lend_failures_total{reason=changed} %v, want 1 (the retry rule backs off)", got)
 				}
 			})
 		}
+	}
+}
+
+// TestAnExtraJobItsOwnerGaveMoreGPUsIsCancelled: a tester set a waiting
+// extra job of 1 lent GPU to `Gres=gpu:t4:4` and freed a node for it: it
+// ran in extra.partition with 4 GPUs while the daemon counted 1, past the
+// per-user cap. It is cancelled at once, its parent running.
+func TestAnExtraJobItsOwnerGaveMoreGPUsIsCancelled(t *testing.T) {
+	for _, pending := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pending %v", pending), func(t *testing.T) {
+			td, extra, _ := renamedSetup(t, "", "", pending)
+			j := td.fake.job(extra)
+			td.fake.set(func() { j.gpusPerNode = 4 })
+			r := td.cycle(t)
+			if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+extra || !slices.Contains(r.Cancelled, extra) {
+				t.Fatalf("%v, cancelled %v; want scancel %s (parent 10 still running)", got, r.Cancelled, extra)
+			}
+			if x, _ := td.db.Extra(context.Background(), extra); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, "4 GPUs (lent 1") {
+				t.Errorf("record %+v, want ended (4 GPUs, lent 1)", x)
+			}
+		})
+	}
+}
+
+// TestARenamingOwnerCannotRaceTheCancel: a tester renamed an extra job
+// hundreds of times a second (one scontrol reading a pipe), so that the
+// re-read before scancel never saw the name the cycle's snapshot read, and
+// the job outlived its parent. The re-read checks the id and user only.
+func TestARenamingOwnerCannotRaceTheCancel(t *testing.T) {
+	td, extra, _ := renamedSetup(t, "", "", false)
+	j, parent := td.fake.job(extra), td.fake.job("10")
+	n := 0
+	td.fake.set(func() {
+		parent.state = "CANCELLED"
+		td.fake.onJobs = func() { // between the snapshot and the re-read, every time
+			n++
+			j.name, j.comment, j.partition = fmt.Sprintf("r%d", n), fmt.Sprintf("r%d", n), "low"
+		}
+	})
+	td.cycle(t)
+	if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+extra {
+		t.Fatalf("%v, want scancel %s in the first cycle after its parent ended", got, extra)
 	}
 }

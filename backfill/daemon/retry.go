@@ -78,7 +78,7 @@ type lendFailure struct {
 	gpus             int
 	outcome          planner.LendOutcome
 	// reason labels lend_failures_total: "ended", "sbatch", "pending" or
-	// "moved" (its owner moved it out of extra.partition).
+	// "changed" (its owner changed it from what was lent: extraChanged).
 	reason string
 	// kind is the decision recorded for a failure ("lend-failed",
 	// "grow-failed"); what opens the log line and detail says what

@@ -450,7 +450,7 @@ func TestSetBack(t *testing.T) {
 		name                   string
 		state, limit, nodeList string
 		nodes                  int
-		gres                   string // squeue's tres-per-node; "" is the recorded gres:gpu:t4:1
+		gres                   string // squeue's tres-per-node ("+job:N": and tres-per-job N); "" is the recorded gres:gpu:t4:1
 		unrecordedGPUs         bool   // a record of before schema 8
 		want                   bool
 	}{
@@ -469,6 +469,8 @@ func TestSetBack(t *testing.T) {
 		{"fewer GPUs per node", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:0", false, false},
 		{"more GPUs per node, the record of before schema 8", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:4", true, false},
 		{"an unreadable request", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:many", false, false},
+		// A tester's job: --gpus=2 kept beside Gres=gpu:t4:4 ran with 4.
+		{"a per-job count beside more GPUs per node", "RUNNING", "5:00", "n3", 1, "gres:gpu:t4:4+job:2", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gres, rec := tc.gres, rec
@@ -478,7 +480,12 @@ func TestSetBack(t *testing.T) {
 			if tc.unrecordedGPUs {
 				rec.GPUs = 0
 			}
-			j := slurmcli.Job{ID: "20", User: "bob", State: tc.state, TimeLimit: tc.limit, NodeList: tc.nodeList, Nodes: tc.nodes, TRESPerNode: gres}
+			perJob := ""
+			if g, job, ok := strings.Cut(gres, "+job:"); ok {
+				gres, perJob = g, "gres:gpu:"+job
+			}
+			j := slurmcli.Job{ID: "20", User: "bob", State: tc.state, TimeLimit: tc.limit, NodeList: tc.nodeList, Nodes: tc.nodes,
+				TRESPerNode: gres, TRESPerJob: perJob}
 			if _, _, got := setBack(j, rec); got != tc.want {
 				t.Errorf("setBack(%s, limit %s, %d nodes %q) = %v, want %v", tc.state, tc.limit, tc.nodes, tc.nodeList, got, tc.want)
 			}

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// TestExtraChanged: an extra job is as lent while it waits or runs on the
+// one node, partition and GPUs lent; each change its owner can make while
+// it waits is named.
+func TestExtraChanged(t *testing.T) {
+	rec := backfillstore.ExtraJob{ID: "11", Parent: "10", User: "alice", Partition: "low", Node: "n2", GPUs: 2}
+	pending := slurmcli.Job{ID: "11", User: "alice", Partition: "low", State: "PENDING", Nodes: 1, ReqNodes: "n2", TRESPerNode: "gres:gpu:t4:2"}
+	running := pending
+	running.State, running.NodeList = "RUNNING", "n2"
+	for _, tc := range []struct {
+		name   string
+		job    slurmcli.Job
+		node   string // the node it runs on (ExtraView.Node)
+		gpus   int    // rec.GPUs; 0: as recorded above
+		change func(j *slurmcli.Job)
+		want   string // a part of the reason; "": as lent
+	}{
+		{name: "pending as lent", job: pending},
+		{name: "running as lent", job: running, node: "n2"},
+		{name: "renamed is not a change", job: pending, change: func(j *slurmcli.Job) { j.Name, j.Comment = "kept", "kept" }},
+		{name: "fewer GPUs is not more", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:t4:1" }},
+		{name: "moved to another partition", job: pending, change: func(j *slurmcli.Job) { j.Partition = "normal" }, want: "moved by its owner"},
+		{name: "listed in two partitions", job: pending, change: func(j *slurmcli.Job) { j.Partition = "low,normal" }, want: "into low,normal"},
+		{name: "more GPUs per node", job: pending, change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:t4:4" }, want: "4 GPUs (lent 2"},
+		{name: "more GPUs per job", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESPerJob = "gres:gpu:3" }, want: "3 GPUs"},
+		{name: "more GPUs, GPUs not recorded", job: pending, gpus: -1, change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:t4:4" }},
+		{name: "two nodes", job: pending, change: func(j *slurmcli.Job) { j.Nodes = 2 }, want: "2 nodes"},
+		{name: "another node asked", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "n3" }, want: "node n3 (lent n2)"},
+		{name: "running on another node", job: running, node: "n3", want: "running on node n3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, r := tc.job, rec
+			if tc.change != nil {
+				tc.change(&j)
+			}
+			if tc.gpus < 0 {
+				r.GPUs = 0
+			}
+			got := extraChanged(&ExtraView{Job: j, Parent: "10", Node: tc.node}, r)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("extraChanged = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
