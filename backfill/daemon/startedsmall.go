@@ -100,9 +100,9 @@ func setBack(j slurmcli.Job, rec backfillstore.StartedSmall) (nodes, gpus int, b
 	return nodes, gpus, err == nil && limit > rec.OldLimit && limit <= rec.NewLimit
 }
 
-// gpusOn is how many GPUs in all job j asks for on nodes nodes (its
-// --gpus count, or its GPUs per node times nodes); 0 when its request
-// does not read.
+// gpusOn is how many GPUs in all job j asks for on nodes nodes
+// (slurmcli.Job.GPUs: the larger of its --gpus count and its GPUs per
+// node times nodes); 0 when its request does not read.
 func gpusOn(j slurmcli.Job, nodes int) int {
 	j.Nodes = nodes
 	g, err := j.GPUs()
