@@ -520,3 +520,32 @@ func TestResizeStartsEveryMissingProcessBeforeWaitingForAny(t *testing.T) {
 		t.Fatalf("step 0 on the 3 processes: %v (digest %q)", err, res.Digest)
 	}
 }
+
+// TestASetupThatHoldsTheGILLongerThanTheHeartbeatTimeoutLoads has every
+// process's setup hold Python's GIL for 4 s (its heartbeat thread silent)
+// under a 2 s heartbeat timeout: load runs the user's code and is bounded by
+// the startup timeout, so the processes load and train with the fixed run's
+// digests (TestAHungProcessIsDroppedWithinTheHeartbeatTimeout: steps keep
+// the heartbeat timeout).
+func TestASetupThatHoldsTheGILLongerThanTheHeartbeatTimeoutLoads(t *testing.T) {
+	want := train(t, map[int64][]int{0: {1, 1, 1, 1}}, 2, nil)
+	l, ctx := newLocal(t)
+	l.start.HeartbeatTimeout = 2 * time.Second
+	l.start.Env = append(l.start.Env, "TOYJOB_SETUP_HOLDS_GIL_S=4")
+	t0 := time.Now()
+	if err := l.Resize(ctx, 2); err != nil {
+		t.Fatalf("loading with a setup that holds the GIL for 4 s: %v", err)
+	}
+	if took := time.Since(t0); took < 4*time.Second {
+		t.Fatalf("the processes loaded in %s: the setup did not hold them 4 s", took)
+	}
+	for step := range int64(2) {
+		res, err := l.Step(ctx, step, []int{2, 2}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Digest != want[step] {
+			t.Fatalf("step %d: digest %s, want %s", step, res.Digest, want[step])
+		}
+	}
+}

@@ -132,7 +132,7 @@ func RunWorker(ctx context.Context, s *cluster.EngineSession, o WorkerOptions) e
 	defer p.Kill()
 	var loaded Loaded
 	// A joiner is admitted as a last rank, never 0.
-	if _, err := p.Call(ctx, "load", jobConfig(spec, params).loadRequest(1), nil, &loaded); err != nil {
+	if _, err := p.CallSetup(ctx, "load", jobConfig(spec, params).loadRequest(1), nil, &loaded); err != nil {
 		return &cluster.RefusedError{Reason: fmt.Sprintf("loading %s: %v", spec.Torch.ModulePath, err)}
 	}
 	if err := s.Join(files, joinReport{Package: PackageDigest(), Loaded: loaded}); err != nil {
@@ -308,7 +308,7 @@ func relay(ctx context.Context, s *cluster.EngineSession, p *Process, sb *standb
 				return
 			}
 			go func() {
-				r, err := p.await(ctx, typ, pid, reply)
+				r, err := p.await(ctx, typ, pid, reply, p.hbTimeout)
 				if err != nil {
 					end(err)
 					return

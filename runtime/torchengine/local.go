@@ -409,7 +409,7 @@ func (l *Local) launch(ctx context.Context, rank int) (*Process, Loaded, error) 
 	if err != nil {
 		return nil, loaded, err
 	}
-	if _, err := p.Call(ctx, "load", l.cfg.loadRequest(rank), nil, &loaded); err != nil {
+	if _, err := p.CallSetup(ctx, "load", l.cfg.loadRequest(rank), nil, &loaded); err != nil {
 		p.Kill()
 		return nil, loaded, fmt.Errorf("python worker %d: loading %s: %w", rank, l.cfg.Module, err)
 	}

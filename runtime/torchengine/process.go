@@ -96,7 +96,8 @@ type StartOptions struct {
 	HeartbeatTimeout time.Duration
 	// StartupTimeout bounds the wait for the process's first frame, while the
 	// interpreter starts and imports torch (default 120 s: seconds on an idle
-	// machine, far more on a loaded one).
+	// machine, far more on a loaded one), and its silence while it runs the
+	// user's setup (CallSetup: load).
 	StartupTimeout time.Duration
 }
 
@@ -178,7 +179,10 @@ func (p *Process) read() {
 // silent returns an error wrapping ErrHung when the process has been silent
 // too long at now: HeartbeatTimeout since its last frame, or StartupTimeout
 // since its start when it has sent none yet.
-func (p *Process) silent(now time.Time) error {
+func (p *Process) silent(now time.Time) error { return p.silentFor(now, p.hbTimeout) }
+
+// silentFor is silent with limit in place of HeartbeatTimeout.
+func (p *Process) silentFor(now time.Time, limit time.Duration) error {
 	p.beatMu.Lock()
 	defer p.beatMu.Unlock()
 	if !p.heard {
@@ -187,7 +191,7 @@ func (p *Process) silent(now time.Time) error {
 		}
 		return nil
 	}
-	if silent := now.Sub(p.lastBeat); silent > p.hbTimeout {
+	if silent := now.Sub(p.lastBeat); silent > limit {
 		return fmt.Errorf("%w for %s", ErrHung, silent.Round(time.Millisecond))
 	}
 	return nil
@@ -210,7 +214,27 @@ func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, p
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.await(ctx, typ, id, reply)
+	f, err := p.await(ctx, typ, id, reply, p.hbTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return decodeReply(typ, f, out)
+}
+
+// CallSetup is Call for a request that runs the user's own code before it
+// answers (load: the training program's imports and setup up to its first
+// need of the runtime). The process may be silent for up to StartupTimeout
+// during it, not HeartbeatTimeout: one C call that holds Python's GIL
+// (pandas.read_csv, a C extension's import, a cold library paged in on a
+// loaded machine) stops the heartbeat thread for seconds though nothing is
+// hung, and a load under load in a clean-clone CI run failed so ("sent no
+// heartbeat for 5.886s"). Errors as Call's.
+func (p *Process) CallSetup(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
+	id, reply, err := p.send(typ, fields, payload)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.await(ctx, typ, id, reply, max(p.startWait, p.hbTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -237,9 +261,9 @@ func (p *Process) send(typ string, fields map[string]any, payload []byte) (int64
 	return id, reply, nil
 }
 
-// await waits for the reply to request id, the process's exit or silence,
-// or ctx's end.
-func (p *Process) await(ctx context.Context, typ string, id int64, reply chan frame) (frame, error) {
+// await waits for the reply to request id, the process's exit, its silence
+// for longer than limit, or ctx's end.
+func (p *Process) await(ctx context.Context, typ string, id int64, reply chan frame, limit time.Duration) (frame, error) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.waiting, id)
@@ -263,7 +287,7 @@ func (p *Process) await(ctx context.Context, typ string, id int64, reply chan fr
 		case <-ctx.Done():
 			return frame{}, fmt.Errorf("%s: %w", typ, ctx.Err())
 		case now := <-watch.C:
-			if err := p.silent(now); err != nil {
+			if err := p.silentFor(now, limit); err != nil {
 				return frame{}, fmt.Errorf("%s: %w", typ, err)
 			}
 		}

@@ -51,7 +51,7 @@ func startSpare(ctx context.Context, start StartOptions, cfg JobConfig, want *Lo
 		p, err := Start(start)
 		if err == nil {
 			var loaded Loaded
-			if _, err = p.Call(ctx, "load", cfg.loadRequest(0), nil, &loaded); err != nil {
+			if _, err = p.CallSetup(ctx, "load", cfg.loadRequest(0), nil, &loaded); err != nil {
 				p.Kill()
 				p = nil
 			}

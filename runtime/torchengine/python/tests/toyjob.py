@@ -28,6 +28,13 @@ def flip(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 
 
 def setup(config: easyscale.Config) -> easyscale.Job:
+    gil = os.environ.get("TOYJOB_SETUP_HOLDS_GIL_S")
+    if gil:
+        # Tests of a setup that holds Python's GIL in one C call (pandas.read_csv, a C extension's import):
+        # TOYJOB_SETUP_HOLDS_GIL_S=SECONDS calls libc's sleep through ctypes.PyDLL, which keeps the GIL, so the
+        # heartbeat thread is silent that long.
+        import ctypes
+        ctypes.PyDLL(None).sleep(ctypes.c_uint(int(gil)))
     torch.manual_seed(config.seed)
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
                           nn.Dropout(0.3), nn.Linear(4 * 6 * 6, 3))
