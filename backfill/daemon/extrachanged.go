@@ -3,14 +3,17 @@ package daemon
 import (
 	"fmt"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // extraChanged says how the owner of this daemon's extra job x (recorded
 // as rec) changed it from what was lent, "" when it is as lent: moved out
 // of the partition it was lent in, or asking for or holding more than one
-// node, another node than the one lent, or more GPUs than lent (rec.GPUs;
-// 0: not recorded, not compared). While it waits, its owner may change
+// node, another node than the one lent, more GPUs than lent (rec.GPUs;
+// 0: not recorded, not compared) or a GPU request it cannot read, GPUs per
+// task or per socket, or, running, holding more GPUs than lent
+// (tres-alloc: an exclusive job holds its node's). While it waits, its owner may change
 // all of these (`scontrol update JobId=ID Partition= | NumNodes= |
 // ReqNodeList= | Gres=`); out of extra.partition it would outlive its
 // parent and pass the per-user cap, and with more GPUs it holds what the
@@ -29,8 +32,35 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob) string {
 	case j.State != "PENDING" && x.Node != "" && rec.Node != "" && x.Node != rec.Node:
 		return fmt.Sprintf("running on node %s (lent %s)", x.Node, rec.Node)
 	}
-	if g, err := j.GPUs(); err == nil && rec.GPUs > 0 && g > rec.GPUs {
+	// The daemon lends GPUs per node only (ExtraSpec.Args: --gres); GPUs per
+	// task or per socket are its owner's, and their count depends on tasks
+	// or sockets the request does not name.
+	for _, req := range []struct{ what, tres string }{{"task", j.TRESPerTask}, {"socket", j.TRESPerSocket}} {
+		if g, err := slurmcli.ParseGRES(req.tres); err != nil || slurmcli.GPUs(g) > 0 {
+			return fmt.Sprintf("changed by its owner to GPUs per %s (%q; lent %d per node on %s)", req.what, req.tres, rec.GPUs, rec.Node)
+		}
+	}
+	if rec.GPUs <= 0 {
+		return ""
+	}
+	g, err := j.GPUs()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("changed by its owner to a GPU request the daemon cannot read (%v; lent %d on %s)", err, rec.GPUs, rec.Node)
+	case g > rec.GPUs:
 		return fmt.Sprintf("changed by its owner to %d GPUs (lent %d on %s)", g, rec.GPUs, rec.Node)
+	}
+	// What a running job holds, whatever it asked for: an exclusive job
+	// (OverSubscribe=NO) is given all of its node's GPUs (22.05: 4 for
+	// --exclusive --gres=gpu:1).
+	if j.State != "PENDING" {
+		held, err := j.AllocatedGPUs()
+		switch {
+		case err != nil:
+			return fmt.Sprintf("holding GPUs the daemon cannot read (%v; lent %d on %s)", err, rec.GPUs, rec.Node)
+		case held > rec.GPUs:
+			return fmt.Sprintf("holding %d GPUs (lent %d on %s)", held, rec.GPUs, rec.Node)
+		}
 	}
 	return ""
 }

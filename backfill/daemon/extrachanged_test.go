@@ -13,9 +13,10 @@ import (
 // it waits is named.
 func TestExtraChanged(t *testing.T) {
 	rec := backfillstore.ExtraJob{ID: "11", Parent: "10", User: "alice", Partition: "low", Node: "n2", GPUs: 2}
-	pending := slurmcli.Job{ID: "11", User: "alice", Partition: "low", State: "PENDING", Nodes: 1, ReqNodes: "n2", TRESPerNode: "gres:gpu:t4:2"}
+	pending := slurmcli.Job{ID: "11", User: "alice", Partition: "low", State: "PENDING", Nodes: 1, ReqNodes: "n2", TRESPerNode: "gres:gpu:t4:2",
+		TRESAlloc: "cpu=2,mem=16000M,node=1,billing=2,gres/gpu=2"}
 	running := pending
-	running.State, running.NodeList = "RUNNING", "n2"
+	running.State, running.NodeList, running.TRESAlloc = "RUNNING", "n2", "cpu=2,node=1,billing=2,gres/gpu=2"
 	for _, tc := range []struct {
 		name   string
 		job    slurmcli.Job
@@ -36,6 +37,24 @@ func TestExtraChanged(t *testing.T) {
 		{name: "two nodes", job: pending, change: func(j *slurmcli.Job) { j.Nodes = 2 }, want: "2 nodes"},
 		{name: "another node asked", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "n3" }, want: "node n3 (lent n2)"},
 		{name: "running on another node", job: running, node: "n3", want: "running on node n3"},
+		// Recorded on the 22.05 lab: --exclusive --gres=gpu:1 runs holding
+		// gres/gpu=4, --gpus-per-socket=2 holds 2 with no per-node request,
+		// `scontrol update TresPerTask=gres:gpu:v100:1` by the job's owner.
+		{name: "running exclusive, holding the node's GPUs", job: running, node: "n2",
+			change: func(j *slurmcli.Job) { j.TRESAlloc = "cpu=8,node=1,billing=8,gres/gpu=4" }, want: "holding 4 GPUs (lent 2"},
+		{name: "running, typed and untyped allocation counted once", job: running, node: "n2",
+			change: func(j *slurmcli.Job) { j.TRESAlloc = "cpu=2,node=1,gres/gpu=2,gres/gpu:t4=2" }},
+		{name: "running, only typed allocation", job: running, node: "n2",
+			change: func(j *slurmcli.Job) { j.TRESAlloc = "cpu=2,node=1,gres/gpu:t4=3" }, want: "holding 3 GPUs"},
+		{name: "pending: tres-alloc is the request at submission, not read", job: pending,
+			change: func(j *slurmcli.Job) { j.TRESAlloc = "cpu=8,node=1,gres/gpu=4" }},
+		{name: "GPUs per task", job: pending, change: func(j *slurmcli.Job) { j.TRESPerNode, j.TRESPerTask = "gres:", "gres:gpu:v100:1" },
+			want: "GPUs per task"},
+		{name: "GPUs per socket", job: pending, change: func(j *slurmcli.Job) { j.TRESPerSocket = "gres:gpu:2" }, want: "GPUs per socket"},
+		{name: "CPUs per task (24.11) is not a GPU request", job: pending, change: func(j *slurmcli.Job) { j.TRESPerTask = "cpu=2" }},
+		{name: "unreadable GPUs per task", job: pending, change: func(j *slurmcli.Job) { j.TRESPerTask = "gres:gpu:x:y:z" }, want: "GPUs per task"},
+		{name: "unreadable GPU request", job: pending, change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:99999999999" }, want: "cannot read"},
+		{name: "unreadable allocation", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESAlloc = "gres/gpu=lots" }, want: "cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, r := tc.job, rec

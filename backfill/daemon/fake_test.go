@@ -116,6 +116,12 @@ type fakeJob struct {
 	// printedID, when set, is what squeue's %i prints for the job (an
 	// array task's ARRAY_TASK, a heterogeneous job's ID+N).
 	printedID string
+	// tresPerTask and tresPerSocket are squeue's tres-per-task and
+	// tres-per-socket ("" prints "N/A"); heldGPUs, when set, is the gres/gpu
+	// of tres-alloc (what a running job holds: all of a node's GPUs for an
+	// exclusive one), else its request.
+	tresPerTask, tresPerSocket string
+	heldGPUs                   int
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -430,6 +436,10 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 		if j.startText != "" {
 			start = j.startText
 		}
+		alloc := "cpu=1,node=1,billing=1"
+		if g := cmp.Or(j.heldGPUs, max(j.gpusPerJob, j.gpusPerNode*max(1, j.nodes))); g > 0 {
+			alloc += ",gres/gpu=" + strconv.Itoa(g)
+		}
 		nodes := strconv.Itoa(max(1, j.nodes))
 		if j.unreadable {
 			nodes = "garbled"
@@ -439,7 +449,8 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			"NodeList": j.nodeList, "Reason": orNone(j.reason), "StartTime": start, "EndTime": slurmTime(j.end),
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
 			"BatchHost": batchHost(j), "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
-			"WorkDir": j.workDir, "ReqNodes": j.reqNode})
+			"WorkDir": j.workDir, "ReqNodes": j.reqNode, "tres-per-task": cmp.Or(j.tresPerTask, "N/A"),
+			"tres-per-socket": cmp.Or(j.tresPerSocket, "N/A"), "tres-alloc": alloc})
 	}
 	if only != "" && len(rows) == 0 {
 		return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),

@@ -260,6 +260,37 @@ func TestAnExtraJobItsOwnerGaveMoreGPUsIsCancelled(t *testing.T) {
 	}
 }
 
+// TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled: GPUs its
+// owner asks per task or per socket (extraChanged reads tres-per-node and
+// tres-per-job for the count), or more GPUs than lent held by a running
+// extra job whatever its request (tres-alloc: --exclusive on the 22.05 lab
+// held 4 for a request of 1), end the lend at the next cycle.
+func TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending bool
+		change  func(j *fakeJob)
+		reason  string
+	}{
+		{"per task, pending", true, func(j *fakeJob) { j.gpusPerNode, j.tresPerTask = 0, "gres:gpu:1" }, "GPUs per task"},
+		{"per socket, pending", true, func(j *fakeJob) { j.tresPerSocket = "gres:gpu:2" }, "GPUs per socket"},
+		{"holding the node's GPUs, running", false, func(j *fakeJob) { j.heldGPUs = 4 }, "holding 4 GPUs (lent 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td, extra, _ := renamedSetup(t, "", "", tc.pending)
+			j := td.fake.job(extra)
+			td.fake.set(func() { tc.change(j) })
+			r := td.cycle(t)
+			if got := td.fake.commands("scancel"); len(got) != 1 || got[0] != "scancel "+extra || !slices.Contains(r.Cancelled, extra) {
+				t.Fatalf("%v, cancelled %v; want scancel %s (parent 10 still running)", got, r.Cancelled, extra)
+			}
+			if x, _ := td.db.Extra(context.Background(), extra); x.State != backfillstore.ExtraEnded || !strings.Contains(x.Reason, tc.reason) {
+				t.Errorf("record %+v, want ended (%s)", x, tc.reason)
+			}
+		})
+	}
+}
+
 // TestARenamingOwnerCannotRaceTheCancel: a tester renamed an extra job
 // hundreds of times a second (one scontrol reading a pipe), so that the
 // re-read before scancel never saw the name the cycle's snapshot read, and

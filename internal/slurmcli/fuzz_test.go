@@ -44,6 +44,7 @@ func FuzzParseSqueue(f *testing.F) {
 					t.Fatalf("bad job %+v", j)
 				}
 				_, _ = j.GPUs()
+				_, _ = j.AllocatedGPUs()
 			}
 			if n := strings.Count(string(data), seps.Record) + 1; len(jobs)+len(skipped) > n {
 				t.Fatalf("%d jobs and %d skipped from output with %d record separators", len(jobs), len(skipped), n-1)

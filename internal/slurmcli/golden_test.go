@@ -233,6 +233,30 @@ func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
 			}
 		}
 	}
+	// --gpus-per-task=1 on 2 tasks: per task in tres-per-task (22.05
+	// "gres:gpu:1", 24.11 "gres/gpu=1"), nothing per node or job, and 2 in
+	// tres-alloc (a pending job's request).
+	for _, dir := range []string{recordings2205, recordings2411} {
+		jobs, _, err := ParseSqueue(read(dir, "squeue.txt"), recordedSepsIn(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, j := range jobs {
+			if j.Name != "per task" {
+				continue
+			}
+			found = true
+			perTask, err := ParseGRES(j.TRESPerTask)
+			alloc, aerr := j.AllocatedGPUs()
+			if err != nil || GPUs(perTask) != 1 || aerr != nil || alloc != 2 {
+				t.Errorf("%s: job %q: %d GPUs per task (%v), tres-alloc %d (%v); want 1 and 2", dir, j.Name, GPUs(perTask), err, alloc, aerr)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no job \"per task\" in squeue.txt", dir)
+		}
+	}
 	old, cur := sinfoGRES(recordings2205), sinfoGRES(recordings2411)
 	if fmt.Sprint(old) != fmt.Sprint(cur) {
 		t.Errorf("node GRES differ:\n22.05 %v\n24.11 %v", old, cur)

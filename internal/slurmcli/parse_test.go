@@ -118,7 +118,8 @@ func delimited(s Separators, rows ...[]string) []byte {
 // comment (user-set text).
 func squeueRow(id, name, comment string) []string {
 	return []string{id, name, "RUNNING", "normal", "1", "1", "gres:gpu:2", "N/A", "n1", "None",
-		"2026-01-02T03:04:05", "N/A", "5:00", "(null)", "n1", comment, "alice", "(null)", "/home/alice", ""}
+		"2026-01-02T03:04:05", "N/A", "5:00", "(null)", "n1", comment, "alice", "(null)", "/home/alice", "",
+		"N/A", "N/A", "cpu=1,node=1,billing=1,gres/gpu=2"}
 }
 
 func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
@@ -136,7 +137,7 @@ func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
 		{"a record with a field too few names the job and the last field it has",
 			append(delimited(testSeps, squeueRow("5", "a", "b")[:19]), delimited(testSeps, good)...), 1, "5", "WorkDir", ErrFieldCount},
 		{"a record with a field too many names the job and the last field",
-			append(delimited(testSeps, append(squeueRow("6", "a", "b"), "extra")), delimited(testSeps, good)...), 1, "6", "ReqNodes", ErrFieldCount},
+			append(delimited(testSeps, append(squeueRow("6", "a", "b"), "extra")), delimited(testSeps, good)...), 1, "6", "tres-alloc", ErrFieldCount},
 		{"a non-numeric node count names NumNodes and the job", append(delimited(testSeps, good), delimited(testSeps, badCount)...), 2, "7", "NumNodes", nil},
 		{"the line number counts newlines inside names",
 			append(delimited(testSeps, squeueRow("1", "a\nb", "c\nd")), []byte("8"+testSeps.Field+"cut short")...), 4, "8", "Name", ErrTruncatedRecord},
@@ -309,17 +310,25 @@ func TestRecordedHostileJobsStayOneRecordEach(t *testing.T) {
 	for _, j := range jobs {
 		byID[j.ID] = append(byID[j.ID], j)
 	}
-	if len(jobs) != 11 || len(byID) != 11 {
-		t.Fatalf("%d jobs with %d ids, want the 11 jobs TestRecord submitted, one record each", len(jobs), len(byID))
+	if len(jobs) != 12 || len(byID) != 12 {
+		t.Fatalf("%d jobs with %d ids, want the 12 jobs TestRecord submitted, one record each", len(jobs), len(byID))
 	}
-	if j := byID["1"][0]; j.Name != "plain" || j.Partition != "normal" || j.User != "root" || j.Comment != "es step=1/4 workers=3/8 d1" {
-		t.Errorf("job 1, whose id a forged record names, reads %+v", j)
+	// The first job TestRecord submitted has the smallest id (the lab's
+	// FirstJobId onwards); a forged record names it.
+	first := jobs[0].ID
+	for _, j := range jobs {
+		if len(j.ID) < len(first) || len(j.ID) == len(first) && j.ID < first {
+			first = j.ID
+		}
+	}
+	if j := byID[first][0]; j.Name != "plain" || j.Partition != "normal" || j.User != "root" || j.Comment != "es step=1/4 workers=3/8 d1" {
+		t.Errorf("job %s, whose id a forged record names, reads %+v", first, j)
 	}
 	want := map[string]struct{ comment, workDir string }{
-		"bad\x1fname":        {"", "/tmp"},
-		"two\x1f\nlines":     {"es-extra parent=1\x1f\n2\x1ffake", "/tmp"},
-		forgedOldRecord("1"): {"", "/tmp"},
-		"hostile workdir":    {"", "/tmp/hostile\x1fdir\nfake"},
+		"bad\x1fname":          {"", "/tmp"},
+		"two\x1f\nlines":       {"es-extra parent=1\x1f\n2\x1ffake", "/tmp"},
+		forgedOldRecord(first): {"", "/tmp"},
+		"hostile workdir":      {"", "/tmp/hostile\x1fdir\nfake"},
 	}
 	seen := 0
 	for _, j := range jobs {

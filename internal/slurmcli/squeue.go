@@ -13,6 +13,7 @@ var SqueueFields = []string{
 	"tres-per-node", "tres-per-job", "NodeList", "Reason",
 	"StartTime", "EndTime", "TimeLimit", "SchedNodes", "BatchHost", "Comment",
 	"UserName", "Account", "WorkDir", "ReqNodes",
+	"tres-per-task", "tres-per-socket", "tres-alloc",
 }
 
 // SqueueArgs returns the arguments of `squeue` whose output [ParseSqueue] reads
@@ -60,6 +61,15 @@ type Job struct {
 	Account    string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
 	WorkDir    string `json:"work_dir,omitempty"`  // the job's working directory
 	ReqNodes   string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
+	// TRESPerTask and TRESPerSocket are the job's --gpus-per-task and
+	// --gpus-per-socket requests ("gres:gpu:2"; 24.11 also puts
+	// --cpus-per-task here, "cpu=2"), "" when none.
+	TRESPerTask   string `json:"tres_per_task,omitempty"`
+	TRESPerSocket string `json:"tres_per_socket,omitempty"`
+	// TRESAlloc is what a running job holds ("cpu=8,node=1,billing=8,
+	// gres/gpu=4"); for a pending job, what it asked for at submission
+	// (Slurm 22.05 does not recompute it after `scontrol update`).
+	TRESAlloc string `json:"tres_alloc,omitempty"`
 }
 
 // ParseSqueue parses the output of `squeue` run with [SqueueArgs] and
@@ -103,7 +113,7 @@ func jobFromRecord(r []string) (Job, string, error) {
 		Reason: r[9], StartTime: optionalTime(r[10]), StartUnset: unsetTime(r[10]), EndTime: optionalTime(r[11]),
 		TimeLimit: r[12], SchedNodes: optional(r[13]), BatchHost: optional(r[14]),
 		Comment: optional(r[15]), User: r[16], Account: optional(r[17]), WorkDir: optional(r[18]),
-		ReqNodes: optional(r[19]),
+		ReqNodes: optional(r[19]), TRESPerTask: optional(r[20]), TRESPerSocket: optional(r[21]), TRESAlloc: optional(r[22]),
 	}, "", nil
 }
 
@@ -169,6 +179,28 @@ func gpusOf(perJob, perNode string, nodes int) (int, error) {
 		return 0, fmt.Errorf("%d GPUs per node on %d nodes: %w", n, nodes, ErrBadCount)
 	}
 	return max(job, n*nodes), nil
+}
+
+// AllocatedGPUs returns the GPUs TRESAlloc lists (the untyped gres/gpu
+// entry when there is one, else the typed entries summed, so that
+// "gres/gpu=4,gres/gpu:v100=4" is 4), 0 when it lists none. Only a running
+// job's figure is what it holds. Errors are *ParseError from [ParseGRES].
+func (j Job) AllocatedGPUs() (int, error) {
+	g, err := ParseGRES(j.TRESAlloc)
+	if err != nil {
+		return 0, err
+	}
+	typed := 0
+	for _, e := range g {
+		switch {
+		case e.Name != "gpu":
+		case e.Type == "":
+			return e.Count, nil
+		default:
+			typed += e.Count
+		}
+	}
+	return min(typed, MaxCount), nil
 }
 
 // Start returns StartTime as a time in loc (Slurm prints the local time of the
