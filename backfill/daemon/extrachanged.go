@@ -27,8 +27,10 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob) string {
 		return fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, j.Partition)
 	case j.Nodes > 1:
 		return fmt.Sprintf("changed by its owner to %d nodes (lent one: %s)", j.Nodes, rec.Node)
-	case j.State == "PENDING" && j.ReqNodes != "" && rec.Node != "" && j.ReqNodes != rec.Node:
-		return fmt.Sprintf("changed by its owner to node %s (lent %s)", j.ReqNodes, rec.Node)
+	case j.State == "PENDING" && rec.Node != "" && j.ReqNodes != rec.Node:
+		// Emptied (`scontrol update ReqNodeList=`, squeue then prints ""
+		// on 22.05 and 24.11): it may start on any node.
+		return fmt.Sprintf("changed by its owner to node list %q (lent %s)", j.ReqNodes, rec.Node)
 	case j.State != "PENDING" && x.Node != "" && rec.Node != "" && x.Node != rec.Node:
 		return fmt.Sprintf("running on node %s (lent %s)", x.Node, rec.Node)
 	}

@@ -35,7 +35,9 @@ func TestExtraChanged(t *testing.T) {
 		{name: "more GPUs per job", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESPerJob = "gres:gpu:3" }, want: "3 GPUs"},
 		{name: "more GPUs, GPUs not recorded", job: pending, gpus: -1, change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:t4:4" }},
 		{name: "two nodes", job: pending, change: func(j *slurmcli.Job) { j.Nodes = 2 }, want: "2 nodes"},
-		{name: "another node asked", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "n3" }, want: "node n3 (lent n2)"},
+		{name: "another node asked", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "n3" }, want: `node list "n3" (lent n2)`},
+		{name: "node list emptied", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "" }, want: `node list "" (lent n2)`},
+		{name: "node list widened", job: pending, change: func(j *slurmcli.Job) { j.ReqNodes = "n[2-3]" }, want: `node list "n[2-3]"`},
 		{name: "running on another node", job: running, node: "n3", want: "running on node n3"},
 		// Recorded on the 22.05 lab: --exclusive --gres=gpu:1 runs holding
 		// gres/gpu=4, --gpus-per-socket=2 holds 2 with no per-node request,
