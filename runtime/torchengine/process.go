@@ -210,15 +210,7 @@ func (p *Process) LastHeartbeat() time.Time {
 // wrapping ErrExited when the process is gone. The reply is decoded into out
 // when out is not nil.
 func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
-	id, reply, err := p.send(typ, fields, payload)
-	if err != nil {
-		return nil, err
-	}
-	f, err := p.await(ctx, typ, id, reply, p.hbTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return decodeReply(typ, f, out)
+	return p.call(ctx, typ, fields, payload, out, p.hbTimeout)
 }
 
 // CallSetup is Call for a request that runs the user's own code before it
@@ -230,11 +222,16 @@ func (p *Process) Call(ctx context.Context, typ string, fields map[string]any, p
 // hung, and a load under load in a clean-clone CI run failed so ("sent no
 // heartbeat for 5.886s"). Errors as Call's.
 func (p *Process) CallSetup(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
+	return p.call(ctx, typ, fields, payload, out, max(p.startWait, p.hbTimeout))
+}
+
+// call is Call with the longest silence allowed (limit).
+func (p *Process) call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any, limit time.Duration) ([]byte, error) {
 	id, reply, err := p.send(typ, fields, payload)
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.await(ctx, typ, id, reply, max(p.startWait, p.hbTimeout))
+	f, err := p.await(ctx, typ, id, reply, limit)
 	if err != nil {
 		return nil, err
 	}
