@@ -2,27 +2,40 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // extraChanged says how the owner of this daemon's extra job x (recorded
-// as rec) changed it from what was lent, "" when it is as lent: moved out
-// of the partition it was lent in, or asking for or holding more than one
-// node, another node than the one lent, more GPUs than lent (rec.GPUs;
-// 0: not recorded, not compared) or a GPU request it cannot read, GPUs per
-// task or per socket, or, running, holding more GPUs than lent
-// (tres-alloc: an exclusive job holds its node's). While it waits, its owner may change
-// all of these (`scontrol update JobId=ID Partition= | NumNodes= |
-// ReqNodeList= | Gres=`); out of extra.partition it would outlive its
-// parent and pass the per-user cap, and with more GPUs it holds what the
-// daemon counts as idle, past the reservations the lend was planned
-// around (two testers' findings). A lend is for what the planner lent
-// only, so reconcile cancels a changed one.
-func extraChanged(x *ExtraView, rec backfillstore.ExtraJob) string {
+// as rec) changed it from what was lent, "" when it is as lent. Changed
+// is any of:
+//   - out of the extra QOS qos (the configured [extra] qos; "": not
+//     compared) or of the partition it was lent in;
+//   - more than one node, a node list other than the one lent (emptied
+//     included) while it waits, or running on another node;
+//   - requeueable (lent --no-requeue), or a longer time limit than lent;
+//   - GPUs per task or per socket, more GPUs than lent (rec.GPUs; 0: not
+//     recorded, not compared) or a GPU request it cannot read; running,
+//     holding more GPUs than lent (tres-alloc: an exclusive job holds its
+//     node's).
+//
+// While it waits, its owner may change all of these (`scontrol update
+// JobId=ID Partition= | NumNodes= | ReqNodeList= | Gres= | Requeue= |
+// TimeLimit=`); out of extra.partition it would outlive its parent and
+// pass the per-user cap, with more GPUs it holds what the daemon counts as
+// idle, past the reservations the lend was planned around, and requeued
+// with a raised limit it ran two days past its parent (testers' findings).
+// A lend is for what the planner lent only, so reconcile cancels a changed
+// one.
+func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, qos string) string {
 	j := x.Job
 	switch {
+	case qos != "" && !strings.EqualFold(j.QOS, qos): // sacctmgr keeps QOS names in lower case
+		// The extra QOS's limits and priority are the admin's (a partition
+		// move escapes its partition's the same way).
+		return fmt.Sprintf("moved by its owner out of the extra QOS %s into %q", qos, j.QOS)
 	case j.Partition != rec.Partition:
 		return fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, j.Partition)
 	case j.Nodes > 1:
@@ -33,6 +46,18 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob) string {
 		return fmt.Sprintf("changed by its owner to node list %q (lent %s)", j.ReqNodes, rec.Node)
 	case j.State != "PENDING" && x.Node != "" && rec.Node != "" && x.Node != rec.Node:
 		return fmt.Sprintf("running on node %s (lent %s)", x.Node, rec.Node)
+	case j.Requeue:
+		// Submitted --no-requeue; requeued (`scontrol update Requeue=1`, then
+		// `scontrol requeuehold`), it restarts with a whole new time limit,
+		// which its owner may raise while it waits (a tester's: 2 days).
+		return "made requeueable by its owner (lent --no-requeue: a requeued job restarts with a new time limit)"
+	}
+	// Lent for rec.End − rec.Submitted (its --time); an adopted record's
+	// End is what squeue printed, not the limit lent.
+	if lent := rec.End.Sub(rec.Submitted); lent > 0 && !rec.Adopted {
+		if limit, err := slurmcli.ParseTimeLimit(j.TimeLimit); err != nil || limit > lent {
+			return fmt.Sprintf("changed by its owner to time limit %q (lent %v)", j.TimeLimit, lent)
+		}
 	}
 	// The daemon lends GPUs per node only (ExtraSpec.Args: --gres); GPUs per
 	// task or per socket are its owner's, and their count depends on tasks

@@ -3,6 +3,7 @@ package daemon
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
@@ -12,9 +13,11 @@ import (
 // one node, partition and GPUs lent; each change its owner can make while
 // it waits is named.
 func TestExtraChanged(t *testing.T) {
-	rec := backfillstore.ExtraJob{ID: "11", Parent: "10", User: "alice", Partition: "low", Node: "n2", GPUs: 2}
+	t0 := time.Date(2026, 12, 5, 15, 0, 0, 0, time.UTC)
+	rec := backfillstore.ExtraJob{ID: "11", Parent: "10", User: "alice", Partition: "low", Node: "n2", GPUs: 2,
+		Submitted: t0, End: t0.Add(10 * time.Minute)} // lent for 10 minutes
 	pending := slurmcli.Job{ID: "11", User: "alice", Partition: "low", State: "PENDING", Nodes: 1, ReqNodes: "n2", TRESPerNode: "gres:gpu:t4:2",
-		TRESAlloc: "cpu=2,mem=16000M,node=1,billing=2,gres/gpu=2"}
+		TRESAlloc: "cpu=2,mem=16000M,node=1,billing=2,gres/gpu=2", TimeLimit: "10:00"}
 	running := pending
 	running.State, running.NodeList, running.TRESAlloc = "RUNNING", "n2", "cpu=2,node=1,billing=2,gres/gpu=2"
 	for _, tc := range []struct {
@@ -22,6 +25,8 @@ func TestExtraChanged(t *testing.T) {
 		job    slurmcli.Job
 		node   string // the node it runs on (ExtraView.Node)
 		gpus   int    // rec.GPUs; 0: as recorded above
+		rec    func(r *backfillstore.ExtraJob)
+		qos    string // [extra] qos
 		change func(j *slurmcli.Job)
 		want   string // a part of the reason; "": as lent
 	}{
@@ -56,6 +61,20 @@ func TestExtraChanged(t *testing.T) {
 		{name: "CPUs per task (24.11) is not a GPU request", job: pending, change: func(j *slurmcli.Job) { j.TRESPerTask = "cpu=2" }},
 		{name: "unreadable GPUs per task", job: pending, change: func(j *slurmcli.Job) { j.TRESPerTask = "gres:gpu:x:y:z" }, want: "GPUs per task"},
 		{name: "unreadable GPU request", job: pending, change: func(j *slurmcli.Job) { j.TRESPerNode = "gres:gpu:99999999999" }, want: "cannot read"},
+		// A helper's attack on both labs: `scontrol update Requeue=1`, then
+		// `scontrol requeuehold` and `TimeLimit=2-00:00:00` on the waiting
+		// job; released, it ran 2 days past its parent.
+		{name: "made requeueable", job: running, node: "n2", change: func(j *slurmcli.Job) { j.Requeue = true }, want: "requeueable"},
+		{name: "time limit raised", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "2-00:00:00" }, want: `time limit "2-00:00:00" (lent 10m0s)`},
+		{name: "time limit raised by a second", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TimeLimit = "10:01" }, want: "time limit"},
+		{name: "time limit unlimited", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "UNLIMITED" }, want: "time limit"},
+		{name: "time limit lowered is not a change", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TimeLimit = "5:00" }},
+		{name: "adopted: End is squeue's, the limit is not compared", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "20:00" },
+			rec: func(r *backfillstore.ExtraJob) { r.Adopted, r.End = true, r.Submitted.Add(time.Minute) }},
+		{name: "in the extra QOS, as configured in another case", job: pending, qos: "Extra", change: func(j *slurmcli.Job) { j.QOS = "extra" }},
+		{name: "in the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "extra" }},
+		{name: "moved out of the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "normal" }, want: `extra QOS extra into "normal"`},
+		{name: "no extra QOS configured: not compared", job: pending, change: func(j *slurmcli.Job) { j.QOS = "high" }},
 		{name: "unreadable allocation", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESAlloc = "gres/gpu=lots" }, want: "cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +85,10 @@ func TestExtraChanged(t *testing.T) {
 			if tc.gpus < 0 {
 				r.GPUs = 0
 			}
-			got := extraChanged(&ExtraView{Job: j, Parent: "10", Node: tc.node}, r)
+			if tc.rec != nil {
+				tc.rec(&r)
+			}
+			got := extraChanged(&ExtraView{Job: j, Parent: "10", Node: tc.node}, r, tc.qos)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("extraChanged = %q, want %q", got, tc.want)
 			}

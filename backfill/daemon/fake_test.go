@@ -122,6 +122,11 @@ type fakeJob struct {
 	// exclusive one), else its request.
 	tresPerTask, tresPerSocket string
 	heldGPUs                   int
+	// requeueable prints squeue's Requeue 1 (0 otherwise: what the
+	// daemon's --no-requeue extra jobs show).
+	requeueable bool
+	// qos is squeue's QOS ("" prints "normal").
+	qos string
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -450,7 +455,8 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			"TimeLimit": fmt.Sprintf("%d:00", int(j.timeLimit.Minutes())), "SchedNodes": orNull(j.schedNodes),
 			"BatchHost": batchHost(j), "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode, "tres-per-task": cmp.Or(j.tresPerTask, "N/A"),
-			"tres-per-socket": cmp.Or(j.tresPerSocket, "N/A"), "tres-alloc": alloc})
+			"tres-per-socket": cmp.Or(j.tresPerSocket, "N/A"), "tres-alloc": alloc,
+			"Requeue": map[bool]string{false: "0", true: "1"}[j.requeueable], "QOS": cmp.Or(j.qos, "normal")})
 	}
 	if only != "" && len(rows) == 0 {
 		return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),

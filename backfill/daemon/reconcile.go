@@ -180,7 +180,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
-	if why := extraChanged(x, rec); why != "" {
+	if why := extraChanged(x, rec, d.cfg.Extra.QOS); why != "" {
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
 		if ended, err := d.cancelled(ctx, rec, why, true); err != nil || !ended {

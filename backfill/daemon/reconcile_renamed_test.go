@@ -262,9 +262,11 @@ func TestAnExtraJobItsOwnerGaveMoreGPUsIsCancelled(t *testing.T) {
 
 // TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled: GPUs its
 // owner asks per task or per socket (extraChanged reads tres-per-node and
-// tres-per-job for the count), or more GPUs than lent held by a running
+// tres-per-job for the count), more GPUs than lent held by a running
 // extra job whatever its request (tres-alloc: --exclusive on the 22.05 lab
-// held 4 for a request of 1), end the lend at the next cycle.
+// held 4 for a request of 1), a requeueable one or a longer time limit (a
+// helper's attack: Requeue=1, requeuehold, TimeLimit=2-00:00:00) end the
+// lend at the next cycle.
 func TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -275,6 +277,8 @@ func TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled(t *testing.T) {
 		{"per task, pending", true, func(j *fakeJob) { j.gpusPerNode, j.tresPerTask = 0, "gres:gpu:1" }, "GPUs per task"},
 		{"per socket, pending", true, func(j *fakeJob) { j.tresPerSocket = "gres:gpu:2" }, "GPUs per socket"},
 		{"holding the node's GPUs, running", false, func(j *fakeJob) { j.heldGPUs = 4 }, "holding 4 GPUs (lent 1"},
+		{"made requeueable, pending", true, func(j *fakeJob) { j.requeueable = true }, "requeueable"},
+		{"time limit raised, pending", true, func(j *fakeJob) { j.timeLimit = 48 * time.Hour }, `time limit "2880:00"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td, extra, _ := renamedSetup(t, "", "", tc.pending)

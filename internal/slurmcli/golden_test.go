@@ -235,7 +235,7 @@ func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
 	}
 	// --gpus-per-task=1 on 2 tasks: per task in tres-per-task (22.05
 	// "gres:gpu:1", 24.11 "gres/gpu=1"), nothing per node or job, and 2 in
-	// tres-alloc (a pending job's request).
+	// tres-alloc (a pending job's request); --no-requeue reads Requeue 0.
 	for _, dir := range []string{recordings2205, recordings2411} {
 		jobs, _, err := ParseSqueue(read(dir, "squeue.txt"), recordedSepsIn(t, dir))
 		if err != nil {
@@ -243,6 +243,9 @@ func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
 		}
 		found := false
 		for _, j := range jobs {
+			if j.Name == "plain" && !j.Requeue {
+				t.Errorf("%s: job %q reads Requeue 0, want the lab's default (JobRequeue=1)", dir, j.Name)
+			}
 			if j.Name != "per task" {
 				continue
 			}
@@ -251,6 +254,9 @@ func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
 			alloc, aerr := j.AllocatedGPUs()
 			if err != nil || GPUs(perTask) != 1 || aerr != nil || alloc != 2 {
 				t.Errorf("%s: job %q: %d GPUs per task (%v), tres-alloc %d (%v); want 1 and 2", dir, j.Name, GPUs(perTask), err, alloc, aerr)
+			}
+			if j.Requeue {
+				t.Errorf("%s: job %q, submitted --no-requeue, reads Requeue 1", dir, j.Name)
 			}
 		}
 		if !found {

@@ -61,7 +61,7 @@ func TestRecord(t *testing.T) {
 		{"-J", "low prio", "-p", "low", "--gres=gpu:1", "-t", "5"},
 		{"-J", "waits for all", "-N4", "--exclusive", "-t", "5"},
 		{"-J", "range", "-N1-4", "--exclusive", "-t", "5"},
-		{"-J", "per task", "-n2", "--gpus-per-task=1", "-t", "5"},
+		{"-J", "per task", "-n2", "--gpus-per-task=1", "--no-requeue", "-t", "5"},
 	}
 	var ids []string
 	seps, err := NewSeparators()

@@ -13,7 +13,7 @@ var SqueueFields = []string{
 	"tres-per-node", "tres-per-job", "NodeList", "Reason",
 	"StartTime", "EndTime", "TimeLimit", "SchedNodes", "BatchHost", "Comment",
 	"UserName", "Account", "WorkDir", "ReqNodes",
-	"tres-per-task", "tres-per-socket", "tres-alloc",
+	"tres-per-task", "tres-per-socket", "tres-alloc", "Requeue", "QOS",
 }
 
 // SqueueArgs returns the arguments of `squeue` whose output [ParseSqueue] reads
@@ -70,6 +70,13 @@ type Job struct {
 	// gres/gpu=4"); for a pending job, what it asked for at submission
 	// (Slurm 22.05 does not recompute it after `scontrol update`).
 	TRESAlloc string `json:"tres_alloc,omitempty"`
+	// Requeue is whether Slurm requeues the job on a node failure or
+	// preemption, and whether `scontrol requeue` may (squeue's Requeue, 0 for
+	// --no-requeue; its owner may set it while the job waits).
+	Requeue bool `json:"requeue,omitempty"`
+	// QOS is the job's quality of service ("normal"; "" when Slurm has
+	// none, "(null)").
+	QOS string `json:"qos,omitempty"`
 }
 
 // ParseSqueue parses the output of `squeue` run with [SqueueArgs] and
@@ -107,6 +114,9 @@ func jobFromRecord(r []string) (Job, string, error) {
 	if err != nil {
 		return Job{}, "NumCPUs", err
 	}
+	if r[23] != "0" && r[23] != "1" {
+		return Job{}, "Requeue", fmt.Errorf("not 0 or 1: %q", truncate(r[23]))
+	}
 	return Job{
 		ID: r[0], Name: r[1], State: r[2], Partition: r[3], Nodes: nodes, CPUs: cpus,
 		TRESPerNode: optional(r[6]), TRESPerJob: optional(r[7]), NodeList: optional(r[8]),
@@ -114,6 +124,7 @@ func jobFromRecord(r []string) (Job, string, error) {
 		TimeLimit: r[12], SchedNodes: optional(r[13]), BatchHost: optional(r[14]),
 		Comment: optional(r[15]), User: r[16], Account: optional(r[17]), WorkDir: optional(r[18]),
 		ReqNodes: optional(r[19]), TRESPerTask: optional(r[20]), TRESPerSocket: optional(r[21]), TRESAlloc: optional(r[22]),
+		Requeue: r[23] == "1", QOS: optional(r[24]),
 	}, "", nil
 }
 
