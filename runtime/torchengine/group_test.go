@@ -523,8 +523,9 @@ func TestResizeStartsEveryMissingProcessBeforeWaitingForAny(t *testing.T) {
 
 // TestASetupThatHoldsTheGILLongerThanTheHeartbeatTimeoutLoads has every
 // process's setup hold Python's GIL for 4 s (its heartbeat thread silent)
-// under a 2 s heartbeat timeout: load runs the user's code and is bounded by
-// the startup timeout, so the processes load and train with the fixed run's
+// under a 2 s heartbeat timeout: load runs the user's code, and its silence
+// is bounded by the startup timeout (its length only by ctx: a setup may
+// download its data), so the processes load and train with the fixed run's
 // digests (TestAHungProcessIsDroppedWithinTheHeartbeatTimeout: steps keep
 // the heartbeat timeout).
 func TestASetupThatHoldsTheGILLongerThanTheHeartbeatTimeoutLoads(t *testing.T) {
