@@ -609,10 +609,13 @@
 // user, is still the daemon's extra job: it is warned about once and then
 // handled as any other (its GPUs count as lent toward the caps, it is
 // cancelled when its parent ends or after pending_timeout, and shrunk when
-// the planner says so). One its owner changed while it waited (moved to
-// another partition, renamed or not; more GPUs; more or other nodes) is
-// cancelled at once and counts as a failed lend (reason "changed"): a
-// lend is for what the planner lent only. A recorded id Slurm lists under
+// the planner says so). One its owner changed (moved to another partition
+// or out of the [extra] qos, renamed or not; more GPUs, GPUs per task or
+// socket, or running with more GPUs than lent, as an exclusive job does;
+// more, other or no listed nodes; made requeueable, or a longer time
+// limit: a requeued job restarts with a new limit) is cancelled at once
+// and counts as a failed lend (reason "changed"): a lend is for what the
+// planner lent only. A recorded id Slurm lists under
 // another user is not the daemon's (the id was reused): its record ends,
 // the job is left alone. Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh

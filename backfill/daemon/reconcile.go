@@ -123,9 +123,9 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 // when its parent is not running or it stayed pending past
 // pending_timeout, and shrunk when the planner says so (the re-read before
 // each signal or cancel, verify, checks its id and user only). One its
-// owner changed otherwise while it waited (moved to another partition,
-// more GPUs, more or other nodes: extraChanged) is cancelled at once and
-// counts as a failed lend. A job of that id listed under another user is
+// owner changed otherwise (moved, more GPUs, other nodes, requeueable, a
+// longer limit: extraChanged) is cancelled at once and counts as a failed
+// lend. A job of that id listed under another user is
 // not this daemon's (the id was reused): the record ends as for a job
 // Slurm no longer lists, and that job is left alone. (Slurm reuses no id
 // it still lists; the same user's job under a recorded id would need the
