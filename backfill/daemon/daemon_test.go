@@ -412,6 +412,8 @@ func TestReconciliationAfterARestart(t *testing.T) {
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+				// submitted and started a minute ago: it ends when its record says
+				td.fake.set(func() { j.start, j.end = j.start.Add(-time.Minute), j.end.Add(-time.Minute) })
 				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, State: backfillstore.ExtraSignalled,
 					Submitted: td.now.Add(-time.Minute), End: td.now.Add(19 * time.Minute), Signalled: td.now.Add(-20 * time.Second)})
 				return j.id

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
@@ -11,11 +12,13 @@ import (
 // extraChanged says how the owner of this daemon's extra job x (recorded
 // as rec) changed it from what was lent, "" when it is as lent. Changed
 // is any of:
-//   - out of the extra QOS qos (the configured [extra] qos; "": not
-//     compared) or of the partition it was lent in;
+//   - out of the extra QOS terms.qos (the configured [extra] qos; "":
+//     not compared) or of the partition it was lent in;
 //   - more than one node, a node list other than the one lent (emptied
 //     included) while it waits, or running on another node;
-//   - requeueable (lent --no-requeue), or a longer time limit than lent;
+//   - requeueable (lent --no-requeue), a longer time limit than lent, or
+//     running to an end more than terms.startWithin past the end lent
+//     (restarted: requeued while Requeue read 0 between two cycles);
 //   - GPUs per task or per socket, more GPUs than lent (rec.GPUs; 0: not
 //     recorded, not compared) or a GPU request it cannot read; running,
 //     holding more GPUs than lent (tres-alloc: an exclusive job holds its
@@ -29,13 +32,13 @@ import (
 // with a raised limit it ran two days past its parent (testers' findings).
 // A lend is for what the planner lent only, so reconcile cancels a changed
 // one.
-func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, qos string) string {
+func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) string {
 	j := x.Job
 	switch {
-	case qos != "" && !strings.EqualFold(j.QOS, qos): // sacctmgr keeps QOS names in lower case
+	case terms.qos != "" && !strings.EqualFold(j.QOS, terms.qos): // sacctmgr keeps QOS names in lower case
 		// The extra QOS's limits and priority are the admin's (a partition
 		// move escapes its partition's the same way).
-		return fmt.Sprintf("moved by its owner out of the extra QOS %s into %q", qos, j.QOS)
+		return fmt.Sprintf("moved by its owner out of the extra QOS %s into %q", terms.qos, j.QOS)
 	case j.Partition != rec.Partition:
 		return fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, j.Partition)
 	case j.Nodes > 1:
@@ -57,6 +60,16 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, qos string) string {
 	if lent := rec.End.Sub(rec.Submitted); lent > 0 && !rec.Adopted {
 		if limit, err := slurmcli.ParseTimeLimit(j.TimeLimit); err != nil || limit > lent {
 			return fmt.Sprintf("changed by its owner to time limit %q (lent %v)", j.TimeLimit, lent)
+		}
+		// Running, it ends by rec.End plus the wait it was allowed
+		// (terms.startWithin). Later, it was requeued and restarted with a
+		// new limit: its owner may set Requeue=1 for the moment of a
+		// `scontrol requeuehold` and back to 0 before this daemon reads it
+		// (a tester's, on both labs; `scontrol update StartTime=now` cut the
+		// wait to 0.7 s). So a requeued extra job gains at most that wait.
+		if late := x.End.Sub(rec.End); j.State != "PENDING" && !x.End.IsZero() && late > terms.startWithin {
+			return fmt.Sprintf("ending %s, %v past the end lent (%s): restarted (requeued) since it was lent",
+				x.End.Format(time.RFC3339), late.Round(time.Second), rec.End.Format(time.RFC3339))
 		}
 	}
 	// The daemon lends GPUs per node only (ExtraSpec.Args: --gres); GPUs per
@@ -90,4 +103,15 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, qos string) string {
 		}
 	}
 	return ""
+}
+
+// lendTerms are the daemon's terms for every extra job: qos, the
+// configured [extra] qos ("": not compared), and startWithin, how much
+// later than the end lent a running extra job may end because it started
+// late (pending_timeout, after which a waiting one is cancelled, plus a
+// poll interval for the cycle that sees it, plus 5 s for Slurm's
+// whole-second times and sbatch's return).
+type lendTerms struct {
+	qos         string
+	startWithin time.Duration
 }

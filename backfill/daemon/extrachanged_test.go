@@ -26,7 +26,8 @@ func TestExtraChanged(t *testing.T) {
 		node   string // the node it runs on (ExtraView.Node)
 		gpus   int    // rec.GPUs; 0: as recorded above
 		rec    func(r *backfillstore.ExtraJob)
-		qos    string // [extra] qos
+		qos    string        // [extra] qos
+		late   time.Duration // a running job's end (squeue's EndTime) past rec.End
 		change func(j *slurmcli.Job)
 		want   string // a part of the reason; "": as lent
 	}{
@@ -71,6 +72,12 @@ func TestExtraChanged(t *testing.T) {
 		{name: "time limit lowered is not a change", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TimeLimit = "5:00" }},
 		{name: "adopted: End is squeue's, the limit is not compared", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "20:00" },
 			rec: func(r *backfillstore.ExtraJob) { r.Adopted, r.End = true, r.Submitted.Add(time.Minute) }},
+		// A tester's, on both labs: Requeue=1, requeuehold, Requeue=0,
+		// release; it restarted with a new limit and Requeue 0.
+		{name: "restarted since it was lent", job: running, node: "n2", late: 2 * time.Minute, want: "2m0s past the end lent"},
+		{name: "started late, within the wait allowed", job: running, node: "n2", late: 45 * time.Second},
+		{name: "adopted: its end is squeue's", job: running, node: "n2", late: 2 * time.Minute,
+			rec: func(r *backfillstore.ExtraJob) { r.Adopted = true }},
 		{name: "in the extra QOS, as configured in another case", job: pending, qos: "Extra", change: func(j *slurmcli.Job) { j.QOS = "extra" }},
 		{name: "in the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "extra" }},
 		{name: "moved out of the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "normal" }, want: `extra QOS extra into "normal"`},
@@ -88,7 +95,11 @@ func TestExtraChanged(t *testing.T) {
 			if tc.rec != nil {
 				tc.rec(&r)
 			}
-			got := extraChanged(&ExtraView{Job: j, Parent: "10", Node: tc.node}, r, tc.qos)
+			x := &ExtraView{Job: j, Parent: "10", Node: tc.node}
+			if j.State != "PENDING" {
+				x.End = r.End.Add(tc.late)
+			}
+			got := extraChanged(x, r, lendTerms{qos: tc.qos, startWithin: 45 * time.Second})
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("extraChanged = %q, want %q", got, tc.want)
 			}

@@ -180,7 +180,8 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
-	if why := extraChanged(x, rec, d.cfg.Extra.QOS); why != "" {
+	if why := extraChanged(x, rec, lendTerms{qos: d.cfg.Extra.QOS,
+		startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}); why != "" {
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
 		if ended, err := d.cancelled(ctx, rec, why, true); err != nil || !ended {

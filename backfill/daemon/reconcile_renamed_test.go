@@ -279,6 +279,11 @@ func TestAnExtraJobHoldingMoreGPUsOrAskingPerTaskIsCancelled(t *testing.T) {
 		{"holding the node's GPUs, running", false, func(j *fakeJob) { j.heldGPUs = 4 }, "holding 4 GPUs (lent 1"},
 		{"made requeueable, pending", true, func(j *fakeJob) { j.requeueable = true }, "requeueable"},
 		{"time limit raised, pending", true, func(j *fakeJob) { j.timeLimit = 48 * time.Hour }, `time limit "2880:00"`},
+		// Requeue=1, requeuehold, Requeue=0, release: restarted 5 minutes
+		// after it was lent, with its whole limit again and Requeue 0.
+		{"restarted (requeued) while Requeue read 0, running", false, func(j *fakeJob) {
+			j.start, j.end = j.start.Add(5*time.Minute), j.end.Add(5*time.Minute)
+		}, "past the end lent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td, extra, _ := renamedSetup(t, "", "", tc.pending)
