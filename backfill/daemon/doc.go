@@ -555,8 +555,9 @@
 // it backs off from (NoGrowNodes), and the cycle's Report lists it in
 // Held. Each failed lend is a "lend-failed" decision (a refused sbatch:
 // "grow-failed") and counts in lend_failures_total by reason (ended,
-// sbatch, pending, changed: its owner moved it out of extra.partition or
-// gave it more GPUs or other nodes while it waited, and it was cancelled).
+// sbatch, pending, changed: its owner changed it from what was lent,
+// partition or QOS, GPUs, nodes, requeue or time limit, and it was
+// cancelled).
 //
 // # State, restarts and reconciliation
 //

@@ -79,8 +79,8 @@ func NewMetrics() *Metrics {
 		SlurmFailures: counter("slurm_failures_total", "Cycles that failed because Slurm did not answer."),
 		LendFailures: vec("lend_failures_total",
 			"Failed extra jobs, by reason: ended on their own well before their time limit while their job ran (ended), "+
-				"refused by sbatch (sbatch), cancelled after pending_timeout (pending), cancelled because its owner moved it out of "+
-				"extra.partition or gave it more GPUs or other nodes (changed).", "reason"),
+				"refused by sbatch (sbatch), cancelled after pending_timeout (pending), cancelled because its owner changed it from "+
+				"what was lent: partition or QOS, GPUs, nodes, requeue or time limit (changed).", "reason"),
 		GrowthStops: counter("growth_stops_total",
 			"Times an elastic job was no longer grown after retry.stop_after consecutive failed extra jobs."),
 		JobsNotGrown: gauge("jobs_not_grown",
