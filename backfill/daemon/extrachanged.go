@@ -67,8 +67,10 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) str
 		// `scontrol requeuehold` and back to 0 before this daemon reads it
 		// (a tester's, on both labs; `scontrol update StartTime=now` cut the
 		// wait to 0.7 s). So a requeued extra job gains at most that wait.
+		// (A suspended one's end moves by the time suspended: past the end
+		// lent, its lend is over too.)
 		if late := x.End.Sub(rec.End); j.State != "PENDING" && !x.End.IsZero() && late > terms.startWithin {
-			return fmt.Sprintf("ending %s, %v past the end lent (%s): restarted (requeued) since it was lent",
+			return fmt.Sprintf("ending %s, %v past the end lent (%s): restarted (requeued), or suspended, since it was lent",
 				x.End.Format(time.RFC3339), late.Round(time.Second), rec.End.Format(time.RFC3339))
 		}
 	}
