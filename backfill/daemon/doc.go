@@ -434,9 +434,12 @@
 // issue 17, E39). With move_to_faster (on by default) each cycle in which
 // no allocation changed looks at the running elastic d2 jobs in id order
 // (move.go): a job whose nodes are all this daemon's and known, in a
-// partition where running jobs may be shrunk, without extra jobs (recorded
-// or not), not moved before and with a known time left (from its status
-// comment's progress since it started, capped by its time limit) is moved
+// partition where running jobs may be shrunk, whose extra jobs (if any)
+// are all this daemon's records (one of its owner's that Slurm lists with
+// its id as parent and the daemon did not record stops the move), not
+// moved before and with a known time left (from its status comment's
+// progress since it started, capped by its time limit, at the pace its
+// extra jobs help keep: E54) is moved
 // when nodes of a faster type, none of its own, in its partitions,
 // outside its --exclude and none any pending job may start on, can hold
 // its GPUs per node with their idle GPUs and those of this daemon's extra
@@ -448,7 +451,9 @@
 // does not name by their ids), and planner.MoveToFaster finds it among
 // the longest running jobs and ending at least 10 % sooner
 // there after move_cost. The job is re-read by id (running, the same
-// nodes, owner, partition and request), the move recorded in state_db
+// nodes, owner, partition and request), its extra jobs cancelled (one
+// that is not, e.g. scancel fails, stops the move this cycle), the move
+// recorded in state_db
 // (moved, with the owner's excluded nodes as squeue lists them while it
 // runs, before anything changes), and the daemon runs `scontrol requeue
 // ID` and decides ("move"); once the job waits it sets its excluded nodes

@@ -285,6 +285,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return f.sbatch(args)
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
+		if stderr, ok := f.refuse[cmdline]; ok {
+			return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"), Stderr: stderr}
+		}
 		return f.scancel(args)
 	case name == "scontrol" && len(args) == 2 && args[0] == "requeue":
 		f.calls = append(f.calls, cmdline)

@@ -39,6 +39,9 @@ type movePlan struct {
 	job      *ElasticJob
 	from, to []string
 	gpus     int
+	// extras are the job's extra jobs, all recorded by this daemon: the
+	// move cancels them before the requeue.
+	extras []backfillstore.ExtraJob
 	// owner is the job's own excluded nodes (its --exclude, read while it
 	// runs), which the move keeps and puts back.
 	owner []string
@@ -64,9 +67,11 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // planMoves decides this cycle's moves (move_to_faster), in job id order.
 // A running elastic job qualifies when it is d2, its nodes are all this
 // daemon's and known (not BaseGuessed), its partition lets the daemon
-// shrink running jobs (config.Config.ShrinkOn), it has no live extra job
-// (the planner's or any Slurm lists with its id as parent),
-// it was not moved before (moved), and its time left is known (timeLeft).
+// shrink running jobs (config.Config.ShrinkOn), every extra job Slurm
+// lists for it under its owner is one this daemon recorded (ownExtras: the
+// move cancels them), it was not moved before (moved), and its time left
+// is known (timeLeft). Its pace now counts its running extra jobs when
+// they run it faster (paceNow), as the simulator's move does.
 // It must name no GPU type and no --nodelist, and placement (the job's
 // --exclude and --constraint as squeue lists them under its own id, which
 // an array task or a heterogeneous job's component never is) must read,
@@ -103,10 +108,14 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		e := v.Elastic[r.ID]
 		left, known := lefts[r.ID]
 		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || e.BaseGuessed || !e.Managed || !known ||
-			!d.cfg.ShrinkOn(e.Job.Partition) || len(r.Extras) > 0 || len(r.Base) == 0 {
+			!d.cfg.ShrinkOn(e.Job.Partition) || len(r.Base) == 0 {
 			continue
 		}
-		if _, done := moved[r.ID]; done || hasExtra(v, e) || e.Job.ReqNodes != "" {
+		if _, done := moved[r.ID]; done || e.Job.ReqNodes != "" {
+			continue
+		}
+		extras, ours := ownExtras(v, e, live)
+		if !ours {
 			continue
 		}
 		if q, ok := readQueued(e.Job); !ok || q.gpuType != "" {
@@ -160,6 +169,12 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 				from = append(from, n.Name)
 			}
 		}
+		now = paceNow(r.Model, now, extras, func(node string) float64 {
+			if n := v.node(node); n != nil {
+				return r.SpeedOf(n.GPUType, ps.Speeds)
+			}
+			return 0
+		})
 		q := planner.MoveRequest{Model: r.Model, Now: now, To: toSpeeds, Cost: d.cfg.MoveCost.Seconds()}
 		tp, _ := r.Model.Throughput(now)
 		q.Work = left * tp / float64(r.Model.RefGPUs)
@@ -171,7 +186,11 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		if !planner.MoveToFaster(q) {
 			continue
 		}
-		plans = append(plans, movePlan{job: e, from: from, to: to, gpus: gpus, owner: owner})
+		mp := movePlan{job: e, from: from, to: to, gpus: gpus, owner: owner}
+		for _, x := range extras {
+			mp.extras = append(mp.extras, x.rec)
+		}
+		plans = append(plans, mp)
 		for _, n := range to { // one job per idle node a cycle
 			idle[n] = 0
 		}
@@ -261,17 +280,43 @@ func (d *Daemon) nodesPendingJobsMayUse(v *View) map[string]bool {
 	return out
 }
 
-// hasExtra reports whether Slurm lists a live extra job of job e of its
-// owner's, recorded by this daemon or not: its workers would lose their
-// job. Another user's job that only looks like e's extra job (its name
-// and comment are the user's to set) does not stop e's move.
-func hasExtra(v *View, e *ElasticJob) bool {
+// ownExtras is job e's extra jobs recorded by this daemon (live, by id),
+// and whether they are all it has: ok is false when Slurm lists a live
+// extra job of e's owner's with e's id as parent that this daemon did not
+// record (its workers would lose their job, and it is not the daemon's to
+// cancel). Another user's job that only looks like e's extra job (its
+// name and comment are the user's to set) does not stop e's move.
+func ownExtras(v *View, e *ElasticJob, live map[string]*lent) (ls []*lent, ok bool) {
 	for _, x := range v.Extras {
-		if x.Parent == e.Job.ID && x.Job.User == e.Job.User {
-			return true
+		if x.Parent == e.Job.ID && x.Job.User == e.Job.User && live[x.Job.ID] == nil {
+			return nil, false
 		}
 	}
-	return false
+	for _, l := range live {
+		if l.rec.Parent == e.Job.ID {
+			ls = append(ls, l)
+		}
+	}
+	slices.SortFunc(ls, func(a, b *lent) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
+	return ls, true
+}
+
+// paceNow is what sets a running job's pace: its base GPUs by speed
+// (base), or with its running extra jobs (on their nodes, at speedOn's
+// speed; a pending one or an unknown node adds none) when the model runs
+// it faster so, as the simulator's rate counts them.
+func paceNow(m planner.Model, base []planner.SpeedCount, extras []*lent, speedOn func(node string) float64) []planner.SpeedCount {
+	all := slices.Clone(base)
+	for _, x := range extras {
+		if sp := speedOn(x.rec.Node); !x.pending && sp > 0 && x.rec.GPUs > 0 {
+			all = planner.AddSpeedCount(all, sp, x.rec.GPUs)
+		}
+	}
+	tb, _ := m.Throughput(base)
+	if ta, _ := m.Throughput(all); ta > tb {
+		return all
+	}
+	return base
 }
 
 // moveToFaster applies this cycle's moves (move_to_faster): each job is
@@ -309,6 +354,9 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		id := p.job.Job.ID
 		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
 		detail := fmt.Sprintf("requeue it to restart without %s (faster GPUs, idle or lent, on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
+		if len(p.extras) > 0 {
+			detail += fmt.Sprintf("; its %d extra jobs cancelled first", len(p.extras))
+		}
 		if d.cfg.DryRun {
 			if d.moveTried[id] {
 				continue
@@ -338,6 +386,27 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 			} else {
 				log.Info("not moving the job", "why", why)
 			}
+			d.metrics.Moves.WithLabelValues("skipped").Inc()
+			continue
+		}
+		// Its extra jobs end first: their workers would lose their job.
+		// One not cancelled (another job holds its id, or scancel failed)
+		// stops the move this cycle; those cancelled stay so (a shrink).
+		kept := ""
+		for _, x := range p.extras {
+			ended, err := d.cancelled(ctx, x, "its job moves to faster GPUs on "+strings.Join(p.to, ","), true)
+			if err != nil {
+				return changed, err
+			}
+			if !ended {
+				kept = x.ID
+				break
+			}
+			changed = true
+			r.Cancelled = append(r.Cancelled, x.ID)
+		}
+		if kept != "" {
+			log.Info("not moving the job this cycle: an extra job of it was not cancelled", "extra_id", kept)
 			d.metrics.Moves.WithLabelValues("skipped").Inc()
 			continue
 		}

@@ -83,6 +83,46 @@ func TestTheDaemonMovesALongD2JobOffItsT4ToIdleV100s(t *testing.T) {
 	}
 }
 
+// A long d2 job that grew onto a T4 extra job is moved all the same
+// (BENCHMARKS.md, issue 17, E54: such a job kept the T4s' pace to the end
+// with every V100 idle): the daemon cancels its extra job, records why,
+// then requeues it; its pace counts the extra job's GPUs.
+func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAfterCancellingIt(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:0.2,v100:1", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td.fake.extra("30", "10", "n4", 2, time.Hour)
+	record(t, td, backfillstore.ExtraJob{ID: "30", Parent: "10", Node: "n4", GPUs: 2, Submitted: td.now, End: td.now.Add(time.Hour)})
+	r := td.cycle(t)
+	var order []string
+	for _, c := range td.fake.calls {
+		if strings.HasPrefix(c, "scancel") || strings.HasPrefix(c, "scontrol requeue") {
+			order = append(order, c)
+		}
+	}
+	if len(order) != 2 || !strings.HasPrefix(order[0], "scancel") || !strings.Contains(order[0], "30") || order[1] != "scontrol requeue 10" {
+		t.Fatalf("cancels and requeues %q, want extra job 30 cancelled, then job 10 requeued", order)
+	}
+	if !slices.Equal(r.Moved, []string{"10"}) || !slices.Contains(r.Cancelled, "30") || len(r.Planned.Grows) != 0 {
+		t.Fatalf("report moved %q, cancelled %q, grows %v; want job 10 moved, 30 cancelled, nothing lent", r.Moved, r.Cancelled, r.Planned.Grows)
+	}
+	if ds := decisionsOf(t, td, "cancel"); len(ds) != 1 || ds[0].Extra != "30" || !strings.Contains(ds[0].Detail, "faster GPUs") {
+		t.Errorf("cancel decisions %+v, want one for extra job 30 naming the move", ds)
+	}
+	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || !strings.Contains(ds[0].Detail, "1 extra jobs cancelled first") {
+		t.Errorf("move decisions %+v, want one saying its extra job is cancelled first", ds)
+	}
+	// An extra job that scancel fails to end stops the move.
+	td2 := newTestDaemon(t, "")
+	td2.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:0.2,v100:1", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+	td2.fake.extra("30", "10", "n4", 2, time.Hour)
+	record(t, td2, backfillstore.ExtraJob{ID: "30", Parent: "10", Node: "n4", GPUs: 2, Submitted: td2.now, End: td2.now.Add(time.Hour)})
+	td2.fake.refuse = map[string]string{order[0]: "scancel: error: Socket timed out"}
+	td2.cycle(t)
+	if got := td2.fake.commands("scontrol requeue"); len(got) != 0 {
+		t.Fatalf("requeues %q with an extra job it could not cancel, want none", got)
+	}
+}
+
 // lentV100Cluster: elastic job 20 on n2's V100s with its recorded extra
 // job 21 holding n1's, then what also adds, then the long d2 job 10 on the
 // T4 node n3.
@@ -148,7 +188,8 @@ func TestTheDaemonMovesALongD2JobOntoV100sLentToExtraJobs(t *testing.T) {
 // Which jobs are not moved: the option off; a d1 job; a job already on the
 // fastest type; a job whose time left is short (the move costs more than
 // it saves); a job far shorter than another running job; a pending job
-// that may use the V100s; a job with an extra job; a job in a partition
+// that may use the V100s; a job with an extra job this daemon did not
+// record; a job in a partition
 // where running jobs are never shrunk; a job whose node list or request
 // changed before the re-read; a job Slurm may not requeue (tried once,
 // never again); and a dry run (logged once, nothing run).
@@ -169,7 +210,7 @@ func TestTheDaemonMovesNoJobItMustNot(t *testing.T) {
 			}},
 		{name: "a pending job may use the V100s", comment: movingJob, nodes: "n3",
 			setup: func(td *testDaemon, _ *fakeJob) { td.fake.pending("20", "", 4, td.now.Add(time.Hour)) }},
-		{name: "a job with an extra job", comment: movingJob, nodes: "n3",
+		{name: "a job with an extra job this daemon did not record", comment: movingJob, nodes: "n3",
 			setup: func(td *testDaemon, _ *fakeJob) { td.fake.extra("30", "10", "n4", 2, time.Hour) }},
 		{name: "a partition where running jobs are never shrunk", toml: "[admit]\noff_partitions = [\"normal\"]\n", comment: movingJob, nodes: "n3"},
 		{name: "the job's request changed before the re-read", comment: movingJob, nodes: "n3",

@@ -8,17 +8,22 @@ import (
 )
 
 // moveToFaster is Config.MoveToFaster, once after each scheduling pass:
-// each running d2 elastic job without extra jobs whose base allocation
+// each running d2 elastic job whose base allocation
 // includes GPUs slower than another of its types moves, at its base GPU
 // count, onto GPUs of faster types that are idle or lent to other jobs'
 // extra jobs (the daemon requeues it excluding the slower nodes, and Slurm
 // preempts the extra jobs there when the idle GPUs do not hold it), on no
 // node the queue head's reservation needs, when no queued
 // job may use those types and planner.MoveToFaster finds the move ends it
-// sooner (among the longest running jobs). A move frees the old base allocation, takes the new one, counts
-// one rescale and costs the job Config.MoveCost seconds of progress (the
-// daemon's requeue: Slurm's requeue delay, the restart from its
-// checkpoint).
+// sooner (among the longest running jobs), weighed against the pace it
+// keeps now, its extra jobs included. A move ends the job's extra jobs
+// (the daemon cancels them before the requeue), frees the old base
+// allocation, takes the new one, counts one rescale and costs the job
+// Config.MoveCost seconds of progress (the daemon's requeue: Slurm's
+// requeue delay, the restart from its checkpoint). A job that grew onto
+// extra jobs was skipped until BENCHMARKS.md E54: a long d2 job on T4s
+// that had grown by an extra job or two kept their pace to the end with
+// every V100 idle.
 func (s *sim) moveToFaster() {
 	if !s.cfg.MoveToFaster || !s.objective() {
 		return
@@ -35,7 +40,7 @@ func (s *sim) moveToFaster() {
 	var top *run
 	longest, second := 0.0, 0.0
 	for _, r := range slices.Clone(s.running) {
-		if !r.d2 || r.rigid || len(r.base) == 0 || len(r.extras) > 0 {
+		if !r.d2 || r.rigid || len(r.base) == 0 {
 			continue
 		}
 		faster := s.fasterTypes(r)
@@ -72,12 +77,15 @@ func (s *sim) moveToFaster() {
 			}
 		}
 		s.advance(r)
-		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: s.speedCounts(r, false), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
+		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: s.paceCounts(r), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
 		if r == top {
 			q.Longest = second
 		}
 		if !planner.MoveToFaster(q) {
 			continue
+		}
+		for len(r.extras) > 0 {
+			s.endExtra(r.extras[0])
 		}
 		s.preemptFor(a)
 		s.move(r, a, cost)
@@ -184,4 +192,19 @@ func (s *sim) move(r *run, a []alloc, cost float64) {
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
 	s.push(event{t: min(end, r.limit), r: r, version: r.version})
+}
+
+// paceCounts is the GPUs by speed that set r's pace now (rateOf): its
+// base allocation, or with its extra jobs when they run it faster.
+func (s *sim) paceCounts(r *run) []planner.SpeedCount {
+	base := s.speedCounts(r, false)
+	if len(r.extras) == 0 {
+		return base
+	}
+	all := s.speedCounts(r, true)
+	tb, _ := r.model.Throughput(base)
+	if ta, _ := r.model.Throughput(all); ta > tb {
+		return all
+	}
+	return base
 }

@@ -40,3 +40,28 @@ func TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveToFasterMovesAJobThatGrewOntoExtraJobs: B (d2, 4 GPUs asked, up
+// to 8, 10,000 s of work on 4 V100s) starts on a T4 node while A holds the
+// V100 node and grows onto the other T4 node by extra jobs. When A ends,
+// B's pace on 8 T4s (8 / 3.1 V100s) is below 4 V100s' by far more than the
+// move costs: its extra jobs end and it moves at once (BENCHMARKS.md,
+// issue 17, E54: before, a job with extra jobs was not moved, and kept the
+// T4s' pace with the V100s idle as long as it had one).
+func TestMoveToFasterMovesAJobThatGrewOntoExtraJobs(t *testing.T) {
+	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+	cfg := twoTypes(4, 8, 4, 1/3.1)
+	recs, res := runTable(t, head+"A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,8,1,8,d2\n", cfg)
+	b := recs["B"]
+	if b.StartTypes != "t4" || b.PeakGPUs != 8 {
+		t.Fatalf("B started on %q and held at most %d GPUs; want the T4s and 8 (grown by extra jobs)", b.StartTypes, b.PeakGPUs)
+	}
+	if res.Moves != 1 {
+		t.Fatalf("%d moves, want B moved once A's V100s are idle", res.Moves)
+	}
+	// Moved when A ends, B ends at 10,312 s; before E54 it moved only once
+	// its extra jobs had ended at their time limits, and ended at 11,741 s.
+	if b.End > 11000 {
+		t.Fatalf("B ended at %d s; want it moved when A ends (about 10,300 s)", b.End)
+	}
+}
