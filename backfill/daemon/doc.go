@@ -451,12 +451,13 @@
 // does not name by their ids), and planner.MoveToFaster finds it among
 // the longest running jobs and ending at least 10 % sooner
 // there after move_cost. The job is re-read by id (running, the same
-// nodes, owner, partition and request), its extra jobs cancelled (one
-// that is not, e.g. scancel fails, stops the move this cycle), the move
-// recorded in state_db
+// nodes, owner, partition and request), the move recorded in state_db
 // (moved, with the owner's excluded nodes as squeue lists them while it
 // runs, before anything changes), and the daemon runs `scontrol requeue
-// ID` and decides ("move"); once the job waits it sets its excluded nodes
+// ID` and decides ("move"), then cancels the job's extra jobs (after the
+// requeue, so that one Slurm refuses leaves the job as it ran; one
+// scancel fails to end is cancelled by the next cycle's reconciliation,
+// its parent no longer running); once the job waits it sets its excluded nodes
 // to its owner's plus the slower nodes it ran on and every other node
 // slower than the target that it may run on, so that Slurm does not start
 // it on another idle slow node (`scontrol update

@@ -40,7 +40,7 @@ type movePlan struct {
 	from, to []string
 	gpus     int
 	// extras are the job's extra jobs, all recorded by this daemon: the
-	// move cancels them before the requeue.
+	// move cancels them once Slurm has requeued the job.
 	extras []backfillstore.ExtraJob
 	// owner is the job's own excluded nodes (its --exclude, read while it
 	// runs), which the move keeps and puts back.
@@ -355,7 +355,7 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
 		detail := fmt.Sprintf("requeue it to restart without %s (faster GPUs, idle or lent, on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
 		if len(p.extras) > 0 {
-			detail += fmt.Sprintf("; its %d extra jobs cancelled first", len(p.extras))
+			detail += fmt.Sprintf("; its %d extra jobs cancelled once it waits", len(p.extras))
 		}
 		if d.cfg.DryRun {
 			if d.moveTried[id] {
@@ -389,27 +389,6 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 			d.metrics.Moves.WithLabelValues("skipped").Inc()
 			continue
 		}
-		// Its extra jobs end first: their workers would lose their job.
-		// One not cancelled (another job holds its id, or scancel failed)
-		// stops the move this cycle; those cancelled stay so (a shrink).
-		kept := ""
-		for _, x := range p.extras {
-			ended, err := d.cancelled(ctx, x, "its job moves to faster GPUs on "+strings.Join(p.to, ","), true)
-			if err != nil {
-				return changed, err
-			}
-			if !ended {
-				kept = x.ID
-				break
-			}
-			changed = true
-			r.Cancelled = append(r.Cancelled, x.ID)
-		}
-		if kept != "" {
-			log.Info("not moving the job this cycle: an extra job of it was not cancelled", "extra_id", kept)
-			d.metrics.Moves.WithLabelValues("skipped").Inc()
-			continue
-		}
 		// The owner's list is recorded before anything changes, so that a
 		// daemon killed after the ExcNodeList update never takes the list
 		// it set for the owner's.
@@ -433,6 +412,20 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		}
 		if err := d.decide(ctx, "move", id, "", strings.Join(p.to, ","), p.gpus, detail); err != nil {
 			return changed, err
+		}
+		// Its extra jobs end once it waits: their workers lost their job.
+		// Cancelled only now, so that a requeue Slurm refuses (--no-requeue,
+		// a job srun started) leaves the job as it ran; one not cancelled
+		// here (scancel failed) is cancelled by the next cycle's
+		// reconciliation, its parent no longer running.
+		for _, x := range p.extras {
+			ended, err := d.cancelled(ctx, x, "its job moves to faster GPUs on "+strings.Join(p.to, ","), true)
+			if err != nil {
+				return changed, err
+			}
+			if ended {
+				r.Cancelled = append(r.Cancelled, x.ID)
+			}
 		}
 		changed = true
 		d.moving[id] = true

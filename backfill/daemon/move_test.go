@@ -85,9 +85,11 @@ func TestTheDaemonMovesALongD2JobOffItsT4ToIdleV100s(t *testing.T) {
 
 // A long d2 job that grew onto a T4 extra job is moved all the same
 // (BENCHMARKS.md, issue 17, E54: such a job kept the T4s' pace to the end
-// with every V100 idle): the daemon cancels its extra job, records why,
-// then requeues it; its pace counts the extra job's GPUs.
-func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAfterCancellingIt(t *testing.T) {
+// with every V100 idle): the daemon requeues it, then cancels its extra
+// job and records why; its pace counts the extra job's GPUs. A requeue
+// Slurm refuses (--no-requeue; helper 73) leaves the extra job running,
+// and one scancel fails to end is cancelled by the next cycle.
+func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAndCancelsIt(t *testing.T) {
 	td := newTestDaemon(t, "")
 	td.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:0.2,v100:1", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
 	td.fake.extra("30", "10", "n4", 2, time.Hour)
@@ -99,8 +101,8 @@ func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAfterCancellingIt(t *testing.T)
 			order = append(order, c)
 		}
 	}
-	if len(order) != 2 || !strings.HasPrefix(order[0], "scancel") || !strings.Contains(order[0], "30") || order[1] != "scontrol requeue 10" {
-		t.Fatalf("cancels and requeues %q, want extra job 30 cancelled, then job 10 requeued", order)
+	if len(order) != 2 || order[0] != "scontrol requeue 10" || !strings.HasPrefix(order[1], "scancel") || !strings.Contains(order[1], "30") {
+		t.Fatalf("requeues and cancels %q, want job 10 requeued, then extra job 30 cancelled", order)
 	}
 	if !slices.Equal(r.Moved, []string{"10"}) || !slices.Contains(r.Cancelled, "30") || len(r.Planned.Grows) != 0 {
 		t.Fatalf("report moved %q, cancelled %q, grows %v; want job 10 moved, 30 cancelled, nothing lent", r.Moved, r.Cancelled, r.Planned.Grows)
@@ -108,19 +110,39 @@ func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAfterCancellingIt(t *testing.T)
 	if ds := decisionsOf(t, td, "cancel"); len(ds) != 1 || ds[0].Extra != "30" || !strings.Contains(ds[0].Detail, "faster GPUs") {
 		t.Errorf("cancel decisions %+v, want one for extra job 30 naming the move", ds)
 	}
-	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || !strings.Contains(ds[0].Detail, "1 extra jobs cancelled first") {
-		t.Errorf("move decisions %+v, want one saying its extra job is cancelled first", ds)
+	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || !strings.Contains(ds[0].Detail, "1 extra jobs cancelled once it waits") {
+		t.Errorf("move decisions %+v, want one saying its extra job is cancelled once it waits", ds)
 	}
-	// An extra job that scancel fails to end stops the move.
-	td2 := newTestDaemon(t, "")
-	td2.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:0.2,v100:1", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
-	td2.fake.extra("30", "10", "n4", 2, time.Hour)
-	record(t, td2, backfillstore.ExtraJob{ID: "30", Parent: "10", Node: "n4", GPUs: 2, Submitted: td2.now, End: td2.now.Add(time.Hour)})
-	td2.fake.refuse = map[string]string{order[0]: "scancel: error: Socket timed out"}
-	td2.cycle(t)
-	if got := td2.fake.commands("scontrol requeue"); len(got) != 0 {
-		t.Fatalf("requeues %q with an extra job it could not cancel, want none", got)
+	grown := func(t *testing.T) (*testDaemon, *fakeJob, *fakeJob) {
+		td := newTestDaemon(t, "")
+		j := td.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:0.2,v100:1", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		x := td.fake.extra("30", "10", "n4", 2, time.Hour)
+		record(t, td, backfillstore.ExtraJob{ID: "30", Parent: "10", Node: "n4", GPUs: 2, Submitted: td.now, End: td.now.Add(time.Hour)})
+		return td, j, x
 	}
+	t.Run("a requeue Slurm refuses leaves the extra job running", func(t *testing.T) {
+		td, j, x := grown(t)
+		td.fake.set(func() { j.noRequeue = true })
+		td.cycle(t)
+		if got := td.fake.commands("scancel"); len(got) != 0 || x.state != "RUNNING" {
+			t.Fatalf("cancels %q, extra job %s; want none and the extra job running", got, x.state)
+		}
+	})
+	t.Run("an extra job scancel fails to end is cancelled the next cycle", func(t *testing.T) {
+		td, j, x := grown(t)
+		td.fake.refuse = map[string]string{order[1]: "scancel: error: Socket timed out"}
+		td.cycle(t)
+		if got := td.fake.commands("scontrol requeue"); len(got) != 1 || x.state != "RUNNING" {
+			t.Fatalf("requeues %q, extra job %s; want job 10 requeued and the extra job's scancel failed", got, x.state)
+		}
+		td.fake.refuse = nil
+		td.fake.set(func() { j.state, j.reason, j.nodeList = "PENDING", "BeginTime", "" })
+		td.advance(2 * time.Second)
+		td.cycle(t)
+		if x.state != "CANCELLED" {
+			t.Fatalf("extra job %s after the next cycle, want CANCELLED (its parent waits)", x.state)
+		}
+	})
 }
 
 // lentV100Cluster: elastic job 20 on n2's V100s with its recorded extra

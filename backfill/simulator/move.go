@@ -17,7 +17,7 @@ import (
 // job may use those types and planner.MoveToFaster finds the move ends it
 // sooner (among the longest running jobs), weighed against the pace it
 // keeps now, its extra jobs included. A move ends the job's extra jobs
-// (the daemon cancels them before the requeue), frees the old base
+// (the daemon cancels them once it requeued the job), frees the old base
 // allocation, takes the new one, counts one rescale and costs the job
 // Config.MoveCost seconds of progress (the daemon's requeue: Slurm's
 // requeue delay, the restart from its checkpoint). A job that grew onto
