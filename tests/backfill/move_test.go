@@ -19,43 +19,26 @@ import (
 
 // TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest is
 // move_to_faster on the lab (issue 17: a job placed on slow GPUs keeps
-// their pace to its end; BENCHMARKS.md E40). Blockers hold n1, n2 (v100)
-// and n4 (t4), so the elastic MNIST job (d2, one node, --gres=gpu:4, its
-// maximum: it does not grow) starts on n3 (t4). With the T4 at a tenth of
-// a V100 and move_cost 0, once the blockers of n1 and n2 end the daemon
-// requeues the job and excludes the T4 nodes while it waits; Slurm restarts it on a
-// V100 node, where the runtime resumes from its newest checkpoint, and
-// the trained model is bit-identical to the fixed run on one machine.
+// their pace to its end; BENCHMARKS.md E40), for a job that grew first
+// (E54: such a job was never moved and kept the T4s' pace with every V100
+// idle). Blockers hold n1 and n2 (v100), so the elastic MNIST job (d2,
+// 1–2 nodes of 4 GPUs, 8 logical workers) starts on n3 (t4), and the
+// daemon lends it n4 (t4) as an extra job. With the T4 at a tenth of a
+// V100 and move_cost 0, once the blockers end the daemon requeues the
+// job, cancels its extra job and excludes both T4 nodes while it waits;
+// Slurm restarts it on a V100 node, where the runtime resumes from its
+// newest checkpoint, and the trained model is bit-identical to the fixed
+// run on one machine. (A job that never grew is moved by the same code:
+// TestALongD2JobOnAT4IsMovedOntoV100sLentToAnotherJob below, and the
+// daemon's fake-Slurm tests.)
 func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing.T) {
-	moveOffTheT4s(t, false)
-}
-
-// TestAD2JobThatGrewOntoAnExtraJobIsMovedToIdleV100s is the same move for
-// a job that grew first (BENCHMARKS.md, issue 17, E54: such a job was
-// never moved and kept the T4s' pace with every V100 idle). Blockers hold
-// n1 and n2 (v100); the job (d2, 1–2 nodes of 4 GPUs, 8 logical workers)
-// starts on n3 and the daemon lends it n4 (t4) as an extra job; once the
-// blockers end, the daemon cancels the extra job, requeues the job and
-// excludes both T4 nodes; it restarts on a V100 node and gives the fixed
-// run's digest.
-func TestAD2JobThatGrewOntoAnExtraJobIsMovedToIdleV100s(t *testing.T) {
-	moveOffTheT4s(t, true)
-}
-
-// moveOffTheT4s runs the move tests above: grown, the job may take 2 nodes
-// and grows onto n4 before the V100s free up.
-func moveOffTheT4s(t *testing.T, grown bool) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
 		t.Fatal(err)
 	}
-	// Three epochs of examples/mnist/job.toml (702 steps, about 35 s on the
-	// lab): long enough to be moved while it runs; five for the grown job,
-	// which must grow first.
-	steps, epochs := 702, 3
-	if grown {
-		steps, epochs = 1170, 5
-	}
+	// Five epochs of examples/mnist/job.toml (1,170 steps, about 60 s on
+	// the lab): long enough to grow, then be moved while it runs.
+	const steps, epochs = 1170, 5
 	base, err := os.ReadFile(filepath.Join(l.Root, "examples", "mnist", "job.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +54,7 @@ func moveOffTheT4s(t *testing.T, grown bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	blockers := map[string]string{}
-	blocked, nodes := []string{"n1", "n2", "n4"}, "1-1"
-	if grown {
-		blocked, nodes = []string{"n1", "n2"}, "1-2"
-	}
-	for _, n := range blocked {
+	for _, n := range []string{"n1", "n2"} {
 		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 250\n", "-w", n, "--gres=gpu:4", "-t", "5")
 	}
 	for n, id := range blockers {
@@ -84,7 +63,7 @@ func moveOffTheT4s(t *testing.T, grown bool) {
 		}
 	}
 	summary := filepath.Join(t.TempDir(), "summary.json")
-	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic="+nodes, "--determinism=d2",
+	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-2", "--determinism=d2",
 		"-N", "1", "--gres=gpu:4", "examples/slurm/mnist.sbatch")
 	cmd.Dir = l.Root
 	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "EASYSCALE_CONFIG="+job)
@@ -110,19 +89,17 @@ func moveOffTheT4s(t *testing.T, grown bool) {
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}, worker: config.DefaultWorkerCommand,
 		extra: "speeds = { v100 = 1.0, t4 = 0.1 }\nmove_cost = \"0s\"\n"}
 	d := startDaemon(t, l, s, "backfilld")
-	var lent string // the grown job's extra job on n4
-	if grown {
-		cancelExtrasAtEnd(t, l, id)
-		waitFor(t, 60*time.Second, "job "+id+" growing onto n4", func() bool {
-			for _, x := range extrasOf(t, l, id) {
-				if x.State == "RUNNING" && x.NodeList == "n4" {
-					lent = x.ID
-					return true
-				}
+	var lent string // its extra job on n4
+	cancelExtrasAtEnd(t, l, id)
+	waitFor(t, 60*time.Second, "job "+id+" growing onto n4", func() bool {
+		for _, x := range extrasOf(t, l, id) {
+			if x.State == "RUNNING" && x.NodeList == "n4" {
+				lent = x.ID
+				return true
 			}
-			return false
-		})
-	}
+		}
+		return false
+	})
 	if _, err := l.CLI.Output(ctx, "scancel", blockers["n1"], blockers["n2"]); err != nil {
 		t.Fatal(err)
 	}
@@ -160,20 +137,18 @@ func moveOffTheT4s(t *testing.T, grown bool) {
 		t.Fatal(err)
 	}
 	t.Logf("job %s: moved from n3 to %s, %d steps, digest %s", id, ranOn, sum.Steps, sum.Digest)
-	if sum.Steps != int64(steps) || sum.Digest != want {
+	if sum.Steps != steps || sum.Digest != want {
 		t.Errorf("moved job: %d steps, digest %s; the fixed run: %d steps, digest %s", sum.Steps, sum.Digest, steps, want)
 	}
 	d.stop(syscall.SIGTERM)
 	if n := countDecisions(t, s, "move"); n != 1 {
 		t.Errorf("%d move decisions recorded, want 1", n)
 	}
-	if grown {
-		if st := rawState(t, l, lent); st != "CANCELLED" && st != "" {
-			t.Errorf("the extra job %s on n4 ended %q, want CANCELLED by the move", lent, st)
-		}
-		if n := countDecisions(t, s, "cancel"); n < 1 {
-			t.Errorf("%d cancel decisions recorded, want the extra job's", n)
-		}
+	if st := rawState(t, l, lent); st != "CANCELLED" && st != "" {
+		t.Errorf("the extra job %s on n4 ended %q, want CANCELLED by the move", lent, st)
+	}
+	if n := countDecisions(t, s, "cancel"); n < 1 {
+		t.Errorf("%d cancel decisions recorded, want the extra job's", n)
 	}
 }
 
