@@ -71,7 +71,7 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // lists for it under its owner is one this daemon recorded (ownExtras: the
 // move cancels them), it was not moved before (moved), and its time left
 // is known (timeLeft). Its pace now counts its running extra jobs when
-// they run it faster (paceNow), as the simulator's move does.
+// they run it faster (planner.Pace), as the simulator's move does.
 // It must name no GPU type and no --nodelist, and placement (the job's
 // --exclude and --constraint as squeue lists them under its own id, which
 // an array task or a heterogeneous job's component never is) must read,
@@ -169,12 +169,12 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 				from = append(from, n.Name)
 			}
 		}
-		now = paceNow(r.Model, now, extras, func(node string) float64 {
+		now = planner.Pace(r.Model, now, withExtras(now, extras, func(node string) float64 {
 			if n := v.node(node); n != nil {
 				return r.SpeedOf(n.GPUType, ps.Speeds)
 			}
 			return 0
-		})
+		}))
 		q := planner.MoveRequest{Model: r.Model, Now: now, To: toSpeeds, Cost: d.cfg.MoveCost.Seconds()}
 		tp, _ := r.Model.Throughput(now)
 		q.Work = left * tp / float64(r.Model.RefGPUs)
@@ -301,22 +301,17 @@ func ownExtras(v *View, e *ElasticJob, live map[string]*lent) (ls []*lent, ok bo
 	return ls, true
 }
 
-// paceNow is what sets a running job's pace: its base GPUs by speed
-// (base), or with its running extra jobs (on their nodes, at speedOn's
-// speed; a pending one or an unknown node adds none) when the model runs
-// it faster so, as the simulator's rate counts them.
-func paceNow(m planner.Model, base []planner.SpeedCount, extras []*lent, speedOn func(node string) float64) []planner.SpeedCount {
+// withExtras is base plus the GPUs of job's running extra jobs (on their
+// nodes, at speedOn's speed; a pending one or an unknown node adds none):
+// what planner.Pace weighs against base.
+func withExtras(base []planner.SpeedCount, extras []*lent, speedOn func(node string) float64) []planner.SpeedCount {
 	all := slices.Clone(base)
 	for _, x := range extras {
 		if sp := speedOn(x.rec.Node); !x.pending && sp > 0 && x.rec.GPUs > 0 {
 			all = planner.AddSpeedCount(all, sp, x.rec.GPUs)
 		}
 	}
-	tb, _ := m.Throughput(base)
-	if ta, _ := m.Throughput(all); ta > tb {
-		return all
-	}
-	return base
+	return all
 }
 
 // moveToFaster applies this cycle's moves (move_to_faster): each job is

@@ -68,3 +68,16 @@ func MoveToFaster(q MoveRequest) bool {
 	after := q.Cost + RunTime(q.Model, q.To, q.Work)
 	return !math.IsInf(after, 1) && after*(1+MoveMargin) < left
 }
+
+// Pace is the GPUs by speed that set a running job's pace now: base (its
+// own allocation), or all (base with its running extra jobs' GPUs) when m
+// runs it faster on them (an extra job on slower GPUs can slow every step,
+// EasyScale §4.2). [MoveToFaster] weighs a move against it (MoveRequest.Now);
+// the simulator's rate takes the same maximum.
+func Pace(m Model, base, all []SpeedCount) []SpeedCount {
+	tb, _ := m.Throughput(base)
+	if ta, _ := m.Throughput(all); ta > tb {
+		return all
+	}
+	return base
+}

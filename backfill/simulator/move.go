@@ -77,7 +77,7 @@ func (s *sim) moveToFaster() {
 			}
 		}
 		s.advance(r)
-		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: s.paceCounts(r), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
+		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: planner.Pace(r.model, s.speedCounts(r, false), s.speedCounts(r, true)), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
 		if r == top {
 			q.Longest = second
 		}
@@ -192,19 +192,4 @@ func (s *sim) move(r *run, a []alloc, cost float64) {
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
 	s.push(event{t: min(end, r.limit), r: r, version: r.version})
-}
-
-// paceCounts is the GPUs by speed that set r's pace now (rateOf): its
-// base allocation, or with its extra jobs when they run it faster.
-func (s *sim) paceCounts(r *run) []planner.SpeedCount {
-	base := s.speedCounts(r, false)
-	if len(r.extras) == 0 {
-		return base
-	}
-	all := s.speedCounts(r, true)
-	tb, _ := r.model.Throughput(base)
-	if ta, _ := r.model.Throughput(all); ta > tb {
-		return all
-	}
-	return base
 }
