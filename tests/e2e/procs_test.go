@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/runtime/schedule"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
@@ -119,7 +120,15 @@ func TestSIGKILLedWorkersAreSurvived(t *testing.T) {
 	// those steps where 4 run leave none (the run then stops, "no physical
 	// workers left", as it must). A clean-clone CI run drew kills at steps
 	// 3, 5, 10 and 14 so; such draws are drawn again.
-	target := map[int]int{0: 4, 15: 5, 30: 4}
+	const sched = "0:4,15:5,30:4"
+	plan, err := schedule.Parse(sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := map[int]int{}
+	for _, a := range plan {
+		target[int(a.FromStep)] = a.Workers
+	}
 	survivable := func(steps []int) bool {
 		killedAt := map[int]bool{}
 		for _, s := range steps {
@@ -150,7 +159,6 @@ func TestSIGKILLedWorkersAreSurvived(t *testing.T) {
 		for _, s := range steps {
 			faults = append(faults, fmt.Sprintf("%d:%d", s, r.Intn(2)))
 		}
-		sched := "0:4,15:5,30:4"
 		state := t.TempDir()
 		got := procRun(t, state, "--workers", sched, "--kill-at", strings.Join(faults, ","))
 		if digest(got) != ref {
