@@ -191,17 +191,19 @@ type Config struct {
 	// others of another type, idle or lent to this daemon's extra jobs
 	// (which Slurm preempts for it), that no pending job may use, it is
 	// among the longest running jobs and the move ends it sooner
-	// (planner.MoveToFaster), the daemon requeues it (`scontrol requeue`),
-	// adds the slower nodes (its own and the others it may run on) to its
-	// excluded nodes while it waits, and
-	// the runtime resumes it from its newest checkpoint on the faster
-	// nodes, bit-identical. Once per job; jobs with extra jobs, jobs
-	// Slurm may not requeue, jobs naming a GPU type, a --nodelist or a
+	// (planner.MoveToFaster; weighed at the GPUs it holds, its extra jobs'
+	// included, when the faster nodes hold that many: it restarts on its
+	// own node count and grows onto the rest), the daemon requeues it
+	// (`scontrol requeue`), cancels its extra jobs, adds the slower nodes
+	// (its own and the others it may run on) to its excluded nodes while
+	// it waits, and the runtime resumes it from its newest checkpoint on
+	// the faster nodes, bit-identical. Once per job; jobs with an extra job
+	// this daemon did not record, jobs Slurm may not requeue, jobs naming a GPU type, a --nodelist or a
 	// --constraint, job arrays and heterogeneous jobs, and jobs outside
 	// Partitions (or in admit.off_partitions) are left alone, and a job
 	// moves only onto nodes its partitions and --exclude allow; the
 	// owner's excluded nodes are put back when the job waits again after
-	// it ran (issue 17, BENCHMARKS.md E40).
+	// it ran (issue 17, BENCHMARKS.md E40, E54, E55).
 	MoveToFaster bool `toml:"move_to_faster"`
 	// DrainHorizon raises the horizon that bounds shrink-to-admit and
 	// start-small [drain_horizon], default true: besides the longest

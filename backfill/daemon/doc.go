@@ -450,7 +450,11 @@
 // job array's task or a heterogeneous job's component, which squeue's %i
 // does not name by their ids), and planner.MoveToFaster finds it among
 // the longest running jobs and ending at least 10 % sooner
-// there after move_cost. The job is re-read by id (running, the same
+// there after move_cost (a job with started extra jobs weighed at the GPUs
+// it holds with them, at most its maximum, on the fewest nodes of one
+// faster type that hold that many when there are: it restarts on its own
+// node count and the next cycles grow it onto the rest, E55). The job is
+// re-read by id (running, the same
 // nodes, owner, partition and request), the move recorded in state_db
 // (moved, with the owner's excluded nodes as squeue lists them while it
 // runs, before anything changes), and the daemon runs `scontrol requeue

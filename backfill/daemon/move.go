@@ -84,7 +84,11 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // lentByNode) hold its GPUs per node, that are schedulable, none of its
 // own, in one of its partitions and outside its --exclude, and on which no
 // pending job may start (a job naming another type aside); it restarts
-// excluding every slower node it may run on. planner.MoveToFaster then
+// excluding every slower node it may run on. A job with started extra
+// jobs is weighed at the GPUs it holds with them (at most its maximum) on
+// the fewest nodes of one such type that hold that many, when there are
+// (it restarts on its own node count and the next cycles grow it onto the
+// rest; BENCHMARKS.md E55). planner.MoveToFaster then
 // weighs its time left there and here, the move's cost (move_cost) and the
 // longest time left of the other running jobs. Pure translation: the rule
 // is the planner's; placement is asked only for jobs that pass the other
@@ -153,6 +157,16 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		to, toSpeeds := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, may, slowest, perNode, len(r.Base))
 		if to == nil {
 			continue
+		}
+		// Weighed at the GPUs it holds, its started extra jobs' included (at
+		// most its maximum), when nodes of a faster type hold that many: it
+		// restarts on its own node count there, and the next cycles grow it
+		// onto the rest as onto any idle GPUs (the simulator's move does the
+		// same: BENCHMARKS.md E55).
+		if held := min(gpus+startedGPUs(extras), r.MaxGPUs); held > gpus {
+			if more, sp := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, may, slowest, perNode, (held+perNode-1)/perNode); more != nil {
+				to, toSpeeds = more, []planner.SpeedCount{{Speed: sp[0].Speed, N: held}}
+			}
 		}
 		// It restarts without its nodes slower than the target and without
 		// every other slower node it may run on, so that Slurm starts it on
@@ -299,6 +313,18 @@ func ownExtras(v *View, e *ElasticJob, live map[string]*lent) (ls []*lent, ok bo
 	}
 	slices.SortFunc(ls, func(a, b *lent) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
 	return ls, true
+}
+
+// startedGPUs is the GPUs of extras that Slurm started (a pending one holds
+// none).
+func startedGPUs(extras []*lent) int {
+	g := 0
+	for _, x := range extras {
+		if !x.pending {
+			g += x.rec.GPUs
+		}
+	}
+	return g
 }
 
 // withExtras is base plus the GPUs of job's running extra jobs (on their

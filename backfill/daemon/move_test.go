@@ -145,6 +145,36 @@ func TestTheDaemonMovesAJobThatGrewOntoAnExtraJobAndCancelsIt(t *testing.T) {
 	})
 }
 
+// A job that grew onto an extra job is weighed at the GPUs it holds, the
+// extra job's included (BENCHMARKS.md, issue 17, E55): on a T4 node and a
+// T4 extra job, with V100s 1.5 × a T4 for it, one V100 node (its own node
+// count) runs it slower than its 8 T4s, but both idle V100 nodes run it
+// faster by far, so it is moved (it restarts on one and grows onto the
+// other); with one of them held by another job it is not.
+func TestTheDaemonWeighsAMoveAtTheGPUsTheJobHoldsWithItsExtraJobs(t *testing.T) {
+	grown := func(t *testing.T) *testDaemon {
+		td := newTestDaemon(t, "")
+		td.fake.running("10", "es-req min=1 max=8 lw=8 d2 speeds=t4:1,v100:1.5", "n3", 4, 10*time.Hour, rendezvous(t, "10"))
+		td.fake.extra("30", "10", "n4", 4, time.Hour)
+		record(t, td, backfillstore.ExtraJob{ID: "30", Parent: "10", Node: "n4", GPUs: 4, Submitted: td.now, End: td.now.Add(time.Hour)})
+		return td
+	}
+	td := grown(t)
+	td.cycle(t)
+	if got := td.fake.commands("scontrol requeue"); !slices.Equal(got, []string{"scontrol requeue 10"}) {
+		t.Fatalf("requeues %q, want job 10 moved", got)
+	}
+	if ds := decisionsOf(t, td, "move"); len(ds) != 1 || ds[0].Node != "n1,n2" {
+		t.Errorf("move decisions %+v, want one for job 10 weighed on n1,n2", ds)
+	}
+	td2 := grown(t)
+	td2.fake.running("20", "", "n2", 4, time.Hour, "")
+	td2.cycle(t)
+	if got := td2.fake.commands("scontrol requeue"); len(got) != 0 {
+		t.Errorf("requeues %q with one V100 node idle (4 V100s run it slower than its 8 T4s), want none", got)
+	}
+}
+
 // lentV100Cluster: elastic job 20 on n2's V100s with its recorded extra
 // job 21 holding n1's, then what also adds, then the long d2 job 10 on the
 // T4 node n3.

@@ -115,14 +115,16 @@
 //
 // With Config.MoveToFaster (DaemonDefaults sets it, as the daemon's
 // move_to_faster is on by default) each pass ends by moving every running
-// d2 elastic job without extra jobs whose base allocation includes GPUs
-// slower than others of its types that are idle or lent to extra jobs (on
-// no node the head's reservation needs, of a type no queued job may use)
-// onto those, at its base GPU count, ending the extra jobs there that it
-// needs (Slurm preempts them for the requeued job), when
-// planner.MoveToFaster says so; the move costs it
-// Config.MoveCost seconds of progress (the daemon's requeue and restart;
-// BENCHMARKS.md E40).
+// d2 elastic job whose base allocation includes GPUs slower than others of
+// its types that are idle or lent to extra jobs (on no node the head's
+// reservation needs, of a type no queued job may use) onto those, at its
+// base GPU count, ending its own extra jobs and the extra jobs there that
+// it needs (Slurm preempts them for the requeued job), when
+// planner.MoveToFaster says so, weighing the pace it keeps with its extra
+// jobs against the faster GPUs' at the count it holds with them (at most
+// its maximum) when they are idle, onto which it then grows; the move
+// costs it Config.MoveCost seconds of progress (the daemon's requeue and
+// restart; BENCHMARKS.md E40, E54, E55).
 //
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,

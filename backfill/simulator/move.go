@@ -16,7 +16,10 @@ import (
 // node the queue head's reservation needs, when no queued
 // job may use those types and planner.MoveToFaster finds the move ends it
 // sooner (among the longest running jobs), weighed against the pace it
-// keeps now, its extra jobs included. A move ends the job's extra jobs
+// keeps now, its extra jobs included, and at the GPUs it holds with them
+// (at most its maximum) when the faster types hold that many (it restarts
+// on its base count and later passes grow it onto the rest, as the daemon's
+// cycles do; E55). A move ends the job's extra jobs
 // (the daemon cancels them once it requeued the job), frees the old base
 // allocation, takes the new one, counts one rescale and costs the job
 // Config.MoveCost seconds of progress (the daemon's requeue: Slurm's
@@ -59,6 +62,16 @@ func (s *sim) moveToFaster() {
 		if a == nil {
 			continue
 		}
+		// Weighed at the GPUs it holds, its extra jobs' included (at most
+		// its maximum), when the faster types hold that many: it restarts
+		// on its base count there and grows onto the rest (BENCHMARKS.md
+		// E55).
+		to := a
+		if held := min(baseGPUs(r)+extraGPUs(r), r.max); held > baseGPUs(r) {
+			if w := s.cluster.Fit(avail, held, planner.FitRule{Types: faster}); w != nil {
+				to = w
+			}
+		}
 		if wanted == nil {
 			wanted = s.queueTypes()
 		}
@@ -77,7 +90,7 @@ func (s *sim) moveToFaster() {
 			}
 		}
 		s.advance(r)
-		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: planner.Pace(r.model, s.speedCounts(r, false), s.speedCounts(r, true)), To: s.speedsOn(r, a), Cost: cost, Longest: longest}
+		q := planner.MoveRequest{Model: r.model, Work: r.rem, Now: planner.Pace(r.model, s.speedCounts(r, false), s.speedCounts(r, true)), To: s.speedsOn(r, to), Cost: cost, Longest: longest}
 		if r == top {
 			q.Longest = second
 		}
@@ -192,4 +205,13 @@ func (s *sim) move(r *run, a []alloc, cost float64) {
 	r.version++
 	end := s.now + int64(math.Ceil(max(r.rem, 0)/r.rate))
 	s.push(event{t: min(end, r.limit), r: r, version: r.version})
+}
+
+// extraGPUs is the GPUs of r's extra jobs.
+func extraGPUs(r *run) int {
+	g := 0
+	for _, x := range r.extras {
+		g += x.gpus
+	}
+	return g
 }

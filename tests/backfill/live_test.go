@@ -300,6 +300,12 @@ func logLines(t *testing.T, path string) []map[string]any {
 
 func countDecisions(t *testing.T, s settings, kind string) int {
 	t.Helper()
+	return len(decisionsOfKind(t, s, kind))
+}
+
+// decisionsOfKind is the daemon's recorded decisions of kind, oldest first.
+func decisionsOfKind(t *testing.T, s settings, kind string) []backfillstore.Decision {
+	t.Helper()
 	db, err := backfillstore.Open(filepath.Join(s.dir, "backfill.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -309,13 +315,13 @@ func countDecisions(t *testing.T, s settings, kind string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []backfillstore.Decision
 	for _, d := range ds {
 		if d.Kind == kind {
-			n++
+			out = append(out, d)
 		}
 	}
-	return n
+	return out
 }
 
 func TestAUsersJobBorrowingTheExtraCommentIsNeverCancelled(t *testing.T) {
