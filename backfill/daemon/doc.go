@@ -453,7 +453,10 @@
 // there after move_cost (a job with started extra jobs weighed at the GPUs
 // it holds with them, at most its maximum, on the fewest nodes of one
 // faster type that hold that many when there are: it restarts on its own
-// node count and the next cycles grow it onto the rest, E55). The job is
+// node count and the next cycles grow it onto the rest as onto any idle
+// GPUs, which nothing holds for it: a job another user submits while it
+// waits may take them, and it then grows onto what is idle, slower GPUs
+// included (a tester saw it on the lab), E55). The job is
 // re-read by id (running, the same
 // nodes, owner, partition and request), the move recorded in state_db
 // (moved, with the owner's excluded nodes as squeue lists them while it

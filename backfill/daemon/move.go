@@ -88,7 +88,7 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // jobs is weighed at the GPUs it holds with them (at most its maximum) on
 // the fewest nodes of one such type that hold that many, when there are
 // (it restarts on its own node count and the next cycles grow it onto the
-// rest; BENCHMARKS.md E55). planner.MoveToFaster then
+// rest when it is still idle: nothing holds it; BENCHMARKS.md E55). planner.MoveToFaster then
 // weighs its time left there and here, the move's cost (move_cost) and the
 // longest time left of the other running jobs. Pure translation: the rule
 // is the planner's; placement is asked only for jobs that pass the other
