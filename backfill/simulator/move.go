@@ -62,21 +62,22 @@ func (s *sim) moveToFaster() {
 		if a == nil {
 			continue
 		}
-		// Weighed at the GPUs it holds, its extra jobs' included (at most
-		// its maximum), when the faster types hold that many: it restarts
-		// on its base count there and grows onto the rest (BENCHMARKS.md
-		// E55).
-		to := a
-		if held := min(baseGPUs(r)+extraGPUs(r), r.max); held > baseGPUs(r) {
-			if w := s.cluster.Fit(avail, held, planner.FitRule{Types: faster}); w != nil {
-				to = w
-			}
-		}
 		if wanted == nil {
 			wanted = s.queueTypes()
 		}
 		if wanted.wants(s, a) {
 			continue
+		}
+		// Weighed at the GPUs it holds, its extra jobs' included (at most
+		// its maximum), when the faster types hold that many and no queued
+		// job may use them (the daemon's target leaves out every node a
+		// pending job may start on): it restarts on its base count there
+		// and grows onto the rest (BENCHMARKS.md E55).
+		to := a
+		if held := min(baseGPUs(r)+extraGPUs(r), r.max); held > baseGPUs(r) {
+			if w := s.cluster.Fit(avail, held, planner.FitRule{Types: faster}); w != nil && !wanted.wants(s, w) {
+				to = w
+			}
 		}
 		if top == nil {
 			top, longest, second = nil, 0, 0
