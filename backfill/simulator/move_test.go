@@ -42,51 +42,43 @@ func TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle(t *testing.T) {
 }
 
 // TestMoveToFasterMovesAJobThatGrewOntoExtraJobs: B (d2, 4 GPUs asked, up
-// to 8, 10,000 s of work on 4 V100s) starts on a T4 node while A holds the
-// V100 node and grows onto the other T4 node by extra jobs. When A ends,
-// B's pace on 8 T4s (8 / 3.1 V100s) is below 4 V100s' by far more than the
-// move costs: its extra jobs end and it moves at once (BENCHMARKS.md,
-// issue 17, E54: before, a job with extra jobs was not moved, and kept the
-// T4s' pace with the V100s idle as long as it had one).
+// to 8) starts on a T4 node while A holds the V100s and grows onto the
+// other T4 node by extra jobs; when A ends, its extra jobs end and it
+// moves at once (BENCHMARKS.md, issue 17):
+//   - E54: with a T4 at 1 / 3.1 of a V100 and one V100 node, B's pace on 8
+//     T4s is below 4 V100s' by far; it ends at 10,312 s. Before, a job with
+//     extra jobs was not moved until its extra jobs had ended at their time
+//     limits (11,741 s).
+//   - E55: with a T4 at 1 / 1.5 of a V100 and two V100 nodes, 4 V100s run B
+//     slower than its 8 T4s, but 8 V100s run it faster by far: the move is
+//     weighed at the GPUs it holds, it restarts on 4 V100s, grows onto the
+//     other V100 node and ends at 11,746 s. Weighed at its base GPUs
+//     alone, it moved only once its extra job had ended (12,802 s; not
+//     moved, 17,256 s).
 func TestMoveToFasterMovesAJobThatGrewOntoExtraJobs(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
-	cfg := twoTypes(4, 8, 4, 1/3.1)
-	recs, res := runTable(t, head+"A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,8,1,8,d2\n", cfg)
-	b := recs["B"]
-	if b.StartTypes != "t4" || b.PeakGPUs != 8 {
-		t.Fatalf("B started on %q and held at most %d GPUs; want the T4s and 8 (grown by extra jobs)", b.StartTypes, b.PeakGPUs)
-	}
-	if res.Moves != 1 {
-		t.Fatalf("%d moves, want B moved once A's V100s are idle", res.Moves)
-	}
-	// Moved when A ends, B ends at 10,312 s; before E54 it moved only once
-	// its extra jobs had ended at their time limits, and ended at 11,741 s.
-	if b.End > 11000 {
-		t.Fatalf("B ended at %d s; want it moved when A ends (about 10,300 s)", b.End)
-	}
-}
-
-// TestMoveToFasterWeighsTheGPUsAJobHoldsWithItsExtraJobs: B (d2, 4 GPUs
-// asked, up to 8, 20,000 s of work on 4 V100s) starts on a T4 node while A
-// holds both V100 nodes, and grows onto the other T4 node by an extra job.
-// When A ends, 4 V100s (1.5 × a T4 here) run B slower than its 8 T4s, but 8
-// V100s run it faster by far: it moves, restarts on 4 V100s and grows onto
-// the other V100 node, and ends at 11,746 s (BENCHMARKS.md, issue 17, E55).
-// Weighed at its base GPUs alone, as before, it moved only once its extra
-// job had ended at its time limit, and ended at 12,802 s; not moved, at
-// 17,256 s.
-func TestMoveToFasterWeighsTheGPUsAJobHoldsWithItsExtraJobs(t *testing.T) {
-	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
-	cfg := twoTypes(8, 8, 4, 1/1.5)
-	recs, res := runTable(t, head+"A,0,300,8,v100,,1,8,8,8,d1\nB,10,20000,4,,,1,8,1,8,d2\n", cfg)
-	b := recs["B"]
-	if b.StartTypes != "t4" || b.PeakGPUs != 8 {
-		t.Fatalf("B started on %q and held at most %d GPUs; want the T4s and 8 (grown by extra jobs)", b.StartTypes, b.PeakGPUs)
-	}
-	if res.Moves != 1 {
-		t.Fatalf("%d moves; want B moved once A's V100s are idle", res.Moves)
-	}
-	if b.End > 12200 {
-		t.Fatalf("B ended at %d s; want it moved when A ends and grown back to 8 V100s (about 11,750 s)", b.End)
+	for _, tc := range []struct {
+		name            string
+		v100            int
+		t4Speed         float64
+		csv             string
+		endBy, endAbout int64
+	}{
+		{"E54: its pace counts its extra jobs", 4, 1 / 3.1, "A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,8,1,8,d2\n", 11000, 10312},
+		{"E55: it is weighed at the GPUs it holds", 8, 1 / 1.5, "A,0,300,8,v100,,1,8,8,8,d1\nB,10,20000,4,,,1,8,1,8,d2\n", 12200, 11746},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, res := runTable(t, head+tc.csv, twoTypes(tc.v100, 8, 4, tc.t4Speed))
+			b := recs["B"]
+			if b.StartTypes != "t4" || b.PeakGPUs != 8 {
+				t.Fatalf("B started on %q and held at most %d GPUs; want the T4s and 8 (grown by extra jobs)", b.StartTypes, b.PeakGPUs)
+			}
+			if res.Moves != 1 {
+				t.Fatalf("%d moves, want B moved once A's V100s are idle", res.Moves)
+			}
+			if b.End > tc.endBy {
+				t.Fatalf("B ended at %d s; want it moved when A ends (about %d s)", b.End, tc.endAbout)
+			}
+		})
 	}
 }
