@@ -344,8 +344,9 @@ func withExtras(base []planner.SpeedCount, extras []*lent, speedOn func(node str
 // re-read by id first and left alone when its state, nodes, owner,
 // partition or request changed since the snapshot; the move is recorded
 // in state_db (moved, state requeued) before `scontrol requeue`, and once
-// the job waits its excluded nodes become its owner's plus the nodes it
-// ran on (state excluded), so that Slurm restarts it elsewhere. A requeue
+// the job waits its excluded nodes become its owner's plus every node
+// slower than the target it may run on, its own included (state
+// excluded), so that Slurm restarts it on the faster ones. A requeue
 // Slurm refuses (--no-requeue) ends the move: the job runs on, and is not
 // tried again. It reports whether an allocation changed. Only a database
 // error is returned.
