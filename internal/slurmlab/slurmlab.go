@@ -390,11 +390,37 @@ func (l *Lab) Submit(t testing.TB, script string, args ...string) string {
 		t.Fatalf("slurmlab: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_, _ = l.CLI.Output(ctx, "scancel", id)
+		// The job's script writes into dir (its --chdir), which the test's
+		// temporary directory cleanup removes right after: wait until Slurm
+		// has ended the job (at most the deadline), so that the removal does
+		// not race a script still writing there (a 24.11 CI run: a job
+		// requeued and started again 0.4 s before the test ended, "unlinkat
+		// ...: directory not empty").
+		l.waitEnded(ctx, id)
 	})
 	return id
+}
+
+// waitEnded polls squeue every 100 ms until job id is in no active state
+// (pending, running, completing, ...) or squeue no longer knows it, or ctx
+// ends; an error reading it ends the wait too.
+func (l *Lab) waitEnded(ctx context.Context, id string) {
+	active := map[string]bool{"PENDING": true, "CONFIGURING": true, "RUNNING": true, "COMPLETING": true,
+		"SUSPENDED": true, "REQUEUED": true, "REQUEUE_HOLD": true, "REQUEUE_FED": true, "RESIZING": true, "SIGNALING": true, "STAGE_OUT": true}
+	for {
+		j, err := l.CLI.Job(ctx, id)
+		if err != nil || !active[j.State] {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // WaitState polls squeue every 100 ms until job id is in one of states (e.g.
