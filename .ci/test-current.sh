@@ -15,6 +15,8 @@
 #                                           form is tests/lab/README.md's (make test-current)
 #   EASYSCALE_CURRENT_SLURM_RUN=PATTERN ... tests/slurm's -test.run (default: every test)
 #   EASYSCALE_CURRENT_BACKFILL_RUN=PATTERN  tests/backfill's -test.run (default: every test)
+#   EASYSCALE_CURRENT_TORCHENGINE_RUN=PATTERN runtime/torchengine's -test.run (default: the Python
+#                                           package's unittests and the fork server's test under torch 2.x)
 #
 # EASYSCALE_CI_STAGE=prepare stops after the installs, the root and the builds; =tests runs only
 # the lab and the suites (what prepare left must be there): .ci/test-all.sh runs the tests so,
@@ -45,7 +47,7 @@ SUITES=(
 	"slurm ./tests/slurm -test.run ${EASYSCALE_CURRENT_SLURM_RUN:-.}"
 	"backfill ./tests/backfill -test.run ${EASYSCALE_CURRENT_BACKFILL_RUN:-.}"
 	"e2e ./tests/e2e -test.run ${EASYSCALE_CURRENT_E2E_RUN:-^TestTorch}"
-	"torchengine ./runtime/torchengine -test.run ^TestPythonPackage$"
+	"torchengine ./runtime/torchengine -test.run ${EASYSCALE_CURRENT_TORCHENGINE_RUN:-^(TestPythonPackage|TestWorkersAreForksOfOneServerAndItsLossEndsThem)$}"
 	"package tests/lab/current-smoke.sh"
 )
 want=("$@")

@@ -28,7 +28,8 @@
 //
 // The Go side (this package) starts and supervises the processes
 // (process.go: python3 -m easyscale.worker, a versioned control protocol on
-// stdin and fd 3, heartbeats, Pdeathsig), drives them through steps and
+// stdin and fd 3, heartbeats, Pdeathsig; forkserver.go: forked from one
+// server that has imported torch), drives them through steps and
 // reallocations (group.go: contiguous logical-worker ranges in rank order, a
 // gloo group rebuilt for every membership, the authoritative per-logical-
 // worker contexts of the last committed step), admits each by its torch
@@ -40,11 +41,27 @@
 // (Options.Workers: New prestarts them all and waits only for the first,
 // whose versions and numerics the others must match), and every grow
 // starts the processes it misses together (Local.Resize) before it waits
-// for any, then admits them in rank order. Each process imports torch
-// once, in its own interpreter; nothing else does (Python reads torch's
-// version from torch/version.py without importing torch). Started so, 8
-// processes on 2 cores are ready about when 8 `import torch` run side by
-// side would be (torch_start_s, BENCHMARKS.md).
+// for any, then admits them in rank order. Torch is imported once per Go
+// process and interpreter: the first start runs the fork server (python3 -m
+// easyscale.forkserver, forkserver.go), which imports torch and never runs a
+// torch operation (no thread pool, no CUDA context to copy), and every
+// worker is a fork of it that runs easyscale.worker with its own
+// environment, standard streams and control channel. Importing torch costs
+// each interpreter 1.8 s of CPU on torch 1.13 and 2.1 s on 2.6 (measured on
+// the CI machine); a fork costs milliseconds, so a grow nobody announced
+// waits for the job's load, not for torch (torch_rescale_fresh_s against
+// torch_rescale_fresh_own_interpreters_s, BENCHMARKS.md). The server ignores
+// SIGINT, SIGTERM and SIGHUP (Slurm signals every process of a step; a worker
+// leaves at its step boundary on SIGTERM); the kernel kills it when this
+// process dies, and its workers when it dies (PR_SET_PDEATHSIG). The
+// server's environment is this process's with PinnedEnv (what torch reads
+// at its import), so a server is kept per interpreter and environment;
+// StartOptions.Env must hold only variables read after torch's import (the
+// engine's own: GLOO_SOCKET_IFNAME). When the server cannot start, a worker
+// starts as its own interpreter, the reason on its stderr; with
+// EASYSCALE_FORKSERVER=0 every worker does (python3 -m easyscale.worker).
+// Python reads torch's version from torch/version.py without importing
+// torch.
 //
 // One step on P processes holding contiguous ranges of the N logical workers,
 // in three requests:

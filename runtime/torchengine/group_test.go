@@ -101,15 +101,20 @@ func TestDigestsDoNotDependOnTheProcesses(t *testing.T) {
 		}
 	}
 	for name, c := range map[string]struct {
-		schedule map[int64][]int
-		kill     map[int64]int
+		schedule        map[int64][]int
+		kill            map[int64]int
+		ownInterpreters bool // EASYSCALE_FORKSERVER=0: not forked from the fork server
 	}{
+		"own interpreters, 2/1/1":       {schedule: map[int64][]int{0: {2, 1, 1}}, ownInterpreters: true},
 		"one process":                   {schedule: map[int64][]int{0: {4}}},
 		"1 -> 3 -> 2":                   {schedule: map[int64][]int{0: {4}, 2: {2, 1, 1}, 4: {2, 2}}},
 		"uneven 3/1":                    {schedule: map[int64][]int{0: {3, 1}}},
 		"a process SIGKILLed at step 3": {schedule: map[int64][]int{0: {2, 1, 1}}, kill: map[int64]int{3: 2}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			if c.ownInterpreters {
+				t.Setenv(ForkServerEnv, "0")
+			}
 			if got := train(t, c.schedule, 6, c.kill); !slices.Equal(got, want) {
 				t.Errorf("digests\n got %v\nwant %v", got, want)
 			}

@@ -56,9 +56,9 @@ func (e *RemoteError) Error() string {
 // (the process serves them in order, except checkpoint and cancel, which it
 // answers at once even during a step or a rendezvous).
 type Process struct {
-	cmd *exec.Cmd
-	tx  io.WriteCloser
-	rx  *os.File
+	proc workerProc
+	tx   io.WriteCloser
+	rx   *os.File
 
 	mu      sync.Mutex // guards next, waiting and writes to tx
 	next    int64
@@ -86,7 +86,7 @@ type frame struct {
 type StartOptions struct {
 	Python     string    // interpreter (see Python)
 	PackageDir string    // PYTHONPATH entry holding easyscale (see Extract)
-	Env        []string  // extra environment (NAME=value), after PinnedEnv
+	Env        []string  // extra environment (NAME=value), after PinnedEnv; read after torch's import (forkserver.go)
 	Stdout     io.Writer // the user's prints; nil discards
 	Stderr     io.Writer // Python's logs and tracebacks; nil discards
 	// Heartbeat is how often the process reports it is alive (default 1 s).
@@ -120,33 +120,56 @@ func Start(o StartOptions) (*Process, error) {
 	if o.StartupTimeout <= 0 {
 		o.StartupTimeout = 120 * time.Second
 	}
+	env := append(append(os.Environ(), PinnedEnv...), o.Env...)
+	env = append(env, "PYTHONPATH="+o.PackageDir, fmt.Sprintf("EASYSCALE_HEARTBEAT_S=%g", o.Heartbeat.Seconds()))
+	var (
+		proc workerProc
+		tx   io.WriteCloser
+		rx   *os.File
+		err  error
+	)
+	if forkServerEnabled() {
+		base := append(os.Environ(), PinnedEnv...)
+		if proc, tx, rx, err = startForked(o, base, env); err != nil && o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "easyscale: forking a python worker: %v; starting its own interpreter instead (%s=0 always does)\n", err, ForkServerEnv)
+		}
+	}
+	if proc == nil {
+		if proc, tx, rx, err = startExec(o, env); err != nil {
+			return nil, err
+		}
+	}
+	p := &Process{proc: proc, tx: tx, rx: rx, waiting: map[int64]chan frame{}, done: make(chan struct{}),
+		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout, started: time.Now(), startWait: o.StartupTimeout}
+	go p.read()
+	return p, nil
+}
+
+// startExec starts a worker as its own interpreter (python3 -m
+// easyscale.worker) with env: its stdin (tx) and control channel (rx).
+func startExec(o StartOptions, env []string) (workerProc, io.WriteCloser, *os.File, error) {
 	cmd := exec.Command(o.Python, "-m", "easyscale.worker")
 	// A worker must not outlive this process (SIGKILLed coordinator): the
 	// kernel kills it when its parent dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(append(os.Environ(), PinnedEnv...), o.Env...)
-	cmd.Env = append(cmd.Env, "PYTHONPATH="+o.PackageDir,
-		fmt.Sprintf("EASYSCALE_HEARTBEAT_S=%g", o.Heartbeat.Seconds()))
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
 	tx, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting the python worker: %w", err)
+		return nil, nil, nil, fmt.Errorf("starting the python worker: %w", err)
 	}
 	rx, w, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting the python worker: %w", err)
+		return nil, nil, nil, fmt.Errorf("starting the python worker: %w", err)
 	}
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
 	if err := cmd.Start(); err != nil {
 		rx.Close()
 		w.Close()
-		return nil, fmt.Errorf("starting the python worker %s: %w", o.Python, err)
+		return nil, nil, nil, fmt.Errorf("starting the python worker %s: %w", o.Python, err)
 	}
 	w.Close()
-	p := &Process{cmd: cmd, tx: tx, rx: rx, waiting: map[int64]chan frame{}, done: make(chan struct{}),
-		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout, started: time.Now(), startWait: o.StartupTimeout}
-	go p.read()
-	return p, nil
+	return &execProc{cmd: cmd}, tx, rx, nil
 }
 
 // read delivers replies and records heartbeats until the channel closes.
@@ -314,13 +337,13 @@ func (p *Process) Close(grace time.Duration) error {
 	p.tx.Close()
 	p.mu.Unlock()
 	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
+	go func() { exited <- p.proc.Wait() }()
 	select {
 	case err := <-exited:
 		p.rx.Close()
 		return err
 	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
+		_ = p.proc.Signal(os.Kill)
 		err := <-exited
 		p.rx.Close()
 		return fmt.Errorf("python worker did not exit within %s, killed: %w", grace, err)
@@ -329,9 +352,9 @@ func (p *Process) Close(grace time.Duration) error {
 
 // Kill ends the process at once (SIGKILL) and reaps it.
 func (p *Process) Kill() {
-	_ = p.cmd.Process.Kill()
+	_ = p.proc.Signal(os.Kill)
 	p.tx.Close()
-	_ = p.cmd.Wait()
+	_ = p.proc.Wait()
 	p.rx.Close()
 }
 
@@ -346,10 +369,10 @@ func (p *Process) exited() bool {
 }
 
 // Signal sends sig to the process (SIGTERM: it asks to leave at the next step boundary).
-func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+func (p *Process) Signal(sig os.Signal) error { return p.proc.Signal(sig) }
 
 // Pid is the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.proc.Pid() }
 
 func writeFrame(w io.Writer, header map[string]any, payload []byte) error {
 	head, err := json.Marshal(header)

@@ -76,11 +76,49 @@ func torchFigures() ([]figure, error) {
 		return nil, err
 	}
 	figs = append(figs, fresh...)
+	// The peer: the same grows with every worker its own interpreter (no fork
+	// server), measured in this run.
+	own, err := withoutForkServer(func() ([]figure, error) { return env.rescaleFresh(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range own {
+		if f.Name == "torch_rescale_fresh_s" || f.Name == "torch_rescale_start_s" {
+			figs = append(figs, figure{strings.TrimSuffix(f.Name, "_s") + "_own_interpreters_s", f.Value, f.Unit})
+		}
+	}
+	figs = append(figs, figure{"torch_rescale_fresh_forked_vs_own_interpreters",
+		valueOf(fresh, "torch_rescale_fresh_s") / valueOf(own, "torch_rescale_fresh_s"), "ratio"})
 	warm, err := env.rescaleWarm(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return append(figs, warm...), nil
+}
+
+// withoutForkServer runs measure with $EASYSCALE_FORKSERVER=0 (every Python
+// worker started as its own interpreter) and restores the variable.
+func withoutForkServer(measure func() ([]figure, error)) ([]figure, error) {
+	old, had := os.LookupEnv(torchengine.ForkServerEnv)
+	os.Setenv(torchengine.ForkServerEnv, "0")
+	defer func() {
+		if had {
+			os.Setenv(torchengine.ForkServerEnv, old)
+		} else {
+			os.Unsetenv(torchengine.ForkServerEnv)
+		}
+	}()
+	return measure()
+}
+
+// valueOf is the value of the figure named name in figs (0 when absent).
+func valueOf(figs []figure, name string) float64 {
+	for _, f := range figs {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return 0
 }
 
 // newTorchEnv finds torch, extracts the easyscale package to a temporary

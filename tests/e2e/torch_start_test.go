@@ -54,7 +54,11 @@ func TestTorchRunStartsItsPythonProcessesTogether(t *testing.T) {
 	ref := digest(mustRun(t, "run", "--config", job, "--no-eval", "--workers", "4", "--steps", "3"))
 	dir := t.TempDir()
 	sum := filepath.Join(dir, "summary.json")
-	s := start(t, []string{torchengine.PythonEnv + "=" + gatedPython(t, dir, py)},
+	// The gate counts interpreters started for workers: the fork server (on by
+	// default) forks them from one interpreter instead, through the same launch
+	// code (runtime/torchengine's TestResizeStartsEveryMissingProcessBeforeWaitingForAny
+	// covers that path).
+	s := start(t, []string{torchengine.PythonEnv + "=" + gatedPython(t, dir, py), torchengine.ForkServerEnv + "=0"},
 		"run", "--config", job, "--no-eval", "--workers", "4", "--steps", "3", "--quiet", "--summary", sum)
 	deadline := time.After(60 * time.Second)
 	for startedWorkers(t, dir) < 4 {

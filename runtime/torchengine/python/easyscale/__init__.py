@@ -27,6 +27,8 @@ Modules:
     sampler      DistributedSampler-order cursor over N logical workers
     context      per-logical-worker buffers (BatchNorm) swapped into one replica
     numerics     pinned numerics, worker fingerprint and canary digest
+    worker       a worker process: the control protocol's requests served
+    forkserver   imports torch once and forks the worker processes
 """
 
 __version__ = "0.2.0"

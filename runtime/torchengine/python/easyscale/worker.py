@@ -1,4 +1,5 @@
-"""A physical worker's Python process: ``python3 -m easyscale.worker``.
+"""A physical worker's Python process: ``python3 -m easyscale.worker``, or a fork of :mod:`easyscale.forkserver` that
+runs this module as ``__main__`` with torch already imported.
 
 Started and supervised by the Go worker (``runtime/torchengine``), which talks
 to it over :mod:`easyscale.protocol` (requests on stdin, replies on fd 3).

@@ -1,0 +1,176 @@
+"""The fork server: ``python3 -m easyscale.forkserver``, one per Go process and interpreter.
+
+Importing torch costs every worker process one to two seconds of CPU (torch's shared library and its Python
+modules; measured 1.8 s on torch 1.13 and 2.1 s on torch 2.6 on the CI machine). The Go side
+(``runtime/torchengine/forkserver.go``) starts this server once; it imports torch once and forks a worker process
+per request, which starts ``easyscale.worker`` as ``python3 -m easyscale.worker`` would, with torch already
+imported.
+
+The server never runs a torch operation, so it holds no thread pool, no CUDA context and no other thread: a fork
+of it is as clean as a fresh interpreter that has imported torch. A worker's environment is the request's, set
+before the worker imports anything of easyscale; only variables torch reads at its own import (thread counts:
+the Go side's pinned environment) are the server's, which is why the Go side keys a server by its whole
+environment.
+
+Protocol, over the ``SOCK_SEQPACKET`` socket on fd 3 (one message a datagram, JSON):
+
+    server -> Go  {"ready": true, "pid": N, "torch": version}      once torch is imported
+    Go -> server  {"env": {NAME: value}, "package": dir}           with four file descriptors (SCM_RIGHTS):
+                                                                   stdin, control (the worker's fd 3),
+                                                                   stdout, stderr
+    server -> Go  {"pid": N} or {"error": message}                 the reply, in request order
+    server -> Go  {"exited": N, "status": S}                       when worker N has ended: S is its exit code,
+                                                                   or minus the signal that ended it
+
+The server exits when the socket closes (the Go process ended). Each worker has the kernel kill it when the
+server dies (``PR_SET_PDEATHSIG``), as the Go side has the kernel kill the server when it dies, so no worker
+outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP: Slurm signals every process of a step, and
+a worker must outlive SIGTERM long enough to leave at its step boundary.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import sys
+import traceback
+
+_PR_SET_PDEATHSIG = 1
+_CONTROL_FD = 3
+_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _reap(sock: socket.socket) -> None:
+    """Reports every ended worker (waitpid without blocking until none is left)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            _send(sock, {"exited": pid, "status": code})
+        except OSError:
+            return
+
+
+def _become_worker(server: int, fds: list[int], env: dict[str, str], package: str, package0: str) -> None:
+    """Runs in the forked child: the worker's descriptors, signals, environment and package, then the worker."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != server:
+        os._exit(70)  # the server died before the child could ask to follow it
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    stdin, control, stdout, stderr = fds
+    os.dup2(stdin, 0)
+    os.dup2(stdout, 1)
+    os.dup2(stderr, 2)
+    os.dup2(control, _CONTROL_FD)
+    # Nothing of the server's or of another worker's stays open here: another worker's stdin must reach EOF
+    # when the Go side closes it.
+    os.closerange(_CONTROL_FD + 1, os.sysconf("SC_OPEN_MAX"))
+    os.environ.clear()
+    os.environ.update(env)
+    # The worker's easyscale is the one in its package directory, not the one this server was started from.
+    for name in [m for m in sys.modules if m == "easyscale" or m.startswith("easyscale.")]:
+        del sys.modules[name]
+    sys.path[:] = [package if p == package0 else p for p in sys.path]
+    if package not in sys.path:
+        sys.path.insert(0, package)
+    sys.argv = [sys.executable, "-m", "easyscale.worker"]
+    runpy.run_module("easyscale.worker", run_name="__main__", alter_sys=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _fork(sock: socket.socket, server: int, request: dict, fds: list[int], package0: str) -> None:
+    if len(fds) != 4:
+        _send(sock, {"error": f"want 4 file descriptors, got {len(fds)}"})
+        return
+    try:
+        env = {str(k): str(v) for k, v in request["env"].items()}
+        package = str(request["package"])
+    except (KeyError, AttributeError, TypeError) as e:
+        _send(sock, {"error": f"malformed request: {e!r}"})
+        return
+    try:
+        pid = os.fork()
+    except OSError as e:
+        _send(sock, {"error": f"fork: {e}"})
+        return
+    if pid == 0:
+        status = 70
+        try:
+            sock.close()
+            _become_worker(server, fds, env, package, package0)
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:  # the worker's own failures are its stderr's, as in a fresh interpreter
+            traceback.print_exc()
+            status = 1
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(status)
+    _send(sock, {"pid": pid})
+
+
+def main() -> int:
+    for sig in _IGNORED:
+        signal.signal(sig, signal.SIG_IGN)
+    sock = socket.socket(fileno=_CONTROL_FD)
+    package0 = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
+    # SIGCHLD wakes the loop through a pipe, so that an ended worker is reported at once.
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    import torch  # the point of the server: every fork has it imported
+
+    server = os.getpid()
+    _send(sock, {"ready": True, "pid": server, "torch": torch.__version__})
+    while True:
+        readable, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+            _reap(sock)
+        if sock not in readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        except OSError:
+            return 0
+        if not data:
+            return 0  # the Go process closed its end
+        try:
+            try:
+                request = json.loads(data)
+            except ValueError as e:
+                _send(sock, {"error": f"malformed request: {e}"})
+                continue
+            _fork(sock, server, request, fds, package0)
+        except OSError:
+            return 0
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

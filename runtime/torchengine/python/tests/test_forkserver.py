@@ -1,0 +1,97 @@
+"""The fork server's protocol (easyscale.forkserver): bad requests are answered, a good one forks a worker."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+import easyscale
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(easyscale.__file__)))
+
+
+class ForkServerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.sock.settimeout(120)
+        env = dict(os.environ, PYTHONPATH=PACKAGE)
+        os.set_inheritable(theirs.fileno(), True)
+        # The server reads its socket on fd 3, as the Go side passes it. Its working directory comes first on its
+        # path (as python3 -m's does): "/", so that the tests' own directory does not hide the packages named.
+        self.server = subprocess.Popen([sys.executable, "-c",
+                                        f"import os; os.dup2({theirs.fileno()}, 3); "
+                                        "import runpy; runpy.run_module('easyscale.forkserver', run_name='__main__')"],
+                                       env=env, pass_fds=(theirs.fileno(),), cwd=os.sep)
+        theirs.close()
+        self.addCleanup(self.server.wait, 30)
+        self.addCleanup(self.sock.close)
+        ready = self.receive()
+        self.assertTrue(ready["ready"])
+        self.assertEqual(ready["pid"], self.server.pid)
+
+    def receive(self) -> dict:
+        return json.loads(self.sock.recv(1 << 16))
+
+    def test_malformed_requests_are_answered_and_change_nothing(self) -> None:
+        r, w = os.pipe()
+        try:
+            for request, fds, want in [
+                (b"{not json", [], "malformed request"),
+                (json.dumps({"env": {}, "package": PACKAGE}).encode(), [r, w], "want 4 file descriptors, got 2"),
+                (json.dumps({"env": ["A=1"], "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps({"package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+            ]:
+                with self.subTest(request=request, fds=len(fds)):
+                    socket.send_fds(self.sock, [request], fds)
+                    reply = self.receive()
+                    self.assertIn(want, reply.get("error", ""), reply)
+        finally:
+            os.close(r)
+            os.close(w)
+
+    def test_a_worker_gets_the_requests_descriptors_and_environment_and_its_exit_is_reported(self) -> None:
+        # A package whose easyscale.worker prints its environment variable and exits 7: the server must run the
+        # requested package's worker, not the one it was started from.
+        package = self.enterContext(_TempPackage())
+        stdin_r, stdin_w = os.pipe()
+        control_r, control_w = os.pipe()
+        out_r, out_w = os.pipe()
+        request = json.dumps({"env": {"FORKSERVER_TEST": "forty-two"}, "package": package}).encode()
+        socket.send_fds(self.sock, [request], [stdin_r, control_w, out_w, out_w])
+        for fd in (stdin_r, control_w, out_w):
+            os.close(fd)
+        pid = self.receive()["pid"]
+        self.assertEqual(self.receive(), {"exited": pid, "status": 7})
+        with os.fdopen(out_r) as out, os.fdopen(control_r, "rb") as control:
+            self.assertEqual(out.read(), "forty-two\n")
+            self.assertEqual(control.read(), b"control")
+        os.close(stdin_w)
+
+    def test_the_server_exits_when_its_socket_closes(self) -> None:
+        self.sock.close()
+        self.assertEqual(self.server.wait(30), 0)
+
+
+class _TempPackage:
+    def __enter__(self) -> str:
+        import tempfile
+        self.dir = tempfile.TemporaryDirectory()
+        os.mkdir(os.path.join(self.dir.name, "easyscale"))
+        with open(os.path.join(self.dir.name, "easyscale", "__init__.py"), "w") as f:
+            f.write("")
+        with open(os.path.join(self.dir.name, "easyscale", "worker.py"), "w") as f:
+            f.write("import os, sys\n"
+                    "print(os.environ['FORKSERVER_TEST'])\n"
+                    "os.write(3, b'control')\n"
+                    "sys.exit(7)\n")
+        return self.dir.name
+
+    def __exit__(self, *exc: object) -> None:
+        self.dir.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
