@@ -191,6 +191,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "easyscale-simulate: %v\n", err)
 		return 1
 	}
+	res.Input = &Input{Trace: *tracePath, GPUs: *gpus, GPUsPerNode: cfg.GPUsPerNode, Nodes: *nodesPath,
+		Speeds: *speeds, Window: *window, MaxJobs: *maxJobs}
 	if err := writeJSON(*jsonOut, res, stdout); err != nil {
 		fmt.Fprintf(stderr, "easyscale-simulate: writing --json %s: %v\n", *jsonOut, err)
 		return 1

@@ -216,6 +216,10 @@ type Result struct {
 	// Settings is what an elastic policy ran with; nil (left out of the
 	// JSON) under the rigid policy.
 	Settings *Settings `json:"settings,omitempty"`
+	// Input is what easyscale-simulate replayed on which cluster, so that a
+	// result file says what produced it; nil (left out) when Run is called
+	// from Go.
+	Input *Input `json:"input,omitempty"`
 	// Jobs counts completed jobs; Skipped counts trace jobs that could
 	// never start (0 GPUs, or more GPUs than the whole cluster) and were
 	// left out of every metric.
@@ -260,15 +264,31 @@ type Result struct {
 	// (Config.StartSmall).
 	SmallStarts int `json:"small_starts"`
 	// Shed counts the starts after which Config.ShedSlowNodes released nodes.
-	Shed int `json:"shed,omitempty"`
+	Shed int `json:"shed"`
 	// Moves counts the running jobs moved to faster GPUs
 	// (Config.MoveToFaster).
-	Moves   int `json:"moves,omitempty"`
+	Moves   int `json:"moves"`
 	Shrinks int `json:"shrinks"`
 	// Series is the allocation over time, one sample per change.
 	Series []Sample `json:"-"`
 	// PerJob holds one record per completed job, in completion order.
 	PerJob []JobRecord `json:"-"`
+}
+
+// Input records the flags of an easyscale-simulate run that chose the jobs
+// and the cluster, as given ("" and 0: the flag was left out).
+type Input struct {
+	Trace string `json:"trace"`
+	// GPUs is the cluster's GPUs as TYPE:COUNT,... (from --nodes when it
+	// gave the cluster); GPUsPerNode is the node size the run used (0 with
+	// --nodes).
+	GPUs        string `json:"gpus"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	Nodes       string `json:"nodes,omitempty"`
+	// Speeds is --speeds: "" means every GPU type at speed 1.
+	Speeds  string `json:"speeds"`
+	Window  string `json:"window,omitempty"`
+	MaxJobs int    `json:"max_jobs,omitempty"`
 }
 
 // JobRecord is one completed job's history. Times are in seconds from the

@@ -340,6 +340,16 @@ func TestMainCLI(t *testing.T) {
 				t.Errorf("JSON lacks %q", k)
 			}
 		}
+		for _, k := range []string{"shed", "moves"} { // counts, present when 0
+			if _, ok := m[k]; !ok {
+				t.Errorf("JSON lacks %q", k)
+			}
+		}
+		in, _ := m["input"].(map[string]any)
+		if in["trace"] != tr || in["gpus"] != "v100:48,t4:16" || in["gpus_per_node"] != 4.0 || in["speeds"] != "t4:0.5" ||
+			in["window"] != "0:20000" || in["max_jobs"] != 60.0 {
+			t.Errorf("input = %v, want the trace, --gpus, --gpus-per-node, --speeds, --window and --max-jobs given", m["input"])
+		}
 		settings, _ := m["settings"].(map[string]any)
 		if settings["admit_horizon"] != "returned" || settings["start_small"] != "ends-earlier" || settings["objective"] != true || settings["rescale_cost_s"] != 30.0 {
 			t.Errorf("settings = %v, want the daemon's defaults echoed (admit_horizon returned, start_small ends-earlier, objective, rescale_cost_s 30)", m["settings"])
