@@ -46,12 +46,14 @@ long="./runtime/torchengine ./tests/backfill ./tests/e2e"
 rest=$(go list ./... | grep -v -e '/tests/slurm$' -e '/runtime/torchengine$' -e '/tests/backfill$' -e '/tests/e2e$')
 rc=0
 go test -count=1 -timeout 40m $long $rest || rc=$?
+# tests/slurm ends last (it waits on Slurm noticing lost nodes): the cross-check runs while it
+# does, not after it (23 s off the suite's time in 86791b8's clean-clone run).
+step "arm64 cross-check (beside tests/slurm)"
+cross_rc=0
+{ bash tests/crossarch/run.sh && bash tests/crossarch/binary.sh; } || cross_rc=$?
 slurm_rc=0
 wait "$slurm_pid" || slurm_rc=$?
 step "go test ./tests/slurm (its own lab) exited $slurm_rc"
 cat "$slurm_log"
-[ "$rc" = 0 ] && [ "$slurm_rc" = 0 ] || exit 1
-step "arm64 cross-check"
-bash tests/crossarch/run.sh
-bash tests/crossarch/binary.sh
+[ "$rc" = 0 ] && [ "$slurm_rc" = 0 ] && [ "$cross_rc" = 0 ] || exit 1
 step "done"

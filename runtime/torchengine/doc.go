@@ -42,24 +42,32 @@
 // whose versions and numerics the others must match), and every grow
 // starts the processes it misses together (Local.Resize) before it waits
 // for any, then admits them in rank order. Torch is imported once per Go
-// process and interpreter: the first start runs the fork server (python3 -m
-// easyscale.forkserver, forkserver.go), which imports torch and never runs a
-// torch operation (no thread pool, no CUDA context to copy), and every
-// worker is a fork of it that runs easyscale.worker with its own
-// environment, standard streams and control channel. Importing torch costs
-// each interpreter 1.8 s of CPU on torch 1.13 and 2.1 s on 2.6 (measured on
-// the CI machine); a fork costs milliseconds, so a grow nobody announced
+// process, interpreter and environment: the first start runs a fork server
+// (easyscale.forkserver, forkserver.go), which imports torch and never runs
+// a torch operation (no thread pool, no CUDA context to copy), and every
+// worker is a fork of it that runs easyscale.worker with its own standard
+// streams and control channel. Importing torch costs each interpreter 1.8 s
+// of CPU on torch 1.13 and 2.1 s on 2.6 (measured on the CI machine); a
+// fork costs milliseconds, so once a server runs, a grow nobody announced
 // waits for the job's load, not for torch (torch_rescale_fresh_s against
-// torch_rescale_fresh_own_interpreters_s, BENCHMARKS.md). The server ignores
-// SIGINT, SIGTERM and SIGHUP (Slurm signals every process of a step; a worker
-// leaves at its step boundary on SIGTERM); the kernel kills it when this
-// process dies, and its workers when it dies (PR_SET_PDEATHSIG). The
-// server's environment is this process's with PinnedEnv (what torch reads
-// at its import), so a server is kept per interpreter and environment;
-// StartOptions.Env must hold only variables read after torch's import (the
-// engine's own: GLOO_SOCKET_IFNAME). When the server cannot start, a worker
-// starts as its own interpreter, the reason on its stderr; with
-// EASYSCALE_FORKSERVER=0 every worker does (python3 -m easyscale.worker).
+// torch_rescale_fresh_own_interpreters_s, BENCHMARKS.md); the first start
+// of a Go process still pays one import. A server is started with the
+// worker's whole environment (but PYTHONPATH), so what torch reads at its
+// import is what an interpreter of the worker's own would have read; a
+// worker with other variables gets a server of its own. What a process
+// inherits rather than reads (working directory, umask, resource limits,
+// CPU affinity, Python's hash seed) is the server's, which is this
+// process's when it started the server. The server ignores SIGINT, SIGTERM
+// and SIGHUP from its first instruction (Slurm signals every process of a
+// step; a worker leaves at its step boundary on SIGTERM), holds about
+// 230 MB (torch's modules) and exits after 60 s without workers; the kernel
+// kills it when this process dies (when the thread that started it ends, as
+// for any Pdeathsig child), and its workers when it dies
+// (PR_SET_PDEATHSIG). A server that does not start makes its workers start
+// as their own interpreters for a minute, the reason on the first one's
+// stderr; one that does not answer a spawn within StartupTimeout is no
+// longer used, and its running workers keep it. With EASYSCALE_FORKSERVER=0
+// every worker is its own interpreter (python3 -m easyscale.worker).
 // Python reads torch's version from torch/version.py without importing
 // torch.
 //

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +23,11 @@ const ForkServerEnv = "EASYSCALE_FORKSERVER"
 
 // errForkServerGone is returned (wrapped) when the fork server's socket closed.
 var errForkServerGone = errors.New("the fork server exited")
+
+// errForkServerFailedRecently is returned (wrapped) for a start within
+// forkServerRetry of a failed server start for the same key (said once, at
+// that failure).
+var errForkServerFailedRecently = errors.New("the fork server failed to start")
 
 // workerProc is a started worker process as Process drives it: an exec'd
 // interpreter (execProc) or a fork of the fork server (forkedProc).
@@ -57,10 +64,9 @@ type forkServer struct {
 	done  chan struct{} // closed when its socket closed
 	key   string
 
-	spawnMu sync.Mutex     // one spawn request at a time: replies come in order
-	replies chan forkReply // the reader's answer to the spawn in flight
-
-	mu       sync.Mutex // guards children, err
+	mu       sync.Mutex // guards next, replies, children, err
+	next     int64
+	replies  map[int64]chan forkReply // by request id: a late reply never answers another request
 	children map[int]*forkedProc
 	err      error // why the socket closed
 }
@@ -114,45 +120,109 @@ func exitStatusError(status int) error {
 	}
 }
 
+// forkServers holds the running server of each key (forkServerKey), and
+// when a server last failed to start for a key: for forkServerRetry after
+// that, workers of the key start as their own interpreters at once.
 var forkServers = struct {
 	sync.Mutex
-	m map[string]*forkServer
-}{m: map[string]*forkServer{}}
+	m      map[string]*forkServer
+	failed map[string]time.Time
+}{m: map[string]*forkServer{}, failed: map[string]time.Time{}}
+
+// forkServerRetry is how long after a failed start no server is tried again
+// for the same interpreter and environment.
+const forkServerRetry = time.Minute
+
+// forkServerIdle is how long a server without workers waits for a spawn
+// before it exits (python/easyscale/forkserver.py), in seconds.
+const forkServerIdle = 60
+
+// forkServerBootstrap starts the server with SIGINT, SIGTERM and SIGHUP
+// ignored before anything is imported (the easyscale package imports torch,
+// which takes seconds), then runs easyscale.forkserver as python3 -m would.
+const forkServerBootstrap = `import signal as s
+for x in (s.SIGINT, s.SIGTERM, s.SIGHUP): s.signal(x, s.SIG_IGN)
+import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True)`
+
+// dedupEnv returns env with one entry per name, the last one's value, in
+// name order (what a process started with env sees, as a stable key).
+func dedupEnv(env []string) []string {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	out := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		out = append(out, k+"="+vars[k])
+	}
+	return out
+}
+
+// withoutVar returns env without the entries of name.
+func withoutVar(env []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+}
 
 // forkServerEnabled reports whether workers are forked ($EASYSCALE_FORKSERVER
 // is not "0").
 func forkServerEnabled() bool { return os.Getenv(ForkServerEnv) != "0" }
 
-// forkServerFor returns the running fork server for python and base (this
-// process's environment and PinnedEnv: what torch reads at its import),
-// starting one with packageDir on its PYTHONPATH when there is none, and
-// waits up to wait for it to have imported torch.
-func forkServerFor(python, packageDir string, base []string, wait time.Duration) (*forkServer, error) {
-	key := python + "\x00" + strings.Join(base, "\x00")
+// forkServerFor returns the running fork server for python and env (a
+// worker's whole environment, deduplicated, without PYTHONPATH: a server is
+// started with it, so that what torch reads at its import is what the
+// worker would have read), starting one with packageDir on its PYTHONPATH
+// when there is none, and waits up to wait for it to have imported torch.
+// A server that fails to start is not tried again for forkServerRetry.
+func forkServerFor(python, packageDir string, env []string, wait time.Duration) (*forkServer, error) {
+	key := python + "\x00" + strings.Join(env, "\x00")
 	forkServers.Lock()
+	if at, ok := forkServers.failed[key]; ok && time.Since(at) < forkServerRetry {
+		forkServers.Unlock()
+		return nil, fmt.Errorf("%w %s ago for %s", errForkServerFailedRecently, time.Since(at).Round(time.Second), python)
+	}
 	s := forkServers.m[key]
 	if s == nil {
 		var err error
-		if s, err = startForkServer(python, packageDir, base, key); err != nil {
+		if s, err = startForkServer(python, packageDir, env, key); err != nil {
+			forkServers.failed[key] = time.Now()
 			forkServers.Unlock()
 			return nil, err
 		}
 		forkServers.m[key] = s
 	}
 	forkServers.Unlock()
+	failed := func(err error) (*forkServer, error) {
+		forkServers.Lock()
+		forkServers.failed[key] = time.Now()
+		forkServers.Unlock()
+		return nil, err
+	}
 	select {
 	case <-s.ready:
 		return s, nil
 	case <-s.done:
-		return nil, fmt.Errorf("starting the fork server: %w (%v)", errForkServerGone, s.closedErr())
+		return failed(fmt.Errorf("starting the fork server: %w (%v)", errForkServerGone, s.closedErr()))
 	case <-time.After(wait):
-		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill() // it has no worker yet
 		<-s.done
-		return nil, fmt.Errorf("starting the fork server: torch not imported within %s", wait)
+		return failed(fmt.Errorf("starting the fork server: torch not imported within %s", wait))
 	}
 }
 
-func startForkServer(python, packageDir string, base []string, key string) (*forkServer, error) {
+// retire takes s out of use: the next start for its key starts another
+// server. Its workers keep running; it exits once it has none for
+// forkServerIdle (or with this process).
+func (s *forkServer) retire() {
+	forkServers.Lock()
+	if forkServers.m[s.key] == s {
+		delete(forkServers.m, s.key)
+	}
+	forkServers.Unlock()
+}
+
+func startForkServer(python, packageDir string, env []string, key string) (*forkServer, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("starting the fork server: socketpair: %w", err)
@@ -164,9 +234,9 @@ func startForkServer(python, packageDir string, base []string, key string) (*for
 	if err != nil {
 		return nil, fmt.Errorf("starting the fork server: %w", err)
 	}
-	cmd := exec.Command(python, "-m", "easyscale.forkserver")
+	cmd := exec.Command(python, "-c", forkServerBootstrap)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(append([]string(nil), base...), "PYTHONPATH="+packageDir)
+	cmd.Env = append(slices.Clone(env), "PYTHONPATH="+packageDir, fmt.Sprintf("EASYSCALE_FORKSERVER_IDLE_S=%d", forkServerIdle))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the server
 	if err := cmd.Start(); err != nil {
@@ -174,7 +244,7 @@ func startForkServer(python, packageDir string, base []string, key string) (*for
 		return nil, fmt.Errorf("starting the fork server %s: %w", python, err)
 	}
 	s := &forkServer{cmd: cmd, conn: fc.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}),
-		key: key, replies: make(chan forkReply, 1), children: map[int]*forkedProc{}}
+		key: key, replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}}
 	go s.read()
 	return s, nil
 }
@@ -196,6 +266,7 @@ func (s *forkServer) read() {
 		}
 		var m struct {
 			Ready  bool    `json:"ready"`
+			ID     int64   `json:"id"`
 			Pid    *int    `json:"pid"`
 			Error  *string `json:"error"`
 			Exited *int    `json:"exited"`
@@ -220,20 +291,18 @@ func (s *forkServer) read() {
 			c := &forkedProc{pid: *m.Pid, ended: make(chan struct{})}
 			s.mu.Lock()
 			s.children[c.pid] = c
+			s.answer(m.ID, forkReply{proc: c})
 			s.mu.Unlock()
-			s.replies <- forkReply{proc: c}
 		case m.Error != nil:
-			s.replies <- forkReply{err: errors.New(*m.Error)}
+			s.mu.Lock()
+			s.answer(m.ID, forkReply{err: errors.New(*m.Error)})
+			s.mu.Unlock()
 		}
 	}
 	_ = s.cmd.Process.Kill() // its workers follow it (PR_SET_PDEATHSIG)
 	_ = s.cmd.Wait()
 	s.conn.Close()
-	forkServers.Lock()
-	if forkServers.m[s.key] == s {
-		delete(forkServers.m, s.key)
-	}
-	forkServers.Unlock()
+	s.retire()
 	s.mu.Lock()
 	s.err = err
 	for pid, c := range s.children {
@@ -245,15 +314,25 @@ func (s *forkServer) read() {
 	close(s.done)
 }
 
+// answer hands reply to the spawn waiting for request id (s.mu held); a
+// spawn that gave up has left, and its reply is dropped.
+func (s *forkServer) answer(id int64, reply forkReply) {
+	if ch, ok := s.replies[id]; ok {
+		delete(s.replies, id)
+		ch <- reply // buffered
+	}
+}
+
 func (s *forkServer) closedErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
-// spawn forks a worker with env (NAME=value, the last of a name wins) and
-// packageDir on its path, handing it files (stdin, control, stdout, stderr);
-// it waits up to wait for the reply.
+// spawn forks a worker with env (NAME=value, one per name) and packageDir
+// on its path, handing it files (stdin, control, stdout, stderr); it waits
+// up to wait for the reply. A server that does not answer in time is
+// retired, not killed: its other workers run on.
 func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, wait time.Duration) (*forkedProc, error) {
 	vars := map[string]string{}
 	for _, kv := range env {
@@ -261,29 +340,48 @@ func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, w
 			vars[k] = v
 		}
 	}
-	msg, err := json.Marshal(map[string]any{"env": vars, "package": packageDir})
-	if err != nil {
-		return nil, err
-	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
 	}
-	s.spawnMu.Lock()
-	defer s.spawnMu.Unlock()
+	reply := make(chan forkReply, 1)
+	s.mu.Lock()
+	s.next++
+	id := s.next
+	s.replies[id] = reply
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.replies, id)
+		s.mu.Unlock()
+	}()
+	msg, err := json.Marshal(map[string]any{"id": id, "env": vars, "package": packageDir})
+	if err != nil {
+		return nil, err
+	}
 	if _, _, err := s.conn.WriteMsgUnix(msg, syscall.UnixRights(fds...), nil); err != nil {
-		return nil, fmt.Errorf("asking the fork server for a worker: %w", err)
+		return nil, fmt.Errorf("asking the fork server for a worker: %w: %w", errForkServerGone, err)
 	}
 	select {
-	case r := <-s.replies:
+	case r := <-reply:
 		if r.err != nil {
 			return nil, fmt.Errorf("the fork server: %w", r.err)
 		}
 		return r.proc, nil
 	case <-s.done:
+		select {
+		case r := <-reply: // answered before it exited: that worker is ending with it
+			if r.err == nil {
+				// not errForkServerGone: that worker may have written to the
+				// control pipe, which no other may then use
+				return nil, fmt.Errorf("asking the fork server for a worker: it exited after it forked worker %d (%v)",
+					r.proc.pid, s.closedErr())
+			}
+		default:
+		}
 		return nil, fmt.Errorf("asking the fork server for a worker: %w (%v)", errForkServerGone, s.closedErr())
 	case <-time.After(wait):
-		_ = s.cmd.Process.Kill()
+		s.retire()
 		return nil, fmt.Errorf("asking the fork server for a worker: no answer within %s", wait)
 	}
 }
@@ -291,11 +389,9 @@ func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, w
 // startForked starts a worker as a fork of the fork server for o: its stdin
 // (tx), its control channel (rx) and its stdout and stderr copied to o's
 // writers, as exec would.
-func startForked(o StartOptions, base, env []string) (workerProc, io.WriteCloser, *os.File, error) {
-	s, err := forkServerFor(o.Python, o.PackageDir, base, o.StartupTimeout)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+func startForked(o StartOptions, env []string) (workerProc, io.WriteCloser, *os.File, error) {
+	env = dedupEnv(env)
+	serverEnv := withoutVar(env, "PYTHONPATH")
 	var theirs []*os.File // closed here once the server has them
 	defer func() {
 		for _, f := range theirs {
@@ -348,16 +444,43 @@ func startForked(o StartOptions, base, env []string) (workerProc, io.WriteCloser
 	if err != nil {
 		return fail(err)
 	}
-	stderr, err := output(o.Stderr)
-	if err != nil {
-		return fail(err)
+	// One writer for both goes through one pipe, as exec.Cmd does, so that
+	// it is never written by two copiers at once.
+	stderr := stdout
+	if !sameWriter(o.Stdout, o.Stderr) {
+		if stderr, err = output(o.Stderr); err != nil {
+			return fail(err)
+		}
 	}
-	p, err := s.spawn(env, o.PackageDir, [4]*os.File{stdinR, ctlW, stdout, stderr}, o.StartupTimeout)
-	if err != nil {
-		return fail(err)
+	// A server found idle may exit as the request is sent (errForkServerGone):
+	// then one more, new server is asked.
+	var p *forkedProc
+	for try := 0; ; try++ {
+		s, err := forkServerFor(o.Python, o.PackageDir, serverEnv, o.StartupTimeout)
+		if err != nil {
+			return fail(err)
+		}
+		if p, err = s.spawn(env, o.PackageDir, [4]*os.File{stdinR, ctlW, stdout, stderr}, o.StartupTimeout); err == nil {
+			break
+		}
+		if !errors.Is(err, errForkServerGone) || try > 0 {
+			return fail(err)
+		}
 	}
 	for _, start := range copies {
 		start(p)
 	}
 	return p, stdinW, ctlR, nil
+}
+
+// sameWriter reports whether a and b are one writer (exec.Cmd's test for
+// sharing a pipe between Stdout and Stderr; writers that are not comparable
+// are not).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -119,4 +122,212 @@ func TestAnInterpreterWhoseForkServerFailsStartsWorkersOfItsOwn(t *testing.T) {
 	if err := l.Close(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Logf("close: %v", err)
 	}
+}
+
+// overlapWriter counts Write calls that overlap another, and the lines written.
+type overlapWriter struct {
+	busy     atomic.Int32
+	overlaps atomic.Int32
+	mu       sync.Mutex
+	lines    []string
+}
+
+func (w *overlapWriter) Write(p []byte) (int, error) {
+	if w.busy.Add(1) > 1 {
+		w.overlaps.Add(1)
+	}
+	time.Sleep(time.Millisecond) // long enough for a second copier to arrive
+	w.mu.Lock()
+	w.lines = append(w.lines, strings.Split(strings.TrimSpace(string(p)), "\n")...)
+	w.mu.Unlock()
+	w.busy.Add(-1)
+	return len(p), nil
+}
+
+// fakePackage writes a package directory whose easyscale.worker is source.
+func fakePackage(t *testing.T, source string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "easyscale"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"__init__.py": "", "worker.py": source} {
+		if err := os.WriteFile(filepath.Join(dir, "easyscale", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestAWriterGivenForStdoutAndStderrIsWrittenByOneCopier: as with exec.Cmd,
+// a worker whose stdout and stderr go to one writer has them copied by one
+// goroutine, so a writer that is not safe for concurrent use (a
+// bytes.Buffer, the engine's Stderr) is never written twice at once. The
+// worker is a fork (its parent is the server the real worker started).
+func TestAWriterGivenForStdoutAndStderrIsWrittenByOneCopier(t *testing.T) {
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 1); err != nil { // the server, started from the real package
+		t.Fatal(err)
+	}
+	server := parentOf(t, l.Processes()[0].Pid())
+	o := l.start
+	o.PackageDir = fakePackage(t, `import os, sys, threading
+def spam(stream, tag):
+    for i in range(200):
+        stream.write(f"{tag} {i}\n")
+        stream.flush()
+print("parent", os.getppid(), flush=True)
+ts = [threading.Thread(target=spam, args=(s, t)) for s, t in ((sys.stdout, "out"), (sys.stderr, "err"))]
+for t in ts: t.start()
+for t in ts: t.join()
+`)
+	w := &overlapWriter{}
+	o.Stdout, o.Stderr = w, w
+	p, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.proc.Wait()
+	p.Kill()
+	if w.overlaps.Load() != 0 {
+		t.Errorf("%d overlapping writes to the one writer given for stdout and stderr, want 0", w.overlaps.Load())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.lines, fmt.Sprintf("parent %d", server)) {
+		t.Fatalf("the worker did not report the fork server %d as its parent: %.200q", server, w.lines)
+	}
+	if len(w.lines) != 401 {
+		t.Errorf("%d lines copied, want 401 (the parent line, 200 of stdout, 200 of stderr)", len(w.lines))
+	}
+}
+
+// TestASpawnThatTimesOutLeavesTheServersOtherWorkersRunning stops the fork
+// server (SIGSTOP) while one of its workers runs, then starts another
+// worker with a 2 s start-up bound: that one starts as its own interpreter,
+// and the first worker still answers.
+func TestASpawnThatTimesOutLeavesTheServersOtherWorkersRunning(t *testing.T) {
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	first := l.Processes()[0]
+	server := parentOf(t, first.Pid())
+	if err := syscall.Kill(server, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGCONT) })
+	o := l.start
+	o.StartupTimeout = 2 * time.Second
+	o.Stderr = &lockedBuffer{}
+	p, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if ppid := parentOf(t, p.Pid()); ppid != os.Getpid() {
+		t.Errorf("the worker started while the server was stopped has parent %d, want this process (%d)", ppid, os.Getpid())
+	}
+	if !strings.Contains(o.Stderr.(*lockedBuffer).String(), "no answer within 2s") {
+		t.Errorf("stderr %q: want the server's silence reported", o.Stderr.(*lockedBuffer).String())
+	}
+	if _, err := first.Call(ctx, "hello", nil, nil, nil); err != nil || first.exited() {
+		t.Fatalf("the stopped server's worker after the timeout: %v (exited %v), want it running", err, first.exited())
+	}
+	_ = syscall.Kill(server, syscall.SIGCONT)
+}
+
+// TestAVariableTorchReadsAtItsImportReachesAForkedWorker gives one worker
+// OMP_NUM_THREADS=3 and MKL_NUM_THREADS=3 (torch sizes its thread pool from
+// them at import; with MKL_NUM_THREADS=1 of PinnedEnv it takes 1): it is
+// forked from a server started with that environment, not from the one
+// that imported torch with PinnedEnv's 1.
+func TestAVariableTorchReadsAtItsImportReachesAForkedWorker(t *testing.T) {
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	shared := parentOf(t, l.Processes()[0].Pid())
+	o := l.start
+	server, err := os.ReadFile("python/easyscale/forkserver.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.PackageDir = fakePackage(t, "import os, torch\nprint(os.getppid(), torch.get_num_threads(), flush=True)\n")
+	if err := os.WriteFile(filepath.Join(o.PackageDir, "easyscale", "forkserver.py"), server, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env     []string
+		threads int
+	}{{nil, 1}, {[]string{"OMP_NUM_THREADS=3", "MKL_NUM_THREADS=3"}, 3}} {
+		out := &lockedBuffer{}
+		o.Env, o.Stdout, o.Stderr = c.env, out, os.Stderr
+		p, err := Start(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.proc.Wait()
+		p.Kill()
+		var parent, threads int
+		if _, err := fmt.Sscan(out.String(), &parent, &threads); err != nil {
+			t.Fatalf("env %q: the worker printed %q: %v", c.env, out.String(), err)
+		}
+		if parent == os.Getpid() || threads != c.threads || (c.env == nil) != (parent == shared) {
+			t.Errorf("env %q: parent %d, %d torch threads; want a fork (this process %d) of the server for that "+
+				"environment (the PinnedEnv one: %d), %d threads", c.env, parent, threads, os.Getpid(), shared, c.threads)
+		}
+	}
+}
+
+// TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch sends SIGTERM,
+// SIGINT and SIGHUP to a starting server every 100 ms, from when its
+// bootstrap has run (it ignores them before the package imports torch,
+// which takes seconds) until it is ready: it must get ready.
+func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
+	py := requireTorch(t)
+	dir, err := Extract(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := dedupEnv(append(append(os.Environ(), PinnedEnv...), "FORKSERVER_SIGNAL_TEST=1"))
+	s, err := startForkServer(py, dir, env, "a key of this test only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.conn.Close() // the server exits when its socket closes
+	// The interpreter's own start comes before the bootstrap: wait until the
+	// kernel shows SIGTERM ignored (/proc/PID/status SigIgn).
+	waitUntil(t, time.Minute, "the server ignoring SIGTERM", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		for _, line := range strings.Split(string(b), "\n") {
+			if hex, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+				return err == nil && mask&(1<<(syscall.SIGTERM-1)) != 0
+			}
+		}
+		return false
+	})
+	deadline := time.After(2 * time.Minute)
+	sent := 0
+	for ready := false; !ready; {
+		select {
+		case <-s.ready:
+			ready = true
+		case <-s.done:
+			t.Fatalf("the fork server ended after %d signals before it was ready: %v", sent, s.closedErr())
+		case <-time.After(100 * time.Millisecond):
+			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+				if err := syscall.Kill(s.cmd.Process.Pid, sig); err == nil {
+					sent++
+				}
+			}
+		case <-deadline:
+			t.Fatal("the fork server was not ready within 2 min")
+		}
+	}
+	if sent == 0 {
+		t.Fatal("the server was ready before any signal was sent: the test proves nothing")
+	}
+	t.Logf("%d signals sent while the server imported torch", sent)
 }

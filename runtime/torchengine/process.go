@@ -86,7 +86,7 @@ type frame struct {
 type StartOptions struct {
 	Python     string    // interpreter (see Python)
 	PackageDir string    // PYTHONPATH entry holding easyscale (see Extract)
-	Env        []string  // extra environment (NAME=value), after PinnedEnv; read after torch's import (forkserver.go)
+	Env        []string  // extra environment (NAME=value), after PinnedEnv
 	Stdout     io.Writer // the user's prints; nil discards
 	Stderr     io.Writer // Python's logs and tracebacks; nil discards
 	// Heartbeat is how often the process reports it is alive (default 1 s).
@@ -129,8 +129,7 @@ func Start(o StartOptions) (*Process, error) {
 		err  error
 	)
 	if forkServerEnabled() {
-		base := append(os.Environ(), PinnedEnv...)
-		if proc, tx, rx, err = startForked(o, base, env); err != nil && o.Stderr != nil {
+		if proc, tx, rx, err = startForked(o, env); err != nil && o.Stderr != nil && !errors.Is(err, errForkServerFailedRecently) {
 			fmt.Fprintf(o.Stderr, "easyscale: forking a python worker: %v; starting its own interpreter instead (%s=0 always does)\n", err, ForkServerEnv)
 		}
 	}

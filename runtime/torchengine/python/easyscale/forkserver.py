@@ -1,31 +1,36 @@
-"""The fork server: ``python3 -m easyscale.forkserver``, one per Go process and interpreter.
+"""The fork server: ``easyscale.forkserver``, one per Go process, interpreter and environment.
 
 Importing torch costs every worker process one to two seconds of CPU (torch's shared library and its Python
 modules; measured 1.8 s on torch 1.13 and 2.1 s on torch 2.6 on the CI machine). The Go side
-(``runtime/torchengine/forkserver.go``) starts this server once; it imports torch once and forks a worker process
-per request, which starts ``easyscale.worker`` as ``python3 -m easyscale.worker`` would, with torch already
-imported.
+(``runtime/torchengine/forkserver.go``) starts this server once, through a bootstrap that ignores SIGINT, SIGTERM
+and SIGHUP before anything is imported; it imports torch once and forks a worker process per request, which runs
+``easyscale.worker`` as ``python3 -m easyscale.worker`` would, with torch already imported.
 
 The server never runs a torch operation, so it holds no thread pool, no CUDA context and no other thread: a fork
 of it is as clean as a fresh interpreter that has imported torch. A worker's environment is the request's, set
-before the worker imports anything of easyscale; only variables torch reads at its own import (thread counts:
-the Go side's pinned environment) are the server's, which is why the Go side keys a server by its whole
-environment.
+before the worker imports anything of easyscale; what torch read at its import is the server's, which is why the
+Go side starts a server per worker environment (all of it but PYTHONPATH).
 
 Protocol, over the ``SOCK_SEQPACKET`` socket on fd 3 (one message a datagram, JSON):
 
     server -> Go  {"ready": true, "pid": N, "torch": version}      once torch is imported
-    Go -> server  {"env": {NAME: value}, "package": dir}           with four file descriptors (SCM_RIGHTS):
+    Go -> server  {"id": I, "env": {NAME: value}, "package": dir}  with four file descriptors (SCM_RIGHTS):
                                                                    stdin, control (the worker's fd 3),
                                                                    stdout, stderr
-    server -> Go  {"pid": N} or {"error": message}                 the reply, in request order
+    server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}   the reply to request I
     server -> Go  {"exited": N, "status": S}                       when worker N has ended: S is its exit code,
                                                                    or minus the signal that ended it
 
-The server exits when the socket closes (the Go process ended). Each worker has the kernel kill it when the
-server dies (``PR_SET_PDEATHSIG``), as the Go side has the kernel kill the server when it dies, so no worker
-outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP: Slurm signals every process of a step, and
-a worker must outlive SIGTERM long enough to leave at its step boundary.
+The server exits when the socket closes (the Go process ended), and when it has had no worker for
+``$EASYSCALE_FORKSERVER_IDLE_S`` seconds (default 60: a server holds about 230 MB, torch's modules). Each worker
+has the kernel kill it when the server dies (``PR_SET_PDEATHSIG``), as the Go side has the kernel kill the server
+when it dies, so no worker outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP from its first
+instruction: Slurm signals every process of a step, and a worker must outlive SIGTERM long enough to leave at its
+step boundary.
+
+A worker is a fork, so what a process inherits rather than reads from its environment is the server's: its
+working directory, umask, resource limits and CPU affinity are those of the Go process when it started the server,
+and its hash seed is the server's.
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ def _send(sock: socket.socket, message: dict) -> None:
     sock.send(json.dumps(message).encode())
 
 
-def _reap(sock: socket.socket) -> None:
+def _reap(sock: socket.socket, children: set[int]) -> None:
     """Reports every ended worker (waitpid without blocking until none is left)."""
     while True:
         try:
@@ -57,6 +62,7 @@ def _reap(sock: socket.socket) -> None:
             return
         if pid == 0:
             return
+        children.discard(pid)
         code = os.waitstatus_to_exitcode(status)
         try:
             _send(sock, {"exited": pid, "status": code})
@@ -90,28 +96,30 @@ def _become_worker(server: int, fds: list[int], env: dict[str, str], package: st
     sys.path[:] = [package if p == package0 else p for p in sys.path]
     if package not in sys.path:
         sys.path.insert(0, package)
-    sys.argv = [sys.executable, "-m", "easyscale.worker"]
+    sys.argv = ["-m"]  # run_module puts the module's path in its place, as python3 -m easyscale.worker has it
     runpy.run_module("easyscale.worker", run_name="__main__", alter_sys=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _fork(sock: socket.socket, server: int, request: dict, fds: list[int], package0: str) -> None:
+def _fork(sock: socket.socket, server: int, request: object, fds: list[int], package0: str) -> int:
+    """Answers one request: forks its worker and returns the worker's pid, or 0 when it was refused."""
+    rid = request.get("id") if isinstance(request, dict) else None
     if len(fds) != 4:
-        _send(sock, {"error": f"want 4 file descriptors, got {len(fds)}"})
-        return
+        _send(sock, {"id": rid, "error": f"want 4 file descriptors, got {len(fds)}"})
+        return 0
     try:
-        env = {str(k): str(v) for k, v in request["env"].items()}
-        package = str(request["package"])
-    except (KeyError, AttributeError, TypeError) as e:
-        _send(sock, {"error": f"malformed request: {e!r}"})
-        return
+        env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[index]
+        package = str(request["package"])  # type: ignore[index]
+    except Exception as e:  # noqa: BLE001 - any malformed request is answered, never fatal
+        _send(sock, {"id": rid, "error": f"malformed request: {e!r}"})
+        return 0
     try:
         pid = os.fork()
     except OSError as e:
-        _send(sock, {"error": f"fork: {e}"})
-        return
+        _send(sock, {"id": rid, "error": f"fork: {e}"})
+        return 0
     if pid == 0:
         status = 70
         try:
@@ -128,7 +136,8 @@ def _fork(sock: socket.socket, server: int, request: dict, fds: list[int], packa
                 sys.stderr.flush()
             finally:
                 os._exit(status)
-    _send(sock, {"pid": pid})
+    _send(sock, {"id": rid, "pid": pid})
+    return pid
 
 
 def main() -> int:
@@ -136,6 +145,7 @@ def main() -> int:
         signal.signal(sig, signal.SIG_IGN)
     sock = socket.socket(fileno=_CONTROL_FD)
     package0 = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
+    idle = float(os.environ.get("EASYSCALE_FORKSERVER_IDLE_S", "60"))
     # SIGCHLD wakes the loop through a pipe, so that an ended worker is reported at once.
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -145,11 +155,14 @@ def main() -> int:
 
     server = os.getpid()
     _send(sock, {"ready": True, "pid": server, "torch": torch.__version__})
+    children: set[int] = set()
     while True:
-        readable, _, _ = select.select([sock, wake_r], [], [])
+        readable, _, _ = select.select([sock, wake_r], [], [], None if children else idle)
+        if not readable and not children:
+            return 0  # idle: the Go side starts another server when it needs one
         if wake_r in readable:
             os.read(wake_r, 4096)
-            _reap(sock)
+            _reap(sock, children)
         if sock not in readable:
             continue
         try:
@@ -161,10 +174,12 @@ def main() -> int:
         try:
             try:
                 request = json.loads(data)
-            except ValueError as e:
-                _send(sock, {"error": f"malformed request: {e}"})
+            except Exception as e:  # noqa: BLE001 - ValueError, RecursionError: answered, never fatal
+                _send(sock, {"error": f"malformed request: {e!r}"})
                 continue
-            _fork(sock, server, request, fds, package0)
+            pid = _fork(sock, server, request, fds, package0)
+            if pid:
+                children.add(pid)
         except OSError:
             return 0
         finally:

@@ -12,12 +12,15 @@ import easyscale
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(easyscale.__file__)))
 
 
-class ForkServerTest(unittest.TestCase):
+class _ServerCase(unittest.TestCase):
+    """Starts a fork server for each test, as the Go side does, and reads its ready message."""
+    idle_s = "60"
+
     def setUp(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.sock.settimeout(120)
-        env = dict(os.environ, PYTHONPATH=PACKAGE)
+        env = dict(os.environ, PYTHONPATH=PACKAGE, EASYSCALE_FORKSERVER_IDLE_S=self.idle_s)
         os.set_inheritable(theirs.fileno(), True)
         # The server reads its socket on fd 3, as the Go side passes it. Its working directory comes first on its
         # path (as python3 -m's does): "/", so that the tests' own directory does not hide the packages named.
@@ -35,19 +38,27 @@ class ForkServerTest(unittest.TestCase):
     def receive(self) -> dict:
         return json.loads(self.sock.recv(1 << 16))
 
+
+class ForkServerTest(_ServerCase):
+
     def test_malformed_requests_are_answered_and_change_nothing(self) -> None:
         r, w = os.pipe()
         try:
             for request, fds, want in [
                 (b"{not json", [], "malformed request"),
-                (json.dumps({"env": {}, "package": PACKAGE}).encode(), [r, w], "want 4 file descriptors, got 2"),
-                (json.dumps({"env": ["A=1"], "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
-                (json.dumps({"package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+                (b"[" * 100000, [], "malformed request"),  # nested past the parser's recursion limit
+                (json.dumps({"id": 1, "env": {}, "package": PACKAGE}).encode(), [r, w], "want 4 file descriptors, got 2"),
+                (json.dumps({"id": 2, "env": ["A=1"], "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps({"id": 3, "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps([1, 2]).encode(), [r, w, w, w], "malformed request"),
             ]:
-                with self.subTest(request=request, fds=len(fds)):
+                with self.subTest(request=request[:40], fds=len(fds)):
                     socket.send_fds(self.sock, [request], fds)
                     reply = self.receive()
                     self.assertIn(want, reply.get("error", ""), reply)
+                    if request.startswith(b"{\"id"):
+                        self.assertEqual(reply["id"], json.loads(request)["id"])
+            self.assertIsNone(self.server.poll(), "the server exited on a malformed request")
         finally:
             os.close(r)
             os.close(w)
@@ -59,20 +70,31 @@ class ForkServerTest(unittest.TestCase):
         stdin_r, stdin_w = os.pipe()
         control_r, control_w = os.pipe()
         out_r, out_w = os.pipe()
-        request = json.dumps({"env": {"FORKSERVER_TEST": "forty-two"}, "package": package}).encode()
+        request = json.dumps({"id": 9, "env": {"FORKSERVER_TEST": "forty-two"}, "package": package}).encode()
         socket.send_fds(self.sock, [request], [stdin_r, control_w, out_w, out_w])
         for fd in (stdin_r, control_w, out_w):
             os.close(fd)
-        pid = self.receive()["pid"]
+        reply = self.receive()
+        self.assertEqual(reply["id"], 9)
+        pid = reply["pid"]
         self.assertEqual(self.receive(), {"exited": pid, "status": 7})
         with os.fdopen(out_r) as out, os.fdopen(control_r, "rb") as control:
-            self.assertEqual(out.read(), "forty-two\n")
+            # the environment is the request's, sys.argv what python3 -m easyscale.worker gives
+            self.assertEqual(out.read(), f"forty-two {[os.path.join(package, 'easyscale', 'worker.py')]}\n")
             self.assertEqual(control.read(), b"control")
         os.close(stdin_w)
 
     def test_the_server_exits_when_its_socket_closes(self) -> None:
         self.sock.close()
         self.assertEqual(self.server.wait(30), 0)
+
+
+class IdleForkServerTest(_ServerCase):
+    idle_s = "0.5"
+
+    def test_a_server_without_workers_for_its_idle_time_exits(self) -> None:
+        self.assertEqual(self.server.wait(30), 0)
+        self.assertEqual(self.sock.recv(1 << 16), b"")
 
 
 class _TempPackage:
@@ -84,7 +106,7 @@ class _TempPackage:
             f.write("")
         with open(os.path.join(self.dir.name, "easyscale", "worker.py"), "w") as f:
             f.write("import os, sys\n"
-                    "print(os.environ['FORKSERVER_TEST'])\n"
+                    "print(os.environ['FORKSERVER_TEST'], sys.argv)\n"
                     "os.write(3, b'control')\n"
                     "sys.exit(7)\n")
         return self.dir.name
