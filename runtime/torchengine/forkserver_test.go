@@ -124,12 +124,13 @@ func TestAnInterpreterWhoseForkServerFailsStartsWorkersOfItsOwn(t *testing.T) {
 	}
 }
 
-// overlapWriter counts Write calls that overlap another, and the lines written.
+// overlapWriter counts Write calls that overlap another, and keeps what
+// was written.
 type overlapWriter struct {
 	busy     atomic.Int32
 	overlaps atomic.Int32
 	mu       sync.Mutex
-	lines    []string
+	out      bytes.Buffer
 }
 
 func (w *overlapWriter) Write(p []byte) (int, error) {
@@ -138,10 +139,17 @@ func (w *overlapWriter) Write(p []byte) (int, error) {
 	}
 	time.Sleep(time.Millisecond) // long enough for a second copier to arrive
 	w.mu.Lock()
-	w.lines = append(w.lines, strings.Split(strings.TrimSpace(string(p)), "\n")...)
+	w.out.Write(p)
 	w.mu.Unlock()
 	w.busy.Add(-1)
 	return len(p), nil
+}
+
+// lines is what was written, line by line.
+func (w *overlapWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Split(strings.TrimSpace(w.out.String()), "\n")
 }
 
 // fakePackage writes a package directory whose easyscale.worker is source.
@@ -192,13 +200,12 @@ for t in ts: t.join()
 	if w.overlaps.Load() != 0 {
 		t.Errorf("%d overlapping writes to the one writer given for stdout and stderr, want 0", w.overlaps.Load())
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !slices.Contains(w.lines, fmt.Sprintf("parent %d", server)) {
-		t.Fatalf("the worker did not report the fork server %d as its parent: %.200q", server, w.lines)
+	lines := w.lines()
+	if !slices.Contains(lines, fmt.Sprintf("parent %d", server)) {
+		t.Fatalf("the worker did not report the fork server %d as its parent: %.200q", server, lines)
 	}
-	if len(w.lines) != 401 {
-		t.Errorf("%d lines copied, want 401 (the parent line, 200 of stdout, 200 of stderr)", len(w.lines))
+	if len(lines) != 401 {
+		t.Errorf("%d lines copied, want 401 (the parent line, 200 of stdout, 200 of stderr)", len(lines))
 	}
 }
 
