@@ -120,7 +120,8 @@ func exitStatusError(status int) error {
 	}
 }
 
-// forkServers holds the running server of each key (forkServerKey), and
+// forkServers holds the running server of each key (the interpreter and the
+// environment, forkServerFor), and
 // when a server last failed to start for a key: for forkServerRetry after
 // that, workers of the key start as their own interpreters at once.
 var forkServers = struct {
@@ -144,15 +145,21 @@ const forkServerBootstrap = `import signal as s
 for x in (s.SIGINT, s.SIGTERM, s.SIGHUP): s.signal(x, s.SIG_IGN)
 import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True)`
 
-// dedupEnv returns env with one entry per name, the last one's value, in
-// name order (what a process started with env sees, as a stable key).
-func dedupEnv(env []string) []string {
+// envVars maps each NAME of env (NAME=value entries) to its last value.
+func envVars(env []string) map[string]string {
 	vars := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
 	}
+	return vars
+}
+
+// dedupEnv returns env with one entry per name, the last one's value, in
+// name order (what a process started with env sees, as a stable key).
+func dedupEnv(env []string) []string {
+	vars := envVars(env)
 	out := make([]string, 0, len(vars))
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, k+"="+vars[k])
@@ -334,12 +341,7 @@ func (s *forkServer) closedErr() error {
 // up to wait for the reply. A server that does not answer in time is
 // retired, not killed: its other workers run on.
 func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, wait time.Duration) (*forkedProc, error) {
-	vars := map[string]string{}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
-	}
+	vars := envVars(env)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
