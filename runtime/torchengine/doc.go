@@ -55,18 +55,23 @@
 // worker's whole environment (but PYTHONPATH), so what torch reads at its
 // import is what an interpreter of the worker's own would have read; a
 // worker with other variables gets a server of its own. What a process
-// inherits rather than reads (working directory, umask, resource limits,
-// CPU affinity, Python's hash seed) is the server's, which is this
-// process's when it started the server. The server ignores SIGINT, SIGTERM
-// and SIGHUP from its first instruction (Slurm signals every process of a
-// step; a worker leaves at its step boundary on SIGTERM), holds about
+// inherits rather than reads (working directory, first on sys.path as with
+// python3 -m; umask, resource limits, CPU affinity, Python's hash seed) is
+// the server's, which is this process's when it started the server; a
+// spawn request carries only the package directory, whatever the size of
+// the environment. The server is executed by /bin/sh with SIGINT, SIGTERM
+// and SIGHUP ignored, so it ignores them from its first instruction (Slurm
+// signals every process of a step; a worker leaves at its step boundary on
+// SIGTERM; only the shell's first millisecond, before its trap, is
+// exposed), holds about
 // 230 MB (torch's modules) and exits after 60 s without workers; the kernel
 // kills it when this process dies (when the thread that started it ends, as
 // for any Pdeathsig child), and its workers when it dies
 // (PR_SET_PDEATHSIG). A server that does not start makes its workers start
 // as their own interpreters for a minute, the reason on the first one's
-// stderr; one that does not answer a spawn within StartupTimeout is no
-// longer used, and its running workers keep it. With EASYSCALE_FORKSERVER=0
+// stderr; one that does not take and answer a spawn within StartupTimeout
+// is no longer used, and its running workers keep it; one that has exited
+// (idle) as a spawn reached it is replaced by a new one for that spawn. With EASYSCALE_FORKSERVER=0
 // every worker is its own interpreter (python3 -m easyscale.worker).
 // Python reads torch's version from torch/version.py without importing
 // torch.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +65,7 @@ type forkServer struct {
 	done  chan struct{} // closed when its socket closed
 	key   string
 
+	sending  sync.Mutex // one request on the socket at a time, each under its own write deadline
 	mu       sync.Mutex // guards next, replies, children, err
 	next     int64
 	replies  map[int64]chan forkReply // by request id: a late reply never answers another request
@@ -135,15 +137,23 @@ var forkServers = struct {
 const forkServerRetry = time.Minute
 
 // forkServerIdle is how long a server without workers waits for a spawn
-// before it exits (python/easyscale/forkserver.py), in seconds.
-const forkServerIdle = 60
+// before it exits (python/easyscale/forkserver.py). A variable so that the
+// tests, which start a server per environment they try, keep few alive.
+var forkServerIdle = 60 * time.Second
 
-// forkServerBootstrap starts the server with SIGINT, SIGTERM and SIGHUP
-// ignored before anything is imported (the easyscale package imports torch,
-// which takes seconds), then runs easyscale.forkserver as python3 -m would.
-const forkServerBootstrap = `import signal as s
-for x in (s.SIGINT, s.SIGTERM, s.SIGHUP): s.signal(x, s.SIG_IGN)
-import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True)`
+// forkServerShell starts the interpreter ($0) with SIGINT, SIGTERM and
+// SIGHUP ignored: a disposition of SIG_IGN survives execve, so the server
+// ignores them from the interpreter's first instruction (Slurm signals every
+// process of a step, and the easyscale package imports torch, which takes
+// seconds), and the bootstrap ($1, its argument $2) runs.
+const forkServerShell = `trap '' INT TERM HUP; exec "$0" -c "$1" "$2"`
+
+// forkServerBootstrap runs easyscale.forkserver as python3 -m would (the
+// working directory first on sys.path), handing it the environment as it
+// was before anything was imported: each worker's, but for PYTHONPATH.
+const forkServerBootstrap = `import os, sys
+sys.path[0] = os.getcwd()
+import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True, init_globals={"START_ENVIRON": dict(os.environ)})`
 
 // envVars maps each NAME of env (NAME=value entries) to its last value.
 func envVars(env []string) map[string]string {
@@ -210,6 +220,11 @@ func forkServerFor(python, packageDir string, env []string, wait time.Duration) 
 	case <-s.ready:
 		return s, nil
 	case <-s.done:
+		select {
+		case <-s.ready: // it started, then exited (idle): spawn says it is gone, and a new one is started
+			return s, nil
+		default:
+		}
 		return failed(fmt.Errorf("starting the fork server: %w (%v)", errForkServerGone, s.closedErr()))
 	case <-time.After(wait):
 		_ = s.cmd.Process.Kill() // it has no worker yet
@@ -241,9 +256,15 @@ func startForkServer(python, packageDir string, env []string, key string) (*fork
 	if err != nil {
 		return nil, fmt.Errorf("starting the fork server: %w", err)
 	}
-	cmd := exec.Command(python, "-c", forkServerBootstrap)
+	if python, err = exec.LookPath(python); err != nil {
+		fc.Close()
+		return nil, fmt.Errorf("starting the fork server: %w", err)
+	}
+	idle := strconv.FormatFloat(forkServerIdle.Seconds(), 'g', -1, 64)
+	cmd := exec.Command("/bin/sh", "-c", forkServerShell, python, forkServerBootstrap, idle)
+	// PR_SET_PDEATHSIG survives the shell's execve of the interpreter.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(slices.Clone(env), "PYTHONPATH="+packageDir, fmt.Sprintf("EASYSCALE_FORKSERVER_IDLE_S=%d", forkServerIdle))
+	cmd.Env = append(slices.Clone(env), "PYTHONPATH="+packageDir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the server
 	if err := cmd.Start(); err != nil {
@@ -306,10 +327,10 @@ func (s *forkServer) read() {
 			s.mu.Unlock()
 		}
 	}
+	s.retire()               // first: an idle server's interpreter may take a while to finish exiting
 	_ = s.cmd.Process.Kill() // its workers follow it (PR_SET_PDEATHSIG)
 	_ = s.cmd.Wait()
 	s.conn.Close()
-	s.retire()
 	s.mu.Lock()
 	s.err = err
 	for pid, c := range s.children {
@@ -336,12 +357,15 @@ func (s *forkServer) closedErr() error {
 	return s.err
 }
 
-// spawn forks a worker with env (NAME=value, one per name) and packageDir
-// on its path, handing it files (stdin, control, stdout, stderr); it waits
-// up to wait for the reply. A server that does not answer in time is
-// retired, not killed: its other workers run on.
-func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, wait time.Duration) (*forkedProc, error) {
-	vars := envVars(env)
+// spawn forks a worker with packageDir as its PYTHONPATH (the rest of its
+// environment is the server's: forkServerFor starts a server per
+// environment), handing it files (stdin, control, stdout, stderr); the send
+// and the reply together take at most wait. A server that does not take or
+// answer the request in time is retired, not killed: its other workers run
+// on. A server found gone (errForkServerGone) is retired at once, so that
+// the next lookup starts another.
+func (s *forkServer) spawn(packageDir string, files [4]*os.File, wait time.Duration) (*forkedProc, error) {
+	deadline := time.Now().Add(wait)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -357,12 +381,24 @@ func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, w
 		delete(s.replies, id)
 		s.mu.Unlock()
 	}()
-	msg, err := json.Marshal(map[string]any{"id": id, "env": vars, "package": packageDir})
+	msg, err := json.Marshal(map[string]any{"id": id, "package": packageDir})
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.conn.WriteMsgUnix(msg, syscall.UnixRights(fds...), nil); err != nil {
+	s.sending.Lock()
+	err = s.conn.SetWriteDeadline(deadline)
+	if err == nil {
+		_, _, err = s.conn.WriteMsgUnix(msg, syscall.UnixRights(fds...), nil)
+	}
+	s.sending.Unlock()
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
+		s.retire()
 		return nil, fmt.Errorf("asking the fork server for a worker: %w: %w", errForkServerGone, err)
+	default: // a timeout (the server is stopped), a message too long: this server cannot serve
+		s.retire()
+		return nil, fmt.Errorf("asking the fork server for a worker: %w", err)
 	}
 	select {
 	case r := <-reply:
@@ -371,6 +407,7 @@ func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, w
 		}
 		return r.proc, nil
 	case <-s.done:
+		s.retire()
 		select {
 		case r := <-reply: // answered before it exited: that worker is ending with it
 			if r.err == nil {
@@ -382,7 +419,7 @@ func (s *forkServer) spawn(env []string, packageDir string, files [4]*os.File, w
 		default:
 		}
 		return nil, fmt.Errorf("asking the fork server for a worker: %w (%v)", errForkServerGone, s.closedErr())
-	case <-time.After(wait):
+	case <-time.After(time.Until(deadline)):
 		s.retire()
 		return nil, fmt.Errorf("asking the fork server for a worker: no answer within %s", wait)
 	}
@@ -454,15 +491,15 @@ func startForked(o StartOptions, env []string) (workerProc, io.WriteCloser, *os.
 			return fail(err)
 		}
 	}
-	// A server found idle may exit as the request is sent (errForkServerGone):
-	// then one more, new server is asked.
+	// A server found idle may exit as the request is sent (errForkServerGone,
+	// and spawn has retired it): then one more, new server is asked.
 	var p *forkedProc
 	for try := 0; ; try++ {
 		s, err := forkServerFor(o.Python, o.PackageDir, serverEnv, o.StartupTimeout)
 		if err != nil {
 			return fail(err)
 		}
-		if p, err = s.spawn(env, o.PackageDir, [4]*os.File{stdinR, ctlW, stdout, stderr}, o.StartupTimeout); err == nil {
+		if p, err = s.spawn(o.PackageDir, [4]*os.File{stdinR, ctlW, stdout, stderr}, o.StartupTimeout); err == nil {
 			break
 		}
 		if !errors.Is(err, errForkServerGone) || try > 0 {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,14 @@ import (
 	"testing"
 	"time"
 )
+
+// TestMain has idle fork servers exit after 10 s: the tests start a server
+// for each environment they try, and would otherwise keep a dozen (about
+// 120 MB each) for a minute.
+func TestMain(m *testing.M) {
+	forkServerIdle = 10 * time.Second
+	os.Exit(m.Run())
+}
 
 // parentOf reads pid's parent from /proc/PID/stat (the field after the
 // parenthesised command, which may itself hold spaces).
@@ -260,7 +270,7 @@ func TestAVariableTorchReadsAtItsImportReachesAForkedWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.PackageDir = fakePackage(t, "import os, torch\nprint(os.getppid(), torch.get_num_threads(), flush=True)\n")
+	o.PackageDir = fakePackage(t, "import os, sys, torch\nprint(os.getppid(), torch.get_num_threads(), sys.path[0], flush=True)\n")
 	if err := os.WriteFile(filepath.Join(o.PackageDir, "easyscale", "forkserver.py"), server, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +287,13 @@ func TestAVariableTorchReadsAtItsImportReachesAForkedWorker(t *testing.T) {
 		_ = p.proc.Wait()
 		p.Kill()
 		var parent, threads int
-		if _, err := fmt.Sscan(out.String(), &parent, &threads); err != nil {
+		var path0 string
+		if _, err := fmt.Sscan(out.String(), &parent, &threads, &path0); err != nil {
 			t.Fatalf("env %q: the worker printed %q: %v", c.env, out.String(), err)
+		}
+		if wd, _ := os.Getwd(); path0 != wd {
+			t.Errorf("env %q: the worker's sys.path[0] is %q, want the working directory %q (as python3 -m has it)",
+				c.env, path0, wd)
 		}
 		if parent == os.Getpid() || threads != c.threads || (c.env == nil) != (parent == shared) {
 			t.Errorf("env %q: parent %d, %d torch threads; want a fork (this process %d) of the server for that "+
@@ -288,9 +303,9 @@ func TestAVariableTorchReadsAtItsImportReachesAForkedWorker(t *testing.T) {
 }
 
 // TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch sends SIGTERM,
-// SIGINT and SIGHUP to a starting server every 100 ms, from when its
-// bootstrap has run (it ignores them before the package imports torch,
-// which takes seconds) until it is ready: it must get ready.
+// SIGINT and SIGHUP to a starting server every 100 ms, from when the kernel
+// shows them ignored (the shell that executes the interpreter ignores them
+// first) until it is ready: it must get ready.
 func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
 	py := requireTorch(t)
 	dir, err := Extract(t.TempDir())
@@ -303,8 +318,8 @@ func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.conn.Close() // the server exits when its socket closes
-	// The interpreter's own start comes before the bootstrap: wait until the
-	// kernel shows SIGTERM ignored (/proc/PID/status SigIgn).
+	// The shell's own start comes before its trap: wait until the kernel
+	// shows SIGTERM ignored (/proc/PID/status SigIgn).
 	waitUntil(t, time.Minute, "the server ignoring SIGTERM", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 		for _, line := range strings.Split(string(b), "\n") {
@@ -337,4 +352,82 @@ func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
 		t.Fatal("the server was ready before any signal was sent: the test proves nothing")
 	}
 	t.Logf("%d signals sent while the server imported torch", sent)
+}
+
+// TestAServerThatEndsAsAWorkerStartsIsReplaced puts in the registry, in
+// place of the running fork server, one whose socket has closed: as an idle
+// server is between its exit and its reader seeing it (and, the second
+// case, after its reader saw it but before it was taken out). A worker
+// started then must be forked by a new server, never started as its own
+// interpreter, and nothing is said on stderr.
+func TestAServerThatEndsAsAWorkerStartsIsReplaced(t *testing.T) {
+	l, ctx := newLocal(t)
+	if err := l.Resize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	running := parentOf(t, l.Processes()[0].Pid())
+	for _, readerSawIt := range []bool{false, true} {
+		forkServers.Lock()
+		var key string
+		for k, s := range forkServers.m {
+			if s.cmd.Process.Pid == running {
+				key = k
+			}
+		}
+		if key == "" {
+			forkServers.Unlock()
+			t.Fatalf("fork server %d is not in the registry", running)
+		}
+		dying := endedForkServer(t, key, readerSawIt)
+		forkServers.m[key] = dying
+		forkServers.Unlock()
+
+		o := l.start
+		stderr := &lockedBuffer{}
+		o.Stderr = stderr
+		p, err := Start(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ppid := parentOf(t, p.Pid())
+		p.Kill()
+		if ppid == os.Getpid() || ppid == running || stderr.String() != "" {
+			t.Fatalf("reader saw it %v: the worker's parent is %d (this process %d, the replaced server %d), "+
+				"stderr %q; want a fork of a new server and nothing said", readerSawIt, ppid, os.Getpid(), running,
+				stderr.String())
+		}
+		forkServers.Lock()
+		if forkServers.m[key] == dying {
+			t.Errorf("reader saw it %v: the ended server is still in the registry", readerSawIt)
+		}
+		forkServers.Unlock()
+		running = ppid
+	}
+}
+
+// endedForkServer returns a forkServer for key that had reported ready and
+// whose socket's other end is closed; its done channel is closed when
+// readerSawIt.
+func endedForkServer(t *testing.T, key string, readerSawIt bool) *forkServer {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fds[1])
+	f := os.NewFile(uintptr(fds[0]), "ended-forkserver")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s := &forkServer{conn: c.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}), key: key,
+		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}}
+	close(s.ready)
+	if readerSawIt {
+		s.err = io.EOF
+		close(s.done)
+	}
+	return s
 }

@@ -97,7 +97,8 @@ type StartOptions struct {
 	// StartupTimeout bounds the wait for the process's first frame, while the
 	// interpreter starts and imports torch (default 120 s: seconds on an idle
 	// machine, far more on a loaded one), and its silence while it runs the
-	// user's setup (CallSetup: load).
+	// user's setup (CallSetup: load). With the fork server it also bounds the
+	// server's start (its torch import) and, separately, each spawn request.
 	StartupTimeout time.Duration
 }
 

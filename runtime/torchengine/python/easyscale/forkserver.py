@@ -2,34 +2,35 @@
 
 Importing torch costs every worker process one to two seconds of CPU (torch's shared library and its Python
 modules; measured 1.8 s on torch 1.13 and 2.1 s on torch 2.6 on the CI machine). The Go side
-(``runtime/torchengine/forkserver.go``) starts this server once, through a bootstrap that ignores SIGINT, SIGTERM
-and SIGHUP before anything is imported; it imports torch once and forks a worker process per request, which runs
+(``runtime/torchengine/forkserver.go``) starts this server once, through a shell that has SIGINT, SIGTERM and SIGHUP
+ignored before it executes the interpreter; it imports torch once and forks a worker process per request, which runs
 ``easyscale.worker`` as ``python3 -m easyscale.worker`` would, with torch already imported.
 
 The server never runs a torch operation, so it holds no thread pool, no CUDA context and no other thread: a fork
-of it is as clean as a fresh interpreter that has imported torch. A worker's environment is the request's, set
-before the worker imports anything of easyscale; what torch read at its import is the server's, which is why the
-Go side starts a server per worker environment (all of it but PYTHONPATH).
+of it is as clean as a fresh interpreter that has imported torch. A worker's environment is the server's as it
+started (``START_ENVIRON``, handed over by the Go side's bootstrap before anything was imported), with the request's
+package directory as its PYTHONPATH, set before the worker imports anything of easyscale. The Go side starts a
+server per worker environment (all of it but PYTHONPATH), so that what torch read at its import is what the worker
+would have read, and a request stays small whatever the environment's size.
 
 Protocol, over the ``SOCK_SEQPACKET`` socket on fd 3 (one message a datagram, JSON):
 
-    server -> Go  {"ready": true, "pid": N, "torch": version}      once torch is imported
-    Go -> server  {"id": I, "env": {NAME: value}, "package": dir}  with four file descriptors (SCM_RIGHTS):
-                                                                   stdin, control (the worker's fd 3),
-                                                                   stdout, stderr
-    server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}   the reply to request I
-    server -> Go  {"exited": N, "status": S}                       when worker N has ended: S is its exit code,
-                                                                   or minus the signal that ended it
+    server -> Go  {"ready": true, "pid": N, "torch": version}     once torch is imported
+    Go -> server  {"id": I, "package": dir}                       with four file descriptors (SCM_RIGHTS): stdin,
+                                                                  control (the worker's fd 3), stdout, stderr
+    server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}  the reply to request I
+    server -> Go  {"exited": N, "status": S}                      when worker N has ended: S is its exit code,
+                                                                  or minus the signal that ended it
 
-The server exits when the socket closes (the Go process ended), and when it has had no worker for
-``$EASYSCALE_FORKSERVER_IDLE_S`` seconds (default 60: a server holds about 230 MB, torch's modules). Each worker
+The server exits when the socket closes (the Go process ended), and when it has had no worker for its first
+argument's seconds (default 60: a server holds about 230 MB, torch's modules). Each worker
 has the kernel kill it when the server dies (``PR_SET_PDEATHSIG``), as the Go side has the kernel kill the server
 when it dies, so no worker outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP from its first
-instruction: Slurm signals every process of a step, and a worker must outlive SIGTERM long enough to leave at its
+instruction (the dispositions it was executed with): Slurm signals every process of a step, and a worker must outlive SIGTERM long enough to leave at its
 step boundary.
 
 A worker is a fork, so what a process inherits rather than reads from its environment is the server's: its
-working directory, umask, resource limits and CPU affinity are those of the Go process when it started the server,
+working directory (first on its ``sys.path``, as with ``python3 -m``), umask, resource limits and CPU affinity are those of the Go process when it started the server,
 and its hash seed is the server's.
 """
 from __future__ import annotations
@@ -103,18 +104,18 @@ def _become_worker(server: int, fds: list[int], env: dict[str, str], package: st
     os._exit(0)
 
 
-def _fork(sock: socket.socket, server: int, request: object, fds: list[int], package0: str) -> int:
+def _fork(sock: socket.socket, server: int, request: object, fds: list[int], environ: dict[str, str],
+          package0: str) -> int:
     """Answers one request: forks its worker and returns the worker's pid, or 0 when it was refused."""
     rid = request.get("id") if isinstance(request, dict) else None
     if len(fds) != 4:
         _send(sock, {"id": rid, "error": f"want 4 file descriptors, got {len(fds)}"})
         return 0
-    try:
-        env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[index]
-        package = str(request["package"])  # type: ignore[index]
-    except Exception as e:  # noqa: BLE001 - any malformed request is answered, never fatal
-        _send(sock, {"id": rid, "error": f"malformed request: {e!r}"})
+    package = request.get("package") if isinstance(request, dict) else None
+    if not isinstance(package, str) or not package:
+        _send(sock, {"id": rid, "error": f"malformed request: want a package directory, got {package!r}"})
         return 0
+    env = dict(environ, PYTHONPATH=package)
     try:
         pid = os.fork()
     except OSError as e:
@@ -144,8 +145,9 @@ def main() -> int:
     for sig in _IGNORED:
         signal.signal(sig, signal.SIG_IGN)
     sock = socket.socket(fileno=_CONTROL_FD)
-    package0 = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
-    idle = float(os.environ.get("EASYSCALE_FORKSERVER_IDLE_S", "60"))
+    environ = dict(globals().get("START_ENVIRON") or os.environ)
+    package0 = environ.get("PYTHONPATH", "").split(os.pathsep)[0]
+    idle = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
     # SIGCHLD wakes the loop through a pipe, so that an ended worker is reported at once.
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -177,7 +179,7 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - ValueError, RecursionError: answered, never fatal
                 _send(sock, {"error": f"malformed request: {e!r}"})
                 continue
-            pid = _fork(sock, server, request, fds, package0)
+            pid = _fork(sock, server, request, fds, environ, package0)
             if pid:
                 children.add(pid)
         except OSError:

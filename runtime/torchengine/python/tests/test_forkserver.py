@@ -20,13 +20,15 @@ class _ServerCase(unittest.TestCase):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.sock.settimeout(120)
-        env = dict(os.environ, PYTHONPATH=PACKAGE, EASYSCALE_FORKSERVER_IDLE_S=self.idle_s)
+        env = dict(os.environ, PYTHONPATH=PACKAGE, FORKSERVER_TEST="forty-two")
         os.set_inheritable(theirs.fileno(), True)
         # The server reads its socket on fd 3, as the Go side passes it. Its working directory comes first on its
         # path (as python3 -m's does): "/", so that the tests' own directory does not hide the packages named.
+        # Its argument is its idle time in seconds.
         self.server = subprocess.Popen([sys.executable, "-c",
                                         f"import os; os.dup2({theirs.fileno()}, 3); "
-                                        "import runpy; runpy.run_module('easyscale.forkserver', run_name='__main__')"],
+                                        "import runpy; runpy.run_module('easyscale.forkserver', run_name='__main__')",
+                                        self.idle_s],
                                        env=env, pass_fds=(theirs.fileno(),), cwd=os.sep)
         theirs.close()
         self.addCleanup(self.server.wait, 30)
@@ -47,9 +49,10 @@ class ForkServerTest(_ServerCase):
             for request, fds, want in [
                 (b"{not json", [], "malformed request"),
                 (b"[" * 100000, [], "malformed request"),  # nested past the parser's recursion limit
-                (json.dumps({"id": 1, "env": {}, "package": PACKAGE}).encode(), [r, w], "want 4 file descriptors, got 2"),
-                (json.dumps({"id": 2, "env": ["A=1"], "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
-                (json.dumps({"id": 3, "package": PACKAGE}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps({"id": 1, "package": PACKAGE}).encode(), [r, w], "want 4 file descriptors, got 2"),
+                (json.dumps({"id": 2, "package": ["A=1"]}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps({"id": 3, "env": {"A": "1"}}).encode(), [r, w, w, w], "malformed request"),
+                (json.dumps({"id": 4, "package": ""}).encode(), [r, w, w, w], "malformed request"),
                 (json.dumps([1, 2]).encode(), [r, w, w, w], "malformed request"),
             ]:
                 with self.subTest(request=request[:40], fds=len(fds)):
@@ -63,14 +66,15 @@ class ForkServerTest(_ServerCase):
             os.close(r)
             os.close(w)
 
-    def test_a_worker_gets_the_requests_descriptors_and_environment_and_its_exit_is_reported(self) -> None:
-        # A package whose easyscale.worker prints its environment variable and exits 7: the server must run the
-        # requested package's worker, not the one it was started from.
+    def test_a_worker_gets_the_requests_descriptors_and_the_servers_environment_and_its_exit_is_reported(
+            self) -> None:
+        # A package whose easyscale.worker prints the server's environment variable, its PYTHONPATH and its
+        # sys.argv and exits 7: the server must run the requested package's worker, not the one it was started from.
         package = self.enterContext(_TempPackage())
         stdin_r, stdin_w = os.pipe()
         control_r, control_w = os.pipe()
         out_r, out_w = os.pipe()
-        request = json.dumps({"id": 9, "env": {"FORKSERVER_TEST": "forty-two"}, "package": package}).encode()
+        request = json.dumps({"id": 9, "package": package}).encode()
         socket.send_fds(self.sock, [request], [stdin_r, control_w, out_w, out_w])
         for fd in (stdin_r, control_w, out_w):
             os.close(fd)
@@ -79,8 +83,9 @@ class ForkServerTest(_ServerCase):
         pid = reply["pid"]
         self.assertEqual(self.receive(), {"exited": pid, "status": 7})
         with os.fdopen(out_r) as out, os.fdopen(control_r, "rb") as control:
-            # the environment is the request's, sys.argv what python3 -m easyscale.worker gives
-            self.assertEqual(out.read(), f"forty-two {[os.path.join(package, 'easyscale', 'worker.py')]}\n")
+            # the environment is the server's with the request's package as PYTHONPATH, sys.argv what
+            # python3 -m easyscale.worker gives
+            self.assertEqual(out.read(), f"forty-two {package} {[os.path.join(package, 'easyscale', 'worker.py')]}\n")
             self.assertEqual(control.read(), b"control")
         os.close(stdin_w)
 
@@ -106,7 +111,7 @@ class _TempPackage:
             f.write("")
         with open(os.path.join(self.dir.name, "easyscale", "worker.py"), "w") as f:
             f.write("import os, sys\n"
-                    "print(os.environ['FORKSERVER_TEST'], sys.argv)\n"
+                    "print(os.environ['FORKSERVER_TEST'], os.environ['PYTHONPATH'], sys.argv)\n"
                     "os.write(3, b'control')\n"
                     "sys.exit(7)\n")
         return self.dir.name

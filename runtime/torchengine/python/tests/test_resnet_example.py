@@ -2,7 +2,7 @@
 
 The example reads MNIST's idx files; the test writes a small set of random
 digits in that format, so it needs no data set and stays fast (ResNet-18 with
-the CIFAR stem, 4 logical workers of 2 samples, 3 steps).
+the CIFAR stem, 4 logical workers of 2 samples, 2 steps).
 """
 
 import gzip
@@ -19,7 +19,7 @@ from easyscale.reduce import fold, scale
 from easyscale.replica import Ablation, Replica
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "examples", "torch-resnet", "model.py")
-N, B, STEPS = 4, 2, 3
+N, B, STEPS = 4, 2, 2
 
 
 def write_idx(path: str, data: torch.Tensor) -> None:
@@ -115,7 +115,7 @@ class ResNetExample(unittest.TestCase):
         for name, schedule in {
             "one replica": {0: [4]},
             "two replicas": {0: [2, 2]},
-            "1 -> 3 replicas mid-run": {0: [4], 2: [2, 1, 1]},
+            "1 -> 3 replicas mid-run": {0: [4], 1: [2, 1, 1]},
         }.items():
             with self.subTest(name):
                 self.assertEqual(self.train(schedule), want)
