@@ -39,42 +39,41 @@
 //
 // Start-up: the processes of a run's first allocation start at once
 // (Options.Workers: New prestarts them all and waits only for the first,
-// whose versions and numerics the others must match), and every grow
-// starts the processes it misses together (Local.Resize) before it waits
-// for any, then admits them in rank order. Torch is imported once per Go
-// process, interpreter and environment: the first start runs a fork server
+// whose versions and numerics the others must match), and every grow starts
+// the processes it misses together (Local.Resize) before it waits for any,
+// then admits them in rank order. Torch is imported once per Go process,
+// interpreter and environment: the first start runs a fork server
 // (easyscale.forkserver, forkserver.go), which imports torch and never runs
 // a torch operation (no thread pool, no CUDA context to copy), and every
 // worker is a fork of it that runs easyscale.worker with its own standard
 // streams and control channel. Importing torch costs each interpreter 1.8 s
-// of CPU on torch 1.13 and 2.1 s on 2.6 (measured on the CI machine); a
-// fork costs milliseconds, so once a server runs, a grow nobody announced
-// waits for the job's load, not for torch (torch_rescale_fresh_s against
-// torch_rescale_fresh_own_interpreters_s, BENCHMARKS.md); the first start
-// of a Go process still pays one import. A server is started with the
-// worker's whole environment (but PYTHONPATH), so what torch reads at its
-// import is what an interpreter of the worker's own would have read; a
-// worker with other variables gets a server of its own. What a process
-// inherits rather than reads (working directory, first on sys.path as with
-// python3 -m; umask, resource limits, CPU affinity, Python's hash seed) is
-// the server's, which is this process's when it started the server; a
-// spawn request carries only the package directory, whatever the size of
-// the environment. The server is executed by /bin/sh with SIGINT, SIGTERM
-// and SIGHUP ignored, so it ignores them from its first instruction (Slurm
-// signals every process of a step; a worker leaves at its step boundary on
-// SIGTERM; only the shell's first millisecond, before its trap, is
-// exposed), holds about
-// 230 MB (torch's modules) and exits after 60 s without workers; the kernel
-// kills it when this process dies (when the thread that started it ends, as
-// for any Pdeathsig child), and its workers when it dies
-// (PR_SET_PDEATHSIG). A server that does not start makes its workers start
-// as their own interpreters for a minute, the reason on the first one's
-// stderr; one that does not take and answer a spawn within StartupTimeout
-// is no longer used, and its running workers keep it; one that has exited
-// (idle) as a spawn reached it is replaced by a new one for that spawn. With EASYSCALE_FORKSERVER=0
-// every worker is its own interpreter (python3 -m easyscale.worker).
-// Python reads torch's version from torch/version.py without importing
-// torch.
+// of CPU on torch 1.13 and 2.1 s on 2.6 (measured on the CI machine); a fork
+// costs milliseconds, so once a server runs, a grow nobody announced waits
+// for the job's load, not for torch (torch_rescale_fresh_s against
+// torch_rescale_fresh_own_interpreters_s, BENCHMARKS.md); the first start of
+// a Go process still pays one import. A server is started with the worker's
+// whole environment (but PYTHONPATH), so what torch reads at its import is
+// what an interpreter of the worker's own would have read; a worker with
+// other variables gets a server of its own. What a process inherits rather
+// than reads (working directory, first on sys.path as with python3 -m;
+// umask, resource limits, CPU affinity, Python's hash seed) is the server's,
+// which is this process's when it started the server; a spawn request
+// carries only the package directory, whatever the size of the environment.
+// The server ignores SIGINT, SIGTERM and SIGHUP from its bootstrap's first
+// statement (Slurm signals every process of a step; a worker leaves at its
+// step boundary on SIGTERM; a signal in the interpreter's own start,
+// milliseconds, ends the server, and workers start as their own
+// interpreters), holds about 230 MB (torch's modules) and exits after 60 s
+// without workers; the kernel kills it when this process dies (when the
+// thread that started it ends, as for any Pdeathsig child), and its workers
+// when it dies (PR_SET_PDEATHSIG). A server that does not start makes its
+// workers start as their own interpreters for a minute, the reason on the
+// first one's stderr; one that does not take and answer a spawn within
+// StartupTimeout is no longer used, and its running workers keep it; one
+// that has exited (idle) as a spawn reached it is replaced by a new one for
+// that spawn. With EASYSCALE_FORKSERVER=0 every worker is its own
+// interpreter (python3 -m easyscale.worker). Python reads torch's version
+// from torch/version.py without importing torch.
 //
 // One step on P processes holding contiguous ranges of the N logical workers,
 // in three requests:

@@ -54,8 +54,8 @@ func (p *execProc) Wait() error {
 	return p.err
 }
 
-// forkServer is one `python3 -m easyscale.forkserver` (python/easyscale/
-// forkserver.py has its protocol): it has imported torch once and forks a
+// forkServer is one easyscale.forkserver, run by forkServerBootstrap
+// (python/easyscale/forkserver.py has its protocol): it has imported torch once and forks a
 // worker per spawn. It lives as long as this process: the kernel kills it
 // when this process dies, and its workers when it dies.
 type forkServer struct {
@@ -65,8 +65,8 @@ type forkServer struct {
 	done  chan struct{} // closed when its socket closed
 	key   string
 
-	sending  sync.Mutex // one request on the socket at a time, each under its own write deadline
-	mu       sync.Mutex // guards next, replies, children, err
+	sending  chan struct{} // a one-slot semaphore: one request on the socket at a time, under its spawn's deadline
+	mu       sync.Mutex    // guards next, replies, children, err
 	next     int64
 	replies  map[int64]chan forkReply // by request id: a late reply never answers another request
 	children map[int]*forkedProc
@@ -141,18 +141,21 @@ const forkServerRetry = time.Minute
 // tests, which start a server per environment they try, keep few alive.
 var forkServerIdle = 60 * time.Second
 
-// forkServerShell starts the interpreter ($0) with SIGINT, SIGTERM and
-// SIGHUP ignored: a disposition of SIG_IGN survives execve, so the server
-// ignores them from the interpreter's first instruction (Slurm signals every
-// process of a step, and the easyscale package imports torch, which takes
-// seconds), and the bootstrap ($1, its argument $2) runs.
-const forkServerShell = `trap '' INT TERM HUP; exec "$0" -c "$1" "$2"`
-
-// forkServerBootstrap runs easyscale.forkserver as python3 -m would (the
-// working directory first on sys.path), handing it the environment as it
-// was before anything was imported: each worker's, but for PYTHONPATH.
-const forkServerBootstrap = `import os, sys
-sys.path[0] = os.getcwd()
+// forkServerBootstrap ignores SIGINT, SIGTERM and SIGHUP before anything is
+// imported (Slurm signals every process of a step, and the easyscale
+// package imports torch, which takes seconds; only the interpreter's own
+// start, milliseconds, comes before), then runs easyscale.forkserver as
+// python3 -m would (the working directory first on sys.path, unless
+// PYTHONSAFEPATH keeps it off), handing it the environment as it was
+// before anything was imported: each worker's, but for PYTHONPATH. Its
+// argument is the idle time in seconds. A shell that ignored the signals
+// before it executed the interpreter would rewrite the environment (dash
+// drops names that are not identifiers, such as Lmod's BASH_FUNC_module%%,
+// and sets PWD), which the server must hand on unchanged.
+const forkServerBootstrap = `import signal as s
+for x in (s.SIGINT, s.SIGTERM, s.SIGHUP): s.signal(x, s.SIG_IGN)
+import os, sys
+if sys.path and sys.path[0] == "": sys.path[0] = os.getcwd()
 import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True, init_globals={"START_ENVIRON": dict(os.environ)})`
 
 // envVars maps each NAME of env (NAME=value entries) to its last value.
@@ -256,13 +259,8 @@ func startForkServer(python, packageDir string, env []string, key string) (*fork
 	if err != nil {
 		return nil, fmt.Errorf("starting the fork server: %w", err)
 	}
-	if python, err = exec.LookPath(python); err != nil {
-		fc.Close()
-		return nil, fmt.Errorf("starting the fork server: %w", err)
-	}
 	idle := strconv.FormatFloat(forkServerIdle.Seconds(), 'g', -1, 64)
-	cmd := exec.Command("/bin/sh", "-c", forkServerShell, python, forkServerBootstrap, idle)
-	// PR_SET_PDEATHSIG survives the shell's execve of the interpreter.
+	cmd := exec.Command(python, "-c", forkServerBootstrap, idle)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(slices.Clone(env), "PYTHONPATH="+packageDir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -272,7 +270,7 @@ func startForkServer(python, packageDir string, env []string, key string) (*fork
 		return nil, fmt.Errorf("starting the fork server %s: %w", python, err)
 	}
 	s := &forkServer{cmd: cmd, conn: fc.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}),
-		key: key, replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}}
+		key: key, replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
 	go s.read()
 	return s, nil
 }
@@ -385,18 +383,23 @@ func (s *forkServer) spawn(packageDir string, files [4]*os.File, wait time.Durat
 	if err != nil {
 		return nil, err
 	}
-	s.sending.Lock()
+	select {
+	case s.sending <- struct{}{}:
+	case <-time.After(time.Until(deadline)):
+		s.retire()
+		return nil, fmt.Errorf("asking the fork server for a worker: its socket was not free within %s", wait)
+	}
 	err = s.conn.SetWriteDeadline(deadline)
 	if err == nil {
 		_, _, err = s.conn.WriteMsgUnix(msg, syscall.UnixRights(fds...), nil)
 	}
-	s.sending.Unlock()
+	<-s.sending
 	switch {
 	case err == nil:
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
 		s.retire()
 		return nil, fmt.Errorf("asking the fork server for a worker: %w: %w", errForkServerGone, err)
-	default: // a timeout (the server is stopped), a message too long: this server cannot serve
+	default: // a timeout (the server is stopped): this server cannot serve
 		s.retire()
 		return nil, fmt.Errorf("asking the fork server for a worker: %w", err)
 	}
@@ -406,8 +409,7 @@ func (s *forkServer) spawn(packageDir string, files [4]*os.File, wait time.Durat
 			return nil, fmt.Errorf("the fork server: %w", r.err)
 		}
 		return r.proc, nil
-	case <-s.done:
-		s.retire()
+	case <-s.done: // its reader has retired it
 		select {
 		case r := <-reply: // answered before it exited: that worker is ending with it
 			if r.err == nil {

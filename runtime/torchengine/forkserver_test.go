@@ -2,9 +2,11 @@ package torchengine
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -304,8 +306,8 @@ func TestAVariableTorchReadsAtItsImportReachesAForkedWorker(t *testing.T) {
 
 // TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch sends SIGTERM,
 // SIGINT and SIGHUP to a starting server every 100 ms, from when the kernel
-// shows them ignored (the shell that executes the interpreter ignores them
-// first) until it is ready: it must get ready.
+// shows them ignored (its bootstrap ignores them before the package imports
+// torch, which takes seconds) until it is ready: it must get ready.
 func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
 	py := requireTorch(t)
 	dir, err := Extract(t.TempDir())
@@ -318,8 +320,8 @@ func TestAForkServerIgnoresSlurmsSignalsWhileItImportsTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.conn.Close() // the server exits when its socket closes
-	// The shell's own start comes before its trap: wait until the kernel
-	// shows SIGTERM ignored (/proc/PID/status SigIgn).
+	// The interpreter's own start comes before the bootstrap: wait until
+	// the kernel shows SIGTERM ignored (/proc/PID/status SigIgn).
 	waitUntil(t, time.Minute, "the server ignoring SIGTERM", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 		for _, line := range strings.Split(string(b), "\n") {
@@ -423,11 +425,128 @@ func endedForkServer(t *testing.T, key string, readerSawIt bool) *forkServer {
 	}
 	t.Cleanup(func() { c.Close() })
 	s := &forkServer{conn: c.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}), key: key,
-		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}}
+		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
 	close(s.ready)
 	if readerSawIt {
 		s.err = io.EOF
 		close(s.done)
 	}
 	return s
+}
+
+// TestAForkedWorkerSeesWhatItsOwnInterpreterWould starts a worker of a
+// package that prints its environment, sys.path and parent, forked and then
+// as its own interpreter (EASYSCALE_FORKSERVER=0), with variables a shell
+// would drop or rewrite (names that are not identifiers, Lmod's exported
+// function, PWD) and with PYTHONSAFEPATH=1 (no working directory on
+// sys.path): the forked one must be a fork, say nothing on stderr, and see
+// the same environment and path.
+func TestAForkedWorkerSeesWhatItsOwnInterpreterWould(t *testing.T) {
+	l, _ := newLocal(t)
+	server, err := os.ReadFile("python/easyscale/forkserver.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := l.start
+	o.PackageDir = fakePackage(t, "import json, os, sys\n"+
+		"print(json.dumps({'env': dict(os.environ), 'path': sys.path, 'ppid': os.getppid()}), flush=True)\n")
+	if err := os.WriteFile(filepath.Join(o.PackageDir, "easyscale", "forkserver.py"), server, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Env  map[string]string `json:"env"`
+		Path []string          `json:"path"`
+		Ppid int               `json:"ppid"`
+	}
+	run := func(env []string) (seen, string) {
+		out, stderr := &lockedBuffer{}, &lockedBuffer{}
+		o.Env, o.Stdout, o.Stderr = env, out, stderr
+		p, err := Start(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.proc.Wait()
+		p.Kill()
+		var s seen
+		if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
+			t.Fatalf("env %q: the worker printed %q (stderr %q): %v", env, out.String(), stderr.String(), err)
+		}
+		delete(s.Env, ForkServerEnv)
+		return s, stderr.String()
+	}
+	for _, env := range [][]string{
+		{"A.B=1", "X-Y=2", "BASH_FUNC_module%%=() {  eval x\n}", "PWD=/nonexistent"},
+		{"PYTHONSAFEPATH=1"},
+	} {
+		forked, stderr := run(env)
+		t.Setenv(ForkServerEnv, "0")
+		own, _ := run(env)
+		os.Unsetenv(ForkServerEnv)
+		if forked.Ppid == os.Getpid() || stderr != "" {
+			t.Errorf("env %q: the worker's parent is %d (this process %d), stderr %q: want a fork, nothing said",
+				env, forked.Ppid, os.Getpid(), stderr)
+		}
+		if own.Ppid != os.Getpid() {
+			t.Fatalf("env %q: with %s=0 the worker's parent is %d, want this process %d", env, ForkServerEnv, own.Ppid, os.Getpid())
+		}
+		if !maps.Equal(forked.Env, own.Env) {
+			for k, v := range own.Env {
+				if fv, ok := forked.Env[k]; !ok || fv != v {
+					t.Errorf("env %q: %s is %q forked, %q (present %v) in its own interpreter", env, k, fv, v, ok)
+				}
+			}
+			for k, v := range forked.Env {
+				if _, ok := own.Env[k]; !ok {
+					t.Errorf("env %q: %s=%q only in the forked worker", env, k, v)
+				}
+			}
+		}
+		if !slices.Equal(forked.Path, own.Path) {
+			t.Errorf("env %q: sys.path forked %q, own interpreter %q", env, forked.Path, own.Path)
+		}
+	}
+}
+
+// TestASpawnWaitingForTheSocketIsBoundedByItsDeadline: a spawn whose
+// server's socket is taken by another request (a stopped server's full
+// socket buffer holds every sender) gives up at its own deadline and
+// retires the server.
+func TestASpawnWaitingForTheSocketIsBoundedByItsDeadline(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[1]) // the server's end: open, never read
+	f := os.NewFile(uintptr(fds[0]), "busy-forkserver")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const key = "a key of this test only"
+	s := &forkServer{conn: c.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}), key: key,
+		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
+	forkServers.Lock()
+	forkServers.m[key] = s
+	forkServers.Unlock()
+	s.sending <- struct{}{} // another request is being sent
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	began := time.Now()
+	_, err = s.spawn(t.TempDir(), [4]*os.File{r, w, w, w}, 200*time.Millisecond)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "not free within 200ms") || took > 5*time.Second {
+		t.Fatalf("spawn gave %v after %s; want its socket reported busy at its 200 ms deadline", err, took)
+	}
+	forkServers.Lock()
+	defer forkServers.Unlock()
+	if forkServers.m[key] == s {
+		delete(forkServers.m, key)
+		t.Error("the busy server is still in the registry")
+	}
 }

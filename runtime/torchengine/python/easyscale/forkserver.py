@@ -2,8 +2,8 @@
 
 Importing torch costs every worker process one to two seconds of CPU (torch's shared library and its Python
 modules; measured 1.8 s on torch 1.13 and 2.1 s on torch 2.6 on the CI machine). The Go side
-(``runtime/torchengine/forkserver.go``) starts this server once, through a shell that has SIGINT, SIGTERM and SIGHUP
-ignored before it executes the interpreter; it imports torch once and forks a worker process per request, which runs
+(``runtime/torchengine/forkserver.go``) starts this server once, through a bootstrap that ignores SIGINT, SIGTERM
+and SIGHUP before anything is imported; it imports torch once and forks a worker process per request, which runs
 ``easyscale.worker`` as ``python3 -m easyscale.worker`` would, with torch already imported.
 
 The server never runs a torch operation, so it holds no thread pool, no CUDA context and no other thread: a fork
@@ -16,22 +16,23 @@ would have read, and a request stays small whatever the environment's size.
 Protocol, over the ``SOCK_SEQPACKET`` socket on fd 3 (one message a datagram, JSON):
 
     server -> Go  {"ready": true, "pid": N, "torch": version}     once torch is imported
-    Go -> server  {"id": I, "package": dir}                       with four file descriptors (SCM_RIGHTS): stdin,
-                                                                  control (the worker's fd 3), stdout, stderr
+    Go -> server  {"id": I, "package": dir}                       with four file descriptors (SCM_RIGHTS):
+                                                                  stdin, control (the worker's fd 3), stdout,
+                                                                  stderr
     server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}  the reply to request I
-    server -> Go  {"exited": N, "status": S}                      when worker N has ended: S is its exit code,
-                                                                  or minus the signal that ended it
+    server -> Go  {"exited": N, "status": S}                      when worker N has ended: S is its exit
+                                                                  code, or minus the signal that ended it
 
 The server exits when the socket closes (the Go process ended), and when it has had no worker for its first
 argument's seconds (default 60: a server holds about 230 MB, torch's modules). Each worker
 has the kernel kill it when the server dies (``PR_SET_PDEATHSIG``), as the Go side has the kernel kill the server
-when it dies, so no worker outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP from its first
-instruction (the dispositions it was executed with): Slurm signals every process of a step, and a worker must outlive SIGTERM long enough to leave at its
-step boundary.
+when it dies, so no worker outlives its Go process. The server ignores SIGINT, SIGTERM and SIGHUP from its
+bootstrap's first statement: Slurm signals every process of a step, and a worker must outlive SIGTERM long enough
+to leave at its step boundary.
 
 A worker is a fork, so what a process inherits rather than reads from its environment is the server's: its
-working directory (first on its ``sys.path``, as with ``python3 -m``), umask, resource limits and CPU affinity are those of the Go process when it started the server,
-and its hash seed is the server's.
+working directory (first on its ``sys.path``, as with ``python3 -m``), umask, resource limits and CPU affinity are
+those of the Go process when it started the server, and its hash seed is the server's.
 """
 from __future__ import annotations
 
