@@ -312,6 +312,13 @@ type Admit struct {
 	// (planner.ShrinkLoss), the count used before 5 December 2026: fewer
 	// admissions, a longer mean JCT, a makespan guard that holds even when
 	// the pool's queue takes the lent nodes for good (BENCHMARKS.md, E51).
+	// "contested" counts "kept" for a donor whose pool is contested and
+	// whose end is its pool's latest (planner.Pools.Kept: another pending
+	// job besides the admitted one may use its GPU types, so the nodes it
+	// lends go to the queue, not back to it, and no running elastic job of
+	// another user on those types has more time left), "returned" for the
+	// others: a shorter makespan for a longer mean JCT (BENCHMARKS.md,
+	// E56).
 	// Set with rule "longest-left", which weighs no horizon, it does
 	// nothing ([Config.Warnings] says so).
 	Horizon string `toml:"horizon"`
@@ -326,10 +333,11 @@ const (
 	AdmitLongestLeft = "longest-left"
 )
 
-// The admit.horizon values.
+// The admit.horizon values (planner.NodeObjective.AdmitHorizon).
 const (
-	AdmitHorizonReturned = "returned"
-	AdmitHorizonKept     = "kept"
+	AdmitHorizonContested = planner.HorizonContested
+	AdmitHorizonReturned  = planner.HorizonReturned
+	AdmitHorizonKept      = planner.HorizonKept
 )
 
 // StartSmall configures start-small: a queued job (any, in queue order,
@@ -720,8 +728,8 @@ func (c *Config) Validate() error {
 	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
 		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)
 	}
-	if h := c.Admit.Horizon; h != AdmitHorizonReturned && h != AdmitHorizonKept {
-		bad("admit.horizon", h, "must be %q or %q", AdmitHorizonReturned, AdmitHorizonKept)
+	if h := c.Admit.Horizon; h != AdmitHorizonContested && h != AdmitHorizonReturned && h != AdmitHorizonKept {
+		bad("admit.horizon", h, "must be %q, %q or %q", AdmitHorizonContested, AdmitHorizonReturned, AdmitHorizonKept)
 	}
 	c.validateRetry(bad)
 	if _, err := planner.ParseStartSmallRule(c.StartSmall.Rule); err != nil {

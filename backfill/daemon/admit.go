@@ -143,7 +143,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
-			Drain: d.drain(v), HorizonKept: c.Admit.Horizon == config.AdmitHorizonKept}
+			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon}
 	}
 	lentOn := lentByNode(live, v, c.Extra.Partition)
 	for _, n := range v.Nodes {

@@ -27,6 +27,21 @@ func admitCluster(t *testing.T, toml, comment string) *testDaemon {
 	return td
 }
 
+// lw8Comment is elasticComment with 8 logical workers: on 4 GPUs instead
+// of 8 such a job runs at about half its speed (with 4 it would lose
+// nothing).
+const lw8Comment = "es-req min=1 max=3 lw=8 d1"
+
+// anotherV100JobWaits queues job 30 (carol) behind admitCluster's job 20:
+// one whole v100 node for 30 min, waiting for resources, with no planned
+// nodes (Slurm plans the queue head only).
+func anotherV100JobWaits(td *testDaemon) {
+	j := td.fake.pending("30", "", 4, td.now.Add(2*time.Hour))
+	td.fake.set(func() {
+		j.user, j.gpuType, j.reason, j.timeLimit, j.nodes = "carol", "v100", "Resources", 30*time.Minute, 1
+	})
+}
+
 // lendOneV100OnN2 makes admitCluster's job 10 hold 3 GPUs on each node
 // and an extra job of it (50, recorded) 1 more on n2, with the queued
 // job's reservation 2 h away: only with the extra job's GPU does n2 hold
@@ -198,6 +213,22 @@ func TestShrinkToAdmit(t *testing.T) {
 				c := td.fake.pending("30", "n1", 0, td.now.Add(time.Hour))
 				td.fake.set(func() { c.user, c.reason = "carol", "Priority" })
 			}},
+		// admit.horizon = "contested" (planner.Pools.Kept): with another
+		// v100 job pending besides job 20, job 10 (8 logical workers, on
+		// its 8 GPUs), the longest there, is counted as never getting its
+		// node back: 60 min more on 1 node ends it after job 20's own end
+		// by waiting (90 min); returned after job 20's 30 min, it loses
+		// about 15
+		{name: "contested: the longest job is not shrunk while another pending job waits for its GPU type",
+			toml: on + "horizon = \"contested\"\n", comment: lw8Comment,
+			setup: func(t *testing.T, td *testDaemon) { anotherV100JobWaits(td) }},
+		{name: "returned (the default), it is",
+			toml: on, comment: lw8Comment,
+			setup: func(t *testing.T, td *testDaemon) { anotherV100JobWaits(td) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "contested by the queued job alone, it is",
+			toml: on + "horizon = \"contested\"\n", comment: lw8Comment,
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "a user's non-elastic job with an es-req name is never shrunk",
 			toml: on, comment: "training run",
 			setup: func(t *testing.T, td *testDaemon) {

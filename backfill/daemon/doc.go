@@ -176,7 +176,9 @@
 //     does not grow (a donor's end counted with its nodes back when the
 //     queued job's time limit is up, admit.horizon "returned", the
 //     default; "kept" counts it as if it ran to its end on fewer nodes,
-//     planner.ShrinkLoss); and the admission
+//     planner.ShrinkLoss; "contested" counts so only the donor whose GPU
+//     types another pending job may use and which has the most time left
+//     there, planner.Pools.Kept); and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
 //     the queued job holds its nodes (at most its time limit), by

@@ -191,7 +191,8 @@ type Donor struct {
 	// Delay, when set, is how much later (seconds) the donor ends if it
 	// never gets those GPUs back ([ShrinkLoss]; admit.horizon "kept"),
 	// what AdmitRequest.Horizon bounds; nil: Loss bounds it (admit.horizon
-	// "returned", the default since BENCHMARKS.md E51).
+	// "returned", the default since BENCHMARKS.md E51; "contested" sets it
+	// for the donors [Pools.Kept] names).
 	Delay func(gpus int) float64
 }
 

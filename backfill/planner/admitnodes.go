@@ -137,11 +137,15 @@ type NodeObjective struct {
 	// and pending jobs ([Drain], drain_horizon); nil: no such bound (a
 	// recording made before it existed has none).
 	Drain *Drain `json:",omitempty"`
-	// HorizonKept, when set (admit.horizon "kept"), counts a donor's end
-	// against the horizon as if it never got its nodes back (its Delay,
-	// [ShrinkLoss]); unset (the default, "returned"), as if it gets them
-	// back when the queued job's run ends (its Loss, [BorrowLoss]).
-	HorizonKept bool `json:",omitempty"`
+	// AdmitHorizon (admit.horizon) is how a donor's end counts against the
+	// horizon: [HorizonKept], as if it never got its nodes back (its Delay,
+	// [ShrinkLoss]); [HorizonReturned] or "" (a recording made before
+	// E56), as if it gets them back when the queued job's run ends (its
+	// Loss, [BorrowLoss]; the default); [HorizonContested], kept for the
+	// donors [Pools.Kept] names among the running elastic jobs (Donors,
+	// with the GPU types of their nodes) and the queued jobs (Queue, with
+	// their GPU types), returned for the others.
+	AdmitHorizon string `json:",omitempty"`
 }
 
 // JobLeft is a running job's owner ("": unknown) and its time left.
@@ -225,12 +229,13 @@ func AdmitOnNodes(in NodeAdmitInput) (a NodeAdmission, ok bool, why []string) {
 	}
 	cluster := NewCluster(nodes, in.Speeds)
 	cands, skipped := admitDonors(in, idx)
+	kept := keptFor(in, idx, cands)
 	for _, q := range in.Queue {
 		if q.Refused != "" {
 			why = append(why, "queued job "+q.ID+": "+q.Refused)
 			continue
 		}
-		a, no := admitOne(in, cluster, idx, baseAvail, cands, skipped, q)
+		a, no := admitOne(in, cluster, idx, baseAvail, cands, kept, skipped, q)
 		if no == "" {
 			return a, true, why
 		}
@@ -306,9 +311,72 @@ func capKeep(d *NodeAdmitDonor, keep int, remaining time.Duration, rule TimeLimi
 	return from, fmt.Sprintf("it gives up no node: at %d nodes %s", from-1, d.Cap.Refuses(limit))
 }
 
+// keptRule is how admitOne counts each donor's end against the horizon
+// (NodeObjective.AdmitHorizon): all bounds every donor by its Delay
+// (HorizonKept); with pools (HorizonContested), those Pools.Kept names for
+// the queued job's user, at[c] each candidate's index in pools; neither:
+// by its Loss.
+type keptRule struct {
+	all   bool
+	pools *Pools
+	at    []int
+}
+
+// keptFor is in's keptRule for cands.
+func keptFor(in NodeAdmitInput, idx map[string]int, cands []donorCand) keptRule {
+	o := in.Objective
+	if o == nil || len(cands) == 0 {
+		return keptRule{}
+	}
+	switch o.AdmitHorizon {
+	case HorizonKept:
+		return keptRule{all: true}
+	case HorizonContested:
+	default:
+		return keptRule{}
+	}
+	var running []PoolJob
+	at := map[*NodeAdmitDonor]int{} // a donor's index in running
+	for i := range in.Donors {
+		d := &in.Donors[i]
+		if d.Unreadable {
+			continue
+		}
+		job := PoolJob{User: d.User, TimeLeft: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps).Seconds()}
+		for _, n := range d.Nodes {
+			if k, ok := idx[n.Node]; ok && !slices.Contains(job.Types, in.Nodes[k].GPUType) {
+				job.Types = append(job.Types, in.Nodes[k].GPUType)
+			}
+		}
+		at[d] = len(running)
+		running = append(running, job)
+	}
+	queued := make([]FitRule, len(in.Queue))
+	for i, q := range in.Queue {
+		if q.GPUType != "" {
+			queued[i] = FitRule{Types: []string{q.GPUType}}
+		}
+	}
+	r := keptRule{pools: NewPools(running, queued), at: make([]int, len(cands))}
+	for i, c := range cands {
+		if j, ok := at[c.d]; ok {
+			r.at[i] = j
+		} else {
+			r.at[i] = -1
+		}
+	}
+	return r
+}
+
+// kept reports whether candidate i's end counts as kept when a job of user
+// is admitted.
+func (r keptRule) kept(i int, user string) bool {
+	return r.all || (r.pools != nil && r.pools.Kept(r.at[i], user))
+}
+
 // admitOne decides for queued job q; no says why it cannot be admitted
 // ("" when it can).
-func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail []int, cands []donorCand,
+func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail []int, cands []donorCand, kept keptRule,
 	skipped []string, q NodeAdmitQueued) (a NodeAdmission, no string) {
 	keepOff := map[int]bool{}
 	for _, name := range q.Reserved {
@@ -364,7 +432,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		for i, c := range cands {
 			var delay func(int) float64
 			donors[i].Loss, delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
-			if o.HorizonKept {
+			if kept.kept(i, q.User) {
 				donors[i].Delay = delay
 			}
 		}

@@ -189,8 +189,32 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 		{"counted as never getting it back (admit.horizon kept), it would not", func(in *NodeAdmitInput) {
 			objective(in, time.Hour)
 			in.Objective.Horizon = 0
-			in.Objective.HorizonKept = true
+			in.Objective.AdmitHorizon = HorizonKept
 		}, false, "end after the longest"},
+		// admit.horizon contested (the default): kept when another pending
+		// job besides the queued one may use the donor's type (v100) and no
+		// running elastic job there has more time left
+		{"contested by the queued job alone, the donor counts its node as returned", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonContested
+			in.Queue = append(in.Queue, NodeAdmitQueued{ID: "21", Nodes: 1, GPUsPerNode: 4, GPUType: "t4", Limit: time.Hour})
+		}, true, ""},
+		{"contested by another job that may use its type, the longest donor counts it as kept", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonContested
+			in.Queue = append(in.Queue, NodeAdmitQueued{ID: "21", Nodes: 1, GPUsPerNode: 4, Limit: time.Hour})
+		}, false, "end after the longest"},
+		{"contested, a donor with a longer elastic job on its type counts it as returned", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonContested
+			in.Queue = append(in.Queue, NodeAdmitQueued{ID: "21", Nodes: 1, GPUsPerNode: 4, GPUType: "v100", Limit: time.Hour})
+			in.Nodes = append(in.Nodes, AdmitNode{"n5", "v100", 4, 0, 0})
+			in.Donors = append(in.Donors, NodeAdmitDonor{ID: "11", User: "bob", Facts: DonorFacts{NotReady: "starting"},
+				Nodes: []NodeGPUs{{Node: "n5", GPUs: 4}}, MinNodes: 1, OrigNodes: 1, Elapsed: time.Minute, TimeLeft: 70 * min, Limit: 2 * time.Hour})
+		}, true, ""},
 		// a tester's finding: a job whose limit shrink-to-admit raised
 		// (bob's, 3 h left of which 2 h 30 min are the raise) widened the
 		// horizon, so the longest job by its owner's limit (alice's, 1 h)

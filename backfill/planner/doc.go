@@ -171,7 +171,9 @@
 //     expected end of a running job, a limit shrink-to-admit raised counted
 //     without the raise, so the longest job, which sets the makespan,
 //     never yields), its end counted by its Loss (admit.horizon
-//     "returned") or by its Delay ([ShrinkLoss], "kept"), and
+//     "returned") or by its Delay ([ShrinkLoss], "kept"; "contested"
+//     for the donors [Pools.Kept] names: the longest job of a pool other
+//     queued jobs wait for), and
 //     the admission stands only when the donors' summed loss is below the
 //     wait the queued job saves (AdmitRequest.Gain);
 //   - Snapshot.NothingQueued: with no job waiting, a job grows back to its

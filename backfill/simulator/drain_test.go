@@ -1,6 +1,10 @@
 package simulator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
 
 // TestDrainHorizonLetsTheLongestJobYieldWhenOthersWorkOutlastsIt: on one
 // V100 node and one T4 node of 8 GPUs each (the T4 a third as fast), A
@@ -16,12 +20,12 @@ import "testing"
 // user's (E is bob's), the bound does not widen and B waits. A's end is
 // counted as if it never got its GPUs back (admit.horizon "kept"): counted
 // as returned after B's run, A yields without the drain bound too
-// (TestTheAdmitHorizonCountsTheDonorsNodesAsReturned).
+// (TestTheAdmitHorizon).
 func TestDrainHorizonLetsTheLongestJobYieldWhenOthersWorkOutlastsIt(t *testing.T) {
 	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,vc,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, drain bool) (map[string]JobRecord, Result) {
 		cfg := twoTypes(8, 8, 8, 1.0/3)
-		cfg.DrainHorizon, cfg.AdmitHorizonKept = drain, true
+		cfg.DrainHorizon, cfg.AdmitHorizon = drain, planner.HorizonKept
 		return runTable(t, head+csv, cfg)
 	}
 	jobs := func(erin string) string {

@@ -86,7 +86,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a d2 job with among the longest times left onto GPUs of a faster type, idle or lent to extra jobs, that no queued job may use when its time left there plus --move-cost, times 1.1, is below its time left now (a job that grew weighed at the GPUs it holds with its extra jobs when the faster GPUs hold that many; it restarts on its own count), as easyscale-backfilld does by default (move_to_faster); =false: never")
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
-	admitHorizon := fs.String("admit-horizon", daemon.Admit.Horizon, "elastic policies with --objective: how shrink-to-admit counts a donor's end against the horizon: returned (it gets its GPUs back when the admitted job's run ends) or kept (it runs to its end on the smaller allocation, the count used before 5 December 2026); easyscale-backfilld: [admit] horizon, default returned")
+	admitHorizon := fs.String("admit-horizon", daemon.Admit.Horizon, "elastic policies with --objective: how shrink-to-admit counts a donor's end against the horizon: returned (it gets its GPUs back when the admitted job's run ends), kept (it runs to its end on the smaller allocation, the count used before 5 December 2026) or contested (kept for the longest running job on GPU types that another queued job besides the admitted one may use, returned for the others); easyscale-backfilld: [admit] horizon, default returned")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
@@ -131,10 +131,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.MoveToFaster = *move
 	cfg.DrainHorizon = *drain
 	switch *admitHorizon {
-	case config.AdmitHorizonReturned, config.AdmitHorizonKept:
-		cfg.AdmitHorizonKept = *admitHorizon == config.AdmitHorizonKept
+	case config.AdmitHorizonContested, config.AdmitHorizonReturned, config.AdmitHorizonKept:
+		cfg.AdmitHorizon = *admitHorizon
 	default:
-		return badFlags(fmt.Errorf("--admit-horizon %q: use %q or %q", *admitHorizon, config.AdmitHorizonReturned, config.AdmitHorizonKept))
+		return badFlags(fmt.Errorf("--admit-horizon %q: use %q, %q or %q", *admitHorizon, config.AdmitHorizonContested, config.AdmitHorizonReturned, config.AdmitHorizonKept))
 	}
 	if !(*moveCost >= 0 && *moveCost <= 86400) {
 		return badFlags(fmt.Errorf("--move-cost %v: use 0 to 86400 seconds, e.g. %.0f", *moveCost, planner.DefaultMoveCost))

@@ -386,7 +386,7 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 	if !s.donorsFresh {
 		s.buildDonors(objective)
 	}
-	donors := s.donors
+	donors := s.donorsFor(r)
 	if len(donors) == 0 {
 		return nil
 	}
@@ -421,8 +421,11 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 // (above the fewest they may keep), as planner donors, with s.donorRuns
 // their runs; it stays valid until a job starts or shrinks.
 func (s *sim) buildDonors(objective bool) {
-	s.donors, s.donorRuns = s.donors[:0], s.donorRuns[:0]
-	for _, d := range s.running {
+	s.donors, s.donorRuns, s.donorDelays, s.donorAt, s.donorPool = s.donors[:0], s.donorRuns[:0], s.donorDelays[:0], s.donorAt[:0], nil
+	if objective {
+		s.donorPool = s.donorPools()
+	}
+	for i, d := range s.running {
 		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
 		if baseGPUs(d) <= keep {
 			continue
@@ -432,12 +435,13 @@ func (s *sim) buildDonors(objective bool) {
 			dn.TimeLeft = s.timeLeft(d)
 			var delay func(int) float64
 			dn.Loss, delay = s.donorLoss(d)
-			if s.cfg.AdmitHorizonKept {
-				dn.Delay = delay
-			}
+			s.donorDelays = append(s.donorDelays, delay)
+		} else {
+			s.donorDelays = append(s.donorDelays, nil)
 		}
 		s.donors = append(s.donors, dn)
 		s.donorRuns = append(s.donorRuns, d)
+		s.donorAt = append(s.donorAt, i)
 	}
 	s.donorsFresh = true
 }
@@ -493,4 +497,48 @@ func (s *sim) shed(r *run, allocs []alloc) []alloc {
 		return allocs
 	}
 	return slices.DeleteFunc(slices.Clone(allocs), func(a alloc) bool { return slices.Contains(drop, s.nodes[a.Node].name) })
+}
+
+// donorPools indexes, under planner.HorizonContested (Config.AdmitHorizon),
+// the running jobs for planner.Pools.Kept: each with its owner, the types of
+// its own allocation and its time left, and the queued jobs not started, by
+// the rule they start under; nil under the other horizons.
+func (s *sim) donorPools() *planner.Pools {
+	if s.cfg.AdmitHorizon != planner.HorizonContested {
+		return nil
+	}
+	running := make([]planner.PoolJob, len(s.running))
+	for i, r := range s.running {
+		job := planner.PoolJob{User: r.j.User, TimeLeft: s.timeLeft(r)}
+		for _, a := range r.base {
+			if t := s.nodes[a.Node].typ; !slices.Contains(job.Types, t) {
+				job.Types = append(job.Types, t)
+			}
+		}
+		running[i] = job
+	}
+	var queued []planner.FitRule
+	for _, q := range s.queue {
+		if !q.started {
+			queued = append(queued, s.ruleOf(q))
+		}
+	}
+	return planner.NewPools(running, queued)
+}
+
+// donorsFor is s.donors as shrink-to-admit weighs them for queued job r:
+// each bounded by its Delay when its end counts as kept (Config.
+// AdmitHorizon: every one under planner.HorizonKept, those
+// planner.Pools.Kept names for r's owner under planner.HorizonContested).
+func (s *sim) donorsFor(r *run) []planner.Donor {
+	if s.donorPool == nil && s.cfg.AdmitHorizon != planner.HorizonKept {
+		return s.donors
+	}
+	donors := slices.Clone(s.donors)
+	for i := range donors {
+		if s.donorDelays[i] != nil && (s.donorPool == nil || s.donorPool.Kept(s.donorAt[i], r.j.User)) {
+			donors[i].Delay = s.donorDelays[i]
+		}
+	}
+	return donors
 }

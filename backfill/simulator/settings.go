@@ -1,6 +1,10 @@
 package simulator
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
 
 // Settings is what an elastic policy ran with, echoed in the JSON
 // (Result.Settings, key "settings") so that a figure can be reproduced
@@ -10,8 +14,9 @@ import "strings"
 type Settings struct {
 	ShrinkToAdmit bool    `json:"shrink_to_admit"`
 	AdmitMaxLoss  float64 `json:"admit_max_loss"`
-	// AdmitHorizon is "returned" or "kept" (Config.AdmitHorizonKept); it
-	// applies with Objective and ShrinkToAdmit only.
+	// AdmitHorizon is "contested", "returned" or "kept"
+	// (Config.AdmitHorizon); it applies with Objective and ShrinkToAdmit
+	// only.
 	AdmitHorizon    string  `json:"admit_horizon"`
 	Objective       bool    `json:"objective"`
 	StartSmall      string  `json:"start_small"`
@@ -29,9 +34,9 @@ func settingsOf(cfg Config) *Settings {
 	if cfg.Policy == Rigid {
 		return nil
 	}
-	horizon := "returned"
-	if cfg.AdmitHorizonKept {
-		horizon = "kept"
+	horizon := cfg.AdmitHorizon
+	if horizon == "" {
+		horizon = planner.HorizonReturned
 	}
 	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon,
 		Objective: cfg.Objective, StartSmall: cfg.StartSmall.String(), WeighStartSmall: cfg.WeighCriticalDelay,

@@ -34,7 +34,7 @@ func DaemonDefaults() Config {
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
 		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
 		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon,
-		AdmitHorizonKept: d.Admit.Horizon == config.AdmitHorizonKept}
+		AdmitHorizon: d.Admit.Horizon}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -170,12 +170,15 @@ type Config struct {
 	// to run the work of the running and queued jobs of other users
 	// (planner.Drain), as the daemon's drain_horizon does.
 	DrainHorizon bool
-	// AdmitHorizonKept, with Objective, counts a donor's end against the
-	// horizon as if it never got its GPUs back (planner.ShrinkLoss), as the
-	// daemon's admit.horizon = "kept" does; false (the default,
-	// "returned"): as if it gets them back when the admitted job's run
-	// ends (planner.BorrowLoss).
-	AdmitHorizonKept bool
+	// AdmitHorizon, with Objective, is how a donor's end counts against
+	// the horizon, as the daemon's admit.horizon: planner.HorizonKept, as
+	// if it never got its GPUs back (planner.ShrinkLoss);
+	// planner.HorizonReturned or "", as if it gets them back when the
+	// admitted job's run ends (planner.BorrowLoss);
+	// planner.HorizonContested, kept for the donors
+	// planner.Pools.Kept names among the running jobs and the queued ones
+	// not started, returned for the others.
+	AdmitHorizon string
 	// NodeWeights is how the site weights its nodes for Slurm's node
 	// selection, by GPU speed (every policy; zero value: faster types
 	// first).
@@ -409,6 +412,13 @@ type sim struct {
 	cluster   *planner.Cluster // the same nodes, for the planner's Fit and Admit
 	donors    []planner.Donor  // shrinkToAdmit's donors (buildDonors)
 	donorRuns []*run           // the run of each of donors
+	// donorDelays is each donor's planner.ShrinkLoss (nil without the
+	// objective), donorPool the running and queued jobs for
+	// planner.Pools.Kept (nil but under planner.HorizonContested) and
+	// donorAt each donor's index there, for donorsFor.
+	donorDelays []func(int) float64
+	donorPool   *planner.Pools
+	donorAt     []int
 	// donorsFresh says donors still describe the running jobs (no start
 	// or shrink since buildDonors).
 	donorsFresh bool

@@ -264,7 +264,7 @@ func TestMainCLI(t *testing.T) {
 		{"an unknown flag is named and the usage printed", []string{"--frobnicate"}, 2, "unknown flag: --frobnicate\n\nUsage: easyscale-simulate --trace FILE"},
 		{"a non-numeric --gpus-per-node is named", []string{"--gpus-per-node", "x"}, 2, "--gpus-per-node"},
 		{"an unknown --start-small rule lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--start-small", "always"}, 2, "--start-small: unknown start-small rule \"always\": use off, before-reservation or ends-earlier"},
-		{"an unknown --admit-horizon lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-horizon", "never"}, 2, "--admit-horizon \"never\": use \"returned\" or \"kept\""},
+		{"an unknown --admit-horizon lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-horizon", "never"}, 2, "--admit-horizon \"never\": use \"contested\", \"returned\" or \"kept\""},
 		{"elastic-only flags under --policy rigid are named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept", "--rescale-cost", "5"}, 0,
 			"warning: --policy rigid: --admit-horizon, --rescale-cost apply to elastic policies only and do nothing here"},
 		{"one elastic-only flag under --policy rigid", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept"}, 0,

@@ -179,9 +179,9 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if v, err := strconv.ParseFloat(os.Getenv("EASYSCALE_HETERO_MAXLOSS"), 64); err == nil && v > 0 && v <= 1 {
 			d.AdmitMaxLoss = v
 		}
-		// admit.horizon other than the default's (E51): returned or kept
+		// admit.horizon other than the default's (E56): contested, returned or kept
 		if v := os.Getenv("EASYSCALE_HETERO_HORIZON"); v != "" {
-			d.AdmitHorizonKept = v == "kept"
+			d.AdmitHorizon = v
 		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {

@@ -1,0 +1,130 @@
+package planner
+
+import (
+	"cmp"
+	"slices"
+)
+
+// How shrink-to-admit under the objective counts a donor's end against the
+// horizon ([NodeObjective.AdmitHorizon], the daemon's admit.horizon; the
+// simulator's Config.AdmitHorizon).
+const (
+	// HorizonContested counts it as kept for the donors [Pools.Kept]
+	// names, as returned for the others (BENCHMARKS.md E56).
+	HorizonContested = "contested"
+	// HorizonReturned counts every donor as getting its GPUs back when the
+	// admitted job's run ends ([BorrowLoss]), the default since
+	// BENCHMARKS.md E51; "" means it too.
+	HorizonReturned = "returned"
+	// HorizonKept counts every donor as never getting them back
+	// ([ShrinkLoss], [Donor.Delay]).
+	HorizonKept = "kept"
+)
+
+// PoolJob is a running elastic job as [Pools] sees it: its owner ("":
+// unknown), the GPU types of its own (base) allocation and its expected
+// time left at its current size, in seconds.
+type PoolJob struct {
+	User     string
+	Types    []string
+	TimeLeft float64
+}
+
+// Pools answers [Pools.Kept] for the running elastic jobs and the queued
+// jobs of one planning round.
+type Pools struct {
+	running   []PoolJob
+	byType    map[string][]int // the jobs on each type, most time left first
+	contested []bool
+}
+
+// NewPools indexes running (the running elastic jobs) and queued (the
+// rules of the queued jobs, the one being admitted among them) for
+// [Pools.Kept]. O((R + Q) · types).
+func NewPools(running []PoolJob, queued []FitRule) *Pools {
+	p := &Pools{running: running, byType: map[string][]int{}, contested: make([]bool, len(running))}
+	for i, d := range running {
+		for _, t := range d.Types {
+			if l := p.byType[t]; len(l) == 0 || l[len(l)-1] != i {
+				p.byType[t] = append(l, i)
+			}
+		}
+	}
+	for _, l := range p.byType {
+		slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(running[b].TimeLeft, running[a].TimeLeft) })
+	}
+	// The first two queued jobs that may use each type, and that may use
+	// any: two distinct ones among a job's types are in these.
+	var anyType []int
+	byType := map[string][]int{}
+	for q, r := range queued {
+		if len(r.Types) == 0 {
+			if len(anyType) < 2 {
+				anyType = append(anyType, q)
+			}
+			continue
+		}
+		for _, t := range r.Types {
+			if l := byType[t]; len(l) < 2 && (len(l) == 0 || l[len(l)-1] != q) {
+				byType[t] = append(l, q)
+			}
+		}
+	}
+	for i, d := range running {
+		seen := map[int]bool{}
+		for _, q := range anyType {
+			seen[q] = true
+		}
+		for _, t := range d.Types {
+			for _, q := range byType[t] {
+				seen[q] = true
+			}
+		}
+		p.contested[i] = len(d.Types) > 0 && len(seen) >= 2
+	}
+	return p
+}
+
+// Kept reports whether shrink-to-admit, admitting a queued job of user,
+// weighs the end of running job i as if it never got back the GPUs it
+// gives up ([ShrinkLoss], [Donor.Delay]) rather than getting them back
+// when the admitted job ends ([BorrowLoss], admit.horizon "returned").
+// That is so when both hold:
+//   - its pool is contested: at least two queued jobs (the one being
+//     admitted among them) may use one of its types. The GPUs the admitted
+//     job frees then go to the next queued job before a shrunk job grows
+//     back, so the shrink is kept in fact;
+//   - no other running job on one of its types has more time left: its
+//     end is its pool's makespan, and every second it loses lengthens it.
+//     Jobs of user do not count (an unknown user, "", on either side
+//     does), as in [HorizonFor]: a long placeholder job of the queued
+//     job's owner must not make another user's job look shorter than the
+//     longest and so lend more.
+//
+// The horizon ([AdmitRequest.Horizon]) then bounds its kept delay: the
+// longest job of a saturated pool is not shrunk to admit short jobs one
+// after another. Under "returned", in BENCHMARKS.md's hetero matrix
+// (pollux6, 100 % d1, paper range) a 4-GPU job pinned to 16 T4s lent 2 of
+// them at its start and got them back 115,000 s later, and the trace ended
+// 6 % after rigid's; under "contested" 11 % before it. Over 960 Pollux
+// cells "contested" shortened the makespan where elastic lost to rigid but
+// lengthened the mean JCT more often (E56), so it is an option, not the
+// default. Pure.
+func (p *Pools) Kept(i int, user string) bool {
+	if i < 0 || i >= len(p.running) || !p.contested[i] {
+		return false
+	}
+	d := p.running[i]
+	for _, t := range d.Types {
+		for _, j := range p.byType[t] {
+			o := p.running[j]
+			if o.TimeLeft <= d.TimeLeft {
+				break
+			}
+			if j != i && (user == "" || o.User == "" || o.User != user) {
+				return false
+			}
+		}
+	}
+	return true
+}

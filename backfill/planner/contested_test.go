@@ -1,0 +1,69 @@
+package planner
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestPoolsKept(t *testing.T) {
+	t4 := FitRule{Types: []string{"t4"}}
+	v100 := FitRule{Types: []string{"v100"}}
+	anyType := FitRule{}
+	job := func(user string, left float64, types ...string) PoolJob {
+		return PoolJob{User: user, Types: types, TimeLeft: left}
+	}
+	for _, c := range []struct {
+		name    string
+		running []PoolJob
+		queued  []FitRule
+		user    string // the queued job's owner
+		want    []bool
+	}{
+		{"the longest job of a pool two queued jobs wait for",
+			[]PoolJob{job("a", 60000, "t4"), job("b", 3000, "t4")}, []FitRule{t4, t4}, "q", []bool{true, false}},
+		{"only the admitted job waits: what it frees goes back",
+			[]PoolJob{job("a", 60000, "t4")}, []FitRule{t4}, "q", []bool{false}},
+		{"the queued jobs wait for another type",
+			[]PoolJob{job("a", 60000, "t4")}, []FitRule{v100, v100}, "q", []bool{false}},
+		{"jobs that may use any type contest every pool",
+			[]PoolJob{job("a", 60000, "t4"), job("b", 100, "v100")}, []FitRule{anyType, anyType}, "q", []bool{true, true}},
+		{"one queued job per type of a job on two types",
+			[]PoolJob{job("a", 500, "t4", "v100")}, []FitRule{t4, v100}, "q", []bool{true}},
+		{"a longer job on one of its types",
+			[]PoolJob{job("a", 500, "t4", "v100"), job("b", 900, "v100")}, []FitRule{anyType, anyType}, "q", []bool{false, true}},
+		{"a longer job on another type does not count",
+			[]PoolJob{job("a", 500, "t4"), job("b", 900, "v100")}, []FitRule{t4, t4, v100}, "q", []bool{true, false}},
+		{"equal time left: both set the makespan",
+			[]PoolJob{job("a", 500, "t4"), job("b", 500, "t4")}, []FitRule{t4, anyType}, "q", []bool{true, true}},
+		{"a queued job naming two types counts once",
+			[]PoolJob{job("a", 500, "t4", "v100")}, []FitRule{{Types: []string{"t4", "v100"}}}, "q", []bool{false}},
+		{"a type listed twice",
+			[]PoolJob{job("a", 500, "t4", "t4"), job("b", 400, "t4")}, []FitRule{t4, t4}, "q", []bool{true, false}},
+		// a placeholder: the queued job's owner runs a longer job on the
+		// pool, which must not make alice's look shorter than the longest
+		{"a longer job of the queued job's owner does not count",
+			[]PoolJob{job("alice", 500, "t4"), job("mallory", 9000, "t4")}, []FitRule{t4, t4}, "mallory", []bool{true, true}},
+		{"another user's longer job does",
+			[]PoolJob{job("alice", 500, "t4"), job("bob", 9000, "t4")}, []FitRule{t4, t4}, "mallory", []bool{false, true}},
+		{"an unknown owner counts",
+			[]PoolJob{job("alice", 500, "t4"), job("", 9000, "t4")}, []FitRule{t4, t4}, "mallory", []bool{false, true}},
+		{"so do all when the queued job's owner is unknown",
+			[]PoolJob{job("alice", 500, "t4"), job("mallory", 9000, "t4")}, []FitRule{t4, t4}, "", []bool{false, true}},
+		{"no types", []PoolJob{job("a", 500)}, []FitRule{anyType, anyType}, "q", []bool{false}},
+		{"nothing running", nil, []FitRule{t4, t4}, "q", []bool{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewPools(c.running, c.queued)
+			got := make([]bool, len(c.running))
+			for i := range c.running {
+				got[i] = p.Kept(i, c.user)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("Kept for a job of %q over %v, %v = %v, want %v", c.user, c.running, c.queued, got, c.want)
+			}
+		})
+	}
+	if p := NewPools(nil, nil); p.Kept(-1, "") || p.Kept(3, "") {
+		t.Error("Kept of a job out of range is true")
+	}
+}
