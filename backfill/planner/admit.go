@@ -189,8 +189,9 @@ type Donor struct {
 	// [Cluster.Admit]). nil: the longest-time-left rule.
 	Loss func(gpus int) float64
 	// Delay, when set, is how much later (seconds) the donor ends if it
-	// never gets those GPUs back ([ShrinkLoss]; admit.horizon "kept"),
-	// what AdmitRequest.Horizon bounds; nil: Loss bounds it (admit.horizon
+	// never gets those GPUs back ([ShrinkLoss]; admit.horizon "kept"):
+	// the larger of it and Loss is what AdmitRequest.Horizon bounds; nil:
+	// Loss bounds it (admit.horizon
 	// "returned", the default since BENCHMARKS.md E51; "contested" sets it
 	// for the donors [Pools.Kept] names).
 	Delay func(gpus int) float64
@@ -307,9 +308,11 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		if d.Loss == nil {
 			continue
 		}
-		delay := d.Delay
-		if delay == nil {
-			delay = d.Loss
+		delay := d.Loss
+		if d.Delay != nil {
+			// never below Loss: ShrinkLoss charges one restart and
+			// BorrowLoss two, so a kept count must not bound a donor less
+			delay = func(g int) float64 { return max(d.Delay(g), d.Loss(g)) }
 		}
 		most := sum(d.Base) - d.Min
 		if q.Horizon > 0 && d.TimeLeft+delay(most) > q.Horizon {

@@ -143,8 +143,9 @@ type NodeObjective struct {
 	// E56), as if it gets them back when the queued job's run ends (its
 	// Loss, [BorrowLoss]; the default); [HorizonContested], kept for the
 	// donors [Pools.Kept] names among the running elastic jobs (Donors,
-	// with the GPU types of their nodes) and the queued jobs (Queue, with
-	// their GPU types), returned for the others.
+	// with the GPU types of their nodes and their time left without a raise
+	// of their limit, as for the horizon) and the queued jobs (Queue, with
+	// their GPU types; those Refused left out), returned for the others.
 	AdmitHorizon string `json:",omitempty"`
 }
 
@@ -342,7 +343,8 @@ func keptFor(in NodeAdmitInput, idx map[string]int, cands []donorCand) keptRule 
 		if d.Unreadable {
 			continue
 		}
-		job := PoolJob{User: d.User, TimeLeft: RemainingAtCurrentSize(d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps).Seconds()}
+		left := max(max(d.TimeLeft, 0)-d.LimitRaised, 0) // its end as its owner set it, as for the horizon
+		job := PoolJob{User: d.User, TimeLeft: RemainingAtCurrentSize(left, d.Elapsed, d.Step, d.TotalSteps).Seconds()}
 		for _, n := range d.Nodes {
 			if k, ok := idx[n.Node]; ok && !slices.Contains(job.Types, in.Nodes[k].GPUType) {
 				job.Types = append(job.Types, in.Nodes[k].GPUType)
@@ -351,10 +353,14 @@ func keptFor(in NodeAdmitInput, idx map[string]int, cands []donorCand) keptRule 
 		at[d] = len(running)
 		running = append(running, job)
 	}
-	queued := make([]FitRule, len(in.Queue))
-	for i, q := range in.Queue {
-		if q.GPUType != "" {
-			queued[i] = FitRule{Types: []string{q.GPUType}}
+	var queued []FitRule
+	for _, q := range in.Queue {
+		switch {
+		case q.Refused != "": // its request is not read: it contests no pool
+		case q.GPUType != "":
+			queued = append(queued, FitRule{Types: []string{q.GPUType}})
+		default:
+			queued = append(queued, FitRule{})
 		}
 	}
 	r := keptRule{pools: NewPools(running, queued), at: make([]int, len(cands))}

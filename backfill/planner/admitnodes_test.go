@@ -191,7 +191,7 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Horizon = 0
 			in.Objective.AdmitHorizon = HorizonKept
 		}, false, "end after the longest"},
-		// admit.horizon contested (the default): kept when another pending
+		// admit.horizon contested: kept when another pending
 		// job besides the queued one may use the donor's type (v100) and no
 		// running elastic job there has more time left
 		{"contested by the queued job alone, the donor counts its node as returned", func(in *NodeAdmitInput) {
@@ -205,6 +205,16 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Horizon = 0
 			in.Objective.AdmitHorizon = HorizonContested
 			in.Queue = append(in.Queue, NodeAdmitQueued{ID: "21", Nodes: 1, GPUsPerNode: 4, Limit: time.Hour})
+		}, false, "end after the longest"},
+		{"contested, a longer elastic job of the queued job's owner on its type does not count", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonContested
+			in.Queue[0].User, in.Donors[0].User = "mallory", "alice"
+			in.Queue = append(in.Queue, NodeAdmitQueued{ID: "21", Nodes: 1, GPUsPerNode: 4, GPUType: "v100", Limit: time.Hour})
+			in.Nodes = append(in.Nodes, AdmitNode{"n5", "v100", 4, 0, 0})
+			in.Donors = append(in.Donors, NodeAdmitDonor{ID: "11", User: "mallory", Facts: DonorFacts{NotReady: "placeholder"},
+				Nodes: []NodeGPUs{{Node: "n5", GPUs: 4}}, MinNodes: 1, OrigNodes: 1, Elapsed: time.Minute, TimeLeft: 70 * min, Limit: 2 * time.Hour})
 		}, false, "end after the longest"},
 		{"contested, a donor with a longer elastic job on its type counts it as returned", func(in *NodeAdmitInput) {
 			objective(in, time.Hour)

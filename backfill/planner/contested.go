@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -33,25 +34,48 @@ type PoolJob struct {
 // Pools answers [Pools.Kept] for the running elastic jobs and the queued
 // jobs of one planning round.
 type Pools struct {
-	running   []PoolJob
-	byType    map[string][]int // the jobs on each type, most time left first
+	running []PoolJob
+	// longest holds, per type, the longest job of each of the (at most
+	// poolOwners) owners whose longest jobs there are longest, most time
+	// left first; a job of an unknown owner is an owner of its own.
+	longest   map[string][]int
 	contested []bool
 }
+
+// poolOwners is how many owners' longest jobs [Pools] keeps per type: a
+// query looks only at jobs longer than the one asked about and leaves out
+// the queued job's owner, so the second owner's is the last that may count.
+const poolOwners = 2
 
 // NewPools indexes running (the running elastic jobs) and queued (the
 // rules of the queued jobs, the one being admitted among them) for
 // [Pools.Kept]. O((R + Q) · types).
 func NewPools(running []PoolJob, queued []FitRule) *Pools {
-	p := &Pools{running: running, byType: map[string][]int{}, contested: make([]bool, len(running))}
+	p := &Pools{running: running, longest: map[string][]int{}, contested: make([]bool, len(running))}
+	owner := func(j int) string {
+		if u := running[j].User; u != "" {
+			return "u" + u
+		}
+		return fmt.Sprint("j", j)
+	}
 	for i, d := range running {
 		for _, t := range d.Types {
-			if l := p.byType[t]; len(l) == 0 || l[len(l)-1] != i {
-				p.byType[t] = append(l, i)
+			l := p.longest[t]
+			if slices.Contains(l, i) {
+				continue // a type listed twice
+			}
+			if k := slices.IndexFunc(l, func(j int) bool { return owner(j) == owner(i) }); k >= 0 {
+				if running[l[k]].TimeLeft >= d.TimeLeft {
+					continue
+				}
+				l = slices.Delete(l, k, k+1)
+			}
+			at, _ := slices.BinarySearchFunc(l, d.TimeLeft, func(j int, left float64) int { return cmp.Compare(left, running[j].TimeLeft) })
+			if at < poolOwners {
+				l = slices.Insert(l, at, i)
+				p.longest[t] = l[:min(len(l), poolOwners)]
 			}
 		}
-	}
-	for _, l := range p.byType {
-		slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(running[b].TimeLeft, running[a].TimeLeft) })
 	}
 	// The first two queued jobs that may use each type, and that may use
 	// any: two distinct ones among a job's types are in these.
@@ -104,19 +128,19 @@ func NewPools(running []PoolJob, queued []FitRule) *Pools {
 // The horizon ([AdmitRequest.Horizon]) then bounds its kept delay: the
 // longest job of a saturated pool is not shrunk to admit short jobs one
 // after another. Under "returned", in BENCHMARKS.md's hetero matrix
-// (pollux6, 100 % d1, paper range) a 4-GPU job pinned to 16 T4s lent 2 of
-// them at its start and got them back 115,000 s later, and the trace ended
+// (pollux6, 100 % d1, paper range) a 4-GPU job pinned to the 16 T4s lent 2
+// of them at its start and got them back 115,000 s later, and the trace ended
 // 6 % after rigid's; under "contested" 11 % before it. Over 960 Pollux
 // cells "contested" shortened the makespan where elastic lost to rigid but
 // lengthened the mean JCT more often (E56), so it is an option, not the
-// default. Pure.
+// default. O(types). Pure.
 func (p *Pools) Kept(i int, user string) bool {
 	if i < 0 || i >= len(p.running) || !p.contested[i] {
 		return false
 	}
 	d := p.running[i]
 	for _, t := range d.Types {
-		for _, j := range p.byType[t] {
+		for _, j := range p.longest[t] {
 			o := p.running[j]
 			if o.TimeLeft <= d.TimeLeft {
 				break

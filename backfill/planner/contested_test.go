@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -65,5 +66,65 @@ func TestPoolsKept(t *testing.T) {
 	}
 	if p := NewPools(nil, nil); p.Kept(-1, "") || p.Kept(3, "") {
 		t.Error("Kept of a job out of range is true")
+	}
+}
+
+// keptNaive is Pools.Kept by its definition, over every job.
+func keptNaive(running []PoolJob, queued []FitRule, i int, user string) bool {
+	d := running[i]
+	types := map[string]bool{}
+	for _, t := range d.Types {
+		types[t] = true
+	}
+	n := 0
+	for _, r := range queued {
+		if r.UsesAny(types) {
+			n++
+		}
+	}
+	if len(types) == 0 || n < 2 {
+		return false
+	}
+	for j, o := range running {
+		if j != i && o.TimeLeft > d.TimeLeft && sharesType(o.Types, types) && (user == "" || o.User == "" || o.User != user) {
+			return false
+		}
+	}
+	return true
+}
+
+func sharesType(ts []string, types map[string]bool) bool {
+	return slices.ContainsFunc(ts, func(t string) bool { return types[t] })
+}
+
+// TestPoolsKeptAgreesWithItsDefinition compares Pools.Kept with keptNaive
+// on random pools: few types, owners and time lefts, so that ties, types
+// listed twice and jobs of the queued job's owner are common.
+func TestPoolsKeptAgreesWithItsDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	types := []string{"v100", "p100", "t4"}
+	users := []string{"", "alice", "bob", "mallory"}
+	for round := 0; round < 3000; round++ {
+		running := make([]PoolJob, rng.IntN(8))
+		for i := range running {
+			running[i] = PoolJob{User: users[rng.IntN(len(users))], TimeLeft: float64(rng.IntN(5))}
+			for k := rng.IntN(3); k > 0; k-- {
+				running[i].Types = append(running[i].Types, types[rng.IntN(len(types))])
+			}
+		}
+		queued := make([]FitRule, rng.IntN(4))
+		for i := range queued {
+			if rng.IntN(3) > 0 {
+				queued[i].Types = []string{types[rng.IntN(len(types))]}
+			}
+		}
+		p := NewPools(running, queued)
+		for i := range running {
+			for _, u := range users {
+				if got, want := p.Kept(i, u), keptNaive(running, queued, i, u); got != want {
+					t.Fatalf("Kept(%d, %q) over %+v, %v = %v, want %v", i, u, running, queued, got, want)
+				}
+			}
+		}
 	}
 }

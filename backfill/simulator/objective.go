@@ -98,7 +98,8 @@ func (s *sim) horizonFor(r *run) float64 {
 // queued job's run time, s.borrow seconds, and gets them back after
 // (planner.BorrowLoss, the restarts included), and how much later if it
 // never gets them back (planner.ShrinkLoss, which the horizon bounds under
-// Config.AdmitHorizonKept; the loss bounds it otherwise). Its
+// Config.AdmitHorizon "kept" and for the donors planner.Pools.Kept names
+// under "contested"; the loss bounds it otherwise). Its
 // GPUs are counted without those lent to it, and the GPUs given are taken
 // as its fastest, the worst case: the admission picks them by node, and
 // giving up its slowest could even look like a gain (its all-reduce waits

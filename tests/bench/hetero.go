@@ -116,7 +116,21 @@ type heteroCase struct {
 // heteroCases reads the evaluation's traces: the eight Pollux workloads on
 // 64 GPUs (the Pollux default cluster size, as the 32 V100 + 16
 // P100 + 16 T4), the Philly busy week on 512 and 896 GPUs.
+// heteroHorizon checks $EASYSCALE_HETERO_HORIZON, the admit.horizon the
+// elastic policy runs with when set (heteroConfig).
+func heteroHorizon() error {
+	switch v := os.Getenv("EASYSCALE_HETERO_HORIZON"); v {
+	case "", planner.HorizonContested, planner.HorizonReturned, planner.HorizonKept:
+		return nil
+	default:
+		return fmt.Errorf("EASYSCALE_HETERO_HORIZON=%q: want %s, %s or %s", v, planner.HorizonContested, planner.HorizonReturned, planner.HorizonKept)
+	}
+}
+
 func heteroCases() ([]heteroCase, error) {
+	if err := heteroHorizon(); err != nil {
+		return nil, err
+	}
 	var cs []heteroCase
 	for w := 1; w <= 8; w++ {
 		jobs, err := readTrace("pollux_workloads", "workload-"+strconv.Itoa(w)+".csv")
@@ -181,7 +195,7 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		}
 		// admit.horizon other than the default's (E56): contested, returned or kept
 		if v := os.Getenv("EASYSCALE_HETERO_HORIZON"); v != "" {
-			d.AdmitHorizon = v
+			d.AdmitHorizon = v // checked by heteroHorizon
 		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {

@@ -99,6 +99,9 @@ func issue60Jobs(seed uint64, rng string, d1Share float64) []trace.Job {
 // $EASYSCALE_DETAIL_TRACE; with EASYSCALE_ISSUE60_EACH=1 it prints each
 // workload's ratios to stderr.
 func issue60Suite() ([]figure, error) {
+	if err := heteroHorizon(); err != nil {
+		return nil, err
+	}
 	dir := os.Getenv("EASYSCALE_ISSUE60_DIR")
 	each := os.Getenv("EASYSCALE_ISSUE60_EACH") == "1"
 	var jct, ms []float64
