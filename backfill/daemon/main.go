@@ -19,7 +19,7 @@ var Version = "dev"
 
 // Main is easyscale-backfilld's command line:
 //
-//	easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--version]
+//	easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--check-config] [--version]
 //
 // It loads the config (default /etc/easyscale/backfill.toml), opens the
 // state database, and runs until ctx is done (--once: one cycle, logged in
@@ -27,8 +27,11 @@ var Version = "dev"
 // side effect but its logs: it never calls sbatch, scancel or scontrol update and works on an
 // in-memory copy of state_db (backfillstore.OpenDryRun), creating nothing
 // on disk. --record FILE (with --once) writes the cycle's planner snapshot
-// and decisions to FILE as a [Recording]. It returns the exit code: 0, 1 for a runtime error, 2 for bad
-// flags or config.
+// and decisions to FILE as a [Recording]. --check-config only loads the
+// config: it prints the settings that do nothing (Config.Warnings), one a
+// line, and "FILE: configuration OK", and contacts neither Slurm nor the
+// state database. It returns the exit code: 0, 1 for a runtime error, 2
+// for bad flags or config.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	return mainWith(ctx, args, stderr, slurmcli.Runner{})
 }
@@ -38,13 +41,14 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (every configuration key is in the annotated example contrib/backfill.toml, installed as\nPREFIX/share/easyscale/backfill.toml: /usr/share/easyscale/backfill.toml from the Debian package).\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--check-config]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts (every configuration key is in the annotated example contrib/backfill.toml, installed as\nPREFIX/share/easyscale/backfill.toml: /usr/share/easyscale/backfill.toml from the Debian package).\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
 	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch, scancel or scontrol update (overrides dry_run)")
 	once := fs.Bool("once", false, "run one cycle and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	record := fs.String("record", "", "with --once: write the cycle's planner snapshot and decisions to this file as JSON (for simulator.Replay)")
+	check := fs.Bool("check-config", false, "load the configuration, print the settings that do nothing, and exit: 0 when it is valid, 2 when not (contacts neither Slurm nor the state database)")
 	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
@@ -61,6 +65,13 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	if err != nil {
 		fmt.Fprintf(stderr, "easyscale-backfilld: %v\n", err)
 		return 2
+	}
+	if *check {
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintf(stderr, "easyscale-backfilld: %s: warning: %s\n", *path, w)
+		}
+		fmt.Fprintf(stderr, "easyscale-backfilld: %s: configuration OK\n", *path)
+		return 0
 	}
 	cfg.DryRun = cfg.DryRun || *dryRun
 	log := NewLogger(cfg.Log, stderr)

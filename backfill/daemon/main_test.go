@@ -120,3 +120,47 @@ func ownJob(t *testing.T, j *fakeJob) {
 	}
 	j.user = u.Username
 }
+
+// TestCheckConfigLoadsTheFileAlone: --check-config exits 0 for a valid
+// file (naming the settings that do nothing) and 2 for a bad one, naming
+// the key and the choices, without running Slurm's commands or creating
+// the state database.
+func TestCheckConfigLoadsTheFileAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		code       int
+		want       []string
+	}{
+		{"a valid file", "[admit]\nhorizon = \"contested\"\n", 0, []string{"configuration OK"}},
+		{"a setting that does nothing is named", "[admit]\nrule = \"longest-left\"\nhorizon = \"kept\"\n", 0,
+			[]string{"warning: admit.horizon = \"kept\" does nothing", "configuration OK"}},
+		{"a bad value names the key and the choices", "[admit]\nhorizon = \"Contested\"\n", 2,
+			[]string{`admit.horizon = "Contested": must be "contested", "returned" or "kept"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "var", "backfill.db")
+			cfg := filepath.Join(dir, "backfill.toml")
+			if err := os.WriteFile(cfg, []byte("state_db = \""+db+"\"\n"+tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fake := newFake(time.Now())
+			var stderr bytes.Buffer
+			code := mainWith(context.Background(), []string{"--config", cfg, "--check-config"}, &stderr, fake.runner())
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q, want %q", stderr.String(), w)
+				}
+			}
+			if got := fake.commands(""); len(got) != 0 {
+				t.Errorf("--check-config ran %v", got)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "var")); err == nil {
+				t.Errorf("--check-config created %s", filepath.Join(dir, "var"))
+			}
+		})
+	}
+}
