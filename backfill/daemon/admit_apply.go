@@ -229,6 +229,10 @@ func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillst
 		}
 		log := d.log.Named("admit").With("job_id", rec.Job, "queued_id", rec.Queued)
 		e := v.Elastic[rec.Job]
+		if e != nil && ownerUnresolved(e.User, rec.User) {
+			log.Info("finishing a recorded shrink-to-admit waits: squeue printed its job's owner as a uid, not a name", "printed", e.User)
+			continue
+		}
 		if e == nil || e.User != rec.User {
 			log.Info("a recorded shrink-to-admit was not finished and its job is gone; abandoned")
 			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned, "job no longer running at restart"); err != nil {

@@ -436,3 +436,36 @@ func TestADonorsShrinkRecordsOutliveMaxAgeWhileItWaitsRequeued(t *testing.T) {
 		t.Errorf("after the donor left Slurm's list: records %+v (%v), want none (older than max_age)", recs, err)
 	}
 }
+
+// A shrink-to-admit interrupted by a restart whose job squeue then lists
+// under a bare uid (its owner's name does not resolve) is left as an
+// intent, not abandoned as a reused id's, and finished once the name is
+// printed again.
+func TestAnInterruptedShrinkToAdmitWaitsOutAnUnresolvedOwner(t *testing.T) {
+	td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+	j := td.fake.jobs[0]
+	td.fake.set(func() {
+		j.nodeList, j.nodes, j.user = "n1", 1, "1000" // shrunk before the daemon died
+		td.fake.jobs[1].reason = "Priority"
+	})
+	ctx := context.Background()
+	if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice",
+		Partition: "normal", OrigNodes: 2, FromNodes: 2, ToNodes: 1, OldLimit: time.Hour, NewLimit: 121 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	td.cycle(t)
+	if recs, _ := td.db.AdmitShrinks(ctx); len(recs) != 1 || recs[0].State != backfillstore.AdmitIntent {
+		t.Fatalf("records %+v while squeue printed a uid, want the one left as an intent", recs)
+	}
+	if got := td.fake.commands("scontrol update"); len(got) != 0 {
+		t.Fatalf("scontrol updates %q while squeue printed a uid, want none", got)
+	}
+	td.fake.set(func() { j.user = "alice" })
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 TimeLimit=121"}) {
+		t.Errorf("scontrol updates %q once the name is back, want the raised limit set", got)
+	}
+	if recs, _ := td.db.AdmitShrinks(ctx); len(recs) != 1 || recs[0].State != backfillstore.AdmitDone {
+		t.Errorf("records %+v, want the one done", recs)
+	}
+}

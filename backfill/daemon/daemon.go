@@ -791,8 +791,9 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 			log.Info("would grow (dry run)", "time_limit_min", o.timeLimitMinute)
 			continue
 		}
+		lentFor := time.Duration(o.timeLimitMinute) * time.Minute
 		intent := backfillstore.Intent{Parent: e.Job.ID, User: e.User, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
-			Partition: d.cfg.Extra.Partition, Node: o.node, Time: d.now()}
+			Partition: d.cfg.Extra.Partition, Node: o.node, Lent: lentFor, GPUs: o.gpus, Time: d.now()}
 		seq, err := d.db.RecordIntent(ctx, intent)
 		if err != nil {
 			return err
@@ -822,9 +823,8 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 		}
 		now := d.now()
 		rec := backfillstore.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
-			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now,
-			End: now.Add(time.Duration(o.timeLimitMinute) * time.Minute), State: backfillstore.ExtraSubmitted,
-			Name: intent.Name, Comment: intent.Comment}
+			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now, End: now.Add(lentFor), Lent: lentFor,
+			State: backfillstore.ExtraSubmitted, Name: intent.Name, Comment: intent.Comment}
 		if err := d.db.RecordExtra(ctx, rec); err != nil {
 			return fmt.Errorf("recording extra job %s (it runs; the next cycle adopts it from its submission intent): %w", id, err)
 		}

@@ -115,6 +115,13 @@ func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *te
 	td := newTestDaemon(t, "")
 	work := rendezvous(t, "10")
 	td.fake.running("10", elasticComment, "n1", 1, 30*time.Minute, work)
+	var intents []backfillstore.Intent // as sbatch runs: what a daemon killed now would adopt the job from
+	td.fake.onSbatch = func() {
+		var err error
+		if intents, err = td.db.Intents(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
 	r := td.cycle(t)
 	subs := td.fake.commands("sbatch")
 	if len(subs) != 1 || len(r.Submitted) != 1 {
@@ -144,8 +151,15 @@ func TestAnElasticJobGrowsIntoIdleGPUsWithAnExtraJobThatFollowsTheContract(t *te
 		t.Errorf("--time=%s, want 29 (the parent's remaining time less the safety margin, not max_lend)", got)
 	}
 	xs := td.active(t)
-	if len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].Parent != "10" || xs[0].Node != node || xs[0].GPUs != 1 || xs[0].User != "alice" {
-		t.Fatalf("recorded extras %+v, want the submitted one", xs)
+	if len(xs) != 1 || xs[0].ID != r.Submitted[0] || xs[0].Parent != "10" || xs[0].Node != node || xs[0].GPUs != 1 || xs[0].User != "alice" ||
+		xs[0].Lent != 29*time.Minute {
+		t.Fatalf("recorded extras %+v, want the submitted one, lent for 29 minutes", xs)
+	}
+	if len(intents) != 1 || intents[0].Parent != "10" || intents[0].Node != node || intents[0].Lent != 29*time.Minute || intents[0].GPUs != 1 {
+		t.Errorf("submission intents as sbatch ran %+v, want one for job 10 on %s lending 1 GPU for 29 minutes", intents, node)
+	}
+	if in, err := td.db.Intents(context.Background()); err != nil || len(in) != 0 {
+		t.Errorf("submission intents %+v, %v; want the one written before sbatch deleted once the job is recorded", in, err)
 	}
 	ds, _ := td.db.Decisions(context.Background(), 0, 0)
 	if len(ds) != 1 || ds[0].Kind != "grow" || ds[0].Job != "10" {
@@ -388,6 +402,28 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				intend(t, td, "10", "n2", td.now.Add(-time.Second))
 				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
 			}, "", backfillstore.ExtraSubmitted, "adopted"},
+		{"an unrecorded extra job as its submission intent lent it is adopted, not cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				intendLent(t, td, "10", "n2", td.now.Add(-time.Second), 20*time.Minute, 1)
+				return td.fake.extra("11", "10", "n2", 1, 20*time.Minute).id
+			}, "", backfillstore.ExtraSubmitted, "adopted"},
+		// While the daemon was down between sbatch and its record, the
+		// job's owner raised its time limit or its GPUs (scontrol update,
+		// helper 69's attack on recorded jobs): adopted, it is held to what
+		// its intent lent.
+		{"an unrecorded extra job whose owner raised its time limit before the restart is adopted and cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				intendLent(t, td, "10", "n2", td.now.Add(-time.Second), 20*time.Minute, 1)
+				return td.fake.extra("11", "10", "n2", 1, 48*time.Hour).id
+			}, "hard", backfillstore.ExtraEnded, "time limit"},
+		{"an unrecorded pending extra job whose owner raised its GPUs before the restart is adopted and cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				intendLent(t, td, "10", "n2", td.now.Add(-time.Second), 20*time.Minute, 1)
+				return td.fake.extra("11", "10", "", 2, 20*time.Minute).id
+			}, "hard", backfillstore.ExtraEnded, "2 GPUs (lent 1"},
 		{"an unrecorded extra-form job without a submission intent is neither adopted nor cancelled",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
@@ -431,6 +467,27 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute)})
 				return "11"
 			}, "", backfillstore.ExtraEnded, "gone"},
+		{"a recorded extra job its owner moved to another account is cancelled",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.extra("11", "10", "", 1, 20*time.Minute)
+				td.fake.set(func() { j.account = "other" })
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+					Lent: 20 * time.Minute})
+				return j.id
+			}, "hard", backfillstore.ExtraEnded, `account proj into "other"`},
+		// An LDAP or sssd outage: Slurm prints the uid of a name it cannot
+		// resolve. The job is still the daemon's: its record must not end
+		// as for a reused id (the job would run on unmanaged).
+		{"a recorded extra job squeue lists under a bare uid is left as it is, its record kept",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.user = "1000" })
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+					Lent: 20 * time.Minute})
+				return j.id
+			}, "", backfillstore.ExtraSubmitted, ""},
 		{"a recorded running extra job of a running parent is kept",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
@@ -492,11 +549,18 @@ func record(t *testing.T, td *testDaemon, x backfillstore.ExtraJob) {
 }
 
 // intend writes the submission intent the daemon writes before sbatch, for
-// an extra job of parent on node at time at (user alice, partition low).
+// an extra job of parent on node at time at (user alice, partition low),
+// as written before schema version 9: no time lent, no GPUs.
 func intend(t *testing.T, td *testDaemon, parent, node string, at time.Time) {
 	t.Helper()
+	intendLent(t, td, parent, node, at, 0, 0)
+}
+
+// intendLent is intend for a lend of gpus GPUs for lent.
+func intendLent(t *testing.T, td *testDaemon, parent, node string, at time.Time, lent time.Duration, gpus int) {
+	t.Helper()
 	in := backfillstore.Intent{Parent: parent, User: "alice", Name: ExtraJobName(parent), Comment: ExtraComment(parent),
-		Partition: "low", Node: node, Time: at}
+		Partition: "low", Node: node, Lent: lent, GPUs: gpus, Time: at}
 	if _, err := td.db.RecordIntent(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}

@@ -571,8 +571,8 @@
 // Held. Each failed lend is a "lend-failed" decision (a refused sbatch:
 // "grow-failed") and counts in lend_failures_total by reason (ended,
 // sbatch, pending, changed: its owner changed it from what was lent,
-// partition or QOS, GPUs, nodes, requeue or time limit, and it was
-// cancelled).
+// partition, QOS or account, GPUs, nodes, requeue or time limit, and it
+// was cancelled).
 //
 // # State, restarts and reconciliation
 //
@@ -625,15 +625,20 @@
 // user, is still the daemon's extra job: it is warned about once and then
 // handled as any other (its GPUs count as lent toward the caps, it is
 // cancelled when its parent ends or after pending_timeout, and shrunk when
-// the planner says so). One its owner changed (moved to another partition
-// or out of the [extra] qos, renamed or not; more GPUs, GPUs per task or
-// socket, or running with more GPUs than lent, as an exclusive job does;
+// the planner says so). One its owner changed (moved to another partition,
+// out of the [extra] qos or out of its parent's account, renamed or not;
+// more GPUs, GPUs per task or socket, or running with more GPUs than lent,
+// as an exclusive job does;
 // more, other or no listed nodes; made requeueable, or a longer time
 // limit: a requeued job restarts with a new limit) is cancelled at once
 // and counts as a failed lend (reason "changed"): a lend is for what the
 // planner lent only. A recorded id Slurm lists under
 // another user is not the daemon's (the id was reused): its record ends,
-// the job is left alone. Right before each `scancel --signal=TERM` or
+// the job is left alone. Listed under a bare uid where a name was recorded
+// (Slurm prints the uid when the name service cannot resolve it: an LDAP or
+// sssd outage), the job is neither taken for another user's nor acted on:
+// its record, and a start-small or an unfinished shrink-to-admit record of
+// it, waits unchanged for a cycle that prints the name. Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
 // recorded user; otherwise it logs an error once and does nothing (a job
@@ -646,10 +651,12 @@
 // The only unrecorded jobs it takes over are its own submissions whose
 // record was lost because it was killed between sbatch and the database
 // write: before every sbatch it writes a submission intent (parent, user,
-// name, comment, partition, node) and deletes it once the job is recorded.
-// An unrecorded job is adopted (recorded, then reconciled like any recorded
-// one: kept, or cancelled if its parent is gone) only when it matches such
-// an intent exactly: name es-extra-<parent>, comment
+// name, comment, partition, node, and the time limit and GPUs lent) and
+// deletes it once the job is recorded. An unrecorded job is adopted
+// (recorded with the time limit and GPUs its intent lent, then reconciled
+// like any recorded one: kept, cancelled if its parent is gone, or if its
+// owner changed it while the daemon was down) only when it matches such an
+// intent exactly: name es-extra-<parent>, comment
 // "es-extra parent=<parent>", partition extra.partition, the parent's user,
 // and the intent's node. Intents no job matched for 10 minutes are dropped.
 //

@@ -39,6 +39,10 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) str
 		// The extra QOS's limits and priority are the admin's (a partition
 		// move escapes its partition's the same way).
 		return fmt.Sprintf("moved by its owner out of the extra QOS %s into %q", terms.qos, j.QOS)
+	case terms.account != "" && !strings.EqualFold(j.Account, terms.account): // sacctmgr keeps account names in lower case
+		// Lent under its parent's account (ExtraSpec.Account), whose
+		// limits and fair share the lend is charged to.
+		return fmt.Sprintf("moved by its owner out of its parent's account %s into %q", terms.account, j.Account)
 	case j.Partition != rec.Partition:
 		return fmt.Sprintf("moved by its owner out of the partition it was lent in (%s) into %s", rec.Partition, j.Partition)
 	case j.Nodes > 1:
@@ -55,9 +59,14 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) str
 		// which its owner may raise while it waits (a tester's: 2 days).
 		return "made requeueable by its owner (lent --no-requeue: a requeued job restarts with a new time limit)"
 	}
-	// Lent for rec.End − rec.Submitted (its --time); an adopted record's
-	// End is what squeue printed, not the limit lent.
-	if lent := rec.End.Sub(rec.Submitted); lent > 0 && !rec.Adopted {
+	// Lent for rec.Lent (its --time); in a record written before it was
+	// kept, rec.End − rec.Submitted, except in an adopted one, whose End is
+	// what squeue printed, not the limit lent.
+	lent := rec.Lent
+	if lent <= 0 && !rec.Adopted {
+		lent = rec.End.Sub(rec.Submitted)
+	}
+	if lent > 0 {
 		if limit, err := slurmcli.ParseTimeLimit(j.TimeLimit); err != nil || limit > lent {
 			return fmt.Sprintf("changed by its owner to time limit %q (lent %v)", j.TimeLimit, lent)
 		}
@@ -108,12 +117,14 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) str
 }
 
 // lendTerms are the daemon's terms for every extra job: qos, the
-// configured [extra] qos ("": not compared), and startWithin, how much
+// configured [extra] qos ("": not compared), account, its parent's account
+// as squeue prints it now ("": not compared), and startWithin, how much
 // later than the end lent a running extra job may end because it started
 // late (pending_timeout, after which a waiting one is cancelled, plus a
 // poll interval for the cycle that sees it, plus 5 s for Slurm's
 // whole-second times and sbatch's return).
 type lendTerms struct {
 	qos         string
+	account     string
 	startWithin time.Duration
 }

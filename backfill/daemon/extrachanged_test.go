@@ -27,6 +27,7 @@ func TestExtraChanged(t *testing.T) {
 		gpus   int    // rec.GPUs; 0: as recorded above
 		rec    func(r *backfillstore.ExtraJob)
 		qos    string        // [extra] qos
+		acct   string        // the parent's account
 		late   time.Duration // a running job's end (squeue's EndTime) past rec.End
 		change func(j *slurmcli.Job)
 		want   string // a part of the reason; "": as lent
@@ -72,6 +73,11 @@ func TestExtraChanged(t *testing.T) {
 		{name: "time limit lowered is not a change", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TimeLimit = "5:00" }},
 		{name: "adopted: End is squeue's, the limit is not compared", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "20:00" },
 			rec: func(r *backfillstore.ExtraJob) { r.Adopted, r.End = true, r.Submitted.Add(time.Minute) }},
+		{name: "adopted from an intent that says the time lent: the limit is compared", job: pending,
+			change: func(j *slurmcli.Job) { j.TimeLimit = "20:00" },
+			rec:    func(r *backfillstore.ExtraJob) { r.Adopted, r.Lent = true, 10*time.Minute }, want: `time limit "20:00" (lent 10m0s)`},
+		{name: "the time lent, not End − Submitted, is what counts", job: pending, change: func(j *slurmcli.Job) { j.TimeLimit = "10:00" },
+			rec: func(r *backfillstore.ExtraJob) { r.Lent = 5 * time.Minute }, want: `(lent 5m0s)`},
 		// A tester's, on both labs: Requeue=1, requeuehold, Requeue=0,
 		// release; it restarted with a new limit and Requeue 0.
 		{name: "restarted since it was lent", job: running, node: "n2", late: 2 * time.Minute, want: "2m0s past the end lent"},
@@ -82,6 +88,13 @@ func TestExtraChanged(t *testing.T) {
 		{name: "in the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "extra" }},
 		{name: "moved out of the extra QOS", job: pending, qos: "extra", change: func(j *slurmcli.Job) { j.QOS = "normal" }, want: `extra QOS extra into "normal"`},
 		{name: "no extra QOS configured: not compared", job: pending, change: func(j *slurmcli.Job) { j.QOS = "high" }},
+		// `scontrol update JobId=… Account=other` by the job's owner, while it
+		// waits: the lend is charged to its parent's account.
+		{name: "in its parent's account", job: pending, acct: "proj", change: func(j *slurmcli.Job) { j.Account = "proj" }},
+		{name: "in its parent's account, another case", job: running, node: "n2", acct: "Proj", change: func(j *slurmcli.Job) { j.Account = "proj" }},
+		{name: "moved to another account", job: pending, acct: "proj", change: func(j *slurmcli.Job) { j.Account = "other" },
+			want: `account proj into "other"`},
+		{name: "parent's account unknown: not compared", job: pending, change: func(j *slurmcli.Job) { j.Account = "other" }},
 		{name: "unreadable allocation", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESAlloc = "gres/gpu=lots" }, want: "cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +112,7 @@ func TestExtraChanged(t *testing.T) {
 			if j.State != "PENDING" {
 				x.End = r.End.Add(tc.late)
 			}
-			got := extraChanged(x, r, lendTerms{qos: tc.qos, startWithin: 45 * time.Second})
+			got := extraChanged(x, r, lendTerms{qos: tc.qos, account: tc.acct, startWithin: 45 * time.Second})
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("extraChanged = %q, want %q", got, tc.want)
 			}

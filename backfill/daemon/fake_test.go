@@ -39,6 +39,8 @@ type fakeSlurm struct {
 	// exit status 1) as the command's error.
 	sbatchFails string
 	sbatchErr   error
+	// onSbatch, when set, runs as sbatch is called (with the lock held).
+	onSbatch func()
 	// onJobs, when set, runs before squeue --jobs=ID answers (a job that
 	// changes between the snapshot and the daemon's re-read by id).
 	onJobs func()
@@ -282,6 +284,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return f.squeue(envValue(env, "SQUEUE_FORMAT2"), args)
 	case name == "sbatch":
 		f.calls = append(f.calls, cmdline)
+		if f.onSbatch != nil {
+			f.onSbatch()
+		}
 		return f.sbatch(args)
 	case name == "scancel":
 		f.calls = append(f.calls, cmdline)
@@ -670,6 +675,8 @@ func (f *fakeSlurm) sbatch(args []string) ([]byte, error) {
 			j.comment = v
 		case "--partition":
 			j.partition = v
+		case "--account":
+			j.account = v
 		case "--nodelist":
 			j.reqNode = v
 		case "--time":

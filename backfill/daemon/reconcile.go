@@ -138,6 +138,11 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	x, inSlurm := v.Extras[rec.ID]
 	endState := v.Ended[rec.ID]
+	if j, listed := v.All[rec.ID]; listed && ownerUnresolved(j.User, rec.User) {
+		log.Debug("leaving recorded extra job as it is this cycle: squeue printed its owner as a uid, not a name",
+			"user", rec.User, "printed", j.User)
+		return nil
+	}
 	if inSlurm && x.Job.User != rec.User {
 		// Another user's: not the job this daemon submitted (renamedExtra's
 		// rule); left alone, and the record ends as for a job Slurm no
@@ -180,8 +185,11 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
-	if why := extraChanged(x, rec, lendTerms{qos: d.cfg.Extra.QOS,
-		startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}); why != "" {
+	terms := lendTerms{qos: d.cfg.Extra.QOS, startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}
+	if e := v.Elastic[rec.Parent]; e != nil {
+		terms.account = e.Account
+	}
+	if why := extraChanged(x, rec, terms); why != "" {
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
 		r.Cancelled = append(r.Cancelled, rec.ID)
 		if ended, err := d.cancelled(ctx, rec, why, true); err != nil || !ended {
@@ -353,27 +361,33 @@ func (d *Daemon) expireIntents(ctx context.Context, v *View, left []backfillstor
 }
 
 // adopt records an unrecorded extra job submitted from intent in, then
-// reconciles it as a recorded one.
+// reconciles it as a recorded one: it is held to the GPUs and time limit
+// the intent lent, so what its owner changed while the daemon was down is
+// found as for any recorded job (extraChanged).
 func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in backfillstore.Intent, running map[string]bool,
 	rc *reconciled, r *Report) error {
-	gpus := x.GPUs
-	if gpus == 0 {
-		if g, err := slurmcli.ParseGRES(x.Job.TRESPerNode); err == nil {
-			gpus = slurmcli.GPUs(g)
-		}
-	}
 	rec := backfillstore.ExtraJob{ID: id, Parent: in.Parent, User: in.User, Partition: in.Partition, Node: in.Node,
-		GPUType: nodeType(v, in.Node), GPUs: gpus, Submitted: in.Time, End: x.End, State: backfillstore.ExtraSubmitted,
-		Reason: "adopted after a restart", Adopted: true, Name: in.Name, Comment: in.Comment}
-	if rec.End.IsZero() {
-		rec.End = v.Now
+		GPUType: nodeType(v, in.Node), GPUs: in.GPUs, Submitted: in.Time, End: in.Time.Add(in.Lent), Lent: in.Lent,
+		State: backfillstore.ExtraSubmitted, Reason: "adopted after a restart", Adopted: true, Name: in.Name, Comment: in.Comment}
+	if in.Lent <= 0 || in.GPUs <= 0 {
+		// An intent written before schema version 9 says neither: the job
+		// is taken as Slurm shows it.
+		rec.GPUs, rec.End = x.GPUs, x.End
+		if rec.GPUs == 0 {
+			if g, err := slurmcli.ParseGRES(x.Job.TRESPerNode); err == nil {
+				rec.GPUs = slurmcli.GPUs(g)
+			}
+		}
+		if rec.End.IsZero() {
+			rec.End = v.Now
+		}
 	}
 	d.log.Named("reconcile").Warn("adopting extra job found in Slurm but not in the database: it matches the submission "+
 		"intent this daemon wrote before its sbatch (expected after a crash between sbatch and the database write)",
-		"extra_id", id, "job_id", x.Parent, "node", in.Node, "gpus", gpus, "dry_run", d.cfg.DryRun)
+		"extra_id", id, "job_id", x.Parent, "node", in.Node, "gpus", rec.GPUs, "dry_run", d.cfg.DryRun)
 	d.metrics.Reconciled.WithLabelValues("adopt").Inc()
 	r.Adopted = append(r.Adopted, id)
-	if err := d.decide(ctx, "adopt", x.Parent, id, in.Node, gpus, "extra job of a submission intent"); err != nil {
+	if err := d.decide(ctx, "adopt", x.Parent, id, in.Node, rec.GPUs, "extra job of a submission intent"); err != nil {
 		return err
 	}
 	if d.cfg.DryRun {

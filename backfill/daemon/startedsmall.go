@@ -14,7 +14,8 @@ import (
 // none of those jobs small again):
 //
 //   - the job is gone, or Slurm lists its id under another user (the id
-//     was reused): the record is deleted;
+//     was reused): the record is deleted; under a bare uid instead of the
+//     recorded name (ownerUnresolved), the record is kept and nothing done;
 //   - the job waits or runs with more nodes than the daemon set, or more
 //     GPUs in all than it asked for on those (its owner set its request
 //     back), and a time limit within the daemon's
@@ -39,6 +40,9 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 			if _, unreadable := v.Unreadable[id]; unreadable {
 				continue
 			}
+		}
+		if listed && ownerUnresolved(j.User, rec.User) {
+			continue // kept, unchanged, until squeue prints the name
 		}
 		if !listed || j.User != rec.User {
 			delete(recs, id)

@@ -537,3 +537,25 @@ func TestARunningJobStartedSmallOnMoreNodesLosesTheRaise(t *testing.T) {
 		t.Fatalf("updates %q, restored %v; want job 20's limit put back to 30 min", got, r.StartSmallRestored)
 	}
 }
+
+// A start-small record of a job squeue lists under a bare uid (its owner's
+// name does not resolve: an LDAP outage) is kept, not taken for a reused
+// id's: once the name is back, the job is not started small a second time.
+func TestAStartSmallRecordOfAJobListedUnderABareUIDIsKept(t *testing.T) {
+	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+	ctx := context.Background()
+	if r := td.cycle(t); !slices.Equal(r.StartedSmall, []string{"20"}) {
+		t.Fatalf("started small %v, want job 20", r.StartedSmall)
+	}
+	q := td.fake.job("20")
+	owner := q.user
+	td.fake.set(func() { q.user = "1001" })
+	td.cycle(t)
+	if recs, err := td.db.StartedSmallJobs(ctx); err != nil || recs["20"].User != owner {
+		t.Fatalf("start-small records %+v (%v) while squeue printed a uid; want job 20's of %s kept", recs, err, owner)
+	}
+	td.fake.set(func() { q.user = owner })
+	if r := td.cycle(t); len(r.StartedSmall) != 0 {
+		t.Errorf("started small %v once the name resolved again, want none: job 20 was started small already", r.StartedSmall)
+	}
+}

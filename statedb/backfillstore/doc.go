@@ -3,15 +3,15 @@
 // (package statedb): the extra jobs it submitted, its submission intents
 // its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 8)
+// # Schema of the backfill database (PRAGMA user_version = 9)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
-//	       job_name, comment)
+//	       job_name, comment, lent_s)
 //	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
 //	          dry_run, detail)
 //	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
-//	        partition, node, time_ns)
+//	        partition, node, time_ns, lent_s, gpus)
 //	admit_shrinks(seq PK AUTOINCREMENT, job_id, queued_id, user_name, partition,
 //	              orig_nodes, from_nodes, to_nodes, old_limit_s, new_limit_s,
 //	              state, time_ns, detail)
@@ -25,11 +25,14 @@
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job
 // name, comment, partition: the daemon checks these against Slurm before it
-// signals or cancels the job; rows of version 1 have "" name and comment);
+// signals or cancels the job; rows of version 1 have "" name and comment;
+// lent_s is the time limit it was lent for, 0 in rows before version 9);
 // intents holds each submission from just before sbatch until its extra job
 // is recorded, so a daemon killed in between can tell its own job from a
-// look-alike; decisions is an append-only log of what each cycle decided
-// (grows, shrinks, cancels, adoptions); admit_shrinks holds each
+// look-alike and hold it to the time limit and GPUs it was lent (lent_s,
+// gpus; 0 in rows before version 9); decisions is an append-only log of
+// what each cycle decided (grows, shrinks, cancels, adoptions);
+// admit_shrinks holds each
 // shrink-to-admit of a running elastic job, written before its first
 // scontrol update and marked done or abandoned afterwards, so a restarted
 // daemon finishes or undoes a half-applied one and counts what each job has

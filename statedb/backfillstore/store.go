@@ -78,6 +78,11 @@ type ExtraJob struct {
 	// Name and Comment are the job name and comment it was submitted with
 	// ("" in rows written by schema version 1).
 	Name, Comment string
+	// Lent is the time limit it was submitted with (sbatch --time), whole
+	// seconds; 0 when not known: rows written before schema version 9, and
+	// adoptions of their intents, where End − Submitted stands for it, or,
+	// adopted, End is what squeue printed and no limit is known.
+	Lent time.Duration
 }
 
 // Intent is a submission the daemon is about to make: written before sbatch
@@ -89,6 +94,12 @@ type Intent struct {
 	// Parent, User, Name, Comment, Partition and Node are what the extra job
 	// is submitted with.
 	Parent, User, Name, Comment, Partition, Node string
+	// Lent is its time limit (sbatch --time, whole seconds) and GPUs its
+	// GPUs on Node, so that an adopted job is held to what was lent, not
+	// to what its owner changed before the restart; 0: not known (intents
+	// written before schema version 9).
+	Lent time.Duration
+	GPUs int
 	// Time is when sbatch was about to run.
 	Time time.Time
 }
@@ -214,6 +225,9 @@ var backfillMigrations = []string{
 		restored    INTEGER NOT NULL
 	);`,
 	`ALTER TABLE started_small ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;`,
+	`ALTER TABLE extras ADD COLUMN lent_s INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE intents ADD COLUMN lent_s INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE intents ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)
@@ -309,14 +323,21 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 		return nil // an empty file: nothing recorded yet
 	}
 	cols := extraColumns
-	if v < 2 {
+	switch {
+	case v < 2:
 		cols = extraColumnsV1
+	case v < 9:
+		cols = extraColumnsV2
 	}
 	if _, err := s.Exec(`INSERT INTO extras (` + cols + `) SELECT ` + cols + ` FROM src.extras`); err != nil {
 		return fmt.Errorf("copying extra jobs: %w", err)
 	}
 	if v >= 2 {
-		if _, err := s.Exec(`INSERT INTO intents SELECT * FROM src.intents`); err != nil {
+		cols := intentColumnsV2
+		if v >= 9 {
+			cols = intentColumns
+		}
+		if _, err := s.Exec(`INSERT INTO intents (` + cols + `) SELECT ` + cols + ` FROM src.intents`); err != nil {
 			return fmt.Errorf("copying submission intents: %w", err)
 		}
 	}
@@ -498,16 +519,17 @@ func fromNano(ns int64) time.Time {
 // GPUs ≥ 0; State defaults to ExtraSubmitted. Errors wrap ErrInvalid or the
 // SQLite error.
 func (db *DB) RecordExtra(ctx context.Context, x ExtraJob) error {
-	if x.ID == "" || x.Parent == "" || x.Node == "" || x.GPUs < 0 {
-		return invalidf("extra job %q of parent %q on node %q with %d GPUs: id, parent and node are required, GPUs ≥ 0", x.ID, x.Parent, x.Node, x.GPUs)
+	if x.ID == "" || x.Parent == "" || x.Node == "" || x.GPUs < 0 || x.Lent < 0 {
+		return invalidf("extra job %q of parent %q on node %q with %d GPUs lent for %v: id, parent and node are required, GPUs and time ≥ 0",
+			x.ID, x.Parent, x.Node, x.GPUs, x.Lent)
 	}
 	if x.State == "" {
 		x.State = ExtraSubmitted
 	}
 	_, err := db.sql.ExecContext(ctx, `INSERT OR REPLACE INTO extras (`+extraColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		x.ID, x.Parent, x.User, x.Node, x.GPUType, x.GPUs, x.Partition, unixNano(x.Submitted), unixNano(x.End),
-		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted, x.Name, x.Comment)
+		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted, x.Name, x.Comment, seconds(x.Lent))
 	if err != nil {
 		return fmt.Errorf("recording extra job %s: %w", x.ID, err)
 	}
@@ -517,15 +539,22 @@ func (db *DB) RecordExtra(ctx context.Context, x ExtraJob) error {
 const extraColumnsV1 = `job_id, parent_id, user_name, node, gpu_type, gpus, partition, submitted_ns, end_ns,
 	state, signalled_ns, ended_ns, reason, adopted`
 
-const extraColumns = extraColumnsV1 + `, job_name, comment`
+// extraColumnsV2 are the columns of schema versions 2 to 8.
+const extraColumnsV2 = extraColumnsV1 + `, job_name, comment`
+
+const extraColumns = extraColumnsV2 + `, lent_s`
+
+// seconds is d in whole seconds, as the lent_s columns hold it.
+func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 
 func scanExtra(sc interface{ Scan(...any) error }) (ExtraJob, error) {
 	var x ExtraJob
-	var sub, end, sig, ended int64
+	var sub, end, sig, ended, lent int64
 	var state string
 	err := sc.Scan(&x.ID, &x.Parent, &x.User, &x.Node, &x.GPUType, &x.GPUs, &x.Partition, &sub, &end,
-		&state, &sig, &ended, &x.Reason, &x.Adopted, &x.Name, &x.Comment)
+		&state, &sig, &ended, &x.Reason, &x.Adopted, &x.Name, &x.Comment, &lent)
 	x.Submitted, x.End, x.Signalled, x.Ended = fromNano(sub), fromNano(end), fromNano(sig), fromNano(ended)
+	x.Lent = time.Duration(lent) * time.Second
 	x.State = ExtraState(state)
 	return x, err
 }
@@ -655,8 +684,12 @@ func (db *DB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
 	if in.Parent == "" || in.User == "" || in.Name == "" || in.Comment == "" || in.Partition == "" || in.Node == "" {
 		return 0, invalidf("submission intent %+v: parent, user, name, comment, partition and node are required", in)
 	}
-	res, err := db.sql.ExecContext(ctx, `INSERT INTO intents (parent_id, user_name, job_name, comment, partition, node, time_ns)
-		VALUES (?,?,?,?,?,?,?)`, in.Parent, in.User, in.Name, in.Comment, in.Partition, in.Node, unixNano(in.Time))
+	if in.Lent < 0 || in.GPUs < 0 {
+		return 0, invalidf("submission intent %+v: time lent and GPUs must be ≥ 0", in)
+	}
+	res, err := db.sql.ExecContext(ctx, `INSERT INTO intents (`+intentColumns+`)
+		VALUES (NULL,?,?,?,?,?,?,?,?,?)`, in.Parent, in.User, in.Name, in.Comment, in.Partition, in.Node, unixNano(in.Time),
+		seconds(in.Lent), in.GPUs)
 	if err != nil {
 		return 0, fmt.Errorf("recording submission intent for job %s on %s: %w", in.Parent, in.Node, err)
 	}
@@ -669,8 +702,7 @@ func (db *DB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
 
 // Intents returns the recorded submission intents, oldest first.
 func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT seq, parent_id, user_name, job_name, comment, partition, node, time_ns
-		FROM intents ORDER BY seq`)
+	rows, err := db.sql.QueryContext(ctx, `SELECT `+intentColumns+` FROM intents ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("listing submission intents: %w", err)
 	}
@@ -678,11 +710,11 @@ func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
 	var out []Intent
 	for rows.Next() {
 		var in Intent
-		var t int64
-		if err := rows.Scan(&in.Seq, &in.Parent, &in.User, &in.Name, &in.Comment, &in.Partition, &in.Node, &t); err != nil {
+		var t, lent int64
+		if err := rows.Scan(&in.Seq, &in.Parent, &in.User, &in.Name, &in.Comment, &in.Partition, &in.Node, &t, &lent, &in.GPUs); err != nil {
 			return nil, fmt.Errorf("listing submission intents: %w", err)
 		}
-		in.Time = fromNano(t)
+		in.Time, in.Lent = fromNano(t), time.Duration(lent)*time.Second
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
@@ -690,6 +722,11 @@ func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
 	}
 	return out, nil
 }
+
+// intentColumnsV2 are the intents columns of schema versions 2 to 8.
+const intentColumnsV2 = `seq, parent_id, user_name, job_name, comment, partition, node, time_ns`
+
+const intentColumns = intentColumnsV2 + `, lent_s, gpus`
 
 // DeleteIntent removes intent seq (its job was recorded, or sbatch failed,
 // or it is too old to match); deleting one that is gone is not an error.

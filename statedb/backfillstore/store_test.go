@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,13 +353,19 @@ func TestADryRunStoreReadsTheFileOfARunningDaemon(t *testing.T) {
 func TestBackfillIntentsAreKeptUntilDeleted(t *testing.T) {
 	ctx := context.Background()
 	db := openBackfillTest(t)
-	in := Intent{Parent: "7", User: "alice", Name: "es-extra-7", Comment: "es-extra parent=7", Partition: "low", Node: "n2", Time: time.Unix(1700000000, 0)}
+	in := Intent{Parent: "7", User: "alice", Name: "es-extra-7", Comment: "es-extra parent=7", Partition: "low", Node: "n2",
+		Lent: 20 * time.Minute, GPUs: 2, Time: time.Unix(1700000000, 0)}
 	seq, err := db.RecordIntent(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.RecordIntent(ctx, Intent{Parent: "7"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an intent without user, name, comment, partition and node: %v, want ErrInvalid", err)
+	}
+	bad := in
+	bad.Lent = -time.Second
+	if _, err := db.RecordIntent(ctx, bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an intent lent for %v: %v, want ErrInvalid", bad.Lent, err)
 	}
 	got, err := db.Intents(ctx)
 	in.Seq = seq
@@ -408,5 +415,58 @@ func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 	}
 	if _, err := db.RecordIntent(ctx, Intent{Parent: "7", User: "alice", Name: "n", Comment: "c", Partition: "low", Node: "n2"}); err != nil {
 		t.Errorf("intents after migration: %v", err)
+	}
+}
+
+// TestBackfillVersion8FileIsMigratedKeepingItsIntents: an extra job and a
+// submission intent written by schema version 8 read back with no time
+// lent and no GPUs in the intent (not known), from a dry-run copy and after
+// the migration, and new rows keep them.
+func TestBackfillVersion8FileIsMigratedKeepingItsIntents(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(slices.Clone(backfillMigrations[:8]), "PRAGMA user_version = 8",
+		`INSERT INTO extras (`+extraColumnsV2+`) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0,'es-extra-7','c')`,
+		`INSERT INTO intents (`+intentColumnsV2+`) VALUES (NULL,'7','alice','es-extra-7','c','low','n3',5)`) {
+		if _, err := s.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	check := func(what string, db *DB) {
+		t.Helper()
+		if x, err := db.Extra(ctx, "12"); err != nil || x.Name != "es-extra-7" || x.Lent != 0 {
+			t.Errorf("%s: version 8 extra %+v, %v; want it with no time lent", what, x, err)
+		}
+		in, err := db.Intents(ctx)
+		if err != nil || len(in) != 1 || in[0].Node != "n3" || in[0].Lent != 0 || in[0].GPUs != 0 {
+			t.Errorf("%s: version 8 intents %+v, %v; want one on n3, lent and GPUs unknown", what, in, err)
+		}
+	}
+	dry, err := OpenDryRun(path)
+	if err != nil {
+		t.Fatalf("dry run of a version 8 file: %v", err)
+	}
+	check("dry-run copy", dry)
+	dry.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check("migrated", db)
+	x := ExtraJob{ID: "13", Parent: "7", Node: "n2", GPUs: 1, Lent: 90 * time.Minute}
+	if err := db.RecordExtra(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Extra(ctx, "13"); err != nil || got.Lent != x.Lent {
+		t.Errorf("a new extra after the migration: %+v, %v; want lent %v", got, err, x.Lent)
+	}
+	if err := db.RecordExtra(ctx, ExtraJob{ID: "14", Parent: "7", Node: "n2", Lent: -time.Minute}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an extra lent for a negative time: %v, want ErrInvalid", err)
 	}
 }
