@@ -313,14 +313,11 @@ func capKeep(d *NodeAdmitDonor, keep int, remaining time.Duration, rule TimeLimi
 }
 
 // keptRule is how admitOne counts each donor's end against the horizon
-// (NodeObjective.AdmitHorizon): all bounds every donor by its Delay
-// (HorizonKept); with pools (HorizonContested), those Pools.Kept names for
-// the queued job's user, at[c] each candidate's index in pools; neither:
-// by its Loss.
+// (NodeObjective.AdmitHorizon, [KeepingFor]), at[c] each candidate's index
+// among the running jobs the Keeping indexed (-1: none).
 type keptRule struct {
-	all   bool
-	pools *Pools
-	at    []int
+	keeping Keeping
+	at      []int
 }
 
 // keptFor is in's keptRule for cands.
@@ -329,41 +326,37 @@ func keptFor(in NodeAdmitInput, idx map[string]int, cands []donorCand) keptRule 
 	if o == nil || len(cands) == 0 {
 		return keptRule{}
 	}
-	switch o.AdmitHorizon {
-	case HorizonKept:
-		return keptRule{all: true}
-	case HorizonContested:
-	default:
-		return keptRule{}
-	}
-	var running []PoolJob
 	at := map[*NodeAdmitDonor]int{} // a donor's index in running
-	for i := range in.Donors {
-		d := &in.Donors[i]
-		if d.Unreadable {
-			continue
+	pools := func() *Pools {
+		var running []PoolJob
+		for i := range in.Donors {
+			d := &in.Donors[i]
+			if d.Unreadable {
+				continue
+			}
+			left := max(max(d.TimeLeft, 0)-d.LimitRaised, 0) // its end as its owner set it, as for the horizon
+			job := PoolJob{User: d.User, TimeLeft: RemainingAtCurrentSize(left, d.Elapsed, d.Step, d.TotalSteps).Seconds()}
+			for _, n := range d.Nodes {
+				if k, ok := idx[n.Node]; ok && !slices.Contains(job.Types, in.Nodes[k].GPUType) {
+					job.Types = append(job.Types, in.Nodes[k].GPUType)
+				}
+			}
+			at[d] = len(running)
+			running = append(running, job)
 		}
-		left := max(max(d.TimeLeft, 0)-d.LimitRaised, 0) // its end as its owner set it, as for the horizon
-		job := PoolJob{User: d.User, TimeLeft: RemainingAtCurrentSize(left, d.Elapsed, d.Step, d.TotalSteps).Seconds()}
-		for _, n := range d.Nodes {
-			if k, ok := idx[n.Node]; ok && !slices.Contains(job.Types, in.Nodes[k].GPUType) {
-				job.Types = append(job.Types, in.Nodes[k].GPUType)
+		var queued []FitRule
+		for _, q := range in.Queue {
+			switch {
+			case q.Refused != "": // its request is not read: it contests no pool
+			case q.GPUType != "":
+				queued = append(queued, FitRule{Types: []string{q.GPUType}})
+			default:
+				queued = append(queued, FitRule{})
 			}
 		}
-		at[d] = len(running)
-		running = append(running, job)
+		return NewPools(running, queued)
 	}
-	var queued []FitRule
-	for _, q := range in.Queue {
-		switch {
-		case q.Refused != "": // its request is not read: it contests no pool
-		case q.GPUType != "":
-			queued = append(queued, FitRule{Types: []string{q.GPUType}})
-		default:
-			queued = append(queued, FitRule{})
-		}
-	}
-	r := keptRule{pools: NewPools(running, queued), at: make([]int, len(cands))}
+	r := keptRule{keeping: KeepingFor(o.AdmitHorizon, pools), at: make([]int, len(cands))}
 	for i, c := range cands {
 		if j, ok := at[c.d]; ok {
 			r.at[i] = j
@@ -377,7 +370,7 @@ func keptFor(in NodeAdmitInput, idx map[string]int, cands []donorCand) keptRule 
 // kept reports whether candidate i's end counts as kept when a job of user
 // is admitted.
 func (r keptRule) kept(i int, user string) bool {
-	return r.all || (r.pools != nil && r.pools.Kept(r.at[i], user))
+	return r.keeping.Kept(r.at[i], user)
 }
 
 // admitOne decides for queued job q; no says why it cannot be admitted

@@ -152,3 +152,37 @@ func (p *Pools) Kept(i int, user string) bool {
 	}
 	return true
 }
+
+// Keeping is how shrink-to-admit counts each donor's end against the horizon
+// under an admit.horizon ([NodeObjective.AdmitHorizon], the simulator's
+// Config.AdmitHorizon), for one planning round: as kept (its [Donor.Delay]
+// bounds it) or as returned (its Loss does). The zero value counts every
+// donor as returned.
+type Keeping struct {
+	all   bool
+	pools *Pools
+}
+
+// KeepingFor returns the Keeping of horizon: every donor kept under
+// [HorizonKept]; those [Pools.Kept] names under [HorizonContested], pools
+// being called then only, to index the round's running elastic jobs and
+// queued jobs ([NewPools]); none otherwise ([HorizonReturned], "").
+func KeepingFor(horizon string, pools func() *Pools) Keeping {
+	switch horizon {
+	case HorizonKept:
+		return Keeping{all: true}
+	case HorizonContested:
+		return Keeping{pools: pools()}
+	}
+	return Keeping{}
+}
+
+// Kept reports whether running job i (its index in the jobs given to
+// [NewPools]; any index under [HorizonKept]) counts as kept when a queued
+// job of user is admitted.
+func (k Keeping) Kept(i int, user string) bool {
+	return k.all || (k.pools != nil && k.pools.Kept(i, user))
+}
+
+// None reports whether no donor counts as kept, whatever the queued job.
+func (k Keeping) None() bool { return !k.all && k.pools == nil }

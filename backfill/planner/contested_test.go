@@ -128,3 +128,39 @@ func TestPoolsKeptAgreesWithItsDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepingFor: each admit.horizon value counts the donors it names as
+// kept, and indexes the pools only under "contested".
+func TestKeepingFor(t *testing.T) {
+	// one 2-GPU v100 pool, contested by two queued v100 jobs; job 0 of bob is
+	// its longest
+	running := []PoolJob{{User: "bob", Types: []string{"v100"}, TimeLeft: 100}, {User: "carol", Types: []string{"v100"}, TimeLeft: 50}}
+	queued := []FitRule{{Types: []string{"v100"}}, {}}
+	for _, tc := range []struct {
+		horizon   string
+		wantPools bool
+		none      bool
+		kept      []bool // Kept(i, "alice") for i = 0, 1
+	}{
+		{horizon: HorizonKept, kept: []bool{true, true}},
+		{horizon: HorizonReturned, none: true, kept: []bool{false, false}},
+		{horizon: "", none: true, kept: []bool{false, false}},
+		{horizon: HorizonContested, wantPools: true, kept: []bool{true, false}},
+	} {
+		t.Run(tc.horizon, func(t *testing.T) {
+			called := 0
+			k := KeepingFor(tc.horizon, func() *Pools { called++; return NewPools(running, queued) })
+			if want := map[bool]int{true: 1, false: 0}[tc.wantPools]; called != want {
+				t.Errorf("pools indexed %d times, want %d", called, want)
+			}
+			if k.None() != tc.none {
+				t.Errorf("None() = %v, want %v", k.None(), tc.none)
+			}
+			for i, want := range tc.kept {
+				if got := k.Kept(i, "alice"); got != want {
+					t.Errorf("Kept(%d) = %v, want %v", i, got, want)
+				}
+			}
+		})
+	}
+}

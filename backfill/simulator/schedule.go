@@ -421,9 +421,9 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 // (above the fewest they may keep), as planner donors, with s.donorRuns
 // their runs; it stays valid until a job starts or shrinks.
 func (s *sim) buildDonors(objective bool) {
-	s.donors, s.donorRuns, s.donorDelays, s.donorAt, s.donorPool = s.donors[:0], s.donorRuns[:0], s.donorDelays[:0], s.donorAt[:0], nil
+	s.donors, s.donorRuns, s.donorDelays, s.donorAt, s.keeping = s.donors[:0], s.donorRuns[:0], s.donorDelays[:0], s.donorAt[:0], planner.Keeping{}
 	if objective {
-		s.donorPool = s.donorPools()
+		s.keeping = planner.KeepingFor(s.cfg.AdmitHorizon, s.donorPools)
 	}
 	for i, d := range s.running {
 		keep := planner.KeepAfterLoss(d.orig, d.min, s.cfg.AdmitMaxLoss) // in GPUs
@@ -499,14 +499,11 @@ func (s *sim) shed(r *run, allocs []alloc) []alloc {
 	return slices.DeleteFunc(slices.Clone(allocs), func(a alloc) bool { return slices.Contains(drop, s.nodes[a.Node].name) })
 }
 
-// donorPools indexes, under planner.HorizonContested (Config.AdmitHorizon),
-// the running jobs for planner.Pools.Kept: each with its owner, the types of
-// its own allocation and its time left, and the queued jobs not started, by
-// the rule they start under; nil under the other horizons.
+// donorPools indexes, for planner.Pools.Kept (planner.KeepingFor under
+// planner.HorizonContested), the running jobs, each with its owner, the
+// types of its own allocation and its time left, and the queued jobs not
+// started, by the rule they start under.
 func (s *sim) donorPools() *planner.Pools {
-	if s.cfg.AdmitHorizon != planner.HorizonContested {
-		return nil
-	}
 	running := make([]planner.PoolJob, len(s.running))
 	for i, r := range s.running {
 		job := planner.PoolJob{User: r.j.User, TimeLeft: s.timeLeft(r)}
@@ -527,16 +524,15 @@ func (s *sim) donorPools() *planner.Pools {
 }
 
 // donorsFor is s.donors as shrink-to-admit weighs them for queued job r:
-// each bounded by its Delay when its end counts as kept (Config.
-// AdmitHorizon: every one under planner.HorizonKept, those
-// planner.Pools.Kept names for r's owner under planner.HorizonContested).
+// each bounded by its Delay when its end counts as kept (s.keeping, by
+// Config.AdmitHorizon).
 func (s *sim) donorsFor(r *run) []planner.Donor {
-	if s.donorPool == nil && s.cfg.AdmitHorizon != planner.HorizonKept {
+	if s.keeping.None() {
 		return s.donors
 	}
 	donors := slices.Clone(s.donors)
 	for i := range donors {
-		if s.donorDelays[i] != nil && (s.donorPool == nil || s.donorPool.Kept(s.donorAt[i], r.j.User)) {
+		if s.donorDelays[i] != nil && s.keeping.Kept(s.donorAt[i], r.j.User) {
 			donors[i].Delay = s.donorDelays[i]
 		}
 	}

@@ -413,11 +413,11 @@ type sim struct {
 	donors    []planner.Donor  // shrinkToAdmit's donors (buildDonors)
 	donorRuns []*run           // the run of each of donors
 	// donorDelays is each donor's planner.ShrinkLoss (nil without the
-	// objective), donorPool the running and queued jobs for
-	// planner.Pools.Kept (nil but under planner.HorizonContested) and
-	// donorAt each donor's index there, for donorsFor.
+	// objective), keeping which donors' ends count as kept
+	// (planner.KeepingFor Config.AdmitHorizon) and donorAt each donor's
+	// index in s.running, for donorsFor.
 	donorDelays []func(int) float64
-	donorPool   *planner.Pools
+	keeping     planner.Keeping
 	donorAt     []int
 	// donorsFresh says donors still describe the running jobs (no start
 	// or shrink since buildDonors).

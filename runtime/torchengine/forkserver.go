@@ -65,10 +65,9 @@ type forkServer struct {
 	done  chan struct{} // closed when its socket closed
 	key   string
 
-	sending  chan struct{} // a one-slot semaphore: one request on the socket at a time, under its spawn's deadline
-	mu       sync.Mutex    // guards next, replies, children, err
-	next     int64
-	replies  map[int64]chan forkReply // by request id: a late reply never answers another request
+	sending  chan struct{}      // a one-slot semaphore: one request on the socket at a time, under its spawn's deadline
+	replies  pending[forkReply] // by request id: a late reply never answers another request
+	mu       sync.Mutex         // guards children, err
 	children map[int]*forkedProc
 	err      error // why the socket closed
 }
@@ -158,21 +157,16 @@ import os, sys
 if sys.path and sys.path[0] == "": sys.path[0] = os.getcwd()
 import runpy; runpy.run_module("easyscale.forkserver", run_name="__main__", alter_sys=True, init_globals={"START_ENVIRON": dict(os.environ)})`
 
-// envVars maps each NAME of env (NAME=value entries) to its last value.
-func envVars(env []string) map[string]string {
+// dedupEnv returns env (NAME=value entries) with one entry per name, the
+// last one's value, in name order (what a process started with env sees,
+// as a stable key).
+func dedupEnv(env []string) []string {
 	vars := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
 	}
-	return vars
-}
-
-// dedupEnv returns env with one entry per name, the last one's value, in
-// name order (what a process started with env sees, as a stable key).
-func dedupEnv(env []string) []string {
-	vars := envVars(env)
 	out := make([]string, 0, len(vars))
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, k+"="+vars[k])
@@ -270,7 +264,7 @@ func startForkServer(python, packageDir string, env []string, key string) (*fork
 		return nil, fmt.Errorf("starting the fork server %s: %w", python, err)
 	}
 	s := &forkServer{cmd: cmd, conn: fc.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}),
-		key: key, replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
+		key: key, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
 	go s.read()
 	return s, nil
 }
@@ -317,11 +311,11 @@ func (s *forkServer) read() {
 			c := &forkedProc{pid: *m.Pid, ended: make(chan struct{})}
 			s.mu.Lock()
 			s.children[c.pid] = c
-			s.answer(m.ID, forkReply{proc: c})
+			s.replies.answer(m.ID, forkReply{proc: c})
 			s.mu.Unlock()
 		case m.Error != nil:
 			s.mu.Lock()
-			s.answer(m.ID, forkReply{err: errors.New(*m.Error)})
+			s.replies.answer(m.ID, forkReply{err: errors.New(*m.Error)}) // a spawn that gave up has left: dropped
 			s.mu.Unlock()
 		}
 	}
@@ -338,15 +332,6 @@ func (s *forkServer) read() {
 	}
 	s.mu.Unlock()
 	close(s.done)
-}
-
-// answer hands reply to the spawn waiting for request id (s.mu held); a
-// spawn that gave up has left, and its reply is dropped.
-func (s *forkServer) answer(id int64, reply forkReply) {
-	if ch, ok := s.replies[id]; ok {
-		delete(s.replies, id)
-		ch <- reply // buffered
-	}
 }
 
 func (s *forkServer) closedErr() error {
@@ -368,17 +353,8 @@ func (s *forkServer) spawn(packageDir string, files [4]*os.File, wait time.Durat
 	for i, f := range files {
 		fds[i] = int(f.Fd())
 	}
-	reply := make(chan forkReply, 1)
-	s.mu.Lock()
-	s.next++
-	id := s.next
-	s.replies[id] = reply
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.replies, id)
-		s.mu.Unlock()
-	}()
+	id, reply, forget := s.replies.add()
+	defer forget()
 	msg, err := json.Marshal(map[string]any{"id": id, "package": packageDir})
 	if err != nil {
 		return nil, err

@@ -425,7 +425,7 @@ func endedForkServer(t *testing.T, key string, readerSawIt bool) *forkServer {
 	}
 	t.Cleanup(func() { c.Close() })
 	s := &forkServer{conn: c.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}), key: key,
-		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
+		children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
 	close(s.ready)
 	if readerSawIt {
 		s.err = io.EOF
@@ -526,7 +526,7 @@ func TestASpawnWaitingForTheSocketIsBoundedByItsDeadline(t *testing.T) {
 	defer c.Close()
 	const key = "a key of this test only"
 	s := &forkServer{conn: c.(*net.UnixConn), ready: make(chan struct{}), done: make(chan struct{}), key: key,
-		replies: map[int64]chan forkReply{}, children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
+		children: map[int]*forkedProc{}, sending: make(chan struct{}, 1)}
 	forkServers.Lock()
 	forkServers.m[key] = s
 	forkServers.Unlock()

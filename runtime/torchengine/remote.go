@@ -87,9 +87,7 @@ type remote struct {
 	c   *wire.Conn
 	wmu sync.Mutex // serialises writes
 
-	mu      sync.Mutex
-	next    int64
-	waiting map[int64]chan frame
+	waiting pending[frame] // the calls waiting for their replies
 
 	done     chan struct{} // closed when the reader stops (connection gone or silent)
 	readErr  error
@@ -104,7 +102,7 @@ type remote struct {
 // newRemote starts reading c and heartbeating on it. A worker silent for
 // timeout is given up (its calls fail with ErrHung, then ErrExited).
 func newRemote(c *wire.Conn, timeout time.Duration, node, addr, localAddr string) *remote {
-	r := &remote{c: c, waiting: map[int64]chan frame{}, done: make(chan struct{}), timeout: timeout, node: node, addr: addr, localAddr: localAddr}
+	r := &remote{c: c, done: make(chan struct{}), timeout: timeout, node: node, addr: addr, localAddr: localAddr}
 	r.lastBeat.Store(time.Now().UnixNano())
 	c.Timeout = timeout // a read with nothing, not even a heartbeat, for this long ends the reader
 	go r.read()
@@ -142,13 +140,7 @@ func (r *remote) read() {
 			return
 		}
 		id, _ := f.header["id"].(float64)
-		r.mu.Lock()
-		ch, ok := r.waiting[int64(id)]
-		delete(r.waiting, int64(id))
-		r.mu.Unlock()
-		if ok {
-			ch <- f
-		}
+		r.waiting.answer(int64(id), f) // a call that gave up has left: dropped
 	}
 }
 
@@ -175,17 +167,8 @@ func (r *remote) write(t wire.Type, b []byte) error {
 
 // Call implements Member, as Process.Call does for a local process.
 func (r *remote) Call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any) ([]byte, error) {
-	r.mu.Lock()
-	r.next++
-	id := r.next
-	reply := make(chan frame, 1)
-	r.waiting[id] = reply
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiting, id)
-		r.mu.Unlock()
-	}()
+	id, reply, forget := r.waiting.add()
+	defer forget()
 	header := map[string]any{"type": typ, "id": id}
 	for k, v := range fields {
 		header[k] = v
