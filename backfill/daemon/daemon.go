@@ -113,8 +113,8 @@ type Daemon struct {
 	// nextShrink is when the earliest shrink the last good cycle scheduled
 	// needs a cycle (signal or cancel time); zero when none.
 	nextShrink time.Time
-	// noted maps extra-looking jobs left alone to the reason last logged
-	// (each is logged once per reason).
+	// noted maps extra-looking jobs left alone, and recorded ones left as
+	// they are, to the reason last logged (each is logged once per reason).
 	noted map[string]string
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).

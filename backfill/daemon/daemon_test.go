@@ -488,6 +488,26 @@ func TestReconciliationAfterARestart(t *testing.T) {
 					Lent: 20 * time.Minute})
 				return j.id
 			}, "", backfillstore.ExtraSubmitted, ""},
+		{"a recorded extra job squeue 22.05 lists under nobody (its owner's uid does not resolve) is left as it is, its record kept",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+				td.fake.set(func() { j.user = "nobody" })
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+					Lent: 20 * time.Minute})
+				return j.id
+			}, "", backfillstore.ExtraSubmitted, ""},
+		// A helper's way round the account check: the parent's comment
+		// changed so that it no longer reads as an elastic job.
+		{"a recorded extra job moved to another account is cancelled though its parent no longer reads as elastic",
+			func(t *testing.T, td *testDaemon) string {
+				td.fake.running("10", "plain", "n1", 1, time.Hour, rendezvous(t, "10"))
+				j := td.fake.extra("11", "10", "", 1, 20*time.Minute)
+				td.fake.set(func() { j.account = "other" })
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+					Lent: 20 * time.Minute})
+				return j.id
+			}, "hard", backfillstore.ExtraEnded, `account proj into "other"`},
 		{"a recorded running extra job of a running parent is kept",
 			func(t *testing.T, td *testDaemon) string {
 				td.fake.running("10", "es-req min=1 max=2 lw=4 d1", "n1", 1, time.Hour, rendezvous(t, "10"))
@@ -1205,5 +1225,35 @@ func TestARunningJobWithAnUnreadableRequestIsWarnedAboutOnceAndNotGrown(t *testi
 	}
 	if !strings.Contains(logs.String(), `max=two`) {
 		t.Errorf("the warning does not name the bad field:\n%s", logs.String())
+	}
+}
+
+// TestAnIntentWaitsOutAnUnresolvedOwner: an extra job submitted just before
+// a crash whose owner squeue prints as a uid (the name service does not
+// resolve it) is neither adopted nor left to lose its intent: the intent
+// outlives its 10 minutes while that lasts, and the job is adopted, held
+// to what was lent, once the name is printed again (a helper's finding on
+// 24.11: the intent expired and the job ran on unmanaged).
+func TestAnIntentWaitsOutAnUnresolvedOwner(t *testing.T) {
+	td := newTestDaemon(t, "")
+	ctx := context.Background()
+	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+	intendLent(t, td, "10", "n2", td.now.Add(-11*time.Minute), 5*time.Minute, 1) // older than intentTTL
+	j := td.fake.extra("11", "10", "", 1, 20*time.Minute)                        // its owner raised its limit
+	td.fake.set(func() { j.user = "1000" })
+	td.cycle(t)
+	if in, err := td.db.Intents(ctx); err != nil || len(in) != 1 {
+		t.Fatalf("intents %+v, %v while squeue printed a uid; want the one kept", in, err)
+	}
+	if got := td.fake.commands("scancel"); len(got) != 0 {
+		t.Fatalf("scancel %v while squeue printed a uid, want none", got)
+	}
+	td.fake.set(func() { j.user = "alice" })
+	r := td.cycle(t)
+	if !slices.Equal(r.Adopted, []string{"11"}) || !slices.Contains(td.fake.commands("scancel"), "scancel 11") {
+		t.Fatalf("adopted %v, scancel %v once the name is back; want 11 adopted and cancelled (time limit raised)", r.Adopted, td.fake.commands("scancel"))
+	}
+	if x, err := td.db.Extra(ctx, "11"); err != nil || !strings.Contains(x.Reason, "time limit") {
+		t.Errorf("record %+v, %v; want it ended for its time limit", x, err)
 	}
 }

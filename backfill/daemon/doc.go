@@ -638,7 +638,8 @@
 // (Slurm prints the uid when the name service cannot resolve it: an LDAP or
 // sssd outage), the job is neither taken for another user's nor acted on:
 // its record, and a start-small or an unfinished shrink-to-admit record of
-// it, waits unchanged for a cycle that prints the name. Right before each `scancel --signal=TERM` or
+// it, waits unchanged for a cycle that prints the name (a warning is
+// logged once). Slurm 24.11 prints the uid, 22.05 "nobody". Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
 // recorded user; otherwise it logs an error once and does nothing (a job
@@ -658,7 +659,17 @@
 // owner changed it while the daemon was down) only when it matches such an
 // intent exactly: name es-extra-<parent>, comment
 // "es-extra parent=<parent>", partition extra.partition, the parent's user,
-// and the intent's node. Intents no job matched for 10 minutes are dropped.
+// and the intent's node. Intents no job matched for 10 minutes are dropped,
+// except one a job matches in all but its owner, printed as a stand-in
+// (ownerUnresolved): it waits for the name. What the window between sbatch
+// and the database write leaves open (a helper's finding): an owner who,
+// in it, moves the waiting job to another node, partition, name or comment
+// makes it match no intent, and it is then left alone as any user's job
+// (it runs as the owner's own, under Slurm's limits for them, never
+// counted as lent); only a crash of the daemon in that window exposes it.
+// A job whose owner's name never resolves again is never acted on: only its
+// own time limit bounds it, and its owner may have raised that while it
+// waited.
 //
 // Every other job is left alone and logged once, whatever it looks like: a
 // user's job that borrows the extra comment, an extra-looking job in another

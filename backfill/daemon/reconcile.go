@@ -111,6 +111,16 @@ func (d *Daemon) note(id string, x *ExtraView, why string) {
 	log.Info("leaving job alone: "+why, "dry_run", d.cfg.DryRun)
 }
 
+// noteOnce calls logf once per job id and reason (the note map: a reason
+// logged again after another one is logged again).
+func (d *Daemon) noteOnce(id, why string, logf func()) {
+	if d.noted[id] == why {
+		return
+	}
+	d.noted[id] = why
+	logf()
+}
+
 // reconcileKnown reconciles recorded extra job rec: it is found in Slurm
 // by its id (the one sbatch returned), in v.Extras when it is still in the
 // extra job form, and otherwise among all the jobs Slurm lists when its
@@ -139,8 +149,11 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	x, inSlurm := v.Extras[rec.ID]
 	endState := v.Ended[rec.ID]
 	if j, listed := v.All[rec.ID]; listed && ownerUnresolved(j.User, rec.User) {
-		log.Debug("leaving recorded extra job as it is this cycle: squeue printed its owner as a uid, not a name",
-			"user", rec.User, "printed", j.User)
+		d.noteOnce(rec.ID, "owner unresolved", func() {
+			log.Warn("leaving recorded extra job as it is until squeue prints its owner's name again: it printed "+
+				"a stand-in (the name service does not resolve the uid); nothing is done to the job meanwhile",
+				"user", rec.User, "printed", j.User)
+		})
 		return nil
 	}
 	if inSlurm && x.Job.User != rec.User {
@@ -186,8 +199,11 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		return err
 	}
 	terms := lendTerms{qos: d.cfg.Extra.QOS, startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}
-	if e := v.Elastic[rec.Parent]; e != nil {
-		terms.account = e.Account
+	if parent, ok := v.All[rec.Parent]; ok && parent.User == rec.User {
+		// Listed at all, not only as an elastic job: its owner may change
+		// its comment so that it no longer reads as one (a helper's way
+		// round the account check).
+		terms.account = parent.Account
 	}
 	if why := extraChanged(x, rec, terms); why != "" {
 		d.metrics.Reconciled.WithLabelValues("cancel").Inc()
@@ -317,6 +333,20 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 		*intents = append((*intents)[:k:k], (*intents)[k+1:]...)
 		return d.adopt(ctx, v, id, x, in, running, rc, r)
 	}
+	if k := matchIntentUnresolved(*intents, x); k >= 0 {
+		// Its owner's name does not resolve: the intent is kept from
+		// expiring this cycle (taken off the list expireIntents sees), and
+		// the job is adopted once the name is printed again.
+		in := (*intents)[k]
+		*intents = append((*intents)[:k:k], (*intents)[k+1:]...)
+		d.noteOnce(id, "intent owner unresolved", func() {
+			d.log.Named("reconcile").Warn("not adopting an extra job that matches a submission intent until squeue prints "+
+				"its owner's name again (it printed a stand-in: the name service does not resolve the uid)",
+				"extra_id", id, "job_id", in.Parent, "node", in.Node, "user", in.User, "printed", x.Job.User)
+		})
+		rc.foreign = append(rc.foreign, x.Job)
+		return nil
+	}
 	if e := v.Elastic[x.Parent]; e != nil && e.User == x.Job.User {
 		rc.otherLent[e.User] += x.GPUs
 	} else {
@@ -334,6 +364,23 @@ func matchIntent(intents []backfillstore.Intent, x *ExtraView) int {
 		onNode := in.Node == x.Node || in.Node == x.Job.NodeList || in.Node == x.Job.ReqNodes
 		if in.Parent == x.Parent && in.User == x.Job.User && in.Name == x.Job.Name && in.Comment == x.Job.Comment &&
 			in.Partition == x.Job.Partition && onNode {
+			return k
+		}
+	}
+	return -1
+}
+
+// matchIntentUnresolved is matchIntent for a job whose owner squeue printed
+// as a stand-in (ownerUnresolved): the index of the intent it matches in
+// all but the user name, or -1.
+func matchIntentUnresolved(intents []backfillstore.Intent, x *ExtraView) int {
+	for k, in := range intents {
+		if !ownerUnresolved(x.Job.User, in.User) {
+			continue
+		}
+		y := *x
+		y.Job.User = in.User
+		if matchIntent(intents[k:k+1], &y) == 0 {
 			return k
 		}
 	}
