@@ -302,13 +302,13 @@ func relay(ctx context.Context, s *cluster.EngineSession, p *Process, sb *standb
 			delete(f.header, "type")
 			delete(f.header, "id")
 			// Sent in arrival order; answered as the process answers.
-			pid, reply, err := p.send(typ, f.header, f.payload)
+			req, err := p.send(typ, f.header, f.payload)
 			if err != nil {
 				end(err)
 				return
 			}
 			go func() {
-				r, err := p.await(ctx, typ, pid, reply, p.hbTimeout)
+				r, err := p.await(ctx, typ, req, p.hbTimeout)
 				if err != nil {
 					end(err)
 					return

@@ -3,8 +3,9 @@ package torchengine
 import "sync"
 
 // pending is a registry of requests waiting for their replies, by request
-// id, for a connection that carries several requests at once (the fork
-// server's spawn requests, a remote worker's calls): each request gets a
+// id, for a connection that carries several requests at once (a worker
+// process's calls, a remote worker's calls, the fork server's spawn
+// requests): each request gets a
 // fresh id, and a reply is handed only to the request that still waits
 // for its id, so a late reply to a request that gave up is dropped, never
 // taken for another's. Safe for concurrent use; the zero value is ready.

@@ -60,9 +60,8 @@ type Process struct {
 	tx   io.WriteCloser
 	rx   *os.File
 
-	mu      sync.Mutex // guards next, waiting and writes to tx
-	next    int64
-	waiting map[int64]chan frame
+	mu      sync.Mutex     // guards writes to tx
+	waiting pending[frame] // the calls waiting for their replies
 
 	done    chan struct{} // closed when the reader stops
 	readErr error
@@ -139,7 +138,7 @@ func Start(o StartOptions) (*Process, error) {
 			return nil, err
 		}
 	}
-	p := &Process{proc: proc, tx: tx, rx: rx, waiting: map[int64]chan frame{}, done: make(chan struct{}),
+	p := &Process{proc: proc, tx: tx, rx: rx, done: make(chan struct{}),
 		lastBeat: time.Now(), hbTimeout: o.HeartbeatTimeout, started: time.Now(), startWait: o.StartupTimeout}
 	go p.read()
 	return p, nil
@@ -189,13 +188,7 @@ func (p *Process) read() {
 			continue
 		}
 		id, _ := f.header["id"].(float64)
-		p.mu.Lock()
-		ch, ok := p.waiting[int64(id)]
-		delete(p.waiting, int64(id))
-		p.mu.Unlock()
-		if ok {
-			ch <- f // buffered: a caller that gave up does not block the reader
-		}
+		p.waiting.answer(int64(id), f) // a caller that gave up has left: dropped
 	}
 }
 
@@ -250,50 +243,52 @@ func (p *Process) CallSetup(ctx context.Context, typ string, fields map[string]a
 
 // call is Call with the longest silence allowed (limit).
 func (p *Process) call(ctx context.Context, typ string, fields map[string]any, payload []byte, out any, limit time.Duration) ([]byte, error) {
-	id, reply, err := p.send(typ, fields, payload)
+	req, err := p.send(typ, fields, payload)
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.await(ctx, typ, id, reply, limit)
+	f, err := p.await(ctx, typ, req, limit)
 	if err != nil {
 		return nil, err
 	}
 	return decodeReply(typ, f, out)
 }
 
+// request is a request sent to the process: its id, the channel its reply
+// comes on, and forget, which unregisters it (await calls it).
+type request struct {
+	id     int64
+	reply  <-chan frame
+	forget func()
+}
+
 // send writes request typ and registers its reply channel; requests sent
 // from one goroutine reach the process in that order.
-func (p *Process) send(typ string, fields map[string]any, payload []byte) (int64, chan frame, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.next++
-	id := p.next
-	reply := make(chan frame, 1)
-	p.waiting[id] = reply
+func (p *Process) send(typ string, fields map[string]any, payload []byte) (request, error) {
+	id, reply, forget := p.waiting.add()
 	header := map[string]any{"type": typ, "id": id}
 	for k, v := range fields {
 		header[k] = v
 	}
-	if err := writeFrame(p.tx, header, payload); err != nil {
-		delete(p.waiting, id)
-		return 0, nil, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
+	p.mu.Lock()
+	err := writeFrame(p.tx, header, payload)
+	p.mu.Unlock()
+	if err != nil {
+		forget()
+		return request{}, fmt.Errorf("%s: sending the request: %w: %v", typ, ErrExited, err)
 	}
-	return id, reply, nil
+	return request{id: id, reply: reply, forget: forget}, nil
 }
 
-// await waits for the reply to request id, the process's exit, its silence
-// for longer than limit, or ctx's end.
-func (p *Process) await(ctx context.Context, typ string, id int64, reply chan frame, limit time.Duration) (frame, error) {
-	defer func() {
-		p.mu.Lock()
-		delete(p.waiting, id)
-		p.mu.Unlock()
-	}()
+// await waits for the reply to req, the process's exit, its silence for
+// longer than limit, or ctx's end.
+func (p *Process) await(ctx context.Context, typ string, req request, limit time.Duration) (frame, error) {
+	defer req.forget()
 	watch := time.NewTicker(p.hbTimeout / 4)
 	defer watch.Stop()
 	for {
 		select {
-		case f := <-reply:
+		case f := <-req.reply:
 			return f, nil
 		case <-p.done:
 			p.beatMu.Lock()
