@@ -458,7 +458,13 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 		BaseGuessed: !exact, Managed: len(base) > 0}
 	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	var coord, token os.FileInfo
-	if j.WorkDir != "" {
+	switch {
+	case standIn(j.User):
+		// What Slurm prints for a uid it cannot resolve (ownerUnresolved):
+		// no record may name a stand-in, or a reused id printed with the
+		// same stand-in would pass for the daemon's own job.
+		e.NotReady = fmt.Sprintf("squeue printed its owner as %q, a stand-in for a uid the name service does not resolve", j.User)
+	case j.WorkDir != "":
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
 		userID := s.UserID
 		if userID == nil {
@@ -472,7 +478,7 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 		if e.Ready = err == nil; err != nil {
 			e.NotReady = err.Error()
 		}
-	} else {
+	default:
 		e.NotReady = "no working directory"
 	}
 	e.Status = statusKey(j, c.Request, s.Config.Extra, coord, token)
