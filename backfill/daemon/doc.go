@@ -640,9 +640,11 @@
 // its record, and a start-small or an unfinished shrink-to-admit record of
 // it, waits unchanged for a cycle that prints the name (a warning is
 // logged once). Slurm 24.11 prints the uid, 22.05 "nobody". An elastic
-// job whose owner prints so is never lent to (not ready), so that no
-// record names a stand-in: one that did would match another user's reused
-// id printed the same way. Right before each `scancel --signal=TERM` or
+// job whose owner prints as a uid is never lent to (not ready), so that no
+// record names one: it would match another user's reused id printed the
+// same way. "nobody" is also a real account; a stand-in "nobody" is not
+// lent to either, as its rendezvous files are another uid's, but a record
+// of the real nobody is compared as it is. Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
 // recorded user; otherwise it logs an error once and does nothing (a job

@@ -459,11 +459,14 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	var coord, token os.FileInfo
 	switch {
-	case standIn(j.User):
-		// What Slurm prints for a uid it cannot resolve (ownerUnresolved):
-		// no record may name a stand-in, or a reused id printed with the
-		// same stand-in would pass for the daemon's own job.
-		e.NotReady = fmt.Sprintf("squeue printed its owner as %q, a stand-in for a uid the name service does not resolve", j.User)
+	case slurmcli.Digits(j.User):
+		// What Slurm 24.11 prints for a uid it cannot resolve
+		// (ownerUnresolved): no record may name one, or a reused id printed
+		// the same way would pass for the daemon's own job. 22.05's stand-in,
+		// "nobody", is also a real account (the labs' unprivileged tests run
+		// as it); a stand-in "nobody" fails the rendezvous check below, its
+		// files being another uid's.
+		e.NotReady = fmt.Sprintf("squeue printed its owner as uid %s, which the name service does not resolve", j.User)
 	case j.WorkDir != "":
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
 		userID := s.UserID
