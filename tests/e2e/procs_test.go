@@ -383,27 +383,44 @@ func TestExternalWorkerRejoinsARestartedCoordinator(t *testing.T) {
 	addr := freePort(t)
 	args := []string{"run", "--config", config(), "--steps", steps, "--no-eval", "--quiet", "--listen", addr, "--workers", "2", "--state", state}
 	first := exec.Command(easyscale, args...)
+	var firstOut, workerOut syncBuffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- first.Wait() }()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(state, "token")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no token file")
+			t.Fatalf("no token file; the coordinator's output:\n%s", firstOut.String())
 		}
 	}
 	worker := exec.Command(easyscale, "worker", "--join", addr, "--token-file", filepath.Join(state, "token"), "--join-timeout", "60s")
-	var workerOut strings.Builder
 	worker.Stdout, worker.Stderr = &workerOut, &workerOut
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer worker.Process.Kill()
-	waitStep(t, state, 40, 60*time.Second)
+	// Step 40, or the coordinator's end (a clean-clone CI run, with the
+	// other lab's suite beside it, saw no step in 60 s and said no more):
+	// either way a failure shows both processes' output.
+	for deadline := time.Now().Add(60 * time.Second); lastStep(state) < 40; {
+		select {
+		case err := <-firstDone:
+			t.Fatalf("the coordinator exited (%v) at step %d, before step 40:\n%s\nthe worker's output:\n%s",
+				err, lastStep(state), firstOut.String(), workerOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run in %s has not reached step 40 after 60 s (last step %d); the coordinator's output:\n%s\nthe worker's output:\n%s",
+				state, lastStep(state), firstOut.String(), workerOut.String())
+		}
+	}
 	first.Process.Kill()
-	if err := first.Wait(); err == nil {
+	if err := <-firstDone; err == nil {
 		t.Fatal("the coordinator finished before the SIGKILL")
 	}
 	killedAt := lastStep(state)
