@@ -45,6 +45,10 @@ func TestARequeuedElasticJobStartsOnceItsBeginTimePassesBecauseTheDaemonNudgesIt
 	for try := 1; ; try++ {
 		requeued := time.Now()
 		begin, started := requeueAndWaitRunning(t, l, e.ID)
+		// A cycle that read the job still waiting may log its nudge after
+		// the job runs: counted now, it would fall to the next try (a clean
+		// -clone CI run on 24.11 counted 0 then 2).
+		waitCycleReadAfter(t, d, started, 30*time.Second)
 		n := countLog(t, d.log, nudgeMsg)
 		after := started.Sub(begin)
 		t.Logf("try %d: job %s requeued, eligible %v later (begin time %s), running %v after its begin time, %d nudges logged",
@@ -115,4 +119,23 @@ func requeueAndWaitRunning(t *testing.T, l *slurmlab.Lab, id string) (begin, sta
 		t.Fatalf("never saw job %s held by its begin time after the requeue (%v)", id, time.Since(requeued))
 	}
 	return begin, started
+}
+
+// waitCycleReadAfter waits until daemon d logged a cycle that read Slurm
+// after t0 ("cycle done" with its read_at past t0): cycles run one after
+// another, so whatever an earlier cycle logged is in the log by then.
+func waitCycleReadAfter(t *testing.T, d *daemonProc, t0 time.Time, within time.Duration) {
+	t.Helper()
+	waitFor(t, within, "a daemon cycle that read Slurm after "+t0.Format(time.RFC3339Nano), func() bool {
+		for _, line := range logLines(t, d.log) {
+			if line["@message"] != "cycle done" {
+				continue
+			}
+			s, _ := line["read_at"].(string)
+			if at, err := time.Parse(time.RFC3339Nano, s); err == nil && at.After(t0) {
+				return true
+			}
+		}
+		return false
+	})
 }
