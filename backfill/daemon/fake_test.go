@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,8 +83,10 @@ type fakeNode struct {
 type fakeJob struct {
 	id, name, state, partition, comment string
 	user, account, workDir              string
-	nodeList, schedNodes                string
-	gpusPerNode, nodes                  int
+	// uid is squeue's UserId; "" prints fakeUID(user).
+	uid                  string
+	nodeList, schedNodes string
+	gpusPerNode, nodes   int
 	// gpusPerJob, with gpusPerNode 0, is a --gpus=N request (squeue's
 	// tres-per-job), spread evenly in sinfo's GresUsed.
 	gpusPerJob int
@@ -464,13 +467,32 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			"BatchHost": batchHost(j), "Comment": orNull(j.comment), "UserName": j.user, "Account": orNull(j.account),
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode, "tres-per-task": cmp.Or(j.tresPerTask, "N/A"),
 			"tres-per-socket": cmp.Or(j.tresPerSocket, "N/A"), "tres-alloc": alloc,
-			"Requeue": map[bool]string{false: "0", true: "1"}[j.requeueable], "QOS": cmp.Or(j.qos, "normal")})
+			"Requeue": map[bool]string{false: "0", true: "1"}[j.requeueable], "QOS": cmp.Or(j.qos, "normal"),
+			"UserId": cmp.Or(j.uid, fakeUID(j.user))})
 	}
 	if only != "" && len(rows) == 0 {
 		return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),
 			Stderr: "slurm_load_jobs error: Invalid job id specified"}
 	}
 	return printFormat(format, rows)
+}
+
+// fakeUID is the uid the fake Slurm prints for a user name: the number
+// itself for a name squeue printed as a uid, 0 for root, 65534 for nobody,
+// else a number derived from the name (the same name always gets the same
+// uid, different test users different ones).
+func fakeUID(user string) string {
+	switch {
+	case slurmcli.Digits(user):
+		return user
+	case user == "root":
+		return "0"
+	case user == "nobody":
+		return "65534"
+	}
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return strconv.Itoa(10000 + int(h.Sum32()%50000))
 }
 
 func orNone(s string) string {

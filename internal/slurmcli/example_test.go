@@ -23,7 +23,7 @@ func ExampleParseSqueue() {
 	s := slurmcli.Separators{Field: "ESF3f9c", Record: "ESR81d0"} // NewSeparators() in real calls
 	fields := []string{"12", "my job|x\x1f\nfake", "RUNNING", "normal", "2", "2", "gres:gpu:v100:2", "N/A", "n[1-2]", "None",
 		"2026-11-30T12:36:47", "2026-11-30T12:41:47", "5:00", "(null)", "n1", "es step=1/4 workers=3/8 d1",
-		"alice", "proj", "/home/alice", "", "N/A", "N/A", "cpu=2,node=2,billing=2,gres/gpu=4", "1", "normal"}
+		"alice", "proj", "/home/alice", "", "N/A", "N/A", "cpu=2,node=2,billing=2,gres/gpu=4", "1", "normal", "1001"}
 	out := strings.Join(fields, s.Field) + s.Record + "\n"
 	jobs, skipped, err := slurmcli.ParseSqueue([]byte(out), s)
 	if err != nil || len(skipped) > 0 {
@@ -31,8 +31,8 @@ func ExampleParseSqueue() {
 		return
 	}
 	gpus, _ := jobs[0].GPUs()
-	fmt.Printf("%s %q %s %s gpus=%d comment=%q\n", jobs[0].ID, jobs[0].Name, jobs[0].User, jobs[0].NodeList, gpus, jobs[0].Comment)
-	// Output: 12 "my job|x\x1f\nfake" alice n[1-2] gpus=4 comment="es step=1/4 workers=3/8 d1"
+	fmt.Printf("%s %q %s(%s) %s gpus=%d comment=%q\n", jobs[0].ID, jobs[0].Name, jobs[0].User, jobs[0].UID, jobs[0].NodeList, gpus, jobs[0].Comment)
+	// Output: 12 "my job|x\x1f\nfake" alice(1001) n[1-2] gpus=4 comment="es step=1/4 workers=3/8 d1"
 }
 
 func ExampleParseScontrol() {

@@ -268,3 +268,39 @@ func TestBothReleasesReadAsTheSameRequests(t *testing.T) {
 		t.Errorf("node GRES differ:\n22.05 %v\n24.11 %v", old, cur)
 	}
 }
+
+// TestBothReleasesPrintTheOwnersUID checks squeue's UserId on both
+// releases' recordings: TestRecord submits as root and, with sbatch --uid,
+// as nobody, so each job reads the uid of the name printed beside it
+// (the daemon compares owners by it: a name squeue prints may be a
+// stand-in, see Job.User).
+func TestBothReleasesPrintTheOwnersUID(t *testing.T) {
+	want := map[string]string{"root": "0", "nobody": "65534"}
+	for _, dir := range []string{recordings2205, recordings2411} {
+		for _, f := range []string{"squeue.txt", "squeue-start.txt"} {
+			jobs, skipped, err := ParseSqueue(readFile(t, filepath.Join(dir, f)), recordedSepsIn(t, dir))
+			if err != nil || len(skipped) > 0 {
+				t.Fatalf("%s/%s: %v %v", dir, f, err, skipped)
+			}
+			users := map[string]bool{}
+			for _, j := range jobs {
+				users[j.User] = true
+				if w, ok := want[j.User]; !ok || j.UID != w {
+					t.Errorf("%s/%s: job %s of %q reads uid %q, want %q", dir, f, j.ID, j.User, j.UID, w)
+				}
+			}
+			if f == "squeue.txt" && (!users["root"] || !users["nobody"]) {
+				t.Errorf("%s/%s: users %v, want jobs of root and nobody", dir, f, users)
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -119,7 +119,7 @@ func delimited(s Separators, rows ...[]string) []byte {
 func squeueRow(id, name, comment string) []string {
 	return []string{id, name, "RUNNING", "normal", "1", "1", "gres:gpu:2", "N/A", "n1", "None",
 		"2026-01-02T03:04:05", "N/A", "5:00", "(null)", "n1", comment, "alice", "(null)", "/home/alice", "",
-		"N/A", "N/A", "cpu=1,node=1,billing=1,gres/gpu=2", "1", "normal"}
+		"N/A", "N/A", "cpu=1,node=1,billing=1,gres/gpu=2", "1", "normal", "1001"}
 }
 
 func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
@@ -128,6 +128,8 @@ func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
 	badCount[4] = "many"
 	badRequeue := squeueRow("9", "x", "(null)")
 	badRequeue[23] = "yes"
+	badUID := squeueRow("11", "x", "(null)")
+	badUID[25] = "alice"
 	tests := []struct {
 		name  string
 		out   []byte
@@ -139,9 +141,10 @@ func TestDamagedSqueueRecordsAreSkippedNamingLineJobAndField(t *testing.T) {
 		{"a record with a field too few names the job and the last field it has",
 			append(delimited(testSeps, squeueRow("5", "a", "b")[:19]), delimited(testSeps, good)...), 1, "5", "WorkDir", ErrFieldCount},
 		{"a record with a field too many names the job and the last field",
-			append(delimited(testSeps, append(squeueRow("6", "a", "b"), "extra")), delimited(testSeps, good)...), 1, "6", "QOS", ErrFieldCount},
+			append(delimited(testSeps, append(squeueRow("6", "a", "b"), "extra")), delimited(testSeps, good)...), 1, "6", "UserId", ErrFieldCount},
 		{"a non-numeric node count names NumNodes and the job", append(delimited(testSeps, good), delimited(testSeps, badCount)...), 2, "7", "NumNodes", nil},
 		{"a Requeue other than 0 or 1 names Requeue and the job", append(delimited(testSeps, badRequeue), delimited(testSeps, good)...), 1, "9", "Requeue", nil},
+		{"a UserId that is not a number names UserId and the job", append(delimited(testSeps, good), delimited(testSeps, badUID)...), 2, "11", "UserId", nil},
 		{"the line number counts newlines inside names",
 			append(delimited(testSeps, squeueRow("1", "a\nb", "c\nd")), []byte("8"+testSeps.Field+"cut short")...), 4, "8", "Name", ErrTruncatedRecord},
 		{"an empty job id is skipped without a name", append(delimited(testSeps, squeueRow("", "a", "b")), delimited(testSeps, good)...), 1, "", "JobID", nil},

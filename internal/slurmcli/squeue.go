@@ -14,6 +14,7 @@ var SqueueFields = []string{
 	"StartTime", "EndTime", "TimeLimit", "SchedNodes", "BatchHost", "Comment",
 	"UserName", "Account", "WorkDir", "ReqNodes",
 	"tres-per-task", "tres-per-socket", "tres-alloc", "Requeue", "QOS",
+	"UserId",
 }
 
 // SqueueArgs returns the arguments of `squeue` whose output [ParseSqueue] reads
@@ -57,10 +58,13 @@ type Job struct {
 	SchedNodes string `json:"sched_nodes,omitempty"` // nodes backfill plans for a pending job
 	BatchHost  string `json:"batch_host,omitempty"`
 	Comment    string `json:"comment,omitempty"`
-	User       string `json:"user"`                // the owner's user name
-	Account    string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
-	WorkDir    string `json:"work_dir,omitempty"`  // the job's working directory
-	ReqNodes   string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
+	// User is the owner's user name as squeue printed it: when the name
+	// service does not resolve the owner's uid, Slurm 24.11 prints the uid
+	// and 22.05 prints "nobody" instead (a stand-in; UID is still exact).
+	User     string `json:"user"`
+	Account  string `json:"account,omitempty"`   // "" when Slurm has none ("(null)")
+	WorkDir  string `json:"work_dir,omitempty"`  // the job's working directory
+	ReqNodes string `json:"req_nodes,omitempty"` // --nodelist as asked ("n3"), "" when none
 	// TRESPerTask and TRESPerSocket are the job's --gpus-per-task and
 	// --gpus-per-socket requests ("gres:gpu:2"; 24.11 also puts
 	// --cpus-per-task here, "cpu=2"), "" when none.
@@ -77,6 +81,10 @@ type Job struct {
 	// QOS is the job's quality of service ("normal"; "" when Slurm has
 	// none, "(null)").
 	QOS string `json:"qos,omitempty"`
+	// UID is the owner's numeric user id ("1001"): squeue's UserId, printed
+	// from the job record, so it names the owner whether or not the name
+	// service resolves it, unlike User.
+	UID string `json:"uid"`
 }
 
 // ParseSqueue parses the output of `squeue` run with [SqueueArgs] and
@@ -117,6 +125,9 @@ func jobFromRecord(r []string) (Job, string, error) {
 	if r[23] != "0" && r[23] != "1" {
 		return Job{}, "Requeue", fmt.Errorf("not 0 or 1: %q", truncate(r[23]))
 	}
+	if !isDigits(r[25]) || len(r[25]) > 10 {
+		return Job{}, "UserId", fmt.Errorf("not a numeric user id: %q", truncate(r[25]))
+	}
 	return Job{
 		ID: r[0], Name: r[1], State: r[2], Partition: r[3], Nodes: nodes, CPUs: cpus,
 		TRESPerNode: optional(r[6]), TRESPerJob: optional(r[7]), NodeList: optional(r[8]),
@@ -124,7 +135,7 @@ func jobFromRecord(r []string) (Job, string, error) {
 		TimeLimit: r[12], SchedNodes: optional(r[13]), BatchHost: optional(r[14]),
 		Comment: optional(r[15]), User: r[16], Account: optional(r[17]), WorkDir: optional(r[18]),
 		ReqNodes: optional(r[19]), TRESPerTask: optional(r[20]), TRESPerSocket: optional(r[21]), TRESAlloc: optional(r[22]),
-		Requeue: r[23] == "1", QOS: optional(r[24]),
+		Requeue: r[23] == "1", QOS: optional(r[24]), UID: r[25],
 	}, "", nil
 }
 

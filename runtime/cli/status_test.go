@@ -77,7 +77,7 @@ func squeueValues(j slurmcli.Job) []string {
 	}
 	return []string{j.ID, j.Name, j.State, j.Partition, "1", "1", "N/A", "N/A", or(j.NodeList, ""), "None",
 		or(j.StartTime, "N/A"), "N/A", "5:00", "(null)", or(j.BatchHost, ""), or(j.Comment, "(null)"), j.User, or(j.Account, "(null)"),
-		j.WorkDir, "(null)", "N/A", "N/A", "cpu=1,node=1,billing=1", "1", "normal"}
+		j.WorkDir, "(null)", "N/A", "N/A", "cpu=1,node=1,billing=1", "1", "normal", or(j.UID, "1000")}
 }
 
 // jobState writes a state directory for a job named name under
