@@ -28,8 +28,10 @@ type AdmitShrink struct {
 	// Seq is assigned by the database; ignored by RecordAdmitShrink.
 	Seq int64
 	// Job is the shrunk elastic job, Queued the job it makes room for;
-	// User and Partition are the shrunk job's as squeue showed them.
-	Job, Queued, User, Partition string
+	// User and Partition are the shrunk job's as squeue showed them, UID
+	// its owner's numeric uid (squeue's UserId; "" in records written
+	// before schema version 10).
+	Job, Queued, User, UID, Partition string
 	// OrigNodes is the job's node count before its first shrink-to-admit
 	// (what admit.max_loss is a fraction of); FromNodes and ToNodes this
 	// shrink's node counts.
@@ -43,6 +45,12 @@ type AdmitShrink struct {
 	Detail string
 }
 
+// admitColumnsV3 are the admit_shrinks columns of schema versions 3 to 9.
+const admitColumnsV3 = `seq, job_id, queued_id, user_name, partition, orig_nodes, from_nodes, to_nodes, old_limit_s,
+	new_limit_s, state, time_ns, detail`
+
+const admitColumns = admitColumnsV3 + `, user_id`
+
 // RecordAdmitShrink records a shrink-to-admit about to be applied (State
 // defaults to AdmitIntent) and returns its Seq. Job, Queued and User must
 // be non-empty and 1 ≤ ToNodes < FromNodes ≤ OrigNodes. Errors wrap
@@ -54,10 +62,9 @@ func (db *DB) RecordAdmitShrink(ctx context.Context, a AdmitShrink) (int64, erro
 	if a.State == "" {
 		a.State = AdmitIntent
 	}
-	res, err := db.sql.ExecContext(ctx, `INSERT INTO admit_shrinks (job_id, queued_id, user_name, partition,
-		orig_nodes, from_nodes, to_nodes, old_limit_s, new_limit_s, state, time_ns, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	res, err := db.sql.ExecContext(ctx, `INSERT INTO admit_shrinks (`+admitColumns+`) VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.Job, a.Queued, a.User, a.Partition, a.OrigNodes, a.FromNodes, a.ToNodes, int64(a.OldLimit.Seconds()),
-		int64(a.NewLimit.Seconds()), string(a.State), unixNano(a.Time), a.Detail)
+		int64(a.NewLimit.Seconds()), string(a.State), unixNano(a.Time), a.Detail, a.UID)
 	if err != nil {
 		return 0, fmt.Errorf("recording shrink-to-admit of job %s for job %s: %w", a.Job, a.Queued, err)
 	}
@@ -83,8 +90,7 @@ func (db *DB) MarkAdmitShrink(ctx context.Context, seq int64, state AdmitState, 
 
 // AdmitShrinks returns every recorded shrink-to-admit, oldest first.
 func (db *DB) AdmitShrinks(ctx context.Context) ([]AdmitShrink, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT seq, job_id, queued_id, user_name, partition, orig_nodes, from_nodes,
-		to_nodes, old_limit_s, new_limit_s, state, time_ns, detail FROM admit_shrinks ORDER BY seq`)
+	rows, err := db.sql.QueryContext(ctx, `SELECT `+admitColumns+` FROM admit_shrinks ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("listing shrink-to-admit records: %w", err)
 	}
@@ -95,7 +101,7 @@ func (db *DB) AdmitShrinks(ctx context.Context) ([]AdmitShrink, error) {
 		var oldS, newS, ns int64
 		var state string
 		if err := rows.Scan(&a.Seq, &a.Job, &a.Queued, &a.User, &a.Partition, &a.OrigNodes, &a.FromNodes, &a.ToNodes,
-			&oldS, &newS, &state, &ns, &a.Detail); err != nil {
+			&oldS, &newS, &state, &ns, &a.Detail, &a.UID); err != nil {
 			return nil, fmt.Errorf("listing shrink-to-admit records: %w", err)
 		}
 		a.OldLimit, a.NewLimit = time.Duration(oldS)*time.Second, time.Duration(newS)*time.Second

@@ -3,24 +3,30 @@
 // (package statedb): the extra jobs it submitted, its submission intents
 // its decisions and its shrink-to-admit records.
 //
-// # Schema of the backfill database (PRAGMA user_version = 9)
+// # Schema of the backfill database (PRAGMA user_version = 10)
 //
 //	extras(job_id PK, parent_id, user_name, node, gpu_type, gpus, partition,
 //	       submitted_ns, end_ns, state, signalled_ns, ended_ns, reason, adopted,
-//	       job_name, comment, lent_s)
+//	       job_name, comment, lent_s, user_id)
 //	decisions(seq PK AUTOINCREMENT, time_ns, kind, job_id, extra_id, node, gpus,
 //	          dry_run, detail)
 //	intents(seq PK AUTOINCREMENT, parent_id, user_name, job_name, comment,
-//	        partition, node, time_ns, lent_s, gpus)
+//	        partition, node, time_ns, lent_s, gpus, user_id)
 //	admit_shrinks(seq PK AUTOINCREMENT, job_id, queued_id, user_name, partition,
 //	              orig_nodes, from_nodes, to_nodes, old_limit_s, new_limit_s,
-//	              state, time_ns, detail)
+//	              state, time_ns, detail, user_id)
 //	lend_failures(job_id, node, failures, last_ns, status, stopped_ns;
 //	              PK (job_id, node))
 //	kept_off(job_id PK, nodes, set_to, types, since_ns, released)
 //	moved(job_id PK, from_nodes, owner, set_to, since_ns, state)
 //	started_small(job_id PK, user, from_nodes, to_nodes, old_limit_s,
-//	              new_limit_s, at_ns, restored, gpus)
+//	              new_limit_s, at_ns, restored, gpus, user_id)
+//
+// user_id is the owner's numeric uid as squeue printed it (UserId), beside
+// the name it printed (user_name, user): Slurm prints a stand-in name for
+// an owner the name service does not resolve (22.05 "nobody", 24.11 the
+// uid), so the daemon compares owners by uid; "" in rows written before
+// version 10, which are compared by name.
 //
 // extras holds every extra Slurm job the daemon submitted (or adopted after a
 // restart), with its lifecycle state and what it was submitted as (user, job

@@ -18,9 +18,11 @@ import (
 // tester's finding, 10 → 17 → 29 → 48 min). GPUs is how many GPUs in all
 // it asked for on ToNodes nodes (0: not known, as in the records of schema
 // versions before 8): an owner who asks for more GPUs per node instead
-// of more nodes has set it back too (a tester's finding).
+// of more nodes has set it back too (a tester's finding). UID is the
+// owner's numeric uid (squeue's UserId; "" in records written before
+// schema version 10).
 type StartedSmall struct {
-	Job, User          string
+	Job, User, UID     string
 	FromNodes, ToNodes int
 	GPUs               int
 	OldLimit, NewLimit time.Duration
@@ -31,7 +33,7 @@ type StartedSmall struct {
 // StartedSmallJobs returns every job's StartedSmall, by job id.
 func (db *DB) StartedSmallJobs(ctx context.Context) (map[string]StartedSmall, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT job_id, user, from_nodes, to_nodes, gpus, old_limit_s, new_limit_s, at_ns,
-		restored FROM started_small ORDER BY job_id`)
+		restored, user_id FROM started_small ORDER BY job_id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing the jobs started small: %w", err)
 	}
@@ -40,7 +42,7 @@ func (db *DB) StartedSmallJobs(ctx context.Context) (map[string]StartedSmall, er
 	for rows.Next() {
 		var s StartedSmall
 		var oldS, newS, at int64
-		if err := rows.Scan(&s.Job, &s.User, &s.FromNodes, &s.ToNodes, &s.GPUs, &oldS, &newS, &at, &s.Restored); err != nil {
+		if err := rows.Scan(&s.Job, &s.User, &s.FromNodes, &s.ToNodes, &s.GPUs, &oldS, &newS, &at, &s.Restored, &s.UID); err != nil {
 			return nil, fmt.Errorf("listing the jobs started small: %w", err)
 		}
 		s.OldLimit, s.NewLimit, s.At = time.Duration(oldS)*time.Second, time.Duration(newS)*time.Second, fromNano(at)
@@ -64,13 +66,13 @@ func (db *DB) PutStartedSmall(ctx context.Context, s StartedSmall) error {
 	case s.OldLimit <= 0 || s.NewLimit <= 0:
 		return invalidf("start-small of job %s: time limits %v and %v", s.Job, s.OldLimit, s.NewLimit)
 	}
-	const q = `INSERT INTO started_small (job_id, user, from_nodes, to_nodes, gpus, old_limit_s, new_limit_s, at_ns, restored)
-		VALUES (?,?,?,?,?,?,?,?,?)
-		ON CONFLICT(job_id) DO UPDATE SET user = excluded.user, from_nodes = excluded.from_nodes, to_nodes = excluded.to_nodes,
+	const q = `INSERT INTO started_small (job_id, user, from_nodes, to_nodes, gpus, old_limit_s, new_limit_s, at_ns, restored,
+		user_id) VALUES (?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(job_id) DO UPDATE SET user = excluded.user, user_id = excluded.user_id, from_nodes = excluded.from_nodes, to_nodes = excluded.to_nodes,
 		gpus = excluded.gpus, old_limit_s = excluded.old_limit_s, new_limit_s = excluded.new_limit_s, at_ns = excluded.at_ns,
 		restored = excluded.restored`
 	if _, err := db.sql.ExecContext(ctx, q, s.Job, s.User, s.FromNodes, s.ToNodes, s.GPUs, int64(s.OldLimit/time.Second),
-		int64(s.NewLimit/time.Second), unixNano(s.At), s.Restored); err != nil {
+		int64(s.NewLimit/time.Second), unixNano(s.At), s.Restored, s.UID); err != nil {
 		return fmt.Errorf("recording the start-small of job %s: %w", s.Job, err)
 	}
 	return nil

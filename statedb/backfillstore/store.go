@@ -59,8 +59,10 @@ const (
 type ExtraJob struct {
 	// ID is the extra job's Slurm job id; Parent the elastic job's id.
 	ID, Parent string
-	// User owns both jobs; Partition is where the extra job runs.
-	User, Partition string
+	// User owns both jobs (its name as squeue printed it) and UID is the
+	// owner's numeric uid (squeue's UserId; "" in rows written before schema
+	// version 10); Partition is where the extra job runs.
+	User, UID, Partition string
 	// Node, GPUType and GPUs say what it holds ("" type for untyped GPUs).
 	Node, GPUType string
 	GPUs          int
@@ -92,8 +94,9 @@ type Intent struct {
 	// Seq is assigned by the database; ignored by RecordIntent.
 	Seq int64
 	// Parent, User, Name, Comment, Partition and Node are what the extra job
-	// is submitted with.
-	Parent, User, Name, Comment, Partition, Node string
+	// is submitted with; UID is User's numeric uid as squeue printed it for
+	// the parent ("" in intents written before schema version 10).
+	Parent, User, UID, Name, Comment, Partition, Node string
 	// Lent is its time limit (sbatch --time, whole seconds) and GPUs its
 	// GPUs on Node, so that an adopted job is held to what was lent, not
 	// to what its owner changed before the restart; 0: not known (intents
@@ -228,6 +231,10 @@ var backfillMigrations = []string{
 	`ALTER TABLE extras ADD COLUMN lent_s INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE intents ADD COLUMN lent_s INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE intents ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;`,
+	`ALTER TABLE extras ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE intents ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE admit_shrinks ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE started_small ADD COLUMN user_id TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed, mode 0600, parent directory 0700)
@@ -328,21 +335,30 @@ func copyExtrasReadOnly(s *sql.DB, path string) error {
 		cols = extraColumnsV1
 	case v < 9:
 		cols = extraColumnsV2
+	case v < 10:
+		cols = extraColumnsV9
 	}
 	if _, err := s.Exec(`INSERT INTO extras (` + cols + `) SELECT ` + cols + ` FROM src.extras`); err != nil {
 		return fmt.Errorf("copying extra jobs: %w", err)
 	}
 	if v >= 2 {
 		cols := intentColumnsV2
-		if v >= 9 {
+		switch {
+		case v >= 10:
 			cols = intentColumns
+		case v >= 9:
+			cols = intentColumnsV9
 		}
 		if _, err := s.Exec(`INSERT INTO intents (` + cols + `) SELECT ` + cols + ` FROM src.intents`); err != nil {
 			return fmt.Errorf("copying submission intents: %w", err)
 		}
 	}
 	if v >= 3 {
-		if _, err := s.Exec(`INSERT INTO admit_shrinks SELECT * FROM src.admit_shrinks`); err != nil {
+		cols := admitColumnsV3
+		if v >= 10 {
+			cols = admitColumns
+		}
+		if _, err := s.Exec(`INSERT INTO admit_shrinks (` + cols + `) SELECT ` + cols + ` FROM src.admit_shrinks`); err != nil {
 			return fmt.Errorf("copying shrink-to-admit records: %w", err)
 		}
 	}
@@ -527,9 +543,9 @@ func (db *DB) RecordExtra(ctx context.Context, x ExtraJob) error {
 		x.State = ExtraSubmitted
 	}
 	_, err := db.sql.ExecContext(ctx, `INSERT OR REPLACE INTO extras (`+extraColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		x.ID, x.Parent, x.User, x.Node, x.GPUType, x.GPUs, x.Partition, unixNano(x.Submitted), unixNano(x.End),
-		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted, x.Name, x.Comment, seconds(x.Lent))
+		string(x.State), unixNano(x.Signalled), unixNano(x.Ended), x.Reason, x.Adopted, x.Name, x.Comment, seconds(x.Lent), x.UID)
 	if err != nil {
 		return fmt.Errorf("recording extra job %s: %w", x.ID, err)
 	}
@@ -542,7 +558,10 @@ const extraColumnsV1 = `job_id, parent_id, user_name, node, gpu_type, gpus, part
 // extraColumnsV2 are the columns of schema versions 2 to 8.
 const extraColumnsV2 = extraColumnsV1 + `, job_name, comment`
 
-const extraColumns = extraColumnsV2 + `, lent_s`
+// extraColumnsV9 are the columns of schema version 9.
+const extraColumnsV9 = extraColumnsV2 + `, lent_s`
+
+const extraColumns = extraColumnsV9 + `, user_id`
 
 // seconds is d in whole seconds, as the lent_s columns hold it.
 func seconds(d time.Duration) int64 { return int64(d / time.Second) }
@@ -552,7 +571,7 @@ func scanExtra(sc interface{ Scan(...any) error }) (ExtraJob, error) {
 	var sub, end, sig, ended, lent int64
 	var state string
 	err := sc.Scan(&x.ID, &x.Parent, &x.User, &x.Node, &x.GPUType, &x.GPUs, &x.Partition, &sub, &end,
-		&state, &sig, &ended, &x.Reason, &x.Adopted, &x.Name, &x.Comment, &lent)
+		&state, &sig, &ended, &x.Reason, &x.Adopted, &x.Name, &x.Comment, &lent, &x.UID)
 	x.Submitted, x.End, x.Signalled, x.Ended = fromNano(sub), fromNano(end), fromNano(sig), fromNano(ended)
 	x.Lent = time.Duration(lent) * time.Second
 	x.State = ExtraState(state)
@@ -688,8 +707,8 @@ func (db *DB) RecordIntent(ctx context.Context, in Intent) (int64, error) {
 		return 0, invalidf("submission intent %+v: time lent and GPUs must be ≥ 0", in)
 	}
 	res, err := db.sql.ExecContext(ctx, `INSERT INTO intents (`+intentColumns+`)
-		VALUES (NULL,?,?,?,?,?,?,?,?,?)`, in.Parent, in.User, in.Name, in.Comment, in.Partition, in.Node, unixNano(in.Time),
-		seconds(in.Lent), in.GPUs)
+		VALUES (NULL,?,?,?,?,?,?,?,?,?,?)`, in.Parent, in.User, in.Name, in.Comment, in.Partition, in.Node, unixNano(in.Time),
+		seconds(in.Lent), in.GPUs, in.UID)
 	if err != nil {
 		return 0, fmt.Errorf("recording submission intent for job %s on %s: %w", in.Parent, in.Node, err)
 	}
@@ -711,7 +730,7 @@ func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
 	for rows.Next() {
 		var in Intent
 		var t, lent int64
-		if err := rows.Scan(&in.Seq, &in.Parent, &in.User, &in.Name, &in.Comment, &in.Partition, &in.Node, &t, &lent, &in.GPUs); err != nil {
+		if err := rows.Scan(&in.Seq, &in.Parent, &in.User, &in.Name, &in.Comment, &in.Partition, &in.Node, &t, &lent, &in.GPUs, &in.UID); err != nil {
 			return nil, fmt.Errorf("listing submission intents: %w", err)
 		}
 		in.Time, in.Lent = fromNano(t), time.Duration(lent)*time.Second
@@ -726,7 +745,10 @@ func (db *DB) Intents(ctx context.Context) ([]Intent, error) {
 // intentColumnsV2 are the intents columns of schema versions 2 to 8.
 const intentColumnsV2 = `seq, parent_id, user_name, job_name, comment, partition, node, time_ns`
 
-const intentColumns = intentColumnsV2 + `, lent_s, gpus`
+// intentColumnsV9 are the intents columns of schema version 9.
+const intentColumnsV9 = intentColumnsV2 + `, lent_s, gpus`
+
+const intentColumns = intentColumnsV9 + `, user_id`
 
 // DeleteIntent removes intent seq (its job was recorded, or sbatch failed,
 // or it is too old to match); deleting one that is gone is not an error.

@@ -470,3 +470,80 @@ func TestBackfillVersion8FileIsMigratedKeepingItsIntents(t *testing.T) {
 		t.Errorf("an extra lent for a negative time: %v, want ErrInvalid", err)
 	}
 }
+
+// TestBackfillVersion9FileIsMigratedKeepingItsOwners opens a file of schema
+// version 9, whose records name their owner only by the name squeue
+// printed: the dry-run copy and the migrated file read every record with
+// its UID unknown (""), and records written after the migration keep
+// theirs.
+func TestBackfillVersion9FileIsMigratedKeepingItsOwners(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(slices.Clone(backfillMigrations[:9]), "PRAGMA user_version = 9",
+		`INSERT INTO extras (`+extraColumnsV9+`) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0,'es-extra-7','c',600)`,
+		`INSERT INTO intents (`+intentColumnsV9+`) VALUES (NULL,'7','alice','es-extra-7','c','low','n3',5,600,2)`,
+		`INSERT INTO admit_shrinks (`+admitColumnsV3+`) VALUES (NULL,'7','9','alice','normal',4,4,2,600,900,'done',5,'')`,
+		`INSERT INTO started_small (job_id, user, from_nodes, to_nodes, old_limit_s, new_limit_s, at_ns, restored, gpus)
+			VALUES ('8','bob',4,2,600,1200,5,0,8)`) {
+		if _, err := s.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	check := func(what string, db *DB) {
+		t.Helper()
+		if x, err := db.Extra(ctx, "12"); err != nil || x.User != "alice" || x.UID != "" || x.Lent != 10*time.Minute {
+			t.Errorf("%s: version 9 extra %+v, %v; want alice's, uid unknown, lent 10m", what, x, err)
+		}
+		if in, err := db.Intents(ctx); err != nil || len(in) != 1 || in[0].User != "alice" || in[0].UID != "" || in[0].GPUs != 2 {
+			t.Errorf("%s: version 9 intents %+v, %v; want alice's, uid unknown, 2 GPUs", what, in, err)
+		}
+		if a, err := db.AdmitShrinks(ctx); err != nil || len(a) != 1 || a[0].User != "alice" || a[0].UID != "" || a[0].ToNodes != 2 {
+			t.Errorf("%s: version 9 shrink-to-admit records %+v, %v; want alice's, uid unknown, to 2 nodes", what, a, err)
+		}
+	}
+	dry, err := OpenDryRun(path)
+	if err != nil {
+		t.Fatalf("dry run of a version 9 file: %v", err)
+	}
+	check("dry-run copy", dry)
+	dry.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check("migrated", db)
+	if ss, err := db.StartedSmallJobs(ctx); err != nil || ss["8"].User != "bob" || ss["8"].UID != "" || ss["8"].GPUs != 8 {
+		t.Errorf("migrated: version 9 start-small records %+v, %v; want bob's, uid unknown", ss, err)
+	}
+
+	if err := db.RecordExtra(ctx, ExtraJob{ID: "13", Parent: "7", User: "alice", UID: "1001", Node: "n2", GPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := db.Extra(ctx, "13"); err != nil || x.UID != "1001" {
+		t.Errorf("a new extra: %+v, %v; want uid 1001", x, err)
+	}
+	if _, err := db.RecordIntent(ctx, Intent{Parent: "7", User: "alice", UID: "1001", Name: "n", Comment: "c", Partition: "low", Node: "n4"}); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := db.Intents(ctx); err != nil || len(in) != 2 || in[1].UID != "1001" {
+		t.Errorf("a new intent: %+v, %v; want uid 1001", in, err)
+	}
+	if _, err := db.RecordAdmitShrink(ctx, AdmitShrink{Job: "7", Queued: "10", User: "alice", UID: "1001", OrigNodes: 4, FromNodes: 2, ToNodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := db.AdmitShrinks(ctx); err != nil || len(a) != 2 || a[1].UID != "1001" {
+		t.Errorf("a new shrink-to-admit record: %+v, %v; want uid 1001", a, err)
+	}
+	if err := db.PutStartedSmall(ctx, StartedSmall{Job: "8", User: "bob", UID: "1002", FromNodes: 4, ToNodes: 2, OldLimit: time.Minute, NewLimit: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if ss, err := db.StartedSmallJobs(ctx); err != nil || ss["8"].UID != "1002" {
+		t.Errorf("a replaced start-small record: %+v, %v; want uid 1002", ss, err)
+	}
+}
