@@ -82,13 +82,13 @@ func readQueued(j slurmcli.Job) (queuedRequest, bool) {
 	return q, true
 }
 
-// origNodes returns the node count of job id of user before its first
+// origNodes returns the node count of job j before its first
 // shrink-to-admit (from the store), or cur when it was never shrunk. A
 // record of another user (a reused job id) does not count, as for
 // limitRaised.
-func origNodes(records []backfillstore.AdmitShrink, id, user string, cur int) int {
+func origNodes(records []backfillstore.AdmitShrink, j slurmcli.Job, cur int) int {
 	for _, r := range records {
-		if r.Job == id && r.State != backfillstore.AdmitAbandoned && (r.User == user || r.User == "" || user == "") {
+		if r.Job == j.ID && r.State != backfillstore.AdmitAbandoned && ownersRecord(r, j) {
 			return r.OrigNodes
 		}
 	}
@@ -96,19 +96,26 @@ func origNodes(records []backfillstore.AdmitShrink, id, user string, cur int) in
 }
 
 // limitRaised is how much shrink-to-admit has raised the time limit of
-// job id of user: the sum of the raises its records not abandoned name
+// job j: the sum of the raises its records not abandoned name
 // (NewLimit − OldLimit; an intent's may not be applied yet, and an admin
 // may have lowered the limit since: both only make it more), at most limit.
 // A record of another user (a reused job id) does not count. 0: never
 // shrunk.
-func limitRaised(records []backfillstore.AdmitShrink, id, user string, limit time.Duration) time.Duration {
+func limitRaised(records []backfillstore.AdmitShrink, j slurmcli.Job, limit time.Duration) time.Duration {
 	var raised time.Duration
 	for _, r := range records {
-		if r.Job == id && r.State != backfillstore.AdmitAbandoned && (r.User == user || r.User == "" || user == "") {
+		if r.Job == j.ID && r.State != backfillstore.AdmitAbandoned && ownersRecord(r, j) {
 			raised += max(r.NewLimit-r.OldLimit, 0)
 		}
 	}
 	return min(raised, max(limit, 0))
+}
+
+// ownersRecord reports whether shrink-to-admit record r may be job j's:
+// not another user's (compareOwner; a record whose owner cannot be told
+// this cycle counts, which only raises the counts it adds to).
+func ownersRecord(r backfillstore.AdmitShrink, j slurmcli.Job) bool {
+	return r.User == "" || compareOwner(owner{r.User, r.UID}, j) != ownerOther
 }
 
 // planAdmission decides shrink-to-admit for this cycle: it translates the
@@ -218,7 +225,7 @@ func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
 // store) and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
-		OrigNodes: origNodes(records, e.Job.ID, e.Job.User, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
+		OrigNodes: origNodes(records, e.Job, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
 	}
@@ -229,7 +236,7 @@ func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.Admi
 		return out
 	}
 	out.Elapsed, out.TimeLeft, out.Limit = v.Now.Sub(start), e.End.Sub(v.Now), limit
-	out.LimitRaised = limitRaised(records, e.Job.ID, e.Job.User, limit)
+	out.LimitRaised = limitRaised(records, e.Job, limit)
 	if p := e.Progress; p != nil {
 		out.Step, out.TotalSteps = p.Step, p.TotalSteps
 	}

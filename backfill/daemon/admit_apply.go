@@ -151,7 +151,7 @@ func (d *Daemon) undoAdmission(ctx context.Context, queued, failed string, appli
 func (d *Daemon) applyShrink(ctx context.Context, queued string, ds donorShrink, log hclog.Logger) (bool, error) {
 	e := ds.job
 	detail := admitDetail(ds, queued)
-	rec := backfillstore.AdmitShrink{Job: e.Job.ID, Queued: queued, User: e.User, Partition: e.Job.Partition,
+	rec := backfillstore.AdmitShrink{Job: e.Job.ID, Queued: queued, User: e.User, UID: e.Job.UID, Partition: e.Job.Partition,
 		OrigNodes: ds.OrigNodes, FromNodes: ds.FromNodes, ToNodes: ds.ToNodes, OldLimit: ds.OldLimit,
 		NewLimit: ds.NewLimit, Time: d.now()}
 	seq, err := d.db.RecordAdmitShrink(ctx, rec)
@@ -229,11 +229,15 @@ func (d *Daemon) resumeAdmits(ctx context.Context, v *View, records []backfillst
 		}
 		log := d.log.Named("admit").With("job_id", rec.Job, "queued_id", rec.Queued)
 		e := v.Elastic[rec.Job]
-		if e != nil && ownerUnresolved(e.User, rec.User) {
+		match := ownerOther
+		if e != nil {
+			match = compareOwner(owner{rec.User, rec.UID}, e.Job)
+		}
+		if match == ownerUnknown {
 			log.Info("finishing a recorded shrink-to-admit waits: squeue printed its job's owner as a uid, not a name", "printed", e.User)
 			continue
 		}
-		if e == nil || e.User != rec.User {
+		if match != ownerSame {
 			log.Info("a recorded shrink-to-admit was not finished and its job is gone; abandoned")
 			if err := d.db.MarkAdmitShrink(ctx, rec.Seq, backfillstore.AdmitAbandoned, "job no longer running at restart"); err != nil {
 				return changed, err

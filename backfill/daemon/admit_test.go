@@ -469,3 +469,40 @@ func TestAnInterruptedShrinkToAdmitWaitsOutAnUnresolvedOwner(t *testing.T) {
 		t.Errorf("records %+v, want the one done", recs)
 	}
 }
+
+// A shrink-to-admit record holds its job's owner's uid (schema version 10):
+// interrupted by a restart, it is finished at once while squeue lists the
+// job under a stand-in name with that uid, and abandoned when another uid
+// owns a job of that id (a reused id printed as the stand-in nobody).
+func TestAnInterruptedShrinkToAdmitWithTheOwnersUIDIsFinishedUnderAStandIn(t *testing.T) {
+	for _, tc := range []struct {
+		name, standIn, uid string
+		want               backfillstore.AdmitState
+		wantUpdates        []string
+	}{
+		{"24.11's stand-in, the owner's uid", "1000", fakeUID("alice"), backfillstore.AdmitDone, []string{"scontrol update JobId=10 TimeLimit=121"}},
+		{"22.05's stand-in, the owner's uid", "nobody", fakeUID("alice"), backfillstore.AdmitDone, []string{"scontrol update JobId=10 TimeLimit=121"}},
+		{"another uid printed as nobody: a reused id", "nobody", "4242", backfillstore.AdmitAbandoned, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+			j := td.fake.jobs[0]
+			td.fake.set(func() {
+				j.nodeList, j.nodes, j.user, j.uid = "n1", 1, tc.standIn, tc.uid // shrunk before the daemon died
+				td.fake.jobs[1].reason = "Priority"
+			})
+			ctx := context.Background()
+			if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice", UID: fakeUID("alice"),
+				Partition: "normal", OrigNodes: 2, FromNodes: 2, ToNodes: 1, OldLimit: time.Hour, NewLimit: 121 * time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			td.cycle(t)
+			if recs, _ := td.db.AdmitShrinks(ctx); len(recs) != 1 || recs[0].State != tc.want {
+				t.Errorf("records %+v while squeue printed %s (uid %s), want the one %s", recs, tc.standIn, tc.uid, tc.want)
+			}
+			if got := td.fake.commands("scontrol update"); !slices.Equal(got, tc.wantUpdates) {
+				t.Errorf("scontrol updates %q, want %q", got, tc.wantUpdates)
+			}
+		})
+	}
+}

@@ -590,7 +590,8 @@ func (d *Daemon) warnUnreadable(v *View) {
 // verify re-reads extra job rec.ID from Slurm by id (squeue --jobs=ID,
 // fresh random separators) right before it is signalled or cancelled and
 // checks that Slurm's job of that id is still the one this daemon
-// submitted: the id sbatch returned, under the recorded user. Its name,
+// submitted: the id sbatch returned, under the recorded user (its uid, in
+// a record that has one: compareOwner). Its name,
 // comment and partition are its owner's to change and are not compared: a
 // tester who renamed a job faster than the cycle (hundreds of `scontrol
 // update Name=` a second) refused every cancel that expected the name the
@@ -609,6 +610,11 @@ func (d *Daemon) verify(ctx context.Context, rec backfillstore.ExtraJob) (gone b
 		return true, "", nil
 	case why != "":
 		return false, why, nil
+	}
+	if rec.UID != "" {
+		// Compared by uid (compareOwner): a stand-in name is neither another
+		// user nor the owner.
+		return false, firstDifference("recorded", fieldCheck{"owner's uid", j.UID, rec.UID}), nil
 	}
 	return false, firstDifference("recorded", fieldCheck{"user", j.User, rec.User}), nil
 }
@@ -792,7 +798,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 			continue
 		}
 		lentFor := time.Duration(o.timeLimitMinute) * time.Minute
-		intent := backfillstore.Intent{Parent: e.Job.ID, User: e.User, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
+		intent := backfillstore.Intent{Parent: e.Job.ID, User: e.User, UID: e.Job.UID, Name: ExtraJobName(e.Job.ID), Comment: ExtraComment(e.Job.ID),
 			Partition: d.cfg.Extra.Partition, Node: o.node, Lent: lentFor, GPUs: o.gpus, Time: d.now()}
 		seq, err := d.db.RecordIntent(ctx, intent)
 		if err != nil {
@@ -822,7 +828,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 			continue
 		}
 		now := d.now()
-		rec := backfillstore.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, Partition: d.cfg.Extra.Partition,
+		rec := backfillstore.ExtraJob{ID: id, Parent: e.Job.ID, User: e.User, UID: e.Job.UID, Partition: d.cfg.Extra.Partition,
 			Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, Submitted: now, End: now.Add(lentFor), Lent: lentFor,
 			State: backfillstore.ExtraSubmitted, Name: intent.Name, Comment: intent.Comment}
 		if err := d.db.RecordExtra(ctx, rec); err != nil {

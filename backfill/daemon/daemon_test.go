@@ -499,27 +499,6 @@ func TestReconciliationAfterARestart(t *testing.T) {
 					Lent: 20 * time.Minute})
 				return j.id
 			}, "hard", backfillstore.ExtraEnded, `account proj into "other"`},
-		// An LDAP or sssd outage: Slurm prints the uid of a name it cannot
-		// resolve. The job is still the daemon's: its record must not end
-		// as for a reused id (the job would run on unmanaged).
-		{"a recorded extra job squeue lists under a bare uid is left as it is, its record kept",
-			func(t *testing.T, td *testDaemon) string {
-				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-				td.fake.set(func() { j.user = "1000" })
-				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
-					Lent: 20 * time.Minute})
-				return j.id
-			}, "", backfillstore.ExtraSubmitted, ""},
-		{"a recorded extra job squeue 22.05 lists under nobody (its owner's uid does not resolve) is left as it is, its record kept",
-			func(t *testing.T, td *testDaemon) string {
-				td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-				td.fake.set(func() { j.user = "nobody" })
-				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
-					Lent: 20 * time.Minute})
-				return j.id
-			}, "", backfillstore.ExtraSubmitted, ""},
 		// A helper's way round the account check: the parent's comment
 		// changed so that it no longer reads as an elastic job.
 		{"a recorded extra job moved to another account is cancelled though its parent no longer reads as elastic",
@@ -539,6 +518,57 @@ func TestReconciliationAfterARestart(t *testing.T) {
 				return "11"
 			}, "", backfillstore.ExtraSubmitted, ""},
 	}
+	// An LDAP or sssd outage: Slurm prints a stand-in for a name it cannot
+	// resolve (24.11 the uid, 22.05 "nobody"); squeue's UserId is still the
+	// owner's. A record written before schema version 10 has no uid: the
+	// job is still the daemon's, so its record must not end as for a
+	// reused id (the job would run on unmanaged), and it waits. A record
+	// with the owner's uid is compared by it and acted on as usual. A
+	// record of the real account nobody is not matched by another user's
+	// job printed as 22.05's stand-in nobody (a helper's finding: with a
+	// reused id and an outage at once, that job was cancelled).
+	for _, standIn := range []string{"1000", "nobody"} {
+		tests = append(tests, []struct {
+			name        string
+			setup       func(t *testing.T, td *testDaemon) string
+			wantScancel string
+			wantState   backfillstore.ExtraState
+			wantReason  string
+		}{
+			{"a recorded extra job without its owner's uid, listed under the stand-in " + standIn + ", is left as it is, its record kept",
+				func(t *testing.T, td *testDaemon) string {
+					td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+					j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+					td.fake.set(func() { j.user, j.uid, j.account = standIn, fakeUID("alice"), "other" })
+					record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+						Lent: 20 * time.Minute})
+					return j.id
+				}, "", backfillstore.ExtraSubmitted, ""},
+			{"a recorded extra job with its owner's uid, listed under the stand-in " + standIn + ", is reconciled: moved to another account, it is cancelled",
+				func(t *testing.T, td *testDaemon) string {
+					td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+					j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
+					td.fake.set(func() { j.user, j.uid, j.account = standIn, fakeUID("alice"), "other" })
+					record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+						Lent: 20 * time.Minute, UID: fakeUID("alice")})
+					return j.id
+				}, "hard", backfillstore.ExtraEnded, `account proj into "other"`},
+		}...)
+	}
+	tests = append(tests, struct {
+		name        string
+		setup       func(t *testing.T, td *testDaemon) string
+		wantScancel string
+		wantState   backfillstore.ExtraState
+		wantReason  string
+	}{"a record of the real nobody does not match another user's job under its id printed as the stand-in nobody: the job is left alone",
+		func(t *testing.T, td *testDaemon) string {
+			j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute) // its parent is gone: the daemon's own would be cancelled
+			td.fake.set(func() { j.user, j.uid = "nobody", "4242" })
+			record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", User: "nobody", UID: "65534", Node: "n2", GPUs: 1,
+				Submitted: td.now.Add(-time.Hour), End: td.now.Add(-40 * time.Minute), Lent: 20 * time.Minute})
+			return j.id
+		}, "", backfillstore.ExtraEnded, "gone"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, "")
@@ -1278,5 +1308,46 @@ func TestAnIntentWaitsOutAnUnresolvedOwner(t *testing.T) {
 	}
 	if x, err := td.db.Extra(ctx, "11"); err != nil || !strings.Contains(x.Reason, "time limit") {
 		t.Errorf("record %+v, %v; want it ended for its time limit", x, err)
+	}
+}
+
+// TestAnIntentWithTheOwnersUIDMatchesAJobListedUnderAStandIn: an intent
+// written since schema version 10 holds the parent's owner's uid, so an
+// extra job submitted just before a crash and listed under a stand-in name
+// (the name service does not resolve its owner) is adopted at once, held to
+// what was lent; a job of another uid printed as the same stand-in matches
+// no intent and is left alone.
+func TestAnIntentWithTheOwnersUIDMatchesAJobListedUnderAStandIn(t *testing.T) {
+	for _, tc := range []struct {
+		name, standIn, uid string
+		adopted            bool
+	}{
+		{"24.11's stand-in, the owner's uid", "1000", fakeUID("alice"), true},
+		{"22.05's stand-in, the owner's uid", "nobody", fakeUID("alice"), true},
+		{"another uid printed as nobody", "nobody", "4242", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			ctx := context.Background()
+			td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
+			in := backfillstore.Intent{Parent: "10", User: "alice", UID: fakeUID("alice"), Name: ExtraJobName("10"), Comment: ExtraComment("10"),
+				Partition: "low", Node: "n2", Lent: 5 * time.Minute, GPUs: 1, Time: td.now.Add(-time.Second)}
+			if _, err := td.db.RecordIntent(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			j := td.fake.extra("11", "10", "", 1, 20*time.Minute) // its owner raised its limit
+			td.fake.set(func() { j.user, j.uid = tc.standIn, tc.uid })
+			r := td.cycle(t)
+			cancelled := slices.Contains(td.fake.commands("scancel"), "scancel 11")
+			if got := slices.Equal(r.Adopted, []string{"11"}); got != tc.adopted || cancelled != tc.adopted {
+				t.Fatalf("adopted %v, scancel %v; want adopted and cancelled (time limit raised): %v", r.Adopted, td.fake.commands("scancel"), tc.adopted)
+			}
+			if !tc.adopted {
+				return
+			}
+			if x, err := td.db.Extra(ctx, "11"); err != nil || x.UID != fakeUID("alice") || !strings.Contains(x.Reason, "time limit") {
+				t.Errorf("record %+v, %v; want alice's uid, ended for its time limit", x, err)
+			}
+		})
 	}
 }

@@ -632,22 +632,26 @@
 // more, other or no listed nodes; made requeueable, or a longer time
 // limit: a requeued job restarts with a new limit) is cancelled at once
 // and counts as a failed lend (reason "changed"): a lend is for what the
-// planner lent only. A recorded id Slurm lists under
-// another user is not the daemon's (the id was reused): its record ends,
-// the job is left alone. Listed under a bare uid where a name was recorded
-// (Slurm prints the uid when the name service cannot resolve it: an LDAP or
-// sssd outage), the job is neither taken for another user's nor acted on:
-// its record, and a start-small or an unfinished shrink-to-admit record of
-// it, waits unchanged for a cycle that prints the name (a warning is
-// logged once). Slurm 24.11 prints the uid, 22.05 "nobody". An elastic
-// job whose owner prints as a uid is never lent to (not ready), so that no
-// record names one: it would match another user's reused id printed the
-// same way. "nobody" is also a real account; a stand-in "nobody" is not
-// lent to either, as its rendezvous files are another uid's, but a record
-// of the real nobody is compared as it is. Right before each `scancel --signal=TERM` or
+// planner lent only. Every record keeps the owner's numeric uid beside the
+// name (squeue's UserId; backfillstore schema 10), and owners are compared
+// by uid: when the name service cannot resolve a uid (an LDAP or sssd
+// outage), Slurm prints a stand-in for the name (24.11 the uid, 22.05
+// "nobody", itself a real account), but UserId is still the owner's. A
+// recorded id Slurm lists under another uid is not the daemon's (the id was
+// reused, also when both print as "nobody"): its record ends, the job is
+// left alone. One listed under the owner's uid is the daemon's whatever
+// name is printed, and is handled as above. A record written before
+// version 10 has no uid and is compared by name: listed under a stand-in
+// where a name was recorded, the job is neither taken for another user's
+// nor acted on; its record, and a start-small or an unfinished
+// shrink-to-admit record of it, waits unchanged for a cycle that prints
+// the name (a warning is logged once). An elastic job whose owner prints as
+// a uid is never lent to (not ready: its extra jobs are submitted with
+// sbatch --uid=NAME); a stand-in "nobody" fails the rendezvous check, as
+// its files are another uid's. Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
-// recorded user; otherwise it logs an error once and does nothing (a job
+// recorded owner (its uid; its name in a record without one); otherwise it logs an error once and does nothing (a job
 // Slurm no longer knows needs nothing either). Name, comment and partition
 // are not compared there: they are the owner's to change, and a tester
 // who renamed a job hundreds of times a second refused every cancel that
@@ -666,15 +670,17 @@
 // "es-extra parent=<parent>", partition extra.partition, the parent's user,
 // and the intent's node. Intents no job matched for 10 minutes are dropped,
 // except one a job matches in all but its owner, printed as a stand-in
-// (ownerUnresolved): it waits for the name. What the window between sbatch
+// and whose intent has no uid (ownerUnresolved): it waits for the name. An
+// intent holds the parent's uid, so one written since version 10 matches
+// its job whatever name squeue prints for the owner. What the window between sbatch
 // and the database write leaves open (a helper's finding): an owner who,
 // in it, moves the waiting job to another node, partition, name or comment
 // makes it match no intent, and it is then left alone as any user's job
 // (it runs as the owner's own, under Slurm's limits for them, never
 // counted as lent); only a crash of the daemon in that window exposes it.
-// A job whose owner's name never resolves again is never acted on: only its
-// own time limit bounds it, and its owner may have raised that while it
-// waited.
+// A job of a record without a uid (written before version 10) whose
+// owner's name never resolves again is never acted on: only its own time
+// limit bounds it.
 //
 // Every other job is left alone and logged once, whatever it looks like: a
 // user's job that borrows the extra comment, an extra-looking job in another

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
@@ -24,23 +25,27 @@ func TestLimitRaisedIsWhatShrinkToAdmitAdded(t *testing.T) {
 		// an admin lowered job 9's limit from 15 h to 5 h between its shrinks
 		rec("9", "carol", 10*h, 15*h, backfillstore.AdmitDone),
 		rec("9", "carol", 5*h, 8*h, backfillstore.AdmitDone),
+		{Job: "11", User: "erin", UID: "1005", OldLimit: h, NewLimit: 2 * h, State: backfillstore.AdmitDone},
 	}
 	for _, tc := range []struct {
 		name  string
 		job   string
 		user  string
+		uid   string
 		limit time.Duration
 		want  time.Duration
 	}{
-		{"two shrinks: 2 h and 3 h added", "7", "alice", 9 * h, 5 * h},
-		{"an intent counts: its limit is raised first", "8", "bob", 2 * h, h},
-		{"never shrunk", "10", "dave", 5 * h, 0},
-		{"a limit lowered by an admin after the raises: at most the limit", "7", "alice", 3 * h, 3 * h},
-		{"a limit lowered between raises: the later raise still counts", "9", "carol", 8 * h, 8 * h},
-		{"a reused job id: another user's records do not count", "7", "mallory", 9 * h, 0},
+		{"two shrinks: 2 h and 3 h added", "7", "alice", "1001", 9 * h, 5 * h},
+		{"an intent counts: its limit is raised first", "8", "bob", "1002", 2 * h, h},
+		{"never shrunk", "10", "dave", "1004", 5 * h, 0},
+		{"a limit lowered by an admin after the raises: at most the limit", "7", "alice", "1001", 3 * h, 3 * h},
+		{"a limit lowered between raises: the later raise still counts", "9", "carol", "1003", 8 * h, 8 * h},
+		{"a reused job id: another user's records do not count", "7", "mallory", "1666", 9 * h, 0},
+		{"a record with a uid: the owner printed as a stand-in counts", "11", "nobody", "1005", 4 * h, h},
+		{"a record with a uid: another user of the recorded name does not count", "11", "erin", "1666", 4 * h, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := limitRaised(records, tc.job, tc.user, tc.limit); got != tc.want {
+			if got := limitRaised(records, slurmcli.Job{ID: tc.job, User: tc.user, UID: tc.uid}, tc.limit); got != tc.want {
 				t.Errorf("limitRaised(job %s of %s, limit %v) = %v, want %v", tc.job, tc.user, tc.limit, got, tc.want)
 			}
 		})
@@ -52,18 +57,20 @@ func TestLimitRaisedIsWhatShrinkToAdmitAdded(t *testing.T) {
 // a record of another user under the same id (ids wrap) does not count.
 func TestOrigNodesReadsOnlyTheOwnersRecords(t *testing.T) {
 	records := []backfillstore.AdmitShrink{
-		{Job: "7", User: "alice", OrigNodes: 8, State: backfillstore.AdmitAbandoned},
-		{Job: "7", User: "alice", OrigNodes: 4, State: backfillstore.AdmitDone},
-		{Job: "7", User: "alice", OrigNodes: 4, State: backfillstore.AdmitDone},
+		{Job: "7", User: "alice", UID: "1001", OrigNodes: 8, State: backfillstore.AdmitAbandoned},
+		{Job: "7", User: "alice", UID: "1001", OrigNodes: 4, State: backfillstore.AdmitDone},
+		{Job: "7", User: "alice", UID: "1001", OrigNodes: 4, State: backfillstore.AdmitDone},
 	}
 	for _, tc := range []struct {
-		name, user string
-		want       int
+		name, user, uid string
+		want            int
 	}{
-		{"the owner's first record not abandoned", "alice", 4},
-		{"a reused job id: another user's job has its own count", "mallory", 2},
+		{"the owner's first record not abandoned", "alice", "1001", 4},
+		{"the owner printed as a stand-in: its uid says it is the owner", "nobody", "1001", 4},
+		{"a reused job id: another user's job has its own count", "mallory", "1666", 2},
+		{"a reused job id of a user printed as a stand-in: its own count", "nobody", "65534", 2},
 	} {
-		if got := origNodes(records, "7", tc.user, 2); got != tc.want {
+		if got := origNodes(records, slurmcli.Job{ID: "7", User: tc.user, UID: tc.uid}, 2); got != tc.want {
 			t.Errorf("%s: origNodes(job 7 of %s, now 2) = %d, want %d", tc.name, tc.user, got, tc.want)
 		}
 	}

@@ -302,7 +302,7 @@ func (d *Daemon) nodesPendingJobsMayUse(v *View) map[string]bool {
 // name and comment are the user's to set) does not stop e's move.
 func ownExtras(v *View, e *ElasticJob, live map[string]*lent) (ls []*lent, ok bool) {
 	for _, x := range v.Extras {
-		if x.Parent == e.Job.ID && x.Job.User == e.Job.User && live[x.Job.ID] == nil {
+		if x.Parent == e.Job.ID && sameOwner(x.Job, e.Job) && live[x.Job.ID] == nil {
 			return nil, false
 		}
 	}

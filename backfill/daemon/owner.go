@@ -2,6 +2,59 @@ package daemon
 
 import "github.com/easyscale/easyscale-slurm/internal/slurmcli"
 
+// owner is who a record of the daemon says owns a job: the user name
+// squeue printed when the record was written and, in records written since
+// backfillstore schema version 10, the numeric uid it printed beside it
+// ("" before).
+type owner struct{ name, uid string }
+
+// ownerMatch is how a listed job's owner compares with a record's
+// (compareOwner).
+type ownerMatch int
+
+const (
+	// ownerSame: the record's owner owns the job.
+	ownerSame ownerMatch = iota
+	// ownerOther: another user owns it (Slurm reused the id, or the job is
+	// another user's look-alike); the record does not describe it.
+	ownerOther
+	// ownerUnknown: the record has no uid and squeue printed the job's
+	// owner as a name stand-in (ownerUnresolved); the record waits,
+	// unchanged, for a cycle that prints the name.
+	ownerUnknown
+)
+
+// compareOwner compares the owner a record names with the owner squeue
+// lists for job j. A record with a uid is compared by uid, which squeue
+// prints from the job record whether or not the name service resolves
+// it, so a stand-in name neither hides the owner nor lends another user's
+// job the owner's name (the real account "nobody" and 22.05's stand-in
+// for an unresolved uid print alike). A record without one (schema before
+// 10) is compared by name, and a stand-in makes it ownerUnknown.
+func compareOwner(rec owner, j slurmcli.Job) ownerMatch {
+	switch {
+	case rec.uid != "" && j.UID != "":
+		if rec.uid == j.UID {
+			return ownerSame
+		}
+		return ownerOther
+	case ownerUnresolved(j.User, rec.name):
+		return ownerUnknown
+	case j.User == rec.name:
+		return ownerSame
+	}
+	return ownerOther
+}
+
+// sameOwner reports whether squeue lists jobs a and b under one owner: by
+// uid, or by name for jobs listed without one.
+func sameOwner(a, b slurmcli.Job) bool {
+	if a.UID != "" && b.UID != "" {
+		return a.UID == b.UID
+	}
+	return a.User == b.User
+}
+
 // ownerUnresolved reports whether squeue printed a job's owner as a name
 // stand-in where the daemon recorded a user name: when the name service
 // cannot resolve a uid (an LDAP or sssd outage on the host squeue or
@@ -11,7 +64,8 @@ import "github.com/easyscale/easyscale-slurm/internal/slurmcli"
 // another user's (a reused id, whose record would end and leave the
 // daemon's own job unmanaged) nor acted on: its records wait, unchanged,
 // for a cycle that prints the name. A recorded name that is itself all
-// digits, or "nobody", is compared as it is.
+// digits, or "nobody", is compared as it is. Only records without a uid
+// need it (compareOwner).
 func ownerUnresolved(printed, recorded string) bool {
 	return printed != recorded && standIn(printed) && !standIn(recorded)
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,9 +136,11 @@ func (d *Daemon) noteOnce(id, why string, logf func()) {
 // each signal or cancel, verify, checks its id and user only). One its
 // owner changed otherwise (moved, more GPUs, other nodes, requeueable, a
 // longer limit: extraChanged) is cancelled at once and counts as a failed
-// lend. A job of that id listed under another user is
-// not this daemon's (the id was reused): the record ends as for a job
-// Slurm no longer lists, and that job is left alone. (Slurm reuses no id
+// lend. A job of that id listed under another user (compareOwner: by uid,
+// or by name for a record without one) is not this daemon's (the id was
+// reused): the record ends as for a job Slurm no longer lists, and that
+// job is left alone; listed under a stand-in name and a record without a
+// uid, it waits (ownerUnknown). (Slurm reuses no id
 // it still lists; the same user's job under a recorded id would need the
 // ids to wrap round, MaxJobId, while the record is active.)
 func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.ExtraJob, running map[string]bool, rc reconciled, r *Report) error {
@@ -148,7 +151,8 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 	}
 	x, inSlurm := v.Extras[rec.ID]
 	endState := v.Ended[rec.ID]
-	if j, listed := v.All[rec.ID]; listed && ownerUnresolved(j.User, rec.User) {
+	recOwner := owner{rec.User, rec.UID}
+	if j, listed := v.All[rec.ID]; listed && compareOwner(recOwner, j) == ownerUnknown {
 		d.noteOnce(rec.ID, "owner unresolved", func() {
 			log.Warn("leaving recorded extra job as it is until squeue prints its owner's name again: it printed "+
 				"a stand-in (the name service does not resolve the uid); nothing is done to the job meanwhile",
@@ -156,7 +160,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		})
 		return nil
 	}
-	if inSlurm && x.Job.User != rec.User {
+	if inSlurm && compareOwner(recOwner, x.Job) != ownerSame {
 		// Another user's: not the job this daemon submitted (renamedExtra's
 		// rule); left alone, and the record ends as for a job Slurm no
 		// longer lists.
@@ -199,7 +203,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		return err
 	}
 	terms := lendTerms{qos: d.cfg.Extra.QOS, startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}
-	if parent, ok := v.All[rec.Parent]; ok && parent.User == rec.User {
+	if parent, ok := v.All[rec.Parent]; ok && compareOwner(recOwner, parent) == ownerSame {
 		// Listed at all, not only as an elastic job: its owner may change
 		// its comment so that it no longer reads as one (a helper's way
 		// round the account check).
@@ -265,7 +269,7 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 // read (v unchanged).
 func (d *Daemon) renamedExtra(v *View, rec backfillstore.ExtraJob) (x *ExtraView, final string, err error) {
 	j, listed := v.All[rec.ID]
-	if !listed || j.User != rec.User {
+	if !listed || compareOwner(owner{rec.User, rec.UID}, j) != ownerSame {
 		return nil, "", nil
 	}
 	if finalStates[j.State] {
@@ -328,12 +332,12 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 	} else if !errors.Is(err, backfillstore.ErrNoExtra) {
 		return err
 	}
-	if k := matchIntent(*intents, x); k >= 0 {
+	if k := matchIntent(*intents, x, ownerSame); k >= 0 {
 		in := (*intents)[k]
 		*intents = append((*intents)[:k:k], (*intents)[k+1:]...)
 		return d.adopt(ctx, v, id, x, in, running, rc, r)
 	}
-	if k := matchIntentUnresolved(*intents, x); k >= 0 {
+	if k := matchIntent(*intents, x, ownerUnknown); k >= 0 {
 		// Its owner's name does not resolve: the intent is kept from
 		// expiring this cycle (taken off the list expireIntents sees), and
 		// the job is adopted once the name is printed again.
@@ -347,7 +351,7 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 		rc.foreign = append(rc.foreign, x.Job)
 		return nil
 	}
-	if e := v.Elastic[x.Parent]; e != nil && e.User == x.Job.User {
+	if e := v.Elastic[x.Parent]; e != nil && sameOwner(e.Job, x.Job) {
 		rc.otherLent[e.User] += x.GPUs
 	} else {
 		rc.foreign = append(rc.foreign, x.Job)
@@ -357,34 +361,26 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 	return nil
 }
 
-// matchIntent returns the index of the submission intent x was submitted
-// from (same parent, user, job name, comment, partition and node), or -1.
-func matchIntent(intents []backfillstore.Intent, x *ExtraView) int {
+// matchIntent returns the index of the first submission intent x was
+// submitted from (submittedAs) whose owner compares with x's as want
+// (compareOwner: ownerSame for the daemon's own job; ownerUnknown for one
+// whose owner squeue printed as a stand-in and whose intent has no uid),
+// or -1.
+func matchIntent(intents []backfillstore.Intent, x *ExtraView, want ownerMatch) int {
 	for k, in := range intents {
-		onNode := in.Node == x.Node || in.Node == x.Job.NodeList || in.Node == x.Job.ReqNodes
-		if in.Parent == x.Parent && in.User == x.Job.User && in.Name == x.Job.Name && in.Comment == x.Job.Comment &&
-			in.Partition == x.Job.Partition && onNode {
+		if submittedAs(in, x) && compareOwner(owner{in.User, in.UID}, x.Job) == want {
 			return k
 		}
 	}
 	return -1
 }
 
-// matchIntentUnresolved is matchIntent for a job whose owner squeue printed
-// as a stand-in (ownerUnresolved): the index of the intent it matches in
-// all but the user name, or -1.
-func matchIntentUnresolved(intents []backfillstore.Intent, x *ExtraView) int {
-	for k, in := range intents {
-		if !ownerUnresolved(x.Job.User, in.User) {
-			continue
-		}
-		y := *x
-		y.Job.User = in.User
-		if matchIntent(intents[k:k+1], &y) == 0 {
-			return k
-		}
-	}
-	return -1
+// submittedAs reports whether extra job x is as intent in submitted it,
+// its owner aside: the same parent, job name, comment, partition and node
+// (the node it asked for, or runs on).
+func submittedAs(in backfillstore.Intent, x *ExtraView) bool {
+	onNode := in.Node == x.Node || in.Node == x.Job.NodeList || in.Node == x.Job.ReqNodes
+	return in.Parent == x.Parent && in.Name == x.Job.Name && in.Comment == x.Job.Comment && in.Partition == x.Job.Partition && onNode
 }
 
 // intentTTL is how long a submission intent waits to be matched: far longer
@@ -413,7 +409,9 @@ func (d *Daemon) expireIntents(ctx context.Context, v *View, left []backfillstor
 // found as for any recorded job (extraChanged).
 func (d *Daemon) adopt(ctx context.Context, v *View, id string, x *ExtraView, in backfillstore.Intent, running map[string]bool,
 	rc *reconciled, r *Report) error {
-	rec := backfillstore.ExtraJob{ID: id, Parent: in.Parent, User: in.User, Partition: in.Partition, Node: in.Node,
+	// An intent written before schema version 10 has no uid: the job
+	// matched it by name, so the uid squeue prints for it is its owner's.
+	rec := backfillstore.ExtraJob{ID: id, Parent: in.Parent, User: in.User, UID: cmp.Or(in.UID, x.Job.UID), Partition: in.Partition, Node: in.Node,
 		GPUType: nodeType(v, in.Node), GPUs: in.GPUs, Submitted: in.Time, End: in.Time.Add(in.Lent), Lent: in.Lent,
 		State: backfillstore.ExtraSubmitted, Reason: "adopted after a restart", Adopted: true, Name: in.Name, Comment: in.Comment}
 	if in.Lent <= 0 || in.GPUs <= 0 {

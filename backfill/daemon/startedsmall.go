@@ -14,8 +14,10 @@ import (
 // none of those jobs small again):
 //
 //   - the job is gone, or Slurm lists its id under another user (the id
-//     was reused): the record is deleted; under a bare uid instead of the
-//     recorded name (ownerUnresolved), the record is kept and nothing done;
+//     was reused; compareOwner, by uid): the record is deleted; for a
+//     record without a uid (schema before 10), under a stand-in instead of
+//     the recorded name (ownerUnresolved), the record is kept and nothing
+//     done;
 //   - the job waits or runs with more nodes than the daemon set, or more
 //     GPUs in all than it asked for on those (its owner set its request
 //     back), and a time limit within the daemon's
@@ -41,10 +43,14 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 				continue
 			}
 		}
-		if listed && ownerUnresolved(j.User, rec.User) {
+		match := ownerOther
+		if listed {
+			match = compareOwner(owner{rec.User, rec.UID}, j)
+		}
+		if match == ownerUnknown {
 			continue // kept, unchanged, until squeue prints the name
 		}
-		if !listed || j.User != rec.User {
+		if match != ownerSame {
 			delete(recs, id)
 			if !d.cfg.DryRun {
 				if err := d.db.ForgetStartedSmall(ctx, id); err != nil {

@@ -70,7 +70,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 		if len(resv.nodes[q.ID]) == 0 {
 			unplanned = q.ID
 		}
-		if rec, done := started[q.ID]; done && rec.User == q.User {
+		if rec, done := started[q.ID]; done && compareOwner(owner{rec.User, rec.UID}, q) != ownerOther {
 			whys = append(whys, who+": it was started small before (start-small acts once per job: a raise is computed from its limit and node count, which its owner may set back)")
 			continue
 		}
@@ -224,7 +224,7 @@ func (d *Daemon) runningLeft(v *View, records []backfillstore.AdmitShrink) []pla
 		e := v.Elastic[id]
 		raised := time.Duration(0)
 		if limit, err := slurmcli.ParseTimeLimit(e.Job.TimeLimit); err == nil {
-			raised = limitRaised(records, e.Job.ID, e.Job.User, limit)
+			raised = limitRaised(records, e.Job, limit)
 		}
 		if left, ok := d.elasticLeft(v, e, raised); ok {
 			out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
@@ -293,7 +293,7 @@ func (d *Daemon) startSmall(ctx context.Context, v *View, live map[string]*lent,
 	}
 	// Recorded before Slurm is changed: a job is started small once at
 	// most, even if the daemon stops halfway (followStartedSmall).
-	rec := backfillstore.StartedSmall{Job: s.job.ID, User: s.job.User, FromNodes: s.FromNodes, ToNodes: s.ToNodes,
+	rec := backfillstore.StartedSmall{Job: s.job.ID, User: s.job.User, UID: s.job.UID, FromNodes: s.FromNodes, ToNodes: s.ToNodes,
 		GPUs: gpusOn(s.job, s.ToNodes), OldLimit: s.OldLimit, NewLimit: time.Duration(minutes(max(s.NewLimit, s.OldLimit))) * time.Minute,
 		At: v.Now}
 	if err := d.db.PutStartedSmall(ctx, rec); err != nil {

@@ -538,24 +538,62 @@ func TestARunningJobStartedSmallOnMoreNodesLosesTheRaise(t *testing.T) {
 	}
 }
 
-// A start-small record of a job squeue lists under a bare uid (its owner's
-// name does not resolve: an LDAP outage) is kept, not taken for a reused
-// id's: once the name is back, the job is not started small a second time.
-func TestAStartSmallRecordOfAJobListedUnderABareUIDIsKept(t *testing.T) {
-	td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
-	ctx := context.Background()
-	if r := td.cycle(t); !slices.Equal(r.StartedSmall, []string{"20"}) {
-		t.Fatalf("started small %v, want job 20", r.StartedSmall)
-	}
-	q := td.fake.job("20")
-	owner := q.user
-	td.fake.set(func() { q.user = "1001" })
-	td.cycle(t)
-	if recs, err := td.db.StartedSmallJobs(ctx); err != nil || recs["20"].User != owner {
-		t.Fatalf("start-small records %+v (%v) while squeue printed a uid; want job 20's of %s kept", recs, err, owner)
-	}
-	td.fake.set(func() { q.user = owner })
-	if r := td.cycle(t); len(r.StartedSmall) != 0 {
-		t.Errorf("started small %v once the name resolved again, want none: job 20 was started small already", r.StartedSmall)
+// A start-small record of a job squeue lists under a stand-in name (its
+// owner's name does not resolve: an LDAP outage) is kept, not taken for a
+// reused id's: once the name is back, the job is not started small a
+// second time. The record holds the owner's uid, which squeue still
+// prints; a record written before schema version 10 has none and waits
+// for the name. A job of another uid under the id is a reused id's: the
+// record goes.
+func TestAStartSmallRecordOfAJobListedUnderAStandInIsKept(t *testing.T) {
+	for _, tc := range []struct {
+		name, standIn string
+		recordUID     bool
+		otherUID      bool
+		wantKept      bool
+	}{
+		{"24.11's stand-in, the record with the uid", "1001", true, false, true},
+		{"22.05's stand-in, the record with the uid", "nobody", true, false, true},
+		{"24.11's stand-in, a record without a uid (schema 9)", "1001", false, false, true},
+		{"22.05's stand-in, a record without a uid (schema 9)", "nobody", false, false, true},
+		{"another uid printed as the stand-in nobody: a reused id", "nobody", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := smallCluster(t, "", "es-req min=1 max=2 lw=8 d1")
+			ctx := context.Background()
+			if r := td.cycle(t); !slices.Equal(r.StartedSmall, []string{"20"}) {
+				t.Fatalf("started small %v, want job 20", r.StartedSmall)
+			}
+			q := td.fake.job("20")
+			owner := q.user
+			recs, err := td.db.StartedSmallJobs(ctx)
+			if err != nil || recs["20"].UID != fakeUID(owner) {
+				t.Fatalf("start-small records %+v (%v); want job 20's with %s's uid %s", recs, err, owner, fakeUID(owner))
+			}
+			if !tc.recordUID {
+				rec := recs["20"]
+				rec.UID = ""
+				if err := td.db.PutStartedSmall(ctx, rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			uid := fakeUID(owner)
+			if tc.otherUID {
+				uid = "4242"
+			}
+			td.fake.set(func() { q.user, q.uid = tc.standIn, uid })
+			td.cycle(t)
+			recs, err = td.db.StartedSmallJobs(ctx)
+			if _, kept := recs["20"]; err != nil || kept != tc.wantKept {
+				t.Fatalf("start-small records %+v (%v) while squeue printed %s (uid %s); want job 20's kept: %v", recs, err, tc.standIn, uid, tc.wantKept)
+			}
+			if !tc.wantKept {
+				return
+			}
+			td.fake.set(func() { q.user, q.uid = owner, "" })
+			if r := td.cycle(t); len(r.StartedSmall) != 0 {
+				t.Errorf("started small %v once the name resolved again, want none: job 20 was started small already", r.StartedSmall)
+			}
+		})
 	}
 }
