@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ForkServerEnv names the environment variable that turns the fork server
@@ -84,12 +86,20 @@ type forkedProc struct {
 	ended   chan struct{} // closed when the server reported the exit (or died)
 	status  error         // set before ended is closed
 	copying sync.WaitGroup
+
+	mu    sync.Mutex // guards pidfd
+	pidfd *os.File   // the worker's pidfd from the server; nil: none (closed once it ended)
 }
 
 func (p *forkedProc) Pid() int { return p.pid }
 
 // Signal sends sig unless the process has been reported ended (its pid may
-// then be another process's).
+// then be another process's). It signals through the worker's pidfd when
+// the server sent one: between the server reaping the worker and this
+// process reading the exit, the kernel may give the pid to another
+// process, and a pidfd names the worker only (pidfd_send_signal(2); an
+// ended worker gives os.ErrProcessDone). Without one (Linux before 5.3,
+// Python before 3.9) it is kill(2) on the pid.
 func (p *forkedProc) Signal(sig os.Signal) error {
 	select {
 	case <-p.ended:
@@ -100,7 +110,28 @@ func (p *forkedProc) Signal(sig os.Signal) error {
 	if !ok {
 		return fmt.Errorf("signalling python worker %d: unsupported signal %v", p.pid, sig)
 	}
-	return syscall.Kill(p.pid, s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pidfd == nil {
+		return syscall.Kill(p.pid, s)
+	}
+	err := unix.PidfdSendSignal(int(p.pidfd.Fd()), s, nil, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// end records the worker's exit status and closes its pidfd.
+func (p *forkedProc) end(status error) {
+	p.mu.Lock()
+	if p.pidfd != nil {
+		p.pidfd.Close()
+		p.pidfd = nil
+	}
+	p.mu.Unlock()
+	p.status = status
+	close(p.ended)
 }
 
 func (p *forkedProc) Wait() error {
@@ -274,14 +305,19 @@ func startForkServer(python, packageDir string, env []string, key string) (*fork
 // exit reported at once is not lost) and exits.
 func (s *forkServer) read() {
 	buf := make([]byte, 1<<16)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
 	var err error
 	for {
-		var n int
-		n, _, _, _, err = s.conn.ReadMsgUnix(buf, nil)
+		var n, oobn int
+		n, oobn, _, _, err = s.conn.ReadMsgUnix(buf, oob)
 		if err == nil && n == 0 {
 			err = io.EOF
 		}
 		if err != nil {
+			break
+		}
+		var pidfd *os.File
+		if pidfd, err = receivedPidfd(oob[:oobn]); err != nil {
 			break
 		}
 		var m struct {
@@ -296,6 +332,10 @@ func (s *forkServer) read() {
 			err = fmt.Errorf("malformed message from the fork server: %w", err)
 			break
 		}
+		if pidfd != nil && m.Pid == nil {
+			pidfd.Close() // sent with no worker: nothing to signal through it
+			pidfd = nil
+		}
 		switch {
 		case m.Ready:
 			close(s.ready)
@@ -303,12 +343,11 @@ func (s *forkServer) read() {
 			s.mu.Lock()
 			if c := s.children[*m.Exited]; c != nil {
 				delete(s.children, *m.Exited)
-				c.status = exitStatusError(m.Status)
-				close(c.ended)
+				c.end(exitStatusError(m.Status))
 			}
 			s.mu.Unlock()
 		case m.Pid != nil:
-			c := &forkedProc{pid: *m.Pid, ended: make(chan struct{})}
+			c := &forkedProc{pid: *m.Pid, ended: make(chan struct{}), pidfd: pidfd}
 			s.mu.Lock()
 			s.children[c.pid] = c
 			s.replies.answer(m.ID, forkReply{proc: c})
@@ -326,12 +365,46 @@ func (s *forkServer) read() {
 	s.mu.Lock()
 	s.err = err
 	for pid, c := range s.children {
-		c.status = fmt.Errorf("%w: %v", errForkServerGone, err)
-		close(c.ended)
+		c.end(fmt.Errorf("%w: %v", errForkServerGone, err))
 		delete(s.children, pid)
 	}
 	s.mu.Unlock()
 	close(s.done)
+}
+
+// receivedPidfd returns the pidfd a fork server sent with a message (oob,
+// its control messages), nil when it sent none. More than one descriptor,
+// or a control message that is not one, is the server breaking its
+// protocol: every descriptor received is closed and an error returned.
+func receivedPidfd(oob []byte) (*os.File, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("reading the fork server's control message: %w", err)
+	}
+	var fds []int
+	for i := range msgs {
+		rights, err := syscall.ParseUnixRights(&msgs[i])
+		if err != nil {
+			for _, fd := range fds {
+				syscall.Close(fd)
+			}
+			return nil, fmt.Errorf("reading the fork server's control message: %w", err)
+		}
+		fds = append(fds, rights...)
+	}
+	switch len(fds) {
+	case 0:
+		return nil, nil
+	case 1:
+		return os.NewFile(uintptr(fds[0]), "pidfd"), nil
+	}
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+	return nil, fmt.Errorf("the fork server sent %d descriptors with one message, want at most a pidfd", len(fds))
 }
 
 func (s *forkServer) closedErr() error {

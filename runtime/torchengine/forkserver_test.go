@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain has idle fork servers exit after 10 s: the tests start a server
@@ -77,6 +80,13 @@ func TestWorkersAreForksOfOneServerAndItsLossEndsThem(t *testing.T) {
 				p.Pid(), ppid, server, os.Getpid())
 		}
 	}
+	for _, p := range l.Processes() {
+		// Python 3.9 and Linux 5.3 have pidfd_open: the server sends each
+		// worker's pidfd, which its signals go through.
+		if f, ok := p.proc.(*forkedProc); !ok || f.pidfd == nil {
+			t.Errorf("worker %d: %T without a pidfd, want the server's pidfd of it", p.Pid(), p.proc)
+		}
+	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", server))
 	if !strings.Contains(string(cmdline), "easyscale.forkserver") {
 		t.Fatalf("the workers' parent %d runs %q, want python3 -m easyscale.forkserver", server, cmdline)
@@ -89,6 +99,9 @@ func TestWorkersAreForksOfOneServerAndItsLossEndsThem(t *testing.T) {
 		waitUntil(t, 20*time.Second, fmt.Sprintf("worker %d ended with its server", p.Pid()), p.exited)
 		if err := p.proc.Wait(); err == nil {
 			t.Errorf("worker %d: Wait after its server was killed gave nil, want its end reported", p.Pid())
+		}
+		if err := p.proc.Signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+			t.Errorf("worker %d: Signal after its end gave %v, want os.ErrProcessDone", p.Pid(), err)
 		}
 	}
 
@@ -548,5 +561,86 @@ func TestASpawnWaitingForTheSocketIsBoundedByItsDeadline(t *testing.T) {
 	if forkServers.m[key] == s {
 		delete(forkServers.m, key)
 		t.Error("the busy server is still in the registry")
+	}
+}
+
+// TestAForkedWorkerIsSignalledThroughItsPidfd: a worker the server sent a
+// pidfd for is signalled through it, not by its pid, which the kernel may
+// have given to another process once the server reaped the worker. Here
+// the pid names one process (a stand-in for the pid's next owner) and the
+// pidfd another: the signal reaches the pidfd's only, and once that one
+// has ended and been reaped Signal says so without signalling the pid.
+func TestAForkedWorkerIsSignalledThroughItsPidfd(t *testing.T) {
+	start := func() *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c
+	}
+	reuser, worker := start(), start()
+	fd, err := unix.PidfdOpen(worker.Process.Pid, 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v (Linux before 5.3)", err)
+	}
+	p := &forkedProc{pid: reuser.Process.Pid, ended: make(chan struct{}), pidfd: os.NewFile(uintptr(fd), "pidfd")}
+	defer p.end(nil)
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("Signal: %v", err)
+	}
+	if err := worker.Wait(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("the pidfd's process ended with %v, want SIGTERM", err)
+	}
+	if err := syscall.Kill(reuser.Process.Pid, 0); err != nil {
+		t.Fatalf("the process with the worker's pid: %v, want it untouched", err)
+	}
+	if err := p.Signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("Signal after the pidfd's process was reaped: %v, want os.ErrProcessDone", err)
+	}
+	if err := syscall.Kill(reuser.Process.Pid, 0); err != nil {
+		t.Errorf("the process with the worker's pid: %v after the second Signal, want it untouched", err)
+	}
+}
+
+// TestAMessageWithMoreThanOnePidfdIsRefused: the server sends at most one
+// descriptor with a message (a worker's pidfd); more is a broken protocol,
+// and every descriptor received is closed.
+func TestAMessageWithMoreThanOnePidfdIsRefused(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	defer syscall.Close(fds[1])
+	if f, err := receivedPidfd(nil); f != nil || err != nil {
+		t.Errorf("no control message: %v, %v; want none", f, err)
+	}
+	if _, err := receivedPidfd(syscall.UnixCredentials(&syscall.Ucred{Pid: 1})); err == nil {
+		t.Error("a control message of credentials, not rights, was read, want an error")
+	}
+	// Each rights message is received as new descriptors, as the kernel
+	// does: dup them for the parser to own.
+	dup := func(fd int) int {
+		d, err := syscall.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	one := dup(fds[0])
+	f, err := receivedPidfd(syscall.UnixRights(one))
+	if err != nil || f == nil || int(f.Fd()) != one {
+		t.Fatalf("one descriptor: %v, %v; want it as the pidfd", f, err)
+	}
+	f.Close()
+	a, b := dup(fds[0]), dup(fds[1])
+	if f, err := receivedPidfd(syscall.UnixRights(a, b)); f != nil || err == nil {
+		t.Errorf("two descriptors: %v, %v; want an error", f, err)
+	}
+	for _, fd := range []int{a, b} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+			t.Errorf("descriptor %d after a refused message: %v, want it closed", fd, err)
+		}
 	}
 }

@@ -19,7 +19,9 @@ Protocol, over the ``SOCK_SEQPACKET`` socket on fd 3 (one message a datagram, JS
     Go -> server  {"id": I, "package": dir}                       with four file descriptors (SCM_RIGHTS):
                                                                   stdin, control (the worker's fd 3), stdout,
                                                                   stderr
-    server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}  the reply to request I
+    server -> Go  {"id": I, "pid": N} or {"id": I, "error": msg}  the reply to request I; with a pid, a pidfd of
+                                                                  worker N (SCM_RIGHTS) where the kernel and Python
+                                                                  have pidfd_open (Linux 5.3, Python 3.9)
     server -> Go  {"exited": N, "status": S}                      when worker N has ended: S is its exit
                                                                   code, or minus the signal that ended it
 
@@ -138,8 +140,28 @@ def _fork(sock: socket.socket, server: int, request: object, fds: list[int], env
                 sys.stderr.flush()
             finally:
                 os._exit(status)
-    _send(sock, {"id": rid, "pid": pid})
+    _send_pid(sock, rid, pid)
     return pid
+
+
+def _send_pid(sock: socket.socket, rid: object, pid: int) -> None:
+    """Replies to request rid with worker pid and, where it can be opened, a pidfd of it.
+
+    The pidfd names this worker and no later process with its pid: the Go side signals through it, so a signal
+    sent after the worker ended (this server reaps it, and the kernel may give its pid to another process before
+    the Go side reads the exit) reaches no other process. It is opened before this loop can reap the worker, so it
+    is the worker's.
+    """
+    message = json.dumps({"id": rid, "pid": pid}).encode()
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # Python before 3.9, a kernel before 5.3, or a seccomp filter
+        sock.send(message)
+        return
+    try:
+        socket.send_fds(sock, [message], [pidfd])
+    finally:
+        os.close(pidfd)
 
 
 def main() -> int:

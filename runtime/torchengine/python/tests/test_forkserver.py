@@ -78,16 +78,25 @@ class ForkServerTest(_ServerCase):
         socket.send_fds(self.sock, [request], [stdin_r, control_w, out_w, out_w])
         for fd in (stdin_r, control_w, out_w):
             os.close(fd)
-        reply = self.receive()
+        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+        reply = json.loads(data)
         self.assertEqual(reply["id"], 9)
         pid = reply["pid"]
+        # With the reply comes a pidfd of the worker (this kernel and Python have pidfd_open), which the Go side
+        # signals through: /proc says whose it is.
+        self.assertEqual(len(fds), 1, fds)
+        try:
+            with open(f"/proc/self/fdinfo/{fds[0]}") as info:
+                self.assertIn(f"Pid:\t{pid}\n", info.read())
+        finally:
+            os.close(fds[0])
+        os.close(stdin_w)  # the worker waits for its stdin's end, so that it was alive when /proc was read
         self.assertEqual(self.receive(), {"exited": pid, "status": 7})
         with os.fdopen(out_r) as out, os.fdopen(control_r, "rb") as control:
             # the environment is the server's with the request's package as PYTHONPATH, sys.argv what
             # python3 -m easyscale.worker gives
             self.assertEqual(out.read(), f"forty-two {package} {[os.path.join(package, 'easyscale', 'worker.py')]}\n")
             self.assertEqual(control.read(), b"control")
-        os.close(stdin_w)
 
     def test_the_server_exits_when_its_socket_closes(self) -> None:
         self.sock.close()
@@ -111,6 +120,7 @@ class _TempPackage:
             f.write("")
         with open(os.path.join(self.dir.name, "easyscale", "worker.py"), "w") as f:
             f.write("import os, sys\n"
+                    "sys.stdin.read()\n"
                     "print(os.environ['FORKSERVER_TEST'], os.environ['PYTHONPATH'], sys.argv)\n"
                     "os.write(3, b'control')\n"
                     "sys.exit(7)\n")
