@@ -528,32 +528,32 @@ func TestReconciliationAfterARestart(t *testing.T) {
 	// job printed as 22.05's stand-in nobody (a helper's finding: with a
 	// reused id and an outage at once, that job was cancelled).
 	for _, standIn := range []string{"1000", "nobody"} {
-		tests = append(tests, []struct {
-			name        string
-			setup       func(t *testing.T, td *testDaemon) string
-			wantScancel string
-			wantState   backfillstore.ExtraState
-			wantReason  string
-		}{
-			{"a recorded extra job without its owner's uid, listed under the stand-in " + standIn + ", is left as it is, its record kept",
+		for _, withUID := range []bool{false, true} {
+			tc := struct {
+				name        string
+				setup       func(t *testing.T, td *testDaemon) string
+				wantScancel string
+				wantState   backfillstore.ExtraState
+				wantReason  string
+			}{"a recorded extra job without its owner's uid, listed under the stand-in " + standIn + ", is left as it is, its record kept",
 				func(t *testing.T, td *testDaemon) string {
 					td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 					j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 					td.fake.set(func() { j.user, j.uid, j.account = standIn, fakeUID("alice"), "other" })
-					record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
-						Lent: 20 * time.Minute})
+					x := backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
+						Lent: 20 * time.Minute}
+					if withUID {
+						x.UID = fakeUID("alice")
+					}
+					record(t, td, x)
 					return j.id
-				}, "", backfillstore.ExtraSubmitted, ""},
-			{"a recorded extra job with its owner's uid, listed under the stand-in " + standIn + ", is reconciled: moved to another account, it is cancelled",
-				func(t *testing.T, td *testDaemon) string {
-					td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-					j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
-					td.fake.set(func() { j.user, j.uid, j.account = standIn, fakeUID("alice"), "other" })
-					record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
-						Lent: 20 * time.Minute, UID: fakeUID("alice")})
-					return j.id
-				}, "hard", backfillstore.ExtraEnded, `account proj into "other"`},
-		}...)
+				}, "", backfillstore.ExtraSubmitted, ""}
+			if withUID {
+				tc.name = "a recorded extra job with its owner's uid, listed under the stand-in " + standIn + ", is reconciled: moved to another account, it is cancelled"
+				tc.wantScancel, tc.wantState, tc.wantReason = "hard", backfillstore.ExtraEnded, `account proj into "other"`
+			}
+			tests = append(tests, tc)
+		}
 	}
 	tests = append(tests, struct {
 		name        string

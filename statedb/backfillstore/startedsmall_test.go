@@ -2,15 +2,10 @@ package backfillstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"net/url"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
 )
 
 // A start-small record survives a reopen, is replaced whole, is forgotten
@@ -72,18 +67,7 @@ func TestStartedSmallRoundTrips(t *testing.T) {
 // A start-small record of schema version 7 (no GPU count) reads as 0 GPUs
 // (not known) once the file is migrated.
 func TestAVersion7StartSmallRecordReadsWithItsGPUsUnknown(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "backfill.db")
-	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(slices.Clone(backfillMigrations[:7]), "PRAGMA user_version = 7",
-		`INSERT INTO started_small VALUES ('7','alice',3,2,600,1020,1,0)`) {
-		if _, err := s.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.Close()
+	path := oldBackfillFile(t, 7, `INSERT INTO started_small VALUES ('7','alice',3,2,600,1020,1,0)`)
 	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

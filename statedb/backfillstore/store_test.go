@@ -385,18 +385,8 @@ func TestBackfillIntentsAreKeptUntilDeleted(t *testing.T) {
 
 func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "backfill.db")
-	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{backfillMigrations[0], "PRAGMA user_version = 1",
-		`INSERT INTO extras (` + extraColumnsV1 + `) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0)`} {
-		if _, err := s.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.Close()
+	path := oldBackfillFile(t, 1,
+		`INSERT INTO extras (`+extraColumnsV1+`) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0)`)
 	dry, err := OpenDryRun(path)
 	if err != nil {
 		t.Fatalf("dry run of a version 1 file: %v", err)
@@ -424,19 +414,9 @@ func TestBackfillVersion1FileIsMigratedKeepingItsExtras(t *testing.T) {
 // the migration, and new rows keep them.
 func TestBackfillVersion8FileIsMigratedKeepingItsIntents(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "backfill.db")
-	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(slices.Clone(backfillMigrations[:8]), "PRAGMA user_version = 8",
+	path := oldBackfillFile(t, 8,
 		`INSERT INTO extras (`+extraColumnsV2+`) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0,'es-extra-7','c')`,
-		`INSERT INTO intents (`+intentColumnsV2+`) VALUES (NULL,'7','alice','es-extra-7','c','low','n3',5)`) {
-		if _, err := s.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.Close()
+		`INSERT INTO intents (`+intentColumnsV2+`) VALUES (NULL,'7','alice','es-extra-7','c','low','n3',5)`)
 	check := func(what string, db *DB) {
 		t.Helper()
 		if x, err := db.Extra(ctx, "12"); err != nil || x.Name != "es-extra-7" || x.Lent != 0 {
@@ -447,18 +427,7 @@ func TestBackfillVersion8FileIsMigratedKeepingItsIntents(t *testing.T) {
 			t.Errorf("%s: version 8 intents %+v, %v; want one on n3, lent and GPUs unknown", what, in, err)
 		}
 	}
-	dry, err := OpenDryRun(path)
-	if err != nil {
-		t.Fatalf("dry run of a version 8 file: %v", err)
-	}
-	check("dry-run copy", dry)
-	dry.Close()
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	check("migrated", db)
+	db := checkDryRunThenMigrated(t, path, check)
 	x := ExtraJob{ID: "13", Parent: "7", Node: "n2", GPUs: 1, Lent: 90 * time.Minute}
 	if err := db.RecordExtra(ctx, x); err != nil {
 		t.Fatal(err)
@@ -478,22 +447,12 @@ func TestBackfillVersion8FileIsMigratedKeepingItsIntents(t *testing.T) {
 // theirs.
 func TestBackfillVersion9FileIsMigratedKeepingItsOwners(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "backfill.db")
-	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(slices.Clone(backfillMigrations[:9]), "PRAGMA user_version = 9",
+	path := oldBackfillFile(t, 9,
 		`INSERT INTO extras (`+extraColumnsV9+`) VALUES ('12','7','alice','n2','v100',2,'low',1,2,'submitted',0,0,'',0,'es-extra-7','c',600)`,
 		`INSERT INTO intents (`+intentColumnsV9+`) VALUES (NULL,'7','alice','es-extra-7','c','low','n3',5,600,2)`,
 		`INSERT INTO admit_shrinks (`+admitColumnsV3+`) VALUES (NULL,'7','9','alice','normal',4,4,2,600,900,'done',5,'')`,
 		`INSERT INTO started_small (job_id, user, from_nodes, to_nodes, old_limit_s, new_limit_s, at_ns, restored, gpus)
-			VALUES ('8','bob',4,2,600,1200,5,0,8)`) {
-		if _, err := s.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.Close()
+			VALUES ('8','bob',4,2,600,1200,5,0,8)`)
 	check := func(what string, db *DB) {
 		t.Helper()
 		if x, err := db.Extra(ctx, "12"); err != nil || x.User != "alice" || x.UID != "" || x.Lent != 10*time.Minute {
@@ -506,18 +465,7 @@ func TestBackfillVersion9FileIsMigratedKeepingItsOwners(t *testing.T) {
 			t.Errorf("%s: version 9 shrink-to-admit records %+v, %v; want alice's, uid unknown, to 2 nodes", what, a, err)
 		}
 	}
-	dry, err := OpenDryRun(path)
-	if err != nil {
-		t.Fatalf("dry run of a version 9 file: %v", err)
-	}
-	check("dry-run copy", dry)
-	dry.Close()
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	check("migrated", db)
+	db := checkDryRunThenMigrated(t, path, check)
 	if ss, err := db.StartedSmallJobs(ctx); err != nil || ss["8"].User != "bob" || ss["8"].UID != "" || ss["8"].GPUs != 8 {
 		t.Errorf("migrated: version 9 start-small records %+v, %v; want bob's, uid unknown", ss, err)
 	}
@@ -546,4 +494,43 @@ func TestBackfillVersion9FileIsMigratedKeepingItsOwners(t *testing.T) {
 	if ss, err := db.StartedSmallJobs(ctx); err != nil || ss["8"].UID != "1002" {
 		t.Errorf("a replaced start-small record: %+v, %v; want uid 1002", ss, err)
 	}
+}
+
+// oldBackfillFile writes a backfill database of schema version as a
+// binary of that version left it (its migrations, its user_version) with
+// rows, and returns its path.
+func oldBackfillFile(t *testing.T, version int, rows ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "backfill.db")
+	s, err := sql.Open("sqlite3", sqlitefile.DSN(path, url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range append(append(slices.Clone(backfillMigrations[:version]), fmt.Sprintf("PRAGMA user_version = %d", version)), rows...) {
+		if _, err := s.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
+}
+
+// checkDryRunThenMigrated runs check on a dry-run copy of the file at path,
+// then on the file opened (and so migrated), and returns the latter (closed
+// when the test ends).
+func checkDryRunThenMigrated(t *testing.T, path string, check func(what string, db *DB)) *DB {
+	t.Helper()
+	dry, err := OpenDryRun(path)
+	if err != nil {
+		t.Fatalf("dry run of %s: %v", path, err)
+	}
+	check("dry-run copy", dry)
+	dry.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	check("migrated", db)
+	return db
 }
