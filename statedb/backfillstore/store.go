@@ -255,7 +255,7 @@ func Open(path string) (*DB, error) {
 	if err := sqlitefile.CheckLocalFS(filepath.Dir(abs), sqlitefile.StatfsType); err != nil {
 		return nil, fmt.Errorf("opening backfill database %s: %w", abs, err)
 	}
-	lock, err := lockBackfill(abs + ".lock")
+	lock, err := lockBackfill(abs)
 	if err != nil {
 		return nil, err
 	}

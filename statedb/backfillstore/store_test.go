@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/statedb/internal/sqlitefile"
+
+	"golang.org/x/sys/unix"
 )
 
 func openBackfillTest(t *testing.T) *DB {
@@ -150,6 +152,18 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 		{"the lock file overwritten with another holder", func(p string) error {
 			return os.WriteFile(p, []byte("pid=1 host=elsewhere\n"), 0o600)
 		}},
+		// A helper's finding: the locks were taken on PATH.lock and
+		// PATH.lock.lock, not on the database file; deleting both let a
+		// second daemon in.
+		{"every file beside the database whose name starts with the lock file's deleted", func(p string) error {
+			others, err := filepath.Glob(p + "*")
+			for _, o := range others {
+				if err := os.Remove(o); err != nil {
+					return err
+				}
+			}
+			return err
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,6 +176,14 @@ func TestDeletingTheBackfillLockFileDoesNotLetASecondDaemonIn(t *testing.T) {
 			if err := c.tamper(path + ".lock"); err != nil {
 				t.Fatal(err)
 			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+				t.Errorf("flock of the database file itself: %v, want it held by the first daemon (EWOULDBLOCK)", err)
+			}
+			f.Close()
 			second, err := Open(path)
 			if !errors.Is(err, ErrLocked) {
 				if second != nil {
