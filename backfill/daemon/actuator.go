@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 // ExtraSpec is everything sbatch needs to submit one extra job.
 type ExtraSpec struct {
 	// Parent is the elastic job's id; User and Account its owner and account
-	// ("" account: the user's default).
-	Parent, User, Account string
+	// ("" account: the user's default); UID the owner's numeric uid
+	// (squeue's UserId; "" when not known).
+	Parent, User, UID, Account string
 	// Group is the numeric group id root submits with (--gid) beside
 	// --uid=User: the user's primary group in the password database (see
 	// [SlurmActuator.Submit]). Without --gid, `sbatch --uid` as root runs the
@@ -49,10 +51,11 @@ type ExtraSpec struct {
 // the job accepts it and squeue keeps TRES-per-node, which the snapshot
 // reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
 // come back at a time nobody planned), job name es-extra-<JOBID> and comment
-// "es-extra parent=<JOBID>". asRoot adds --uid=User and --gid=Group so that
-// root submits in the user's name and group; the user must then exist on the
-// submit host, and a spec without Group is refused (the job would run with
-// group root).
+// "es-extra parent=<JOBID>". asRoot adds --uid=UID (--uid=User when UID is
+// not known) and --gid=Group so that root submits as the owner, in their
+// group: the uid is the parent's owner whatever name the name service gives
+// it; the user must still exist on the submit host, and a spec without
+// Group is refused (the job would run with group root).
 func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 	if s.TimeLimitMinutes < 1 {
 		return nil, fmt.Errorf("extra job for %s: time limit %d minutes, want ≥ 1", s.Parent, s.TimeLimitMinutes)
@@ -87,7 +90,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		if !slurmcli.Digits(s.Group) {
 			return nil, fmt.Errorf("extra job for %s: user %s has no numeric group %q to submit with (--gid); root would run the job with group root", s.Parent, s.User, s.Group)
 		}
-		args = append(args, "--uid="+s.User, "--gid="+s.Group)
+		args = append(args, "--uid="+cmp.Or(s.UID, s.User), "--gid="+s.Group)
 	}
 	if s.WorkDir != "" {
 		args = append(args, "--chdir="+s.WorkDir)
@@ -167,7 +170,11 @@ var _ Actuator = (*SlurmActuator)(nil)
 // daemon classifies as the job's or Slurm's (planner.SubmitFailure).
 func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, error) {
 	if a.AsRoot && spec.Group == "" && spec.User != "" && spec.User != "root" {
-		u, err := user.Lookup(spec.User)
+		lookup, key := user.Lookup, spec.User
+		if spec.UID != "" {
+			lookup, key = user.LookupId, spec.UID
+		}
+		u, err := lookup(key)
 		if err != nil {
 			return "", fmt.Errorf("submitting extra job for %s: looking up the group of user %s: %w", spec.Parent, spec.User, err)
 		}

@@ -30,6 +30,8 @@ func TestExtraSpecArgs(t *testing.T) {
 		{"a CPU node gets no GRES and one task", func(s *ExtraSpec) { s.GPUs = 0 }, false, []string{"--ntasks=1"},
 			[]string{"--gres", "--export"}, false},
 		{"root submits in the user's name and group", func(s *ExtraSpec) { s.Group = "1001" }, true, []string{"--uid=alice", "--gid=1001"}, nil, false},
+		{"root submits as the owner's uid when it is known", func(s *ExtraSpec) { s.UID, s.Group = "1001", "1001" }, true,
+			[]string{"--uid=1001", "--gid=1001"}, []string{"--uid=alice"}, false},
 		{"root refuses a user without a group (the job would run with group root)", func(*ExtraSpec) {}, true, nil, nil, true},
 		{"root refuses a group that is not a number", func(s *ExtraSpec) { s.Group = "0 --uid=root" }, true, nil, nil, true},
 		{"root does not pass --uid=root", func(s *ExtraSpec) { s.User = "root" }, true, nil, []string{"--uid", "--gid"}, false},

@@ -346,7 +346,7 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 func (td *testDaemon) restart(t *testing.T, version string) {
 	t.Helper()
 	td.fake.set(func() { td.fake.version, td.fake.keepTasks = version, !strings.Contains(version, "22.05") })
-	d, err := New(Options{Config: td.Daemon.cfg, DB: td.db, Slurm: td.fake.runner(), Now: func() time.Time { return td.now }, UserID: ownUID,
+	d, err := New(Options{Config: td.Daemon.cfg, DB: td.db, Slurm: td.fake.runner(), Now: func() time.Time { return td.now }, UserID: td.fake.userID,
 		Logger: hclog.NewNullLogger(), Actuator: &SlurmActuator{Slurm: td.fake.runner()}})
 	if err != nil {
 		t.Fatal(err)
@@ -445,9 +445,10 @@ func TestAnInterruptedShrinkToAdmitWaitsOutAnUnresolvedOwner(t *testing.T) {
 	td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
 	j := td.fake.jobs[0]
 	td.fake.set(func() {
-		j.nodeList, j.nodes, j.user = "n1", 1, "1000" // shrunk before the daemon died
+		j.nodeList, j.nodes, j.user, j.uid = "n1", 1, "1000", fakeUID("alice") // shrunk before the daemon died
 		td.fake.jobs[1].reason = "Priority"
 	})
+	td.fake.unresolve("alice")
 	ctx := context.Background()
 	if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice",
 		Partition: "normal", OrigNodes: 2, FromNodes: 2, ToNodes: 1, OldLimit: time.Hour, NewLimit: 121 * time.Minute}); err != nil {
@@ -461,6 +462,7 @@ func TestAnInterruptedShrinkToAdmitWaitsOutAnUnresolvedOwner(t *testing.T) {
 		t.Fatalf("scontrol updates %q while squeue printed a uid, want none", got)
 	}
 	td.fake.set(func() { j.user = "alice" })
+	td.fake.resolve()
 	td.cycle(t)
 	if got := td.fake.commands("scontrol update"); !slices.Equal(got, []string{"scontrol update JobId=10 TimeLimit=121"}) {
 		t.Errorf("scontrol updates %q once the name is back, want the raised limit set", got)

@@ -92,6 +92,7 @@ func twoDonorCluster(t *testing.T) *testDaemon {
 		c.user, b.user = "carol", "bob"
 		q.reason, q.timeLimit = "Resources", 30*time.Minute
 	})
+	td.fake.shareFilesWith("carol", "bob")
 	return td
 }
 

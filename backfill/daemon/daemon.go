@@ -504,6 +504,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		if records, err = d.db.AdmitShrinks(ctx); err != nil {
 			return fmt.Errorf("reading the shrink-to-admit records: %w", err)
 		}
+		for i := range records {
+			records[i].UID = v.recordUID(records[i].User, records[i].UID)
+		}
 	}
 	admitted, err := d.admit(ctx, v, rc.live, records, r)
 	if err != nil {
@@ -786,7 +789,7 @@ func (d *Daemon) grow(ctx context.Context, v *View, grows []planner.Grow, rc rec
 			log.Debug("grow skipped: an extra job of the job was refused in this cycle and it backs off")
 			continue
 		}
-		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, Account: e.Account, Partition: d.cfg.Extra.Partition,
+		spec := ExtraSpec{Parent: e.Job.ID, User: e.User, UID: e.Job.UID, Account: e.Account, Partition: d.cfg.Extra.Partition,
 			QOS: d.cfg.Extra.QOS, Node: o.node, GPUType: o.gpuType, GPUs: o.gpus, TimeLimitMinutes: o.timeLimitMinute,
 			WorkDir: e.WorkDir, Rendezvous: e.Rendezvous, Script: WorkerScript(d.cfg.Extra.WorkerCommand, e.Job.ID, e.Rendezvous)}
 		detail := fmt.Sprintf("gpu:%s:%d for %d min (gap until %s)", o.gpuType, o.gpus, o.timeLimitMinute, o.end.Format(time.RFC3339))

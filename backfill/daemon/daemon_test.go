@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -86,7 +87,7 @@ func newTestDaemonWith(t testing.TB, fake *fakeSlurm, cfg *config.Config) *testD
 	}
 	t.Cleanup(func() { db.Close() })
 	td := &testDaemon{fake: fake, db: db, now: fake.now}
-	d, err := New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Now: func() time.Time { return td.now }, UserID: ownUID,
+	d, err := New(Options{Config: cfg, DB: db, Slurm: fake.runner(), Now: func() time.Time { return td.now }, UserID: fake.userID,
 		Logger:   hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
 		Actuator: &SlurmActuator{Slurm: fake.runner()}})
 	if err != nil {
@@ -236,21 +237,37 @@ func TestAJobWhoseCoordinatorIsNotUpIsNotGrown(t *testing.T) {
 	}
 }
 
-// TestAJobWhoseOwnerPrintsAsAUIDIsNotGrown: squeue 24.11 prints the uid
-// for an owner whose name does not resolve; no extra job, and so no
-// record, is ever made for it (a record of a uid would match another
-// user's reused id printed the same way: a helper's hand-built case).
-// "nobody", 22.05's stand-in, is a real account too, and a job of it with
-// its own rendezvous files grows (the labs' tests run as it).
-func TestAJobWhoseOwnerPrintsAsAUIDIsNotGrown(t *testing.T) {
+// TestAJobWhoseOwnerPrintsAsAStandInIsNotGrown: when the name service does
+// not resolve a job's owner, squeue 24.11 prints the uid as the name and
+// 22.05 prints "nobody"; UserId is the owner's. No extra job is lent to
+// such a job (it would be submitted as the printed name), and so no record
+// is made: the printed name must give squeue's UserId. The real account
+// nobody, whose name gives its uid, grows (the labs' tests run as it); a
+// stand-in "nobody" did on 22.05 when the real nobody had planted
+// rendezvous files in the owner's shared work directory (a helper's
+// finding: nobody's worker joined the job).
+func TestAJobWhoseOwnerPrintsAsAStandInIsNotGrown(t *testing.T) {
 	for _, tc := range []struct {
-		user string
-		grow bool
-	}{{"4102", false}, {"nobody", true}} {
-		t.Run(tc.user, func(t *testing.T) {
+		name, user string
+		realNobody bool
+		grow       bool
+	}{
+		{"24.11's stand-in", "4102", false, false},
+		{"22.05's stand-in, the files the real nobody's", "nobody", false, false},
+		{"the real nobody", "nobody", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, "")
 			j := td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
-			td.fake.set(func() { j.user = tc.user })
+			// The rendezvous files (written by this process) are the real
+			// nobody's: the fake's name service gives it this process's uid.
+			td.fake.shareFilesWith("nobody")
+			td.fake.set(func() {
+				j.user = tc.user
+				if !tc.realNobody {
+					j.uid = "4102" // the owner, whose name does not resolve
+				}
+			})
 			td.cycle(t)
 			if subs := td.fake.commands("sbatch"); (len(subs) > 0) != tc.grow {
 				t.Fatalf("owner printed as %q: extra jobs %v, want grown %v", tc.user, subs, tc.grow)
@@ -540,6 +557,7 @@ func TestReconciliationAfterARestart(t *testing.T) {
 					td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 					j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute)
 					td.fake.set(func() { j.user, j.uid, j.account = standIn, fakeUID("alice"), "other" })
+					td.fake.unresolve("alice") // the outage that makes squeue print a stand-in
 					x := backfillstore.ExtraJob{ID: "11", Parent: "10", Node: "n2", GPUs: 1, Submitted: td.now, End: td.now.Add(20 * time.Minute),
 						Lent: 20 * time.Minute}
 					if withUID {
@@ -555,20 +573,27 @@ func TestReconciliationAfterARestart(t *testing.T) {
 			tests = append(tests, tc)
 		}
 	}
-	tests = append(tests, struct {
-		name        string
-		setup       func(t *testing.T, td *testDaemon) string
-		wantScancel string
-		wantState   backfillstore.ExtraState
-		wantReason  string
-	}{"a record of the real nobody does not match another user's job under its id printed as the stand-in nobody: the job is left alone",
-		func(t *testing.T, td *testDaemon) string {
-			j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute) // its parent is gone: the daemon's own would be cancelled
-			td.fake.set(func() { j.user, j.uid = "nobody", "4242" })
-			record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", User: "nobody", UID: "65534", Node: "n2", GPUs: 1,
-				Submitted: td.now.Add(-time.Hour), End: td.now.Add(-40 * time.Minute), Lent: 20 * time.Minute})
-			return j.id
-		}, "", backfillstore.ExtraEnded, "gone"})
+	// A record of the real nobody, with its uid or written before schema 10
+	// without one (compared by the uid nobody's name gives), is not matched
+	// by another user's job under its id that 22.05 prints as the stand-in
+	// nobody (helpers' findings: with a reused id and an outage at once,
+	// that job was cancelled).
+	for _, uid := range []string{"65534", ""} {
+		tests = append(tests, struct {
+			name        string
+			setup       func(t *testing.T, td *testDaemon) string
+			wantScancel string
+			wantState   backfillstore.ExtraState
+			wantReason  string
+		}{fmt.Sprintf("a record of the real nobody (uid %q) does not match another user's job under its id printed as the stand-in nobody: the job is left alone", uid),
+			func(t *testing.T, td *testDaemon) string {
+				j := td.fake.extra("11", "10", "n2", 1, 20*time.Minute) // its parent is gone: the daemon's own would be cancelled
+				td.fake.set(func() { j.user, j.uid = "nobody", "4242" })
+				record(t, td, backfillstore.ExtraJob{ID: "11", Parent: "10", User: "nobody", UID: uid, Node: "n2", GPUs: 1,
+					Submitted: td.now.Add(-time.Hour), End: td.now.Add(-40 * time.Minute), Lent: 20 * time.Minute})
+				return j.id
+			}, "", backfillstore.ExtraEnded, "gone"})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, "")
@@ -1293,7 +1318,8 @@ func TestAnIntentWaitsOutAnUnresolvedOwner(t *testing.T) {
 	td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 	intendLent(t, td, "10", "n2", td.now.Add(-11*time.Minute), 5*time.Minute, 1) // older than intentTTL
 	j := td.fake.extra("11", "10", "", 1, 20*time.Minute)                        // its owner raised its limit
-	td.fake.set(func() { j.user = "1000" })
+	td.fake.set(func() { j.user, j.uid = "1000", fakeUID("alice") })
+	td.fake.unresolve("alice")
 	td.cycle(t)
 	if in, err := td.db.Intents(ctx); err != nil || len(in) != 1 {
 		t.Fatalf("intents %+v, %v while squeue printed a uid; want the one kept", in, err)
@@ -1302,6 +1328,7 @@ func TestAnIntentWaitsOutAnUnresolvedOwner(t *testing.T) {
 		t.Fatalf("scancel %v while squeue printed a uid, want none", got)
 	}
 	td.fake.set(func() { j.user = "alice" })
+	td.fake.resolve()
 	r := td.cycle(t)
 	if !slices.Equal(r.Adopted, []string{"11"}) || !slices.Contains(td.fake.commands("scancel"), "scancel 11") {
 		t.Fatalf("adopted %v, scancel %v once the name is back; want 11 adopted and cancelled (time limit raised)", r.Adopted, td.fake.commands("scancel"))

@@ -25,13 +25,18 @@ import (
 // does (each field, then its suffix, then a newline per record).
 
 type fakeSlurm struct {
-	mu    sync.Mutex
-	now   time.Time
-	down  bool
-	nodes []*fakeNode
-	jobs  []*fakeJob
-	next  int
-	calls []string // "sbatch ...", "scancel ..." in order
+	mu   sync.Mutex
+	now  time.Time
+	down bool
+	// unresolved are the user names the fake's name service does not
+	// resolve (userID: an outage); uids overrides fakeUID for a name
+	// (uidFor).
+	unresolved map[string]bool
+	uids       map[string]string
+	nodes      []*fakeNode
+	jobs       []*fakeJob
+	next       int
+	calls      []string // "sbatch ...", "scancel ..." in order
 	// startPending leaves submitted jobs pending, with Reason
 	// pendingReason ("" prints "None").
 	startPending  bool
@@ -468,7 +473,7 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 			"WorkDir": j.workDir, "ReqNodes": j.reqNode, "tres-per-task": cmp.Or(j.tresPerTask, "N/A"),
 			"tres-per-socket": cmp.Or(j.tresPerSocket, "N/A"), "tres-alloc": alloc,
 			"Requeue": map[bool]string{false: "0", true: "1"}[j.requeueable], "QOS": cmp.Or(j.qos, "normal"),
-			"UserId": cmp.Or(j.uid, fakeUID(j.user))})
+			"UserId": cmp.Or(j.uid, f.uidFor(j.user))})
 	}
 	if only != "" && len(rows) == 0 {
 		return nil, &slurmcli.CommandError{Command: "squeue", Err: errors.New("exit status 1"),
@@ -479,8 +484,9 @@ func (f *fakeSlurm) squeue(format string, args []string) ([]byte, error) {
 
 // fakeUID is the uid the fake Slurm prints for a user name: the number
 // itself for a name squeue printed as a uid, 0 for root, 65534 for nobody,
-// else a number derived from the name (the same name always gets the same
-// uid, different test users different ones).
+// this process's for alice (the fake's default user: rendezvous writes her
+// files), else a number derived from the name (the same name always gets
+// the same uid, different test users different ones).
 func fakeUID(user string) string {
 	switch {
 	case slurmcli.Digits(user):
@@ -489,10 +495,16 @@ func fakeUID(user string) string {
 		return "0"
 	case user == "nobody":
 		return "65534"
+	case user == "alice":
+		return strconv.Itoa(os.Getuid())
 	}
 	h := fnv.New32a()
 	h.Write([]byte(user))
-	return strconv.Itoa(10000 + int(h.Sum32()%50000))
+	uid := 10000 + int(h.Sum32()%50000)
+	if uid == os.Getuid() {
+		uid++
+	}
+	return strconv.Itoa(uid)
 }
 
 func orNone(s string) string {
@@ -747,10 +759,60 @@ func (f *fakeSlurm) scancel(args []string) ([]byte, error) {
 
 // rendezvous creates WORK/.easyscale/ID with coordinator and token files and
 // returns WORK.
-// ownUID is Options.UserID for the fake's jobs, whose users (alice, bob)
-// need not exist here: every user is this process's, which owns the files
-// rendezvous writes.
-func ownUID(string) (uint32, error) { return uint32(os.Getuid()), nil }
+// userID is Options.UserID for the fake's jobs, whose users (alice, bob)
+// need not exist here: the fake's name service gives each name fakeUID's
+// uid (alice's is this process's, which owns the files rendezvous writes),
+// except a name squeue printed as a uid and a name in f.unresolved (an
+// outage), which do not resolve.
+func (f *fakeSlurm) userID(name string) (uint32, error) {
+	f.mu.Lock()
+	down, uid := f.unresolved[name], f.uidFor(name)
+	f.mu.Unlock()
+	if down || slurmcli.Digits(name) {
+		return 0, fmt.Errorf("user: unknown user %s", name)
+	}
+	id, err := strconv.ParseUint(uid, 10, 32)
+	return uint32(id), err
+}
+
+// uidFor is user's uid on the fake cluster: f.uids's, or fakeUID's. Call
+// it with f.mu held.
+func (f *fakeSlurm) uidFor(user string) string {
+	if uid, ok := f.uids[user]; ok {
+		return uid
+	}
+	return fakeUID(user)
+}
+
+// shareFilesWith gives users this process's uid, as alice has: their
+// elastic jobs' rendezvous files (written by this process) are then
+// theirs.
+func (f *fakeSlurm) shareFilesWith(users ...string) {
+	f.set(func() {
+		if f.uids == nil {
+			f.uids = map[string]string{}
+		}
+		for _, u := range users {
+			f.uids[u] = strconv.Itoa(os.Getuid())
+		}
+	})
+}
+
+// unresolve makes the fake's name service stop resolving names (an LDAP
+// or sssd outage) until resolve.
+func (f *fakeSlurm) unresolve(names ...string) {
+	f.set(func() {
+		if f.unresolved == nil {
+			f.unresolved = map[string]bool{}
+		}
+		for _, n := range names {
+			f.unresolved[n] = true
+		}
+	})
+}
+
+// resolve ends unresolve's outage.
+func (f *fakeSlurm) resolve() { f.set(func() { f.unresolved = nil }) }
 
 func rendezvous(t testing.TB, id string) string {
 	t.Helper()

@@ -8,6 +8,20 @@ import "github.com/easyscale/easyscale-slurm/internal/slurmcli"
 // ("" before).
 type owner struct{ name, uid string }
 
+// recordUID is the uid a record's owner is compared by: the record's own
+// (written since backfillstore schema version 10), or, for an older record,
+// the uid the name service gives its name now (View.ownerUID; "" while the
+// name does not resolve, and then compareOwner compares names). An old
+// record naming "nobody" is so compared by nobody's uid, not matched by
+// another user's job that 22.05 prints as the stand-in "nobody" (a helper's
+// finding: such a job under a reused id was cancelled).
+func (v *View) recordUID(name, uid string) string {
+	if uid != "" {
+		return uid
+	}
+	return v.ownerUID(name)
+}
+
 // ownerMatch is how a listed job's owner compares with a record's
 // (compareOwner).
 type ownerMatch int

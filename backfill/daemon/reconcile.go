@@ -63,6 +63,12 @@ func (d *Daemon) reconcile(ctx context.Context, v *View, r *Report) (reconciled,
 	if err != nil {
 		return rc, err
 	}
+	for i := range recs {
+		recs[i].UID = v.recordUID(recs[i].User, recs[i].UID)
+	}
+	for i := range intents {
+		intents[i].UID = v.recordUID(intents[i].User, intents[i].UID)
+	}
 	running := map[string]bool{}
 	for _, j := range v.Running {
 		running[j.ID] = true

@@ -171,6 +171,31 @@ type View struct {
 	// WeightsUnread is why the nodes' weights could not be read (nil: read,
 	// or not needed this cycle; see NodeView.Weight).
 	WeightsUnread error
+
+	// userID looks up a user name's uid (Snapshotter.UserID); uids caches
+	// its answers for the view's cycle (ownerUID).
+	userID func(name string) (uint32, error)
+	uids   map[string]string
+}
+
+// ownerUID is the uid the name service gives user name now, as digits, or
+// "" when it gives none (the name does not resolve: an outage, or a name
+// no longer known), looked up once per view.
+func (v *View) ownerUID(name string) string {
+	if uid, ok := v.uids[name]; ok {
+		return uid
+	}
+	uid := ""
+	if v.userID != nil && name != "" {
+		if id, err := v.userID(name); err == nil {
+			uid = strconv.FormatUint(uint64(id), 10)
+		}
+	}
+	if v.uids == nil {
+		v.uids = map[string]string{}
+	}
+	v.uids[name] = uid
+	return uid
 }
 
 // limitCap is the cap on the time limit of a job in partitions (squeue's
@@ -207,10 +232,20 @@ type Snapshotter struct {
 	Config *config.Config
 	// Loc is the time zone Slurm prints times in (nil: time.Local).
 	Loc *time.Location
-	// UserID returns the uid of a job's user as squeue names it (nil:
-	// the system's user database): a job's rendezvous files must be its
-	// user's (rendezvous.go).
+	// UserID returns the uid the name service gives a user name (nil: the
+	// system's user database): an elastic job is lent to only when its
+	// printed owner's name gives squeue's UserId (not a stand-in), and a
+	// record without a uid is compared by the uid its name gives now
+	// (View.ownerUID).
 	UserID func(name string) (uint32, error)
+}
+
+// userID is UserID, or the system's user database.
+func (s *Snapshotter) userID() func(string) (uint32, error) {
+	if s.UserID != nil {
+		return s.UserID
+	}
+	return systemUserID
 }
 
 // Snapshot reads nodes and jobs and returns the view at now. A job whose
@@ -232,7 +267,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	}
 	v := &View{Now: now, Elastic: map[string]*ElasticJob{}, Extras: map[string]*ExtraView{}, Ended: map[string]string{},
 		Lookalikes: map[string]*ExtraView{}, All: map[string]slurmcli.Job{}, Unreadable: map[string]error{},
-		BadRequests: map[string]error{}}
+		BadRequests: map[string]error{}, userID: s.userID()}
 	for _, pe := range skipped {
 		key := pe.ID
 		if key == "" {
@@ -459,30 +494,28 @@ func (s *Snapshotter) addElastic(v *View, j slurmcli.Job, c elastic.Comment) err
 	e.End, _ = slurmcli.ParseTime(j.EndTime, s.loc())
 	var coord, token os.FileInfo
 	switch {
-	case slurmcli.Digits(j.User):
-		// What Slurm 24.11 prints for a uid it cannot resolve
-		// (ownerUnresolved): no record may name one, or a reused id printed
-		// the same way would pass for the daemon's own job. 22.05's stand-in,
-		// "nobody", is also a real account (the labs' unprivileged tests run
-		// as it); a stand-in "nobody" fails the rendezvous check below, its
-		// files being another uid's.
-		e.NotReady = fmt.Sprintf("squeue printed its owner as uid %s, which the name service does not resolve", j.User)
-	case j.WorkDir != "":
+	case j.WorkDir == "":
+		e.NotReady = "no working directory"
+	case v.ownerUID(j.User) != j.UID:
+		// A stand-in name: Slurm prints one for a uid the name service
+		// cannot resolve (24.11 the uid, 22.05 "nobody", which is also a
+		// real account). Extra jobs are submitted as the owner (sbatch
+		// --uid) and its rendezvous files must be the owner's (squeue's
+		// UserId): a printed "nobody" would let the real nobody's files pass
+		// for another user's job (a helper's finding on 22.05: its job was
+		// shrunk for nobody's and nobody's worker joined it).
+		e.NotReady = fmt.Sprintf("squeue printed its owner as %q, whose uid is %q to the name service, not the job's uid %s "+
+			"(the name service does not resolve the owner)", j.User, v.ownerUID(j.User), j.UID)
+	default:
 		e.Rendezvous = filepath.Join(j.WorkDir, ".easyscale", j.ID)
-		userID := s.UserID
-		if userID == nil {
-			userID = systemUserID
-		}
-		uid, err := userID(j.User)
+		uid, err := strconv.ParseUint(j.UID, 10, 32)
 		if err == nil {
 			start, _ := slurmcli.ParseTime(j.StartTime, s.loc())
-			coord, token, err = rendezvousFiles(e.Rendezvous, uid, start)
+			coord, token, err = rendezvousFiles(e.Rendezvous, uint32(uid), start)
 		}
 		if e.Ready = err == nil; err != nil {
 			e.NotReady = err.Error()
 		}
-	default:
-		e.NotReady = "no working directory"
 	}
 	e.Status = statusKey(j, c.Request, s.Config.Extra, coord, token)
 	for _, b := range base {

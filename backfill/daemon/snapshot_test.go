@@ -43,7 +43,7 @@ func TestSnapshotDecidesWhichNodesMayBeLent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &Snapshotter{Slurm: f.runner(), Config: cfg, UserID: ownUID}
+			s := &Snapshotter{Slurm: f.runner(), Config: cfg, UserID: f.userID}
 			v, err := s.Snapshot(context.Background(), f.now)
 			if err != nil {
 				t.Fatal(err)

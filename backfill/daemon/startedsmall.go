@@ -37,6 +37,8 @@ func (d *Daemon) followStartedSmall(ctx context.Context, v *View, r *Report) (ma
 	}
 	for _, id := range sortedIDs(recs) {
 		rec := recs[id]
+		rec.UID = v.recordUID(rec.User, rec.UID)
+		recs[id] = rec
 		j, listed := v.All[id]
 		if !listed {
 			if _, unreadable := v.Unreadable[id]; unreadable {

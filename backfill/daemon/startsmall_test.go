@@ -582,6 +582,7 @@ func TestAStartSmallRecordOfAJobListedUnderAStandInIsKept(t *testing.T) {
 				uid = "4242"
 			}
 			td.fake.set(func() { q.user, q.uid = tc.standIn, uid })
+			td.fake.unresolve(owner) // the outage that makes squeue print a stand-in
 			td.cycle(t)
 			recs, err = td.db.StartedSmallJobs(ctx)
 			if _, kept := recs["20"]; err != nil || kept != tc.wantKept {
@@ -591,6 +592,7 @@ func TestAStartSmallRecordOfAJobListedUnderAStandInIsKept(t *testing.T) {
 				return
 			}
 			td.fake.set(func() { q.user, q.uid = owner, "" })
+			td.fake.resolve()
 			if r := td.cycle(t); len(r.StartedSmall) != 0 {
 				t.Errorf("started small %v once the name resolved again, want none: job 20 was started small already", r.StartedSmall)
 			}
