@@ -645,10 +645,14 @@
 // where a name was recorded, the job is neither taken for another user's
 // nor acted on; its record, and a start-small or an unfinished
 // shrink-to-admit record of it, waits unchanged for a cycle that prints
-// the name (a warning is logged once). An elastic job whose owner prints as
-// a uid is never lent to (not ready: its extra jobs are submitted with
-// sbatch --uid=NAME); a stand-in "nobody" fails the rendezvous check, as
-// its files are another uid's. Right before each `scancel --signal=TERM` or
+// the name (a warning is logged once); a record without a uid is compared
+// by the uid its name gives now where the name resolves, so an old record
+// of the real nobody is not matched by 22.05's stand-in. An elastic job is
+// lent to, and shrunk to admit, only when its printed owner's name gives
+// squeue's UserId (not ready otherwise): with a stand-in "nobody", the real
+// nobody's rendezvous files in a shared work directory passed for another
+// user's job (a helper's finding on 22.05). Its rendezvous files must be
+// UserId's, and its extra jobs are submitted with sbatch --uid=UserId. Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
 // recorded owner (its uid; its name in a record without one); otherwise it logs an error once and does nothing (a job
