@@ -17,13 +17,15 @@ import (
 type ExtraSpec struct {
 	// Parent is the elastic job's id; User and Account its owner and account
 	// ("" account: the user's default); UID the owner's numeric uid
-	// (squeue's UserId; "" when not known).
+	// (squeue's UserId; "" when not known), which User must give (see
+	// [SlurmActuator.Submit]).
 	Parent, User, UID, Account string
-	// Group is the numeric group id root submits with (--gid) beside
-	// --uid=User: the user's primary group in the password database (see
-	// [SlurmActuator.Submit]). Without --gid, `sbatch --uid` as root runs the
-	// job with group root (measured on Slurm 22.05: `id` printed gid=0(root)).
-	Group string
+	// Group is the numeric group id root submits with beside --uid=User: the
+	// user's primary group in the password database, and GroupName its
+	// name, which --gid names when set (see [SlurmActuator.Submit]). Without
+	// --gid, `sbatch --uid` as root runs the job with group root (measured
+	// on Slurm 22.05: `id` printed gid=0(root)).
+	Group, GroupName string
 	// Partition and QOS of the extra job ("" QOS: the partition's default).
 	Partition, QOS string
 	// Node, GPUType ("" for untyped GRES) and GPUs (0: no GRES, a CPU node).
@@ -51,11 +53,14 @@ type ExtraSpec struct {
 // the job accepts it and squeue keeps TRES-per-node, which the snapshot
 // reads), the lent GPUs as --gres, --no-requeue (a preempted extra job must end, not
 // come back at a time nobody planned), job name es-extra-<JOBID> and comment
-// "es-extra parent=<JOBID>". asRoot adds --uid=UID (--uid=User when UID is
-// not known) and --gid=Group so that root submits as the owner, in their
-// group: the uid is the parent's owner whatever name the name service gives
-// it; the user must still exist on the submit host, and a spec without
-// Group is refused (the job would run with group root).
+// "es-extra parent=<JOBID>". asRoot adds --uid=User and --gid=GroupName
+// (--gid=Group without one) so that root submits as the owner, in their
+// group. Names, not numbers: Slurm looks the value of --uid and --gid up as
+// a name first, so --uid=23184 runs the job as an account named "23184" if
+// there is one, whatever its uid (helper 84's finding on 22.05 and 24.11);
+// Submit checks that the names give the numbers. The user must exist on
+// the submit host, and a spec without Group is refused (the job would run
+// with group root).
 func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 	if s.TimeLimitMinutes < 1 {
 		return nil, fmt.Errorf("extra job for %s: time limit %d minutes, want ≥ 1", s.Parent, s.TimeLimitMinutes)
@@ -90,7 +95,7 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		if !slurmcli.Digits(s.Group) {
 			return nil, fmt.Errorf("extra job for %s: user %s has no numeric group %q to submit with (--gid); root would run the job with group root", s.Parent, s.User, s.Group)
 		}
-		args = append(args, "--uid="+cmp.Or(s.UID, s.User), "--gid="+s.Group)
+		args = append(args, "--uid="+s.User, "--gid="+cmp.Or(s.GroupName, s.Group))
 	}
 	if s.WorkDir != "" {
 		args = append(args, "--chdir="+s.WorkDir)
@@ -99,6 +104,26 @@ func (s ExtraSpec) Args(asRoot bool) ([]string, error) {
 		args = append(args, "--output="+filepath.Join(s.Rendezvous, "extra-%j.out"))
 	}
 	return append(args, "--wrap="+s.Script), nil
+}
+
+// ownerGroup is the name --gid should give for group id gid: the group's
+// name when the group database has one that gives gid back; "" (pass gid
+// itself) when gid has no name and no group is named with its digits.
+// Slurm looks --gid up as a name first, so digits that name another group
+// would run the job in that group: an error, as is a name that gives
+// another gid.
+func ownerGroup(gid string) (string, error) {
+	g, err := user.LookupGroupId(gid)
+	if err != nil {
+		if other, err := user.LookupGroup(gid); err == nil {
+			return "", fmt.Errorf("group id %s has no name, and group %q (gid %s) is named with its digits: --gid would name that group", gid, other.Name, other.Gid)
+		}
+		return "", nil
+	}
+	if back, err := user.LookupGroup(g.Name); err != nil || back.Gid != gid {
+		return "", fmt.Errorf("group id %s is named %q, which does not give it back (%v): --gid cannot name it", gid, g.Name, err)
+	}
+	return g.Name, nil
 }
 
 // WorkerScript fills the worker_command template for the elastic job id
@@ -163,22 +188,30 @@ type SlurmActuator struct {
 var _ Actuator = (*SlurmActuator)(nil)
 
 // Submit runs `sbatch ARGS` (see [ExtraSpec.Args]) and returns the job id
-// sbatch --parsable printed. As root, a spec without Group gets the user's
-// primary group from the password database (getpwnam); a user it does not
-// know is an error, and nothing is submitted. A failed sbatch is an error
-// wrapping its *slurmcli.CommandError (stderr, exit status), which the
-// daemon classifies as the job's or Slurm's (planner.SubmitFailure).
+// sbatch --parsable printed. As root it looks the user up in the password
+// database (getpwnam): a user it does not know, or one whose uid is not
+// spec.UID (when set), is an error and nothing is submitted; a spec without
+// Group gets the user's primary group, and one without GroupName the
+// group's name (ownerGroup). A failed sbatch is an error wrapping its
+// *slurmcli.CommandError (stderr, exit status), which the daemon
+// classifies as the job's or Slurm's (planner.SubmitFailure).
 func (a *SlurmActuator) Submit(ctx context.Context, spec ExtraSpec) (string, error) {
-	if a.AsRoot && spec.Group == "" && spec.User != "" && spec.User != "root" {
-		lookup, key := user.Lookup, spec.User
-		if spec.UID != "" {
-			lookup, key = user.LookupId, spec.UID
-		}
-		u, err := lookup(key)
+	if a.AsRoot && spec.User != "" && spec.User != "root" {
+		u, err := user.Lookup(spec.User)
 		if err != nil {
-			return "", fmt.Errorf("submitting extra job for %s: looking up the group of user %s: %w", spec.Parent, spec.User, err)
+			return "", fmt.Errorf("submitting extra job for %s: looking up user %s: %w", spec.Parent, spec.User, err)
 		}
-		spec.Group = u.Gid
+		if spec.UID != "" && u.Uid != spec.UID {
+			return "", fmt.Errorf("submitting extra job for %s: user %s has uid %s, not the job's uid %s", spec.Parent, spec.User, u.Uid, spec.UID)
+		}
+		if spec.Group == "" {
+			spec.Group = u.Gid
+		}
+		if spec.GroupName == "" {
+			if spec.GroupName, err = ownerGroup(spec.Group); err != nil {
+				return "", fmt.Errorf("submitting extra job for %s as user %s: %w", spec.Parent, spec.User, err)
+			}
+		}
 	}
 	args, err := spec.Args(a.AsRoot)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"os/user"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,8 +32,9 @@ func TestExtraSpecArgs(t *testing.T) {
 		{"a CPU node gets no GRES and one task", func(s *ExtraSpec) { s.GPUs = 0 }, false, []string{"--ntasks=1"},
 			[]string{"--gres", "--export"}, false},
 		{"root submits in the user's name and group", func(s *ExtraSpec) { s.Group = "1001" }, true, []string{"--uid=alice", "--gid=1001"}, nil, false},
-		{"root submits as the owner's uid when it is known", func(s *ExtraSpec) { s.UID, s.Group = "1001", "1001" }, true,
-			[]string{"--uid=1001", "--gid=1001"}, []string{"--uid=alice"}, false},
+		{"root submits in the user's and the group's names, not their numbers (Slurm looks digits up as a name first)",
+			func(s *ExtraSpec) { s.UID, s.Group, s.GroupName = "1001", "1001", "alice" }, true,
+			[]string{"--uid=alice", "--gid=alice"}, []string{"--uid=1001", "--gid=1001"}, false},
 		{"root refuses a user without a group (the job would run with group root)", func(*ExtraSpec) {}, true, nil, nil, true},
 		{"root refuses a group that is not a number", func(s *ExtraSpec) { s.Group = "0 --uid=root" }, true, nil, nil, true},
 		{"root does not pass --uid=root", func(s *ExtraSpec) { s.User = "root" }, true, nil, []string{"--uid", "--gid"}, false},
@@ -245,4 +248,52 @@ func FuzzParseExtraComment(f *testing.F) {
 			t.Fatalf("round trip of parent %q gave %q, %v", p, q, ok)
 		}
 	})
+}
+
+// TestRootSubmitsAsTheOwnersNamesCheckedAgainstTheJobsUID submits as root
+// for the system's nobody (Debian: uid 65534, primary group nogroup): sbatch
+// gets the user's and the group's names, since Slurm looks digits up as a
+// name first (an account named "23184" took the extra jobs of uid 23184:
+// helper 84's finding), and a user whose name does not give the job's uid
+// is refused without running sbatch.
+func TestRootSubmitsAsTheOwnersNamesCheckedAgainstTheJobsUID(t *testing.T) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody here: %v", err)
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		t.Skipf("nobody's group %s has no name here: %v", u.Gid, err)
+	}
+	var sbatch []string
+	run := slurmcli.Runner{Exec: func(_ context.Context, _ []string, name string, args ...string) ([]byte, error) {
+		if name == "sbatch" {
+			sbatch = args
+		}
+		return []byte("57\n"), nil
+	}}
+	a := &SlurmActuator{Slurm: run, AsRoot: true}
+	spec := ExtraSpec{Parent: "42", User: "nobody", UID: u.Uid, Partition: "low", Node: "n2", GPUs: 1, TimeLimitMinutes: 3, Script: "srun w"}
+	if _, err := a.Submit(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--uid=nobody", "--gid=" + g.Name} {
+		if !slices.Contains(sbatch, want) {
+			t.Errorf("sbatch %q, want %s", sbatch, want)
+		}
+	}
+	sbatch = nil
+	spec.UID = "4242"
+	if _, err := a.Submit(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "not the job's uid 4242") || sbatch != nil {
+		t.Errorf("a name giving another uid than the job's: error %v, sbatch %q; want refused, nothing run", err, sbatch)
+	}
+	if name, err := ownerGroup(u.Gid); err != nil || name != g.Name {
+		t.Errorf("ownerGroup(%s) = %q, %v; want %q", u.Gid, name, err, g.Name)
+	}
+	if _, err := user.LookupGroup("4243"); err == nil {
+		t.Skip("a group here is named 4243")
+	}
+	if name, err := ownerGroup("4243"); err != nil || name != "" {
+		t.Errorf("ownerGroup of a gid with no name and no group named with its digits = %q, %v; want the digits passed as they are", name, err)
+	}
 }
