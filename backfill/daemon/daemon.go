@@ -614,12 +614,10 @@ func (d *Daemon) verify(ctx context.Context, rec backfillstore.ExtraJob) (gone b
 	case why != "":
 		return false, why, nil
 	}
-	if rec.UID != "" {
-		// Compared by uid (compareOwner): a stand-in name is neither another
-		// user nor the owner.
-		return false, firstDifference("recorded", fieldCheck{"owner's uid", j.UID, rec.UID}), nil
+	if compareOwner(owner{rec.User, rec.UID}, j) != ownerSame {
+		return false, fmt.Sprintf("its owner is %q (uid %s), recorded %q (uid %q)", j.User, j.UID, rec.User, rec.UID), nil
 	}
-	return false, firstDifference("recorded", fieldCheck{"user", j.User, rec.User}), nil
+	return false, "", nil
 }
 
 // checkOwned runs verify and says whether the daemon may act on rec now:
