@@ -119,6 +119,9 @@ type Daemon struct {
 	// unreadable maps the jobs whose squeue record could not be read to
 	// the error last logged (each is warned about once while it is listed).
 	unreadable map[string]string
+	// notReady maps the running elastic jobs that are not ready to the
+	// reason last logged (noteNotReady).
+	notReady map[string]string
 	// mismatchesLogged is the last set of configMismatches logged, one per
 	// line ("" none).
 	mismatchesLogged string
@@ -152,7 +155,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("backfill daemon: %w", err)
 	}
 	d := &Daemon{cfg: o.Config, db: o.DB, log: o.Logger, act: o.Actuator, now: o.Now, metrics: o.Metrics,
-		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config, UserID: o.UserID}, noted: map[string]string{}, unreadable: map[string]string{}, keepOffTried: map[string]keepOffTry{}}
+		snap: &Snapshotter{Slurm: o.Slurm, Config: o.Config, UserID: o.UserID}, noted: map[string]string{}, unreadable: map[string]string{}, notReady: map[string]string{}, keepOffTried: map[string]keepOffTry{}}
 	if d.act == nil {
 		d.act = &SlurmActuator{Slurm: o.Slurm, AsRoot: os.Geteuid() == 0}
 	}
@@ -439,6 +442,7 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
 	d.warnUnreadable(v)
+	d.noteNotReady(v)
 	d.warnConfigMismatches(v)
 	d.forgetManyRecords(v)
 	rc, err := d.reconcile(ctx, v, r)

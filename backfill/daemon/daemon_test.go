@@ -258,6 +258,8 @@ func TestAJobWhoseOwnerPrintsAsAStandInIsNotGrown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, "")
+			var logs bytes.Buffer
+			td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
 			j := td.fake.running("10", elasticComment, "n1", 1, time.Hour, rendezvous(t, "10"))
 			// The rendezvous files (written by this process) are the real
 			// nobody's: the fake's name service gives it this process's uid.
@@ -271,6 +273,23 @@ func TestAJobWhoseOwnerPrintsAsAStandInIsNotGrown(t *testing.T) {
 			td.cycle(t)
 			if subs := td.fake.commands("sbatch"); (len(subs) > 0) != tc.grow {
 				t.Fatalf("owner printed as %q: extra jobs %v, want grown %v", tc.user, subs, tc.grow)
+			}
+			// Why it is not grown is logged once, not every cycle, and
+			// that it is ready once the name resolves again.
+			td.advance(2 * time.Second)
+			td.cycle(t)
+			want := 1
+			if tc.grow {
+				want = 0
+			}
+			if n := countLogs(t, &logs, "an elastic job is not ready", "10"); n != want {
+				t.Errorf("%d not-ready messages for job 10 in 2 cycles, want %d; log:\n%s", n, want, logs.String())
+			}
+			td.fake.set(func() { j.user, j.uid = "nobody", "" }) // the name resolves: its uid, whose files they are
+			td.advance(2 * time.Second)
+			td.cycle(t)
+			if n := countLogs(t, &logs, "an elastic job is ready again", "10"); n != want {
+				t.Errorf("%d ready-again messages for job 10, want %d", n, want)
 			}
 		})
 	}

@@ -649,10 +649,13 @@
 // by the uid its name gives now where the name resolves, so an old record
 // of the real nobody is not matched by 22.05's stand-in. An elastic job is
 // lent to, and shrunk to admit, only when its printed owner's name gives
-// squeue's UserId (not ready otherwise): with a stand-in "nobody", the real
-// nobody's rendezvous files in a shared work directory passed for another
-// user's job (a helper's finding on 22.05). Its rendezvous files must be
-// UserId's, and its extra jobs are submitted with sbatch --uid=UserId. Right before each `scancel --signal=TERM` or
+// squeue's UserId (not ready otherwise, logged once per job and reason):
+// with a stand-in "nobody", the real nobody's rendezvous files in a shared
+// work directory passed for another user's job (a helper's finding on
+// 22.05). Its rendezvous files must be UserId's, and its extra jobs are
+// submitted as root with sbatch --uid=NAME --gid=GROUP, names checked to
+// give UserId and the owner's group (Slurm looks digits up as a name
+// first). Right before each `scancel --signal=TERM` or
 // `scancel` it re-reads the job by id (`squeue --jobs=ID`, fresh
 // separators) and acts only when Slurm still lists that id under the
 // recorded owner (its uid; its name in a record without one); otherwise it logs an error once and does nothing (a job
