@@ -35,7 +35,13 @@
 // worker contexts of the last committed step), admits each by its torch
 // and Python versions and its numerics (local.go) and implements trainer.Engine (engine.go), so `easyscale run`
 // trains a job file with engine = "torch" with the same schedule, ledger,
-// checkpoints, resume and SIGTERM handling as the native engine.
+// checkpoints, resume and SIGTERM handling as the native engine. Each
+// checkpoint records the numerics of the process that wrote it (metadata
+// easyscale.numerics: versions, fingerprint, canary), and a resume by
+// processes that compute other bits is refused naming each difference
+// (resume.go: a job requeued onto a node with another CPU ISA dispatch,
+// GPU model or torch release resumed silently before, and ended with
+// other bits than its fixed run).
 //
 // Start-up: the processes of a run's first allocation start at once
 // (Options.Workers: New prestarts them all and waits only for the first,

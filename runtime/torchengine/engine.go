@@ -515,7 +515,9 @@ func (e *Engine) Snapshot(ctx context.Context, step int64) (trainer.Snapshot, er
 	return snap, nil
 }
 
-// Restore makes a checkpoint written by Snapshot the state of the next step.
+// Restore makes a checkpoint written by Snapshot the state of the next
+// step. A checkpoint whose recorded numerics (NumericsMeta) differ from
+// this run's first process's is refused with a *ResumeError.
 func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	if ck.Raw == nil || ck.Meta[statedb.MetaEngine] != jobspec.EngineTorch {
 		return fmt.Errorf("checkpoint of step %d was not written by the torch engine", ck.Step)
@@ -523,6 +525,9 @@ func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	n := e.opts.Spec.LogicalWorkers
 	if len(ck.Contexts) != n {
 		return fmt.Errorf("checkpoint of step %d holds %d logical-worker contexts, the job has %d", ck.Step, len(ck.Contexts), n)
+	}
+	if err := checkResume(ck.Meta, ck.Step, *e.local.ref); err != nil {
+		return err
 	}
 	contexts := make(map[int][]byte, n)
 	for _, c := range ck.Contexts {

@@ -120,6 +120,40 @@ func Admit(ref, got Loaded) error {
 		return err
 	}
 	var diffs []string
+	for _, d := range numericsDiffs(ref, got) {
+		diffs = append(diffs, d.String("want", "got"))
+	}
+	if diffs != nil {
+		return &NumericsError{Differences: diffs}
+	}
+	return nil
+}
+
+// numericsDiff is one setting in which two processes' numerics differ:
+// a fingerprint key, or "canary digest", and its value on either side.
+type numericsDiff struct {
+	Setting  string
+	Ref, Got any
+}
+
+// String is "Setting: REFWORD ref, GOTWORD got" (an empty or missing value
+// printed as "", so that an environment variable set on one side reads).
+func (d numericsDiff) String(refWord, gotWord string) string {
+	return fmt.Sprintf("%s: %s %v, %s %v", d.Setting, refWord, orEmpty(d.Ref), gotWord, orEmpty(d.Got))
+}
+
+// orEmpty is v, or `""` for nil and the empty string.
+func orEmpty(v any) any {
+	if v == nil || v == "" {
+		return `""`
+	}
+	return v
+}
+
+// numericsDiffs lists the fingerprint settings, by key, and then the
+// canary digest in which got differs from ref (values compared as
+// printed: both come from JSON).
+func numericsDiffs(ref, got Loaded) []numericsDiff {
 	keys := map[string]bool{}
 	for k := range ref.Fingerprint {
 		keys[k] = true
@@ -132,18 +166,16 @@ func Admit(ref, got Loaded) error {
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
+	var diffs []numericsDiff
 	for _, k := range sorted {
 		if fmt.Sprint(ref.Fingerprint[k]) != fmt.Sprint(got.Fingerprint[k]) {
-			diffs = append(diffs, fmt.Sprintf("%s: want %v, got %v", k, ref.Fingerprint[k], got.Fingerprint[k]))
+			diffs = append(diffs, numericsDiff{k, ref.Fingerprint[k], got.Fingerprint[k]})
 		}
 	}
 	if ref.Canary != got.Canary {
-		diffs = append(diffs, fmt.Sprintf("canary digest: want %s, got %s", ref.Canary, got.Canary))
+		diffs = append(diffs, numericsDiff{"canary digest", ref.Canary, got.Canary})
 	}
-	if diffs != nil {
-		return &NumericsError{Differences: diffs}
-	}
-	return nil
+	return diffs
 }
 
 // Local runs a torch job's physical workers as Python processes on this

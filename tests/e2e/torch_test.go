@@ -232,3 +232,35 @@ func pythonWorkers(t *testing.T) int {
 	}
 	return n
 }
+
+// TestTorchResumeWithOtherNumericsIsRefused: a job resumed by processes
+// that compute other bits than those that wrote its checkpoint (here the
+// CPU ISA dispatch, ATEN_CPU_CAPABILITY=default; on a cluster another node
+// type, GPU model or torch release) is refused, naming what differs and
+// the fix, and the checkpoint is left as it was: resumed with the numerics
+// it was written with, the job ends with the fixed run's digest. Before
+// the check it resumed silently and ended with other bits.
+func TestTorchResumeWithOtherNumericsIsRefused(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
+	state := t.TempDir()
+	args := []string{"run", "--config", job, "--no-eval", "--state", state}
+	mustRun(t, append(args, "--steps", "4")...) // checkpoint_every = 4
+	cmd := exec.Command(easyscale, append(args, "--quiet")...)
+	cmd.Env = append(os.Environ(), "ATEN_CPU_CAPABILITY=default")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("resumed with ATEN_CPU_CAPABILITY=default: the run succeeded, want it refused\n%s", out)
+	}
+	for _, want := range []string{"checkpoint of step 4", "env.ATEN_CPU_CAPABILITY", "this run default", "new --state directory"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if got := mustRun(t, args...); digest(got) != ref {
+		t.Fatalf("resumed with the checkpoint's numerics: digest %s, fixed run %s", digest(got), ref)
+	} else if rf, _ := got.summary["resumed_from"].(float64); rf != 4 {
+		t.Fatalf("resumed_from %v, want 4", got.summary["resumed_from"])
+	}
+}

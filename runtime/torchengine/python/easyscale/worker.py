@@ -71,6 +71,7 @@ exits when its control channel closes (the Go worker died).
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import queue
 import runpy
@@ -104,6 +105,10 @@ class RequestError(Exception):
 #: A handler's return value for a request it answered itself (or will answer later).
 NO_REPLY: Any = None
 
+#: The checkpoint metadata key of the writing process's numerics: JSON of its versions ("torch",
+#: "python"), "fingerprint" and "canary", as its load answer reported them (runtime/torchengine.Loaded).
+NUMERICS_META = "easyscale.numerics"
+
 
 class GoDriver:
     """Drives the loop API from the Go worker's requests (see the module doc)."""
@@ -119,9 +124,10 @@ class GoDriver:
         w = self.w
         assert s.replica is not None
         w.replica = s.replica
+        w.numerics = {**numerics.versions(), "fingerprint": numerics.fingerprint(s.device),
+                      "canary": numerics.canary_digest(s.device)}
         w.reply(self.load, {"parameters": s.replica.numel, "train_samples": len(s.replica.data.dataset),
-                            "digest": s.replica.digest(None), **numerics.versions(),
-                            "fingerprint": numerics.fingerprint(s.device), "canary": numerics.canary_digest(s.device)})
+                            "digest": s.replica.digest(None), **w.numerics})
         w.inflight = None
         w.snapshot_light()
         while w.start_step is None:  # replica_set, listen, group: the first assignment
@@ -280,6 +286,10 @@ class Worker:
         #: The registered objects' state (but parameters and optimizer tensors) at the last boundary.
         self._light: Any = None
         self.work: queue.Queue[tuple[dict[str, Any], bytes] | int] = queue.Queue()
+        #: What this process computes with, as its load answer reported it (versions, fingerprint,
+        #: canary): each checkpoint records it (metadata "easyscale.numerics"), and a resume is refused
+        #: by processes that compute other bits. None before the load is answered.
+        self.numerics: dict[str, Any] | None = None
         self.handlers: dict[str, Callable[[dict[str, Any], bytes], tuple[dict[str, Any], bytes] | None]] = {
             "hello": self.hello, "load": self.load, "listen": self.listen, "group": self.group,
             "replica_get": self.replica_get, "checkpoint": self._locked(self.checkpoint),
@@ -444,13 +454,16 @@ class Worker:
         return {"digest": r.digest(None)}, r.registry.encode()
 
     def checkpoint(self, req: dict[str, Any], _: bytes) -> tuple[dict[str, Any], bytes]:
-        """The replica as a checkpoint file: metadata names the engine and the step (statedb checks both)."""
+        """The replica as a checkpoint file: metadata names the engine and the step (statedb checks both)
+        and records this process's numerics (NUMERICS_META), which a resume compares with its own."""
         r = self._replica()
         step = int(req["step"])
         if step != self.committed:
             raise RequestError("request", f"checkpoint of step {step}, but this process has committed step "
                                f"{self.committed}")
         meta = {"easyscale.engine": "torch", "easyscale.step": str(step)}
+        if self.numerics is not None:
+            meta[NUMERICS_META] = json.dumps(self.numerics, sort_keys=True)
         check = self.session.driver if self.session is not None else None
         if isinstance(check, SelfCheck):  # the live objects hold the check's steps, not the committed state
             return {"digest": check.digest}, check.checkpoint(meta)
