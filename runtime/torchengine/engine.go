@@ -517,7 +517,8 @@ func (e *Engine) Snapshot(ctx context.Context, step int64) (trainer.Snapshot, er
 
 // Restore makes a checkpoint written by Snapshot the state of the next
 // step. A checkpoint whose recorded numerics (NumericsMeta) differ from
-// this run's first process's is refused with a *ResumeError.
+// this run's first process's is refused with a *ResumeError; one without
+// a record (written by an older release) is resumed with a warning.
 func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	if ck.Raw == nil || ck.Meta[statedb.MetaEngine] != jobspec.EngineTorch {
 		return fmt.Errorf("checkpoint of step %d was not written by the torch engine", ck.Step)
@@ -526,8 +527,15 @@ func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	if len(ck.Contexts) != n {
 		return fmt.Errorf("checkpoint of step %d holds %d logical-worker contexts, the job has %d", ck.Step, len(ck.Contexts), n)
 	}
-	if err := checkResume(ck.Meta, ck.Step, *e.local.ref); err != nil {
+	recorded, err := checkResume(ck.Meta, ck.Step, *e.local.ref)
+	if err != nil {
 		return err
+	}
+	if !recorded {
+		e.log.Warn("the checkpoint holds no record of the numerics it was computed with (written by an easyscale before "+
+			"such records): resuming without comparing them with this run's; make sure this run's torch, CPU or GPU model "+
+			"and pinned environment variables are those the job ran with, or its bits will differ from its fixed run",
+			"step", ck.Step, "checkpoint", ck.Path)
 	}
 	contexts := make(map[int][]byte, n)
 	for _, c := range ck.Contexts {

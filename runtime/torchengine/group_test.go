@@ -135,7 +135,7 @@ func TestAWorkerWithOtherNumericsIsRefused(t *testing.T) {
 	}
 	err := l.Resize(ctx, 2)
 	var ne *NumericsError
-	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "env.ATEN_CPU_CAPABILITY: want , got default") {
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "env.ATEN_CPU_CAPABILITY: want \"\", got default") {
 		t.Fatalf("Resize with a worker of other numerics: %v; want a NumericsError naming ATEN_CPU_CAPABILITY", err)
 	}
 	if l.Workers() != 1 {

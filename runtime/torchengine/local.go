@@ -120,7 +120,7 @@ func Admit(ref, got Loaded) error {
 		return err
 	}
 	var diffs []string
-	for _, d := range numericsDiffs(ref, got) {
+	for _, d := range numericsDiffs(ref, got, false) {
 		diffs = append(diffs, d.String("want", "got"))
 	}
 	if diffs != nil {
@@ -152,14 +152,25 @@ func orEmpty(v any) any {
 
 // numericsDiffs lists the fingerprint settings, by key, and then the
 // canary digest in which got differs from ref (values compared as
-// printed: both come from JSON).
-func numericsDiffs(ref, got Loaded) []numericsDiff {
+// printed: both come from JSON). With inBoth, a key only one side has is
+// not compared (a checkpoint written by a release that recorded fewer
+// settings).
+func numericsDiffs(ref, got Loaded, inBoth bool) []numericsDiff {
 	keys := map[string]bool{}
 	for k := range ref.Fingerprint {
 		keys[k] = true
 	}
 	for k := range got.Fingerprint {
 		keys[k] = true
+	}
+	if inBoth {
+		for k := range keys {
+			_, r := ref.Fingerprint[k]
+			_, g := got.Fingerprint[k]
+			if !r || !g {
+				delete(keys, k)
+			}
+		}
 	}
 	sorted := make([]string, 0, len(keys))
 	for k := range keys {

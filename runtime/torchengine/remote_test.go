@@ -87,7 +87,7 @@ func TestJoinersAreCheckedAgainstTheFirstProcess(t *testing.T) {
 		want string // "" admits
 	}{
 		{"the same numerics are admitted", report(func(*joinReport) {}), ""},
-		{"another ISA setting is refused naming it", report(func(j *joinReport) { j.Loaded.Fingerprint["env.ATEN_CPU_CAPABILITY"] = "default" }), "env.ATEN_CPU_CAPABILITY: want , got default"},
+		{"another ISA setting is refused naming it", report(func(j *joinReport) { j.Loaded.Fingerprint["env.ATEN_CPU_CAPABILITY"] = "default" }), `env.ATEN_CPU_CAPABILITY: want "", got default`},
 		{"another canary is refused", report(func(j *joinReport) { j.Loaded.Canary = "sha256:b" }), "canary digest"},
 		{"another torch version is refused naming both", report(func(j *joinReport) {
 			j.Loaded.Torch, j.Loaded.Fingerprint["torch"], j.Loaded.Canary = "2.6.0", "2.6.0", "sha256:b"

@@ -13,15 +13,15 @@ const NumericsMeta = "easyscale.numerics"
 
 // ResumeError refuses to resume from a checkpoint written by processes that
 // computed other bits than this run's: its Differences name each setting
-// ("torch: checkpoint 1.13.0a0, this run 2.6.0", "fingerprint
-// cpu_capability: checkpoint AVX2, this run DEFAULT").
+// ("torch: checkpoint 1.13.0a0, this run 2.6.0", "cpu_isa: checkpoint
+// ... avx512f ..., this run ... avx2").
 //
 // Within one run every process is admitted against the job's first one
 // ([Admit]), but a resume starts a new first process: without this check a
 // job requeued onto a node with another CPU ISA dispatch
 // (ATEN_CPU_CAPABILITY, measured here: the final digest differs), another
-// GPU model or another torch release resumed silently and ended with other
-// bits than its fixed run.
+// CPU or GPU model or another torch release resumed silently and ended
+// with other bits than its fixed run.
 type ResumeError struct {
 	Step        int64
 	Differences []string
@@ -34,19 +34,28 @@ func (e *ResumeError) Error() string {
 		e.Step, strings.Join(e.Differences, "; "))
 }
 
+// canaryOnly is what a differing canary with no differing setting means.
+const canaryOnly = " (no recorded setting differs: another CPU or GPU model, or another BLAS or oneDNN build)"
+
 // checkResume compares the numerics a checkpoint of step recorded (meta's
-// NumericsMeta; a checkpoint written before it was recorded has none and is
-// not compared) with this run's first process's. It returns a
-// *ResumeError when they differ, and an error naming the key when the
-// record does not read.
-func checkResume(meta map[string]string, step int64, this Loaded) error {
+// NumericsMeta) with this run's first process's: versions, the fingerprint
+// settings both record (a release that records more settings still
+// resumes a checkpoint of one that recorded fewer) and the canary. It
+// returns recorded false, and no error, for a checkpoint without a record
+// (written before records were kept, or an empty one): the caller warns
+// that it is not compared. It returns a *ResumeError when they differ, and
+// an error naming the key when the record does not read.
+func checkResume(meta map[string]string, step int64, this Loaded) (recorded bool, err error) {
 	text, ok := meta[NumericsMeta]
 	if !ok {
-		return nil
+		return false, nil
 	}
-	var rec Loaded
+	var rec *Loaded
 	if err := json.Unmarshal([]byte(text), &rec); err != nil {
-		return fmt.Errorf("the checkpoint of step %d: its numerics record (metadata %s) does not read: %w", step, NumericsMeta, err)
+		return false, fmt.Errorf("the checkpoint of step %d: its numerics record (metadata %s) does not read: %w", step, NumericsMeta, err)
+	}
+	if rec == nil || (rec.Versions == Versions{} && len(rec.Fingerprint) == 0 && rec.Canary == "") {
+		return false, nil
 	}
 	var diffs []string
 	if rec.Torch != this.Torch {
@@ -55,11 +64,22 @@ func checkResume(meta map[string]string, step int64, this Loaded) error {
 	if rec.Python != this.Python {
 		diffs = append(diffs, fmt.Sprintf("Python: checkpoint %s, this run %s", orUnknown(rec.Python), orUnknown(this.Python)))
 	}
-	for _, d := range numericsDiffs(rec, this) {
+	settings := 0
+	for _, d := range numericsDiffs(*rec, this, true) {
+		switch d.Setting {
+		case "torch": // the fingerprint repeats the version compared above
+			continue
+		case "canary digest":
+			if settings == 0 && len(diffs) == 0 {
+				d.Setting += canaryOnly
+			}
+		default:
+			settings++
+		}
 		diffs = append(diffs, d.String("checkpoint", "this run"))
 	}
 	if diffs != nil {
-		return &ResumeError{Step: step, Differences: diffs}
+		return true, &ResumeError{Step: step, Differences: diffs}
 	}
-	return nil
+	return true, nil
 }

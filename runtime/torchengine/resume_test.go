@@ -10,7 +10,8 @@ import (
 func TestCheckResumeComparesTheCheckpointsNumericsWithThisRuns(t *testing.T) {
 	// As a load answer reads: JSON numbers decode as float64 on both sides.
 	this := Loaded{Versions: Versions{Torch: "2.6.0", Python: "3.13"}, Canary: "sha256:aa",
-		Fingerprint: map[string]any{"threads": 1.0, "cpu_capability": "AVX2", "env.ATEN_CPU_CAPABILITY": ""}}
+		Fingerprint: map[string]any{"torch": "2.6.0", "threads": 1.0, "cpu_capability": "AVX2", "env.ATEN_CPU_CAPABILITY": "",
+			"cpu_isa": "sse4_1 sse4_2 avx fma avx2"}}
 	record := func(change func(l *Loaded)) map[string]string {
 		l := this
 		l.Fingerprint = map[string]any{}
@@ -25,28 +26,43 @@ func TestCheckResumeComparesTheCheckpointsNumericsWithThisRuns(t *testing.T) {
 		return map[string]string{NumericsMeta: string(b), "easyscale.step": "8"}
 	}
 	for _, tc := range []struct {
-		name string
-		meta map[string]string
-		want []string // in the error, in order; nil: resumes
+		name     string
+		meta     map[string]string
+		want     []string // in the error, in order; nil: resumes
+		recorded bool     // with want nil: compared (false: the caller warns)
 	}{
-		{"a checkpoint written before numerics were recorded", map[string]string{"easyscale.step": "8"}, nil},
-		{"the same numerics", record(func(*Loaded) {}), nil},
-		{"another torch", record(func(l *Loaded) { l.Torch = "1.13.0a0" }), []string{"torch: checkpoint 1.13.0a0, this run 2.6.0"}},
-		{"another Python", record(func(l *Loaded) { l.Python = "3.11" }), []string{"Python: checkpoint 3.11, this run 3.13"}},
+		{"a checkpoint written before numerics were recorded", map[string]string{"easyscale.step": "8"}, nil, false},
+		{"an empty record", map[string]string{NumericsMeta: "{}"}, nil, false},
+		{"a null record", map[string]string{NumericsMeta: "null"}, nil, false},
+		{"the same numerics", record(func(*Loaded) {}), nil, true},
+		// A release that records a setting more (cpu_isa) resumes a
+		// checkpoint of one that did not; the settings both hold compare.
+		{"a setting the checkpoint did not record", record(func(l *Loaded) { delete(l.Fingerprint, "cpu_isa") }), nil, true},
+		{"a setting the checkpoint did not record, another that differs", record(func(l *Loaded) {
+			delete(l.Fingerprint, "cpu_isa")
+			l.Fingerprint["threads"] = 2.0
+		}), []string{"threads: checkpoint 2, this run 1"}, true},
+		{"another torch, named once", record(func(l *Loaded) { l.Torch, l.Fingerprint["torch"] = "1.13.0a0", "1.13.0a0" }),
+			[]string{"torch: checkpoint 1.13.0a0, this run 2.6.0"}, true},
+		{"another CPU: AVX-512", record(func(l *Loaded) { l.Fingerprint["cpu_isa"] = "sse4_1 sse4_2 avx fma avx2 avx512f" }),
+			[]string{"cpu_isa: checkpoint sse4_1 sse4_2 avx fma avx2 avx512f, this run sse4_1 sse4_2 avx fma avx2"}, true},
+		{"only the canary: other hardware or libraries", record(func(l *Loaded) { l.Canary = "sha256:bb" }),
+			[]string{"canary digest" + canaryOnly + ": checkpoint sha256:bb, this run sha256:aa"}, true},
+		{"another Python", record(func(l *Loaded) { l.Python = "3.11" }), []string{"Python: checkpoint 3.11, this run 3.13"}, true},
 		{"another ISA dispatch", record(func(l *Loaded) {
 			l.Fingerprint["cpu_capability"] = "AVX512"
 			l.Fingerprint["env.ATEN_CPU_CAPABILITY"] = "avx512"
 			l.Canary = "sha256:bb"
 		}), []string{"cpu_capability: checkpoint AVX512, this run AVX2", `env.ATEN_CPU_CAPABILITY: checkpoint avx512, this run ""`,
-			"canary digest: checkpoint sha256:bb, this run sha256:aa"}},
-		{"a GPU model recorded, none now", record(func(l *Loaded) { l.Fingerprint["device_name"] = "NVIDIA H200" }),
-			[]string{`device_name: checkpoint NVIDIA H200, this run ""`}},
+			"canary digest: checkpoint sha256:bb, this run sha256:aa"}, true},
+		{"an environment variable set on one side", record(func(l *Loaded) { l.Fingerprint["env.ATEN_CPU_CAPABILITY"] = "default" }),
+			[]string{`env.ATEN_CPU_CAPABILITY: checkpoint default, this run ""`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkResume(tc.meta, 8, this)
+			recorded, err := checkResume(tc.meta, 8, this)
 			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
+				if err != nil || recorded != tc.recorded {
+					t.Fatalf("recorded %v, err %v; want recorded %v and no error", recorded, err, tc.recorded)
 				}
 				return
 			}
@@ -65,7 +81,7 @@ func TestCheckResumeComparesTheCheckpointsNumericsWithThisRuns(t *testing.T) {
 }
 
 func TestCheckResumeNamesAnUnreadableRecord(t *testing.T) {
-	err := checkResume(map[string]string{NumericsMeta: "{not json"}, 4, Loaded{})
+	_, err := checkResume(map[string]string{NumericsMeta: "{not json"}, 4, Loaded{})
 	if err == nil || !strings.Contains(err.Error(), NumericsMeta) || !strings.Contains(err.Error(), "step 4") {
 		t.Fatalf("err %v, want one naming %s and the step", err, NumericsMeta)
 	}

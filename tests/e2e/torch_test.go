@@ -235,8 +235,8 @@ func pythonWorkers(t *testing.T) int {
 
 // TestTorchResumeWithOtherNumericsIsRefused: a job resumed by processes
 // that compute other bits than those that wrote its checkpoint (here the
-// CPU ISA dispatch, ATEN_CPU_CAPABILITY=default; on a cluster another node
-// type, GPU model or torch release) is refused, naming what differs and
+// CPU ISA dispatch of ATen or oneDNN; on a cluster another CPU or GPU
+// model or torch release) is refused, naming what differs and
 // the fix, and the checkpoint is left as it was: resumed with the numerics
 // it was written with, the job ends with the fixed run's digest. Before
 // the check it resumed silently and ended with other bits.
@@ -247,15 +247,21 @@ func TestTorchResumeWithOtherNumericsIsRefused(t *testing.T) {
 	state := t.TempDir()
 	args := []string{"run", "--config", job, "--no-eval", "--state", state}
 	mustRun(t, append(args, "--steps", "4")...) // checkpoint_every = 4
-	cmd := exec.Command(easyscale, append(args, "--quiet")...)
-	cmd.Env = append(os.Environ(), "ATEN_CPU_CAPABILITY=default")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("resumed with ATEN_CPU_CAPABILITY=default: the run succeeded, want it refused\n%s", out)
-	}
-	for _, want := range []string{"checkpoint of step 4", "env.ATEN_CPU_CAPABILITY", "this run default", "new --state directory"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the refusal does not say %q:\n%s", want, out)
+	// ATen's dispatch, and oneDNN's under its older name (a tester's: it
+	// changes a convolution's bits here, and neither cpu_capability nor
+	// the canary showed it).
+	for _, env := range []string{"ATEN_CPU_CAPABILITY=default", "DNNL_MAX_CPU_ISA=AVX2"} {
+		cmd := exec.Command(easyscale, append(args, "--quiet")...)
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("resumed with %s: the run succeeded, want it refused\n%s", env, out)
+		}
+		name, value, _ := strings.Cut(env, "=")
+		for _, want := range []string{"checkpoint of step 4", "env." + name, "this run " + value, "new --state directory"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s: the refusal does not say %q:\n%s", env, want, out)
+			}
 		}
 	}
 	if got := mustRun(t, args...); digest(got) != ref {

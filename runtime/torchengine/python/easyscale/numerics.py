@@ -2,7 +2,8 @@
 
 What changes torch's bits on one input (docs/pytorch-bits.md §2): the
 intra-op thread count, the instruction-set dispatch of ATen
-(``ATEN_CPU_CAPABILITY``), oneDNN (``ONEDNN_MAX_CPU_ISA``) and OpenBLAS
+(``ATEN_CPU_CAPABILITY``), oneDNN (``ONEDNN_MAX_CPU_ISA``, also spelt
+``DNNL_MAX_CPU_ISA``, and the CPU's own features: :func:`cpu_isa`) and OpenBLAS
 (``OPENBLAS_CORETYPE``), nondeterministic CUDA kernels (deterministic
 algorithms, ``CUBLAS_WORKSPACE_CONFIG``, cudnn.benchmark) and the torch build.
 The Go worker sets the environment variables before it starts Python
@@ -23,11 +24,36 @@ from typing import Any
 
 import torch
 
-__all__ = ["PINNED_ENV", "pin", "versions", "require_device", "fingerprint", "canary_digest", "differences"]
+__all__ = ["PINNED_ENV", "ISA_FEATURES", "cpu_isa", "pin", "versions", "require_device", "fingerprint", "canary_digest", "differences"]
 
 #: Environment variables that change bits; the Go side gives every worker of a job the same values.
 PINNED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY",
-              "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "CUBLAS_WORKSPACE_CONFIG")
+              "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "CUBLAS_WORKSPACE_CONFIG")
+
+#: The CPU features whose presence changes which kernels ATen, oneDNN and OpenBLAS dispatch to (x86-64
+#: flags and arm64 features as /proc/cpuinfo names them). oneDNN runs a convolution with AVX-512 kernels
+#: where the CPU has them and AVX2 ones where not, with other bits (a tester's finding: torch 1.13's
+#: cpu_capability reads AVX2 on both, and the canary's convolution gave the same bits), so a CPU job's
+#: fingerprint names the features its CPU has (:func:`cpu_isa`).
+ISA_FEATURES = ("sse4_1", "sse4_2", "avx", "f16c", "fma", "avx2", "avx_vnni", "avx512f", "avx512cd", "avx512bw",
+                "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+                "amx_int8", "asimd", "asimddp", "asimdhp", "bf16", "i8mm", "sve", "sve2")
+
+
+def cpu_isa(cpuinfo: str | None = None) -> str:
+    """The :data:`ISA_FEATURES` this CPU has, space-separated in that order ("unknown" when
+    /proc/cpuinfo cannot be read); ``cpuinfo`` is the file's text (tests)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return "unknown"
+    m = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", cpuinfo, re.MULTILINE)
+    if m is None:
+        return "unknown"
+    have = set(m.group(1).split())
+    return " ".join(f for f in ISA_FEATURES if f in have)
 
 
 def pin(threads: int) -> None:
@@ -88,6 +114,8 @@ def fingerprint(device: str = "cpu") -> dict[str, Any]:
     }
     for name in PINNED_ENV:
         fp["env." + name] = os.environ.get(name, "")
+    if torch.device(device).type == "cpu":
+        fp["cpu_isa"] = cpu_isa()
     if device.startswith("cuda"):
         fp["cuda"] = torch.version.cuda
         fp["device_name"] = torch.cuda.get_device_name(torch.device(device))

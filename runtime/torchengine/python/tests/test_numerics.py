@@ -58,6 +58,17 @@ class Canary(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r'\[torch\] device = "cuda" but .*set device = "cpu"'):
             numerics.require_device("cuda")
 
+    def test_the_cpu_s_isa_features_are_read_in_a_fixed_order(self) -> None:
+        x86 = "processor\t: 0\nflags\t\t: fpu avx512f sse4_2 avx2 fma avx sse4_1 ht\n"
+        self.assertEqual(numerics.cpu_isa(x86), "sse4_1 sse4_2 avx fma avx2 avx512f")
+        arm = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes sve asimddp\n"
+        self.assertEqual(numerics.cpu_isa(arm), "asimd asimddp sve")
+        self.assertEqual(numerics.cpu_isa("no such line\n"), "unknown")
+        # A CPU job's fingerprint names its CPU's features; oneDNN's older variable name is recorded too.
+        fp, _ = _probe({"DNNL_MAX_CPU_ISA": "AVX2"}, 1)
+        self.assertEqual(fp["cpu_isa"], numerics.cpu_isa())
+        self.assertEqual(fp["env.DNNL_MAX_CPU_ISA"], "AVX2")
+
     def test_pin_refuses_zero_threads(self) -> None:
         with self.assertRaisesRegex(ValueError, "threads = 0"):
             numerics.pin(0)
