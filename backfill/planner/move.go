@@ -41,13 +41,21 @@ type MoveRequest struct {
 	To      []SpeedCount
 	Cost    float64
 	Longest float64
+	// Redo is the work (seconds at Model.RefGPUs reference GPUs) the move
+	// makes the job do again besides Work: a one-type (d1) job moved to
+	// another GPU type starts over from step 0 (its checkpoint's bits
+	// are another type's, and the torch runtime refuses to resume from it:
+	// torchengine.ResumeError), so Redo is the work it has done; 0 for a
+	// d2 job, which resumes from its checkpoint.
+	Redo float64
 }
 
 // MoveToFaster reports whether the job is among the longest running
 // (its time left where it runs, RunTime(Now), is at least
 // MoveAmongLongest × Longest) and moving ends it sooner by more than
-// MoveMargin of that time: Cost + RunTime(To) < RunTime(Now) / (1 +
-// MoveMargin). False for no work left or GPUs that run it no faster.
+// MoveMargin of that time: Cost + RunTime(To, Work + Redo) < RunTime(Now)
+// / (1 + MoveMargin). False for no work left, a negative Redo or GPUs
+// that run it no faster.
 //
 // Why: a d2 job placed on T4s because no V100 was free when it started
 // keeps their pace to the end (every step waits for the slowest GPU,
@@ -58,14 +66,14 @@ type MoveRequest struct {
 // requeued and resumes from its checkpoint, bit-identical, on the faster
 // nodes (BENCHMARKS.md, issue 17, E40).
 func MoveToFaster(q MoveRequest) bool {
-	if q.Work <= 0 || q.Cost < 0 || math.IsNaN(q.Cost) {
+	if q.Work <= 0 || q.Cost < 0 || math.IsNaN(q.Cost) || !(q.Redo >= 0) {
 		return false
 	}
 	left := RunTime(q.Model, q.Now, q.Work)
 	if left < MoveAmongLongest*q.Longest {
 		return false
 	}
-	after := q.Cost + RunTime(q.Model, q.To, q.Work)
+	after := q.Cost + RunTime(q.Model, q.To, q.Work+q.Redo)
 	return !math.IsInf(after, 1) && after*(1+MoveMargin) < left
 }
 

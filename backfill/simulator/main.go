@@ -84,6 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	keepOff := fs.Bool("keep-off-pinned", daemon.KeepOffPinned, "elastic policies: keep a queued job that may run on several GPU types off the types that pinned jobs queued ahead of it need, while its other types hold it and serve it at least 0.75 as fast and it would still run when the first of them could start there, for at most its run time, as easyscale-backfilld does by default (keep_off_pinned); =false: never")
 	shed := fs.Bool("shed-slow-nodes", daemon.ShedSlowNodes, "elastic policies: right after a d2 elastic job starts on a mix of GPU types, release the nodes that add nothing to its throughput, whose GPUs the best placement of its logical workers leaves idle (paying one rescale), as easyscale-backfilld does by default on Slurm 22.05 (shed_slow_nodes); =false: never")
 	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a d2 job with among the longest times left onto GPUs of a faster type, idle or lent to extra jobs, that no queued job may use when its time left there plus --move-cost, times 1.1, is below its time left now (a job that grew weighed at the GPUs it holds with its extra jobs when the faster GPUs hold that many; it restarts on its own count), as easyscale-backfilld does by default (move_to_faster); =false: never")
+	moveAfresh := fs.Bool("move-one-type-afresh", false, "elastic policies, with --move-to-faster: also move a d1 job that names no GPU type onto one faster type, where it starts over from step 0 (its work so far counts against the move); easyscale-backfilld does not do this (BENCHMARKS.md E59)")
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
 	admitHorizon := fs.String("admit-horizon", daemon.Admit.Horizon, "elastic policies with --objective: how shrink-to-admit counts a donor's end against the horizon: returned (it gets its GPUs back when the admitted job's run ends), kept (it runs to its end on the smaller allocation, the count used before 5 December 2026) or contested (kept for the longest running job on GPU types that another queued job besides the admitted one may use, returned for the others); easyscale-backfilld: [admit] horizon, default returned")
@@ -129,6 +130,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.WeighCriticalDelay = *weigh
 	cfg.KeepOffPinned = *keepOff
 	cfg.MoveToFaster = *move
+	cfg.MoveOneTypeAfresh = *moveAfresh
 	cfg.DrainHorizon = *drain
 	switch *admitHorizon {
 	case config.AdmitHorizonContested, config.AdmitHorizonReturned, config.AdmitHorizonKept:

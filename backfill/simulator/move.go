@@ -26,7 +26,8 @@ import (
 // requeue delay, the restart from its checkpoint). A job that grew onto
 // extra jobs was skipped until BENCHMARKS.md E54: a long d2 job on T4s
 // that had grown by an extra job or two kept their pace to the end with
-// every V100 idle.
+// every V100 idle. With Config.MoveOneTypeAfresh a d1 job that names no
+// type moves too, onto one faster type, and starts over there (E59).
 func (s *sim) moveToFaster() {
 	if !s.cfg.MoveToFaster || !s.objective() {
 		return
@@ -43,7 +44,8 @@ func (s *sim) moveToFaster() {
 	var top *run
 	longest, second := 0.0, 0.0
 	for _, r := range slices.Clone(s.running) {
-		if !r.d2 || r.rigid || len(r.base) == 0 {
+		afresh := !r.d2 && s.cfg.MoveOneTypeAfresh && len(r.rule.Types) == 0
+		if (!r.d2 && !afresh) || r.rigid || len(r.base) == 0 {
 			continue
 		}
 		faster := s.fasterTypes(r)
@@ -58,7 +60,7 @@ func (s *sim) moveToFaster() {
 				}
 			}
 		}
-		a := s.cluster.Fit(avail, baseGPUs(r), planner.FitRule{Types: faster})
+		a := s.cluster.Fit(avail, baseGPUs(r), planner.FitRule{Types: faster, OneType: afresh})
 		if a == nil {
 			continue
 		}
@@ -74,7 +76,7 @@ func (s *sim) moveToFaster() {
 		// pending job may start on): it restarts on its base count there
 		// and grows onto the rest (BENCHMARKS.md E55).
 		to := a
-		if held := min(baseGPUs(r)+extraGPUs(r), r.max); held > baseGPUs(r) {
+		if held := min(baseGPUs(r)+extraGPUs(r), r.max); held > baseGPUs(r) && !afresh {
 			if w := s.cluster.Fit(avail, held, planner.FitRule{Types: faster}); w != nil && !wanted.wants(s, w) {
 				to = w
 			}
@@ -95,8 +97,14 @@ func (s *sim) moveToFaster() {
 		if r == top {
 			q.Longest = second
 		}
+		if afresh {
+			q.Redo = float64(r.j.Duration) - r.rem
+		}
 		if !planner.MoveToFaster(q) {
 			continue
+		}
+		if afresh { // it starts over on the one type it moves to
+			r.rem, r.gpuTypes = float64(r.j.Duration), []string{s.nodes[a[0].Node].typ}
 		}
 		for len(r.extras) > 0 {
 			s.endExtra(r.extras[0])

@@ -82,3 +82,43 @@ func TestMoveToFasterMovesAJobThatGrewOntoExtraJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveOneTypeAfreshMovesAD1JobThatNamesNoType: as in
+// TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle, but B is d1
+// and names no GPU type. A d1 job never moves by default (its checkpoint's
+// bits are the T4s'); with Config.MoveOneTypeAfresh it moves to the V100s
+// when A ends and starts over there, redoing the 290 s it ran (E59). A
+// d1 job pinned to its type never moves, and one far along stays: starting
+// over would end it later.
+func TestMoveOneTypeAfreshMovesAD1JobThatNamesNoType(t *testing.T) {
+	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+	run := func(csv string, afresh bool) (map[string]JobRecord, int) {
+		cfg := twoTypes(4, 4, 4, 1/3.1)
+		cfg.MoveOneTypeAfresh = afresh
+		recs, res := runTable(t, head+csv, cfg)
+		return recs, res.Moves
+	}
+	const ab = "A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,4,1,4,d1\n"
+	off, movesOff := run(ab, false)
+	on, movesOn := run(ab, true)
+	if movesOff != 0 || movesOn != 1 {
+		t.Fatalf("%d moves without the option and %d with it; want 0 and 1", movesOff, movesOn)
+	}
+	// Moved at 300 s, 150 s to move, then all 10,000 s of its work on the
+	// V100s: 10,450 s (10,356 s had it kept the 94 s of V100 work it did).
+	if b := on["B"]; b.StartTypes != "t4" || b.Rescales != 1 || b.End < 10440 || b.End > 10470 || off["B"].End < 30000 {
+		t.Fatalf("B started on %q, rescaled %d times, ended at %d s (%d s without the option): want a start on the T4s, one move and an end at about 10,450 s (31,000 s without)",
+			b.StartTypes, b.Rescales, b.End, off["B"].End)
+	}
+	for _, tc := range []struct{ name, csv string }{
+		{"a d1 job pinned to its type stays", "A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,t4,,1,4,1,4,d1\n"},
+		{"a d1 job far along stays: starting over ends it later", "A,0,20000,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,4,1,4,d1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, moves := run(tc.csv, true)
+			if moves != 0 || recs["B"].Rescales != 0 {
+				t.Fatalf("%d moves, B rescaled %d times; want none", moves, recs["B"].Rescales)
+			}
+		})
+	}
+}

@@ -17,16 +17,18 @@ type Settings struct {
 	// AdmitHorizon is "contested", "returned" or "kept"
 	// (Config.AdmitHorizon); it applies with Objective and ShrinkToAdmit
 	// only.
-	AdmitHorizon    string  `json:"admit_horizon"`
-	Objective       bool    `json:"objective"`
-	StartSmall      string  `json:"start_small"`
-	WeighStartSmall bool    `json:"weigh_start_small"`
-	KeepOffPinned   bool    `json:"keep_off_pinned"`
-	ShedSlowNodes   bool    `json:"shed_slow_nodes"`
-	MoveToFaster    bool    `json:"move_to_faster"`
-	MoveCost        float64 `json:"move_cost_s"`
-	DrainHorizon    bool    `json:"drain_horizon"`
-	RescaleCost     float64 `json:"rescale_cost_s"`
+	AdmitHorizon    string `json:"admit_horizon"`
+	Objective       bool   `json:"objective"`
+	StartSmall      string `json:"start_small"`
+	WeighStartSmall bool   `json:"weigh_start_small"`
+	KeepOffPinned   bool   `json:"keep_off_pinned"`
+	ShedSlowNodes   bool   `json:"shed_slow_nodes"`
+	MoveToFaster    bool   `json:"move_to_faster"`
+	// MoveOneTypeAfresh is Config.MoveOneTypeAfresh; left out when false.
+	MoveOneTypeAfresh bool    `json:"move_one_type_afresh,omitempty"`
+	MoveCost          float64 `json:"move_cost_s"`
+	DrainHorizon      bool    `json:"drain_horizon"`
+	RescaleCost       float64 `json:"rescale_cost_s"`
 }
 
 // settingsOf is cfg's Settings, nil under the rigid policy (none apply).
@@ -41,13 +43,13 @@ func settingsOf(cfg Config) *Settings {
 	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon,
 		Objective: cfg.Objective, StartSmall: cfg.StartSmall.String(), WeighStartSmall: cfg.WeighCriticalDelay,
 		KeepOffPinned: cfg.KeepOffPinned, ShedSlowNodes: cfg.ShedSlowNodes, MoveToFaster: cfg.MoveToFaster,
-		MoveCost: cfg.MoveCost, DrainHorizon: cfg.DrainHorizon, RescaleCost: cfg.RescaleCost}
+		MoveOneTypeAfresh: cfg.MoveOneTypeAfresh, MoveCost: cfg.MoveCost, DrainHorizon: cfg.DrainHorizon, RescaleCost: cfg.RescaleCost}
 }
 
 // elasticFlags are easyscale-simulate's flags that only elastic policies
 // read.
 var elasticFlags = []string{"admit-max-loss", "shrink-to-admit", "start-small", "objective", "weigh-start-small",
-	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-cost", "drain-horizon", "admit-horizon", "rescale-cost"}
+	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-one-type-afresh", "move-cost", "drain-horizon", "admit-horizon", "rescale-cost"}
 
 // idleFlagsWarning names the flags given (changed reports whether a flag
 // was) that do nothing under cfg, "" when none: the elastic flags under

@@ -162,6 +162,14 @@ type Config struct {
 	// sooner by planner.MoveToFaster (move.go): the daemon requeues such a
 	// job, which resumes from its checkpoint on the faster nodes.
 	MoveToFaster bool
+	// MoveOneTypeAfresh, with MoveToFaster, also moves a running one-type
+	// (d1) elastic job that names no GPU type to a faster type, where it
+	// starts over from step 0 (planner.MoveRequest.Redo: the work done so
+	// far is done again). Off by default: the daemon does not do this, and
+	// the torch runtime refuses to resume a checkpoint written on other
+	// numerics (torchengine.ResumeError) where it would have to start over
+	// (BENCHMARKS.md, issue 17, E59).
+	MoveOneTypeAfresh bool
 	// MoveCost is the seconds a move costs the job (MoveToFaster); 0:
 	// planner.DefaultMoveCost.
 	MoveCost float64

@@ -60,11 +60,14 @@ func jobHash(id, salt string) float64 {
 // each job gets its own speeds (speedProfiles); a d1Share of the jobs
 // (by hash) are d1 and pinned to one GPU type (chosen by hash in
 // proportion to the type's GPUs, among the types that can hold the job),
-// the rest d2 and untyped. paperRange gives EasyScale's job range
+// the rest d2 and untyped ($EASYSCALE_HETERO_UNPINNED=1: the d1 jobs name
+// no type either, and may start on any one type, as the jobs of a trace
+// without the optional columns do; BENCHMARKS.md E58). paperRange gives EasyScale's job range
 // (logical workers = requested GPUs, minimum 1: a job may shrink to one
 // GPU and grow back to its request); otherwise the trace defaults
 // (ceil(R/2) to 2R GPUs, 2R logical workers).
 func heteroJobs(base []trace.Job, groups []simulator.GPUGroup, d1Share float64, paperRange bool) []trace.Job {
+	unpinned := os.Getenv("EASYSCALE_HETERO_UNPINNED") == "1"
 	total := 0
 	for _, g := range groups {
 		total += g.Count
@@ -78,6 +81,8 @@ func heteroJobs(base []trace.Job, groups []simulator.GPUGroup, d1Share float64, 
 		j.GPUType, j.Determinism = "", "d2"
 		if jobHash(j.ID, "d1") < d1Share {
 			j.Determinism = "d1"
+		}
+		if j.Determinism == "d1" && !unpinned {
 			fit := 0
 			for _, g := range groups {
 				if g.Count >= j.GPUs {
@@ -185,6 +190,8 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		if v := os.Getenv("EASYSCALE_HETERO_MOVE"); v != "" {
 			d.MoveToFaster = v == "1"
 		}
+		// a d1 job that names no type moved to a faster one, starting over (E59)
+		d.MoveOneTypeAfresh = os.Getenv("EASYSCALE_HETERO_MOVE_D1") == "1"
 		// the horizon raised to the work bound (drain_horizon, E41)
 		if v := os.Getenv("EASYSCALE_HETERO_DRAIN"); v != "" {
 			d.DrainHorizon = v == "1"
@@ -249,7 +256,9 @@ func heteroRescaleCost() float64 {
 // and pinned types anew (jobHash). $EASYSCALE_HETERO_NOADMIT=1 turns the
 // elastic runs' shrink-to-admit off, $EASYSCALE_HETERO_NOSMALL=1 their
 // start-small, $EASYSCALE_HETERO_GAPONLY=1 both (gap filling alone:
-// BENCHMARKS.md, E33).
+// BENCHMARKS.md, E33). $EASYSCALE_HETERO_UNPINNED=1 leaves the d1 jobs
+// untyped (heteroJobs; E58), $EASYSCALE_HETERO_MOVE_D1=1 runs elastic
+// with simulator.Config.MoveOneTypeAfresh (E59).
 func heteroSuite() ([]figure, error) {
 	cases, err := heteroCases()
 	if err != nil {
