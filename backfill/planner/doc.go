@@ -219,7 +219,9 @@
 // idle GPUs of a faster type that no queued job may use when that ends it
 // at least [MoveMargin] sooner after the move's cost; the daemon's
 // move_to_faster, `scontrol requeue` and an ExcNodeList= update while it
-// waits), and one it cannot apply as the simulator does
+// waits; with Config.MoveOneTypeAfresh, a simulator option only, also a
+// d1 job that names no type, which starts over: [MoveRequest].Redo), and
+// one it cannot apply as the simulator does
 // (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
 // when Slurm would start it on a mix with slower types and waiting for
 // faster ones ends it sooner; Slurm starts a job that fits before the
