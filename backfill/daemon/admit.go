@@ -175,7 +175,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 // --nodelist) and the nodes other pending jobs' reservations name (resv,
 // reservations). Refused says why the daemon cannot act for it.
 func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) planner.NodeAdmitQueued {
-	out := planner.NodeAdmitQueued{ID: q.ID, User: q.User}
+	out := planner.NodeAdmitQueued{ID: q.ID, User: v.ownerKey(q)}
 	req, readable := readQueued(q)
 	if !readable {
 		out.Refused = "request or time limit not readable"
@@ -212,7 +212,7 @@ func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
 			continue
 		}
 		if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
-			out = append(out, planner.JobLeft{User: j.User, Left: end.Sub(v.Now)})
+			out = append(out, planner.JobLeft{User: v.ownerKey(j), Left: end.Sub(v.Now)})
 		}
 	}
 	return out
@@ -225,7 +225,7 @@ func (d *Daemon) othersLeft(v *View) []planner.JobLeft {
 // store) and progress report.
 func (d *Daemon) admitDonor(v *View, e *ElasticJob, records []backfillstore.AdmitShrink) planner.NodeAdmitDonor {
 	out := planner.NodeAdmitDonor{ID: e.Job.ID, Facts: d.donorFacts(v, e), MinNodes: e.Request.MinNodes,
-		OrigNodes: origNodes(records, e.Job, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: e.Job.User}
+		OrigNodes: origNodes(records, e.Job, len(e.Base)), Cap: limitCap(v, e.Job.Partition), User: v.ownerKey(e.Job)}
 	for _, b := range e.Base {
 		out.Nodes = append(out.Nodes, planner.NodeGPUs{Node: b.Node, GPUs: b.GPUs})
 	}

@@ -640,7 +640,11 @@
 // recorded id Slurm lists under another uid is not the daemon's (the id was
 // reused, also when both print as "nobody"): its record ends, the job is
 // left alone. One listed under the owner's uid is the daemon's whatever
-// name is printed, and is handled as above. A record written before
+// name is printed, and is handled as above. Per-user sums and rules (the
+// per-user cap, other daemons' lends, the horizon of other users' work)
+// key an owner by the printed name where it gives UserId and by the uid
+// where it is a stand-in (View.ownerKey), so 22.05's "nobody" does not
+// make several users one. A record written before
 // version 10 has no uid and is compared by name: listed under a stand-in
 // where a name was recorded, the job is neither taken for another user's
 // nor acted on; its record, and a start-small or an unfinished

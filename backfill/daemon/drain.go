@@ -77,7 +77,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 			}
 			for _, b := range e.Base {
 				if sp, ok := managed[b.Node]; ok {
-					dr.Add(j.User, float64(b.GPUs)*left.Seconds()*sp)
+					dr.Add(v.ownerKey(j), float64(b.GPUs)*left.Seconds()*sp)
 				}
 			}
 			continue
@@ -91,7 +91,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 		perNode := float64(gpus) / float64(len(nodes))
 		for _, n := range nodes {
 			if sp, ok := managed[n]; ok {
-				dr.Add(j.User, perNode*end.Sub(v.Now).Seconds()*sp)
+				dr.Add(v.ownerKey(j), perNode*end.Sub(v.Now).Seconds()*sp)
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (d *Daemon) readDrain(v *View) *planner.Drain {
 		if q.gpuType != "" {
 			sp = speed(q.gpuType)
 		}
-		dr.Add(j.User, float64(q.nodes*q.perNode)*q.limit.Seconds()*sp)
+		dr.Add(v.ownerKey(j), float64(q.nodes*q.perNode)*q.limit.Seconds()*sp)
 	}
 	return dr
 }

@@ -22,6 +22,22 @@ func (v *View) recordUID(name, uid string) string {
 	return v.ownerUID(name)
 }
 
+// ownerKey is the key per-user sums and the planner's per-user rules
+// (the per-user cap, fair shares, the horizon of other users' work) use
+// for listed job j's owner: the name squeue printed when the name service
+// gives it j's uid (the usual case, so keys read as user names), else
+// "uid:" and the uid. During a name-service outage Slurm prints stand-ins
+// (24.11 the uid, 22.05 "nobody" for every uid it cannot resolve): keyed
+// by the printed name, 22.05 would lump every such user, and the real
+// nobody, into one. A name cannot hold ':' in the password database, so
+// no name is taken for another user's key.
+func (v *View) ownerKey(j slurmcli.Job) string {
+	if j.UID == "" || v.ownerUID(j.User) == j.UID {
+		return j.User
+	}
+	return "uid:" + j.UID
+}
+
 // ownerMatch is how a listed job's owner compares with a record's
 // (compareOwner).
 type ownerMatch int

@@ -91,7 +91,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 		}
 		return r
 	}
-	r.User = e.User
+	r.User = v.ownerKey(e.Job)
 	baseGPUs := 0
 	var types []string
 	for _, a := range e.Base {

@@ -358,7 +358,7 @@ func (d *Daemon) reconcileUnknown(ctx context.Context, v *View, id string, runni
 		return nil
 	}
 	if e := v.Elastic[x.Parent]; e != nil && sameOwner(e.Job, x.Job) {
-		rc.otherLent[e.User] += x.GPUs
+		rc.otherLent[v.ownerKey(e.Job)] += x.GPUs
 	} else {
 		rc.foreign = append(rc.foreign, x.Job)
 	}

@@ -78,7 +78,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 			whys = append(whys, fmt.Sprintf("%s and the jobs behind it: %d jobs were asked this cycle (start_small's bound per cycle)", who, asks))
 			break
 		}
-		horizon := max(planner.HorizonFor(q.User, running), time.Duration(drain.Bound(q.User)*float64(time.Second)))
+		horizon := max(planner.HorizonFor(v.ownerKey(q), running), time.Duration(drain.Bound(v.ownerKey(q))*float64(time.Second)))
 		asked, s, ok, why := d.startSmallOne(v, live, q, who, horizon, resv, weigh)
 		if asked != nil {
 			in = asked
@@ -227,7 +227,7 @@ func (d *Daemon) runningLeft(v *View, records []backfillstore.AdmitShrink) []pla
 			raised = limitRaised(records, e.Job, limit)
 		}
 		if left, ok := d.elasticLeft(v, e, raised); ok {
-			out = append(out, planner.JobLeft{User: e.Job.User, Left: left})
+			out = append(out, planner.JobLeft{User: v.ownerKey(e.Job), Left: left})
 		}
 	}
 	return out
