@@ -527,15 +527,20 @@ func (e *Engine) Restore(ck *statedb.Checkpoint) error {
 	if len(ck.Contexts) != n {
 		return fmt.Errorf("checkpoint of step %d holds %d logical-worker contexts, the job has %d", ck.Step, len(ck.Contexts), n)
 	}
-	recorded, err := checkResume(ck.Meta, ck.Step, *e.local.ref)
+	check, err := checkResume(ck.Meta, ck.Step, *e.local.ref)
 	if err != nil {
 		return err
 	}
-	if !recorded {
+	switch {
+	case !check.Recorded:
 		e.log.Warn("the checkpoint holds no record of the numerics it was computed with (written by an easyscale before "+
 			"such records): resuming without comparing them with this run's; make sure this run's torch, CPU or GPU model "+
 			"and pinned environment variables are those the job ran with, or its bits will differ from its fixed run",
 			"step", ck.Step, "checkpoint", ck.Path)
+	case len(check.Unrecorded) > 0:
+		e.log.Warn("the checkpoint's numerics record lacks settings this run records (written by an older easyscale): "+
+			"resuming without comparing them; make sure they are as the job ran with, or its bits will differ from its fixed run",
+			"step", ck.Step, "checkpoint", ck.Path, "settings", strings.Join(check.Unrecorded, ","))
 	}
 	contexts := make(map[int][]byte, n)
 	for _, c := range ck.Contexts {

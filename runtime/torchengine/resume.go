@@ -3,6 +3,7 @@ package torchengine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -37,25 +38,45 @@ func (e *ResumeError) Error() string {
 // canaryOnly is what a differing canary with no differing setting means.
 const canaryOnly = " (no recorded setting differs: another CPU or GPU model, or another BLAS or oneDNN build)"
 
+// resumeCheck is what checkResume compared: Recorded is false for a
+// checkpoint without a record (written before records were kept, or an
+// empty one), which is not compared at all; Unrecorded lists the settings
+// this run records that the record lacks (sorted; "canary digest" when it
+// has none), which are not compared. The caller warns about both: a
+// setting not compared may differ.
+type resumeCheck struct {
+	Recorded   bool
+	Unrecorded []string
+}
+
 // checkResume compares the numerics a checkpoint of step recorded (meta's
 // NumericsMeta) with this run's first process's: versions, the fingerprint
 // settings both record (a release that records more settings still
-// resumes a checkpoint of one that recorded fewer) and the canary. It
-// returns recorded false, and no error, for a checkpoint without a record
-// (written before records were kept, or an empty one): the caller warns
-// that it is not compared. It returns a *ResumeError when they differ, and
-// an error naming the key when the record does not read.
-func checkResume(meta map[string]string, step int64, this Loaded) (recorded bool, err error) {
+// resumes a checkpoint of one that recorded fewer: resumeCheck.Unrecorded)
+// and the canary. It returns a *ResumeError when they differ, and an error
+// naming the key when the record does not read.
+func checkResume(meta map[string]string, step int64, this Loaded) (resumeCheck, error) {
 	text, ok := meta[NumericsMeta]
 	if !ok {
-		return false, nil
+		return resumeCheck{}, nil
 	}
 	var rec *Loaded
 	if err := json.Unmarshal([]byte(text), &rec); err != nil {
-		return false, fmt.Errorf("the checkpoint of step %d: its numerics record (metadata %s) does not read: %w", step, NumericsMeta, err)
+		return resumeCheck{}, fmt.Errorf("the checkpoint of step %d: its numerics record (metadata %s) does not read: %w", step, NumericsMeta, err)
 	}
 	if rec == nil || (rec.Versions == Versions{} && len(rec.Fingerprint) == 0 && rec.Canary == "") {
-		return false, nil
+		return resumeCheck{}, nil
+	}
+	check := resumeCheck{Recorded: true}
+	for k := range this.Fingerprint {
+		if _, ok := rec.Fingerprint[k]; !ok {
+			check.Unrecorded = append(check.Unrecorded, k)
+		}
+	}
+	slices.Sort(check.Unrecorded)
+	if rec.Canary == "" && this.Canary != "" {
+		check.Unrecorded = append(check.Unrecorded, "canary digest")
+		rec.Canary = this.Canary // not compared
 	}
 	var diffs []string
 	if rec.Torch != this.Torch {
@@ -79,7 +100,7 @@ func checkResume(meta map[string]string, step int64, this Loaded) (recorded bool
 		diffs = append(diffs, d.String("checkpoint", "this run"))
 	}
 	if diffs != nil {
-		return true, &ResumeError{Step: step, Differences: diffs}
+		return check, &ResumeError{Step: step, Differences: diffs}
 	}
-	return true, nil
+	return check, nil
 }

@@ -31,13 +31,15 @@ PINNED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATE
               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "CUBLAS_WORKSPACE_CONFIG")
 
 #: The CPU features whose presence changes which kernels ATen, oneDNN and OpenBLAS dispatch to (x86-64
-#: flags and arm64 features as /proc/cpuinfo names them). oneDNN runs a convolution with AVX-512 kernels
+#: flags and arm64 features as /proc/cpuinfo names them; oneDNN's ISA levels up to avx512_core_amx_fp16
+#: and avx2_vnni_2). oneDNN runs a convolution with AVX-512 kernels
 #: where the CPU has them and AVX2 ones where not, with other bits (a tester's finding: torch 1.13's
 #: cpu_capability reads AVX2 on both, and the canary's convolution gave the same bits), so a CPU job's
 #: fingerprint names the features its CPU has (:func:`cpu_isa`).
-ISA_FEATURES = ("sse4_1", "sse4_2", "avx", "f16c", "fma", "avx2", "avx_vnni", "avx512f", "avx512cd", "avx512bw",
-                "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-                "amx_int8", "asimd", "asimddp", "asimdhp", "bf16", "i8mm", "sve", "sve2")
+ISA_FEATURES = ("sse4_1", "sse4_2", "avx", "f16c", "fma", "avx2", "avx_vnni", "avx_vnni_int8", "avx_ne_convert",
+                "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+                "amx_tile", "amx_bf16", "amx_int8", "amx_fp16", "asimd", "asimddp", "asimdhp", "bf16", "i8mm", "sve",
+                "sve2")
 
 
 def cpu_isa(cpuinfo: str | None = None) -> str:
