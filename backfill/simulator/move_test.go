@@ -10,13 +10,24 @@ import "testing"
 // rescale, planner.DefaultMoveCost) and ends about 20,000 s sooner. A
 // job queued for the V100s keeps them (C), and a job whose move would
 // not pay stays (D: 100 s of work left on the T4s' pace).
+// moveTableHead is the trace columns of the move tests' tables.
+const moveTableHead = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+
+// runOnV100AndT4 runs the jobs of csv (rows under moveTableHead) on one
+// V100 node and one T4 node of 4 GPUs each, a T4 at 1 / 3.1 of a V100,
+// with the daemon's defaults changed by set; it returns the per-job
+// records and the moves made.
+func runOnV100AndT4(t *testing.T, csv string, set func(*Config)) (map[string]JobRecord, int) {
+	t.Helper()
+	cfg := twoTypes(4, 4, 4, 1/3.1)
+	set(&cfg)
+	recs, res := runTable(t, moveTableHead+csv, cfg)
+	return recs, res.Moves
+}
+
 func TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle(t *testing.T) {
-	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, move bool) (map[string]JobRecord, int) {
-		cfg := twoTypes(4, 4, 4, 1/3.1)
-		cfg.MoveToFaster = move
-		recs, res := runTable(t, head+csv, cfg)
-		return recs, res.Moves
+		return runOnV100AndT4(t, csv, func(c *Config) { c.MoveToFaster = move })
 	}
 	const ab = "A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,4,1,4,d2\n"
 	off, movesOff := run(ab, false)
@@ -56,7 +67,7 @@ func TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle(t *testing.T) {
 //     alone, it moved only once its extra job had ended (12,802 s; not
 //     moved, 17,256 s).
 func TestMoveToFasterMovesAJobThatGrewOntoExtraJobs(t *testing.T) {
-	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
+	const head = moveTableHead
 	for _, tc := range []struct {
 		name            string
 		v100            int
@@ -91,12 +102,8 @@ func TestMoveToFasterMovesAJobThatGrewOntoExtraJobs(t *testing.T) {
 // d1 job pinned to its type never moves, and one far along stays: starting
 // over would end it later.
 func TestMoveOneTypeAfreshMovesAD1JobThatNamesNoType(t *testing.T) {
-	const head = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,logical_workers,min_gpus,max_gpus,determinism\n"
 	run := func(csv string, afresh bool) (map[string]JobRecord, int) {
-		cfg := twoTypes(4, 4, 4, 1/3.1)
-		cfg.MoveOneTypeAfresh = afresh
-		recs, res := runTable(t, head+csv, cfg)
-		return recs, res.Moves
+		return runOnV100AndT4(t, csv, func(c *Config) { c.MoveOneTypeAfresh = afresh })
 	}
 	const ab = "A,0,300,4,v100,,1,4,4,4,d1\nB,10,10000,4,,,1,4,1,4,d1\n"
 	off, movesOff := run(ab, false)
