@@ -54,7 +54,8 @@ var elasticFlags = []string{"admit-max-loss", "shrink-to-admit", "start-small", 
 // idleFlagsWarning names the flags given (changed reports whether a flag
 // was) that do nothing under cfg, "" when none: the elastic flags under
 // the rigid policy, --admit-horizon without --objective or without
-// --shrink-to-admit. A warning, not an error: one command line is often
+// --shrink-to-admit, --move-one-type-afresh without --move-to-faster or
+// --objective. A warning, not an error: one command line is often
 // run under several policies.
 func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
 	var idle []string
@@ -75,6 +76,9 @@ func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
 	}
 	if changed("admit-horizon") && !(cfg.Objective && cfg.ShrinkToAdmit) {
 		return "--admit-horizon does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"
+	}
+	if cfg.MoveOneTypeAfresh && !(cfg.MoveToFaster && cfg.Objective) {
+		return "--move-one-type-afresh does nothing with --move-to-faster=false or --objective=false: it widens the moves to faster GPUs to d1 jobs"
 	}
 	return ""
 }

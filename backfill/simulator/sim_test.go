@@ -273,6 +273,8 @@ func TestMainCLI(t *testing.T) {
 			"warning: --admit-horizon does nothing with --objective=false or --shrink-to-admit=false"},
 		{"--admit-horizon without shrink-to-admit is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--shrink-to-admit=false", "--admit-horizon", "returned"}, 0,
 			"warning: --admit-horizon does nothing"},
+		{"--move-one-type-afresh without moves is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--move-to-faster=false", "--move-one-type-afresh"}, 0,
+			"warning: --move-one-type-afresh does nothing with --move-to-faster=false"},
 		{"a stray argument is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "extra"}, 2, "unexpected argument \"extra\""},
 		{"a missing --policy is called required", []string{"--trace", tr, "--gpus", "v100:8", "--json", "-"}, 2, "--policy is required"},
 		{"a GPU count past int64 is refused with the limit", []string{"--trace", tr, "--gpus", "v100:90000000000000000000", "--policy", "rigid", "--json", "-"}, 2, "--gpus: \"v100:90000000000000000000\": at most 1000000 GPUs per type"},
