@@ -36,6 +36,8 @@ func TestRunRefusesFlagValuesThatWouldMeanSomethingElse(t *testing.T) {
 		{"an empty --kill-at injects nothing", append(base, "--procs", "--kill-at", ""), "", []string{"--kill-at is empty", "leave the flag out"}},
 		{"an empty --term-at injects nothing", append(base, "--procs", "--term-at="), "", []string{"--term-at is empty", "leave the flag out"}},
 		{"a malformed --term-at", append(base, "--procs", "--term-at", "1"), "", []string{"--term-at \"1\"", "STEP:RANK"}},
+		{"an unknown --on-other-numerics", append(base, "--on-other-numerics", "restart"), "",
+			[]string{`--on-other-numerics "restart"`, "want refuse", "or start-over"}},
 		{"a malformed slow-step fault", base, "soon", []string{"EASYSCALE_FAULT_SLOW_STEP", "STEP:DURATION"}},
 		{"a negative --threads of a worker", append(worker, "--threads", "-4"), "", []string{"--threads -4", "positive number of cores"}},
 		{"a negative --leave-grace", append(worker, "--leave-grace", "-1s"), "", []string{"--leave-grace -1s", "between 0s and 1h"}},
@@ -56,5 +58,16 @@ func TestRunRefusesFlagValuesThatWouldMeanSomethingElse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunNamesTheEnvironmentTwinOfABadOnOtherNumerics: a bad value from
+// EASYSCALE_ON_OTHER_NUMERICS is named as coming from there.
+func TestRunNamesTheEnvironmentTwinOfABadOnOtherNumerics(t *testing.T) {
+	t.Setenv("EASYSCALE_ON_OTHER_NUMERICS", "start_over")
+	job := filepath.Join("..", "..", "tests", "e2e", "testdata", "mnist-small.toml")
+	code, _, stderr := run("run", "--config", job, "--steps", "1", "--no-eval", "--quiet")
+	if code != 2 || !strings.Contains(stderr, `EASYSCALE_ON_OTHER_NUMERICS "start_over"`) || !strings.Contains(stderr, "start-over") {
+		t.Fatalf("exit %d, stderr %q: want 2 naming EASYSCALE_ON_OTHER_NUMERICS and the values it takes", code, stderr)
 	}
 }

@@ -111,6 +111,7 @@ func runCmd(args []string, env Env) (code int) {
 type runFlags struct {
 	config, workers, state, summary, listen, killAt, termAt string
 	taskLog                                                 string
+	onOtherNumerics                                         string // refuse | start-over
 	steps                                                   int64
 	stepsEnvErr                                             error // EASYSCALE_STEPS is not a count
 	seed                                                    uint64
@@ -143,6 +144,8 @@ func runFlagSet(env Env) (*pflag.FlagSet, *runFlags) {
 	fs.StringVar(&f.killAt, "kill-at", "", "fault injection: STEP:RANK[,...] SIGKILL that worker process mid-step once STEP steps are done, so in step STEP+1 as the ledger counts (a native job needs --procs; a torch job's workers are processes already)")
 	fs.StringVar(&f.termAt, "term-at", "", "fault injection: STEP:RANK[,...] SIGTERM that worker process (a native job needs --procs; a torch job's workers are processes already)")
 	fs.StringVar(&f.taskLog, "task-log", os.Getenv("EASYSCALE_TASK_LOG"), "as a Slurm task: also write the log to DIR/easyscale-JOBID.RANK.NODE.log on the task's node, with its exit status (its stderr goes through srun, which dies with the job's first node) (env EASYSCALE_TASK_LOG)")
+	fs.StringVar(&f.onOtherNumerics, "on-other-numerics", envOr("EASYSCALE_ON_OTHER_NUMERICS", onOtherNumericsRefuse),
+		"torch jobs resumed from a checkpoint computed with other numerics (another GPU type, CPU ISA or torch release): refuse (fail, the state untouched) or start-over (from step 0, bit-identical to a fixed run here; the state so far is kept under the state directory's superseded/) (env EASYSCALE_ON_OTHER_NUMERICS)")
 	fs.BoolVar(&f.allowNFS, "allow-network-fs", false, "allow a --state directory on NFS/Lustre/GPFS (SQLite is unsafe there; use a node-local disk)")
 	fs.DurationVar(&f.hbTimeout, "heartbeat-timeout", 5*time.Second, "a worker silent this long is declared lost")
 	f.log.register(fs)
@@ -199,6 +202,9 @@ func (f *runFlags) job(fs *pflag.FlagSet) (*runJob, error) {
 		return nil, badRun(f.stepsEnvErr)
 	}
 	if err := checkRunFlags(fs, f.workers, f.threads, f.steps); err != nil {
+		return nil, badRun(err)
+	}
+	if err := checkOnOtherNumerics(fs, f.onOtherNumerics); err != nil {
 		return nil, badRun(err)
 	}
 	if f.summary != "" {
@@ -279,7 +285,8 @@ func (j *runJob) catchSignals() (ctx context.Context, caught *atomic.Int32, stop
 func (j *runJob) setup(ctx context.Context, env Env) (opts trainer.Options, finish func(*trainer.Summary), err error) {
 	f := j.f
 	opts = trainer.Options{Spec: j.spec, Workload: j.wl, Schedule: j.sched, StopAfter: f.steps, StateDir: f.state,
-		Threads: f.threads, SkipEval: f.noEval, Logger: j.log, AllowNetworkFS: f.allowNFS}
+		Threads: f.threads, SkipEval: f.noEval, Logger: j.log, AllowNetworkFS: f.allowNFS,
+		StartOverOnOtherNumerics: f.onOtherNumerics == onOtherNumericsStartOver}
 	if j.torch {
 		if err := j.setupTorch(ctx, env, &opts); err != nil {
 			return opts, nil, err

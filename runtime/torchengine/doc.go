@@ -41,7 +41,12 @@
 // processes that compute other bits is refused naming each difference
 // (resume.go: a job requeued onto a node with another CPU ISA dispatch,
 // GPU model or torch release resumed silently before, and ended with
-// other bits than its fixed run).
+// other bits than its fixed run). The error matches
+// trainer.ErrOtherNumerics: with `easyscale run
+// --on-other-numerics=start-over` the job starts over from step 0 instead
+// (its result is then a fixed run's in the new environment) and the
+// superseded state is kept under the state directory's superseded/
+// (statedb.DB.StartOver).
 //
 // Start-up: the processes of a run's first allocation start at once
 // (Options.Workers: New prestarts them all and waits only for the first,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 )
 
 // NumericsMeta is the checkpoint metadata key under which the Python
@@ -28,10 +30,16 @@ type ResumeError struct {
 	Differences []string
 }
 
+// Is makes a ResumeError match trainer.ErrOtherNumerics, which the trainer
+// acts on (a failed run, or a start-over with
+// trainer.Options.StartOverOnOtherNumerics).
+func (e *ResumeError) Is(target error) bool { return target == trainer.ErrOtherNumerics }
+
 func (e *ResumeError) Error() string {
 	return fmt.Sprintf("the checkpoint of step %d was written by workers that compute other bits than this run's (%s): "+
 		"resuming would break the job's bit-identity with its fixed run; resume where it ran before (the same torch, "+
-		"Python, CPU or GPU model and pinned environment variables), or start the job over with a new --state directory",
+		"Python, CPU or GPU model and pinned environment variables), or start the job over: with --on-other-numerics=start-over "+
+		"(the state so far is kept under the state directory's superseded/) or with a new --state directory",
 		e.Step, strings.Join(e.Differences, "; "))
 }
 

@@ -105,6 +105,13 @@ type Preparer interface {
 // without test_set): the run skips the final evaluation, without a flag.
 var ErrNoTestSet = errors.New("the job has no test set")
 
+// ErrOtherNumerics is what Engine.Restore's error matches when the
+// checkpoint was computed with other numerics than this run's (the torch
+// engine's *torchengine.ResumeError): resuming would break the job's
+// bit-identity with its fixed run. The run fails, or with
+// Options.StartOverOnOtherNumerics starts the job over from step 0.
+var ErrOtherNumerics = errors.New("the checkpoint was computed with other numerics than this run's")
+
 // SelfChecker is an Engine that checks, before the first step, that the
 // job's bits do not depend on the placement (the torch engine's
 // self-check): SelfCheck reports "passed", "skipped ..." or "" (not run)

@@ -29,6 +29,14 @@ type Options struct {
 	// AllowNetworkFS lets the state directory live on NFS, Lustre and
 	// other network filesystems, where SQLite is unsafe (refused by default).
 	AllowNetworkFS bool
+	// StartOverOnOtherNumerics makes a resume whose checkpoint was computed
+	// with other numerics than this run's (Engine.Restore returns an error
+	// matching ErrOtherNumerics: another GPU type, CPU ISA or torch release)
+	// start the job over from step 0 instead of failing; the superseded
+	// state is kept under the state directory (statedb.DB.StartOver) and
+	// the result is bit-identical to a fixed run in this environment.
+	// `easyscale run --on-other-numerics=start-over`.
+	StartOverOnOtherNumerics bool
 	// Threads is the number of cores to use in total (default GOMAXPROCS);
 	// each of P physical workers gets max(1, Threads/P).
 	Threads int
@@ -94,12 +102,16 @@ type Summary struct {
 	TestSamples    int      `json:"test_samples,omitempty"`
 	// Reallocations counts the changes of the allocation this run made
 	// (schedule, joins, leaves, lost workers); Schedule lists them.
-	Reallocations int     `json:"reallocations"`
-	RedoneSteps   int     `json:"redone_steps"`
-	ResumedFrom   int64   `json:"resumed_from"`
-	WallSeconds   float64 `json:"wall_seconds"`
-	SamplesPerSec float64 `json:"samples_per_second"`
-	Schedule      string  `json:"schedule"`
+	Reallocations int   `json:"reallocations"`
+	RedoneSteps   int   `json:"redone_steps"`
+	ResumedFrom   int64 `json:"resumed_from"`
+	// StartedOver is set when the run started the job over from step 0
+	// because its checkpoint was computed with other numerics
+	// (Options.StartOverOnOtherNumerics).
+	StartedOver   *StartedOver `json:"started_over,omitempty"`
+	WallSeconds   float64      `json:"wall_seconds"`
+	SamplesPerSec float64      `json:"samples_per_second"`
+	Schedule      string       `json:"schedule"`
 	// DigestEvery is K, the interval of the ledger's digest in steps (1:
 	// every step; the native engine always). HashedSteps counts the steps
 	// this run hashed (with K > 1 also the final and checkpoint steps).
@@ -115,4 +127,13 @@ type Summary struct {
 	// ..."), SelfCheckSeconds what it took; absent for the native engine.
 	SelfCheck        string   `json:"self_check,omitempty"`
 	SelfCheckSeconds *float64 `json:"self_check_s,omitempty"`
+}
+
+// StartedOver records a start-over: the step of the checkpoint that was
+// not resumed, why (the differing numerics), and the directory that keeps
+// the superseded state (a state directory of its own).
+type StartedOver struct {
+	FromStep   int64  `json:"from_step"`
+	Reason     string `json:"reason"`
+	Superseded string `json:"superseded"`
 }

@@ -44,6 +44,7 @@ type job struct {
 	// losing workers (recorded in its ledger row).
 	stepRedos   int
 	resumedFrom int64
+	startedOver *StartedOver
 	lastLoss    float64
 	digest      string
 	// digests decides which steps the ledger hashes; sparse is eng when it
@@ -83,7 +84,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	sum := &Summary{
 		Job: opts.Spec.Name, JobID: opts.Spec.ID(), LogicalWorkers: j.n, MicroBatch: j.b,
 		Steps: j.step, Horizon: j.horizon, Digest: j.digest, TrainLoss: j.lastLoss,
-		Reallocations: max(0, len(j.history)-1), RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, WallSeconds: wall,
+		Reallocations: max(0, len(j.history)-1), RedoneSteps: j.redone, ResumedFrom: j.resumedFrom, StartedOver: j.startedOver, WallSeconds: wall,
 		Schedule: j.history.String(),
 		Epoch:    float64(j.step) / float64(j.eng.StepsPerEpoch()), Engine: j.eng.Name(),
 		DigestEvery: max(1, j.digests.Every()), HashedSteps: j.hashed,

@@ -67,6 +67,9 @@ func (j *job) openState() error {
 		return nil
 	}
 	if err := j.eng.Restore(ck); err != nil {
+		if errors.Is(err, ErrOtherNumerics) && j.opts.StartOverOnOtherNumerics {
+			return j.startOver(ck, err)
+		}
 		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 	}
 	j.step, j.resumedFrom = ck.Step, ck.Step
@@ -74,6 +77,23 @@ func (j *job) openState() error {
 		j.lastLoss = rows[0].Loss // the loss a run that resumes at its end reports
 	}
 	j.log.Info("resumed", "step", ck.Step, "checkpoint", ck.Path)
+	return nil
+}
+
+// startOver starts the job over from step 0 because checkpoint ck was
+// computed with other numerics (why): the state so far is kept under the
+// state directory (statedb.DB.StartOver) and the engine, which refused ck
+// without loading it, begins from the job's initial state.
+func (j *job) startOver(ck *statedb.Checkpoint, why error) error {
+	superseded, err := j.db.StartOver()
+	if err != nil {
+		return fmt.Errorf("starting the job over after its checkpoint of step %d was refused (%v): %w", ck.Step, why, err)
+	}
+	j.rehashTo, j.step, j.resumedFrom = 0, 0, 0
+	j.startedOver = &StartedOver{FromStep: ck.Step, Reason: why.Error(), Superseded: superseded}
+	j.log.Warn("starting the job over from step 0 (--on-other-numerics=start-over): its checkpoint was computed with "+
+		"other numerics than this run's; the result will be bit-identical to a fixed run in this environment",
+		"step", ck.Step, "superseded", superseded, "reason", why.Error())
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -268,5 +269,48 @@ func TestTorchResumeWithOtherNumericsIsRefused(t *testing.T) {
 		t.Fatalf("resumed with the checkpoint's numerics: digest %s, fixed run %s", digest(got), ref)
 	} else if rf, _ := got.summary["resumed_from"].(float64); rf != 4 {
 		t.Fatalf("resumed_from %v, want 4", got.summary["resumed_from"])
+	}
+}
+
+// TestTorchStartsOverWhereItsCheckpointHasOtherNumerics: with
+// --on-other-numerics=start-over a job resumed where ATen dispatches to
+// other kernels (ATEN_CPU_CAPABILITY=default: a node with another CPU ISA)
+// starts over from step 0 and ends with the fixed run's digest in that
+// environment, every ledger step equal to it; the superseded state stays a
+// state directory whose steps are the old environment's fixed run's.
+func TestTorchStartsOverWhereItsCheckpointHasOtherNumerics(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	fixedOld, fixedNew, state := t.TempDir(), t.TempDir(), t.TempDir()
+	refOld := digest(mustRun(t, "run", "--config", job, "--no-eval", "--state", fixedOld))
+	args := []string{"run", "--config", job, "--no-eval", "--state", state}
+	mustRun(t, append(args, "--steps", "4")...) // checkpoint_every = 4
+	t.Setenv("ATEN_CPU_CAPABILITY", "default")
+	refNew := digest(mustRun(t, "run", "--config", job, "--no-eval", "--state", fixedNew))
+	if refNew == refOld {
+		t.Fatalf("ATEN_CPU_CAPABILITY=default gives the same digest %s: the test cannot tell a start-over from a resume", refNew)
+	}
+	got := mustRun(t, append(args, "--on-other-numerics", "start-over")...)
+	if digest(got) != refNew {
+		t.Fatalf("started over: digest %s, fixed run in this environment %s (the old one's %s)", digest(got), refNew, refOld)
+	}
+	so, _ := got.summary["started_over"].(map[string]any)
+	if so == nil || so["from_step"] != float64(4) || got.summary["resumed_from"] != float64(0) ||
+		!strings.Contains(fmt.Sprint(so["reason"]), "ATEN_CPU_CAPABILITY") {
+		t.Fatalf("summary: started_over %v, resumed_from %v; want from step 4 naming ATEN_CPU_CAPABILITY, resumed from 0",
+			so, got.summary["resumed_from"])
+	}
+	superseded, _ := so["superseded"].(string)
+	if filepath.Dir(superseded) != filepath.Join(state, "superseded") {
+		t.Fatalf("superseded state in %q, want under %s", superseded, filepath.Join(state, "superseded"))
+	}
+	if r := easy(t, "verify", state, fixedNew); r.code != 0 {
+		t.Fatalf("the new run's ledger against the fixed run here: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := easy(t, "verify", superseded, fixedOld); r.code != 0 {
+		t.Fatalf("the superseded ledger against the old environment's fixed run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := easy(t, "verify", state, fixedOld); r.code != 1 {
+		t.Fatalf("the new run's ledger against the old environment's fixed run: exit %d, want 1 (they differ)\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,0 +1,123 @@
+package statedb
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// startOverState is a state directory with a job, a ledger of steps 1..8
+// and checkpoints at steps 4 and 8.
+func startOverState(t *testing.T) (*DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.InitJob(Job{ID: "j1", Name: "j", LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for s := int64(1); s <= 8; s++ {
+		if err := db.AppendLedger(entry(s, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if s%4 == 0 {
+			if err := db.SaveCheckpoint(s, stepTensors(s, 16), []ESTContext{{0, []byte{1}}, {1, []byte{2}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return db, dir
+}
+
+func TestStartOverKeepsTheSupersededStateAndBeginsAtStepZero(t *testing.T) {
+	db, dir := startOverState(t)
+	if err := db.AppendLedger(entry(1, "other numerics")); !errors.Is(err, ErrDivergence) {
+		t.Fatalf("before the start-over a step recomputed with other bits: %v, want ErrDivergence", err)
+	}
+	archive, err := db.StartOver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(archive) != filepath.Join(dir, SupersededDir) {
+		t.Fatalf("superseded state in %s, want under %s", archive, filepath.Join(dir, SupersededDir))
+	}
+	// The live state: the same job, no steps, no checkpoints.
+	if _, ok, err := db.LastStep(); err != nil || ok {
+		t.Fatalf("LastStep after the start-over: ok %v, %v; want an empty ledger", ok, err)
+	}
+	if ck, _, err := db.LatestCheckpoint(); err != nil || ck != nil {
+		t.Fatalf("LatestCheckpoint after the start-over: %v, %v; want none", ck, err)
+	}
+	if j, err := db.Job(); err != nil || j.ID != "j1" {
+		t.Fatalf("job after the start-over: %+v, %v", j, err)
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, CheckpointDir)); len(files) != 0 {
+		t.Fatalf("live checkpoint files left: %v", files)
+	}
+	if err := db.AppendLedger(entry(1, "other numerics")); err != nil {
+		t.Fatalf("step 1 of the new run: %v", err)
+	}
+	// The superseded state reads as a state directory of its own.
+	old, err := OpenReadOnly(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	rows, err := old.Ledger(1, 8)
+	if err != nil || len(rows) != 8 || rows[0].Digest != digest("a") {
+		t.Fatalf("superseded ledger: %d rows, %v", len(rows), err)
+	}
+	ck, skipped, err := old.LatestCheckpoint()
+	if err != nil || len(skipped) != 0 || ck == nil || ck.Step != 8 || len(ck.Contexts) != 2 {
+		t.Fatalf("superseded checkpoint: %+v, skipped %v, %v", ck, skipped, err)
+	}
+	checkStepTensors(t, ck)
+	// A second start-over keeps a second copy beside the first.
+	second, err := db.StartOver()
+	if err != nil || second == archive {
+		t.Fatalf("second start-over: %s, %v (first %s)", second, err, archive)
+	}
+	// Reopened, the live state is the new run's.
+	db.Close()
+	db2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if _, ok, _ := db2.LastStep(); ok {
+		t.Fatal("the reopened state has steps after two start-overs")
+	}
+}
+
+func TestStartOverThatCannotKeepTheOldStateChangesNothing(t *testing.T) {
+	db, dir := startOverState(t)
+	// A file where the superseded directory goes: nothing can be kept.
+	if err := os.WriteFile(filepath.Join(dir, SupersededDir), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.StartOver(); err == nil {
+		t.Fatal("StartOver succeeded without a place to keep the superseded state")
+	}
+	if last, ok, err := db.LastStep(); err != nil || !ok || last != 8 {
+		t.Fatalf("after a failed start-over the ledger ends at %d (ok %v, %v), want 8", last, ok, err)
+	}
+	if ck, _, err := db.LatestCheckpoint(); err != nil || ck == nil || ck.Step != 8 {
+		t.Fatalf("after a failed start-over the newest checkpoint is %+v (%v), want step 8", ck, err)
+	}
+}
+
+func TestStartOverIsRefusedReadOnly(t *testing.T) {
+	_, dir := startOverState(t)
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.StartOver(); err == nil {
+		t.Fatal("a read-only state started over")
+	}
+}
