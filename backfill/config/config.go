@@ -203,7 +203,11 @@ type Config struct {
 	// Partitions (or in admit.off_partitions) are left alone, and a job
 	// moves only onto nodes its partitions and --exclude allow; the
 	// owner's excluded nodes are put back when the job waits again after
-	// it ran (issue 17, BENCHMARKS.md E40, E54, E55).
+	// it ran (issue 17, BENCHMARKS.md E40, E54, E55). A d1 job that names
+	// no GPU type is moved onto one type when its run starts over where
+	// its checkpoint has other numerics (status comment numerics=start-over:
+	// easyscale run --on-other-numerics=start-over), the work it has done
+	// counted against the move (E59).
 	MoveToFaster bool `toml:"move_to_faster"`
 	// DrainHorizon raises the horizon that bounds shrink-to-admit and
 	// start-small [drain_horizon], default true: besides the longest

@@ -475,6 +475,16 @@
 // restarts it on the faster ones, where the runtime resumes from its
 // newest checkpoint, bit-identical (tests/backfill
 // TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest).
+// A d1 job that names no GPU type is moved the same way when its
+// runtime's status comment says numerics=start-over (easyscale run
+// --on-other-numerics=start-over, torch jobs): its checkpoint's bits are
+// its old type's, so it starts over from step 0 on the new type,
+// bit-identical to a fixed run there; the work it has done counts
+// against the move (planner.MoveRequest.Redo: its steps done at the pace
+// of those left), it is weighed at its own GPUs on one type, and it
+// restarts excluding every node of another type it may run on
+// (BENCHMARKS.md E59; TestTheDaemonMovesAD1JobThatStartsOverOntoOneType).
+// The re-read before the requeue checks that the comment still says so.
 // moved.go follows each record: when the job runs again it is marked
 // ran; when it waits again afterwards (an admin's or a node failure's
 // requeue), when the nodes left to it while it waits no longer hold its

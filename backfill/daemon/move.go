@@ -45,6 +45,22 @@ type movePlan struct {
 	// owner is the job's own excluded nodes (its --exclude, read while it
 	// runs), which the move keeps and puts back.
 	owner []string
+	// afresh: a d1 job whose run starts over (startsOver) moved to another
+	// GPU type, target; it restarts excluding every node of another type.
+	afresh bool
+	target string
+}
+
+// startsOver reports whether running job e is a d1 job that may be moved
+// to another GPU type: its runtime's status comment says it starts the job
+// over where its checkpoint was computed with other numerics
+// (numerics=start-over, easyscale run --on-other-numerics=start-over) and
+// counts its steps (Progress, for the work the move makes it redo). Its
+// GPU type named at submission (--gres=gpu:TYPE:N) is checked with the
+// other placement rules.
+func startsOver(e *ElasticJob) bool {
+	p := e.Progress
+	return e.Request.Determinism == elastic.D1 && p != nil && p.StartsOver && p.TotalSteps > p.Step
 }
 
 // timeLeft is how long running job e has left, in seconds, at the pace it
@@ -65,7 +81,9 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 }
 
 // planMoves decides this cycle's moves (move_to_faster), in job id order.
-// A running elastic job qualifies when it is d2, its nodes are all this
+// A running elastic job qualifies when it is d2 or a d1 job whose run
+// starts over (startsOver: then on one type, with the work it has done as
+// planner.MoveRequest.Redo, excluding every node of another type), its nodes are all this
 // daemon's and known (not BaseGuessed), its partition lets the daemon
 // shrink running jobs (config.Config.ShrinkOn), every extra job Slurm
 // lists for it under its owner is one this daemon recorded (ownExtras: the
@@ -111,7 +129,11 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 	for _, r := range ps.Running {
 		e := v.Elastic[r.ID]
 		left, known := lefts[r.ID]
-		if e == nil || !r.Elastic || e.Request.Determinism != elastic.D2 || e.BaseGuessed || !e.Managed || !known ||
+		afresh := e != nil && startsOver(e)
+		if afresh {
+			r.GPUTypes = nil // its checkpoint pins it to no type: it starts over on the one it moves to
+		}
+		if e == nil || !r.Elastic || (e.Request.Determinism != elastic.D2 && !afresh) || e.BaseGuessed || !e.Managed || !known ||
 			!d.cfg.ShrinkOn(e.Job.Partition) || len(r.Base) == 0 {
 			continue
 		}
@@ -163,7 +185,7 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		// restarts on its own node count there, and the next cycles grow it
 		// onto the rest as onto any idle GPUs (the simulator's move does the
 		// same: BENCHMARKS.md E55).
-		if held := min(gpus+startedGPUs(extras), r.MaxGPUs); held > gpus {
+		if held := min(gpus+startedGPUs(extras), r.MaxGPUs); held > gpus && !afresh {
 			if more, sp := d.moveTarget(v, r, ps.Speeds, idle, wanted, own, may, slowest, perNode, (held+perNode-1)/perNode); more != nil {
 				to, toSpeeds = more, []planner.SpeedCount{{Speed: sp[0].Speed, N: held}}
 			}
@@ -178,8 +200,11 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 				from = append(from, b.Node)
 			}
 		}
+		target := v.node(to[0]).GPUType
 		for _, n := range v.Nodes {
-			if sp := r.SpeedOf(n.GPUType, ps.Speeds); !mine(own, n.Name) && n.Managed && may(n) && sp > 0 && sp < toSpeeds[0].Speed {
+			sp := r.SpeedOf(n.GPUType, ps.Speeds)
+			other := sp < toSpeeds[0].Speed || (afresh && n.GPUType != target) // a d1 job restarts on one type
+			if !mine(own, n.Name) && n.Managed && may(n) && sp > 0 && other {
 				from = append(from, n.Name)
 			}
 		}
@@ -197,10 +222,17 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 				q.Longest = max(q.Longest, l)
 			}
 		}
+		if afresh { // the work done, at the pace of the work left
+			p := e.Progress
+			q.Redo = q.Work * float64(p.Step) / float64(p.TotalSteps-p.Step)
+		}
 		if !planner.MoveToFaster(q) {
 			continue
 		}
-		mp := movePlan{job: e, from: from, to: to, gpus: gpus, owner: owner}
+		mp := movePlan{job: e, from: from, to: to, gpus: gpus, owner: owner, afresh: afresh}
+		if afresh {
+			mp.target = target
+		}
 		for _, x := range extras {
 			mp.extras = append(mp.extras, x.rec)
 		}
@@ -210,6 +242,15 @@ func (d *Daemon) planMoves(v *View, ps planner.Snapshot, live map[string]*lent, 
 		}
 	}
 	return plans
+}
+
+// startsOverOf is "as read" unless a move of a d1 job that starts over
+// (afresh) finds comment no longer saying numerics=start-over.
+func startsOverOf(comment string, afresh bool) string {
+	if c, err := elastic.ParseComment(comment); !afresh || (err == nil && c.Progress != nil && c.Progress.StartsOver) {
+		return "as read"
+	}
+	return "withdrawn"
 }
 
 // mine reports whether node is one of own's.
@@ -376,6 +417,9 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 		id := p.job.Job.ID
 		log := d.log.Named("move").With("job_id", id, "from", strings.Join(p.from, ","), "to", strings.Join(p.to, ","))
 		detail := fmt.Sprintf("requeue it to restart without %s (faster GPUs, idle or lent, on %s end it sooner)", strings.Join(p.from, ","), strings.Join(p.to, ","))
+		if p.afresh {
+			detail += fmt.Sprintf("; a d1 job, it starts over from step 0 on %s (numerics=start-over)", p.target)
+		}
 		if len(p.extras) > 0 {
 			detail += fmt.Sprintf("; its %d extra jobs cancelled once it waits", len(p.extras))
 		}
@@ -400,7 +444,8 @@ func (d *Daemon) moveToFaster(ctx context.Context, v *View, ps planner.Snapshot,
 				fieldCheck{"node list", j.NodeList, p.job.Job.NodeList},
 				fieldCheck{"owner", j.User, p.job.Job.User},
 				fieldCheck{"partition", j.Partition, p.job.Job.Partition},
-				fieldCheck{"request", requestOf(j.Comment), elastic.Comment{Request: p.job.Request}.String()})
+				fieldCheck{"request", requestOf(j.Comment), elastic.Comment{Request: p.job.Request}.String()},
+				fieldCheck{"start-over consent", startsOverOf(j.Comment, p.afresh), "as read"})
 		}
 		if err != nil || why != "" {
 			if err != nil {

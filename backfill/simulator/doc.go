@@ -125,7 +125,8 @@
 // its maximum) when they are idle, onto which it then grows; the move
 // costs it Config.MoveCost seconds of progress (the daemon's requeue and
 // restart; BENCHMARKS.md E40, E54, E55). With Config.MoveOneTypeAfresh as
-// well (off by default: the daemon does not do it), a d1 job that names no
+// well (off by default: the daemon does it only for jobs run with
+// --on-other-numerics=start-over), a d1 job that names no
 // GPU type moves too, onto one faster type, and starts over there: the
 // work it had done counts against the move (planner.MoveRequest.Redo;
 // E59).

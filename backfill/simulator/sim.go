@@ -165,10 +165,13 @@ type Config struct {
 	// MoveOneTypeAfresh, with MoveToFaster, also moves a running one-type
 	// (d1) elastic job that names no GPU type to a faster type, where it
 	// starts over from step 0 (planner.MoveRequest.Redo: the work done so
-	// far is done again). Off by default: the daemon does not do this, and
-	// the torch runtime refuses to resume a checkpoint written on other
-	// numerics (torchengine.ResumeError) where it would have to start over
-	// (BENCHMARKS.md, issue 17, E59).
+	// far is done again). Off by default: a trace does not say which jobs
+	// accept a start-over; the daemon moves a d1 job only when its run
+	// does (easyscale run --on-other-numerics=start-over, which the
+	// status comment carries as numerics=start-over), and otherwise the
+	// torch runtime refuses to resume a checkpoint written on other
+	// numerics (torchengine.ResumeError). This option models every such
+	// job accepting it (BENCHMARKS.md, issue 17, E59).
 	MoveOneTypeAfresh bool
 	// MoveCost is the seconds a move costs the job (MoveToFaster); 0:
 	// planner.DefaultMoveCost.

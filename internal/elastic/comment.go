@@ -22,7 +22,17 @@ type Progress struct {
 	Step       int // steps done, >= 0
 	TotalSteps int // steps planned, >= Step
 	Workers    int // physical workers now, >= 1
+	// StartsOver says the run starts the job over from step 0 where its
+	// checkpoint was computed with other numerics (easyscale run
+	// --on-other-numerics=start-over, torch jobs): a d1 job that names no
+	// GPU type may then be moved to another type (the backfill daemon's
+	// move_to_faster), which its checkpoint would not resume on. Written
+	// as numerics=start-over, only when set.
+	StartsOver bool
 }
+
+// StartOverValue is the value of the status form's numerics= field.
+const StartOverValue = "start-over"
 
 // Comment is what an EasyScale job keeps in its Slurm comment: the request,
 // and once the job runs, the runtime's progress (nil before).
@@ -35,6 +45,7 @@ type Comment struct {
 //
 //	es-req min=1 max=4 lw=8 d1                 (Progress == nil)
 //	es step=1200/5000 workers=6/8 d1 req=1-4   (Progress != nil)
+//	es step=1200/5000 workers=6/8 d1 req=1-4 numerics=start-over   (Progress.StartsOver)
 //
 // Fields the request does not set are left out (min/max/req= for a job that
 // is not elastic, lw= for unset logical workers; workers=W/L then reads
@@ -65,6 +76,9 @@ func (c Comment) String() string {
 	fmt.Fprintf(&b, " %s", r.determinism())
 	if r.Elastic() {
 		fmt.Fprintf(&b, " req=%d-%d", r.MinNodes, r.MaxNodes)
+	}
+	if p.StartsOver {
+		b.WriteString(" numerics=" + StartOverValue)
 	}
 	writeSpeeds(&b, r.Speeds)
 	return b.String()
@@ -191,6 +205,11 @@ func (d *commentDecoder) statusField(key, val string) (err error) {
 		p.Workers, r.LogicalWorkers, err = parsePair(val, false, ParseCount)
 	case "req":
 		r.MinNodes, r.MaxNodes, err = ParseRange(val)
+	case "numerics":
+		if val != StartOverValue {
+			err = fmt.Errorf("%w: %q: the only value is %s", ErrSyntax, val, StartOverValue)
+		}
+		p.StartsOver = true
 	}
 	return err
 }

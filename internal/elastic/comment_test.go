@@ -36,6 +36,17 @@ func TestParseCommentReadsBothForms(t *testing.T) {
 				Progress: &Progress{Step: 40, TotalSteps: 40, Workers: 3}},
 		},
 		{
+			name:    "a run that starts over where its checkpoint has other numerics",
+			comment: "es step=7/10 workers=2/4 d1 req=1-2 numerics=start-over speeds=t4:1,v100:3.1",
+			want: Comment{Request: Request{MinNodes: 1, MaxNodes: 2, LogicalWorkers: 4, Determinism: D1, Speeds: map[string]float64{"t4": 1, "v100": 3.1}},
+				Progress: &Progress{Step: 7, TotalSteps: 10, Workers: 2, StartsOver: true}},
+		},
+		{
+			name:    "the submission form has no numerics= (a reader skips it)",
+			comment: "es-req min=1 max=2 lw=4 d1 numerics=start-over",
+			want:    Comment{Request: Request{MinNodes: 1, MaxNodes: 2, LogicalWorkers: 4, Determinism: D1}},
+		},
+		{
 			name:    "unknown key=value fields and extra spaces are skipped",
 			comment: "es  step=0/10 workers=1/2 eta=5m d2  req=1-2",
 			want: Comment{Request: Request{MinNodes: 1, MaxNodes: 2, LogicalWorkers: 2, Determinism: D2},
@@ -71,6 +82,8 @@ func TestParseCommentRefusesMalformedComments(t *testing.T) {
 		{"a step without total", "es step=3 workers=1 d1", "step=3"},
 		{"more nodes than logical workers", "es step=1/2 workers=1/2 d1 req=1-4", ""},
 		{"a negative worker count", "es step=1/2 workers=-1 d1", "workers=-1"},
+		{"a numerics= value the runtime never writes", "es step=1/2 workers=1 d1 numerics=refuse", "numerics=refuse"},
+		{"numerics= twice", "es step=1/2 workers=1 d1 numerics=start-over numerics=start-over", "numerics=start-over"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +113,8 @@ func TestParseCommentTellsForeignCommentsApart(t *testing.T) {
 func FuzzParseComment(f *testing.F) {
 	for _, s := range []string{"es-req min=1 max=4 lw=8 d1", "es step=1200/5000 workers=6/8 d1 req=1-4",
 		"es step=0/0 workers=1 d2", "es-req d2", "es x=y d1", "es-req min=0 max=1 d1",
-		"es-req min=1 max=2 lw=4 d1 speeds=t4:0.4,v100:1", "es step=1/2 workers=1/4 d2 req=1-2 speeds=a100:2.1"} {
+		"es-req min=1 max=2 lw=4 d1 speeds=t4:0.4,v100:1", "es step=1/2 workers=1/4 d2 req=1-2 speeds=a100:2.1",
+		"es step=3/9 workers=1/4 d1 numerics=start-over"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -314,7 +314,8 @@ func (s *slurmRun) torchCoordinatorTask(ctx context.Context, opts *trainer.Optio
 			"since_loss_ms", time.Since(s.takeoverAt).Milliseconds())
 	}
 	req := s.request(opts.Spec)
-	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log}
+	status := &slurmjob.Status{JobID: t.JobID, Request: req, Runner: s.runner, Log: s.log,
+		StartsOver: opts.StartOverOnOtherNumerics}
 	opts.OnStep = func(step, stop int64, workers int) {
 		status.Update(step, stop, workers, false)
 		if step == stop {

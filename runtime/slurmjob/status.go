@@ -24,6 +24,11 @@ type Status struct {
 	Request elastic.Request
 	Runner  slurmcli.Runner
 	Log     hclog.Logger
+	// StartsOver is written as numerics=start-over (elastic.Progress):
+	// the run starts the job over where its checkpoint was computed with
+	// other numerics, so the backfill daemon may move a d1 job to another
+	// GPU type.
+	StartsOver bool
 	// Interval overrides StatusInterval (tests).
 	Interval time.Duration
 
@@ -42,7 +47,7 @@ func (s *Status) Update(step, total int64, workers int, final bool) {
 		workers = s.pending.Workers
 	}
 	s.mu.Unlock()
-	p := &elastic.Progress{Step: int(step), TotalSteps: int(total), Workers: max(workers, 1)}
+	p := &elastic.Progress{Step: int(step), TotalSteps: int(total), Workers: max(workers, 1), StartsOver: s.StartsOver}
 	interval := s.Interval
 	if interval == 0 {
 		interval = StatusInterval
