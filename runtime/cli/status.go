@@ -104,6 +104,9 @@ func printStatus(state string, tail int, env Env) int {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", a.Step, a.Workers, a.Placement, a.Reason, a.Time.Format(time.RFC3339))
 	}
 	tw.Flush()
+	for _, line := range supersededLines(state) {
+		fmt.Fprintln(env.Stdout, "\n"+line)
+	}
 	last, ok, err := db.LastStep()
 	if err != nil || !ok {
 		fmt.Fprintln(env.Stdout, "\nno step completed yet")
@@ -168,6 +171,34 @@ func printStatus(state string, tail int, env Env) int {
 		fmt.Fprintln(env.Stdout, digestLine(p))
 	}
 	return code
+}
+
+// supersededLines lists the runs the job started over from (statedb's
+// superseded directories, oldest first), each with where its ledger
+// ended; none when the job never started over.
+func supersededLines(state string) []string {
+	entries, err := os.ReadDir(filepath.Join(state, statedb.SupersededDir))
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(state, statedb.SupersededDir, e.Name())
+		ended := "its ledger does not read"
+		if db, err := statedb.OpenReadOnly(dir); err == nil {
+			if last, ok, err := db.LastStep(); err == nil && ok {
+				ended = fmt.Sprintf("its ledger ended at step %d", last)
+			} else if err == nil {
+				ended = "its ledger was empty"
+			}
+			db.Close()
+		}
+		lines = append(lines, fmt.Sprintf("started over (a checkpoint computed with other numerics): the run before is kept in %s, %s", dir, ended))
+	}
+	return lines
 }
 
 // digestLine says how often the ledger's digest is taken (progress.json's

@@ -217,3 +217,34 @@ func TestStatusShowsTheDigestIntervalAndUnhashedSteps(t *testing.T) {
 		t.Fatalf("status exit %d:\n%s%s\nwant 0, three rows unhashed and the interval with its cost", code, stdout, stderr)
 	}
 }
+
+// TestStatusNamesTheRunsAJobStartedOverFrom: a state directory whose job
+// started over (statedb.DB.StartOver: a checkpoint computed with other
+// numerics) lists the kept run and where its ledger ended.
+func TestStatusNamesTheRunsAJobStartedOverFrom(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InitJob(statedb.Job{ID: "sha256:" + strings.Repeat("5", 64), Name: "moved", Spec: `{"seed":1}`, LogicalWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for step := int64(1); step <= 6; step++ {
+		if err := db.AppendLedger(statedb.LedgerEntry{Step: step, Digest: "sha256:" + strings.Repeat("b", 64), Workers: 2, Placement: "0|1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, stdout, _ := run("status", dir); code != 0 || strings.Contains(stdout, "started over") {
+		t.Fatalf("status before any start-over: exit %d\n%s", code, stdout)
+	}
+	kept, err := db.StartOver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, stdout, stderr := run("status", dir)
+	if code != 0 || !strings.Contains(stdout, "started over") || !strings.Contains(stdout, kept+", its ledger ended at step 6") {
+		t.Fatalf("status exit %d:\n%s%s\nwant the run kept in %s named with its last step 6", code, stdout, stderr, kept)
+	}
+}
