@@ -638,7 +638,10 @@
 // the planner says so). One its owner changed (moved to another partition,
 // out of the [extra] qos or out of its parent's account, renamed or not;
 // more GPUs, GPUs per task or socket, or running with more GPUs than lent,
-// as an exclusive job does;
+// as an exclusive job does; more CPUs than its GPUs' share of the node's,
+// at least 2 a GPU, which would keep other jobs off the node's other GPUs
+// (a site whose DefCpuPerGPU gives more than that share sees such lends
+// cancelled, and logged, as changed);
 // more, other or no listed nodes; made requeueable, or a longer time
 // limit: a requeued job restarts with a new limit) is cancelled at once
 // and counts as a failed lend (reason "changed"): a lend is for what the

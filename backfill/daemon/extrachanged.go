@@ -22,7 +22,12 @@ import (
 //   - GPUs per task or per socket, more GPUs than lent (rec.GPUs; 0: not
 //     recorded, not compared) or a GPU request it cannot read; running,
 //     holding more GPUs than lent (tres-alloc: an exclusive job holds its
-//     node's).
+//     node's);
+//   - more CPUs than terms.cpus, its GPUs' share of the node's CPUs
+//     (cpuShare; 0: not compared): with all of a node's CPUs (`scontrol
+//     update JobId=ID NumCPUs=` while it waits, measured on the 22.05
+//     lab) it keeps every other job off the node's other GPUs, which the
+//     daemon counts as idle.
 //
 // While it waits, its owner may change all of these (`scontrol update
 // JobId=ID Partition= | NumNodes= | ReqNodeList= | Gres= | Requeue= |
@@ -91,6 +96,9 @@ func extraChanged(x *ExtraView, rec backfillstore.ExtraJob, terms lendTerms) str
 			return fmt.Sprintf("changed by its owner to GPUs per %s (%q; lent %d per node on %s)", req.what, req.tres, rec.GPUs, rec.Node)
 		}
 	}
+	if terms.cpus > 0 && j.CPUs > terms.cpus {
+		return fmt.Sprintf("changed by its owner to %d CPUs (lent %d GPUs on %s: at most %d CPUs, their share of the node's)", j.CPUs, rec.GPUs, rec.Node, terms.cpus)
+	}
 	if rec.GPUs <= 0 {
 		return ""
 	}
@@ -127,4 +135,19 @@ type lendTerms struct {
 	qos         string
 	account     string
 	startWithin time.Duration
+	// cpus is the most CPUs the extra job may hold (cpuShare; 0: not
+	// compared).
+	cpus int
+}
+
+// cpuShare is the most CPUs an extra job lent gpus GPUs on node n may
+// hold: its GPUs' share of the node's CPUs, rounded up, and at least 2 a
+// GPU (the daemon asks one task a GPU, and Slurm's CR_Core gives a task a
+// whole core: two CPUs with two threads a core). 0, not compared, when
+// the node, its CPUs or its GPUs are unknown or no GPUs were recorded.
+func cpuShare(n *NodeView, gpus int) int {
+	if n == nil || n.CPUs <= 0 || n.Total <= 0 || gpus <= 0 {
+		return 0
+	}
+	return max((gpus*n.CPUs+n.Total-1)/n.Total, 2*gpus)
 }

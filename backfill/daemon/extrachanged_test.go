@@ -29,6 +29,7 @@ func TestExtraChanged(t *testing.T) {
 		qos    string        // [extra] qos
 		acct   string        // the parent's account
 		late   time.Duration // a running job's end (squeue's EndTime) past rec.End
+		cpus   int           // lendTerms.cpus
 		change func(j *slurmcli.Job)
 		want   string // a part of the reason; "": as lent
 	}{
@@ -96,6 +97,14 @@ func TestExtraChanged(t *testing.T) {
 			want: `account proj into "other"`},
 		{name: "parent's account unknown: not compared", job: pending, change: func(j *slurmcli.Job) { j.Account = "other" }},
 		{name: "unreadable allocation", job: running, node: "n2", change: func(j *slurmcli.Job) { j.TRESAlloc = "gres/gpu=lots" }, want: "cannot read"},
+		// Measured on the 22.05 lab: `scontrol update JobId=… NumCPUs=8` by
+		// the owner of a waiting job of 1 task and 1 GPU; squeue's %C then
+		// prints 8, the node's every CPU (cpus: its 2 GPUs' share of 16 CPUs
+		// on 4 GPUs).
+		{name: "within its GPUs' share of CPUs", job: running, node: "n2", cpus: 8, change: func(j *slurmcli.Job) { j.CPUs = 8 }},
+		{name: "more CPUs than its GPUs' share", job: pending, cpus: 8, change: func(j *slurmcli.Job) { j.CPUs = 16 },
+			want: "16 CPUs (lent 2 GPUs on n2: at most 8"},
+		{name: "CPUs not compared when the node's are unknown", job: pending, change: func(j *slurmcli.Job) { j.CPUs = 16 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, r := tc.job, rec
@@ -112,10 +121,29 @@ func TestExtraChanged(t *testing.T) {
 			if j.State != "PENDING" {
 				x.End = r.End.Add(tc.late)
 			}
-			got := extraChanged(x, r, lendTerms{qos: tc.qos, account: tc.acct, startWithin: 45 * time.Second})
+			got := extraChanged(x, r, lendTerms{qos: tc.qos, account: tc.acct, startWithin: 45 * time.Second, cpus: tc.cpus})
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("extraChanged = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCPUShare(t *testing.T) {
+	for _, tc := range []struct {
+		node       *NodeView
+		gpus, want int
+	}{
+		{&NodeView{CPUs: 8, Total: 4}, 1, 2},    // the lab's nodes
+		{&NodeView{CPUs: 128, Total: 8}, 3, 48}, // 16 a GPU
+		{&NodeView{CPUs: 4, Total: 8}, 3, 6},    // fewer CPUs than GPUs: a core a task
+		{&NodeView{CPUs: 10, Total: 4}, 1, 3},   // rounded up
+		{&NodeView{CPUs: 0, Total: 4}, 1, 0},    // CPUs unknown
+		{&NodeView{CPUs: 8, Total: 4}, 0, 0},    // GPUs not recorded
+		{nil, 2, 0},                             // the node is not listed
+	} {
+		if got := cpuShare(tc.node, tc.gpus); got != tc.want {
+			t.Errorf("cpuShare(%+v, %d) = %d, want %d", tc.node, tc.gpus, got, tc.want)
+		}
 	}
 }

@@ -208,7 +208,8 @@ func (d *Daemon) reconcileKnown(ctx context.Context, v *View, rec backfillstore.
 		_, err := d.lendEnded(ctx, v, rec, endState, running[rec.Parent], rc.hist)
 		return err
 	}
-	terms := lendTerms{qos: d.cfg.Extra.QOS, startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second}
+	terms := lendTerms{qos: d.cfg.Extra.QOS, startWithin: d.cfg.PendingTimeout.Duration + d.cfg.PollInterval.Duration + 5*time.Second,
+		cpus: cpuShare(v.node(rec.Node), rec.GPUs)}
 	if parent, ok := v.All[rec.Parent]; ok && compareOwner(recOwner, parent) == ownerSame {
 		// Listed at all, not only as an elastic job: its owner may change
 		// its comment so that it no longer reads as one (a helper's way

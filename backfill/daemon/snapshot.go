@@ -63,6 +63,9 @@ type NodeView struct {
 	Name, GPUType string
 	// Total and Used GPUs (sinfo Gres / GresUsed).
 	Total, Used int
+	// CPUs is the node's CPU count (the T of sinfo's CPUsState "A/I/O/T";
+	// 0 when unreadable).
+	CPUs int
 	// Managed: the node is in the configured partitions and node list and
 	// its GPU type may be lent. Lendable: managed, up, with an idle CPU.
 	// Schedulable: Slurm may start jobs on it (idle, mixed, allocated or
@@ -356,7 +359,7 @@ func (s *Snapshotter) nodes(in []slurmcli.Node) []NodeView {
 		if _, hasSpeed := c.Speeds[typ]; !hasSpeed || total == 0 {
 			continue
 		}
-		nv := NodeView{Name: n.Name, GPUType: typ, Total: total, Used: min(used, total), Partitions: n.Partitions}
+		nv := NodeView{Name: n.Name, GPUType: typ, Total: total, Used: min(used, total), Partitions: n.Partitions, CPUs: cpusState(n.CPUs, 3)}
 		nv.Managed = anyIn(n.Partitions, c.Partitions) && (len(c.Nodes) == 0 || in1(n.Name, c.Nodes)) &&
 			(len(c.GPUTypes) == 0 || in1(typ, c.GPUTypes))
 		nv.Lendable = nv.Managed && usableState(n.State) && idleCPUs(n.CPUs) > 0
@@ -392,13 +395,17 @@ func usableState(state string) bool {
 }
 
 // idleCPUs reads the I of sinfo's CPUsState "A/I/O/T" (0 when unreadable).
-func idleCPUs(s string) int {
+func idleCPUs(s string) int { return cpusState(s, 1) }
+
+// cpusState reads field i of sinfo's CPUsState "A/I/O/T" (0 when
+// unreadable or negative).
+func cpusState(s string, i int) int {
 	f := strings.Split(s, "/")
 	if len(f) != 4 {
 		return 0
 	}
-	n, err := strconv.Atoi(f[1])
-	if err != nil {
+	n, err := strconv.Atoi(f[i])
+	if err != nil || n < 0 {
 		return 0
 	}
 	return n
