@@ -14,6 +14,10 @@
 //	  lock                   also flock(2)ed by the writer; holds "pid=<pid> host=<host>"
 //	  checkpoints/
 //	    step-<step>.safetensors
+//	  numerics.json          what the ledger was computed with (engines whose bits depend
+//	                         on where they run: the torch engine); SetNumerics, Numerics
+//	  superseded/<time>/     the state of runs the job started over from (StartOver),
+//	                         each a state directory of its own
 //
 // # Writers and readers
 //

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -19,7 +21,9 @@ const SupersededDir = "superseded"
 // StartOver sets the job back to step 0 and keeps what it replaces: it
 // copies the database (SQLite's VACUUM INTO, a consistent snapshot) and
 // hard-links every recorded checkpoint file into a new directory
-// DIR/superseded/<UTC time>/, then removes the ledger, the checkpoints and
+// DIR/superseded/<UTC time to the nanosecond>/ (written under a temporary
+// name and renamed once complete; a recorded file already lost is left
+// out), then removes the ledger, the checkpoints and
 // their logical-worker contexts in one transaction committed with
 // synchronous=FULL, and last deletes the checkpoint files. The job row and
 // the allocation history stay (the job is the same job). It returns the
@@ -49,11 +53,24 @@ func (db *DB) StartOver() (string, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("starting over: creating %s: %w", parent, err)
 	}
-	archive, err := os.MkdirTemp(parent, time.Now().UTC().Format("20060102T150405Z")+"-")
+	removeIncomplete(parent)
+	// Written under a temporary name and renamed once complete, so that
+	// an interrupted copy (a kill, a full disk) never reads as a kept run.
+	tmp, err := os.MkdirTemp(parent, incompletePrefix)
 	if err != nil {
 		return "", fmt.Errorf("starting over: creating the directory that keeps the superseded state: %w", err)
 	}
-	if err := db.copyInto(archive, files); err != nil {
+	if err := db.copyInto(tmp, files); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("starting over: keeping the superseded state (the live state is unchanged): %w", err)
+	}
+	// Named by the time to the nanosecond, so that names sort oldest first.
+	archive := filepath.Join(parent, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(tmp, archive); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("starting over: keeping the superseded state (the live state is unchanged): %w", err)
+	}
+	if err := syncDir(parent); err != nil {
 		return "", fmt.Errorf("starting over: keeping the superseded state in %s (the live state is unchanged): %w", archive, err)
 	}
 	if err := db.clearSteps(); err != nil {
@@ -68,6 +85,42 @@ func (db *DB) StartOver() (string, error) {
 	return archive, nil
 }
 
+// incompletePrefix starts the name of a superseded directory being
+// written; StartOver removes such leftovers of an interrupted start-over,
+// and readers skip them.
+const incompletePrefix = ".incomplete-"
+
+// removeIncomplete removes what interrupted start-overs left in parent.
+func removeIncomplete(parent string) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), incompletePrefix) {
+			os.RemoveAll(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// Superseded lists the state directories a job in dir started over from
+// (StartOver), oldest first; interrupted copies are left out. Errors: dir
+// unreadable (none kept: an empty list and nil).
+func Superseded(dir string) ([]string, error) {
+	parent := filepath.Join(dir, SupersededDir)
+	entries, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", parent, err)
+	}
+	var out []string
+	for _, e := range entries { // ReadDir sorts by name: by time
+		if e.IsDir() && !strings.HasPrefix(e.Name(), incompletePrefix) {
+			out = append(out, filepath.Join(parent, e.Name()))
+		}
+	}
+	return out, nil
+}
+
 // copyInto writes a snapshot of the database and links of the checkpoint
 // files into dir, syncing both directories.
 func (db *DB) copyInto(dir string, files []string) error {
@@ -80,9 +133,16 @@ func (db *DB) copyInto(dir string, files []string) error {
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
-		if err := os.Link(filepath.Join(db.dir, CheckpointDir, name), filepath.Join(ckdir, name)); err != nil {
+		err := os.Link(filepath.Join(db.dir, CheckpointDir, name), filepath.Join(ckdir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a lost file is lost in the copy too (LatestCheckpoint skips it)
 			return fmt.Errorf("linking checkpoint %s: %w", name, err)
 		}
+	}
+	// The record of the numerics the ledger was computed with goes along
+	// (SetNumerics replaces the live one by a rename: the link keeps this).
+	err := os.Link(filepath.Join(db.dir, NumericsFile), filepath.Join(dir, NumericsFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("linking %s: %w", NumericsFile, err)
 	}
 	if err := syncDir(ckdir); err != nil {
 		return err

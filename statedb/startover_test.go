@@ -121,3 +121,57 @@ func TestStartOverIsRefusedReadOnly(t *testing.T) {
 		t.Fatal("a read-only state started over")
 	}
 }
+
+// TestStartOverWithALostCheckpointFileKeepsTheRest: a recorded checkpoint
+// whose file is gone (LatestCheckpoint skips it) does not stop the
+// start-over (a tester's: every attempt failed linking it, and left a
+// partial copy behind); the copy keeps the files that are there.
+func TestStartOverWithALostCheckpointFileKeepsTheRest(t *testing.T) {
+	db, dir := startOverState(t)
+	if err := os.Remove(filepath.Join(dir, CheckpointDir, checkpointName(8))); err != nil {
+		t.Fatal(err)
+	}
+	archive, err := db.StartOver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := OpenReadOnly(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if ck, skipped, err := old.LatestCheckpoint(); err != nil || ck == nil || ck.Step != 4 || len(skipped) != 1 {
+		t.Fatalf("the copy's newest checkpoint: %+v, skipped %v, %v; want step 4, step 8 skipped as lost", ck, skipped, err)
+	}
+}
+
+// TestSupersededListsCompleteCopiesOldestFirst: a copy an interrupted
+// start-over left (its temporary name) is not listed, and the next
+// start-over removes it.
+func TestSupersededListsCompleteCopiesOldestFirst(t *testing.T) {
+	db, dir := startOverState(t)
+	if got, err := Superseded(dir); err != nil || len(got) != 0 {
+		t.Fatalf("Superseded before any start-over: %v, %v", got, err)
+	}
+	first, err := db.StartOver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(dir, SupersededDir, incompletePrefix+"x")
+	if err := os.MkdirAll(filepath.Join(leftover, CheckpointDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Superseded(dir); err != nil || len(got) != 1 || got[0] != first {
+		t.Fatalf("Superseded with an interrupted copy beside %s: %v, %v", first, got, err)
+	}
+	second, err := db.StartOver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Superseded(dir); err != nil || len(got) != 2 || got[0] != first || got[1] != second {
+		t.Fatalf("Superseded: %v, %v; want [%s %s]", got, err, first, second)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted copy is still there after a start-over: %v", err)
+	}
+}

@@ -207,7 +207,7 @@ func (d *commentDecoder) statusField(key, val string) (err error) {
 		r.MinNodes, r.MaxNodes, err = ParseRange(val)
 	case "numerics":
 		if val != StartOverValue {
-			err = fmt.Errorf("%w: %q: the only value is %s", ErrSyntax, val, StartOverValue)
+			err = fmt.Errorf("%q: the only value the runtime writes is %s", val, StartOverValue)
 		}
 		p.StartsOver = true
 	}

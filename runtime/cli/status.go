@@ -177,16 +177,12 @@ func printStatus(state string, tail int, env Env) int {
 // superseded directories, oldest first), each with where its ledger
 // ended; none when the job never started over.
 func supersededLines(state string) []string {
-	entries, err := os.ReadDir(filepath.Join(state, statedb.SupersededDir))
+	dirs, err := statedb.Superseded(state)
 	if err != nil {
-		return nil
+		return []string{"WARNING: " + err.Error()}
 	}
 	var lines []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(state, statedb.SupersededDir, e.Name())
+	for _, dir := range dirs {
 		ended := "its ledger does not read"
 		if db, err := statedb.OpenReadOnly(dir); err == nil {
 			if last, ok, err := db.LastStep(); err == nil && ok {

@@ -2,6 +2,7 @@ package torchengine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,6 +29,10 @@ const NumericsMeta = "easyscale.numerics"
 type ResumeError struct {
 	Step        int64
 	Differences []string
+	// Ledger: no usable checkpoint; the ledger's rows up to Step were
+	// computed with these numerics (the state directory's record,
+	// Engine.CheckNumerics), and this run would recompute them.
+	Ledger bool
 }
 
 // Is makes a ResumeError match trainer.ErrOtherNumerics, which the trainer
@@ -36,11 +41,15 @@ type ResumeError struct {
 func (e *ResumeError) Is(target error) bool { return target == trainer.ErrOtherNumerics }
 
 func (e *ResumeError) Error() string {
-	return fmt.Sprintf("the checkpoint of step %d was written by workers that compute other bits than this run's (%s): "+
+	what := fmt.Sprintf("the checkpoint of step %d was written", e.Step)
+	if e.Ledger {
+		what = fmt.Sprintf("no checkpoint is usable, and the ledger's steps up to %d were computed", e.Step)
+	}
+	return fmt.Sprintf("%s by workers that compute other bits than this run's (%s): "+
 		"resuming would break the job's bit-identity with its fixed run; resume where it ran before (the same torch, "+
 		"Python, CPU or GPU model and pinned environment variables), or start the job over: with --on-other-numerics=start-over "+
 		"(the state so far is kept under the state directory's superseded/) or with a new --state directory",
-		e.Step, strings.Join(e.Differences, "; "))
+		what, strings.Join(e.Differences, "; "))
 }
 
 // canaryOnly is what a differing canary with no differing setting means.
@@ -112,3 +121,38 @@ func checkResume(meta map[string]string, step int64, this Loaded) (resumeCheck, 
 	}
 	return check, nil
 }
+
+// NumericsRecord is this run's numerics as the state directory keeps them
+// beside the ledger (trainer.NumericsRecorder): JSON of the first
+// process's versions, fingerprint and canary, the form of NumericsMeta.
+func (e *Engine) NumericsRecord() (string, error) {
+	ref := e.local.ref
+	if ref == nil {
+		return "", errors.New("no Python process has loaded the job yet")
+	}
+	b, err := json.Marshal(struct {
+		Versions
+		Fingerprint map[string]any `json:"fingerprint"`
+		Canary      string         `json:"canary"`
+	}{ref.Versions, ref.Fingerprint, ref.Canary})
+	return string(b), err
+}
+
+// CheckNumerics compares the numerics record the state directory kept for
+// its ledger (NumericsRecord of the run that computed its rows up to
+// lastStep) with this run's, as a checkpoint's are (checkResume): a
+// *ResumeError (matching trainer.ErrOtherNumerics) when they differ, an
+// error naming the record when it does not read.
+func (e *Engine) CheckNumerics(record string, lastStep int64) error {
+	if e.local.ref == nil {
+		return errors.New("no Python process has loaded the job yet")
+	}
+	_, err := checkResume(map[string]string{NumericsMeta: record}, lastStep, *e.local.ref)
+	var re *ResumeError
+	if errors.As(err, &re) {
+		re.Ledger = true
+	}
+	return err
+}
+
+var _ trainer.NumericsRecorder = (*Engine)(nil)

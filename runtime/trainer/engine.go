@@ -112,6 +112,20 @@ var ErrNoTestSet = errors.New("the job has no test set")
 // Options.StartOverOnOtherNumerics starts the job over from step 0.
 var ErrOtherNumerics = errors.New("the checkpoint was computed with other numerics than this run's")
 
+// NumericsRecorder is an Engine whose bits depend on where it runs (the
+// torch engine: torch release, CPU ISA, GPU model, pinned environment).
+// The trainer keeps NumericsRecord in the state directory
+// (statedb.DB.SetNumerics) beside the ledger it computes, and a run that
+// finds no usable checkpoint but ledger rows it would recompute calls
+// CheckNumerics with the kept record and the ledger's last step: an error
+// matching ErrOtherNumerics says those rows were computed with other bits
+// (without the check, the first recomputed step failed as a divergence).
+type NumericsRecorder interface {
+	Engine
+	NumericsRecord() (string, error)
+	CheckNumerics(record string, lastStep int64) error
+}
+
 // SelfChecker is an Engine that checks, before the first step, that the
 // job's bits do not depend on the placement (the torch engine's
 // self-check): SelfCheck reports "passed", "skipped ..." or "" (not run)

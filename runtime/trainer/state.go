@@ -43,7 +43,7 @@ func (j *job) openState() error {
 		return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
 	}
 	if !existing {
-		return nil
+		return j.recordNumerics()
 	}
 	ck, skipped, err := db.LatestCheckpoint()
 	for _, s := range skipped {
@@ -63,14 +63,24 @@ func (j *job) openState() error {
 		j.rehashTo = last
 	}
 	if ck == nil {
+		if err := j.checkLedgerNumerics(); err != nil {
+			return err
+		}
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
-		return nil
+		return j.recordNumerics()
 	}
 	if err := j.eng.Restore(ck); err != nil {
-		if errors.Is(err, ErrOtherNumerics) && j.opts.StartOverOnOtherNumerics {
-			return j.startOver(ck, err)
+		if !errors.Is(err, ErrOtherNumerics) || !j.opts.StartOverOnOtherNumerics {
+			return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 		}
-		return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
+		if ck.Step >= j.horizon {
+			return fmt.Errorf("restoring checkpoint %s: %w (the job finished at step %d: its result stands, and "+
+				"--on-other-numerics=start-over does not redo a finished job; a new --state directory does)", ck.Path, err, ck.Step)
+		}
+		return j.startOver(ck.Step, err)
+	}
+	if err := j.recordNumerics(); err != nil {
+		return err
 	}
 	j.step, j.resumedFrom = ck.Step, ck.Step
 	if rows, err := db.Ledger(ck.Step, ck.Step); err == nil && len(rows) == 1 {
@@ -80,21 +90,66 @@ func (j *job) openState() error {
 	return nil
 }
 
-// startOver starts the job over from step 0 because checkpoint ck was
-// computed with other numerics (why): the state so far is kept under the
-// state directory (statedb.DB.StartOver) and the engine, which refused ck
-// without loading it, begins from the job's initial state.
-func (j *job) startOver(ck *statedb.Checkpoint, why error) error {
+// startOver starts the job over from step 0 because its state up to step
+// (its checkpoint's, or with none its ledger's last) was computed with
+// other numerics (why): the state so far is kept under the state directory
+// (statedb.DB.StartOver) and the engine, which loaded none of it, begins
+// from the job's initial state.
+func (j *job) startOver(step int64, why error) error {
 	superseded, err := j.db.StartOver()
 	if err != nil {
-		return fmt.Errorf("starting the job over after its checkpoint of step %d was refused (%v): %w", ck.Step, why, err)
+		return fmt.Errorf("starting the job over after its state of step %d was refused (%v): %w", step, why, err)
 	}
 	j.rehashTo, j.step, j.resumedFrom = 0, 0, 0
-	j.startedOver = &StartedOver{FromStep: ck.Step, Reason: why.Error(), Superseded: superseded}
-	j.log.Warn("starting the job over from step 0 (--on-other-numerics=start-over): its checkpoint was computed with "+
+	j.startedOver = &StartedOver{FromStep: step, Reason: why.Error(), Superseded: superseded}
+	j.log.Warn("starting the job over from step 0 (--on-other-numerics=start-over): its state was computed with "+
 		"other numerics than this run's; the result will be bit-identical to a fixed run in this environment",
-		"step", ck.Step, "superseded", superseded, "reason", why.Error())
-	return nil
+		"step", step, "superseded", superseded, "reason", why.Error())
+	return j.recordNumerics()
+}
+
+// checkLedgerNumerics is for a run that found no usable checkpoint (a job
+// killed before its first, or after a start-over before its next): the
+// ledger rows it would recompute and compare must have been computed with
+// this run's numerics (NumericsRecorder, against the record kept beside
+// them). Other numerics fail the run naming them, or start the job over
+// with Options.StartOverOnOtherNumerics; no record (a native job, an older
+// state directory) or no rows: nothing to compare.
+func (j *job) checkLedgerNumerics() error {
+	nr, ok := j.eng.(NumericsRecorder)
+	if !ok {
+		return nil
+	}
+	last, rows, err := j.db.LastStep()
+	if err != nil || !rows {
+		return err
+	}
+	record, err := j.db.Numerics()
+	if err != nil || record == "" {
+		return err
+	}
+	err = nr.CheckNumerics(record, last)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrOtherNumerics) && j.opts.StartOverOnOtherNumerics:
+		return j.startOver(last, err)
+	}
+	return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
+}
+
+// recordNumerics keeps this run's numerics beside the ledger it computes
+// from now on (NumericsRecorder; statedb.DB.SetNumerics).
+func (j *job) recordNumerics() error {
+	nr, ok := j.eng.(NumericsRecorder)
+	if !ok {
+		return nil
+	}
+	record, err := nr.NumericsRecord()
+	if err != nil {
+		return fmt.Errorf("recording the numerics of the job's ledger: %w", err)
+	}
+	return j.db.SetNumerics(record)
 }
 
 // warnCorruptLedger warns about each ledger row that does not match its

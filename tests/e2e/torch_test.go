@@ -314,3 +314,46 @@ func TestTorchStartsOverWhereItsCheckpointHasOtherNumerics(t *testing.T) {
 		t.Fatalf("the new run's ledger against the old environment's fixed run: exit %d, want 1 (they differ)\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestTorchLedgerWithoutACheckpointIsCheckedForOtherNumerics: a job
+// killed before its first checkpoint leaves ledger rows a rerun would
+// recompute and compare. Rerun with other numerics (ATEN_CPU_CAPABILITY=
+// default), it is refused naming them (a tester's: it failed on step 1 as
+// a divergence, and --on-other-numerics=start-over never applied), and
+// with start-over it starts over and ends with the fixed run's digest in
+// that environment.
+func TestTorchLedgerWithoutACheckpointIsCheckedForOtherNumerics(t *testing.T) {
+	requireTorch(t)
+	job := toyJob(t)
+	state := t.TempDir()
+	// No self-check: its forwards would count among TOYJOB_SLOW's.
+	args := []string{"run", "--config", job, "--no-eval", "--state", state, "--no-self-check"}
+	cmd := exec.Command(easyscale, append(args, "--quiet")...)
+	cmd.Env = append(os.Environ(), "TOYJOB_SLOW=4:1") // one process, 4 forwards a step: from step 2 on a step takes 4 s
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitStep(t, state, 1, 90*time.Second)
+	cmd.Process.Kill()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the run finished before the SIGKILL")
+	}
+	at := lastStep(state)
+	if at < 1 || at >= 4 {
+		t.Fatalf("killed with the ledger at step %d; want it before the first checkpoint (step 4)", at)
+	}
+	t.Setenv("ATEN_CPU_CAPABILITY", "default")
+	refused := easy(t, args...)
+	if refused.code == 0 || !strings.Contains(refused.stderr, fmt.Sprintf("the ledger's steps up to %d were computed", at)) ||
+		!strings.Contains(refused.stderr, "env.ATEN_CPU_CAPABILITY") || !strings.Contains(refused.stderr, "--on-other-numerics=start-over") {
+		t.Fatalf("rerun with other numerics: exit %d, want a refusal naming the ledger, ATEN_CPU_CAPABILITY and the fix:\n%s", refused.code, refused.stderr)
+	}
+	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
+	got := mustRun(t, append(args, "--on-other-numerics", "start-over")...)
+	if digest(got) != ref {
+		t.Fatalf("started over: digest %s, fixed run in this environment %s", digest(got), ref)
+	}
+	if so, _ := got.summary["started_over"].(map[string]any); so == nil || so["from_step"] != float64(at) {
+		t.Fatalf("summary's started_over %v, want from step %d", got.summary["started_over"], at)
+	}
+}
