@@ -210,6 +210,18 @@ func Require(t testing.TB) *Lab {
 	return l
 }
 
+// RequireTorch is Require for a test that runs torch jobs: it also skips
+// the test when the lab nodes' interpreter, /usr/bin/python3, cannot
+// import torch.
+func RequireTorch(t testing.TB) *Lab {
+	t.Helper()
+	l := Require(t)
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
+		t.Skip("no torch for /usr/bin/python3")
+	}
+	return l
+}
+
 // Start brings the lab up if needed (tests/lab/lab-up.sh) and returns it. skip is
 // non-empty when the lab cannot run here (EASYSCALE_LAB not set; not root; Slurm not
 // installed and CI not set); err is non-nil when it should run but did not start. Main and Require call it

@@ -30,10 +30,7 @@ import (
 // STATE/superseded/ and starts over from step 0. The trained model is
 // bit-identical to the fixed run with the V100 nodes' numerics.
 func TestAD1TorchJobThatStartsOverIsMovedToAnotherTypeAndEndsWithItsFixedRun(t *testing.T) {
-	l := slurmlab.Require(t)
-	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
-		t.Skip("no torch for /usr/bin/python3")
-	}
+	l := slurmlab.RequireTorch(t)
 	if err := slurmlab.Build(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +38,7 @@ func TestAD1TorchJobThatStartsOverIsMovedToAnotherTypeAndEndsWithItsFixedRun(t *
 	// TOYJOB_SLOW to at least 0.1 s a forward (4 a step): the status
 	// comment comes every 10 s, and the move must come while the work done
 	// is a small part of the run (it counts against the move).
-	const steps = 100
+	const steps = 60
 	dir := t.TempDir()
 	module := filepath.Join(l.Root, "runtime", "torchengine", "python", "tests", "toyjob.py")
 	job := filepath.Join(dir, "job.toml")
@@ -58,13 +55,7 @@ func TestAD1TorchJobThatStartsOverIsMovedToAnotherTypeAndEndsWithItsFixedRun(t *
 	os.Unsetenv("ATEN_CPU_CAPABILITY")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	blockers := map[string]string{}
-	for _, n := range []string{"n1", "n2"} {
-		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 250\n", "-w", n, "--gres=gpu:4", "-t", "5")
-		if _, err := l.WaitState(ctx, blockers[n], 60*time.Second, "RUNNING"); err != nil {
-			t.Fatalf("blocker on %s: %v", n, err)
-		}
-	}
+	blockers := blockNodes(ctx, t, l, 5*time.Minute, "n1", "n2")
 	state, summary := filepath.Join(dir, "state"), filepath.Join(dir, "summary.json")
 	script := filepath.Join(dir, "toy.sbatch")
 	jobOut := filepath.Join(dir, "toy.out")

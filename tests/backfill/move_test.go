@@ -54,15 +54,7 @@ func TestALongD2JobOnAT4IsMovedToAnIdleV100AndKeepsTheFixedRunsDigest(t *testing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	blockers := map[string]string{}
-	for _, n := range []string{"n1", "n2"} {
-		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 250\n", "-w", n, "--gres=gpu:4", "-t", "5")
-	}
-	for n, id := range blockers {
-		if _, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING"); err != nil {
-			t.Fatalf("blocker on %s: %v", n, err)
-		}
-	}
+	blockers := blockNodes(ctx, t, l, 5*time.Minute, "n1", "n2")
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-2", "--determinism=d2",
 		"-N", "1", "--gres=gpu:4", "examples/slurm/mnist.sbatch")
@@ -174,13 +166,7 @@ func TestALongD2JobOnAT4IsMovedOntoV100sLentToAnotherJob(t *testing.T) {
 	l := slurmlab.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	blockers := map[string]string{}
-	for _, n := range []string{"n3", "n4"} {
-		blockers[n] = l.Submit(t, "#!/bin/sh\nsleep 200\n", "-w", n, "--gres=gpu:4", "-t", "4")
-		if _, err := l.WaitState(ctx, blockers[n], 60*time.Second, "RUNNING"); err != nil {
-			t.Fatalf("blocker on %s: %v", n, err)
-		}
-	}
+	blockers := blockNodes(ctx, t, l, 4*time.Minute, "n3", "n4")
 	lender, _ := submitElastic(t, l, "es-req min=1 max=8 lw=8 d2", "-w", "n1", "--gres=gpu:4", "-t", "5")
 	cancelExtrasAtEnd(t, l, lender.ID)
 	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"},
@@ -222,4 +208,22 @@ func TestALongD2JobOnAT4IsMovedOntoV100sLentToAnotherJob(t *testing.T) {
 	if n := countDecisions(t, s, "move"); n != 1 {
 		t.Errorf("%d move decisions recorded, want 1", n)
 	}
+}
+
+// blockNodes holds every GPU of each node with a job of its own (a sleep
+// for limit, its time limit) and waits until each runs; it returns their
+// ids by node. The jobs are cancelled when the test ends (Lab.Submit).
+func blockNodes(ctx context.Context, t *testing.T, l *slurmlab.Lab, limit time.Duration, nodes ...string) map[string]string {
+	t.Helper()
+	blockers := map[string]string{}
+	for _, n := range nodes {
+		blockers[n] = l.Submit(t, fmt.Sprintf("#!/bin/sh\nsleep %d\n", int(limit.Seconds())-50), "-w", n, "--gres=gpu:4",
+			"-t", fmt.Sprint(int(limit.Minutes())))
+	}
+	for n, id := range blockers {
+		if _, err := l.WaitState(ctx, id, 60*time.Second, "RUNNING"); err != nil {
+			t.Fatalf("blocker on %s: %v", n, err)
+		}
+	}
+	return blockers
 }

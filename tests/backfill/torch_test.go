@@ -32,10 +32,7 @@ import (
 // is grown again). The trained model is bit-identical to the local run on
 // a fixed allocation of 2 processes.
 func TestTorchMNISTGrowsIntoIdleGPUsAndKeepsTheFixedRunsDigest(t *testing.T) {
-	l := slurmlab.Require(t)
-	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
-		t.Skip("no torch for /usr/bin/python3")
-	}
+	l := slurmlab.RequireTorch(t)
 	if err := slurmlab.Build(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,7 @@ import (
 // update mid-run (Slurm kills a task, its Python process dies with it, the
 // step is redone) and ends with the digest of a local fixed run.
 func TestTorchShrinkByScontrolKeepsTheLocalDigest(t *testing.T) {
-	lab := slurmlab.Require(t)
-	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
-		t.Skip("no torch for /usr/bin/python3")
-	}
+	lab := slurmlab.RequireTorch(t)
 	const steps = 150
 	want := localTorchDigest(t, lab, steps)
 	summary := filepath.Join(t.TempDir(), "summary.json")
@@ -145,10 +142,7 @@ func localTorchDigest(t *testing.T, lab *slurmlab.Lab, steps int) string {
 // and the standby's ledger holds every step, those before the takeover as
 // the lost coordinator recorded them.
 func TestTorchFirstNodeFailureIsTakenOverInPlace(t *testing.T) {
-	lab := slurmlab.Require(t)
-	if _, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
-		t.Skip("no torch for /usr/bin/python3")
-	}
+	lab := slurmlab.RequireTorch(t)
 	// EASYSCALE_LAB_TASK_LOGS=DIR has each task keep its own log there
 	// (easyscale run --task-log, as the native tests always do: written on
 	// the task's node, appended across a requeue), so the survivors' logs
