@@ -24,9 +24,10 @@ const SupersededDir = "superseded"
 // DIR/superseded/<UTC time to the nanosecond>/ (written under a temporary
 // name and renamed once complete; a recorded file already lost is left
 // out), then removes the ledger, the checkpoints and
-// their logical-worker contexts in one transaction committed with
-// synchronous=FULL, and last deletes the checkpoint files. The job row and
-// the allocation history stay (the job is the same job). It returns the
+// their logical-worker contexts and the allocation history in one
+// transaction committed with synchronous=FULL, and last deletes the
+// checkpoint files. The job row stays (the job is the same job); the copy
+// keeps the old run's allocations. It returns the
 // new directory's path.
 //
 // A job starts over when its checkpoints were computed with other numerics
@@ -150,8 +151,8 @@ func (db *DB) copyInto(dir string, files []string) error {
 	return syncDir(dir)
 }
 
-// clearSteps deletes the ledger, the checkpoints and their contexts in one
-// transaction committed with synchronous=FULL.
+// clearSteps deletes the ledger, the checkpoints, their contexts and the
+// allocation history in one transaction committed with synchronous=FULL.
 func (db *DB) clearSteps() error {
 	ctx := context.Background()
 	conn, err := db.sql.Conn(ctx)
@@ -168,7 +169,7 @@ func (db *DB) clearSteps() error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`DELETE FROM est_contexts; DELETE FROM checkpoints; DELETE FROM ledger`); err != nil {
+	if _, err := tx.Exec(`DELETE FROM est_contexts; DELETE FROM checkpoints; DELETE FROM ledger; DELETE FROM allocations`); err != nil {
 		return err
 	}
 	return tx.Commit()

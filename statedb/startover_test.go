@@ -20,6 +20,9 @@ func startOverState(t *testing.T) (*DB, string) {
 	if _, err := db.InitJob(Job{ID: "j1", Name: "j", LogicalWorkers: 2}); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.RecordAllocation(Allocation{Step: 0, Workers: 2, Placement: "0|1", Reason: "schedule"}); err != nil {
+		t.Fatal(err)
+	}
 	for s := int64(1); s <= 8; s++ {
 		if err := db.AppendLedger(entry(s, "a")); err != nil {
 			t.Fatal(err)
@@ -55,6 +58,9 @@ func TestStartOverKeepsTheSupersededStateAndBeginsAtStepZero(t *testing.T) {
 	if j, err := db.Job(); err != nil || j.ID != "j1" {
 		t.Fatalf("job after the start-over: %+v, %v", j, err)
 	}
+	if allocs, err := db.Allocations(); err != nil || len(allocs) != 0 {
+		t.Fatalf("allocations after the start-over: %+v, %v; want the new run's only (none yet)", allocs, err)
+	}
 	if files, _ := os.ReadDir(filepath.Join(dir, CheckpointDir)); len(files) != 0 {
 		t.Fatalf("live checkpoint files left: %v", files)
 	}
@@ -70,6 +76,9 @@ func TestStartOverKeepsTheSupersededStateAndBeginsAtStepZero(t *testing.T) {
 	rows, err := old.Ledger(1, 8)
 	if err != nil || len(rows) != 8 || rows[0].Digest != digest("a") {
 		t.Fatalf("superseded ledger: %d rows, %v", len(rows), err)
+	}
+	if allocs, err := old.Allocations(); err != nil || len(allocs) != 1 {
+		t.Fatalf("the copy's allocations: %+v, %v; want the old run's one", allocs, err)
 	}
 	ck, skipped, err := old.LatestCheckpoint()
 	if err != nil || len(skipped) != 0 || ck == nil || ck.Step != 8 || len(ck.Contexts) != 2 {
