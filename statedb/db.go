@@ -139,6 +139,10 @@ func (db *DB) openWriter() error {
 		s.Close()
 		return fmt.Errorf("migrating %s in %s: %w", DBFile, db.dir, err)
 	}
+	if err := db.recoverStartOver(); err != nil {
+		s.Close()
+		return err
+	}
 	if err := db.cleanCheckpointDir(); err != nil {
 		s.Close()
 		return err

@@ -20,28 +20,30 @@ const SupersededDir = "superseded"
 
 // StartOver sets the job back to step 0 and keeps what it replaces: it
 // copies the database (SQLite's VACUUM INTO, a consistent snapshot) and
-// hard-links every recorded checkpoint file into a new directory
-// DIR/superseded/<UTC time to the nanosecond>/ (written under a temporary
-// name and renamed once complete; a recorded file already lost is left
-// out), then removes the ledger, the checkpoints and
-// their logical-worker contexts and the allocation history in one
-// transaction committed with synchronous=FULL, and last deletes the
-// checkpoint files. The job row stays (the job is the same job); the copy
-// keeps the old run's allocations. It returns the
-// new directory's path.
+// hard-links every recorded checkpoint file that is there (a file already
+// lost is left out, as LatestCheckpoint skips it) and the numerics record
+// into a new directory, then removes the ledger, the checkpoints, their
+// logical-worker contexts and the allocation history in one transaction
+// committed with synchronous=FULL, and last deletes the checkpoint files.
+// The job row stays (the job is the same job); the copy keeps the old
+// run's allocations. It returns the copy's path,
+// DIR/superseded/<UTC time to the nanosecond> (names sort oldest first).
 //
-// A job starts over when its checkpoints were computed with other numerics
-// than this run's (torchengine.ResumeError: another GPU type, CPU ISA or
-// torch release) and its owner accepts a restart (easyscale run
+// A job starts over when its state was computed with other numerics than
+// this run's (torchengine.ResumeError: another GPU type, CPU ISA or torch
+// release) and its owner accepts a restart (easyscale run
 // --on-other-numerics=start-over): its result is then bit-identical to a
 // fixed run in the new environment, from step 0.
 //
-// Crash safety: until the transaction commits the live state is unchanged
-// (a crash leaves an incomplete superseded directory beside it, and the
-// next StartOver makes a new one); after it, the copy is complete and the
-// live files not yet deleted are unrecorded leftovers that Open removes.
-// Errors name what was being done; nothing live is changed when the copy or
-// a link fails (a full disk, a filesystem without hard links).
+// Crash safety: the copy is written as superseded/.incomplete-<time>,
+// renamed .copied-<time> once complete and fsynced, and renamed <time>
+// only after the transaction committed, so a listed copy (Superseded) is
+// always a start-over that happened. Open finishes or undoes what a crash
+// left (recoverStartOver): an incomplete copy is removed; a complete one
+// is kept when the live ledger and checkpoints are empty (the transaction
+// committed) and removed otherwise (the live state is unchanged). Errors
+// name what was being done; nothing live is changed when the copy fails
+// (a full disk, a filesystem without hard links).
 func (db *DB) StartOver() (string, error) {
 	if err := db.writable("starting over"); err != nil {
 		return "", err
@@ -54,28 +56,25 @@ func (db *DB) StartOver() (string, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("starting over: creating %s: %w", parent, err)
 	}
-	removeIncomplete(parent)
-	// Written under a temporary name and renamed once complete, so that
-	// an interrupted copy (a kill, a full disk) never reads as a kept run.
-	tmp, err := os.MkdirTemp(parent, incompletePrefix)
-	if err != nil {
+	name := time.Now().UTC().Format("20060102T150405.000000000Z")
+	tmp, copied, archive := filepath.Join(parent, incompletePrefix+name), filepath.Join(parent, copiedPrefix+name), filepath.Join(parent, name)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return "", fmt.Errorf("starting over: creating the directory that keeps the superseded state: %w", err)
 	}
 	if err := db.copyInto(tmp, files); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("starting over: keeping the superseded state (the live state is unchanged): %w", err)
 	}
-	// Named by the time to the nanosecond, so that names sort oldest first.
-	archive := filepath.Join(parent, time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Rename(tmp, archive); err != nil {
+	if err := renameSynced(tmp, copied); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("starting over: keeping the superseded state (the live state is unchanged): %w", err)
 	}
-	if err := syncDir(parent); err != nil {
-		return "", fmt.Errorf("starting over: keeping the superseded state in %s (the live state is unchanged): %w", archive, err)
-	}
 	if err := db.clearSteps(); err != nil {
-		return "", fmt.Errorf("starting over: clearing the ledger and checkpoints (the superseded state is kept in %s): %w", archive, err)
+		os.RemoveAll(copied)
+		return "", fmt.Errorf("starting over: clearing the ledger and checkpoints (the live state is unchanged): %w", err)
+	}
+	if err := renameSynced(copied, archive); err != nil {
+		return "", fmt.Errorf("starting over: naming the superseded state %s (the next open does): %w", archive, err)
 	}
 	for _, f := range files {
 		path := filepath.Join(db.dir, CheckpointDir, filepath.Base(f))
@@ -86,24 +85,66 @@ func (db *DB) StartOver() (string, error) {
 	return archive, nil
 }
 
-// incompletePrefix starts the name of a superseded directory being
-// written; StartOver removes such leftovers of an interrupted start-over,
-// and readers skip them.
-const incompletePrefix = ".incomplete-"
+// renameSynced renames from to to and fsyncs their directory.
+func renameSynced(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(to))
+}
 
-// removeIncomplete removes what interrupted start-overs left in parent.
-func removeIncomplete(parent string) {
-	entries, _ := os.ReadDir(parent)
+// The prefixes of a superseded copy's names while StartOver writes it
+// (incomplete) and once it is complete but the live state not yet cleared
+// (copied). Superseded skips both; recoverStartOver settles them.
+const (
+	incompletePrefix = ".incomplete-"
+	copiedPrefix     = ".copied-"
+)
+
+// recoverStartOver settles what an interrupted StartOver left under
+// DIR/superseded (see StartOver): it removes incomplete copies, and names
+// a complete one when the live ledger and checkpoints are empty (its
+// transaction committed), removing it otherwise.
+func (db *DB) recoverStartOver() error {
+	parent := filepath.Join(db.dir, SupersededDir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil // none kept
+	}
+	var cleared *bool
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), incompletePrefix) {
-			os.RemoveAll(filepath.Join(parent, e.Name()))
+		path := filepath.Join(parent, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), incompletePrefix):
+			if err := os.RemoveAll(path); err != nil {
+				return fmt.Errorf("removing an interrupted start-over's copy %s: %w", path, err)
+			}
+		case strings.HasPrefix(e.Name(), copiedPrefix):
+			if cleared == nil {
+				var rows int
+				err := db.sql.QueryRow(`SELECT (SELECT COUNT(*) FROM ledger) + (SELECT COUNT(*) FROM checkpoints)`).Scan(&rows)
+				if err != nil {
+					return fmt.Errorf("settling an interrupted start-over: %w", err)
+				}
+				empty := rows == 0
+				cleared = &empty
+			}
+			if *cleared {
+				err = renameSynced(path, filepath.Join(parent, strings.TrimPrefix(e.Name(), copiedPrefix)))
+			} else {
+				err = os.RemoveAll(path)
+			}
+			if err != nil {
+				return fmt.Errorf("settling an interrupted start-over's copy %s: %w", path, err)
+			}
 		}
 	}
+	return nil
 }
 
 // Superseded lists the state directories a job in dir started over from
-// (StartOver), oldest first; interrupted copies are left out. Errors: dir
-// unreadable (none kept: an empty list and nil).
+// (StartOver), oldest first; copies of a start-over not (yet) done are
+// left out. Errors: dir unreadable (none kept: an empty list and nil).
 func Superseded(dir string) ([]string, error) {
 	parent := filepath.Join(dir, SupersededDir)
 	entries, err := os.ReadDir(parent)
@@ -115,7 +156,7 @@ func Superseded(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries { // ReadDir sorts by name: by time
-		if e.IsDir() && !strings.HasPrefix(e.Name(), incompletePrefix) {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
 			out = append(out, filepath.Join(parent, e.Name()))
 		}
 	}

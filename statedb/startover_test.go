@@ -154,9 +154,8 @@ func TestStartOverWithALostCheckpointFileKeepsTheRest(t *testing.T) {
 	}
 }
 
-// TestSupersededListsCompleteCopiesOldestFirst: a copy an interrupted
-// start-over left (its temporary name) is not listed, and the next
-// start-over removes it.
+// TestSupersededListsCompleteCopiesOldestFirst: the kept copies are listed
+// in the order they were made.
 func TestSupersededListsCompleteCopiesOldestFirst(t *testing.T) {
 	db, dir := startOverState(t)
 	if got, err := Superseded(dir); err != nil || len(got) != 0 {
@@ -166,13 +165,6 @@ func TestSupersededListsCompleteCopiesOldestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leftover := filepath.Join(dir, SupersededDir, incompletePrefix+"x")
-	if err := os.MkdirAll(filepath.Join(leftover, CheckpointDir), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := Superseded(dir); err != nil || len(got) != 1 || got[0] != first {
-		t.Fatalf("Superseded with an interrupted copy beside %s: %v, %v", first, got, err)
-	}
 	second, err := db.StartOver()
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +172,62 @@ func TestSupersededListsCompleteCopiesOldestFirst(t *testing.T) {
 	if got, err := Superseded(dir); err != nil || len(got) != 2 || got[0] != first || got[1] != second {
 		t.Fatalf("Superseded: %v, %v; want [%s %s]", got, err, first, second)
 	}
-	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the interrupted copy is still there after a start-over: %v", err)
+}
+
+// TestOpenSettlesAnInterruptedStartOver: what a start-over killed at each
+// point leaves is settled by the next Open, and only a start-over that
+// cleared the live state is listed (a tester's: a kill after the copy was
+// named, before the ledger was cleared, listed a start-over that never
+// happened, and the job resumed).
+func TestOpenSettlesAnInterruptedStartOver(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prefix  string // the copy's name as the kill left it
+		cleared bool   // the transaction committed
+		kept    bool
+	}{
+		{"killed while copying", incompletePrefix, false, false},
+		{"killed after the copy, before the transaction", copiedPrefix, false, false},
+		{"killed after the transaction, before the copy was named", copiedPrefix, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, dir := startOverState(t)
+			files, _ := queryStrings(db.sql, `SELECT file FROM checkpoints`)
+			copyDir := filepath.Join(dir, SupersededDir, tc.prefix+"20261206T170000.000000000Z")
+			if err := os.MkdirAll(filepath.Dir(copyDir), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(copyDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.copyInto(copyDir, files); err != nil {
+				t.Fatal(err)
+			}
+			if tc.cleared {
+				if err := db.clearSteps(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, _ := Superseded(dir); len(got) != 0 {
+				t.Fatalf("listed before the next open: %v", got)
+			}
+			db.Close()
+			db2, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			got, _ := Superseded(dir)
+			if tc.kept != (len(got) == 1) {
+				t.Fatalf("after the next open: %v, want kept %v", got, tc.kept)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, SupersededDir, ".*"))
+			if len(left) != 0 {
+				t.Fatalf("left unsettled: %v", left)
+			}
+			if _, rows, _ := db2.LastStep(); rows == tc.cleared {
+				t.Fatalf("the live ledger has rows: %v, want %v", rows, !tc.cleared)
+			}
+		})
 	}
 }

@@ -192,7 +192,7 @@ func supersededLines(state string) []string {
 			}
 			db.Close()
 		}
-		lines = append(lines, fmt.Sprintf("started over (a checkpoint computed with other numerics): the run before is kept in %s, %s", dir, ended))
+		lines = append(lines, fmt.Sprintf("started over (its state was computed with other numerics): the run before is kept in %s, %s", dir, ended))
 	}
 	return lines
 }

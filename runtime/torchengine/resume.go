@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/easyscale/easyscale-slurm/runtime/trainer"
+	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
 // NumericsMeta is the checkpoint metadata key under which the Python
@@ -151,8 +152,12 @@ func (e *Engine) CheckNumerics(record string, lastStep int64) error {
 	var re *ResumeError
 	if errors.As(err, &re) {
 		re.Ledger = true
+		return err
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("the state directory's %s does not read: %w", statedb.NumericsFile, errors.Unwrap(err))
+	}
+	return nil
 }
 
 var _ trainer.NumericsRecorder = (*Engine)(nil)

@@ -45,8 +45,11 @@ type job struct {
 	stepRedos   int
 	resumedFrom int64
 	startedOver *StartedOver
-	lastLoss    float64
-	digest      string
+	// numericsPending: this run's numerics are recorded beside the ledger
+	// once one of its steps is in it (state.go recordPendingNumerics).
+	numericsPending bool
+	lastLoss        float64
+	digest          string
 	// digests decides which steps the ledger hashes; sparse is eng when it
 	// can skip the digest (nil for the native engine, hashed every step).
 	digests *digestPolicy
@@ -466,10 +469,15 @@ func (j *job) record(wall time.Duration) error {
 	row.Digest, row.Unhashed, row.TensorDigests = digest, digest == "", per
 	err := j.db.AppendLedger(row)
 	if errors.Is(err, statedb.ErrDivergence) {
-		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run: %w", j.step, err)
+		return fmt.Errorf("step %d was recomputed after a resume and differs from the recorded run (a run with other numerics "+
+			"than the ledger's, another CPU ISA, GPU model or torch release, computes other bits: resume where the job ran "+
+			"before, or start it over with a new --state directory): %w", j.step, err)
 	}
 	if err != nil {
 		return fmt.Errorf("recording step %d in the ledger: %w", j.step, err)
+	}
+	if err := j.recordPendingNumerics(digest != ""); err != nil {
+		return err
 	}
 	if j.follower != nil {
 		j.follower.LedgerRecorded(j.step)

@@ -67,6 +67,9 @@ type recordingEngine struct {
 func (e recordingEngine) NumericsRecord() (string, error) { return e.numerics, nil }
 
 func (e recordingEngine) CheckNumerics(record string, lastStep int64) error {
+	if strings.HasPrefix(record, "{") { // the engine's records are plain words
+		return fmt.Errorf("the numerics record %q does not read", record)
+	}
 	if record != e.numerics {
 		return fmt.Errorf("the ledger's steps up to %d: %s, this run %s: %w", lastStep, record, e.numerics, ErrOtherNumerics)
 	}
@@ -138,5 +141,90 @@ func TestAFinishedJobIsNotStartedOver(t *testing.T) {
 	}
 	if got, _ := statedb.Superseded(dir); len(got) != 0 {
 		t.Fatalf("a finished job's state was superseded: %v", got)
+	}
+}
+
+// TestAFinishedJobWhoseLastCheckpointIsLostIsNotStartedOver: a finished
+// job's ledger says it finished even when its last checkpoint is lost (a
+// tester's: such a job was started over from an earlier checkpoint, or
+// with none left, and redone).
+func TestAFinishedJobWhoseLastCheckpointIsLostIsNotStartedOver(t *testing.T) {
+	dir := t.TempDir()
+	sum := run(t, mnistSmall, "", func(o *Options) {
+		o.StateDir, o.StopAfter = dir, 0
+		eng, err := NativeEngine(*o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Engine = recordingEngine{eng, "A"}
+	})
+	last := filepath.Join(dir, statedb.CheckpointDir, fmt.Sprintf("step-%d.safetensors", sum.Steps))
+	if err := os.Remove(last); err != nil {
+		t.Fatal(err)
+	}
+	spec, wl := loadJob(t, mnistSmall)
+	for _, tc := range []struct {
+		name   string
+		engine func(Engine) Engine
+		prune  bool // every checkpoint lost
+	}{
+		{"an earlier checkpoint refused", func(e Engine) Engine { return otherNumericsEngine{e} }, false},
+		{"no checkpoint left, the ledger's record other", func(e Engine) Engine { return recordingEngine{e, "B"} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.prune {
+				files, _ := filepath.Glob(filepath.Join(dir, statedb.CheckpointDir, "*"))
+				for _, f := range files {
+					os.Remove(f)
+				}
+			}
+			opts := Options{Spec: spec, Workload: wl, SkipEval: true, StateDir: dir, StartOverOnOtherNumerics: true}
+			eng, err := NativeEngine(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Engine = tc.engine(eng)
+			if _, err := Run(context.Background(), opts); !errors.Is(err, ErrOtherNumerics) || !strings.Contains(err.Error(), "the job finished") {
+				t.Fatalf("start-over of a finished job: %v, want a refusal saying the job finished", err)
+			}
+			if got, _ := statedb.Superseded(dir); len(got) != 0 {
+				t.Fatalf("a finished job's state was superseded: %v", got)
+			}
+		})
+	}
+}
+
+// TestAMissingOrUnreadableNumericsRecordIsRewrittenOnceAStepMatches: with
+// no usable checkpoint and the record deleted or unreadable, the run is
+// not refused (the recomputed steps are compared with the ledger), and it
+// records its numerics only once a recomputed step matched (a tester's:
+// a run in the wrong environment wrote its own record first, and the rerun
+// where the ledger was computed was then refused).
+func TestAMissingOrUnreadableNumericsRecordIsRewrittenOnceAStepMatches(t *testing.T) {
+	for _, record := range []string{"", "{not json"} {
+		dir := t.TempDir()
+		with := func(o *Options) {
+			o.StateDir = dir
+			eng, err := NativeEngine(*o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Engine = recordingEngine{eng, "A"}
+		}
+		run(t, mnistSmall, "", func(o *Options) { with(o); o.StopAfter = 7 })
+		files, _ := filepath.Glob(filepath.Join(dir, statedb.CheckpointDir, "*"))
+		for _, f := range files {
+			os.Remove(f)
+		}
+		path := filepath.Join(dir, statedb.NumericsFile)
+		if record == "" {
+			os.Remove(path)
+		} else if err := os.WriteFile(path, []byte(record), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, mnistSmall, "", func(o *Options) { with(o); o.StopAfter = 9 })
+		if b, err := os.ReadFile(path); err != nil || string(b) != "A" {
+			t.Fatalf("record %q: the numerics record after the rerun is %q, %v; want the run's", record, b, err)
+		}
 	}
 }

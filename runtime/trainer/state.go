@@ -67,21 +67,20 @@ func (j *job) openState() error {
 			return err
 		}
 		j.log.Info("no usable checkpoint; starting from step 0", "state", j.opts.StateDir)
-		return j.recordNumerics()
+		return nil
 	}
 	if err := j.eng.Restore(ck); err != nil {
 		if !errors.Is(err, ErrOtherNumerics) || !j.opts.StartOverOnOtherNumerics {
 			return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 		}
-		if ck.Step >= j.horizon {
-			return fmt.Errorf("restoring checkpoint %s: %w (the job finished at step %d: its result stands, and "+
-				"--on-other-numerics=start-over does not redo a finished job; a new --state directory does)", ck.Path, err, ck.Step)
+		if err := j.refuseFinished(max(ck.Step, j.rehashTo), err); err != nil {
+			return fmt.Errorf("restoring checkpoint %s: %w", ck.Path, err)
 		}
 		return j.startOver(ck.Step, err)
 	}
-	if err := j.recordNumerics(); err != nil {
-		return err
-	}
+	// Recorded once a step of this run is in the ledger: the checkpoint's
+	// numerics are this run's, but an older one may have none.
+	j.numericsPending = true
 	j.step, j.resumedFrom = ck.Step, ck.Step
 	if rows, err := db.Ledger(ck.Step, ck.Step); err == nil && len(rows) == 1 {
 		j.lastLoss = rows[0].Loss // the loss a run that resumes at its end reports
@@ -121,21 +120,61 @@ func (j *job) checkLedgerNumerics() error {
 		return nil
 	}
 	last, rows, err := j.db.LastStep()
-	if err != nil || !rows {
+	if err != nil {
 		return err
+	}
+	if !rows {
+		return j.recordNumerics()
 	}
 	record, err := j.db.Numerics()
-	if err != nil || record == "" {
-		return err
+	if err == nil && record != "" {
+		err = nr.CheckNumerics(record, last)
 	}
-	err = nr.CheckNumerics(record, last)
 	switch {
-	case err == nil:
+	case err == nil && record != "":
 		return nil
-	case errors.Is(err, ErrOtherNumerics) && j.opts.StartOverOnOtherNumerics:
-		return j.startOver(last, err)
+	case err == nil || !errors.Is(err, ErrOtherNumerics):
+		// No record (an older state directory, or deleted) or one that
+		// does not read: the recomputed rows are still compared with the
+		// ledger's, and this run's numerics are recorded once one matched.
+		if err != nil {
+			j.log.Warn("the ledger's numerics record does not read: not compared; the recomputed steps are still "+
+				"compared with the ledger", "state", j.opts.StateDir, "error", err)
+		}
+		j.numericsPending = true
+		return nil
+	case !j.opts.StartOverOnOtherNumerics:
+		return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
 	}
-	return fmt.Errorf("state directory %s: %w", j.opts.StateDir, err)
+	if ferr := j.refuseFinished(last, err); ferr != nil {
+		return fmt.Errorf("state directory %s: %w", j.opts.StateDir, ferr)
+	}
+	return j.startOver(last, err)
+}
+
+// refuseFinished is why for a job whose state (a checkpoint or the
+// ledger) reaches step at or past its horizon, with a note that a
+// finished job is not started over; nil for a job not finished. A
+// finished job's result stands even when its last checkpoint was lost
+// (a tester's: such a job was started over and redone).
+func (j *job) refuseFinished(step int64, why error) error {
+	if step < j.horizon {
+		return nil
+	}
+	return fmt.Errorf("%w (the job finished at step %d: its result stands, and --on-other-numerics=start-over does not "+
+		"redo a finished job; a new --state directory does)", why, step)
+}
+
+// recordPendingNumerics records this run's numerics after the step just
+// appended to the ledger, when they were left unrecorded at the start
+// (numericsPending) and the step was hashed (a recomputed hashed step was
+// compared with the ledger's row).
+func (j *job) recordPendingNumerics(hashed bool) error {
+	if !j.numericsPending || !hashed {
+		return nil
+	}
+	j.numericsPending = false
+	return j.recordNumerics()
 }
 
 // recordNumerics keeps this run's numerics beside the ledger it computes

@@ -342,7 +342,26 @@ func TestTorchLedgerWithoutACheckpointIsCheckedForOtherNumerics(t *testing.T) {
 	if at < 1 || at >= 4 {
 		t.Fatalf("killed with the ledger at step %d; want it before the first checkpoint (step 4)", at)
 	}
+	// A copy without the numerics record (an older state directory): the
+	// rerun with other numerics fails on the first recomputed step, and
+	// leaves no record of its own (a tester's: it wrote one, and the rerun
+	// where the ledger was computed was refused).
+	bare := t.TempDir()
+	if err := os.CopyFS(bare, os.DirFS(state)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(bare, "numerics.json")); err != nil {
+		t.Fatal(err)
+	}
+	bareArgs := []string{"run", "--config", job, "--no-eval", "--state", bare, "--no-self-check"}
+	refOld := digest(mustRun(t, "run", "--config", job, "--no-eval"))
 	t.Setenv("ATEN_CPU_CAPABILITY", "default")
+	if r := easy(t, bareArgs...); r.code == 0 || !strings.Contains(r.stderr, "differs from the recorded run") {
+		t.Fatalf("rerun of a state without a numerics record, with other numerics: exit %d, want the divergence\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(bare, "numerics.json")); err == nil {
+		t.Fatal("the failed rerun recorded its numerics beside a ledger it did not compute")
+	}
 	refused := easy(t, args...)
 	if refused.code == 0 || !strings.Contains(refused.stderr, fmt.Sprintf("the ledger's steps up to %d were computed", at)) ||
 		!strings.Contains(refused.stderr, "env.ATEN_CPU_CAPABILITY") || !strings.Contains(refused.stderr, "--on-other-numerics=start-over") {
@@ -355,5 +374,9 @@ func TestTorchLedgerWithoutACheckpointIsCheckedForOtherNumerics(t *testing.T) {
 	}
 	if so, _ := got.summary["started_over"].(map[string]any); so == nil || so["from_step"] != float64(at) {
 		t.Fatalf("summary's started_over %v, want from step %d", got.summary["started_over"], at)
+	}
+	os.Unsetenv("ATEN_CPU_CAPABILITY") // where the copy's ledger was computed: it resumes
+	if r := mustRun(t, bareArgs...); digest(r) != refOld {
+		t.Fatalf("the copy rerun where its ledger was computed: digest %s, fixed run %s", digest(r), refOld)
 	}
 }
