@@ -274,10 +274,8 @@ func (p *planning) grant() []Grow {
 			continue
 		}
 		if !p.mayGrow(ji) {
-			for xi, x := range j.Extras {
-				if p.extraEnd[ji][xi] == x.End {
-					userLent[j.User] += x.GPUs
-				}
+			for _, x := range j.Extras { // one being shrunk holds its GPUs until its deadline
+				userLent[j.User] += x.GPUs
 			}
 			continue
 		}
@@ -304,7 +302,7 @@ func (p *planning) grant() []Grow {
 			js.total += x.GPUs
 			js.lent += x.GPUs
 		}
-		userLent[j.User] += js.lent
+		userLent[j.User] += js.lent + js.leaving // the GPUs being shrunk are held until their deadline
 		js.cap = min(j.MaxGPUs, 2*js.total)
 		if p.s.NothingQueued {
 			js.cap = j.MaxGPUs
@@ -373,10 +371,11 @@ func (p *planning) mayGrow(ji int) bool {
 func (p *planning) best(js *jobState, types []string, userLent, startLent map[string]int) (candidate, bool) {
 	j := p.s.Running[js.ji]
 	// Extras being shrunk still hold their GPUs until the deadline, so they
-	// count against the maximum (never against the doubling cap).
+	// count against the maximum and the per-job and per-user caps (never
+	// against the doubling cap).
 	room := min(js.cap-js.total, p.s.Running[js.ji].MaxGPUs-js.total-js.leaving)
 	if l := p.lim.MaxExtraGPUsPerJob; l > 0 {
-		room = min(room, l-js.lent)
+		room = min(room, l-js.lent-js.leaving)
 	}
 	if l := p.lim.MaxExtraGPUsPerUser; l > 0 {
 		room = min(room, l-userLent[j.User])
