@@ -29,7 +29,10 @@ trap 'rm -f "$log" "$rcfile"' EXIT
 	echo $? >"$rcfile"
 } 2>&1 | tee "$log" | sed -u 's/^/[24.11] /' &
 current=$!
-EASYSCALE_CI_STAGE=tests bash .ci/test.sh
+# The torch lab test of a d1 job moved and started over runs in the current half only (on torch
+# 2.6, the one place start-over runs on it; torch 1.13's start-over is tests/e2e's), for the CPU
+# its torch runs take (BENCHMARKS.md, "The suite's time").
+EASYSCALE_CI_STAGE=tests EASYSCALE_TEST_SKIP='^TestAD1TorchJobThatStartsOverIsMovedToAnotherTypeAndEndsWithItsFixedRun$' bash .ci/test.sh
 rc_test=$?
 note "make test's tests exited $rc_test; waiting for make test-current's"
 wait "$current"
