@@ -34,6 +34,17 @@ type ResumeError struct {
 	// computed with these numerics (the state directory's record,
 	// Engine.CheckNumerics), and this run would recompute them.
 	Ledger bool
+	// FinishedAt > 0: the job finished at that step, and the error offers
+	// no start-over (trainer.FinishedRefusal): its result stands.
+	FinishedAt int64
+}
+
+// Finished returns a copy of e for a job finished at step
+// (trainer.FinishedRefusal).
+func (e *ResumeError) Finished(step int64) error {
+	c := *e
+	c.FinishedAt = step
+	return &c
 }
 
 // Is makes a ResumeError match trainer.ErrOtherNumerics, which the trainer
@@ -45,6 +56,12 @@ func (e *ResumeError) Error() string {
 	what := fmt.Sprintf("the checkpoint of step %d was written", e.Step)
 	if e.Ledger {
 		what = fmt.Sprintf("no checkpoint is usable, and the ledger's steps up to %d were computed", e.Step)
+	}
+	if e.FinishedAt > 0 {
+		return fmt.Sprintf("the job finished at step %d: its result stands, and a finished job is not started over "+
+			"(--on-other-numerics=start-over redoes only an unfinished one); %s by workers that compute other bits than "+
+			"this run's (%s), so it cannot be resumed here: read its result where it ran, or run it again with a new --state directory",
+			e.FinishedAt, what, strings.Join(e.Differences, "; "))
 	}
 	return fmt.Sprintf("%s by workers that compute other bits than this run's (%s): "+
 		"resuming would break the job's bit-identity with its fixed run; resume where it ran before (the same torch, "+

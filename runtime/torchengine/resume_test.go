@@ -3,6 +3,7 @@ package torchengine
 import (
 	"encoding/json"
 	"errors"
+	"github.com/easyscale/easyscale-slurm/runtime/trainer"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,24 @@ func TestCheckResumeNamesAnUnreadableRecord(t *testing.T) {
 	var re *ResumeError
 	if errors.As(err, &re) {
 		t.Fatalf("an unreadable record is not a difference in numerics: %v", err)
+	}
+}
+
+// TestAFinishedJobsRefusalOffersNoStartOver: the refusal of a job that
+// finished (trainer.FinishedRefusal) says its result stands and offers no
+// start-over, which the trainer never does for it (a tester's: the
+// message suggested --on-other-numerics=start-over, then said it did
+// not apply); it still matches trainer.ErrOtherNumerics.
+func TestAFinishedJobsRefusalOffersNoStartOver(t *testing.T) {
+	re := &ResumeError{Step: 100, Differences: []string{"torch: checkpoint 1.13.0, this run 2.6.0"}}
+	var f trainer.FinishedRefusal = re
+	err := f.Finished(100)
+	msg := err.Error()
+	if !errors.Is(err, trainer.ErrOtherNumerics) || !strings.HasPrefix(msg, "the job finished at step 100: its result stands") ||
+		strings.Contains(msg, "or start the job over") || !strings.Contains(msg, "torch: checkpoint 1.13.0, this run 2.6.0") {
+		t.Fatalf("finished refusal %q (matches ErrOtherNumerics: %v)", msg, errors.Is(err, trainer.ErrOtherNumerics))
+	}
+	if re.FinishedAt != 0 || !strings.Contains(re.Error(), "or start the job over") {
+		t.Fatalf("Finished changed the original: %q", re.Error())
 	}
 }

@@ -112,6 +112,16 @@ var ErrNoTestSet = errors.New("the job has no test set")
 // Options.StartOverOnOtherNumerics starts the job over from step 0.
 var ErrOtherNumerics = errors.New("the checkpoint was computed with other numerics than this run's")
 
+// FinishedRefusal is an error matching ErrOtherNumerics whose message
+// offers starting the job over (the torch engine's ResumeError). For a
+// job that finished, which is never started over (its result stands), the
+// trainer returns Finished(step) instead: the same refusal, worded for a
+// job finished at step, offering no start-over.
+type FinishedRefusal interface {
+	error
+	Finished(step int64) error
+}
+
 // NumericsRecorder is an Engine whose bits depend on where it runs (the
 // torch engine: torch release, CPU ISA, GPU model, pinned environment).
 // The trainer keeps NumericsRecord in the state directory

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +21,25 @@ type otherNumericsEngine struct{ Engine }
 func (e otherNumericsEngine) Restore(ck *statedb.Checkpoint) error {
 	return fmt.Errorf("checkpoint of step %d: cpu_capability differs: %w", ck.Step, ErrOtherNumerics)
 }
+
+// finishedAwareEngine refuses every checkpoint with an error that words
+// itself for a finished job (FinishedRefusal), as the torch engine's.
+type finishedAwareEngine struct{ Engine }
+
+type otherNumericsRefusal struct{ finishedAt int64 }
+
+func (r otherNumericsRefusal) Error() string {
+	if r.finishedAt > 0 {
+		return fmt.Sprintf("finished at %d, not started over", r.finishedAt)
+	}
+	return "other numerics: start over with --on-other-numerics=start-over"
+}
+func (r otherNumericsRefusal) Is(target error) bool { return target == ErrOtherNumerics }
+func (r otherNumericsRefusal) Finished(step int64) error {
+	return otherNumericsRefusal{finishedAt: step}
+}
+
+func (e finishedAwareEngine) Restore(*statedb.Checkpoint) error { return otherNumericsRefusal{} }
 
 func TestAResumeWithOtherNumericsFailsOrStartsOver(t *testing.T) {
 	fixed := run(t, mnistSmall, "", nil)
@@ -138,6 +158,14 @@ func TestAFinishedJobIsNotStartedOver(t *testing.T) {
 	opts.Engine = otherNumericsEngine{eng}
 	if _, err := Run(context.Background(), opts); !errors.Is(err, ErrOtherNumerics) || !strings.Contains(err.Error(), "the job finished") {
 		t.Fatalf("start-over of a finished job: %v, want a refusal saying the job finished", err)
+	}
+	// An engine whose refusal offers a start-over words it for a finished
+	// job (FinishedRefusal), offering none.
+	opts.Engine = finishedAwareEngine{eng}
+	_, err = Run(context.Background(), opts)
+	if !errors.Is(err, ErrOtherNumerics) || !regexp.MustCompile(`finished at [1-9][0-9]*, not started over`).MatchString(err.Error()) ||
+		strings.Contains(err.Error(), "--on-other-numerics") {
+		t.Fatalf("start-over of a finished job with a FinishedRefusal: %v, want its Finished wording", err)
 	}
 	if got, _ := statedb.Superseded(dir); len(got) != 0 {
 		t.Fatalf("a finished job's state was superseded: %v", got)

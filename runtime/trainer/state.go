@@ -153,16 +153,20 @@ func (j *job) checkLedgerNumerics() error {
 }
 
 // refuseFinished is why for a job whose state (a checkpoint or the
-// ledger) reaches step at or past its horizon, with a note that a
-// finished job is not started over; nil for a job not finished. A
-// finished job's result stands even when its last checkpoint was lost
-// (a tester's: such a job was started over and redone).
+// ledger) reaches step at or past its horizon, worded for a finished job,
+// which is not started over (FinishedRefusal); nil for a job not
+// finished. A finished job's result stands even when its last checkpoint
+// was lost (a tester's: such a job was started over and redone).
 func (j *job) refuseFinished(step int64, why error) error {
 	if step < j.horizon {
 		return nil
 	}
-	return fmt.Errorf("%w (the job finished at step %d: its result stands, and --on-other-numerics=start-over does not "+
-		"redo a finished job; a new --state directory does)", why, step)
+	var f FinishedRefusal
+	if errors.As(why, &f) {
+		return f.Finished(step)
+	}
+	return fmt.Errorf("the job finished at step %d: its result stands, and --on-other-numerics=start-over does not "+
+		"redo a finished job (a new --state directory does); its state cannot be resumed here: %w", step, why)
 }
 
 // recordPendingNumerics records this run's numerics after the step just
