@@ -163,6 +163,26 @@ func Superseded(dir string) ([]string, error) {
 	return out, nil
 }
 
+// KeptRunOf returns the state directory whose start-over kept dir (dir is
+// STATE/superseded/NAME and STATE holds a state database), and false for
+// any other directory. Such a directory is a state directory of its own:
+// a run given it resumes the old run, not the job's live state.
+func KeptRunOf(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	parent := filepath.Dir(abs)
+	if filepath.Base(parent) != SupersededDir {
+		return "", false
+	}
+	state := filepath.Dir(parent)
+	if _, err := os.Stat(filepath.Join(state, DBFile)); err != nil {
+		return "", false
+	}
+	return state, true
+}
+
 // copyInto writes a snapshot of the database and links of the checkpoint
 // files into dir, syncing both directories.
 func (db *DB) copyInto(dir string, files []string) error {

@@ -231,3 +231,34 @@ func TestOpenSettlesAnInterruptedStartOver(t *testing.T) {
 		})
 	}
 }
+
+func TestKeptRunOfNamesTheLiveStateOfAKeptRun(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	kept := filepath.Join(dir, SupersededDir, "20261206T170000.000000000Z")
+	other := filepath.Join(t.TempDir(), SupersededDir, "x") // no state database above it
+	for _, d := range []string{kept, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		dir  string
+		want string
+		ok   bool
+	}{
+		{kept, dir, true},
+		{kept + "/", dir, true},
+		{dir, "", false},
+		{other, "", false},
+		{filepath.Join(dir, SupersededDir), "", false},
+	} {
+		if got, ok := KeptRunOf(tc.dir); ok != tc.ok || got != tc.want {
+			t.Errorf("KeptRunOf(%s) = %q, %v; want %q, %v", tc.dir, got, ok, tc.want, tc.ok)
+		}
+	}
+}

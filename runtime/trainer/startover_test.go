@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/easyscale/easyscale-slurm/statedb"
+	"github.com/hashicorp/go-hclog"
 )
 
 // otherNumericsEngine is the native engine refusing every checkpoint as
@@ -254,5 +255,36 @@ func TestAMissingOrUnreadableNumericsRecordIsRewrittenOnceAStepMatches(t *testin
 		if b, err := os.ReadFile(path); err != nil || string(b) != "A" {
 			t.Fatalf("record %q: the numerics record after the rerun is %q, %v; want the run's", record, b, err)
 		}
+	}
+}
+
+// TestARunGivenAKeptRunWarnsThatItIsNotTheLiveState: `--state
+// STATE/superseded/X` resumes the kept run (a state directory of its
+// own), with a warning naming the job's live state directory (a tester's:
+// it resumed without a word).
+func TestARunGivenAKeptRunWarnsThatItIsNotTheLiveState(t *testing.T) {
+	dir := t.TempDir()
+	run(t, mnistSmall, "", func(o *Options) { o.StateDir = dir; o.StopAfter = 10 })
+	spec, wl := loadJob(t, mnistSmall)
+	opts := Options{Spec: spec, Workload: wl, StopAfter: testSteps, SkipEval: true, StateDir: dir, StartOverOnOtherNumerics: true}
+	eng, err := NativeEngine(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Engine = otherNumericsEngine{eng}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := statedb.Superseded(dir)
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept runs %v, %v; want one", kept, err)
+	}
+	var logs strings.Builder
+	sum := run(t, mnistSmall, "", func(o *Options) {
+		o.StateDir, o.StopAfter = kept[0], 12
+		o.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	})
+	if sum.ResumedFrom != 10 || !strings.Contains(logs.String(), "run kept by a start-over") || !strings.Contains(logs.String(), "live_state="+dir) {
+		t.Fatalf("resumed from %d; logs:\n%s\nwant a resume from step 10 and a warning naming %s", sum.ResumedFrom, logs.String(), dir)
 	}
 }

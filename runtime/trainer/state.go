@@ -21,6 +21,11 @@ func (j *job) openState() error {
 		return fmt.Errorf("opening state directory %s: %w", j.opts.StateDir, err)
 	}
 	j.db = db
+	if live, ok := statedb.KeptRunOf(j.opts.StateDir); ok {
+		j.log.Warn("the state directory is a run kept by a start-over (--on-other-numerics=start-over): this run resumes "+
+			"that old run, not the job's live state; give the job's own state directory to continue the job",
+			"state", j.opts.StateDir, "live_state", live)
+	}
 	spec := j.opts.Spec
 	existing, err := db.InitJob(statedb.Job{ID: spec.ID(), Name: spec.Name, Spec: spec.Canonical(), LogicalWorkers: j.n, Created: time.Now(),
 		Data: dataFiles(j.eng.Data())})
