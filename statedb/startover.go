@@ -142,6 +142,41 @@ func (db *DB) recoverStartOver() error {
 	return nil
 }
 
+// UnnamedCopy is the copy of a start-over killed after it cleared the live
+// state but before it named the copy: Path (STATE/superseded/.copied-NAME)
+// is renamed Final (STATE/superseded/NAME) by the next Open.
+type UnnamedCopy struct{ Path, Final string }
+
+// InterruptedStartOvers lists the copies of start-overs that cleared the
+// live state but were killed before naming their copy (the live ledger
+// and checkpoints empty); none otherwise. It reads only, so a read-only
+// DB (easyscale status) can report them. Errors: the database does not
+// read.
+func (db *DB) InterruptedStartOvers() ([]UnnamedCopy, error) {
+	parent := filepath.Join(db.dir, SupersededDir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil, nil // none kept
+	}
+	var copies []UnnamedCopy
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e.Name(), copiedPrefix); ok {
+			copies = append(copies, UnnamedCopy{Path: filepath.Join(parent, e.Name()), Final: filepath.Join(parent, name)})
+		}
+	}
+	if len(copies) == 0 {
+		return nil, nil
+	}
+	var rows int
+	if err := db.sql.QueryRow(`SELECT (SELECT COUNT(*) FROM ledger) + (SELECT COUNT(*) FROM checkpoints)`).Scan(&rows); err != nil {
+		return nil, fmt.Errorf("reading whether a start-over was interrupted: %w", err)
+	}
+	if rows != 0 {
+		return nil, nil // interrupted before the state was cleared: the copy is dropped
+	}
+	return copies, nil
+}
+
 // Superseded lists the state directories a job in dir started over from
 // (StartOver), oldest first; copies of a start-over not (yet) done are
 // left out. Errors: dir unreadable (none kept: an empty list and nil).

@@ -212,6 +212,18 @@ func TestOpenSettlesAnInterruptedStartOver(t *testing.T) {
 				t.Fatalf("listed before the next open: %v", got)
 			}
 			db.Close()
+			// Before the next open, a read-only reader (easyscale status)
+			// sees the interrupted start-over that cleared the state.
+			ro, err := OpenReadOnly(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unnamed, err := ro.InterruptedStartOvers()
+			ro.Close()
+			if err != nil || tc.kept != (len(unnamed) == 1) || (tc.kept && (unnamed[0].Path != copyDir ||
+				unnamed[0].Final != filepath.Join(dir, SupersededDir, "20261206T170000.000000000Z"))) {
+				t.Fatalf("interrupted start-overs before the next open: %+v, %v; want one (%s) %v", unnamed, err, copyDir, tc.kept)
+			}
 			db2, err := Open(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -224,6 +236,9 @@ func TestOpenSettlesAnInterruptedStartOver(t *testing.T) {
 			left, _ := filepath.Glob(filepath.Join(dir, SupersededDir, ".*"))
 			if len(left) != 0 {
 				t.Fatalf("left unsettled: %v", left)
+			}
+			if unnamed, err := db2.InterruptedStartOvers(); err != nil || len(unnamed) != 0 {
+				t.Fatalf("interrupted start-overs after the next open: %+v, %v; want none", unnamed, err)
 			}
 			if _, rows, _ := db2.LastStep(); rows == tc.cleared {
 				t.Fatalf("the live ledger has rows: %v, want %v", rows, !tc.cleared)

@@ -107,6 +107,14 @@ func printStatus(state string, tail int, env Env) int {
 	for _, line := range supersededLines(state) {
 		fmt.Fprintln(env.Stdout, "\n"+line)
 	}
+	if copies, err := db.InterruptedStartOvers(); err != nil {
+		fmt.Fprintf(env.Stdout, "\nWARNING: %v\n", err)
+	} else {
+		for _, c := range copies {
+			fmt.Fprintf(env.Stdout, "\nstarted over (its state was computed with other numerics), interrupted before the copy of the run "+
+				"before was named: it is kept in %s, which the next run renames %s\n", c.Path, c.Final)
+		}
+	}
 	last, ok, err := db.LastStep()
 	if err != nil || !ok {
 		fmt.Fprintln(env.Stdout, "\nno step completed yet")

@@ -247,4 +247,14 @@ func TestStatusNamesTheRunsAJobStartedOverFrom(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "started over") || !strings.Contains(stdout, kept+", its ledger ended at step 6") {
 		t.Fatalf("status exit %d:\n%s%s\nwant the run kept in %s named with its last step 6", code, stdout, stderr, kept)
 	}
+	// A start-over killed after it cleared the state, before it named its
+	// copy (as statedb leaves it): listed before the next run names it.
+	unnamed := filepath.Join(filepath.Dir(kept), ".copied-"+filepath.Base(kept))
+	if err := os.Rename(kept, unnamed); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = run("status", dir)
+	if code != 0 || !strings.Contains(stdout, "interrupted before the copy of the run before was named: it is kept in "+unnamed+", which the next run renames "+kept) {
+		t.Fatalf("status exit %d:\n%s%s\nwant the interrupted start-over's copy %s named", code, stdout, stderr, unnamed)
+	}
 }
