@@ -183,8 +183,10 @@
 // jct_over_lower_bound in the JSON): the largest of every job alone at its
 // best size from its submission, the preemptive single-machine relaxation
 // of the cluster's capacity solved by shortest remaining processing time
-// first, and the same relaxation per pool of GPU types (the jobs pinned to
-// a type on that type's GPUs, the others on the whole cluster, summed).
+// first (its GPUs counted by number and, separately, by speed: a slow type
+// as the fraction of a fast GPU it is for the jobs that may use it), and
+// the same relaxation per pool of GPU types (the jobs pinned to a type on
+// that type's GPUs, the others on the whole cluster, summed).
 //
 // # Metrics
 //

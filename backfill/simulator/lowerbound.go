@@ -22,22 +22,34 @@ import (
 //     all of the fastest type it may use (a job's throughput only grows
 //     with faster GPUs in planner.Model), for k from its minimum to its
 //     maximum GPUs (and to what those types hold).
-//   - Capacity: the cluster as one machine that jobs share. A job holding
-//     a fraction f of the cluster's GPUs progresses at most at f / a_j,
-//     where a_j is its smallest area: the least GPU-seconds it can finish
-//     in, over the whole cluster's GPU count (its best throughput per GPU,
-//     bounded as above). So any schedule is a preemptive schedule of jobs
-//     of lengths a_j with release times on one machine, whose sum of
+//   - Capacity: the cluster as one machine that jobs share, the larger
+//     of two forms. By count: a job holding a fraction f of the
+//     cluster's GPUs progresses at most at f / a_j, where a_j is its
+//     smallest area: the least GPU-seconds it can finish in, over the
+//     whole cluster's GPU count (its best throughput per GPU, bounded as
+//     above). By speed: a GPU of type t counts ρ_t = the most, over the
+//     jobs that may use t, of t's speed for the job over the job's
+//     fastest allowed speed, and the cluster holds C = Σ_t n_t·ρ_t such
+//     units; a job holding GPUs i progresses at most at T₁·Σ_i s_i/s_max,
+//     T₁ its throughput on one GPU of its fastest speed (planner.Model:
+//     the step's compute is at least L/Σ s_i for L logical workers, one
+//     GPU has no synchronisation term), which is at most T₁·(the units it
+//     holds), so a_j = work / (T₁·C) of the machine. On a mixed cluster
+//     whose slow GPUs are slow for every job, this counts them as the
+//     fraction of a fast GPU they are, where the count form counts each
+//     as a fast one. Either way any schedule is a preemptive schedule of
+//     jobs of lengths a_j with release times on one machine, whose sum of
 //     completion times shortest-remaining-processing-time first minimises
 //     (Schrage 1968; 1|r_j,pmtn|ΣC_j).
 //   - Pools: the jobs grouped by the GPU types they may use (a job naming
 //     a type never holds another), each group on a machine of its own
-//     types' GPUs, bounded as Capacity and as Alone, whichever is more
-//     for that group; the sum over the groups. A group's jobs can only be
-//     slowed by the other groups' jobs, so each group's sum of flow times
-//     bounds theirs in any schedule, and the groups are disjoint. On a
-//     cluster whose jobs are pinned to types this counts each type's
-//     queue, which Capacity spreads over every GPU.
+//     types' GPUs, bounded as Capacity (both forms, ρ over the group's
+//     jobs) and as Alone, whichever is more for that group; the sum over
+//     the groups. A group's jobs can only be slowed by the other groups'
+//     jobs, so each group's sum of flow times bounds theirs in any
+//     schedule, and the groups are disjoint. On a cluster whose jobs are
+//     pinned to types this counts each type's queue, which Capacity
+//     spreads over every GPU.
 //
 // Jobs that can never start (Result.Skipped) are left out, as in Run.
 type LowerBound struct {
@@ -55,8 +67,7 @@ func ComputeLowerBound(jobs []trace.Job, cfg Config) (LowerBound, error) {
 	if err != nil {
 		return LowerBound{}, err
 	}
-	total := float64(s.total)
-	var rel []srptJob
+	var all []boundJob
 	pools := map[string]*pool{}
 	sumAlone := 0.0
 	for i := range jobs {
@@ -64,43 +75,96 @@ func ComputeLowerBound(jobs []trace.Job, cfg Config) (LowerBound, error) {
 		if !s.canEverStart(r) {
 			continue
 		}
-		best, perGPU := s.bestRates(r)
-		if best <= 0 {
+		b := s.boundJob(r)
+		if b.best <= 0 {
 			continue
 		}
-		work := float64(r.j.Duration) * float64(r.model.RefGPUs) // reference-GPU-seconds
-		release := float64(r.j.Submit)
-		sumAlone += work / best
-		rel = append(rel, srptJob{release: release, length: work / perGPU / total})
-		key, gpus := s.poolOf(r)
+		sumAlone += b.work / b.best
+		all = append(all, b)
+		key, _ := s.poolOf(r)
 		p := pools[key]
 		if p == nil {
-			p = &pool{gpus: float64(gpus)}
+			p = &pool{}
 			pools[key] = p
 		}
-		p.alone += work / best
-		p.jobs = append(p.jobs, srptJob{release: release, length: work / perGPU / p.gpus})
+		p.alone += b.work / b.best
+		p.jobs = append(p.jobs, b)
 	}
-	if len(rel) == 0 {
+	if len(all) == 0 {
 		return LowerBound{}, nil
 	}
-	n := float64(len(rel))
+	n := float64(len(all))
 	sumPools := 0.0
 	for _, p := range pools {
-		sumPools += max(p.alone, srptMeanFlow(p.jobs)*float64(len(p.jobs)))
+		sumPools += max(p.alone, s.capacityMeanFlow(p.jobs)*float64(len(p.jobs)))
 	}
-	lb := LowerBound{Alone: sumAlone / n, Capacity: srptMeanFlow(rel), Pools: sumPools / n}
+	lb := LowerBound{Alone: sumAlone / n, Capacity: s.capacityMeanFlow(all), Pools: sumPools / n}
 	lb.MeanJCT = max(lb.Alone, lb.Capacity, lb.Pools)
 	return lb, nil
 }
 
+// boundJob is what LowerBound knows of one job: its release (seconds),
+// work (reference-GPU-seconds), best throughput and best throughput per
+// GPU over its range (reference-GPU equivalents, bestRates), its
+// throughput on one GPU of its fastest allowed speed (single) and, for
+// each type it may use, that type's speed over the fastest (rel, 0 to 1).
+type boundJob struct {
+	release, work        float64
+	best, perGPU, single float64
+	rel                  map[string]float64
+}
+
 // pool is one group of LowerBound's Pools bound: the jobs that may use
-// the same GPU types, the GPUs of those types, and the group's Alone
-// sum (seconds).
+// the same GPU types and the group's Alone sum (seconds).
 type pool struct {
-	jobs  []srptJob
-	gpus  float64
+	jobs  []boundJob
 	alone float64
+}
+
+// boundJob collects r's figures for LowerBound.
+func (s *sim) boundJob(r *run) boundJob {
+	b := boundJob{release: float64(r.j.Submit), work: float64(r.j.Duration) * float64(r.model.RefGPUs), rel: map[string]float64{}}
+	b.best, b.perGPU = s.bestRates(r)
+	fastest := 0.0
+	for typ := range s.allowedGPUs(r) {
+		sp := s.speedOf(r, typ)
+		b.rel[typ] = sp
+		fastest = max(fastest, sp)
+	}
+	if fastest <= 0 {
+		return boundJob{}
+	}
+	for typ, sp := range b.rel {
+		b.rel[typ] = sp / fastest
+	}
+	b.single, _ = r.model.Throughput([]planner.SpeedCount{{Speed: fastest, N: 1}})
+	return b
+}
+
+// capacityMeanFlow is the Capacity bound of jobs (see LowerBound): the
+// larger of the mean SRPT flow time over the GPUs they may use counted
+// by number and counted by speed.
+func (s *sim) capacityMeanFlow(jobs []boundJob) float64 {
+	units := map[string]float64{} // ρ_t
+	for _, b := range jobs {
+		for typ, rel := range b.rel {
+			units[typ] = max(units[typ], rel)
+		}
+	}
+	gpus, capacity := 0.0, 0.0
+	for _, nd := range s.nodes {
+		if rho, ok := units[nd.typ]; ok {
+			gpus += float64(nd.total)
+			capacity += float64(nd.total) * rho
+		}
+	}
+	byCount := make([]srptJob, len(jobs))
+	bySpeed := make([]srptJob, len(jobs))
+	for i, b := range jobs {
+		byCount[i] = srptJob{release: b.release, length: b.work / b.perGPU / gpus}
+		bySpeed[i] = srptJob{release: b.release, length: b.work / b.single / capacity}
+	}
+	return max(srptMeanFlow(byCount), srptMeanFlow(bySpeed))
 }
 
 // poolOf names the GPU types r may use (its gpu_type, else every type:
@@ -118,25 +182,35 @@ func (s *sim) poolOf(r *run) (key string, gpus int) {
 	return strings.Join(types, ","), gpus
 }
 
-// bestRates bounds r's throughput from above (reference-GPU equivalents):
-// the most on any allowed GPU count of its fastest allowed speed, and the
-// most per GPU. Allowed are the types it names (gpu_type), else all: a d1
-// job's one-type rule is not applied, since the rigid policy lets such a
-// job span types and the bound holds for every policy.
-func (s *sim) bestRates(r *run) (best, perGPU float64) {
+// allowedGPUs counts the GPUs of each type r may use: the types it
+// names (gpu_type), else all. A d1 job's one-type rule is not applied,
+// since the rigid policy lets such a job span types and the bound holds
+// for every policy.
+func (s *sim) allowedGPUs(r *run) map[string]int {
 	byType := map[string]int{}
 	for _, nd := range s.nodes {
 		if len(r.rule.Types) == 0 || slices.Contains(r.rule.Types, nd.typ) {
 			byType[nd.typ] += nd.total
 		}
 	}
+	return byType
+}
+
+// speedOf is r's speed on typ: its own (trace speeds) else the cluster's.
+func (s *sim) speedOf(r *run, typ string) float64 {
+	if v, ok := r.j.Speeds[typ]; ok {
+		return v
+	}
+	return s.cfg.Speeds[typ]
+}
+
+// bestRates bounds r's throughput from above (reference-GPU equivalents):
+// the most on any allowed GPU count of its fastest allowed speed, and the
+// most per GPU, over the types allowedGPUs gives.
+func (s *sim) bestRates(r *run) (best, perGPU float64) {
 	fastest, room := 0.0, 0
-	for typ, n := range byType {
-		sp := s.cfg.Speeds[typ]
-		if v, ok := r.j.Speeds[typ]; ok {
-			sp = v
-		}
-		fastest, room = max(fastest, sp), room+n
+	for typ, n := range s.allowedGPUs(r) {
+		fastest, room = max(fastest, s.speedOf(r, typ)), room+n
 	}
 	if fastest > 0 {
 		b, p := rangeRates(r.model, fastest, r.min, min(r.max, room))

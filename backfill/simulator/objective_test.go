@@ -3,7 +3,9 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,31 +122,38 @@ func TestLowerBoundHandChecked(t *testing.T) {
 		name                string
 		rows                string
 		gpus                []GPUGroup
+		speeds              map[string]float64 // nil: every type 1
 		alone, capac, pools float64
 		rigidJCT            float64 // 0: not checked
 	}{
 		// One 1-GPU job of 1000 s, default range (up to 2 GPUs, 2 logical
 		// workers): on 2 GPUs its step takes 1 + 0.1·2 = 1.2 against 2 on
 		// one, so it runs 600 s; its least area is 1000 GPU-s of 4.
-		{"one job alone at its best size", "A,0,1000,1,,,1,,,,\n", []GPUGroup{{"v100", 4}}, 600, 250, 600, 0},
+		{"one job alone at its best size", "A,0,1000,1,,,1,,,,\n", []GPUGroup{{"v100", 4}}, nil, 600, 250, 600, 0},
 		// Eight 4-GPU jobs that cannot resize, 100 s each, all at 0 on 4
 		// GPUs: one at a time, completions 100, 200, ..., 800: mean 450,
 		// which is also what FIFO gives.
 		{"jobs that queue: the capacity bound", strings.Repeat("", 0) +
 			"A,0,100,4,,,1,4,4,4,\nB,0,100,4,,,1,4,4,4,\nC,0,100,4,,,1,4,4,4,\nD,0,100,4,,,1,4,4,4,\n" +
-			"E,0,100,4,,,1,4,4,4,\nF,0,100,4,,,1,4,4,4,\nG,0,100,4,,,1,4,4,4,\nH,0,100,4,,,1,4,4,4,\n", []GPUGroup{{"v100", 4}}, 100, 450, 450, 450},
+			"E,0,100,4,,,1,4,4,4,\nF,0,100,4,,,1,4,4,4,\nG,0,100,4,,,1,4,4,4,\nH,0,100,4,,,1,4,4,4,\n", []GPUGroup{{"v100", 4}}, nil, 100, 450, 450, 450},
 		// Four 4-GPU jobs pinned to the 8 T4s of a cluster that also has 8
 		// V100s, 100 s each, all at 0: two at a time on the T4s,
-		// completions 100, 100, 200, 200 (mean 150). Capacity spreads
-		// their 400 GPU-s each over all 16 GPUs (25 s each: 25, 50, 75,
-		// 100, mean 62.5); Pools counts the T4s only (50 s each: 50, 100,
-		// 150, 200, mean 125).
+		// completions 100, 100, 200, 200 (mean 150). Capacity counts only
+		// the GPUs some job may use, the T4s, as does Pools (50 s each:
+		// 50, 100, 150, 200, mean 125).
 		{"jobs pinned to one type: the pools bound", "A,0,100,4,t4,,1,4,4,4,\n" +
-			"B,0,100,4,t4,,1,4,4,4,\nC,0,100,4,t4,,1,4,4,4,\nD,0,100,4,t4,,1,4,4,4,\n", []GPUGroup{{"v100", 8}, {"t4", 8}}, 100, 62.5, 125, 150},
+			"B,0,100,4,t4,,1,4,4,4,\nC,0,100,4,t4,,1,4,4,4,\nD,0,100,4,t4,,1,4,4,4,\n", []GPUGroup{{"v100", 8}, {"t4", 8}}, nil, 100, 125, 125, 150},
+		// Sixteen 1-GPU jobs of 100 s at 0 on 4 V100s (speed 1) and 4 T4s
+		// (0.25). Counted by number, 8 GPUs: 12.5 s each, completions
+		// 12.5, 25, ..., 200, mean 106.25. Counted by speed, the T4s are
+		// a quarter of a V100 each for every job: 4 + 4·0.25 = 5 units,
+		// 20 s each, mean 20·8.5 = 170. Alone each runs 100 s on a V100.
+		{"slow GPUs count as the fraction of a fast one they are", numberedRows(16, ",0,100,1,,,1,1,1,1,\n"),
+			[]GPUGroup{{"v100", 4}, {"t4", 4}}, map[string]float64{"v100": 1, "t4": 0.25}, 100, 170, 170, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jobs := readJobs(t, tc.rows)
-			cfg := Config{GPUs: tc.gpus, GPUsPerNode: tc.gpus[0].Count, Policy: Rigid}
+			cfg := Config{GPUs: tc.gpus, GPUsPerNode: tc.gpus[0].Count, Speeds: tc.speeds, Policy: Rigid}
 			lb, err := ComputeLowerBound(jobs, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -162,6 +171,15 @@ func TestLowerBoundHandChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// numberedRows is n trace rows J0, J1, ... each followed by rest.
+func numberedRows(n int, rest string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "J%d%s", i, rest)
+	}
+	return b.String()
 }
 
 // TestNoPolicyBeatsTheLowerBound replays Pollux workload 1 on a mixed
@@ -372,4 +390,54 @@ func mustRun(t *testing.T, jobs []trace.Job, cfg Config) Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestNoPolicyBeatsTheLowerBoundOnRandomTraces replays random traces on
+// mixed clusters, with ranges, d1 and d2 jobs, jobs pinned to a type and
+// per-job speeds (some for which the slow type is nearly as fast), under
+// rigid and the daemon's default elastic policy (moves of d1 jobs that
+// start over included): each mean JCT is at least the lower bound.
+func TestNoPolicyBeatsTheLowerBoundOnRandomTraces(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 60))
+	capacityBinds := 0
+	for iter := range 40 {
+		var jobs []trace.Job
+		at := int64(0)
+		for k := range 30 {
+			at += int64(r.IntN(1 + 200*(iter%3)))
+			j := trace.Job{ID: fmt.Sprintf("J%d", k), Submit: at, Duration: 60 + int64(r.IntN(4000)),
+				GPUs: []int{1, 1, 2, 4, 8}[r.IntN(5)], Training: true, Determinism: []string{"d1", "d2"}[r.IntN(2)]}
+			j.LogicalWorkers = j.GPUs * (1 + r.IntN(2))
+			j.MinGPUs, j.MaxGPUs = 1+r.IntN(j.GPUs), j.LogicalWorkers
+			switch r.IntN(4) {
+			case 0:
+				j.GPUType = []string{"v100", "t4"}[r.IntN(2)]
+			case 1:
+				j.Speeds = map[string]float64{"v100": 1 + 2*r.Float64(), "t4": 0.5 + 0.5*r.Float64()}
+			}
+			jobs = append(jobs, j)
+		}
+		lb, err := ComputeLowerBound(jobs, Config{GPUs: []GPUGroup{{"v100", 8}, {"t4", 8}}, GPUsPerNode: 4,
+			Speeds: map[string]float64{"v100": 2.5, "t4": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cfg := range []Config{{Policy: Rigid}, DaemonDefaults(), func() Config { c := DaemonDefaults(); c.MoveOneTypeAfresh = true; return c }()} {
+			cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}, {"t4", 8}}, 4
+			cfg.Speeds = map[string]float64{"v100": 2.5, "t4": 1}
+			res, err := Run(jobs, cfg)
+			if err != nil {
+				t.Fatalf("trace %d, %s: %v", iter, cfg.Policy, err)
+			}
+			if math.Abs(res.LowerBoundMeanJCT-lb.MeanJCT) > 1e-9*lb.MeanJCT || res.MeanJCT < lb.MeanJCT*(1-1e-9) {
+				t.Errorf("trace %d, %s: mean JCT %.1f s, lower bound %.1f s (%+v)", iter, cfg.Policy, res.MeanJCT, res.LowerBoundMeanJCT, lb)
+			}
+		}
+		if lb.Capacity > lb.Alone {
+			capacityBinds++
+		}
+	}
+	if capacityBinds == 0 {
+		t.Fatal("no random trace had a capacity bound above its alone bound: the test checks nothing of it")
+	}
 }
