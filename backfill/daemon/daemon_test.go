@@ -1060,20 +1060,24 @@ func TestAD1JobGrowsOnlyOntoTheGPUTypeItRunsOn(t *testing.T) {
 		name string
 		// comment of job 10 (one v100 on n1); n2's v100s are taken when busyN2.
 		comment  string
+		asked    string // the GPU type job 10 asked for (--gres=gpu:TYPE:1), "" none
 		busyN2   bool
 		speeds   string
 		wantType string // "" = no extra job
 	}{
-		{"a d1 job on v100 is not grown onto idle t4 nodes", "es-req min=1 max=4 lw=8 d1", true, "", ""},
-		{"a d2 job on v100 may grow onto t4 nodes", "es-req min=1 max=4 lw=8 d2", true, "", "t4"},
-		{"a d1 job offered a faster foreign type gets its own type instead", "es-req min=1 max=4 lw=8 d1", false,
+		{"a d1 job on v100 is not grown onto idle t4 nodes", "es-req min=1 max=4 lw=8 d1", "v100", true, "", ""},
+		{"a d2 job on v100 may grow onto t4 nodes", "es-req min=1 max=4 lw=8 d2", "", true, "", "t4"},
+		// A tester's finding (in the simulator, the same rule): a d2 job's
+		// extra jobs ignored the type its owner asked for.
+		{"a d2 job that asked for v100 GPUs is not grown onto t4 nodes", "es-req min=1 max=4 lw=8 d2", "v100", true, "", ""},
+		{"a d1 job offered a faster foreign type gets its own type instead", "es-req min=1 max=4 lw=8 d1", "v100", false,
 			"[speeds]\nt4 = 3.0", "v100"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, tc.speeds)
 			n1 := td.fake.running("10", tc.comment, "n1", 1, time.Hour, rendezvous(t, "10"))
-			td.fake.set(func() { n1.gpuType = "v100" })
+			td.fake.set(func() { n1.gpuType = tc.asked })
 			td.fake.running("20", "", "n1", 3, time.Hour, "") // n1 is full
 			if tc.busyN2 {
 				td.fake.running("21", "", "n2", 4, time.Hour, "")

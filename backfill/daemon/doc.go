@@ -106,7 +106,8 @@
 // allocation, so such a job is not grown. The planner gets MaxGPUs = that cap,
 // MinGPUs = min·g and, for a d1 job (bit-identical on one GPU type), the
 // GPU type(s) it runs on as the only types it may grow onto (a d2 job may
-// mix types; speeds apply). CPU-only elastic jobs are not grown (the
+// mix types, but only those it asked for when it asked for a type,
+// --gres=gpu:TYPE:N; speeds apply). CPU-only elastic jobs are not grown (the
 // planner lends GPUs).
 //
 // Every decision is the planner's (package planner, the same code the

@@ -111,6 +111,12 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
+	if asked := requestedGPUs(e.Job).types; r.GPUTypes == nil && len(asked) > 0 {
+		// A d2 job may mix types, but only those its owner asked for
+		// (--gres=gpu:TYPE:N): an extra job on another type would run it
+		// on GPUs it excluded (a tester's finding, in the simulator).
+		r.GPUTypes = slices.Sorted(slices.Values(asked))
+	}
 	// The job's own speeds= (nil: the [speeds] table), never above the
 	// table: a user may say how the job's speed differs between types, not
 	// make its GPUs count more than another user's (planner.CapSpeeds).

@@ -62,7 +62,8 @@
 //     the safety margin, 2 min to 1 h lends, time limits in whole minutes,
 //     an extra job ending the margin before its job). A d1 job (bit-identical on one
 //     GPU type, the default) starts on one type and grows only on it; a d2
-//     job may start across types and grow onto any;
+//     job may start across types and grow onto any (any it names, for a
+//     job with a gpu_type);
 //   - elastic with Config.ShrinkToAdmit: the policy easyscale-backfilld
 //     runs with its default configuration, and easyscale-simulate's
 //     --policy elastic (its --shrink-to-admit defaults to true). As elastic,

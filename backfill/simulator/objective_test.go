@@ -406,25 +406,27 @@ func TestNoPolicyBeatsTheLowerBoundOnRandomTraces(t *testing.T) {
 		for k := range 30 {
 			at += int64(r.IntN(1 + 200*(iter%3)))
 			j := trace.Job{ID: fmt.Sprintf("J%d", k), Submit: at, Duration: 60 + int64(r.IntN(4000)),
-				GPUs: []int{1, 1, 2, 4, 8}[r.IntN(5)], Training: true, Determinism: []string{"d1", "d2"}[r.IntN(2)]}
+				GPUs: []int{1, 1, 2, 4, 8, 12}[r.IntN(6)], Training: true, Determinism: []string{"d1", "d2"}[r.IntN(2)]}
 			j.LogicalWorkers = j.GPUs * (1 + r.IntN(2))
 			j.MinGPUs, j.MaxGPUs = 1+r.IntN(j.GPUs), j.LogicalWorkers
 			switch r.IntN(4) {
 			case 0:
-				j.GPUType = []string{"v100", "t4"}[r.IntN(2)]
+				if j.GPUs <= 8 {
+					j.GPUType = []string{"v100", "t4"}[r.IntN(2)]
+				}
 			case 1:
 				j.Speeds = map[string]float64{"v100": 1 + 2*r.Float64(), "t4": 0.5 + 0.5*r.Float64()}
 			}
 			jobs = append(jobs, j)
 		}
-		lb, err := ComputeLowerBound(jobs, Config{GPUs: []GPUGroup{{"v100", 8}, {"t4", 8}}, GPUsPerNode: 4,
-			Speeds: map[string]float64{"v100": 2.5, "t4": 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var lb LowerBound
 		for _, cfg := range []Config{{Policy: Rigid}, DaemonDefaults(), func() Config { c := DaemonDefaults(); c.MoveOneTypeAfresh = true; return c }()} {
 			cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}, {"t4", 8}}, 4
 			cfg.Speeds = map[string]float64{"v100": 2.5, "t4": 1}
+			var err error
+			if lb, err = ComputeLowerBound(jobs, cfg); err != nil {
+				t.Fatal(err)
+			}
 			res, err := Run(jobs, cfg)
 			if err != nil {
 				t.Fatalf("trace %d, %s: %v", iter, cfg.Policy, err)
@@ -439,5 +441,37 @@ func TestNoPolicyBeatsTheLowerBoundOnRandomTraces(t *testing.T) {
 	}
 	if capacityBinds == 0 {
 		t.Fatal("no random trace had a capacity bound above its alone bound: the test checks nothing of it")
+	}
+}
+
+// TestTheLowerBoundHoldsWhereATesterFoundItBroken: a tester's two
+// reproductions. A d2 job naming a type (gpu_type b) grew by extra jobs
+// onto the faster type a, under a bound that lets it hold only b; and a d1
+// job larger than any one type, which never starts under an elastic policy
+// but spans types under rigid, was left out of the rigid run's bound while
+// the rigid run's mean counted it.
+func TestTheLowerBoundHoldsWhereATesterFoundItBroken(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rows   string
+		gpus   []GPUGroup
+		speeds map[string]float64
+	}{
+		{"a d2 job naming a type grows only onto it", "J0,0,1000,1,b,,1,4,1,4,d2\n", []GPUGroup{{"a", 4}, {"b", 1}}, map[string]float64{"a": 2}},
+		{"a d1 job spanning types under rigid is counted", "A,0,1000,1,,,1,1,1,1,\nB,0,1,6,,,1,,,,\n", []GPUGroup{{"v100", 4}, {"t4", 4}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := readJobs(t, tc.rows)
+			for _, cfg := range []Config{{Policy: Rigid}, {Policy: Elastic}, {Policy: Elastic, ShrinkToAdmit: true}, DaemonDefaults()} {
+				cfg.GPUs, cfg.GPUsPerNode, cfg.Speeds = tc.gpus, 4, tc.speeds
+				res, err := Run(jobs, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(res.LowerBoundMeanJCT > 0) || res.MeanJCT < res.LowerBoundMeanJCT*(1-1e-9) {
+					t.Errorf("%s: mean JCT %.1f s below the lower bound %.1f s (skipped %d)", cfg.Policy, res.MeanJCT, res.LowerBoundMeanJCT, res.Skipped)
+				}
+			}
+		})
 	}
 }

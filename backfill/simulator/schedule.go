@@ -354,8 +354,11 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	}
 	types = planner.AllowedTypes(false, types) // sorted, distinct
 	r.startTypes = strings.Join(types, ",")
-	if !r.d2 { // d1: grows only onto the type it started on
+	switch {
+	case !r.d2: // d1: grows only onto the type it started on
 		r.gpuTypes = types
+	case len(r.rule.Types) > 0: // d2: onto any type it names (gpu_type), no other
+		r.gpuTypes = r.rule.Types
 	}
 	r.started, r.start, r.last = true, s.now, s.now
 	if r.planned > 0 && s.now > r.planned {
