@@ -77,6 +77,9 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving state directory %q: %w", dir, err)
 	}
+	if err := refuseInsideAState(abs); err != nil {
+		return nil, err
+	}
 	if err := refuseOrphanCheckpoints(abs); err != nil {
 		return nil, err
 	}
@@ -98,6 +101,23 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// refuseInsideAState refuses a directory that is part of another state
+// directory: its checkpoints/ or its superseded/ (a tester's: `--state
+// STATE/superseded` started a run inside the folder of kept runs, which
+// status then listed as a kept run). A kept run, superseded/NAME, is a
+// state directory of its own (KeptRunOf).
+func refuseInsideAState(dir string) error {
+	base, parent := filepath.Base(dir), filepath.Dir(dir)
+	if base != CheckpointDir && base != SupersededDir {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(parent, DBFile)); err != nil {
+		return nil
+	}
+	return invalidf("%s is the %s/ directory of the state directory %s, not a state directory: give %s to continue that job, "+
+		"or a new directory", dir, base, parent, parent)
 }
 
 // refuseOrphanCheckpoints refuses a directory that has checkpoint files

@@ -220,6 +220,14 @@ func TestOpenReadOnlyOnAReadOnlyDirectory(t *testing.T) {
 	if j, err := ro.Job(); err != nil || j.Name != "j" {
 		t.Fatalf("Job() = %+v, %v", j, err)
 	}
+	// A writer is refused with what to do (a tester's: a bare
+	// "permission denied").
+	if w, err := Open(view); err == nil || !strings.Contains(err.Error(), "copy the directory to one you may write") {
+		if w != nil {
+			w.Close()
+		}
+		t.Fatalf("Open of a directory this user cannot write: %v, want the fix named", err)
+	}
 }
 
 // TestDeletingTheLockFileDoesNotLetASecondWriterIn: the writer lock is held

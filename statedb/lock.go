@@ -3,6 +3,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -52,6 +53,10 @@ func lockDir(dir string) (*dirLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		l.release()
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+			return nil, fmt.Errorf("opening writer lock: %w (a run writes its state directory: run as its owner, "+
+				"or copy the directory to one you may write; easyscale status and verify read it as it is)", err)
+		}
 		return nil, fmt.Errorf("opening writer lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {

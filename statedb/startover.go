@@ -178,8 +178,8 @@ func (db *DB) InterruptedStartOvers() ([]UnnamedCopy, error) {
 }
 
 // Superseded lists the state directories a job in dir started over from
-// (StartOver), oldest first; copies of a start-over not (yet) done are
-// left out. Errors: dir unreadable (none kept: an empty list and nil).
+// (StartOver), oldest first; copies of a start-over not (yet) done, and
+// directories without a state database, are left out. Errors: dir unreadable (none kept: an empty list and nil).
 func Superseded(dir string) ([]string, error) {
 	parent := filepath.Join(dir, SupersededDir)
 	entries, err := os.ReadDir(parent)
@@ -191,8 +191,9 @@ func Superseded(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries { // ReadDir sorts by name: by time
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, filepath.Join(parent, e.Name()))
+		path := filepath.Join(parent, e.Name())
+		if _, err := os.Stat(filepath.Join(path, DBFile)); e.IsDir() && !strings.HasPrefix(e.Name(), ".") && err == nil {
+			out = append(out, path)
 		}
 	}
 	return out, nil

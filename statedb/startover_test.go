@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -275,5 +276,35 @@ func TestKeptRunOfNamesTheLiveStateOfAKeptRun(t *testing.T) {
 		if got, ok := KeptRunOf(tc.dir); ok != tc.ok || got != tc.want {
 			t.Errorf("KeptRunOf(%s) = %q, %v; want %q, %v", tc.dir, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestAStateDirectorysOwnFoldersAreRefusedAsStateDirectories: a tester's
+// `--state STATE/superseded` started a run inside the folder of kept runs
+// (status then listed its checkpoints/ as a kept run); STATE/checkpoints
+// was taken too. Both are refused naming STATE; a kept run, and a folder
+// of that name outside any state directory, are state directories.
+func TestAStateDirectorysOwnFoldersAreRefusedAsStateDirectories(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, sub := range []string{SupersededDir, CheckpointDir} {
+		_, err := Open(filepath.Join(dir, sub))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "give "+dir) {
+			t.Errorf("Open(%s/%s): %v, want a refusal naming %s", dir, sub, err, dir)
+		}
+	}
+	if got, _ := Superseded(dir); len(got) != 0 {
+		t.Fatalf("kept runs %v after the refusals, want none", got)
+	}
+	for _, ok := range []string{filepath.Join(dir, SupersededDir, "20261206T170000.000000000Z"), filepath.Join(t.TempDir(), SupersededDir)} {
+		db, err := Open(ok)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", ok, err)
+		}
+		db.Close()
 	}
 }

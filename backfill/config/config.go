@@ -71,6 +71,8 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 
 // Config is the whole admin configuration. TOML keys are given in brackets.
 type Config struct {
+	// set records which of warnedKeys the file set (Warnings).
+	set map[string]bool
 	// PollInterval is the time between two cycles [poll_interval], 1s..1h,
 	// default 10s.
 	PollInterval Duration `toml:"poll_interval"`
@@ -326,9 +328,6 @@ type Admit struct {
 	// Set with rule "longest-left", which weighs no horizon, it does
 	// nothing ([Config.Warnings] says so).
 	Horizon string `toml:"horizon"`
-	// horizonSet records that the file set horizon (Warnings: rule
-	// "longest-left" weighs no horizon).
-	horizonSet bool
 }
 
 // The admit.rule values.
@@ -544,18 +543,33 @@ func whereItBelongs(k toml.Key) string {
 	return " (" + strings.Join(places, "; ") + ")"
 }
 
+// warnedKeys are the keys [Config.Warnings] names when the file sets
+// them where they do nothing (Config.set records which it set).
+var warnedKeys = []string{"admit.rule", "admit.horizon", "admit.max_loss", "admit.off_partitions", "move_cost", "start_small.partitions"}
+
 // Warnings lists, one sentence each, what the file sets that does
 // nothing with its other settings (valid, so Validate does not refuse it;
-// the daemon logs each at start): admit.horizon with shrink-to-admit off,
-// or with admit.rule "longest-left". Empty when there is none.
+// the daemon and --check-config print each): the [admit] keys with
+// shrink-to-admit off, admit.horizon with admit.rule "longest-left",
+// move_cost with move_to_faster off, start_small.partitions with
+// start_small.rule "off". Empty when there is none.
 func (c *Config) Warnings() []string {
 	var w []string
-	switch {
-	case c.Admit.horizonSet && !c.Admit.Enabled:
-		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: shrink-to-admit is off (admit.enabled = false)", c.Admit.Horizon))
-	case c.Admit.horizonSet && c.Admit.Rule == AdmitLongestLeft:
+	if !c.Admit.Enabled {
+		for _, key := range []string{"admit.rule", "admit.horizon", "admit.max_loss", "admit.off_partitions"} {
+			if c.set[key] {
+				w = append(w, key+" does nothing: shrink-to-admit is off (admit.enabled = false)")
+			}
+		}
+	} else if c.set["admit.horizon"] && c.Admit.Rule == AdmitLongestLeft {
 		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.horizon out, or set admit.rule = %q",
 			c.Admit.Horizon, AdmitLongestLeft, AdmitObjective, AdmitObjective))
+	}
+	if c.set["move_cost"] && !c.MoveToFaster {
+		w = append(w, "move_cost does nothing: move_to_faster = false")
+	}
+	if c.set["start_small.partitions"] && c.StartSmallRule() == planner.StartSmallOff {
+		w = append(w, `start_small.partitions does nothing: start_small.rule = "off"`)
 	}
 	return w
 }
@@ -637,7 +651,12 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	str(&c.StartSmall.Rule, planner.StartSmallEndsEarlier.String(), "start_small", "rule")
 	str(&c.Admit.Rule, AdmitObjective, "admit", "rule")
 	str(&c.Admit.Horizon, AdmitHorizonReturned, "admit", "horizon")
-	c.Admit.horizonSet = defined("admit", "horizon")
+	c.set = map[string]bool{}
+	for _, key := range warnedKeys {
+		if defined(strings.Split(key, ".")...) {
+			c.set[key] = true
+		}
+	}
 	if !defined("limits", "waste_cap") {
 		c.Limits.WasteCap = 0.30
 	}

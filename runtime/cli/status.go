@@ -93,6 +93,9 @@ func printStatus(state string, tail int, env Env) int {
 		return 1
 	}
 	fmt.Fprintf(env.Stdout, "job %s (%s), %d logical workers, state %s\n", job.Name, job.ID, job.LogicalWorkers, state)
+	if live, ok := statedb.KeptRunOf(state); ok {
+		fmt.Fprintf(env.Stdout, "a run kept by a start-over of the job whose state directory is %s (--on-other-numerics=start-over)\n", live)
+	}
 	allocs, err := db.Allocations()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "easyscale status: %v\n", err)

@@ -247,6 +247,10 @@ func TestStatusNamesTheRunsAJobStartedOverFrom(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "started over") || !strings.Contains(stdout, kept+", its ledger ended at step 6") {
 		t.Fatalf("status exit %d:\n%s%s\nwant the run kept in %s named with its last step 6", code, stdout, stderr, kept)
 	}
+	// The kept run's own status says what it is (a tester's: only run warned).
+	if code, stdout, stderr := run("status", kept); code != 0 || !strings.Contains(stdout, "a run kept by a start-over of the job whose state directory is "+dir) {
+		t.Fatalf("status of the kept run: exit %d:\n%s%s\nwant it named a run kept by a start-over of %s", code, stdout, stderr, dir)
+	}
 	// A start-over killed after it cleared the state, before it named its
 	// copy (as statedb leaves it): listed before the next run names it.
 	unnamed := filepath.Join(filepath.Dir(kept), ".copied-"+filepath.Base(kept))
