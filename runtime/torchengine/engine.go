@@ -229,6 +229,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if !o.NoSelfCheck && o.CheckedBefore == "" {
 		e.local.CheckSteps = CheckSteps
 	}
+	// The first line a torch run prints: its workers take seconds to import
+	// torch and form their group (a tester saw 9 to 17 s of silence).
+	e.log.Info("starting python workers", "python", py)
 	started, ready := time.Now(), false
 	e.local.OnGroup = func(workers int, step int64, took time.Duration) {
 		if !ready { // the bench's torch_start_s ends at this line
