@@ -80,10 +80,16 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 	if err := refuseInsideAState(abs); err != nil {
 		return nil, err
 	}
+	if err := refuseUnwritable(abs); err != nil {
+		return nil, err
+	}
 	if err := refuseOrphanCheckpoints(abs); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(abs, CheckpointDir), 0o700); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+			return nil, fmt.Errorf("creating state directory: %w (%s)", err, unwritableFix)
+		}
 		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
 	if !opts.AllowNetworkFS {
@@ -108,16 +114,70 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 // STATE/superseded` started a run inside the folder of kept runs, which
 // status then listed as a kept run). A kept run, superseded/NAME, is a
 // state directory of its own (KeptRunOf).
+//
+// A new directory under superseded/ is refused too (a run there would be a
+// new job listed as a kept run), and a path is judged where its symbolic
+// links lead (a tester's: a link to STATE/superseded was taken).
 func refuseInsideAState(dir string) error {
+	dir = whereLinksLead(dir)
 	base, parent := filepath.Base(dir), filepath.Dir(dir)
-	if base != CheckpointDir && base != SupersededDir {
-		return nil
+	if isStateDir(parent) && (base == CheckpointDir || base == SupersededDir) {
+		return invalidf("%s is the %s/ directory of the state directory %s, not a state directory: give %s to continue that job, "+
+			"or a new directory", dir, base, parent, parent)
 	}
-	if _, err := os.Stat(filepath.Join(parent, DBFile)); err != nil {
-		return nil
+	if filepath.Base(parent) == SupersededDir && isStateDir(filepath.Dir(parent)) && !isStateDir(dir) {
+		return invalidf("%s is under the kept runs of the state directory %s (%s/) but is not one of them: give %s to continue "+
+			"that job, one of its kept runs, or a new directory elsewhere", dir, filepath.Dir(parent), SupersededDir, filepath.Dir(parent))
 	}
-	return invalidf("%s is the %s/ directory of the state directory %s, not a state directory: give %s to continue that job, "+
-		"or a new directory", dir, base, parent, parent)
+	return nil
+}
+
+// unwritableFix is what a user who may not write a state directory can
+// do.
+const unwritableFix = "a run writes its state directory: run as a user who may write it, or copy the directory to one " +
+	"you may write; easyscale status and verify only read it"
+
+// refuseUnwritable refuses a state directory, its database or its
+// checkpoint directory that this process may not write (access(2): a
+// read-only file system, or another user's files), naming the fix, before
+// anything is written (a tester's: such runs failed midway with "attempt
+// to write a readonly database", leaving files of their own).
+func refuseUnwritable(dir string) error {
+	for _, p := range []string{dir, filepath.Join(dir, DBFile), filepath.Join(dir, CheckpointDir)} {
+		if err := unix.Access(p, unix.W_OK); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("this user may not write %s (%w): %s", p, err, unwritableFix)
+		}
+	}
+	return nil
+}
+
+// whereLinksLead is dir with its symbolic links followed, also when the
+// last one leads to a directory not made yet (Open makes it), or dir as
+// it is when that cannot be told.
+func whereLinksLead(dir string) string {
+	for range 16 {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return real
+		}
+		target, err := os.Readlink(dir)
+		if err != nil { // not a link: it does not exist yet, its parent may
+			if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+				return filepath.Join(real, filepath.Base(dir))
+			}
+			return dir
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(dir), target)
+		}
+		dir = target
+	}
+	return dir
+}
+
+// isStateDir reports whether dir holds a state database.
+func isStateDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, DBFile))
+	return err == nil
 }
 
 // refuseOrphanCheckpoints refuses a directory that has checkpoint files

@@ -54,8 +54,7 @@ func lockDir(dir string) (*dirLock, error) {
 	if err != nil {
 		l.release()
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
-			return nil, fmt.Errorf("opening writer lock: %w (a run writes its state directory: run as its owner, "+
-				"or copy the directory to one you may write; easyscale status and verify read it as it is)", err)
+			return nil, fmt.Errorf("opening writer lock: %w (%s)", err, unwritableFix)
 		}
 		return nil, fmt.Errorf("opening writer lock: %w", err)
 	}

@@ -199,21 +199,27 @@ func Superseded(dir string) ([]string, error) {
 	return out, nil
 }
 
-// KeptRunOf returns the state directory whose start-over kept dir (dir is
-// STATE/superseded/NAME and STATE holds a state database), and false for
-// any other directory. Such a directory is a state directory of its own:
-// a run given it resumes the old run, not the job's live state.
+// KeptRunOf returns the state directory whose start-over kept dir (dir,
+// where its symbolic links lead, is STATE/superseded/NAME, NAME not a copy
+// being made (.incomplete-, .copied-), and both STATE and dir hold a state
+// database), and false for any other directory. Such a directory is a
+// state directory of its own: a run given it resumes the old run, not the
+// job's live state.
 func KeptRunOf(dir string) (string, bool) {
-	abs, err := filepath.Abs(dir)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", false
+	}
+	abs, err := filepath.Abs(real)
 	if err != nil {
 		return "", false
 	}
 	parent := filepath.Dir(abs)
-	if filepath.Base(parent) != SupersededDir {
+	if filepath.Base(parent) != SupersededDir || strings.HasPrefix(filepath.Base(abs), ".") || !isStateDir(abs) {
 		return "", false
 	}
 	state := filepath.Dir(parent)
-	if _, err := os.Stat(filepath.Join(state, DBFile)); err != nil {
+	if !isStateDir(state) {
 		return "", false
 	}
 	return state, true

@@ -256,11 +256,22 @@ func TestKeptRunOfNamesTheLiveStateOfAKeptRun(t *testing.T) {
 	}
 	defer db.Close()
 	kept := filepath.Join(dir, SupersededDir, "20261206T170000.000000000Z")
+	copying := filepath.Join(dir, SupersededDir, ".copied-20261206T170000.000000000Z")
 	other := filepath.Join(t.TempDir(), SupersededDir, "x") // no state database above it
-	for _, d := range []string{kept, other} {
+	empty := filepath.Join(dir, SupersededDir, "empty")     // no state database in it
+	for _, d := range []string{kept, copying, other, empty} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, d := range []string{kept, copying, other} {
+		if err := os.WriteFile(filepath.Join(d, DBFile), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(kept, link); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		dir  string
@@ -269,8 +280,11 @@ func TestKeptRunOfNamesTheLiveStateOfAKeptRun(t *testing.T) {
 	}{
 		{kept, dir, true},
 		{kept + "/", dir, true},
+		{link, dir, true},
 		{dir, "", false},
 		{other, "", false},
+		{empty, "", false},
+		{copying, "", false},
 		{filepath.Join(dir, SupersededDir), "", false},
 	} {
 		if got, ok := KeptRunOf(tc.dir); ok != tc.ok || got != tc.want {
@@ -297,14 +311,28 @@ func TestAStateDirectorysOwnFoldersAreRefusedAsStateDirectories(t *testing.T) {
 			t.Errorf("Open(%s/%s): %v, want a refusal naming %s", dir, sub, err, dir)
 		}
 	}
+	// Where a symbolic link leads counts, and a new directory under
+	// superseded/ is not a kept run (a second tester's findings).
+	links := t.TempDir()
+	for _, sub := range []string{SupersededDir, CheckpointDir, filepath.Join(SupersededDir, "new")} {
+		link := filepath.Join(links, strings.ReplaceAll(sub, "/", "-"))
+		target := filepath.Join(dir, sub)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{link, target} {
+			if _, err := Open(d); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "give "+dir) {
+				t.Errorf("Open(%s): %v, want a refusal naming %s", d, err, dir)
+			}
+		}
+	}
 	if got, _ := Superseded(dir); len(got) != 0 {
 		t.Fatalf("kept runs %v after the refusals, want none", got)
 	}
-	for _, ok := range []string{filepath.Join(dir, SupersededDir, "20261206T170000.000000000Z"), filepath.Join(t.TempDir(), SupersededDir)} {
-		db, err := Open(ok)
-		if err != nil {
-			t.Fatalf("Open(%s): %v", ok, err)
-		}
-		db.Close()
+	outside := filepath.Join(t.TempDir(), SupersededDir)
+	db, err = Open(outside)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", outside, err)
 	}
+	db.Close()
 }

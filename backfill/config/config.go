@@ -545,18 +545,20 @@ func whereItBelongs(k toml.Key) string {
 
 // warnedKeys are the keys [Config.Warnings] names when the file sets
 // them where they do nothing (Config.set records which it set).
-var warnedKeys = []string{"admit.rule", "admit.horizon", "admit.max_loss", "admit.off_partitions", "move_cost", "start_small.partitions"}
+var warnedKeys = []string{"admit.rule", "admit.horizon", "admit.max_loss", "move_cost", "start_small.partitions"}
 
 // Warnings lists, one sentence each, what the file sets that does
 // nothing with its other settings (valid, so Validate does not refuse it;
-// the daemon and --check-config print each): the [admit] keys with
-// shrink-to-admit off, admit.horizon with admit.rule "longest-left",
+// the daemon and --check-config print each): admit.rule, horizon and
+// max_loss with shrink-to-admit off, admit.horizon with admit.rule "longest-left",
 // move_cost with move_to_faster off, start_small.partitions with
 // start_small.rule "off". Empty when there is none.
 func (c *Config) Warnings() []string {
 	var w []string
 	if !c.Admit.Enabled {
-		for _, key := range []string{"admit.rule", "admit.horizon", "admit.max_loss", "admit.off_partitions"} {
+		// Not admit.off_partitions: shedding and moves keep off those
+		// partitions too (ShrinkOn; a tester's finding).
+		for _, key := range []string{"admit.rule", "admit.horizon", "admit.max_loss"} {
 			if c.set[key] {
 				w = append(w, key+" does nothing: shrink-to-admit is off (admit.enabled = false)")
 			}

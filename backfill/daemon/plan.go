@@ -111,11 +111,11 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
-	if asked := requestedGPUs(e.Job).types; r.GPUTypes == nil && len(asked) > 0 {
+	if asked := askedGPUTypes(e.Job); r.GPUTypes == nil && len(asked) > 0 {
 		// A d2 job may mix types, but only those its owner asked for
 		// (--gres=gpu:TYPE:N): an extra job on another type would run it
 		// on GPUs it excluded (a tester's finding, in the simulator).
-		r.GPUTypes = slices.Sorted(slices.Values(asked))
+		r.GPUTypes = asked
 	}
 	// The job's own speeds= (nil: the [speeds] table), never above the
 	// table: a user may say how the job's speed differs between types, not
@@ -209,4 +209,26 @@ func orders(v *View, grows []planner.Grow) (out []growOrder, skipped []string) {
 			timeLimitMinute: g.TimeLimit / config.SlurmTimeUnit})
 	}
 	return out, skipped
+}
+
+// askedGPUTypes is the GPU types job j names in any of its GPU requests
+// (TRES per node, per job, per task, per socket), sorted; none when it
+// names no type. A field that does not parse names none (a second
+// tester's finding: a type asked per job beside an untyped count per node
+// was missed, and the job grown onto another type).
+func askedGPUTypes(j slurmcli.Job) []string {
+	var types []string
+	for _, field := range []string{j.TRESPerNode, j.TRESPerJob, j.TRESPerTask, j.TRESPerSocket} {
+		list, err := slurmcli.ParseGRES(field)
+		if err != nil {
+			continue
+		}
+		for _, g := range list {
+			if g.Name == "gpu" && g.Type != "" && !slices.Contains(types, g.Type) {
+				types = append(types, g.Type)
+			}
+		}
+	}
+	slices.Sort(types)
+	return types
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/runtime/jobspec"
+	"github.com/easyscale/easyscale-slurm/runtime/torchengine"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
@@ -58,6 +59,9 @@ func verifyCmd(args []string, env Env) int {
 		common++
 		if ea.Digest != eb.Digest {
 			fmt.Fprintf(env.Stdout, "DIVERGED at step %d: %s vs %s\ntensors: %s\n", ea.Step, ea.Digest, eb.Digest, tensorsText(ea, eb))
+			if note := otherNumericsNote(fs.Arg(0), fs.Arg(1)); note != "" {
+				fmt.Fprintln(env.Stdout, note)
+			}
 			return 1
 		}
 	}
@@ -146,4 +150,28 @@ func jobsOf(a, b string) (statedb.Job, statedb.Job, error) {
 		}
 	}
 	return jobs[0], jobs[1], nil
+}
+
+// otherNumericsNote says, for two state directories whose ledgers
+// diverged, that their runs were computed with other numerics when their
+// numerics records say so (a torch job moved to another CPU ISA, GPU model
+// or torch release, and a run kept by its start-over): such runs are not
+// expected to agree. "" when the records match, are missing or do not
+// read.
+func otherNumericsNote(dirA, dirB string) string {
+	rec := func(dir string) string {
+		db, err := statedb.OpenReadOnly(dir)
+		if err != nil {
+			return ""
+		}
+		defer db.Close()
+		r, _ := db.Numerics()
+		return r
+	}
+	diffs, err := torchengine.RecordDifferences(rec(dirA), rec(dirB), "A", "B")
+	if err != nil || len(diffs) == 0 {
+		return ""
+	}
+	return "note: the two runs were computed with other numerics (" + strings.Join(diffs, "; ") +
+		"), so their steps are not expected to agree: compare each with a fixed run in its own environment"
 }

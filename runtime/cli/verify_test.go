@@ -102,3 +102,45 @@ func TestKillAtHelpDoesNotAskATorchJobForProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyNamesOtherNumericsWhereTheRunsDiverge: two runs whose
+// numerics records differ (a torch job moved to another CPU ISA and its
+// run kept by the start-over) diverge as expected, and verify says why
+// (a tester's: it said only DIVERGED at step 1); runs with the same
+// record, or none, get no note.
+func TestVerifyNamesOtherNumericsWhereTheRunsDiverge(t *testing.T) {
+	record := func(isa string) string {
+		return `{"torch":"2.6.0","python":"3.13","fingerprint":{"cpu_capability":"` + isa + `","torch":"2.6.0"},"canary":"sha256:` + isa + `"}`
+	}
+	for _, tc := range []struct {
+		name     string
+		ra, rb   string
+		wantNote bool
+	}{
+		{"other numerics", record("AVX2"), record("DEFAULT"), true},
+		{"the same numerics", record("AVX2"), record("AVX2"), false},
+		{"no record", "", record("AVX2"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := state(t, "a", "b"), state(t, "c", "d")
+			for dir, rec := range map[string]string{a: tc.ra, b: tc.rb} {
+				if rec == "" {
+					continue
+				}
+				db, err := statedb.Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := db.SetNumerics(rec); err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+			}
+			code, out, _ := run("verify", a, b)
+			note := strings.Contains(out, "note: the two runs were computed with other numerics (cpu_capability: A AVX2, B DEFAULT; canary digest: A sha256:AVX2, B sha256:DEFAULT)")
+			if code != 1 || !strings.Contains(out, "DIVERGED at step 1") || note != tc.wantNote {
+				t.Fatalf("exit %d, output %q; want the divergence and the note %v", code, out, tc.wantNote)
+			}
+		})
+	}
+}

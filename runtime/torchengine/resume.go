@@ -177,4 +177,37 @@ func (e *Engine) CheckNumerics(record string, lastStep int64) error {
 	return nil
 }
 
+// RecordDifferences compares two numerics records as state directories
+// keep them beside their ledgers (NumericsRecord, statedb.NumericsFile)
+// and lists the settings that differ, each worded with the labels la and
+// lb ("torch: A 1.13.0, B 2.6.0"; settings only one records are not
+// compared); none when they match or either record is empty. `easyscale
+// verify` prints them: two runs computed with other numerics are not
+// expected to agree. Errors: a record that does not read.
+func RecordDifferences(a, b, la, lb string) ([]string, error) {
+	if a == "" || b == "" {
+		return nil, nil
+	}
+	var ra, rb Loaded
+	if err := json.Unmarshal([]byte(a), &ra); err != nil {
+		return nil, fmt.Errorf("numerics record of %s: %w", la, err)
+	}
+	if err := json.Unmarshal([]byte(b), &rb); err != nil {
+		return nil, fmt.Errorf("numerics record of %s: %w", lb, err)
+	}
+	var diffs []string
+	if ra.Torch != rb.Torch {
+		diffs = append(diffs, fmt.Sprintf("torch: %s %s, %s %s", la, orUnknown(ra.Torch), lb, orUnknown(rb.Torch)))
+	}
+	if ra.Python != rb.Python {
+		diffs = append(diffs, fmt.Sprintf("Python: %s %s, %s %s", la, orUnknown(ra.Python), lb, orUnknown(rb.Python)))
+	}
+	for _, d := range numericsDiffs(ra, rb, true) {
+		if d.Setting != "torch" { // the version compared above
+			diffs = append(diffs, d.String(la, lb))
+		}
+	}
+	return diffs, nil
+}
+
 var _ trainer.NumericsRecorder = (*Engine)(nil)

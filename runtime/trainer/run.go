@@ -429,7 +429,7 @@ func (j *job) replan(workers int, speeds []float64, reason string, kv ...any) er
 		err := j.db.RecordAllocation(statedb.Allocation{Step: j.step, Workers: workers, Speeds: speeds,
 			Placement: plan.String(), Reason: reason, Time: time.Now()})
 		if err != nil {
-			return fmt.Errorf("recording allocation at step %d: %w", j.step, err)
+			return err // statedb's error names the step
 		}
 	}
 	return nil
