@@ -191,8 +191,9 @@ type Config struct {
 	// MoveToFaster moves a running elastic d2 job to faster GPU types
 	// [move_to_faster], default true: when it runs on GPUs slower than
 	// others of another type, idle or lent to this daemon's extra jobs
-	// (which Slurm preempts for it), that no pending job may use, it is
-	// among the longest running jobs and the move ends it sooner
+	// (which Slurm preempts for it), that no pending job may use, its time
+	// left is at least a tenth of the longest other running job's
+	// (planner.MoveAmongLongest) and the move ends it sooner
 	// (planner.MoveToFaster; weighed at the GPUs it holds, its extra jobs'
 	// included, when the faster nodes hold that many: it restarts on its
 	// own node count and grows onto the rest), the daemon requeues it

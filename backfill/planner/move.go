@@ -22,10 +22,13 @@ const DefaultMoveCost = 150.0
 // MoveAmongLongest is how long, as a fraction of the longest time left of
 // any other running job, a job's own time left must be before
 // [MoveToFaster] moves it: a move takes fast GPUs for the rest of the job,
-// which pays off for the schedule when the job is among those that end
-// last (it sets the makespan), and a short job is left where Slurm put it.
-// Measured against 1 and no bound (BENCHMARKS.md, issue 17, E40).
-const MoveAmongLongest = 0.5
+// which pays off for the schedule when the job is long against the others
+// (it sets the makespan, and its own completion time counts the most),
+// and a short job is left where Slurm put it. 0.1 since E62, against 0.5
+// (E40 to E61), 0.25 and no bound: fewer workloads worse than rigid on
+// both families of draws and a lower mean JCT, where 0.5 left long jobs
+// on T4s behind one longer job (BENCHMARKS.md, issue 17, E40, E62).
+const MoveAmongLongest = 0.1
 
 // MoveRequest asks whether a running elastic job that may mix GPU types
 // (d2) should move to faster GPUs that are idle now: Model is its
@@ -50,7 +53,7 @@ type MoveRequest struct {
 	Redo float64
 }
 
-// MoveToFaster reports whether the job is among the longest running
+// MoveToFaster reports whether the job is long against the others running
 // (its time left where it runs, RunTime(Now), is at least
 // MoveAmongLongest × Longest) and moving ends it sooner by more than
 // MoveMargin of that time: Cost + RunTime(To, Work + Redo) < RunTime(Now)

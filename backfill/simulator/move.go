@@ -15,7 +15,7 @@ import (
 // preempts the extra jobs there when the idle GPUs do not hold it), on no
 // node the queue head's reservation needs, when no queued
 // job may use those types and planner.MoveToFaster finds the move ends it
-// sooner (among the longest running jobs), weighed against the pace it
+// sooner (a long job: planner.MoveAmongLongest), weighed against the pace it
 // keeps now, its extra jobs included, and at the GPUs it holds with them
 // (at most its maximum) when the faster types hold that many (it restarts
 // on its base count and later passes grow it onto the rest, as the daemon's
