@@ -291,6 +291,8 @@ func (j *runJob) setup(ctx context.Context, env Env) (opts trainer.Options, fini
 		if err := j.setupTorch(ctx, env, &opts); err != nil {
 			return opts, nil, err
 		}
+	} else if opts.StartOverOnOtherNumerics {
+		j.log.Warn("--on-other-numerics=start-over does nothing for a native job: its bits do not depend on where it runs")
 	}
 	switch {
 	case j.slurm != nil:

@@ -115,7 +115,8 @@ func printStatus(state string, tail int, env Env) int {
 	} else {
 		for _, c := range copies {
 			fmt.Fprintf(env.Stdout, "\nstarted over (its state was computed with other numerics), interrupted before the copy of the run "+
-				"before was named: it is kept in %s, which the next run renames %s\n", c.Path, c.Final)
+				"before was named: it is kept in %s, which the next run renames %s\n", // as the state directory was given
+				filepath.Join(state, statedb.SupersededDir, filepath.Base(c.Path)), filepath.Join(state, statedb.SupersededDir, filepath.Base(c.Final)))
 		}
 	}
 	last, ok, err := db.LastStep()

@@ -551,7 +551,7 @@ func (c *Coordinator) logRecovery(step int64, results map[int]result) {
 		connect = max(connect, r.done.RingConnectMs)
 	}
 	ms := float64(c.redoSent.Sub(c.lostAt).Microseconds())/1000 + connect
-	c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", ms)
+	c.log.Info("training again after lost workers", "step", step, "crash_recovery_ms", fmt.Sprintf("%.3f", ms))
 	c.lostAt, c.redoSent = time.Time{}, time.Time{}
 }
 
