@@ -302,12 +302,14 @@ type d2Job struct {
 
 // submitD2MNIST submits examples/slurm/mnist.sbatch with easyscale-sbatch
 // as a d2 elastic job (1–2 nodes, 8 logical workers) on all four GPUs of
-// node, training the job file for steps steps.
+// node, training the job file for steps steps. It asks for GPUs of no type
+// (--gres=gpu:4; -w puts it on node's): a d2 job that names a type is
+// grown onto that type only.
 func submitD2MNIST(t *testing.T, l *slurmlab.Lab, ctx context.Context, node, job string, steps int) *d2Job {
 	t.Helper()
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	cmd := l.Command(ctx, filepath.Join(l.Root, "bin", "easyscale-sbatch"), "--parsable", "--elastic=1-2",
-		"--logical-workers=8", "--determinism=d2", "-w", node, "--gres=gpu:t4:4", "examples/slurm/mnist.sbatch")
+		"--logical-workers=8", "--determinism=d2", "-w", node, "--gres=gpu:4", "examples/slurm/mnist.sbatch")
 	cmd.Dir = l.Root
 	cmd.Env = append(cmd.Env, fmt.Sprintf("EASYSCALE_STEPS=%d", steps), "EASYSCALE_SUMMARY="+summary, "EASYSCALE_CONFIG="+job)
 	out, err := cmd.CombinedOutput()
