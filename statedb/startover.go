@@ -121,12 +121,10 @@ func (db *DB) recoverStartOver() error {
 			}
 		case strings.HasPrefix(e.Name(), copiedPrefix):
 			if cleared == nil {
-				var rows int
-				err := db.sql.QueryRow(`SELECT (SELECT COUNT(*) FROM ledger) + (SELECT COUNT(*) FROM checkpoints)`).Scan(&rows)
+				empty, err := db.liveStateEmpty()
 				if err != nil {
 					return fmt.Errorf("settling an interrupted start-over: %w", err)
 				}
-				empty := rows == 0
 				cleared = &empty
 			}
 			if *cleared {
@@ -167,14 +165,22 @@ func (db *DB) InterruptedStartOvers() ([]UnnamedCopy, error) {
 	if len(copies) == 0 {
 		return nil, nil
 	}
-	var rows int
-	if err := db.sql.QueryRow(`SELECT (SELECT COUNT(*) FROM ledger) + (SELECT COUNT(*) FROM checkpoints)`).Scan(&rows); err != nil {
+	empty, err := db.liveStateEmpty()
+	if err != nil {
 		return nil, fmt.Errorf("reading whether a start-over was interrupted: %w", err)
 	}
-	if rows != 0 {
+	if !empty {
 		return nil, nil // interrupted before the state was cleared: the copy is dropped
 	}
 	return copies, nil
+}
+
+// liveStateEmpty reports whether the ledger and the checkpoint records
+// are empty: a start-over that copied the state has cleared it.
+func (db *DB) liveStateEmpty() (bool, error) {
+	var rows int
+	err := db.sql.QueryRow(`SELECT (SELECT COUNT(*) FROM ledger) + (SELECT COUNT(*) FROM checkpoints)`).Scan(&rows)
+	return rows == 0, err
 }
 
 // Superseded lists the state directories a job in dir started over from
