@@ -442,6 +442,9 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
 	d.warnUnreadable(v)
+	if v.RunningPlacementsUnread != nil {
+		d.log.Warn("reading the running jobs' excluded nodes failed; no job is grown this cycle", "error", v.RunningPlacementsUnread)
+	}
 	d.noteNotReady(v)
 	d.warnConfigMismatches(v)
 	d.forgetManyRecords(v)

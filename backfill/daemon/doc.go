@@ -107,8 +107,13 @@
 // MinGPUs = min·g and, for a d1 job (bit-identical on one GPU type), the
 // GPU type(s) it runs on as the only types it may grow onto (a d2 job may
 // mix types, but only those it asked for when it asked for a type,
-// --gres=gpu:TYPE:N; speeds apply). CPU-only elastic jobs are not grown (the
-// planner lends GPUs).
+// --gres=gpu:TYPE:N; speeds apply). Extra jobs go only where the job's
+// owner let it run (planner.RunningJob.OffNodes, from `squeue
+// --states=RUNNING -o %i|%x|%f` each cycle an elastic job is ready): never
+// onto a node of its --exclude, and only onto its own nodes when it asks
+// node features (--constraint), which the daemon does not evaluate; a job
+// whose placement does not read is not grown that cycle. CPU-only elastic
+// jobs are not grown (the planner lends GPUs).
 //
 // Every decision is the planner's (package planner, the same code the
 // simulator runs): the type rule, the worker cap and minimum

@@ -75,6 +75,9 @@ type fakeSlurm struct {
 	maxTime map[string]string
 	// showNodesFails makes `scontrol show node -o` fail with this stderr.
 	showNodesFails string
+	// placementsFail makes `squeue -o slurmcli.PlacementFormat` fail with
+	// this stderr.
+	placementsFail string
 }
 
 type fakeNode struct {
@@ -287,6 +290,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		}
 		return out, err
 	case name == "squeue" && slices.Contains(args, slurmcli.PlacementFormat):
+		if f.placementsFail != "" {
+			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.placementsFail, Err: errors.New("exit status 1")}
+		}
 		return f.placements(args), nil
 	case name == "squeue":
 		return f.squeue(envValue(env, "SQUEUE_FORMAT2"), args)
@@ -396,19 +402,22 @@ func slurmTime(t time.Time) string {
 	return t.In(time.Local).Format(slurmcli.TimeLayout)
 }
 
-// placements prints the pending jobs' excluded nodes and features as
-// `squeue -o slurmcli.PlacementFormat` does ("" and "(null)" when none);
-// with --states=all every job's.
+// placements prints the excluded nodes and features of the jobs in the
+// state --states= names (PENDING, RUNNING; all: every job's) as `squeue -o
+// slurmcli.PlacementFormat` does ("" and "(null)" when none).
 func (f *fakeSlurm) placements(args []string) []byte {
-	only, all := "", slices.Contains(args, "--states=all")
+	only, state := "", ""
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--jobs="); ok {
 			only = v
 		}
+		if v, ok := strings.CutPrefix(a, "--states="); ok {
+			state = v
+		}
 	}
 	var b strings.Builder
 	for _, j := range f.jobs {
-		if (all || j.state == "PENDING") && (only == "" || j.id == only) {
+		if (state == "all" || j.state == state) && (only == "" || j.id == only) {
 			features := j.features
 			if features == "" {
 				features = "(null)"

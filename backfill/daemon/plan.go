@@ -56,7 +56,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 		r := d.runningJob(v, j, extrasOf[j.ID], known)
 		if vd, ok := verdicts[j.ID]; ok && r.Elastic {
 			// Its lends keep failing: the planner's rule said where it may grow.
-			r.NoGrow = vd.Held(s.Now)
+			r.NoGrow = r.NoGrow || vd.Held(s.Now)
 			if !r.NoGrow {
 				r.NoGrowNodes = vd.Nodes
 			}
@@ -108,6 +108,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	bounds := planner.GPUBounds(planner.ElasticShape{MinNodes: e.Request.MinNodes, MaxNodes: e.Request.MaxNodes,
 		LogicalWorkers: e.Request.LogicalWorkers, BaseGPUs: baseGPUs, BaseNodes: len(e.Base)})
 	r.Elastic = true
+	r.NoGrow, r.OffNodes = offNodes(v, e)
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
@@ -122,6 +123,34 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	// make its GPUs count more than another user's (planner.CapSpeeds).
 	r.Speeds = planner.CapSpeeds(e.Request.Speeds, d.cfg.Speeds)
 	return r
+}
+
+// offNodes is where elastic job e's extra jobs may not go, from its
+// running placement (View.RunningPlacements): the nodes its owner
+// excluded (--exclude; an extra job there would run the job where its
+// owner said it must not: a tester's finding on the lab) and, when it
+// asks node features (--constraint), which this daemon does not evaluate,
+// every node but its own. noGrow is true when its placement was not read
+// (squeue failed or did not list it) or its excluded nodes do not read:
+// where it may run is unknown, so it is not grown this cycle.
+func offNodes(v *View, e *ElasticJob) (noGrow bool, off []string) {
+	p, ok := v.RunningPlacements[e.Job.ID]
+	if !ok {
+		return true, nil
+	}
+	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
+	if err != nil {
+		return true, nil
+	}
+	if p.Features == "" {
+		return false, excluded
+	}
+	for _, n := range v.Nodes {
+		if !slices.ContainsFunc(e.Base, func(b NodeAlloc) bool { return b.Node == n.Name }) {
+			off = append(off, n.Name)
+		}
+	}
+	return false, off
 }
 
 // growable: an elastic request, coordinator ready, every base node managed

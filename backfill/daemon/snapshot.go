@@ -154,6 +154,14 @@ type View struct {
 	// nil map: squeue failed) is one whose placement cannot be checked, so
 	// shrink-to-admit and start-small leave it alone.
 	Placements map[string]slurmcli.Placement
+	// RunningPlacements are the running jobs' --exclude and --constraint,
+	// by id, read when an elastic job may be grown (one is ready): its
+	// extra jobs go only where its owner let it run (runningJob). A nil
+	// map (squeue failed) or a job without an entry grows nowhere.
+	RunningPlacements map[string]slurmcli.Placement
+	// RunningPlacementsUnread is why RunningPlacements could not be read
+	// (nil: read, or not needed).
+	RunningPlacementsUnread error
 	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
 	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
 	// without an entry (or a nil map: sinfo failed) has an unknown
@@ -287,6 +295,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 		v.All[j.ID] = j
 	}
+	if v.anyReady() {
+		if v.RunningPlacements, err = s.Slurm.RunningPlacements(ctx); err != nil {
+			v.RunningPlacements, v.RunningPlacementsUnread = nil, err // not fatal: no job is grown this cycle
+		}
+	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements: no extra squeue per cycle when they are off or no job
 	// waits (for resources, for the first two).
@@ -304,6 +317,16 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 	}
 	return v, nil
+}
+
+// anyReady reports whether an elastic job of v is ready to be grown.
+func (v *View) anyReady() bool {
+	for _, e := range v.Elastic {
+		if e.Ready {
+			return true
+		}
+	}
+	return false
 }
 
 // readWeights sets the nodes' scheduling weights from `scontrol show node

@@ -241,7 +241,7 @@ type jobState struct {
 	eff     float64
 	version int
 	has     map[int]bool // nodes holding one of its extra jobs (spreading)
-	blocked map[int]bool // nodes it is not grown onto (RunningJob.NoGrowNodes)
+	blocked map[int]bool // nodes it is not grown onto (RunningJob.NoGrowNodes, OffNodes)
 }
 
 type candidate struct {
@@ -280,7 +280,7 @@ func (p *planning) grant() []Grow {
 			continue
 		}
 		js := &jobState{ji: ji, byType: map[string]int{}}
-		for _, n := range j.NoGrowNodes {
+		for _, n := range slices.Concat(j.NoGrowNodes, j.OffNodes) {
 			if ni, ok := p.idx[n]; ok {
 				if js.blocked == nil {
 					js.blocked = map[int]bool{}

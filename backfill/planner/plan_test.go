@@ -255,6 +255,16 @@ func TestPlanTable(t *testing.T) {
 			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "v100", GPUs: 4, End: 3600, TimeLimit: 3600}}},
 		},
 		{
+			name: "a job is not grown onto a node its owner excluded (OffNodes) but onto another",
+			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 4), node("c", "v100", 4, 4)},
+				Running: []RunningJob{func() RunningJob {
+					j := elastic("1", "u", []NodeGPUs{{"a", 4}}, 1, 8, 8, 4)
+					j.OffNodes = []string{"b", "gone"}
+					return j
+				}()}, Speeds: speeds, Limits: lim},
+			want: Actions{Grows: []Grow{{Job: "1", Node: "c", GPUType: "v100", GPUs: 4, End: 3600, TimeLimit: 3600}}},
+		},
+		{
 			name: "a job whose only idle node is in backoff is not grown",
 			snap: Snapshot{Now: 0, Nodes: []Node{node("a", "v100", 4, 0), node("b", "v100", 4, 4)},
 				Running: []RunningJob{func() RunningJob {
@@ -413,6 +423,9 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 		if job.Elastic && r.IntN(4) == 0 {
 			job.NoGrowNodes = []string{s.Nodes[r.IntN(nNodes)].Name}
 		}
+		if job.Elastic && r.IntN(4) == 0 {
+			job.OffNodes = []string{s.Nodes[r.IntN(nNodes)].Name}
+		}
 		s.Running = append(s.Running, job)
 	}
 	for i := range s.Nodes {
@@ -469,8 +482,9 @@ func checkPlan(t *testing.T, iter int, s Snapshot, a Actions) {
 	onNode := map[[2]string]bool{}
 	for _, g := range a.Grows {
 		j := jobOf[g.Job]
-		if j.NoGrow || slices.Contains(j.NoGrowNodes, g.Node) {
-			t.Errorf("snapshot %d: grow %+v of a job held (%v) or onto a node it is held from (%v)", iter, g, j.NoGrow, j.NoGrowNodes)
+		if j.NoGrow || slices.Contains(j.NoGrowNodes, g.Node) || slices.Contains(j.OffNodes, g.Node) {
+			t.Errorf("snapshot %d: grow %+v of a job held (%v) or onto a node it is held from (%v) or may not run on (%v)",
+				iter, g, j.NoGrow, j.NoGrowNodes, j.OffNodes)
 		}
 		if len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, g.GPUType) {
 			t.Errorf("snapshot %d: grow %+v onto a type job %s may not use (%v)", iter, g, j.ID, j.GPUTypes)

@@ -131,6 +131,11 @@ type RunningJob struct {
 	// count as before.
 	NoGrow      bool     `json:",omitempty"`
 	NoGrowNodes []string `json:",omitempty"`
+	// OffNodes are nodes the job may never run on, so never grown onto
+	// (names the snapshot does not list are ignored): the daemon lists its
+	// owner's --exclude, and every node but its own when it asks node
+	// features (--constraint), which the daemon does not evaluate.
+	OffNodes []string `json:",omitempty"`
 }
 
 // SpeedOf is job j's speed on GPU type t: its own Speeds[t] when it lists

@@ -45,6 +45,13 @@ func (r Runner) PendingPlacement(ctx context.Context, id string) (p Placement, o
 	return p, ok, nil
 }
 
+// RunningPlacements is [Runner.PendingPlacements] for the running jobs
+// (`squeue --states=RUNNING`): what an elastic job's owner asked of the
+// nodes it runs on, which its extra jobs must respect too.
+func (r Runner) RunningPlacements(ctx context.Context) (map[string]Placement, error) {
+	return r.placements(ctx, "RUNNING")
+}
+
 // JobPlacement is [Runner.PendingPlacement] for job id in any state (a
 // running job's --exclude and --constraint too: `squeue --states=all`).
 // ok is false when squeue does not list the job under id itself: a task
@@ -62,7 +69,7 @@ func (r Runner) JobPlacement(ctx context.Context, id string) (p Placement, ok bo
 func (r Runner) placements(ctx context.Context, states string, args ...string) (map[string]Placement, error) {
 	out, err := r.Output(ctx, "squeue", append([]string{"--noheader", "--states=" + states, "-o", PlacementFormat}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading the pending jobs' excluded nodes and features: %w", err)
+		return nil, fmt.Errorf("reading the %s jobs' excluded nodes and features: %w", strings.ToLower(states), err)
 	}
 	return ParsePlacements(out), nil
 }

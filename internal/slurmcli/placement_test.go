@@ -21,6 +21,17 @@ func TestParsePlacementsReadsExcludedNodesAndFeatures(t *testing.T) {
 	}
 }
 
+// Running jobs print the same fields (the lab's squeue 22.05, `sbatch -x
+// n1,n2` and `-x 'n[3-4]'` started: squeue --noheader --states=RUNNING -o
+// '%i|%x|%f'): Runner.RunningPlacements reads them.
+func TestParsePlacementsReadsRunningJobs(t *testing.T) {
+	out := "1880001|n[1-2]|(null)\n1880003|n[3-4]|(null)\n"
+	want := map[string]Placement{"1880001": {ExcNodes: "n[1-2]"}, "1880003": {ExcNodes: "n[3-4]"}}
+	if got := ParsePlacements([]byte(out)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParsePlacements = %+v, want %+v", got, want)
+	}
+}
+
 func FuzzParsePlacements(f *testing.F) {
 	for _, s := range []string{"5||(null)\n", "4|n3|(null)\n", "7|n[1-2]|a|b", "|||", "\n\n", "12_[1-3]|n1|x"} {
 		f.Add(s)

@@ -57,6 +57,29 @@ func TestElasticJobGrowsIntoIdleGPUsWithinTwoPollIntervals(t *testing.T) {
 	})
 }
 
+// A d2 job's owner excluded the v100 nodes (-x n1,n2): its extra jobs take
+// t4s of n3 and n4 up to its maximum (4 nodes × 1 GPU) and never go onto n1
+// or n2, which a d2 job without --exclude takes first (a tester's finding
+// on this lab: they did).
+func TestAnElasticJobIsNeverGrownOntoNodesItsOwnerExcluded(t *testing.T) {
+	l := slurmlab.Require(t)
+	s := settings{dir: t.TempDir(), nodes: []string{"n1", "n2", "n3", "n4"}}
+	startDaemon(t, l, s, "backfilld")
+	e, _ := submitElastic(t, l, "es-req min=1 max=4 lw=16 d2", "-w", "n3", "-x", "n1,n2", "--gres=gpu:1", "-t", "5")
+	cancelExtrasAtEnd(t, l, e.ID)
+	waitFor(t, 20*pollInterval, "extra jobs of "+e.ID+" on 3 t4 GPUs of n3 and n4", func() bool {
+		gpus := 0
+		for _, x := range extrasOf(t, l, e.ID) {
+			if x.NodeList == "n1" || x.NodeList == "n2" || strings.Contains(x.TRESPerNode, "v100") {
+				t.Fatalf("extra job %s of %s on %s (%s): its owner excluded n1 and n2", x.ID, e.ID, x.NodeList, x.TRESPerNode)
+			}
+			n, _ := x.GPUs()
+			gpus += n
+		}
+		return gpus == 3
+	})
+}
+
 func TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime(t *testing.T) {
 	t.Parallel()
 	l := slurmlab.Require(t)

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// An elastic job's extra jobs go only where its owner let it run: never
+// onto a node its --exclude names (a tester's finding on the lab: a d2 job
+// submitted with -x n1,n2 was lent GPUs of n1 and n2), and, when it asks
+// node features (--constraint), which the daemon does not evaluate, only
+// onto its own nodes; when its placement cannot be read it is not grown.
+// The fake's nodes: n1, n2 v100; n3, n4 t4; 4 GPUs each.
+func TestExtraJobsGoOnlyWhereTheJobsOwnerLetItRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		place func(td *testDaemon, j *fakeJob)
+		want  []string // nodes extra jobs are submitted onto
+	}{
+		{name: "no --exclude: the fastest idle GPUs, n2's v100s", place: func(*testDaemon, *fakeJob) {}, want: []string{"n2"}},
+		{name: "--exclude of a node it would not be grown onto changes nothing",
+			place: func(_ *testDaemon, j *fakeJob) { j.excNodes = "n4" }, want: []string{"n2"}},
+		{name: "--exclude=n2: the t4s of n3 and n4 instead",
+			place: func(_ *testDaemon, j *fakeJob) { j.excNodes = "n2" }, want: []string{"n3", "n4"}},
+		{name: "--exclude=n[2-4]: nowhere",
+			place: func(_ *testDaemon, j *fakeJob) { j.excNodes = "n[2-4]" }, want: nil},
+		{name: "--constraint: only its own nodes, which are full",
+			place: func(_ *testDaemon, j *fakeJob) { j.features = "v100" }, want: nil},
+		{name: "--constraint with idle GPUs on its own node: grown there",
+			place: func(td *testDaemon, j *fakeJob) { j.features, j.gpusPerNode = "v100", 2 }, want: []string{"n1"}},
+		{name: "its placement unreadable (squeue fails): not grown",
+			place: func(td *testDaemon, _ *fakeJob) { td.fake.placementsFail = "slurm_load_jobs error: Socket timed out" }, want: nil},
+		{name: "its excluded nodes do not read as a host list: not grown",
+			place: func(_ *testDaemon, j *fakeJob) { j.excNodes = "n[2-" }, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			// d2: it may grow onto any type, the fastest first.
+			j := td.fake.running("10", "es-req min=1 max=4 lw=16 d2", "n1", 4, 2*time.Hour, rendezvous(t, "10"))
+			td.fake.set(func() { tc.place(td, j) })
+			td.cycle(t)
+			var got []string
+			for _, c := range td.fake.commands("sbatch") {
+				got = append(got, argValue(c, "nodelist"))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, tc.want, td.fake.commands("sbatch"))
+			}
+		})
+	}
+}
