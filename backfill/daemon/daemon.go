@@ -483,7 +483,11 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.nudgeEligible(ctx, v, r); err != nil {
 		return fmt.Errorf("nudging eligible jobs: %w", err)
 	}
-	ps := d.plannerSnapshot(v, rc.live, verdicts)
+	added, err := d.excludedByDaemon(ctx, v)
+	if err != nil {
+		return fmt.Errorf("reading what this daemon excluded of the running jobs: %w", err)
+	}
+	ps := d.plannerSnapshot(v, rc.live, verdicts, added)
 	ps.OtherLent = rc.otherLent
 	for _, n := range ps.Nodes {
 		if n.Idle > 0 {

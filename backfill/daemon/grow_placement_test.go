@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
 
 // An elastic job's extra jobs go only where its owner let it run: never
@@ -29,6 +32,28 @@ func TestExtraJobsGoOnlyWhereTheJobsOwnerLetItRun(t *testing.T) {
 			place: func(_ *testDaemon, j *fakeJob) { j.features = "v100" }, want: nil},
 		{name: "--constraint with idle GPUs on its own node: grown there",
 			place: func(td *testDaemon, j *fakeJob) { j.features, j.gpusPerNode = "v100", 2 }, want: []string{"n1"}},
+		{name: "moved to n1 by this daemon, which excluded n3 and n4 (its owner n2): grown onto n3 and n4, not n2",
+			place: func(td *testDaemon, j *fakeJob) {
+				j.excNodes = "n[2-4]"
+				td.put(t, backfillstore.Moved{Job: "10", From: []string{"n3", "n4"}, Owner: []string{"n2"},
+					Set: []string{"n2", "n3", "n4"}, Since: td.now, State: backfillstore.MoveRan})
+			}, want: []string{"n3", "n4"}},
+		{name: "a list other than the one this daemon set is its owner's, all of it",
+			place: func(td *testDaemon, j *fakeJob) {
+				j.excNodes = "n[2-4]"
+				td.put(t, backfillstore.Moved{Job: "10", From: []string{"n3", "n4"}, Set: []string{"n3", "n4"},
+					Since: td.now, State: backfillstore.MoveRan})
+			}, want: nil},
+		{name: "started while kept off n2 (keep_off_pinned): grown onto n2",
+			place: func(td *testDaemon, j *fakeJob) {
+				j.excNodes = "n2"
+				td.put(t, backfillstore.KeptOff{Job: "10", Nodes: []string{"n2"}, Set: []string{"n2"}, Types: []string{"v100"}, Since: td.now})
+			}, want: []string{"n2"}},
+		{name: "kept off n2, but its owner then set the list: n2 is the owner's",
+			place: func(td *testDaemon, j *fakeJob) {
+				j.excNodes = "n2"
+				td.put(t, backfillstore.KeptOff{Job: "10", Set: []string{"n2"}, Since: td.now, Released: true})
+			}, want: []string{"n3", "n4"}},
 		{name: "its placement unreadable (squeue fails): not grown",
 			place: func(td *testDaemon, _ *fakeJob) { td.fake.placementsFail = "slurm_load_jobs error: Socket timed out" }, want: nil},
 		{name: "its excluded nodes do not read as a host list: not grown",
@@ -50,5 +75,22 @@ func TestExtraJobsGoOnlyWhereTheJobsOwnerLetItRun(t *testing.T) {
 				t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, tc.want, td.fake.commands("sbatch"))
 			}
 		})
+	}
+}
+
+// put stores a move or keep-off record (t fails on a database error).
+func (td *testDaemon) put(t *testing.T, rec any) {
+	t.Helper()
+	var err error
+	switch r := rec.(type) {
+	case backfillstore.Moved:
+		err = td.db.PutMoved(context.Background(), r)
+	case backfillstore.KeptOff:
+		err = td.db.PutKeptOff(context.Background(), r)
+	default:
+		t.Fatalf("put: %T is not a record", rec)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

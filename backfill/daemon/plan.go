@@ -21,10 +21,12 @@ type lent struct {
 	end     time.Time // when its GPUs are back (time limit, or signal + grace)
 }
 
-// plannerSnapshot turns the view, the live extra jobs and the retry
-// verdicts of jobs with failed lends (by job id) into the planner's input.
+// plannerSnapshot turns the view, the live extra jobs, the retry
+// verdicts of jobs with failed lends (by job id) and the nodes this daemon
+// added to running jobs' excluded nodes (nil: none) into the planner's
+// input.
 // Units: seconds since the Unix epoch.
-func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[string]planner.LendVerdict) planner.Snapshot {
+func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[string]planner.LendVerdict, added daemonExcluded) planner.Snapshot {
 	c := d.cfg
 	// No queued job wants GPUs: a job may grow back to its maximum in one
 	// round (planner.Snapshot.NothingQueued).
@@ -53,7 +55,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 			planner.Extra{ID: id, Node: l.rec.Node, GPUs: l.rec.GPUs, End: l.end.Unix()})
 	}
 	for _, j := range v.Running {
-		r := d.runningJob(v, j, extrasOf[j.ID], known)
+		r := d.runningJob(v, j, extrasOf[j.ID], known, added)
 		if vd, ok := verdicts[j.ID]; ok && r.Elastic {
 			// Its lends keep failing: the planner's rule said where it may grow.
 			r.NoGrow = r.NoGrow || vd.Held(s.Now)
@@ -76,7 +78,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 	return s
 }
 
-func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, known map[string]bool) planner.RunningJob {
+func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, known map[string]bool, added daemonExcluded) planner.RunningJob {
 	slices.SortFunc(extras, func(a, b planner.Extra) int { return cmp.Compare(a.ID, b.ID) })
 	r := planner.RunningJob{ID: j.ID, Extras: extras}
 	if end, err := slurmcli.ParseTime(j.EndTime, d.snap.loc()); err == nil {
@@ -108,7 +110,7 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	bounds := planner.GPUBounds(planner.ElasticShape{MinNodes: e.Request.MinNodes, MaxNodes: e.Request.MaxNodes,
 		LogicalWorkers: e.Request.LogicalWorkers, BaseGPUs: baseGPUs, BaseNodes: len(e.Base)})
 	r.Elastic = true
-	r.NoGrow, r.OffNodes = offNodes(v, e)
+	r.NoGrow, r.OffNodes = offNodes(v, e, added[j.ID])
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
@@ -123,34 +125,6 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	// make its GPUs count more than another user's (planner.CapSpeeds).
 	r.Speeds = planner.CapSpeeds(e.Request.Speeds, d.cfg.Speeds)
 	return r
-}
-
-// offNodes is where elastic job e's extra jobs may not go, from its
-// running placement (View.RunningPlacements): the nodes its owner
-// excluded (--exclude; an extra job there would run the job where its
-// owner said it must not: a tester's finding on the lab) and, when it
-// asks node features (--constraint), which this daemon does not evaluate,
-// every node but its own. noGrow is true when its placement was not read
-// (squeue failed or did not list it) or its excluded nodes do not read:
-// where it may run is unknown, so it is not grown this cycle.
-func offNodes(v *View, e *ElasticJob) (noGrow bool, off []string) {
-	p, ok := v.RunningPlacements[e.Job.ID]
-	if !ok {
-		return true, nil
-	}
-	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
-	if err != nil {
-		return true, nil
-	}
-	if p.Features == "" {
-		return false, excluded
-	}
-	for _, n := range v.Nodes {
-		if !slices.ContainsFunc(e.Base, func(b NodeAlloc) bool { return b.Node == n.Name }) {
-			off = append(off, n.Name)
-		}
-	}
-	return false, off
 }
 
 // growable: an elastic request, coordinator ready, every base node managed

@@ -180,7 +180,7 @@ func TestSnapshotReadsNodeWeightsWhenItPredictsPlacements(t *testing.T) {
 			if tc.wantUnread && !strings.Contains(v.WeightsUnread.Error(), "Socket timed out") {
 				t.Errorf("WeightsUnread %q does not say what Slurm answered", v.WeightsUnread)
 			}
-			ps := td.plannerSnapshot(v, nil, nil)
+			ps := td.plannerSnapshot(v, nil, nil, nil)
 			var got []int
 			for _, n := range ps.Nodes {
 				got = append(got, n.Weight)
