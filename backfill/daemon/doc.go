@@ -112,7 +112,10 @@
 // --states=RUNNING -o %i|%x|%f` each cycle an elastic job is ready): never
 // onto a node of its --exclude, and only onto its own nodes when it asks
 // node features (--constraint), which the daemon does not evaluate; a job
-// whose placement does not read is not grown that cycle. CPU-only elastic
+// whose placement does not read is not grown that cycle. Nodes this daemon
+// added to the list while the job waited (a move's slower nodes, a
+// keep-off's pinned types; Slurm keeps a running job's list) are not its
+// owner's and do not bound its growth (daemonExcluded). CPU-only elastic
 // jobs are not grown (the planner lends GPUs).
 //
 // Every decision is the planner's (package planner, the same code the
