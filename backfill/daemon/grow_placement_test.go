@@ -66,14 +66,7 @@ func TestExtraJobsGoOnlyWhereTheJobsOwnerLetItRun(t *testing.T) {
 			j := td.fake.running("10", "es-req min=1 max=4 lw=16 d2", "n1", 4, 2*time.Hour, rendezvous(t, "10"))
 			td.fake.set(func() { tc.place(td, j) })
 			td.cycle(t)
-			var got []string
-			for _, c := range td.fake.commands("sbatch") {
-				got = append(got, argValue(c, "nodelist"))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, tc.want, td.fake.commands("sbatch"))
-			}
+			td.wantExtrasOn(t, tc.want)
 		})
 	}
 }
@@ -92,5 +85,19 @@ func (td *testDaemon) put(t *testing.T, rec any) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// wantExtrasOn fails t unless the extra jobs submitted so far went onto
+// exactly the nodes want (sorted; nil: none).
+func (td *testDaemon) wantExtrasOn(t *testing.T, want []string) {
+	t.Helper()
+	var got []string
+	for _, c := range td.fake.commands("sbatch") {
+		got = append(got, argValue(c, "nodelist"))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, want, td.fake.commands("sbatch"))
 	}
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 )
@@ -67,14 +66,7 @@ func TestNothingIsLentWhereAJobSlurmHasNotPlannedYetMayStart(t *testing.T) {
 				td.fake.set(func() { td.fake.now = td.now })
 			}
 			td.cycle(t)
-			var got []string
-			for _, c := range td.fake.commands("sbatch") {
-				got = append(got, argValue(c, "nodelist"))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, tc.want, td.fake.commands("sbatch"))
-			}
+			td.wantExtrasOn(t, tc.want)
 		})
 	}
 }
