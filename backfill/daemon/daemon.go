@@ -132,6 +132,10 @@ type Daemon struct {
 	// weightsUnread is the error last logged for the nodes' weights
 	// (View.WeightsUnread; "": none), logged once until they read again.
 	weightsUnread string
+	// placementsUnread is the error last logged for the running jobs'
+	// placements (View.RunningPlacementsUnread; "": none), logged once
+	// until they read again.
+	placementsUnread string
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -442,9 +446,6 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("taking snapshot: %w", err)
 	}
 	d.warnUnreadable(v)
-	if v.RunningPlacementsUnread != nil {
-		d.log.Warn("reading the running jobs' excluded nodes failed; no job is grown this cycle", "error", v.RunningPlacementsUnread)
-	}
 	d.noteNotReady(v)
 	d.warnConfigMismatches(v)
 	d.forgetManyRecords(v)
@@ -568,7 +569,9 @@ func (d *Daemon) decide(ctx context.Context, kind, job, extra, node string, gpus
 
 // warnUnreadable logs one warning per job whose record squeue printed but
 // the snapshot could not read, naming the job id, while the job is listed;
-// the cycle goes on without it.
+// the cycle goes on without it. The nodes' weights and the running jobs'
+// placements that cannot be read are warned about once each until they
+// read again.
 func (d *Daemon) warnUnreadable(v *View) {
 	for id, err := range v.Unreadable {
 		if d.unreadable[id] == err.Error() {
@@ -598,6 +601,15 @@ func (d *Daemon) warnUnreadable(v *View) {
 			"error", why)
 	case why == nil && v.Placements != nil:
 		d.weightsUnread = ""
+	}
+	switch why := v.RunningPlacementsUnread; {
+	case why != nil && why.Error() != d.placementsUnread:
+		d.placementsUnread = why.Error()
+		d.log.Named("snapshot").Warn("the running jobs' excluded nodes and features cannot be read; no job is grown until they can",
+			"error", why)
+	case why == nil && v.RunningPlacements != nil && d.placementsUnread != "":
+		d.placementsUnread = ""
+		d.log.Named("snapshot").Info("the running jobs' excluded nodes and features read again")
 	}
 }
 

@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
@@ -99,5 +102,38 @@ func (td *testDaemon) wantExtrasOn(t *testing.T, want []string) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("extra jobs submitted onto %q, want %q (%q)", got, want, td.fake.commands("sbatch"))
+	}
+}
+
+// squeue failing for the running jobs' placements is warned about once
+// while it fails (not every cycle: a helper counted 12 warnings in 12 s at
+// a 1 s poll), said once when it reads again, and warned about again when
+// it fails again.
+func TestUnreadableRunningPlacementsAreWarnedAboutOnce(t *testing.T) {
+	td := newTestDaemon(t, "")
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+	td.fake.running("10", "es-req min=1 max=4 lw=16 d2", "n1", 4, 2*time.Hour, rendezvous(t, "10"))
+	const failed, again = "the running jobs' excluded nodes and features cannot be read", "the running jobs' excluded nodes and features read again"
+	td.fake.set(func() { td.fake.placementsFail = "slurm_load_jobs error: Socket timed out" })
+	for range 3 {
+		td.cycle(t)
+		td.advance(time.Second)
+	}
+	if n := countLogs(t, &logs, failed, ""); n != 1 {
+		t.Fatalf("%d warnings over three cycles, want 1:\n%s", n, logs.String())
+	}
+	td.wantExtrasOn(t, nil)
+	td.fake.set(func() { td.fake.placementsFail = "" })
+	td.cycle(t)
+	td.advance(time.Second)
+	td.cycle(t)
+	if n := countLogs(t, &logs, again, ""); n != 1 {
+		t.Errorf("%d notes that they read again over two cycles, want 1:\n%s", n, logs.String())
+	}
+	td.fake.set(func() { td.fake.placementsFail = "slurm_load_jobs error: Socket timed out" })
+	td.cycle(t)
+	if n := countLogs(t, &logs, failed, ""); n != 2 {
+		t.Errorf("%d warnings, want a second one once they fail again after reading:\n%s", n, logs.String())
 	}
 }
