@@ -94,9 +94,12 @@ func TestTorchWorkersJoinAndAKilledOneIsSurvived(t *testing.T) {
 	job := toyJob(t)
 	ref := digest(mustRun(t, "run", "--config", job, "--no-eval"))
 	state, addr := t.TempDir(), freePort(t)
-	// The coordinator's own process is slow from step 2 on (0.5 s a
-	// forward), so the joiners arrive mid-run; they compute at full speed.
-	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=8:0.5"})
+	// The coordinator's own process is slow from step 2 on (1 s a forward:
+	// 32 s for the 8 steps left alone, against the joiners' Python start-up
+	// of up to 18 s under the suite's heaviest load; at 0.5 s the run once
+	// ended before they were admitted), so the joiners arrive mid-run; they
+	// compute at full speed.
+	coord := startTorchListen(t, job, state, addr, []string{"TOYJOB_SLOW=8:1"})
 	w1 := startTorchWorker(t, addr, state, nil)
 	w2 := startTorchWorker(t, addr, state, nil)
 	coord.waitLine(t, state, "admitted: rank=2", 120*time.Second)
