@@ -99,7 +99,7 @@ func (s *sim) planRelevant(r *run, reserved map[int]bool) bool {
 func (s *sim) runningJob(r *run) planner.RunningJob {
 	j := planner.RunningJob{ID: r.id, User: r.j.User, Elastic: !r.rigid, End: r.limit,
 		MinGPUs: r.min, MaxGPUs: r.max, Model: r.model, GPUTypes: r.gpuTypes, Speeds: r.j.Speeds,
-		NoGrow: r.noGrow, NoGrowNodes: r.noGrowNodes}
+		NoGrow: r.noGrow, NoGrowNodes: r.noGrowNodes, OffNodes: r.offNodes}
 	if r.snapBase == nil {
 		for _, a := range r.base {
 			r.snapBase = append(r.snapBase, planner.NodeGPUs{Node: s.nodes[a.Node].name, GPUs: a.GPUs})

@@ -34,7 +34,7 @@ func Replay(snap planner.Snapshot) (planner.Actions, error) {
 	for _, j := range snap.Running {
 		r := &run{j: &trace.Job{ID: j.ID, User: j.User}, id: j.ID, offSince: -1, min: j.MinGPUs, max: j.MaxGPUs, model: j.Model,
 			gpuTypes: j.GPUTypes, rigid: !j.Elastic, limit: j.End, last: snap.Now, started: true, pos: len(s.running),
-			noGrow: j.NoGrow, noGrowNodes: j.NoGrowNodes}
+			noGrow: j.NoGrow, noGrowNodes: j.NoGrowNodes, offNodes: j.OffNodes}
 		for _, b := range j.Base {
 			if n, ok := s.nodeIdx[b.Node]; ok && b.GPUs > 0 {
 				r.base = append(r.base, alloc{Node: n, GPUs: b.GPUs})

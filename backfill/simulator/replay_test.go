@@ -86,3 +86,30 @@ func TestDaemonSnapshotsReplayToTheSameDecisions(t *testing.T) {
 			decided, admitted, startedSmall)
 	}
 }
+
+// A recorded snapshot whose job excludes a node (planner.RunningJob.
+// OffNodes: its owner's --exclude, as easyscale-backfilld records it)
+// replays to the planner's own decisions: the simulator's path keeps the
+// job off that node too.
+func TestAReplayedJobIsNotGrownOntoNodesItsOwnerExcluded(t *testing.T) {
+	snap := planner.Snapshot{Now: 0, Speeds: map[string]float64{"v100": 1},
+		Limits: planner.Limits{MarginSeconds: 30, MinLendSeconds: 60, MaxLendSeconds: 3600},
+		Nodes: []planner.Node{{Name: "a", GPUType: "v100", Total: 4}, {Name: "b", GPUType: "v100", Total: 4, Idle: 4},
+			{Name: "c", GPUType: "v100", Total: 4, Idle: 4}},
+		Running: []planner.RunningJob{{ID: "1", User: "u", Elastic: true, Base: []planner.NodeGPUs{{Node: "a", GPUs: 4}},
+			MinGPUs: 1, MaxGPUs: 8, Model: planner.DefaultModel(8, 4), End: 100000, OffNodes: []string{"b"}}}}
+	want, err := planner.Plan(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Replay(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the simulator decided\n  %+v\nthe planner\n  %+v", got, want)
+	}
+	if len(got.Grows) != 1 || got.Grows[0].Node != "c" {
+		t.Fatalf("grows %+v, want one onto c (b is excluded)", got.Grows)
+	}
+}

@@ -357,9 +357,12 @@ type run struct {
 	rigid      bool            // never grows (only in a replayed snapshot)
 	// noGrow and noGrowNodes hold a job whose lends keep failing
 	// (planner.RunningJob.NoGrow, NoGrowNodes; only in a replayed snapshot:
-	// simulated lends do not fail).
+	// simulated lends do not fail); offNodes are nodes its owner excluded
+	// (planner.RunningJob.OffNodes; only in a replayed snapshot: trace jobs
+	// exclude none).
 	noGrow      bool
 	noGrowNodes []string
+	offNodes    []string
 	base        []alloc
 	orig        int // GPUs of base when it started (shrink-to-admit's max loss)
 	extras      []*extra
