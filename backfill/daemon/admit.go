@@ -142,9 +142,11 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 // this daemon manages that Slurm may start jobs on, with the GPUs a
 // starting job may take (GPUs of this daemon's running extra jobs count as
 // free: extra.partition is preemptible, and Slurm preempts them when it
-// starts the queued job); the pending jobs waiting for resources (squeue
-// Reason "Resources") in partitions where shrink-to-admit is on, in queue
-// order; and every running elastic job as a possible donor.
+// starts the queued job); the pending jobs waiting for resources or their
+// turn (admitCandidates: Reason Resources or Priority, in partitions where
+// shrink-to-admit is on, in Slurm's priority order, each kept off the
+// reservations of the jobs ahead of it); and every running elastic job as
+// a possible donor.
 func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) planner.NodeAdmitInput {
 	c := d.cfg
 	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
@@ -158,11 +160,8 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 			in.Nodes = append(in.Nodes, planner.AdmitNode{Name: n.Name, GPUType: n.GPUType, Total: n.Total, Free: freeGPUs(n, lentOn), Weight: n.Weight})
 		}
 	}
-	resv := d.reservations(v)
-	for _, q := range d.waitingForResources(v) {
-		if c.AdmitOn(q.Partition) {
-			in.Queue = append(in.Queue, d.admitQueued(v, q, resv))
-		}
+	for _, q := range d.admitCandidates(v) {
+		in.Queue = append(in.Queue, d.admitQueued(v, q))
 	}
 	for _, id := range sortedIDs(v.Elastic) {
 		in.Donors = append(in.Donors, d.admitDonor(v, v.Elastic[id], records))
@@ -170,11 +169,13 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	return in
 }
 
-// admitQueued is pending job q as shrink-to-admit sees it: what it asks
-// (readQueued), where it may run (queuedNodes: its partitions, --exclude,
-// --nodelist) and the nodes other pending jobs' reservations name (resv,
-// reservations). Refused says why the daemon cannot act for it.
-func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) planner.NodeAdmitQueued {
+// admitQueued is pending job c.job as shrink-to-admit sees it: what it
+// asks (readQueued), where it may run (queuedNodes: its partitions,
+// --exclude, --nodelist) and the nodes the reservations of the jobs ahead
+// of it name (c.reserved, admitCandidates). Refused says why the daemon
+// cannot act for it.
+func (d *Daemon) admitQueued(v *View, c admitCandidate) planner.NodeAdmitQueued {
+	q := c.job
 	out := planner.NodeAdmitQueued{ID: q.ID, User: v.ownerKey(q)}
 	req, readable := readQueued(q)
 	if !readable {
@@ -193,7 +194,7 @@ func (d *Daemon) admitQueued(v *View, q slurmcli.Job, resv reservationIndex) pla
 			out.Allowed = append(out.Allowed, n.Name)
 		}
 	}
-	out.Reserved = resv.others(q.ID)
+	out.Reserved = c.reserved
 	if at, err := slurmcli.ParseTime(q.StartTime, d.snap.loc()); err == nil {
 		out.ReservedStart = at.Unix()
 	}

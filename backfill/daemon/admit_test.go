@@ -204,14 +204,63 @@ func TestShrinkToAdmit(t *testing.T) {
 			setup: func(t *testing.T, td *testDaemon) {
 				td.fake.set(func() { td.fake.jobs[0].end = td.now.Add(20 * time.Minute) })
 			}},
-		{name: "a donor on a node another job's reservation needs is not shrunk (its limit would move the reservation)",
+		{name: "a donor on a node the reservation of a job ahead of the queued one needs is not shrunk (its limit would move the reservation)",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute)) }},
-		{name: "a donor on a node reserved for a job whose GPUs squeue does not show (--gpus-per-task, or none) is not shrunk (the whole node counts as reserved)",
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute))
+				td.fake.set(func() { c.priority = fakePriority("20") + 1 })
+			}},
+		{name: "a donor on a node only a job behind the queued one reserves is shrunk (Slurm lets a job it ranks lower wait for one ranked higher)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute)) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "a job of equal priority submitted earlier is ahead: its reservation is kept",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("15", "n2", 4, td.now.Add(30*time.Minute))
+				q := td.fake.job("20")
+				td.fake.set(func() { c.priority, q.priority = 7, 7 })
+			}},
+		{name: "a job of another partition counts as ahead whatever its priority (partition tiers come first, which %Q does not show)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute))
+				td.fake.set(func() { c.partition = "gpu" })
+			}},
+		{name: "a pending job whose priority was not read counts as ahead",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute))
+				td.fake.set(func() { c.excNodes = "bad node list!" }) // its placement line does not read
+			}},
+		{name: "a donor on a node reserved for a job ahead whose GPUs squeue does not show (--gpus-per-task, or none) is not shrunk (the whole node counts as reserved)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
 				c := td.fake.pending("30", "n1", 0, td.now.Add(time.Hour))
-				td.fake.set(func() { c.user, c.reason = "carol", "Priority" })
+				td.fake.set(func() { c.user, c.reason, c.priority = "carol", "Priority", fakePriority("20")+1 })
+			}},
+		{name: "a job waiting with Reason Priority is admitted (Slurm's backfill starts it once the GPUs are free)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.reason = "Priority" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "behind a head no shrink can admit, the next job is admitted, kept off the head's reservation",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				// Job 15 (ahead of 20) asks for 8 t4 GPUs on one node, which no
+				// node holds: no shrink admits it; its planned start names n3.
+				h := td.fake.pending("15", "n3", 8, td.now.Add(40*time.Minute))
+				q := td.fake.job("20")
+				td.fake.set(func() { h.gpuType, h.reason, q.reason = "t4", "Resources", "Priority" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "held jobs are not admitted (Reason JobHeldUser)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.reason = "JobHeldUser" })
 			}},
 		// admit.horizon = "contested" (planner.Pools.Kept): with another
 		// v100 job pending besides job 20, job 10 (8 logical workers, on
@@ -316,7 +365,7 @@ func TestAShrinkToAdmitInterruptedByARestartIsFinishedOrUndone(t *testing.T) {
 				j := td.fake.jobs[0]
 				names, _ := slurmcli.ExpandHostlist(tt.nodes)
 				j.nodeList, j.nodes, j.timeLimit, j.end = tt.nodes, len(names), tt.limit, j.start.Add(tt.limit)
-				td.fake.jobs[1].reason = "Priority" // nothing else to admit this cycle
+				td.fake.jobs[1].reason = "Dependency" // nothing else to admit this cycle
 			})
 			ctx := context.Background()
 			if _, err := td.db.RecordAdmitShrink(ctx, backfillstore.AdmitShrink{Job: "10", Queued: "20", User: "alice",

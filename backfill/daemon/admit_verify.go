@@ -38,8 +38,8 @@ func queuedWhy(why string) string {
 // verifyAdmitQueued re-reads pending job q by id (squeue --jobs=ID, then
 // the pending jobs' placements, slurmcli.Runner.PendingPlacements) and
 // returns why no job may be shrunk for it ("" when one may): it must
-// still be pending waiting for resources (Reason "Resources", not held,
-// started or ended) with the user, partition, node count, time limit, GPU
+// still be pending waiting for resources or its turn (Reason "Resources"
+// or "Priority", not held, started or ended) with the user, partition, node count, time limit, GPU
 // request and --nodelist the snapshot read, and the --exclude and
 // --constraint of the snapshot's placements (v.Placements). err is a
 // failed squeue.
@@ -49,7 +49,8 @@ func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job)
 		return queuedWhy(why), err
 	}
 	if why := firstDifference("the snapshot read",
-		fieldCheck{"state", now.State, "PENDING"}, fieldCheck{"reason", now.Reason, "Resources"}, fieldCheck{"user", now.User, q.User},
+		fieldCheck{"state", now.State, "PENDING"}, fieldCheck{"reason", waitingReason(now.Reason), "Resources or Priority"},
+		fieldCheck{"user", now.User, q.User},
 		fieldCheck{"partition", now.Partition, q.Partition}, fieldCheck{"node count", strconv.Itoa(now.Nodes), strconv.Itoa(q.Nodes)},
 		fieldCheck{"time limit", now.TimeLimit, q.TimeLimit}, fieldCheck{"GPUs per node", now.TRESPerNode, q.TRESPerNode},
 		fieldCheck{"GPUs per job", now.TRESPerJob, q.TRESPerJob}, fieldCheck{"--nodelist", now.ReqNodes, q.ReqNodes},
@@ -65,9 +66,19 @@ func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job)
 	switch {
 	case !ok || !read:
 		return "the queued job's --exclude and --constraint cannot be read", nil
-	case got != want:
+	case got.ExcNodes != want.ExcNodes || got.Features != want.Features:
 		return fmt.Sprintf("the queued job's --exclude/--constraint is %q/%q, the snapshot read %q/%q",
 			got.ExcNodes, got.Features, want.ExcNodes, want.Features), nil
 	}
 	return "", nil
+}
+
+// waitingReason is "Resources or Priority" for a pending job's Reason that
+// shrink-to-admit acts for (Resources, Priority: admitCandidates), else
+// the reason itself, for firstDifference.
+func waitingReason(reason string) string {
+	if reason == "Resources" || reason == "Priority" {
+		return "Resources or Priority"
+	}
+	return reason
 }

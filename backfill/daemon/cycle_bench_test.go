@@ -10,7 +10,8 @@ import (
 // BenchmarkCycle10kQueued times one daemon cycle (snapshot, plan, apply,
 // record) against a fake Slurm of 64 nodes of 8 GPUs (two types) with 48
 // running elastic jobs and 10,000 queued jobs, the size issue 17's goal
-// names ("a daemon cycle < 1 s with 10,000 queued jobs"). The fake prints
+// names ("a daemon cycle < 1 s with 10,000 queued jobs"), the first
+// waiting with Reason Resources and the others Priority. The fake prints
 // squeue and sinfo text as Slurm 22.05 does, so parsing that output is
 // timed with the rest; the real commands' own run time is not. The first
 // cycles grow the running jobs into the idle GPUs; the timed cycles then
@@ -65,6 +66,13 @@ func benchmarkCycleWith(b *testing.B, planned, keepOff bool) {
 			node, start = "", time.Time{}
 		}
 		j := f.pending(fmt.Sprint(100000+i), node, 8, start)
+		// As squeue shows a queue behind full nodes (measured on the lab):
+		// the first job waits for resources, the others for their turn;
+		// shrink-to-admit considers AdmitDepth of them.
+		j.reason = "Priority"
+		if i == 0 {
+			j.reason = "Resources"
+		}
 		if keepOff && i%2 == 0 {
 			j.gpuType = "v100"
 		} else if keepOff {

@@ -153,9 +153,13 @@
 // and Pollux reallocate on arrivals; the daemon only reads the facts it
 // needs from Slurm and applies the answer). Each cycle,
 // after the planner's shrinks and before any grow, it considers the
-// pending jobs squeue shows waiting for resources (Reason "Resources") in
-// partitions where it is on, earliest planned start first, and applies at
-// most one admission:
+// pending jobs squeue shows waiting for resources or for their turn
+// (Reason "Resources": a partition's first blocked job; "Priority": jobs
+// behind it, which Slurm's backfill starts once GPUs are free, within
+// bf_interval) in partitions where it is on, at most AdmitDepth (Slurm's
+// bf_max_job_test default, 500), in Slurm's priority order (squeue's %Q,
+// read with the placements; equal priorities the lower id first), and
+// applies at most one admission:
 //
 //   - Donors are running jobs whose comment parses as an elastic EasyScale
 //     request (the job's id and squeue record, never its name; a job whose
@@ -196,17 +200,24 @@
 //     grow back. Under "longest-left" (the rule before issue 17) a donor
 //     yields only if its remaining time is longer than the queued job's
 //     time limit, longest first. Either way no donor yields when any
-//     node of it is one another pending job's reservation (squeue --start
-//     nodes) names, whatever GPUs that job asks (one whose GPUs squeue
-//     does not show per node or per job, e.g. --gpus-per-task, reserves
-//     its whole nodes; see pendingJob): its longer time limit would move
-//     that reservation. The
+//     node of it is one that the reservation (squeue --start nodes) of a
+//     pending job ahead of the queued one names, whatever GPUs that job
+//     asks (one whose GPUs squeue does not show per node or per job, e.g.
+//     --gpus-per-task, reserves its whole nodes; see pendingJob): its
+//     longer time limit would move that reservation. Ahead means higher in
+//     Slurm's priority order within the queued job's partition, and every
+//     job of another partition (partitions' PriorityTier orders them
+//     first, which %Q does not show) or whose priority was not read
+//     (admitCandidates). Slurm's backfill plans every pending job in that
+//     order and starts a job only where it delays no job ahead of it; a
+//     job behind the admitted one may wait for it, as for any job Slurm
+//     ranks above it. The
 //     queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
-//     preempts extra.partition for it), never onto another reservation's
-//     nodes, and only in the layout it asked for (its node count, GPUs per
-//     node, GPU type and --nodelist); so it starts now and no reservation
-//     moves.
+//     preempts extra.partition for it), never onto the nodes of the
+//     reservations ahead of it, and only in the layout it asked for (its
+//     node count, GPUs per node, GPU type and --nodelist); so it starts
+//     now and no reservation ahead of it moves.
 //   - Remaining work: with a progress report in the comment (`es step=S/T
 //     ...`, 0 < S ≤ T) the elapsed time scaled by the steps left,
 //     (now − start)·(T − S)/S, but at most the time left of its limit;

@@ -118,6 +118,9 @@ type fakeJob struct {
 	arrayOf string
 	// excNodes and features are a pending job's --exclude and --constraint.
 	excNodes, features string
+	// priority is squeue's %Q; 0 prints priority/basic's, an earlier
+	// submission (a lower id) higher (fakePriority).
+	priority uint64
 	// tasks is the task count a shrink left and recorded the node count
 	// slurmctld keeps for the job after it (keepTasks); 0: one task per
 	// node, and the node count.
@@ -402,7 +405,18 @@ func slurmTime(t time.Time) string {
 	return t.In(time.Local).Format(slurmcli.TimeLayout)
 }
 
-// placements prints the excluded nodes and features of the jobs in the
+// fakePriority is the priority priority/basic gives job id (as the lab
+// printed it: 4294901760 − the submission's rank, so 1880001 printed
+// 4294901759): the lower the id, the higher.
+func fakePriority(id string) uint64 {
+	n, err := strconv.ParseUint(strings.TrimLeft(id, "0"), 10, 32)
+	if err != nil || n >= 4294901760 {
+		return 1
+	}
+	return 4294901760 - n%1000000
+}
+
+// placements prints the excluded nodes, priority and features of the jobs in the
 // state --states= names (PENDING, RUNNING; all: every job's) as `squeue -o
 // slurmcli.PlacementFormat` does ("" and "(null)" when none).
 func (f *fakeSlurm) placements(args []string) []byte {
@@ -422,7 +436,7 @@ func (f *fakeSlurm) placements(args []string) []byte {
 			if features == "" {
 				features = "(null)"
 			}
-			fmt.Fprintf(&b, "%s|%s|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, features)
+			fmt.Fprintf(&b, "%s|%s|%d|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, cmp.Or(j.priority, fakePriority(j.id)), features)
 		}
 	}
 	return []byte(b.String())

@@ -301,10 +301,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
-	// placements: no extra squeue per cycle when they are off or no job
-	// waits (for resources, for the first two).
+	// placements (and the pending jobs' priorities with them): no extra
+	// squeue per cycle when they are off or no job waits (for resources or
+	// its turn, for the first two).
 	acts := s.Config.Admit.Enabled || s.Config.StartSmallRule() != planner.StartSmallOff
-	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" }) ||
+	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" || j.Reason == "Priority" }) ||
 		s.Config.KeepOffPinned && len(v.Pending) > 0 {
 		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
 			v.Placements = nil // not fatal: nothing is admitted or started small this cycle

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -77,6 +78,7 @@ func (s *sim) pass() bool {
 	}
 	ahead := s.queuedWork(head) // reference GPU-seconds queued ahead of the job considered
 	kept := s.queue[:1]
+	s.ahead = aheadPlans{off: maps.Clone(s.resv.nodes)}
 	for k, r := range s.queue[1:] {
 		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
 			kept = append(kept, s.queue[1+k:]...)
@@ -91,7 +93,9 @@ func (s *sim) pass() bool {
 		}
 		ahead += s.queuedWork(r)
 		kept = append(kept, r)
+		s.ahead.unplanned = append(s.ahead.unplanned, r)
 	}
+	s.ahead = aheadPlans{}
 	s.queue = kept
 	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		if s.startSmallAny(head, avail, ravail, spare, x, true) {
@@ -255,9 +259,39 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 	return t, allocs, proj
 }
 
+// aheadPlans are, during a backfill pass, the nodes the planned starts of
+// the queued jobs ahead of the one considered name: off holds those
+// planned so far (the head's reservation first), unplanned the jobs kept
+// in the queue whose start is not planned yet (aheadOff plans them only
+// when a shrink-to-admit needs them).
+type aheadPlans struct {
+	off       map[int]bool
+	unplanned []*run
+}
+
+// aheadOff returns the nodes shrink-to-admit keeps donors off for the job
+// the backfill pass considers: every node the planned start of a job ahead
+// of it in the queue names (each planned as reserve plans the head, at its
+// request, on avail). Slurm's backfill plans a start for every pending job
+// in priority order and starts a job only where no job ahead of it starts
+// later; jobs behind the admitted one may wait for it, as they wait for
+// any job Slurm ranks above them. The daemon keeps the same nodes
+// (daemon.aheadReservations).
+func (s *sim) aheadOff(avail []int) map[int]bool {
+	for _, r := range s.ahead.unplanned {
+		_, allocs, _ := s.reserve(r, avail)
+		for _, a := range allocs {
+			s.ahead.off[a.Node] = true
+		}
+	}
+	s.ahead.unplanned = s.ahead.unplanned[:0]
+	return s.ahead.off
+}
+
 // backfill starts r now if it ends before the reservation at x or fits in
 // GPUs the reservation does not need; elastic policies may also free such
-// GPUs by shrinking longer jobs (shrinkToAdmit, kept off the reserved nodes).
+// GPUs by shrinking longer jobs (shrinkToAdmit, kept off the nodes the
+// planned starts of the jobs ahead of r name, aheadOff).
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	var a []alloc
 	if s.availTotal >= r.j.GPUs {
@@ -277,7 +311,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {
-		a = s.shrinkToAdmit(r, ravail, s.resv.nodes, avail, spare)
+		a = s.shrinkToAdmit(r, ravail, s.aheadOff(avail), avail, spare)
 	}
 	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		return s.startSmallAny(r, avail, ravail, spare, x, false)

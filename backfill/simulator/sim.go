@@ -456,6 +456,7 @@ type sim struct {
 	avail       []int
 	availTotal  int
 	resv        reservation
+	ahead       aheadPlans // the backfill pass's planned starts of queued jobs ahead (aheadOff)
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass
 	// horizonLeft is the longest time left of a running job at the start

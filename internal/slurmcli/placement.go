@@ -3,6 +3,7 @@ package slurmcli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -18,12 +19,18 @@ type Placement struct {
 	ExcNodes string `json:"exc_nodes,omitempty"`
 	// Features is its --constraint expression ("a100&ib"), "" for none.
 	Features string `json:"features,omitempty"`
+	// Priority is the job's priority as squeue's %Q prints it (an integer;
+	// a higher one is scheduled first within a partition's priority tier:
+	// https://slurm.schedmd.com/priority_multifactor.html; with
+	// priority/basic, Debian's default, an earlier submission is higher).
+	Priority uint64 `json:"priority"`
 }
 
 // PlacementFormat is the squeue -o format ParsePlacements reads: job id,
-// excluded nodes, features. A job id and a host list cannot contain '|';
-// the features come last, so an expression with '|' (OR) stays whole.
-const PlacementFormat = "%i|%x|%f"
+// excluded nodes, priority, features. A job id, a host list and a number
+// cannot contain '|'; the features come last, so an expression with '|'
+// (OR) stays whole.
+const PlacementFormat = "%i|%x|%Q|%f"
 
 // PendingPlacements runs `squeue --noheader --states=PENDING -o
 // PlacementFormat` and returns each pending job's Placement by id. A line
@@ -75,22 +82,27 @@ func (r Runner) placements(ctx context.Context, states string, args ...string) (
 }
 
 // ParsePlacements reads squeue -o PlacementFormat output: one line per job,
-// "ID|EXCLUDED|FEATURES". A line whose id is not a job id, or whose
-// excluded nodes hold anything but a host list's characters, is skipped,
-// and so is every line of an id that appears twice (which of them is the
-// job's cannot be told); "(null)" reads as "".
+// "ID|EXCLUDED|PRIORITY|FEATURES". A line whose id is not a job id, whose
+// excluded nodes hold anything but a host list's characters, or whose
+// priority is not an unsigned integer is skipped, and so is every line of
+// an id that appears twice (which of them is the job's cannot be told);
+// "(null)" reads as "".
 func ParsePlacements(out []byte) map[string]Placement {
 	ps := map[string]Placement{}
 	twice := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 3)
-		if len(f) != 3 || !isJobID(f[0]) || !isHostList(f[1]) {
+		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 4)
+		if len(f) != 4 || !isJobID(f[0]) || !isHostList(f[1]) {
+			continue
+		}
+		prio, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil || !isDigits(f[2]) {
 			continue
 		}
 		if _, seen := ps[f[0]]; seen {
 			twice[f[0]] = true
 		}
-		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Features: optional(strings.TrimSpace(f[2]))}
+		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Priority: prio, Features: optional(strings.TrimSpace(f[3]))}
 	}
 	for id := range twice {
 		delete(ps, id)

@@ -5,16 +5,20 @@ import (
 	"testing"
 )
 
-// The lines are as the lab's squeue 22.05 printed them for `sbatch -x n3`,
-// a job without --exclude, and a job with -C 'a|b' (recorded by hand:
-// squeue --noheader --states=PENDING -o '%i|%x|%f').
-func TestParsePlacementsReadsExcludedNodesAndFeatures(t *testing.T) {
-	out := "5||(null)\n4|n3|(null)\n7|n[1-2],n4|a|b\n8|n3 x|(null)\nnot-a-job|n1|(null)\n9|n1\n" +
-		"10|n2|(null)\n10|(null)|(null)\n" // an id twice: neither line is kept
+// The lines are as the lab's squeue 22.05 printed them (squeue --noheader
+// --states=PENDING -o '%i|%x|%Q|%f', 7 December 2026: `sbatch -x n2`
+// queued behind a job on n1, Reason Resources, and one without --exclude
+// behind it, Reason Priority); the others are hand-written edge cases: a
+// constraint with '|', a malformed host list, no job id, too few fields,
+// a priority that is not an integer, an id twice.
+func TestParsePlacementsReadsExcludedNodesPriorityAndFeatures(t *testing.T) {
+	out := "1880002|n2|4294901758|(null)\n1880005||4294901756|(null)\n" +
+		"7|n[1-2],n4|12|a|b\n8|n3 x|1|(null)\nnot-a-job|n1|1|(null)\n9|n1|3\n11|n1|-3|(null)\n12||high|(null)\n" +
+		"10|n2|5|(null)\n10|(null)|5|(null)\n" // an id twice: neither line is kept
 	want := map[string]Placement{
-		"5": {},
-		"4": {ExcNodes: "n3"},
-		"7": {ExcNodes: "n[1-2],n4", Features: "a|b"},
+		"1880002": {ExcNodes: "n2", Priority: 4294901758},
+		"1880005": {Priority: 4294901756},
+		"7":       {ExcNodes: "n[1-2],n4", Priority: 12, Features: "a|b"},
 	}
 	if got := ParsePlacements([]byte(out)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParsePlacements = %+v, want %+v", got, want)
@@ -23,17 +27,17 @@ func TestParsePlacementsReadsExcludedNodesAndFeatures(t *testing.T) {
 
 // Running jobs print the same fields (the lab's squeue 22.05, `sbatch -x
 // n1,n2` and `-x 'n[3-4]'` started: squeue --noheader --states=RUNNING -o
-// '%i|%x|%f'): Runner.RunningPlacements reads them.
+// '%i|%x|%Q|%f'): Runner.RunningPlacements reads them.
 func TestParsePlacementsReadsRunningJobs(t *testing.T) {
-	out := "1880001|n[1-2]|(null)\n1880003|n[3-4]|(null)\n"
-	want := map[string]Placement{"1880001": {ExcNodes: "n[1-2]"}, "1880003": {ExcNodes: "n[3-4]"}}
+	out := "1880006|n[1-2]|4294901755|(null)\n1880007|n[3-4]|4294901754|(null)\n"
+	want := map[string]Placement{"1880006": {ExcNodes: "n[1-2]", Priority: 4294901755}, "1880007": {ExcNodes: "n[3-4]", Priority: 4294901754}}
 	if got := ParsePlacements([]byte(out)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParsePlacements = %+v, want %+v", got, want)
 	}
 }
 
 func FuzzParsePlacements(f *testing.F) {
-	for _, s := range []string{"5||(null)\n", "4|n3|(null)\n", "7|n[1-2]|a|b", "|||", "\n\n", "12_[1-3]|n1|x"} {
+	for _, s := range []string{"5||1|(null)\n", "4|n3|4294901758|(null)\n", "7|n[1-2]|2|a|b", "||||", "\n\n", "12_[1-3]|n1|x|y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -22,13 +22,17 @@ import (
 // examples/slurm/mnist.sbatch as an elastic job (min 1, max 2 nodes) on n3
 // and n4, one t4 GPU each, under easyscale-backfilld with [admit] enabled.
 // A rigid job then asks for all four t4 GPUs of n4, which it cannot get
-// while the elastic job holds one. The daemon shrinks the elastic job to n3
-// (scontrol update NumNodes=1, its time limit raised first when its
-// remaining work at 1 node needs it), the rigid job
-// starts at once, long before the reservation Slurm planned for it (the
-// elastic job's end) and before every planned start seen; the elastic job
-// grows back onto idle GPUs within a round, and it still trains to the
-// fixed run's digest.
+// while the elastic job holds one, behind a job that waits for n1 (held by
+// a long job): the queue head, with Reason Resources, which no shrink can
+// admit, so the rigid job waits with Reason Priority (Slurm's main
+// scheduler stops at a partition's first blocked job). The daemon shrinks
+// the elastic job to n3 for it (scontrol update NumNodes=1, its time limit
+// raised first when its remaining work at 1 node needs it), kept off the
+// head's reservation; Slurm's backfill starts the rigid job at once, long
+// before the reservation Slurm planned for it (the elastic job's end) and
+// before every planned start seen, and the head's planned start does not
+// move; the elastic job grows back onto idle GPUs within a round, and it
+// still trains to the fixed run's digest.
 func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	l := slurmlab.Require(t)
 	if err := slurmlab.Build(); err != nil {
@@ -94,9 +98,20 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 		t.Fatalf("job %s end time %q: %v", id, before.EndTime, err)
 	}
 
+	// The queue head: both v100 nodes, n1 held by a long job. It names no
+	// node: on the lab, Slurm's main scheduler stops at such a job and
+	// shows the jobs behind it in its partition with Reason Priority, where
+	// behind a job that asks for nodes by name (-w) they stay Resources.
+	long := l.Submit(t, "#!/bin/sh\nsleep 600\n", "-w", "n1", "--gres=gpu:v100:4", "-t", "10")
+	waitFor(t, 30*time.Second, "job "+long+" running on n1", func() bool {
+		j, err := l.CLI.Job(ctx, long)
+		return err == nil && j.State == "RUNNING"
+	})
+	head := l.Submit(t, "#!/bin/sh\nsleep 5\n", "-N2", "--gres=gpu:v100:4", "-t", "1")
 	rigid := l.Submit(t, "#!/bin/sh\nsleep 5\n", "-w", "n4", "--gres=gpu:t4:4", "-t", "1")
 	submitted := time.Now()
 	planned := map[string]time.Time{} // earliest planned start seen of every pending job
+	reasons := map[string]bool{}      // the rigid job's Reasons seen while it waited
 	var r slurmcli.Job
 	waitFor(t, 40*time.Second, "rigid job "+rigid+" starting", func() bool {
 		jobs, err := l.CLI.Squeue(ctx)
@@ -110,10 +125,21 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 			if st, ok, _ := j.Start(time.Local); ok && !st.IsZero() && (planned[j.ID].IsZero() || st.Before(planned[j.ID])) {
 				planned[j.ID] = st
 			}
+			if j.ID == rigid {
+				reasons[j.Reason] = true
+			}
 		}
 		r, err = l.CLI.Job(ctx, rigid)
 		return err == nil && (r.State == "RUNNING" || r.State == "COMPLETING" || r.State == "COMPLETED")
 	})
+	if !reasons["Priority"] || reasons["Resources"] {
+		t.Errorf("rigid job %s waited with Reasons %v, want Priority alone (behind the head %s): the case this test is for did not arise", rigid, reasons, head)
+	}
+	if h, err := l.CLI.Job(ctx, head); err != nil || h.State != "PENDING" {
+		t.Errorf("head %s: %+v (%v), want still pending behind job %s", head, h, err, long)
+	} else if st, ok, _ := h.Start(time.Local); !ok || planned[head].IsZero() || st.After(planned[head].Add(time.Second)) {
+		t.Errorf("head %s planned to start %s, first seen planned at %s: the admission moved its reservation", head, h.StartTime, planned[head].Format(time.TimeOnly))
+	}
 	started, _, _ := r.Start(time.Local)
 	t.Logf("rigid job %s submitted %s, started %s on %s; elastic job %s ended at %s before the shrink; planned starts seen %v",
 		rigid, submitted.Format(time.TimeOnly), started.Format(time.TimeOnly), r.NodeList, id, origEnd.Format(time.TimeOnly), planned)
