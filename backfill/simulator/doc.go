@@ -74,10 +74,14 @@
 //     left (at its current rate) than the queued job's work at R yields,
 //     longest first, so GPUs move from long jobs to short ones (shortest
 //     remaining time first, which minimises mean JCT). For the queue head
-//     any such job may yield; for a backfill candidate only jobs holding no
-//     GPU on the head's reserved nodes, because a shrunk job's time limit
-//     moves to its remaining work at its smaller base (planner.RunTime) and
-//     that must not delay the reservation. A shrunk job grows back through
+//     any such job may yield (no job is ahead of it); for a backfill
+//     candidate only jobs holding no GPU on the nodes the planned starts of
+//     the queued jobs ahead of it name (the head's reservation and, each
+//     planned as it is, the jobs between), because a shrunk job's time
+//     limit moves to its remaining work at its smaller base
+//     (planner.RunTime) and that must not delay a job ahead; jobs behind
+//     may wait for it, as Slurm lets them (the daemon's rule:
+//     daemon.AdmitDepth, BENCHMARKS.md E64). A shrunk job grows back through
 //     extra jobs when GPUs are idle. On Slurm this needs the job's own
 //     allocation shrunk (scontrol update, which the EasyScale runtime
 //     survives) and its time limit raised (an operator's right), which
