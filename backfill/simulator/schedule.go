@@ -229,8 +229,12 @@ func (s *sim) baseLimit(r *run, allocs []alloc) int64 {
 // reserve returns the head's reserved start, the allocation planned for it
 // then, and per node the GPUs free at that time that it does not need.
 func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
-	proj := slices.Clone(avail)
-	total := s.availTotal
+	return s.reserveAmong(s.byLimit(), head, avail)
+}
+
+// byLimit is s.running sorted by time limit end (then index): the order in
+// which reserve frees their GPUs.
+func (s *sim) byLimit() []*run {
 	runs := slices.Clone(s.running)
 	slices.SortFunc(runs, func(a, b *run) int {
 		if c := cmp.Compare(a.limit, b.limit); c != 0 {
@@ -238,6 +242,13 @@ func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
+	return runs
+}
+
+// reserveAmong is reserve with the running jobs already in byLimit's order.
+func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc, []int) {
+	proj := slices.Clone(avail)
+	total := s.availTotal
 	need := head.j.GPUs
 	t := s.now
 	var allocs []alloc
@@ -278,8 +289,12 @@ type aheadPlans struct {
 // any job Slurm ranks above them. The daemon keeps the same nodes
 // (daemon.aheadReservations).
 func (s *sim) aheadOff(avail []int) map[int]bool {
+	if len(s.ahead.unplanned) == 0 {
+		return s.ahead.off
+	}
+	runs := s.byLimit() // nothing starts or shrinks while they are planned
 	for _, r := range s.ahead.unplanned {
-		_, allocs, _ := s.reserve(r, avail)
+		_, allocs, _ := s.reserveAmong(runs, r, avail)
 		for _, a := range allocs {
 			s.ahead.off[a.Node] = true
 		}
