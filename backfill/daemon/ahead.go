@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
@@ -103,25 +104,26 @@ func (d *Daemon) plannedNodes(v *View, j slurmcli.Job) []string {
 // priority was not read (no placement) comes first: it counts as ahead of
 // every other, so its reservation is kept.
 func (d *Daemon) inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
-	prio := func(j slurmcli.Job) (uint64, bool) {
-		p, ok := v.Placements[j.ID]
-		return p.Priority, ok
+	type key struct {
+		read bool
+		prio uint64
+		id   planner.QueueKey
 	}
-	slices.SortStableFunc(jobs, func(x, y slurmcli.Job) int {
-		px, okx := prio(x)
-		py, oky := prio(y)
+	keys := make([]key, len(jobs))
+	for i, j := range jobs {
+		p, ok := v.Placements[j.ID]
+		keys[i] = key{read: ok, prio: p.Priority, id: planner.NewQueueKey(0, j.ID)}
+	}
+	return sortJobsBy(jobs, func(a, b int) int {
+		kx, ky := keys[a], keys[b]
 		switch {
-		case okx != oky && !okx:
+		case kx.read != ky.read && !kx.read:
 			return -1
-		case okx != oky:
+		case kx.read != ky.read:
 			return 1
-		case px != py:
-			if px > py {
-				return -1
-			}
-			return 1
+		case kx.prio != ky.prio:
+			return -cmp.Compare(kx.prio, ky.prio)
 		}
-		return planner.QueueOrder(0, x.ID, 0, y.ID)
+		return kx.id.Compare(ky.id)
 	})
-	return jobs
 }

@@ -74,14 +74,32 @@ func (d *Daemon) waitingFor(v *View, reasons ...string) []slurmcli.Job {
 // inQueueOrder sorts pending jobs in place in queue order
 // (planner.QueueOrder) and returns them.
 func (d *Daemon) inQueueOrder(out []slurmcli.Job) []slurmcli.Job {
-	plannedAt := func(j slurmcli.Job) int64 {
+	keys := make([]planner.QueueKey, len(out)) // each start parsed once, not at every comparison
+	for i, j := range out {
+		var at int64
 		if t, err := slurmcli.ParseTime(j.StartTime, d.snap.loc()); err == nil {
-			return t.Unix()
+			at = t.Unix()
 		}
-		return 0
+		keys[i] = planner.NewQueueKey(at, j.ID)
 	}
-	slices.SortStableFunc(out, func(x, y slurmcli.Job) int { return planner.QueueOrder(plannedAt(x), x.ID, plannedAt(y), y.ID) })
-	return out
+	return sortJobsBy(out, func(a, b int) int { return keys[a].Compare(keys[b]) })
+}
+
+// sortJobsBy sorts jobs in place, stably, by cmp over their indexes in
+// jobs as given (sorting indexes, then moving each record once: a
+// slurmcli.Job is large), and returns them.
+func sortJobsBy(jobs []slurmcli.Job, cmp func(a, b int) int) []slurmcli.Job {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, cmp)
+	sorted := make([]slurmcli.Job, len(jobs))
+	for i, k := range order {
+		sorted[i] = jobs[k]
+	}
+	copy(jobs, sorted)
+	return jobs
 }
 
 // reservationIndex is every pending job's reservation (squeue --start

@@ -11,16 +11,28 @@ import (
 // first (Unix seconds; 0, none planned, after every planned one), then the
 // lower job id, numeric ids by value ("9" before "10"). The first job in
 // this order is the queue head: the job Slurm's backfill plans to start
-// first.
+// first. Sorting many jobs, compare their QueueKeys instead.
 func QueueOrder(aStart int64, aID string, bStart int64, bID string) int {
-	planned := func(t int64) int64 {
-		if t == 0 {
-			return math.MaxInt64
-		}
-		return t
-	}
-	return cmp.Or(cmp.Compare(planned(aStart), planned(bStart)), cmp.Compare(jobOrder(aID), jobOrder(bID)))
+	return NewQueueKey(aStart, aID).Compare(NewQueueKey(bStart, bID))
 }
 
-// jobOrder pads a job id so that numeric ids compare by value.
-func jobOrder(id string) string { return fmt.Sprintf("%020s", id) }
+// QueueKey is a job's place in QueueOrder, computed once so that sorting
+// n jobs formats each id once rather than at every comparison.
+type QueueKey struct {
+	start int64  // planned start, math.MaxInt64 for none
+	id    string // the id padded so that numeric ids compare by value
+}
+
+// NewQueueKey returns the QueueKey of a job planned to start at start
+// (Unix seconds; 0: none planned) with job id id.
+func NewQueueKey(start int64, id string) QueueKey {
+	if start == 0 {
+		start = math.MaxInt64
+	}
+	return QueueKey{start: start, id: fmt.Sprintf("%020s", id)}
+}
+
+// Compare orders a and b as QueueOrder does, like cmp.Compare.
+func (a QueueKey) Compare(b QueueKey) int {
+	return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.id, b.id))
+}
