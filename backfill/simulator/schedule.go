@@ -287,7 +287,7 @@ type aheadPlans struct {
 // in priority order and starts a job only where no job ahead of it starts
 // later; jobs behind the admitted one may wait for it, as they wait for
 // any job Slurm ranks above them. The daemon keeps the same nodes
-// (daemon.aheadReservations).
+// (daemon.admitCandidates).
 func (s *sim) aheadOff(avail []int) map[int]bool {
 	if len(s.ahead.unplanned) == 0 {
 		return s.ahead.off
