@@ -109,7 +109,7 @@
 // mix types, but only those it asked for when it asked for a type,
 // --gres=gpu:TYPE:N; speeds apply). Extra jobs go only where the job's
 // owner let it run (planner.RunningJob.OffNodes, from `squeue
-// --states=RUNNING -o %i|%x|%f` each cycle an elastic job is ready): never
+// --states=RUNNING -o %i|%x|%Q|%f` each cycle an elastic job is ready): never
 // onto a node of its --exclude, and only onto its own nodes when it asks
 // node features (--constraint), which the daemon does not evaluate; a job
 // whose placement does not read is not grown that cycle. Nodes this daemon
@@ -200,24 +200,21 @@
 //     grow back. Under "longest-left" (the rule before issue 17) a donor
 //     yields only if its remaining time is longer than the queued job's
 //     time limit, longest first. Either way no donor yields when any
-//     node of it is one that the reservation (squeue --start nodes) of a
-//     pending job ahead of the queued one names, whatever GPUs that job
-//     asks (one whose GPUs squeue does not show per node or per job, e.g.
-//     --gpus-per-task, reserves its whole nodes; see pendingJob): its
-//     longer time limit would move that reservation. Ahead means higher in
-//     Slurm's priority order within the queued job's partition, and every
-//     job of another partition (partitions' PriorityTier orders them
-//     first, which %Q does not show) or whose priority was not read
-//     (admitCandidates). Slurm's backfill plans every pending job in that
-//     order and starts a job only where it delays no job ahead of it; a
-//     job behind the admitted one may wait for it, as for any job Slurm
-//     ranks above it. The
+//     node of it is one another pending job's reservation (squeue --start
+//     nodes) names, whatever GPUs that job asks (one whose GPUs squeue
+//     does not show per node or per job, e.g. --gpus-per-task, reserves
+//     its whole nodes; see pendingJob): its longer time limit would move
+//     that reservation. That holds for the jobs behind the queued one
+//     too: Slurm lets a job it ranks lower wait for the admitted one, but
+//     not for a donor's raised limit (admitCandidates). The
 //     queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
-//     preempts extra.partition for it), never onto the nodes of the
-//     reservations ahead of it, and only in the layout it asked for (its
-//     node count, GPUs per node, GPU type and --nodelist); so it starts
-//     now and no reservation ahead of it moves.
+//     preempts extra.partition for it), never onto another reservation's
+//     nodes, and only in the layout it asked for (its node count, GPUs per
+//     node, GPU type and --nodelist); so it starts now and no reservation
+//     moves (Slurm's estimates for a job waiting on other nodes may, while
+//     the admitted job runs: a tester saw a head's estimate follow a
+//     donor's raised end and start on time).
 //   - Remaining work: with a progress report in the comment (`es step=S/T
 //     ...`, 0 < S ≤ T) the elapsed time scaled by the steps left,
 //     (now − start)·(T − S)/S, but at most the time left of its limit;
@@ -242,7 +239,7 @@
 // Applying an admission: before any donor is changed, re-read the queued
 // job by id (`squeue --jobs=ID`, then the pending jobs' --exclude and
 // --constraint) and go on only when it is still PENDING with Reason
-// Resources and the user, partition, node count, time limit, GPU request,
+// Resources or Priority and the user, partition, node count, time limit, GPU request,
 // --nodelist, --exclude and --constraint the snapshot read; then re-read
 // every donor by id and go on only when each is still RUNNING with the
 // user, partition, node list and time limit the snapshot read and an
@@ -329,7 +326,7 @@
 // Where a queued job may go (shrink-to-admit and start-small alike): only
 // nodes of one of its partitions, none of its --exclude, only its
 // --nodelist when it named one. The excluded nodes and --constraint come
-// from `squeue -o %i|%x|%f` (slurmcli.PendingPlacements: 22.05's --Format
+// from `squeue -o %i|%x|%Q|%f` (slurmcli.PendingPlacements: 22.05's --Format
 // has no excluded-nodes field), read when a job waits for resources, with
 // the nodes' scheduling weights when shrink-to-admit or start-small is on
 // (`scontrol show node -o` Weight=; Slurm takes nodes of lower weight

@@ -19,10 +19,12 @@ import (
 //   - "contested" counts it as kept only while another queued job may use
 //     A's GPUs: with B alone, as returned.
 //
-// With C (as B) queued at 5 s, before B arrives at 5 s too, "returned" lends
-// C a node at once; under "contested" the node A lends C would go to B when
-// C ends, not back to A, the longest job there: counted as kept, A lends
-// nothing.
+// With C (as B) queued at 5 s, before B arrives at 5 s too, A lends C
+// nothing under any horizon: B's planned start names A's nodes, and A's
+// raised limit would delay it (othersOff; before, "returned" lent C a node
+// at once, which the daemon, keeping every pending job's reservation, never
+// did); under "contested" the node A lends C would also go to B when C
+// ends, not back to A, the longest job there.
 func TestTheAdmitHorizon(t *testing.T) {
 	alone := "A,0,10000,8,,,1,8,1,8,d1\nB,10,1800,4,,,1,4,4,4,d1\n"
 	contested := "A,0,10000,8,,,1,8,1,8,d1\nC,5,1800,4,,,1,4,4,4,d1\nB,5,1800,4,,,1,4,4,4,d1\n"
@@ -34,7 +36,7 @@ func TestTheAdmitHorizon(t *testing.T) {
 		{"returned: A lends B a node at once", alone, planner.HorizonReturned, "B", 10, 1},
 		{"kept: B waits for A", alone, planner.HorizonKept, "B", 10000, 0},
 		{"contested by B alone: A lends B a node at once", alone, planner.HorizonContested, "B", 10, 1},
-		{"returned, with B behind C: A lends C a node at once", contested, planner.HorizonReturned, "C", 5, 1},
+		{"returned, with B behind C: C waits for A (B's planned start names A's nodes)", contested, planner.HorizonReturned, "C", 10000, 0},
 		{"contested, with B behind C: C waits for A", contested, planner.HorizonContested, "C", 10000, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

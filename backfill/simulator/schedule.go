@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"cmp"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -29,6 +28,7 @@ func (s *sim) schedule() {
 // started small at its end (startSmall).
 func (s *sim) pass() bool {
 	s.resv = reservation{}
+	s.plans = queuePlans{}
 	s.donorsFresh = false
 	if len(s.queue) == 0 {
 		return false
@@ -51,7 +51,7 @@ func (s *sim) pass() bool {
 				x, _, _ := s.reserve(r, avail)
 				s.gain = float64(x - s.now)
 			}
-			allocs = s.shrinkToAdmit(r, avail, nil)
+			allocs = s.shrinkToAdmit(r, avail, s.othersOff(r, avail))
 		}
 		if allocs == nil {
 			break
@@ -78,7 +78,6 @@ func (s *sim) pass() bool {
 	}
 	ahead := s.queuedWork(head) // reference GPU-seconds queued ahead of the job considered
 	kept := s.queue[:1]
-	s.ahead = aheadPlans{off: maps.Clone(s.resv.nodes)}
 	for k, r := range s.queue[1:] {
 		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
 			kept = append(kept, s.queue[1+k:]...)
@@ -93,9 +92,8 @@ func (s *sim) pass() bool {
 		}
 		ahead += s.queuedWork(r)
 		kept = append(kept, r)
-		s.ahead.unplanned = append(s.ahead.unplanned, r)
 	}
-	s.ahead = aheadPlans{}
+	s.plans = queuePlans{}
 	s.queue = kept
 	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		if s.startSmallAny(head, avail, ravail, spare, x, true) {
@@ -270,43 +268,70 @@ func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc,
 	return t, allocs, proj
 }
 
-// aheadPlans are, during a backfill pass, the nodes the planned starts of
-// the queued jobs ahead of the one considered name: off holds those
-// planned so far (the head's reservation first), unplanned the jobs kept
-// in the queue whose start is not planned yet (aheadOff plans them only
-// when a shrink-to-admit needs them).
-type aheadPlans struct {
-	off       map[int]bool
-	unplanned []*run
+// queuePlans are, during a pass, the planned starts of the queued jobs
+// (the first BackfillDepth + 1, as Slurm's backfill plans at most
+// bf_max_job_test jobs), planned when a shrink-to-admit first needs them:
+// each job's nodes, and how many jobs name each node. A job that starts
+// in the pass is taken out (drop).
+type queuePlans struct {
+	nodes  map[*run][]int
+	naming map[int]int
 }
 
-// aheadOff returns the nodes shrink-to-admit keeps donors off for the job
-// the backfill pass considers: every node the planned start of a job ahead
-// of it in the queue names (each planned as reserve plans the head, at its
-// request, on avail). Slurm's backfill plans a start for every pending job
-// in priority order and starts a job only where no job ahead of it starts
-// later; jobs behind the admitted one may wait for it, as they wait for
-// any job Slurm ranks above them. The daemon keeps the same nodes
-// (daemon.admitCandidates).
-func (s *sim) aheadOff(avail []int) map[int]bool {
-	if len(s.ahead.unplanned) == 0 {
-		return s.ahead.off
-	}
-	runs := s.byLimit() // nothing starts or shrinks while they are planned
-	for _, r := range s.ahead.unplanned {
-		_, allocs, _ := s.reserveAmong(runs, r, avail)
-		for _, a := range allocs {
-			s.ahead.off[a.Node] = true
+// drop takes r's planned start out of the plans (it started).
+func (p *queuePlans) drop(r *run) {
+	for _, n := range p.nodes[r] {
+		if p.naming[n]--; p.naming[n] == 0 {
+			delete(p.naming, n)
 		}
 	}
-	s.ahead.unplanned = s.ahead.unplanned[:0]
-	return s.ahead.off
+	delete(p.nodes, r)
+}
+
+// othersOff returns the nodes shrink-to-admit keeps donors off when it
+// admits r: every node the planned start of another queued job names, the
+// queue head's being its reservation (s.resv) once the pass made it, the
+// others planned as reserve plans the head, at their request, on avail,
+// independently. A shrunk donor's raised time limit would delay those
+// starts, ahead of r or behind it; Slurm lets a job it ranks lower wait
+// for r, but never for a donor's raised limit. The daemon keeps the same
+// nodes (daemon.admitCandidates).
+func (s *sim) othersOff(r *run, avail []int) map[int]bool {
+	if s.plans.nodes == nil {
+		s.plans = queuePlans{nodes: map[*run][]int{}, naming: map[int]int{}}
+		runs := s.byLimit()
+		for i, q := range s.queue[:min(len(s.queue), s.cfg.BackfillDepth+1)] {
+			if q.started {
+				continue
+			}
+			allocs := s.resv.allocs
+			if i > 0 || s.resv.r != q {
+				_, allocs, _ = s.reserveAmong(runs, q, avail)
+			}
+			for _, a := range allocs {
+				if !slices.Contains(s.plans.nodes[q], a.Node) {
+					s.plans.nodes[q] = append(s.plans.nodes[q], a.Node)
+					s.plans.naming[a.Node]++
+				}
+			}
+		}
+	}
+	off := make(map[int]bool, len(s.plans.naming))
+	for n, k := range s.plans.naming {
+		if slices.Contains(s.plans.nodes[r], n) {
+			k--
+		}
+		if k > 0 {
+			off[n] = true
+		}
+	}
+	return off
 }
 
 // backfill starts r now if it ends before the reservation at x or fits in
 // GPUs the reservation does not need; elastic policies may also free such
 // GPUs by shrinking longer jobs (shrinkToAdmit, kept off the nodes the
-// planned starts of the jobs ahead of r name, aheadOff).
+// planned starts of the other queued jobs name, othersOff).
 func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 	var a []alloc
 	if s.availTotal >= r.j.GPUs {
@@ -326,7 +351,7 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {
-		a = s.shrinkToAdmit(r, ravail, s.aheadOff(avail), avail, spare)
+		a = s.shrinkToAdmit(r, ravail, s.othersOff(r, avail), avail, spare)
 	}
 	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		return s.startSmallAny(r, avail, ravail, spare, x, false)
@@ -410,6 +435,9 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		r.gpuTypes = r.rule.Types
 	}
 	r.started, r.start, r.last = true, s.now, s.now
+	if s.plans.nodes != nil {
+		s.plans.drop(r)
+	}
 	if r.planned > 0 && s.now > r.planned {
 		s.res.MaxReservationDelay = max(s.res.MaxReservationDelay, s.now-r.planned)
 	}

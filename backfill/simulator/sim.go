@@ -456,7 +456,7 @@ type sim struct {
 	avail       []int
 	availTotal  int
 	resv        reservation
-	ahead       aheadPlans // the backfill pass's planned starts of queued jobs ahead (aheadOff)
+	plans       queuePlans // the pass's planned starts of the queued jobs (othersOff)
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass
 	// horizonLeft is the longest time left of a running job at the start

@@ -15,8 +15,8 @@ import (
 // the rule: B started at 12 s, D ended at 20,512 s and A started then).
 // Slurm's
 // backfill starts B only where it delays no job ahead of it (and the
-// daemon keeps donors off the reservations of every job ahead of the one
-// it admits), so B waits for R0's GPUs and A starts when D ends.
+// daemon keeps donors off the reservations of every other pending job),
+// so B waits for R0's GPUs and A starts when D ends.
 func TestABackfilledAdmissionKeepsTheReservationsOfTheJobsAheadOfIt(t *testing.T) {
 	jobs := "R0,0,1000,4,,,1,4,4,4,d1\nD,0,20000,4,,,1,4,1,4,d1\nR2,0,5000,4,,,1,4,4,4,d1\nL,0,40000,4,,,1,4,4,4,d1\n" +
 		"H,10,1000,8,,,1,8,8,8,d1\nA,11,1000,12,,,1,12,12,12,d1\nB,12,500,1,,,1,1,1,1,d1\n"
@@ -34,5 +34,30 @@ func TestABackfilledAdmissionKeepsTheReservationsOfTheJobsAheadOfIt(t *testing.T
 	}
 	if a, d := startOf(t, res, "A"), startOf(t, res, "D"); a.Start > d.End || d.End > 20000 {
 		t.Errorf("A started at %d s, D ended at %d s; want D at 20,000 s and A then", a.Start, d.End)
+	}
+}
+
+// TestAnAdmissionKeepsTheReservationsOfTheJobsBehindIt, the case a tester
+// saw on the lab: D (elastic, 8 GPUs on two nodes of 4, min 4, 2,000 s)
+// and L (4 GPUs, 40,000 s) fill three nodes; M (4 GPUs, 50 s) heads the
+// queue and Bob (8 GPUs, queued with it) waits behind it, planned on D's two nodes at D's
+// end. Shrinking D to one node admits M at once but raises D's limit past
+// Bob's planned start: Bob, whom Slurm ranks below M, would wait for D's
+// raised limit, not for M. So D lends nothing; M and then Bob start when D
+// ends.
+func TestAnAdmissionKeepsTheReservationsOfTheJobsBehindIt(t *testing.T) {
+	jobs := "D,0,2000,8,,,1,8,4,8,d1\nL,0,40000,4,,,1,4,4,4,d1\nM,10,50,4,,,1,4,4,4,d1\nBob,10,100,8,,,1,8,8,8,d1\n"
+	cfg := DaemonDefaults()
+	cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"t4", 12}}, 4
+	res, err := Run(readJobs(t, jobs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startOf(t, res, "D")
+	if res.AdmitShrinks != 0 || d.End != 2000 {
+		t.Errorf("%d admissions, D ended at %d s; want none and 2,000 s: Bob's planned start names D's nodes", res.AdmitShrinks, d.End)
+	}
+	if b := startOf(t, res, "Bob"); b.Start > d.End+50 {
+		t.Errorf("Bob started at %d s, want by %d s (D's end, then M's 50 s)", b.Start, d.End+50)
 	}
 }
