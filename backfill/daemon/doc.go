@@ -337,10 +337,16 @@
 // whose placement could not be read, that asks for node features (which
 // the daemon does not check), or that waits in extra.partition (preemptible
 // work) makes no other job shrink and is never started small. Not checked:
-// CPUs, memory, licenses and QOS or association limits. A queued job that
-// a freed node still cannot hold for one of those stays pending. The
-// shrunk job then grows back through extra jobs, and over its life it
-// loses at most admit.max_loss of its nodes.
+// CPUs, memory, licenses, QOS or association limits, and Slurm advance
+// reservations (`scontrol create reservation`; a tester saw a job admitted
+// onto a node a maintenance reservation held stay pending, planned after
+// it). A queued job that a freed node still cannot hold for one of those
+// stays pending. The shrunk job then grows back through extra jobs, and
+// over its life it loses at most admit.max_loss of its nodes. Nor are the
+// starts of pending jobs Slurm has not planned yet (Reason BeginTime,
+// Dependency: no SCHEDNODES) kept: a donor's raised limit may delay one
+// that becomes eligible while the admitted job runs (a tester saw 3–4
+// min).
 //
 // # Nudging eligible jobs
 //
