@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"cmp"
-	"slices"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -38,15 +37,17 @@ type admitCandidate struct {
 // Slurm never does (a tester saw a job behind a 50-s admitted job start
 // 6.5 min late, at its donor's raised end).
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
-	resv := d.reservations(v)
-	var out []admitCandidate
-	for _, j := range d.inPriorityOrder(v, slices.Clone(v.Pending)) {
-		if len(out) == AdmitDepth {
-			break
-		}
+	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
+	for _, j := range v.Pending {
 		if (j.Reason == "Resources" || j.Reason == "Priority") && d.cfg.AdmitOn(j.Partition) {
-			out = append(out, admitCandidate{job: j, reserved: resv.others(j.ID)})
+			waiting = append(waiting, j)
 		}
+	}
+	waiting = d.inPriorityOrder(v, waiting)
+	resv := d.reservations(v)
+	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
+	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
+		out = append(out, admitCandidate{job: j, reserved: resv.others(j.ID)})
 	}
 	return out
 }
