@@ -144,12 +144,12 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 // free: extra.partition is preemptible, and Slurm preempts them when it
 // starts the queued job); the pending jobs waiting for resources or their
 // turn (admitCandidates: Reason Resources or Priority, in partitions where
-// shrink-to-admit is on, in Slurm's priority order, each kept off the
-// reservations of the jobs ahead of it); and every running elastic job as
+// shrink-to-admit is on, in Slurm's priority order, each with the
+// reservations of every other pending job); and every running elastic job as
 // a possible donor.
 func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) planner.NodeAdmitInput {
 	c := d.cfg
-	in := planner.NodeAdmitInput{Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
+	in := planner.NodeAdmitInput{Now: v.Now.Unix(), Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
 			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon}
@@ -171,8 +171,9 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 
 // admitQueued is pending job c.job as shrink-to-admit sees it: what it
 // asks (readQueued), where it may run (queuedNodes: its partitions,
-// --exclude, --nodelist) and the nodes the reservations of the jobs ahead
-// of it name (c.reserved, admitCandidates). Refused says why the daemon
+// --exclude, --nodelist) and the nodes the reservations of the other
+// pending jobs name, with their earliest starts (c.reserved,
+// admitCandidates). Refused says why the daemon
 // cannot act for it.
 func (d *Daemon) admitQueued(v *View, c admitCandidate) planner.NodeAdmitQueued {
 	q := c.job

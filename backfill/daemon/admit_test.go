@@ -42,6 +42,25 @@ func anotherV100JobWaits(td *testDaemon) {
 	})
 }
 
+// twoNodesWithN3PlannedBy makes admitCluster's job 20 ask two whole nodes
+// of any type (30 min) and carol's rigid job 40 hold n4 for 2 h, and
+// queues job 15 (ahead of job 20 when ahead, else behind it) planned on
+// the idle n3 at now + at: job 20 fits only on n3 and a node job 10 gives
+// up.
+func twoNodesWithN3PlannedBy(td *testDaemon, ahead bool, at time.Duration) {
+	q := td.fake.job("20")
+	other := td.fake.running("40", "", "n4", 4, 2*time.Hour, "")
+	p := td.fake.pending("15", "n3", 4, td.now.Add(at))
+	td.fake.set(func() {
+		q.gpuType, q.nodes = "", 2
+		other.user = "carol"
+		p.user, p.reason, p.nodes, p.priority = "carol", "Priority", 2, fakePriority("20")-1
+		if ahead {
+			p.priority = fakePriority("20") + 1
+		}
+	})
+}
+
 // lendOneV100OnN2 makes admitCluster's job 10 hold 3 GPUs on each node
 // and an extra job of it (50, recorded) 1 more on n2, with the queued
 // job's reservation 2 h away: only with the extra job's GPU does n2 hold
@@ -210,6 +229,19 @@ func TestShrinkToAdmit(t *testing.T) {
 				c := td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute))
 				td.fake.set(func() { c.priority = fakePriority("20") + 1 })
 			}},
+		{name: "but it is when its raised limit (132 min) still ends by that job's planned start (3 h)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n2", 4, td.now.Add(3*time.Hour))
+				td.fake.set(func() { c.priority = fakePriority("20") + 1 })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "not when it would end after it (2 h)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				c := td.fake.pending("30", "n2", 4, td.now.Add(2*time.Hour))
+				td.fake.set(func() { c.priority = fakePriority("20") + 1 })
+			}},
 		{name: "nor on a node only a job behind the queued one reserves (the donor's raised limit would delay it: a tester saw it)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.pending("30", "n2", 4, td.now.Add(30*time.Minute)) }},
@@ -236,6 +268,17 @@ func TestShrinkToAdmit(t *testing.T) {
 				td.fake.set(func() { h.gpuType, h.reason, q.reason = "t4", "Resources", "Priority" })
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "a job that ends before a job ahead of it plans to start on an idle node is admitted onto that node and a shrunk donor's",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 45*time.Minute) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "not when it would still run at that start (Slurm's backfill would not start it there)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 20*time.Minute) }},
+		{name: "but when only a job behind it plans on that node (Slurm plans that job after it)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, 20*time.Minute) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "held jobs are not admitted (Reason JobHeldUser)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -16,18 +16,19 @@ import (
 const AdmitDepth = 500
 
 // admitCandidate is a pending job shrink-to-admit may act for, with the
-// nodes it must keep donors off: those the planned starts (squeue --start)
-// of every other pending job name.
+// nodes the planned starts (squeue --start) of every other pending job
+// name, each with the earliest such start: donors stay off them, and the
+// job goes there only if it ends by then (planner.TakesReserved).
 type admitCandidate struct {
 	job      slurmcli.Job
-	reserved []string // sorted
+	reserved []planner.ReservedNode // sorted by node
 }
 
 // admitCandidates are the pending jobs squeue shows waiting for resources
 // or for their turn (Reason Resources or Priority) in partitions where
 // shrink-to-admit is on, at most AdmitDepth of them, in Slurm's priority
 // order (inPriorityOrder), each with the nodes the reservations of every
-// other pending job name (reservationIndex.others). Jobs with Reason
+// other pending job name (reservedByOthers). Jobs with Reason
 // Priority wait behind their partition's first blocked job (Slurm's main
 // scheduler stops there) and are started by the backfill scheduler, within
 // bf_interval of the shrink. The reservations of the jobs behind the
@@ -43,13 +44,54 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 			waiting = append(waiting, j)
 		}
 	}
-	waiting = d.inPriorityOrder(v, waiting)
+	waiting = inPriorityOrder(v, waiting)
 	resv := d.reservations(v)
+	keys := map[string]priorityKey{} // of the jobs with a reservation, computed once
+	keyOf := func(id string) priorityKey {
+		k, ok := keys[id]
+		if !ok {
+			k = priorityOf(v, id)
+			keys[id] = k
+		}
+		return k
+	}
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
-		out = append(out, admitCandidate{job: j, reserved: resv.others(j.ID)})
+		mine := keyOf(j.ID)
+		ahead := func(other string) bool { return keyOf(other).compare(mine) < 0 }
+		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID, ahead)})
 	}
 	return out
+}
+
+// priorityKey is a pending job's place in Slurm's priority order
+// (inPriorityOrder), computed once per job.
+type priorityKey struct {
+	read bool
+	prio uint64
+	id   planner.QueueKey
+}
+
+// priorityOf is pending job id's priorityKey: its priority as squeue's %Q
+// printed it with the placements (read false when none was read).
+func priorityOf(v *View, id string) priorityKey {
+	p, ok := v.Placements[id]
+	return priorityKey{read: ok, prio: p.Priority, id: planner.NewQueueKey(0, id)}
+}
+
+// compare orders a and b as Slurm's schedulers consider them, like
+// cmp.Compare: a job whose priority was not read first (it counts as ahead
+// of every other), then the higher priority, then the lower job id.
+func (a priorityKey) compare(b priorityKey) int {
+	switch {
+	case a.read != b.read && !a.read:
+		return -1
+	case a.read != b.read:
+		return 1
+	case a.prio != b.prio:
+		return -cmp.Compare(a.prio, b.prio)
+	}
+	return a.id.Compare(b.id)
 }
 
 // inPriorityOrder sorts pending jobs in place in the order Slurm's
@@ -58,27 +100,10 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 // priorities the lower job id first), and returns them. A job whose
 // priority was not read (no placement) comes first (shrink-to-admit
 // refuses it: queuedNodes).
-func (d *Daemon) inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
-	type key struct {
-		read bool
-		prio uint64
-		id   planner.QueueKey
-	}
-	keys := make([]key, len(jobs))
+func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
+	keys := make([]priorityKey, len(jobs))
 	for i, j := range jobs {
-		p, ok := v.Placements[j.ID]
-		keys[i] = key{read: ok, prio: p.Priority, id: planner.NewQueueKey(0, j.ID)}
+		keys[i] = priorityOf(v, j.ID)
 	}
-	return sortJobsBy(jobs, func(a, b int) int {
-		kx, ky := keys[a], keys[b]
-		switch {
-		case kx.read != ky.read && !kx.read:
-			return -1
-		case kx.read != ky.read:
-			return 1
-		case kx.prio != ky.prio:
-			return -cmp.Compare(kx.prio, ky.prio)
-		}
-		return kx.id.Compare(ky.id)
-	})
+	return sortJobsBy(jobs, func(a, b int) int { return keys[a].compare(keys[b]) })
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -102,48 +103,38 @@ func sortJobsBy(jobs []slurmcli.Job, cmp func(a, b int) int) []slurmcli.Job {
 	return jobs
 }
 
-// reservationIndex is every pending job's reservation (squeue --start
-// nodes): the nodes by job id, and how many jobs name each node.
-type reservationIndex struct {
-	nodes  map[string][]string
-	naming map[string]int
-}
-
-// reservations indexes the reservations of v's pending jobs once, so that
-// each queued job's "nodes other jobs reserve" costs one pass over the
-// nodes rather than over the queue.
-func (d *Daemon) reservations(v *View) reservationIndex {
-	ri := reservationIndex{nodes: map[string][]string{}, naming: map[string]int{}}
+// reservations indexes the reservations of v's pending jobs once (squeue
+// --start: each job's planned start and SCHEDNODES), so that each queued
+// job's "when do other jobs plan to start on each node" costs one pass
+// over the reserved nodes rather than over the queue.
+func (d *Daemon) reservations(v *View) *planner.Reservations[string, string] {
+	ri := planner.NewReservations[string, string]()
 	for _, p := range v.Pending {
 		pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode)
-		if !ok {
+		if !ok || len(pj.PlannedNodes) == 0 {
 			continue
 		}
-		seen := map[string]bool{}
-		for _, ng := range pj.PlannedNodes {
-			if !seen[ng.Node] {
-				seen[ng.Node] = true
-				ri.nodes[p.ID] = append(ri.nodes[p.ID], ng.Node)
-				ri.naming[ng.Node]++
-			}
+		nodes := make([]string, len(pj.PlannedNodes))
+		for i, ng := range pj.PlannedNodes {
+			nodes[i] = ng.Node
 		}
+		ri.Add(p.ID, pj.PlannedStart, nodes)
 	}
 	return ri
 }
 
-// others are the nodes, sorted, that the reservation of a pending job
-// other than id names.
-func (ri reservationIndex) others(id string) []string {
-	var out []string
-	for node, n := range ri.naming {
-		if slices.Contains(ri.nodes[id], node) {
-			n--
-		}
-		if n > 0 {
-			out = append(out, node)
-		}
+// reservedByOthers returns the nodes, sorted, that the reservation of a
+// pending job other than id names, each with the earliest such start, and
+// marked Ahead, with the earliest start among them, where a job ranked
+// ahead of id (ahead) names it.
+func reservedByOthers(ri *planner.Reservations[string, string], id string, ahead func(other string) bool) []planner.ReservedNode {
+	before := ri.Ahead(id, ahead)
+	var out []planner.ReservedNode
+	for n, start := range ri.Others(id) {
+		at, ok := before[n]
+		out = append(out, planner.ReservedNode{Node: n, Start: start, Ahead: ok, AheadStart: at})
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b planner.ReservedNode) int { return cmp.Compare(a.Node, b.Node) })
 	return out
 }
 

@@ -67,7 +67,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 			whys = append(whys, who+": job "+unplanned+" ahead of it has no planned nodes (squeue --start), so the nodes it will need are unknown")
 			continue
 		}
-		if len(resv.nodes[q.ID]) == 0 {
+		if len(resv.Nodes(q.ID)) == 0 {
 			unplanned = q.ID
 		}
 		if rec, done := started[q.ID]; done && compareOwner(owner{rec.User, rec.UID}, q) != ownerOther {
@@ -95,7 +95,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 // startSmallOne asks the planner whether pending job q starts small now;
 // who names it in the reasons.
 func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, who string, horizon time.Duration,
-	resv reservationIndex, weigh startSmallWeighing) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
+	resv *planner.Reservations[string, string], weigh startSmallWeighing) (in *planner.NodeStartSmallInput, s smallStart, ok bool, why string) {
 	c := d.cfg
 	com, err := elastic.ParseComment(q.Comment)
 	switch {
@@ -123,7 +123,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 		in.ReservedStart = reservedAt.Unix()
 	}
 	reserved := map[string]bool{}
-	for _, n := range resv.others(q.ID) {
+	for n := range resv.Others(q.ID) {
 		reserved[n] = true
 	}
 	lentOn := lentByNode(live, v, d.cfg.Extra.Partition)

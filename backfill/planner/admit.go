@@ -195,6 +195,15 @@ type Donor struct {
 	// "returned", the default since BENCHMARKS.md E51; "contested" sets it
 	// for the donors [Pools.Kept] names).
 	Delay func(gpus int) float64
+	// RaisedEnd, when set, is how long from now (seconds) its time limit
+	// ends once it has given gpus of its GPUs: the limit shrink-to-admit
+	// raises it to (the daemon: [RaisedTimeLimit]; the simulator: its
+	// remaining work at the smaller size, [RunTime]), never shorter for
+	// more GPUs given. A donor holding base GPUs on a node another pending
+	// job's reservation names gives only as many as leave that limit ending
+	// by the earliest such start ([DonorGives]; objective rule only); nil:
+	// such a donor gives none.
+	RaisedEnd func(gpus int) float64
 }
 
 // Admission is the planner's decision to start a queued job by shrinking
@@ -231,10 +240,20 @@ type AdmitRequest struct {
 	// Donors are the running elastic jobs, in a fixed order (ties in time
 	// left go to the earlier one).
 	Donors []Donor
-	// KeepOff marks nodes a donor must hold no base GPU on (the nodes a
-	// reservation needs: a shrunk donor's time limit moves later, which must
-	// not delay the reservation); nil: none.
-	KeepOff func(node int) bool
+	// Reserved reports, for a node, whether the planned start
+	// (reservation) of another pending job names it, and the earliest
+	// such start in seconds from now; nil: none is reserved. A donor
+	// holding base GPUs there gives only what leaves its raised time limit
+	// ending by then ([Donor.RaisedEnd], [DonorGives]).
+	Reserved func(node int) (start float64, ok bool)
+	// Ahead is Reserved for the pending jobs ranked ahead of this one
+	// (Slurm's priority order): the job takes GPUs on such a node only
+	// when its Limit ends by that start ([TakesReserved]); nil: none.
+	Ahead func(node int) (start float64, ok bool)
+	// Limit is the longest the job may hold what it takes, in seconds (its
+	// time limit at Want GPUs); 0: not known, it takes nothing on a
+	// reserved node.
+	Limit float64
 	// WholeNodes lets a donor give up only all of its GPUs on a node, and
 	// never its last node (Slurm shrinks a running job by nodes:
 	// scontrol update NumNodes=).
@@ -276,7 +295,7 @@ func (c *Cluster) Place(avail []int, gpus, perNode int, rule FitRule) []Alloc {
 // rule is the planner's one objective, the sum of expected completion
 // times: donors yield in order of least loss per GPU freed, each only as
 // far as it still ends within q.Horizon, until Fit finds an allocation in
-// q.Avail plus the GPUs they free; only GPUs on the allocation's nodes are
+// q.Avail (less what q.Ahead keeps it off) plus the GPUs they free; only GPUs on the allocation's nodes are
 // taken, least loss first, and the admission stands only when the donors'
 // summed loss is below q.Gain, the wait the queued job saves. Without Loss
 // (the rule before issue 17, kept for the simulator's Legacy mode) donors
@@ -295,7 +314,11 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		limit, perGPU = make([]int, len(q.Donors)), make([]float64, len(q.Donors))
 	}
 	for i, d := range q.Donors {
-		if math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min || onNodes(d.Base, q.KeepOff) {
+		if math.IsNaN(d.TimeLeft) || sum(d.Base) <= d.Min {
+			continue
+		}
+		reservedAt, onReserved := EarliestReserved(d.Base, q.Reserved)
+		if onReserved && (!objective || d.RaisedEnd == nil) {
 			continue
 		}
 		if !objective {
@@ -327,6 +350,9 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 			}
 			most = lo
 		}
+		if onReserved {
+			most = DonorGives(most, reservedAt, d.RaisedEnd)
+		}
 		if most <= 0 {
 			continue
 		}
@@ -341,9 +367,18 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	} else {
 		slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(q.Donors[y].TimeLeft, q.Donors[x].TimeLeft) })
 	}
-	tent := slices.Clone(q.Avail)
+	avail := q.Avail
+	if q.Ahead != nil {
+		avail = slices.Clone(q.Avail)
+		for n := range avail {
+			if !TakesReserved(n, q.Limit, q.Ahead) {
+				avail[n] = 0
+			}
+		}
+	}
+	tent := slices.Clone(avail)
 	total := 0
-	for _, v := range q.Avail {
+	for _, v := range avail {
 		total += v
 	}
 	var gives []DonorShrink // what each donor can free, node by node
@@ -353,6 +388,9 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 			d.Min = max(d.Min, sum(d.Base)-limit[di])
 		}
 		for _, g := range gifts(d, q.WholeNodes) {
+			if !TakesReserved(g.Node, q.Limit, q.Ahead) {
+				continue // freed, but not for this job: a job ahead plans there before it ends
+			}
 			gives = append(gives, DonorShrink{Donor: di, Node: g.Node, GPUs: g.GPUs})
 			tent[g.Node] += g.GPUs
 			total += g.GPUs
@@ -369,7 +407,7 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 	}
 	taken := map[int]int{} // few entries: the donors on the allocation's nodes
 	for _, al := range a.Alloc {
-		short := al.GPUs - q.Avail[al.Node]
+		short := al.GPUs - avail[al.Node]
 		for _, g := range gives {
 			if short <= 0 {
 				break
@@ -450,18 +488,6 @@ func sum(a []Alloc) int {
 		n += x.GPUs
 	}
 	return n
-}
-
-func onNodes(base []Alloc, keepOff func(int) bool) bool {
-	if keepOff == nil {
-		return false
-	}
-	for _, b := range base {
-		if keepOff(b.Node) {
-			return true
-		}
-	}
-	return false
 }
 
 // RunTime is how long work seconds of a job's work (measured at

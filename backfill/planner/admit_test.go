@@ -137,7 +137,31 @@ func TestAdmit(t *testing.T) {
 		{
 			name: "a donor on a node a reservation needs is kept",
 			req: AdmitRequest{Avail: []int{0, 0}, Want: 1, Work: 100, Donors: []Donor{long},
-				KeepOff: func(n int) bool { return n == 0 }},
+				Reserved: reservedAt(map[int]float64{0: 5000}), Limit: 100},
+		},
+		{
+			name: "the job takes free GPUs on a reserved node when its limit ends by the reserved start",
+			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
+				Reserved: reservedAt(map[int]float64{0: 100}), Ahead: reservedAt(map[int]float64{0: 100}), Limit: 100},
+			want:   Admission{Alloc: []Alloc{{0, 2}, {1, 1}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 1}}},
+			wantOK: true,
+		},
+		{
+			name: "it takes none there when its limit ends after the reserved start",
+			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
+				Reserved: reservedAt(map[int]float64{0: 99}), Ahead: reservedAt(map[int]float64{0: 99}), Limit: 100},
+		},
+		{
+			name: "a node only jobs ranked below it plan on is its to take, whatever its limit",
+			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
+				Reserved: reservedAt(map[int]float64{0: 99}), Ahead: reservedAt(nil), Limit: 100},
+			want:   Admission{Alloc: []Alloc{{0, 2}, {1, 1}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 1}}},
+			wantOK: true,
+		},
+		{
+			name: "nor when its limit is not known",
+			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
+				Reserved: reservedAt(map[int]float64{0: 1e9}), Ahead: reservedAt(map[int]float64{0: 1e9})},
 		},
 		{
 			name: "the donor with the most time left yields first",
@@ -421,4 +445,9 @@ func ExampleCluster_Place() {
 	// Output:
 	// perNode 2: n1×2 n3×2
 	// perNode 0: n3×4
+}
+
+// reservedAt is an AdmitRequest.Reserved over a table of starts by node.
+func reservedAt(starts map[int]float64) func(int) (float64, bool) {
+	return func(n int) (float64, bool) { at, ok := starts[n]; return at, ok }
 }

@@ -43,9 +43,12 @@ type NodeAdmitQueued struct {
 	// it may run on (its partitions, not its --exclude, within OnlyNodes).
 	OnlyNodes, Allowed []string
 	// Reserved are the nodes other pending jobs' reservations name
-	// (squeue --start): it does not go there, and no donor holding one
-	// shrinks (its longer time limit would move the reservation).
-	Reserved []string
+	// (squeue --start): a donor holding one shrinks only as far as leaves
+	// its raised time limit ending by the earliest such start (later, it
+	// would move the reservation: [DonorGives]), and it goes to one that a
+	// job ranked ahead of it names only when its Limit ends by that job's
+	// start ([TakesReserved]).
+	Reserved []ReservedNode
 	// ReservedStart is when Slurm's backfill plans to start it (squeue
 	// --start), Unix seconds; 0: none planned or unreadable. Under the
 	// objective, its wait ReservedStart − Now is what an admission gains.
@@ -53,6 +56,21 @@ type NodeAdmitQueued struct {
 	// User is its owner ("": unknown). Running jobs of the same user never
 	// widen the horizon its admission is bounded by ([HorizonFor]).
 	User string `json:",omitempty"`
+}
+
+// ReservedNode is a node that another pending job's reservation names
+// (squeue --start's SCHEDNODES).
+type ReservedNode struct {
+	Node string
+	// Start is the earliest start among those jobs, Unix seconds (0: not
+	// known): a donor holding the node gives only what leaves its raised
+	// limit ending by then.
+	Start int64 `json:",omitempty"`
+	// Ahead: a job Slurm ranks ahead of the queued one names it (its
+	// priority order); AheadStart is the earliest start among those jobs,
+	// Unix seconds (0: not known, nothing ends by it).
+	Ahead      bool  `json:",omitempty"`
+	AheadStart int64 `json:",omitempty"`
 }
 
 // NodeAdmitDonor is a running job that might give up whole nodes.
@@ -94,6 +112,10 @@ type NodeAdmitDonor struct {
 // ([AdmitOnNodes]). A daemon recording carries it as JSON (durations in
 // nanoseconds, as time.Duration encodes).
 type NodeAdmitInput struct {
+	// Now is the cycle's time, Unix seconds, against which the queued jobs'
+	// Reserved starts count (0: not known; reserved nodes are then kept
+	// off whatever the job's limit).
+	Now int64 `json:",omitempty"`
 	// Nodes are the nodes the daemon manages and Slurm may start jobs on.
 	Nodes []AdmitNode
 	// Speeds are the site's relative speeds by GPU type (Cluster.Fit
@@ -198,6 +220,28 @@ type donorCand struct {
 	perNode   int
 	base      []Alloc // last node first
 	remaining time.Duration
+}
+
+// raisedEnd is c's [Donor.RaisedEnd]: how long from now its time limit
+// ends once it has given g GPUs, as whole nodes from the end of its node
+// list (c.base's order), raised by [RaisedTimeLimit] under rule.
+func (c donorCand) raisedEnd(rule TimeLimitRule) func(g int) float64 {
+	from := len(c.d.Nodes)
+	return func(g int) float64 {
+		given := 0
+		for _, b := range c.base {
+			if g < b.GPUs {
+				break
+			}
+			g -= b.GPUs
+			given++
+		}
+		if given == 0 {
+			return (c.d.Limit - c.d.Elapsed).Seconds()
+		}
+		limit, _ := RaisedTimeLimit(c.d.Limit, c.d.Elapsed, c.remaining, from, from-given, rule)
+		return (limit - c.d.Elapsed).Seconds()
+	}
 }
 
 // AdmitOnNodes decides shrink-to-admit by whole nodes, as Slurm applies
@@ -377,10 +421,22 @@ func (r keptRule) kept(i int, user string) bool {
 // ("" when it can).
 func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail []int, cands []donorCand, kept keptRule,
 	skipped []string, q NodeAdmitQueued) (a NodeAdmission, no string) {
-	keepOff := map[int]bool{}
-	for _, name := range q.Reserved {
-		if i, ok := idx[name]; ok {
-			keepOff[i] = true
+	fromNow := func(at int64) float64 { // nothing ends by an unknown start
+		if at > 0 && in.Now > 0 {
+			return float64(at - in.Now)
+		}
+		return 0
+	}
+	reserved := map[int]float64{} // by node index: the earliest start of another job there, seconds from now
+	ahead := map[int]float64{}    // the same, of the jobs ranked ahead
+	for _, r := range q.Reserved {
+		i, ok := idx[r.Node]
+		if !ok {
+			continue
+		}
+		reserved[i] = fromNow(r.Start)
+		if r.Ahead {
+			ahead[i] = fromNow(r.AheadStart)
 		}
 	}
 	for _, n := range q.OnlyNodes {
@@ -394,9 +450,11 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 			allowed[i] = true
 		}
 	}
-	avail := slices.Clone(baseAvail)
+	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }
+	aheadFn := func(n int) (float64, bool) { at, ok := ahead[n]; return at, ok }
+	avail := slices.Clone(baseAvail) // Slurm starts it nowhere else, before or after the shrinks
 	for i := range avail {
-		if keepOff[i] || !allowed[i] {
+		if !allowed[i] || !TakesReserved(i, q.Limit.Seconds(), aheadFn) {
 			avail[i] = 0
 		}
 	}
@@ -406,7 +464,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		if in.Objective == nil && c.remaining.Seconds() <= q.Limit.Seconds() {
 			skipped = append(skipped, fmt.Sprintf("%s: %v left, less than the queued job's %v", c.d.ID, c.remaining.Round(time.Second), q.Limit))
 		}
-		donors[i] = Donor{Base: c.base, Min: c.keep * c.perNode, TimeLeft: c.remaining.Seconds()}
+		donors[i] = Donor{Base: c.base, Min: c.keep * c.perNode, TimeLeft: c.remaining.Seconds(), RaisedEnd: c.raisedEnd(in.TimeLimit)}
 	}
 	if len(donors) == 0 {
 		if len(skipped) == 0 {
@@ -446,7 +504,8 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		perNode = 0
 	}
 	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, PerNode: perNode, Rule: rule, Work: q.Limit.Seconds(),
-		Donors: donors, KeepOff: func(n int) bool { return keepOff[n] }, WholeNodes: true, Gain: gain, Horizon: horizon})
+		Donors: donors, Reserved: reservedFn, Ahead: aheadFn, Limit: q.Limit.Seconds(),
+		WholeNodes: true, Gain: gain, Horizon: horizon})
 	if !ok {
 		what := "reservations, time left, type, layout"
 		if in.Objective != nil {
@@ -473,7 +532,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		}
 		sh := NodeShrink{Job: c.d.ID, OrigNodes: c.d.OrigNodes, FromNodes: from, ToNodes: to, OldLimit: c.d.Limit, Remaining: c.remaining}
 		for _, b := range c.d.Nodes[to:] {
-			if i := idx[b.Node]; allowed[i] {
+			if i := idx[b.Node]; allowed[i] && TakesReserved(i, q.Limit.Seconds(), aheadFn) {
 				tent[i] += b.GPUs
 			}
 			sh.Released = append(sh.Released, b.Node)

@@ -55,7 +55,16 @@ func TestAdmitOnNodes(t *testing.T) {
 		{"a donor with less time left than the queued job's work gives nothing",
 			func(in *NodeAdmitInput) { in.Donors[0].TimeLeft = 20 * min }, nil, "less than the queued job's"},
 		{"a donor on a node another reservation names gives nothing (its limit would move it)",
-			func(in *NodeAdmitInput) { in.Queue[0].Reserved = []string{"n2"} }, nil, "found no admission"},
+			func(in *NodeAdmitInput) { in.Queue[0].Reserved = []ReservedNode{{Node: "n2"}} }, nil, "found no admission"},
+		{"two nodes: the idle n0 another job is planned on from 45 min on, and the released n2 (its 30 min end by then)",
+			func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min) },
+			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n0", 4}, {"n2", 4}}, Shrinks: admitted.Shrinks}, ""},
+		{"not when n0 is planned from 20 min on: its 30 min would delay that start",
+			func(in *NodeAdmitInput) { reservedIdleNode(in, 20*min) }, nil, "found no admission"},
+		{"not when the cycle's time is not known", func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min); in.Now = 0 }, nil, "found no admission"},
+		{"but whenever only jobs ranked below it plan on n0: Slurm plans them after it",
+			func(in *NodeAdmitInput) { reservedIdleNode(in, 20*min); in.Queue[0].Reserved[0].Ahead = false },
+			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n0", 4}, {"n2", 4}}, Shrinks: admitted.Shrinks}, ""},
 		{"a queued job that excludes the node a shrink would free makes nobody shrink",
 			func(in *NodeAdmitInput) { in.Queue[0].Allowed = []string{"n1", "n3", "n4"} }, nil, "do not hold it"},
 		{"only the layout asked for: two nodes of 2 GPUs do not fit on one released node",
@@ -302,12 +311,15 @@ func raisedBob(raised time.Duration) NodeAdmitDonor {
 
 // TestAdmitOnNodesHoldsItsInvariants: on random clusters every admission
 // shrinks each donor to its first nodes and never below what it may keep,
+// none holding a node another job's reservation names with a raised limit
+// ending after that start,
 // raises no limit below the old one, and starts the queued job in exactly
-// the layout it asked for on nodes it may use, none reserved, which hold
+// the layout it asked for on nodes it may use, none reserved before its
+// limit ends, which hold
 // its GPUs once the donors' nodes are released.
 func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 1))
-	admitted := 0
+	admitted, onReserved := 0, 0 // admissions; donor nodes on a reservation in them
 	for range 3000 {
 		in := randomAdmit(rng)
 		if rng.IntN(2) == 0 { // the objective, with waits up to 3 h
@@ -339,24 +351,50 @@ func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
 			}
 		}
 		q := in.Queue[slices.IndexFunc(in.Queue, func(q NodeAdmitQueued) bool { return q.ID == a.Queued })]
+		for _, sh := range a.Shrinks {
+			d := in.Donors[slices.IndexFunc(in.Donors, func(d NodeAdmitDonor) bool { return d.ID == sh.Job })]
+			for _, n := range d.Nodes {
+				end := in.Now + int64((sh.NewLimit - d.Elapsed).Seconds())
+				if slices.ContainsFunc(q.Reserved, func(r ReservedNode) bool { return r.Node == n.Node && end > r.Start }) {
+					t.Fatalf("%+v: donor %s on reserved node %s shrinks, its raised limit ending after that start", in, d.ID, n.Node)
+				}
+				if slices.ContainsFunc(q.Reserved, func(r ReservedNode) bool { return r.Node == n.Node }) {
+					onReserved++
+				}
+			}
+		}
 		if len(a.Alloc) != q.Nodes {
 			t.Fatalf("%+v: %s starts on %v, asked %d nodes", in, q.ID, a.Alloc, q.Nodes)
 		}
 		for _, al := range a.Alloc {
-			if al.GPUs != q.GPUsPerNode || !slices.Contains(q.Allowed, al.Node) || slices.Contains(q.Reserved, al.Node) || free[al.Node] < al.GPUs {
+			early := slices.ContainsFunc(q.Reserved, func(r ReservedNode) bool {
+				return r.Node == al.Node && r.Ahead && in.Now+int64(q.Limit.Seconds()) > r.AheadStart
+			})
+			if al.GPUs != q.GPUsPerNode || !slices.Contains(q.Allowed, al.Node) || early || free[al.Node] < al.GPUs {
 				t.Fatalf("%+v: %s starts on %v (free after the shrinks %v)", in, q.ID, a.Alloc, free)
 			}
 			free[al.Node] -= al.GPUs
 		}
 	}
-	t.Logf("%d of 3000 random clusters admitted a job", admitted)
-	if admitted < 100 {
-		t.Fatalf("only %d of 3000 random clusters admitted a job: the property is barely exercised", admitted)
+	t.Logf("%d of 3000 random clusters admitted a job, shrinking donors on %d reserved nodes", admitted, onReserved)
+	if admitted < 100 || onReserved < 10 {
+		t.Fatalf("only %d of 3000 random clusters admitted a job, %d with donors on reserved nodes: the property is barely exercised", admitted, onReserved)
 	}
 }
 
+// reservedIdleNode makes the fixture's queued job ask two whole v100
+// nodes and adds an idle v100 node n0 that another pending job is planned
+// to start on at Now + at.
+func reservedIdleNode(in *NodeAdmitInput, at time.Duration) {
+	in.Now = 1e6
+	in.Nodes = append([]AdmitNode{{Name: "n0", GPUType: "v100", Total: 4, Free: 4}}, in.Nodes...)
+	q := &in.Queue[0]
+	q.Nodes, q.Allowed = 2, append(q.Allowed, "n0")
+	q.Reserved = []ReservedNode{{Node: "n0", Ahead: true, AheadStart: in.Now + int64(at.Seconds())}}
+}
+
 func randomAdmit(rng *rand.Rand) NodeAdmitInput {
-	in := NodeAdmitInput{MaxLoss: []float64{0.25, 0.5, 1}[rng.IntN(3)], TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
+	in := NodeAdmitInput{Now: 1e6, MaxLoss: []float64{0.25, 0.5, 1}[rng.IntN(3)], TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
 	nodes := 3 + rng.IntN(6)
 	used := make([]int, nodes)
 	for i := range nodes {
@@ -394,7 +432,8 @@ func randomAdmit(rng *rand.Rand) NodeAdmitInput {
 				queued.Allowed = append(queued.Allowed, n.Name)
 			}
 			if rng.IntN(8) == 0 {
-				queued.Reserved = append(queued.Reserved, n.Name)
+				at := in.Now + int64(rng.IntN(6*3600))
+				queued.Reserved = append(queued.Reserved, ReservedNode{Node: n.Name, Start: at, Ahead: rng.IntN(2) == 0, AheadStart: at + int64(rng.IntN(3600))})
 			}
 		}
 		in.Queue = append(in.Queue, queued)

@@ -61,3 +61,68 @@ func TestAnAdmissionKeepsTheReservationsOfTheJobsBehindIt(t *testing.T) {
 		t.Errorf("Bob started at %d s, want by %d s (D's end, then M's 50 s)", b.Start, d.End+50)
 	}
 }
+
+// TestAnAdmissionTakesNoNodeAJobAheadPlansOnUnlessItEndsInTime: V holds
+// both v100 nodes until 5,000 s, so H (8 v100 GPUs) heads the queue,
+// reserved there. On three t4 nodes D (elastic, 4 GPUs, min 2) and L run
+// long, and R1 holds 2 GPUs of the third until 1,000 s. A (4 t4 GPUs,
+// 30,000 s: too long for D to lend to) waits, planned on R1's node at
+// 1,000 s; B behind it (4 t4 GPUs) could start at once on that node's 2
+// idle GPUs and 2 of D's. Slurm's backfill starts B there only if B ends
+// by A's planned start: a 1,500-s B waits (before the rule it started at
+// 12 s and A started at 1,512 s, late), a 500-s B starts at once.
+func TestAnAdmissionTakesNoNodeAJobAheadPlansOnUnlessItEndsInTime(t *testing.T) {
+	for _, tc := range []struct {
+		b      string
+		bStart func(int64) bool
+	}{
+		{"1500", func(s int64) bool { return s >= 1000 }},
+		{"500", func(s int64) bool { return s < 1000 }},
+	} {
+		jobs := "V,0,5000,8,v100,,1,8,8,8,d1\nD,0,20000,4,t4,,1,4,2,4,d1\nR1,0,1000,2,t4,,1,2,2,2,d1\nL,0,40000,4,t4,,1,4,4,4,d1\n" +
+			"H,10,1000,8,v100,,1,8,8,8,d1\nA,11,30000,4,t4,,1,4,4,4,d1\nB,12," + tc.b + ",4,t4,,1,4,4,4,d1\n"
+		cfg := DaemonDefaults()
+		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}, {"t4", 12}}, 4
+		res, err := Run(readJobs(t, jobs), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := startOf(t, res, "A"), startOf(t, res, "B")
+		if !tc.bStart(b.Start) || a.Start > 1000 {
+			t.Errorf("B of %s s started at %d s, A at %d s; want A by 1,000 s (R1's end) and B %s", tc.b, b.Start, a.Start,
+				map[bool]string{true: "before it", false: "not before it"}[tc.b == "500"])
+		}
+	}
+}
+
+// TestADonorOnAReservedNodeLendsWhenItsRaisedLimitEndsInTime: D (elastic,
+// 8 GPUs on two nodes, min 4) has 2,000 s left and L holds the third node
+// until 10,000 s, so H (12 GPUs) heads the queue, planned on every node at
+// 10,000 s. B (4 GPUs, 300 s) behind it fits only on GPUs D lends: on 4
+// GPUs D's limit moves to about 4,000 s, still before H's planned start,
+// so D lends and B starts at once (before the rule D lent nothing, its
+// nodes being reserved, and B waited for D's end). A 9,000-s D would end
+// after H's start at half its size, and lends nothing.
+func TestADonorOnAReservedNodeLendsWhenItsRaisedLimitEndsInTime(t *testing.T) {
+	for _, tc := range []struct {
+		d      string
+		lends  bool
+		bStart func(int64) bool
+	}{
+		{"2000", true, func(s int64) bool { return s < 100 }},
+		{"9000", false, func(s int64) bool { return s >= 9000 }},
+	} {
+		jobs := "D,0," + tc.d + ",8,,,1,8,4,8,d1\nL,0,10000,4,,,1,4,4,4,d1\nH,10,1000,12,,,1,12,12,12,d1\nB,11,300,4,,,1,4,4,4,d1\n"
+		cfg := DaemonDefaults()
+		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"t4", 12}}, 4
+		res, err := Run(readJobs(t, jobs), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, h := startOf(t, res, "B"), startOf(t, res, "H")
+		if (res.AdmitShrinks > 0) != tc.lends || !tc.bStart(b.Start) || h.Start > 10000 {
+			t.Errorf("D of %s s: %d admissions, B started at %d s, H at %d s; want D to lend %v, H by 10,000 s",
+				tc.d, res.AdmitShrinks, b.Start, h.Start, tc.lends)
+		}
+	}
+}

@@ -103,8 +103,11 @@ func (s *sim) horizonFor(r *run) float64 {
 // GPUs are counted without those lent to it, and the GPUs given are taken
 // as its fastest, the worst case: the admission picks them by node, and
 // giving up its slowest could even look like a gain (its all-reduce waits
-// for the slowest GPU).
-func (s *sim) donorLoss(d *run) (loss, delay func(g int) float64) {
+// for the slowest GPU). raisedEnd is its planner.Donor.RaisedEnd: how long
+// from now its time limit ends once it has given g GPUs (shrinkBase moves
+// the limit to its remaining work at the smaller size), taken as its
+// fastest again, so never before the limit it gets.
+func (s *sim) donorLoss(d *run) (loss, delay, raisedEnd func(g int) float64) {
 	now := s.speedCounts(d, false)
 	slices.SortFunc(now, func(a, b planner.SpeedCount) int {
 		switch {
@@ -141,7 +144,13 @@ func (s *sim) donorLoss(d *run) (loss, delay func(g int) float64) {
 	loss = func(g int) float64 {
 		return planner.BorrowLoss(d.model, now, afterOf(g), max(d.rem, 0), s.borrow, s.rescaleCost())
 	}
-	return loss, delay
+	raisedEnd = func(g int) float64 {
+		if g == 0 {
+			return float64(d.limit - s.now)
+		}
+		return max(float64(d.limit-s.now), math.Ceil(planner.RunTime(d.model, afterOf(g), max(d.rem, 0))))
+	}
+	return loss, delay, raisedEnd
 }
 
 func (s *sim) roundInterval() int64 {
@@ -322,6 +331,25 @@ func (s *sim) bestSpeed(r *run) float64 {
 	return best
 }
 
+// limitAt is the longest time limit r could get started now at m GPUs
+// (seconds): its remaining work at m GPUs of the slowest type it may run
+// on (ruleOf). Where r lands is decided after the planner checks which
+// reserved nodes r may take (planner.TakesReserved), so the bound must hold
+// on any of them.
+func (s *sim) limitAt(r *run, m int) float64 {
+	types := s.ruleOf(r).Types
+	slow := math.Inf(1)
+	for i, nd := range s.nodes {
+		if len(types) == 0 || slices.Contains(types, nd.typ) {
+			slow = min(slow, s.speedOn(r, i))
+		}
+	}
+	if math.IsInf(slow, 1) {
+		return 0
+	}
+	return math.Ceil(planner.RunTime(r.model, []planner.SpeedCount{{Speed: slow, N: m}}, r.rem))
+}
+
 // admitAtSomeSize is shrink-to-admit under the objective: the queued job
 // r starts now at its request, or else at a smaller size (halving, never
 // below its minimum: a queued job's first GPUs remove its whole wait),
@@ -337,6 +365,9 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 			break
 		}
 		q.Want = m
+		if q.Ahead != nil {
+			q.Limit = s.limitAt(r, m)
+		}
 		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem)
 		q.Gain = s.gain - (run - full)
 		s.borrow = run // how long the donors' GPUs serve it

@@ -28,7 +28,7 @@ func (s *sim) schedule() {
 // started small at its end (startSmall).
 func (s *sim) pass() bool {
 	s.resv = reservation{}
-	s.plans = queuePlans{}
+	s.plans = nil
 	s.donorsFresh = false
 	if len(s.queue) == 0 {
 		return false
@@ -51,7 +51,8 @@ func (s *sim) pass() bool {
 				x, _, _ := s.reserve(r, avail)
 				s.gain = float64(x - s.now)
 			}
-			allocs = s.shrinkToAdmit(r, avail, s.othersOff(r, avail))
+			reserved, ahead := s.othersOff(r, avail)
+			allocs = s.shrinkToAdmit(r, avail, reserved, ahead)
 		}
 		if allocs == nil {
 			break
@@ -93,7 +94,7 @@ func (s *sim) pass() bool {
 		ahead += s.queuedWork(r)
 		kept = append(kept, r)
 	}
-	s.plans = queuePlans{}
+	s.plans = nil
 	s.queue = kept
 	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		if s.startSmallAny(head, avail, ravail, spare, x, true) {
@@ -268,64 +269,50 @@ func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc,
 	return t, allocs, proj
 }
 
-// queuePlans are, during a pass, the planned starts of the queued jobs
-// (the first BackfillDepth + 1, as Slurm's backfill plans at most
-// bf_max_job_test jobs), planned when a shrink-to-admit first needs them:
-// each job's nodes, and how many jobs name each node. A job that starts
-// in the pass is taken out (drop).
-type queuePlans struct {
-	nodes  map[*run][]int
-	naming map[int]int
-}
-
-// drop takes r's planned start out of the plans (it started).
-func (p *queuePlans) drop(r *run) {
-	for _, n := range p.nodes[r] {
-		if p.naming[n]--; p.naming[n] == 0 {
-			delete(p.naming, n)
-		}
-	}
-	delete(p.nodes, r)
-}
-
-// othersOff returns the nodes shrink-to-admit keeps donors off when it
-// admits r: every node the planned start of another queued job names, the
-// queue head's being its reservation (s.resv) once the pass made it, the
-// others planned as reserve plans the head, at their request, on avail,
-// independently. A shrunk donor's raised time limit would delay those
-// starts, ahead of r or behind it; Slurm lets a job it ranks lower wait
-// for r, but never for a donor's raised limit. The daemon keeps the same
-// nodes (daemon.admitCandidates).
-func (s *sim) othersOff(r *run, avail []int) map[int]bool {
-	if s.plans.nodes == nil {
-		s.plans = queuePlans{nodes: map[*run][]int{}, naming: map[int]int{}}
+// othersOff returns, for every node the planned start of another queued
+// job names, the earliest such start (simulated seconds), all of them
+// (reserved) and those of the jobs ahead of r in the queue (ahead):
+// shrink-to-admit keeps donors off every reserved node, and admits r onto
+// a node a job ahead of it plans on only if r ends by then
+// (planner.DonorOffReserved, planner.TakesReserved). The plans are made
+// when a shrink-to-admit first needs them in a pass (s.plans): the first
+// BackfillDepth + 1 queued jobs, as Slurm's backfill plans at most
+// bf_max_job_test jobs; the queue head's is its reservation (s.resv) once
+// the pass made it, the others planned as reserve plans the head, at their
+// request, on avail, independently; ahead leaves the head out once it is
+// reserved (the backfill pass keeps r off the GPUs it needs, by count). A
+// job that starts in the pass is dropped. A shrunk donor's raised time
+// limit would delay those starts,
+// ahead of r or behind it; Slurm lets a job it ranks lower wait for r, but
+// never for a donor's raised limit. The daemon keeps the same nodes
+// (daemon.admitCandidates).
+func (s *sim) othersOff(r *run, avail []int) (reserved, ahead map[int]int64) {
+	if s.plans == nil {
+		s.plans, s.planRank = planner.NewReservations[*run, int](), map[*run]int{}
 		runs := s.byLimit()
 		for i, q := range s.queue[:min(len(s.queue), s.cfg.BackfillDepth+1)] {
 			if q.started {
 				continue
 			}
-			allocs := s.resv.allocs
+			s.planRank[q] = i
+			at, allocs := s.resv.t, s.resv.allocs
 			if i > 0 || s.resv.r != q {
-				_, allocs, _ = s.reserveAmong(runs, q, avail)
+				at, allocs, _ = s.reserveAmong(runs, q, avail)
 			}
-			for _, a := range allocs {
-				if !slices.Contains(s.plans.nodes[q], a.Node) {
-					s.plans.nodes[q] = append(s.plans.nodes[q], a.Node)
-					s.plans.naming[a.Node]++
-				}
+			nodes := make([]int, len(allocs))
+			for k, a := range allocs {
+				nodes[k] = a.Node
 			}
+			s.plans.Add(q, at, nodes)
 		}
 	}
-	off := make(map[int]bool, len(s.plans.naming))
-	for n, k := range s.plans.naming {
-		if slices.Contains(s.plans.nodes[r], n) {
-			k--
-		}
-		if k > 0 {
-			off[n] = true
-		}
+	rank, ok := s.planRank[r]
+	if !ok {
+		rank = len(s.queue) // behind every planned job
 	}
-	return off
+	// Once the pass made the head's reservation, the backfill pass keeps r
+	// off the GPUs it needs by count (ravail), finer than by node.
+	return s.plans.Others(r), s.plans.Ahead(r, func(o *run) bool { return s.planRank[o] < rank && o != s.resv.r })
 }
 
 // backfill starts r now if it ends before the reservation at x or fits in
@@ -351,7 +338,8 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {
-		a = s.shrinkToAdmit(r, ravail, s.othersOff(r, avail), avail, spare)
+		reserved, ahead := s.othersOff(r, avail)
+		a = s.shrinkToAdmit(r, ravail, reserved, ahead, avail, spare)
 	}
 	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		return s.startSmallAny(r, avail, ravail, spare, x, false)
@@ -435,8 +423,8 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		r.gpuTypes = r.rule.Types
 	}
 	r.started, r.start, r.last = true, s.now, s.now
-	if s.plans.nodes != nil {
-		s.plans.drop(r)
+	if s.plans != nil {
+		s.plans.Drop(r)
 	}
 	if r.planned > 0 && s.now > r.planned {
 		s.res.MaxReservationDelay = max(s.res.MaxReservationDelay, s.now-r.planned)
@@ -457,11 +445,13 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // shrinkToAdmit starts r at its requested size by shrinking the base
 // allocations of running elastic jobs, as the planner decides
 // (planner.Cluster.Admit: donors with more time left than r's work, longest
-// first, never below their minimum, none with base GPUs on keepOff, the
-// nodes a reservation needs). It applies the decision: every GPU freed on
+// first, never below their minimum, none with base GPUs on a node another
+// queued job's planned start names, reserved (othersOff), and r on a node
+// a job ahead of it plans on, ahead, only if its time limit ends by that
+// start; nil reserved: none is kept). It applies the decision: every GPU freed on
 // node n is added to from[n] and to each of also[n]. It returns r's
 // allocation, or nil having shrunk nothing.
-func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]int) []alloc {
+func (s *sim) shrinkToAdmit(r *run, from []int, reserved, ahead map[int]int64, also ...[]int) []alloc {
 	objective := s.objective()
 	if !s.donorsFresh {
 		s.buildDonors(objective)
@@ -471,8 +461,10 @@ func (s *sim) shrinkToAdmit(r *run, from []int, keepOff map[int]bool, also ...[]
 		return nil
 	}
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: s.ruleOf(r), Work: r.rem, Donors: donors}
-	if keepOff != nil {
-		q.KeepOff = func(n int) bool { return keepOff[n] }
+	if reserved != nil {
+		q.Reserved = func(n int) (float64, bool) { at, ok := reserved[n]; return float64(at - s.now), ok }
+		q.Ahead = func(n int) (float64, bool) { at, ok := ahead[n]; return float64(at - s.now), ok }
+		q.Limit = s.limitAt(r, r.j.GPUs)
 	}
 	saved := s.availTotal
 	var adm planner.Admission
@@ -514,7 +506,7 @@ func (s *sim) buildDonors(objective bool) {
 		if objective {
 			dn.TimeLeft = s.timeLeft(d)
 			var delay func(int) float64
-			dn.Loss, delay = s.donorLoss(d)
+			dn.Loss, delay, dn.RaisedEnd = s.donorLoss(d)
 			s.donorDelays = append(s.donorDelays, delay)
 		} else {
 			s.donorDelays = append(s.donorDelays, nil)
