@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -578,5 +579,37 @@ func TestAnInterruptedShrinkToAdmitWithTheOwnersUIDIsFinishedUnderAStandIn(t *te
 				t.Errorf("scontrol updates %q, want %q", got, tc.wantUpdates)
 			}
 		})
+	}
+}
+
+// TestUnreadablePendingPlacementsAreWarnedAboutOnce: when squeue fails
+// for the pending jobs' placements alone (the running jobs' read), nothing
+// is admitted, and the warning says so (a tester saw only the growth
+// warning, which names none of it): once while it fails, and once more
+// when it reads again, after which the job is admitted.
+func TestUnreadablePendingPlacementsAreWarnedAboutOnce(t *testing.T) {
+	td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+	var logs bytes.Buffer
+	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+	const failed = "the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink"
+	const again = "the pending jobs' excluded nodes, features and priorities read again"
+	td.fake.set(func() { td.fake.pendingPlacementsFail = "slurm_load_jobs error: Socket timed out" })
+	for range 3 {
+		td.cycle(t)
+		td.advance(time.Second)
+	}
+	if n := countLogs(t, &logs, failed, ""); n != 1 {
+		t.Fatalf("%d warnings over three cycles, want 1:\n%s", n, logs.String())
+	}
+	if got := td.fake.commands("scontrol update"); len(got) != 0 {
+		t.Fatalf("shrunk without the pending jobs' placements: %q", got)
+	}
+	td.fake.set(func() { td.fake.pendingPlacementsFail = "" })
+	td.cycle(t)
+	if n := countLogs(t, &logs, again, ""); n != 1 {
+		t.Errorf("%d notes that they read again, want 1:\n%s", n, logs.String())
+	}
+	if got := td.fake.commands("scontrol update"); !slices.Contains(got, "scontrol update JobId=10 NumNodes=1") {
+		t.Errorf("once read again, the updates are %q, want job 10 shrunk to 1 node", got)
 	}
 }

@@ -136,6 +136,9 @@ type Daemon struct {
 	// placements (View.RunningPlacementsUnread; "": none), logged once
 	// until they read again.
 	placementsUnread string
+	// pendingPlacementsUnread is the same for the pending jobs' placements
+	// and priorities (View.PendingPlacementsUnread).
+	pendingPlacementsUnread string
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -610,6 +613,15 @@ func (d *Daemon) warnUnreadable(v *View) {
 	case why == nil && v.RunningPlacements != nil && d.placementsUnread != "":
 		d.placementsUnread = ""
 		d.log.Named("snapshot").Info("the running jobs' excluded nodes and features read again")
+	}
+	switch why := v.PendingPlacementsUnread; {
+	case why != nil && why.Error() != d.pendingPlacementsUnread:
+		d.pendingPlacementsUnread = why.Error()
+		d.log.Named("snapshot").Warn("the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink, started small or kept off a GPU type until they can",
+			"error", why)
+	case why == nil && v.Placements != nil && d.pendingPlacementsUnread != "":
+		d.pendingPlacementsUnread = ""
+		d.log.Named("snapshot").Info("the pending jobs' excluded nodes, features and priorities read again")
 	}
 }
 

@@ -199,19 +199,25 @@
 //     types' speeds, plus rescale_cost for the shrink and again for the
 //     grow back. Under "longest-left" (the rule before issue 17) a donor
 //     yields only if its remaining time is longer than the queued job's
-//     time limit, longest first. Either way no donor yields when any
-//     node of it is one another pending job's reservation (squeue --start
-//     nodes) names, whatever GPUs that job asks (one whose GPUs squeue
-//     does not show per node or per job, e.g. --gpus-per-task, reserves
-//     its whole nodes; see pendingJob): its longer time limit would move
-//     that reservation. That holds for the jobs behind the queued one
-//     too: Slurm lets a job it ranks lower wait for the admitted one, but
-//     not for a donor's raised limit (admitCandidates). The
-//     queued job goes only onto GPUs that are idle or that the donors
+//     time limit, longest first. Either way a donor holding a node that
+//     another pending job's reservation (squeue --start nodes) names,
+//     whatever GPUs that job asks (one whose GPUs squeue does not show per
+//     node or per job, e.g. --gpus-per-task, reserves its whole nodes; see
+//     pendingJob), gives only as many nodes as leave its raised time limit
+//     ending by the earliest such start (planner.DonorGives; none under
+//     "longest-left"): Slurm plans by time limits, and a limit raised past
+//     that start would move the reservation. That holds for the jobs behind
+//     the queued one too: Slurm lets a job it ranks lower wait for the
+//     admitted one, but not for a donor's raised limit (admitCandidates).
+//     The queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
-//     preempts extra.partition for it), never onto another reservation's
-//     nodes, and only in the layout it asked for (its node count, GPUs per
-//     node, GPU type and --nodelist); so it starts now and no reservation
+//     preempts extra.partition for it), onto a node a job Slurm ranks
+//     ahead of it (squeue's %Q) plans on only when its time limit ends by
+//     that job's planned start (Slurm's own backfill rule,
+//     planner.TakesReserved; a node only jobs ranked below it plan on is
+//     its to take, as Slurm plans those after it), and only in the layout
+//     it asked for (its node count, GPUs per node, GPU type and
+//     --nodelist); so it starts now and no reservation
 //     moves (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a
 //     donor's raised end and start on time).

@@ -78,6 +78,9 @@ type fakeSlurm struct {
 	// placementsFail makes `squeue -o slurmcli.PlacementFormat` fail with
 	// this stderr.
 	placementsFail string
+	// pendingPlacementsFail does so for the pending jobs' only
+	// (--states=PENDING).
+	pendingPlacementsFail string
 }
 
 type fakeNode struct {
@@ -295,6 +298,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "squeue" && slices.Contains(args, slurmcli.PlacementFormat):
 		if f.placementsFail != "" {
 			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.placementsFail, Err: errors.New("exit status 1")}
+		}
+		if f.pendingPlacementsFail != "" && slices.Contains(args, "--states=PENDING") {
+			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.pendingPlacementsFail, Err: errors.New("exit status 1")}
 		}
 		return f.placements(args), nil
 	case name == "squeue":

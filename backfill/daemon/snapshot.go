@@ -162,6 +162,10 @@ type View struct {
 	// RunningPlacementsUnread is why RunningPlacements could not be read
 	// (nil: read, or not needed).
 	RunningPlacementsUnread error
+	// PendingPlacementsUnread is why Placements could not be read this
+	// cycle (nil: read, or not needed): nothing is admitted, started small
+	// or kept off.
+	PendingPlacementsUnread error
 	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
 	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
 	// without an entry (or a nil map: sinfo failed) has an unknown
@@ -308,7 +312,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" || j.Reason == "Priority" }) ||
 		s.Config.KeepOffPinned && len(v.Pending) > 0 {
 		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
-			v.Placements = nil // not fatal: nothing is admitted or started small this cycle
+			v.Placements, v.PendingPlacementsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
 		}
 		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
 			v.MaxTimes = nil // not fatal: no limit is raised this cycle
