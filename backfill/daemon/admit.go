@@ -127,6 +127,9 @@ func ownersRecord(r backfillstore.AdmitShrink, j slurmcli.Job) bool {
 // is false when no queued job can be admitted, with why per queued job.
 func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) (in planner.NodeAdmitInput, a admission, ok bool, why []string) {
 	in = d.admitInput(v, live, records)
+	if v.ReservationsUnread != nil {
+		return in, a, false, []string{"Slurm's advance reservations cannot be read (" + v.ReservationsUnread.Error() + "): a donor's raised limit or the admitted job could reach into one"}
+	}
 	dec, ok, why := planner.AdmitOnNodes(in)
 	if !ok {
 		return in, a, false, why

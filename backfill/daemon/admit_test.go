@@ -62,6 +62,14 @@ func twoNodesWithN3PlannedBy(td *testDaemon, ahead bool, at time.Duration) {
 	})
 }
 
+// reserveN2 adds a maintenance reservation of n2 (job 10's last node)
+// from now + at for an hour.
+func reserveN2(td *testDaemon, at time.Duration) {
+	td.fake.set(func() {
+		td.fake.reservations = []string{fakeReservation("maint", "n2", td.now, td.now.Add(at), time.Hour, "MAINT,SPEC_NODES")}
+	})
+}
+
 // lendOneV100OnN2 makes admitCluster's job 10 hold 3 GPUs on each node
 // and an extra job of it (50, recorded) 1 more on n2, with the queued
 // job's reservation 2 h away: only with the extra job's GPU does n2 hold
@@ -280,6 +288,29 @@ func TestShrinkToAdmit(t *testing.T) {
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, 20*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "a maintenance reservation of n2 in 20 min keeps the donor from releasing it (its raised limit, 132 min, and the queued job's 30 would run into it; testers saw such an admission stay pending)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reserveN2(td, 20*time.Minute) }},
+		{name: "one in 3 h does not: both end before it",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reserveN2(td, 3*time.Hour) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "an active reservation of n2 keeps it too",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reserveN2(td, -time.Minute) }},
+		{name: "a reservation that has ended does not",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() {
+					td.fake.reservations = []string{fakeReservation("old", "n2", td.now, td.now.Add(-2*time.Hour), time.Hour, "MAINT")}
+				})
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nothing is admitted while the reservations cannot be read",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.reservationsFail = "slurm_load_reservations error: Socket timed out" })
+			}},
 		{name: "held jobs are not admitted (Reason JobHeldUser)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -582,34 +613,50 @@ func TestAnInterruptedShrinkToAdmitWithTheOwnersUIDIsFinishedUnderAStandIn(t *te
 	}
 }
 
-// TestUnreadablePendingPlacementsAreWarnedAboutOnce: when squeue fails
-// for the pending jobs' placements alone (the running jobs' read), nothing
-// is admitted, and the warning says so (a tester saw only the growth
-// warning, which names none of it): once while it fails, and once more
-// when it reads again, after which the job is admitted.
-func TestUnreadablePendingPlacementsAreWarnedAboutOnce(t *testing.T) {
-	td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
-	var logs bytes.Buffer
-	td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
-	const failed = "the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink"
-	const again = "the pending jobs' excluded nodes, features and priorities read again"
-	td.fake.set(func() { td.fake.pendingPlacementsFail = "slurm_load_jobs error: Socket timed out" })
-	for range 3 {
-		td.cycle(t)
-		td.advance(time.Second)
+// TestUnreadableAdmissionInputsAreWarnedAboutOnce: when squeue fails for
+// the pending jobs' placements alone (the running jobs' read), or scontrol
+// for the advance reservations, nothing is admitted, and the warning says
+// so (a tester saw only the growth warning, which names none of it): once
+// while it fails, and once more when it reads again, after which the job
+// is admitted.
+func TestUnreadableAdmissionInputsAreWarnedAboutOnce(t *testing.T) {
+	tests := []struct {
+		name, failed, again string
+		fail                func(f *fakeSlurm, stderr string)
+	}{
+		{"pending placements",
+			"the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink",
+			"the pending jobs' excluded nodes, features and priorities read again",
+			func(f *fakeSlurm, stderr string) { f.pendingPlacementsFail = stderr }},
+		{"advance reservations",
+			"Slurm's advance reservations cannot be read; no job is admitted by a shrink",
+			"Slurm's advance reservations read again",
+			func(f *fakeSlurm, stderr string) { f.reservationsFail = stderr }},
 	}
-	if n := countLogs(t, &logs, failed, ""); n != 1 {
-		t.Fatalf("%d warnings over three cycles, want 1:\n%s", n, logs.String())
-	}
-	if got := td.fake.commands("scontrol update"); len(got) != 0 {
-		t.Fatalf("shrunk without the pending jobs' placements: %q", got)
-	}
-	td.fake.set(func() { td.fake.pendingPlacementsFail = "" })
-	td.cycle(t)
-	if n := countLogs(t, &logs, again, ""); n != 1 {
-		t.Errorf("%d notes that they read again, want 1:\n%s", n, logs.String())
-	}
-	if got := td.fake.commands("scontrol update"); !slices.Contains(got, "scontrol update JobId=10 NumNodes=1") {
-		t.Errorf("once read again, the updates are %q, want job 10 shrunk to 1 node", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			td := admitCluster(t, "[admit]\nenabled = true\n", elasticComment)
+			var logs bytes.Buffer
+			td.Daemon.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
+			td.fake.set(func() { tc.fail(td.fake, "slurm_load_jobs error: Socket timed out") })
+			for range 3 {
+				td.cycle(t)
+				td.advance(time.Second)
+			}
+			if n := countLogs(t, &logs, tc.failed, ""); n != 1 {
+				t.Fatalf("%d warnings over three cycles, want 1:\n%s", n, logs.String())
+			}
+			if got := td.fake.commands("scontrol update"); len(got) != 0 {
+				t.Fatalf("shrunk without them: %q", got)
+			}
+			td.fake.set(func() { tc.fail(td.fake, "") })
+			td.cycle(t)
+			if n := countLogs(t, &logs, tc.again, ""); n != 1 {
+				t.Errorf("%d notes that they read again, want 1:\n%s", n, logs.String())
+			}
+			if got := td.fake.commands("scontrol update"); !slices.Contains(got, "scontrol update JobId=10 NumNodes=1") {
+				t.Errorf("once read again, the updates are %q, want job 10 shrunk to 1 node", got)
+			}
+		})
 	}
 }

@@ -58,7 +58,7 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
 		mine := keyOf(j.ID)
-		ahead := func(other string) bool { return keyOf(other).compare(mine) < 0 }
+		ahead := func(other string) bool { return isAdvanceReservation(other) || keyOf(other).compare(mine) < 0 }
 		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID, ahead)})
 	}
 	return out

@@ -137,8 +137,9 @@ type Daemon struct {
 	// until they read again.
 	placementsUnread string
 	// pendingPlacementsUnread is the same for the pending jobs' placements
-	// and priorities (View.PendingPlacementsUnread).
-	pendingPlacementsUnread string
+	// and priorities (View.PendingPlacementsUnread), reservationsUnread
+	// for Slurm's advance reservations (View.ReservationsUnread).
+	pendingPlacementsUnread, reservationsUnread string
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -622,6 +623,15 @@ func (d *Daemon) warnUnreadable(v *View) {
 	case why == nil && v.Placements != nil && d.pendingPlacementsUnread != "":
 		d.pendingPlacementsUnread = ""
 		d.log.Named("snapshot").Info("the pending jobs' excluded nodes, features and priorities read again")
+	}
+	switch why := v.ReservationsUnread; {
+	case why != nil && why.Error() != d.reservationsUnread:
+		d.reservationsUnread = why.Error()
+		d.log.Named("snapshot").Warn("Slurm's advance reservations cannot be read; no job is admitted by a shrink or started small until they can",
+			"error", why)
+	case why == nil && v.Reservations != nil && d.reservationsUnread != "":
+		d.reservationsUnread = ""
+		d.log.Named("snapshot").Info("Slurm's advance reservations read again")
 	}
 }
 

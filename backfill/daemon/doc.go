@@ -342,12 +342,21 @@
 // (FitNodes), one per job (--gpus=N) spread as cons_tres spreads it (Fit). A job
 // whose placement could not be read, that asks for node features (which
 // the daemon does not check), or that waits in extra.partition (preemptible
-// work) makes no other job shrink and is never started small. Not checked:
-// CPUs, memory, licenses, QOS or association limits, and Slurm advance
-// reservations (`scontrol create reservation`; a tester saw a job admitted
-// onto a node a maintenance reservation held stay pending, planned after
-// it). A queued job that a freed node still cannot hold for one of those
-// stays pending. The shrunk job then grows back through extra jobs, and
+// work) makes no other job shrink and is never started small. Slurm's
+// advance reservations (`scontrol create reservation`, read each cycle
+// shrink-to-admit or start-small may act: `scontrol show reservation -o`,
+// slurmcli.Reservations) count as the reservation of a job ranked ahead of
+// every pending job, on their nodes from their start (now, for an active
+// one) until their end: a donor gives up a node of one only if its raised
+// limit ends by that start, the admitted job goes there only if it ends by
+// then, and start-small takes none of their nodes (testers saw a job
+// admitted onto a node a maintenance reservation held stay pending,
+// planned after it). A job that may run inside a reservation is kept off
+// its nodes too (the daemon does not read who may), and while the
+// reservations cannot be read nothing is admitted or started small (one
+// warning). Not checked: CPUs, memory, licenses, QOS or association
+// limits. A queued job that a freed node still cannot hold for one of
+// those stays pending. The shrunk job then grows back through extra jobs, and
 // over its life it loses at most admit.max_loss of its nodes. Nor are the
 // starts of pending jobs Slurm has not planned yet (Reason BeginTime,
 // Dependency: no SCHEDNODES) kept: a donor's raised limit may delay one

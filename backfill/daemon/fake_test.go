@@ -81,6 +81,10 @@ type fakeSlurm struct {
 	// pendingPlacementsFail does so for the pending jobs' only
 	// (--states=PENDING).
 	pendingPlacementsFail string
+	// reservations are the lines `scontrol show reservation -o` prints
+	// (fakeReservation); reservationsFail makes it fail with this stderr.
+	reservations     []string
+	reservationsFail string
 }
 
 type fakeNode struct {
@@ -280,6 +284,14 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return []byte("slurm " + cmp.Or(f.version, "22.05.8") + "\n"), nil
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
+	case name == "scontrol" && strings.Join(args, " ") == "show reservation -o":
+		if f.reservationsFail != "" {
+			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.reservationsFail, Err: errors.New("exit status 1")}
+		}
+		if len(f.reservations) == 0 {
+			return []byte("No reservations in the system\n"), nil
+		}
+		return []byte(strings.Join(f.reservations, "\n") + "\n"), nil
 	case name == "scontrol" && strings.Join(args, " ") == "show node -o":
 		if f.showNodesFails != "" {
 			return nil, &slurmcli.CommandError{Command: cmdline, Err: errors.New("exit status 1"), Stderr: f.showNodesFails}
@@ -866,4 +878,18 @@ func batchHost(j *fakeJob) string {
 		return "n/a"
 	}
 	return names[0]
+}
+
+// fakeReservation is a line of `scontrol show reservation -o` for an
+// advance reservation of nodes (a hostlist) from start for d, at now, as Slurm
+// 22.05 prints it (internal/slurmcli/testdata/scontrol-reservation.txt).
+func fakeReservation(name, nodes string, now, start time.Time, d time.Duration, flags string) string {
+	state := "INACTIVE"
+	if !start.After(now) {
+		state = "ACTIVE"
+	}
+	return fmt.Sprintf("ReservationName=%s StartTime=%s EndTime=%s Duration=%d Nodes=%s NodeCnt=1 CoreCnt=8 Features=(null) "+
+		"PartitionName=(null) Flags=%s TRES=cpu=8 Users=root Groups=(null) Accounts=(null) Licenses=(null) State=%s "+
+		"BurstBuffer=(null) Watts=n/a MaxStartDelay=(null)",
+		name, slurmTime(start), slurmTime(start.Add(d)), int(d.Minutes()), nodes, flags, state)
 }

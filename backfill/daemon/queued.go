@@ -103,12 +103,31 @@ func sortJobsBy(jobs []slurmcli.Job, cmp func(a, b int) int) []slurmcli.Job {
 	return jobs
 }
 
+// advanceReservation is the key under which reservations indexes Slurm's
+// advance reservation name: a space never appears in a job id, so no job
+// is taken for one.
+func advanceReservation(name string) string { return "reservation " + name }
+
+// isAdvanceReservation reports whether a reservations key is an advance
+// reservation's (advanceReservation), which every job counts as ahead of
+// it: Slurm starts no job outside it that would run into it.
+func isAdvanceReservation(key string) bool { return strings.HasPrefix(key, "reservation ") }
+
 // reservations indexes the reservations of v's pending jobs once (squeue
 // --start: each job's planned start and SCHEDNODES), so that each queued
 // job's "when do other jobs plan to start on each node" costs one pass
-// over the reserved nodes rather than over the queue.
+// over the reserved nodes rather than over the queue; and Slurm's advance
+// reservations that have not ended (v.Reservations: their nodes from
+// their start, already passed for an active one), under
+// advanceReservation keys. A job in an advance reservation is kept off its
+// nodes too (the daemon does not read which jobs may use it).
 func (d *Daemon) reservations(v *View) *planner.Reservations[string, string] {
 	ri := planner.NewReservations[string, string]()
+	for _, r := range v.Reservations {
+		if r.End.After(v.Now) && len(r.Nodes) > 0 {
+			ri.Add(advanceReservation(r.Name), r.Start.Unix(), r.Nodes)
+		}
+	}
 	for _, p := range v.Pending {
 		pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode)
 		if !ok || len(pj.PlannedNodes) == 0 {

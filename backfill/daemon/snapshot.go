@@ -166,6 +166,14 @@ type View struct {
 	// cycle (nil: read, or not needed): nothing is admitted, started small
 	// or kept off.
 	PendingPlacementsUnread error
+	// Reservations are Slurm's advance reservations (scontrol show
+	// reservation), read with Placements when shrink-to-admit or
+	// start-small may act: their nodes count as reserved from their start
+	// (reservations). ReservationsUnread is why they could not be read
+	// (nil: read, or not needed): nothing is admitted or started small.
+	// Reservations is not nil once read, none or some.
+	Reservations       []slurmcli.Reservation
+	ReservationsUnread error
 	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
 	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
 	// without an entry (or a nil map: sinfo failed) has an unknown
@@ -313,6 +321,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		s.Config.KeepOffPinned && len(v.Pending) > 0 {
 		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
 			v.Placements, v.PendingPlacementsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
+		}
+		if acts {
+			if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
+				v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
+			}
 		}
 		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
 			v.MaxTimes = nil // not fatal: no limit is raised this cycle

@@ -46,6 +46,9 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 	if len(queue) == 0 {
 		return nil, s, false, "no job waits for resources"
 	}
+	if v.ReservationsUnread != nil {
+		return nil, s, false, "Slurm's advance reservations cannot be read (" + v.ReservationsUnread.Error() + "): a job started small could reach into one"
+	}
 	var whys []string
 	running := d.runningLeft(v, records)
 	drain := d.drain(v)

@@ -116,6 +116,16 @@ func TestStartSmall(t *testing.T) {
 				p := td.fake.pending("30", "n1", 4, td.now.Add(time.Hour))
 				td.fake.set(func() { p.reason = "Priority" })
 			}},
+		{name: "a node in an advance reservation is not idle for it (Slurm would keep it pending)", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() {
+					td.fake.reservations = []string{fakeReservation("maint", "n1", td.now, td.now.Add(30*time.Minute), time.Hour, "MAINT,SPEC_NODES")}
+				})
+			}},
+		{name: "nor while the advance reservations cannot be read", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.reservationsFail = "slurm_load_reservations error: Socket timed out" })
+			}},
 		{name: "a node reserved for a job whose GPUs squeue does not show (--gpus-per-task, or none) is not idle for it",
 			toml: before, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {

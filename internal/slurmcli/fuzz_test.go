@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func addRecordings(f *testing.F, glob string) {
@@ -119,6 +120,31 @@ func FuzzParseGRES(f *testing.F) {
 			back, err := ParseGRES(g.String())
 			if err != nil || len(back) != 1 || back[0] != g {
 				t.Fatalf("%q: entry %+v printed as %q re-parses to %+v, %v", s, g, g.String(), back, err)
+			}
+		}
+	})
+}
+
+// FuzzParseReservations: for any output, no panic, and every reservation
+// read has a name, a window that does not end before it starts, and only
+// node names that are not empty.
+func FuzzParseReservations(f *testing.F) {
+	addRecordings(f, "scontrol-reservation*.txt")
+	addRecordings(f, "slurm-24.11/scontrol-reservation*.txt")
+	f.Add([]byte("ReservationName=x StartTime=2026-01-01T00:00:00 EndTime=2026-01-01T00:00:00 Nodes=n[1-3,7]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := ParseReservations(data, time.UTC)
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			if r.Name == "" || r.End.Before(r.Start) {
+				t.Fatalf("bad reservation %+v", r)
+			}
+			for _, n := range r.Nodes {
+				if n == "" {
+					t.Fatalf("reservation %+v names an empty node", r)
+				}
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the parsers' output")
@@ -78,6 +79,9 @@ func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 			out = append(out, d)
 		}
 		return out, nil
+	case strings.HasPrefix(name, "scontrol-reservation"):
+		// the lab's slurmctld runs in UTC
+		return ParseReservations(data, time.UTC)
 	case strings.HasPrefix(name, "scontrol-node"):
 		recs, err := ParseScontrol(data, KindNode)
 		if err != nil {

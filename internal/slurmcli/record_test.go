@@ -192,3 +192,47 @@ func waitPlanned(ctx context.Context, t *testing.T, r Runner, ids []string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRecordReservations records `scontrol show reservation -o` from a real
+// cluster into scontrol-reservation.txt: a maintenance reservation of n1
+// and n2 an hour ahead and one of n4 active now (both deleted again), and
+// scontrol-reservation-none.txt with none. It runs with -record, as
+// TestRecord does (-test.run '^TestRecordReservations$').
+func TestRecordReservations(t *testing.T) {
+	if !*record {
+		t.Skip("recording needs -record and a running lab cluster")
+	}
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var r Runner
+	save := func(name string) {
+		out, err := r.Output(ctx, "scontrol", "show", "reservation", "-o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*recordDir, name), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"es-record-maint", "es-record-now"} {
+		t.Cleanup(func() { _, _ = r.Output(context.Background(), "scontrol", "delete", "ReservationName="+name) })
+	}
+	for _, args := range [][]string{
+		{"ReservationName=es-record-maint", "StartTime=now+1hour", "Duration=30", "Nodes=n[1-2]", "Users=root", "Flags=MAINT"},
+		{"ReservationName=es-record-now", "StartTime=now", "Duration=60", "Nodes=n4", "Users=root"},
+	} {
+		if _, err := r.Output(ctx, "scontrol", append([]string{"create", "reservation"}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("scontrol-reservation.txt")
+	for _, name := range []string{"es-record-maint", "es-record-now"} {
+		if _, err := r.Output(ctx, "scontrol", "delete", "ReservationName="+name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("scontrol-reservation-none.txt")
+}

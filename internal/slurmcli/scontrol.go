@@ -34,6 +34,8 @@ type Kind int
 const (
 	KindJob  Kind = iota // scontrol show job -o
 	KindNode             // scontrol show node -o
+	// KindReservation is scontrol show reservation -o.
+	KindReservation
 )
 
 // jobKeys and nodeKeys are the keys Slurm 22.05.8 prints (recorded from the lab;
@@ -61,6 +63,13 @@ Weight Owner MCS_label Partitions BootTime SlurmdStartTime LastBusyTime CfgTRES
 AllocTRES CapWatts CurrentWatts AveWatts ExtSensorsJoules ExtSensorsWatts
 ExtSensorsTemp Reason Comment Extra InstanceId InstanceType ResumeAfterTime`)
 
+// reservationKeys are the keys of `scontrol show reservation -o`, as
+// Slurm 22.05.8 prints them (testdata/scontrol-reservation.txt); only root
+// and Slurm operators create reservations.
+var reservationKeys = keySet(`ReservationName StartTime EndTime Duration Nodes NodeCnt
+CoreCnt Features PartitionName Flags TRES Users Groups Accounts Licenses State
+BurstBuffer Watts MaxStartDelay Comment`)
+
 // freeText are keys whose values may hold spaces and "key=value"-looking text.
 var freeText = keySet(`JobName Comment AdminComment Reason OS Command WorkDir StdErr StdIn StdOut Extra Features`)
 
@@ -72,12 +81,12 @@ func keySet(s string) map[string]bool {
 	return m
 }
 
-// ParseScontrol parses `scontrol show job -o` or `scontrol show node -o` output: one
+// ParseScontrol parses `scontrol show job|node|reservation -o` output: one
 // record per non-empty line. Values with spaces are not quoted by Slurm, so a token
 // continues the previous value unless it is "Key=..." with Key looking like a Slurm
 // key (capitalised); after a free-text key (JobName, Comment, Reason, OS, ...) only a
 // key that Slurm 22.05 is known to print ends the value. Errors are *ParseError with
-// Source "scontrol show job" or "scontrol show node".
+// Source "scontrol show job", "scontrol show node" or "scontrol show reservation".
 //
 // Unsafe for jobs whose names users set: a name such as
 // "x UserId=root(0) JobState=COMPLETED WorkDir=/elsewhere" reads back as those
@@ -87,10 +96,14 @@ func keySet(s string) map[string]bool {
 // slurmd.
 func ParseScontrol(out []byte, kind Kind) ([]Record, error) {
 	source, known := "scontrol show job", jobKeys
-	if kind == KindNode {
+	switch kind {
+	case KindNode:
 		source, known = "scontrol show node", nodeKeys
+	case KindReservation:
+		source, known = "scontrol show reservation", reservationKeys
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(out), []byte("No jobs in the system")) {
+	if trimmed := bytes.TrimSpace(out); bytes.HasPrefix(trimmed, []byte("No jobs in the system")) ||
+		bytes.HasPrefix(trimmed, []byte("No reservations in the system")) {
 		return nil, nil
 	}
 	var recs []Record

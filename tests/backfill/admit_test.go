@@ -110,6 +110,29 @@ func TestARigidJobStartsAfterAnElasticMNISTJobIsShrunkToAdmitIt(t *testing.T) {
 	head := l.Submit(t, "#!/bin/sh\nsleep 5\n", "-N2", "--gres=gpu:v100:4", "-t", "1")
 	rigid := l.Submit(t, "#!/bin/sh\nsleep 5\n", "-w", "n4", "--gres=gpu:t4:4", "-t", "1")
 	submitted := time.Now()
+
+	// First a maintenance reservation of n4 (the elastic job's last node,
+	// where the rigid job runs) from 10 min on: the rigid job's 1 min ends
+	// before it, but the elastic job's 20-min limit, raised by a shrink,
+	// reaches into it, so the daemon shrinks nothing (testers saw an
+	// admission onto a reserved node stay pending, planned after it). Once
+	// the reservation is deleted the rigid job is admitted (below).
+	const maint = "es-test-maint"
+	dropMaint := func() { l.CLI.Output(context.Background(), "scontrol", "delete", "ReservationName="+maint) }
+	t.Cleanup(dropMaint)
+	if out, err := l.CLI.Output(ctx, "scontrol", "create", "reservation", "ReservationName="+maint, "StartTime=now+10minutes",
+		"Duration=30", "Nodes=n4", "Users=root", "Flags=MAINT,IGNORE_JOBS"); err != nil {
+		t.Fatalf("creating reservation %s: %v\n%s", maint, err, out)
+	}
+	refused := "queued job " + rigid + ": planner.Admit found no admission"
+	waitFor(t, 30*time.Second, "the daemon refusing to admit "+rigid+" while "+maint+" holds n4", func() bool {
+		b, _ := os.ReadFile(d.log)
+		return strings.Contains(string(b), refused)
+	})
+	if j, err := l.CLI.Job(ctx, id); err != nil || j.Nodes != 2 {
+		t.Fatalf("elastic job %s: %+v (%v), want still on 2 nodes while %s holds n4", id, j, err, maint)
+	}
+	dropMaint()
 	planned := map[string]time.Time{} // earliest planned start seen of every pending job
 	reasons := map[string]bool{}      // the rigid job's Reasons seen while it waited
 	var r slurmcli.Job
