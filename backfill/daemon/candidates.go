@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"cmp"
-
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
@@ -46,8 +44,8 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	}
 	waiting = inPriorityOrder(v, waiting)
 	resv := d.reservations(v)
-	keys := map[string]priorityKey{} // of the jobs with a reservation, computed once
-	keyOf := func(id string) priorityKey {
+	keys := map[string]planner.PriorityKey{} // of the jobs with a reservation, computed once
+	keyOf := func(id string) planner.PriorityKey {
 		k, ok := keys[id]
 		if !ok {
 			k = priorityOf(v, id)
@@ -58,52 +56,28 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
 		mine := keyOf(j.ID)
-		ahead := func(other string) bool { return isAdvanceReservation(other) || keyOf(other).compare(mine) < 0 }
+		ahead := func(other string) bool { return isAdvanceReservation(other) || keyOf(other).Compare(mine) < 0 }
 		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID, ahead)})
 	}
 	return out
 }
 
-// priorityKey is a pending job's place in Slurm's priority order
-// (inPriorityOrder), computed once per job.
-type priorityKey struct {
-	read bool
-	prio uint64
-	id   planner.QueueKey
-}
-
-// priorityOf is pending job id's priorityKey: its priority as squeue's %Q
-// printed it with the placements (read false when none was read).
-func priorityOf(v *View, id string) priorityKey {
+// priorityOf is pending job id's planner.PriorityKey: its priority as
+// squeue's %Q printed it with the placements (not known when none was
+// read).
+func priorityOf(v *View, id string) planner.PriorityKey {
 	p, ok := v.Placements[id]
-	return priorityKey{read: ok, prio: p.Priority, id: planner.NewQueueKey(0, id)}
+	return planner.NewPriorityKey(ok, p.Priority, id)
 }
 
-// compare orders a and b as Slurm's schedulers consider them, like
-// cmp.Compare: a job whose priority was not read first (it counts as ahead
-// of every other), then the higher priority, then the lower job id.
-func (a priorityKey) compare(b priorityKey) int {
-	switch {
-	case a.read != b.read && !a.read:
-		return -1
-	case a.read != b.read:
-		return 1
-	case a.prio != b.prio:
-		return -cmp.Compare(a.prio, b.prio)
-	}
-	return a.id.Compare(b.id)
-}
-
-// inPriorityOrder sorts pending jobs in place in the order Slurm's
-// schedulers consider them within a partition (sort_job_queue: the higher
-// job priority first, squeue's %Q, read with the placements; equal
-// priorities the lower job id first), and returns them. A job whose
-// priority was not read (no placement) comes first (shrink-to-admit
-// refuses it: queuedNodes).
+// inPriorityOrder sorts pending jobs in place in Slurm's priority order
+// (planner.PriorityKey, their priorities read with the placements) and
+// returns them. A job whose priority was not read (no placement) comes
+// first (shrink-to-admit refuses it: queuedNodes).
 func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
-	keys := make([]priorityKey, len(jobs))
+	keys := make([]planner.PriorityKey, len(jobs))
 	for i, j := range jobs {
 		keys[i] = priorityOf(v, j.ID)
 	}
-	return sortJobsBy(jobs, func(a, b int) int { return keys[a].compare(keys[b]) })
+	return sortJobsBy(jobs, func(a, b int) int { return keys[a].Compare(keys[b]) })
 }

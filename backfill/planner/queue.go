@@ -36,3 +36,35 @@ func NewQueueKey(start int64, id string) QueueKey {
 func (a QueueKey) Compare(b QueueKey) int {
 	return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.id, b.id))
 }
+
+// PriorityKey is a pending job's place in Slurm's priority order, the
+// order its schedulers consider jobs in (sort_job_queue in
+// src/slurmctld/job_scheduler.c: the higher job priority, squeue's %Q,
+// first; equal priorities, the lower job id first). Shrink-to-admit tries
+// queued jobs in it, and counts the planned starts of the jobs ahead in it
+// as those Slurm's backfill keeps ([TakesReserved]).
+type PriorityKey struct {
+	known bool
+	prio  uint64
+	id    QueueKey
+}
+
+// NewPriorityKey returns the PriorityKey of job id with priority prio;
+// known is false when its priority was not read: such a job counts as
+// ahead of every job whose priority was.
+func NewPriorityKey(known bool, prio uint64, id string) PriorityKey {
+	return PriorityKey{known: known, prio: prio, id: NewQueueKey(0, id)}
+}
+
+// Compare orders a and b, like cmp.Compare: the job ahead first.
+func (a PriorityKey) Compare(b PriorityKey) int {
+	switch {
+	case a.known != b.known && !a.known:
+		return -1
+	case a.known != b.known:
+		return 1
+	case a.prio != b.prio:
+		return -cmp.Compare(a.prio, b.prio)
+	}
+	return a.id.Compare(b.id)
+}
