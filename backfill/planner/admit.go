@@ -294,8 +294,10 @@ func (c *Cluster) Place(avail []int, gpus, perNode int, rule FitRule) []Alloc {
 // With donors' Loss set (the daemon's and the simulator's policy), the
 // rule is the planner's one objective, the sum of expected completion
 // times: donors yield in order of least loss per GPU freed, each only as
-// far as it still ends within q.Horizon, until Fit finds an allocation in
-// q.Avail (less what q.Ahead keeps it off) plus the GPUs they free; only GPUs on the allocation's nodes are
+// far as it still ends within q.Horizon (and, on a node another job plans
+// to start on, with its raised limit ending by then: q.Reserved), until Fit
+// finds an allocation in q.Avail plus the GPUs they free, less the nodes
+// q.Ahead keeps the job off; only GPUs on the allocation's nodes are
 // taken, least loss first, and the admission stands only when the donors'
 // summed loss is below q.Gain, the wait the queued job saves. Without Loss
 // (the rule before issue 17, kept for the simulator's Legacy mode) donors

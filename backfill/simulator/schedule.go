@@ -270,22 +270,21 @@ func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc,
 }
 
 // othersOff returns, for every node the planned start of another queued
-// job names, the earliest such start (simulated seconds), all of them
-// (reserved) and those of the jobs ahead of r in the queue (ahead):
-// shrink-to-admit keeps donors off every reserved node, and admits r onto
-// a node a job ahead of it plans on only if r ends by then
-// (planner.DonorOffReserved, planner.TakesReserved). The plans are made
-// when a shrink-to-admit first needs them in a pass (s.plans): the first
-// BackfillDepth + 1 queued jobs, as Slurm's backfill plans at most
+// job names, the earliest such start (simulated seconds): of all of them
+// (reserved) and of the jobs ahead of r in the queue (ahead). A donor on a
+// reserved node gives only what leaves its raised time limit ending by
+// then (planner.DonorGives), and r goes onto a node a job ahead of it
+// plans on only if it ends by then (planner.TakesReserved). The plans are
+// made when a shrink-to-admit first needs them in a pass (s.plans): the
+// first BackfillDepth + 1 queued jobs, as Slurm's backfill plans at most
 // bf_max_job_test jobs; the queue head's is its reservation (s.resv) once
 // the pass made it, the others planned as reserve plans the head, at their
 // request, on avail, independently; ahead leaves the head out once it is
 // reserved (the backfill pass keeps r off the GPUs it needs, by count). A
-// job that starts in the pass is dropped. A shrunk donor's raised time
-// limit would delay those starts,
-// ahead of r or behind it; Slurm lets a job it ranks lower wait for r, but
-// never for a donor's raised limit. The daemon keeps the same nodes
-// (daemon.admitCandidates).
+// job that starts in the pass is dropped. A donor's raised limit would
+// delay those starts, ahead of r or behind it; Slurm lets a job it ranks
+// lower wait for r, but never for a donor's raised limit. The daemon
+// applies the same rule (daemon.admitCandidates).
 func (s *sim) othersOff(r *run, avail []int) (reserved, ahead map[int]int64) {
 	if s.plans == nil {
 		s.plans, s.planRank = planner.NewReservations[*run, int](), map[*run]int{}
