@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -152,7 +153,8 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 // a possible donor.
 func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillstore.AdmitShrink) planner.NodeAdmitInput {
 	c := d.cfg
-	in := planner.NodeAdmitInput{Now: v.Now.Unix(), Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss, TimeLimit: c.TimeLimitRule()}
+	in := planner.NodeAdmitInput{Now: v.Now.Unix(), StartDelay: admitStartDelay(v), Speeds: c.Speeds, MaxLoss: c.Admit.MaxLoss,
+		TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
 			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon}
@@ -203,6 +205,21 @@ func (d *Daemon) admitQueued(v *View, c admitCandidate) planner.NodeAdmitQueued 
 		out.ReservedStart = at.Unix()
 	}
 	return out
+}
+
+// admitStartSlack is added to Slurm's bf_interval for how much later than
+// the cycle's snapshot an admitted job may start: the shrink's updates and
+// the backfill pass itself take time.
+const admitStartSlack = 5 * time.Second
+
+// admitStartDelay is how much later than v.Now an admitted job may start
+// (planner.NodeAdmitInput.StartDelay): a job waiting its turn starts at
+// Slurm's next backfill pass, up to bf_interval later (a tester saw an
+// admitted job that would have ended 2.4 s before a maintenance
+// reservation with bf_interval=30 stay pending, its donor shrunk for
+// nothing), plus admitStartSlack.
+func admitStartDelay(v *View) time.Duration {
+	return cmp.Or(v.BackfillInterval, slurmcli.DefaultBackfillInterval) + admitStartSlack
 }
 
 // othersLeft is, for each running job that is not an elastic one (those

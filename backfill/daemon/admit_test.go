@@ -284,10 +284,34 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "not when it would still run at that start (Slurm's backfill would not start it there)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 20*time.Minute) }},
-		{name: "but when only a job behind it plans on that node (Slurm plans that job after it)",
+		{name: "nor when only a job behind it plans on that node (Slurm planned that job there with this one waiting: a tester saw such a job start 10 min late)",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, 20*time.Minute) },
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, 20*time.Minute) }},
+		{name: "it must end by that start even if Slurm starts it a backfill pass later (bf_interval 1 s, plus 5 s: 30 min 3 s is too soon)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 30*time.Minute+3*time.Second) }},
+		{name: "31 min is not",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 31*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but it is with bf_interval=60",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, 31*time.Minute)
+				td.fake.set(func() { td.fake.schedulerParameters = "bf_max_job_test=500,bf_interval=60" })
+			}},
+		{name: "a job that must run in an advance reservation (--reservation) is not admitted (a tester saw it stay pending after the shrink)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.reservation = "R1" })
+			}},
+		{name: "nor one asking for contiguous nodes (--contiguous)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.contiguous = true })
+			}},
 		{name: "a maintenance reservation of n2 in 20 min keeps the donor from releasing it (its raised limit, 132 min, and the queued job's 30 would run into it; testers saw such an admission stay pending)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { reserveN2(td, 20*time.Minute) }},

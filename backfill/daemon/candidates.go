@@ -14,9 +14,11 @@ import (
 const AdmitDepth = 500
 
 // admitCandidate is a pending job shrink-to-admit may act for, with the
-// nodes the planned starts (squeue --start) of every other pending job
-// name, each with the earliest such start: donors stay off them, and the
-// job goes there only if it ends by then (planner.TakesReserved).
+// nodes the planned starts (squeue --start) of every other pending job and
+// Slurm's advance reservations name, each with the earliest such start: a
+// donor there gives only what leaves its raised limit ending by then
+// (planner.DonorGives), and the job goes there only if it ends by then
+// (planner.TakesReserved).
 type admitCandidate struct {
 	job      slurmcli.Job
 	reserved []planner.ReservedNode // sorted by node
@@ -30,11 +32,13 @@ type admitCandidate struct {
 // Priority wait behind their partition's first blocked job (Slurm's main
 // scheduler stops there) and are started by the backfill scheduler, within
 // bf_interval of the shrink. The reservations of the jobs behind the
-// admitted one are kept too, not only those ahead of it: Slurm would let a
-// job it ranks lower wait for the admitted one, but what delays it is the
-// donor's raised time limit on the nodes it plans to start on, which
-// Slurm never does (a tester saw a job behind a 50-s admitted job start
-// 6.5 min late, at its donor's raised end).
+// admitted one are kept too, not only those ahead of it, from the donors'
+// raised limits (a tester saw a job behind a 50-s admitted job start 6.5
+// min late, at its donor's raised end) and from the admitted job itself:
+// Slurm would plan a job it ranks lower after the admitted one, but that
+// job's plan was made with the admitted one waiting (a tester saw a job
+// Slurm had backfilled start 10 min late when a shrink started the job
+// ranked above it early).
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
 	for _, j := range v.Pending {
@@ -44,20 +48,9 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	}
 	waiting = inPriorityOrder(v, waiting)
 	resv := d.reservations(v)
-	keys := map[string]planner.PriorityKey{} // of the jobs with a reservation, computed once
-	keyOf := func(id string) planner.PriorityKey {
-		k, ok := keys[id]
-		if !ok {
-			k = priorityOf(v, id)
-			keys[id] = k
-		}
-		return k
-	}
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
-		mine := keyOf(j.ID)
-		ahead := func(other string) bool { return isAdvanceReservation(other) || keyOf(other).Compare(mine) < 0 }
-		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID, ahead)})
+		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID)})
 	}
 	return out
 }

@@ -140,6 +140,9 @@ type Daemon struct {
 	// and priorities (View.PendingPlacementsUnread), reservationsUnread
 	// for Slurm's advance reservations (View.ReservationsUnread).
 	pendingPlacementsUnread, reservationsUnread string
+	// bfIntervalUnread is the same for Slurm's bf_interval
+	// (View.BackfillIntervalUnread).
+	bfIntervalUnread string
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -623,6 +626,15 @@ func (d *Daemon) warnUnreadable(v *View) {
 	case why == nil && v.Placements != nil && d.pendingPlacementsUnread != "":
 		d.pendingPlacementsUnread = ""
 		d.log.Named("snapshot").Info("the pending jobs' excluded nodes, features and priorities read again")
+	}
+	switch why := v.BackfillIntervalUnread; {
+	case why != nil && why.Error() != d.bfIntervalUnread:
+		d.bfIntervalUnread = why.Error()
+		d.log.Named("snapshot").Warn("Slurm's bf_interval cannot be read; shrink-to-admit counts on Slurm's default, 30 s, for when an admitted job starts",
+			"error", why)
+	case why == nil && v.BackfillInterval > 0 && d.bfIntervalUnread != "":
+		d.bfIntervalUnread = ""
+		d.log.Named("snapshot").Info("Slurm's bf_interval read again", "bf_interval", v.BackfillInterval)
 	}
 	switch why := v.ReservationsUnread; {
 	case why != nil && why.Error() != d.reservationsUnread:

@@ -109,7 +109,7 @@
 // mix types, but only those it asked for when it asked for a type,
 // --gres=gpu:TYPE:N; speeds apply). Extra jobs go only where the job's
 // owner let it run (planner.RunningJob.OffNodes, from `squeue
-// --states=RUNNING -o %i|%x|%Q|%f` each cycle an elastic job is ready): never
+// --states=RUNNING -o %i|%x|%Q|%v|%O|%f` each cycle an elastic job is ready): never
 // onto a node of its --exclude, and only onto its own nodes when it asks
 // node features (--constraint), which the daemon does not evaluate; a job
 // whose placement does not read is not grown that cycle. Nodes this daemon
@@ -211,13 +211,20 @@
 //     admitted one, but not for a donor's raised limit (admitCandidates).
 //     The queued job goes only onto GPUs that are idle or that the donors
 //     release (GPUs of this daemon's extra jobs count as idle: Slurm
-//     preempts extra.partition for it), onto a node a job Slurm ranks
-//     ahead of it (squeue's %Q) plans on only when its time limit ends by
-//     that job's planned start (Slurm's own backfill rule,
-//     planner.TakesReserved; a node only jobs ranked below it plan on is
-//     its to take, as Slurm plans those after it), and only in the layout
-//     it asked for (its node count, GPUs per node, GPU type and
-//     --nodelist); so it starts now and no reservation
+//     preempts extra.partition for it), onto a node another pending job
+//     plans to start on only when its time limit ends by that start even
+//     if Slurm starts it a backfill pass later (bf_interval, read from
+//     `scontrol show config`, plus 5 s: a tester saw an admitted job with
+//     2.4 s to spare stay pending under bf_interval=30), whether that job
+//     ranks above it or below (Slurm's own backfill rule,
+//     planner.TakesReserved; a job ranked below was planned with the
+//     queued one waiting, and a tester saw one Slurm had backfilled start
+//     10 min late when the job above it was admitted early), and only in
+//     the layout it asked for (its node count, GPUs per node, GPU type and
+//     --nodelist); a job that must run in an advance reservation
+//     (--reservation) or asks for contiguous nodes (--contiguous) is never
+//     admitted (a tester saw each stay pending after a shrink); so it
+//     starts now and no reservation
 //     moves (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a
 //     donor's raised end and start on time).
@@ -332,7 +339,7 @@
 // Where a queued job may go (shrink-to-admit and start-small alike): only
 // nodes of one of its partitions, none of its --exclude, only its
 // --nodelist when it named one. The excluded nodes and --constraint come
-// from `squeue -o %i|%x|%Q|%f` (slurmcli.PendingPlacements: 22.05's --Format
+// from `squeue -o %i|%x|%Q|%v|%O|%f` (slurmcli.PendingPlacements: 22.05's --Format
 // has no excluded-nodes field), read when a job waits for resources, with
 // the nodes' scheduling weights when shrink-to-admit or start-small is on
 // (`scontrol show node -o` Weight=; Slurm takes nodes of lower weight

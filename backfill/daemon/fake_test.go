@@ -85,6 +85,9 @@ type fakeSlurm struct {
 	// (fakeReservation); reservationsFail makes it fail with this stderr.
 	reservations     []string
 	reservationsFail string
+	// schedulerParameters is what `scontrol show config` prints for
+	// SchedulerParameters ("": bf_interval=1, the lab's).
+	schedulerParameters string
 }
 
 type fakeNode struct {
@@ -150,6 +153,10 @@ type fakeJob struct {
 	requeueable bool
 	// qos is squeue's QOS ("" prints "normal").
 	qos string
+	// reservation and contiguous are its --reservation and --contiguous
+	// (squeue's %v and %O).
+	reservation string
+	contiguous  bool
 }
 
 func newFake(now time.Time) *fakeSlurm {
@@ -284,6 +291,8 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		return []byte("slurm " + cmp.Or(f.version, "22.05.8") + "\n"), nil
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
+	case name == "scontrol" && strings.Join(args, " ") == "show config":
+		return []byte("SchedulerParameters     = " + cmp.Or(f.schedulerParameters, "bf_interval=1") + "\nSlurmdTimeout           = 300 sec\n"), nil
 	case name == "scontrol" && strings.Join(args, " ") == "show reservation -o":
 		if f.reservationsFail != "" {
 			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.reservationsFail, Err: errors.New("exit status 1")}
@@ -454,7 +463,12 @@ func (f *fakeSlurm) placements(args []string) []byte {
 			if features == "" {
 				features = "(null)"
 			}
-			fmt.Fprintf(&b, "%s|%s|%d|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, cmp.Or(j.priority, fakePriority(j.id)), features)
+			contiguous := 0
+			if j.contiguous {
+				contiguous = 1
+			}
+			fmt.Fprintf(&b, "%s|%s|%d|%s|%d|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, cmp.Or(j.priority, fakePriority(j.id)),
+				cmp.Or(j.reservation, "(null)"), contiguous, features)
 		}
 	}
 	return []byte(b.String())

@@ -14,9 +14,13 @@ import (
 // "a,b"), none of its --exclude, and only its --nodelist when it named
 // one. why is non-empty, and may nil, when the daemon cannot tell or must
 // not act for q: its placement was not read (v.Placements), it asks for
-// node features (--constraint, which the daemon does not check), a node
-// list does not parse, or it waits in extra.partition (preemptible work
-// never shrinks another job or starts early). Shrink-to-admit and
+// node features (--constraint, which the daemon does not check), it must
+// run in an advance reservation (--reservation: only that reservation's
+// nodes, in its window) or asks for contiguous nodes (--contiguous), a
+// node list does not parse, or it waits in extra.partition (preemptible
+// work never shrinks another job or starts early). A tester saw each of
+// --reservation and --contiguous make the daemon shrink another user's job
+// for a job Slurm then could not start. Shrink-to-admit and
 // start-small act only on what this allows, so a job that excludes the
 // nodes they would free makes no other job shrink.
 func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) bool, why string) {
@@ -30,6 +34,12 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	}
 	if p.Features != "" {
 		return nil, "it asks for node features (--constraint " + p.Features + "), which this daemon does not check"
+	}
+	if p.Reservation != "" {
+		return nil, "it must run in advance reservation " + p.Reservation + " (--reservation), which this daemon does not plan for"
+	}
+	if p.Contiguous {
+		return nil, "it asks for contiguous nodes (--contiguous), which this daemon does not check"
 	}
 	excluded, err := slurmcli.ExpandHostlist(p.ExcNodes)
 	if err != nil {
@@ -108,11 +118,6 @@ func sortJobsBy(jobs []slurmcli.Job, cmp func(a, b int) int) []slurmcli.Job {
 // is taken for one.
 func advanceReservation(name string) string { return "reservation " + name }
 
-// isAdvanceReservation reports whether a reservations key is an advance
-// reservation's (advanceReservation), which every job counts as ahead of
-// it: Slurm starts no job outside it that would run into it.
-func isAdvanceReservation(key string) bool { return strings.HasPrefix(key, "reservation ") }
-
 // reservations indexes the reservations of v's pending jobs once (squeue
 // --start: each job's planned start and SCHEDNODES), so that each queued
 // job's "when do other jobs plan to start on each node" costs one pass
@@ -122,7 +127,11 @@ func isAdvanceReservation(key string) bool { return strings.HasPrefix(key, "rese
 // advanceReservation keys. A job in an advance reservation is kept off its
 // nodes too (the daemon does not read which jobs may use it).
 func (d *Daemon) reservations(v *View) *planner.Reservations[string, string] {
+	if v.reservationIndex != nil {
+		return v.reservationIndex
+	}
 	ri := planner.NewReservations[string, string]()
+	v.reservationIndex = ri
 	for _, r := range v.Reservations {
 		if r.End.After(v.Now) && len(r.Nodes) > 0 {
 			ri.Add(advanceReservation(r.Name), r.Start.Unix(), r.Nodes)
@@ -143,15 +152,12 @@ func (d *Daemon) reservations(v *View) *planner.Reservations[string, string] {
 }
 
 // reservedByOthers returns the nodes, sorted, that the reservation of a
-// pending job other than id names, each with the earliest such start, and
-// marked Ahead, with the earliest start among them, where a job ranked
-// ahead of id (ahead) names it.
-func reservedByOthers(ri *planner.Reservations[string, string], id string, ahead func(other string) bool) []planner.ReservedNode {
-	before := ri.Ahead(id, ahead)
+// pending job other than id (or an advance reservation) names, each with
+// the earliest such start.
+func reservedByOthers(ri *planner.Reservations[string, string], id string) []planner.ReservedNode {
 	var out []planner.ReservedNode
 	for n, start := range ri.Others(id) {
-		at, ok := before[n]
-		out = append(out, planner.ReservedNode{Node: n, Start: start, Ahead: ok, AheadStart: at})
+		out = append(out, planner.ReservedNode{Node: n, Start: start})
 	}
 	slices.SortFunc(out, func(a, b planner.ReservedNode) int { return cmp.Compare(a.Node, b.Node) })
 	return out

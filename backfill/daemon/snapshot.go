@@ -174,6 +174,15 @@ type View struct {
 	// Reservations is not nil once read, none or some.
 	Reservations       []slurmcli.Reservation
 	ReservationsUnread error
+	// BackfillInterval is Slurm's bf_interval, read with Reservations (at
+	// most every 10 min); BackfillIntervalUnread is why it could not be
+	// (then Slurm's default, 30 s, stands in).
+	BackfillInterval       time.Duration
+	BackfillIntervalUnread error
+	// reservationIndex is the pending jobs' and advance reservations'
+	// planned starts, indexed by the first reservations call of the cycle
+	// (admission and start-small both ask).
+	reservationIndex *planner.Reservations[string, string]
 	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
 	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
 	// without an entry (or a nil map: sinfo failed) has an unknown
@@ -261,6 +270,31 @@ type Snapshotter struct {
 	// record without a uid is compared by the uid its name gives now
 	// (View.ownerUID).
 	UserID func(name string) (uint32, error)
+
+	// bfInterval is Slurm's bf_interval as last read (bfRead, the
+	// snapshot's now), re-read after bfIntervalTTL.
+	bfInterval time.Duration
+	bfRead     time.Time
+}
+
+// bfIntervalTTL is how long a read bf_interval is used before `scontrol
+// show config` is read again: an admin's `scontrol reconfigure` is seen
+// within it.
+const bfIntervalTTL = 10 * time.Minute
+
+// backfillInterval returns Slurm's bf_interval (slurmcli.BackfillInterval),
+// read at most once per bfIntervalTTL; unread is why it could not be read
+// (then Slurm's default, slurmcli.DefaultBackfillInterval, stands in).
+func (s *Snapshotter) backfillInterval(ctx context.Context, now time.Time) (d time.Duration, unread error) {
+	if !s.bfRead.IsZero() && now.Sub(s.bfRead) < bfIntervalTTL {
+		return s.bfInterval, nil
+	}
+	d, err := s.Slurm.BackfillInterval(ctx)
+	if err != nil {
+		return slurmcli.DefaultBackfillInterval, err
+	}
+	s.bfInterval, s.bfRead = d, now
+	return d, nil
 }
 
 // userID is UserID, or the system's user database.
@@ -326,6 +360,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 			if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
 				v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
 			}
+			v.BackfillInterval, v.BackfillIntervalUnread = s.backfillInterval(ctx, v.Now)
 		}
 		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
 			v.MaxTimes = nil // not fatal: no limit is raised this cycle

@@ -122,6 +122,11 @@ func TestStartSmall(t *testing.T) {
 					td.fake.reservations = []string{fakeReservation("maint", "n1", td.now, td.now.Add(30*time.Minute), time.Hour, "MAINT,SPEC_NODES")}
 				})
 			}},
+		{name: "a head that must run in an advance reservation (--reservation) is not started small", toml: before, comment: elastic,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.reservation = "R1" })
+			}},
 		{name: "nor while the advance reservations cannot be read", toml: before, comment: elastic,
 			setup: func(t *testing.T, td *testDaemon) {
 				td.fake.set(func() { td.fake.reservationsFail = "slurm_load_reservations error: Socket timed out" })

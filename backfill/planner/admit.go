@@ -246,14 +246,19 @@ type AdmitRequest struct {
 	// holding base GPUs there gives only what leaves its raised time limit
 	// ending by then ([Donor.RaisedEnd], [DonorGives]).
 	Reserved func(node int) (start float64, ok bool)
-	// Ahead is Reserved for the pending jobs ranked ahead of this one
-	// (Slurm's priority order): the job takes GPUs on such a node only
-	// when its Limit ends by that start ([TakesReserved]); nil: none.
-	Ahead func(node int) (start float64, ok bool)
+	// JobReserved is Reserved as the job's own placement must respect
+	// it: the job takes GPUs on such a node only when its Limit ends by
+	// that start ([TakesReserved]); nil: Reserved. The simulator leaves
+	// the queue head's reservation out, since its backfill pass keeps the
+	// job off the GPUs the head needs by count, finer than by node.
+	JobReserved func(node int) (start float64, ok bool)
 	// Limit is the longest the job may hold what it takes, in seconds (its
 	// time limit at Want GPUs); 0: not known, it takes nothing on a
-	// reserved node.
-	Limit float64
+	// reserved node. StartDelay is how much later than now it may start
+	// (seconds): Slurm starts a job waiting its turn at its backfill
+	// scheduler's next pass, up to bf_interval later, so the job must end
+	// by a reservation's start even when started then.
+	Limit, StartDelay float64
 	// WholeNodes lets a donor give up only all of its GPUs on a node, and
 	// never its last node (Slurm shrinks a running job by nodes:
 	// scontrol update NumNodes=).
@@ -297,7 +302,7 @@ func (c *Cluster) Place(avail []int, gpus, perNode int, rule FitRule) []Alloc {
 // far as it still ends within q.Horizon (and, on a node another job plans
 // to start on, with its raised limit ending by then: q.Reserved), until Fit
 // finds an allocation in q.Avail plus the GPUs they free, less the nodes
-// q.Ahead keeps the job off; only GPUs on the allocation's nodes are
+// q.JobReserved keeps the job off; only GPUs on the allocation's nodes are
 // taken, least loss first, and the admission stands only when the donors'
 // summed loss is below q.Gain, the wait the queued job saves. Without Loss
 // (the rule before issue 17, kept for the simulator's Legacy mode) donors
@@ -370,10 +375,14 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		slices.SortStableFunc(donors, func(x, y int) int { return cmp.Compare(q.Donors[y].TimeLeft, q.Donors[x].TimeLeft) })
 	}
 	avail := q.Avail
-	if q.Ahead != nil {
+	jobReserved := q.JobReserved
+	if jobReserved == nil {
+		jobReserved = q.Reserved
+	}
+	if jobReserved != nil {
 		avail = slices.Clone(q.Avail)
 		for n := range avail {
-			if !TakesReserved(n, q.Limit, q.Ahead) {
+			if !TakesReserved(n, q.Limit+q.StartDelay, jobReserved) {
 				avail[n] = 0
 			}
 		}
@@ -390,8 +399,8 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 			d.Min = max(d.Min, sum(d.Base)-limit[di])
 		}
 		for _, g := range gifts(d, q.WholeNodes) {
-			if !TakesReserved(g.Node, q.Limit, q.Ahead) {
-				continue // freed, but not for this job: a job ahead plans there before it ends
+			if !TakesReserved(g.Node, q.Limit+q.StartDelay, jobReserved) {
+				continue // freed, but not for this job: another job plans to start there before it ends
 			}
 			gives = append(gives, DonorShrink{Donor: di, Node: g.Node, GPUs: g.GPUs})
 			tent[g.Node] += g.GPUs

@@ -142,26 +142,31 @@ func TestAdmit(t *testing.T) {
 		{
 			name: "the job takes free GPUs on a reserved node when its limit ends by the reserved start",
 			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
-				Reserved: reservedAt(map[int]float64{0: 100}), Ahead: reservedAt(map[int]float64{0: 100}), Limit: 100},
+				Reserved: reservedAt(map[int]float64{0: 100}), Limit: 100},
 			want:   Admission{Alloc: []Alloc{{0, 2}, {1, 1}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 1}}},
 			wantOK: true,
 		},
 		{
 			name: "it takes none there when its limit ends after the reserved start",
 			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
-				Reserved: reservedAt(map[int]float64{0: 99}), Ahead: reservedAt(map[int]float64{0: 99}), Limit: 100},
+				Reserved: reservedAt(map[int]float64{0: 99}), Limit: 100},
 		},
 		{
-			name: "a node only jobs ranked below it plan on is its to take, whatever its limit",
+			name: "the job's placement may respect other reservations than the donors' (JobReserved)",
 			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
-				Reserved: reservedAt(map[int]float64{0: 99}), Ahead: reservedAt(nil), Limit: 100},
+				Reserved: reservedAt(map[int]float64{0: 99}), JobReserved: reservedAt(nil), Limit: 100},
 			want:   Admission{Alloc: []Alloc{{0, 2}, {1, 1}}, Shrinks: []DonorShrink{{Donor: 0, Node: 1, GPUs: 1}}},
 			wantOK: true,
 		},
 		{
+			name: "it may start up to StartDelay later: it must end by the start then",
+			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
+				Reserved: reservedAt(map[int]float64{0: 120}), Limit: 100, StartDelay: 21},
+		},
+		{
 			name: "nor when its limit is not known",
 			req: AdmitRequest{Avail: []int{2, 0}, Want: 3, Work: 100, Donors: []Donor{{Base: []Alloc{{1, 4}}, Min: 3, TimeLeft: 99999}},
-				Reserved: reservedAt(map[int]float64{0: 1e9}), Ahead: reservedAt(map[int]float64{0: 1e9})},
+				Reserved: reservedAt(map[int]float64{0: 1e9})},
 		},
 		{
 			name: "the donor with the most time left yields first",

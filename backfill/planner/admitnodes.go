@@ -45,9 +45,8 @@ type NodeAdmitQueued struct {
 	// Reserved are the nodes other pending jobs' reservations name
 	// (squeue --start): a donor holding one shrinks only as far as leaves
 	// its raised time limit ending by the earliest such start (later, it
-	// would move the reservation: [DonorGives]), and it goes to one that a
-	// job ranked ahead of it names only when its Limit ends by that job's
-	// start ([TakesReserved]).
+	// would move the reservation: [DonorGives]), and it goes to one only
+	// when its Limit ends by then ([TakesReserved]).
 	Reserved []ReservedNode
 	// ReservedStart is when Slurm's backfill plans to start it (squeue
 	// --start), Unix seconds; 0: none planned or unreadable. Under the
@@ -63,14 +62,8 @@ type NodeAdmitQueued struct {
 type ReservedNode struct {
 	Node string
 	// Start is the earliest start among those jobs, Unix seconds (0: not
-	// known): a donor holding the node gives only what leaves its raised
-	// limit ending by then.
+	// known, nothing ends by it).
 	Start int64 `json:",omitempty"`
-	// Ahead: a job Slurm ranks ahead of the queued one names it (its
-	// priority order); AheadStart is the earliest start among those jobs,
-	// Unix seconds (0: not known, nothing ends by it).
-	Ahead      bool  `json:",omitempty"`
-	AheadStart int64 `json:",omitempty"`
 }
 
 // NodeAdmitDonor is a running job that might give up whole nodes.
@@ -116,6 +109,9 @@ type NodeAdmitInput struct {
 	// Reserved starts count (0: not known; reserved nodes are then kept
 	// off whatever the job's limit).
 	Now int64 `json:",omitempty"`
+	// StartDelay is how much later than Now an admitted job may start
+	// ([AdmitRequest].StartDelay: Slurm's bf_interval, plus slack).
+	StartDelay time.Duration `json:",omitempty"`
 	// Nodes are the nodes the daemon manages and Slurm may start jobs on.
 	Nodes []AdmitNode
 	// Speeds are the site's relative speeds by GPU type (Cluster.Fit
@@ -428,15 +424,9 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		return 0
 	}
 	reserved := map[int]float64{} // by node index: the earliest start of another job there, seconds from now
-	ahead := map[int]float64{}    // the same, of the jobs ranked ahead
 	for _, r := range q.Reserved {
-		i, ok := idx[r.Node]
-		if !ok {
-			continue
-		}
-		reserved[i] = fromNow(r.Start)
-		if r.Ahead {
-			ahead[i] = fromNow(r.AheadStart)
+		if i, ok := idx[r.Node]; ok {
+			reserved[i] = fromNow(r.Start)
 		}
 	}
 	for _, n := range q.OnlyNodes {
@@ -451,10 +441,9 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		}
 	}
 	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }
-	aheadFn := func(n int) (float64, bool) { at, ok := ahead[n]; return at, ok }
 	avail := slices.Clone(baseAvail) // Slurm starts it nowhere else, before or after the shrinks
 	for i := range avail {
-		if !allowed[i] || !TakesReserved(i, q.Limit.Seconds(), aheadFn) {
+		if !allowed[i] || !TakesReserved(i, (q.Limit+in.StartDelay).Seconds(), reservedFn) {
 			avail[i] = 0
 		}
 	}
@@ -504,7 +493,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		perNode = 0
 	}
 	adm, ok := cluster.Admit(AdmitRequest{Avail: avail, Want: want, PerNode: perNode, Rule: rule, Work: q.Limit.Seconds(),
-		Donors: donors, Reserved: reservedFn, Ahead: aheadFn, Limit: q.Limit.Seconds(),
+		Donors: donors, Reserved: reservedFn, Limit: q.Limit.Seconds(), StartDelay: in.StartDelay.Seconds(),
 		WholeNodes: true, Gain: gain, Horizon: horizon})
 	if !ok {
 		what := "reservations, time left, type, layout"
@@ -532,7 +521,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		}
 		sh := NodeShrink{Job: c.d.ID, OrigNodes: c.d.OrigNodes, FromNodes: from, ToNodes: to, OldLimit: c.d.Limit, Remaining: c.remaining}
 		for _, b := range c.d.Nodes[to:] {
-			if i := idx[b.Node]; allowed[i] && TakesReserved(i, q.Limit.Seconds(), aheadFn) {
+			if i := idx[b.Node]; allowed[i] && TakesReserved(i, (q.Limit+in.StartDelay).Seconds(), reservedFn) {
 				tent[i] += b.GPUs
 			}
 			sh.Released = append(sh.Released, b.Node)

@@ -62,9 +62,8 @@ func TestAdmitOnNodes(t *testing.T) {
 		{"not when n0 is planned from 20 min on: its 30 min would delay that start",
 			func(in *NodeAdmitInput) { reservedIdleNode(in, 20*min) }, nil, "found no admission"},
 		{"not when the cycle's time is not known", func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min); in.Now = 0 }, nil, "found no admission"},
-		{"but whenever only jobs ranked below it plan on n0: Slurm plans them after it",
-			func(in *NodeAdmitInput) { reservedIdleNode(in, 20*min); in.Queue[0].Reserved[0].Ahead = false },
-			&NodeAdmission{Queued: "20", Alloc: []NodeGPUs{{"n0", 4}, {"n2", 4}}, Shrinks: admitted.Shrinks}, ""},
+		{"nor when it may start up to 16 min later (StartDelay): its 30 min would then run past 45",
+			func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min); in.StartDelay = 16 * min }, nil, "found no admission"},
 		{"a queued job that excludes the node a shrink would free makes nobody shrink",
 			func(in *NodeAdmitInput) { in.Queue[0].Allowed = []string{"n1", "n3", "n4"} }, nil, "do not hold it"},
 		{"only the layout asked for: two nodes of 2 GPUs do not fit on one released node",
@@ -368,7 +367,7 @@ func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
 		}
 		for _, al := range a.Alloc {
 			early := slices.ContainsFunc(q.Reserved, func(r ReservedNode) bool {
-				return r.Node == al.Node && r.Ahead && in.Now+int64(q.Limit.Seconds()) > r.AheadStart
+				return r.Node == al.Node && in.Now+int64((q.Limit+in.StartDelay).Seconds()) > r.Start
 			})
 			if al.GPUs != q.GPUsPerNode || !slices.Contains(q.Allowed, al.Node) || early || free[al.Node] < al.GPUs {
 				t.Fatalf("%+v: %s starts on %v (free after the shrinks %v)", in, q.ID, a.Alloc, free)
@@ -390,11 +389,11 @@ func reservedIdleNode(in *NodeAdmitInput, at time.Duration) {
 	in.Nodes = append([]AdmitNode{{Name: "n0", GPUType: "v100", Total: 4, Free: 4}}, in.Nodes...)
 	q := &in.Queue[0]
 	q.Nodes, q.Allowed = 2, append(q.Allowed, "n0")
-	q.Reserved = []ReservedNode{{Node: "n0", Ahead: true, AheadStart: in.Now + int64(at.Seconds())}}
+	q.Reserved = []ReservedNode{{Node: "n0", Start: in.Now + int64(at.Seconds())}}
 }
 
 func randomAdmit(rng *rand.Rand) NodeAdmitInput {
-	in := NodeAdmitInput{Now: 1e6, MaxLoss: []float64{0.25, 0.5, 1}[rng.IntN(3)], TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
+	in := NodeAdmitInput{Now: 1e6, StartDelay: time.Duration(rng.IntN(60)) * time.Second, MaxLoss: []float64{0.25, 0.5, 1}[rng.IntN(3)], TimeLimit: TimeLimitRule{Margin: time.Minute, MarginFraction: 0.1, Unit: time.Minute}}
 	nodes := 3 + rng.IntN(6)
 	used := make([]int, nodes)
 	for i := range nodes {
@@ -433,7 +432,7 @@ func randomAdmit(rng *rand.Rand) NodeAdmitInput {
 			}
 			if rng.IntN(8) == 0 {
 				at := in.Now + int64(rng.IntN(6*3600))
-				queued.Reserved = append(queued.Reserved, ReservedNode{Node: n.Name, Start: at, Ahead: rng.IntN(2) == 0, AheadStart: at + int64(rng.IntN(3600))})
+				queued.Reserved = append(queued.Reserved, ReservedNode{Node: n.Name, Start: at})
 			}
 		}
 		in.Queue = append(in.Queue, queued)

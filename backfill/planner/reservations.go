@@ -80,12 +80,13 @@ func (r *Reservations[J, N]) Nodes(job J) []N { return r.jobs[job].nodes }
 func (r *Reservations[J, N]) Len() int { return len(r.jobs) }
 
 // Others returns, for every node the planned start of a job other than
-// job names, the earliest such start (the caller's clock, as Add).
-func (r *Reservations[J, N]) Others(job J) map[N]int64 {
+// job (and the jobs also names) names, the earliest such start (the
+// caller's clock, as Add).
+func (r *Reservations[J, N]) Others(job J, also ...J) map[N]int64 {
 	out := make(map[N]int64, len(r.nodes))
 	for n, by := range r.nodes {
 		for _, e := range by {
-			if e.job != job {
+			if e.job != job && !slices.Contains(also, e.job) {
 				out[n] = e.start
 				break
 			}
@@ -94,39 +95,24 @@ func (r *Reservations[J, N]) Others(job J) map[N]int64 {
 	return out
 }
 
-// Ahead returns, for every node the planned start of a job ranked ahead
-// of job names (ahead(other) reports whether other is), the earliest such
-// start. These are the reservations Slurm's backfill keeps when it starts
-// job: a job ranked lower is planned after it, in the same pass.
-func (r *Reservations[J, N]) Ahead(job J, ahead func(other J) bool) map[N]int64 {
-	out := map[N]int64{}
-	for n, by := range r.nodes {
-		for _, e := range by {
-			if e.job != job && ahead(e.job) {
-				out[n] = e.start
-				break
-			}
-		}
-	}
-	return out
-}
-
-// TakesReserved reports whether a job admitted now with a time limit of
-// limit seconds may take GPUs on node: no pending job ranked ahead of it
-// plans to start there (ahead(node) is not ok, or ahead is nil), or its
-// limit ends by the earliest such start. This is Slurm's backfill rule: a
-// job starts on nodes that the reservation of a job ranked ahead of it
-// needs only when it ends before that reservation begins
-// (https://slurm.schedmd.com/sched_config.html, "Backfill"); jobs ranked
-// below it are planned after it. Slurm plans by time limits, so the limit
-// counts, not the expected end. limit 0 (not known) takes nothing
-// reserved.
-func TakesReserved(node int, limit float64, ahead func(node int) (start float64, ok bool)) bool {
-	if ahead == nil {
+// TakesReserved reports whether a job admitted now, which may hold what
+// it takes for hold seconds (its time limit, plus how long it may take to
+// start), may take GPUs on node: no other pending job plans to start there
+// (reserved(node) is not ok, or reserved is nil), or it ends by the
+// earliest such start. This is Slurm's backfill rule for a job on nodes a
+// reservation needs (https://slurm.schedmd.com/sched_config.html,
+// "Backfill"), applied to every other job, whatever its rank: Slurm would
+// plan a job ranked below the admitted one after it, but that job's plan
+// was made with the admitted one waiting, and a shrink that starts it
+// sooner moves the plan (a tester saw a job Slurm had backfilled start
+// 10 min late). Slurm plans by time limits, so the limit counts, not the
+// expected end. hold 0 (not known) takes nothing reserved.
+func TakesReserved(node int, hold float64, reserved func(node int) (start float64, ok bool)) bool {
+	if reserved == nil {
 		return true
 	}
-	start, ok := ahead(node)
-	return !ok || limit > 0 && limit <= start
+	start, ok := reserved(node)
+	return !ok || hold > 0 && hold <= start
 }
 
 // EarliestReserved returns the earliest start (seconds from now) among

@@ -12,35 +12,33 @@ func TestReservations(t *testing.T) {
 		start int64
 		nodes []string
 	}
-	rank := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
 	tests := []struct {
 		name      string
 		adds      []add
 		drop      []string
 		job       string
 		others    map[string]int64
-		ahead     map[string]int64
 		jobNodes  []string
 		plannedBy int
 	}{
-		{name: "nothing planned", job: "a", others: map[string]int64{}, ahead: map[string]int64{}},
+		{name: "nothing planned", job: "a", others: map[string]int64{}},
 		{name: "a job's own plan is not among the others'",
 			adds: []add{{"a", 100, []string{"n1"}}}, job: "a",
-			others: map[string]int64{}, ahead: map[string]int64{}, jobNodes: []string{"n1"}, plannedBy: 1},
-		{name: "the earliest start of the others on each node; only those ranked ahead in ahead",
+			others: map[string]int64{}, jobNodes: []string{"n1"}, plannedBy: 1},
+		{name: "the earliest start of the others on each node",
 			adds: []add{{"a", 300, []string{"n1", "n2"}}, {"b", 100, []string{"n1"}}, {"d", 50, []string{"n2", "n3"}}}, job: "c",
-			others: map[string]int64{"n1": 100, "n2": 50, "n3": 50}, ahead: map[string]int64{"n1": 100, "n2": 300}, plannedBy: 3},
+			others: map[string]int64{"n1": 100, "n2": 50, "n3": 50}, plannedBy: 3},
 		{name: "the job's own earlier start on a node does not hide another's",
 			adds: []add{{"b", 10, []string{"n1"}}, {"a", 20, []string{"n1"}}}, job: "b",
-			others: map[string]int64{"n1": 20}, ahead: map[string]int64{"n1": 20}, jobNodes: []string{"n1"}, plannedBy: 2},
+			others: map[string]int64{"n1": 20}, jobNodes: []string{"n1"}, plannedBy: 2},
 		{name: "a node named twice counts once; a job added again replaces its plan",
 			adds: []add{{"a", 10, []string{"n1", "n1", "n2"}}, {"a", 40, []string{"n2"}}}, job: "c",
-			others: map[string]int64{"n2": 40}, ahead: map[string]int64{"n2": 40}, plannedBy: 1},
+			others: map[string]int64{"n2": 40}, plannedBy: 1},
 		{name: "a dropped job names nothing",
 			adds: []add{{"a", 10, []string{"n1"}}, {"b", 20, []string{"n1", "n2"}}}, drop: []string{"a", "x"}, job: "c",
-			others: map[string]int64{"n1": 20, "n2": 20}, ahead: map[string]int64{"n1": 20, "n2": 20}, plannedBy: 1},
+			others: map[string]int64{"n1": 20, "n2": 20}, plannedBy: 1},
 		{name: "a job with no nodes is not recorded",
-			adds: []add{{"a", 10, nil}}, job: "c", others: map[string]int64{}, ahead: map[string]int64{}},
+			adds: []add{{"a", 10, nil}}, job: "c", others: map[string]int64{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,10 +51,6 @@ func TestReservations(t *testing.T) {
 			}
 			if got := r.Others(tc.job); !maps.Equal(got, tc.others) {
 				t.Errorf("Others(%s) = %v, want %v", tc.job, got, tc.others)
-			}
-			ahead := func(o string) bool { return rank[o] < rank[tc.job] }
-			if got := r.Ahead(tc.job, ahead); !maps.Equal(got, tc.ahead) {
-				t.Errorf("Ahead(%s) = %v, want %v", tc.job, got, tc.ahead)
 			}
 			if got := r.Nodes(tc.job); fmt.Sprint(got) != fmt.Sprint(tc.jobNodes) {
 				t.Errorf("Nodes(%s) = %v, want %v", tc.job, got, tc.jobNodes)
@@ -136,19 +130,18 @@ func TestDonorGives(t *testing.T) {
 }
 
 // Shrink-to-admit asks, for queued job "20", which nodes other jobs plan
-// on (donors stay off them all) and which the jobs ranked ahead of it plan
-// on (it goes there only if it ends by then).
+// to start on and when: a donor there gives only what leaves its raised
+// limit ending by then, and job 20 goes there only if it ends by then.
 func ExampleReservations() {
 	r := NewReservations[string, string]()
-	r.Add("15", 1_000_600, []string{"n3"}) // ranked ahead of 20
+	r.Add("15", 1_000_600, []string{"n3"})
 	r.Add("20", 1_003_600, []string{"n1"})
-	r.Add("30", 1_000_300, []string{"n3", "n4"}) // behind 20
-	rank := map[string]int{"15": 1, "20": 2, "30": 3}
-	ahead := r.Ahead("20", func(o string) bool { return rank[o] < rank["20"] })
+	r.Add("30", 1_000_300, []string{"n3", "n4"})
 	others := r.Others("20")
 	fmt.Println(others["n3"], others["n4"], len(others))
-	fmt.Println(ahead["n3"], len(ahead))
+	r.Drop("30") // it started
+	fmt.Println(r.Others("20"))
 	// Output:
 	// 1000300 1000300 2
-	// 1000600 1
+	// map[n3:1000600]
 }

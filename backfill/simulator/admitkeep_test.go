@@ -126,3 +126,27 @@ func TestADonorOnAReservedNodeLendsWhenItsRaisedLimitEndsInTime(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAdmissionKeepsTheStartOfAJobBehindItThatSlurmBackfilled, a
+// tester's case on the lab: D (elastic, 8 v100 GPUs on two nodes, min 4)
+// runs until 1,800 s, the third v100 node is idle and R4 holds the t4 node
+// until 300 s. A (8 v100 GPUs, 900 s) and L (8 GPUs of any type, 60 s),
+// ranked below it, queue together: A is planned at D's end, L into the
+// hole, on the idle v100 node and the t4 node at 300 s. Admitting A at
+// once on the idle node and one of D's would push L back behind A (before
+// the rule it started at 910 s), though Slurm had planned it with A
+// waiting; so A is not admitted there, and L starts at 300 s.
+func TestAnAdmissionKeepsTheStartOfAJobBehindItThatSlurmBackfilled(t *testing.T) {
+	jobs := "D,0,1800,8,v100,,1,8,4,8,d1\nR4,0,300,4,t4,,1,4,4,4,d1\n" +
+		"A,10,900,8,v100,,1,8,8,8,d1\nL,10,60,8,,,1,8,8,8,d2\n"
+	cfg := DaemonDefaults()
+	cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 12}, {"t4", 4}}, 4
+	cfg.KeepOffPinned = false // L may use the v100 node A waits for, as on the lab
+	res, err := Run(readJobs(t, jobs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := startOf(t, res, "L"); l.Start > 300 {
+		t.Errorf("L started at %d s, want by 300 s (its planned start); %d admissions", l.Start, res.AdmitShrinks)
+	}
+}

@@ -365,7 +365,7 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 			break
 		}
 		q.Want = m
-		if q.Ahead != nil {
+		if q.Reserved != nil {
 			q.Limit = s.limitAt(r, m)
 		}
 		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem)

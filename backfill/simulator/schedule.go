@@ -51,8 +51,8 @@ func (s *sim) pass() bool {
 				x, _, _ := s.reserve(r, avail)
 				s.gain = float64(x - s.now)
 			}
-			reserved, ahead := s.othersOff(r, avail)
-			allocs = s.shrinkToAdmit(r, avail, reserved, ahead)
+			reserved, jobReserved := s.othersOff(r, avail)
+			allocs = s.shrinkToAdmit(r, avail, reserved, jobReserved)
 		}
 		if allocs == nil {
 			break
@@ -270,30 +270,29 @@ func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc,
 }
 
 // othersOff returns, for every node the planned start of another queued
-// job names, the earliest such start (simulated seconds): of all of them
-// (reserved) and of the jobs ahead of r in the queue (ahead). A donor on a
-// reserved node gives only what leaves its raised time limit ending by
-// then (planner.DonorGives), and r goes onto a node a job ahead of it
-// plans on only if it ends by then (planner.TakesReserved). The plans are
-// made when a shrink-to-admit first needs them in a pass (s.plans): the
-// first BackfillDepth + 1 queued jobs, as Slurm's backfill plans at most
-// bf_max_job_test jobs; the queue head's is its reservation (s.resv) once
-// the pass made it, the others planned as reserve plans the head, at their
-// request, on avail, independently; ahead leaves the head out once it is
-// reserved (the backfill pass keeps r off the GPUs it needs, by count). A
-// job that starts in the pass is dropped. A donor's raised limit would
-// delay those starts, ahead of r or behind it; Slurm lets a job it ranks
-// lower wait for r, but never for a donor's raised limit. The daemon
-// applies the same rule (daemon.admitCandidates).
-func (s *sim) othersOff(r *run, avail []int) (reserved, ahead map[int]int64) {
+// job names, the earliest such start (simulated seconds): reserved, for
+// the donors (one there gives only what leaves its raised time limit
+// ending by then, planner.DonorGives), and jobReserved for r itself (it
+// goes onto such a node only if it ends by then, planner.TakesReserved),
+// which leaves the queue head out once the pass made its reservation: the
+// backfill pass keeps r off the GPUs the head needs by count (ravail),
+// finer than by node. The plans are made when a shrink-to-admit first
+// needs them in a pass (s.plans): the first BackfillDepth + 1 queued jobs,
+// as Slurm's backfill plans at most bf_max_job_test jobs; the head's is
+// its reservation (s.resv) once the pass made it, the others planned as
+// reserve plans the head, at their request, on avail, independently. A job
+// that starts in the pass is dropped. Every other job's start is kept,
+// ranked ahead of r or behind it, from the donors' raised limits and from
+// r (a job ranked below r was planned with r waiting). The daemon applies
+// the same rule (daemon.admitCandidates).
+func (s *sim) othersOff(r *run, avail []int) (reserved, jobReserved map[int]int64) {
 	if s.plans == nil {
-		s.plans, s.planRank = planner.NewReservations[*run, int](), map[*run]int{}
+		s.plans = planner.NewReservations[*run, int]()
 		runs := s.byLimit()
 		for i, q := range s.queue[:min(len(s.queue), s.cfg.BackfillDepth+1)] {
 			if q.started {
 				continue
 			}
-			s.planRank[q] = i
 			at, allocs := s.resv.t, s.resv.allocs
 			if i > 0 || s.resv.r != q {
 				at, allocs, _ = s.reserveAmong(runs, q, avail)
@@ -305,13 +304,11 @@ func (s *sim) othersOff(r *run, avail []int) (reserved, ahead map[int]int64) {
 			s.plans.Add(q, at, nodes)
 		}
 	}
-	rank, ok := s.planRank[r]
-	if !ok {
-		rank = len(s.queue) // behind every planned job
+	reserved = s.plans.Others(r)
+	if s.resv.r == nil || s.resv.r == r {
+		return reserved, reserved
 	}
-	// Once the pass made the head's reservation, the backfill pass keeps r
-	// off the GPUs it needs by count (ravail), finer than by node.
-	return s.plans.Others(r), s.plans.Ahead(r, func(o *run) bool { return s.planRank[o] < rank && o != s.resv.r })
+	return reserved, s.plans.Others(r, s.resv.r)
 }
 
 // backfill starts r now if it ends before the reservation at x or fits in
@@ -337,8 +334,8 @@ func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
 		s.availTotal = saved
 	}
 	if a == nil && s.mayAdmit(r) {
-		reserved, ahead := s.othersOff(r, avail)
-		a = s.shrinkToAdmit(r, ravail, reserved, ahead, avail, spare)
+		reserved, jobReserved := s.othersOff(r, avail)
+		a = s.shrinkToAdmit(r, ravail, reserved, jobReserved, avail, spare)
 	}
 	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
 		return s.startSmallAny(r, avail, ravail, spare, x, false)
@@ -444,13 +441,13 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // shrinkToAdmit starts r at its requested size by shrinking the base
 // allocations of running elastic jobs, as the planner decides
 // (planner.Cluster.Admit: donors with more time left than r's work, longest
-// first, never below their minimum, none with base GPUs on a node another
-// queued job's planned start names, reserved (othersOff), and r on a node
-// a job ahead of it plans on, ahead, only if its time limit ends by that
-// start; nil reserved: none is kept). It applies the decision: every GPU freed on
-// node n is added to from[n] and to each of also[n]. It returns r's
-// allocation, or nil having shrunk nothing.
-func (s *sim) shrinkToAdmit(r *run, from []int, reserved, ahead map[int]int64, also ...[]int) []alloc {
+// first, never below their minimum, one on a node another queued job's
+// planned start names (reserved, othersOff) only as far as its raised
+// limit ends by then, and r on such a node (jobReserved) only if its time
+// limit ends by then; nil reserved: none is kept). It applies the
+// decision: every GPU freed on node n is added to from[n] and to each of
+// also[n]. It returns r's allocation, or nil having shrunk nothing.
+func (s *sim) shrinkToAdmit(r *run, from []int, reserved, jobReserved map[int]int64, also ...[]int) []alloc {
 	objective := s.objective()
 	if !s.donorsFresh {
 		s.buildDonors(objective)
@@ -462,7 +459,7 @@ func (s *sim) shrinkToAdmit(r *run, from []int, reserved, ahead map[int]int64, a
 	q := planner.AdmitRequest{Avail: from, Want: r.j.GPUs, Rule: s.ruleOf(r), Work: r.rem, Donors: donors}
 	if reserved != nil {
 		q.Reserved = func(n int) (float64, bool) { at, ok := reserved[n]; return float64(at - s.now), ok }
-		q.Ahead = func(n int) (float64, bool) { at, ok := ahead[n]; return float64(at - s.now), ok }
+		q.JobReserved = func(n int) (float64, bool) { at, ok := jobReserved[n]; return float64(at - s.now), ok }
 		q.Limit = s.limitAt(r, r.j.GPUs)
 	}
 	saved := s.availTotal

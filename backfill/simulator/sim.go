@@ -457,7 +457,6 @@ type sim struct {
 	availTotal  int
 	resv        reservation
 	plans       *planner.Reservations[*run, int] // the pass's planned starts of the queued jobs (othersOff); nil: not made yet
-	planRank    map[*run]int                     // the planned jobs' places in the queue
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass
 	// horizonLeft is the longest time left of a running job at the start

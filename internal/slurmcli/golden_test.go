@@ -79,6 +79,8 @@ func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 			out = append(out, d)
 		}
 		return out, nil
+	case strings.HasPrefix(name, "scontrol-config"):
+		return ParseBackfillInterval(data)
 	case strings.HasPrefix(name, "scontrol-reservation"):
 		// the lab's slurmctld runs in UTC
 		return ParseReservations(data, time.UTC)

@@ -24,13 +24,19 @@ type Placement struct {
 	// https://slurm.schedmd.com/priority_multifactor.html; with
 	// priority/basic, Debian's default, an earlier submission is higher).
 	Priority uint64 `json:"priority"`
+	// Reservation is the advance reservation the job must run in
+	// (--reservation, squeue's %v), "" for none.
+	Reservation string `json:"reservation,omitempty"`
+	// Contiguous: it asks for contiguous nodes (--contiguous, squeue's %O).
+	Contiguous bool `json:"contiguous,omitempty"`
 }
 
 // PlacementFormat is the squeue -o format ParsePlacements reads: job id,
-// excluded nodes, priority, features. A job id, a host list and a number
+// excluded nodes, priority, reservation, contiguous (0 or 1), features. A
+// job id, a host list, a number and a reservation name (an operator's)
 // cannot contain '|'; the features come last, so an expression with '|'
 // (OR) stays whole.
-const PlacementFormat = "%i|%x|%Q|%f"
+const PlacementFormat = "%i|%x|%Q|%v|%O|%f"
 
 // PendingPlacements runs `squeue --noheader --states=PENDING -o
 // PlacementFormat` and returns each pending job's Placement by id. A line
@@ -82,17 +88,18 @@ func (r Runner) placements(ctx context.Context, states string, args ...string) (
 }
 
 // ParsePlacements reads squeue -o PlacementFormat output: one line per job,
-// "ID|EXCLUDED|PRIORITY|FEATURES". A line whose id is not a job id, whose
-// excluded nodes hold anything but a host list's characters, or whose
-// priority is not an unsigned integer is skipped, and so is every line of
-// an id that appears twice (which of them is the job's cannot be told);
-// "(null)" reads as "".
+// "ID|EXCLUDED|PRIORITY|RESERVATION|CONTIGUOUS|FEATURES". A line whose id
+// is not a job id, whose excluded nodes hold anything but a host list's
+// characters, whose priority is not an unsigned integer, whose reservation
+// is empty or whose contiguous flag is neither 0 nor 1 is skipped, and so
+// is every line of an id that appears twice (which of them is the job's
+// cannot be told); "(null)" reads as "".
 func ParsePlacements(out []byte) map[string]Placement {
 	ps := map[string]Placement{}
 	twice := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 4)
-		if len(f) != 4 || !isJobID(f[0]) || !isHostList(f[1]) {
+		f := strings.SplitN(strings.TrimRight(line, "\r"), "|", 6)
+		if len(f) != 6 || !isJobID(f[0]) || !isHostList(f[1]) || f[3] == "" || f[4] != "0" && f[4] != "1" {
 			continue
 		}
 		prio, err := strconv.ParseUint(f[2], 10, 64)
@@ -102,7 +109,8 @@ func ParsePlacements(out []byte) map[string]Placement {
 		if _, seen := ps[f[0]]; seen {
 			twice[f[0]] = true
 		}
-		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Priority: prio, Features: optional(strings.TrimSpace(f[3]))}
+		ps[f[0]] = Placement{ExcNodes: optional(f[1]), Priority: prio, Reservation: optional(f[3]), Contiguous: f[4] == "1",
+			Features: optional(strings.TrimSpace(f[5]))}
 	}
 	for id := range twice {
 		delete(ps, id)

@@ -196,7 +196,8 @@ func waitPlanned(ctx context.Context, t *testing.T, r Runner, ids []string) {
 // TestRecordReservations records `scontrol show reservation -o` from a real
 // cluster into scontrol-reservation.txt: a maintenance reservation of n1
 // and n2 an hour ahead and one of n4 active now (both deleted again), and
-// scontrol-reservation-none.txt with none. It runs with -record, as
+// scontrol-reservation-none.txt with none; and `scontrol show config` into
+// scontrol-config.txt (its bf_interval). It runs with -record, as
 // TestRecord does (-test.run '^TestRecordReservations$').
 func TestRecordReservations(t *testing.T) {
 	if !*record {
@@ -235,4 +236,11 @@ func TestRecordReservations(t *testing.T) {
 		}
 	}
 	save("scontrol-reservation-none.txt")
+	out, err := r.Output(ctx, "scontrol", "show", "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*recordDir, "scontrol-config.txt"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
