@@ -57,7 +57,8 @@ LDFLAGS += -X github.com/easyscale/easyscale-slurm/runtime/datasets.InstallDir=$
 install: build spank-plugin ## install binaries, the SPANK plugin, man page, systemd unit, examples and the data sets of make data (PREFIX=/usr/local, DESTDIR)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/easyscale $(DESTDIR)$(SPANKDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DATADIR)/easyscale
-	$(INSTALL) -m 0755 $(BIN)/easyscale $(BIN)/easyscale-plot $(BIN)/easyscale-sbatch $(BIN)/easyscale-backfilld $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(BIN)/easyscale $(BIN)/easyscale-plot $(BIN)/easyscale-simulate $(BIN)/easyscale-sbatch \
+		$(BIN)/easyscale-backfilld $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 $(BIN)/easyscale-gpuctx $(DESTDIR)$(HELPER_PATH)
 	$(INSTALL) -m 0755 $(BIN)/easyscale_spank.so $(DESTDIR)$(SPANKDIR)/easyscale_spank.so
 	$(INSTALL) -m 0644 contrib/man/easyscale-spank.8 $(DESTDIR)$(MANDIR)/man8/

@@ -176,6 +176,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: no jobs to replay: the table has a header and no row\n", *tracePath)
 		return 1
 	}
+	if rep.Skipped > 0 { // a new user saw 897 rows of a shared trace vanish unreported
+		fmt.Fprintf(stderr, "easyscale-simulate: note: --trace %s: left out %d rows with an empty duration_s (jobs that never ran, which the common layout leaves out); replaying the other %d\n",
+			*tracePath, rep.Skipped, len(jobs))
+	}
 	read := len(jobs)
 	if jobs = selectJobs(jobs, lo, hi, *maxJobs); len(jobs) == 0 {
 		fmt.Fprintf(stderr, "easyscale-simulate: --window %s: none of the trace's %d jobs was submitted in it: widen it, or leave it out for the whole trace\n", *window, read)
@@ -334,7 +338,7 @@ func parseSpeeds(s string, cluster []GPUGroup) (map[string]float64, error) {
 			return nil, fmt.Errorf("%q: write TYPE:SPEED with a positive speed relative to 1.0, e.g. a100:2", part)
 		}
 		if !slices.ContainsFunc(cluster, func(g GPUGroup) bool { return g.Type == typ }) {
-			return nil, fmt.Errorf("%q: the cluster has no GPU type %s (--gpus)", part, typ)
+			return nil, fmt.Errorf("%q: the cluster has no GPU type %s (--gpus gives %s; type names are case-sensitive)", part, typ, groupTypes(cluster))
 		}
 		if _, dup := out[typ]; dup {
 			return nil, fmt.Errorf("%q: GPU type %s is listed twice", part, typ)
@@ -467,4 +471,13 @@ func Downsample(series []Sample, n int) []Sample {
 		out = append(out, Sample{T: b, Allocated: int(a / span), Lent: int(l / span), Waiting: int(w / span)})
 	}
 	return out
+}
+
+// groupTypes lists the cluster's GPU types, "v100, p100", for messages.
+func groupTypes(groups []GPUGroup) string {
+	types := make([]string, len(groups))
+	for i, g := range groups {
+		types[i] = g.Type
+	}
+	return strings.Join(types, ", ")
 }

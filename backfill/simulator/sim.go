@@ -537,7 +537,8 @@ func Run(jobs []trace.Job, cfg Config) (Result, error) {
 			continue
 		}
 		if len(s.runs) > 0 && j.Submit < s.runs[len(s.runs)-1].j.Submit {
-			return Result{}, fmt.Errorf("simulator: job %q submitted at %d s before its predecessor: the trace must be sorted by submit time", j.ID, j.Submit)
+			return Result{}, fmt.Errorf("simulator: job %q submitted at %d s, before job %q (%d s) listed ahead of it: the trace must be sorted by submit_time_s: sort it (a table of several clusters, such as msft_itp's itp_jobs.csv, holds one sequence per cluster: replay one cluster's rows)",
+				j.ID, j.Submit, s.runs[len(s.runs)-1].j.ID, s.runs[len(s.runs)-1].j.Submit)
 		}
 		r.idx = len(s.runs)
 		s.runs = append(s.runs, r)
@@ -734,7 +735,8 @@ func (s *sim) whyNeverStarts(r *run) string {
 	types := strings.Join(r.rule.Types, ",")
 	switch {
 	case sum == 0:
-		return fmt.Sprintf("job %q asks for GPU type %s, which the cluster does not have (--gpus or --nodes)", r.id, types)
+		return fmt.Sprintf("job %q asks for GPU type %s, which the cluster does not have (it has %s: --gpus or --nodes; type names are case-sensitive)",
+			r.id, types, strings.Join(s.cluster.Types(), ", "))
 	case r.rule.OneType && r.j.GPUs > most:
 		return fmt.Sprintf("job %q asks for %d GPUs of one type (determinism d1), more than the %d of its largest type", r.id, r.j.GPUs, most)
 	case r.j.GPUs > sum:

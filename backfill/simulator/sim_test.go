@@ -290,6 +290,10 @@ func TestMainCLI(t *testing.T) {
 		{"a table with a header alone is refused, not replayed as 0 jobs", []string{"--trace", filepath.Join(dir, "head.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "head.csv: no jobs to replay"},
 		{"a table whose every row has an empty duration_s says so", []string{"--trace", filepath.Join(dir, "noruns.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1,
 			"noruns.csv: no jobs to replay: all 2 rows have an empty duration_s"},
+		{"rows with an empty duration_s left out are counted", []string{"--trace", filepath.Join(dir, "someruns.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
+			"someruns.csv: left out 1 rows with an empty duration_s (jobs that never ran, which the common layout leaves out); replaying the other 1"},
+		{"an unsorted trace names both jobs and the fix", []string{"--trace", filepath.Join(dir, "unsorted.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 1,
+			"job \"b\" submitted at 5 s, before job \"a\" (50 s) listed ahead of it: the trace must be sorted by submit_time_s: sort it"},
 		{"a misspelt optional column is named with the one meant", []string{"--trace", filepath.Join(dir, "misspelt.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
 			"warning: --trace " + filepath.Join(dir, "misspelt.csv") + ": column \"Min-GPUs\" is not one the simulator reads, so its cells are ignored: did you mean \"min_gpus\"?"},
 		{"a window that selects no job is refused", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--window", "999999999:1000000000"}, 1, "--window 999999999:1000000000: none of the trace's 160 jobs"},
@@ -302,6 +306,8 @@ func TestMainCLI(t *testing.T) {
 	for name, body := range map[string]string{
 		"head.csv":     "name,time,application,num_replicas,batch_size\n",
 		"noruns.csv":   "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,0,,1,v100,Failed,1\nb,5,,2,,Killed,1\n",
+		"someruns.csv": "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,0,,1,v100,Failed,1\nb,5,60,2,,Pass,1\n",
+		"unsorted.csv": "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,50,60,1,,Pass,1\nb,5,60,2,,Pass,1\n",
 		"misspelt.csv": "name,time,application,num_replicas,batch_size,Min-GPUs,logical_worker,owner\na,1,ncf,2,32,1,2,x\n",
 		"short.csv":    "name,time,application,num_replicas,batch_size\na,1,ncf,2,32\nb,5,ncf\n",
 		"speeds.csv":   "name,time,application,num_replicas,batch_size,speeds\na,1,ncf,2,32,a10:2\nb,5,ncf,2,32,\"a10:2,t5:1,v100:1\"\nc,6,ncf,2,32,v100:1\n",
@@ -486,7 +492,7 @@ func TestRunCountsJobsThatCanNeverStart(t *testing.T) {
 	want := []string{
 		`job "none" asks for 0 GPUs`,
 		`job "too-big" asks for 5 GPUs, more than the cluster's 4`,
-		`job "a100-job" asks for GPU type a100, which the cluster does not have (--gpus or --nodes)`,
+		`job "a100-job" asks for GPU type a100, which the cluster does not have (it has v100, t4: --gpus or --nodes; type names are case-sensitive)`,
 		`job "t4-job" asks for 3 GPUs of type t4, more than the cluster's 2 of it`,
 	}
 	if !slices.Equal(res.SkippedWhy, want) {

@@ -1,9 +1,11 @@
 package cmdline
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -41,13 +43,22 @@ func result(fs *pflag.FlagSet, err error) (int, bool) {
 	return BadUsage(fs, err), false
 }
 
-// BadUsage prints "NAME: ERROR" (NAME is fs.Name()), a blank line and the
-// usage (fs.Usage) to fs.Output() and returns ExitUsage. Commands call it
-// for the arguments their own checks refuse after Parse.
+// BadUsage prints "NAME: ERROR" (NAME is fs.Name()), a blank line, the
+// usage's synopsis (what fs.Usage prints up to its first blank line) and
+// "Run NAME --help for every flag." to fs.Output(), and returns ExitUsage:
+// the error stays on the screen, not scrolled away by every flag's help (a
+// new user saw 52 lines after a misspelt flag). Commands call it for the
+// arguments their own checks refuse after Parse.
 func BadUsage(fs *pflag.FlagSet, err error) int {
-	fmt.Fprintf(fs.Output(), "%s: %v\n\n", fs.Name(), err)
+	out := fs.Output()
+	fmt.Fprintf(out, "%s: %v\n\n", fs.Name(), err)
 	if fs.Usage != nil {
+		var usage bytes.Buffer
+		fs.SetOutput(&usage)
 		fs.Usage()
+		fs.SetOutput(out)
+		synopsis, _, _ := strings.Cut(usage.String(), "\n\n")
+		fmt.Fprintf(out, "%s\nRun %s --help for every flag.\n", strings.TrimRight(synopsis, "\n"), fs.Name())
 	}
 	return ExitUsage
 }

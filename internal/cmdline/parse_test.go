@@ -30,9 +30,9 @@ func TestParse(t *testing.T) {
 		{"--help prints the usage and exits 0", []string{"--help"}, 0, false, 1, "Usage: easyscale-x [--n N]\n"},
 		{"-h is --help", []string{"-h"}, 0, false, 1, "Usage: easyscale-x [--n N]\n"},
 		{"an unknown flag is named, then the usage, exit 2", []string{"--m"}, ExitUsage, false, 1,
-			"easyscale-x: unknown flag: --m\n\nUsage: easyscale-x [--n N]\n"},
+			"easyscale-x: unknown flag: --m\n\nUsage: easyscale-x [--n N]\nRun easyscale-x --help for every flag.\n"},
 		{"a bad value is named, then the usage, exit 2", []string{"--n", "x"}, ExitUsage, false, 1,
-			"easyscale-x: invalid argument \"x\" for \"--n\" flag: must be an integer\n\nUsage: easyscale-x [--n N]\n"},
+			"easyscale-x: invalid argument \"x\" for \"--n\" flag: must be an integer\n\nUsage: easyscale-x [--n N]\nRun easyscale-x --help for every flag.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -55,7 +55,7 @@ func TestParseHelpTo(t *testing.T) {
 	}{
 		{"--help prints the usage on the help writer", []string{"--help"}, 0, "Usage: easyscale-x [--n N]\n", ""},
 		{"a bad flag still goes to the flag set's output", []string{"--m"}, ExitUsage, "",
-			"easyscale-x: unknown flag: --m\n\nUsage: easyscale-x [--n N]\n"},
+			"easyscale-x: unknown flag: --m\n\nUsage: easyscale-x [--n N]\nRun easyscale-x --help for every flag.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -78,7 +78,23 @@ func TestBadUsage(t *testing.T) {
 	if code := BadUsage(fs, errors.New("--window: want START:END")); code != ExitUsage {
 		t.Fatalf("BadUsage = %d, want %d", code, ExitUsage)
 	}
-	if want := "easyscale-x: --window: want START:END\n\nUsage: easyscale-x [--n N]\n"; out.String() != want {
+	if want := "easyscale-x: --window: want START:END\n\nUsage: easyscale-x [--n N]\nRun easyscale-x --help for every flag.\n"; out.String() != want {
 		t.Fatalf("BadUsage printed %q, want %q", out.String(), want)
+	}
+}
+
+// A usage with a synopsis, a blank line and the flags: only the synopsis
+// is printed after the error, so the error stays on the screen.
+func TestBadUsagePrintsTheSynopsisOnly(t *testing.T) {
+	var out bytes.Buffer
+	fs := pflag.NewFlagSet("easyscale-y", pflag.ContinueOnError)
+	fs.SetOutput(&out)
+	fs.Usage = func() { fs.Output().Write([]byte("Usage: easyscale-y --a A\n       (or --b B)\n\nFlags:\n  --a  one\n  --b  two\n")) }
+	BadUsage(fs, errors.New("--a: required"))
+	if want := "easyscale-y: --a: required\n\nUsage: easyscale-y --a A\n       (or --b B)\nRun easyscale-y --help for every flag.\n"; out.String() != want {
+		t.Fatalf("BadUsage printed %q, want %q", out.String(), want)
+	}
+	if fs.Output() != &out {
+		t.Fatal("BadUsage left the flag set writing elsewhere")
 	}
 }
