@@ -89,7 +89,9 @@ func TestBadUsagePrintsTheSynopsisOnly(t *testing.T) {
 	var out bytes.Buffer
 	fs := pflag.NewFlagSet("easyscale-y", pflag.ContinueOnError)
 	fs.SetOutput(&out)
-	fs.Usage = func() { fs.Output().Write([]byte("Usage: easyscale-y --a A\n       (or --b B)\n\nFlags:\n  --a  one\n  --b  two\n")) }
+	fs.Usage = func() {
+		fs.Output().Write([]byte("Usage: easyscale-y --a A\n       (or --b B)\n\nFlags:\n  --a  one\n  --b  two\n"))
+	}
 	BadUsage(fs, errors.New("--a: required"))
 	if want := "easyscale-y: --a: required\n\nUsage: easyscale-y --a A\n       (or --b B)\nRun easyscale-y --help for every flag.\n"; out.String() != want {
 		t.Fatalf("BadUsage printed %q, want %q", out.String(), want)
