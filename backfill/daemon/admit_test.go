@@ -45,17 +45,17 @@ func anotherV100JobWaits(td *testDaemon) {
 
 // twoNodesWithN3PlannedBy makes admitCluster's job 20 ask two whole nodes
 // of any type (30 min) and carol's rigid job 40 hold n4 for 2 h, and
-// queues job 15 (ahead of job 20 when ahead, else behind it) planned on
-// the idle n3 at now + at: job 20 fits only on n3 and a node job 10 gives
-// up.
-func twoNodesWithN3PlannedBy(td *testDaemon, ahead bool, at time.Duration) {
+// queues job 15 (two whole nodes of gpuType, "" any; ahead of job 20 when
+// ahead, else behind it) planned on the idle n3 at now + at: job 20 fits
+// only on n3 and a node job 10 gives up.
+func twoNodesWithN3PlannedBy(td *testDaemon, ahead bool, gpuType string, at time.Duration) {
 	q := td.fake.job("20")
 	other := td.fake.running("40", "", "n4", 4, 2*time.Hour, "")
 	p := td.fake.pending("15", "n3", 4, td.now.Add(at))
 	td.fake.set(func() {
 		q.gpuType, q.nodes = "", 2
 		other.user = "carol"
-		p.user, p.reason, p.nodes, p.priority = "carol", "Priority", 2, fakePriority("20")-1
+		p.user, p.reason, p.nodes, p.priority, p.gpuType = "carol", "Priority", 2, fakePriority("20")-1, gpuType
 		if ahead {
 			p.priority = fakePriority("20") + 1
 		}
@@ -279,25 +279,30 @@ func TestShrinkToAdmit(t *testing.T) {
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "a job that ends before a job ahead of it plans to start on an idle node is admitted onto that node and a shrunk donor's",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 45*time.Minute) },
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "t4", 45*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "not when that job, ranked ahead, would fit on n3 and the node released (a tester saw Slurm start it there instead, and the job admitted for wait 13 min past its planned start)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute) }},
 		{name: "not when it would still run at that start (Slurm's backfill would not start it there)",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 20*time.Minute) }},
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "t4", 20*time.Minute) }},
 		{name: "nor when only a job behind it plans on that node (Slurm planned that job there with this one waiting: a tester saw such a job start 10 min late)",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, 20*time.Minute) }},
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, "t4", 20*time.Minute) }},
 		{name: "it must end by that start even if Slurm starts it a backfill pass later (bf_interval 1 s, plus 5 s: 30 min 3 s is too soon)",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 30*time.Minute+3*time.Second) }},
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "t4", 30*time.Minute+3*time.Second)
+			}},
 		{name: "31 min is not",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, 31*time.Minute) },
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "t4", 31*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "but it is with bf_interval=60",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
-				twoNodesWithN3PlannedBy(td, true, 31*time.Minute)
+				twoNodesWithN3PlannedBy(td, true, "t4", 31*time.Minute)
 				td.fake.set(func() { td.fake.schedulerParameters = "bf_max_job_test=500,bf_interval=60" })
 			}},
 		{name: "a job that must run in an advance reservation (--reservation) is not admitted (a tester saw it stay pending after the shrink)",

@@ -64,6 +64,11 @@ func TestAdmitOnNodes(t *testing.T) {
 		{"not when the cycle's time is not known", func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min); in.Now = 0 }, nil, "found no admission"},
 		{"nor when it may start up to 16 min later (StartDelay): its 30 min would then run past 45",
 			func(in *NodeAdmitInput) { reservedIdleNode(in, 45*min); in.StartDelay = 16 * min }, nil, "found no admission"},
+		{"a job ranked ahead that would fit on the released node and n3 would start there instead: nobody shrinks",
+			func(in *NodeAdmitInput) { aheadTwoNodeJob(in, "") }, nil, "job 15, ranked ahead of it, would start on the nodes freed for it"},
+		{"one of another type does not count", func(in *NodeAdmitInput) { aheadTwoNodeJob(in, "t4") }, admitted, ""},
+		{"nor one that fits already (it waits for something else)",
+			func(in *NodeAdmitInput) { aheadTwoNodeJob(in, ""); in.Nodes[3].Free = 4 }, admitted, ""},
 		{"a queued job that excludes the node a shrink would free makes nobody shrink",
 			func(in *NodeAdmitInput) { in.Queue[0].Allowed = []string{"n1", "n3", "n4"} }, nil, "do not hold it"},
 		{"only the layout asked for: two nodes of 2 GPUs do not fit on one released node",
@@ -379,6 +384,13 @@ func TestAdmitOnNodesHoldsItsInvariants(t *testing.T) {
 	if admitted < 100 || onReserved < 10 {
 		t.Fatalf("only %d of 3000 random clusters admitted a job, %d with donors on reserved nodes: the property is barely exercised", admitted, onReserved)
 	}
+}
+
+// aheadTwoNodeJob queues job 15 ahead of the fixture's job 20: two whole
+// nodes of gpuType ("": any), refused itself (features), with n4 busy.
+func aheadTwoNodeJob(in *NodeAdmitInput, gpuType string) {
+	in.Nodes[3].Free = 0
+	in.Queue = append([]NodeAdmitQueued{{ID: "15", Refused: "it asks for node features", Nodes: 2, GPUsPerNode: 4, GPUType: gpuType}}, in.Queue...)
 }
 
 // reservedIdleNode makes the fixture's queued job ask two whole v100
