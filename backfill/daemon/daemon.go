@@ -129,20 +129,11 @@ type Daemon struct {
 	// (a job array's tasks, a heterogeneous job's components), true once
 	// warned about (reReadJob, forgetManyRecords).
 	manyRecords map[string]bool
-	// weightsUnread is the error last logged for the nodes' weights
-	// (View.WeightsUnread; "": none), logged once until they read again.
-	weightsUnread string
-	// placementsUnread is the error last logged for the running jobs'
-	// placements (View.RunningPlacementsUnread; "": none), logged once
-	// until they read again.
-	placementsUnread string
-	// pendingPlacementsUnread is the same for the pending jobs' placements
-	// and priorities (View.PendingPlacementsUnread), reservationsUnread
-	// for Slurm's advance reservations (View.ReservationsUnread).
-	pendingPlacementsUnread, reservationsUnread string
-	// bfIntervalUnread is the same for Slurm's bf_interval
-	// (View.BackfillIntervalUnread).
-	bfIntervalUnread string
+	// weightsUnread, placementsUnread (the running jobs'),
+	// pendingPlacementsUnread (the pending jobs', with their priorities),
+	// bfIntervalUnread and reservationsUnread log, once each while it
+	// fails, that the View's input of that name could not be read.
+	weightsUnread, placementsUnread, pendingPlacementsUnread, bfIntervalUnread, reservationsUnread unreadNote
 	// seenWaiting maps each pending job to when a cycle first saw it
 	// waiting (noteWaiting), for the hold on jobs Slurm has not planned.
 	seenWaiting map[string]time.Time
@@ -601,50 +592,21 @@ func (d *Daemon) warnUnreadable(v *View) {
 			delete(d.unreadable, id)
 		}
 	}
-	switch why := v.WeightsUnread; {
-	case why != nil && why.Error() != d.weightsUnread:
-		d.weightsUnread = why.Error()
-		d.log.Named("snapshot").Warn("the nodes' scheduling weights cannot be read; this cycle predicts placements as if they were equal",
-			"error", why)
-	case why == nil && v.Placements != nil:
-		d.weightsUnread = ""
-	}
-	switch why := v.RunningPlacementsUnread; {
-	case why != nil && why.Error() != d.placementsUnread:
-		d.placementsUnread = why.Error()
-		d.log.Named("snapshot").Warn("the running jobs' excluded nodes and features cannot be read; no job is grown until they can",
-			"error", why)
-	case why == nil && v.RunningPlacements != nil && d.placementsUnread != "":
-		d.placementsUnread = ""
-		d.log.Named("snapshot").Info("the running jobs' excluded nodes and features read again")
-	}
-	switch why := v.PendingPlacementsUnread; {
-	case why != nil && why.Error() != d.pendingPlacementsUnread:
-		d.pendingPlacementsUnread = why.Error()
-		d.log.Named("snapshot").Warn("the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink, started small or kept off a GPU type until they can",
-			"error", why)
-	case why == nil && v.Placements != nil && d.pendingPlacementsUnread != "":
-		d.pendingPlacementsUnread = ""
-		d.log.Named("snapshot").Info("the pending jobs' excluded nodes, features and priorities read again")
-	}
-	switch why := v.BackfillIntervalUnread; {
-	case why != nil && why.Error() != d.bfIntervalUnread:
-		d.bfIntervalUnread = why.Error()
-		d.log.Named("snapshot").Warn("Slurm's bf_interval cannot be read; shrink-to-admit counts on Slurm's default, 30 s, for when an admitted job starts",
-			"error", why)
-	case why == nil && v.BackfillInterval > 0 && d.bfIntervalUnread != "":
-		d.bfIntervalUnread = ""
-		d.log.Named("snapshot").Info("Slurm's bf_interval read again", "bf_interval", v.BackfillInterval)
-	}
-	switch why := v.ReservationsUnread; {
-	case why != nil && why.Error() != d.reservationsUnread:
-		d.reservationsUnread = why.Error()
-		d.log.Named("snapshot").Warn("Slurm's advance reservations cannot be read; no job is admitted by a shrink or started small until they can",
-			"error", why)
-	case why == nil && v.Reservations != nil && d.reservationsUnread != "":
-		d.reservationsUnread = ""
-		d.log.Named("snapshot").Info("Slurm's advance reservations read again")
-	}
+	log := d.log.Named("snapshot")
+	d.weightsUnread.note(log, v.WeightsUnread, v.Placements != nil,
+		"the nodes' scheduling weights cannot be read; this cycle predicts placements as if they were equal", "")
+	d.placementsUnread.note(log, v.RunningPlacementsUnread, v.RunningPlacements != nil,
+		"the running jobs' excluded nodes and features cannot be read; no job is grown until they can",
+		"the running jobs' excluded nodes and features read again")
+	d.pendingPlacementsUnread.note(log, v.PendingPlacementsUnread, v.Placements != nil,
+		"the pending jobs' excluded nodes, features and priorities cannot be read; no job is admitted by a shrink, started small or kept off a GPU type until they can",
+		"the pending jobs' excluded nodes, features and priorities read again")
+	d.bfIntervalUnread.note(log, v.BackfillIntervalUnread, v.BackfillInterval > 0,
+		"Slurm's bf_interval cannot be read; shrink-to-admit counts on Slurm's default, 30 s, for when an admitted job starts",
+		"Slurm's bf_interval read again", "bf_interval", v.BackfillInterval)
+	d.reservationsUnread.note(log, v.ReservationsUnread, v.Reservations != nil,
+		"Slurm's advance reservations cannot be read; no job is admitted by a shrink or started small until they can",
+		"Slurm's advance reservations read again")
 }
 
 // verify re-reads extra job rec.ID from Slurm by id (squeue --jobs=ID,
