@@ -358,9 +358,8 @@
 // work) makes no other job shrink and is never started small. Slurm's
 // advance reservations (`scontrol create reservation`, read each cycle
 // shrink-to-admit or start-small may act: `scontrol show reservation -o`,
-// slurmcli.Reservations) count as the reservation of a job ranked ahead of
-// every pending job, on their nodes from their start (now, for an active
-// one) until their end: a donor gives up a node of one only if its raised
+// slurmcli.Reservations) count as another pending job's reservation, on
+// their nodes from their start (now, for an active one) until their end: a donor gives up a node of one only if its raised
 // limit ends by that start, the admitted job goes there only if it ends by
 // then, and start-small takes none of their nodes (testers saw a job
 // admitted onto a node a maintenance reservation held stay pending,

@@ -73,15 +73,15 @@
 //     Pollux's schedulers reallocate on arrivals). Only a job with more time
 //     left (at its current rate) than the queued job's work at R yields,
 //     longest first, so GPUs move from long jobs to short ones (shortest
-//     remaining time first, which minimises mean JCT). For the queue head
-//     any such job may yield (no job is ahead of it); for a backfill
-//     candidate only jobs holding no GPU on the nodes the planned starts of
-//     the queued jobs ahead of it name (the head's reservation and, each
-//     planned as it is, the jobs between), because a shrunk job's time
-//     limit moves to its remaining work at its smaller base
-//     (planner.RunTime) and that must not delay a job ahead; jobs behind
-//     may wait for it, as Slurm lets them (the daemon's rule:
-//     daemon.AdmitDepth, BENCHMARKS.md E64). A shrunk job grows back through
+//     remaining time first, which minimises mean JCT). A job holding GPUs
+//     on a node that the planned start of another queued job names (the
+//     head's reservation and the first BackfillDepth jobs behind it, each
+//     planned as the head is) yields only as many as leave its raised time
+//     limit (its remaining work at its smaller base, planner.RunTime)
+//     ending by that start, and the queued job goes onto such a node only
+//     if it ends by then, ahead of it or behind (planner.DonorGives,
+//     planner.TakesReserved; the daemon's rule, BENCHMARKS.md E66). A
+//     shrunk job grows back through
 //     extra jobs when GPUs are idle. On Slurm this needs the job's own
 //     allocation shrunk (scontrol update, which the EasyScale runtime
 //     survives) and its time limit raised (an operator's right), which
