@@ -86,6 +86,7 @@ func TestMakeInstallLaysOutEveryFileUnderPrefixAndDestdir(t *testing.T) {
 				"-rwxr-xr-x " + p + "/bin/easyscale-backfilld",
 				"-rwxr-xr-x " + p + "/bin/easyscale-plot",
 				"-rwxr-xr-x " + p + "/bin/easyscale-sbatch",
+				"-rwxr-xr-x " + p + "/bin/easyscale-simulate",
 				"-rwxr-xr-x " + p + "/lib/slurm/easyscale_spank.so",
 				"-rwxr-xr-x " + p + "/libexec/easyscale/easyscale-gpuctx",
 			}
