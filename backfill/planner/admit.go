@@ -290,6 +290,18 @@ func (c *Cluster) Place(avail []int, gpus, perNode int, rule FitRule) []Alloc {
 	return c.Fit(avail, gpus, rule)
 }
 
+// StartsFirst reports whether a queued job ranked ahead of one being
+// admitted, asking gpus GPUs (perNode per node when above 0, as Place)
+// under rule, fits on after (per node: the idle GPUs plus those the
+// admission frees) and not on before (the idle GPUs alone). Slurm starts
+// pending jobs in priority order, so such a job would start on the freed
+// GPUs instead of the admitted one: AdmitOnNodes refuses that admission,
+// and the simulator applies the same rule. It reads before and after and
+// never changes them.
+func (c *Cluster) StartsFirst(before, after []int, gpus, perNode int, rule FitRule) bool {
+	return c.Place(after, gpus, perNode, rule) != nil && c.Place(before, gpus, perNode, rule) == nil
+}
+
 // Admit decides whether the queued job of q can start now at q.Want GPUs
 // by shrinking the base allocations of donors, never below their minimum
 // (shrink-to-admit; EasyScale's and Pollux's schedulers reallocate on

@@ -337,7 +337,7 @@ func takenByAhead(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseA
 		if p.PerJob {
 			perNode = 0
 		}
-		if cluster.Place(mask(after), want, perNode, rule) != nil && cluster.Place(mask(baseAvail), want, perNode, rule) == nil {
+		if cluster.StartsFirst(mask(baseAvail), mask(after), want, perNode, rule) {
 			return "job " + p.ID + ", ranked ahead of it, would start on the nodes freed for it (Slurm starts jobs in priority order)"
 		}
 	}

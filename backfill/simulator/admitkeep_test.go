@@ -64,33 +64,42 @@ func TestAnAdmissionKeepsTheReservationsOfTheJobsBehindIt(t *testing.T) {
 
 // TestAnAdmissionTakesNoNodeAJobAheadPlansOnUnlessItEndsInTime: V holds
 // both v100 nodes until 5,000 s, so H (8 v100 GPUs) heads the queue,
-// reserved there. On three t4 nodes D (elastic, 4 GPUs, min 2) and L run
-// long, and R1 holds 2 GPUs of the third until 1,000 s. A (4 t4 GPUs,
-// 30,000 s: too long for D to lend to) waits, planned on R1's node at
-// 1,000 s; B behind it (4 t4 GPUs) could start at once on that node's 2
-// idle GPUs and 2 of D's. Slurm's backfill starts B there only if B ends
-// by A's planned start: a 1,500-s B waits (before the rule it started at
-// 12 s and A started at 1,512 s, late), a 500-s B starts at once.
+// reserved there. D (elastic, 4 p100 GPUs, min 2) and L (on a t4 node)
+// run long, and R1 holds 2 GPUs of the second t4 node until 1,000 s. A (4
+// t4 GPUs, 30,000 s: too long for D to lend to) waits, planned on R1's
+// node at 1,000 s; B behind it (4 GPUs of any type) could start at once
+// on that node's 2 idle GPUs and 2 of D's. Slurm's backfill starts B there
+// only if B ends by A's planned start: a 1,500-s B waits (before the rule
+// it started at 12 s and A started at 1,512 s, late), a 500-s B starts at
+// once. With D on a t4 node instead, A, ranked ahead, would fit on D's
+// freed GPUs and the idle ones, and Slurm would start A there, not B: the
+// admission is refused whatever B's length (planner.Cluster.StartsFirst).
 func TestAnAdmissionTakesNoNodeAJobAheadPlansOnUnlessItEndsInTime(t *testing.T) {
 	for _, tc := range []struct {
-		b      string
-		bStart func(int64) bool
+		dType, b string
+		bStart   func(int64) bool
+		want     string
 	}{
-		{"1500", func(s int64) bool { return s >= 1000 }},
-		{"500", func(s int64) bool { return s < 1000 }},
+		{"p100", "1500", func(s int64) bool { return s >= 1000 }, "not before it"},
+		{"p100", "500", func(s int64) bool { return s < 1000 }, "before it"},
+		{"t4", "500", func(s int64) bool { return s >= 1000 }, "not before it: A would take D's freed GPUs"},
 	} {
-		jobs := "V,0,5000,8,v100,,1,8,8,8,d1\nD,0,20000,4,t4,,1,4,2,4,d1\nR1,0,1000,2,t4,,1,2,2,2,d1\nL,0,40000,4,t4,,1,4,4,4,d1\n" +
-			"H,10,1000,8,v100,,1,8,8,8,d1\nA,11,30000,4,t4,,1,4,4,4,d1\nB,12," + tc.b + ",4,t4,,1,4,4,4,d1\n"
+		jobs := "V,0,5000,8,v100,,1,8,8,8,d1\nD,0,20000,4," + tc.dType + ",,1,4,2,4,d1\nR1,0,1000,2,t4,,1,2,2,2,d1\nL,0,40000,4,t4,,1,4,4,4,d1\n" +
+			"H,10,1000,8,v100,,1,8,8,8,d1\nA,11,30000,4,t4,,1,4,4,4,d1\nB,12," + tc.b + ",4,,,1,4,4,4,d2\n"
 		cfg := DaemonDefaults()
-		cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}, {"t4", 12}}, 4
+		groups := []GPUGroup{{"v100", 8}, {"p100", 4}, {"t4", 8}}
+		if tc.dType == "t4" {
+			groups = []GPUGroup{{"v100", 8}, {"t4", 12}}
+		}
+		cfg.GPUs, cfg.GPUsPerNode = groups, 4
 		res, err := Run(readJobs(t, jobs), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a, b := startOf(t, res, "A"), startOf(t, res, "B")
 		if !tc.bStart(b.Start) || a.Start > 1000 {
-			t.Errorf("B of %s s started at %d s, A at %d s; want A by 1,000 s (R1's end) and B %s", tc.b, b.Start, a.Start,
-				map[bool]string{true: "before it", false: "not before it"}[tc.b == "500"])
+			t.Errorf("D on %s, B of %s s: B started at %d s, A at %d s; want A by 1,000 s (R1's end) and B %s",
+				tc.dType, tc.b, b.Start, a.Start, tc.want)
 		}
 	}
 }

@@ -242,7 +242,7 @@ func (s *sim) fewestAtStart(r *run) int {
 // that is sooner, than its run time at its request): a job started small
 // that ends after every other would decide the makespan. It reports whether
 // r started.
-func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bool) bool {
+func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 	if r.min >= r.j.GPUs || s.availTotal < r.min {
 		return false
 	}
@@ -300,8 +300,12 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 			if a == nil {
 				continue
 			}
-			if !head && s.now+int64(math.Ceil(planner.RunTime(r.model, s.speedsOn(r, a), r.rem))) > x {
-				a = s.slurmFit(ravail, m, rule)
+			if !head {
+				// Behind the head it may take only GPUs no job held
+				// before it needs while it runs.
+				w, _ := s.nodeSpaceNow(avail).window(s.now, s.endOn(r, a, s.now), s.win)
+				s.win = w
+				a = s.slurmFit(w, m, rule)
 			}
 			try(a)
 		}
@@ -311,12 +315,6 @@ func (s *sim) startSmallAny(r *run, avail, ravail, spare []int, x int64, head bo
 	}
 	s.res.SmallStarts++
 	s.start(r, best, avail)
-	for _, al := range best {
-		if !head {
-			spare[al.Node] -= min(al.GPUs, spare[al.Node])
-		}
-		ravail[al.Node] = min(avail[al.Node], spare[al.Node])
-	}
 	return true
 }
 

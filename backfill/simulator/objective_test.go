@@ -72,10 +72,12 @@ func TestAJobBehindTheQueueHeadStartsSmall(t *testing.T) {
 // (v100) and 8 nearly as fast (p100, 0.9) GPUs. X holds 4 v100 GPUs until
 // 1000 s and Y every p100 for 500 s of work; H (8 GPUs of any type, 100 s)
 // heads the queue with Slurm's reservation when Y ends; P (pinned to v100,
-// needing all 8) and then D (4 GPUs, d2, 5000 s) queue behind it. EASY
-// protects only H: without KeepOffPinned D backfills onto the 4 free v100
-// GPUs and P waits for D's whole run; with it D waits for the p100s (after
-// H: at 0.9 Y ends at 556 s and H at 668 s), and P starts when X ends. A pinned job queued behind D
+// needing all 8) and then D (4 GPUs, d2, 5000 s) queue behind it. With
+// KeepOffPinned D waits for the p100s (after H: at 0.9 Y ends at 556 s and
+// H at 668 s), and P starts when X ends. Without it the same happens, as
+// Slurm's backfill plans P before it tests D and starts D nowhere it would
+// delay P (conservative backfill; EASY backfill, which plans the head
+// alone, let D take the 4 free v100 GPUs and P wait for D's whole run). A pinned job queued behind D
 // keeps nothing off: D has the queue's priority. Nor is a D of 500 s kept
 // off: started on the free v100s at 3 s it ends at 503 s, before P could
 // start there (planner.KeepOffRequest.PinnedStart).
@@ -93,7 +95,7 @@ func TestAJobThatMayRunAnywhereLeavesAPinnedJobsType(t *testing.T) {
 		wantP    int64 // P's start
 	}{
 		{"KeepOffPinned keeps D off the type P, ahead of it, needs", pinnedFirst, true, "p100", 668, 1000},
-		{"without it D takes the free v100s and P waits for D", pinnedFirst, false, "v100", 3, 5003},
+		{"without it Slurm's plan for P keeps D off the v100s all the same", pinnedFirst, false, "p100", 668, 1000},
 		{"a pinned job behind D keeps it on the free v100s", pinnedLast, true, "v100", 2, 5002},
 		{"a D that ends before P could start is not kept off", shortD, true, "v100", 3, 1000},
 	} {

@@ -17,18 +17,25 @@ type reservation struct {
 	nodes  map[int]bool // the nodes of allocs
 }
 
-// schedule runs FIFO + EASY-backfill passes at s.now: one, and another
-// after each queue head started small (the next job becomes the head).
+// schedule runs FIFO + backfill passes at s.now: one, and another after
+// each queue head started small (the next job becomes the head).
 func (s *sim) schedule() {
 	for s.pass() {
 	}
 }
 
-// pass is one FIFO + EASY-backfill pass; it reports whether the queue head
-// started small at its end (startSmall).
+// pass is one FIFO + backfill pass; it reports whether the queue head
+// started small at its end (startSmall). The jobs that fit start in queue
+// order; the first that does not (the head) is reserved its earliest start,
+// and each job behind it, up to Config.BackfillDepth of them, starts now
+// only where it delays no job tested before it, else is held its own
+// earliest start (conservative backfill, as Slurm's backfill plans every
+// job it tests: nodeSpace).
 func (s *sim) pass() bool {
 	s.resv = reservation{}
 	s.plans = nil
+	s.holds = s.holds[:0]
+	s.spaceDirty = true
 	s.donorsFresh = false
 	if len(s.queue) == 0 {
 		return false
@@ -52,7 +59,7 @@ func (s *sim) pass() bool {
 				s.gain = float64(x - s.now)
 			}
 			reserved, jobReserved := s.othersOff(r, avail)
-			allocs = s.shrinkToAdmit(r, avail, reserved, jobReserved)
+			allocs = s.shrinkToAdmit(r, avail, avail, nil, reserved, jobReserved)
 		}
 		if allocs == nil {
 			break
@@ -65,7 +72,7 @@ func (s *sim) pass() bool {
 		return false
 	}
 	head := s.queue[0]
-	x, resAllocs, spare := s.reserve(head, avail)
+	x, resAllocs, _ := s.reserve(head, avail)
 	if head.planned == 0 || x < head.planned {
 		head.planned = x
 	}
@@ -73,9 +80,8 @@ func (s *sim) pass() bool {
 	for _, a := range resAllocs {
 		s.resv.nodes[a.Node] = true
 	}
-	ravail := make([]int, len(avail))
-	for n := range avail {
-		ravail[n] = min(avail[n], spare[n])
+	if resAllocs != nil {
+		s.holds = append(s.holds, holding{r: head, t: x, end: s.endOn(head, resAllocs, x), allocs: resAllocs})
 	}
 	ahead := s.queuedWork(head) // reference GPU-seconds queued ahead of the job considered
 	kept := s.queue[:1]
@@ -88,7 +94,7 @@ func (s *sim) pass() bool {
 		// start, and about as long as the cluster takes to run the work
 		// queued ahead of it.
 		s.gain = max(float64(x-s.now), ahead/s.capacity())
-		if s.backfill(r, avail, ravail, spare, x) {
+		if s.backfill(r, avail, kept, x) {
 			continue
 		}
 		ahead += s.queuedWork(r)
@@ -97,7 +103,7 @@ func (s *sim) pass() bool {
 	s.plans = nil
 	s.queue = kept
 	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
-		if s.startSmallAny(head, avail, ravail, spare, x, true) {
+		if s.startSmallAny(head, avail, x, true) {
 			s.queue = s.queue[1:]
 			return true
 		}
@@ -311,44 +317,53 @@ func (s *sim) othersOff(r *run, avail []int) (reserved, jobReserved map[int]int6
 	return reserved, s.plans.Others(r, s.resv.r)
 }
 
-// backfill starts r now if it ends before the reservation at x or fits in
-// GPUs the reservation does not need; elastic policies may also free such
-// GPUs by shrinking longer jobs (shrinkToAdmit, kept off the nodes the
-// planned starts of the other queued jobs name, othersOff).
-func (s *sim) backfill(r *run, avail, ravail, spare []int, x int64) bool {
-	var a []alloc
-	if s.availTotal >= r.j.GPUs {
-		if a = s.fit(r, avail, false); a != nil && s.baseLimit(r, a) <= x {
-			s.start(r, a, avail)
-			for _, al := range a {
-				ravail[al.Node] = min(avail[al.Node], spare[al.Node])
-			}
-			return true
-		}
-		saved := s.availTotal
-		s.availTotal = 0
-		for _, v := range ravail {
-			s.availTotal += v
-		}
-		a = s.fit(r, ravail, false)
-		s.availTotal = saved
-	}
-	if a == nil && s.mayAdmit(r) {
-		reserved, jobReserved := s.othersOff(r, avail)
-		a = s.shrinkToAdmit(r, ravail, reserved, jobReserved, avail, spare)
-	}
-	if a == nil && s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
-		return s.startSmallAny(r, avail, ravail, spare, x, false)
-	}
-	if a == nil {
+// backfill starts r, queued behind the head and the jobs ahead (those of
+// the pass not started), now if it fits where it delays no job held before
+// it (nodeSpace); elastic policies may also free such GPUs by shrinking
+// longer jobs (shrinkToAdmit, kept off the nodes the planned starts of the
+// other queued jobs name, othersOff) or start it small. Otherwise r is
+// held its earliest start, and it reports false. x is the head's reserved
+// start.
+func (s *sim) backfill(r *run, avail []int, ahead []*run, x int64) bool {
+	if !s.mayStartNow(r) {
+		s.hold(r, avail)
 		return false
 	}
-	s.start(r, a, avail)
-	for _, al := range a {
-		spare[al.Node] -= al.GPUs
-		ravail[al.Node] = min(avail[al.Node], spare[al.Node])
+	t, end, a, ok := s.earliest(r, avail)
+	if ok && t == s.now {
+		s.start(r, a, avail)
+		return true
 	}
-	return true
+	if s.mayAdmit(r) {
+		from, _ := s.nodeSpaceNow(avail).window(s.now, s.now+int64(s.limitAt(r, r.j.GPUs)), nil)
+		reserved, jobReserved := s.othersOff(r, avail)
+		if b := s.shrinkToAdmit(r, from, avail, ahead, reserved, jobReserved); b != nil {
+			s.start(r, b, avail)
+			return true
+		}
+	}
+	if s.objective() && s.cfg.StartSmall != planner.StartSmallOff {
+		wait := x
+		if ok {
+			wait = t
+		}
+		if s.startSmallAny(r, avail, wait, false) {
+			return true
+		}
+	}
+	if ok {
+		s.keep(holding{r: r, t: t, end: end, allocs: a})
+	}
+	return false
+}
+
+// mayStartNow is a cheap pre-check for backfill: r fits in the GPUs free
+// now, or an elastic policy may admit it or start it small.
+func (s *sim) mayStartNow(r *run) bool {
+	if s.availTotal >= r.j.GPUs || s.mayAdmit(r) {
+		return true
+	}
+	return s.objective() && s.cfg.StartSmall != planner.StartSmallOff && r.min < r.j.GPUs && s.availTotal >= r.min
 }
 
 // mayAdmit is a cheap pre-check for shrinkToAdmit: the policy is elastic
@@ -419,6 +434,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		r.gpuTypes = r.rule.Types
 	}
 	r.started, r.start, r.last = true, s.now, s.now
+	s.spaceDirty = true
 	if s.plans != nil {
 		s.plans.Drop(r)
 	}
@@ -445,9 +461,14 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // planned start names (reserved, othersOff) only as far as its raised
 // limit ends by then, and r on such a node (jobReserved) only if its time
 // limit ends by then; nil reserved: none is kept). It applies the
-// decision: every GPU freed on node n is added to from[n] and to each of
-// also[n]. It returns r's allocation, or nil having shrunk nothing.
-func (s *sim) shrinkToAdmit(r *run, from []int, reserved, jobReserved map[int]int64, also ...[]int) []alloc {
+// decision: every GPU freed on node n is added to from[n] and to
+// avail[n] (the GPUs free now, when it is not from). It refuses an
+// admission whose freed GPUs, with those free now, would hold a job of
+// ahead (queued jobs ranked before r, not started) that they did not hold
+// before: Slurm would start that job on them instead
+// (planner.Cluster.StartsFirst, as the daemon's AdmitOnNodes). It returns
+// r's allocation, or nil having shrunk nothing.
+func (s *sim) shrinkToAdmit(r *run, from, avail []int, ahead []*run, reserved, jobReserved map[int]int64) []alloc {
 	objective := s.objective()
 	if !s.donorsFresh {
 		s.buildDonors(objective)
@@ -471,18 +492,38 @@ func (s *sim) shrinkToAdmit(r *run, from []int, reserved, jobReserved map[int]in
 		adm, ok = s.cluster.Admit(q)
 	}
 	s.availTotal = saved
-	if !ok {
+	if !ok || s.takenByAhead(adm, avail, ahead) {
 		return nil
 	}
+	same := len(from) > 0 && &from[0] == &avail[0]
 	for _, sh := range adm.Shrinks {
 		took := s.shrinkBase(s.donorRuns[sh.Donor], sh.Node, sh.GPUs)
 		from[sh.Node] += took
-		for _, o := range also {
-			o[sh.Node] += took
+		if !same {
+			avail[sh.Node] += took
 		}
 	}
 	s.res.AdmitShrinks++
 	return adm.Alloc
+}
+
+// takenByAhead reports whether a job of ahead not started would fit on
+// the GPUs free now (avail) plus those admission adm frees and not on
+// avail alone.
+func (s *sim) takenByAhead(adm planner.Admission, avail []int, ahead []*run) bool {
+	if len(ahead) == 0 {
+		return false
+	}
+	after := slices.Clone(avail)
+	for _, sh := range adm.Shrinks {
+		after[sh.Node] += sh.GPUs
+	}
+	for _, q := range ahead {
+		if !q.started && s.cluster.StartsFirst(avail, after, q.j.GPUs, 0, s.ruleOf(q)) {
+			return true
+		}
+	}
+	return false
 }
 
 // buildDonors lists the running jobs that may give GPUs to a queued job
@@ -541,6 +582,7 @@ func (s *sim) shrinkBase(d *run, n, want int) int {
 	d.snapBase = nil
 	s.donorsFresh = false
 	s.nodes[n].free += g
+	s.spaceDirty = true
 	s.allocated -= g
 	s.availTotal += g
 	d.limit = s.baseLimit(d, d.base)

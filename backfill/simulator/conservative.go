@@ -1,0 +1,98 @@
+package simulator
+
+import (
+	"math"
+
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
+)
+
+// holding is a queued job's planned start in a pass: it starts at t on
+// allocs and holds them until end (simulated seconds).
+type holding struct {
+	r      *run
+	t, end int64
+	allocs []alloc
+}
+
+// nodeSpaceNow returns the pass's node space: the GPUs free now (avail),
+// the running jobs' base GPUs freed at their time limits, less every
+// holding made so far. It is made again when a start or a shrink changed
+// the running jobs since.
+func (s *sim) nodeSpaceNow(avail []int) *nodeSpace {
+	if s.spaceDirty {
+		s.space.reset(s.now, avail, s.byLimit())
+		for _, h := range s.holds {
+			s.space.take(h.t, h.end, h.allocs)
+		}
+		s.spaceDirty = false
+	}
+	return &s.space
+}
+
+// endOn is when r started at t on allocs ends: t plus its remaining work
+// at that size (planner.RunTime), its time limit in the simulation.
+func (s *sim) endOn(r *run, allocs []alloc, t int64) int64 {
+	return t + int64(math.Ceil(planner.RunTime(r.model, s.speedsOn(r, allocs), r.rem)))
+}
+
+// earliest is r's earliest start at its request in the node space, with
+// the allocation then and its end; ok is false when it never fits. Its
+// time limit depends on the type it lands on, so each start time is tried
+// with the GPUs free for its run on the fastest type it may use, then on
+// the slowest (planner limitAt), and an allocation is taken only when its
+// run on it ends within the span it was fitted for. Now, it is placed as
+// Slurm places a starting job (slurmFit: free GPUs before lent ones).
+func (s *sim) earliest(r *run, avail []int) (t, end int64, allocs []alloc, ok bool) {
+	m := s.nodeSpaceNow(avail)
+	want, rule := r.j.GPUs, s.ruleOf(r)
+	fast := int64(math.Ceil(planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: want}}, r.rem)))
+	spans := []int64{fast}
+	if slow := int64(s.limitAt(r, want)); slow > fast {
+		spans = append(spans, slow)
+	}
+	for i := 0; i < len(m.times); i++ {
+		t := m.times[i]
+		if m.total[i] < want {
+			continue
+		}
+		for _, d := range spans {
+			if m.least(t, t+d) < want {
+				continue
+			}
+			w, sum := m.window(t, t+d, s.win)
+			s.win = w
+			if sum < want {
+				continue
+			}
+			var a []alloc
+			if t == s.now {
+				a = s.slurmFit(w, want, rule)
+			} else {
+				a = s.cluster.Fit(w, want, rule)
+			}
+			if a == nil {
+				continue
+			}
+			if e := s.endOn(r, a, t); e-t <= d {
+				return t, e, a, true
+			}
+		}
+	}
+	return 0, 0, nil, false
+}
+
+// hold gives r its earliest start in the node space (keep), if it has one.
+func (s *sim) hold(r *run, avail []int) {
+	if t, end, a, ok := s.earliest(r, avail); ok {
+		s.keep(holding{r: r, t: t, end: end, allocs: a})
+	}
+}
+
+// keep adds h to the pass's holdings and takes its span from the node
+// space.
+func (s *sim) keep(h holding) {
+	s.holds = append(s.holds, h)
+	if !s.spaceDirty {
+		s.space.take(h.t, h.end, h.allocs)
+	}
+}

@@ -1,0 +1,136 @@
+package simulator
+
+import "slices"
+
+// nodeSpace is a backfill pass's map of the GPUs free on each node over
+// time, as Slurm's backfill scheduler keeps it (node_space_map in
+// src/plugins/sched/backfill/backfill.c; the "Backfill scheduling" part
+// of slurm.conf's SchedulerParameters): every job it tests, in priority
+// order and up to bf_max_job_test of them, gets the earliest start at
+// which its nodes are free for its whole time limit, and that span is
+// taken from the map before the next job is tested, so no job tested
+// later can start in a way that delays it. Row i holds the GPUs free per
+// node from times[i] until times[i+1] (the last row: from then on); a
+// row may go below zero where a donor's raised time limit outlasts a
+// reservation made before its shrink (window clamps at zero).
+type nodeSpace struct {
+	times []int64 // ascending; times[0] is the pass's now
+	free  [][]int // free[i][n]: GPUs free on node n over row i
+	total []int   // total[i]: free[i] summed over the nodes
+	spare [][]int // rows no longer in use, for reuse
+}
+
+// reset makes the map of now: the GPUs a starting job may take (avail,
+// per node) and each running job's base GPUs freed at its time limit
+// (runs in byLimit's order).
+func (m *nodeSpace) reset(now int64, avail []int, runs []*run) {
+	for _, row := range m.free {
+		m.spare = append(m.spare, row)
+	}
+	m.times, m.free, m.total = m.times[:0], m.free[:0], m.total[:0]
+	m.push(now, avail)
+	for _, r := range runs {
+		t := max(r.limit, now)
+		if t > m.times[len(m.times)-1] {
+			m.push(t, m.free[len(m.free)-1])
+		}
+		last := len(m.free) - 1
+		for _, a := range r.base {
+			m.free[last][a.Node] += a.GPUs
+			m.total[last] += a.GPUs
+		}
+	}
+}
+
+// push appends a row starting at t holding a copy of from.
+func (m *nodeSpace) push(t int64, from []int) {
+	row := m.row(len(from))
+	copy(row, from)
+	sum := 0
+	for _, v := range row {
+		sum += v
+	}
+	m.times = append(m.times, t)
+	m.free = append(m.free, row)
+	m.total = append(m.total, sum)
+}
+
+// row returns a slice of n ints, reused when one is spare.
+func (m *nodeSpace) row(n int) []int {
+	if k := len(m.spare); k > 0 {
+		row := m.spare[k-1]
+		m.spare = m.spare[:k-1]
+		if cap(row) >= n {
+			return row[:n]
+		}
+	}
+	return make([]int, n)
+}
+
+// at is the index of the row holding t (t at or after times[0]).
+func (m *nodeSpace) at(t int64) int {
+	i, found := slices.BinarySearch(m.times, t)
+	if !found {
+		i--
+	}
+	return max(i, 0)
+}
+
+// split makes t the start of a row and returns its index.
+func (m *nodeSpace) split(t int64) int {
+	i, found := slices.BinarySearch(m.times, t)
+	if found {
+		return i
+	}
+	prev := m.free[max(i-1, 0)]
+	row := m.row(len(prev))
+	copy(row, prev)
+	m.times = slices.Insert(m.times, i, t)
+	m.free = slices.Insert(m.free, i, row)
+	m.total = slices.Insert(m.total, i, m.total[max(i-1, 0)])
+	return i
+}
+
+// take removes allocs from the map over [t, end) (seconds).
+func (m *nodeSpace) take(t, end int64, allocs []alloc) {
+	if end <= t {
+		return
+	}
+	i, j := m.split(t), m.split(end)
+	for k := i; k < j; k++ {
+		for _, a := range allocs {
+			m.free[k][a.Node] -= a.GPUs
+			m.total[k] -= a.GPUs
+		}
+	}
+}
+
+// window writes into dst, per node, the fewest GPUs free at any time in
+// [t, end) (never below zero) and returns it with their sum.
+func (m *nodeSpace) window(t, end int64, dst []int) ([]int, int) {
+	i := m.at(t)
+	dst = append(dst[:0], m.free[i]...)
+	for k := i + 1; k < len(m.times) && m.times[k] < end; k++ {
+		for n, v := range m.free[k] {
+			dst[n] = min(dst[n], v)
+		}
+	}
+	sum := 0
+	for n, v := range dst {
+		v = max(v, 0)
+		dst[n] = v
+		sum += v
+	}
+	return dst, sum
+}
+
+// least is the fewest GPUs free (summed over the nodes) at any time in
+// [t, end): an upper bound on window's sum, cheap to check first.
+func (m *nodeSpace) least(t, end int64) int {
+	i := m.at(t)
+	low := m.total[i]
+	for k := i + 1; k < len(m.times) && m.times[k] < end; k++ {
+		low = min(low, m.total[k])
+	}
+	return low
+}
