@@ -456,3 +456,29 @@ func ExampleCluster_Place() {
 func reservedAt(starts map[int]float64) func(int) (float64, bool) {
 	return func(n int) (float64, bool) { at, ok := starts[n]; return at, ok }
 }
+
+// TestStartsFirst: a job ranked ahead takes the freed GPUs only when it
+// fits on them with the idle ones and did not fit on the idle ones alone.
+func TestStartsFirst(t *testing.T) {
+	c := NewCluster([]Node{{Name: "v0", GPUType: "v100", Total: 4}, {Name: "t0", GPUType: "t4", Total: 4}}, nil)
+	for _, tc := range []struct {
+		name          string
+		before, after []int
+		gpus, perNode int
+		rule          FitRule
+		want          bool
+	}{
+		{"fits only with the freed GPUs", []int{2, 0}, []int{4, 0}, 4, 0, FitRule{}, true},
+		{"fitted on the idle GPUs already", []int{4, 0}, []int{4, 2}, 4, 0, FitRule{}, false},
+		{"does not fit even then", []int{1, 0}, []int{3, 0}, 4, 0, FitRule{}, false},
+		{"freed GPUs of a type it may not use", []int{2, 0}, []int{2, 2}, 4, 0, FitRule{Types: []string{"v100"}}, false},
+		{"freed GPUs spread across types, one-type job", []int{2, 0}, []int{2, 2}, 4, 0, FitRule{OneType: true}, false},
+		{"any type: spread over both", []int{2, 0}, []int{2, 2}, 4, 0, FitRule{}, true},
+		{"per node: needs one whole node", []int{2, 2}, []int{4, 2}, 4, 4, FitRule{}, true},
+		{"per node: two half nodes do not hold it", []int{2, 0}, []int{2, 2}, 4, 4, FitRule{}, false},
+	} {
+		if got := c.StartsFirst(tc.before, tc.after, tc.gpus, tc.perNode, tc.rule); got != tc.want {
+			t.Errorf("%s: StartsFirst(%v, %v, %d, %d) = %v, want %v", tc.name, tc.before, tc.after, tc.gpus, tc.perNode, got, tc.want)
+		}
+	}
+}

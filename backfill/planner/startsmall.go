@@ -14,7 +14,7 @@ const (
 	// StartSmallOff: a job starts at its request or waits (Slurm's rule).
 	StartSmallOff StartSmallRule = iota
 	// StartSmallBeforeReservation: the queue head may start now on idle
-	// GPUs nobody else takes in this pass (after EASY backfill) when, at
+	// GPUs nobody else takes in this pass (after the backfill pass) when, at
 	// that smaller size and without growing, it ends no later than its own
 	// reserved start. It then holds nothing at its reservation, like any
 	// backfilled job, so no reservation and no job behind it can move; it
@@ -23,8 +23,8 @@ const (
 	// StartSmallEndsEarlier: as StartSmallBeforeReservation, but it is
 	// enough that the job ends earlier than it would by waiting (now +
 	// run time small < reserved start + run time at its request). The job
-	// behind it can then reserve no later, but short jobs that EASY
-	// backfill would have run in the gap find fewer GPUs (the rule of the
+	// behind it can then reserve no later, but short jobs that the
+	// backfill pass would have run in the gap find fewer GPUs (the rule of the
 	// first simulator, dropped for doubling mean JCT on Pollux workload 2).
 	StartSmallEndsEarlier
 )

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGrowingIntoIdleGPUsCanRaiseMeanJCT records why no elastic policy
-// that leaves Slurm's FIFO + EASY-backfill order in charge can be no worse
+// that leaves Slurm's FIFO + backfill order in charge can be no worse
 // than rigid on mean JCT on every trace (issue 17's first goal). On one
 // node of 2 GPUs, A (1 GPU, elastic to 2, 10,000 s at 1 GPU) is alone, so
 // the daemon grows it into the idle GPU (as issue 17 asks: "grow-back to

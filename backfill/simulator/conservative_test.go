@@ -38,3 +38,26 @@ func TestBackfillDelaysNoJobItTestedBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestLendsEndBeforeEveryPlannedStart: E (elastic, 4 GPUs up to 6) fills
+// the first node and is lent 2 idle GPUs of the second, where X holds the
+// other 2 until 1,000 s. H (8 GPUs) heads the queue, planned at E's end;
+// J2 (4 GPUs, 500 s) behind it is planned on the second node at 1,000 s.
+// The daemon reads every planned start from squeue --start, so its planner
+// ends the lend by J2's start and J2 preempts nothing; with the head's
+// plan alone the lend ran on and J2's start preempted it.
+func TestLendsEndBeforeEveryPlannedStart(t *testing.T) {
+	jobs := readJobs(t, "E,0,20000,4,,,1,12,4,6,d1\nX,0,1000,2,,,1,2,2,2,d1\nH,1,100,8,,,1,8,8,8,d1\nJ2,2,500,4,,,1,4,4,4,d1\n")
+	cfg := DaemonDefaults()
+	cfg.GPUs, cfg.GPUsPerNode = []GPUGroup{{"v100", 8}}, 4
+	res, err := Run(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := startOf(t, res, "E"); e.PeakGPUs != 6 {
+		t.Fatalf("E peaked at %d GPUs, want 6: it was never lent the idle GPUs", e.PeakGPUs)
+	}
+	if j2 := startOf(t, res, "J2"); j2.Start != 1000 || res.Preemptions != 0 {
+		t.Errorf("J2 started at %d s with %d extra jobs preempted, want 1,000 s and none", j2.Start, res.Preemptions)
+	}
+}

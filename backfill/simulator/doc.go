@@ -8,10 +8,20 @@
 // deadline) runs one scheduling pass: jobs start in submit order (FIFO)
 // while they fit; the first job that does not fit gets a reservation, the
 // earliest time at which enough GPUs are free if every running job ends at
-// its time limit (EASY backfill, Lifka 1995, as in Slurm's sched/backfill);
-// later jobs (at most BackfillDepth of them, like bf_max_job_test) start now
-// if they end before the reservation or use only GPUs the reservation does
-// not need. Time limits are exact: a job's limit is its remaining work at its
+// its time limit. Each later job (at most BackfillDepth of them, like
+// bf_max_job_test) is tested in turn, as Slurm's sched/backfill tests
+// them: it starts now if its GPUs stay free for its whole time limit,
+// else it too is planned its earliest such start, and that span is taken
+// from the free GPUs over time before the next job is tested
+// (conservative backfill: no job starts in a way that delays one tested
+// before it; nodeSpace, after Slurm's node_space_map). A job whose time
+// limit depends on the GPU type it lands on is fitted for its run on its
+// fastest type, then on its slowest. Every planned start is what
+// squeue --start shows the daemon (the planner's Snapshot.Pending).
+// EASY backfill (Lifka 1995), which plans the head alone and which this
+// simulator modelled until BENCHMARKS.md E67, flattered rigid: it let
+// short jobs delay a large job behind the head for hours. Time limits are
+// exact: a job's limit is its remaining work at its
 // base allocation's speed, so a reserved start can only move earlier (a
 // job shrunk to admit another is kept off reserved nodes: see Jobs). Extra
 // jobs sit in a preemptable partition: a job the scheduler starts goes on
@@ -92,7 +102,7 @@
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //
 // Start small (Config.StartSmall, --start-small RULE, elastic policies,
-// default off): after the EASY backfill pass, a queue head that still
+// default off): after the backfill pass, a queue head that still
 // waits may start now on the most GPUs left that fit it (at least its
 // minimum, fewer than R) when planner.StartSmall says so under the rule;
 // the pass then runs again for the new head. before-reservation starts it

@@ -30,8 +30,10 @@ func (s *sim) plan() error {
 	}
 	snap.Nodes, snap.NodeIndex = s.snapNodes, s.nodeIdx
 	reserved := map[int]bool{}
-	for _, a := range s.resv.allocs {
-		reserved[a.Node] = true
+	for _, h := range s.holds {
+		for _, a := range h.allocs {
+			reserved[a.Node] = true
+		}
 	}
 	for _, p := range s.replayPending {
 		for _, ng := range p.PlannedNodes {
@@ -59,12 +61,17 @@ func (s *sim) plan() error {
 			snap.OtherLent[r.j.User] += x.gpus
 		}
 	}
-	if s.resv.r != nil {
-		pj := planner.PendingJob{ID: s.resv.r.id, PlannedStart: s.resv.t}
-		for _, a := range s.resv.allocs {
+	// As the daemon, which reads every planned start squeue --start
+	// shows: the pass's holdings (conservative backfill).
+	for _, h := range s.holds {
+		if h.r.started {
+			continue
+		}
+		pj := planner.PendingJob{ID: h.r.id, PlannedStart: h.t}
+		for _, a := range h.allocs {
 			pj.PlannedNodes = append(pj.PlannedNodes, planner.NodeGPUs{Node: s.nodes[a.Node].name, GPUs: a.GPUs})
 		}
-		snap.Pending = []planner.PendingJob{pj}
+		snap.Pending = append(snap.Pending, pj)
 	}
 	snap.Pending = append(snap.Pending, s.replayPending...)
 	acts, err := planner.Plan(snap)

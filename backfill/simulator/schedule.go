@@ -86,9 +86,16 @@ func (s *sim) pass() bool {
 	ahead := s.queuedWork(head) // reference GPU-seconds queued ahead of the job considered
 	kept := s.queue[:1]
 	for k, r := range s.queue[1:] {
-		if k >= s.cfg.BackfillDepth || (s.availTotal == 0 && s.donorLeft == 0) {
+		if k >= s.cfg.BackfillDepth {
 			kept = append(kept, s.queue[1+k:]...)
 			break
+		}
+		if s.availTotal == 0 && s.donorLeft == 0 {
+			// Nothing can start now, but Slurm still plans the job (the
+			// planner's growth keeps lends off its planned start).
+			s.hold(r, avail)
+			kept = append(kept, r)
+			continue
 		}
 		// A job behind the head waits at least until the head's reserved
 		// start, and about as long as the cluster takes to run the work

@@ -42,7 +42,7 @@ func TestRunHandChecked(t *testing.T) {
 		{
 			// A runs 0–100; B (4 GPUs) is reserved at 100; C ends at 100 so
 			// it backfills at 20; D waits behind B: 150–250.
-			name: "EASY backfill starts a job that ends before the reservation", jobs: backfillTrace, gpus: 4, policy: Rigid,
+			name: "backfill starts a job that ends before the reservation", jobs: backfillTrace, gpus: 4, policy: Rigid,
 			wantMeanJCT: (100 + 140 + 80 + 220) / 4.0, wantMakespan: 250, wantQueue: (0 + 90 + 0 + 120) / 4.0,
 		},
 		{

@@ -1,5 +1,5 @@
 // Command easyscale-simulate replays a GPU-cluster job trace through a
-// Slurm-like FIFO + EASY-backfill scheduler and the backfill planner that
+// Slurm-like FIFO + backfill scheduler and the backfill planner that
 // easyscale-backfilld runs, and writes the metrics as JSON. It is its own
 // command so that bin/easyscale, which runs on every compute node, does not
 // link the simulator and its plotting library. See package
