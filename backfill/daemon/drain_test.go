@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -10,16 +11,12 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
 
-// The work bound reads every running and pending job of the managed
-// nodes: GPUs × time left (an elastic job's from its progress) or × time
-// limit (a pending job) × the GPUs' speed, by owner; jobs on other nodes
-// or partitions, and pending jobs without a finite limit, add nothing.
-func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
-	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+// competingJobs is a view of running and pending jobs on managed and
+// other nodes, in and out of the managed partition, that the work bound
+// (drain) and the median time left (peerMedian) read.
+func competingJobs(now time.Time) *View {
 	at := func(d time.Duration) string { return now.Add(d).Format("2006-01-02T15:04:05") }
-	cfg := config.Default()
-	cfg.Speeds = map[string]float64{"v100": 3, "t4": 1}
-	v := &View{Now: now,
+	return &View{Now: now,
 		Nodes: []NodeView{
 			{Name: "n1", GPUType: "v100", Total: 4, Managed: true, Partitions: []string{"gpu"}},
 			{Name: "n2", GPUType: "t4", Total: 4, Managed: true, Partitions: []string{"gpu"}},
@@ -70,6 +67,17 @@ func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
 			Progress: &elastic.Progress{Step: 50, TotalSteps: 100, Workers: 2}, End: now.Add(90 * time.Minute),
 			Base: []NodeAlloc{{Node: "n1", GPUs: 2}}}},
 	}
+}
+
+// The work bound reads every running and pending job of the managed
+// nodes: GPUs × time left (an elastic job's from its progress) or × time
+// limit (a pending job) × the GPUs' speed, by owner; jobs on other nodes
+// or partitions, and pending jobs without a finite limit, add nothing.
+func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	cfg := config.Default()
+	cfg.Speeds = map[string]float64{"v100": 3, "t4": 1}
+	v := competingJobs(now)
 	d := &Daemon{cfg: cfg, snap: &Snapshotter{Loc: time.UTC}}
 	dr := d.drain(v)
 	if dr == nil {
@@ -95,5 +103,30 @@ func TestTheDrainBoundCountsTheManagedNodesWork(t *testing.T) {
 	cfg.DrainHorizon = false
 	if d.drain(v) != nil {
 		t.Error("a drain bound with drain_horizon off")
+	}
+}
+
+// The median time left counts the same jobs as the work bound: running
+// jobs on managed nodes until their time limits end (bob 1,000 s, carol
+// 500 s; alice's has no end in squeue, dave's cannot be read) and the
+// pending jobs Slurm may start soon on them (erin, frank and grace, 10 min
+// each), not the daemon's own extra jobs nor jobs on other nodes, however
+// long, nor mallory's jobs that Slurm will not start.
+func TestThePeerMedianCountsTheJobsCompetingForTheManagedNodes(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	cfg := config.Default()
+	v := competingJobs(now)
+	long := now.Add(10 * time.Hour).Format("2006-01-02T15:04:05")
+	for i := range 3 {
+		v.Running = append(v.Running,
+			slurmcli.Job{ID: fmt.Sprint(30 + i), User: "alice", Partition: cfg.Extra.Partition, Nodes: 1, NodeList: "n2", TRESPerNode: "gres:gpu:1", EndTime: long},
+			slurmcli.Job{ID: fmt.Sprint(40 + i), User: "bob", Partition: "other", Nodes: 1, NodeList: "x1", TRESPerNode: "gres:gpu:1", EndTime: long})
+	}
+	d := &Daemon{cfg: cfg, snap: &Snapshotter{Loc: time.UTC}}
+	if got := d.peerMedian(v); got != 10*time.Minute {
+		t.Errorf("peerMedian = %v, want 10m0s (of 500 s, 600 s ×3 and 1,000 s)", got)
+	}
+	if got := d.peerMedian(&View{Now: now}); got != 0 {
+		t.Errorf("peerMedian of no jobs = %v, want 0 (no bound)", got)
 	}
 }

@@ -150,6 +150,11 @@ type NodeObjective struct {
 	// time left: a queued job's horizon counts those of other users only
 	// ([HorizonFor]).
 	Others []JobLeft `json:",omitempty"`
+	// PeerMedian is the median time left of the jobs running or waiting
+	// for resources ([PeerMedian]): a queued job whose time limit is
+	// longer than [WithinPeerBound] allows is not admitted. 0: no bound
+	// (a recording made before it existed has none).
+	PeerMedian time.Duration `json:",omitempty"`
 	// Drain, when set, raises a queued job's horizon to the time the
 	// cluster needs at the least to run the work of other users' running
 	// and pending jobs ([Drain], drain_horizon); nil: no such bound (a
@@ -498,6 +503,10 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		if i, ok := idx[name]; ok {
 			allowed[i] = true
 		}
+	}
+	if in.Objective != nil && !WithinPeerBound(q.Limit.Seconds(), in.Objective.PeerMedian.Seconds()) {
+		return a, fmt.Sprintf("its time limit %v is over %g × %v, the median time left of the jobs running or waiting (shortest remaining time first)",
+			q.Limit, StartSmallPeerFactor, in.Objective.PeerMedian.Round(time.Second))
 	}
 	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }
 	avail := slices.Clone(baseAvail) // Slurm starts it nowhere else, before or after the shrinks

@@ -156,6 +156,16 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 	}{
 		{"a wait of an hour outweighs the donor's loss", func(in *NodeAdmitInput) { objective(in, time.Hour) }, true, ""},
 		{"a wait of 5 min does not", func(in *NodeAdmitInput) { objective(in, 5*min) }, false, "would lose more"},
+		// shortest remaining time first: the queued job's 30 min limit
+		// against the median time left of the jobs beside it
+		{"a job over twice the median time left of the others waits its turn", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.PeerMedian = 14 * min
+		}, false, "median time left"},
+		{"a job within twice that median is admitted", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.PeerMedian = 15 * min
+		}, true, ""},
 		{"no planned start: nothing to weigh the loss against", func(in *NodeAdmitInput) { objective(in, 0); in.Queue[0].ReservedStart = 0 },
 			false, "no planned start"},
 		{"the longest job does not yield when the queued job would end sooner by waiting", func(in *NodeAdmitInput) {

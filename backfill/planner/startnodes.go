@@ -54,6 +54,9 @@ type NodeStartSmallInput struct {
 	TimeLimit TimeLimitRule
 	// Horizon is the longest time left of a running job (StartSmallRequest.Horizon).
 	Horizon time.Duration
+	// PeerMedian is the median time left of the jobs running or waiting
+	// for resources (StartSmallRequest.PeerMedian); 0: no bound.
+	PeerMedian time.Duration `json:",omitempty"`
 	// Cap is the longest limit it may be given (its partitions' MaxTime);
 	// a raised limit past it refuses the start.
 	Cap LimitCap `json:",omitzero"`
@@ -142,7 +145,7 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	small := k * in.GPUsPerNode
 	linear := Model{LogicalWorkers: asked * small, RefGPUs: asked, Gamma: 1}
 	req := StartSmallRequest{Rule: in.Rule, Model: linear, Work: in.Limit.Seconds(),
-		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(),
+		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(), PeerMedian: in.PeerMedian.Seconds(),
 		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}}
 	end, yes := StartSmall(req)
 	if !yes {

@@ -1,6 +1,9 @@
 package planner
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestStartSmall(t *testing.T) {
 	// L = R = 2: on 2 reference GPUs the step is 1 + 0.1 = 1.1 (throughput
@@ -14,27 +17,45 @@ func TestStartSmall(t *testing.T) {
 		work     float64
 		reserved int64
 		horizon  float64
+		peers    float64 // PeerMedian
 		want     bool
 		wantEnd  int64
 	}{
-		{"off never starts small", StartSmallOff, 100, 1000, 0, false, 0},
-		{"before-reservation: ends small (at 192 s) before the reservation at 1000 s", StartSmallBeforeReservation, 100, 1000, 0, true, 192},
-		{"before-reservation: would hold GPUs past its reservation", StartSmallBeforeReservation, 100, 150, 0, false, 192},
-		{"ends-earlier: ends at 192 s, waiting ends at 250 s", StartSmallEndsEarlier, 100, 150, 0, true, 192},
-		{"ends-earlier: 1000 s of work ends at 1829 s small, at 1800 s by waiting", StartSmallEndsEarlier, 1000, 800, 0, false, 1829},
-		{"no reservation in the future: nothing to gain", StartSmallEndsEarlier, 100, 10, 0, false, 0},
-		{"ends-earlier: within the longest running job's 200 s left", StartSmallEndsEarlier, 100, 150, 200, true, 192},
-		{"ends-earlier: not past the longest running job's 150 s left (it would end last)", StartSmallEndsEarlier, 100, 150, 150, false, 192},
-		{"ends-earlier: the horizon never bounds below the run at its request", StartSmallEndsEarlier, 100, 150, 50, false, 192},
+		{"off never starts small", StartSmallOff, 100, 1000, 0, 0, false, 0},
+		{"before-reservation: ends small (at 192 s) before the reservation at 1000 s", StartSmallBeforeReservation, 100, 1000, 0, 0, true, 192},
+		{"before-reservation: would hold GPUs past its reservation", StartSmallBeforeReservation, 100, 150, 0, 0, false, 192},
+		{"ends-earlier: ends at 192 s, waiting ends at 250 s", StartSmallEndsEarlier, 100, 150, 0, 0, true, 192},
+		{"ends-earlier: 1000 s of work ends at 1829 s small, at 1800 s by waiting", StartSmallEndsEarlier, 1000, 800, 0, 0, false, 1829},
+		{"no reservation in the future: nothing to gain", StartSmallEndsEarlier, 100, 10, 0, 0, false, 0},
+		{"ends-earlier: within the longest running job's 200 s left", StartSmallEndsEarlier, 100, 150, 200, 0, true, 192},
+		{"ends-earlier: not past the longest running job's 150 s left (it would end last)", StartSmallEndsEarlier, 100, 150, 150, 0, false, 192},
+		{"ends-earlier: the horizon never bounds below the run at its request", StartSmallEndsEarlier, 100, 150, 50, 0, false, 192},
+		{"ends-earlier: its 182 s small within twice the others' median time left, 91 s", StartSmallEndsEarlier, 100, 150, 0, 91, true, 192},
+		{"ends-earlier: not over twice the others' median time left, 90 s", StartSmallEndsEarlier, 100, 150, 0, 90, false, 192},
+		{"before-reservation is never bounded by the others' time left", StartSmallBeforeReservation, 100, 1000, 0, 90, true, 192},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			end, ok := StartSmall(StartSmallRequest{Rule: tc.rule, Model: m, Work: tc.work, Now: 10, ReservedStart: tc.reserved,
-				AtRequest: two, Small: one, Horizon: tc.horizon})
+				AtRequest: two, Small: one, Horizon: tc.horizon, PeerMedian: tc.peers})
 			if ok != tc.want || (ok && end != tc.wantEnd) {
 				t.Errorf("StartSmall = %d, %v; want %d, %v", end, ok, tc.wantEnd, tc.want)
 			}
 		})
+	}
+}
+
+func TestPeerMedianAndBound(t *testing.T) {
+	for _, tc := range []struct {
+		left []float64
+		want float64
+	}{{nil, 0}, {[]float64{30}, 30}, {[]float64{500, 10, 40}, 40}, {[]float64{10, 20, 30, 40}, 30}} {
+		if got := PeerMedian(slices.Clone(tc.left)); got != tc.want {
+			t.Errorf("PeerMedian(%v) = %v, want %v", tc.left, got, tc.want)
+		}
+	}
+	if !WithinPeerBound(1e9, 0) || !WithinPeerBound(200, 100) || WithinPeerBound(200.5, 100) {
+		t.Errorf("WithinPeerBound: no median bounds nothing, and a run of twice the median is the most allowed")
 	}
 }
 

@@ -252,6 +252,7 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 	// It must beat waiting, and must not become the longest job: a small
 	// start that ends after every running job would decide the makespan
 	// (planner.StartSmall, ends-earlier with the horizon).
+	peer := s.peerMedian()
 	try := func(a []alloc) {
 		if a == nil {
 			return
@@ -271,7 +272,7 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 			return // a start that ends sooner was found already
 		}
 		q := planner.StartSmallRequest{Rule: s.cfg.StartSmall, Model: linear, Work: r.rem,
-			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonFor(r)}
+			Now: s.now, ReservedStart: x, AtRequest: atRequest, Small: small, Horizon: s.horizonFor(r), PeerMedian: peer}
 		if s.cfg.WeighCriticalDelay && s.cfg.StartSmall == planner.StartSmallEndsEarlier {
 			// The queued jobs that end after every running job must lose
 			// less than this job saves, over the time it may hold the GPUs.
@@ -318,6 +319,23 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 	return true
 }
 
+// peerMedian is the median time left (seconds) of the jobs running (by
+// their time limits) and queued (their run time at their request on their
+// fastest type) now (planner.PeerMedian).
+func (s *sim) peerMedian() float64 {
+	left := s.peerScratch[:0]
+	for _, r := range s.running {
+		left = append(left, float64(max(r.limit-s.now, 0)))
+	}
+	for _, q := range s.queue {
+		if !q.started {
+			left = append(left, planner.RunTime(q.model, []planner.SpeedCount{{Speed: s.bestSpeed(q), N: q.j.GPUs}}, q.rem))
+		}
+	}
+	s.peerScratch = left
+	return planner.PeerMedian(left)
+}
+
 // bestSpeed is r's speed on the fastest type it may run on.
 func (s *sim) bestSpeed(r *run) float64 {
 	best := 0.0
@@ -358,6 +376,7 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 	q.Horizon = s.horizonFor(r)
 	sp := s.bestSpeed(r)
 	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: r.j.GPUs}}, r.rem)
+	peer := s.peerMedian()
 	for m := r.j.GPUs; m >= max(r.min, 1); m /= 2 {
 		if m < r.j.GPUs && (s.cfg.StartSmall == planner.StartSmallOff || !s.cfg.AdmitBelowRequest) {
 			break
@@ -367,6 +386,9 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 			q.Limit = s.limitAt(r, m)
 		}
 		run := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: m}}, r.rem)
+		if !planner.WithinPeerBound(run, peer) {
+			break // a smaller size runs longer still
+		}
 		q.Gain = s.gain - (run - full)
 		s.borrow = run // how long the donors' GPUs serve it
 		if q.Gain <= 0 {

@@ -456,10 +456,11 @@ type sim struct {
 	avail       []int
 	availTotal  int
 	resv        reservation
-	holds       []holding                        // the pass's planned starts, in queue order (conservative backfill)
-	space       nodeSpace                        // the free GPUs over time the holds leave (nodeSpaceNow)
-	spaceDirty  bool                             // a start or shrink changed the running jobs since space was made
-	win         []int                            // nodeSpace.window's scratch
+	holds       []holding // the pass's planned starts, in queue order (conservative backfill)
+	space       nodeSpace // the free GPUs over time the holds leave (nodeSpaceNow)
+	spaceDirty  bool      // a start or shrink changed the running jobs since space was made
+	win         []int     // nodeSpace.window's scratch
+	peerScratch []float64
 	plans       *planner.Reservations[*run, int] // the pass's planned starts of the queued jobs (othersOff); nil: not made yet
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,6 +204,13 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 		// admit.horizon other than the default's (E56): contested, returned or kept
 		if v := os.Getenv("EASYSCALE_HETERO_HORIZON"); v != "" {
 			d.AdmitHorizon = v // checked by heteroHorizon
+		}
+		// the start-small peer bound's factor (E67); 0 turns the bound off
+		if v, err := strconv.ParseFloat(os.Getenv("EASYSCALE_HETERO_PEER"), 64); err == nil && v >= 0 {
+			planner.StartSmallPeerFactor = v
+			if v == 0 {
+				planner.StartSmallPeerFactor = math.Inf(1)
+			}
 		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
