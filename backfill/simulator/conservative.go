@@ -45,21 +45,19 @@ func (s *sim) endOn(r *run, allocs []alloc, t int64) int64 {
 func (s *sim) earliest(r *run, avail []int) (t, end int64, allocs []alloc, ok bool) {
 	m := s.nodeSpaceNow(avail)
 	want, rule := r.j.GPUs, s.ruleOf(r)
-	fast := int64(math.Ceil(planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: want}}, r.rem)))
-	spans := []int64{fast}
-	if slow := int64(s.limitAt(r, want)); slow > fast {
-		spans = append(spans, slow)
+	spans := s.spansOf(r)
+	for k, d := range spans {
+		s.lows[k].start(m, d)
 	}
-	for i := 0; i < len(m.times); i++ {
-		t := m.times[i]
+	for i, t := range m.times {
 		if m.total[i] < want {
 			continue
 		}
-		for _, d := range spans {
-			if m.least(t, t+d) < want {
+		for k, d := range spans {
+			if d <= 0 || s.lows[k].at(i) < want {
 				continue
 			}
-			w, sum := m.window(t, t+d, s.win)
+			w, sum := m.window(i, t+d, s.win)
 			s.win = w
 			if sum < want {
 				continue
@@ -81,11 +79,36 @@ func (s *sim) earliest(r *run, avail []int) (t, end int64, allocs []alloc, ok bo
 	return 0, 0, nil, false
 }
 
-// hold gives r its earliest start in the node space (keep), if it has one.
-func (s *sim) hold(r *run, avail []int) {
-	if t, end, a, ok := s.earliest(r, avail); ok {
-		s.keep(holding{r: r, t: t, end: end, allocs: a})
+// spansOf is r's run time at its request on the fastest type it may use,
+// then on the slowest (0 when that is the same), the spans earliest fits
+// it for; computed once per pass, as a queued job's work and types do not
+// change within one.
+func (s *sim) spansOf(r *run) [2]int64 {
+	if r.spansPass == s.passes || (r.spansPass > 0 && len(r.off) == 0 && len(r.hold) == 0) {
+		return r.spans // the same work and rule (no keep-off nor hold-for-fast changes it)
 	}
+	want := r.j.GPUs
+	fast := int64(math.Ceil(planner.RunTime(r.model, []planner.SpeedCount{{Speed: s.bestSpeed(r), N: want}}, r.rem)))
+	r.spans = [2]int64{max(fast, 1), 0}
+	if slow := int64(s.limitAt(r, want)); slow > fast {
+		r.spans[1] = slow
+	}
+	r.spansPass = s.passes
+	return r.spans
+}
+
+// planHeld gives each job of s.unheld, in queue order, its earliest start
+// in the node space (keep), if it has one. A pass defers those plans
+// (s.unheld) until a job behind them might start now, or the planner needs
+// every planned start (schedule): a job that cannot start now changes
+// nothing else.
+func (s *sim) planHeld() {
+	for _, r := range s.unheld {
+		if t, end, a, ok := s.earliest(r, s.avail); ok {
+			s.keep(holding{r: r, t: t, end: end, allocs: a})
+		}
+	}
+	s.unheld = s.unheld[:0]
 }
 
 // keep adds h to the pass's holdings and takes its span from the node

@@ -67,15 +67,6 @@ func (m *nodeSpace) row(n int) []int {
 	return make([]int, n)
 }
 
-// at is the index of the row holding t (t at or after times[0]).
-func (m *nodeSpace) at(t int64) int {
-	i, found := slices.BinarySearch(m.times, t)
-	if !found {
-		i--
-	}
-	return max(i, 0)
-}
-
 // split makes t the start of a row and returns its index.
 func (m *nodeSpace) split(t int64) int {
 	i, found := slices.BinarySearch(m.times, t)
@@ -105,10 +96,10 @@ func (m *nodeSpace) take(t, end int64, allocs []alloc) {
 	}
 }
 
-// window writes into dst, per node, the fewest GPUs free at any time in
-// [t, end) (never below zero) and returns it with their sum.
-func (m *nodeSpace) window(t, end int64, dst []int) ([]int, int) {
-	i := m.at(t)
+// window writes into dst, per node, the fewest GPUs free at any time from
+// the start of row i until end (never below zero) and returns it with
+// their sum.
+func (m *nodeSpace) window(i int, end int64, dst []int) ([]int, int) {
 	dst = append(dst[:0], m.free[i]...)
 	for k := i + 1; k < len(m.times) && m.times[k] < end; k++ {
 		for n, v := range m.free[k] {
@@ -124,13 +115,36 @@ func (m *nodeSpace) window(t, end int64, dst []int) ([]int, int) {
 	return dst, sum
 }
 
-// least is the fewest GPUs free (summed over the nodes) at any time in
-// [t, end): an upper bound on window's sum, cheap to check first.
-func (m *nodeSpace) least(t, end int64) int {
-	i := m.at(t)
-	low := m.total[i]
-	for k := i + 1; k < len(m.times) && m.times[k] < end; k++ {
-		low = min(low, m.total[k])
+// lowScan yields, row by row, the fewest GPUs free (summed over the
+// nodes) at any time in [times[i], times[i]+span): an upper bound on
+// window's sum, cheap to check first. It is a sliding-window minimum (a
+// monotone queue of row indexes, totals ascending), linear in the rows
+// scanned.
+type lowScan struct {
+	m       *nodeSpace
+	span    int64
+	q       []int
+	head, j int // q's first live entry; the next row to enter a window
+}
+
+// start resets the scan for m and span (seconds, at least 1), reusing q.
+func (l *lowScan) start(m *nodeSpace, span int64) {
+	l.m, l.span, l.q, l.head, l.j = m, max(span, 1), l.q[:0], 0, 0
+}
+
+// at is the fewest GPUs free over [times[i], times[i]+span); i must not
+// decrease from one call to the next.
+func (l *lowScan) at(i int) int {
+	m := l.m
+	end := m.times[i] + l.span
+	for ; l.j < len(m.times) && m.times[l.j] < end; l.j++ {
+		for len(l.q) > l.head && m.total[l.q[len(l.q)-1]] >= m.total[l.j] {
+			l.q = l.q[:len(l.q)-1]
+		}
+		l.q = append(l.q, l.j)
 	}
-	return low
+	for l.q[l.head] < i {
+		l.head++
+	}
+	return m.total[l.q[l.head]]
 }

@@ -304,7 +304,7 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 			if !head {
 				// Behind the head it may take only GPUs no job held
 				// before it needs while it runs.
-				w, _ := s.nodeSpaceNow(avail).window(s.now, s.endOn(r, a, s.now), s.win)
+				w, _ := s.nodeSpaceNow(avail).window(0, s.endOn(r, a, s.now), s.win)
 				s.win = w
 				a = s.slurmFit(w, m, rule)
 			}
@@ -321,19 +321,24 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 
 // peerMedian is the median time left (seconds) of the jobs running (by
 // their time limits) and queued (their run time at their request on their
-// fastest type) now (planner.PeerMedian).
+// fastest type, spansOf) now (planner.PeerMedian); kept until a job
+// starts or the pass ends.
 func (s *sim) peerMedian() float64 {
+	if s.peerPass == s.passes {
+		return s.peerMed
+	}
 	left := s.peerScratch[:0]
 	for _, r := range s.running {
 		left = append(left, float64(max(r.limit-s.now, 0)))
 	}
 	for _, q := range s.queue {
 		if !q.started {
-			left = append(left, planner.RunTime(q.model, []planner.SpeedCount{{Speed: s.bestSpeed(q), N: q.j.GPUs}}, q.rem))
+			left = append(left, float64(s.spansOf(q)[0]))
 		}
 	}
 	s.peerScratch = left
-	return planner.PeerMedian(left)
+	s.peerPass, s.peerMed = s.passes, planner.PeerMedian(left)
+	return s.peerMed
 }
 
 // bestSpeed is r's speed on the fastest type it may run on.

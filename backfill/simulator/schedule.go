@@ -22,6 +22,9 @@ type reservation struct {
 func (s *sim) schedule() {
 	for s.pass() {
 	}
+	if s.cfg.Policy != Rigid && (s.allocated < s.total || s.lent > 0) {
+		s.planHeld() // the planner lends idle GPUs around every planned start
+	}
 }
 
 // pass is one FIFO + backfill pass; it reports whether the queue head
@@ -34,7 +37,8 @@ func (s *sim) schedule() {
 func (s *sim) pass() bool {
 	s.resv = reservation{}
 	s.plans = nil
-	s.holds = s.holds[:0]
+	s.passes++
+	s.holds, s.unheld = s.holds[:0], s.unheld[:0]
 	s.spaceDirty = true
 	s.donorsFresh = false
 	if len(s.queue) == 0 {
@@ -93,7 +97,7 @@ func (s *sim) pass() bool {
 		if s.availTotal == 0 && s.donorLeft == 0 {
 			// Nothing can start now, but Slurm still plans the job (the
 			// planner's growth keeps lends off its planned start).
-			s.hold(r, avail)
+			s.unheld = append(s.unheld, r)
 			kept = append(kept, r)
 			continue
 		}
@@ -333,16 +337,17 @@ func (s *sim) othersOff(r *run, avail []int) (reserved, jobReserved map[int]int6
 // start.
 func (s *sim) backfill(r *run, avail []int, ahead []*run, x int64) bool {
 	if !s.mayStartNow(r) {
-		s.hold(r, avail)
+		s.unheld = append(s.unheld, r)
 		return false
 	}
+	s.planHeld()
 	t, end, a, ok := s.earliest(r, avail)
 	if ok && t == s.now {
 		s.start(r, a, avail)
 		return true
 	}
 	if s.mayAdmit(r) {
-		from, _ := s.nodeSpaceNow(avail).window(s.now, s.now+int64(s.limitAt(r, r.j.GPUs)), nil)
+		from, _ := s.nodeSpaceNow(avail).window(0, s.now+int64(s.limitAt(r, r.j.GPUs)), nil)
 		reserved, jobReserved := s.othersOff(r, avail)
 		if b := s.shrinkToAdmit(r, from, avail, ahead, reserved, jobReserved); b != nil {
 			s.start(r, b, avail)
@@ -441,7 +446,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 		r.gpuTypes = r.rule.Types
 	}
 	r.started, r.start, r.last = true, s.now, s.now
-	s.spaceDirty = true
+	s.spaceDirty, s.peerPass = true, -1
 	if s.plans != nil {
 		s.plans.Drop(r)
 	}

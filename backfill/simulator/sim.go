@@ -372,9 +372,11 @@ type run struct {
 	limit       int64
 	version     int
 	start       int64
-	planned     int64 // earliest reserved start, 0: never reserved
-	pos         int   // index in sim.running
-	idx         int   // index in sim.runs (submit order)
+	planned     int64    // earliest reserved start, 0: never reserved
+	spans       [2]int64 // sim.spansOf's result, valid in pass spansPass
+	spansPass   int
+	pos         int // index in sim.running
+	idx         int // index in sim.runs (submit order)
 	snapBase    []planner.NodeGPUs
 	peak        int   // most GPUs held at once
 	held        int   // GPUs held after the last reschedule
@@ -456,10 +458,15 @@ type sim struct {
 	avail       []int
 	availTotal  int
 	resv        reservation
-	holds       []holding // the pass's planned starts, in queue order (conservative backfill)
-	space       nodeSpace // the free GPUs over time the holds leave (nodeSpaceNow)
-	spaceDirty  bool      // a start or shrink changed the running jobs since space was made
-	win         []int     // nodeSpace.window's scratch
+	holds       []holding  // the pass's planned starts, in queue order (conservative backfill)
+	unheld      []*run     // jobs the pass tested but has not planned yet (planHeld)
+	space       nodeSpace  // the free GPUs over time the holds leave (nodeSpaceNow)
+	spaceDirty  bool       // a start or shrink changed the running jobs since space was made
+	win         []int      // nodeSpace.window's scratch
+	lows        [2]lowScan // earliest's scans, one per span
+	passes      int        // passes run so far (run.spansPass)
+	peerPass    int        // the pass peerMed was computed in; -1 after a start
+	peerMed     float64    // peerMedian's value
 	peerScratch []float64
 	plans       *planner.Reservations[*run, int] // the pass's planned starts of the queued jobs (othersOff); nil: not made yet
 	extraByID   map[string]*extra
