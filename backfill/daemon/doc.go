@@ -191,7 +191,10 @@
 //     default; "kept" counts it as if it ran to its end on fewer nodes,
 //     planner.ShrinkLoss; "contested" counts so only the donor whose GPU
 //     types another pending job may use and which has the most time left
-//     there, planner.Pools.Kept); and the admission
+//     there, planner.Pools.Kept); the queued job's time limit must be at
+//     most planner.StartSmallPeerFactor (2) × the median time left of the
+//     jobs competing for the managed nodes (the peer bound, as for
+//     start-small: shortest remaining time first); and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
 //     the queued job holds its nodes (at most its time limit), by
@@ -307,7 +310,11 @@
 // first planner.CriticalDelayJobs of its GPU type) lose past the end of
 // every running job while it holds the nodes for its raised limit,
 // planner.Cluster.CriticalDelay over the running jobs' allocations and
-// limits). Because the
+// limits; and, the peer bound, its raised limit must be at most
+// planner.StartSmallPeerFactor (2) × the median time left of the jobs
+// competing for the managed nodes, peers.go: a job far longer than most,
+// started early, holds its nodes through the stream of short jobs that
+// arrive meanwhile, planner.WithinPeerBound, BENCHMARKS.md E67). Because the
 // nodes it takes are named by no reservation, a job behind the head
 // cannot move the head's reserved start. These choices, which size
 // and which time limit, are planner.StartSmallOnNodes's; the daemon reads

@@ -115,7 +115,9 @@
 // daemon's default: ends-earlier with the horizon for any waiting job
 // (Config.Objective), weighed against the queued jobs it would delay past
 // the end of every running job (Config.WeighCriticalDelay,
-// planner.Cluster.CriticalDelay; BENCHMARKS.md E36).
+// planner.Cluster.CriticalDelay; BENCHMARKS.md E36), and bounded, as an
+// admission under the objective is, by the median time left of the jobs
+// running and queued (planner.WithinPeerBound; BENCHMARKS.md E67).
 //
 // With Config.KeepOffPinned (DaemonDefaults sets it, as the daemon's
 // keep_off_pinned is on by default) each pass first keeps every queued job
