@@ -510,9 +510,13 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 	}
 	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }
 	avail := slices.Clone(baseAvail) // Slurm starts it nowhere else, before or after the shrinks
+	var keptOff []string             // allowed nodes it may not take: a planned start there comes first
 	for i := range avail {
-		if !allowed[i] || !TakesReserved(i, (q.Limit+in.StartDelay).Seconds(), reservedFn) {
+		if !allowed[i] {
 			avail[i] = 0
+		} else if !TakesReserved(i, (q.Limit + in.StartDelay).Seconds(), reservedFn) {
+			avail[i] = 0
+			keptOff = append(keptOff, fmt.Sprintf("%s (in %v)", cluster.Nodes[i].Name, time.Duration(reserved[i])*time.Second))
 		}
 	}
 	skipped = slices.Clone(skipped)
@@ -567,6 +571,10 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		what := "reservations, time left, type, layout"
 		if in.Objective != nil {
 			what = fmt.Sprintf("reservations, type, layout, or the donors would lose more than the %v it waits, or end after the longest running job", time.Duration(gain)*time.Second)
+		}
+		if len(keptOff) > 0 {
+			skipped = append(skipped, fmt.Sprintf("kept off %s: another pending job's planned start or an advance reservation begins there before its time limit plus %v (bf_interval and slack) would end",
+				strings.Join(keptOff, ", "), in.StartDelay))
 		}
 		return a, "planner.Admit found no admission (" + what + ")" + strings.Join(append([]string{""}, skipped...), "; ")
 	}
