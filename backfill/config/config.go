@@ -539,9 +539,50 @@ func whereItBelongs(k toml.Key) string {
 		places = append(places, fmt.Sprintf("it belongs under [%s]: %s.%s", t, t, name))
 	}
 	if len(places) == 0 {
+		if near := closestKey(known[table], name); near != "" {
+			if table != "" {
+				near = table + "." + near
+			}
+			return " (did you mean " + near + "?)"
+		}
 		return ""
 	}
 	return " (" + strings.Join(places, "; ") + ")"
+}
+
+// closestKey is the key of keys nearest to name by edit distance when it
+// is a likely misspelling (at most 2 edits, and fewer than half of name's
+// letters), else "". Ties go to the first in sorted order.
+func closestKey(keys map[string]bool, name string) string {
+	best, bestD := "", 3
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if d := editDistance(k, name); d < bestD && 2*d < len([]rune(name)) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // warnedKeys are the keys [Config.Warnings] names when the file sets
@@ -723,7 +764,8 @@ func (c *Config) Validate() error {
 		bad("max_lend", c.MaxLend, "must be at least min_lend (%v); raise max_lend or lower min_lend", c.MinLend)
 	}
 	if c.MaxBackoff.Duration < c.PollInterval.Duration {
-		bad("max_backoff", c.MaxBackoff, "must be at least poll_interval (%v)", c.PollInterval)
+		bad("max_backoff", c.MaxBackoff, "must be at least poll_interval (%v); max_backoff is 5m when not set: set it to %v or more, or lower poll_interval",
+			c.PollInterval, c.PollInterval)
 	}
 	c.validateNames(bad)
 	for _, t := range sortedKeys(c.Speeds) {

@@ -27,7 +27,7 @@ partition = "low"
 	fmt.Println(err)
 	// Output:
 	// 5s [normal] low 1m0s 0.52
-	// unknown keys partiton: remove or rename them (the keys are listed in contrib/backfill.toml, installed as PREFIX/share/easyscale/backfill.toml)
+	// unknown keys partiton (did you mean partitions?): remove or rename them (the keys are listed in contrib/backfill.toml, installed as PREFIX/share/easyscale/backfill.toml)
 	// limits.waste_cap = "1.5": must be in (0, 1); EasyScale uses 0.30
 	// unknown keys waste_cap (it belongs under [limits]: limits.waste_cap): remove or rename them (the keys are listed in contrib/backfill.toml, installed as PREFIX/share/easyscale/backfill.toml)
 }
