@@ -322,10 +322,7 @@ func (s *sim) othersOff(r *run, avail []int) (reserved, jobReserved map[int]int6
 		}
 	}
 	reserved = s.plans.Others(r)
-	if s.resv.r == nil || s.resv.r == r {
-		return reserved, reserved
-	}
-	return reserved, s.plans.Others(r, s.resv.r)
+	return reserved, reserved
 }
 
 // backfill starts r, queued behind the head and the jobs ahead (those of
@@ -447,9 +444,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	}
 	r.started, r.start, r.last = true, s.now, s.now
 	s.spaceDirty, s.peerPass = true, -1
-	if s.plans != nil {
-		s.plans.Drop(r)
-	}
+	s.plans = nil // the others' plans change with it (othersOff makes them again)
 	if r.planned > 0 && s.now > r.planned {
 		s.res.MaxReservationDelay = max(s.res.MaxReservationDelay, s.now-r.planned)
 	}
