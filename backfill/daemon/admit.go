@@ -166,7 +166,11 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 		}
 	}
 	for _, q := range d.admitCandidates(v) {
-		in.Queue = append(in.Queue, d.admitQueued(v, q))
+		queued := d.admitQueued(v, q)
+		if q.aheadOnly != "" && queued.Refused == "" {
+			queued.Refused = q.aheadOnly
+		}
+		in.Queue = append(in.Queue, queued)
 	}
 	for _, id := range sortedIDs(v.Elastic) {
 		in.Donors = append(in.Donors, d.admitDonor(v, v.Elastic[id], records))

@@ -284,6 +284,21 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "not when that job, ranked ahead, would fit on n3 and the node released (a tester saw Slurm start it there instead, and the job admitted for wait 13 min past its planned start)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute) }},
+		{name: "nor when that job ranked ahead waits with another Reason (a tester saw one whose Reason named a higher-priority partition start on the freed node)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions" })
+			}},
+		{name: "but a held job ranked ahead takes no freed node",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason = "JobHeldUser" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "not when it would still run at that start (Slurm's backfill would not start it there)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, true, "t4", 20*time.Minute) }},

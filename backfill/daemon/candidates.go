@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"slices"
+
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
@@ -22,7 +24,20 @@ const AdmitDepth = 500
 type admitCandidate struct {
 	job      slurmcli.Job
 	reserved []planner.ReservedNode // sorted by node
+	// aheadOnly, when set, says why shrink-to-admit does not act for the
+	// job: it is listed only as a job ranked ahead of the candidates
+	// behind it, which an admission must not free nodes for
+	// (planner.AdmitOnNodes' takenByAhead).
+	aheadOnly string
 }
+
+// neverStartsNow are the Reasons of pending jobs Slurm starts on no freed
+// node this cycle, whatever their request: held, or waiting for a
+// dependency or a begin time. Every other pending job may take nodes an
+// admission frees if Slurm ranks it ahead (a tester saw a job whose Reason
+// named a higher-priority partition start on the node freed for a job
+// ranked below it).
+var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime"}
 
 // admitCandidates are the pending jobs squeue shows waiting for resources
 // or for their turn (Reason Resources or Priority) in partitions where
@@ -39,10 +54,14 @@ type admitCandidate struct {
 // job's plan was made with the admitted one waiting (a tester saw a job
 // Slurm had backfilled start 10 min late when a shrink started the job
 // ranked above it early).
+//
+// Every other pending job Slurm may start (neverStartsNow aside) is listed
+// too, in the same order, with aheadOnly set: an admission must not free
+// nodes that such a job ranked ahead of the admitted one would take.
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
 	for _, j := range v.Pending {
-		if (j.Reason == "Resources" || j.Reason == "Priority") && d.cfg.AdmitOn(j.Partition) {
+		if !slices.Contains(neverStartsNow, j.Reason) {
 			waiting = append(waiting, j)
 		}
 	}
@@ -50,9 +69,22 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	resv := d.reservations(v)
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
-		out = append(out, admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID)})
+		c := admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID)}
+		switch {
+		case j.Reason != "Resources" && j.Reason != "Priority":
+			c.aheadOnly = "Reason " + j.Reason + ": it waits for neither resources nor its turn (counted only as a job ranked ahead)"
+		case !d.cfg.AdmitOn(j.Partition):
+			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
+		}
+		out = append(out, c)
 	}
-	return out
+	// Jobs listed only as ranked ahead matter only to a candidate behind
+	// them: none after the last candidate, nothing when there is none.
+	last := len(out) - 1
+	for last >= 0 && out[last].aheadOnly != "" {
+		last--
+	}
+	return out[:last+1]
 }
 
 // priorityOf is pending job id's planner.PriorityKey: its priority as
