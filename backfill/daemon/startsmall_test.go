@@ -289,10 +289,11 @@ func TestStartSmallNeverRaisesALimitPastThePartitionsMaxTime(t *testing.T) {
 // TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs: a tester's F3. A
 // user's own long job must not loosen the bound on how long their queued
 // job may hold nodes started small. bob's job 20 asks 2 v100 nodes for 12
-// h (26.4 h on one); alice's job 11 on a t4 node ends in 2 h. With bob's
+// h (26.4 h on one); alice's job 11 on a t4 node ends in 20 h. With bob's
 // own 30 h job 10 on n2 counted, the horizon was 30 h and job 20 started
 // small past every other user's job; it must wait. A 30 h job of alice's
-// allows it, as before.
+// allows it, as before (the median time left, 20 h, bounds it at 40 h:
+// planner.WithinPeerBound).
 func TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs(t *testing.T) {
 	for _, tc := range []struct {
 		longJobUser string
@@ -301,7 +302,7 @@ func TestStartSmallsHorizonLeavesOutTheQueuedUsersOwnJobs(t *testing.T) {
 		t.Run("the 30 h job is "+tc.longJobUser+"'s", func(t *testing.T) {
 			td := newTestDaemon(t, "")
 			long := td.fake.running("10", "rigid", "n2", 4, 30*time.Hour, "")
-			td.fake.running("11", "rigid", "n3", 4, 2*time.Hour, "")
+			td.fake.running("11", "rigid", "n3", 4, 20*time.Hour, "")
 			q := td.fake.pending("20", "n1,n2", 4, td.now.Add(30*time.Hour))
 			td.fake.set(func() {
 				long.user = tc.longJobUser

@@ -505,7 +505,8 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 		}
 	}
 	if in.Objective != nil && !WithinPeerBound(q.Limit.Seconds(), in.Objective.PeerMedian.Seconds()) {
-		return a, fmt.Sprintf("its time limit %v is over %g × %v, the median time left of the jobs running or waiting (shortest remaining time first)",
+		return a, fmt.Sprintf("its time limit %v is over %g × %v, the median time left of the jobs running or waiting "+
+			"(a job far longer than most, started ahead of its turn, holds the nodes while the short jobs arriving wait)",
 			q.Limit, StartSmallPeerFactor, in.Objective.PeerMedian.Round(time.Second))
 	}
 	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }

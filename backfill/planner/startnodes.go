@@ -145,8 +145,16 @@ func StartSmallOnNodes(in NodeStartSmallInput) (s NodeStartSmall, ok bool, why s
 	small := k * in.GPUsPerNode
 	linear := Model{LogicalWorkers: asked * small, RefGPUs: asked, Gamma: 1}
 	req := StartSmallRequest{Rule: in.Rule, Model: linear, Work: in.Limit.Seconds(),
-		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(), PeerMedian: in.PeerMedian.Seconds(),
+		Now: in.Now, ReservedStart: in.ReservedStart, Horizon: in.Horizon.Seconds(),
 		AtRequest: []SpeedCount{{Speed: 1, N: asked}}, Small: []SpeedCount{{Speed: 1, N: k * in.GPUsPerNode}}}
+	// The peer bound is checked on the raised limit, the time it may hold
+	// the nodes, margin included (StartSmall would check its run time).
+	if raised, _ := RaisedTimeLimit(in.Limit, 0, in.Limit, in.AskedNodes, k, in.TimeLimit); in.Rule == StartSmallEndsEarlier &&
+		!WithinPeerBound(raised.Seconds(), in.PeerMedian.Seconds()) {
+		return s, false, fmt.Sprintf("%son %d of its %d nodes its raised time limit %v would be over %g × %v, the median time left of the jobs running or waiting "+
+			"(a job far longer than most, started ahead of its turn, holds its nodes while the short jobs arriving wait)",
+			head, k, in.AskedNodes, raised, StartSmallPeerFactor, in.PeerMedian.Round(time.Second))
+	}
 	end, yes := StartSmall(req)
 	if !yes {
 		return s, false, fmt.Sprintf("%son %d of its %d nodes it would end at %s, which rule %s does not allow (reserved start %s)",

@@ -59,6 +59,17 @@ func TestStartSmallOnNodes(t *testing.T) {
 			func(in *NodeStartSmallInput) { in.ReservedStart = in.Now + 40*60 }, 0, 0, "which rule before-reservation does not allow"},
 		{"ends-earlier starts it then: 56 min small ends before 40 + 30 min by waiting",
 			func(in *NodeStartSmallInput) { in.Rule, in.ReservedStart = StartSmallEndsEarlier, in.Now+40*60 }, 1, 66 * min, ""},
+		// the peer bound, on the raised limit (66 min, margin included): a
+		// tester saw its run time (60 min) checked instead, and a 14 min
+		// raised limit pass a median of 6 min
+		{"ends-earlier: a raised limit of twice the median time left of the others passes",
+			func(in *NodeStartSmallInput) {
+				in.Rule, in.ReservedStart, in.PeerMedian = StartSmallEndsEarlier, in.Now+40*60, 33*min
+			}, 1, 66 * min, ""},
+		{"ends-earlier: one over it waits its turn, and says why",
+			func(in *NodeStartSmallInput) {
+				in.Rule, in.ReservedStart, in.PeerMedian = StartSmallEndsEarlier, in.Now+40*60, 32*min
+			}, 0, 0, "its raised time limit 1h6m0s would be over 2 × 32m0s, the median time left"},
 		{"never below the request's minimum", func(in *NodeStartSmallInput) { in.MinNodes = 2 }, 0, 0, "its minimum is 2"},
 		{"a node another reservation names is not idle for it", func(in *NodeStartSmallInput) { in.Nodes[0].Reserved = true }, 0, 0, "0 whole idle nodes"},
 		{"a node it may not use is not idle for it", func(in *NodeStartSmallInput) { in.Nodes[0].Usable = false }, 0, 0, "0 whole idle nodes"},
