@@ -289,7 +289,9 @@ func TestShrinkToAdmit(t *testing.T) {
 			setup: func(t *testing.T, td *testDaemon) {
 				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
 				p := td.fake.job("15")
-				td.fake.set(func() { p.reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions" })
+				td.fake.set(func() {
+					p.reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
+				})
 			}},
 		{name: "but a held job ranked ahead takes no freed node",
 			toml: on, comment: elasticComment,
