@@ -227,12 +227,16 @@
 //     --nodelist); a job that must run in an advance reservation
 //     (--reservation) or asks for contiguous nodes (--contiguous) is never
 //     admitted (a tester saw each stay pending after a shrink); nor is any
-//     job when a pending job ranked ahead of it (among those considered)
-//     would fit on the idle GPUs plus the released nodes and did not fit
-//     before: Slurm starts jobs in priority order and would start that one
-//     instead (planner.AdmitOnNodes, takenByAhead: a tester saw such a job
-//     take the freed node and the admitted one wait 13 min past its planned
-//     start; the simulator does not model it yet); so it
+//     job when a pending job ranked ahead of it would fit on the idle GPUs
+//     plus the released nodes and did not fit before: Slurm starts jobs in
+//     priority order and would start that one instead (planner.AdmitOnNodes,
+//     takenByAhead: a tester saw such a job take the freed node and the
+//     admitted one wait 13 min past its planned start). Every pending job
+//     Slurm may start counts, whatever its partition or Reason (a tester
+//     saw one whose Reason named a higher-priority partition take the
+//     freed node), but held jobs and jobs waiting for a dependency or a
+//     begin time (neverStartsNow, candidates.go); the simulator applies
+//     the rule too; so it
 //     starts now and no reservation
 //     moves (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a
