@@ -293,6 +293,14 @@ func TestShrinkToAdmit(t *testing.T) {
 					p.reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
 				})
 			}},
+		{name: "nor a job ranked ahead only in extra.partition (Slurm ranks that partition's jobs below the others': a tester saw it start the admitted one)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.partition = td.cfg.Extra.Partition })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "but a held job ranked ahead takes no freed node",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

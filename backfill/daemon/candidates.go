@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -61,7 +62,7 @@ var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "Depe
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
 	for _, j := range v.Pending {
-		if !slices.Contains(neverStartsNow, j.Reason) {
+		if !slices.Contains(neverStartsNow, j.Reason) && !d.onlyInExtraPartition(j) {
 			waiting = append(waiting, j)
 		}
 	}
@@ -85,6 +86,23 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 		last--
 	}
 	return out[:last+1]
+}
+
+// onlyInExtraPartition reports whether pending job j may run only in
+// extra.partition, the preemptible partition of the daemon's extra jobs:
+// Slurm ranks its jobs below those of the partitions it is meant to give
+// way to (a higher PriorityTier), so such a job is ranked ahead of none of
+// their jobs (a tester saw Slurm start the admitted job, not a low job
+// with a higher priority number). PriorityTier is not read otherwise: a
+// job in another partition of a lower tier still counts as ranked ahead by
+// its priority, which may cost an admission but starts no job wrongly.
+func (d *Daemon) onlyInExtraPartition(j slurmcli.Job) bool {
+	for _, p := range strings.Split(j.Partition, ",") {
+		if p != d.cfg.Extra.Partition {
+			return false
+		}
+	}
+	return true
 }
 
 // priorityOf is pending job id's planner.PriorityKey: its priority as
