@@ -19,6 +19,14 @@ import (
 // a rigid cluster; long ones can loosen it no further than no bound, the
 // rule before it. 0 when no job counts (no bound).
 func (d *Daemon) peerMedian(v *View) time.Duration {
+	if !v.peerMedianRead {
+		v.peerMedian, v.peerMedianRead = d.readPeerMedian(v), true
+	}
+	return v.peerMedian
+}
+
+// readPeerMedian is peerMedian worked out from the view.
+func (d *Daemon) readPeerMedian(v *View) time.Duration {
 	managed := map[string]bool{}
 	for _, n := range v.Nodes {
 		if n.Managed {

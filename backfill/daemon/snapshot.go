@@ -183,6 +183,11 @@ type View struct {
 	// planned starts, indexed by the first reservations call of the cycle
 	// (admission and start-small both ask).
 	reservationIndex *planner.Reservations[string, string]
+	// peerMedian is Daemon.peerMedian's result for this view, computed
+	// once (shrink-to-admit and start-small both read it); peerMedianRead
+	// says it was.
+	peerMedian     time.Duration
+	peerMedianRead bool
 	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
 	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
 	// without an entry (or a nil map: sinfo failed) has an unknown
