@@ -470,7 +470,11 @@
 // JobId=ID ExcNodeList=<the owner's nodes and the nodes the pinned jobs
 // ahead may use>` (keepoff.go): Slurm then starts the job on the other
 // types, leaving the pinned jobs' GPUs to them, rather than let it
-// backfill onto them, which EASY allows for any job but the head's. When
+// backfill onto them (Slurm's backfill keeps only the planned starts of
+// the jobs it tests, so it lets such a job take those GPUs where it ends
+// before a pinned job's planned start, and before the pinned job is
+// planned at all; in the simulator, which plans every job as Slurm does
+// since BENCHMARKS.md E67, keep-off changes little). When
 // no pinned job ahead needs the types any more, or once the job's time
 // limit has passed since it was first kept off (planner.KeepOffExpired),
 // the added nodes are taken out again ("keep-off-lifted"), planned or
