@@ -24,9 +24,7 @@ type nodeSpace struct {
 // per node) and each running job's base GPUs freed at its time limit
 // (runs in byLimit's order).
 func (m *nodeSpace) reset(now int64, avail []int, runs []*run) {
-	for _, row := range m.free {
-		m.spare = append(m.spare, row)
-	}
+	m.spare = append(m.spare, m.free...)
 	m.times, m.free, m.total = m.times[:0], m.free[:0], m.total[:0]
 	m.push(now, avail)
 	for _, r := range runs {
