@@ -26,6 +26,7 @@ import (
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 
 	"github.com/easyscale/easyscale-slurm/internal/gpuspeed"
+	"github.com/easyscale/easyscale-slurm/internal/spelling"
 )
 
 // DefaultPath is where the daemon looks for its configuration.
@@ -556,33 +557,11 @@ func whereItBelongs(k toml.Key) string {
 func closestKey(keys map[string]bool, name string) string {
 	best, bestD := "", 3
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if d := editDistance(k, name); d < bestD && 2*d < len([]rune(name)) {
+		if d := spelling.Distance(k, name); d < bestD && 2*d < len([]rune(name)) {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // warnedKeys are the keys [Config.Warnings] names when the file sets

@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
+	"github.com/easyscale/easyscale-slurm/internal/spelling"
 )
 
 // Job is one job of a trace.
@@ -306,7 +307,7 @@ func misspelt(head []string) map[string]string {
 		norm := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(h)))
 		best, dist := "", 3 // the nearest optional column within two edits
 		for _, o := range OptionalColumns {
-			if d := editDistance(norm, o); d < dist {
+			if d := spelling.Distance(norm, o); d < dist {
 				best, dist = o, d
 			}
 		}
@@ -318,26 +319,6 @@ func misspelt(head []string) map[string]string {
 		}
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // rowWidth returns the whole-row *ParseError (column 0) for a row whose
