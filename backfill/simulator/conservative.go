@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"math"
+	"slices"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 )
@@ -19,6 +20,17 @@ type holding struct {
 // holding made so far. It is made again when a start or a shrink changed
 // the running jobs since.
 func (s *sim) nodeSpaceNow(avail []int) *nodeSpace {
+	if s.space.typeOf == nil {
+		for _, nd := range s.nodes {
+			k := slices.Index(s.spaceTypes, nd.typ)
+			if k < 0 {
+				k = len(s.spaceTypes)
+				s.spaceTypes = append(s.spaceTypes, nd.typ)
+			}
+			s.space.typeOf = append(s.space.typeOf, k)
+		}
+		s.space.ntypes = len(s.spaceTypes)
+	}
 	if s.spaceDirty {
 		s.space.reset(s.now, avail, s.byLimit())
 		for _, h := range s.holds {
@@ -46,11 +58,16 @@ func (s *sim) earliest(r *run, avail []int) (t, end int64, allocs []alloc, ok bo
 	m := s.nodeSpaceNow(avail)
 	want, rule := r.j.GPUs, s.ruleOf(r)
 	spans := s.spansOf(r)
+	types := s.typeMask[:0]
+	for _, typ := range s.spaceTypes {
+		types = append(types, len(rule.Types) == 0 || slices.Contains(rule.Types, typ))
+	}
+	s.typeMask = types
 	for k, d := range spans {
-		s.lows[k].start(m, d)
+		s.lows[k].start(m, d, types, rule.OneType)
 	}
 	for i, t := range m.times {
-		if m.total[i] < want {
+		if s.lows[0].usable(i) < want {
 			continue
 		}
 		for k, d := range spans {

@@ -14,10 +14,12 @@ import "slices"
 // row may go below zero where a donor's raised time limit outlasts a
 // reservation made before its shrink (window clamps at zero).
 type nodeSpace struct {
-	times []int64 // ascending; times[0] is the pass's now
-	free  [][]int // free[i][n]: GPUs free on node n over row i
-	total []int   // total[i]: free[i] summed over the nodes
-	spare [][]int // rows no longer in use, for reuse
+	times  []int64 // ascending; times[0] is the pass's now
+	free   [][]int // free[i][n]: GPUs free on node n over row i
+	byType [][]int // byType[i][k]: free[i] summed over the nodes of GPU type k
+	typeOf []int   // the GPU type (index) of each node; set once (sim.nodeSpaceNow)
+	ntypes int
+	spare  [][]int // rows no longer in use, for reuse
 }
 
 // reset makes the map of now: the GPUs a starting job may take (avail,
@@ -25,7 +27,7 @@ type nodeSpace struct {
 // (runs in byLimit's order).
 func (m *nodeSpace) reset(now int64, avail []int, runs []*run) {
 	m.spare = append(m.spare, m.free...)
-	m.times, m.free, m.total = m.times[:0], m.free[:0], m.total[:0]
+	m.times, m.free, m.byType = m.times[:0], m.free[:0], m.byType[:0]
 	m.push(now, avail)
 	for _, r := range runs {
 		t := max(r.limit, now)
@@ -35,7 +37,7 @@ func (m *nodeSpace) reset(now int64, avail []int, runs []*run) {
 		last := len(m.free) - 1
 		for _, a := range r.base {
 			m.free[last][a.Node] += a.GPUs
-			m.total[last] += a.GPUs
+			m.byType[last][m.typeOf[a.Node]] += a.GPUs
 		}
 	}
 }
@@ -44,13 +46,13 @@ func (m *nodeSpace) reset(now int64, avail []int, runs []*run) {
 func (m *nodeSpace) push(t int64, from []int) {
 	row := m.row(len(from))
 	copy(row, from)
-	sum := 0
-	for _, v := range row {
-		sum += v
+	sums := make([]int, m.ntypes)
+	for n, v := range row {
+		sums[m.typeOf[n]] += v
 	}
 	m.times = append(m.times, t)
 	m.free = append(m.free, row)
-	m.total = append(m.total, sum)
+	m.byType = append(m.byType, sums)
 }
 
 // row returns a slice of n ints, reused when one is spare.
@@ -76,7 +78,7 @@ func (m *nodeSpace) split(t int64) int {
 	copy(row, prev)
 	m.times = slices.Insert(m.times, i, t)
 	m.free = slices.Insert(m.free, i, row)
-	m.total = slices.Insert(m.total, i, m.total[max(i-1, 0)])
+	m.byType = slices.Insert(m.byType, i, slices.Clone(m.byType[max(i-1, 0)]))
 	return i
 }
 
@@ -89,7 +91,7 @@ func (m *nodeSpace) take(t, end int64, allocs []alloc) {
 	for k := i; k < j; k++ {
 		for _, a := range allocs {
 			m.free[k][a.Node] -= a.GPUs
-			m.total[k] -= a.GPUs
+			m.byType[k][m.typeOf[a.Node]] -= a.GPUs
 		}
 	}
 }
@@ -113,36 +115,59 @@ func (m *nodeSpace) window(i int, end int64, dst []int) ([]int, int) {
 	return dst, sum
 }
 
-// lowScan yields, row by row, the fewest GPUs free (summed over the
-// nodes) at any time in [times[i], times[i]+span): an upper bound on
-// window's sum, cheap to check first. It is a sliding-window minimum (a
-// monotone queue of row indexes, totals ascending), linear in the rows
-// scanned.
+// lowScan yields, row by row, the fewest GPUs a job may use that are free
+// at any time in [times[i], times[i]+span): an upper bound on window's sum
+// over those nodes, cheap to check first. What a job may use is the sum
+// over the GPU types it may run on, or, for a job of one type, the most
+// of any one of them (usable). It is a sliding-window minimum (a monotone
+// queue of row indexes, values ascending), linear in the rows scanned.
 type lowScan struct {
 	m       *nodeSpace
 	span    int64
+	types   []bool // the GPU types (indexes) the job may use
+	oneType bool
 	q       []int
-	head, j int // q's first live entry; the next row to enter a window
+	vals    []int // usable of the rows in q
+	head, j int   // q's first live entry; the next row to enter a window
 }
 
-// start resets the scan for m and span (seconds, at least 1), reusing q.
-func (l *lowScan) start(m *nodeSpace, span int64) {
-	l.m, l.span, l.q, l.head, l.j = m, max(span, 1), l.q[:0], 0, 0
+// start resets the scan for m, span (seconds, at least 1) and the job's
+// types, reusing its slices.
+func (l *lowScan) start(m *nodeSpace, span int64, types []bool, oneType bool) {
+	l.m, l.span, l.types, l.oneType = m, max(span, 1), types, oneType
+	l.q, l.vals, l.head, l.j = l.q[:0], l.vals[:0], 0, 0
 }
 
-// at is the fewest GPUs free over [times[i], times[i]+span); i must not
-// decrease from one call to the next.
+// usable is what the job may use of row i's free GPUs.
+func (l *lowScan) usable(i int) int {
+	v := 0
+	for k, n := range l.m.byType[i] {
+		if !l.types[k] {
+			continue
+		}
+		if l.oneType {
+			v = max(v, n)
+		} else {
+			v += n
+		}
+	}
+	return v
+}
+
+// at is the fewest GPUs the job may use free over [times[i],
+// times[i]+span); i must not decrease from one call to the next.
 func (l *lowScan) at(i int) int {
 	m := l.m
 	end := m.times[i] + l.span
 	for ; l.j < len(m.times) && m.times[l.j] < end; l.j++ {
-		for len(l.q) > l.head && m.total[l.q[len(l.q)-1]] >= m.total[l.j] {
-			l.q = l.q[:len(l.q)-1]
+		v := l.usable(l.j)
+		for len(l.q) > l.head && l.vals[len(l.vals)-1] >= v {
+			l.q, l.vals = l.q[:len(l.q)-1], l.vals[:len(l.vals)-1]
 		}
-		l.q = append(l.q, l.j)
+		l.q, l.vals = append(l.q, l.j), append(l.vals, v)
 	}
 	for l.q[l.head] < i {
 		l.head++
 	}
-	return m.total[l.q[l.head]]
+	return l.vals[l.head]
 }

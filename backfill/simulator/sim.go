@@ -463,6 +463,8 @@ type sim struct {
 	space       nodeSpace  // the free GPUs over time the holds leave (nodeSpaceNow)
 	spaceDirty  bool       // a start or shrink changed the running jobs since space was made
 	win         []int      // nodeSpace.window's scratch
+	spaceTypes  []string   // the GPU types, indexed as nodeSpace.typeOf's
+	typeMask    []bool     // earliest's scratch: the types a job may use
 	lows        [2]lowScan // earliest's scans, one per span
 	passes      int        // passes run so far (run.spansPass)
 	peerPass    int        // the pass peerMed was computed in; -1 after a start
