@@ -70,12 +70,14 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	resv := d.reservations(v)
 	out := make([]admitCandidate, 0, min(len(waiting), AdmitDepth))
 	for _, j := range waiting[:min(len(waiting), AdmitDepth)] {
-		c := admitCandidate{job: j, reserved: reservedByOthers(resv, j.ID)}
+		c := admitCandidate{job: j}
 		switch {
 		case j.Reason != "Resources" && j.Reason != "Priority":
 			c.aheadOnly = "Reason " + j.Reason + ": it waits for neither resources nor its turn (counted only as a job ranked ahead)"
 		case !d.cfg.AdmitOn(j.Partition):
 			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
+		default:
+			c.reserved = reservedByOthers(resv, j.ID) // only a job it may admit needs them
 		}
 		out = append(out, c)
 	}

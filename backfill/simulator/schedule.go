@@ -59,11 +59,11 @@ func (s *sim) pass() bool {
 		if allocs == nil && s.mayAdmit(r) {
 			s.gain = 0
 			if s.objective() {
-				x, _, _ := s.reserve(r, avail)
+				x, _ := s.reserve(r, avail)
 				s.gain = float64(x - s.now)
 			}
 			reserved, jobReserved := s.othersOff(r, avail)
-			allocs = s.shrinkToAdmit(r, avail, avail, nil, reserved, jobReserved)
+			allocs = s.shrinkToAdmit(r, avail, nil, nil, reserved, jobReserved)
 		}
 		if allocs == nil {
 			break
@@ -76,7 +76,7 @@ func (s *sim) pass() bool {
 		return false
 	}
 	head := s.queue[0]
-	x, resAllocs, _ := s.reserve(head, avail)
+	x, resAllocs := s.reserve(head, avail)
 	if head.planned == 0 || x < head.planned {
 		head.planned = x
 	}
@@ -242,9 +242,9 @@ func (s *sim) baseLimit(r *run, allocs []alloc) int64 {
 	return s.now + int64(math.Ceil(planner.RunTime(r.model, sc, r.rem)))
 }
 
-// reserve returns the head's reserved start, the allocation planned for it
-// then, and per node the GPUs free at that time that it does not need.
-func (s *sim) reserve(head *run, avail []int) (int64, []alloc, []int) {
+// reserve returns the head's reserved start and the allocation planned for
+// it then.
+func (s *sim) reserve(head *run, avail []int) (int64, []alloc) {
 	return s.reserveAmong(s.byLimit(), head, avail)
 }
 
@@ -262,7 +262,7 @@ func (s *sim) byLimit() []*run {
 }
 
 // reserveAmong is reserve with the running jobs already in byLimit's order.
-func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc, []int) {
+func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc) {
 	proj := slices.Clone(avail)
 	total := s.availTotal
 	need := head.j.GPUs
@@ -280,10 +280,7 @@ func (s *sim) reserveAmong(runs []*run, head *run, avail []int) (int64, []alloc,
 			allocs = s.cluster.Fit(proj, need, s.ruleOf(head))
 		}
 	}
-	for _, a := range allocs {
-		proj[a.Node] -= a.GPUs
-	}
-	return t, allocs, proj
+	return t, allocs
 }
 
 // othersOff returns, for every node the planned start of another queued
@@ -312,7 +309,7 @@ func (s *sim) othersOff(r *run, avail []int) (reserved, jobReserved map[int]int6
 			}
 			at, allocs := s.resv.t, s.resv.allocs
 			if i > 0 || s.resv.r != q {
-				at, allocs, _ = s.reserveAmong(runs, q, avail)
+				at, allocs = s.reserveAmong(runs, q, avail)
 			}
 			nodes := make([]int, len(allocs))
 			for k, a := range allocs {
@@ -469,7 +466,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 // limit ends by then, and r on such a node (jobReserved) only if its time
 // limit ends by then; nil reserved: none is kept). It applies the
 // decision: every GPU freed on node n is added to from[n] and to
-// avail[n] (the GPUs free now, when it is not from). It refuses an
+// avail[n] (the GPUs free now; nil when from already is). It refuses an
 // admission whose freed GPUs, with those free now, would hold a job of
 // ahead (queued jobs ranked before r, not started) that they did not hold
 // before: Slurm would start that job on them instead
@@ -502,11 +499,10 @@ func (s *sim) shrinkToAdmit(r *run, from, avail []int, ahead []*run, reserved, j
 	if !ok || s.takenByAhead(adm, avail, ahead) {
 		return nil
 	}
-	same := len(from) > 0 && &from[0] == &avail[0]
 	for _, sh := range adm.Shrinks {
 		took := s.shrinkBase(s.donorRuns[sh.Donor], sh.Node, sh.GPUs)
 		from[sh.Node] += took
-		if !same {
+		if avail != nil {
 			avail[sh.Node] += took
 		}
 	}
