@@ -131,6 +131,9 @@ func (d *Daemon) planAdmission(v *View, live map[string]*lent, records []backfil
 	if v.ReservationsUnread != nil {
 		return in, a, false, []string{"Slurm's advance reservations cannot be read (" + v.ReservationsUnread.Error() + "): a donor's raised limit or the admitted job could reach into one"}
 	}
+	if v.PartitionsUnread != nil {
+		return in, a, false, []string{"the partitions' PriorityTier cannot be read (" + v.PartitionsUnread.Error() + "): which pending jobs Slurm ranks ahead is unknown"}
+	}
 	dec, ok, why := planner.AdmitOnNodes(in)
 	if !ok {
 		return in, a, false, why

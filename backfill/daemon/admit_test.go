@@ -201,8 +201,10 @@ func TestShrinkToAdmit(t *testing.T) {
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "low" }) }},
 		{name: "a queued job submitted to several partitions may use the nodes of any",
 			toml: on, comment: elasticComment,
-			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = "debug,normal" }) },
-			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[1].partition, td.fake.tier = "debug,normal", map[string]string{"debug": "1"} })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "under the objective a job near its end gives a node when that costs it nothing (4 logical workers on 4 GPUs)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -293,14 +295,44 @@ func TestShrinkToAdmit(t *testing.T) {
 					p.reason = "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
 				})
 			}},
-		{name: "nor a job ranked ahead only in extra.partition (Slurm ranks that partition's jobs below the others': a tester saw it start the admitted one)",
+		{name: "nor a job ranked ahead by priority in a partition of a lower PriorityTier (low, extra.partition, tier 1: Slurm considers it after every job of normal's tier 10; a tester saw it start the admitted one)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
 				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
 				p := td.fake.job("15")
-				td.fake.set(func() { p.partition = td.cfg.Extra.Partition })
+				td.fake.set(func() { p.partition = "low" })
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but it is when that partition's tier is as high (the tier read decides, not the partition's name)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.partition, td.fake.tier = "low", map[string]string{"low": "10"} })
+			}},
+		{name: "a job ranked behind by priority takes no freed node",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but one also in a partition of a higher PriorityTier is ranked ahead, whatever its priority (sort_job_queue2)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.partition, td.fake.tier = "normal,urgent", map[string]string{"urgent": "20"} })
+			}},
+		{name: "or in a partition whose tier sinfo did not list (counted as ranked ahead)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.partition = "normal,unlisted" })
+			}},
+		{name: "a queued job in a partition whose tier sinfo did not list is not admitted (which jobs Slurm ranks ahead of it is unknown)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[1].partition = "unlisted,normal" })
+			}},
 		{name: "but a held job ranked ahead takes no freed node",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -58,11 +58,15 @@ var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "Depe
 //
 // Every other pending job Slurm may start (neverStartsNow aside) is listed
 // too, in the same order, with aheadOnly set: an admission must not free
-// nodes that such a job ranked ahead of the admitted one would take.
+// nodes that such a job ranked ahead of the admitted one would take. The
+// order is Slurm's across partitions too: a job in a partition of a lower
+// PriorityTier (extra.partition, say) is ranked behind every job of a
+// higher one, whatever its priority (a tester saw Slurm start the admitted
+// job, not a low-tier job with a higher priority number).
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
 	for _, j := range v.Pending {
-		if !slices.Contains(neverStartsNow, j.Reason) && !d.onlyInExtraPartition(j) {
+		if !slices.Contains(neverStartsNow, j.Reason) {
 			waiting = append(waiting, j)
 		}
 	}
@@ -76,6 +80,8 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 			c.aheadOnly = "Reason " + j.Reason + ": it waits for neither resources nor its turn (counted only as a job ranked ahead)"
 		case !d.cfg.AdmitOn(j.Partition):
 			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
+		case tierOf(v, j.Partition) == planner.TierUnknown:
+			c.aheadOnly = "the PriorityTier of its partitions " + j.Partition + " was not read, so which jobs Slurm ranks ahead of it is unknown (counted only as a job ranked ahead)"
 		default:
 			c.reserved = reservedByOthers(resv, j.ID) // only a job it may admit needs them
 		}
@@ -90,39 +96,38 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	return out[:last+1]
 }
 
-// onlyInExtraPartition reports whether pending job j may run only in
-// extra.partition, the preemptible partition of the daemon's extra jobs:
-// Slurm ranks its jobs below those of the partitions it is meant to give
-// way to (a higher PriorityTier), so such a job is ranked ahead of none of
-// their jobs (a tester saw Slurm start the admitted job, not a low job
-// with a higher priority number). PriorityTier is not read otherwise: a
-// job in another partition of a lower tier still counts as ranked ahead by
-// its priority, which may cost an admission but starts no job wrongly.
-func (d *Daemon) onlyInExtraPartition(j slurmcli.Job) bool {
-	for _, p := range strings.Split(j.Partition, ",") {
-		if p != d.cfg.Extra.Partition {
-			return false
+// tierOf is the PriorityTier under which Slurm first considers a pending
+// job in partitions (squeue's comma-separated list): the highest of
+// theirs (sort_job_queue2 ranks each partition's record of the job by its
+// tier), planner.TierUnknown when one was not read (v.Partitions).
+func tierOf(v *View, partitions string) uint64 {
+	var tier uint64
+	for _, p := range strings.Split(partitions, ",") {
+		part, ok := v.Partitions[p]
+		if !ok {
+			return planner.TierUnknown
 		}
+		tier = max(tier, uint64(part.PriorityTier))
 	}
-	return true
+	return tier
 }
 
-// priorityOf is pending job id's planner.PriorityKey: its priority as
-// squeue's %Q printed it with the placements (not known when none was
-// read).
-func priorityOf(v *View, id string) planner.PriorityKey {
-	p, ok := v.Placements[id]
-	return planner.NewPriorityKey(ok, p.Priority, id)
+// priorityOf is pending job j's planner.PriorityKey: its partitions' tier
+// (tierOf) and its priority as squeue's %Q printed it with the placements
+// (not known when none was read).
+func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
+	p, ok := v.Placements[j.ID]
+	return planner.NewPriorityKey(ok, tierOf(v, j.Partition), p.Priority, j.ID)
 }
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order
-// (planner.PriorityKey, their priorities read with the placements) and
-// returns them. A job whose priority was not read (no placement) comes
+// (planner.PriorityKey: their partitions' tiers, their priorities read
+// with the placements) and returns them. A job whose priority was not read (no placement) comes
 // first (shrink-to-admit refuses it: queuedNodes).
 func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
 	keys := make([]planner.PriorityKey, len(jobs))
 	for i, j := range jobs {
-		keys[i] = priorityOf(v, j.ID)
+		keys[i] = priorityOf(v, j)
 	}
 	return sortJobsBy(jobs, func(a, b int) int { return keys[a].Compare(keys[b]) })
 }

@@ -232,13 +232,16 @@
 //     priority order and would start that one instead (planner.AdmitOnNodes,
 //     takenByAhead: a tester saw such a job take the freed node and the
 //     admitted one wait 13 min past its planned start). Every pending job
-//     Slurm may start counts, whatever its partition or Reason (a tester
-//     saw one whose Reason named a higher-priority partition take the
-//     freed node), but held jobs and jobs waiting for a dependency or a
-//     begin time (neverStartsNow, candidates.go); the simulator applies
-//     the rule too; so it
-//     starts now and no reservation
-//     moves (Slurm's estimates for a job waiting on other nodes may, while
+//     Slurm may start counts, whatever its Reason (a tester saw one whose
+//     Reason named a higher-priority partition take the freed node), but
+//     held jobs and jobs waiting for a dependency or a begin time
+//     (neverStartsNow, candidates.go), in Slurm's order: the partitions'
+//     PriorityTier first (read with MaxTime; a job of a lower tier, as in
+//     extra.partition, is ranked behind, whatever its priority; an unread
+//     tier counts as ranked ahead, and a queued job in a partition whose
+//     tier was not read is not admitted), then priority; the simulator
+//     applies the rule too; so it starts now and no reservation moves
+//     (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a
 //     donor's raised end and start on time).
 //   - Remaining work: with a progress report in the comment (`es step=S/T
@@ -252,8 +255,8 @@
 //     (planner.RaisedTimeLimit, the one rule start-small uses too). The
 //     daemon runs as root or a Slurm operator, who may raise limits past
 //     the checks Slurm makes for a user, so it caps them itself: each
-//     partition's MaxTime is read with the placements (`sinfo --noheader
-//     -o %R|%l`, slurmcli.PartitionMaxTimes), a job's cap is the smallest
+//     partition's MaxTime is read with the placements (`sinfo --all
+//     --noheader -o %R|%l|%p`, slurmcli.Runner.Partitions), a job's cap is the smallest
 //     MaxTime of its partitions (UNLIMITED: none), and a donor gives up
 //     only as many nodes as keep its raised limit within it, none when
 //     even one would not (planner.LimitCap; an unread MaxTime: none). A

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,14 @@ type fakeSlurm struct {
 	// maxTime maps a partition to its MaxTime as sinfo %l prints it
 	// ("12:00:00"); a partition of a node without an entry is "infinite".
 	maxTime map[string]string
+	// tier maps a partition to its PriorityTier as sinfo %p prints it;
+	// without an entry, the lab's: normal 10, every other 1. A partition
+	// here that no node is in is listed too, as sinfo lists one without
+	// nodes (seen on the 22.05 lab).
+	tier map[string]string
+	// partitionsFail makes `sinfo -o slurmcli.PartitionFormat` fail with
+	// this stderr.
+	partitionsFail string
 	// showNodesFails makes `scontrol show node -o` fail with this stderr.
 	showNodesFails string
 	// placementsFail makes `squeue -o slurmcli.PlacementFormat` fail with
@@ -307,6 +316,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		}
 		return f.showNodes(), nil
 	case name == "sinfo" && slices.Contains(args, slurmcli.PartitionFormat):
+		if f.partitionsFail != "" {
+			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.partitionsFail, Err: errors.New("exit status 1")}
+		}
 		return f.partitions(), nil
 	case name == "sinfo":
 		format, _ := strings.CutPrefix(args[len(args)-1], "--Format=")
@@ -366,22 +378,35 @@ func (f *fakeSlurm) used(node string) int {
 }
 
 // partitions prints sinfo -o PartitionFormat: each partition of a node
-// once, with its MaxTime.
+// once, with its MaxTime and PriorityTier.
 func (f *fakeSlurm) partitions() []byte {
 	var b strings.Builder
 	seen := map[string]bool{}
+	print := func(p string) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		t, ok := f.maxTime[p]
+		if !ok {
+			t = "infinite"
+		}
+		tier, ok := f.tier[p]
+		if !ok {
+			tier = "1"
+			if p == "normal" {
+				tier = "10"
+			}
+		}
+		b.WriteString(p + "|" + t + "|" + tier + "\n")
+	}
 	for _, n := range f.nodes {
 		for _, p := range n.partitions {
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			t, ok := f.maxTime[p]
-			if !ok {
-				t = "infinite"
-			}
-			b.WriteString(p + "|" + t + "\n")
+			print(p)
 		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(f.tier)) {
+		print(p)
 	}
 	return []byte(b.String())
 }

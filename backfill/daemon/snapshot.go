@@ -188,11 +188,13 @@ type View struct {
 	// says it was.
 	peerMedian     time.Duration
 	peerMedianRead bool
-	// MaxTimes are the partitions' MaxTime by name (0: UNLIMITED), read
-	// with Placements (slurmcli.Runner.PartitionMaxTimes); a partition
-	// without an entry (or a nil map: sinfo failed) has an unknown
-	// MaxTime, so no limit in it is raised ([limitCap]).
-	MaxTimes map[string]time.Duration
+	// Partitions are the partitions' MaxTime (0: UNLIMITED) and
+	// PriorityTier by name, read with Placements
+	// (slurmcli.Runner.Partitions); a partition without an entry (or a nil
+	// map: sinfo failed, PartitionsUnread) has an unknown MaxTime, so no
+	// limit in it is raised ([limitCap]), and an unknown tier ([tierOf]).
+	Partitions       map[string]slurmcli.Partition
+	PartitionsUnread error
 	// Unreadable are the jobs left out of this view because their record
 	// could not be read (by job id; "line N" when squeue's record had no
 	// readable id), with why. Reconciliation leaves records of these ids
@@ -236,14 +238,15 @@ func (v *View) ownerUID(name string) string {
 }
 
 // limitCap is the cap on the time limit of a job in partitions (squeue's
-// comma-separated list): the smallest MaxTime among them (v.MaxTimes),
+// comma-separated list): the smallest MaxTime among them (v.Partitions),
 // none when all are UNLIMITED, unknown when one was not read. The daemon
 // raises limits as root, past Slurm's own check of MaxTime; it reads no
 // QOS MaxWall.
 func limitCap(v *View, partitions string) planner.LimitCap {
 	var c planner.LimitCap
 	for _, p := range strings.Split(partitions, ",") {
-		d, ok := v.MaxTimes[p]
+		part, ok := v.Partitions[p]
+		d := part.MaxTime
 		switch {
 		case !ok:
 			return planner.LimitCap{Unknown: true, Partition: p}
@@ -367,8 +370,8 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 			}
 			v.BackfillInterval, v.BackfillIntervalUnread = s.backfillInterval(ctx, v.Now)
 		}
-		if v.MaxTimes, err = s.Slurm.PartitionMaxTimes(ctx); err != nil {
-			v.MaxTimes = nil // not fatal: no limit is raised this cycle
+		if v.Partitions, err = s.Slurm.Partitions(ctx); err != nil {
+			v.Partitions, v.PartitionsUnread = nil, err // not fatal: no limit is raised and nothing admitted this cycle
 		}
 		if v.Placements != nil && acts { // keep-off alone places no job
 			v.WeightsUnread = s.readWeights(ctx, v.Nodes)

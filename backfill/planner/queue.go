@@ -38,23 +38,34 @@ func (a QueueKey) Compare(b QueueKey) int {
 }
 
 // PriorityKey is a pending job's place in Slurm's priority order, the
-// order its schedulers consider jobs in (sort_job_queue in
-// src/slurmctld/job_scheduler.c: the higher job priority, squeue's %Q,
-// first; equal priorities, the lower job id first). Shrink-to-admit tries
-// queued jobs in it, and counts the planned starts of the jobs ahead in it
-// as those Slurm's backfill keeps ([TakesReserved]).
+// order its schedulers consider jobs in (sort_job_queue2 in
+// src/slurmctld/job_scheduler.c: the higher partition PriorityTier first,
+// then the higher job priority, squeue's %Q; equal priorities, the lower
+// job id first). Shrink-to-admit tries queued jobs in it, and counts the
+// planned starts of the jobs ahead in it as those Slurm's backfill keeps
+// ([TakesReserved]).
 type PriorityKey struct {
 	known bool
+	tier  uint64
 	prio  uint64
 	id    QueueKey
 }
 
-// NewPriorityKey returns the PriorityKey of job id with priority prio;
-// known is false when its priority was not read: such a job counts as
-// ahead of every job whose priority was.
-func NewPriorityKey(known bool, prio uint64, id string) PriorityKey {
-	return PriorityKey{known: known, prio: prio, id: NewQueueKey(0, id)}
+// NewPriorityKey returns the PriorityKey of job id with priority prio in a
+// partition of PriorityTier tier (a job in several partitions: the highest
+// of their tiers, where Slurm considers it first; [TierUnknown] when one
+// was not read, which ranks it ahead of every job whose tier was); known
+// is false when its priority was not read: such a job counts as ahead of
+// every job whose priority was.
+func NewPriorityKey(known bool, tier, prio uint64, id string) PriorityKey {
+	return PriorityKey{known: known, tier: tier, prio: prio, id: NewQueueKey(0, id)}
 }
+
+// TierUnknown is the PriorityTier of a job whose partition's tier was not
+// read ([NewPriorityKey]): above every tier Slurm has (16 bits), so such a
+// job counts as ranked ahead, which may cost an admission but frees no
+// node for a job Slurm would start first.
+const TierUnknown = math.MaxUint64
 
 // Compare orders a and b, like cmp.Compare: the job ahead first.
 func (a PriorityKey) Compare(b PriorityKey) int {
@@ -63,6 +74,8 @@ func (a PriorityKey) Compare(b PriorityKey) int {
 		return -1
 	case a.known != b.known:
 		return 1
+	case a.tier != b.tier:
+		return -cmp.Compare(a.tier, b.tier)
 	case a.prio != b.prio:
 		return -cmp.Compare(a.prio, b.prio)
 	}

@@ -52,10 +52,9 @@ type squeueGolden struct {
 func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 	switch {
 	case strings.HasPrefix(name, "partitions"):
-		// sinfo -o PartitionFormat on the 22.05 lab after `scontrol update
-		// PartitionName=low MaxTime=10` and normal MaxTime=1-12:00:00, with
-		// n4 drained (one line per partition all the same).
-		return ParsePartitionMaxTimes(data), nil
+		// sinfo --all -o PartitionFormat (TestRecordPartitions): MaxTime
+		// set on normal and low, and a hidden partition of tier 5.
+		return ParsePartitions(data), nil
 	case strings.HasPrefix(name, "squeue"):
 		jobs, skipped, err := ParseSqueue(data, recordedSepsIn(t, dir))
 		g := squeueGolden{Jobs: jobs}

@@ -4,64 +4,93 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// PartitionFormat is the sinfo -o format ParsePartitionMaxTimes reads:
-// the partition's name without the default's "*" (%R) and its MaxTime
-// (%l). Partition names and time limits are set by the administrator and
-// cannot contain '|'.
-const PartitionFormat = "%R|%l"
+// PartitionFormat is the sinfo -o format ParsePartitions reads: the
+// partition's name without the default's "*" (%R), its MaxTime (%l) and
+// its PriorityTier (%p). Partition names, time limits and tiers are set by
+// the administrator and cannot contain '|'.
+const PartitionFormat = "%R|%l|%p"
 
-// PartitionMaxTimes runs `sinfo --noheader -o PartitionFormat` and returns
-// each partition's MaxTime by name (0: UNLIMITED/infinite, no cap). A line
-// that does not read is left out (see ParsePartitionMaxTimes): a caller
-// must treat a partition without an entry as one whose MaxTime it does not
-// know.
-func (r Runner) PartitionMaxTimes(ctx context.Context) (map[string]time.Duration, error) {
-	out, err := r.Output(ctx, "sinfo", "--noheader", "-o", PartitionFormat)
-	if err != nil {
-		return nil, fmt.Errorf("reading the partitions' MaxTime: %w", err)
-	}
-	return ParsePartitionMaxTimes(out), nil
+// Partition is what the daemon reads of one partition's configuration
+// (slurm.conf's PartitionName lines, https://slurm.schedmd.com/slurm.conf.html).
+type Partition struct {
+	// MaxTime is the longest time limit a job may have in it; 0 for
+	// UNLIMITED/infinite (no cap).
+	MaxTime time.Duration `json:"max_time"`
+	// PriorityTier orders jobs across partitions: Slurm's schedulers
+	// evaluate the pending jobs of a partition with a higher tier before
+	// any job of a lower one, whatever their priorities, and only then by
+	// priority.
+	PriorityTier uint32 `json:"priority_tier"`
 }
 
-// ParsePartitionMaxTimes reads sinfo -o PartitionFormat output: one line
-// per partition and node state, "NAME|MAXTIME", MAXTIME as [ParseTimeLimit]
-// reads it or "infinite"/"UNLIMITED" for none (0 in the map). sinfo prints
-// a partition once per group of nodes: lines of one name that disagree, a
-// name that is not a Slurm name, or a MaxTime that does not read leave the
+// Partitions runs `sinfo --all --noheader -o PartitionFormat` and returns
+// every partition by name, hidden ones included (--all). A line that does
+// not read is left out (see ParsePartitions): a caller must treat a
+// partition without an entry as one whose MaxTime and tier it does not
+// know.
+func (r Runner) Partitions(ctx context.Context) (map[string]Partition, error) {
+	out, err := r.Output(ctx, "sinfo", "--all", "--noheader", "-o", PartitionFormat)
+	if err != nil {
+		return nil, fmt.Errorf("reading the partitions' MaxTime and PriorityTier: %w", err)
+	}
+	return ParsePartitions(out), nil
+}
+
+// ParsePartitions reads sinfo -o PartitionFormat output: one line per
+// partition and node state, "NAME|MAXTIME|TIER", MAXTIME as
+// [ParseTimeLimit] reads it or "infinite"/"UNLIMITED" for none (0), TIER a
+// decimal number below 2^32 (Slurm keeps it in 16 bits). sinfo prints a
+// partition once per group of nodes: lines of one name that disagree, a
+// name that is not a Slurm name, or a field that does not read leave the
 // partition out.
-func ParsePartitionMaxTimes(out []byte) map[string]time.Duration {
-	ts := map[string]time.Duration{}
+func ParsePartitions(out []byte) map[string]Partition {
+	ps := map[string]Partition{}
 	bad := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		name, limit, ok := strings.Cut(line, "|")
-		if !ok || !isPartitionName(name) {
+		f := strings.Split(line, "|")
+		if len(f) != 3 || !isPartitionName(f[0]) {
 			continue
 		}
-		d, err := ParseTimeLimit(strings.ToUpper(limit))
-		switch {
-		case errors.Is(err, ErrNoTimeLimit) && limit != "" && limit != "NOT_SET":
-			d = 0
-		case err != nil:
+		name := f[0]
+		p, err := parsePartition(f[1], f[2])
+		if err != nil {
 			bad[name] = true
 			continue
 		}
-		if old, seen := ts[name]; seen && old != d {
+		if old, seen := ps[name]; seen && old != p {
 			bad[name] = true
 		}
-		ts[name] = d
+		ps[name] = p
 	}
 	for name := range bad {
-		delete(ts, name)
+		delete(ps, name)
 	}
-	return ts
+	return ps
+}
+
+// parsePartition reads one line's MaxTime and PriorityTier fields.
+func parsePartition(limit, tier string) (Partition, error) {
+	d, err := ParseTimeLimit(strings.ToUpper(limit))
+	switch {
+	case errors.Is(err, ErrNoTimeLimit) && limit != "" && limit != "NOT_SET":
+		d = 0
+	case err != nil:
+		return Partition{}, err
+	}
+	t, err := strconv.ParseUint(tier, 10, 32)
+	if err != nil {
+		return Partition{}, fmt.Errorf("PriorityTier %q: %w", tier, err)
+	}
+	return Partition{MaxTime: d, PriorityTier: uint32(t)}, nil
 }
 
 // isPartitionName reports whether s is a non-empty name of letters,

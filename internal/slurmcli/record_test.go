@@ -244,3 +244,45 @@ func TestRecordReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecordPartitions records `sinfo --all -o PartitionFormat` from a real
+// cluster into partitions.txt: the lab's partitions with MaxTime set
+// (normal 1-12:00:00, low 10 minutes) and a hidden partition of n1 with
+// PriorityTier 5, which only --all lists; each is set back afterwards. It
+// runs with -record, as TestRecord does (-test.run '^TestRecordPartitions$').
+func TestRecordPartitions(t *testing.T) {
+	if !*record {
+		t.Skip("recording needs -record and a running lab cluster")
+	}
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var r Runner
+	run := func(args ...string) {
+		t.Helper()
+		if _, err := r.Output(ctx, "scontrol", args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, args := range [][]string{
+			{"delete", "PartitionName=es-record-hidden"},
+			{"update", "PartitionName=normal", "MaxTime=INFINITE"},
+			{"update", "PartitionName=low", "MaxTime=INFINITE"},
+		} {
+			_, _ = r.Output(context.Background(), "scontrol", args...)
+		}
+	})
+	run("update", "PartitionName=normal", "MaxTime=1-12:00:00")
+	run("update", "PartitionName=low", "MaxTime=10")
+	run("create", "PartitionName=es-record-hidden", "Nodes=n1", "Hidden=YES", "PriorityTier=5", "MaxTime=30", "State=UP")
+	out, err := r.Output(ctx, "sinfo", "--all", "--noheader", "-o", PartitionFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*recordDir, "partitions.txt"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
