@@ -160,7 +160,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 		TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
-			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon, PeerMedian: d.peerMedian(v)}
+			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon}
 	}
 	lentOn := lentByNode(live, v, c.Extra.Partition)
 	for _, n := range v.Nodes {
@@ -190,6 +190,9 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 func (d *Daemon) admitQueued(v *View, c admitCandidate) planner.NodeAdmitQueued {
 	q := c.job
 	out := planner.NodeAdmitQueued{ID: q.ID, User: v.ownerKey(q)}
+	if c.aheadOnly == "" && d.cfg.Admit.Rule == config.AdmitObjective {
+		out.PeerMedian = d.peerMedianFor(v, q) // only the objective bounds it
+	}
 	req, readable := readQueued(q)
 	if !readable {
 		out.Refused = "request or time limit not readable"

@@ -193,8 +193,9 @@
 //     types another pending job may use and which has the most time left
 //     there, planner.Pools.Kept); the queued job's time limit must be at
 //     most planner.StartSmallPeerFactor (2) × the median time left of the
-//     jobs competing for the managed nodes (the peer bound, as for
-//     start-small: shortest remaining time first); and the admission
+//     jobs competing for the managed nodes, its owner's pending jobs left
+//     out (the peer bound, as for start-small: shortest remaining time
+//     first; planner.Peers.MedianFor); and the admission
 //     stands only when the donors' summed loss is below the queued job's
 //     wait. A donor's loss is planner.BorrowLoss: the work it misses while
 //     the queued job holds its nodes (at most its time limit), by
@@ -319,7 +320,8 @@
 // planner.Cluster.CriticalDelay over the running jobs' allocations and
 // limits; and, the peer bound, its raised limit must be at most
 // planner.StartSmallPeerFactor (2) × the median time left of the jobs
-// competing for the managed nodes, peers.go: a job far longer than most,
+// competing for the managed nodes, its owner's pending jobs left out (so
+// the long jobs she queues cannot loosen it), peers.go: a job far longer than most,
 // started early, holds its nodes through the stream of short jobs that
 // arrive meanwhile, planner.WithinPeerBound, BENCHMARKS.md E67). Because the
 // nodes it takes are named by no reservation, a job behind the head

@@ -13,7 +13,7 @@ import (
 
 // competingJobs is a view of running and pending jobs on managed and
 // other nodes, in and out of the managed partition, that the work bound
-// (drain) and the median time left (peerMedian) read.
+// (drain) and the median time left (peerMedianFor) read.
 func competingJobs(now time.Time) *View {
 	at := func(d time.Duration) string { return now.Add(d).Format("2006-01-02T15:04:05") }
 	return &View{Now: now,
@@ -123,10 +123,26 @@ func TestThePeerMedianCountsTheJobsCompetingForTheManagedNodes(t *testing.T) {
 			slurmcli.Job{ID: fmt.Sprint(40 + i), User: "bob", Partition: "other", Nodes: 1, NodeList: "x1", TRESPerNode: "gres:gpu:1", EndTime: long})
 	}
 	d := &Daemon{cfg: cfg, snap: &Snapshotter{Loc: time.UTC}}
-	if got := d.peerMedian(v); got != 10*time.Minute {
-		t.Errorf("peerMedian = %v, want 10m0s (of 500 s, 600 s ×3 and 1,000 s)", got)
+	erin := slurmcli.Job{ID: "99", User: "erin"}
+	if got := d.peerMedianFor(v, erin); got != 10*time.Minute {
+		t.Errorf("peerMedianFor(erin) = %v, want 10m0s (of 500 s, 600 s ×2 and 1,000 s: her own 600 s job left out)", got)
 	}
-	if got := d.peerMedian(&View{Now: now}); got != 0 {
-		t.Errorf("peerMedian of no jobs = %v, want 0 (no bound)", got)
+	// mallory queues three long jobs Slurm may start on the managed nodes
+	// (she could cancel them once her own is admitted): they loosen the
+	// others' bound, never her own
+	v = competingJobs(now)
+	for i := range 3 {
+		v.Pending = append(v.Pending, slurmcli.Job{ID: fmt.Sprint(50 + i), User: "mallory", Partition: "gpu", Reason: "Resources",
+			StartTime: now.Add(time.Hour).Format("2006-01-02T15:04:05"), Nodes: 1, TRESPerNode: "gres:gpu:t4:1", TimeLimit: "10:00:00"})
+		v.Placements[fmt.Sprint(50+i)] = slurmcli.Placement{}
+	}
+	if got := d.peerMedianFor(v, slurmcli.Job{ID: "98", User: "mallory"}); got != 10*time.Minute {
+		t.Errorf("peerMedianFor(mallory) = %v, want 10m0s: her own long jobs left out", got)
+	}
+	if got := d.peerMedianFor(v, erin); got != 1000*time.Second {
+		t.Errorf("peerMedianFor(erin) = %v, want 16m40s (of 500 s, 600 s ×2, 1,000 s and 36,000 s ×3)", got)
+	}
+	if got := d.peerMedianFor(&View{Now: now}, erin); got != 0 {
+		t.Errorf("peerMedianFor of no jobs = %v, want 0 (no bound)", got)
 	}
 }

@@ -183,11 +183,9 @@ type View struct {
 	// planned starts, indexed by the first reservations call of the cycle
 	// (admission and start-small both ask).
 	reservationIndex *planner.Reservations[string, string]
-	// peerMedian is Daemon.peerMedian's result for this view, computed
-	// once (shrink-to-admit and start-small both read it); peerMedianRead
-	// says it was.
-	peerMedian     time.Duration
-	peerMedianRead bool
+	// peers are the jobs Daemon.peerMedianFor counts, read once a cycle
+	// (shrink-to-admit and start-small both ask); nil until then.
+	peers *planner.Peers
 	// Partitions are the partitions' MaxTime (0: UNLIMITED) and
 	// PriorityTier by name, read with Placements
 	// (slurmcli.Runner.Partitions); a partition without an entry (or a nil

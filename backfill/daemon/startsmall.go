@@ -55,8 +55,7 @@ func (d *Daemon) planStartSmall(v *View, live map[string]*lent, records []backfi
 	resv := d.reservations(v) // once per cycle: every job's "nodes others reserve" from one index
 	// Weighed against every job that waits its turn: behind the first,
 	// Slurm's Reason is Priority as often as Resources.
-	weigh := startSmallWeighing{running: d.runningReleases(v), queued: d.queuedJobs(v, d.waitingFor(v, "Resources", "Priority")),
-		peerMedian: d.peerMedian(v)}
+	weigh := startSmallWeighing{running: d.runningReleases(v), queued: d.queuedJobs(v, d.waitingFor(v, "Resources", "Priority"))}
 	unplanned := "" // the first job so far whose reservation names no nodes
 	asks := 0       // jobs put to the planner so far
 	for i, q := range queue {
@@ -121,7 +120,7 @@ func (d *Daemon) startSmallOne(v *View, live map[string]*lent, q slurmcli.Job, w
 	in = &planner.NodeStartSmallInput{Rule: c.StartSmallRule(), Job: q.ID, AskedNodes: req.nodes, GPUsPerNode: req.perNode,
 		GPUType: req.gpuType, Limit: req.limit, MinNodes: com.Request.MinNodes, MaxNodes: com.Request.MaxNodes,
 		LogicalWorkers: com.Request.LogicalWorkers, Now: v.Now.Unix(), TimeLimit: c.TimeLimitRule(), Horizon: horizon,
-		Cap: limitCap(v, q.Partition), Running: weigh.running, Queued: weigh.queued, PeerMedian: weigh.peerMedian}
+		Cap: limitCap(v, q.Partition), Running: weigh.running, Queued: weigh.queued, PeerMedian: d.peerMedianFor(v, q)}
 	reservedAt, errAt := slurmcli.ParseTime(q.StartTime, d.snap.loc())
 	if errAt == nil {
 		in.ReservedStart = reservedAt.Unix()
@@ -153,9 +152,8 @@ const startSmallAsksPerCycle = 64
 // startSmallWeighing is what a start-small is weighed against, read once
 // a cycle (planner.NodeStartSmallInput Running and Queued).
 type startSmallWeighing struct {
-	running    []planner.NodeRelease
-	queued     []planner.NodeQueuedJob
-	peerMedian time.Duration // planner.NodeStartSmallInput.PeerMedian
+	running []planner.NodeRelease
+	queued  []planner.NodeQueuedJob
 }
 
 // queuedWeighed bounds how many waiting jobs a cycle reads for the

@@ -25,6 +25,12 @@ type AdmitNode struct {
 // shrink-to-admit sees it.
 type NodeAdmitQueued struct {
 	ID string
+	// PeerMedian, under the objective (NodeAdmitInput.Objective), is the
+	// median time left of the jobs running or waiting beside it
+	// ([Peers.MedianFor] its owner): a queued job whose time limit is
+	// longer than [WithinPeerBound] allows is not admitted. 0: no bound
+	// (a recording made before it existed has none).
+	PeerMedian time.Duration `json:",omitempty"`
 	// Refused says why the daemon cannot act for it ("" when it can): its
 	// request or time limit could not be read, or where it may run (its
 	// --exclude, --constraint, partition) is unknown or unchecked.
@@ -150,11 +156,6 @@ type NodeObjective struct {
 	// time left: a queued job's horizon counts those of other users only
 	// ([HorizonFor]).
 	Others []JobLeft `json:",omitempty"`
-	// PeerMedian is the median time left of the jobs running or waiting
-	// for resources ([PeerMedian]): a queued job whose time limit is
-	// longer than [WithinPeerBound] allows is not admitted. 0: no bound
-	// (a recording made before it existed has none).
-	PeerMedian time.Duration `json:",omitempty"`
 	// Drain, when set, raises a queued job's horizon to the time the
 	// cluster needs at the least to run the work of other users' running
 	// and pending jobs ([Drain], drain_horizon); nil: no such bound (a
@@ -504,10 +505,10 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 			allowed[i] = true
 		}
 	}
-	if in.Objective != nil && !WithinPeerBound(q.Limit.Seconds(), in.Objective.PeerMedian.Seconds()) {
+	if in.Objective != nil && !WithinPeerBound(q.Limit.Seconds(), q.PeerMedian.Seconds()) {
 		return a, fmt.Sprintf("its time limit %v is over %g × %v, the median time left of the jobs running or waiting "+
 			"(a job far longer than most, started ahead of its turn, holds the nodes while the short jobs arriving wait)",
-			q.Limit, StartSmallPeerFactor, in.Objective.PeerMedian.Round(time.Second))
+			q.Limit, StartSmallPeerFactor, q.PeerMedian.Round(time.Second))
 	}
 	reservedFn := func(n int) (float64, bool) { at, ok := reserved[n]; return at, ok }
 	avail := slices.Clone(baseAvail) // Slurm starts it nowhere else, before or after the shrinks

@@ -160,11 +160,11 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 		// against the median time left of the jobs beside it
 		{"a job over twice the median time left of the others waits its turn", func(in *NodeAdmitInput) {
 			objective(in, time.Hour)
-			in.Objective.PeerMedian = 14 * min
+			in.Queue[0].PeerMedian = 14 * min
 		}, false, "median time left"},
 		{"a job within twice that median is admitted", func(in *NodeAdmitInput) {
 			objective(in, time.Hour)
-			in.Objective.PeerMedian = 15 * min
+			in.Queue[0].PeerMedian = 15 * min
 		}, true, ""},
 		{"no planned start: nothing to weigh the loss against", func(in *NodeAdmitInput) { objective(in, 0); in.Queue[0].ReservedStart = 0 },
 			false, "no planned start"},

@@ -69,3 +69,47 @@ func TestParseStartSmallRule(t *testing.T) {
 		t.Error("ParseStartSmallRule accepted an unknown rule")
 	}
 }
+
+func TestPeersMedianForLeavesOutTheDecidingUsersPendingJobs(t *testing.T) {
+	jobs := []PeerJob{
+		{User: "bob", Left: 100}, {User: "carol", Left: 300}, {User: "alice", Left: 500}, // running
+		{User: "dave", Left: 200, Pending: true},
+		{User: "alice", Left: 36000, Pending: true}, {User: "alice", Left: 36000, Pending: true}, {User: "alice", Left: 36000, Pending: true},
+	}
+	p := NewPeers(slices.Clone(jobs))
+	tests := []struct {
+		name, user string
+		want       float64
+	}{
+		// 100 200 300 500 36000 36000 36000: the upper median of 7 is the 4th
+		{"a user not among them: every job counts", "erin", 500},
+		{"alice's long pending jobs do not loosen her own bound (100 200 300 500); her running job counts", "alice", 300},
+		{"dave's own pending job does not count in his median (100 300 500 36000 ×3)", "dave", 36000},
+		{"an unknown owner leaves nothing out", "", 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.MedianFor(tc.user); got != tc.want {
+				t.Errorf("MedianFor(%q) = %v, want %v", tc.user, got, tc.want)
+			}
+			if got := p.MedianFor(tc.user); got != tc.want {
+				t.Errorf("MedianFor(%q) asked again = %v, want %v", tc.user, got, tc.want)
+			}
+		})
+	}
+	// the same as PeerMedian when nothing is left out
+	left := []float64{}
+	for _, j := range jobs {
+		left = append(left, j.Left)
+	}
+	if got, want := NewPeers(slices.Clone(jobs)).MedianFor(""), PeerMedian(left); got != want {
+		t.Errorf("MedianFor(\"\") = %v, PeerMedian = %v", got, want)
+	}
+	if got := NewPeers([]PeerJob{{User: "alice", Left: 600, Pending: true}}).MedianFor("alice"); got != 0 {
+		t.Errorf("only the deciding user's pending job: MedianFor = %v, want 0 (no bound)", got)
+	}
+	var none *Peers
+	if got := none.MedianFor("alice"); got != 0 {
+		t.Errorf("nil Peers: MedianFor = %v, want 0", got)
+	}
+}

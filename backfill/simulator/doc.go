@@ -117,7 +117,8 @@
 // the end of every running job (Config.WeighCriticalDelay,
 // planner.Cluster.CriticalDelay; BENCHMARKS.md E36), and bounded, as an
 // admission under the objective is, by the median time left of the jobs
-// running and queued (planner.WithinPeerBound; BENCHMARKS.md E67).
+// running and queued, the job's own user's queued jobs left out
+// (planner.WithinPeerBound, planner.Peers; BENCHMARKS.md E67, E68).
 //
 // With Config.KeepOffPinned (DaemonDefaults sets it, as the daemon's
 // keep_off_pinned is on by default) each pass first keeps every queued job

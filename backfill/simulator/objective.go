@@ -252,7 +252,7 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 	// It must beat waiting, and must not become the longest job: a small
 	// start that ends after every running job would decide the makespan
 	// (planner.StartSmall, ends-earlier with the horizon).
-	peer := s.peerMedian()
+	peer := s.peerMedianFor(r)
 	try := func(a []alloc) {
 		if a == nil {
 			return
@@ -319,26 +319,27 @@ func (s *sim) startSmallAny(r *run, avail []int, x int64, head bool) bool {
 	return true
 }
 
-// peerMedian is the median time left (seconds) of the jobs running (by
-// their time limits) and queued (their run time at their request on their
-// fastest type, spansOf) now (planner.PeerMedian); kept until a job
-// starts or the pass ends.
-func (s *sim) peerMedian() float64 {
-	if s.peerPass == s.passes {
-		return s.peerMed
-	}
-	left := s.peerScratch[:0]
-	for _, r := range s.running {
-		left = append(left, float64(max(r.limit-s.now, 0)))
-	}
-	for _, q := range s.queue {
-		if !q.started {
-			left = append(left, float64(s.spansOf(q)[0]))
+// peerMedianFor is queued job r's peer median (planner.Peers.MedianFor
+// its user): over the jobs running (by their time limits) and queued
+// (their run time at their request on their fastest type, spansOf) now,
+// but the queued jobs of r's user, r among them, as the daemon counts
+// them (peerMedianFor there). The jobs are read once until a job starts or
+// the pass ends.
+func (s *sim) peerMedianFor(r *run) float64 {
+	if s.peerPass != s.passes {
+		jobs := s.peerScratch[:0]
+		for _, o := range s.running {
+			jobs = append(jobs, planner.PeerJob{User: o.j.User, Left: float64(max(o.limit-s.now, 0))})
 		}
+		for _, q := range s.queue {
+			if !q.started {
+				jobs = append(jobs, planner.PeerJob{User: q.j.User, Left: float64(s.spansOf(q)[0]), Pending: true})
+			}
+		}
+		s.peerScratch = jobs
+		s.peerPass, s.peers = s.passes, planner.NewPeers(jobs)
 	}
-	s.peerScratch = left
-	s.peerPass, s.peerMed = s.passes, planner.PeerMedian(left)
-	return s.peerMed
+	return s.peers.MedianFor(r.j.User)
 }
 
 // bestSpeed is r's speed on the fastest type it may run on.
@@ -381,7 +382,7 @@ func (s *sim) admitAtSomeSize(r *run, q planner.AdmitRequest) (planner.Admission
 	q.Horizon = s.horizonFor(r)
 	sp := s.bestSpeed(r)
 	full := planner.RunTime(r.model, []planner.SpeedCount{{Speed: sp, N: r.j.GPUs}}, r.rem)
-	peer := s.peerMedian()
+	peer := s.peerMedianFor(r)
 	for m := r.j.GPUs; m >= max(r.min, 1); m /= 2 {
 		if m < r.j.GPUs && (s.cfg.StartSmall == planner.StartSmallOff || !s.cfg.AdmitBelowRequest) {
 			break

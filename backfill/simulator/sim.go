@@ -458,18 +458,18 @@ type sim struct {
 	avail       []int
 	availTotal  int
 	resv        reservation
-	holds       []holding  // the pass's planned starts, in queue order (conservative backfill)
-	unheld      []*run     // jobs the pass tested but has not planned yet (planHeld)
-	space       nodeSpace  // the free GPUs over time the holds leave (nodeSpaceNow)
-	spaceDirty  bool       // a start or shrink changed the running jobs since space was made
-	win         []int      // nodeSpace.window's scratch
-	spaceTypes  []string   // the GPU types, indexed as nodeSpace.typeOf's
-	typeMask    []bool     // earliest's scratch: the types a job may use
-	lows        [2]lowScan // earliest's scans, one per span
-	passes      int        // passes run so far (run.spansPass)
-	peerPass    int        // the pass peerMed was computed in; -1 after a start
-	peerMed     float64    // peerMedian's value
-	peerScratch []float64
+	holds       []holding      // the pass's planned starts, in queue order (conservative backfill)
+	unheld      []*run         // jobs the pass tested but has not planned yet (planHeld)
+	space       nodeSpace      // the free GPUs over time the holds leave (nodeSpaceNow)
+	spaceDirty  bool           // a start or shrink changed the running jobs since space was made
+	win         []int          // nodeSpace.window's scratch
+	spaceTypes  []string       // the GPU types, indexed as nodeSpace.typeOf's
+	typeMask    []bool         // earliest's scratch: the types a job may use
+	lows        [2]lowScan     // earliest's scans, one per span
+	passes      int            // passes run so far (run.spansPass)
+	peerPass    int            // the pass peers were read in; -1 after a start
+	peers       *planner.Peers // peerMedianFor's jobs
+	peerScratch []planner.PeerJob
 	plans       *planner.Reservations[*run, int] // the pass's planned starts of the queued jobs (othersOff); nil: not made yet
 	extraByID   map[string]*extra
 	donorLeft   float64 // longestDonor at the start of the pass
