@@ -175,6 +175,9 @@ type Config struct {
 	// shedDefaulted records that the file did not set shed_slow_nodes
 	// (ShedSlowNodesDefaulted).
 	shedDefaulted bool
+	// speedsSet are the GPU types the file's [speeds] names, sorted
+	// (SpeedsSet).
+	speedsSet []string
 	// KeepOffPinned keeps a pending elastic job that may run on several GPU
 	// types (no type in its --gres) off the types that pinned jobs (jobs
 	// naming one type, --gres=gpu:TYPE:N) queued ahead of it need, while its
@@ -594,8 +597,21 @@ func (c *Config) Warnings() []string {
 	if c.set["start_small.partitions"] && c.StartSmallRule() == planner.StartSmallOff {
 		w = append(w, `start_small.partitions does nothing: start_small.rule = "off"`)
 	}
+	for i, t := range c.speedsSet {
+		for _, u := range c.speedsSet[i+1:] {
+			if strings.EqualFold(t, u) {
+				w = append(w, fmt.Sprintf("speeds.%s and speeds.%s differ only in case: Slurm's GRES types are case-sensitive, so each "+
+					"applies only to nodes whose GRES type is spelt so; keep the one spelt as `sinfo -o %%G` prints it", t, u))
+			}
+		}
+	}
 	return w
 }
+
+// SpeedsSet returns the GPU types the file's [speeds] names (sorted; the
+// defaults, DefaultSpeeds, not among them): the daemon warns when one
+// matches no node's GRES type but for its case.
+func (c *Config) SpeedsSet() []string { return c.speedsSet }
 
 // ShedSlowNodesDefaulted reports whether ShedSlowNodes is the default
 // rather than set by the file: the daemon turns a default true off on a
@@ -692,6 +708,7 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	if !defined("admit", "enabled") {
 		c.Admit.Enabled = true
 	}
+	c.speedsSet = sortedKeys(c.Speeds)
 	speeds := make(map[string]float64, len(DefaultSpeeds)+len(c.Speeds))
 	for t, s := range DefaultSpeeds {
 		speeds[t] = s

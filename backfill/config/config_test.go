@@ -257,6 +257,9 @@ func TestWarningsNameSettingsThatDoNothing(t *testing.T) {
 		{"start_small.partitions with the rule off", "[start_small]\nrule = \"off\"\npartitions = [\"normal\"]",
 			`start_small.partitions does nothing: start_small.rule = "off"`},
 		{"start_small.partitions with a rule", "[start_small]\npartitions = [\"normal\"]", ""},
+		// helper 98's: both spellings passed without a word
+		{"two speeds whose GPU types differ only in case", "[speeds]\nV100 = 3.1\nv100 = 3.0\nt4 = 1", "speeds.V100 and speeds.v100 differ only in case"},
+		{"a speed in another case than the default's is not warned of here", "[speeds]\nV100 = 3.1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(tc.toml)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -29,6 +30,7 @@ func slurmNames(nodes []slurmcli.Node) SlurmNames {
 // configMismatches returns, for each setting of the daemon's configuration
 // that names a partition or node sinfo does not list (sinfo without --all,
 // as the daemon reads nodes: a hidden partition's nodes are not managed),
+// or a [speeds] GPU type that matches a node's only but for its case,
 // or when no node is managed at all, one line naming the key, the value and what Slurm lists
 // instead. A daemon so configured runs and does nothing (a tester's
 // `--once --dry-run` passed with partitions = ["nosuch"]), so the daemon
@@ -64,6 +66,23 @@ func (d *Daemon) configMismatches(v *View) []string {
 	for _, n := range c.Nodes {
 		if !known.Nodes[n] {
 			out = append(out, fmt.Sprintf("nodes names node %q, which sinfo does not list", n))
+		}
+	}
+	types := map[string]bool{}
+	for _, n := range v.Nodes {
+		if n.GPUType != "" {
+			types[n.GPUType] = true
+		}
+	}
+	for _, t := range c.SpeedsSet() {
+		if types[t] {
+			continue
+		}
+		for _, u := range slices.Sorted(maps.Keys(types)) {
+			if strings.EqualFold(t, u) {
+				out = append(out, fmt.Sprintf("speeds.%s names no node's GPU type, but nodes have %q: Slurm's GRES types are "+
+					"case-sensitive, so the speed does not apply to them; spell the key %s", t, u, u))
+			}
 		}
 	}
 	if !slices.ContainsFunc(v.Nodes, func(n NodeView) bool { return n.Managed }) {

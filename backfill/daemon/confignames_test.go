@@ -26,6 +26,10 @@ func TestConfigNamesSlurmDoesNotListAreReported(t *testing.T) {
 			want: []string{`nodes names node "n9", which sinfo does not list`, "no node is managed"}},
 		{name: "GPU types none of the nodes has", toml: "gpu_types = [\"a100\"]\n[speeds]\na100 = 5.0\n",
 			want: []string{"no node is managed"}},
+		// helper 98's: a speed spelt in another case than the nodes' GRES
+		// type passed silently and the default speed applied
+		{name: "a speed whose GPU type matches the nodes' but for its case", toml: "[speeds]\nV100 = 4.0\nt4 = 1.0\n",
+			want: []string{`speeds.V100 names no node's GPU type, but nodes have "v100": Slurm's GRES types are case-sensitive`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			td := newTestDaemon(t, c.toml)
