@@ -202,9 +202,18 @@ func TestShrinkToAdmit(t *testing.T) {
 		{name: "a queued job submitted to several partitions may use the nodes of any",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
-				td.fake.set(func() { td.fake.jobs[1].partition, td.fake.tier = "debug,normal", map[string]string{"debug": "1"} })
+				td.fake.set(func() { td.fake.jobs[1].partition, td.fake.tier = "debug,normal", map[string]string{"debug": "10"} })
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but not when their PriorityTiers differ (Slurm ranks it apart in each, on that partition's nodes: a tester saw a job of a tier-30 partition of other nodes admitted, and a tier-10 job start instead)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.jobs[1].partition, td.fake.tier = "urgent,normal", map[string]string{"urgent": "30"} })
+			}},
+		{name: "an empty name in its partition list (sbatch -p 'normal,') is no partition (a tester's)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.jobs[1].partition = ",normal" }) },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "under the objective a job near its end gives a node when that costs it nothing (4 logical workers on 4 GPUs)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
@@ -314,6 +323,31 @@ func TestShrinkToAdmit(t *testing.T) {
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nor one whose partition list ends in a comma (a tester's: -p 'normal,' was read as an unread tier, ranked above all)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.partition = "normal," })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nor a job ranked ahead whose only partition is DOWN (a tester saw Reason PartitionDown keep every admission back)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason = "PartitionDown" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but one queued in several partitions is (its Reason names one of them only)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() {
+					p.reason, p.partition, td.fake.tier = "PartitionDown", "normal,other", map[string]string{"other": "10"}
+				})
+			}},
 		{name: "but one also in a partition of a higher PriorityTier is ranked ahead, whatever its priority (sort_job_queue2)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

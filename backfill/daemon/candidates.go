@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -40,6 +39,37 @@ type admitCandidate struct {
 // ranked below it).
 var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime"}
 
+// partitionStopsIt are the Reasons of a pending job whose partition starts
+// no job now (DOWN or INACTIVE) or never this one (over its node or time
+// limit): https://slurm.schedmd.com/resource_limits.html#reasons and
+// squeue(1)'s JOB REASON CODES. A tester saw a job with Reason
+// PartitionDown keep every admission back. A job queued in several
+// partitions shows the Reason of one of them only, so they count only for
+// a job in one.
+var partitionStopsIt = []string{"PartitionDown", "PartitionInactive", "PartitionNodeLimit", "PartitionTimeLimit"}
+
+// startsNever reports whether Slurm starts pending job j on no node this
+// cycle, whatever nodes an admission frees (neverStartsNow,
+// partitionStopsIt).
+func startsNever(j slurmcli.Job) bool {
+	return slices.Contains(neverStartsNow, j.Reason) ||
+		slices.Contains(partitionStopsIt, j.Reason) && len(slurmcli.SplitPartitions(j.Partition)) == 1
+}
+
+// tierUnread reports whether the PriorityTier of one of partitions was
+// not read (tierOf).
+func tierUnread(v *View, partitions string) bool {
+	t, _ := tierOf(v, partitions)
+	return t == planner.TierUnknown
+}
+
+// tierMixed reports whether partitions have different PriorityTiers
+// (tierOf).
+func tierMixed(v *View, partitions string) bool {
+	_, mixed := tierOf(v, partitions)
+	return mixed
+}
+
 // admitCandidates are the pending jobs squeue shows waiting for resources
 // or for their turn (Reason Resources or Priority) in partitions where
 // shrink-to-admit is on, at most AdmitDepth of them, in Slurm's priority
@@ -66,7 +96,7 @@ var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "Depe
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
 	for _, j := range v.Pending {
-		if !slices.Contains(neverStartsNow, j.Reason) {
+		if !startsNever(j) {
 			waiting = append(waiting, j)
 		}
 	}
@@ -80,8 +110,10 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 			c.aheadOnly = "Reason " + j.Reason + ": it waits for neither resources nor its turn (counted only as a job ranked ahead)"
 		case !d.cfg.AdmitOn(j.Partition):
 			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
-		case tierOf(v, j.Partition) == planner.TierUnknown:
+		case tierUnread(v, j.Partition):
 			c.aheadOnly = "the PriorityTier of its partitions " + j.Partition + " was not read, so which jobs Slurm ranks ahead of it is unknown (counted only as a job ranked ahead)"
+		case tierMixed(v, j.Partition):
+			c.aheadOnly = "its partitions " + j.Partition + " have different PriorityTiers: Slurm ranks it apart in each, on that partition's nodes alone, which this daemon does not model (counted only as a job ranked ahead, at the highest of them)"
 		default:
 			c.reserved = reservedByOthers(resv, j.ID) // only a job it may admit needs them
 		}
@@ -100,16 +132,21 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 // job in partitions (squeue's comma-separated list): the highest of
 // theirs (sort_job_queue2 ranks each partition's record of the job by its
 // tier), planner.TierUnknown when one was not read (v.Partitions).
-func tierOf(v *View, partitions string) uint64 {
-	var tier uint64
-	for _, p := range strings.Split(partitions, ",") {
+// mixed reports that its partitions' tiers differ: Slurm ranks the record
+// of each partition apart, and each may use only its partition's nodes (a
+// tester saw a job in a tier-30 partition of other nodes and a tier-1 one
+// admitted onto the tier-1 nodes, where Slurm ranked a tier-10 job first).
+func tierOf(v *View, partitions string) (tier uint64, mixed bool) {
+	for i, p := range slurmcli.SplitPartitions(partitions) {
 		part, ok := v.Partitions[p]
 		if !ok {
-			return planner.TierUnknown
+			return planner.TierUnknown, false
 		}
-		tier = max(tier, uint64(part.PriorityTier))
+		t := uint64(part.PriorityTier)
+		mixed = mixed || i > 0 && t != tier
+		tier = max(tier, t)
 	}
-	return tier
+	return tier, mixed
 }
 
 // priorityOf is pending job j's planner.PriorityKey: its partitions' tier
@@ -117,7 +154,8 @@ func tierOf(v *View, partitions string) uint64 {
 // (not known when none was read).
 func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
 	p, ok := v.Placements[j.ID]
-	return planner.NewPriorityKey(ok, tierOf(v, j.Partition), p.Priority, j.ID)
+	tier, _ := tierOf(v, j.Partition)
+	return planner.NewPriorityKey(ok, tier, p.Priority, j.ID)
 }
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order

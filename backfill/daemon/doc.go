@@ -235,12 +235,14 @@
 //     admitted one wait 13 min past its planned start). Every pending job
 //     Slurm may start counts, whatever its Reason (a tester saw one whose
 //     Reason named a higher-priority partition take the freed node), but
-//     held jobs and jobs waiting for a dependency or a begin time
-//     (neverStartsNow, candidates.go), in Slurm's order: the partitions'
+//     held jobs, jobs waiting for a dependency or a begin time, and jobs
+//     whose one partition is DOWN, INACTIVE or below their request
+//     (startsNever, candidates.go), in Slurm's order: the partitions'
 //     PriorityTier first (read with MaxTime; a job of a lower tier, as in
 //     extra.partition, is ranked behind, whatever its priority; an unread
-//     tier counts as ranked ahead, and a queued job in a partition whose
-//     tier was not read is not admitted), then priority; the simulator
+//     tier counts as ranked ahead; a queued job in a partition whose tier
+//     was not read, or in several of different tiers, which Slurm ranks
+//     apart on each one's nodes, is not admitted), then priority; the simulator
 //     applies the rule too; so it starts now and no reservation moves
 //     (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a

@@ -242,7 +242,7 @@ func (v *View) ownerUID(name string) string {
 // QOS MaxWall.
 func limitCap(v *View, partitions string) planner.LimitCap {
 	var c planner.LimitCap
-	for _, p := range strings.Split(partitions, ",") {
+	for _, p := range slurmcli.SplitPartitions(partitions) {
 		part, ok := v.Partitions[p]
 		d := part.MaxTime
 		switch {

@@ -56,7 +56,7 @@ type PriorityKey struct {
 // of their tiers, where Slurm considers it first; [TierUnknown] when one
 // was not read, which ranks it ahead of every job whose tier was); known
 // is false when its priority was not read: such a job counts as ahead of
-// every job whose priority was.
+// every job of its tier whose priority was.
 func NewPriorityKey(known bool, tier, prio uint64, id string) PriorityKey {
 	return PriorityKey{known: known, tier: tier, prio: prio, id: NewQueueKey(0, id)}
 }
@@ -70,12 +70,12 @@ const TierUnknown = math.MaxUint64
 // Compare orders a and b, like cmp.Compare: the job ahead first.
 func (a PriorityKey) Compare(b PriorityKey) int {
 	switch {
+	case a.tier != b.tier:
+		return -cmp.Compare(a.tier, b.tier)
 	case a.known != b.known && !a.known:
 		return -1
 	case a.known != b.known:
 		return 1
-	case a.tier != b.tier:
-		return -cmp.Compare(a.tier, b.tier)
 	case a.prio != b.prio:
 		return -cmp.Compare(a.prio, b.prio)
 	}

@@ -23,10 +23,11 @@ func TestPriorityKeyOrdersAsSlurmsSchedulers(t *testing.T) {
 	for _, j := range jobs {
 		got = append(got, j.id)
 	}
-	// unread priority first; then the higher tier (unread: highest),
-	// whatever the priority; then the higher priority; equal priorities by
-	// job id as a number
-	if want := []string{"3", "22", "21", "9", "10", "7", "100", "8", "20"}; !slices.Equal(got, want) {
+	// the higher tier first (unread: highest), whatever the priority
+	// (read or not: a tester's array job, whose priority is not read, in
+	// a lower tier); then an unread priority; then the higher priority;
+	// equal priorities by job id as a number
+	if want := []string{"22", "21", "3", "9", "10", "7", "100", "8", "20"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }

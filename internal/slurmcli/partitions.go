@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,4 +106,12 @@ func isPartitionName(s string) bool {
 		}
 	}
 	return true
+}
+
+// SplitPartitions returns the partitions of a job as squeue prints them
+// for a job queued in several ("normal,low"), with empty names dropped:
+// sbatch accepts -p 'normal,' and ',normal', and squeue prints them so
+// (seen on 22.05 by a tester), though Slurm queues the job in normal alone.
+func SplitPartitions(list string) []string {
+	return slices.DeleteFunc(strings.Split(list, ","), func(p string) bool { return p == "" })
 }

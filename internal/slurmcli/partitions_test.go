@@ -35,6 +35,16 @@ func TestParsePartitions(t *testing.T) {
 	}
 }
 
+func TestSplitPartitions(t *testing.T) {
+	for in, want := range map[string][]string{
+		"normal": {"normal"}, "normal,low": {"normal", "low"}, "normal,": {"normal"}, ",normal": {"normal"}, "a,,b": {"a", "b"}, "": {},
+	} {
+		if got := SplitPartitions(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("SplitPartitions(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzParsePartitions: no panic; every entry has a partition name and a
 // limit in [0, MaxTimeLimit], and appears in the output.
 func FuzzParsePartitions(f *testing.F) {
