@@ -257,7 +257,11 @@ func Parse(text string) (*Spec, error) {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return nil, fmt.Errorf("%w %s; remove or rename them (see examples/mnist/job.toml)", ErrUnknownKeys, strings.Join(keys, ", "))
+		example := "examples/mnist/job.toml"
+		if s.Engine == EngineTorch {
+			example = "examples/torch-ddp/job.toml"
+		}
+		return nil, fmt.Errorf("%w %s; remove or rename them (see %s)", ErrUnknownKeys, strings.Join(keys, ", "), example)
 	}
 	if s.Engine == EngineTorch && s.Torch != nil {
 		switch t := s.Torch; {

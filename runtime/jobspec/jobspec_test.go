@@ -70,6 +70,14 @@ func TestUnknownKeysAreTyped(t *testing.T) {
 	if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), "optimizer.bar, optimizer.foo") {
 		t.Fatalf("error = %v, want ErrUnknownKeys listing bar, foo", err)
 	}
+	if !strings.Contains(err.Error(), "see examples/mnist/job.toml") {
+		t.Errorf("error = %v, want it to point to the native example", err)
+	}
+	// a torch job is pointed to the torch example (a new user's finding)
+	_, err = Parse("engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n")
+	if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), "torch.thread") || !strings.Contains(err.Error(), "see examples/torch-ddp/job.toml") {
+		t.Errorf("error = %v, want ErrUnknownKeys naming torch.thread and the torch example", err)
+	}
 }
 
 func TestIDIgnoresDataDirButNotSemantics(t *testing.T) {

@@ -389,7 +389,7 @@ class Worker:
         if self.dead is not None:
             raise RequestError("job", self.dead)
         if self.ended:
-            raise RequestError("job", f"{req['type']} of step {req.get('step')}: the training program ended after "
+            raise RequestError("job", f"step {req.get('step')} asked ({req['type']}): the training program ended after "
                                f"step {self.committed - 1} (its loop takes {self.committed} steps: set the job "
                                "file's steps to that)")
         raise RequestError("request", f"{req['type']} of step {req.get('step')}, but the training loop is not "
