@@ -98,7 +98,8 @@ func Parse(s string) (Table, error) {
 		k, v, ok := strings.Cut(e, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" || strings.ContainsAny(k, "=") {
-			return nil, &Error{Entry: e, Err: fmt.Errorf("want MODEL=SPEED")}
+			return nil, &Error{Entry: e, Err: fmt.Errorf("want MODEL=SPEED, MODEL the GPU's model name as NVML and nvidia-smi -L print it " +
+				"(e.g. \"Tesla T4=0.52\"; easyscale-sbatch and easyscale-simulate take GRES types, TYPE:SPEED)")}
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0 && f <= 1000) {
