@@ -29,6 +29,10 @@ type admitCandidate struct {
 	// behind it, which an admission must not free nodes for
 	// (planner.AdmitOnNodes' takenByAhead).
 	aheadOnly string
+	// butFor marks a job listed only as ranked ahead for what the daemon
+	// cannot tell of it (its partitions' tiers), which would otherwise be
+	// a candidate: its reason is reported even when no candidate follows.
+	butFor bool
 }
 
 // neverStartsNow are the Reasons of pending jobs Slurm starts on no freed
@@ -111,18 +115,20 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 		case !d.cfg.AdmitOn(j.Partition):
 			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
 		case tierUnread(v, j.Partition):
-			c.aheadOnly = "the PriorityTier of its partitions " + j.Partition + " was not read, so which jobs Slurm ranks ahead of it is unknown (counted only as a job ranked ahead)"
+			c.aheadOnly, c.butFor = "the PriorityTier of its partitions "+j.Partition+" was not read, so which jobs Slurm ranks ahead of it is unknown (counted only as a job ranked ahead)", true
 		case tierMixed(v, j.Partition):
-			c.aheadOnly = "its partitions " + j.Partition + " have different PriorityTiers: Slurm ranks it apart in each, on that partition's nodes alone, which this daemon does not model (counted only as a job ranked ahead, at the highest of them)"
+			c.aheadOnly, c.butFor = "its partitions "+j.Partition+" have different PriorityTiers: Slurm ranks it apart in each, on that partition's nodes alone, which this daemon does not model (counted only as a job ranked ahead, at the highest of them)", true
 		default:
 			c.reserved = reservedByOthers(resv, j.ID) // only a job it may admit needs them
 		}
 		out = append(out, c)
 	}
 	// Jobs listed only as ranked ahead matter only to a candidate behind
-	// them: none after the last candidate, nothing when there is none.
+	// them: none after the last candidate, nothing when there is none,
+	// but for a job listed so only for what the daemon cannot tell of it
+	// (butFor), whose reason is worth a line (a tester saw none logged).
 	last := len(out) - 1
-	for last >= 0 && out[last].aheadOnly != "" {
+	for last >= 0 && out[last].aheadOnly != "" && !out[last].butFor {
 		last--
 	}
 	return out[:last+1]

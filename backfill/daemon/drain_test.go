@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,29 @@ func TestThePeerMedianCountsTheJobsCompetingForTheManagedNodes(t *testing.T) {
 	}
 	if got := d.peerMedianFor(&View{Now: now}, erin); got != 0 {
 		t.Errorf("peerMedianFor of no jobs = %v, want 0 (no bound)", got)
+	}
+}
+
+// A job that would be shrink-to-admit's only candidate but for its
+// partitions' tiers is listed with why, not trimmed with the jobs listed
+// only as ranked ahead (a tester saw no line logged for it).
+func TestACandidateRefusedForItsTiersIsStillListed(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	d := &Daemon{cfg: config.Default(), snap: &Snapshotter{Loc: time.UTC}}
+	for _, tc := range []struct{ partitions, why string }{
+		{"unlisted", "was not read"},
+		{"normal,urgent", "different PriorityTiers"},
+	} {
+		v := &View{Now: now,
+			Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "urgent": {PriorityTier: 20}},
+			Placements: map[string]slurmcli.Placement{"5": {Priority: 100}, "6": {Priority: 200}},
+			Pending: []slurmcli.Job{
+				{ID: "5", User: "erin", Partition: tc.partitions, Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+				{ID: "6", User: "frank", Partition: "normal", Reason: "JobHeldUser", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
+			}}
+		got := d.admitCandidates(v)
+		if len(got) != 1 || got[0].job.ID != "5" || !strings.Contains(got[0].aheadOnly, tc.why) {
+			t.Errorf("partitions %q: admitCandidates = %+v, want job 5 alone, listed with why %q", tc.partitions, got, tc.why)
+		}
 	}
 }
