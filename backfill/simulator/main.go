@@ -73,6 +73,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	plotOut := fs.String("plot", "", "GPU-allocation step chart, FILE.svg or FILE.png (default: no chart)")
 	maxJobs := fs.Int("max-jobs", 0, "replay only the first N jobs (default 0: all)")
 	window := fs.String("window", "", "replay only jobs submitted in [START, END) seconds, e.g. 0:86400 (default: the whole trace)")
+	cluster := fs.String("cluster", "", "replay only the jobs of this cluster, for a table whose cluster column names several (Microsoft ITP's itp_jobs.csv: cluster01 to cluster10); required there")
 	speeds := fs.String("speeds", "", "relative speeds of the cluster's GPU types as TYPE:X[,TYPE:X...] (default: 1 for every type)")
 	weights := fs.String("node-weights", WeightsFastestFirst.String(), "each node's Slurm Weight by its GPU type's speed (--speeds; without it every type is speed 1 and the weights are equal), which select/cons_tres allocates lowest first: fastest-first, equal (Slurm's default: free GPUs and node order decide, blind to speed) or slowest-first (slurm.conf(5)'s advice: less capable nodes first)")
 	margin := fs.Int64("margin", DefaultLimits().MarginSeconds, "seconds a lent GPU is returned before a reserved start (the daemon's safety_margin)")
@@ -180,6 +181,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "easyscale-simulate: note: --trace %s: left out %d rows with an empty duration_s (jobs that never ran, which the common layout leaves out); replaying the other %d\n",
 			*tracePath, rep.Skipped, len(jobs))
 	}
+	if jobs, err = ofCluster(jobs, *cluster); err != nil {
+		fmt.Fprintf(stderr, "easyscale-simulate: --trace %s: %v\n", *tracePath, err)
+		return 1
+	}
 	read := len(jobs)
 	if jobs = selectJobs(jobs, lo, hi, *maxJobs); len(jobs) == 0 {
 		fmt.Fprintf(stderr, "easyscale-simulate: --window %s: none of the trace's %d jobs was submitted in it: widen it, or leave it out for the whole trace\n", *window, read)
@@ -198,7 +203,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	res.Input = &Input{Trace: *tracePath, GPUs: *gpus, GPUsPerNode: cfg.GPUsPerNode, Nodes: *nodesPath,
-		Speeds: *speeds, Window: *window, MaxJobs: *maxJobs}
+		Speeds: *speeds, Window: *window, MaxJobs: *maxJobs, Cluster: *cluster}
 	if err := writeJSON(*jsonOut, res, stdout); err != nil {
 		fmt.Fprintf(stderr, "easyscale-simulate: writing --json %s: %v\n", *jsonOut, err)
 		return 1
@@ -403,6 +408,39 @@ func unusedJobSpeeds(jobs []trace.Job, cluster []GPUGroup) string {
 	}
 	return fmt.Sprintf("the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: %s; the cluster has %s",
 		strings.Join(parts, ", "), strings.Join(have, ", "))
+}
+
+// ofCluster keeps the jobs of cluster (the trace's cluster column). A
+// table whose jobs name several clusters needs one: replayed together,
+// their queues would mix on one simulated cluster (and the table, sorted
+// by cluster first, is not sorted by submit time). cluster "" with one
+// cluster or none keeps every job; a cluster the table does not name is
+// an error listing those it does.
+func ofCluster(jobs []trace.Job, cluster string) ([]trace.Job, error) {
+	names := map[string]int{}
+	for _, j := range jobs {
+		if j.Cluster != "" {
+			names[j.Cluster]++
+		}
+	}
+	list := func() string {
+		var parts []string
+		for _, n := range slices.Sorted(maps.Keys(names)) {
+			parts = append(parts, fmt.Sprintf("%s (%d jobs)", n, names[n]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	switch {
+	case cluster == "" && len(names) > 1:
+		return nil, fmt.Errorf("the table holds the jobs of %d clusters, %s: replay one with --cluster NAME", len(names), list())
+	case cluster == "":
+		return jobs, nil
+	case names[cluster] == 0 && len(names) == 0:
+		return nil, fmt.Errorf("--cluster %s: the table has no cluster column: leave --cluster out", cluster)
+	case names[cluster] == 0:
+		return nil, fmt.Errorf("--cluster %s: no job of the table ran on it; it names %s", cluster, list())
+	}
+	return slices.DeleteFunc(jobs, func(j trace.Job) bool { return j.Cluster != cluster }), nil
 }
 
 // selectJobs keeps jobs submitted in [lo, hi) (hi < 0: no end), at most

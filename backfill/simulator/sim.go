@@ -303,6 +303,9 @@ type Input struct {
 	Speeds  string `json:"speeds"`
 	Window  string `json:"window,omitempty"`
 	MaxJobs int    `json:"max_jobs,omitempty"`
+	// Cluster is --cluster: the one cluster of a multi-cluster table
+	// replayed.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // JobRecord is one completed job's history. Times are in seconds from the

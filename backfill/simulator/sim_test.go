@@ -300,11 +300,20 @@ func TestMainCLI(t *testing.T) {
 		{"an unknown --node-weights lists the choices", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--node-weights", "random"}, 2,
 			"--node-weights: unknown node weighting \"random\": use fastest-first, equal or slowest-first"},
 		{"a short row names both field counts", []string{"--trace", filepath.Join(dir, "short.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1, "line 3: 3 fields, but the header has 5"},
+		// helper 98's: Microsoft ITP's table holds ten clusters, sorted by cluster first
+		{"a table of several clusters is refused, naming them and --cluster", []string{"--trace", filepath.Join(dir, "clusters.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-"}, 1,
+			"the table holds the jobs of 2 clusters, c1 (2 jobs), c2 (1 jobs): replay one with --cluster NAME"},
+		{"--cluster replays one of them", []string{"--trace", filepath.Join(dir, "clusters.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--cluster", "c1"}, 0, ""},
+		{"a --cluster the table does not name lists those it does", []string{"--trace", filepath.Join(dir, "clusters.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--cluster", "c3"}, 1,
+			"--cluster c3: no job of the table ran on it; it names c1 (2 jobs), c2 (1 jobs)"},
+		{"--cluster on a table without the column says so", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", "-", "--cluster", "c1"}, 1,
+			"--cluster c1: the table has no cluster column"},
 		{"per-job speeds for a type the cluster lacks are named", []string{"--trace", filepath.Join(dir, "speeds.csv"), "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull}, 0,
 			"warning: the trace's speeds column names GPU types the cluster lacks, so those speeds are unused: a10 (2 jobs, first \"a\"), t5 (job \"b\"); the cluster has v100"},
 	}
 	for name, body := range map[string]string{
 		"head.csv":     "name,time,application,num_replicas,batch_size\n",
+		"clusters.csv": "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training,cluster\na,0,60,1,,,1,c1\nb,50,60,2,,,1,c1\nc,5,60,2,,,1,c2\n",
 		"noruns.csv":   "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,0,,1,v100,Failed,1\nb,5,,2,,Killed,1\n",
 		"someruns.csv": "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,0,,1,v100,Failed,1\nb,5,60,2,,Pass,1\n",
 		"unsorted.csv": "job_id,submit_time_s,duration_s,num_gpus,gpu_type,status,is_training\na,50,60,1,,Pass,1\nb,5,60,2,,Pass,1\n",

@@ -47,6 +47,11 @@ type Job struct {
 	GPUType string
 	// User is the owner or group (Philly: the virtual cluster); may be empty.
 	User string
+	// Cluster is the cluster the job ran on, from a common-layout table's
+	// cluster column (Microsoft ITP's itp_jobs.csv holds ten clusters'
+	// jobs, sorted by cluster, then submit time); empty when the table has
+	// one cluster.
+	Cluster string `json:",omitempty"`
 	// Training is false for rows the trace marks as not training.
 	Training bool
 	// LogicalWorkers, MinGPUs and MaxGPUs are the job's elastic request from
@@ -301,7 +306,7 @@ func ReadReport(r io.Reader) ([]Job, Report, error) {
 func misspelt(head []string) map[string]string {
 	var out map[string]string
 	for _, h := range head {
-		if slices.Contains(commonColumns, h) || slices.Contains(polluxColumns, h) || slices.Contains(OptionalColumns, h) || h == "vc" {
+		if slices.Contains(commonColumns, h) || slices.Contains(polluxColumns, h) || slices.Contains(OptionalColumns, h) || h == "vc" || h == "cluster" {
 			continue
 		}
 		norm := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(h)))
@@ -395,7 +400,7 @@ func eachRow(cr *csv.Reader, head []string, row func(rec []string, line int, j *
 // readCommon reads the rows of the common layout, counting in skipped
 // those with an empty duration_s.
 func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
-	user := slices.Index(head, "vc")
+	user, cluster := slices.Index(head, "vc"), slices.Index(head, "cluster")
 	return eachRow(cr, head, func(rec []string, line int, j *Job) (bool, error) {
 		if rec[2] == "" {
 			*skipped++
@@ -418,6 +423,9 @@ func readCommon(cr *csv.Reader, head []string, skipped *int) ([]Job, error) {
 		}
 		if user >= 0 && user < len(rec) {
 			j.User = rec[user]
+		}
+		if cluster >= 0 && cluster < len(rec) {
+			j.Cluster = rec[cluster]
 		}
 		return true, nil
 	})
@@ -500,11 +508,16 @@ func gpus(s string) (int, error) {
 }
 
 // Write writes jobs in the common job-table layout (seven columns, then
-// vc holding User, then the OptionalColumns), which [Read] reads back to
-// the same jobs.
+// vc holding User, then the OptionalColumns, then cluster when a job has
+// one), which [Read] reads back to the same jobs.
 func Write(w io.Writer, jobs []Job) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(append(append(slices.Clone(commonColumns), "vc"), OptionalColumns...)); err != nil {
+	clusters := slices.ContainsFunc(jobs, func(j Job) bool { return j.Cluster != "" })
+	head := append(append(slices.Clone(commonColumns), "vc"), OptionalColumns...)
+	if clusters {
+		head = append(head, "cluster")
+	}
+	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("trace: writing header: %w", err)
 	}
 	for _, j := range jobs {
@@ -520,6 +533,9 @@ func Write(w io.Writer, jobs []Job) error {
 		}
 		rec := []string{j.ID, strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Duration, 10), strconv.Itoa(j.GPUs), j.GPUType, "", tr, j.User,
 			count(j.LogicalWorkers), count(j.MinGPUs), count(j.MaxGPUs), j.Determinism, elastic.FormatSpeeds(j.Speeds)}
+		if clusters {
+			rec = append(rec, j.Cluster)
+		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("trace: writing job %q: %w", j.ID, err)
 		}

@@ -127,6 +127,15 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, jobs) {
 		t.Errorf("round trip = %+v, want %+v", got, jobs)
 	}
+	// the cluster column (Microsoft ITP's table) is written when a job has one
+	jobs[1].Cluster, jobs[3].Cluster = "cluster01", "cluster04"
+	buf.Reset()
+	if err := Write(&buf, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = Read(&buf); err != nil || !reflect.DeepEqual(got, jobs) {
+		t.Errorf("round trip with clusters = %+v (%v), want %+v", got, err, jobs)
+	}
 }
 
 func FuzzRead(f *testing.F) {
