@@ -74,6 +74,12 @@ func TestRequestErrorsNameTheOptionAndWhereTheValueCameFrom(t *testing.T) {
 			cause:    ErrReversed,
 		},
 		{
+			name:     "a negative count (a new user saw \"minimum: empty value\")",
+			settings: Settings{Elastic: flag(OptionElastic, "-1")},
+			want:     []string{"--elastic=-1", "at least 1, not negative"},
+			cause:    ErrOutOfRange,
+		},
+		{
 			name:     "zero logical workers from the environment",
 			settings: FromEnv(envLookup(map[string]string{EnvLogicalWorkers: "0"})),
 			want:     []string{"--logical-workers=0", "from EASYSCALE_LOGICAL_WORKERS"},
