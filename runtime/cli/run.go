@@ -255,7 +255,7 @@ func (f *runFlags) job(fs *pflag.FlagSet) (*runJob, error) {
 // signal, for the exit status) and exits at once on a second one. stop
 // ends the watch.
 func (j *runJob) catchSignals() (ctx context.Context, caught *atomic.Int32, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	caught = new(atomic.Int32)
@@ -264,7 +264,7 @@ func (j *runJob) catchSignals() (ctx context.Context, caught *atomic.Int32, stop
 		case s := <-sigs:
 			caught.Store(int32(s.(syscall.Signal)))
 			j.log.Warn("signal: abandoning the step in progress, checkpointing the last completed step and stopping", "signal", s.String())
-			cancel()
+			cancel(fmt.Errorf("signal %s", s)) // the cause the trainer logs (a new user saw "context canceled")
 		case <-ctx.Done():
 			return
 		}
@@ -274,7 +274,7 @@ func (j *runJob) catchSignals() (ctx context.Context, caught *atomic.Int32, stop
 		j.log.Warn("second signal: exiting without waiting for the checkpoint", "signal", s.String())
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
-	return ctx, caught, func() { signal.Stop(sigs); cancel() }
+	return ctx, caught, func() { signal.Stop(sigs); cancel(nil) }
 }
 
 // setup makes the trainer's options for the job's mode: a torch job gets

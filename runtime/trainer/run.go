@@ -208,12 +208,12 @@ func (j *job) close() {
 // train runs steps until the stop step.
 func (j *job) train(ctx context.Context) error {
 	for j.step < j.stop {
-		if err := ctx.Err(); err != nil {
-			return j.interrupted(err)
+		if ctx.Err() != nil {
+			return j.interrupted(context.Cause(ctx))
 		}
 		if err := j.reallocate(ctx, j.schedule().At(j.step)); err != nil {
 			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-				return j.interrupted(cerr)
+				return j.interrupted(context.Cause(ctx))
 			}
 			return j.saveOnNoWorkers(ctx, err)
 		}
@@ -280,7 +280,7 @@ func (j *job) abandon(cause error) error {
 // (SIGTERM while waiting for workers) is an interruption.
 func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-		return j.interrupted(cerr)
+		return j.interrupted(context.Cause(ctx))
 	}
 	if !errors.Is(err, ErrNoWorkers) {
 		return err
@@ -290,7 +290,7 @@ func (j *job) saveOnNoWorkers(ctx context.Context, err error) error {
 	// moment to arrive, then treat it as an interruption, not a failure.
 	select {
 	case <-ctx.Done():
-		return j.interrupted(ctx.Err())
+		return j.interrupted(context.Cause(ctx))
 	case <-time.After(time.Second):
 	}
 	if j.db != nil && j.step > 0 {
@@ -319,7 +319,7 @@ func (j *job) runStep(ctx context.Context) error {
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			return j.abandon(cerr)
+			return j.abandon(context.Cause(ctx))
 		}
 		var lost *LostError
 		if !errors.As(err, &lost) {

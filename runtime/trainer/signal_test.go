@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +51,8 @@ func TestSignalMidStepCheckpointsTheLastCompletedStep(t *testing.T) {
 	x := &stallingExecutor{at: at, stalled: make(chan struct{}),
 		Executor: newLocalExecutor(spec, wl, sampler, 2, Ablation{}, paramCount(wl.NewNet().Params()))}
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(ctx, Options{Spec: spec, Workload: wl, StopAfter: testSteps, SkipEval: true, StateDir: dir,
@@ -65,12 +66,16 @@ func TestSignalMidStepCheckpointsTheLastCompletedStep(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("step %d never started", at)
 	}
-	cancel()
+	cancel(errors.New("signal terminated"))
 	t0 := time.Now()
 	select {
 	case err := <-done:
 		if !errors.Is(err, ErrInterrupted) {
 			t.Fatalf("Run returned %v, want ErrInterrupted", err)
+		}
+		// the cause is the signal, not "context canceled" (a new user's finding)
+		if !strings.Contains(err.Error(), "signal terminated") {
+			t.Errorf("Run returned %v, want it to name the signal", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5 s of the signal: it waits for the step in progress")
