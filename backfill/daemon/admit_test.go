@@ -339,6 +339,14 @@ func TestShrinkToAdmit(t *testing.T) {
 				td.fake.set(func() { p.reason = "PartitionDown" })
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nor when its one partition is named twice (-p dn,dn: a tester's)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason, p.partition = "PartitionDown", "normal,normal" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "but one queued in several partitions is (its Reason names one of them only)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

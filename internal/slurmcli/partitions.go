@@ -109,9 +109,16 @@ func isPartitionName(s string) bool {
 }
 
 // SplitPartitions returns the partitions of a job as squeue prints them
-// for a job queued in several ("normal,low"), with empty names dropped:
-// sbatch accepts -p 'normal,' and ',normal', and squeue prints them so
-// (seen on 22.05 by a tester), though Slurm queues the job in normal alone.
+// for a job queued in several ("normal,low"), each once, with empty names
+// dropped: sbatch accepts -p 'normal,', ',normal' and 'dn,dn', and squeue
+// prints them so (seen on 22.05 by testers), though Slurm queues the job
+// in normal (dn) alone.
 func SplitPartitions(list string) []string {
-	return slices.DeleteFunc(strings.Split(list, ","), func(p string) bool { return p == "" })
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

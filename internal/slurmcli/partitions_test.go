@@ -37,7 +37,8 @@ func TestParsePartitions(t *testing.T) {
 
 func TestSplitPartitions(t *testing.T) {
 	for in, want := range map[string][]string{
-		"normal": {"normal"}, "normal,low": {"normal", "low"}, "normal,": {"normal"}, ",normal": {"normal"}, "a,,b": {"a", "b"}, "": {},
+		"normal": {"normal"}, "normal,low": {"normal", "low"}, "normal,": {"normal"}, ",normal": {"normal"}, "a,,b": {"a", "b"}, "": nil,
+		"dn,dn": {"dn"}, "a,b,a": {"a", "b"},
 	} {
 		if got := SplitPartitions(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("SplitPartitions(%q) = %q, want %q", in, got, want)
