@@ -16,6 +16,18 @@ var (
 	recordDir      = flag.String("record-dir", recordings2205, "with -record, the folder the recordings go to (testdata/slurm-24.11 for the current lab)")
 )
 
+// needLab skips a recording test without -record and fails it without a
+// lab cluster to record from.
+func needLab(t *testing.T) {
+	t.Helper()
+	if !*record {
+		t.Skip("recording needs -record and a running lab cluster")
+	}
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
+	}
+}
+
 // TestRecord records the Slurm output the golden tests parse, from a real cluster:
 //
 //	eval "$(make lab-up)" && go test ./internal/slurmcli -run TestRecord -record && go test ./internal/slurmcli -update
@@ -39,12 +51,7 @@ var (
 //	cd internal/slurmcli && $EASYSCALE_LAB_DIR/bin/lab-exec /tmp/slurmcli.test -test.run '^TestRecord$' \
 //	    -record -record-dir testdata/slurm-24.11 && go test . -update
 func TestRecord(t *testing.T) {
-	if !*record {
-		t.Skip("recording needs -record and a running lab cluster")
-	}
-	if os.Getenv("SLURM_CONF") == "" {
-		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
-	}
+	needLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var r Runner
@@ -200,12 +207,7 @@ func waitPlanned(ctx context.Context, t *testing.T, r Runner, ids []string) {
 // scontrol-config.txt (its bf_interval). It runs with -record, as
 // TestRecord does (-test.run '^TestRecordReservations$').
 func TestRecordReservations(t *testing.T) {
-	if !*record {
-		t.Skip("recording needs -record and a running lab cluster")
-	}
-	if os.Getenv("SLURM_CONF") == "" {
-		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
-	}
+	needLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var r Runner
@@ -251,12 +253,7 @@ func TestRecordReservations(t *testing.T) {
 // PriorityTier 5, which only --all lists; each is set back afterwards. It
 // runs with -record, as TestRecord does (-test.run '^TestRecordPartitions$').
 func TestRecordPartitions(t *testing.T) {
-	if !*record {
-		t.Skip("recording needs -record and a running lab cluster")
-	}
-	if os.Getenv("SLURM_CONF") == "" {
-		t.Fatal("-record needs SLURM_CONF of a running lab cluster (eval \"$(make lab-up)\")")
-	}
+	needLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var r Runner
