@@ -166,8 +166,9 @@ func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order
 // (planner.PriorityKey: their partitions' tiers, their priorities read
-// with the placements) and returns them. A job whose priority was not read (no placement) comes
-// first (shrink-to-admit refuses it: queuedNodes).
+// with the placements) and returns them. A job whose priority was not
+// read (no placement) comes first within its tier (shrink-to-admit
+// refuses it: queuedNodes).
 func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {
 	keys := make([]planner.PriorityKey, len(jobs))
 	for i, j := range jobs {

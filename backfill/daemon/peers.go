@@ -47,7 +47,7 @@ func (d *Daemon) readPeers(v *View) *planner.Peers {
 		if errNodes != nil || errEnd != nil || !slices.ContainsFunc(nodes, func(n string) bool { return managed[n] }) {
 			continue
 		}
-		jobs = append(jobs, planner.PeerJob{User: v.ownerKey(j), Left: max(end.Sub(v.Now).Seconds(), 0)})
+		jobs = append(jobs, planner.PeerJob{Left: max(end.Sub(v.Now).Seconds(), 0)}) // a running job counts whoever owns it
 	}
 	for _, j := range v.Pending {
 		q, ok := readQueued(j)
