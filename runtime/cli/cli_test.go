@@ -51,6 +51,9 @@ func TestSimulateNamesItsOwnCommand(t *testing.T) {
 	if code != 2 || out != "" || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want 2, nothing on stdout and the command %q", code, out, stderr, want)
 	}
+	if _, _, stderr := run("simulate"); !strings.Contains(stderr, "  easyscale-simulate\n") {
+		t.Errorf("without arguments: stderr %q, want the command without a trailing blank", stderr)
+	}
 	if _, _, usage := run(); strings.Contains(usage, "simulate") {
 		t.Errorf("the usage still lists simulate:\n%s", usage)
 	}
