@@ -213,7 +213,7 @@ func checkRange(lo, hi int) error {
 // ParseRange parses an --elastic value "MIN" or "MIN-MAX" into node counts.
 // Errors wrap ErrEmpty, ErrSyntax, ErrOutOfRange or ErrReversed.
 func ParseRange(s string) (lo, hi int, err error) {
-	if strings.HasPrefix(strings.TrimSpace(s), "-") { // "-1" reads as an empty minimum otherwise (a new user's finding)
+	if strings.HasPrefix(s, "-") { // "-1" reads as an empty minimum otherwise (a new user's finding); the SPANK plugin's request.c says the same
 		return 0, 0, detail(ErrOutOfRange, "a node count is at least 1, not negative: write MIN[-MAX], e.g. 1-4")
 	}
 	loText, hiText, isRange := strings.Cut(s, "-")

@@ -63,6 +63,10 @@ static int parse_range(const char *s, int *lo, int *hi, char *why, int whylen)
 {
 	const char *dash = strchr(s, '-');
 	char sub[192];
+	if (s[0] == '-') { /* else "-1" reads as an empty minimum (internal/elastic says the same) */
+		snprintf(why, whylen, "a node count is at least 1, not negative: write MIN[-MAX], e.g. 1-4");
+		return -1;
+	}
 	if (parse_count(s, dash ? (size_t)(dash - s) : strlen(s), lo, sub, sizeof(sub)) < 0) {
 		snprintf(why, whylen, "minimum: %s", sub);
 		return -1;
