@@ -171,6 +171,9 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 	for _, q := range d.admitCandidates(v) {
 		queued := d.admitQueued(v, q)
 		if q.aheadOnly != "" && queued.Refused == "" {
+			if len(queued.Allowed) == 0 {
+				continue // it may run on no managed node, so it takes no node freed here (the planner reads no Allowed as any node)
+			}
 			queued.Refused = q.aheadOnly
 		}
 		in.Queue = append(in.Queue, queued)

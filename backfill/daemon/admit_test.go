@@ -356,13 +356,26 @@ func TestShrinkToAdmit(t *testing.T) {
 					p.reason, p.partition, td.fake.tier = "PartitionDown", "normal,other", map[string]string{"other": "10"}
 				})
 			}},
-		{name: "but one also in a partition of a higher PriorityTier is ranked ahead, whatever its priority (sort_job_queue2)",
+		{name: "but one also in a partition of a higher PriorityTier over these nodes is ranked ahead, whatever its priority (sort_job_queue2)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() {
+					p.partition, td.fake.tier = "normal,urgent", map[string]string{"urgent": "20"}
+					for _, n := range td.fake.nodes {
+						n.partitions = append(n.partitions, "urgent")
+					}
+				})
+			}},
+		{name: "not when that partition holds none of these nodes: Slurm ranks its record there high on its own nodes only (a reviewer's: one cheap job in normal,urgent held back every admission in normal)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {
 				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
 				p := td.fake.job("15")
 				td.fake.set(func() { p.partition, td.fake.tier = "normal,urgent", map[string]string{"urgent": "20"} })
-			}},
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "or in a partition whose tier sinfo did not list (counted as ranked ahead)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

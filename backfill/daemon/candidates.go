@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
@@ -67,11 +68,35 @@ func tierUnread(v *View, partitions string) bool {
 	return t == planner.TierUnknown
 }
 
-// tierMixed reports whether partitions have different PriorityTiers
-// (tierOf).
-func tierMixed(v *View, partitions string) bool {
-	_, mixed := tierOf(v, partitions)
-	return mixed
+// byTier is pending job j once per PriorityTier of its partitions, each
+// copy with only that tier's partitions: Slurm ranks each partition's
+// record of the job apart (sort_job_queue2), and each may use only its
+// partition's nodes, so a job also queued in a high-tier partition ranks
+// high only on that partition's nodes (a reviewer's: listed once at its
+// highest tier with every partition's nodes, a user's cheap job in
+// "normal,urgent" held back every admission in normal). A job whose
+// tiers are one, or not all read, is itself alone.
+func byTier(v *View, j slurmcli.Job) []slurmcli.Job {
+	tier, mixed := tierOf(v, j.Partition)
+	if !mixed || tier == planner.TierUnknown {
+		return []slurmcli.Job{j}
+	}
+	groups := map[uint32][]string{}
+	var tiers []uint32
+	for _, p := range slurmcli.SplitPartitions(j.Partition) {
+		t := v.Partitions[p].PriorityTier
+		if groups[t] == nil {
+			tiers = append(tiers, t)
+		}
+		groups[t] = append(groups[t], p)
+	}
+	out := make([]slurmcli.Job, 0, len(tiers))
+	for _, t := range tiers {
+		c := j
+		c.Partition = strings.Join(groups[t], ",")
+		out = append(out, c)
+	}
+	return out
 }
 
 // admitCandidates are the pending jobs squeue shows waiting for resources
@@ -96,13 +121,21 @@ func tierMixed(v *View, partitions string) bool {
 // order is Slurm's across partitions too: a job in a partition of a lower
 // PriorityTier (extra.partition, say) is ranked behind every job of a
 // higher one, whatever its priority (a tester saw Slurm start the admitted
-// job, not a low-tier job with a higher priority number).
+// job, not a low-tier job with a higher priority number); a job queued in
+// partitions of different tiers is listed once per tier, on that tier's
+// partitions (byTier), and never admitted.
 func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 	var waiting []slurmcli.Job // sorted alone: the others' order does not matter
+	mixed := map[string]bool{} // jobs queued in partitions of different tiers, listed once per tier
 	for _, j := range v.Pending {
-		if !startsNever(j) {
-			waiting = append(waiting, j)
+		if startsNever(j) {
+			continue
 		}
+		copies := byTier(v, j)
+		if len(copies) > 1 {
+			mixed[j.ID] = true
+		}
+		waiting = append(waiting, copies...)
 	}
 	waiting = inPriorityOrder(v, waiting)
 	resv := d.reservations(v)
@@ -116,8 +149,9 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 			c.aheadOnly = "shrink-to-admit is off in its partition " + j.Partition + " (counted only as a job ranked ahead)"
 		case tierUnread(v, j.Partition):
 			c.aheadOnly, c.butFor = "the PriorityTier of its partitions "+j.Partition+" was not read, so which jobs Slurm ranks ahead of it is unknown (counted only as a job ranked ahead)", true
-		case tierMixed(v, j.Partition):
-			c.aheadOnly, c.butFor = "its partitions "+j.Partition+" have different PriorityTiers: Slurm ranks it apart in each, on that partition's nodes alone, which this daemon does not model (counted only as a job ranked ahead, at the highest of them)", true
+		case mixed[j.ID]:
+			c.aheadOnly = "its partitions have different PriorityTiers: Slurm ranks it apart in each, on that partition's nodes alone (counted only as a job ranked ahead, in each tier on its partitions' nodes; admitting it is not modelled)"
+			c.butFor = true
 		default:
 			c.reserved = reservedByOthers(resv, j.ID) // only a job it may admit needs them
 		}
@@ -143,7 +177,11 @@ func (d *Daemon) admitCandidates(v *View) []admitCandidate {
 // tester saw a job in a tier-30 partition of other nodes and a tier-1 one
 // admitted onto the tier-1 nodes, where Slurm ranked a tier-10 job first).
 func tierOf(v *View, partitions string) (tier uint64, mixed bool) {
-	for i, p := range slurmcli.SplitPartitions(partitions) {
+	names := slurmcli.SplitPartitions(partitions)
+	if len(names) == 0 {
+		return planner.TierUnknown, false // no partition named: not known, never "tier 0"
+	}
+	for i, p := range names {
 		part, ok := v.Partitions[p]
 		if !ok {
 			return planner.TierUnknown, false

@@ -30,6 +30,7 @@ func TestConfigNamesSlurmDoesNotListAreReported(t *testing.T) {
 		// type passed silently and the default speed applied
 		{name: "a speed whose GPU type matches the nodes' but for its case", toml: "[speeds]\nV100 = 4.0\nt4 = 1.0\n",
 			want: []string{`speeds.V100 names no node's GPU type, but nodes have "v100": Slurm's GRES types are case-sensitive`}},
+		{name: "not when the nodes' spelling is set too", toml: "[speeds]\nV100 = 4.0\nv100 = 4.0\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			td := newTestDaemon(t, c.toml)

@@ -241,9 +241,11 @@
 //     PriorityTier first (read with MaxTime; a job of a lower tier, as in
 //     extra.partition, is ranked behind, whatever its priority; an unread
 //     tier counts as ranked ahead; a queued job in a partition whose tier
-//     was not read, or in several of different tiers, which Slurm ranks
-//     apart on each one's nodes, is not admitted), then priority; the simulator
-//     applies the rule too; so it starts now and no reservation moves
+//     was not read is not admitted; one in several of different tiers,
+//     which Slurm ranks apart on each one's nodes, counts in each tier on
+//     that tier's partitions' nodes alone, and is not admitted), then
+//     priority; the simulator applies the rule too; so it starts now and
+//     no reservation moves
 //     (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a
 //     donor's raised end and start on time).

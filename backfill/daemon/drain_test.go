@@ -3,11 +3,13 @@ package daemon
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/backfill/config"
+	"github.com/easyscale/easyscale-slurm/backfill/planner"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 )
@@ -154,9 +156,12 @@ func TestThePeerMedianCountsTheJobsCompetingForTheManagedNodes(t *testing.T) {
 func TestACandidateRefusedForItsTiersIsStillListed(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	d := &Daemon{cfg: config.Default(), snap: &Snapshotter{Loc: time.UTC}}
-	for _, tc := range []struct{ partitions, why string }{
-		{"unlisted", "was not read"},
-		{"normal,urgent", "different PriorityTiers"},
+	for _, tc := range []struct {
+		partitions, why string
+		copies          int // listed once per tier (byTier)
+	}{
+		{"unlisted", "was not read", 1},
+		{"normal,urgent", "different PriorityTiers", 2},
 	} {
 		v := &View{Now: now,
 			Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "urgent": {PriorityTier: 20}},
@@ -166,8 +171,46 @@ func TestACandidateRefusedForItsTiersIsStillListed(t *testing.T) {
 				{ID: "6", User: "frank", Partition: "normal", Reason: "JobHeldUser", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
 			}}
 		got := d.admitCandidates(v)
-		if len(got) != 1 || got[0].job.ID != "5" || !strings.Contains(got[0].aheadOnly, tc.why) {
-			t.Errorf("partitions %q: admitCandidates = %+v, want job 5 alone, listed with why %q", tc.partitions, got, tc.why)
+		ok := len(got) == tc.copies
+		for _, c := range got {
+			ok = ok && c.job.ID == "5" && strings.Contains(c.aheadOnly, tc.why)
+		}
+		if !ok {
+			t.Errorf("partitions %q: admitCandidates = %+v, want job 5 alone (%d entries), listed with why %q", tc.partitions, got, tc.copies, tc.why)
+		}
+	}
+}
+
+// byTier lists a job once per tier of its partitions, each copy with that
+// tier's partitions alone; tierOf and limitCap read a job that names no
+// partition as not known.
+func TestAJobIsRankedOncePerTierOfItsPartitions(t *testing.T) {
+	v := &View{Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "other": {PriorityTier: 10},
+		"urgent": {PriorityTier: 20}, "low": {PriorityTier: 1}}}
+	for list, want := range map[string][]string{
+		"normal":              {"normal"},
+		"normal,other":        {"normal,other"},
+		"normal,urgent,low":   {"normal", "urgent", "low"},
+		"urgent,normal,other": {"urgent", "normal,other"},
+		"normal,unlisted":     {"normal,unlisted"}, // a tier not read: itself alone
+	} {
+		var got []string
+		for _, c := range byTier(v, slurmcli.Job{ID: "7", Partition: list}) {
+			if c.ID != "7" {
+				t.Errorf("%q: a copy of job %s", list, c.ID)
+			}
+			got = append(got, c.Partition)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("byTier(%q) = %q, want %q", list, got, want)
+		}
+	}
+	for _, list := range []string{"", ","} {
+		if tier, _ := tierOf(v, list); tier != planner.TierUnknown {
+			t.Errorf("tierOf(%q) = %d, want TierUnknown", list, tier)
+		}
+		if c := limitCap(v, list); !c.Unknown {
+			t.Errorf("limitCap(%q) = %+v, want an unknown cap (a reviewer's: no partition read as no cap)", list, c)
 		}
 	}
 }

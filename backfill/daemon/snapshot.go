@@ -242,7 +242,11 @@ func (v *View) ownerUID(name string) string {
 // QOS MaxWall.
 func limitCap(v *View, partitions string) planner.LimitCap {
 	var c planner.LimitCap
-	for _, p := range slurmcli.SplitPartitions(partitions) {
+	names := slurmcli.SplitPartitions(partitions)
+	if len(names) == 0 {
+		return planner.LimitCap{Unknown: true, Partition: partitions} // no partition named: its MaxTime is not known
+	}
+	for _, p := range names {
 		part, ok := v.Partitions[p]
 		d := part.MaxTime
 		switch {

@@ -40,7 +40,9 @@ func NewPeers(jobs []PeerJob) *Peers {
 // loosen it and could have cancelled them once her job was admitted:
 // helper 100, BENCHMARKS.md E68), and no job counts in its own median;
 // every running job counts, as its GPUs are really held. user "" (not
-// known) leaves nothing out. 0 when no job counts (no bound).
+// known: a trace without a user column) leaves nothing out, the deciding
+// job included; the daemon always knows the owner. 0 when no job counts
+// (no bound).
 func (p *Peers) MedianFor(user string) float64 {
 	if p == nil {
 		return 0
