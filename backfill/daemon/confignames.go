@@ -74,12 +74,12 @@ func (d *Daemon) configMismatches(v *View) []string {
 			types[n.GPUType] = true
 		}
 	}
-	set := c.SpeedsSet()
+	set, nodeTypes := c.SpeedsSet(), slices.Sorted(maps.Keys(types))
 	for _, t := range set {
 		if types[t] {
 			continue
 		}
-		for _, u := range slices.Sorted(maps.Keys(types)) {
+		for _, u := range nodeTypes {
 			if strings.EqualFold(t, u) && !slices.Contains(set, u) { // a key spelt as the nodes' is there too (a reviewer's)
 				out = append(out, fmt.Sprintf("speeds.%s names no node's GPU type, but nodes have %q: Slurm's GRES types are "+
 					"case-sensitive, so the speed does not apply to them; spell the key %s", t, u, u))

@@ -68,9 +68,6 @@ func (p *Peers) MedianFor(user string) float64 {
 		}
 		k--
 	}
-	if n == 0 {
-		m = 0
-	}
-	p.memo[user] = m
+	p.memo[user] = m // 0 when no job counts
 	return m
 }
