@@ -333,6 +333,15 @@ type Admit struct {
 	// Set with rule "longest-left", which weighs no horizon, it does
 	// nothing ([Config.Warnings] says so).
 	Horizon string `toml:"horizon"`
+	// Allowance lets rule "objective" shrink a job past the horizon
+	// [admit.allowance], ≥ 0 and at most 10, default 0.5
+	// (planner.DefaultAdmitAllowance): as long as, its nodes counted as
+	// never given back, it still ends within (1 + allowance) × its time
+	// limit before its first shrink, from its start (planner.AllowedEnd).
+	// 0: the horizon alone bounds it, and the job with the most time left
+	// never yields while it has the most (BENCHMARKS.md, issue 17, E69).
+	// Set with rule "longest-left" it does nothing.
+	Allowance float64 `toml:"allowance"`
 }
 
 // The admit.rule values.
@@ -569,27 +578,33 @@ func closestKey(keys map[string]bool, name string) string {
 
 // warnedKeys are the keys [Config.Warnings] names when the file sets
 // them where they do nothing (Config.set records which it set).
-var warnedKeys = []string{"admit.rule", "admit.horizon", "admit.max_loss", "move_cost", "start_small.partitions"}
+var warnedKeys = []string{"admit.rule", "admit.horizon", "admit.allowance", "admit.max_loss", "move_cost", "start_small.partitions"}
 
 // Warnings lists, one sentence each, what the file sets that does
 // nothing with its other settings (valid, so Validate does not refuse it;
-// the daemon and --check-config print each): admit.rule, horizon and
-// max_loss with shrink-to-admit off, admit.horizon with admit.rule "longest-left",
-// move_cost with move_to_faster off, start_small.partitions with
+// the daemon and --check-config print each): admit.rule, horizon,
+// allowance and max_loss with shrink-to-admit off, admit.horizon and
+// allowance with admit.rule "longest-left", move_cost with move_to_faster off, start_small.partitions with
 // start_small.rule "off". Empty when there is none.
 func (c *Config) Warnings() []string {
 	var w []string
 	if !c.Admit.Enabled {
 		// Not admit.off_partitions: shedding and moves keep off those
 		// partitions too (ShrinkOn; a tester's finding).
-		for _, key := range []string{"admit.rule", "admit.horizon", "admit.max_loss"} {
+		for _, key := range []string{"admit.rule", "admit.horizon", "admit.allowance", "admit.max_loss"} {
 			if c.set[key] {
 				w = append(w, key+" does nothing: shrink-to-admit is off (admit.enabled = false)")
 			}
 		}
-	} else if c.set["admit.horizon"] && c.Admit.Rule == AdmitLongestLeft {
-		w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.horizon out, or set admit.rule = %q",
-			c.Admit.Horizon, AdmitLongestLeft, AdmitObjective, AdmitObjective))
+	} else if c.Admit.Rule == AdmitLongestLeft {
+		if c.set["admit.horizon"] {
+			w = append(w, fmt.Sprintf("admit.horizon = %q does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.horizon out, or set admit.rule = %q",
+				c.Admit.Horizon, AdmitLongestLeft, AdmitObjective, AdmitObjective))
+		}
+		if c.set["admit.allowance"] {
+			w = append(w, fmt.Sprintf("admit.allowance = %v does nothing: admit.rule = %q weighs no horizon (only rule %q does); leave admit.allowance out, or set admit.rule = %q",
+				c.Admit.Allowance, AdmitLongestLeft, AdmitObjective, AdmitObjective))
+		}
 	}
 	if c.set["move_cost"] && !c.MoveToFaster {
 		w = append(w, "move_cost does nothing: move_to_faster = false")
@@ -705,6 +720,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	if !defined("admit", "max_loss") {
 		c.Admit.MaxLoss = 0.5
 	}
+	if !defined("admit", "allowance") {
+		c.Admit.Allowance = planner.DefaultAdmitAllowance
+	}
 	if !defined("admit", "enabled") {
 		c.Admit.Enabled = true
 	}
@@ -788,6 +806,9 @@ func (c *Config) Validate() error {
 	}
 	if m := c.Admit.MaxLoss; !(m > 0 && m <= 1) {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
+	}
+	if a := c.Admit.Allowance; !(a >= 0 && a <= 10) {
+		bad("admit.allowance", a, "must be in [0, 10]: the fraction of a job's time limit before its first shrink by which shrink-to-admit may make it end past the horizon; e.g. admit.allowance = %v (0: never past the horizon)", planner.DefaultAdmitAllowance)
 	}
 	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
 		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)

@@ -160,7 +160,7 @@ func (d *Daemon) admitInput(v *View, live map[string]*lent, records []backfillst
 		TimeLimit: c.TimeLimitRule()}
 	if c.Admit.Rule == config.AdmitObjective {
 		in.Objective = &planner.NodeObjective{Now: v.Now.Unix(), RescaleCost: c.RescaleCost.Duration, Others: d.othersLeft(v),
-			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon}
+			Drain: d.drain(v), AdmitHorizon: c.Admit.Horizon, Allowance: c.Admit.Allowance}
 	}
 	lentOn := lentByNode(live, v, c.Extra.Partition)
 	for _, n := range v.Nodes {

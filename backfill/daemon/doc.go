@@ -191,7 +191,12 @@
 //     default; "kept" counts it as if it ran to its end on fewer nodes,
 //     planner.ShrinkLoss; "contested" counts so only the donor whose GPU
 //     types another pending job may use and which has the most time left
-//     there, planner.Pools.Kept); the queued job's time limit must be at
+//     there, planner.Pools.Kept); past that bound a donor may still give
+//     nodes while, counted as never getting them back, it ends within
+//     (1 + admit.allowance) × its time limit before its first shrink,
+//     from its start (planner.AllowedEnd; default 0.5, 0: never past the
+//     bound), so that the job with the most time left is not kept whole
+//     while short jobs queue behind it; the queued job's time limit must be at
 //     most planner.StartSmallPeerFactor (2) × the median time left of the
 //     jobs competing for the managed nodes, its owner's pending jobs left
 //     out (the peer bound, as for start-small: shortest remaining time

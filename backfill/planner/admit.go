@@ -204,6 +204,14 @@ type Donor struct {
 	// by the earliest such start ([DonorGives]; objective rule only); nil:
 	// such a donor gives none.
 	RaisedEnd func(gpus int) float64
+	// Allowed, when above 0, is how long from now (seconds) the donor may
+	// end at the latest whatever the horizon ([AllowedEnd], admit.allowance;
+	// objective rule only): past AdmitRequest.Horizon it gives as many GPUs
+	// as keep TimeLeft + Kept(gpus) within Allowed. Kept is how much later
+	// it ends if it never gets them back ([ShrinkLoss]); nil, or Allowed 0:
+	// the horizon alone bounds it.
+	Allowed float64
+	Kept    func(gpus int) float64
 }
 
 // Admission is the planner's decision to start a queued job by shrinking
@@ -311,8 +319,10 @@ func (c *Cluster) StartsFirst(before, after []int, gpus, perNode int, rule FitRu
 // With donors' Loss set (the daemon's and the simulator's policy), the
 // rule is the planner's one objective, the sum of expected completion
 // times: donors yield in order of least loss per GPU freed, each only as
-// far as it still ends within q.Horizon (and, on a node another job plans
-// to start on, with its raised limit ending by then: q.Reserved), until Fit
+// far as it still ends within q.Horizon, or, counted as never getting the
+// GPUs back, within its own Donor.Allowed (admit.allowance) (and, on a
+// node another job plans to start on, with its raised limit ending by
+// then: q.Reserved), until Fit
 // finds an allocation in q.Avail plus the GPUs they free, less the nodes
 // q.JobReserved keeps the job off; only GPUs on the allocation's nodes are
 // taken, least loss first, and the admission stands only when the donors'
@@ -357,17 +367,12 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 			delay = func(g int) float64 { return max(d.Delay(g), d.Loss(g)) }
 		}
 		most := sum(d.Base) - d.Min
-		if q.Horizon > 0 && d.TimeLeft+delay(most) > q.Horizon {
-			// Loss grows with the GPUs given: the most within the horizon.
-			lo, hi := 0, most
-			for lo < hi {
-				if mid := (lo + hi + 1) / 2; d.TimeLeft+delay(mid) <= q.Horizon {
-					lo = mid
-				} else {
-					hi = mid - 1
-				}
+		if q.Horizon > 0 {
+			m := mostWithin(d.TimeLeft, most, delay, q.Horizon)
+			if d.Kept != nil && d.Allowed > 0 {
+				m = max(m, mostWithin(d.TimeLeft, most, d.Kept, d.Allowed))
 			}
-			most = lo
+			most = m
 		}
 		if onReserved {
 			most = DonorGives(most, reservedAt, d.RaisedEnd)
@@ -457,6 +462,24 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		}
 	}
 	return a, true
+}
+
+// mostWithin is the most GPUs, up to most, a donor with timeLeft seconds
+// left may give while timeLeft + delay(gpus) stays within bound (seconds
+// from now); delay grows with the GPUs given.
+func mostWithin(timeLeft float64, most int, delay func(int) float64, bound float64) int {
+	if timeLeft+delay(most) <= bound {
+		return most
+	}
+	lo, hi := 0, most
+	for lo < hi {
+		if mid := (lo + hi + 1) / 2; timeLeft+delay(mid) <= bound {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // BorrowLoss is how much later (seconds) a job with work seconds of work

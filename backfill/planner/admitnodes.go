@@ -171,6 +171,12 @@ type NodeObjective struct {
 	// of their limit, as for the horizon) and the queued jobs (Queue, with
 	// their GPU types; those Refused left out), returned for the others.
 	AdmitHorizon string `json:",omitempty"`
+	// Allowance (admit.allowance, ≥ 0) lets a donor give nodes past the
+	// horizon while, counted as never getting them back ([ShrinkLoss]), it
+	// still ends within [AllowedEnd] of its time limit before its first
+	// shrink (Limit − LimitRaised) and its Elapsed; 0 (a recording made
+	// before it existed): the horizon alone bounds it.
+	Allowance float64 `json:",omitempty"`
 }
 
 // JobLeft is a running job's owner ("": unknown) and its time left.
@@ -554,6 +560,9 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 			donors[i].Loss, delay = nodeDonorLoss(c, in, cluster, q.Limit.Seconds(), o.RescaleCost.Seconds())
 			if kept.kept(i, q.User) {
 				donors[i].Delay = delay
+			}
+			if a := AllowedEnd(o.Allowance, (c.d.Limit - c.d.LimitRaised).Seconds(), c.d.Elapsed.Seconds()); a > 0 {
+				donors[i].Allowed, donors[i].Kept = a, delay
 			}
 		}
 	}

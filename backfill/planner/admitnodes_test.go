@@ -214,6 +214,35 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Horizon = 0
 			in.Objective.AdmitHorizon = HorizonKept
 		}, false, "end after the longest"},
+		// admit.allowance: past the horizon (90 min) the donor may still
+		// give its node when, never getting it back, it ends (about 113
+		// min from now) within (1 + allowance) × its 60 min limit
+		{"counted as never getting it back, it ends within admit.allowance 1 of its limit: it yields", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 1
+		}, true, ""},
+		{"an allowance of 0.5 (90 min) does not hold it", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 0.5
+		}, false, "end after the longest"},
+		{"the allowance is of the limit before shrink-to-admit raised it (55 of 100 min: 110 min)", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 1
+			in.Donors[0].Limit, in.Donors[0].LimitRaised = 100*min, 45*min
+		}, false, "end after the longest"},
+		{"less the time it has run (2 × 70 − 30 min)", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 1
+			in.Donors[0].Limit, in.Donors[0].Elapsed = 70*min, 30*min
+		}, false, "end after the longest"},
 		// admit.horizon contested: kept when another pending
 		// job besides the queued one may use the donor's type (v100) and no
 		// running elastic job there has more time left

@@ -247,6 +247,9 @@
 //   - keep.go: shrink-to-admit's admit.max_loss ([KeepAfterLoss], nodes in
 //     the daemon, GPUs in the simulator) and who may give up nodes
 //     ([NotDonor]);
+//   - allowance.go: how far past the horizon shrink-to-admit may make a
+//     donor end, admit.allowance ([AllowedEnd], applied by [Cluster.Admit]
+//     through Donor.Allowed);
 //   - timelimit.go: the one time-limit rule of start-small and
 //     shrink-to-admit ([RemainingAtCurrentSize], [RaisedTimeLimit]: the
 //     remaining work at the smaller size by the proportional rule plus a

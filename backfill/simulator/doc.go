@@ -97,7 +97,11 @@
 //     survives) and its time limit raised (an operator's right), which
 //     easyscale-backfilld does by default (admit.enabled). A job never
 //     loses more than Config.AdmitMaxLoss (the daemon's admit.max_loss,
-//     0.5) of the GPUs it started with;
+//     0.5) of the GPUs it started with. Under Config.Objective a donor
+//     ends no later than the horizon, or, counted as never getting its
+//     GPUs back, than (1 + Config.AdmitAllowance) × its run time at the
+//     allocation it started on, from its start (the daemon's
+//     admit.allowance, 0.5 in DaemonDefaults; planner.AllowedEnd);
 //   - elastic-capped: as elastic, but it never holds more than R GPUs, which
 //     isolates what gap filling and shrink-to-admit gain without growth.
 //

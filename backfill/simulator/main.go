@@ -89,6 +89,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
 	admitHorizon := fs.String("admit-horizon", daemon.Admit.Horizon, "elastic policies with --objective: how shrink-to-admit counts a donor's end against the horizon: returned (it gets its GPUs back when the admitted job's run ends), kept (it runs to its end on the smaller allocation, the count used before 5 December 2026) or contested (kept for the longest running job on GPU types that another queued job besides the admitted one may use, returned for the others); easyscale-backfilld: [admit] horizon, default returned")
+	admitAllowance := fs.Float64("admit-allowance", daemon.Admit.Allowance, "elastic policies with --objective: shrink-to-admit may make a job end past the horizon as long as, its GPUs counted as never given back, it ends within (1 + this) × its run time at the allocation it started on, from its start; in [0, 10], 0: never past the horizon (easyscale-backfilld: [admit] allowance, default 0.5)")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
@@ -139,6 +140,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	default:
 		return badFlags(fmt.Errorf("--admit-horizon %q: use %q, %q or %q", *admitHorizon, config.AdmitHorizonContested, config.AdmitHorizonReturned, config.AdmitHorizonKept))
 	}
+	if !(*admitAllowance >= 0 && *admitAllowance <= 10) {
+		return badFlags(fmt.Errorf("--admit-allowance %v: use 0 to 10, e.g. %v (0: never past the horizon)", *admitAllowance, planner.DefaultAdmitAllowance))
+	}
+	cfg.AdmitAllowance = *admitAllowance
 	if !(*moveCost >= 0 && *moveCost <= 86400) {
 		return badFlags(fmt.Errorf("--move-cost %v: use 0 to 86400 seconds, e.g. %.0f", *moveCost, planner.DefaultMoveCost))
 	}

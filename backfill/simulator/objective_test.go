@@ -303,25 +303,26 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	jobs := readJobs(t, rows)
 	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
 		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true, WeighCriticalDelay: true,
-		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned}
+		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned, AdmitAllowance: 0.5}
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
 		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
 		d.ShedSlowNodes != daemon.ShedSlowNodes || d.WeighCriticalDelay != daemon.WeighCriticalDelay || d.KeepOffPinned != daemon.KeepOffPinned ||
 		d.MoveToFaster != daemon.MoveToFaster || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon ||
-		d.AdmitHorizon != daemon.AdmitHorizon {
+		d.AdmitHorizon != daemon.AdmitHorizon || d.AdmitAllowance != daemon.AdmitAllowance {
 		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
 	}
 	legacy := daemon
 	legacy.Objective = false
-	kept, contested := daemon, daemon
-	kept.AdmitHorizon, contested.AdmitHorizon = planner.HorizonKept, planner.HorizonContested
+	kept, contested, noAllowance := daemon, daemon, daemon
+	kept.AdmitHorizon, contested.AdmitHorizon, noAllowance.AdmitAllowance = planner.HorizonKept, planner.HorizonContested, 0
 	for _, tc := range []struct {
 		name  string
 		flags []string
 		cfg   Config
 	}{{"defaults", nil, daemon}, {"--objective=false", []string{"--objective=false"}, legacy},
 		{"--admit-horizon kept", []string{"--admit-horizon", "kept"}, kept},
-		{"--admit-horizon contested", []string{"--admit-horizon", "contested"}, contested}} {
+		{"--admit-horizon contested", []string{"--admit-horizon", "contested"}, contested},
+		{"--admit-allowance 0", []string{"--admit-allowance", "0"}, noAllowance}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append([]string{"--trace", path, "--gpus", "v100:6", "--gpus-per-node", "6", "--policy", "elastic", "--json", "-"}, tc.flags...)

@@ -447,6 +447,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	}
 	s.sumQueue += float64(s.now - r.j.Submit)
 	r.limit = s.baseLimit(r, allocs)
+	r.startRun = float64(r.limit - s.now)
 	r.pos = len(s.running)
 	s.running = append(s.running, r)
 	s.reschedule(r)
@@ -547,6 +548,9 @@ func (s *sim) buildDonors(objective bool) {
 			dn.TimeLeft = s.timeLeft(d)
 			var delay func(int) float64
 			dn.Loss, delay, dn.RaisedEnd = s.donorLoss(d)
+			if a := planner.AllowedEnd(s.cfg.AdmitAllowance, d.startRun, float64(s.now-d.start)); a > 0 {
+				dn.Allowed, dn.Kept = a, delay
+			}
 			s.donorDelays = append(s.donorDelays, delay)
 		} else {
 			s.donorDelays = append(s.donorDelays, nil)

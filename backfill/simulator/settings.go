@@ -17,13 +17,16 @@ type Settings struct {
 	// AdmitHorizon is "contested", "returned" or "kept"
 	// (Config.AdmitHorizon); it applies with Objective and ShrinkToAdmit
 	// only.
-	AdmitHorizon    string `json:"admit_horizon"`
-	Objective       bool   `json:"objective"`
-	StartSmall      string `json:"start_small"`
-	WeighStartSmall bool   `json:"weigh_start_small"`
-	KeepOffPinned   bool   `json:"keep_off_pinned"`
-	ShedSlowNodes   bool   `json:"shed_slow_nodes"`
-	MoveToFaster    bool   `json:"move_to_faster"`
+	AdmitHorizon string `json:"admit_horizon"`
+	// AdmitAllowance is Config.AdmitAllowance (Objective and
+	// ShrinkToAdmit only).
+	AdmitAllowance  float64 `json:"admit_allowance"`
+	Objective       bool    `json:"objective"`
+	StartSmall      string  `json:"start_small"`
+	WeighStartSmall bool    `json:"weigh_start_small"`
+	KeepOffPinned   bool    `json:"keep_off_pinned"`
+	ShedSlowNodes   bool    `json:"shed_slow_nodes"`
+	MoveToFaster    bool    `json:"move_to_faster"`
 	// MoveOneTypeAfresh is Config.MoveOneTypeAfresh; left out when false.
 	MoveOneTypeAfresh bool    `json:"move_one_type_afresh,omitempty"`
 	MoveCost          float64 `json:"move_cost_s"`
@@ -40,7 +43,7 @@ func settingsOf(cfg Config) *Settings {
 	if horizon == "" {
 		horizon = planner.HorizonReturned
 	}
-	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon,
+	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon, AdmitAllowance: cfg.AdmitAllowance,
 		Objective: cfg.Objective, StartSmall: cfg.StartSmall.String(), WeighStartSmall: cfg.WeighCriticalDelay,
 		KeepOffPinned: cfg.KeepOffPinned, ShedSlowNodes: cfg.ShedSlowNodes, MoveToFaster: cfg.MoveToFaster,
 		MoveOneTypeAfresh: cfg.MoveOneTypeAfresh, MoveCost: cfg.MoveCost, DrainHorizon: cfg.DrainHorizon, RescaleCost: cfg.RescaleCost}
@@ -49,12 +52,12 @@ func settingsOf(cfg Config) *Settings {
 // elasticFlags are easyscale-simulate's flags that only elastic policies
 // read.
 var elasticFlags = []string{"admit-max-loss", "shrink-to-admit", "start-small", "objective", "weigh-start-small",
-	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-one-type-afresh", "move-cost", "drain-horizon", "admit-horizon", "rescale-cost"}
+	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-one-type-afresh", "move-cost", "drain-horizon", "admit-horizon", "admit-allowance", "rescale-cost"}
 
 // idleFlagsWarning names the flags given (changed reports whether a flag
 // was) that do nothing under cfg, "" when none: the elastic flags under
-// the rigid policy, --admit-horizon without --objective or without
-// --shrink-to-admit, --move-one-type-afresh without --move-to-faster or
+// the rigid policy, --admit-horizon or --admit-allowance without
+// --objective or without --shrink-to-admit, --move-one-type-afresh without --move-to-faster or
 // --objective. A warning, not an error: one command line is often
 // run under several policies.
 func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
@@ -74,8 +77,10 @@ func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
 		}
 		return "--policy rigid: " + strings.Join(idle, ", ") + says
 	}
-	if changed("admit-horizon") && !(cfg.Objective && cfg.ShrinkToAdmit) {
-		return "--admit-horizon does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"
+	for _, f := range []string{"admit-horizon", "admit-allowance"} {
+		if changed(f) && !(cfg.Objective && cfg.ShrinkToAdmit) {
+			return "--" + f + " does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"
+		}
 	}
 	if cfg.MoveOneTypeAfresh && !(cfg.MoveToFaster && cfg.Objective) {
 		return "--move-one-type-afresh does nothing with --move-to-faster=false or --objective=false: it widens the moves to faster GPUs to d1 jobs"

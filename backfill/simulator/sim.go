@@ -34,7 +34,7 @@ func DaemonDefaults() Config {
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
 		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
 		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon,
-		AdmitHorizon: d.Admit.Horizon}
+		AdmitHorizon: d.Admit.Horizon, AdmitAllowance: d.Admit.Allowance}
 }
 
 // Policy selects how jobs use GPUs (see the package documentation).
@@ -190,6 +190,13 @@ type Config struct {
 	// planner.Pools.Kept names among the running jobs and the queued ones
 	// not started, returned for the others.
 	AdmitHorizon string
+	// AdmitAllowance, with Objective, lets shrink-to-admit make a donor
+	// end past the horizon as long as, its GPUs counted as never given
+	// back, it ends within (1 + AdmitAllowance) × its run time at the
+	// allocation it started on, from its start (planner.AllowedEnd), as
+	// the daemon's admit.allowance does (DaemonDefaults sets its default,
+	// planner.DefaultAdmitAllowance); 0: the horizon alone bounds it.
+	AdmitAllowance float64
 	// NodeWeights is how the site weights its nodes for Slurm's node
 	// selection, by GPU speed (every policy; zero value: faster types
 	// first).
@@ -373,6 +380,7 @@ type run struct {
 	rate        float64
 	last        int64
 	limit       int64
+	startRun    float64 // seconds it would run on the allocation it started on (planner.AllowedEnd)
 	version     int
 	start       int64
 	planned     int64    // earliest reserved start, 0: never reserved
@@ -667,6 +675,9 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	if !(cfg.AdmitMaxLoss > 0 && cfg.AdmitMaxLoss <= 1) {
 		return nil, fmt.Errorf("simulator: AdmitMaxLoss %v: use a fraction in (0, 1], like the daemon's admit.max_loss", cfg.AdmitMaxLoss)
+	}
+	if !(cfg.AdmitAllowance >= 0 && cfg.AdmitAllowance <= 10) {
+		return nil, fmt.Errorf("simulator: AdmitAllowance %v: use 0 to 10, like the daemon's admit.allowance", cfg.AdmitAllowance)
 	}
 	s := &sim{cfg: cfg, total: total}
 	speeds := map[string]float64{}

@@ -75,6 +75,9 @@ func parseWindow(s string) (from, to int64, ok bool, err error) {
 // `easyscale-simulate --gpus v100:32,p100:16,t4:16 --gpus-per-node 8
 // --speeds v100:3.1,p100:2.4,t4:1` runs), the trace's own columns saying
 // each job's range, determinism and type.
+//
+// $EASYSCALE_DETAIL_POLICY=legacy (or any policy heteroConfig knows) runs
+// that policy in the elastic run's place, to read where it differs.
 func heteroDetailSuite() ([]figure, error) {
 	from, to, window, err := parseWindow(os.Getenv("EASYSCALE_HETERO_WINDOW"))
 	if err != nil {
@@ -104,7 +107,11 @@ func heteroDetailSuite() ([]figure, error) {
 		jobs := heteroJobs(c.jobs, c.groups, cell.d1, cell.paper)
 		res := map[string]simulator.Result{}
 		for _, p := range []string{"rigid", "elastic"} {
-			r, err := simulator.Run(jobs, heteroConfig(c, p))
+			pol := p
+			if v := os.Getenv("EASYSCALE_DETAIL_POLICY"); v != "" && p == "elastic" {
+				pol = v
+			}
+			r, err := simulator.Run(jobs, heteroConfig(c, pol))
 			if err != nil {
 				return nil, fmt.Errorf("hetero cell %s d1=%v %s: %w", cell.name, cell.d1, p, err)
 			}

@@ -1,0 +1,32 @@
+package planner
+
+// DefaultAdmitAllowance is admit.allowance's default: shrink-to-admit may
+// make a running job end past the horizon (the longest time left of the
+// other running jobs, the drain bound) as long as, counting the GPUs it
+// gives as never returned ([ShrinkLoss]), it still ends within 1.5 × its
+// run at the allocation it started on, from its start ([AllowedEnd]).
+//
+// Why: the horizon alone keeps the job with the most time left whole for
+// as long as it is the longest, however many short jobs queue behind its
+// GPUs; on the Pollux workloads, where a few 24- to 32-GPU jobs hold half
+// the cluster for tens of hours, that left mean JCT above half of rigid's
+// in 41 of 48 matrix cells. A bound relative to the horizon itself (the
+// horizon × 1.1 or more) compounds, each admission moving the bound the
+// next is judged by, and lost to rigid on makespan in more draws; a
+// bound anchored at the job's start and counted as never given back does
+// not (BENCHMARKS.md, issue 17, E69: 0.5 against 0.1 to 1).
+const DefaultAdmitAllowance = 0.5
+
+// AllowedEnd is how long from now (seconds) a running job may end at the
+// latest by an allowance of allowance (admit.allowance, ≥ 0): (1 +
+// allowance) × startRun − elapsed, where startRun is its run time at the
+// allocation it started on (seconds: the daemon takes its time limit less
+// the raises shrink-to-admit made, the simulator its run time when it
+// started) and elapsed how long it has run (seconds). 0, no allowance,
+// when allowance or startRun is not above 0 or the job is past that end.
+func AllowedEnd(allowance, startRun, elapsed float64) float64 {
+	if !(allowance > 0) || !(startRun > 0) {
+		return 0
+	}
+	return max((1+allowance)*startRun-elapsed, 0)
+}

@@ -1,0 +1,40 @@
+package simulator
+
+import "testing"
+
+// TestTheAdmitAllowance: A (8 GPUs of a cluster of three nodes of 4, min 1,
+// 24 logical workers, 10,000 s; on 6 GPUs a third slower) has the most
+// time left, so the horizon is its own end; X (4
+// GPUs, rigid, 2,000 s) holds the third node. B (2 GPUs, rigid, 1,000 s)
+// arrives at 10 s and would start when X ends. Lending B two GPUs costs A
+// little (returned when B ends), but any delay ends A past the horizon:
+// without an allowance B waits for X. With admit.allowance 0.5 A may end
+// as late as 15,000 s counted as never getting the two GPUs back (about
+// 13,400 s), so B starts at once.
+func TestTheAdmitAllowance(t *testing.T) {
+	jobs := "A,0,10000,8,,,1,24,1,8,d2\nX,0,2000,4,,,1,4,4,4,d2\nB,10,1000,2,,,1,2,2,2,d2\n"
+	for _, tc := range []struct {
+		name       string
+		allowance  float64
+		wantStart  int64
+		wantAdmits int
+	}{
+		{"no allowance: B waits for X", 0, 2000, 0},
+		{"allowance 0.5: A lends B two GPUs at once", 0.5, 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DaemonDefaults()
+			cfg.GPUs, cfg.GPUsPerNode, cfg.AdmitAllowance = []GPUGroup{{"v100", 12}}, 4, tc.allowance
+			res, err := Run(readJobs(t, jobs), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := startOf(t, res, "B"); b.Start != tc.wantStart || res.AdmitShrinks != tc.wantAdmits {
+				t.Errorf("B started at %d s after %d admissions; want %d s and %d", b.Start, res.AdmitShrinks, tc.wantStart, tc.wantAdmits)
+			}
+			if a := startOf(t, res, "A"); a.End > 15000 {
+				t.Errorf("A ended at %d s, past its allowed end 1.5 × 10,000 s", a.End)
+			}
+		})
+	}
+}
