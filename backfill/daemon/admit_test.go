@@ -323,6 +323,27 @@ func TestShrinkToAdmit(t *testing.T) {
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute) },
 			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nor a job array's pending tasks ranked behind (their priority is read under the array's own id, %A; with %i's 15_[0-3] it was not, and they ranked first)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, false, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.printedID = "15_[0-3]" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "a job array's pending tasks are never admitted themselves (one update of the array's id would change every task)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				q := td.fake.job("20")
+				td.fake.set(func() { q.printedID = "20_[0-3]" })
+			}},
+		{name: "but a job array ranked ahead that would take the freed node holds the admission back",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.printedID = "15_[0-3]" })
+			}},
 		{name: "nor one whose partition list ends in a comma (a tester's: -p 'normal,' was read as an unread tier, ranked above all)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -195,11 +195,12 @@ func tierOf(v *View, partitions string) (tier uint64, mixed bool) {
 
 // priorityOf is pending job j's planner.PriorityKey: its partitions' tier
 // (tierOf) and its priority as squeue's %Q printed it with the placements
-// (not known when none was read).
+// (View.Priorities, a job array's pending tasks included; not known when
+// none was read).
 func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
-	p, ok := v.Placements[j.ID]
+	prio, ok := v.Priorities[j.ID]
 	tier, _ := tierOf(v, j.Partition)
-	return planner.NewPriorityKey(ok, tier, p.Priority, j.ID)
+	return planner.NewPriorityKey(ok, tier, prio, j.ID)
 }
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order

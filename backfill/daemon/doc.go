@@ -109,7 +109,7 @@
 // mix types, but only those it asked for when it asked for a type,
 // --gres=gpu:TYPE:N; speeds apply). Extra jobs go only where the job's
 // owner let it run (planner.RunningJob.OffNodes, from `squeue
-// --states=RUNNING -o %i|%x|%Q|%v|%O|%f` each cycle an elastic job is ready): never
+// --states=RUNNING -o %A|%i|%x|%Q|%v|%O|%f` each cycle an elastic job is ready): never
 // onto a node of its --exclude, and only onto its own nodes when it asks
 // node features (--constraint), which the daemon does not evaluate; a job
 // whose placement does not read is not grown that cycle. Nodes this daemon
@@ -370,8 +370,10 @@
 // Where a queued job may go (shrink-to-admit and start-small alike): only
 // nodes of one of its partitions, none of its --exclude, only its
 // --nodelist when it named one. The excluded nodes and --constraint come
-// from `squeue -o %i|%x|%Q|%v|%O|%f` (slurmcli.PendingPlacements: 22.05's --Format
-// has no excluded-nodes field), read when a job waits for resources, with
+// from `squeue -o %A|%i|%x|%Q|%v|%O|%f` (slurmcli.PendingPlacements: 22.05's --Format
+// has no excluded-nodes field; a job array's tasks and a heterogeneous
+// job's components, whose %i differs from their own id %A, are ranked by
+// their priority but never acted on: slurmcli.WholeJobs), read when a job waits for resources, with
 // the nodes' scheduling weights when shrink-to-admit or start-small is on
 // (`scontrol show node -o` Weight=; Slurm takes nodes of lower weight
 // first; unreadable weights count as equal, with one warning until they

@@ -166,6 +166,7 @@ func TestACandidateRefusedForItsTiersIsStillListed(t *testing.T) {
 		v := &View{Now: now,
 			Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "urgent": {PriorityTier: 20}},
 			Placements: map[string]slurmcli.Placement{"5": {Priority: 100}, "6": {Priority: 200}},
+			Priorities: map[string]uint64{"5": 100, "6": 200},
 			Pending: []slurmcli.Job{
 				{ID: "5", User: "erin", Partition: tc.partitions, Reason: "Resources", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},
 				{ID: "6", User: "frank", Partition: "normal", Reason: "JobHeldUser", Nodes: 1, TRESPerNode: "gres:gpu:1", TimeLimit: "10:00"},

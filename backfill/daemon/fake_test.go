@@ -492,7 +492,7 @@ func (f *fakeSlurm) placements(args []string) []byte {
 			if j.contiguous {
 				contiguous = 1
 			}
-			fmt.Fprintf(&b, "%s|%s|%d|%s|%d|%s\n", cmp.Or(j.printedID, j.id), j.excNodes, cmp.Or(j.priority, fakePriority(j.id)),
+			fmt.Fprintf(&b, "%s|%s|%s|%d|%s|%d|%s\n", j.id, cmp.Or(j.printedID, j.id), j.excNodes, cmp.Or(j.priority, fakePriority(j.id)),
 				cmp.Or(j.reservation, "(null)"), contiguous, features)
 		}
 	}

@@ -392,10 +392,12 @@ func (d *Daemon) keepOff(ctx context.Context, v *View, r *Report) error {
 		return nil
 	}
 	if v.Placements == nil && len(records) > 0 && len(v.Pending) > 0 { // keep_off_pinned turned off: put the nodes back
-		if v.Placements, err = d.snap.Slurm.PendingPlacements(ctx); err != nil {
+		ps, err := d.snap.Slurm.PendingPlacements(ctx)
+		if err != nil {
 			d.log.Named("keep_off").Warn("reading the pending jobs' excluded nodes failed; changing none this cycle", "error", err)
 			return nil
 		}
+		v.setPendingPlacements(ps)
 	}
 	changes, gone := d.planKeepOff(v, records)
 	log := d.log.Named("keep_off")

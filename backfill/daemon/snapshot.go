@@ -154,6 +154,12 @@ type View struct {
 	// nil map: squeue failed) is one whose placement cannot be checked, so
 	// shrink-to-admit and start-small leave it alone.
 	Placements map[string]slurmcli.Placement
+	// Priorities are the pending jobs' priorities (squeue's %Q, read with
+	// Placements), by id, the tasks of job arrays and the components of
+	// heterogeneous jobs included, which Placements leaves out: such a job
+	// is never acted on but is ranked as Slurm ranks it (priorityOf). A
+	// job without an entry has a priority the daemon could not read.
+	Priorities map[string]uint64
 	// RunningPlacements are the running jobs' --exclude and --constraint,
 	// by id, read when an elastic job may be grown (one is ready): its
 	// extra jobs go only where its owner let it run (runningJob). A nil
@@ -352,9 +358,12 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		v.All[j.ID] = j
 	}
 	if v.anyReady() {
-		if v.RunningPlacements, err = s.Slurm.RunningPlacements(ctx); err != nil {
-			v.RunningPlacements, v.RunningPlacementsUnread = nil, err // not fatal: no job is grown this cycle
+		ps, err := s.Slurm.RunningPlacements(ctx)
+		if err != nil {
+			v.RunningPlacementsUnread = err // not fatal: no job is grown this cycle
 		}
+		v.RunningPlacements = slurmcli.WholeJobs(ps) // an array task is never grown
+
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements (and the pending jobs' priorities with them): no extra
@@ -363,9 +372,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	acts := s.Config.Admit.Enabled || s.Config.StartSmallRule() != planner.StartSmallOff
 	if acts && slices.ContainsFunc(v.Pending, func(j slurmcli.Job) bool { return j.Reason == "Resources" || j.Reason == "Priority" }) ||
 		s.Config.KeepOffPinned && len(v.Pending) > 0 {
-		if v.Placements, err = s.Slurm.PendingPlacements(ctx); err != nil {
-			v.Placements, v.PendingPlacementsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
+		ps, err := s.Slurm.PendingPlacements(ctx)
+		if err != nil {
+			v.PendingPlacementsUnread = err // not fatal: nothing is admitted or started small this cycle
 		}
+		v.setPendingPlacements(ps)
 		if acts {
 			if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
 				v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
@@ -686,4 +697,19 @@ func allocation(j slurmcli.Job) (out []NodeAlloc, exact bool, err error) {
 		}
 	}
 	return out, len(names) == 1 || total == 0, nil
+}
+
+// setPendingPlacements sets v.Placements to the placements of the jobs
+// the daemon may act on in ps (slurmcli.WholeJobs) and v.Priorities to
+// every pending job's priority in ps; a nil ps (squeue failed) leaves both
+// nil.
+func (v *View) setPendingPlacements(ps map[string]slurmcli.Placement) {
+	v.Placements, v.Priorities = slurmcli.WholeJobs(ps), nil
+	if ps == nil {
+		return
+	}
+	v.Priorities = make(map[string]uint64, len(ps))
+	for id, p := range ps {
+		v.Priorities[id] = p.Priority
+	}
 }
