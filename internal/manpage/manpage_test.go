@@ -113,3 +113,20 @@ func TestRenderEscapesRoffAndKeepsEveryOption(t *testing.T) {
 		t.Errorf("groff -ww: %v\n%s", err, out)
 	}
 }
+
+func TestNameLineIsShort(t *testing.T) {
+	for _, tc := range []struct{ summary, want string }{
+		{"Elastic, accuracy-consistent training (EasyScale on Slurm)", "Elastic, accuracy-consistent training (EasyScale on Slurm)"},
+		{"Replays a GPU-cluster job trace (a job table such as shared/traces/philly/philly_busy_week.csv, or a Pollux workload) through a scheduler",
+			"Replays a GPU-cluster job trace"},
+		{"A drop-in for sbatch that submits EasyScale jobs: elastic, accuracy-consistent training whose result does not depend on the workers",
+			"A drop-in for sbatch that submits EasyScale jobs"},
+		{"Draws the training loss and the physical workers per step of each run, overlaid, and says whether their parameters agree at every step",
+			"Draws the training loss and the physical workers per step of each run"},
+		{"A summary far longer than eighty characters that has no clause or aside anywhere in it at all to cut", "A summary far longer than eighty characters that has no clause or aside anywhere in it at all to cut"},
+	} {
+		if got := NameLine(tc.summary); got != tc.want {
+			t.Errorf("NameLine(%q) = %q, want %q", tc.summary, got, tc.want)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func Render(p Page) string {
 	fmt.Fprintf(&b, ".TH %s %d %s %s %s\n", quote(strings.ToUpper(p.Name)), p.Section, quote(p.Date),
 		quote("easyscale "+p.Version), quote("EasyScale for Slurm"))
 	b.WriteString(".SH NAME\n")
-	fmt.Fprintf(&b, "%s \\- %s\n", esc(p.Name), esc(p.Help.Summary))
+	fmt.Fprintf(&b, "%s \\- %s\n", esc(p.Name), esc(NameLine(p.Help.Summary)))
 	b.WriteString(".SH SYNOPSIS\n")
 	synopsis(&b, p.Help.Synopsis)
 	b.WriteString(".SH DESCRIPTION\n")
@@ -52,6 +52,29 @@ func Render(p Page) string {
 		}
 	}
 	return b.String()
+}
+
+// NameLine is summary shortened for a page's NAME line, which
+// man-pages(7) wants short (whatis and apropos print it): a summary over
+// 80 characters is cut at its first " (", ": " or ", " after its 20th
+// character, where a clause or an aside begins; the DESCRIPTION keeps it
+// whole. "Replays a GPU-cluster job trace (a job table ...) through ..."
+// becomes "Replays a GPU-cluster job trace".
+func NameLine(summary string) string {
+	const long, least = 80, 20
+	if len([]rune(summary)) <= long {
+		return summary
+	}
+	cut := -1
+	for _, sep := range []string{" (", ": ", ", "} {
+		if i := strings.Index(summary[min(least, len(summary)):], sep); i >= 0 && (cut < 0 || least+i < cut) {
+			cut = least + i
+		}
+	}
+	if cut < 0 {
+		return summary
+	}
+	return summary[:cut]
 }
 
 func synopsis(b *strings.Builder, s string) {

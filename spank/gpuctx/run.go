@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/pflag"
@@ -41,7 +42,7 @@ Flags:
 func Run(args []string, lookup func(string) (string, bool), lib nvml.Interface, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("easyscale-gpuctx", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	speeds := fs.String("speeds", "", "relative speed overrides MODEL=SPEED[,…], V100 = 1 (env "+EnvSpeeds+"); built in: "+DefaultSpeeds.String())
+	speeds := fs.String("speeds", "", "relative speed overrides MODEL=SPEED[,…], V100 = 1 (env "+EnvSpeeds+"); built in: "+strings.ReplaceAll(DefaultSpeeds.String(), ",", ", "))
 	listSpeeds := fs.Bool("list-speeds", false, "print the effective speed table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(stderr, usageHead+fs.FlagUsages()) }
