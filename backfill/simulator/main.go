@@ -289,7 +289,8 @@ func flagsToConfig(tracePath, gpus string, perNode int, perNodeGiven bool, polic
 		return cfg, fmt.Errorf("--speeds: %w", err)
 	}
 	if margin < 0 || margin > maxMargin {
-		return cfg, fmt.Errorf("--margin %d: use 0 to %d seconds", margin, int64(maxMargin))
+		return cfg, fmt.Errorf("--margin %d: use seconds from 0 (lent GPUs returned at the reserved start itself) to %d, e.g. %d, the daemon's default safety_margin",
+			margin, int64(maxMargin), DefaultLimits().MarginSeconds)
 	}
 	cfg.Limits = DefaultLimits()
 	cfg.Limits.MarginSeconds = margin
