@@ -254,7 +254,7 @@ func Parse(text string) (*Spec, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
-			keys[i] = k.String()
+			keys[i] = k.String() + didYouMean(k.String())
 		}
 		sort.Strings(keys)
 		example := "examples/mnist/job.toml"

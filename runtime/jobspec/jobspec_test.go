@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -148,4 +149,24 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = s.ID()
 	})
+}
+
+// An unknown key close to a known one names it, a torch job's too (a new
+// user's finding: `thread` under [torch] got no hint).
+func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n",
+			"torch.thread (did you mean torch.threads?)"},
+		{minimal + "\nmomentun = 0.9\n", "optimizer.momentun (did you mean optimizer.momentum?)"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\nchekpoint_every = 5\n", "chekpoint_every (did you mean checkpoint_every?)"},
+		{minimal + "\nzzzzzzzz = 1\n", "optimizer.zzzzzzzz;"},
+	} {
+		_, err := Parse(tc.text)
+		if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse error = %v, want it to contain %q", err, tc.want)
+		}
+	}
+	if !slices.Contains(knownKeys, "torch.module") || !slices.Contains(knownKeys, "optimizer.lr") || slices.Contains(knownKeys, "torch") {
+		t.Errorf("knownKeys = %v: want the dotted keys of every table, no table itself", knownKeys)
+	}
 }
