@@ -360,6 +360,21 @@ func TestShrinkToAdmit(t *testing.T) {
 				td.fake.set(func() { p.reason = "PartitionDown" })
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "nor a job ranked ahead held by a QOS limit no shrink lifts (its user's running job count)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason = "QOSMaxJobsPerUserLimit" })
+			},
+			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "but one held by a limit on the GPUs its user holds is ranked ahead (a donor's shrink may lift it)",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				twoNodesWithN3PlannedBy(td, true, "", 45*time.Minute)
+				p := td.fake.job("15")
+				td.fake.set(func() { p.reason = "QOSMaxGRESPerUser" })
+			}},
 		{name: "nor when its one partition is named twice (-p dn,dn: a tester's)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -55,10 +55,39 @@ var partitionStopsIt = []string{"PartitionDown", "PartitionInactive", "Partition
 
 // startsNever reports whether Slurm starts pending job j on no node this
 // cycle, whatever nodes an admission frees (neverStartsNow,
-// partitionStopsIt).
+// partitionStopsIt, limitNoShrinkLifts).
 func startsNever(j slurmcli.Job) bool {
 	return slices.Contains(neverStartsNow, j.Reason) ||
-		slices.Contains(partitionStopsIt, j.Reason) && len(slurmcli.SplitPartitions(j.Partition)) == 1
+		(slices.Contains(partitionStopsIt, j.Reason) || limitNoShrinkLifts(j.Reason)) && len(slurmcli.SplitPartitions(j.Partition)) == 1
+}
+
+// limitNoShrinkLifts reports whether reason is a QOS or association limit
+// that no shrink lifts (squeue(1)'s JOB REASON CODES; the names are Slurm's
+// job_state_reason_string): the job exceeds a per-job or per-node limit or
+// asks less than a minimum (QOSMaxGRESPerJob, QOSMaxWallDurationPerJobLimit,
+// QOSMinGRES), or its user's, account's or QOS's job count or cumulative
+// usage is at its cap (QOSMaxJobsPerUserLimit, AssocGrpSubmitJobsLimit,
+// QOSGrpCPUMinutesLimit, QOSGrpWallLimit). A shrink changes no job count
+// and no usage so far. Limits on what a user, account or QOS holds now
+// (QOSGrpGRES, QOSMaxGRESPerUser, AssocGrpNodeLimit, ...) and on running
+// TRES-minutes (...RunMinutes) a donor's shrink may lift, so such a job
+// still counts as ranked ahead, as do the generic QOSJobLimit and
+// QOSResourceLimit. A job queued in several partitions shows one
+// partition's Reason (a partition QOS, or a per-partition association,
+// may limit it there alone), so these count only for a job in one.
+func limitNoShrinkLifts(reason string) bool {
+	rest, ok := strings.CutPrefix(reason, "QOS")
+	if !ok {
+		if rest, ok = strings.CutPrefix(reason, "Assoc"); !ok {
+			return false
+		}
+	}
+	switch {
+	case strings.HasPrefix(rest, "Min"), strings.Contains(rest, "PerJob"), strings.Contains(rest, "PerNode"),
+		strings.Contains(rest, "Jobs"), strings.Contains(rest, "SubmitJob"), strings.Contains(rest, "Wall"):
+		return true
+	}
+	return strings.Contains(rest, "Minutes") && !strings.Contains(rest, "RunMinutes")
 }
 
 // tierUnread reports whether the PriorityTier of one of partitions was

@@ -241,8 +241,11 @@
 //     Slurm may start counts, whatever its Reason (a tester saw one whose
 //     Reason named a higher-priority partition take the freed node), but
 //     held jobs, jobs waiting for a dependency or a begin time, and jobs
-//     whose one partition is DOWN, INACTIVE or below their request
-//     (startsNever, candidates.go), in Slurm's order: the partitions'
+//     whose one partition is DOWN, INACTIVE or below their request or
+//     that a QOS or association limit no shrink lifts holds (a job count,
+//     a per-job limit, usage so far: limitNoShrinkLifts; a limit on what
+//     a user, account or QOS holds now still counts, since a donor's
+//     shrink may lift it) (startsNever, candidates.go), in Slurm's order: the partitions'
 //     PriorityTier first (read with MaxTime; a job of a lower tier, as in
 //     extra.partition, is ranked behind, whatever its priority; an unread
 //     tier counts as ranked ahead; a queued job in a partition whose tier
