@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/easyscale/easyscale-slurm/statedb"
@@ -373,13 +374,13 @@ func (g *Group) Step(ctx context.Context, step int64, faults map[int]string) (*S
 	g.trained = true
 	g.next = step + 1
 	res.Digest, res.HashSeconds, res.Tensors = digests[0].Digest, digests[0].HashS, digests[0].tensors()
-	var lost error
+	var lost memberErrors
 	for r, err := range errs {
 		if err != nil {
-			lost = errors.Join(lost, &MemberError{Rank: r, Committed: true, Err: fmt.Errorf("commit %d: %w", step, err)})
+			lost.add(&MemberError{Rank: r, Committed: true, Err: fmt.Errorf("commit %d: %w", step, err)})
 		}
 	}
-	return res, lost
+	return res, lost.err()
 }
 
 // CommitGrace is how long a commit already asked for is waited for after
@@ -436,16 +437,16 @@ func (d digestReply) tensors() []statedb.TensorDigest {
 // failed joins the members' errors of one phase; when any failed it tells
 // the others to abort the step.
 func (g *Group) failed(phase string, step int64, errs []error) error {
-	var all error
+	var all memberErrors
 	for r, err := range errs {
 		if err != nil {
-			all = errors.Join(all, &MemberError{Rank: r, Err: fmt.Errorf("%s %d: %w", phase, step, err)})
+			all.add(&MemberError{Rank: r, Err: fmt.Errorf("%s %d: %w", phase, step, err)})
 		}
 	}
-	if all != nil {
+	if len(all.list) > 0 {
 		g.abort(context.Background())
 	}
-	return all
+	return all.err()
 }
 
 func (g *Group) abort(ctx context.Context) {
@@ -466,6 +467,57 @@ type MemberError struct {
 
 func (e *MemberError) Error() string { return fmt.Sprintf("member %d: %v", e.Rank, e.Err) }
 func (e *MemberError) Unwrap() error { return e.Err }
+
+// memberErrors are the failures of several members in one phase, in rank
+// order. errors.As and errors.Is see each (Unwrap); Error prints a
+// message several members share once, naming them all ("members 0, 1:
+// commit 19: ... past the job's 20 steps"), where errors.Join printed it
+// once per member.
+// (A struct, not a slice: hclog prints a slice value element by element.)
+type memberErrors struct{ list []*MemberError }
+
+// add appends one member's failure.
+func (m *memberErrors) add(e *MemberError) { m.list = append(m.list, e) }
+
+// err is m as an error: nil when empty, the one MemberError when alone.
+func (m *memberErrors) err() error {
+	switch len(m.list) {
+	case 0:
+		return nil
+	case 1:
+		return m.list[0]
+	}
+	return m
+}
+
+func (m *memberErrors) Error() string {
+	var order []string
+	ranks := map[string][]string{}
+	for _, e := range m.list {
+		msg := e.Err.Error()
+		if _, seen := ranks[msg]; !seen {
+			order = append(order, msg)
+		}
+		ranks[msg] = append(ranks[msg], strconv.Itoa(e.Rank))
+	}
+	lines := make([]string, len(order))
+	for i, msg := range order {
+		who := "member " + ranks[msg][0]
+		if len(ranks[msg]) > 1 {
+			who = "members " + strings.Join(ranks[msg], ", ")
+		}
+		lines[i] = who + ": " + msg
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *memberErrors) Unwrap() []error {
+	out := make([]error, len(m.list))
+	for i, e := range m.list {
+		out[i] = e
+	}
+	return out
+}
 
 // pack concatenates per-logical-worker blobs (python/easyscale/state.py pack).
 func pack(parts map[int][]byte) ([][2]int, []byte) {
