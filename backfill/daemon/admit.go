@@ -312,9 +312,11 @@ func admitDetail(ds donorShrink, queued string) string {
 // donorFacts are what the view says of running job e for planner.NotDonor.
 func (d *Daemon) donorFacts(v *View, e *ElasticJob) planner.DonorFacts {
 	c := d.cfg
+	composite, unread := v.compositeOf(e.Job.ID)
 	return planner.DonorFacts{Elastic: e.Request.Elastic(), Ready: e.Ready, Rendezvous: e.Rendezvous, NotReady: e.NotReady, Managed: e.Managed,
 		AdmitOn: c.AdmitOn(e.Job.Partition), Partition: e.Job.Partition, Nodes: len(e.Base), HasEnd: !e.End.IsZero(),
-		GPUsPerJob: e.BaseGuessed, MixedTypesUnsafe: !d.mixedShrinkSafe && len(baseGPUTypes(v, e)) > 1}
+		GPUsPerJob: e.BaseGuessed, MixedTypesUnsafe: !d.mixedShrinkSafe && len(baseGPUTypes(v, e)) > 1,
+		Composite: composite, CompositeUnread: unread}
 }
 
 // baseGPUTypes returns the GPU types of the nodes of e's base allocation

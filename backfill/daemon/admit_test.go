@@ -150,6 +150,25 @@ func TestShrinkToAdmit(t *testing.T) {
 				task := td.fake.running("11", "", "n3", 1, time.Hour, t.TempDir()) // the array's other task, not elastic
 				td.fake.set(func() { task.arrayOf = "10" })
 			}},
+		// helper 106's: a running task of an array, or a heterogeneous job's
+		// component, by its own id (squeue's %i prints it otherwise)
+		{name: "a donor that is a job array's task is never shrunk",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				d := td.fake.job("10")
+				td.fake.set(func() { d.printedID = "9_1" })
+			}},
+		{name: "nor one that is a heterogeneous job's component (its limit would part from the others')",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				d := td.fake.job("10")
+				td.fake.set(func() { d.printedID = "9+1" })
+			}},
+		{name: "nor any donor when the running jobs' placements cannot be read",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) {
+				td.fake.set(func() { td.fake.runningPlacementsFail = "slurm_load_jobs error" })
+			}},
 		{name: "on Slurm 24.11, which refuses NumNodes alone, the shrink keeps the running job's task count",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) { td.fake.set(func() { td.fake.keepTasks = true }) },

@@ -457,10 +457,12 @@
 //
 // Every change to a job (a shrink, shed, move, keep-off, nudge or small
 // start) first re-reads it with `squeue --jobs=ID` (a moved job's
-// excluded nodes are set after reading its placement by squeue's %i,
-// which never names an array task or a heterogeneous job's component by
-// its id), and a job under whose id squeue lists more than one record is
-// never changed: the last task of
+// excluded nodes are set after reading its placement, squeue -o
+// %A|%i|..., which marks an array task or a heterogeneous job's component:
+// slurmcli.Placement.Composite, never moved; nor is such a job shrunk,
+// shed, grown or started small: planner.DonorFacts.Composite,
+// View.RunningComposite, slurmcli.WholeJobs), and a job under whose id
+// squeue lists more than one record is never changed: the last task of
 // a job array has the array's id, and `scontrol update JobId=ID` or a
 // requeue would change every task, tasks the user never marked elastic
 // too (a tester saw the daemon raise and put back the time limits of a
@@ -534,7 +536,7 @@
 // counts none lent, since Slurm may preempt that job instead) (a job
 // naming a GPU type, a --nodelist or a --constraint is not moved, nor a
 // job array's task or a heterogeneous job's component, which squeue's %i
-// does not name by their ids), and planner.MoveToFaster finds it among
+// prints otherwise than their ids: slurmcli.Placement.Composite), and planner.MoveToFaster finds it among
 // the longest running jobs and ending at least 10 % sooner
 // there after move_cost (a job with started extra jobs weighed at the GPUs
 // it holds with them, at most its maximum, on the fewest nodes of one

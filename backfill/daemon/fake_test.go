@@ -88,8 +88,9 @@ type fakeSlurm struct {
 	// this stderr.
 	placementsFail string
 	// pendingPlacementsFail does so for the pending jobs' only
-	// (--states=PENDING).
-	pendingPlacementsFail string
+	// (--states=PENDING), runningPlacementsFail for the running jobs'
+	// (--states=RUNNING).
+	pendingPlacementsFail, runningPlacementsFail string
 	// reservations are the lines `scontrol show reservation -o` prints
 	// (fakeReservation); reservationsFail makes it fail with this stderr.
 	reservations     []string
@@ -334,6 +335,9 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 		}
 		if f.pendingPlacementsFail != "" && slices.Contains(args, "--states=PENDING") {
 			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.pendingPlacementsFail, Err: errors.New("exit status 1")}
+		}
+		if f.runningPlacementsFail != "" && slices.Contains(args, "--states=RUNNING") {
+			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.runningPlacementsFail, Err: errors.New("exit status 1")}
 		}
 		return f.placements(args), nil
 	case name == "squeue":

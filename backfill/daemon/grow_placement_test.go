@@ -137,3 +137,22 @@ func TestUnreadableRunningPlacementsAreWarnedAboutOnce(t *testing.T) {
 		t.Errorf("%d warnings, want a second one once they fail again after reading:\n%s", n, logs.String())
 	}
 }
+
+// A running elastic job that is a job array's task or a heterogeneous
+// job's component (squeue's %i prints it otherwise than its id) is never
+// grown: its running placement is not read as its own (slurmcli.WholeJobs).
+// The same job standing alone grows onto the idle node.
+func TestAnArrayTaskIsNeverGrown(t *testing.T) {
+	for _, tc := range []struct {
+		printed string
+		want    []string
+	}{{"", []string{"n2"}}, {"9_1", nil}, {"9+1", nil}} {
+		t.Run("printed as "+tc.printed, func(t *testing.T) {
+			td := newTestDaemon(t, "")
+			j := td.fake.running("10", "es-req min=1 max=4 lw=16 d2", "n1", 4, 2*time.Hour, rendezvous(t, "10"))
+			td.fake.set(func() { j.printedID = tc.printed })
+			td.cycle(t)
+			td.wantExtrasOn(t, tc.want)
+		})
+	}
+}

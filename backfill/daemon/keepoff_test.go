@@ -364,3 +364,18 @@ func TestAKeepOffEndsAfterTheJobsTimeLimit(t *testing.T) {
 		t.Errorf("after the pinned job left: records %+v, updates %q; want no nodes and no more updates", recs, td.fake.commands("scontrol update"))
 	}
 }
+
+// A pending job array (its tasks under the array's id, which squeue's %i
+// prints as 20_[0-3]) is never kept off: one update of its id would change
+// every task's list. The snapshot leaves its placement out
+// (slurmcli.WholeJobs) and the re-read before the update refuses it
+// (Runner.PendingPlacement) too.
+func TestAPendingJobArrayIsNeverKeptOff(t *testing.T) {
+	td := newTestDaemon(t, keepOffTOML)
+	_, job := keepOffQueue(td)
+	td.fake.set(func() { job.printedID = "20_[0-3]" })
+	td.cycle(t)
+	if got := td.fake.commands("scontrol update"); len(got) != 0 {
+		t.Errorf("updated %q; want no change to a job array", got)
+	}
+}

@@ -91,8 +91,9 @@ func (d *Daemon) timeLeft(e *ElasticJob, now time.Time) (left float64, ok bool) 
 // is known (timeLeft). Its pace now counts its running extra jobs when
 // they run it faster (planner.Pace), as the simulator's move does.
 // It must name no GPU type and no --nodelist, and placement (the job's
-// --exclude and --constraint as squeue lists them under its own id, which
-// an array task or a heterogeneous job's component never is) must read,
+// --exclude and --constraint as squeue lists them under its own id; an
+// array task or a heterogeneous job's component, which %i prints
+// otherwise, reads as none: slurmcli.Runner.JobPlacement) must read,
 // with no --constraint. Its target is the fewest nodes of GPU types on
 // which it runs faster than on the slowest of its own (its speeds: es-req
 // speeds= or the configured table), fastest type first, whose idle GPUs

@@ -98,6 +98,9 @@ func (d *Daemon) planShed(v *View, ps planner.Snapshot) []shedPlan {
 			!e.Managed || !d.cfg.ShrinkOn(e.Job.Partition) {
 			continue
 		}
+		if composite, unread := v.compositeOf(e.Job.ID); composite != "" || unread {
+			continue // an array's task or a heterogeneous job's component, or not known: a shrink by its id can change the others
+		}
 		shares := make([]planner.NodeShare, 0, len(r.Base))
 		batch := false
 		for _, b := range r.Base {

@@ -69,6 +69,7 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 		partition                  string
 		changeBeforeReRead         bool
 		changeRequest              string // the comment the job's owner sets between the snapshot and the re-read
+		printedID                  string // what squeue's %i prints for it: a job array's task, a heterogeneous job's component
 		wantDecisions              int
 	}{
 		{name: "option off", toml: "shed_slow_nodes = false\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
@@ -86,6 +87,9 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 			comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, partition: "low"},
 		{name: "a partition where running jobs are never shrunk", toml: "[admit]\noff_partitions = [\"normal\"]\n",
 			comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1},
+		// helper 106's: a shrink by such an id can change the other tasks or components
+		{name: "a job array's task", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, printedID: "9_1"},
+		{name: "a heterogeneous job's component", toml: "shed_slow_nodes = true\n", comment: "es-req min=1 max=2 lw=2 d2", nodes: "n2,n3", gpus: 1, printedID: "9+1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := newTestDaemon(t, tc.toml)
@@ -95,6 +99,9 @@ func TestTheDaemonReleasesNoNodeItMustNot(t *testing.T) {
 			}
 			if tc.partition != "" {
 				td.fake.set(func() { j.partition = tc.partition })
+			}
+			if tc.printedID != "" {
+				td.fake.set(func() { j.printedID = tc.printedID })
 			}
 			switch {
 			case tc.changeRequest != "":

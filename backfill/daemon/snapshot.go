@@ -165,6 +165,11 @@ type View struct {
 	// extra jobs go only where its owner let it run (runningJob). A nil
 	// map (squeue failed) or a job without an entry grows nowhere.
 	RunningPlacements map[string]slurmcli.Placement
+	// RunningComposite holds, by id, how squeue's %i prints each running
+	// job that is a task of a job array or a component of a heterogeneous
+	// job (slurmcli.Placement.Composite), read with RunningPlacements:
+	// such a job is never shrunk or shed (planner.DonorFacts.Composite).
+	RunningComposite map[string]string
 	// RunningPlacementsUnread is why RunningPlacements could not be read
 	// (nil: read, or not needed).
 	RunningPlacementsUnread error
@@ -360,10 +365,17 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 	if v.anyReady() {
 		ps, err := s.Slurm.RunningPlacements(ctx)
 		if err != nil {
-			v.RunningPlacementsUnread = err // not fatal: no job is grown this cycle
+			v.RunningPlacementsUnread = err // not fatal: no job is grown, shrunk or shed this cycle
 		}
 		v.RunningPlacements = slurmcli.WholeJobs(ps) // an array task is never grown
-
+		for id, p := range ps {
+			if p.Composite != "" {
+				if v.RunningComposite == nil {
+					v.RunningComposite = map[string]string{}
+				}
+				v.RunningComposite[id] = p.Composite
+			}
+		}
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements (and the pending jobs' priorities with them): no extra
@@ -712,4 +724,15 @@ func (v *View) setPendingPlacements(ps map[string]slurmcli.Placement) {
 	for id, p := range ps {
 		v.Priorities[id] = p.Priority
 	}
+}
+
+// compositeOf says whether running job id is a job array's task or a
+// heterogeneous job's component (composite, how squeue's %i prints it) or
+// whether that could not be read this cycle (unread: the running
+// placements were not read).
+func (v *View) compositeOf(id string) (composite string, unread bool) {
+	if v.RunningPlacements == nil {
+		return "", true
+	}
+	return v.RunningComposite[id], false
 }

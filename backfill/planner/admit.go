@@ -370,7 +370,8 @@ func (c *Cluster) Admit(q AdmitRequest) (a Admission, ok bool) {
 		if q.Horizon > 0 {
 			m := mostWithin(d.TimeLeft, most, delay, q.Horizon)
 			if d.Kept != nil && d.Allowed > 0 {
-				m = max(m, mostWithin(d.TimeLeft, most, d.Kept, d.Allowed))
+				kept := func(g int) float64 { return max(d.Kept(g), d.Loss(g)) } // as Delay: never below Loss
+				m = max(m, mostUnder(d.TimeLeft, most, kept, d.Allowed))
 			}
 			most = m
 		}
@@ -480,6 +481,20 @@ func mostWithin(timeLeft float64, most int, delay func(int) float64, bound float
 		}
 	}
 	return lo
+}
+
+// mostUnder is mostWithin for a delay that need not grow with the GPUs
+// given (ShrinkLoss: logical workers round onto the GPUs left, so giving
+// one GPU can cost more than giving two): the most GPUs g, up to most,
+// such that giving any count up to g keeps timeLeft + delay within bound.
+// It asks delay of each count in turn (a donor holds few GPUs).
+func mostUnder(timeLeft float64, most int, delay func(int) float64, bound float64) int {
+	for g := 1; g <= most; g++ {
+		if !(timeLeft+delay(g) <= bound) {
+			return g - 1
+		}
+	}
+	return most
 }
 
 // BorrowLoss is how much later (seconds) a job with work seconds of work

@@ -22,11 +22,16 @@ const DefaultAdmitAllowance = 0.5
 // allowance) × startRun − elapsed, where startRun is its run time at the
 // allocation it started on (seconds: the daemon takes its time limit less
 // the raises shrink-to-admit made, the simulator its run time when it
-// started) and elapsed how long it has run (seconds). 0, no allowance,
-// when allowance or startRun is not above 0 or the job is past that end.
+// started) and elapsed how long it has run (seconds; a negative one counts
+// as 0). 0, no allowance, when allowance or startRun is not above 0 or
+// the job is past that end. The bound is on the job's expected end: the
+// time limit shrink-to-admit then sets has its margin on top
+// (RaisedTimeLimit).
 func AllowedEnd(allowance, startRun, elapsed float64) float64 {
 	if !(allowance > 0) || !(startRun > 0) {
 		return 0
 	}
-	return max((1+allowance)*startRun-elapsed, 0)
+	// A clock behind slurmctld's reads a negative elapsed: it must not
+	// widen the allowance (helper 106's).
+	return max((1+allowance)*startRun-max(elapsed, 0), 0)
 }

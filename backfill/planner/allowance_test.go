@@ -13,6 +13,7 @@ func TestAllowedEnd(t *testing.T) {
 		{"a negative allowance is none", -1, 1000, 200, 0},
 		{"an unknown run is none", 0.5, 0, 200, 0},
 		{"a job past its allowed end may end no later than now", 0.5, 1000, 2000, 0},
+		{"a negative elapsed (a clock behind slurmctld's) counts as none", 0.5, 1000, -300, 1500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := AllowedEnd(tc.allowance, tc.startRun, tc.elapsed); got != tc.want {
@@ -54,5 +55,26 @@ func TestTheAllowanceLetsTheLongestJobYield(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ShrinkLoss need not grow with the GPUs given (logical workers round onto
+// the GPUs left: 8 of them on 7 GPUs run as slowly as on 4), so the
+// allowance gives only as many GPUs as keep every smaller count within it
+// too (helper 106's: a binary search could pass 2 where 1 broke it).
+func TestTheAllowanceHoldsForEveryCountUpToWhatIsGiven(t *testing.T) {
+	c := NewCluster([]Node{{Name: "n0", GPUType: "v100", Total: 4}}, nil)
+	bumpy := func(g int) float64 { return []float64{0, 900, 100, 100, 5000}[g] }
+	d := Donor{Base: []Alloc{{0, 4}}, Min: 1, TimeLeft: 1000, Loss: linearLoss(1), Kept: bumpy, Allowed: 1500}
+	for want := 1; want <= 3; want++ {
+		if _, ok := c.Admit(AdmitRequest{Avail: []int{0}, Want: want, Gain: 500, Horizon: 1000, Donors: []Donor{d}}); ok {
+			t.Errorf("admitted %d GPUs: giving 1 would end the donor at 1,900 s, past its allowed 1,500 s", want)
+		}
+	}
+	if got := mostUnder(1000, 3, bumpy, 1500); got != 0 {
+		t.Errorf("mostUnder = %d, want 0", got)
+	}
+	if got := mostUnder(1000, 3, linearLoss(100), 1250); got != 2 {
+		t.Errorf("mostUnder of a growing delay = %d, want 2", got)
 	}
 }

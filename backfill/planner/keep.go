@@ -47,6 +47,14 @@ type DonorFacts struct {
 	// one node, so how many each node holds is unknown (squeue does not
 	// print it and Slurm need not spread them evenly).
 	GPUsPerJob bool `json:",omitempty"`
+	// Composite is how squeue's %i prints it when it is a task of a job
+	// array ("2050006_1") or a component of a heterogeneous job
+	// ("2050012+1"), "" for a job that stands alone: a shrink by its id
+	// can change the others (every task, for the task that holds the
+	// array's id; one component's limit apart from the rest's).
+	// CompositeUnread: whether it is one could not be read.
+	Composite       string `json:",omitempty"`
+	CompositeUnread bool   `json:",omitempty"`
 }
 
 // NotDonor says why a running job can never give up nodes for
@@ -54,10 +62,12 @@ type DonorFacts struct {
 // whose coordinator is up, on nodes all managed by this daemon, in a
 // partition where shrink-to-admit is on, on two or more nodes (a job is
 // never shrunk below one node), with a known end (its raised time limit
-// is computed from it), with a known GPU count on each node (GPUsPerJob)
-// and not on several GPU types where the Slurm in use crashed after
-// shrinking such a job (MixedTypesUnsafe). The rules are
-// checked in that order and the first one broken is named.
+// is computed from it), with a known GPU count on each node (GPUsPerJob),
+// not on several GPU types where the Slurm in use crashed after
+// shrinking such a job (MixedTypesUnsafe), and known to stand alone, no
+// job array's task nor heterogeneous job's component (Composite,
+// CompositeUnread). The rules are checked in that order and the first one
+// broken is named.
 func NotDonor(f DonorFacts) string {
 	switch {
 	case !f.Elastic:
@@ -78,6 +88,10 @@ func NotDonor(f DonorFacts) string {
 		return "its GPUs are requested per job on several nodes: how many each node holds is unknown"
 	case f.MixedTypesUnsafe:
 		return "its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"
+	case f.Composite != "":
+		return "it is a task of a job array or a component of a heterogeneous job (squeue prints it as " + f.Composite + "): a shrink by its id can change the others"
+	case f.CompositeUnread:
+		return "whether it is a task of a job array or a component of a heterogeneous job could not be read (squeue -o %A|%i... failed this cycle)"
 	}
 	return ""
 }

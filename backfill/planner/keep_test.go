@@ -45,6 +45,10 @@ func TestNotDonor(t *testing.T) {
 			"its nodes have more than one GPU type, and this Slurm's slurmctld crashed after such a job was shrunk (24.11.5)"},
 		{"nor one whose GPUs, asked per job, are on several nodes in an unknown split", func(f *DonorFacts) { f.GPUsPerJob = true },
 			"its GPUs are requested per job on several nodes: how many each node holds is unknown"},
+		{"nor a job array's task or a heterogeneous job's component", func(f *DonorFacts) { f.Composite = "2050012+1" },
+			"it is a task of a job array or a component of a heterogeneous job (squeue prints it as 2050012+1): a shrink by its id can change the others"},
+		{"nor one not known to stand alone", func(f *DonorFacts) { f.CompositeUnread = true },
+			"whether it is a task of a job array or a component of a heterogeneous job could not be read (squeue -o %A|%i... failed this cycle)"},
 		{"the first rule broken is named", func(f *DonorFacts) { f.Elastic, f.Nodes = false, 1 }, "no elastic node range"},
 	}
 	for _, tc := range tests {

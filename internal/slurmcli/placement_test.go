@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -111,5 +112,25 @@ func TestParsePlacementsReadsSlurm2411(t *testing.T) {
 	want := map[string]Placement{"1890003": {Priority: 1, Contiguous: true}, "1890001": {Priority: 1}, "1890002": {Priority: 1, Reservation: "rtest"}}
 	if got := ParsePlacements([]byte(out)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParsePlacements = %+v, want %+v", got, want)
+	}
+}
+
+// PendingPlacement and JobPlacement read a job by its own id, and say
+// "not listed" for a job array's task or a heterogeneous job's component
+// (the lab's lines: `squeue --jobs=2050006` lists the array's tasks, one
+// of them under the array's id): the daemon never acts on those.
+func TestOneJobsPlacementIsNotReadForAnArrayTask(t *testing.T) {
+	out := "2050007|2050006_0||1|(null)|0|(null)\n2050006|2050006_1||1|(null)|0|(null)\n5|5|n1|2|(null)|0|(null)\n"
+	r := Runner{Env: []string{}, Exec: func(_ context.Context, _ []string, _ string, _ ...string) ([]byte, error) { return []byte(out), nil }}
+	for _, tc := range []struct {
+		id string
+		ok bool
+	}{{"2050006", false}, {"2050007", false}, {"5", true}, {"6", false}} {
+		if _, ok, err := r.PendingPlacement(context.Background(), tc.id); err != nil || ok != tc.ok {
+			t.Errorf("PendingPlacement(%s) = %v, %v; want %v", tc.id, ok, err, tc.ok)
+		}
+		if p, ok, err := r.JobPlacement(context.Background(), tc.id); err != nil || ok != tc.ok || ok && p.ExcNodes != "n1" {
+			t.Errorf("JobPlacement(%s) = %+v, %v, %v; want %v", tc.id, p, ok, err, tc.ok)
+		}
 	}
 }
