@@ -79,7 +79,11 @@ func idleFlagsWarning(cfg Config, changed func(name string) bool) string {
 	}
 	for _, f := range []string{"admit-horizon", "admit-allowance"} {
 		if changed(f) && !(cfg.Objective && cfg.ShrinkToAdmit) {
-			return "--" + f + " does nothing with --objective=false or --shrink-to-admit=false: only the objective's shrink-to-admit counts a donor's end against the horizon"
+			off := "--shrink-to-admit=false"
+			if !cfg.Objective {
+				off = "--objective=false"
+			}
+			return "--" + f + " does nothing with " + off + ": only the objective's shrink-to-admit counts a donor's end against the horizon"
 		}
 	}
 	if cfg.MoveOneTypeAfresh && !(cfg.MoveToFaster && cfg.Objective) {

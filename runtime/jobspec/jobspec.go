@@ -252,11 +252,7 @@ func Parse(text string) (*Spec, error) {
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String() + didYouMean(k.String())
-		}
-		sort.Strings(keys)
+		keys := describeUnknown(s.Engine, und)
 		example := "examples/mnist/job.toml"
 		if s.Engine == EngineTorch {
 			example = "examples/torch-ddp/job.toml"

@@ -160,6 +160,14 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 		{minimal + "\nmomentun = 0.9\n", "optimizer.momentun (did you mean optimizer.momentum?)"},
 		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\nchekpoint_every = 5\n", "chekpoint_every (did you mean checkpoint_every?)"},
 		{minimal + "\nzzzzzzzz = 1\n", "optimizer.zzzzzzzz;"},
+		// a new user's (helper 107): a misspelt table stands for its keys
+		// and names the table meant; a table is compared with tables
+		// ([speed] is [speeds], not seed); a key the engine refuses is
+		// never suggested (epochs for a torch job)
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[optimzer]\nkind = \"sgd\"\nlr = 0.1\n", "unknown keys [optimzer] (did you mean [optimizer]?);"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[speed]\nv100 = 1.0\n", "unknown keys [speed] (did you mean [speeds]?);"},
+		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nepoch = 1\n[torch]\nmodule = \"m.py\"\n", "unknown keys epoch;"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n", "unknown keys torch.thread;"},
 	} {
 		_, err := Parse(tc.text)
 		if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), tc.want) {
@@ -168,5 +176,8 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 	}
 	if !slices.Contains(knownKeys, "torch.module") || !slices.Contains(knownKeys, "optimizer.lr") || slices.Contains(knownKeys, "torch") {
 		t.Errorf("knownKeys = %v: want the dotted keys of every table, no table itself", knownKeys)
+	}
+	if !slices.Contains(knownTables, "optimizer") || !slices.Contains(knownTables, "speeds") || !slices.Contains(knownTables, "torch.params") || slices.Contains(knownTables, "seed") {
+		t.Errorf("knownTables = %v: want every table and map, no plain key", knownTables)
 	}
 }

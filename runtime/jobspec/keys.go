@@ -5,14 +5,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/easyscale/easyscale-slurm/internal/spelling"
 )
 
 // knownKeys are the keys a job file may set, dotted by table
 // ("torch.module", "optimizer.lr"), read from Spec's toml tags; a map
-// (speeds, torch.params) takes keys of the user's own.
-var knownKeys = func() []string {
-	var keys []string
+// (speeds, torch.params) takes keys of the user's own. knownTables are
+// the names that hold a table of keys ("optimizer", "torch.params",
+// "speeds").
+var knownKeys, knownTables = func() (keys, tables []string) {
 	var walk func(t reflect.Type, prefix string)
 	walk = func(t reflect.Type, prefix string) {
 		for i := range t.NumField() {
@@ -25,32 +28,102 @@ var knownKeys = func() []string {
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
-			if ft.Kind() == reflect.Struct {
+			switch ft.Kind() {
+			case reflect.Struct:
+				tables = append(tables, prefix+name)
 				walk(ft, prefix+name+".")
 				continue
+			case reflect.Map:
+				tables = append(tables, prefix+name)
 			}
 			keys = append(keys, prefix+name)
 		}
 	}
 	walk(reflect.TypeFor[Spec](), "")
 	slices.Sort(keys)
-	return keys
+	slices.Sort(tables)
+	return keys, tables
 }()
 
-// didYouMean is " (did you mean K?)" for an unknown key written as key
-// (dotted) when a known key K is within two edits of it and fewer than
-// half the length of key's last part, the closest first; "" when none is
+// notFor are the keys of knownKeys an engine refuses (Parse's checks), so
+// never suggested for a job of that engine.
+func notFor(engine, key string) bool {
+	if engine == EngineTorch {
+		return slices.Contains([]string{"task", "epochs", "data.augment_shift", "data.seq_len"}, key) ||
+			strings.HasPrefix(key, "model.") || strings.HasPrefix(key, "optimizer.") || strings.HasPrefix(key, "lr_schedule.") ||
+			slices.Contains([]string{"model", "optimizer", "lr_schedule"}, key)
+	}
+	return key == "torch" || strings.HasPrefix(key, "torch.")
+}
+
+// closest is the name among names (not refused for engine) within two
+// edits of name and fewer than half the length of its last part, the
+// closest first and, between equals, the first in order; "" when none is
 // ("optimizer.bar" is not taken for "optimizer.lr").
-func didYouMean(key string) string {
-	last := key[strings.LastIndex(key, ".")+1:]
+func closest(engine, name string, names []string) string {
+	last := name[strings.LastIndex(name, ".")+1:]
 	best, bestD := "", 3
-	for _, k := range knownKeys {
-		if d := spelling.Distance(k, key); d < bestD && 2*d < len([]rune(last)) {
+	for _, k := range names {
+		if notFor(engine, k) {
+			continue
+		}
+		if d := spelling.Distance(k, name); d < bestD && 2*d < len([]rune(last)) {
 			best, bestD = k, d
 		}
 	}
-	if best == "" {
-		return ""
+	return best
+}
+
+// describeUnknown writes the unknown keys of a job file for engine, one
+// entry each, sorted: a key close to a known one says which ("torch.thread
+// (did you mean torch.threads?)"), and an unknown table ("[optimzer]")
+// stands for all of its keys, with the table it likely means (tables
+// compared with tables: "[speed]" means [speeds], not seed).
+func describeUnknown(engine string, und []toml.Key) []string {
+	unknown := map[string]bool{}
+	for _, k := range und {
+		unknown[k.String()] = true
 	}
-	return " (did you mean " + best + "?)"
+	var out []string
+	for _, k := range und {
+		name := k.String()
+		if under := underUnknownTable(k, unknown); under {
+			continue // its table is listed instead
+		}
+		if hasSubkeys(name, unknown) {
+			entry := "[" + name + "]"
+			if t := closest(engine, name, knownTables); t != "" {
+				entry += " (did you mean [" + t + "]?)"
+			}
+			out = append(out, entry)
+			continue
+		}
+		if t := closest(engine, name, knownKeys); t != "" {
+			name += " (did you mean " + t + "?)"
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// underUnknownTable reports whether key k sits under a table that is
+// itself unknown (listed in unknown).
+func underUnknownTable(k toml.Key, unknown map[string]bool) bool {
+	for i := 1; i < len(k); i++ {
+		if unknown[k[:i].String()] {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSubkeys reports whether some unknown key sits under name.
+func hasSubkeys(name string, unknown map[string]bool) bool {
+	for k := range unknown {
+		if strings.HasPrefix(k, name+".") {
+			return true
+		}
+	}
+	return false
 }
