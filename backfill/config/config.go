@@ -808,7 +808,7 @@ func (c *Config) Validate() error {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
 	}
 	if a := c.Admit.Allowance; !(a >= 0 && a <= 10) {
-		bad("admit.allowance", a, "must be in [0, 10]: shrink-to-admit may make a job end past the horizon, but by its expected end no later than (1 + allowance) × its time limit before its first shrink, from its start; e.g. admit.allowance = %v (0: never past the horizon)", planner.DefaultAdmitAllowance)
+		bad("admit.allowance", a, "must be in [0, 10]: how far past the horizon shrink-to-admit may make a job end, its expected end kept within (1 + allowance) × its time limit before its first shrink, counted from its start; e.g. admit.allowance = %v (0: never past the horizon)", planner.DefaultAdmitAllowance)
 	}
 	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
 		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)
