@@ -367,15 +367,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		if err != nil {
 			v.RunningPlacementsUnread = err // not fatal: no job is grown, shrunk or shed this cycle
 		}
-		v.RunningPlacements = slurmcli.WholeJobs(ps) // an array task is never grown
-		for id, p := range ps {
-			if p.Composite != "" {
-				if v.RunningComposite == nil {
-					v.RunningComposite = map[string]string{}
-				}
-				v.RunningComposite[id] = p.Composite
-			}
-		}
+		v.setRunningPlacements(ps)
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements (and the pending jobs' priorities with them): no extra
@@ -709,6 +701,22 @@ func allocation(j slurmcli.Job) (out []NodeAlloc, exact bool, err error) {
 		}
 	}
 	return out, len(names) == 1 || total == 0, nil
+}
+
+// setRunningPlacements sets v.RunningPlacements to the placements of the
+// running jobs the daemon may grow in ps (slurmcli.WholeJobs: an array
+// task is never grown) and v.RunningComposite to the others' %i; a nil ps
+// (squeue failed) leaves both nil.
+func (v *View) setRunningPlacements(ps map[string]slurmcli.Placement) {
+	v.RunningPlacements, v.RunningComposite = slurmcli.WholeJobs(ps), nil
+	for id, p := range ps {
+		if p.Composite != "" {
+			if v.RunningComposite == nil {
+				v.RunningComposite = map[string]string{}
+			}
+			v.RunningComposite[id] = p.Composite
+		}
+	}
 }
 
 // setPendingPlacements sets v.Placements to the placements of the jobs
