@@ -336,8 +336,10 @@ type Admit struct {
 	// Allowance lets rule "objective" shrink a job past the horizon
 	// [admit.allowance], ≥ 0 and at most 10, default 0.5
 	// (planner.DefaultAdmitAllowance): as long as, its nodes counted as
-	// never given back, it still ends within (1 + allowance) × its time
-	// limit before its first shrink, from its start (planner.AllowedEnd).
+	// never given back, it still ends within (1 + allowance) × its run at
+	// the allocation it started on, from its start (planner.AllowedEnd):
+	// its time limit before its first shrink, or its runtime's progress
+	// report's pace when that is less (planner.StartRun).
 	// 0: the horizon alone bounds it, and the job with the most time left
 	// never yields while it has the most (BENCHMARKS.md, issue 17, E69).
 	// Set with rule "longest-left" it does nothing.
@@ -808,7 +810,7 @@ func (c *Config) Validate() error {
 		bad("admit.max_loss", m, "must be in (0, 1]: the fraction of a job's nodes shrink-to-admit may take; e.g. admit.max_loss = 0.5")
 	}
 	if a := c.Admit.Allowance; !(a >= 0 && a <= 10) {
-		bad("admit.allowance", a, "must be in [0, 10]: how far past the horizon shrink-to-admit may make a job end, its expected end kept within (1 + allowance) × its time limit before its first shrink, counted from its start; e.g. admit.allowance = %v (0: never past the horizon)", planner.DefaultAdmitAllowance)
+		bad("admit.allowance", a, "must be in [0, 10]: how far past the horizon shrink-to-admit may make a job end, its expected end kept within (1 + allowance) × its run at its start allocation (its time limit before its first shrink, or its pace so far), counted from its start; e.g. admit.allowance = %v (0: never past the horizon)", planner.DefaultAdmitAllowance)
 	}
 	if r := c.Admit.Rule; r != AdmitObjective && r != AdmitLongestLeft {
 		bad("admit.rule", r, "must be %q or %q", AdmitObjective, AdmitLongestLeft)

@@ -173,8 +173,10 @@ type NodeObjective struct {
 	AdmitHorizon string `json:",omitempty"`
 	// Allowance (admit.allowance, ≥ 0) lets a donor give nodes past the
 	// horizon while, counted as never getting them back ([ShrinkLoss]), it
-	// still ends within [AllowedEnd] of its time limit before its first
-	// shrink (Limit − LimitRaised) and its Elapsed; 0 (a recording made
+	// still ends within [AllowedEnd] of its run at its start allocation
+	// ([StartRun]: its time limit before its first shrink, Limit −
+	// LimitRaised, or its progress report's pace when that is less) and
+	// its Elapsed; 0 (a recording made
 	// before it existed): the horizon alone bounds it.
 	Allowance float64 `json:",omitempty"`
 }
@@ -561,7 +563,7 @@ func admitOne(in NodeAdmitInput, cluster *Cluster, idx map[string]int, baseAvail
 			if kept.kept(i, q.User) {
 				donors[i].Delay = delay
 			}
-			if a := AllowedEnd(o.Allowance, (c.d.Limit - c.d.LimitRaised).Seconds(), c.d.Elapsed.Seconds()); a > 0 {
+			if a := AllowedEnd(o.Allowance, StartRun(c.d.Limit, c.d.LimitRaised, c.d.Elapsed, c.d.Step, c.d.TotalSteps), c.d.Elapsed.Seconds()); a > 0 {
 				donors[i].Allowed, donors[i].Kept = a, delay
 			}
 		}

@@ -243,6 +243,30 @@ func TestAdmitOnNodesByTheObjective(t *testing.T) {
 			in.Objective.Allowance = 1
 			in.Donors[0].Limit, in.Donors[0].Elapsed = 70*min, 30*min
 		}, false, "end after the longest"},
+		// admit.allowance counts from the run at the start allocation: a
+		// limit far above the run (4 h for a job whose 100 of 600 steps
+		// took 10 min: a 60 min run, 50 min left) must not loosen it.
+		// Never getting its node back it ends about 100 min from now:
+		// within 2 × 60 − 10 min, not within 1.5 × 60 − 10 min (nor
+		// within 1.5 × 240 − 10 min were the limit read instead).
+		{"by its progress report (a 60 min run) allowance 1 lets it yield", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 1
+			d := &in.Donors[0]
+			d.Limit, d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps = 4*time.Hour, 230*min, 10*min, 100, 600
+			d.Cap = LimitCap{Max: 10 * time.Hour}
+		}, true, ""},
+		{"and 0.5 does not, though its 4 h limit would have", func(in *NodeAdmitInput) {
+			objective(in, time.Hour)
+			in.Objective.Horizon = 0
+			in.Objective.AdmitHorizon = HorizonKept
+			in.Objective.Allowance = 0.5
+			d := &in.Donors[0]
+			d.Limit, d.TimeLeft, d.Elapsed, d.Step, d.TotalSteps = 4*time.Hour, 230*min, 10*min, 100, 600
+			d.Cap = LimitCap{Max: 10 * time.Hour}
+		}, false, "end after the longest"},
 		// admit.horizon contested: kept when another pending
 		// job besides the queued one may use the donor's type (v100) and no
 		// running elastic job there has more time left

@@ -1,5 +1,7 @@
 package planner
 
+import "time"
+
 // DefaultAdmitAllowance is admit.allowance's default: shrink-to-admit may
 // make a running job end past the horizon (the longest time left of the
 // other running jobs, the drain bound) as long as, counting the GPUs it
@@ -20,9 +22,9 @@ const DefaultAdmitAllowance = 0.5
 // AllowedEnd is how long from now (seconds) a running job may end at the
 // latest by an allowance of allowance (admit.allowance, ≥ 0): (1 +
 // allowance) × startRun − elapsed, where startRun is its run time at the
-// allocation it started on (seconds: the daemon takes its time limit less
-// the raises shrink-to-admit made, the simulator its run time when it
-// started) and elapsed how long it has run (seconds; a negative one counts
+// allocation it started on (seconds: the daemon estimates it by
+// [StartRun], from its time limit and progress report, the simulator
+// takes its run time when it started) and elapsed how long it has run (seconds; a negative one counts
 // as 0). 0, no allowance, when allowance or startRun is not above 0 or
 // the job is past that end. The bound is on the job's expected end: the
 // time limit shrink-to-admit then sets has its margin on top
@@ -34,4 +36,26 @@ func AllowedEnd(allowance, startRun, elapsed float64) float64 {
 	// A clock behind slurmctld's reads a negative elapsed: it must not
 	// widen the allowance (helper 106's).
 	return max((1+allowance)*startRun-max(elapsed, 0), 0)
+}
+
+// StartRun estimates a running job's run time at the allocation it
+// started on, in seconds, for [AllowedEnd] in the daemon: its time limit
+// less the raises shrink-to-admit made (limit − limitRaised), or, when its
+// runtime reports progress (step of totalSteps, step > 0) after elapsed,
+// its whole run at the average pace so far, elapsed × totalSteps / step,
+// when that is less. Shrinks only slow a job, so after them the estimate
+// is still at least that run; extra jobs that sped it up, or a requeued
+// job's steps done before its restart (elapsed counts from its latest
+// start), make it less, which only makes it yield less. A time limit set far above the run thus
+// no longer loosens the allowance (the simulator knows the run exactly).
+// 0 when neither is known.
+func StartRun(limit, limitRaised, elapsed time.Duration, step, totalSteps int) float64 {
+	run := max(limit-limitRaised, 0).Seconds()
+	if step > 0 && totalSteps >= step && elapsed > 0 {
+		paced := elapsed.Seconds() * float64(totalSteps) / float64(step)
+		if run <= 0 || paced < run {
+			run = paced
+		}
+	}
+	return run
 }

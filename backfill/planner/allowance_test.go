@@ -1,6 +1,9 @@
 package planner
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestAllowedEnd(t *testing.T) {
 	for _, tc := range []struct {
@@ -76,5 +79,31 @@ func TestTheAllowanceHoldsForEveryCountUpToWhatIsGiven(t *testing.T) {
 	}
 	if got := mostUnder(1000, 3, linearLoss(100), 1250); got != 2 {
 		t.Errorf("mostUnder of a growing delay = %d, want 2", got)
+	}
+}
+
+func TestStartRun(t *testing.T) {
+	const min = time.Minute
+	for _, tc := range []struct {
+		name                   string
+		limit, raised, elapsed time.Duration
+		step, total            int
+		want                   float64
+	}{
+		{"no progress report: the limit before shrink-to-admit raised it", 100 * min, 40 * min, 30 * min, 0, 0, 3600},
+		{"its pace so far when that is less (10 min for 100 of 600 steps)", 4 * 60 * min, 0, 10 * min, 100, 600, 3600},
+		{"the limit when that is less", 50 * min, 0, 10 * min, 100, 600, 3000},
+		{"a raised limit and progress: the lesser of the two", 180 * min, 60 * min, 30 * min, 300, 600, 3600},
+		{"a report past its total steps is not read", 100 * min, 0, 10 * min, 700, 600, 6000},
+		{"nothing run yet: no pace to read", 100 * min, 0, 0, 5, 600, 6000},
+		{"progress alone", 0, 0, 10 * min, 100, 300, 1800},
+		{"neither", 0, 0, 0, 0, 0, 0},
+		{"raises above the limit (a store ahead of Slurm) count as no limit", 10 * min, 20 * min, 0, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StartRun(tc.limit, tc.raised, tc.elapsed, tc.step, tc.total); got != tc.want {
+				t.Errorf("StartRun(%v, %v, %v, %d, %d) = %v, want %v", tc.limit, tc.raised, tc.elapsed, tc.step, tc.total, got, tc.want)
+			}
+		})
 	}
 }
