@@ -189,8 +189,31 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
-// ErrUnknownKeys marks a job file with keys this version does not know.
+// ErrUnknownKeys marks a job file with keys this version does not know;
+// the error that wraps it is an *UnknownKeysError.
 var ErrUnknownKeys = errors.New("unknown keys")
+
+// UnknownKeysError lists the keys of a job file this version does not
+// know, each with the key it likely meant (describeUnknown), and the
+// example job file to compare with. It wraps ErrUnknownKeys.
+type UnknownKeysError struct {
+	Keys    []string // "torch.thread (did you mean torch.threads?)", "[optimzer]", ...
+	Example string   // e.g. examples/torch-ddp/job.toml
+}
+
+func (e *UnknownKeysError) Error() string {
+	if len(e.Keys) == 1 {
+		what := "key"
+		if strings.HasPrefix(e.Keys[0], "[") {
+			what = "table"
+		}
+		return fmt.Sprintf("unknown %s %s; remove or rename it (see %s)", what, e.Keys[0], e.Example)
+	}
+	return fmt.Sprintf("unknown keys %s; remove or rename them (see %s)", strings.Join(e.Keys, ", "), e.Example)
+}
+
+// Unwrap returns ErrUnknownKeys.
+func (e *UnknownKeysError) Unwrap() error { return ErrUnknownKeys }
 
 // Load reads, validates and completes the job file at path. Errors name the
 // file and the field; unknown keys wrap ErrUnknownKeys and list every key.
@@ -252,12 +275,17 @@ func Parse(text string) (*Spec, error) {
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := describeUnknown(s.Engine, und)
+		// A file with a [torch] table and no engine most likely misspelt
+		// engine = "torch": its hints and example are the torch engine's.
+		engine := s.Engine
+		if engine == "" && md.IsDefined("torch") {
+			engine = EngineTorch
+		}
 		example := "examples/mnist/job.toml"
-		if s.Engine == EngineTorch {
+		if engine == EngineTorch {
 			example = "examples/torch-ddp/job.toml"
 		}
-		return nil, fmt.Errorf("%w %s; remove or rename them (see %s)", ErrUnknownKeys, strings.Join(keys, ", "), example)
+		return nil, &UnknownKeysError{Keys: describeUnknown(engine, und), Example: example}
 	}
 	if s.Engine == EngineTorch && s.Torch != nil {
 		switch t := s.Torch; {

@@ -164,10 +164,19 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 		// and names the table meant; a table is compared with tables
 		// ([speed] is [speeds], not seed); a key the engine refuses is
 		// never suggested (epochs for a torch job)
-		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[optimzer]\nkind = \"sgd\"\nlr = 0.1\n", "unknown keys [optimzer] (did you mean [optimizer]?);"},
-		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[speed]\nv100 = 1.0\n", "unknown keys [speed] (did you mean [speeds]?);"},
-		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nepoch = 1\n[torch]\nmodule = \"m.py\"\n", "unknown keys epoch;"},
-		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n", "unknown keys torch.thread;"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[optimzer]\nkind = \"sgd\"\nlr = 0.1\n", "unknown table [optimzer] (did you mean [optimizer]?);"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[speed]\nv100 = 1.0\n", "unknown table [speed] (did you mean [speeds]?);"},
+		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nepoch = 1\n[torch]\nmodule = \"m.py\"\n", "unknown key epoch;"},
+		{"engine = \"native\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n", "unknown key torch.thread;"},
+		// a new user's (helper 107): a key in the wrong table names the
+		// table it belongs in; a file with a [torch] table and a misspelt
+		// engine gets the torch engine's hints and example; one key is
+		// "unknown key", several "unknown keys"
+		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\nthreads = 2\n[torch]\nmodule = \"m.py\"\n",
+			"unknown key threads (did you mean torch.threads?); remove or rename it"},
+		{minimal + "\n[torch]\nseed = 3\n", "torch.seed (did you mean seed?)"},
+		{"engin = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n",
+			"unknown keys engin (did you mean engine?), torch.thread (did you mean torch.threads?); remove or rename them (see examples/torch-ddp/job.toml)"},
 	} {
 		_, err := Parse(tc.text)
 		if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), tc.want) {

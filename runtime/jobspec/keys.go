@@ -74,6 +74,24 @@ func closest(engine, name string, names []string) string {
 	return best
 }
 
+// elsewhere is the known key (not refused for engine) in another table
+// whose last part is name's last part or closest to it, by closest's
+// rule: a key put in the wrong table ("threads" at the top for
+// torch.threads, "torch.seed" for seed); "" when none is.
+func elsewhere(engine, name string) string {
+	last := name[strings.LastIndex(name, ".")+1:]
+	best, bestD := "", 3
+	for _, k := range knownKeys {
+		if k == name || notFor(engine, k) {
+			continue
+		}
+		if d := spelling.Distance(k[strings.LastIndex(k, ".")+1:], last); d < bestD && 2*d < len([]rune(last)) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
 // describeUnknown writes the unknown keys of a job file for engine, one
 // entry each, sorted: a key close to a known one says which ("torch.thread
 // (did you mean torch.threads?)"), and an unknown table ("[optimzer]")
@@ -99,6 +117,8 @@ func describeUnknown(engine string, und []toml.Key) []string {
 			continue
 		}
 		if t := closest(engine, name, knownKeys); t != "" {
+			name += " (did you mean " + t + "?)"
+		} else if t := elsewhere(engine, name); t != "" {
 			name += " (did you mean " + t + "?)"
 		}
 		out = append(out, name)
