@@ -26,9 +26,9 @@ const usageText = `Usage: easyscale-simulate --trace FILE --gpus TYPE:COUNT[,TYP
                           (or --nodes FILE)
                           --policy rigid|elastic|elastic-capped --json OUT [--plot FILE]
 
-Replays a GPU-cluster job trace (a job table such as shared/traces/philly/philly_busy_week.csv,
-or a Pollux workload) through a Slurm-like FIFO + backfill scheduler and the EasyScale
-backfill planner, and writes the metrics (mean and p95 JCT, queueing delay, GPU allocation,
+Replays a GPU-cluster job trace through a Slurm-like scheduler and the EasyScale planner (the
+trace: a job table such as shared/traces/philly/philly_busy_week.csv, or a Pollux workload;
+the scheduler: FIFO + backfill, as Slurm's), and writes the metrics (mean and p95 JCT, queueing delay, GPU allocation,
 reservation delays, an allocation time series) as JSON. Compare the policies by running it
 once per --policy on the same trace and cluster.
 

@@ -58,8 +58,10 @@ func Render(p Page) string {
 // man-pages(7) wants short (whatis and apropos print it): a summary over
 // 80 characters is cut at its first " (", ": " or ", " after its 20th
 // character, where a clause or an aside begins; the DESCRIPTION keeps it
-// whole. "Replays a GPU-cluster job trace (a job table ...) through ..."
-// becomes "Replays a GPU-cluster job trace".
+// whole. "Replays a GPU-cluster job trace through a Slurm-like scheduler
+// and the EasyScale planner (the trace: ...)" becomes "Replays a
+// GPU-cluster job trace through a Slurm-like scheduler and the EasyScale
+// planner".
 func NameLine(summary string) string {
 	const long, least = 80, 20
 	if len([]rune(summary)) <= long {
