@@ -164,3 +164,27 @@ func TestCheckConfigLoadsTheFileAlone(t *testing.T) {
 		})
 	}
 }
+
+// --help's text before the flags is wrapped for a terminal and says what
+// the daemon does (a new user saw one 150-character line that named only
+// growth).
+func TestHelpIsWrappedAndNamesEveryAction(t *testing.T) {
+	var out bytes.Buffer
+	if rc := Main(context.Background(), []string{"--help"}, &out); rc != 0 {
+		t.Fatalf("--help exited %d: %s", rc, out.String())
+	}
+	text, _, ok := strings.Cut(out.String(), "\nFlags:")
+	if !ok {
+		t.Fatalf("no Flags: section in %q", out.String())
+	}
+	for _, l := range strings.Split(text, "\n")[1:] { // the usage line lists the flags
+		if n := len([]rune(l)); n > 84 {
+			t.Errorf("line of %d characters: %q", n, l)
+		}
+	}
+	for _, want := range []string{"idle GPUs", "shrinks them", "admit waiting jobs", "small", "contrib/backfill.toml"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("--help does not say %q:\n%s", want, text)
+		}
+	}
+}
