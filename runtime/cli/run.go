@@ -418,6 +418,11 @@ func (j *runJob) train(ctx context.Context, env Env, opts trainer.Options, finis
 	}
 	if err != nil {
 		j.log.Error("run failed", "error", err)
+		// A job-file field checked only once the data set is read (the
+		// warmup against an epochs horizon) is bad usage too.
+		if fe := (*jobspec.FieldError)(nil); errors.As(err, &fe) {
+			return 2
+		}
 		return 1
 	}
 	fmt.Fprintf(env.Stdout, "steps %d  digest %s  train_loss %.4f%s  reallocations %d%s%s\n",

@@ -44,6 +44,9 @@ func TestBadInputIsRefusedClearlyAndLosesNothing(t *testing.T) {
 		{"a state directory of another job", []string{"--config", writeFile(t, "s.toml", strings.Replace(string(good), "seed = 7", "seed = 8", 1))}, 1, "fields that differ: seed"},
 		{"a summary path in a missing directory", []string{"--config", config(), "--summary", "/nonexistent/dir/s.json"}, 2, "--summary /nonexistent/dir/s.json"},
 		{"a non-numeric --steps", []string{"--config", config(), "--steps", "many"}, 2, "--steps"},
+		// a new user's (helper 107): checked once the horizon is known, after
+		// "starting", and still bad usage
+		{"a warmup beyond the training horizon", []string{"--config", writeFile(t, "w.toml", strings.Replace(string(good), "warmup_steps = 5", "warmup_steps = 500", 1))}, 2, "lr_schedule.warmup_steps: 500 exceeds the training horizon of 200 steps"},
 		{"an epochs count that overflows", []string{"--config", writeFile(t, "e.toml", strings.Replace(string(good), "steps = 200", "epochs = 9223372036854775807", 1))}, 2, "epochs:"},
 	}
 	for _, c := range cases {
