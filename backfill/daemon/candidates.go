@@ -222,19 +222,24 @@ func tierOf(v *View, partitions string) (tier uint64, mixed bool) {
 	return tier, mixed
 }
 
-// priorityOf is pending job j's planner.PriorityKey: its partitions' tier
-// (tierOf) and its priority as squeue's %Q printed it with the placements
-// (View.Priorities, a job array's pending tasks included; not known when
-// none was read).
+// priorityOf is pending job j's planner.PriorityKey: whether it runs in an
+// advance reservation (View.InReservation: ranked ahead of all others),
+// its partitions' tier (tierOf) and its priority as squeue's %Q printed
+// it with the placements (View.Priorities, a job array's pending tasks
+// included; not known when none was read).
 func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
 	prio, ok := v.Priorities[j.ID]
 	tier, _ := tierOf(v, j.Partition)
-	return planner.NewPriorityKey(ok, tier, prio, j.ID)
+	k := planner.NewPriorityKey(ok, tier, prio, j.ID)
+	if v.InReservation[j.ID] {
+		k = k.InReservation()
+	}
+	return k
 }
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order
-// (planner.PriorityKey: their partitions' tiers, their priorities read
-// with the placements) and returns them. A job whose priority was not
+// (planner.PriorityKey: in an advance reservation first, then their
+// partitions' tiers, their priorities read with the placements) and returns them. A job whose priority was not
 // read (no placement) comes first within its tier (shrink-to-admit
 // refuses it: queuedNodes).
 func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {

@@ -247,8 +247,9 @@
 //     that a QOS or association limit no shrink lifts holds (a job count,
 //     a per-job limit, usage so far: limitNoShrinkLifts; a limit on what
 //     a user, account or QOS holds now still counts, since a donor's
-//     shrink may lift it) (startsNever, candidates.go), in Slurm's order: the partitions'
-//     PriorityTier first (read with MaxTime; a job of a lower tier, as in
+//     shrink may lift it) (startsNever, candidates.go), in Slurm's order: a
+//     job in an advance reservation (squeue's %v) ahead of all others,
+//     then the partitions' PriorityTier (read with MaxTime; a job of a lower tier, as in
 //     extra.partition, is ranked behind, whatever its priority; an unread
 //     tier counts as ranked ahead; a queued job in a partition whose tier
 //     was not read is not admitted; one in several of different tiers,

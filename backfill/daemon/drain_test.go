@@ -215,3 +215,26 @@ func TestAJobIsRankedOncePerTierOfItsPartitions(t *testing.T) {
 		}
 	}
 }
+
+// A pending job in an advance reservation is ranked ahead of every other,
+// whatever its partition's tier and its priority, as Slurm's
+// sort_job_queue2 ranks it (setPendingPlacements reads it from squeue's
+// %v).
+func TestAJobInAReservationIsRankedFirst(t *testing.T) {
+	v := &View{Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "low": {PriorityTier: 1}}}
+	v.setPendingPlacements(map[string]slurmcli.Placement{
+		"5": {Priority: 100}, "6": {Priority: 200}, "7": {Priority: 50, Reservation: "maint"}, "8": {Priority: 10},
+	})
+	jobs := []slurmcli.Job{{ID: "5", Partition: "normal"}, {ID: "6", Partition: "normal"}, {ID: "7", Partition: "low"}, {ID: "8", Partition: "low"}}
+	var got []string
+	for _, j := range inPriorityOrder(v, jobs) {
+		got = append(got, j.ID)
+	}
+	if want := []string{"7", "6", "5", "8"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v: the job in a reservation first, then by tier and priority", got, want)
+	}
+	v.setPendingPlacements(nil)
+	if v.InReservation != nil || v.Priorities != nil {
+		t.Errorf("a failed squeue left InReservation %v, Priorities %v: want both nil", v.InReservation, v.Priorities)
+	}
+}

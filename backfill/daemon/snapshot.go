@@ -160,6 +160,10 @@ type View struct {
 	// is never acted on but is ranked as Slurm ranks it (priorityOf). A
 	// job without an entry has a priority the daemon could not read.
 	Priorities map[string]uint64
+	// InReservation holds, by id, the pending jobs (read with Priorities)
+	// that run in an advance reservation (squeue's %v): Slurm ranks them
+	// ahead of every other (planner.PriorityKey.InReservation).
+	InReservation map[string]bool
 	// RunningPlacements are the running jobs' --exclude and --constraint,
 	// by id, read when an elastic job may be grown (one is ready): its
 	// extra jobs go only where its owner let it run (runningJob). A nil
@@ -721,16 +725,22 @@ func (v *View) setRunningPlacements(ps map[string]slurmcli.Placement) {
 
 // setPendingPlacements sets v.Placements to the placements of the jobs
 // the daemon may act on in ps (slurmcli.WholeJobs) and v.Priorities to
-// every pending job's priority in ps; a nil ps (squeue failed) leaves both
-// nil.
+// every pending job's priority in ps (v.InReservation those in an advance
+// reservation); a nil ps (squeue failed) leaves them nil.
 func (v *View) setPendingPlacements(ps map[string]slurmcli.Placement) {
-	v.Placements, v.Priorities = slurmcli.WholeJobs(ps), nil
+	v.Placements, v.Priorities, v.InReservation = slurmcli.WholeJobs(ps), nil, nil
 	if ps == nil {
 		return
 	}
 	v.Priorities = make(map[string]uint64, len(ps))
 	for id, p := range ps {
 		v.Priorities[id] = p.Priority
+		if p.Reservation != "" {
+			if v.InReservation == nil {
+				v.InReservation = map[string]bool{}
+			}
+			v.InReservation[id] = true
+		}
 	}
 }
 

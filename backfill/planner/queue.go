@@ -45,6 +45,7 @@ func (a QueueKey) Compare(b QueueKey) int {
 // planned starts of the jobs ahead in it as those Slurm's backfill keeps
 // ([TakesReserved]).
 type PriorityKey struct {
+	resv  bool
 	known bool
 	tier  uint64
 	prio  uint64
@@ -61,15 +62,31 @@ func NewPriorityKey(known bool, tier, prio uint64, id string) PriorityKey {
 	return PriorityKey{known: known, tier: tier, prio: prio, id: NewQueueKey(0, id)}
 }
 
+// InReservation returns k for a job that runs in an advance reservation
+// (--reservation): Slurm ranks every such job ahead of every job without
+// one, whatever their tiers and priorities (sort_job_queue2 in
+// src/slurmctld/job_scheduler.c compares resv_id first, in 22.05 and
+// 24.11 alike), and such jobs among themselves as the others.
+func (k PriorityKey) InReservation() PriorityKey {
+	k.resv = true
+	return k
+}
+
 // TierUnknown is the PriorityTier of a job whose partition's tier was not
 // read ([NewPriorityKey]): above every tier Slurm has (16 bits), so such a
 // job counts as ranked ahead, which may cost an admission but frees no
 // node for a job Slurm would start first.
 const TierUnknown = math.MaxUint64
 
-// Compare orders a and b, like cmp.Compare: the job ahead first.
+// Compare orders a and b, like cmp.Compare: the job ahead first (one in
+// a reservation, then the higher tier, then an unread priority, then the
+// higher priority, then the lower job id).
 func (a PriorityKey) Compare(b PriorityKey) int {
 	switch {
+	case a.resv != b.resv && a.resv:
+		return -1
+	case a.resv != b.resv:
+		return 1
 	case a.tier != b.tier:
 		return -cmp.Compare(a.tier, b.tier)
 	case a.known != b.known && !a.known:

@@ -11,23 +11,32 @@ func TestPriorityKeyOrdersAsSlurmsSchedulers(t *testing.T) {
 		known bool
 		tier  uint64
 		prio  uint64
+		resv  bool // in an advance reservation
 	}
 	jobs := []job{
-		{"7", true, 1, 100}, {"10", true, 1, 200}, {"9", true, 1, 200}, {"3", false, 1, 0}, {"100", true, 1, 100}, {"8", true, 1, 50},
-		{"20", true, 0, 900}, {"21", true, 2, 10}, {"22", true, TierUnknown, 5},
+		{"7", true, 1, 100, false}, {"10", true, 1, 200, false}, {"9", true, 1, 200, false}, {"3", false, 1, 0, false}, {"100", true, 1, 100, false}, {"8", true, 1, 50, false},
+		{"20", true, 0, 900, false}, {"21", true, 2, 10, false}, {"22", true, TierUnknown, 5, false},
+		{"30", true, 0, 1, true}, {"31", true, 0, 2, true}, {"32", false, 0, 0, true},
 	}
-	slices.SortStableFunc(jobs, func(a, b job) int {
-		return NewPriorityKey(a.known, a.tier, a.prio, a.id).Compare(NewPriorityKey(b.known, b.tier, b.prio, b.id))
-	})
+	key := func(j job) PriorityKey {
+		k := NewPriorityKey(j.known, j.tier, j.prio, j.id)
+		if j.resv {
+			k = k.InReservation()
+		}
+		return k
+	}
+	slices.SortStableFunc(jobs, func(a, b job) int { return key(a).Compare(key(b)) })
 	var got []string
 	for _, j := range jobs {
 		got = append(got, j.id)
 	}
-	// the higher tier first (unread: highest), whatever the priority
+	// jobs in a reservation first, whatever their tier, among themselves
+	// as the others (Slurm's sort_job_queue2); then the higher tier first
+	// (unread: highest), whatever the priority
 	// (read or not: a tester's array job, whose priority is not read, in
 	// a lower tier); then an unread priority; then the higher priority;
 	// equal priorities by job id as a number
-	if want := []string{"22", "21", "3", "9", "10", "7", "100", "8", "20"}; !slices.Equal(got, want) {
+	if want := []string{"32", "31", "30", "22", "21", "3", "9", "10", "7", "100", "8", "20"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
