@@ -58,7 +58,7 @@ func (s *SlurmResizer) SetNodes(ctx context.Context, id string, nodes int) error
 // finishes or undoes shrinks a previous run recorded but did not finish
 // (resumeAdmits; records are the store's, read this cycle), then applies at most one admission (planAdmission):
 // the queued job and every donor are re-read by id before any donor is
-// changed (verifyAdmission; an "admit-skip" decision when one changed),
+// changed (verifyAdmission, in a dry run too; an "admit-skip" decision when one changed),
 // then the donors are shrunk in turn; a donor Slurm refuses after others
 // were shrunk is handled by undoAdmission. It returns true when it
 // changed an allocation, so that the cycle lends nothing on the state it
@@ -84,6 +84,16 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, reco
 		return false, nil
 	}
 	log := d.log.Named("admit").With("queued_id", a.queued.ID)
+	// The re-read only reads, so a dry run makes it too: it then logs the
+	// admissions a real run would make, not those a re-read refuses.
+	if job, why, err := d.verifyAdmission(ctx, v, a); err != nil || why != "" {
+		if err != nil {
+			log.Error("re-reading the jobs before shrinking failed; not admitting", "error", err, "dry_run", d.cfg.DryRun)
+			return false, nil
+		}
+		log.Error("not admitting: Slurm's jobs are not those the snapshot read", "job_id", job, "why", why, "dry_run", d.cfg.DryRun)
+		return false, d.decide(ctx, "admit-skip", job, "", "", 0, why)
+	}
 	if d.cfg.DryRun {
 		for _, ds := range a.donors {
 			detail := admitDetail(ds, a.queued.ID)
@@ -93,14 +103,6 @@ func (d *Daemon) admit(ctx context.Context, v *View, live map[string]*lent, reco
 			}
 		}
 		return false, nil
-	}
-	if job, why, err := d.verifyAdmission(ctx, v, a); err != nil || why != "" {
-		if err != nil {
-			log.Error("re-reading the jobs before shrinking failed; not admitting", "error", err)
-			return false, nil
-		}
-		log.Error("not admitting: Slurm's jobs are not those the snapshot read", "job_id", job, "why", why)
-		return false, d.decide(ctx, "admit-skip", job, "", "", 0, why)
 	}
 	var applied []donorShrink
 	for _, ds := range a.donors {

@@ -78,6 +78,33 @@ func TestShrinkToAdmitReReadsTheQueuedJobBeforeAnyDonor(t *testing.T) {
 	}
 }
 
+// A dry run re-reads as a real run does: it records the shrink it would
+// make only when the re-read holds (a tester saw a dry run log "would
+// shrink" for an admission the real run refused), and changes nothing.
+func TestADryRunReReadsBeforeItSaysItWouldShrink(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(q *fakeJob)
+		kinds  []string
+	}{
+		{"unchanged", func(*fakeJob) {}, []string{"admit-shrink 10"}},
+		{"cancelled before the re-read", func(q *fakeJob) { q.state = "CANCELLED" }, []string{"admit-skip 20"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := admitCluster(t, "dry_run = true\n", elasticComment)
+			q := td.fake.job("20")
+			td.fake.onJobs = func() { tc.change(q) }
+			r := td.cycle(t)
+			if got := td.fake.commands("scontrol update"); len(got) != 0 || len(r.Admitted)+len(r.AdmitShrunk) != 0 {
+				t.Fatalf("a dry run changed jobs: %q, admitted %v shrunk %v", got, r.Admitted, r.AdmitShrunk)
+			}
+			if kinds := decisionKinds(t, td); !slices.Equal(kinds, tc.kinds) {
+				t.Fatalf("decisions %q, want %q", kinds, tc.kinds)
+			}
+		})
+	}
+}
+
 // twoDonorCluster: elastic jobs 10 (carol, n1,n2) and 11 (bob, n3,n4), 4
 // GPUs per node, 60 min limits; bob's job 20 queued for 2 whole nodes of
 // any type for 30 min, waiting for resources: it needs a node of each.
