@@ -205,7 +205,9 @@ func (d *Daemon) admitQueued(v *View, c admitCandidate) planner.NodeAdmitQueued 
 	may, why := d.queuedNodes(v, q)
 	if why != "" {
 		out.Refused = why
-		return out
+		if may == nil {
+			return out
+		}
 	}
 	out.OnlyNodes, _ = slurmcli.ExpandHostlist(q.ReqNodes) // queuedNodes parsed it
 	for _, n := range v.Nodes {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -13,6 +14,19 @@ import (
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
 )
+
+// reservationJobAhead adds to admitCluster job 21 (carol), pending with
+// reason for a whole v100 node in advance reservation R2 of n3 (flags,
+// active; a t4 node, where it never fits), at the lowest priority: Slurm
+// ranks it ahead of job 20, and a v100 node freed for job 20 would hold it
+// were it not bound to R2's nodes.
+func reservationJobAhead(td *testDaemon, flags, reason string) {
+	r := td.fake.pending("21", "n3", 4, td.now.Add(2*time.Hour))
+	td.fake.set(func() {
+		r.user, r.reason, r.reservation, r.priority, r.timeLimit, r.gpuType = "carol", reason, "R2", 1, 30*time.Minute, "v100"
+		td.fake.reservations = []string{fakeReservation("R2", "n3", td.now, td.now.Add(-time.Minute), 3*time.Hour, cmp.Or(flags, "SPEC_NODES"))}
+	})
+}
 
 // admitCluster is the fake cluster of the shrink-to-admit tests: elastic
 // job 10 (alice, "normal") on n1 and n2 with 4 v100 each, 60 min limit,
@@ -478,6 +492,21 @@ func TestShrinkToAdmit(t *testing.T) {
 				q := td.fake.job("20")
 				td.fake.set(func() { q.reservation = "R1" })
 			}},
+		// Slurm ranks a job in an advance reservation ahead of job 20
+		// whatever its priority; it may take only its reservation's nodes
+		// (a tester saw one, refused and so read as able to run anywhere,
+		// keep back an admission Slurm carried out)
+		{name: "a job in an advance reservation of n3, ranked ahead, takes no node freed on n2: job 20 is admitted",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reservationJobAhead(td, "", "Resources") },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
+		{name: "one in a FLEX reservation of n3 may take n2 too: nothing is admitted",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reservationJobAhead(td, "FLEX", "Resources") }},
+		{name: "one waiting for its FLEX reservation to start (Reason Reservation) starts nowhere now: job 20 is admitted",
+			toml: on, comment: elasticComment,
+			setup: func(t *testing.T, td *testDaemon) { reservationJobAhead(td, "FLEX", "Reservation") },
+			want:  []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "nor one asking for contiguous nodes (--contiguous)",
 			toml: on, comment: elasticComment,
 			setup: func(t *testing.T, td *testDaemon) {

@@ -38,11 +38,13 @@ type admitCandidate struct {
 
 // neverStartsNow are the Reasons of pending jobs Slurm starts on no freed
 // node this cycle, whatever their request: held, or waiting for a
-// dependency or a begin time. Every other pending job may take nodes an
+// dependency, a begin time or the start of their advance reservation
+// (Reservation; a tester saw such a job, ranked ahead as every job in a
+// reservation is, keep an admission back). Every other pending job may take nodes an
 // admission frees if Slurm ranks it ahead (a tester saw a job whose Reason
 // named a higher-priority partition start on the node freed for a job
 // ranked below it).
-var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime"}
+var neverStartsNow = []string{"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime", "Reservation"}
 
 // partitionStopsIt are the Reasons of a pending job whose partition starts
 // no job now (DOWN or INACTIVE) or never this one (over its node or time
@@ -222,9 +224,9 @@ func tierOf(v *View, partitions string) (tier uint64, mixed bool) {
 	return tier, mixed
 }
 
-// priorityOf is pending job j's planner.PriorityKey: whether it runs in an
-// advance reservation (View.InReservation: ranked ahead of all others),
-// its partitions' tier (tierOf) and its priority as squeue's %Q printed
+// priorityOf is pending job j's planner.PriorityKey: its partitions' tier
+// (tierOf), whether it runs in an advance reservation (View.InReservation:
+// ranked ahead of the others of its tier) and its priority as squeue's %Q printed
 // it with the placements (View.Priorities, a job array's pending tasks
 // included; not known when none was read).
 func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
@@ -238,8 +240,8 @@ func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
 }
 
 // inPriorityOrder sorts pending jobs in place in Slurm's priority order
-// (planner.PriorityKey: in an advance reservation first, then their
-// partitions' tiers, their priorities read with the placements) and returns them. A job whose priority was not
+// (planner.PriorityKey: their partitions' tiers, then in an advance
+// reservation first, then their priorities read with the placements) and returns them. A job whose priority was not
 // read (no placement) comes first within its tier (shrink-to-admit
 // refuses it: queuedNodes).
 func inPriorityOrder(v *View, jobs []slurmcli.Job) []slurmcli.Job {

@@ -247,15 +247,17 @@
 //     that a QOS or association limit no shrink lifts holds (a job count,
 //     a per-job limit, usage so far: limitNoShrinkLifts; a limit on what
 //     a user, account or QOS holds now still counts, since a donor's
-//     shrink may lift it) (startsNever, candidates.go), in Slurm's order: a
-//     job in an advance reservation (squeue's %v) ahead of all others,
-//     then the partitions' PriorityTier (read with MaxTime; a job of a lower tier, as in
+//     shrink may lift it) (startsNever, candidates.go), in Slurm's order
+//     under preempt/partition_prio: the partitions' PriorityTier (read with MaxTime; a job of a lower tier, as in
 //     extra.partition, is ranked behind, whatever its priority; an unread
 //     tier counts as ranked ahead; a queued job in a partition whose tier
 //     was not read is not admitted; one in several of different tiers,
 //     which Slurm ranks apart on each one's nodes, counts in each tier on
-//     that tier's partitions' nodes alone, and is not admitted), then
-//     priority; the simulator applies the rule too; so it starts now and
+//     that tier's partitions' nodes alone, and is not admitted), then a
+//     job in an advance reservation (squeue's %v; counted only on its
+//     reservation's nodes, or on all for a FLEX one, and not admitted),
+//     then priority; a job waiting for its reservation to start (Reason
+//     Reservation) counts as none; the simulator applies the rule too; so it starts now and
 //     no reservation moves
 //     (Slurm's estimates for a job waiting on other nodes may, while
 //     the admitted job runs: a tester saw a head's estimate follow a

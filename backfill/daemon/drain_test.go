@@ -216,22 +216,25 @@ func TestAJobIsRankedOncePerTierOfItsPartitions(t *testing.T) {
 	}
 }
 
-// A pending job in an advance reservation is ranked ahead of every other,
-// whatever its partition's tier and its priority, as Slurm's
-// sort_job_queue2 ranks it (setPendingPlacements reads it from squeue's
-// %v).
-func TestAJobInAReservationIsRankedFirst(t *testing.T) {
+// A pending job in an advance reservation is ranked ahead of every other
+// job of its tier, whatever its priority, as Slurm's sort_job_queue2 ranks
+// it, and behind every job of a higher tier (its preemption check comes
+// first under preempt/partition_prio; a tester saw it on the 22.05 lab);
+// setPendingPlacements reads it from squeue's %v.
+func TestAJobInAReservationIsRankedFirstInItsTier(t *testing.T) {
 	v := &View{Partitions: map[string]slurmcli.Partition{"normal": {PriorityTier: 10}, "low": {PriorityTier: 1}}}
 	v.setPendingPlacements(map[string]slurmcli.Placement{
 		"5": {Priority: 100}, "6": {Priority: 200}, "7": {Priority: 50, Reservation: "maint"}, "8": {Priority: 10},
+		"9": {Priority: 1, Reservation: "r1"},
 	})
-	jobs := []slurmcli.Job{{ID: "5", Partition: "normal"}, {ID: "6", Partition: "normal"}, {ID: "7", Partition: "low"}, {ID: "8", Partition: "low"}}
+	jobs := []slurmcli.Job{{ID: "5", Partition: "normal"}, {ID: "6", Partition: "normal"}, {ID: "7", Partition: "low"}, {ID: "8", Partition: "low"},
+		{ID: "9", Partition: "normal"}}
 	var got []string
 	for _, j := range inPriorityOrder(v, jobs) {
 		got = append(got, j.ID)
 	}
-	if want := []string{"7", "6", "5", "8"}; !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v: the job in a reservation first, then by tier and priority", got, want)
+	if want := []string{"9", "6", "5", "7", "8"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v: by tier, then the job in a reservation first, then by priority", got, want)
 	}
 	v.setPendingPlacements(nil)
 	if v.InReservation != nil || v.Priorities != nil {

@@ -18,7 +18,12 @@ import (
 // run in an advance reservation (--reservation: only that reservation's
 // nodes, in its window) or asks for contiguous nodes (--contiguous), a
 // node list does not parse, or it waits in extra.partition (preemptible
-// work never shrinks another job or starts early). A tester saw each of
+// work never shrinks another job or starts early). A job in an advance
+// reservation is refused with may set all the same: the nodes of its
+// reservation (every node its partitions allow for a FLEX one), where it
+// may take nodes freed for a job ranked behind it (Slurm ranks such jobs
+// first: planner.PriorityKey.InReservation); may is nil when the
+// reservation was not read. A tester saw each of
 // --reservation and --contiguous make the daemon shrink another user's job
 // for a job Slurm then could not start. Shrink-to-admit and
 // start-small act only on what this allows, so a job that excludes the
@@ -32,11 +37,18 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	if !ok {
 		return nil, "its --exclude and --constraint could not be read"
 	}
+	return d.queuedNodesOf(v, q, p)
+}
+
+// queuedNodesOf is queuedNodes for q with placement p, read.
+func (d *Daemon) queuedNodesOf(v *View, q slurmcli.Job, p slurmcli.Placement) (may func(node string) bool, why string) {
+	parts := strings.Split(q.Partition, ",")
 	if p.Features != "" {
 		return nil, "it asks for node features (--constraint " + p.Features + "), which this daemon does not check"
 	}
 	if p.Reservation != "" {
-		return nil, "it must run in advance reservation " + p.Reservation + " (--reservation), which this daemon does not plan for"
+		why := "it must run in advance reservation " + p.Reservation + " (--reservation), which this daemon does not plan for"
+		return d.reservationNodes(v, q, p), why
 	}
 	if p.Contiguous {
 		return nil, "it asks for contiguous nodes (--contiguous), which this daemon does not check"
@@ -60,6 +72,29 @@ func (d *Daemon) queuedNodes(v *View, q slurmcli.Job) (may func(node string) boo
 	return func(node string) bool {
 		return inPartition[node] && !slices.Contains(excluded, node) && (only == nil || slices.Contains(only, node))
 	}, ""
+}
+
+// reservationNodes says where pending job q, which must run in advance
+// reservation p.Reservation, may take nodes: that reservation's nodes
+// within its partitions, --exclude and --nodelist, or, for a FLEX
+// reservation (its jobs may also use nodes outside it), every node those
+// allow; nil when the reservation is not among v.Reservations (not read,
+// or gone) or a node list does not parse.
+func (d *Daemon) reservationNodes(v *View, q slurmcli.Job, p slurmcli.Placement) func(node string) bool {
+	i := slices.IndexFunc(v.Reservations, func(r slurmcli.Reservation) bool { return r.Name == p.Reservation })
+	if i < 0 {
+		return nil
+	}
+	r := v.Reservations[i]
+	p.Reservation = ""
+	may, why := d.queuedNodesOf(v, q, p)
+	if why != "" {
+		return nil
+	}
+	if slices.Contains(r.Flags, "FLEX") {
+		return may
+	}
+	return func(node string) bool { return may(node) && slices.Contains(r.Nodes, node) }
 }
 
 // waitingForResources are the pending jobs squeue shows waiting for

@@ -162,7 +162,11 @@ type View struct {
 	Priorities map[string]uint64
 	// InReservation holds, by id, the pending jobs (read with Priorities)
 	// that run in an advance reservation (squeue's %v): Slurm ranks them
-	// ahead of every other (planner.PriorityKey.InReservation).
+	// ahead of every other job of their tier
+	// (planner.PriorityKey.InReservation). A MAGNETIC reservation, which
+	// Slurm also tries for jobs that do not name it (a tester saw them
+	// listed twice in the backfill order), is not modelled: such jobs are
+	// ranked by their priority.
 	InReservation map[string]bool
 	// RunningPlacements are the running jobs' --exclude and --constraint,
 	// by id, read when an elastic job may be grown (one is ready): its

@@ -63,10 +63,16 @@ func NewPriorityKey(known bool, tier, prio uint64, id string) PriorityKey {
 }
 
 // InReservation returns k for a job that runs in an advance reservation
-// (--reservation): Slurm ranks every such job ahead of every job without
-// one, whatever their tiers and priorities (sort_job_queue2 in
-// src/slurmctld/job_scheduler.c compares resv_id first, in 22.05 and
-// 24.11 alike), and such jobs among themselves as the others.
+// (--reservation): within its tier Slurm ranks it ahead of every job
+// without one, whatever their priorities, and such jobs among themselves
+// as the others (sort_job_queue2 in src/slurmctld/job_scheduler.c, 22.05
+// and 24.11 alike, compares resv_id before tier and priority; but first
+// the preemption check, which under preempt/partition_prio, the
+// configuration docs/deploy.md requires, ranks a job of a higher tier
+// whose partition shares nodes ahead: a tester saw a lower tier's job in a
+// reservation backfilled after every job of the higher tier on the 22.05
+// lab). Jobs of partitions that share no node take no node from each
+// other, so the tier comes first here.
 func (k PriorityKey) InReservation() PriorityKey {
 	k.resv = true
 	return k
@@ -78,17 +84,17 @@ func (k PriorityKey) InReservation() PriorityKey {
 // node for a job Slurm would start first.
 const TierUnknown = math.MaxUint64
 
-// Compare orders a and b, like cmp.Compare: the job ahead first (one in
-// a reservation, then the higher tier, then an unread priority, then the
-// higher priority, then the lower job id).
+// Compare orders a and b, like cmp.Compare: the job ahead first (the
+// higher tier, then one in a reservation, then an unread priority, then
+// the higher priority, then the lower job id).
 func (a PriorityKey) Compare(b PriorityKey) int {
 	switch {
+	case a.tier != b.tier:
+		return -cmp.Compare(a.tier, b.tier)
 	case a.resv != b.resv && a.resv:
 		return -1
 	case a.resv != b.resv:
 		return 1
-	case a.tier != b.tier:
-		return -cmp.Compare(a.tier, b.tier)
 	case a.known != b.known && !a.known:
 		return -1
 	case a.known != b.known:

@@ -30,13 +30,13 @@ func TestPriorityKeyOrdersAsSlurmsSchedulers(t *testing.T) {
 	for _, j := range jobs {
 		got = append(got, j.id)
 	}
-	// jobs in a reservation first, whatever their tier, among themselves
-	// as the others (Slurm's sort_job_queue2); then the higher tier first
-	// (unread: highest), whatever the priority
+	// the higher tier first (unread: highest), whatever the priority
 	// (read or not: a tester's array job, whose priority is not read, in
 	// a lower tier); then an unread priority; then the higher priority;
-	// equal priorities by job id as a number
-	if want := []string{"32", "31", "30", "22", "21", "3", "9", "10", "7", "100", "8", "20"}; !slices.Equal(got, want) {
+	// equal priorities by job id as a number; within a tier, jobs in a
+	// reservation first, among themselves as the others (Slurm's
+	// sort_job_queue2 under preempt/partition_prio)
+	if want := []string{"22", "21", "3", "9", "10", "7", "100", "8", "32", "31", "30", "20"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
