@@ -67,7 +67,7 @@ func NativeEngine(opts Options) (Engine, error) {
 	e.sampler = sampler
 	spe := sampler.StepsPerEpoch(spec.MicroBatch)
 	if spe < 1 {
-		return nil, fmt.Errorf("micro_batch %d is larger than a logical worker's shard (%d samples); lower micro_batch or logical_workers", spec.MicroBatch, sampler.ShardLen())
+		return nil, &jobspec.FieldError{Field: "micro_batch", Msg: fmt.Sprintf("%d is larger than a logical worker's shard (%d samples); lower micro_batch or logical_workers", spec.MicroBatch, sampler.ShardLen())}
 	}
 	if e.horizon, err = spec.Horizon(spe); err != nil {
 		return nil, err

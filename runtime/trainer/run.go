@@ -146,7 +146,7 @@ func newJob(opts Options) (*job, error) {
 	spe := eng.StepsPerEpoch()
 	if spe < 1 {
 		j.close()
-		return nil, fmt.Errorf("micro_batch %d gives no full micro-batch per epoch; lower micro_batch or logical_workers", j.b)
+		return nil, &jobspec.FieldError{Field: "micro_batch", Msg: fmt.Sprintf("%d gives no full micro-batch per epoch; lower micro_batch or logical_workers", j.b)}
 	}
 	var err error
 	if j.horizon, err = spec.Horizon(spe); err != nil {
@@ -162,7 +162,7 @@ func newJob(opts Options) (*job, error) {
 	}
 	if w := spec.LR.WarmupSteps; int64(w) > j.horizon {
 		j.close()
-		return nil, &jobspec.FieldError{Field: "lr_schedule.warmup_steps", Msg: fmt.Sprintf("%d exceeds the training horizon of %d steps", w, j.horizon)}
+		return nil, &jobspec.FieldError{Field: "lr_schedule.warmup_steps", Msg: fmt.Sprintf("%d exceeds the training horizon of %d steps (%s); lower warmup_steps or lengthen the run", w, j.horizon, horizonText(spec, spe))}
 	}
 	for _, a := range j.schedule()[1:] {
 		if a.FromStep >= j.stop {
@@ -508,4 +508,14 @@ func joinHashes(h []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// horizonText says where a job's horizon of optimizer steps comes from:
+// its steps key, or its epochs times the steps of one epoch (spe) at its
+// micro-batch, for an error about it.
+func horizonText(spec *jobspec.Spec, spe int) string {
+	if spec.Steps > 0 {
+		return fmt.Sprintf("steps = %d", spec.Steps)
+	}
+	return fmt.Sprintf("epochs = %d of %d steps at micro_batch %d", spec.Epochs, spe, spec.MicroBatch)
 }

@@ -47,6 +47,7 @@ func TestBadInputIsRefusedClearlyAndLosesNothing(t *testing.T) {
 		// a new user's (helper 107): checked once the horizon is known, after
 		// "starting", and still bad usage
 		{"a warmup beyond the training horizon", []string{"--config", writeFile(t, "w.toml", strings.Replace(string(good), "warmup_steps = 5", "warmup_steps = 500", 1))}, 2, "lr_schedule.warmup_steps: 500 exceeds the training horizon of 200 steps"},
+		{"a micro-batch larger than a logical worker's shard", []string{"--config", writeFile(t, "m.toml", strings.Replace(string(good), "micro_batch = 8\n", "micro_batch = 60000\n", 1))}, 2, "micro_batch: 60000 is larger than a logical worker's shard"},
 		{"an epochs count that overflows", []string{"--config", writeFile(t, "e.toml", strings.Replace(string(good), "steps = 200", "epochs = 9223372036854775807", 1))}, 2, "epochs:"},
 	}
 	for _, c := range cases {
