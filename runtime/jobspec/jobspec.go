@@ -275,17 +275,19 @@ func Parse(text string) (*Spec, error) {
 		}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		// A file with a [torch] table and no engine most likely misspelt
-		// engine = "torch": its hints and example are the torch engine's.
+		// A file with a [torch] table and no engine, or one not known,
+		// most likely misspelt engine = "torch": its hints and example are
+		// the torch engine's.
 		engine := s.Engine
-		if engine == "" && md.IsDefined("torch") {
+		if engine != EngineNative && engine != EngineTorch && md.IsDefined("torch") {
 			engine = EngineTorch
 		}
 		example := "examples/mnist/job.toml"
 		if engine == EngineTorch {
 			example = "examples/torch-ddp/job.toml"
 		}
-		return nil, &UnknownKeysError{Keys: describeUnknown(engine, und), Example: example}
+		isTable := func(k toml.Key) bool { return md.Type(k...) == "Hash" }
+		return nil, &UnknownKeysError{Keys: describeUnknown(engine, und, isTable), Example: example}
 	}
 	if s.Engine == EngineTorch && s.Torch != nil {
 		switch t := s.Torch; {

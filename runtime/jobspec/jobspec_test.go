@@ -174,7 +174,14 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 		// "unknown key", several "unknown keys"
 		{"engine = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\nthreads = 2\n[torch]\nmodule = \"m.py\"\n",
 			"unknown key threads (did you mean torch.threads?); remove or rename it"},
-		{minimal + "\n[torch]\nseed = 3\n", "torch.seed (did you mean seed?)"},
+		// helper 108's: no top-level key from inside a table, no key two
+		// edits off in another table, a misspelt engine's value with a
+		// [torch] table, an empty misspelt table
+		{minimal + "\nname = \"sgd\"\n", "unknown key optimizer.name;"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\nthreads = 1\n", "unknown key threads;"},
+		{"engine = \"troch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n",
+			"unknown key torch.thread (did you mean torch.threads?); remove or rename it (see examples/torch-ddp/job.toml)"},
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[optimzer]\n", "unknown table [optimzer] (did you mean [optimizer]?);"},
 		{"engin = \"torch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n",
 			"unknown keys engin (did you mean engine?), torch.thread (did you mean torch.threads?); remove or rename them (see examples/torch-ddp/job.toml)"},
 	} {

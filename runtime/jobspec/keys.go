@@ -74,15 +74,17 @@ func closest(engine, name string, names []string) string {
 	return best
 }
 
-// elsewhere is the known key (not refused for engine) in another table
-// whose last part is name's last part or closest to it, by closest's
-// rule: a key put in the wrong table ("threads" at the top for
-// torch.threads, "torch.seed" for seed); "" when none is.
+// elsewhere is the known key (not refused for engine) in a table whose
+// last part is name's last part or one edit from it: a key put in the
+// wrong table ("threads" at the top for torch.threads, "lr" for
+// optimizer.lr); "" when none is. A key inside a table is never taken for
+// a top-level one ("optimizer.name" is not the job's name).
 func elsewhere(engine, name string) string {
 	last := name[strings.LastIndex(name, ".")+1:]
-	best, bestD := "", 3
+	inTable := strings.Contains(name, ".")
+	best, bestD := "", 2
 	for _, k := range knownKeys {
-		if k == name || notFor(engine, k) {
+		if k == name || notFor(engine, k) || inTable && !strings.Contains(k, ".") {
 			continue
 		}
 		if d := spelling.Distance(k[strings.LastIndex(k, ".")+1:], last); d < bestD && 2*d < len([]rune(last)) {
@@ -94,10 +96,11 @@ func elsewhere(engine, name string) string {
 
 // describeUnknown writes the unknown keys of a job file for engine, one
 // entry each, sorted: a key close to a known one says which ("torch.thread
-// (did you mean torch.threads?)"), and an unknown table ("[optimzer]")
-// stands for all of its keys, with the table it likely means (tables
-// compared with tables: "[speed]" means [speeds], not seed).
-func describeUnknown(engine string, und []toml.Key) []string {
+// (did you mean torch.threads?)"), and an unknown table ("[optimzer]",
+// isTable, even an empty one) stands for all of its keys, with the table
+// it likely means (tables compared with tables: "[speed]" means [speeds],
+// not seed).
+func describeUnknown(engine string, und []toml.Key, isTable func(toml.Key) bool) []string {
 	unknown := map[string]bool{}
 	for _, k := range und {
 		unknown[k.String()] = true
@@ -108,7 +111,7 @@ func describeUnknown(engine string, und []toml.Key) []string {
 		if under := underUnknownTable(k, unknown); under {
 			continue // its table is listed instead
 		}
-		if hasSubkeys(name, unknown) {
+		if hasSubkeys(name, unknown) || isTable(k) {
 			entry := "[" + name + "]"
 			if t := closest(engine, name, knownTables); t != "" {
 				entry += " (did you mean [" + t + "]?)"
