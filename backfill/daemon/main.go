@@ -41,7 +41,7 @@ func mainWith(ctx context.Context, args []string, stderr io.Writer, slurm slurmc
 	fs := pflag.NewFlagSet("easyscale-backfilld", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--check-config]\n\nGrows elastic Slurm jobs into idle GPUs until reserved starts, shrinks them to\nadmit waiting jobs and starts waiting elastic jobs small (the EasyScale backfill\ndaemon; it runs as root beside slurmctld).\n\nEvery configuration key is in the annotated example contrib/backfill.toml,\ninstalled as PREFIX/share/easyscale/backfill.toml by make install; the Debian\npackage installs it as /etc/easyscale/backfill.toml, also in\n/usr/share/doc/easyscale/examples/.\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: easyscale-backfilld [--config FILE] [--dry-run] [--once [--record FILE]] [--check-config]\n\nGrows, shrinks and starts small the elastic jobs of a Slurm cluster.\n\nThe EasyScale backfill daemon runs as root beside slurmctld: it grows elastic\njobs into idle GPUs until reserved starts, shrinks them to admit waiting jobs,\nand starts waiting elastic jobs small.\n\nEvery configuration key is in the annotated example contrib/backfill.toml,\ninstalled as PREFIX/share/easyscale/backfill.toml by make install; the Debian\npackage installs it as /etc/easyscale/backfill.toml, also in\n/usr/share/doc/easyscale/examples/.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	path := fs.String("config", config.DefaultPath, "admin configuration (TOML)")
 	dryRun := fs.Bool("dry-run", false, "log and record decisions, never call sbatch, scancel or scontrol update (overrides dry_run)")

@@ -48,14 +48,16 @@ func AllowedEnd(allowance, startRun, elapsed float64) float64 {
 // job's steps done before its restart (elapsed counts from its latest
 // start), make it less, which only makes it yield less. A time limit set far above the run thus
 // no longer loosens the allowance (the simulator knows the run exactly).
-// 0 when neither is known.
+// 0, no allowance whatever the pace, when the limit less the raises is not
+// above 0 (not known, or raises the store recorded above a limit its owner
+// has lowered since): the estimate is never above that limit.
 func StartRun(limit, limitRaised, elapsed time.Duration, step, totalSteps int) float64 {
-	run := max(limit-limitRaised, 0).Seconds()
+	run := (limit - limitRaised).Seconds()
+	if run <= 0 {
+		return 0
+	}
 	if step > 0 && totalSteps >= step && elapsed > 0 {
-		paced := elapsed.Seconds() * float64(totalSteps) / float64(step)
-		if run <= 0 || paced < run {
-			run = paced
-		}
+		run = min(run, elapsed.Seconds()*float64(totalSteps)/float64(step))
 	}
 	return run
 }

@@ -96,7 +96,8 @@ func TestStartRun(t *testing.T) {
 		{"a raised limit and progress: the lesser of the two", 180 * min, 60 * min, 30 * min, 300, 600, 3600},
 		{"a report past its total steps is not read", 100 * min, 0, 10 * min, 700, 600, 6000},
 		{"nothing run yet: no pace to read", 100 * min, 0, 0, 5, 600, 6000},
-		{"progress alone", 0, 0, 10 * min, 100, 300, 1800},
+		{"progress alone gives none: the estimate is never above the limit (helper 108's)", 0, 0, 10 * min, 100, 300, 0},
+		{"nor with raises above a lowered limit", 10 * min, 20 * min, 10 * min, 100, 300, 0},
 		{"neither", 0, 0, 0, 0, 0, 0},
 		{"raises above the limit (a store ahead of Slurm) count as no limit", 10 * min, 20 * min, 0, 0, 0, 0},
 	} {

@@ -26,18 +26,20 @@ const usageText = `Usage: easyscale-simulate --trace FILE --gpus TYPE:COUNT[,TYP
                           (or --nodes FILE)
                           --policy rigid|elastic|elastic-capped --json OUT [--plot FILE]
 
-Replays a GPU-cluster job trace through a Slurm-like scheduler and the EasyScale planner (the
-trace: a job table such as shared/traces/philly/philly_busy_week.csv, or a Pollux workload;
-the scheduler: FIFO + backfill, as Slurm's), and writes the metrics (mean and p95 JCT, queueing delay, GPU allocation,
-reservation delays, an allocation time series) as JSON. Compare the policies by running it
-once per --policy on the same trace and cluster.
+Replays a job trace through a Slurm-like scheduler and the EasyScale planner.
+
+The trace is a GPU-cluster job table (such as shared/traces/philly/philly_busy_week.csv,
+or a Pollux workload), the scheduler FIFO + backfill as Slurm's; it writes the metrics
+(mean and p95 JCT, queueing delay, GPU allocation, reservation delays, an allocation time
+series) as JSON. Compare the policies by running it once per --policy on the same trace and
+cluster.
 
 --policy elastic is the policy easyscale-backfilld runs with its default configuration (its
 limits, d1 jobs grown only on their own GPU type, each job capped at its declared maximum and
 logical workers, shrinking running elastic jobs to admit queued ones as the daemon's default
-[admit] enabled = true does); --shrink-to-admit=false measures gap filling alone. Optional trace columns logical_workers, min_gpus, max_gpus and determinism say what a
-job declared; without them a job asking for R GPUs runs ceil(R/2) to 2R GPUs with 2R logical
-workers, d1.
+[admit] enabled = true does); --shrink-to-admit=false measures gap filling alone. Optional
+trace columns logical_workers, min_gpus, max_gpus and determinism say what a job declared;
+without them a job asking for R GPUs runs ceil(R/2) to 2R GPUs with 2R logical workers, d1.
 
 Jobs asking for 0 GPUs or more GPUs than the whole cluster (or their GPU type, or one type for
 a d1 elastic job) can never start: they are skipped, counted as skipped_jobs in the JSON and

@@ -58,10 +58,8 @@ func Render(p Page) string {
 // man-pages(7) wants short (whatis and apropos print it): a summary over
 // 80 characters is cut at its first " (", ": " or ", " after its 20th
 // character, where a clause or an aside begins; the DESCRIPTION keeps it
-// whole. "Replays a GPU-cluster job trace through a Slurm-like scheduler
-// and the EasyScale planner (the trace: ...)" becomes "Replays a
-// GPU-cluster job trace through a Slurm-like scheduler and the EasyScale
-// planner".
+// whole. "Replays a GPU-cluster job trace (a job table such as ...)
+// through ..." becomes "Replays a GPU-cluster job trace".
 func NameLine(summary string) string {
 	const long, least = 80, 20
 	if len([]rune(summary)) <= long {
