@@ -40,8 +40,9 @@ func queuedWhy(why string) string {
 // returns why no job may be shrunk for it ("" when one may): it must
 // still be pending waiting for resources or its turn (Reason "Resources"
 // or "Priority", not held, started or ended) with the user, partition, node count, time limit, GPU
-// request and --nodelist the snapshot read, and the --exclude and
-// --constraint of the snapshot's placements (v.Placements). err is a
+// request and --nodelist the snapshot read, and the --exclude,
+// --constraint, --reservation and --contiguous of the snapshot's
+// placements (v.Placements). err is a
 // failed squeue.
 func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job) (string, error) {
 	now, _, why, err := d.reReadRecord(ctx, q.ID, "shrinking for it")
@@ -69,6 +70,9 @@ func (d *Daemon) verifyAdmitQueued(ctx context.Context, v *View, q slurmcli.Job)
 	case got.ExcNodes != want.ExcNodes || got.Features != want.Features:
 		return fmt.Sprintf("the queued job's --exclude/--constraint is %q/%q, the snapshot read %q/%q",
 			got.ExcNodes, got.Features, want.ExcNodes, want.Features), nil
+	case got.Reservation != want.Reservation || got.Contiguous != want.Contiguous:
+		return fmt.Sprintf("the queued job's --reservation/--contiguous is %q/%v, the snapshot read %q/%v",
+			got.Reservation, got.Contiguous, want.Reservation, want.Contiguous), nil
 	}
 	return "", nil
 }

@@ -44,6 +44,8 @@ func TestShrinkToAdmitReReadsTheQueuedJobBeforeAnyDonor(t *testing.T) {
 		{name: "cancelled", change: func(q *fakeJob) { q.state = "CANCELLED" }},
 		{name: "now excludes the node the shrink frees", change: func(q *fakeJob) { q.excNodes = "n2" }},
 		{name: "now asks node features", change: func(q *fakeJob) { q.features = "ib" }},
+		{name: "now must run in an advance reservation (helper 109's)", change: func(q *fakeJob) { q.reservation = "R1" }},
+		{name: "now asks for contiguous nodes", change: func(q *fakeJob) { q.contiguous = true }},
 		{name: "started elsewhere", change: func(q *fakeJob) { q.state, q.nodeList, q.reason = "RUNNING", "n3", "" }},
 		{name: "held (Reason JobHeldUser)", change: func(q *fakeJob) { q.reason = "JobHeldUser" }},
 		{name: "waits for its turn now (Reason Priority): still one to admit", change: func(q *fakeJob) { q.reason = "Priority" }, want: shrunk},

@@ -234,7 +234,7 @@ func priorityOf(v *View, j slurmcli.Job) planner.PriorityKey {
 	tier, _ := tierOf(v, j.Partition)
 	k := planner.NewPriorityKey(ok, tier, prio, j.ID)
 	if v.InReservation[j.ID] {
-		k = k.InReservation()
+		k = k.InReservation(v.ReservationsFirst)
 	}
 	return k
 }

@@ -255,8 +255,10 @@
 //     which Slurm ranks apart on each one's nodes, counts in each tier on
 //     that tier's partitions' nodes alone, and is not admitted), then a
 //     job in an advance reservation (squeue's %v; counted only on its
-//     reservation's nodes, or on all for a FLEX one, and not admitted),
-//     then priority; a job waiting for its reservation to start (Reason
+//     reservation's nodes, or on all for a FLEX one, and not admitted;
+//     under another PreemptType, read with bf_interval from `scontrol
+//     show config`, such jobs rank first across tiers too), then
+//     priority; a job waiting for its reservation to start (Reason
 //     Reservation) counts as none; the simulator applies the rule too; so it starts now and
 //     no reservation moves
 //     (Slurm's estimates for a job waiting on other nodes may, while

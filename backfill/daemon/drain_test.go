@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -236,8 +237,39 @@ func TestAJobInAReservationIsRankedFirstInItsTier(t *testing.T) {
 	if want := []string{"9", "6", "5", "7", "8"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v: by tier, then the job in a reservation first, then by priority", got, want)
 	}
+	// without preempt/partition_prio (helper 109 saw it live with
+	// preempt/none) the jobs in a reservation come first across tiers
+	v.ReservationsFirst = true
+	got = got[:0]
+	for _, j := range inPriorityOrder(v, jobs) {
+		got = append(got, j.ID)
+	}
+	if want := []string{"9", "7", "6", "5", "8"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v: the jobs in a reservation first, then by tier and priority", got, want)
+	}
 	v.setPendingPlacements(nil)
 	if v.InReservation != nil || v.Priorities != nil {
 		t.Errorf("a failed squeue left InReservation %v, Priorities %v: want both nil", v.InReservation, v.Priorities)
+	}
+}
+
+// The snapshot reads PreemptType with bf_interval: under
+// preempt/partition_prio (the lab's, and docs/deploy.md's requirement)
+// jobs in a reservation rank first within their tier only; under another
+// PreemptType across tiers too.
+func TestTheSnapshotReadsWhetherReservationsRankAcrossTiers(t *testing.T) {
+	for _, tc := range []struct {
+		preempt string
+		want    bool
+	}{{"", false}, {"preempt/partition_prio", false}, {"preempt/none", true}, {"preempt/qos", true}} {
+		td := admitCluster(t, "", elasticComment)
+		td.fake.set(func() { td.fake.preemptType = tc.preempt })
+		v, err := td.snap.Snapshot(context.Background(), td.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ReservationsFirst != tc.want || v.BackfillInterval != time.Second {
+			t.Errorf("PreemptType %q: ReservationsFirst %v, bf_interval %v; want %v and 1s", tc.preempt, v.ReservationsFirst, v.BackfillInterval, tc.want)
+		}
 	}
 }

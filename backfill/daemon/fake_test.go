@@ -95,6 +95,9 @@ type fakeSlurm struct {
 	// (fakeReservation); reservationsFail makes it fail with this stderr.
 	reservations     []string
 	reservationsFail string
+	// preemptType is what `scontrol show config` prints for PreemptType
+	// ("": preempt/partition_prio, as the lab's).
+	preemptType string
 	// schedulerParameters is what `scontrol show config` prints for
 	// SchedulerParameters ("": bf_interval=1, the lab's).
 	schedulerParameters string
@@ -302,7 +305,7 @@ func (f *fakeSlurm) exec(_ context.Context, env []string, name string, args ...s
 	case name == "squeue" && slices.Contains(args, "--Format="+slurmcli.StateAndTasksFormat):
 		return f.stateAndTasks(args), nil
 	case name == "scontrol" && strings.Join(args, " ") == "show config":
-		return []byte("SchedulerParameters     = " + cmp.Or(f.schedulerParameters, "bf_interval=1") + "\nSlurmdTimeout           = 300 sec\n"), nil
+		return []byte("PreemptType             = " + cmp.Or(f.preemptType, "preempt/partition_prio") + "\nSchedulerParameters     = " + cmp.Or(f.schedulerParameters, "bf_interval=1") + "\nSlurmdTimeout           = 300 sec\n"), nil
 	case name == "scontrol" && strings.Join(args, " ") == "show reservation -o":
 		if f.reservationsFail != "" {
 			return nil, &slurmcli.CommandError{Command: cmdline, Stderr: f.reservationsFail, Err: errors.New("exit status 1")}

@@ -198,6 +198,12 @@ type View struct {
 	// (then Slurm's default, 30 s, stands in).
 	BackfillInterval       time.Duration
 	BackfillIntervalUnread error
+	// ReservationsFirst: Slurm ranks a pending job in an advance
+	// reservation ahead of jobs of higher partition tiers too (no
+	// PreemptType=preempt/partition_prio, whose preemption check ranks the
+	// higher tier first: sort_job_queue2), read with BackfillInterval; false
+	// when it could not be read (docs/deploy.md requires partition_prio).
+	ReservationsFirst bool
 	// reservationIndex is the pending jobs' and advance reservations'
 	// planned starts, indexed by the first reservations call of the cycle
 	// (admission and start-small both ask).
@@ -300,10 +306,10 @@ type Snapshotter struct {
 	// (View.ownerUID).
 	UserID func(name string) (uint32, error)
 
-	// bfInterval is Slurm's bf_interval as last read (bfRead, the
-	// snapshot's now), re-read after bfIntervalTTL.
-	bfInterval time.Duration
-	bfRead     time.Time
+	// sched is Slurm's bf_interval and PreemptType as last read (bfRead,
+	// the snapshot's now), re-read after bfIntervalTTL.
+	sched  slurmcli.SchedulerConfig
+	bfRead time.Time
 }
 
 // bfIntervalTTL is how long a read bf_interval is used before `scontrol
@@ -311,19 +317,21 @@ type Snapshotter struct {
 // within it.
 const bfIntervalTTL = 10 * time.Minute
 
-// backfillInterval returns Slurm's bf_interval (slurmcli.BackfillInterval),
-// read at most once per bfIntervalTTL; unread is why it could not be read
-// (then Slurm's default, slurmcli.DefaultBackfillInterval, stands in).
-func (s *Snapshotter) backfillInterval(ctx context.Context, now time.Time) (d time.Duration, unread error) {
+// schedulerConfig returns Slurm's bf_interval and PreemptType
+// (slurmcli.Runner.SchedulerConfig), read at most once per bfIntervalTTL;
+// unread is why they could not be read (then Slurm's default bf_interval,
+// slurmcli.DefaultBackfillInterval, and preempt/partition_prio, which
+// docs/deploy.md requires, stand in).
+func (s *Snapshotter) schedulerConfig(ctx context.Context, now time.Time) (c slurmcli.SchedulerConfig, unread error) {
 	if !s.bfRead.IsZero() && now.Sub(s.bfRead) < bfIntervalTTL {
-		return s.bfInterval, nil
+		return s.sched, nil
 	}
-	d, err := s.Slurm.BackfillInterval(ctx)
+	c, err := s.Slurm.SchedulerConfig(ctx)
 	if err != nil {
-		return slurmcli.DefaultBackfillInterval, err
+		return slurmcli.SchedulerConfig{BackfillInterval: slurmcli.DefaultBackfillInterval, PreemptType: "preempt/partition_prio"}, err
 	}
-	s.bfInterval, s.bfRead = d, now
-	return d, nil
+	s.sched, s.bfRead = c, now
+	return c, nil
 }
 
 // userID is UserID, or the system's user database.
@@ -393,7 +401,9 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 			if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
 				v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
 			}
-			v.BackfillInterval, v.BackfillIntervalUnread = s.backfillInterval(ctx, v.Now)
+			var sc slurmcli.SchedulerConfig
+			sc, v.BackfillIntervalUnread = s.schedulerConfig(ctx, v.Now)
+			v.BackfillInterval, v.ReservationsFirst = sc.BackfillInterval, !sc.PartitionPreemption()
 		}
 		if v.Partitions, err = s.Slurm.Partitions(ctx); err != nil {
 			v.Partitions, v.PartitionsUnread = nil, err // not fatal: no limit is raised and nothing admitted this cycle

@@ -45,11 +45,13 @@ func (a QueueKey) Compare(b QueueKey) int {
 // planned starts of the jobs ahead in it as those Slurm's backfill keeps
 // ([TakesReserved]).
 type PriorityKey struct {
-	resv  bool
-	known bool
-	tier  uint64
-	prio  uint64
-	id    QueueKey
+	resv bool
+	// resvFirst: resv ranks ahead across tiers too (InReservation)
+	resvFirst bool
+	known     bool
+	tier      uint64
+	prio      uint64
+	id        QueueKey
 }
 
 // NewPriorityKey returns the PriorityKey of job id with priority prio in a
@@ -63,18 +65,20 @@ func NewPriorityKey(known bool, tier, prio uint64, id string) PriorityKey {
 }
 
 // InReservation returns k for a job that runs in an advance reservation
-// (--reservation): within its tier Slurm ranks it ahead of every job
-// without one, whatever their priorities, and such jobs among themselves
-// as the others (sort_job_queue2 in src/slurmctld/job_scheduler.c, 22.05
-// and 24.11 alike, compares resv_id before tier and priority; but first
-// the preemption check, which under preempt/partition_prio, the
-// configuration docs/deploy.md requires, ranks a job of a higher tier
-// whose partition shares nodes ahead: a tester saw a lower tier's job in a
+// (--reservation): Slurm ranks it ahead of every job without one, whatever
+// their priorities, and such jobs among themselves as the others
+// (sort_job_queue2 in src/slurmctld/job_scheduler.c, 22.05 and 24.11
+// alike, compares resv_id before tier and priority). acrossTiers says
+// whether that holds across partition tiers too: it does not under
+// preempt/partition_prio (the configuration docs/deploy.md requires),
+// whose preemption check, made first, ranks a job of a higher tier whose
+// partition shares nodes ahead (a tester saw a lower tier's job in a
 // reservation backfilled after every job of the higher tier on the 22.05
-// lab). Jobs of partitions that share no node take no node from each
-// other, so the tier comes first here.
-func (k PriorityKey) InReservation() PriorityKey {
-	k.resv = true
+// lab, and, with preempt/none, start first on a node freed for a job of
+// the higher tier). Jobs of partitions that share no node take no node
+// from each other, so the tier then comes first here.
+func (k PriorityKey) InReservation(acrossTiers bool) PriorityKey {
+	k.resv, k.resvFirst = true, acrossTiers
 	return k
 }
 
@@ -85,16 +89,18 @@ func (k PriorityKey) InReservation() PriorityKey {
 const TierUnknown = math.MaxUint64
 
 // Compare orders a and b, like cmp.Compare: the job ahead first (the
-// higher tier, then one in a reservation, then an unread priority, then
+// higher tier, then one in a reservation, or one in a reservation first
+// when InReservation said so across tiers, then an unread priority, then
 // the higher priority, then the lower job id).
 func (a PriorityKey) Compare(b PriorityKey) int {
 	switch {
+	case a.resv != b.resv && (a.tier == b.tier || a.resvFirst || b.resvFirst):
+		if a.resv {
+			return -1
+		}
+		return 1
 	case a.tier != b.tier:
 		return -cmp.Compare(a.tier, b.tier)
-	case a.resv != b.resv && a.resv:
-		return -1
-	case a.resv != b.resv:
-		return 1
 	case a.known != b.known && !a.known:
 		return -1
 	case a.known != b.known:

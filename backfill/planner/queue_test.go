@@ -21,7 +21,7 @@ func TestPriorityKeyOrdersAsSlurmsSchedulers(t *testing.T) {
 	key := func(j job) PriorityKey {
 		k := NewPriorityKey(j.known, j.tier, j.prio, j.id)
 		if j.resv {
-			k = k.InReservation()
+			k = k.InReservation(false)
 		}
 		return k
 	}
@@ -38,5 +38,20 @@ func TestPriorityKeyOrdersAsSlurmsSchedulers(t *testing.T) {
 	// sort_job_queue2 under preempt/partition_prio)
 	if want := []string{"22", "21", "3", "9", "10", "7", "100", "8", "32", "31", "30", "20"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+// Without preempt/partition_prio Slurm ranks a job in a reservation ahead
+// of jobs of higher tiers too (a tester saw it start first on a node freed
+// for a job of the higher tier).
+func TestAReservationRanksAcrossTiersWithoutPartitionPreemption(t *testing.T) {
+	low := NewPriorityKey(true, 1, 5, "7").InReservation(true)
+	high := NewPriorityKey(true, 10, 900, "8")
+	if low.Compare(high) >= 0 || high.Compare(low) <= 0 {
+		t.Errorf("across tiers: the low-tier job in a reservation is not ranked first")
+	}
+	tiered := NewPriorityKey(true, 1, 5, "7").InReservation(false)
+	if tiered.Compare(high) <= 0 || high.Compare(tiered) >= 0 {
+		t.Errorf("under partition preemption: the higher tier is not ranked first")
 	}
 }

@@ -41,12 +41,46 @@ func ParseBackfillInterval(out []byte) (time.Duration, error) {
 	return DefaultBackfillInterval, nil
 }
 
-// BackfillInterval runs `scontrol show config` and returns its
-// bf_interval (ParseBackfillInterval).
-func (r Runner) BackfillInterval(ctx context.Context) (time.Duration, error) {
+// SchedulerConfig is what the backfill daemon reads of `scontrol show
+// config`: bf_interval (ParseBackfillInterval) and PreemptType.
+type SchedulerConfig struct {
+	BackfillInterval time.Duration
+	// PreemptType is the PreemptType line's value as printed
+	// ("preempt/partition_prio", "preempt/none"), "" when there is none.
+	PreemptType string
+}
+
+var preemptTypeLine = regexp.MustCompile(`(?m)^PreemptType\s*=\s*(\S*)\s*$`)
+
+// ParseSchedulerConfig reads a SchedulerConfig from `scontrol show config`
+// output; its errors are ParseBackfillInterval's.
+func ParseSchedulerConfig(out []byte) (SchedulerConfig, error) {
+	bf, err := ParseBackfillInterval(out)
+	if err != nil {
+		return SchedulerConfig{}, err
+	}
+	c := SchedulerConfig{BackfillInterval: bf}
+	if m := preemptTypeLine.FindSubmatch(out); m != nil {
+		c.PreemptType = string(m[1])
+	}
+	return c, nil
+}
+
+// PartitionPreemption reports whether Slurm preempts by partition
+// PriorityTier (PreemptType=preempt/partition_prio): its scheduler then
+// ranks a pending job of a higher tier ahead of one of a lower tier on
+// shared nodes before it looks at advance reservations (sort_job_queue2's
+// preemption check).
+func (c SchedulerConfig) PartitionPreemption() bool {
+	return c.PreemptType == "preempt/partition_prio"
+}
+
+// SchedulerConfig runs `scontrol show config` and returns what
+// ParseSchedulerConfig reads of it.
+func (r Runner) SchedulerConfig(ctx context.Context) (SchedulerConfig, error) {
 	out, err := r.Output(ctx, "scontrol", "show", "config")
 	if err != nil {
-		return 0, fmt.Errorf("reading Slurm's configuration: %w", err)
+		return SchedulerConfig{}, fmt.Errorf("reading Slurm's configuration: %w", err)
 	}
-	return ParseBackfillInterval(out)
+	return ParseSchedulerConfig(out)
 }

@@ -79,7 +79,7 @@ func parseRecording(t testing.TB, dir, name string, data []byte) (any, error) {
 		}
 		return out, nil
 	case strings.HasPrefix(name, "scontrol-config"):
-		return ParseBackfillInterval(data)
+		return ParseSchedulerConfig(data)
 	case strings.HasPrefix(name, "scontrol-reservation"):
 		// the lab's slurmctld runs in UTC
 		return ParseReservations(data, time.UTC)
