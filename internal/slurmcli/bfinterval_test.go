@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,6 +35,36 @@ func FuzzParseBackfillInterval(f *testing.F) {
 		d, err := ParseBackfillInterval(out)
 		if err == nil && (d < time.Second || d > 10800*time.Second) {
 			t.Fatalf("bf_interval %v out of range from %q", d, out)
+		}
+	})
+}
+
+func TestParseSchedulerConfig(t *testing.T) {
+	for _, tc := range []struct {
+		out     string
+		preempt string
+		byTier  bool
+	}{
+		{"PreemptType             = preempt/partition_prio\nSchedulerParameters     = bf_interval=1\n", "preempt/partition_prio", true},
+		{"PreemptType = preempt/none\nSchedulerParameters = (null)\n", "preempt/none", false},
+		{"SchedulerParameters = (null)\n", "", false},
+	} {
+		c, err := ParseSchedulerConfig([]byte(tc.out))
+		if err != nil || c.PreemptType != tc.preempt || c.PartitionPreemption() != tc.byTier {
+			t.Errorf("%q: %+v, %v; want PreemptType %q (partition preemption %v)", tc.out, c, err, tc.preempt, tc.byTier)
+		}
+	}
+	if _, err := ParseSchedulerConfig([]byte("PreemptType = preempt/none\n")); err == nil {
+		t.Error("no SchedulerParameters line: no error")
+	}
+}
+
+func FuzzParseSchedulerConfig(f *testing.F) {
+	f.Add([]byte("PreemptType = preempt/partition_prio\nSchedulerParameters     = bf_interval=1\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		c, err := ParseSchedulerConfig(out)
+		if err == nil && strings.ContainsAny(c.PreemptType, " \t\n") {
+			t.Fatalf("PreemptType %q with blanks from %q", c.PreemptType, out)
 		}
 	})
 }
