@@ -47,3 +47,23 @@ func TestTheAdmitAllowance(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionsReadTheWorkLeftNow: as TestTheAdmitAllowance, but B arrives
+// at 6,000 s, when A has 4,000 s left: counted as never getting two GPUs
+// back A then ends about 11,400 s, within its allowed 15,000 s, so B starts
+// at once. A job's remaining work is booked only when its rate changes, so
+// read as booked at A's start (10,000 s left) A would end past 15,000 s and
+// B would wait for X: every decision reads each running job's work left
+// now, as the daemon reads a job's time left now.
+func TestDecisionsReadTheWorkLeftNow(t *testing.T) {
+	jobs := "A,0,10000,8,,,1,24,1,8,d2\nX,0,8000,4,,,1,4,4,4,d2\nB,6000,1000,2,,,1,2,2,2,d2\n"
+	cfg := DaemonDefaults()
+	cfg.GPUs, cfg.GPUsPerNode, cfg.AdmitAllowance = []GPUGroup{{"v100", 12}}, 4, 0.5
+	res, err := Run(readJobs(t, jobs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := startOf(t, res, "B"); b.Start != 6000 || res.AdmitShrinks != 1 {
+		t.Errorf("B started at %d s after %d admissions; want 6,000 s and 1", b.Start, res.AdmitShrinks)
+	}
+}

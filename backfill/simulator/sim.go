@@ -791,6 +791,11 @@ func (s *sim) loop() error {
 		for len(s.events) > 0 && s.events[0].t == t {
 			s.handle(heap.Pop(&s.events).(event))
 		}
+		for _, r := range s.running {
+			// Decisions read each job's remaining work now, as the daemon
+			// reads its time left now (its ends are unchanged).
+			s.advance(r)
+		}
 		s.schedule()
 		s.moveToFaster()
 		if s.cfg.Policy != Rigid {

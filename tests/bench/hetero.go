@@ -212,6 +212,10 @@ func heteroConfig(c heteroCase, policy string) simulator.Config {
 				planner.StartSmallPeerFactor = math.Inf(1)
 			}
 		}
+		// admit.allowance (E69); the daemon's default when unset
+		if v, err := strconv.ParseFloat(os.Getenv("EASYSCALE_HETERO_ALLOWANCE"), 64); err == nil && v >= 0 {
+			d.AdmitAllowance = v
+		}
 		gapOnly := os.Getenv("EASYSCALE_HETERO_GAPONLY") == "1"
 		if gapOnly || os.Getenv("EASYSCALE_HETERO_NOADMIT") == "1" {
 			d.ShrinkToAdmit = false
