@@ -334,7 +334,7 @@ type Admit struct {
 	// nothing ([Config.Warnings] says so).
 	Horizon string `toml:"horizon"`
 	// Allowance lets rule "objective" shrink a job past the horizon
-	// [admit.allowance], ≥ 0 and at most 10, default 0.5
+	// [admit.allowance], ≥ 0 and at most 10, default 0.75
 	// (planner.DefaultAdmitAllowance): as long as, its nodes counted as
 	// never given back, it still ends within (1 + allowance) × its run at
 	// the allocation it started on, from its start (planner.AllowedEnd):

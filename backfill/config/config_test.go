@@ -37,7 +37,7 @@ func TestEmptyFileGivesTheDocumentedDefaults(t *testing.T) {
 		{"admit.max_loss", c.Admit.MaxLoss, 0.5},
 		{"admit.rule", c.Admit.Rule, "objective"},
 		{"admit.horizon", c.Admit.Horizon, "returned"},
-		{"admit.allowance", c.Admit.Allowance, 0.5},
+		{"admit.allowance", c.Admit.Allowance, 0.75},
 		{"rescale_cost", c.RescaleCost.Duration, 30 * time.Second},
 		{"unplanned_hold", c.UnplannedHold.Duration, 60 * time.Second},
 		{"nudge_eligible", c.NudgeEligible, true},

@@ -196,7 +196,7 @@
 //     (1 + admit.allowance) × its run at its start allocation, from its
 //     start (its time limit before its first shrink, or its progress
 //     report's pace when less: planner.StartRun; planner.AllowedEnd;
-//     default 0.5, 0: never past the
+//     default 0.75, 0: never past the
 //     bound), so that the job with the most time left is not kept whole
 //     while short jobs queue behind it; the queued job's time limit must be at
 //     most planner.StartSmallPeerFactor (2) × the median time left of the

@@ -303,7 +303,7 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	jobs := readJobs(t, rows)
 	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
 		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true, WeighCriticalDelay: true,
-		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned, AdmitAllowance: 0.5}
+		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned, AdmitAllowance: 0.75}
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
 		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
 		d.ShedSlowNodes != daemon.ShedSlowNodes || d.WeighCriticalDelay != daemon.WeighCriticalDelay || d.KeepOffPinned != daemon.KeepOffPinned ||

@@ -269,7 +269,7 @@ func TestMainCLI(t *testing.T) {
 			"warning: --policy rigid: --admit-horizon, --rescale-cost apply to elastic policies only and do nothing here"},
 		{"one elastic-only flag under --policy rigid", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "rigid", "--json", os.DevNull, "--admit-horizon", "kept"}, 0,
 			"warning: --policy rigid: --admit-horizon applies to elastic policies only and does nothing here"},
-		{"a negative --admit-allowance says the range", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-allowance", "-1"}, 2, "--admit-allowance -1: use 0 to 10, e.g. 0.5 (0: never past the horizon)"},
+		{"a negative --admit-allowance says the range", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", "-", "--admit-allowance", "-1"}, 2, "--admit-allowance -1: use 0 to 10, e.g. 0.75 (0: never past the horizon)"},
 		{"--admit-allowance without shrink-to-admit is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--shrink-to-admit=false", "--admit-allowance", "1"}, 0,
 			"warning: --admit-allowance does nothing with --shrink-to-admit=false"},
 		{"--admit-horizon without the objective is named as doing nothing", []string{"--trace", tr, "--gpus", "v100:8", "--policy", "elastic", "--json", os.DevNull, "--objective=false", "--admit-horizon", "kept"}, 0,
