@@ -58,6 +58,22 @@ func reservationOf(rec Record, loc *time.Location) (Reservation, *ParseError) {
 	if r.Name, ok = rec.Get("ReservationName"); !ok || r.Name == "" {
 		return fail("ReservationName", fmt.Errorf("missing"))
 	}
+	// A name with a blank in it ("sp ace Nodes=n9", which an admin may
+	// create) makes words of it read as keys of their own: a key printed
+	// twice means the record cannot be read, not that its first value
+	// holds. A reservation named "(null)" cannot be told, in squeue's %v,
+	// from a job in none. Either way the daemon must not plan around it
+	// (helper 109's).
+	seen := map[string]bool{}
+	for _, f := range rec {
+		if seen[f.Key] {
+			return fail(f.Key, fmt.Errorf("reservation %q: %s printed twice (a blank in a value, such as the name, cannot be read)", r.Name, f.Key))
+		}
+		seen[f.Key] = true
+	}
+	if r.Name == "(null)" {
+		return fail("ReservationName", fmt.Errorf("a reservation named (null) cannot be told from none in squeue's output; rename it"))
+	}
 	start, _ := rec.Get("StartTime")
 	end, _ := rec.Get("EndTime")
 	var err error

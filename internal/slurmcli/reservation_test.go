@@ -16,6 +16,10 @@ func TestParseReservationsRefusesWhatItCannotRead(t *testing.T) {
 		{"no end", "ReservationName=m StartTime=2026-12-07T06:00:00 Nodes=n1", "EndTime"},
 		{"an end before the start", "ReservationName=m StartTime=2026-12-07T06:00:00 EndTime=2026-12-07T05:00:00 Nodes=n1", "EndTime"},
 		{"a node list that does not expand", "ReservationName=m StartTime=2026-12-07T06:00:00 EndTime=2026-12-07T06:30:00 Nodes=n[2-1]", "Nodes"},
+		// helper 109's, from the 22.05 lab: scontrol create reservation
+		// 'ReservationName=sp ace Nodes=n9' ... Nodes=n2
+		{"a name with a blank that reads as a key", "ReservationName=sp ace Nodes=n9 StartTime=2026-12-07T06:00:00 EndTime=2026-12-07T06:30:00 Nodes=n2", "Nodes"},
+		{"a reservation named (null)", "ReservationName=(null) StartTime=2026-12-07T06:00:00 EndTime=2026-12-07T06:30:00 Nodes=n2", "ReservationName"},
 	}
 	for _, tc := range tests {
 		_, err := ParseReservations([]byte(ok+"\n"+tc.line+"\n"), time.UTC)
