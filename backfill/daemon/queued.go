@@ -94,7 +94,11 @@ func (d *Daemon) reservationNodes(v *View, q slurmcli.Job, p slurmcli.Placement)
 	if slices.Contains(r.Flags, "FLEX") {
 		return may
 	}
-	return func(node string) bool { return may(node) && slices.Contains(r.Nodes, node) }
+	in := make(map[string]bool, len(r.Nodes)) // asked once per node of the cluster
+	for _, n := range r.Nodes {
+		in[n] = true
+	}
+	return func(node string) bool { return in[node] && may(node) }
 }
 
 // waitingForResources are the pending jobs squeue shows waiting for
