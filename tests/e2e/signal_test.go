@@ -171,6 +171,12 @@ func TestSIGTERMMidStepExitsAtOnce(t *testing.T) {
 			args := append([]string{"run", "--config", config(), "--steps", fmt.Sprint(signalSteps), "--no-eval", "--quiet", "--state", state}, c.extra...)
 			run := start(t, []string{slowStepEnv(slowStep, slowStepDelay)}, args...)
 			run.waitSlowStep(t, state, 2*time.Minute)
+			// A worker process may begin the slow step as a guess
+			// (runtime/cluster/guess.go) before the coordinator has
+			// the previous step's result: until the ledger holds that
+			// step, it is still in progress and a signal rightly
+			// abandons it.
+			waitStep(t, state, slowStep, time.Minute)
 			if err := run.cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
