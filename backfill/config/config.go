@@ -216,6 +216,16 @@ type Config struct {
 	// easyscale run --on-other-numerics=start-over), the work it has done
 	// counted against the move (E59).
 	MoveToFaster bool `toml:"move_to_faster"`
+	// TradeUp moves a running elastic job's extra jobs to faster GPUs
+	// [trade_up], default true: when GPUs of a faster type the job may
+	// use are idle and no reservation needs them for the lend, and the
+	// job still has long enough to run for its speed-up to pay two
+	// resizes (rescale_cost) by 10 %, the daemon ends an extra job on
+	// slower GPUs and submits one of the same GPU count on the faster
+	// ones, in the same cycle (planner.TradeUpPays; issue 17,
+	// BENCHMARKS.md E71). The job's own allocation stays (move_to_faster
+	// moves that). false: never.
+	TradeUp bool `toml:"trade_up"`
 	// DrainHorizon raises the horizon that bounds shrink-to-admit and
 	// start-small [drain_horizon], default true: besides the longest
 	// time left of another user's running job, a running job may be made
@@ -666,6 +676,9 @@ func (c *Config) applyDefaults(defined func(key ...string) bool) {
 	}
 	if !defined("keep_off_pinned") {
 		c.KeepOffPinned = true
+	}
+	if !defined("trade_up") {
+		c.TradeUp = true
 	}
 	if !defined("move_to_faster") {
 		c.MoveToFaster = true

@@ -26,6 +26,8 @@ func (c *Config) PlannerLimits() planner.Limits {
 		TimeLimitUnit:       SlurmTimeUnit,
 		// Whole seconds: the hold is compared with whole-second snapshot times.
 		UnplannedHoldSeconds: int64(c.UnplannedHold.Seconds()),
+		RescaleSeconds:       c.RescaleCost.Seconds(),
+		TradeUp:              c.TradeUp,
 	}
 }
 

@@ -141,11 +141,13 @@ func TestShrinkToAdmit(t *testing.T) {
 			},
 			want: []string{"scontrol update JobId=10 TimeLimit=132", "scontrol update JobId=10 NumNodes=1"}},
 		{name: "GPUs of this daemon's extra jobs count as free for the queued job (Slurm preempts them)",
-			toml: on, comment: elasticComment,
+			// 7 logical workers: with 6 GPUs of its own, the job may hold the
+			// extra job's (at 4, past its maximum, the extra job is ended).
+			toml: on, comment: "es-req min=1 max=3 lw=7 d1",
 			setup: func(t *testing.T, td *testDaemon) {
 				// Job 10 holds 3 GPUs on each node and an extra job 1 more on n2:
 				// only with the extra job's GPU does n2 hold the queued job's 4.
-				// (With its 4 logical workers on 3 GPUs, half of them runs it at
+				// (With its logical workers on 3 GPUs, half of them runs it at
 				// about half speed: it ends at 113 min, so the queued job's
 				// reservation is 2 h away, when it would end after that.)
 				lendOneV100OnN2(t, td)

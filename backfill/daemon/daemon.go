@@ -714,7 +714,10 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 			continue
 		}
 		deadline := time.Unix(sh.Deadline, 0)
-		reason := fmt.Sprintf("reservation at %s needs node %s", time.Unix(sh.Reservation, 0).Format(time.RFC3339), sh.Node)
+		reason := sh.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("reservation at %s needs node %s", time.Unix(sh.Reservation, 0).Format(time.RFC3339), sh.Node)
+		}
 		log := d.log.Named("actuator").With("extra_id", sh.Extra, "job_id", sh.Job, "node", sh.Node)
 		switch {
 		case l.rec.State == backfillstore.ExtraSignalled:

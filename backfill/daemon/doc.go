@@ -522,6 +522,16 @@
 // and heterogeneous jobs are not kept off (squeue's %i names them
 // differently from their ids, so their excluded nodes are not read).
 //
+// # Trading extra jobs up to faster GPUs
+//
+// With trade_up (on by default) the planner's round may end an elastic
+// job's extra job on slower GPUs and lend it as many idle GPUs of a faster
+// type in the same cycle (planner: tradeup.go), weighed at the job's time
+// left (its progress since it started, capped by its time limit): the
+// daemon signals the slow extra job as for any shrink (its decision says
+// "trading up"), cancels it after grace_period if it is still there, and
+// submits the new one.
+//
 // # Moving a job to faster GPUs
 //
 // A d2 job that Slurm started on T4s because nothing faster was free keeps

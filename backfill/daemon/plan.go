@@ -124,6 +124,9 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	// table: a user may say how the job's speed differs between types, not
 	// make its GPUs count more than another user's (planner.CapSpeeds).
 	r.Speeds = planner.CapSpeeds(e.Request.Speeds, d.cfg.Speeds)
+	if left, ok := d.timeLeft(e, v.Now); ok {
+		r.TimeLeft = left // trading up weighs it (planner: tradeup.go)
+	}
 	return r
 }
 

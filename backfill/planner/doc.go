@@ -220,7 +220,12 @@
 // at least [MoveMargin] sooner after the move's cost; the daemon's
 // move_to_faster, `scontrol requeue` and an ExcNodeList= update while it
 // waits; with Config.MoveOneTypeAfresh, a simulator option only, also a
-// d1 job that names no type, which starts over: [MoveRequest].Redo), and
+// d1 job that names no type, which starts over: [MoveRequest].Redo), one
+// [Plan] applies by default (Limits.TradeUp: trading a running job's extra
+// jobs on slower GPUs for as many idle faster ones that no reservation
+// needs for the lend, when the speed-up over its time left, bounded by
+// the lend, pays two resizes by [MoveMargin]: [TradeUpPays], tradeup.go;
+// the daemon's trade_up, a shrink and a grow in one cycle), and
 // one it cannot apply as the simulator does
 // (Config.HoldForFast: [HoldForFaster], leaving the queue head pending
 // when Slurm would start it on a mix with slower types and waiting for

@@ -29,8 +29,13 @@ type Shrink struct {
 	Job, Extra, Node string
 	// Deadline is when the extra job's GPUs must be free, in seconds.
 	Deadline int64
-	// Reservation is the planned start (seconds) that needs the GPUs.
+	// Reservation is the planned start (seconds) that needs the GPUs; 0
+	// for a shrink no reservation asks for (Reason says why).
 	Reservation int64
+	// Reason says why the extra job ends when no reservation needs its
+	// GPUs (trading up, a job over its maximum: tradeup.go); "" for a
+	// reservation's shrink.
+	Reason string `json:",omitempty"`
 }
 
 // Actions is one planning cycle's output. Shrinks come first in the order
@@ -57,9 +62,16 @@ func Plan(s Snapshot) (Actions, error) {
 		}
 	}
 	for ji, j := range s.Running {
-		if j.Elastic && p.mayGrow(ji) {
+		if j.Elastic && (p.mayGrow(ji) || p.mayTrade(ji)) {
 			p.buildSlots()
 			out.Grows = p.orders(p.grant())
+			granted := map[string]bool{}
+			for _, g := range out.Grows {
+				granted[g.Job] = true
+			}
+			shrinks, grows := p.tradeUp(granted)
+			out.Shrinks = append(out.Shrinks, shrinks...)
+			out.Grows = append(out.Grows, grows...)
 			break
 		}
 	}
@@ -364,6 +376,13 @@ func (p *planning) mayGrow(ji int) bool {
 		total += x.GPUs
 	}
 	return total < j.MaxGPUs && base > 0
+}
+
+// mayTrade is tradeUp's cheap pre-check: job ji is elastic, not held,
+// has a known time left and holds extra jobs.
+func (p *planning) mayTrade(ji int) bool {
+	j := &p.s.Running[ji]
+	return p.lim.TradeUp && j.Elastic && !j.NoGrow && j.TimeLeft > 0 && len(j.Extras) > 0
 }
 
 // best returns js's best grant now: the type and count with the largest

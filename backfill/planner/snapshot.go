@@ -136,6 +136,11 @@ type RunningJob struct {
 	// owner's --exclude, and every node but its own when it asks node
 	// features (--constraint), which the daemon does not evaluate.
 	OffNodes []string `json:",omitempty"`
+	// TimeLeft is how long the job still runs at its GPUs now, in
+	// seconds (the daemon's [RemainingAtCurrentSize], the simulator's
+	// work left over its rate); 0: not known, and its extra jobs are
+	// never traded up (tradeup.go).
+	TimeLeft float64 `json:",omitempty"`
 }
 
 // SpeedOf is job j's speed on GPU type t: its own Speeds[t] when it lists
@@ -181,6 +186,13 @@ type Limits struct {
 	// planned it (Snapshot.Unplanned); 0: none are held. The daemon's
 	// default is 60 s: two of Slurm's default backfill intervals.
 	UnplannedHoldSeconds int64 `json:",omitempty"`
+	// RescaleSeconds is the progress one resize costs a job, in seconds
+	// (the daemon's rescale_cost), which trading up weighs
+	// ([TradeUpPays]); 0: resizes are free.
+	RescaleSeconds float64 `json:",omitempty"`
+	// TradeUp moves running jobs' extra jobs to faster idle GPUs when that
+	// pays (tradeup.go; the daemon's trade_up); false: never.
+	TradeUp bool `json:",omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {

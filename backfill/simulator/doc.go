@@ -153,6 +153,14 @@
 // work it had done counts against the move (planner.MoveRequest.Redo;
 // E59).
 //
+// With Config.TradeUp (DaemonDefaults sets it, as the daemon's trade_up is
+// on by default) the planner's round also trades a running job's extra
+// jobs on slower GPUs for as many idle faster ones when that pays
+// (planner.TradeUpPays, weighed at the job's time left, its work left over
+// its rate); the simulator ends the slow extra jobs and starts the new
+// ones at the same instant, which charges the job two rescales (a grow is
+// never merged with a shrink; BENCHMARKS.md E71).
+//
 // Every policy decision is the planner's, the same functions the daemon
 // calls: grows and shrinks of extra jobs (planner.Plan, with the type rule,
 // the worker cap, merging, rounding and spreading), where a job starts

@@ -87,6 +87,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	keepOff := fs.Bool("keep-off-pinned", daemon.KeepOffPinned, "elastic policies: keep a queued job that may run on several GPU types off the types that pinned jobs queued ahead of it need, while its other types hold it and serve it at least 0.75 as fast and it would still run when the first of them could start there, for at most its run time, as easyscale-backfilld does by default (keep_off_pinned); =false: never")
 	shed := fs.Bool("shed-slow-nodes", daemon.ShedSlowNodes, "elastic policies: right after a d2 elastic job starts on a mix of GPU types, release the nodes that add nothing to its throughput, whose GPUs the best placement of its logical workers leaves idle (paying one rescale), as easyscale-backfilld does by default on Slurm 22.05 (shed_slow_nodes); =false: never")
 	move := fs.Bool("move-to-faster", daemon.MoveToFaster, "elastic policies: requeue a long d2 job (its time left at least a tenth of the longest other running job's) onto GPUs of a faster type, idle or lent to extra jobs, that no queued job may use when its time left there plus --move-cost, times 1.1, is below its time left now (a job that grew weighed at the GPUs it holds with its extra jobs when the faster GPUs hold that many; it restarts on its own count), as easyscale-backfilld does by default (move_to_faster); =false: never")
+	tradeUp := fs.Bool("trade-up", daemon.TradeUp, "elastic policies: end a running job's extra job on slower GPUs and lend it as many idle GPUs of a faster type, which no reservation needs for the lend, when its time left makes the speed-up pay two resizes (--rescale-cost) by 10 %, as easyscale-backfilld does by default (trade_up); =false: never")
 	moveAfresh := fs.Bool("move-one-type-afresh", false, "elastic policies, with --move-to-faster: also move a d1 job that names no GPU type onto one faster type, where it starts over from step 0 (its work so far counts against the move), as if every such job ran with easyscale run --on-other-numerics=start-over (easyscale-backfilld moves such a job only when its runtime reports that it does: BENCHMARKS.md E59)")
 	moveCost := fs.Float64("move-cost", daemon.MoveCost.Seconds(), "seconds a move to faster GPUs costs the job (easyscale-backfilld: move_cost: the requeue's cred_expire, the restart, steps redone)")
 	drain := fs.Bool("drain-horizon", daemon.DrainHorizon, "elastic policies: let shrink-to-admit and start-small make a running job end as late as the cluster needs at the least to run the work of other users' running and queued jobs (their work over its speed-weighted GPUs), as easyscale-backfilld does by default (drain_horizon); =false: no later than the longest time left of another user's running job")
@@ -134,6 +135,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.WeighCriticalDelay = *weigh
 	cfg.KeepOffPinned = *keepOff
 	cfg.MoveToFaster = *move
+	cfg.TradeUp = *tradeUp
 	cfg.MoveOneTypeAfresh = *moveAfresh
 	cfg.DrainHorizon = *drain
 	switch *admitHorizon {

@@ -303,11 +303,11 @@ func TestPolicyElasticIsTheDaemonsDefaultConfiguration(t *testing.T) {
 	jobs := readJobs(t, rows)
 	daemon := Config{GPUs: []GPUGroup{{"v100", 6}}, GPUsPerNode: 6, Policy: Elastic, ShrinkToAdmit: true, AdmitMaxLoss: 0.5,
 		Objective: true, StartSmall: planner.StartSmallEndsEarlier, RescaleCost: 30, ShedSlowNodes: true, WeighCriticalDelay: true,
-		KeepOffPinned: true, MoveToFaster: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned, AdmitAllowance: 0.75}
+		KeepOffPinned: true, MoveToFaster: true, TradeUp: true, MoveCost: 150, DrainHorizon: true, AdmitHorizon: planner.HorizonReturned, AdmitAllowance: 0.75}
 	if d := DaemonDefaults(); d.Policy != daemon.Policy || d.ShrinkToAdmit != daemon.ShrinkToAdmit || d.AdmitMaxLoss != daemon.AdmitMaxLoss ||
 		d.Objective != daemon.Objective || d.StartSmall != daemon.StartSmall || d.RescaleCost != daemon.RescaleCost ||
 		d.ShedSlowNodes != daemon.ShedSlowNodes || d.WeighCriticalDelay != daemon.WeighCriticalDelay || d.KeepOffPinned != daemon.KeepOffPinned ||
-		d.MoveToFaster != daemon.MoveToFaster || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon ||
+		d.MoveToFaster != daemon.MoveToFaster || d.TradeUp != daemon.TradeUp || d.MoveCost != daemon.MoveCost || d.DrainHorizon != daemon.DrainHorizon ||
 		d.AdmitHorizon != daemon.AdmitHorizon || d.AdmitAllowance != daemon.AdmitAllowance {
 		t.Errorf("DaemonDefaults() = %+v, want the policy of %+v", d, daemon)
 	}

@@ -17,6 +17,7 @@ func (s *sim) plan() error {
 	// As the daemon: no queued job, so a job may grow back to its maximum
 	// in one round.
 	snap := planner.Snapshot{Now: s.now, Speeds: s.cfg.Speeds, Limits: s.cfg.Limits, NothingQueued: len(s.queue) == 0}
+	snap.Limits.RescaleSeconds, snap.Limits.TradeUp = s.cfg.RescaleCost, s.cfg.TradeUp
 	if s.replayNothingQueued != nil {
 		snap.NothingQueued = *s.replayNothingQueued
 	}
@@ -100,7 +101,8 @@ func (s *sim) planRelevant(r *run, reserved map[int]bool) bool {
 			return true
 		}
 	}
-	return total < r.max
+	// A job with extra jobs may trade them up (planner: tradeup.go).
+	return total < r.max || len(r.extras) > 0
 }
 
 func (s *sim) runningJob(r *run) planner.RunningJob {
@@ -113,6 +115,9 @@ func (s *sim) runningJob(r *run) planner.RunningJob {
 		}
 	}
 	j.Base = r.snapBase
+	if r.rate > 0 && !r.rigid {
+		j.TimeLeft = max(r.rem, 0) / r.rate
+	}
 	for _, x := range r.extras {
 		j.Extras = append(j.Extras, planner.Extra{ID: x.id, Node: s.nodes[x.node].name, GPUs: x.gpus, End: x.end})
 	}

@@ -27,6 +27,7 @@ type Settings struct {
 	KeepOffPinned   bool    `json:"keep_off_pinned"`
 	ShedSlowNodes   bool    `json:"shed_slow_nodes"`
 	MoveToFaster    bool    `json:"move_to_faster"`
+	TradeUp         bool    `json:"trade_up"`
 	// MoveOneTypeAfresh is Config.MoveOneTypeAfresh; left out when false.
 	MoveOneTypeAfresh bool    `json:"move_one_type_afresh,omitempty"`
 	MoveCost          float64 `json:"move_cost_s"`
@@ -45,14 +46,14 @@ func settingsOf(cfg Config) *Settings {
 	}
 	return &Settings{ShrinkToAdmit: cfg.ShrinkToAdmit, AdmitMaxLoss: cfg.AdmitMaxLoss, AdmitHorizon: horizon, AdmitAllowance: cfg.AdmitAllowance,
 		Objective: cfg.Objective, StartSmall: cfg.StartSmall.String(), WeighStartSmall: cfg.WeighCriticalDelay,
-		KeepOffPinned: cfg.KeepOffPinned, ShedSlowNodes: cfg.ShedSlowNodes, MoveToFaster: cfg.MoveToFaster,
+		KeepOffPinned: cfg.KeepOffPinned, ShedSlowNodes: cfg.ShedSlowNodes, MoveToFaster: cfg.MoveToFaster, TradeUp: cfg.TradeUp,
 		MoveOneTypeAfresh: cfg.MoveOneTypeAfresh, MoveCost: cfg.MoveCost, DrainHorizon: cfg.DrainHorizon, RescaleCost: cfg.RescaleCost}
 }
 
 // elasticFlags are easyscale-simulate's flags that only elastic policies
 // read.
 var elasticFlags = []string{"admit-max-loss", "shrink-to-admit", "start-small", "objective", "weigh-start-small",
-	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "move-one-type-afresh", "move-cost", "drain-horizon", "admit-horizon", "admit-allowance", "rescale-cost"}
+	"keep-off-pinned", "shed-slow-nodes", "move-to-faster", "trade-up", "move-one-type-afresh", "move-cost", "drain-horizon", "admit-horizon", "admit-allowance", "rescale-cost"}
 
 // idleFlagsWarning names the flags given (changed reports whether a flag
 // was) that do nothing under cfg, "" when none: the elastic flags under

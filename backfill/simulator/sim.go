@@ -33,7 +33,7 @@ func DaemonDefaults() Config {
 	return Config{Policy: Elastic, ShrinkToAdmit: d.Admit.Enabled, AdmitMaxLoss: d.Admit.MaxLoss,
 		Objective: d.Admit.Rule == config.AdmitObjective, StartSmall: d.StartSmallRule(), RescaleCost: d.RescaleCost.Seconds(),
 		ShedSlowNodes: d.ShedSlowNodes, WeighCriticalDelay: true, KeepOffPinned: d.KeepOffPinned,
-		MoveToFaster: d.MoveToFaster, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon,
+		MoveToFaster: d.MoveToFaster, TradeUp: d.TradeUp, MoveCost: d.MoveCost.Seconds(), DrainHorizon: d.DrainHorizon,
 		AdmitHorizon: d.Admit.Horizon, AdmitAllowance: d.Admit.Allowance}
 }
 
@@ -162,6 +162,10 @@ type Config struct {
 	// sooner by planner.MoveToFaster (move.go): the daemon requeues such a
 	// job, which resumes from its checkpoint on the faster nodes.
 	MoveToFaster bool
+	// TradeUp, with an elastic policy, ends a running job's extra jobs on
+	// slower GPUs and lends it as many faster idle ones when that pays
+	// (planner: tradeup.go), as the daemon's trade_up (on by default) does.
+	TradeUp bool
 	// MoveOneTypeAfresh, with MoveToFaster, also moves a running one-type
 	// (d1) elastic job that names no GPU type to a faster type, where it
 	// starts over from step 0 (planner.MoveRequest.Redo: the work done so

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/easyscale/easyscale-slurm/statedb/backfillstore"
+)
+
+// tradingJob is a d2 elastic job of 8 logical workers on at most 2 nodes
+// (8 GPUs, its maximum) that runs 5 times faster on a V100 than on a T4.
+const tradingJob = "es-req min=1 max=2 lw=8 d2 speeds=t4:0.2,v100:1"
+
+// Job 10 holds V100 node n1 and an extra job of 4 T4s on n3, at its
+// maximum, with hours to run; V100 node n2 is idle. The daemon ends the T4
+// extra job and lends n2's V100s in the same cycle (trade_up), and once
+// the grace period is over cancels the T4 one if it is still there. With
+// trade_up = false it does neither.
+func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "trade_up on (default)", false: "trade_up = false"}[on], func(t *testing.T) {
+			toml := ""
+			if !on {
+				toml = "trade_up = false\n"
+			}
+			td := newTestDaemon(t, toml)
+			td.fake.running("10", tradingJob, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
+			td.fake.extra("50", "10", "n3", 4, time.Hour)
+			if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
+				Partition: "low", Node: "n3", GPUType: "t4", GPUs: 4, Submitted: td.now, End: td.now.Add(time.Hour),
+				Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
+				t.Fatal(err)
+			}
+			r := td.cycle(t)
+			subs := td.fake.commands("sbatch")
+			if !on {
+				if len(subs) != 0 || len(td.fake.commands("scancel")) != 0 {
+					t.Fatalf("submitted %q, cancelled %q; want nothing with trade_up = false", subs, td.fake.commands("scancel"))
+				}
+				return
+			}
+			if len(subs) != 1 || argValue(subs[0], "nodelist") != "n2" || !strings.Contains(argValue(subs[0], "gres"), ":4") {
+				t.Fatalf("submitted %q, want one extra job of 4 GPUs on n2", subs)
+			}
+			if got := td.fake.commands("scancel"); !slices.Equal(got, []string{"scancel --signal=TERM 50"}) || !slices.Equal(r.Signalled, []string{"50"}) {
+				t.Fatalf("scancel %q (report signalled %v), want extra job 50 signalled", got, r.Signalled)
+			}
+			ds := decisionsOf(t, td, "signal")
+			if len(ds) != 1 || !strings.Contains(ds[0].Detail, "trading up") {
+				t.Fatalf("signal decisions %+v, want one that says it trades up", ds)
+			}
+			td.advance(11 * time.Second) // past grace_period: the T4 extra job is still there
+			td.cycle(t)
+			if got := td.fake.commands("scancel"); !slices.Contains(got, "scancel 50") {
+				t.Fatalf("scancel %q, want extra job 50 cancelled after its grace period", got)
+			}
+			if n := len(td.fake.commands("sbatch")); n != 1 {
+				t.Fatalf("%d extra jobs submitted, want still 1", n)
+			}
+		})
+	}
+}
