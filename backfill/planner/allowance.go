@@ -25,9 +25,10 @@ const DefaultAdmitAllowance = 0.75
 // latest by an allowance of allowance (admit.allowance, ≥ 0): (1 +
 // allowance) × startRun − elapsed, where startRun is its run time at the
 // allocation it started on (seconds: the daemon estimates it by
-// [StartRun], from its time limit and progress report, the simulator
-// takes its run time when it started) and elapsed how long it has run (seconds; a negative one counts
-// as 0). 0, no allowance, when allowance or startRun is not above 0 or
+// [StartRun], from its time limit and progress report, and the simulator
+// as it does, from its exact run when it started and its pace since,
+// counting from its restart after a move) and elapsed how long it has run
+// since it (re)started (seconds; a negative one counts as 0). 0, no allowance, when allowance or startRun is not above 0 or
 // the job is past that end. The bound is on the job's expected end: the
 // time limit shrink-to-admit then sets has its margin on top
 // (RaisedTimeLimit).

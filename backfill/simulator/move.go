@@ -207,6 +207,10 @@ func (s *sim) move(r *run, a []alloc, cost float64) {
 	r.base, r.snapBase = a, nil
 	s.donorsFresh = false
 	r.limit = s.baseLimit(r, a) + int64(math.Ceil(cost))
+	// A requeued job starts again (Slurm's StartTime): the daemon's
+	// allowance then reads its run from the restart (planner.StartRun), so
+	// the one it had at its first start on slower GPUs no longer counts.
+	r.startRun, r.runFrom = float64(r.limit-s.now), s.now
 	r.rescales++
 	s.res.Moves++
 	r.rate = s.rateOf(r, true)

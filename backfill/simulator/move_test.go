@@ -1,6 +1,10 @@
 package simulator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/easyscale/easyscale-slurm/backfill/trace"
+)
 
 // TestMoveToFasterMovesALongJobOffTheT4sOnceTheV100sAreIdle: on one V100
 // node and one T4 node of 4 GPUs each, A (4 GPUs, pinned to the V100s)
@@ -125,6 +129,36 @@ func TestMoveOneTypeAfreshMovesAD1JobThatNamesNoType(t *testing.T) {
 			recs, moves := run(tc.csv, true)
 			if moves != 0 || recs["B"].Rescales != 0 {
 				t.Fatalf("%d moves, B rescaled %d times; want none", moves, recs["B"].Rescales)
+			}
+		})
+	}
+}
+
+// TestTheAllowanceReadsAJobsPaceSinceItsRestart: shrink-to-admit's
+// allowance reads a running job's run as the daemon's planner.StartRun
+// does: its run at the allocation it started on, or less when the time
+// since it (re)started over the fraction of its work done says less: a
+// job moved to faster GPUs (requeued: Slurm's StartTime is the restart)
+// no longer keeps the long run of its first start on slow ones.
+func TestTheAllowanceReadsAJobsPaceSinceItsRestart(t *testing.T) {
+	tests := []struct {
+		name          string
+		now, from     int64
+		rem, startRun float64
+		want          float64
+	}{
+		{"40 % done 200 s after its restart: a run of 500 s", 300, 100, 600, 2000, 500},
+		{"its start run when that is less", 300, 100, 600, 400, 400},
+		{"its start run at the instant it (re)started", 100, 100, 600, 2000, 2000},
+		{"its start run before any work is done", 300, 100, 1000, 2000, 2000},
+		{"its start run while a rescale's cost leaves more work than it began with", 300, 100, 1030, 2000, 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &sim{now: tt.now}
+			r := &run{j: &trace.Job{Duration: 1000}, rem: tt.rem, startRun: tt.startRun, runFrom: tt.from}
+			if got := s.startRunEstimate(r); got != tt.want {
+				t.Fatalf("startRunEstimate = %v, want %v", got, tt.want)
 			}
 		})
 	}

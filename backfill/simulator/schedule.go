@@ -447,7 +447,7 @@ func (s *sim) start(r *run, allocs []alloc, avail []int) {
 	}
 	s.sumQueue += float64(s.now - r.j.Submit)
 	r.limit = s.baseLimit(r, allocs)
-	r.startRun = float64(r.limit - s.now)
+	r.startRun, r.runFrom = float64(r.limit-s.now), s.now
 	r.pos = len(s.running)
 	s.running = append(s.running, r)
 	s.reschedule(r)
@@ -548,7 +548,7 @@ func (s *sim) buildDonors(objective bool) {
 			dn.TimeLeft = s.timeLeft(d)
 			var delay func(int) float64
 			dn.Loss, delay, dn.RaisedEnd = s.donorLoss(d)
-			if a := planner.AllowedEnd(s.cfg.AdmitAllowance, d.startRun, float64(s.now-d.start)); a > 0 {
+			if a := planner.AllowedEnd(s.cfg.AdmitAllowance, s.startRunEstimate(d), float64(s.now-d.runFrom)); a > 0 {
 				dn.Allowed, dn.Kept = a, delay
 			}
 			s.donorDelays = append(s.donorDelays, delay)
@@ -654,4 +654,18 @@ func (s *sim) donorsFor(r *run) []planner.Donor {
 		}
 	}
 	return donors
+}
+
+// startRunEstimate is the run time the daemon's planner.StartRun reads
+// for running job r: its run at the allocation it started on (its time
+// limit, exact here), or its pace so far from its progress, the time since
+// it (re)started over the fraction of its whole work done, when that is
+// less.
+func (s *sim) startRunEstimate(r *run) float64 {
+	total := float64(r.j.Duration)
+	done := 1 - max(r.rem, 0)/total
+	if !(total > 0) || !(done > 0) || s.now <= r.runFrom {
+		return r.startRun
+	}
+	return min(r.startRun, float64(s.now-r.runFrom)/done)
 }

@@ -385,6 +385,7 @@ type run struct {
 	last        int64
 	limit       int64
 	startRun    float64 // seconds it would run on the allocation it started on (planner.AllowedEnd)
+	runFrom     int64   // when startRun counts from: its start, or its last move (Slurm's StartTime after the requeue)
 	version     int
 	start       int64
 	planned     int64    // earliest reserved start, 0: never reserved
