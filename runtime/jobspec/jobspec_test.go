@@ -68,7 +68,7 @@ func TestParseRejects(t *testing.T) {
 
 func TestUnknownKeysAreTyped(t *testing.T) {
 	_, err := Parse(minimal + "\nfoo = 1\nbar = 2\n")
-	if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), "optimizer.bar, optimizer.foo") {
+	if !errors.Is(err, ErrUnknownKeys) || !strings.Contains(err.Error(), "optimizer.bar ([optimizer] holds beta1, beta2, eps, kind, lr, momentum, nesterov, weight_decay), optimizer.foo;") {
 		t.Fatalf("error = %v, want ErrUnknownKeys listing bar, foo", err)
 	}
 	if !strings.Contains(err.Error(), "see examples/mnist/job.toml") {
@@ -159,7 +159,7 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 			"torch.thread (did you mean torch.threads?)"},
 		{minimal + "\nmomentun = 0.9\n", "optimizer.momentun (did you mean optimizer.momentum?)"},
 		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\nchekpoint_every = 5\n", "chekpoint_every (did you mean checkpoint_every?)"},
-		{minimal + "\nzzzzzzzz = 1\n", "optimizer.zzzzzzzz;"},
+		{minimal + "\nzzzzzzzz = 1\n", "optimizer.zzzzzzzz ([optimizer] holds beta1, beta2, eps, kind, lr, momentum, nesterov, weight_decay);"},
 		// a new user's (helper 107): a misspelt table stands for its keys
 		// and names the table meant; a table is compared with tables
 		// ([speed] is [speeds], not seed); a key the engine refuses is
@@ -177,7 +177,11 @@ func TestUnknownKeysSayWhichKeyWasMeant(t *testing.T) {
 		// helper 108's: no top-level key from inside a table, no key two
 		// edits off in another table, a misspelt engine's value with a
 		// [torch] table, an empty misspelt table
-		{minimal + "\nname = \"sgd\"\n", "unknown key optimizer.name;"},
+		{minimal + "\nname = \"sgd\"\n", "unknown key optimizer.name ([optimizer] holds beta1, beta2, eps, kind, lr, momentum, nesterov, weight_decay);"},
+		// a key that is no key of its table says what the table holds
+		// before a key of the same name elsewhere, once per table
+		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\n[lr_schedule]\nkind = \"cosine\"\nwarmup = 3\n",
+			"unknown keys lr_schedule.kind ([lr_schedule] holds min_lr, warmup_steps; did you mean optimizer.kind?), lr_schedule.warmup;"},
 		{"logical_workers = 2\nmicro_batch = 4\nsteps = 10\nthreads = 1\n", "unknown key threads;"},
 		{"engine = \"troch\"\nlogical_workers = 2\nmicro_batch = 4\nsteps = 10\n[torch]\nmodule = \"m.py\"\nthread = 1\n",
 			"unknown key torch.thread (did you mean torch.threads?); remove or rename it (see examples/torch-ddp/job.toml)"},

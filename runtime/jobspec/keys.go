@@ -106,6 +106,8 @@ func describeUnknown(engine string, und []toml.Key, isTable func(toml.Key) bool)
 		unknown[k.String()] = true
 	}
 	var out []string
+	listed := map[string]bool{} // tables whose keys an entry listed (tableHolds): once each
+	slices.SortFunc(und, func(a, b toml.Key) int { return strings.Compare(a.String(), b.String()) })
 	for _, k := range und {
 		name := k.String()
 		if under := underUnknownTable(k, unknown); under {
@@ -121,13 +123,50 @@ func describeUnknown(engine string, und []toml.Key, isTable func(toml.Key) bool)
 		}
 		if t := closest(engine, name, knownKeys); t != "" {
 			name += " (did you mean " + t + "?)"
-		} else if t := elsewhere(engine, name); t != "" {
-			name += " (did you mean " + t + "?)"
+		} else {
+			var hints []string
+			if held := tableHolds(engine, name); held != "" && !listed[held] {
+				listed[held] = true
+				hints = append(hints, held)
+			}
+			if t := elsewhere(engine, name); t != "" {
+				hints = append(hints, "did you mean "+t+"?")
+			}
+			if len(hints) > 0 {
+				name += " (" + strings.Join(hints, "; ") + ")"
+			}
 		}
 		out = append(out, name)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// tableHolds says which keys the known table that holds key name takes
+// ("[lr_schedule] holds min_lr, warmup_steps"), for a key with no close
+// match there: "[lr_schedule] kind" is not a key of that table, and
+// optimizer.kind, which [elsewhere] finds, is another thing. "" for a
+// top-level key, a table the engine refuses or one that takes keys of the
+// user's own (a map: speeds, torch.params).
+func tableHolds(engine, name string) string {
+	i := strings.LastIndex(name, ".")
+	if i < 0 {
+		return ""
+	}
+	table := name[:i]
+	if notFor(engine, table) || !slices.Contains(knownTables, table) || slices.Contains(knownKeys, table) {
+		return ""
+	}
+	var held []string
+	for _, k := range knownKeys {
+		if rest, ok := strings.CutPrefix(k, table+"."); ok && !strings.Contains(rest, ".") && !notFor(engine, k) {
+			held = append(held, rest)
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return "[" + table + "] holds " + strings.Join(held, ", ")
 }
 
 // underUnknownTable reports whether key k sits under a table that is
