@@ -291,15 +291,7 @@ func (p *planning) grant() []Grow {
 			}
 			continue
 		}
-		js := &jobState{ji: ji, byType: map[string]int{}}
-		for _, n := range slices.Concat(j.NoGrowNodes, j.OffNodes) {
-			if ni, ok := p.idx[n]; ok {
-				if js.blocked == nil {
-					js.blocked = map[int]bool{}
-				}
-				js.blocked[ni] = true
-			}
-		}
+		js := &jobState{ji: ji, byType: map[string]int{}, blocked: p.blockedNodes(&j)}
 		for _, b := range j.Base {
 			js.byType[p.s.Nodes[p.idx[b.Node]].GPUType] += b.GPUs
 			js.total += b.GPUs
@@ -376,6 +368,21 @@ func (p *planning) mayGrow(ji int) bool {
 		total += x.GPUs
 	}
 	return total < j.MaxGPUs && base > 0
+}
+
+// blockedNodes indexes the nodes job j is never grown onto (NoGrowNodes,
+// OffNodes); nil when none is known.
+func (p *planning) blockedNodes(j *RunningJob) map[int]bool {
+	var out map[int]bool
+	for _, n := range slices.Concat(j.NoGrowNodes, j.OffNodes) {
+		if ni, ok := p.idx[n]; ok {
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[ni] = true
+		}
+	}
+	return out
 }
 
 // mayTrade is tradeUp's cheap pre-check: job ji is elastic, not held,

@@ -152,15 +152,7 @@ func (p *planning) tradeUp(granted map[string]bool) ([]Shrink, []Grow) {
 // being ended), its base by type, and the indexes of those extra jobs.
 func (p *planning) tradeState(ji int) (*jobState, map[string]int, []int) {
 	j := &p.s.Running[ji]
-	js := &jobState{ji: ji, byType: map[string]int{}}
-	for _, n := range slices.Concat(j.NoGrowNodes, j.OffNodes) {
-		if ni, ok := p.idx[n]; ok {
-			if js.blocked == nil {
-				js.blocked = map[int]bool{}
-			}
-			js.blocked[ni] = true
-		}
-	}
+	js := &jobState{ji: ji, byType: map[string]int{}, blocked: p.blockedNodes(j)}
 	base := map[string]int{}
 	for _, b := range j.Base {
 		t := p.s.Nodes[p.idx[b.Node]].GPUType
