@@ -220,10 +220,11 @@ type Config struct {
 	// [trade_up], default true: when GPUs of a faster type the job may
 	// use are idle and no reservation needs them for the lend, and the
 	// job still has long enough to run for its speed-up to pay two
-	// resizes (rescale_cost) by 10 %, the daemon ends an extra job on
-	// slower GPUs and submits one of the same GPU count on the faster
-	// ones, in the same cycle (planner.TradeUpPays; issue 17,
-	// BENCHMARKS.md E71). The job's own allocation stays (move_to_faster
+	// resizes (rescale_cost) by 10 %, the daemon submits an extra job of
+	// the same GPU count on the faster GPUs and, once sbatch took it, ends
+	// the one on slower GPUs, in the same cycle, within the job's maximum
+	// and the lend caps (planner.TradeUpPays; issue 17, BENCHMARKS.md
+	// E71). The job's own allocation stays (move_to_faster
 	// moves that). false: never.
 	TradeUp bool `toml:"trade_up"`
 	// DrainHorizon raises the horizon that bounds shrink-to-admit and

@@ -503,10 +503,11 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 		return fmt.Errorf("planning: %w", err)
 	}
 	r.Snapshot, r.Planned = ps, acts
-	if err := d.shrink(ctx, v, acts.Shrinks, rc.live, r); err != nil {
+	shrinks, trades := splitTrades(acts.Shrinks)
+	if err := d.shrink(ctx, v, shrinks, rc.live, r); err != nil {
 		return err
 	}
-	d.nextShrink = d.shrinkDue(acts.Shrinks, rc.live)
+	d.nextShrink = d.shrinkDue(shrinks, rc.live)
 	// Shrink-to-admit and start-small both read the records of shrinks to
 	// admit (what to resume; what a raised time limit holds); read once.
 	var records []backfillstore.AdmitShrink
@@ -540,8 +541,15 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if admitted {
 		r.Withheld, r.Planned.Grows = r.Planned.Grows, nil // allocations changed: lend on the next cycle's reading
 	}
+	submitted := len(r.Submitted)
 	if err := d.grow(ctx, v, r.Planned.Grows, rc, r); err != nil {
 		return err
+	}
+	if due := tradesDue(trades, r, rc.live, submitted, d.cfg.DryRun); len(due) > 0 {
+		if err := d.shrink(ctx, v, due, rc.live, r); err != nil {
+			return err
+		}
+		d.nextShrink = d.shrinkDue(append(shrinks, due...), rc.live)
 	}
 	lentGPUs := 0
 	for _, l := range rc.live {
@@ -763,6 +771,56 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 		}
 	}
 	return nil
+}
+
+// splitTrades separates the shrinks that trade a job's extra jobs up
+// (planner: tradeup.go; no reservation asks for them) from the others.
+func splitTrades(all []planner.Shrink) (shrinks, trades []planner.Shrink) {
+	for _, sh := range all {
+		if sh.Reservation == 0 && sh.Reason != "" {
+			trades = append(trades, sh)
+		} else {
+			shrinks = append(shrinks, sh)
+		}
+	}
+	return shrinks, trades
+}
+
+// tradesDue returns the trade shrinks whose job got its replacement
+// extra jobs this cycle: as many GPUs submitted for it (r.Submitted from
+// index submitted on; in a dry run, the grows planned and not withheld)
+// as the trade ends. A trade whose grows were withheld (an admission
+// changed the allocations) or refused by sbatch ends nothing: the job
+// keeps its slow GPUs rather than losing them (helper 110's).
+func tradesDue(trades []planner.Shrink, r *Report, live map[string]*lent, submitted int, dryRun bool) []planner.Shrink {
+	if len(trades) == 0 {
+		return nil
+	}
+	got := map[string]int{}
+	if dryRun {
+		for _, g := range r.Planned.Grows {
+			got[g.Job] += g.GPUs
+		}
+	} else {
+		for _, id := range r.Submitted[submitted:] {
+			if l := live[id]; l != nil {
+				got[l.rec.Parent] += l.rec.GPUs
+			}
+		}
+	}
+	need := map[string]int{}
+	for _, sh := range trades {
+		if l := live[sh.Extra]; l != nil {
+			need[sh.Job] += l.rec.GPUs
+		}
+	}
+	var due []planner.Shrink
+	for _, sh := range trades {
+		if got[sh.Job] >= need[sh.Job] && need[sh.Job] > 0 {
+			due = append(due, sh)
+		}
+	}
+	return due
 }
 
 // shrinkDue returns when the earliest of the shrinks needs a cycle: its

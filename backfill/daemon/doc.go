@@ -528,9 +528,15 @@
 // job's extra job on slower GPUs and lend it as many idle GPUs of a faster
 // type in the same cycle (planner: tradeup.go), weighed at the job's time
 // left (its progress since it started, capped by its time limit): the
-// daemon signals the slow extra job as for any shrink (its decision says
-// "trading up"), cancels it after grace_period if it is still there, and
-// submits the new one.
+// daemon submits the new extra jobs with the cycle's grows and, only once
+// sbatch took as many GPUs for the job as the trade ends (none were
+// withheld or refused), signals the slow extra job as for any shrink (its
+// decision says "trading up"); it cancels it after grace_period if it is
+// still there. A signalled extra job is passed to the planner as leaving
+// (planner.Extra.Leaving): it counts against the job's maximum and the
+// lend caps until it is gone and is not traded again. A new extra job
+// that Slurm leaves pending is cancelled after pending_timeout, as any,
+// and the job grows again on a later cycle.
 //
 // # Moving a job to faster GPUs
 //

@@ -52,7 +52,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 			continue
 		}
 		extrasOf[l.rec.Parent] = append(extrasOf[l.rec.Parent],
-			planner.Extra{ID: id, Node: l.rec.Node, GPUs: l.rec.GPUs, End: l.end.Unix()})
+			planner.Extra{ID: id, Node: l.rec.Node, GPUs: l.rec.GPUs, End: l.end.Unix(), Leaving: l.rec.State == backfillstore.ExtraSignalled})
 	}
 	for _, j := range v.Running {
 		r := d.runningJob(v, j, extrasOf[j.ID], known, added)

@@ -28,12 +28,7 @@ func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
 			}
 			td := newTestDaemon(t, toml)
 			td.fake.running("10", tradingJob, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
-			td.fake.extra("50", "10", "n3", 4, time.Hour)
-			if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
-				Partition: "low", Node: "n3", GPUType: "t4", GPUs: 4, Submitted: td.now, End: td.now.Add(time.Hour),
-				Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
-				t.Fatal(err)
-			}
+			recordT4Extra(t, td)
 			r := td.cycle(t)
 			subs := td.fake.commands("sbatch")
 			if !on {
@@ -61,5 +56,70 @@ func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
 				t.Fatalf("%d extra jobs submitted, want still 1", n)
 			}
 		})
+	}
+}
+
+// recordT4Extra adds running extra job 50 of job 10, 4 T4s on n3, as the
+// daemon recorded it.
+func recordT4Extra(t *testing.T, td *testDaemon) {
+	t.Helper()
+	td.fake.extra("50", "10", "n3", 4, time.Hour)
+	if err := td.db.RecordExtra(context.Background(), backfillstore.ExtraJob{ID: "50", Parent: "10", User: "alice",
+		Partition: "low", Node: "n3", GPUType: "t4", GPUs: 4, Submitted: td.now, End: td.now.Add(time.Hour),
+		Name: "es-extra-10", Comment: "es-extra parent=10"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Helper 110's, seen on the fake and on the 22.05 lab: with more idle
+// V100s than one trade takes and 12 logical workers (so the waste cap does
+// not stop it), the next cycles within the grace period traded the
+// signalled T4 extra job again, lent past the job's maximum and the caps,
+// and cancelled it at once. Now one trade is made, the T4 extra job gets
+// its whole grace period, and the job never holds more than its maximum.
+func TestATradeIsMadeOnceAndKeepsTheGracePeriod(t *testing.T) {
+	for _, toml := range []string{"", "[limits]\nmax_extra_gpus_per_user = 8\nmax_extra_gpus_per_job = 8\n"} {
+		t.Run(toml, func(t *testing.T) {
+			td := newTestDaemon(t, toml)
+			td.fake.set(func() {
+				td.fake.nodes = append(td.fake.nodes, &fakeNode{name: "n5", gpuType: "v100", gpus: 4, cpus: 8, partitions: []string{"normal", "low"}})
+			})
+			td.fake.running("10", "es-req min=1 max=2 lw=12 d2 speeds=t4:0.2,v100:1", "n1", 4, 10*time.Hour, rendezvous(t, "10"))
+			recordT4Extra(t, td)
+			td.cycle(t)
+			for range 4 { // 8 s: within the 10-s grace period
+				td.advance(2 * time.Second)
+				td.cycle(t)
+			}
+			if subs := td.fake.commands("sbatch"); len(subs) != 1 {
+				t.Fatalf("submitted %q, want one extra job for one trade", subs)
+			}
+			if got := td.fake.commands("scancel"); !slices.Equal(got, []string{"scancel --signal=TERM 50"}) {
+				t.Fatalf("scancel %q within the grace period, want extra job 50 signalled only", got)
+			}
+			td.advance(3 * time.Second)
+			td.cycle(t)
+			if got := td.fake.commands("scancel"); !slices.Contains(got, "scancel 50") {
+				t.Fatalf("scancel %q, want extra job 50 cancelled once its grace period is over", got)
+			}
+		})
+	}
+}
+
+// Helper 110's: when sbatch refuses the faster extra job, the slow one is
+// not ended: the job keeps its GPUs.
+func TestATradeWhoseReplacementSbatchRefusesEndsNothing(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", tradingJob, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
+	recordT4Extra(t, td)
+	td.fake.set(func() {
+		td.fake.sbatchFails = "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+	})
+	r := td.cycle(t)
+	if len(td.fake.commands("sbatch")) != 1 {
+		t.Fatalf("sbatch %q, want the trade's one try", td.fake.commands("sbatch"))
+	}
+	if got := td.fake.commands("scancel"); len(got) != 0 || len(r.Signalled) != 0 {
+		t.Fatalf("scancel %q (signalled %v), want the T4 extra job kept when its replacement was refused", got, r.Signalled)
 	}
 }

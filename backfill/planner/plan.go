@@ -33,8 +33,7 @@ type Shrink struct {
 	// for a shrink no reservation asks for (Reason says why).
 	Reservation int64
 	// Reason says why the extra job ends when no reservation needs its
-	// GPUs (trading up, a job over its maximum: tradeup.go); "" for a
-	// reservation's shrink.
+	// GPUs (trading up: tradeup.go); "" for a reservation's shrink.
 	Reason string `json:",omitempty"`
 }
 
@@ -107,6 +106,9 @@ type planning struct {
 	held     []int        // per node: GPUs no grow takes (heldForUnplanned); nil: none
 	byType   map[string][]slot
 	avail    map[string]int
+	// userLent is the GPUs lent to each user after grant's grants, those
+	// being ended included (trading up adds to it).
+	userLent map[string]int
 }
 
 func newPlanning(s *Snapshot, idx map[string]int) *planning {
@@ -152,6 +154,13 @@ func newPlanning(s *Snapshot, idx map[string]int) *planning {
 }
 
 func (p *planning) end(r extraRef) int64 { return p.extraEnd[r.job][r.x] }
+
+// leaving reports whether extra job xi of running job ji is being ended:
+// shrunk this round (its end moved) or already (Extra.Leaving).
+func (p *planning) leaving(ji, xi int) bool {
+	x := p.s.Running[ji].Extras[xi]
+	return x.Leaving || p.extraEnd[ji][xi] != x.End
+}
 
 // surplus returns idle + released(≤t) − reserved(≤t) on node ni, with
 // extras released margin seconds before their end.
@@ -297,7 +306,7 @@ func (p *planning) grant() []Grow {
 			js.total += b.GPUs
 		}
 		for xi, x := range j.Extras {
-			if p.extraEnd[ji][xi] != x.End {
+			if p.leaving(ji, xi) {
 				js.leaving += x.GPUs // being shrunk, held until its deadline
 				continue
 			}
@@ -315,6 +324,7 @@ func (p *planning) grant() []Grow {
 		jobs = append(jobs, js)
 	}
 	startLent := maps.Clone(userLent)
+	p.userLent = userLent // grant's grants add to it below
 	h := &candHeap{}
 	for _, js := range jobs {
 		if c, ok := p.best(js, types, userLent, startLent); ok {

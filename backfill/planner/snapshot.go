@@ -95,6 +95,11 @@ type Extra struct {
 	GPUs int
 	// End is when its time limit ends, in seconds.
 	End int64
+	// Leaving says the extra job is being ended already (the daemon
+	// signalled it): it holds its GPUs until End and counts against its
+	// job's maximum and the lend caps, as an extra job this round shrinks
+	// does, and is never traded up again (tradeup.go).
+	Leaving bool `json:",omitempty"`
 }
 
 // RunningJob is a running Slurm job.

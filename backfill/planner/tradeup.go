@@ -2,6 +2,8 @@ package planner
 
 import (
 	"cmp"
+	"maps"
+	"math"
 	"slices"
 )
 
@@ -18,10 +20,15 @@ import (
 // in one round, when that ends the job sooner by more than the resize
 // costs ([TradeUpPays]). The GPUs are those any grow may take (slots:
 // idle, not needed by a reservation before the lend ends, not held for
-// an unplanned job), so no queued job waits longer for them. The daemon
-// signals the slow extra job, whose worker leaves at its next step
-// boundary, and cancels it after grace_period if it is still there, as
-// for any shrink.
+// an unplanned job), so no queued job waits longer for them, and a trade
+// stays within the job's maximum and the lend caps counting the GPUs it
+// ends as held until they go (as grants count a shrink's). The daemon
+// submits the new extra jobs first and signals the slow one only once
+// they were submitted; its worker leaves at its next step boundary, and
+// the daemon cancels it after grace_period if it is still there, as for
+// any shrink. While it leaves it is Extra.Leaving, never traded again
+// (helper 110 saw a job traded every cycle of the grace period, past its
+// maximum and the caps, before that).
 
 // TradeUpPays reports whether trading up pays: a job with left seconds
 // to run at throughput now would run at throughput after (the same
@@ -48,9 +55,15 @@ type trade struct {
 // tradeUp returns the shrinks and grows that trade up the extra jobs of
 // every elastic job that may grow (not NoGrow), has a known time left
 // and was granted nothing this round (granted), taking from the slots
-// left after the grants. Jobs are visited in snapshot order; each
-// job's extra jobs slowest first, each moved to the allowed type that
-// runs the job fastest, as long as that is faster than keeping it.
+// left after the grants. Jobs are visited in snapshot order. A job's
+// extra jobs not already being ended are taken slowest first, each to
+// the allowed type with idle GPUs that runs the job fastest, and the
+// trade is the first run of them that runs it fastest (one slow extra job
+// traded alone may not speed up a job whose pace another one sets). It
+// is made when TradeUpPays over the shortest of the job's time left, the
+// new lends and the traded extra jobs' own lends, and within the job's
+// maximum and the lend caps counting the GPUs being ended, as grants
+// count them.
 func (p *planning) tradeUp(granted map[string]bool) ([]Shrink, []Grow) {
 	if !p.lim.TradeUp || len(p.avail) == 0 {
 		return nil, nil
@@ -73,71 +86,51 @@ func (p *planning) tradeUp(granted map[string]bool) ([]Shrink, []Grow) {
 		if len(live) == 0 {
 			continue
 		}
-		pace := func(byType map[string]int) float64 {
-			tb, _ := j.Model.Throughput(p.speedCounts(j, base, "", 0))
-			ta, waste := j.Model.Throughput(p.speedCounts(j, byType, "", 0))
-			if waste > p.lim.WasteCap+1e-12 {
-				ta = 0
-			}
-			return max(tb, ta)
+		held, lent := 0, 0 // every GPU it holds, and those lent, those being ended included
+		for _, b := range j.Base {
+			held += b.GPUs
 		}
-		now := pace(js.byType)
-		slices.SortStableFunc(live, func(a, b int) int {
-			return cmp.Compare(j.SpeedOf(p.s.Nodes[p.idx[j.Extras[a].Node]].GPUType, p.s.Speeds),
-				j.SpeedOf(p.s.Nodes[p.idx[j.Extras[b].Node]].GPUType, p.s.Speeds))
-		})
-		after, lend := now, int64(0)
-		var trades []trade
-		wanted := map[string]int{}
-		for _, xi := range live {
-			x := j.Extras[xi]
-			from := p.s.Nodes[p.idx[x.Node]].GPUType
-			best, bestPace := "", after
-			for _, t := range types {
-				if t == from || len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, t) ||
-					j.SpeedOf(t, p.s.Speeds) <= j.SpeedOf(from, p.s.Speeds) || p.availFor(js, t)-wanted[t] < x.GPUs {
-					continue
-				}
-				js.byType[from] -= x.GPUs
-				js.byType[t] += x.GPUs
-				if v := pace(js.byType); v > bestPace+1e-12 {
-					best, bestPace = t, v
-				}
-				js.byType[t] -= x.GPUs
-				js.byType[from] += x.GPUs
-			}
-			if best == "" {
-				continue
-			}
-			js.byType[from] -= x.GPUs
-			js.byType[best] += x.GPUs
-			wanted[best] += x.GPUs
-			after = bestPace
-			trades = append(trades, trade{xi, best})
-			if end := p.firstSlotEnd(js, best); lend == 0 || end < lend {
-				lend = end
-			}
+		for _, x := range j.Extras {
+			held += x.GPUs
+			lent += x.GPUs
 		}
-		if len(trades) == 0 || !TradeUpPays(j.TimeLeft, float64(lend-p.s.Now), now, after, p.lim.RescaleSeconds) {
+		if held > j.MaxGPUs {
+			continue // an earlier trade's extra jobs are still leaving
+		}
+		trades := p.bestTrades(j, js, base, live, types)
+		if len(trades) == 0 {
 			continue
 		}
+		need, slowEnd := 0, int64(math.MaxInt64)
+		for _, tr := range trades {
+			need += j.Extras[tr.x].GPUs
+			slowEnd = min(slowEnd, j.Extras[tr.x].End)
+		}
+		if l := p.lim.MaxExtraGPUsPerJob; l > 0 && lent+need > l {
+			continue
+		}
+		if l := p.lim.MaxExtraGPUsPerUser; l > 0 && p.userLent[j.User]+need > l {
+			continue
+		}
+		now := p.tradePace(j, base, js.byType, nil)
+		after := p.tradePace(j, base, js.byType, trades)
+		saved := p.saveSlots(trades)
 		var mine []Grow
 		for _, tr := range trades {
 			mine = append(mine, p.take(candidate{js: js, typ: tr.typ, n: j.Extras[tr.x].GPUs})...)
 		}
 		mine = p.orders(mine)
-		got := 0
+		got, lendEnd := 0, slowEnd
 		for _, g := range mine {
 			got += g.GPUs
+			lendEnd = min(lendEnd, g.End)
 		}
-		need := 0
-		for _, tr := range trades {
-			need += j.Extras[tr.x].GPUs
-		}
-		if got < need {
-			continue // a lend too short to submit: keep the slow GPUs
+		if got < need || !TradeUpPays(j.TimeLeft, float64(lendEnd-p.s.Now), now, after, p.lim.RescaleSeconds) {
+			saved.restore(p) // a lend too short, or a gain too small: keep the slow GPUs
+			continue
 		}
 		grows = append(grows, mine...)
+		p.userLent[j.User] += need // the GPUs being ended are held until they go
 		for _, tr := range trades {
 			x := j.Extras[tr.x]
 			p.extraEnd[ji][tr.x] = p.s.Now - p.lim.MarginSeconds
@@ -146,6 +139,93 @@ func (p *planning) tradeUp(granted map[string]bool) ([]Shrink, []Grow) {
 		}
 	}
 	return shrinks, grows
+}
+
+// bestTrades returns the trades of job j (its GPUs by type in js, its
+// base by type, its live extra jobs) that run it fastest: its extra jobs
+// slowest first, each to the allowed faster type with enough GPUs in the
+// slots that runs it fastest, and of those the first run (prefix) with
+// the highest pace, when that is above its pace now; nil when none is.
+func (p *planning) bestTrades(j *RunningJob, js *jobState, base map[string]int, live []int, types []string) []trade {
+	typeOf := func(xi int) string { return p.s.Nodes[p.idx[j.Extras[xi].Node]].GPUType }
+	slices.SortStableFunc(live, func(a, b int) int {
+		return cmp.Compare(j.SpeedOf(typeOf(a), p.s.Speeds), j.SpeedOf(typeOf(b), p.s.Speeds))
+	})
+	byType := maps.Clone(js.byType)
+	bestPace := p.tradePace(j, base, byType, nil)
+	var all []trade
+	best := 0
+	wanted := map[string]int{}
+	for _, xi := range live {
+		x, from := j.Extras[xi], typeOf(xi)
+		to, toPace := "", -1.0
+		for _, t := range types {
+			if t == from || len(j.GPUTypes) > 0 && !slices.Contains(j.GPUTypes, t) ||
+				j.SpeedOf(t, p.s.Speeds) <= j.SpeedOf(from, p.s.Speeds) || p.availFor(js, t)-wanted[t] < x.GPUs {
+				continue
+			}
+			byType[from] -= x.GPUs
+			byType[t] += x.GPUs
+			if v := p.tradePace(j, base, byType, nil); v > toPace+1e-12 {
+				to, toPace = t, v
+			}
+			byType[t] -= x.GPUs
+			byType[from] += x.GPUs
+		}
+		if to == "" {
+			continue
+		}
+		byType[from] -= x.GPUs
+		byType[to] += x.GPUs
+		wanted[to] += x.GPUs
+		all = append(all, trade{xi, to})
+		if toPace > bestPace+1e-12 {
+			bestPace, best = toPace, len(all)
+		}
+	}
+	return all[:best]
+}
+
+// tradePace is job j's throughput on its GPUs by type (byType) with
+// trades made, or on its base alone when that is faster or the mix
+// wastes more than WasteCap ([Pace]; the simulator's rate).
+func (p *planning) tradePace(j *RunningJob, base, byType map[string]int, trades []trade) float64 {
+	if len(trades) > 0 {
+		byType = maps.Clone(byType)
+		for _, tr := range trades {
+			x := j.Extras[tr.x]
+			byType[p.s.Nodes[p.idx[x.Node]].GPUType] -= x.GPUs
+			byType[tr.typ] += x.GPUs
+		}
+	}
+	tb, _ := j.Model.Throughput(p.speedCounts(j, base, "", 0))
+	ta, waste := j.Model.Throughput(p.speedCounts(j, byType, "", 0))
+	if waste > p.lim.WasteCap+1e-12 {
+		ta = 0
+	}
+	return max(tb, ta)
+}
+
+// savedSlots is the slots of some GPU types as they were, for a trade
+// that take used and that is then not made.
+type savedSlots struct {
+	byType map[string][]slot
+	avail  map[string]int
+}
+
+func (p *planning) saveSlots(trades []trade) savedSlots {
+	s := savedSlots{byType: map[string][]slot{}, avail: map[string]int{}}
+	for _, tr := range trades {
+		s.byType[tr.typ] = slices.Clone(p.byType[tr.typ])
+		s.avail[tr.typ] = p.avail[tr.typ]
+	}
+	return s
+}
+
+func (s savedSlots) restore(p *planning) {
+	for t, sl := range s.byType {
+		p.byType[t], p.avail[t] = sl, s.avail[t]
+	}
 }
 
 // tradeState returns job ji's GPUs by type (base and the extra jobs not
@@ -161,23 +241,12 @@ func (p *planning) tradeState(ji int) (*jobState, map[string]int, []int) {
 	}
 	var live []int
 	for xi, x := range j.Extras {
-		if p.extraEnd[ji][xi] != x.End {
-			continue // being ended
+		if p.leaving(ji, xi) {
+			continue
 		}
 		p.markHas(js, p.idx[x.Node])
 		js.byType[p.s.Nodes[p.idx[x.Node]].GPUType] += x.GPUs
 		live = append(live, xi)
 	}
 	return js, base, live
-}
-
-// firstSlotEnd is the end of the longest lend of type t that job js may
-// take (the slots are sorted longest first), Now when none is left.
-func (p *planning) firstSlotEnd(js *jobState, t string) int64 {
-	for _, sl := range p.byType[t] {
-		if !js.blocked[sl.node] && sl.n > 0 {
-			return sl.end
-		}
-	}
-	return p.s.Now
 }

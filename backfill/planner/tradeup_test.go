@@ -82,3 +82,83 @@ func TestPlanTradesUpExtraJobs(t *testing.T) {
 		})
 	}
 }
+
+// Helper 110's findings, each a row: a trade never lends past the job's
+// maximum or the lend caps while the GPUs it ends are still held, never
+// trades an extra job already leaving, weighs the slow extra job's own
+// end, trades several slow extra jobs together when only together they
+// speed the job up, and gives back the GPUs of a trade it drops.
+func TestTradeUpKeepsTheLimits(t *testing.T) {
+	speeds := map[string]float64{"v100": 1, "p100": 0.774, "t4": 0.323}
+	lim := Limits{MarginSeconds: 30, MinLendSeconds: 60, MaxLendSeconds: 3600, RescaleSeconds: 30, TradeUp: true}
+	node := func(name, typ string, idle int) Node { return Node{Name: name, GPUType: typ, Total: 4, Idle: idle} }
+	job := func(id string, base string, maxG, lw int, left float64, extras ...Extra) RunningJob {
+		j := elastic(id, "u"+id, []NodeGPUs{{base, 4}}, 1, maxG, lw, 4)
+		j.Extras, j.TimeLeft = extras, left
+		return j
+	}
+	p100 := Extra{ID: "50", Node: "p1", GPUs: 4, End: 3600}
+	tests := []struct {
+		name   string
+		snap   Snapshot
+		limits func(*Limits)
+		want   []string // the extra jobs ended and the nodes lent, in order
+	}{
+		{name: "an extra job the daemon already signalled is not traded again, and the job at its maximum with it is lent nothing",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 0), node("v3", "v100", 4), node("p1", "p100", 0)},
+				Running: []RunningJob{job("1", "v1", 8, 12, 3600, Extra{ID: "100", Node: "v2", GPUs: 4, End: 3600},
+					Extra{ID: "50", Node: "p1", GPUs: 4, End: 30, Leaving: true})}}},
+		{name: "an extra job the daemon already signalled is not traded again, even within the job's maximum",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 0), node("v3", "v100", 4), node("p1", "p100", 0)},
+				Running: []RunningJob{job("1", "v1", 12, 12, 3600, Extra{ID: "100", Node: "v2", GPUs: 4, End: 3600},
+					Extra{ID: "50", Node: "p1", GPUs: 4, End: 3600, Leaving: true})}}},
+		{name: "not past the per-user lend cap while the slow GPUs are still held",
+			snap:   Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0)}, Running: []RunningJob{job("1", "v1", 8, 8, 3600, p100)}},
+			limits: func(l *Limits) { l.MaxExtraGPUsPerUser = 4 }},
+		{name: "not past the per-job lend cap",
+			snap:   Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0)}, Running: []RunningJob{job("1", "v1", 8, 8, 3600, p100)}},
+			limits: func(l *Limits) { l.MaxExtraGPUsPerJob = 4 }},
+		{name: "within the caps when they have room",
+			snap:   Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0)}, Running: []RunningJob{job("1", "v1", 8, 8, 3600, p100)}},
+			limits: func(l *Limits) { l.MaxExtraGPUsPerJob, l.MaxExtraGPUsPerUser = 8, 8 },
+			want:   []string{"end 50", "lend v2"}},
+		{name: "not an extra job whose own lend ends too soon for the gain to pay",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0)},
+				Running: []RunningJob{job("1", "v1", 8, 8, 3600, Extra{ID: "50", Node: "p1", GPUs: 4, End: 90})}}},
+		{name: "two slow extra jobs that only together speed the job up are traded together",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("v3", "v100", 4), node("p1", "p100", 0), node("p2", "p100", 0)},
+				Running: []RunningJob{job("1", "v1", 12, 12, 3600, p100, Extra{ID: "51", Node: "p2", GPUs: 4, End: 3600})}},
+			want: []string{"end 50", "end 51", "lend v2", "lend v3"}},
+		{name: "a trade dropped for a lend too short gives its GPUs back to the next job's",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v3", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0), node("p2", "p100", 0)},
+				Running: []RunningJob{func() RunningJob {
+					j := job("1", "v1", 8, 8, 80, Extra{ID: "50", Node: "p1", GPUs: 4, End: 3600})
+					j.End = 80
+					return j
+				}(), job("2", "v3", 8, 8, 3600, Extra{ID: "51", Node: "p2", GPUs: 4, End: 3600})}},
+			limits: func(l *Limits) { l.RescaleSeconds = 0 },
+			want:   []string{"end 51", "lend v2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.snap.Speeds, tt.snap.Limits = speeds, lim
+			if tt.limits != nil {
+				tt.limits(&tt.snap.Limits)
+			}
+			got, err := Plan(tt.snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var did []string
+			for _, s := range got.Shrinks {
+				did = append(did, "end "+s.Extra)
+			}
+			for _, g := range got.Grows {
+				did = append(did, "lend "+g.Node)
+			}
+			if !reflect.DeepEqual(did, tt.want) {
+				t.Fatalf("Plan: %q, want %q (%+v)", did, tt.want, got)
+			}
+		})
+	}
+}
