@@ -222,8 +222,8 @@ type Config struct {
 	// job still has long enough to run for its speed-up to pay two
 	// resizes (rescale_cost) by 10 %, the daemon submits an extra job of
 	// the same GPU count on the faster GPUs and, once sbatch took it, ends
-	// the one on slower GPUs, in the same cycle, within the job's maximum
-	// and the lend caps (planner.TradeUpPays; issue 17, BENCHMARKS.md
+	// the one on slower GPUs, in the same cycle, within the lend caps
+	// (planner.TradeUpPays; issue 17, BENCHMARKS.md
 	// E71). The job's own allocation stays (move_to_faster
 	// moves that). false: never.
 	TradeUp bool `toml:"trade_up"`

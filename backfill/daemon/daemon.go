@@ -777,7 +777,7 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 // (planner: tradeup.go; no reservation asks for them) from the others.
 func splitTrades(all []planner.Shrink) (shrinks, trades []planner.Shrink) {
 	for _, sh := range all {
-		if sh.Reservation == 0 && sh.Reason != "" {
+		if sh.Trade {
 			trades = append(trades, sh)
 		} else {
 			shrinks = append(shrinks, sh)

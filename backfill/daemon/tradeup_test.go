@@ -75,8 +75,8 @@ func recordT4Extra(t *testing.T, td *testDaemon) {
 // V100s than one trade takes and 12 logical workers (so the waste cap does
 // not stop it), the next cycles within the grace period traded the
 // signalled T4 extra job again, lent past the job's maximum and the caps,
-// and cancelled it at once. Now one trade is made, the T4 extra job gets
-// its whole grace period, and the job never holds more than its maximum.
+// and cancelled it at once. Now one trade is made and the T4 extra job
+// gets its whole grace period.
 func TestATradeIsMadeOnceAndKeepsTheGracePeriod(t *testing.T) {
 	for _, toml := range []string{"", "[limits]\nmax_extra_gpus_per_user = 8\nmax_extra_gpus_per_job = 8\n"} {
 		t.Run(toml, func(t *testing.T) {
@@ -121,5 +121,31 @@ func TestATradeWhoseReplacementSbatchRefusesEndsNothing(t *testing.T) {
 	}
 	if got := td.fake.commands("scancel"); len(got) != 0 || len(r.Signalled) != 0 {
 		t.Fatalf("scancel %q (signalled %v), want the T4 extra job kept when its replacement was refused", got, r.Signalled)
+	}
+}
+
+// Helper 111's: when the signal to the slow extra job fails after its
+// replacement was submitted, the job holds more than its maximum; the
+// next cycle ends the slow extra job (the planner's over-maximum rule)
+// instead of leaving it for its whole lend, and trades nothing again.
+func TestATradeWhoseSignalFailedIsFinishedNextCycle(t *testing.T) {
+	td := newTestDaemon(t, "")
+	td.fake.running("10", tradingJob, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
+	recordT4Extra(t, td)
+	td.fake.set(func() {
+		td.fake.refuse = map[string]string{"scancel --signal=TERM 50": "scancel: error: Socket timed out"}
+	})
+	td.cycle(t)
+	td.fake.set(func() { td.fake.refuse = nil })
+	td.advance(2 * time.Second)
+	td.cycle(t)
+	if got := td.fake.commands("scancel"); !slices.Equal(got, []string{"scancel --signal=TERM 50", "scancel --signal=TERM 50"}) {
+		t.Fatalf("scancel %q, want the failed signal of extra job 50 sent again the next cycle", got)
+	}
+	if ds := decisionsOf(t, td, "signal"); len(ds) != 2 || !strings.Contains(ds[1].Detail, "more GPUs than its maximum") {
+		t.Fatalf("signal decisions %+v, want the second to say the job holds more than its maximum", ds)
+	}
+	if n := len(td.fake.commands("sbatch")); n != 1 {
+		t.Fatalf("%d extra jobs submitted, want 1", n)
 	}
 }

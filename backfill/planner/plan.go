@@ -33,8 +33,13 @@ type Shrink struct {
 	// for a shrink no reservation asks for (Reason says why).
 	Reservation int64
 	// Reason says why the extra job ends when no reservation needs its
-	// GPUs (trading up: tradeup.go); "" for a reservation's shrink.
+	// GPUs (trading up, a job over its maximum: tradeup.go); "" for a
+	// reservation's shrink.
 	Reason string `json:",omitempty"`
+	// Trade marks the end of a slow extra job that a trade replaces with
+	// this round's grows of the same job: the daemon ends it only once
+	// those were submitted (tradeup.go).
+	Trade bool `json:",omitempty"`
 }
 
 // Actions is one planning cycle's output. Shrinks come first in the order
@@ -60,6 +65,7 @@ func Plan(s Snapshot) (Actions, error) {
 			out.Shrinks = append(out.Shrinks, p.shrinkNode(n)...)
 		}
 	}
+	out.Shrinks = append(out.Shrinks, p.overMaximum()...)
 	for ji, j := range s.Running {
 		if j.Elastic && (p.mayGrow(ji) || p.mayTrade(ji)) {
 			p.buildSlots()

@@ -21,14 +21,19 @@ import (
 // costs ([TradeUpPays]). The GPUs are those any grow may take (slots:
 // idle, not needed by a reservation before the lend ends, not held for
 // an unplanned job), so no queued job waits longer for them, and a trade
-// stays within the job's maximum and the lend caps counting the GPUs it
-// ends as held until they go (as grants count a shrink's). The daemon
+// stays within the lend caps counting the GPUs it ends as held until they
+// go (as grants count a shrink's); it is made only for a job within its
+// maximum, which the new GPUs exceed while the slow ones leave (their
+// worker leaves at its next step boundary once signalled, the new ones
+// join at a step boundary once started; grace_period at most). The daemon
 // submits the new extra jobs first and signals the slow one only once
 // they were submitted; its worker leaves at its next step boundary, and
 // the daemon cancels it after grace_period if it is still there, as for
 // any shrink. While it leaves it is Extra.Leaving, never traded again
 // (helper 110 saw a job traded every cycle of the grace period, past its
-// maximum and the caps, before that).
+// maximum and the caps, before that); a trade left half done (the signal
+// failed, or sbatch took only some replacements) is finished by the
+// over-maximum rule ([planning.overMaximum]).
 
 // TradeUpPays reports whether trading up pays: a job with left seconds
 // to run at throughput now would run at throughput after (the same
@@ -134,7 +139,7 @@ func (p *planning) tradeUp(granted map[string]bool) ([]Shrink, []Grow) {
 		for _, tr := range trades {
 			x := j.Extras[tr.x]
 			p.extraEnd[ji][tr.x] = p.s.Now - p.lim.MarginSeconds
-			shrinks = append(shrinks, Shrink{Job: j.ID, Extra: x.ID, Node: x.Node, Deadline: p.s.Now,
+			shrinks = append(shrinks, Shrink{Job: j.ID, Extra: x.ID, Node: x.Node, Deadline: p.s.Now, Trade: true,
 				Reason: "trading up: GPUs of type " + tr.typ + " are idle and run the job faster"})
 		}
 	}
@@ -249,4 +254,55 @@ func (p *planning) tradeState(ji int) (*jobState, map[string]int, []int) {
 		live = append(live, xi)
 	}
 	return js, base, live
+}
+
+// overMaximum ends at once, for every elastic job that holds more GPUs
+// than its maximum with its extra jobs not already leaving, its slowest
+// such extra jobs (the latest among equals) until it holds no more. A
+// trade half done leaves a job there: the daemon submitted its new extra
+// jobs but the signal to the slow one failed, or sbatch took only some of
+// a trade's replacements; nothing else would end the surplus, and the
+// trade is not made again while the job is over its maximum (helper
+// 111's). Its shrinks are not Trade shrinks: the daemon signals them
+// whatever this round grows.
+func (p *planning) overMaximum() []Shrink {
+	var out []Shrink
+	for ji := range p.s.Running {
+		j := &p.s.Running[ji]
+		if !j.Elastic || j.MaxGPUs <= 0 || len(j.Extras) == 0 {
+			continue
+		}
+		_, base, live := p.tradeState(ji)
+		held := 0
+		for _, n := range base {
+			held += n
+		}
+		for _, xi := range live {
+			held += j.Extras[xi].GPUs
+		}
+		if held <= j.MaxGPUs {
+			continue
+		}
+		speed := func(xi int) float64 { return j.SpeedOf(p.s.Nodes[p.idx[j.Extras[xi].Node]].GPUType, p.s.Speeds) }
+		slices.SortStableFunc(live, func(a, b int) int {
+			if c := cmp.Compare(speed(a), speed(b)); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(len(j.Extras[b].ID), len(j.Extras[a].ID)); c != 0 {
+				return c // Slurm job ids: the longer is the later
+			}
+			return cmp.Compare(j.Extras[b].ID, j.Extras[a].ID)
+		})
+		for _, xi := range live {
+			if held <= j.MaxGPUs {
+				break
+			}
+			x := j.Extras[xi]
+			held -= x.GPUs
+			p.extraEnd[ji][xi] = p.s.Now - p.lim.MarginSeconds
+			out = append(out, Shrink{Job: j.ID, Extra: x.ID, Node: x.Node, Deadline: p.s.Now,
+				Reason: "the job holds more GPUs than its maximum"})
+		}
+	}
+	return out
 }

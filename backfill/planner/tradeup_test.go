@@ -44,7 +44,7 @@ func TestPlanTradesUpExtraJobs(t *testing.T) {
 		return j
 	}
 	traded := Actions{
-		Shrinks: []Shrink{{Job: "1", Extra: "50", Node: "p1", Deadline: 0, Reason: "trading up: GPUs of type v100 are idle and run the job faster"}},
+		Shrinks: []Shrink{{Job: "1", Extra: "50", Node: "p1", Deadline: 0, Trade: true, Reason: "trading up: GPUs of type v100 are idle and run the job faster"}},
 		Grows:   []Grow{{Job: "1", Node: "v2", GPUType: "v100", GPUs: 4, End: 3600, TimeLimit: 3600}},
 	}
 	tests := []struct {
@@ -112,6 +112,10 @@ func TestTradeUpKeepsTheLimits(t *testing.T) {
 			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 0), node("v3", "v100", 4), node("p1", "p100", 0)},
 				Running: []RunningJob{job("1", "v1", 12, 12, 3600, Extra{ID: "100", Node: "v2", GPUs: 4, End: 3600},
 					Extra{ID: "50", Node: "p1", GPUs: 4, End: 3600, Leaving: true})}}},
+		{name: "a job over its maximum with extra jobs not leaving (a trade half done) loses its slowest at once",
+			snap: Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 0), node("v3", "v100", 4), node("p1", "p100", 0)},
+				Running: []RunningJob{job("1", "v1", 8, 12, 3600, Extra{ID: "100", Node: "v2", GPUs: 4, End: 3600}, p100)}},
+			want: []string{"end 50"}},
 		{name: "not past the per-user lend cap while the slow GPUs are still held",
 			snap:   Snapshot{Nodes: []Node{node("v1", "v100", 0), node("v2", "v100", 4), node("p1", "p100", 0)}, Running: []RunningJob{job("1", "v1", 8, 8, 3600, p100)}},
 			limits: func(l *Limits) { l.MaxExtraGPUsPerUser = 4 }},
