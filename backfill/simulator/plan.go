@@ -101,8 +101,9 @@ func (s *sim) planRelevant(r *run, reserved map[int]bool) bool {
 			return true
 		}
 	}
-	// A job with extra jobs may trade them up (planner: tradeup.go).
-	return total < r.max || len(r.extras) > 0
+	// A job with extra jobs may trade them up (planner: tradeup.go) on a
+	// cluster of several GPU types.
+	return total < r.max || len(r.extras) > 0 && s.cfg.TradeUp && len(s.cfg.Speeds) > 1
 }
 
 func (s *sim) runningJob(r *run) planner.RunningJob {
