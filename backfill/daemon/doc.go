@@ -534,7 +534,10 @@
 // decision says "trading up"); it cancels it after grace_period if it is
 // still there. A signalled extra job is passed to the planner as leaving
 // (planner.Extra.Leaving): it counts against the job's maximum and the
-// lend caps until it is gone and is not traded again. A new extra job
+// lend caps until it is gone and is not traded again. A new worker that
+// joins before the slow one left, when every logical worker has a worker,
+// waits for a place (runtime/cluster, runtime/torchengine) and is admitted
+// at the step boundary that releases the slow one. A new extra job
 // that Slurm leaves pending is cancelled after pending_timeout, as any,
 // and the job grows again on a later cycle.
 //

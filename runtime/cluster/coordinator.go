@@ -92,6 +92,9 @@ type Coordinator struct {
 
 	joiners chan *member
 	members []*member
+	// fullLogged says the coordinator logged that joiners wait because
+	// every logical worker has a worker (reset when one is admitted).
+	fullLogged bool
 	// events carries members' answers and deaths to collect.
 	events chan memberEvent
 	// ringID names the members' current all-reduce ring; ringValid is
@@ -299,6 +302,7 @@ func (c *Coordinator) admit(m *member, src *trainer.Replica, step int64) error {
 	go c.read(m)
 	go c.beat(m)
 	c.members = append(c.members, m)
+	c.fullLogged = false
 	if l := c.o.Launcher; l != nil {
 		l.Admitted(m.join.Host, m.join.PID)
 	}
@@ -382,11 +386,21 @@ func (c *Coordinator) invalidateRing() { c.ringValid = false }
 func (c *Coordinator) Workers() int { return len(c.members) }
 
 // Boundary releases members that asked to leave or died and admits
-// waiting joiners (copies of src), at the boundary before step. It reports
-// whether membership changed.
+// waiting joiners (copies of src), at the boundary before step, while
+// fewer workers than the job's logical workers are members: a joiner
+// beyond them (a replacement extra job Slurm started before the one it
+// replaces left) waits, unadmitted, for the boundary that releases a
+// member, since a worker with no logical worker would fail the placement.
+// It reports whether membership changed.
 func (c *Coordinator) Boundary(src *trainer.Replica, step int64) (bool, error) {
 	changed := c.removeGone(step)
 	for {
+		if c.full(step) {
+			if changed {
+				c.invalidateRing()
+			}
+			return changed, nil
+		}
 		select {
 		case m := <-c.joiners:
 			if err := c.admit(m, src, step); err != nil {
@@ -401,6 +415,20 @@ func (c *Coordinator) Boundary(src *trainer.Replica, step int64) (bool, error) {
 			return changed, nil
 		}
 	}
+}
+
+// full reports whether every logical worker has a member, with joiners
+// waiting; it logs the first such boundary after an admission.
+func (c *Coordinator) full(step int64) bool {
+	if len(c.members) < c.o.Spec.LogicalWorkers || len(c.joiners) == 0 {
+		return false
+	}
+	if !c.fullLogged {
+		c.fullLogged = true
+		c.log.Info("workers wait for admission: each of the job's logical workers has a worker; they are admitted when one leaves",
+			"step", step, "waiting", len(c.joiners), "world_size", len(c.members), "logical_workers", c.o.Spec.LogicalWorkers)
+	}
+	return true
 }
 
 // removeGone drops dead members and releases those that asked to leave.

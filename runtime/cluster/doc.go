@@ -65,7 +65,10 @@
 // last completed step, and Close says goodbye to the workers without
 // waiting for them and kills the processes it launched. Joiners are
 // admitted at step boundaries: they receive the parameters and optimizer
-// state, verified by sha256. A joiner reports the size and SHA-256 of every
+// state, verified by sha256, while fewer workers than the job's logical
+// workers are members: one beyond them (a replacement extra job Slurm
+// started before the one it replaces left) waits for the boundary that
+// releases a member. A joiner reports the size and SHA-256 of every
 // training data file it loaded (data.Manifest); one whose data differ from
 // the coordinator's is refused (typeRefused, naming the first file that
 // differs) and does not retry, and the job goes on without it. A coordinator

@@ -149,8 +149,10 @@
 // --join` starts its own Python process and relays the coordinator's
 // requests to it as runtime/wire frames on its one connection, matched by
 // id, several in flight, heartbeats both ways; to the Group it is one more
-// Member. Joiners are admitted at Engine.Boundary as the last ranks; member
-// 0's node address hosts each generation's gloo store.
+// Member. Joiners are admitted at Engine.Boundary as the last ranks, while
+// fewer processes than the job's logical workers run (the others wait, in
+// order, for a boundary after a member left); member 0's node address
+// hosts each generation's gloo store.
 //
 //	coordinator                                worker (other machine)
 //	Group ── Member.Call ─► remote ══ TCP ══► relay ──► Process (python3 -m easyscale.worker)

@@ -113,6 +113,9 @@ type Engine struct {
 	closed  sync.Once
 	mu      sync.Mutex
 	pending []*remote // joiners that passed the checks, admitted at the next Boundary
+	// fullLogged says Boundary logged that joiners wait because every
+	// logical worker has a process (reset when one is admitted).
+	fullLogged bool
 	// joined is signalled (never blocking) when Listen queues a joiner;
 	// awaited is set once the first Boundary has waited (AwaitStandby).
 	joined  chan struct{}
@@ -396,16 +399,37 @@ func (e *Engine) Boundary(ctx context.Context, step int64) (bool, error) {
 	e.pending = nil
 	e.mu.Unlock()
 	admitted := 0
-	for _, r := range pending {
+	for i, r := range pending {
 		if r.exited() {
 			e.log.Warn("a joiner left before its admission", "node", r.node, "peer", r.addr)
 			continue
 		}
+		if e.local.Workers() >= e.opts.Spec.LogicalWorkers {
+			e.waitForAPlace(step, pending[i:])
+			break
+		}
 		e.local.addRemote(r)
 		admitted++
+		e.fullLogged = false
 		e.log.Info("admitted", "rank", e.local.Workers()-1, "node", r.node, "peer", r.addr, "gloo", r.localAddr, "step", step)
 	}
 	return len(gone) > 0 || admitted > 0, nil
+}
+
+// waitForAPlace puts joiners back in front of the queue when every
+// logical worker has a process (a replacement extra job Slurm started
+// before the one it replaces left): a process with no logical worker
+// would fail the placement, so they are admitted at a boundary after a
+// member leaves. It logs the first such boundary after an admission.
+func (e *Engine) waitForAPlace(step int64, joiners []*remote) {
+	e.mu.Lock()
+	e.pending = append(slices.Clone(joiners), e.pending...)
+	e.mu.Unlock()
+	if !e.fullLogged {
+		e.fullLogged = true
+		e.log.Info("workers wait for admission: each of the job's logical workers has a worker; they are admitted when one leaves",
+			"step", step, "waiting", len(joiners), "world_size", e.local.Workers(), "logical_workers", e.opts.Spec.LogicalWorkers)
+	}
 }
 
 // awaitStandby waits, for at most Options.AwaitStandby, until a joiner
