@@ -402,10 +402,14 @@ type Report struct {
 	// read it); Planned is the planner's output, which the cycle applied as
 	// it is, except that a cycle that applied a shrink-to-admit or a
 	// start-small lends nothing (it read the cluster before): the grows
-	// are then moved to Withheld.
+	// are then moved to Withheld; and that a trade up (Shrink.Trade) whose
+	// replacement extra jobs were withheld or refused ends nothing: its
+	// shrinks stay in Planned (the planner's output, which a recording
+	// replays) and are listed in Untraded.
 	Snapshot planner.Snapshot
 	Planned  planner.Actions
 	Withheld []planner.Grow
+	Untraded []planner.Shrink
 	// ElasticJobs counts the running elastic jobs; LentGPUs the GPUs of
 	// this daemon's live extra jobs.
 	ElasticJobs, LentGPUs int
@@ -414,7 +418,7 @@ type Report struct {
 // fields returns the report as log key-value pairs.
 func (r Report) fields(dryRun bool) []any {
 	return []any{"gaps", r.Gaps, "idle_gpus", r.IdleGPUs, "elastic_jobs", r.ElasticJobs, "lent_gpus", r.LentGPUs,
-		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks), "submitted", len(r.Submitted),
+		"grows", len(r.Planned.Grows), "shrinks", len(r.Planned.Shrinks) - len(r.Untraded), "untraded", len(r.Untraded), "submitted", len(r.Submitted),
 		"signalled", len(r.Signalled), "cancelled", len(r.Cancelled), "adopted", len(r.Adopted), "admitted", len(r.Admitted), "started_small", len(r.StartedSmall), "held", len(r.Held), "nudged", len(r.Nudged), "shed", len(r.Shed), "kept_off", len(r.KeptOff), "moved", len(r.Moved), "dry_run", dryRun}
 }
 
@@ -545,7 +549,13 @@ func (d *Daemon) cycle(ctx context.Context, r *Report) error {
 	if err := d.grow(ctx, v, r.Planned.Grows, rc, r); err != nil {
 		return err
 	}
-	if due := tradesDue(trades, r, rc.live, submitted, d.cfg.DryRun); len(due) > 0 {
+	due := tradesDue(trades, r, rc.live, submitted, d.cfg.DryRun)
+	for _, sh := range trades {
+		if !slices.Contains(due, sh) {
+			r.Untraded = append(r.Untraded, sh)
+		}
+	}
+	if len(due) > 0 {
 		if err := d.shrink(ctx, v, due, rc.live, r); err != nil {
 			return err
 		}

@@ -43,6 +43,9 @@ func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
 			if got := td.fake.commands("scancel"); !slices.Equal(got, []string{"scancel --signal=TERM 50"}) || !slices.Equal(r.Signalled, []string{"50"}) {
 				t.Fatalf("scancel %q (report signalled %v), want extra job 50 signalled", got, r.Signalled)
 			}
+			if len(r.Untraded) != 0 {
+				t.Fatalf("the report lists %+v as untraded, want none: the trade was carried out", r.Untraded)
+			}
 			ds := decisionsOf(t, td, "signal")
 			if len(ds) != 1 || !strings.Contains(ds[0].Detail, "trading up") {
 				t.Fatalf("signal decisions %+v, want one that says it trades up", ds)
@@ -121,6 +124,9 @@ func TestATradeWhoseReplacementSbatchRefusesEndsNothing(t *testing.T) {
 	}
 	if got := td.fake.commands("scancel"); len(got) != 0 || len(r.Signalled) != 0 {
 		t.Fatalf("scancel %q (signalled %v), want the T4 extra job kept when its replacement was refused", got, r.Signalled)
+	}
+	if len(r.Untraded) != 1 || r.Untraded[0].Extra != "50" || !r.Untraded[0].Trade {
+		t.Fatalf("the report's untraded shrinks %+v, want extra job 50's trade (its replacement was refused)", r.Untraded)
 	}
 }
 
