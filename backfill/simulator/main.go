@@ -95,7 +95,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	admitAllowance := fs.Float64("admit-allowance", daemon.Admit.Allowance, "elastic policies with --objective: shrink-to-admit may make a job end past the horizon as long as, its GPUs counted as never given back, it ends within (1 + this) × its run time at the allocation it started on, from its start; in [0, 10], 0: never past the horizon (easyscale-backfilld: [admit] allowance, which estimates that run from the job's time limit and progress report: a trace's run times are exact)")
 	rescaleCost := fs.Float64("rescale-cost", daemon.RescaleCost.Seconds(), "seconds of progress a job loses at each change of its GPU count (easyscale-backfilld: rescale_cost); 0: none")
 	version := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+fs.FlagUsages()) }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText+cmdline.FlagTable(fs)) }
 	badFlags := func(err error) int { return cmdline.BadUsage(fs, err) }
 	if code, ok := cmdline.ParseHelpTo(stdout, fs, args); !ok { // --help on stdout
 		return code

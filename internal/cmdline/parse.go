@@ -62,3 +62,12 @@ func BadUsage(fs *pflag.FlagSet, err error) int {
 	}
 	return ExitUsage
 }
+
+// HelpColumns is the width (in characters) of the flag tables the
+// programs print in their --help: descriptions wrap onto continuation
+// lines indented to the description column (internal/manpage joins them).
+const HelpColumns = 80
+
+// FlagTable returns fs's flag table for --help, its descriptions wrapped
+// at HelpColumns (pflag's FlagUsagesWrapped).
+func FlagTable(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(HelpColumns) }

@@ -28,6 +28,19 @@ func TestParseReadsEachPartOfAHelpText(t *testing.T) {
 			}},
 		},
 		{
+			name: "a wrapped flag description's continuation lines join its entry",
+			help: "Usage: prog\n\nFlags:\n" +
+				"      --config string   admin configuration (TOML) (default\n" +
+				"                        \"/etc/x.toml\")\n" +
+				"      --once            run one cycle\n" +
+				"                        and exit\n",
+			want: Help{Synopsis: "prog", Blocks: []Block{
+				{Kind: Heading, Text: "OPTIONS"},
+				{Kind: Entry, Term: "--config string", Text: "admin configuration (TOML) (default \"/etc/x.toml\")", Section: "OPTIONS"},
+				{Kind: Entry, Term: "--once", Text: "run one cycle and exit", Section: "OPTIONS"},
+			}},
+		},
+		{
 			name: "usage continuation lines stay in the synopsis and a paragraph's lines are joined",
 			help: "Usage: prog --a A\n            --b B\n\nFirst line\nsecond line.\n",
 			want: Help{Synopsis: "prog --a A\n--b B", Summary: "First line second line", Blocks: []Block{

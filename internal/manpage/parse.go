@@ -98,6 +98,8 @@ func Parse(text string) (Help, error) {
 			para = append(para, strings.TrimPrefix(l, exitStatus))
 		case !strings.HasPrefix(l, " "):
 			para = append(para, trimmed)
+		case continuesEntry(h.Blocks, para, section, l):
+			h.Blocks[len(h.Blocks)-1].Text += " " + trimmed
 		case flagLine.MatchString(l) && !wasPre:
 			flush()
 			m := flagLine.FindStringSubmatch(l)
@@ -128,6 +130,23 @@ func Parse(text string) (Help, error) {
 		}
 	}
 	return h, nil
+}
+
+// continuationIndent is the least indentation of a flag description's
+// continuation line: pflag's wrapped table (FlagUsagesWrapped) indents it
+// to the description column, past every flag's own indentation (6).
+const continuationIndent = 8
+
+// continuesEntry reports whether line l continues the description of the
+// option just read: under OPTIONS, right after its entry, indented to at
+// least continuationIndent and not a flag row itself.
+func continuesEntry(blocks []Block, para []string, section, l string) bool {
+	n := len(blocks)
+	if section != "OPTIONS" || len(para) > 0 || n == 0 || blocks[n-1].Kind != Entry || flagLine.MatchString(l) {
+		return false
+	}
+	indent := len(l) - len(strings.TrimLeft(l, " "))
+	return indent >= continuationIndent && indent < len(l)
 }
 
 // firstSentence returns s up to its first ". " (or its end), without the full stop.

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/internal/slurmcli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
@@ -121,7 +122,7 @@ func newFlagSet(name, usageLine string, env Env) *pflag.FlagSet {
 	fs.SetOutput(env.Stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: easyscale %s\n\nFlags:\n%s", usageLine, fs.FlagUsages())
+		fmt.Fprintf(env.Stderr, "Usage: easyscale %s\n\nFlags:\n%s", usageLine, cmdline.FlagTable(fs))
 	}
 	return fs
 }

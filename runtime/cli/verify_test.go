@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/easyscale/easyscale-slurm/internal/manpage"
 	"github.com/easyscale/easyscale-slurm/statedb"
 )
 
@@ -94,12 +95,21 @@ func TestVerifyNamesNoTensorsItCannotCompare(t *testing.T) {
 
 func TestKillAtHelpDoesNotAskATorchJobForProcs(t *testing.T) {
 	_, _, help := run("help", "run")
-	for _, line := range strings.Split(help, "\n") {
-		if strings.Contains(line, "--kill-at") || strings.Contains(line, "--term-at") {
-			if strings.HasSuffix(strings.TrimSpace(line), "(needs --procs)") || !strings.Contains(line, "a torch job's workers are processes already") {
-				t.Errorf("%s: the help must not say a torch job needs --procs", strings.TrimSpace(line))
+	h, err := manpage.Parse(help) // joins a description's wrapped lines
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, b := range h.Blocks {
+		if b.Kind == manpage.Entry && (strings.HasPrefix(b.Term, "--kill-at") || strings.HasPrefix(b.Term, "--term-at")) {
+			seen++
+			if strings.HasSuffix(b.Text, "(needs --procs)") || !strings.Contains(b.Text, "a torch job's workers are processes already") {
+				t.Errorf("%s: %s: the help must not say a torch job needs --procs", b.Term, b.Text)
 			}
 		}
+	}
+	if seen != 2 {
+		t.Errorf("the help of run lists %d of --kill-at and --term-at, want both:\n%s", seen, help)
 	}
 }
 

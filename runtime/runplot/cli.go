@@ -23,7 +23,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: easyscale-plot [--output FILE.svg] [--label NAME]... STATE_DIR [STATE_DIR...]\n\n"+
 			"Draws the training loss and the physical workers per step of each run (reallocations and redone steps\n"+
-			"marked), overlaid, and says whether their parameters agree at every common step.\n\nFlags:\n%s", fs.FlagUsages())
+			"marked), overlaid, and says whether their parameters agree at every common step.\n\nFlags:\n%s", cmdline.FlagTable(fs))
 	}
 	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code

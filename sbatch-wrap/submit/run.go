@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/easyscale/easyscale-slurm/internal/cmdline"
 	"github.com/easyscale/easyscale-slurm/internal/elastic"
 )
 
@@ -172,7 +173,7 @@ through untouched.
 
 EasyScale options, also accepted as #SBATCH directives in the script and as environment
 variables (the command line wins over a directive, a directive over the environment):
-` + fs.FlagUsages() + `
+` + cmdline.FlagTable(fs) + `
 For an EasyScale job the wrapper adds, before your arguments:
   --nodes=MIN        elastic jobs start at their minimum, unless you give -N/--nodes with one count
                      from MIN to MAX, the size to start at; the backfill daemon grows them

@@ -45,7 +45,7 @@ func Run(args []string, lookup func(string) (string, bool), lib nvml.Interface, 
 	speeds := fs.String("speeds", "", "relative speed overrides MODEL=SPEED[,…], V100 = 1 (env "+EnvSpeeds+"); built in: "+strings.ReplaceAll(DefaultSpeeds.String(), ",", ", "))
 	listSpeeds := fs.Bool("list-speeds", false, "print the effective speed table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() { fmt.Fprint(stderr, usageHead+fs.FlagUsages()) }
+	fs.Usage = func() { fmt.Fprint(stderr, usageHead+cmdline.FlagTable(fs)) }
 	if code, ok := cmdline.Parse(fs, args); !ok {
 		return code
 	}
