@@ -49,6 +49,23 @@ func setup(t *testing.T) (*jobspec.Spec, workload.Workload) {
 	return spec, wl
 }
 
+// referenceAndCoordinator runs spec in process for steps (the reference
+// digest) and starts a coordinator whose log goes to the returned builder.
+func referenceAndCoordinator(t *testing.T, spec *jobspec.Spec, wl workload.Workload, steps int64) (string, *Coordinator, *strings.Builder) {
+	t.Helper()
+	ref, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &strings.Builder{}
+	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: logs}})
+	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Digest, c, logs
+}
+
 func startWorker(t *testing.T, c *Coordinator) chan error {
 	t.Helper()
 	secret, err := auth.LoadSecret(c.TokenPath())
@@ -68,16 +85,7 @@ func startWorker(t *testing.T, c *Coordinator) chan error {
 func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 	spec, wl := setup(t)
 	const steps = 12
-	ref, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}})
-	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, c, logs := referenceAndCoordinator(t, spec, wl, steps)
 	w1, w2 := startWorker(t, c), startWorker(t, c)
 	// After step 3 a late joiner arrives; it is admitted at a step boundary.
 	onStep := func(step, _ int64, _ int) {
@@ -97,8 +105,8 @@ func TestCoordinatorMatchesTheLocalExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Digest != ref.Digest {
-		t.Fatalf("process-protocol digest %s, in-process %s", sum.Digest, ref.Digest)
+	if sum.Digest != ref {
+		t.Fatalf("process-protocol digest %s, in-process %s", sum.Digest, ref)
 	}
 	if n := strings.Count(logs.String(), "admitted"); n != 3 {
 		t.Fatalf("%d workers admitted, want 3 (the late joiner too):\n%s", n, logs.String())

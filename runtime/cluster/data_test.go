@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/easyscale/easyscale-slurm/runtime/auth"
 	"github.com/easyscale/easyscale-slurm/runtime/data"
 	"github.com/easyscale/easyscale-slurm/runtime/data/datatest"
@@ -26,16 +24,7 @@ func TestJoinerWithOtherTrainingDataIsRefused(t *testing.T) {
 	spec, wl := setup(t)
 	bad := datatest.MNISTWithOneLabelChanged(t)
 	const steps = 8
-	ref, err := trainer.Run(context.Background(), trainer.Options{Spec: spec, Workload: wl, StopAfter: steps, SkipEval: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}})
-	c, err := NewCoordinator(CoordinatorOptions{Spec: spec, Data: wl.Data(), StateDir: t.TempDir(), JoinTimeout: 10 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, c, logs := referenceAndCoordinator(t, spec, wl, steps)
 	w1, w2 := startWorker(t, c), startWorker(t, c)
 	secret, err := auth.LoadSecret(c.TokenPath())
 	if err != nil {
@@ -73,8 +62,8 @@ func TestJoinerWithOtherTrainingDataIsRefused(t *testing.T) {
 	if n := strings.Count(logs.String(), "admitted"); n != 2 {
 		t.Fatalf("%d workers admitted, want 2:\n%s", n, logs.String())
 	}
-	if sum.Digest != ref.Digest {
-		t.Fatalf("digest %s after the refusal, in-process run %s", sum.Digest, ref.Digest)
+	if sum.Digest != ref {
+		t.Fatalf("digest %s after the refusal, in-process run %s", sum.Digest, ref)
 	}
 	for _, w := range []chan error{w1, w2} {
 		if err := <-w; err != ErrLeft {

@@ -231,6 +231,11 @@ func (o *op) run(ctx context.Context) error {
 		o.fail(err)
 	}
 	wg.Wait()
+	// ctx's AfterFunc may be failing the op this moment: stop it, and let
+	// Once.Do wait for a fail in progress before o.err is read (a no-op
+	// Do on an op that did not fail leaves later fails nothing to record).
+	stop()
+	o.failOnce.Do(func() {})
 	return o.err
 }
 

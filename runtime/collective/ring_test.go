@@ -330,6 +330,42 @@ func TestAllReduceStopsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
+// TestAContextEndingAsTheAllReduceEndsIsOneOutcome cancels the context of
+// every rank while the all-reduce is finishing, many times (under go test
+// -race this found the context's AfterFunc writing the op's error while
+// run read it): each rank returns either nil with the canonical reduction
+// or an error wrapping context.Canceled, never anything else.
+func TestAContextEndingAsTheAllReduceEndsIsOneOutcome(t *testing.T) {
+	grads := mixedGrads(rand.New(rand.NewPCG(7, 8)), 2, 1<<10)
+	want := reference(grads, 0.5)
+	for i := range 40 {
+		rings := connectRing(t, 2, Options{Insecure: true, Timeout: 10 * time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(time.Duration(i%8) * 50 * time.Microsecond)
+			cancel()
+		}()
+		outs, errs := allReduce(ctx, rings, grads, []int{1, 1})
+		cancel()
+		for r, err := range errs {
+			switch {
+			case err == nil:
+				if d := firstDiff(outs[r], want); d >= 0 {
+					t.Fatalf("try %d, rank %d: nil error but element %d is %v, want %v", i, r, d, outs[r][d], want[d])
+				}
+			case !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed):
+				var le *LinkError
+				if !errors.As(err, &le) { // the neighbour's cancellation broke the link
+					t.Fatalf("try %d, rank %d: %v, want nil, the context's cancellation or a broken link", i, r, err)
+				}
+			}
+		}
+		for _, ring := range rings {
+			ring.Close()
+		}
+	}
+}
+
 // TestAClosedPeerFailsEverySurvivor closes one rank in the middle of a
 // stream of all-reduces (as a crash closes its sockets); every other rank
 // must return an error well within the timeout.
