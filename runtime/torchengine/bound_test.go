@@ -99,6 +99,7 @@ func TestAMemberLostWhileTheGroupFormsIsNoticedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	survivors := []int{l.Processes()[0].Pid(), l.Processes()[1].Pid()}
+	victim := l.Processes()[2].Pid() // read before Step runs: Processes is not safe beside it
 	type stepped struct {
 		res *StepResult
 		err error
@@ -109,7 +110,7 @@ func TestAMemberLostWhileTheGroupFormsIsNoticedAtOnce(t *testing.T) {
 		done <- stepped{res, err}
 	}()
 	waitFor(t, &stderr, "toyjob: holding rank 2 of 3 before the rendezvous", time.Minute)
-	if err := syscall.Kill(l.Processes()[2].Pid(), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
