@@ -103,7 +103,10 @@
 // the L of workers=P/L once its runtime has updated the comment); a job that
 // declared none runs as many as it had physical workers at its first start
 // (elastic.Request), which the daemon takes to be one per GPU of its own
-// allocation, so such a job is not grown. The planner gets MaxGPUs = that cap,
+// allocation, so such a job is not grown. A job whose runtime reports that
+// every logical worker has a worker (workers=P/L with P >= L: it runs
+// several tasks per GPU) is capped at the GPUs it holds: a lent GPU's
+// worker would wait unadmitted for the whole lend. The planner gets MaxGPUs = that cap,
 // MinGPUs = min·g and, for a d1 job (bit-identical on one GPU type), the
 // GPU type(s) it runs on as the only types it may grow onto (a d2 job may
 // mix types, but only those it asked for when it asked for a type,

@@ -112,6 +112,14 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 	r.Elastic = true
 	r.NoGrow, r.OffNodes = offNodes(v, e, added[j.ID])
 	r.MaxGPUs, r.MinGPUs = bounds.MaxGPUs, bounds.MinGPUs
+	if p := e.Progress; p != nil && p.Workers >= bounds.LogicalWorkers {
+		// Every logical worker has a worker already (the job runs several
+		// tasks per GPU, which the cap's one worker per GPU does not see):
+		// a lent GPU's worker would wait unadmitted for the whole lend
+		// (runtime/cluster: Coordinator.Boundary). It keeps what it holds,
+		// so a trade up within it still may.
+		r.MaxGPUs = min(r.MaxGPUs, baseGPUs+heldExtraGPUs(extras))
+	}
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)
 	if asked := askedGPUTypes(e.Job); r.GPUTypes == nil && len(asked) > 0 {
@@ -128,6 +136,17 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 		r.TimeLeft = left // trading up weighs it (planner: tradeup.go)
 	}
 	return r
+}
+
+// heldExtraGPUs counts the GPUs of extras that are not being ended.
+func heldExtraGPUs(extras []planner.Extra) int {
+	n := 0
+	for _, x := range extras {
+		if !x.Leaving {
+			n += x.GPUs
+		}
+	}
+	return n
 }
 
 // growable: an elastic request, coordinator ready, every base node managed

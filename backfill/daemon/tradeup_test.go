@@ -20,14 +20,24 @@ const tradingJob = "es-req min=1 max=2 lw=8 d2 speeds=t4:0.2,v100:1"
 // the grace period is over cancels the T4 one if it is still there. With
 // trade_up = false it does neither.
 func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(map[bool]string{true: "trade_up on (default)", false: "trade_up = false"}[on], func(t *testing.T) {
+	for _, tc := range []struct {
+		name, comment string
+		on            bool
+	}{
+		{"trade_up on (default)", tradingJob, true},
+		// its runtime's report: every logical worker has a worker, so
+		// nothing is lent beyond what it holds, and a trade stays within it
+		{"trade_up on, the job's status comment says workers=8/8", "es step=100/100000 workers=8/8 d2 req=1-2 speeds=t4:0.2,v100:1", true},
+		{"trade_up = false", tradingJob, false},
+	} {
+		on := tc.on
+		t.Run(tc.name, func(t *testing.T) {
 			toml := ""
 			if !on {
 				toml = "trade_up = false\n"
 			}
 			td := newTestDaemon(t, toml)
-			td.fake.running("10", tradingJob, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
+			td.fake.running("10", tc.comment, "n1", 4, 10*time.Hour, rendezvous(t, "10"))
 			recordT4Extra(t, td)
 			r := td.cycle(t)
 			subs := td.fake.commands("sbatch")
