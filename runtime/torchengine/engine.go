@@ -336,8 +336,19 @@ func (e *Engine) Data() data.Manifest { return e.files }
 // Workers returns the number of Python processes.
 func (e *Engine) Workers() int { return e.local.Workers() }
 
-// Resize starts or stops Python processes.
-func (e *Engine) Resize(ctx context.Context, workers int) error { return e.local.Resize(ctx, workers) }
+// Resize starts or stops Python processes of this machine until there are
+// workers of them, but never more than the job's logical workers less the
+// workers of other machines admitted (a process with no logical worker
+// would fail the placement), and at least one.
+func (e *Engine) Resize(ctx context.Context, workers int) error {
+	remotes := e.local.Workers() - len(e.local.locals())
+	if room := e.opts.Spec.LogicalWorkers - remotes; workers > room {
+		e.log.Info("starting fewer python workers than the allocation asks: workers of other machines hold the other logical workers",
+			"asked", workers, "started", max(1, room), "remote_workers", remotes, "logical_workers", e.opts.Spec.LogicalWorkers)
+		workers = max(1, room)
+	}
+	return e.local.Resize(ctx, workers)
+}
 
 // Prepare starts, in the background, the Python processes a later Resize
 // to workers needs (Local.Prestart).

@@ -73,3 +73,27 @@ func TestAJoinerBeyondTheLogicalWorkersWaitsForAPlace(t *testing.T) {
 		t.Fatal("rank 1 is not c after a left")
 	}
 }
+
+// TestAResizeLeavesTheLogicalWorkersOfRemoteWorkersToThem is helper 112's
+// (`easyscale run --workers 0:1,200:4 --listen` with a worker joined from
+// another machine failed at step 200: "5 physical workers for 4 logical
+// workers"): Resize counted this machine's processes only. A job of two
+// logical workers with one remote worker admitted, resized to 3, starts
+// one process of its own: two workers in all.
+func TestAResizeLeavesTheLogicalWorkersOfRemoteWorkersToThem(t *testing.T) {
+	l, ctx := newLocal(t)
+	var logs strings.Builder
+	e := &Engine{opts: Options{Spec: &jobspec.Spec{LogicalWorkers: 2}}, local: l, awaited: true,
+		log: hclog.New(&hclog.LoggerOptions{Output: &logs})}
+	r, _ := pipedRemote(t, "far")
+	l.addRemote(r)
+	if err := e.Resize(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n, locals := e.Workers(), len(l.locals()); n != 2 || locals != 1 {
+		t.Fatalf("%d workers (%d of this machine) after a resize to 3 beside a remote one, want 2 (1): the job has 2 logical workers", n, locals)
+	}
+	if !strings.Contains(logs.String(), "starting fewer python workers than the allocation asks") {
+		t.Fatalf("no log line says why fewer processes started:\n%s", logs.String())
+	}
+}
