@@ -856,7 +856,7 @@ func TestUnreadableAdmissionInputsAreWarnedAboutOnce(t *testing.T) {
 			"the pending jobs' excluded nodes, features and priorities read again",
 			func(f *fakeSlurm, stderr string) { f.pendingPlacementsFail = stderr }},
 		{"advance reservations",
-			"Slurm's advance reservations cannot be read; no job is admitted by a shrink",
+			"Slurm's advance reservations cannot be read; no job is grown, admitted by a shrink",
 			"Slurm's advance reservations read again",
 			func(f *fakeSlurm, stderr string) { f.reservationsFail = stderr }},
 	}

@@ -623,7 +623,7 @@ func (d *Daemon) warnUnreadable(v *View) {
 		"Slurm's bf_interval cannot be read; shrink-to-admit counts on Slurm's default, 30 s, for when an admitted job starts",
 		"Slurm's bf_interval read again", "bf_interval", v.BackfillInterval)
 	d.reservationsUnread.note(log, v.ReservationsUnread, v.Reservations != nil,
-		"Slurm's advance reservations cannot be read; no job is admitted by a shrink or started small until they can",
+		"Slurm's advance reservations cannot be read; no job is grown, admitted by a shrink or started small until they can",
 		"Slurm's advance reservations read again")
 }
 

@@ -397,8 +397,13 @@
 // the daemon does not check), or that waits in extra.partition (preemptible
 // work) makes no other job shrink and is never started small. Slurm's
 // advance reservations (`scontrol create reservation`, read each cycle
-// shrink-to-admit or start-small may act: `scontrol show reservation -o`,
-// slurmcli.Reservations) count as another pending job's reservation, on
+// a job may grow or shrink-to-admit or start-small may act: `scontrol show
+// reservation -o`, slurmcli.Reservations; while they cannot be read
+// nothing is grown, admitted or started small) bound every lend on their
+// nodes, which ends by their start and is not made on the nodes of an
+// active one (Slurm starts no extra job there: it stayed pending until
+// pending_timeout, and a trade up's slow extra job was ended for it: helper
+// 112's, on the lab), and count as another pending job's reservation, on
 // their nodes from their start (now, for an active one) until their end: a donor gives up a node of one only if its raised
 // limit ends by that start, the admitted job goes there only if it ends by
 // then, and start-small takes none of their nodes (testers saw a job

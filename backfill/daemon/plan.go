@@ -75,7 +75,35 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 		}
 	}
 	s.Unplanned = d.unplannedJobs(v, unplanned)
+	s.Pending = append(s.Pending, advanceReservations(v)...)
+	if v.ReservationsUnread != nil {
+		// A lend could reach into an advance reservation it cannot see.
+		for i := range s.Running {
+			s.Running[i].NoGrow = true
+		}
+	}
 	return s
+}
+
+// advanceReservations returns Slurm's advance reservations that have not
+// ended as reserved starts for the planner: every GPU of each of their
+// nodes from their start (now for an active one), so that no lend runs
+// into one. Slurm starts no job there that is not in the reservation, and
+// extra jobs never are: one that did reach into it would stay pending
+// (ReqNodeNotAvail) until pending_timeout.
+func advanceReservations(v *View) []planner.PendingJob {
+	var out []planner.PendingJob
+	for _, r := range v.Reservations {
+		if !r.End.After(v.Now) || len(r.Nodes) == 0 {
+			continue
+		}
+		p := planner.PendingJob{ID: advanceReservation(r.Name), PlannedStart: max(r.Start.Unix(), 1)}
+		for _, n := range r.Nodes {
+			p.PlannedNodes = append(p.PlannedNodes, planner.NodeGPUs{Node: n}) // 0 GPUs: the whole node
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, known map[string]bool, added daemonExcluded) planner.RunningJob {

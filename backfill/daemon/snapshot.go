@@ -384,6 +384,12 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 			v.RunningPlacementsUnread = err // not fatal: no job is grown, shrunk or shed this cycle
 		}
 		v.setRunningPlacements(ps)
+		// A job may grow: a lend must end before an advance reservation
+		// starts on its node, or Slurm leaves the extra job pending
+		// (ReqNodeNotAvail) for pending_timeout (helper 112's, on the lab).
+		if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
+			v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is grown, admitted or started small this cycle
+		}
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements (and the pending jobs' priorities with them): no extra
@@ -398,8 +404,10 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 		v.setPendingPlacements(ps)
 		if acts {
-			if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
-				v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
+			if v.Reservations == nil && v.ReservationsUnread == nil {
+				if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
+					v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
+				}
 			}
 			var sc slurmcli.SchedulerConfig
 			sc, v.BackfillIntervalUnread = s.schedulerConfig(ctx, v.Now)
