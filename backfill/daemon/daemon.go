@@ -758,6 +758,9 @@ func (d *Daemon) shrink(ctx context.Context, v *View, shrinks []planner.Shrink, 
 		default:
 			log.Info("shrinking: signalling extra job", "deadline", deadline, "reason", reason, "dry_run", d.cfg.DryRun)
 			d.metrics.Shrinks.WithLabelValues("signal").Inc()
+			if sh.Trade {
+				d.metrics.Trades.Inc()
+			}
 			r.Signalled = append(r.Signalled, sh.Extra)
 			if err := d.decide(ctx, "signal", sh.Job, sh.Extra, sh.Node, l.rec.GPUs, reason); err != nil {
 				return err

@@ -846,7 +846,7 @@
 //
 // /metrics on metrics_address serves easyscale_backfill_{cycles_total,
 // gaps_found_total, idle_gpus, gpus_lent, gpus_granted_total, grows_total,
-// shrinks_total, reconciled_total, extra_ends_total, planning_seconds,
+// shrinks_total, trades_total, reconciled_total, extra_ends_total, planning_seconds,
 // cycle_seconds, slurm_failures_total, lend_failures_total{reason=
 // ended|sbatch|pending|changed}, growth_stops_total, jobs_not_grown,
 // jobs_backing_off, pruned_rows_total, nudges_total{result},

@@ -17,7 +17,8 @@ type Metrics struct {
 	GPUsLent       prometheus.Gauge       // GPUs held by live extra jobs now
 	GPUsGranted    prometheus.Counter     // GPUs in extra jobs submitted, summed
 	Grows          prometheus.Counter     // extra jobs submitted
-	Shrinks        *prometheus.CounterVec // action="signal"|"cancel"
+	Shrinks        *prometheus.CounterVec // action="signal"|"cancel"|"admit"
+	Trades         prometheus.Counter     // slow extra jobs signalled to trade their job up (trade_up)
 	Reconciled     *prometheus.CounterVec // action="adopt"|"cancel"|"ended"
 	ExtraEnds      *prometheus.CounterVec // state= final Slurm state of extra jobs
 	PlanSeconds    prometheus.Histogram   // planner.Plan wall time
@@ -64,14 +65,17 @@ func NewMetrics() *Metrics {
 		return h
 	}
 	m := &Metrics{
-		Registry:      r,
-		Cycles:        vec("cycles_total", "Daemon cycles by result.", "result"),
-		GapsFound:     counter("gaps_found_total", "Nodes with lendable idle GPUs seen, summed over cycles."),
-		IdleGPUs:      gauge("idle_gpus", "Lendable idle GPUs in the last snapshot."),
-		GPUsLent:      gauge("gpus_lent", "GPUs held by live extra jobs."),
-		GPUsGranted:   counter("gpus_granted_total", "GPUs in submitted extra jobs."),
-		Grows:         counter("grows_total", "Extra jobs submitted."),
-		Shrinks:       vec("shrinks_total", "Extra jobs ended for a reservation, by action.", "action"),
+		Registry:    r,
+		Cycles:      vec("cycles_total", "Daemon cycles by result.", "result"),
+		GapsFound:   counter("gaps_found_total", "Nodes with lendable idle GPUs seen, summed over cycles."),
+		IdleGPUs:    gauge("idle_gpus", "Lendable idle GPUs in the last snapshot."),
+		GPUsLent:    gauge("gpus_lent", "GPUs held by live extra jobs."),
+		GPUsGranted: counter("gpus_granted_total", "GPUs in submitted extra jobs."),
+		Grows:       counter("grows_total", "Extra jobs submitted."),
+		Shrinks: vec("shrinks_total", "Extra jobs ended, by action (signal, cancel, admit): for a reservation, an admission, "+
+			"a trade up (also trades_total), a job over its maximum, or one not started by pending_timeout.", "action"),
+		Trades: counter("trades_total",
+			"Slow extra jobs signalled to trade their job up to idle faster GPUs (trade_up), once sbatch took their replacements."),
 		Reconciled:    vec("reconciled_total", "Reconciliation actions (adopt, cancel, ended).", "action"),
 		ExtraEnds:     vec("extra_ends_total", "Extra jobs seen ending, by final Slurm state.", "state"),
 		PlanSeconds:   hist("planning_seconds", "Wall time of one planner.Plan call.", prometheus.ExponentialBuckets(1e-5, 4, 10)),

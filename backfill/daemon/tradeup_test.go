@@ -56,6 +56,9 @@ func TestTheDaemonTradesASlowExtraJobUpToIdleFasterGPUs(t *testing.T) {
 			if len(r.Untraded) != 0 {
 				t.Fatalf("the report lists %+v as untraded, want none: the trade was carried out", r.Untraded)
 			}
+			if got := value(td.Metrics().Trades); got != 1 {
+				t.Fatalf("trades_total %v, want 1", got)
+			}
 			ds := decisionsOf(t, td, "signal")
 			if len(ds) != 1 || !strings.Contains(ds[0].Detail, "trading up") {
 				t.Fatalf("signal decisions %+v, want one that says it trades up", ds)
@@ -137,6 +140,9 @@ func TestATradeWhoseReplacementSbatchRefusesEndsNothing(t *testing.T) {
 	}
 	if len(r.Untraded) != 1 || r.Untraded[0].Extra != "50" || !r.Untraded[0].Trade {
 		t.Fatalf("the report's untraded shrinks %+v, want extra job 50's trade (its replacement was refused)", r.Untraded)
+	}
+	if got := value(td.Metrics().Trades); got != 0 {
+		t.Fatalf("trades_total %v, want 0: nothing was traded", got)
 	}
 }
 
