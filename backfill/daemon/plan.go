@@ -90,7 +90,9 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 // nodes from their start (now for an active one), so that no lend runs
 // into one. Slurm starts no job there that is not in the reservation, and
 // extra jobs never are: one that did reach into it would stay pending
-// (ReqNodeNotAvail) until pending_timeout.
+// (ReqNodeNotAvail) until pending_timeout. A reservation of some of a
+// node's cores or GPUs (CoreCnt, TRES) counts as the whole node: the
+// daemon does not read which of them it holds.
 func advanceReservations(v *View) []planner.PendingJob {
 	var out []planner.PendingJob
 	for _, r := range v.Reservations {
@@ -147,6 +149,10 @@ func (d *Daemon) runningJob(v *View, j slurmcli.Job, extras []planner.Extra, kno
 		// (runtime/cluster: Coordinator.Boundary). It keeps what it holds,
 		// so a trade up within it still may.
 		r.MaxGPUs = min(r.MaxGPUs, baseGPUs+heldExtraGPUs(extras))
+		// A job on fewer nodes than its minimum (its owner's req=, or a
+		// node lost under --no-kill) must not make min above max: the
+		// planner would refuse the whole snapshot (reviewer 113's).
+		r.MinGPUs = min(r.MinGPUs, r.MaxGPUs)
 	}
 	r.Model = planner.DefaultModel(bounds.LogicalWorkers, baseGPUs)
 	r.GPUTypes = planner.AllowedTypes(e.Request.Determinism == elastic.D2, types)

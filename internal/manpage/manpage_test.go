@@ -41,6 +41,19 @@ func TestParseReadsEachPartOfAHelpText(t *testing.T) {
 			}},
 		},
 		{
+			name: "a flag table under no heading joins its wrapped lines too, and a text put on the next line has no leading space",
+			help: "Usage: prog\n\nOptions of its own:\n" +
+				"      --elastic string   run on MIN to MAX\n" +
+				"                         nodes\n" +
+				"      --a-very-long-flag-name-that-pushes-the-description-column-past-56 string\n" +
+				"                run it\n",
+			want: Help{Synopsis: "prog", Summary: "Options of its own:", Blocks: []Block{
+				{Kind: Text, Text: "Options of its own:"},
+				{Kind: Entry, Term: "--elastic string", Text: "run on MIN to MAX nodes"},
+				{Kind: Entry, Term: "--a-very-long-flag-name-that-pushes-the-description-column-past-56 string", Text: "run it"},
+			}},
+		},
+		{
 			name: "usage continuation lines stay in the synopsis and a paragraph's lines are joined",
 			help: "Usage: prog --a A\n            --b B\n\nFirst line\nsecond line.\n",
 			want: Help{Synopsis: "prog --a A\n--b B", Summary: "First line second line", Blocks: []Block{

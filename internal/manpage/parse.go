@@ -98,8 +98,9 @@ func Parse(text string) (Help, error) {
 			para = append(para, strings.TrimPrefix(l, exitStatus))
 		case !strings.HasPrefix(l, " "):
 			para = append(para, trimmed)
-		case continuesEntry(h.Blocks, para, section, l):
-			h.Blocks[len(h.Blocks)-1].Text += " " + trimmed
+		case continuesEntry(h.Blocks, para, l):
+			b := &h.Blocks[len(h.Blocks)-1]
+			b.Text = strings.TrimSpace(b.Text + " " + trimmed) // pflag puts a wide term's whole text on the next line
 		case flagLine.MatchString(l) && !wasPre:
 			flush()
 			m := flagLine.FindStringSubmatch(l)
@@ -138,11 +139,12 @@ func Parse(text string) (Help, error) {
 const continuationIndent = 8
 
 // continuesEntry reports whether line l continues the description of the
-// option just read: under OPTIONS, right after its entry, indented to at
-// least continuationIndent and not a flag row itself.
-func continuesEntry(blocks []Block, para []string, section, l string) bool {
+// entry just read (a flag table's row, under a heading or not, or a
+// Commands or Environment row): right after it, indented to at least
+// continuationIndent and not a flag row itself.
+func continuesEntry(blocks []Block, para []string, l string) bool {
 	n := len(blocks)
-	if section != "OPTIONS" || len(para) > 0 || n == 0 || blocks[n-1].Kind != Entry || flagLine.MatchString(l) {
+	if len(para) > 0 || n == 0 || blocks[n-1].Kind != Entry || flagLine.MatchString(l) {
 		return false
 	}
 	indent := len(l) - len(strings.TrimLeft(l, " "))
