@@ -95,10 +95,7 @@ func (d *Daemon) plannerSnapshot(v *View, live map[string]*lent, verdicts map[st
 // daemon does not read which of them it holds.
 func advanceReservations(v *View) []planner.PendingJob {
 	var out []planner.PendingJob
-	for _, r := range v.Reservations {
-		if !r.End.After(v.Now) || len(r.Nodes) == 0 {
-			continue
-		}
+	for _, r := range v.liveReservations() {
 		p := planner.PendingJob{ID: advanceReservation(r.Name), PlannedStart: max(r.Start.Unix(), 1)}
 		for _, n := range r.Nodes {
 			p.PlannedNodes = append(p.PlannedNodes, planner.NodeGPUs{Node: n}) // 0 GPUs: the whole node

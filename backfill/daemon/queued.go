@@ -157,6 +157,18 @@ func sortJobsBy(jobs []slurmcli.Job, cmp func(a, b int) int) []slurmcli.Job {
 // is taken for one.
 func advanceReservation(name string) string { return "reservation " + name }
 
+// liveReservations returns v's advance reservations that hold nodes and
+// have not ended.
+func (v *View) liveReservations() []slurmcli.Reservation {
+	var out []slurmcli.Reservation
+	for _, r := range v.Reservations {
+		if r.End.After(v.Now) && len(r.Nodes) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // reservations indexes the reservations of v's pending jobs once (squeue
 // --start: each job's planned start and SCHEDNODES), so that each queued
 // job's "when do other jobs plan to start on each node" costs one pass
@@ -171,10 +183,8 @@ func (d *Daemon) reservations(v *View) *planner.Reservations[string, string] {
 	}
 	ri := planner.NewReservations[string, string]()
 	v.reservationIndex = ri
-	for _, r := range v.Reservations {
-		if r.End.After(v.Now) && len(r.Nodes) > 0 {
-			ri.Add(advanceReservation(r.Name), r.Start.Unix(), r.Nodes)
-		}
+	for _, r := range v.liveReservations() {
+		ri.Add(advanceReservation(r.Name), r.Start.Unix(), r.Nodes)
 	}
 	for _, p := range v.Pending {
 		pj, ok := pendingJob(p, d.snap.loc(), v.wholeNode)

@@ -387,9 +387,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		// A job may grow: a lend must end before an advance reservation
 		// starts on its node, or Slurm leaves the extra job pending
 		// (ReqNodeNotAvail) for pending_timeout (helper 112's, on the lab).
-		if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
-			v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is grown, admitted or started small this cycle
-		}
+		s.readReservations(ctx, v)
 	}
 	// Only shrink-to-admit, start-small and keep_off_pinned read
 	// placements (and the pending jobs' priorities with them): no extra
@@ -404,11 +402,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, now time.Time) (*View, error
 		}
 		v.setPendingPlacements(ps)
 		if acts {
-			if v.Reservations == nil && v.ReservationsUnread == nil {
-				if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
-					v.Reservations, v.ReservationsUnread = nil, err // not fatal: nothing is admitted or started small this cycle
-				}
-			}
+			s.readReservations(ctx, v)
 			var sc slurmcli.SchedulerConfig
 			sc, v.BackfillIntervalUnread = s.schedulerConfig(ctx, v.Now)
 			v.BackfillInterval, v.ReservationsFirst = sc.BackfillInterval, !sc.PartitionPreemption()
@@ -775,4 +769,18 @@ func (v *View) compositeOf(id string) (composite string, unread bool) {
 		return "", true
 	}
 	return v.RunningComposite[id], false
+}
+
+// readReservations reads Slurm's advance reservations into v once a cycle
+// (growth, shrink-to-admit and start-small all need them). A failure is
+// not fatal: v.ReservationsUnread says why, and nothing is grown, admitted
+// or started small this cycle.
+func (s *Snapshotter) readReservations(ctx context.Context, v *View) {
+	if v.Reservations != nil || v.ReservationsUnread != nil {
+		return
+	}
+	var err error
+	if v.Reservations, err = s.Slurm.Reservations(ctx, s.loc()); err != nil {
+		v.Reservations, v.ReservationsUnread = nil, err
+	}
 }
