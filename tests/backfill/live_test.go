@@ -97,7 +97,7 @@ func TestRigidJobStartsNoLaterThanSlurmPlannedBecauseExtraJobsEndInTime(t *testi
 	d := startDaemon(t, l, s, "backfilld")
 	e, rdv := submitElastic(t, l, "es-req min=1 max=2 lw=6 d1", "-w", "n1", "--gres=gpu:v100:4", "-t", "5")
 	cancelExtrasAtEnd(t, l, e.ID)
-	waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
+	waitFor(t, 10*time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
 	x := extrasOf(t, l, e.ID)[0]
 	if _, err := l.WaitState(ctx, x.ID, 20*time.Second, "RUNNING"); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestSIGKILLedDaemonRestartsWithoutOrphansOrWronglyShrunkJobs(t *testing.T) 
 	// 1. Kill the daemon with SIGKILL right after its first submission, in
 	// the middle of its cycles (the second grow may be in flight).
 	d1 := startDaemon(t, l, s, "first")
-	waitFor(t, 2*pollInterval+time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
+	waitFor(t, 10*time.Second, "an extra job of "+e.ID, func() bool { return len(extrasOf(t, l, e.ID)) > 0 })
 	waitCycles(t, d1, countLog(t, d1.log, "cycle done")+1, 10*time.Second) // the cycle after the first grow
 	d1.stop(syscall.SIGKILL)
 	before := extrasOf(t, l, e.ID)
